@@ -1,0 +1,89 @@
+# Makefile — builds libfco (shared + static), tools/fco-bench and the tests.
+#   make            build everything into build/
+#   make test       build and run the test suite (cpu transport without a GPU; see tests/run.sh)
+#   make bench      build and run the A/B benchmark (fco-bench) with defaults
+# CUDA code is built when nvcc is found ($(CUDA_HOME)/bin/nvcc); otherwise a CPU-only library.
+# Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD.
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+FCO_CUDA  ?= $(shell test -x $(NVCC) && echo 1 || echo 0)
+NCCL_HOME ?= $(CUDA_HOME)
+NCCL_LIBDIR ?= $(firstword $(dir $(wildcard $(NCCL_HOME)/lib64/libnccl.so.2 $(NCCL_HOME)/lib/libnccl.so.2)) $(NCCL_HOME)/lib)
+NCCL_INC  ?= $(NCCL_HOME)/include
+CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90
+BUILD     ?= build
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -Wall -Wextra -Wno-unused-parameter -fPIC -D_GNU_SOURCE -Iinclude
+NVFLAGS ?= -O3 -g -lineinfo
+NVFLAGS += -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -Iinclude -I$(NCCL_INC) -I$(CUDA_HOME)/include
+LDLIBS  := -lpthread -lrt -lm
+
+C_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c) src/transport/cpu.c
+CUDA_C_SRC := src/transport/local.c
+CU_SRC := $(wildcard src/cuda/*.cu src/transport/*.cu)
+
+ifeq ($(FCO_CUDA),1)
+  CFLAGS += -DFCO_HAVE_CUDA -I$(CUDA_HOME)/include -I$(NCCL_INC)
+  NVFLAGS += -DFCO_HAVE_CUDA
+  C_SRC += $(CUDA_C_SRC)
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -L$(NCCL_LIBDIR) -l:libnccl.so.2 \
+               -Wl,-rpath,$(abspath $(NCCL_LIBDIR)) -Wl,-rpath,$(CUDA_HOME)/lib64
+  LD := g++
+else
+  CU_SRC :=
+  CUDA_LIBS :=
+  LD := $(CC)
+endif
+
+OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRC))
+LIB_SO := $(BUILD)/lib/libfco.so
+LIB_A  := $(BUILD)/lib/libfco.a
+RPATH  := -Wl,-rpath,$(abspath $(BUILD)/lib)
+
+BENCH := $(BUILD)/bin/fco-bench
+BENCH_SRC := $(wildcard tools/fco-bench/*.c)
+TEST_COMMON := $(wildcard tests/common/*.c)
+TEST_SRC := $(wildcard tests/test_*.c)
+TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all lib tools tests test bench clean
+all: lib tools tests
+lib: $(LIB_SO) $(LIB_A)
+tools: $(BENCH)
+tests: $(TESTS)
+
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu $(wildcard include/*.h src/*/*.h src/*/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(LIB_SO): $(OBJ)
+	@mkdir -p $(dir $@)
+	$(LD) -shared -o $@ $(OBJ) $(CUDA_LIBS) $(LDLIBS)
+
+$(LIB_A): $(OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $(OBJ)
+
+$(BENCH): $(BENCH_SRC) $(LIB_SO) include/fco.h $(wildcard tools/fco-bench/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(BENCH_SRC) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(LIB_SO) $(wildcard tests/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/common -o $@ $< $(TEST_COMMON) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
+
+test: all
+	BUILD=$(BUILD) ./tests/run.sh
+
+bench: all
+	./$(BENCH) $(BENCH_ARGS)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,67 @@
+/*
+ * error.c — error messages (per communicator, per thread without one), debug logging to stderr,
+ * environment parameters. The library never prints to stdout and never exits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local char tls_error[FCO_ERRMSG_LEN];
+
+int fco_debug_enabled(fco_comm_t comm) {
+  static int env = -1;
+  if (env < 0) env = (int)fco_env_int("FCO_DEBUG", 0) > 0;
+  return env || (comm && comm->cfg.debug > 0);
+}
+
+static void vlog(fco_comm_t comm, const char* fmt, va_list ap) {
+  char line[FCO_ERRMSG_LEN + 64];
+  int n = comm ? snprintf(line, sizeof line, "fco[%d/%d] ", comm->rank, comm->nranks)
+               : snprintf(line, sizeof line, "fco ");
+  vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  fprintf(stderr, "%s\n", line);
+}
+
+void fco_log(fco_comm_t comm, const char* fmt, ...) {
+  if (!fco_debug_enabled(comm)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(comm, fmt, ap);
+  va_end(ap);
+}
+
+fco_result_t fco_set_error(fco_comm_t comm, fco_result_t code, const char* fmt, ...) {
+  char* dst = comm ? comm->last_error : tls_error;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dst, FCO_ERRMSG_LEN, fmt, ap);
+  va_end(ap);
+  /* Calls without a comm also leave the message for fco_last_error(NULL). */
+  if (comm) memcpy(tls_error, dst, FCO_ERRMSG_LEN);
+  if (fco_debug_enabled(comm)) {
+    char tmp[FCO_ERRMSG_LEN];
+    memcpy(tmp, dst, sizeof tmp);
+    fco_log(comm, "error %d (%s): %s", (int)code, fco_result_string(code), tmp);
+  }
+  return code;
+}
+
+const char* fco_last_error(fco_comm_t comm) { return comm ? comm->last_error : tls_error; }
+
+long long fco_env_int(const char* name, long long dflt) {
+  const char* v = getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = NULL;
+  long long x = strtoll(v, &end, 0);
+  if (end == v) return dflt;
+  /* Size suffixes, so FCO_ALLREDUCE_ONESHOT_MAX=4M works. */
+  switch (*end) {
+    case 'k': case 'K': x <<= 10; break;
+    case 'm': case 'M': x <<= 20; break;
+    case 'g': case 'G': x <<= 30; break;
+    default: break;
+  }
+  return x;
+}

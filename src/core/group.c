@@ -1,0 +1,138 @@
+/*
+ * group.c — fco_group_start/end (per thread, nestable, as NCCL's) and the path every operation
+ * takes: submit → (queue) → execute = grow the workspace collectively if needed, then hand the
+ * ops to the transport. Ops of one world issued in one group are executed together in rounds
+ * (round i = the i-th op of each comm), so the local transport can launch one grid per round.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Thread_local int g_depth;
+static _Thread_local fco_op_t* g_queue;
+static _Thread_local int g_len, g_cap;
+
+fco_result_t fco_group_start(void) {
+  g_depth++;
+  return FCO_OK;
+}
+
+static int capturing_any(fco_op_t* ops, int n) {
+  for (int i = 0; i < n; i++)
+    if (ops[i].comm->tops->capturing && ops[i].comm->tops->capturing(ops[i].comm, ops[i].stream))
+      return 1;
+  return 0;
+}
+
+fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
+  fco_comm_t c0 = ops[0].comm;
+  size_t need = 0;
+  for (int i = 0; i < n; i++) {
+    if (ops[i].comm->async_error != FCO_OK) {
+      fco_set_error(NULL, ops[i].comm->async_error, "%s", ops[i].comm->last_error);
+      return ops[i].comm->async_error;
+    }
+    if (ops[i].ws_bytes > need) need = ops[i].ws_bytes;
+  }
+  fco_comm_t* comms = c0->world ? c0->world->comms : &c0;
+  int ncomms = c0->world ? c0->world->n : 1;
+  int grow = 0;
+  for (int i = 0; i < ncomms; i++)
+    if (comms[i] && comms[i]->ws_bytes < need) grow = 1;
+  if (grow) {
+    for (int i = 0; i < ncomms; i++) {
+      if (!comms[i])
+        return fco_set_error(c0, FCO_ERR_INVALID_USAGE,
+                             "workspace growth needs every rank of the fco_comm_init_all group, "
+                             "but rank %d was destroyed", i);
+      long long cap = comms[i]->cfg.max_workspace_bytes;
+      if (cap > 0 && need > (size_t)cap)
+        return fco_set_error(c0, FCO_ERR_OUT_OF_MEMORY,
+                             "workspace of %zu bytes per rank needed, over "
+                             "cfg.max_workspace_bytes = %lld", need, cap);
+    }
+    if (capturing_any(ops, n))
+      return fco_set_error(c0, FCO_ERR_INVALID_USAGE,
+                           "the workspace must grow to %zu bytes per rank, which allocates, but the "
+                           "stream is being captured into a CUDA graph: call fco_comm_reserve(comm, "
+                           "%zu) on every rank before capturing", need, need);
+    fco_log(c0, "workspace: growing to %zu bytes per rank", need);
+    FCO_CHECK(c0->tops->grow(comms, ncomms, need));
+  }
+  fco_result_t r = c0->tops->run(ops, n);
+  if (r != FCO_OK) {
+    /* fco_set_error left the message in this thread's slot too; make it visible on all. */
+    char msg[FCO_ERRMSG_LEN];
+    memcpy(msg, fco_last_error(NULL), sizeof msg);
+    for (int i = 0; i < n; i++) memcpy(ops[i].comm->last_error, msg, sizeof msg);
+    return r;
+  }
+  for (int i = 0; i < n; i++) ops[i].comm->num_calls++;
+  return FCO_OK;
+}
+
+fco_result_t fco_op_submit(const fco_op_t* op) {
+  if (op->comm->async_error != FCO_OK) return op->comm->async_error;
+  if (g_depth == 0) {
+    fco_op_t tmp = *op;
+    return fco_ops_execute(&tmp, 1);
+  }
+  if (g_len == g_cap) {
+    int cap = g_cap ? 2 * g_cap : 16;
+    fco_op_t* q = (fco_op_t*)realloc(g_queue, (size_t)cap * sizeof *q);
+    if (!q) return fco_set_error(op->comm, FCO_ERR_OUT_OF_MEMORY, "group queue full");
+    g_queue = q;
+    g_cap = cap;
+  }
+  g_queue[g_len++] = *op;
+  return FCO_OK;
+}
+
+static const void* group_key(const fco_op_t* op) {
+  return op->comm->world ? (const void*)op->comm->world : (const void*)op->comm;
+}
+
+fco_result_t fco_group_end(void) {
+  if (g_depth == 0)
+    return fco_set_error(NULL, FCO_ERR_INVALID_USAGE, "fco_group_end without fco_group_start");
+  if (--g_depth > 0) return FCO_OK;
+  int n = g_len;
+  fco_op_t* q = g_queue;
+  g_queue = NULL;
+  g_len = g_cap = 0;
+  if (n == 0) {
+    free(q);
+    return FCO_OK;
+  }
+  fco_result_t first = FCO_OK;
+  char* done = (char*)calloc((size_t)n, 1);
+  fco_op_t* batch = (fco_op_t*)malloc((size_t)n * sizeof *batch);
+  if (!done || !batch) {
+    free(done);
+    free(batch);
+    free(q);
+    return fco_set_error(NULL, FCO_ERR_OUT_OF_MEMORY, "fco_group_end: out of memory");
+  }
+  /* Take rounds: per key (world or lone comm), the first not-yet-run op of each comm, in
+   * queue order; ops of different kinds in one round are split into separate batches. */
+  for (int start = 0; start < n; start++) {
+    if (done[start]) continue;
+    const void* key = group_key(&q[start]);
+    int k = 0;
+    for (int i = start; i < n; i++) {
+      if (done[i] || group_key(&q[i]) != key || q[i].kind != q[start].kind) continue;
+      int dup = 0;
+      for (int j = 0; j < k; j++) dup |= batch[j].comm == q[i].comm;
+      if (dup) continue;
+      batch[k++] = q[i];
+      done[i] = 1;
+    }
+    fco_result_t r = fco_ops_execute(batch, k);
+    if (r != FCO_OK && first == FCO_OK) first = r;
+  }
+  free(done);
+  free(batch);
+  free(q);
+  return first;
+}

@@ -1,0 +1,167 @@
+/*
+ * internal.h — what every layer of libfco shares: the communicator, the operation record that
+ * travels from src/ops through the group queue to a transport, the transport interface, and the
+ * error/logging helpers. Plain C; included by .c and .cu files.
+ *
+ * Flow of one call:  fco_allreduce (src/ops: checks, impl choice, workspace need)
+ *   → fco_op_submit (src/core/group.c: run now, or queue until fco_group_end)
+ *   → fco_ops_execute: grows the workspace collectively, then transport->run(ops, n)
+ *   → the transport hands peer tables to a backend (src/cuda kernels or src/cpu).
+ */
+#ifndef FCO_INTERNAL_H_
+#define FCO_INTERNAL_H_
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fco.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FCO_MAX_RANKS 64     /* cpu transport */
+#define FCO_MAX_GPU_RANKS 8  /* nccl (one NVLink domain) and local transports */
+#define FCO_ERRMSG_LEN 512
+#define FCO_DEFAULT_TIMEOUT_MS 30000
+
+typedef struct fco_transport_ops fco_transport_ops_t;
+
+/* Ranks created together by fco_comm_init_all in this process. */
+typedef struct fco_world {
+  int n;
+  fco_comm_t comms[FCO_MAX_RANKS];
+  int live;      /* communicators not yet destroyed; the last destroy frees the world */
+  void* shared;  /* transport state shared by the world (owned by the transport)     */
+} fco_world_t;
+
+struct fco_comm {
+  int rank, nranks;
+  int device;                 /* CUDA device; -1 on the cpu transport                   */
+  fco_transport_t transport;  /* never AUTO                                              */
+  fco_config_t cfg;           /* resolved: timeout_ms > 0, debug from env too           */
+  const fco_transport_ops_t* tops;
+  void* tp;                   /* transport-private state of this rank                   */
+  fco_world_t* world;         /* NULL when created by fco_comm_init / init_from_nccl    */
+  size_t ws_bytes;            /* data workspace bytes per rank held now                 */
+  uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
+  fco_result_t async_error;   /* sticky: once set, every later call returns it          */
+  char last_error[FCO_ERRMSG_LEN];
+};
+
+/* Layout of fco_unique_id_t. */
+#define FCO_UID_MAGIC 0x31434f46u /* "FCO1" */
+typedef struct {
+  uint32_t magic;
+  uint32_t has_nccl;      /* nccl_id is valid (made on a host with CUDA + a GPU)  */
+  uint64_t nonce;         /* random; names the cpu transport's shared memory      */
+  char nccl_id[128];      /* ncclUniqueId                                         */
+} fco_uid_t;
+
+/* nccl transport: fill a ncclUniqueId (FCO_HAVE_CUDA builds). */
+fco_result_t fco_nccl_get_unique_id(void* nccl_id128);
+
+/* ---- operation records --------------------------------------------------------------- */
+typedef enum { FCO_OP_ALLREDUCE = 1 } fco_op_kind_t;
+
+typedef struct {
+  const void* in;
+  void* out;
+  size_t count;
+  fco_dtype_t dtype;
+} fco_allreduce_args_t;
+
+typedef struct fco_op {
+  fco_op_kind_t kind;
+  fco_comm_t comm;
+  int impl;          /* resolved, never FCO_IMPL_AUTO */
+  void* stream;      /* cudaStream_t or NULL */
+  size_t ws_bytes;   /* data workspace this op needs per rank */
+  union {
+    fco_allreduce_args_t allreduce;
+  } u;
+} fco_op_t;
+
+/* ---- transport interface --------------------------------------------------------------- */
+struct fco_transport_ops {
+  const char* name;
+  /* One rank joins through `id` (fco_comm_init), or adopts `nccl_comm` when non-NULL.
+   * comm->rank/nranks/cfg/device are set before (init_from_nccl: the transport sets them). */
+  fco_result_t (*init_rank)(fco_comm_t comm, const fco_unique_id_t* id, void* nccl_comm);
+  /* All ranks of a world at once (fco_comm_init_all); comms[i]->rank == i, world is set. */
+  fco_result_t (*init_all)(fco_comm_t* comms, int n, const int* devs);
+  /* Wait for this rank's work, free its state (and the world's shared state when
+   * comm->world && comm->world->live == 1). Must tolerate a partly initialised comm. */
+  fco_result_t (*destroy)(fco_comm_t comm);
+  /* Collective growth of the data workspace to >= bytes for the ranks this thread drives
+   * (n == 1, or all ranks of a world); sets comm->ws_bytes. Never called while capturing. */
+  fco_result_t (*grow)(fco_comm_t* comms, int n, size_t bytes);
+  /* Issue ops[0..n) (same kind, one per distinct comm, all of one world when n > 1). */
+  fco_result_t (*run)(fco_op_t* ops, int n);
+  /* Poll the device-side async error word without waiting; FCO_OK when none. */
+  fco_result_t (*poll_error)(fco_comm_t comm);
+  /* Is `stream` being captured into a CUDA graph (then growth is impossible)? */
+  int (*capturing)(fco_comm_t comm, void* stream);
+  /* Names of impls of an op on this transport (NULL = out of range). */
+  const char* (*impl_name)(fco_op_kind_t kind, int impl);
+};
+
+extern const fco_transport_ops_t fco_transport_cpu;
+extern const fco_transport_ops_t fco_transport_local; /* FCO_HAVE_CUDA builds only */
+extern const fco_transport_ops_t fco_transport_nccl;  /* FCO_HAVE_CUDA builds only */
+
+/* ---- core services (src/core) ---------------------------------------------------------- */
+/* Record an error on comm (or this thread when comm is NULL), log it under FCO_DEBUG, return
+ * code. The message should name the argument and the value. */
+fco_result_t fco_set_error(fco_comm_t comm, fco_result_t code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Debug log to stderr when FCO_DEBUG / cfg.debug is set (never stdout). */
+void fco_log(fco_comm_t comm, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int fco_debug_enabled(fco_comm_t comm);
+/* Environment helpers: integer env var or default. */
+long long fco_env_int(const char* name, long long dflt);
+
+/* Submit an op (group.c): queued while a group is open, else executed now. */
+fco_result_t fco_op_submit(const fco_op_t* op);
+/* Grow (collectively) and run ops of one comm or one world. */
+fco_result_t fco_ops_execute(fco_op_t* ops, int n);
+
+/* Has the build CUDA support / does this process see a GPU? */
+int fco_have_cuda(void);
+int fco_gpu_count(void);
+
+static inline size_t fco_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Propagate an error upward, logging the frame (as NCCL's NCCLCHECK). */
+#define FCO_CHECK(call)                                                                   \
+  do {                                                                                    \
+    fco_result_t fco_r_ = (call);                                                         \
+    if (fco_r_ != FCO_OK) {                                                               \
+      fco_log(NULL, "%s:%d -> %d (%s)", __FILE__, __LINE__, (int)fco_r_,                  \
+              fco_result_string(fco_r_));                                                 \
+      return fco_r_;                                                                      \
+    }                                                                                     \
+  } while (0)
+
+#define FCO_CHECK_GOTO(call, res, label)                                                  \
+  do {                                                                                    \
+    (res) = (call);                                                                       \
+    if ((res) != FCO_OK) {                                                                \
+      fco_log(NULL, "%s:%d -> %d (%s)", __FILE__, __LINE__, (int)(res),                   \
+              fco_result_string(res));                                                    \
+      goto label;                                                                         \
+    }                                                                                     \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FCO_INTERNAL_H_ */

@@ -1,0 +1,45 @@
+/*
+ * cuda_ops.h — host entry points of the CUDA backend (src/cuda), called by the GPU transports.
+ * C-callable; cudaStream_t is passed as void* so .c files need no CUDA headers.
+ *
+ * A launch covers `num_local` ranks in ONE grid (the local transport passes every virtual rank;
+ * the nccl transport passes 1). Each rank gets the same number of blocks; block → (rank, part).
+ * Errors: a non-FCO_OK return with the message written into err[FCO_ERRMSG_LEN].
+ */
+#ifndef FCO_CUDA_OPS_H_
+#define FCO_CUDA_OPS_H_
+
+#include "dev.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  const void* in;
+  void* out;
+  fco_dev_rank_t* dev; /* device pointer to this rank's state */
+} fco_cuda_ar_rank_t;
+
+typedef struct {
+  int num_local;              /* ranks covered by this grid (1..FCO_MAX_GPU_RANKS)  */
+  int nranks;                 /* communicator size                                  */
+  size_t count;
+  fco_dtype_t dtype;
+  void* stream;
+  fco_cuda_ar_rank_t r[FCO_MAX_GPU_RANKS];
+} fco_cuda_ar_launch_t;
+
+/* impl 1: one-shot over the peer table (needs 2·P·roundup(count·esize,256) workspace). */
+fco_result_t fco_cuda_allreduce_oneshot(const fco_cuda_ar_launch_t* l, char* err);
+/* local transport impl 0: copy each rank's input into its workspace, then one kernel reduces
+ * every rank's slot into every rank's output (needs roundup(count·esize,256) workspace). */
+fco_result_t fco_cuda_allreduce_copy(const fco_cuda_ar_launch_t* l, char* err);
+
+/* Device count without failing when there is no driver (0 then). */
+int fco_cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FCO_CUDA_OPS_H_ */

@@ -1,0 +1,91 @@
+/*
+ * allreduce.c — fco_allreduce: argument checks, impl choice (AUTO), workspace need, submit.
+ * The kernels live in src/cuda/allreduce.cu, the CPU version in src/cpu/allreduce.c.
+ *
+ * Workspace (data bytes per rank), with S = roundup(count · dtype size, 256):
+ *   impl 1 (one-shot, every transport) and cpu impl 0:  2 · P · S
+ *     (slot per source rank; two halves alternating with the epoch, so a fast rank's next call
+ *      never overwrites a slot a slow rank is still reducing)
+ *   local impl 0 (copy, then reduce):                   S
+ *   nccl impl 0 (ncclAllReduce):                        0
+ */
+#include <string.h>
+
+#include "../core/internal.h"
+
+/* One-shot wins while the message is latency-bound; above this NCCL's ring/tree is used.
+ * Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k/M suffix). */
+#define FCO_ALLREDUCE_ONESHOT_MAX_DEFAULT (4u << 20)
+
+static int resolve_impl(fco_comm_t comm, size_t bytes, int impl) {
+  if (impl != FCO_IMPL_AUTO) return impl;
+  if (comm->transport != FCO_TRANSPORT_NCCL || comm->nranks == 1) return 1;
+  long long max = fco_env_int("FCO_ALLREDUCE_ONESHOT_MAX", FCO_ALLREDUCE_ONESHOT_MAX_DEFAULT);
+  return (long long)bytes <= max ? 1 : 0;
+}
+
+static size_t workspace(fco_comm_t comm, size_t count, fco_dtype_t dtype, int impl) {
+  size_t s = fco_round_up(count * fco_dtype_size(dtype), 256);
+  if (impl == 1 || comm->transport == FCO_TRANSPORT_CPU) return 2 * (size_t)comm->nranks * s;
+  if (comm->transport == FCO_TRANSPORT_LOCAL) return s;
+  return 0;
+}
+
+static fco_result_t check_common(fco_comm_t comm, size_t count, fco_dtype_t dtype, int impl,
+                                 const char* fn) {
+  if (!comm) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "%s: comm is NULL", fn);
+  if (count == 0) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: count is 0", fn);
+  if ((long long)count < 0 || count > ((size_t)1 << 40))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: count %zu is negative or absurd (> 2^40)", fn, count);
+  if (fco_dtype_size(dtype) == 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: dtype %d is not FCO_F32, FCO_F16 or FCO_BF16", fn, (int)dtype);
+  if (impl != FCO_IMPL_AUTO && (impl < 0 || impl >= FCO_ALLREDUCE_NUM_IMPLS))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: impl %d is not 0..%d or FCO_IMPL_AUTO (-1)", fn, impl,
+                         FCO_ALLREDUCE_NUM_IMPLS - 1);
+  return FCO_OK;
+}
+
+fco_result_t fco_allreduce_workspace(fco_comm_t comm, size_t count, fco_dtype_t dtype, int impl,
+                                     size_t* bytes) {
+  FCO_CHECK(check_common(comm, count, dtype, impl, "fco_allreduce_workspace"));
+  if (!bytes)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce_workspace: bytes is NULL");
+  *bytes = workspace(comm, count, dtype, resolve_impl(comm, count * fco_dtype_size(dtype), impl));
+  return FCO_OK;
+}
+
+const char* fco_allreduce_impl_name(fco_comm_t comm, int impl) {
+  if (!comm || !comm->tops || !comm->tops->impl_name) return NULL;
+  if (impl == FCO_IMPL_AUTO) return "auto";
+  return comm->tops->impl_name(FCO_OP_ALLREDUCE, impl);
+}
+
+fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t count,
+                           fco_dtype_t dtype, int impl, void* stream) {
+  FCO_CHECK(check_common(comm, count, dtype, impl, "fco_allreduce"));
+  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (!in) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce: in is NULL");
+  if (!out) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce: out is NULL");
+  size_t bytes = count * fco_dtype_size(dtype);
+  const char* a = (const char*)in;
+  const char* b = (const char*)out;
+  if (a != b && a < b + bytes && b < a + bytes)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "fco_allreduce: in and out overlap without being equal (in place is "
+                         "in == out)");
+  fco_op_t op;
+  memset(&op, 0, sizeof op);
+  op.kind = FCO_OP_ALLREDUCE;
+  op.comm = comm;
+  op.impl = resolve_impl(comm, bytes, impl);
+  op.stream = stream;
+  op.ws_bytes = workspace(comm, count, dtype, op.impl);
+  op.u.allreduce.in = in;
+  op.u.allreduce.out = out;
+  op.u.allreduce.count = count;
+  op.u.allreduce.dtype = dtype;
+  return fco_op_submit(&op);
+}
