@@ -22,11 +22,11 @@ NVFLAGS += -std=c++17 $(CUDA_ARCH) -Xcompiler -fPIC,-Wall -Iinclude -I$(NCCL_INC
 LDLIBS  := -lpthread -lrt -lm
 
 C_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c) src/transport/cpu.c
-CUDA_C_SRC := src/transport/local.c
+CUDA_C_SRC := src/transport/local.c src/transport/gpu_common.c
 CU_SRC := $(wildcard src/cuda/*.cu src/transport/*.cu)
 
 ifeq ($(FCO_CUDA),1)
-  CFLAGS += -DFCO_HAVE_CUDA -I$(CUDA_HOME)/include -I$(NCCL_INC)
+  CFLAGS += -DFCO_HAVE_CUDA -I$(NCCL_INC) -I$(CUDA_HOME)/include
   NVFLAGS += -DFCO_HAVE_CUDA
   C_SRC += $(CUDA_C_SRC)
   CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -L$(NCCL_LIBDIR) -l:libnccl.so.2 \
@@ -43,6 +43,7 @@ LIB_SO := $(BUILD)/lib/libfco.so
 LIB_A  := $(BUILD)/lib/libfco.a
 RPATH  := -Wl,-rpath,$(abspath $(BUILD)/lib)
 
+FCO_GIT_COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 BENCH := $(BUILD)/bin/fco-bench
 BENCH_SRC := $(wildcard tools/fco-bench/*.c)
 TEST_COMMON := $(wildcard tests/common/*.c)
@@ -73,7 +74,7 @@ $(LIB_A): $(OBJ)
 
 $(BENCH): $(BENCH_SRC) $(LIB_SO) include/fco.h $(wildcard tools/fco-bench/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(BENCH_SRC) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(if $(FCO_GIT_COMMIT),-DFCO_GIT_COMMIT=$(FCO_GIT_COMMIT)) -o $@ $(BENCH_SRC) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(LIB_SO) $(wildcard tests/common/*.h)
 	@mkdir -p $(dir $@)

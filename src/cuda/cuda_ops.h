@@ -19,6 +19,8 @@ typedef struct {
   const void* in;
   void* out;
   fco_dev_rank_t* dev; /* device pointer to this rank's state */
+  void* ws;            /* this rank's data workspace (= its dev->peer_data[rank]) as a host-
+                        * usable device pointer; needed by fco_cuda_allreduce_copy only */
 } fco_cuda_ar_rank_t;
 
 typedef struct {

@@ -1,0 +1,50 @@
+/*
+ * launch.cuh — host-side helpers shared by the launchers of src/cuda (.cu files): error messages into
+ * the caller's err buffer, CUDA error mapping (clearing the sticky-less error state), the
+ * current device's SM count and cached co-residency limits of a kernel. Implemented in
+ * device.cu (except the per-kernel template). Not part of the transport contract.
+ */
+#ifndef FCO_CUDA_LAUNCH_CUH_
+#define FCO_CUDA_LAUNCH_CUH_
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+#include "../core/internal.h"
+
+namespace fco {
+
+constexpr int kMaxDevices = 64;
+
+/* snprintf into err (FCO_ERRMSG_LEN, may be NULL); returns code. */
+fco_result_t fail(char* err, fco_result_t code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* FCO_ERR_CUDA with "<what>: <cuda error name>: <string>"; clears the error (cudaGetLastError)
+ * so a non-sticky failure does not leak into the next call. */
+fco_result_t cuda_fail(char* err, cudaError_t ce, const char* what);
+
+/* Current device and its SM count (cached per device). */
+fco_result_t current_device(char* err, int* device, int* num_sms);
+
+/* Blocks of `kKernel` at `threads` threads that fit on the device at once (occupancy × SMs),
+ * cached per (kernel, device). 0 means it cannot launch at all. */
+template <auto kKernel>
+fco_result_t max_coresident_blocks(char* err, int device, int num_sms, int threads, int* blocks) {
+  static std::atomic<int> cache[kMaxDevices]; /* 0 = not computed; benign duplicate work */
+  int per_sm = device >= 0 && device < kMaxDevices ? cache[device].load() : 0;
+  if (per_sm == 0) {
+    cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, 0);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (per_sm > 0 && device >= 0 && device < kMaxDevices) cache[device].store(per_sm);
+  }
+  *blocks = per_sm * num_sms;
+  return FCO_OK;
+}
+
+}  // namespace fco
+
+#endif /* FCO_CUDA_LAUNCH_CUH_ */

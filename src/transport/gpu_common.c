@@ -1,0 +1,172 @@
+/*
+ * gpu_common.c — per-rank GPU state and hooks shared by the local and nccl transports (see
+ * gpu_common.h). Everything here runs on the host; the device state it builds is read by the
+ * kernels of src/cuda through fco_dev_rank_t.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "gpu_common.h"
+
+fco_result_t fco_cuda_fail(fco_comm_t comm, cudaError_t e, const char* call, const char* file,
+                           int line) {
+  (void)cudaGetLastError(); /* clear the sticky (non-fatal) error so later calls start clean */
+  fco_result_t code = e == cudaErrorMemoryAllocation ? FCO_ERR_OUT_OF_MEMORY : FCO_ERR_CUDA;
+  fco_log(comm, "%s:%d %s -> %s", file, line, call, cudaGetErrorName(e));
+  if (comm)
+    return fco_set_error(comm, code, "rank %d (device %d): %s failed: %s (%s)", comm->rank,
+                         comm->device, call, cudaGetErrorString(e), cudaGetErrorName(e));
+  return fco_set_error(NULL, code, "%s failed: %s (%s)", call, cudaGetErrorString(e),
+                       cudaGetErrorName(e));
+}
+
+fco_result_t fco_gpu_use_device(fco_comm_t comm, int dev) {
+  int n = 0;
+  FCO_CUDA_CHECK(comm, cudaGetDeviceCount(&n));
+  if (dev < 0 || dev >= n)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "rank %d: CUDA device %d does not exist (%d visible)", comm->rank, dev, n);
+  FCO_CUDA_CHECK(comm, cudaSetDevice(dev));
+  return FCO_OK;
+}
+
+fco_result_t fco_gpu_rank_create(fco_comm_t comm, fco_gpu_rank_t* g) {
+  /* Pieces are stored as soon as they exist, so fco_gpu_rank_destroy frees a partial state. */
+  fco_dev_rank_t* dev = NULL; /* stored only on success: failed calls leave it unspecified */
+  fco_async_err_t* err = NULL;
+  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&dev, sizeof *dev));
+  g->dev = dev;
+  FCO_CUDA_CHECK(comm, cudaMemset(g->dev, 0, sizeof *g->dev)); /* epoch/arrive start at 0 */
+  /* Portable: with several ranks in one process each device's kernels may see the record. */
+  FCO_CUDA_CHECK(comm, cudaHostAlloc((void**)&err, sizeof *err,
+                                     cudaHostAllocMapped | cudaHostAllocPortable));
+  g->err_host = err;
+  memset(g->err_host, 0, sizeof *g->err_host);
+  FCO_CUDA_CHECK(comm, cudaHostGetDevicePointer((void**)&g->err_dev, g->err_host, 0));
+  memset(&g->table, 0, sizeof g->table);
+  g->table.rank = comm->rank;
+  g->table.nranks = comm->nranks;
+  g->table.timeout_ns = (uint64_t)comm->cfg.timeout_ms * 1000000ull;
+  g->table.err = g->err_dev;
+  return FCO_OK;
+}
+
+fco_result_t fco_gpu_rank_write_table(fco_comm_t comm, fco_gpu_rank_t* g) {
+  /* Only the host-written prefix: epoch/arrive belong to the kernels after creation. */
+  FCO_CUDA_CHECK(comm, cudaMemcpy(g->dev, &g->table, FCO_DEV_RANK_HOST_BYTES,
+                                  cudaMemcpyHostToDevice));
+  return FCO_OK;
+}
+
+fco_result_t fco_gpu_rank_destroy(fco_comm_t comm, fco_gpu_rank_t* g) {
+  fco_result_t r = FCO_OK;
+  if (g->err_host) FCO_CUDA_CHECK_KEEP(comm, cudaFreeHost(g->err_host), r);
+  g->err_host = NULL;
+  g->err_dev = NULL;
+  if (g->dev) FCO_CUDA_CHECK_KEEP(comm, cudaFree(g->dev), r);
+  g->dev = NULL;
+  return r;
+}
+
+size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes) {
+  const size_t min = (size_t)2 << 20, pow2_max = (size_t)256 << 20, step = (size_t)64 << 20;
+  size_t t = min;
+  if (bytes > pow2_max) {
+    t = fco_round_up(bytes, step);
+  } else {
+    while (t < bytes) t <<= 1;
+  }
+  long long cap = comm->cfg.max_workspace_bytes;
+  if (cap > 0 && t > (size_t)cap) t = bytes > (size_t)cap ? bytes : (size_t)cap;
+  return t;
+}
+
+static const char* op_name(int32_t op) {
+  switch (op) {
+    case FCO_OP_ALLREDUCE: return "allreduce";
+    default: return "unknown";
+  }
+}
+
+fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
+  const volatile fco_async_err_t* e = g ? g->err_host : NULL;
+  if (!e) return FCO_OK;
+  int32_t code = e->code;
+  if (code == 0) return FCO_OK;
+  /* The device claims the record by publishing code first, then fills the details, writing
+   * op (never 0: op kinds start at 1) last after a system fence. Give it a moment (<= 10 ms). */
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (e->op != 0) break;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > 10000000LL) break;
+  }
+  int32_t peer = e->peer, op = e->op, slot = e->slot;
+  unsigned long long want = e->want, seen = e->seen;
+  fco_result_t c = code > 0 && code < FCO_NUM_RESULTS ? (fco_result_t)code : FCO_ERR_INTERNAL;
+  if (c == FCO_ERR_TIMEOUT)
+    return fco_set_error(comm, c,
+                         "rank %d: timed out after %d ms waiting for peer %d (op %s, slot %d, "
+                         "want 0x%llx, seen 0x%llx); the communicator is unusable: destroy it",
+                         comm->rank, comm->cfg.timeout_ms, peer, op_name(op), slot, want, seen);
+  return fco_set_error(comm, c,
+                       "rank %d: the device reported %s (code %d; op %s, peer/table %d, "
+                       "slot/position %d, want 0x%llx, seen 0x%llx); the communicator is "
+                       "unusable: destroy it",
+                       comm->rank, fco_result_string(c), (int)code, op_name(op), peer, slot, want,
+                       seen);
+}
+
+int fco_gpu_capturing(fco_comm_t comm, void* stream) {
+  if (cudaSetDevice(comm->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    /* The legacy stream cannot be queried while another stream captures globally: treat it
+     * as capturing, so growth is refused with a clear message instead of breaking capture. */
+    return e == cudaErrorStreamCaptureImplicit || e == cudaErrorStreamCaptureUnsupported;
+  }
+  return st != cudaStreamCaptureStatusNone;
+}
+
+fco_result_t fco_gpu_check_same(const fco_op_t* ops, int n) {
+  const fco_op_t* a = &ops[0];
+  for (int i = 1; i < n; i++) {
+    const fco_op_t* b = &ops[i];
+    if (b->kind != a->kind)
+      return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
+                           "operations of one group differ across ranks: rank %d issued %s, "
+                           "rank %d issued %s", a->comm->rank, op_name(a->kind), b->comm->rank,
+                           op_name(b->kind));
+    if (b->impl != a->impl)
+      return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
+                           "fco_%s: impl differs across ranks: rank %d uses %d, rank %d uses %d",
+                           op_name(a->kind), a->comm->rank, a->impl, b->comm->rank, b->impl);
+    if (a->kind == FCO_OP_ALLREDUCE) {
+      const fco_allreduce_args_t *x = &a->u.allreduce, *y = &b->u.allreduce;
+      if (y->count != x->count)
+        return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
+                             "fco_allreduce: count differs across ranks: rank %d has %zu, rank "
+                             "%d has %zu", a->comm->rank, x->count, b->comm->rank, y->count);
+      if (y->dtype != x->dtype)
+        return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
+                             "fco_allreduce: dtype differs across ranks: rank %d has %s, rank %d "
+                             "has %s", a->comm->rank, fco_dtype_name(x->dtype), b->comm->rank,
+                             fco_dtype_name(y->dtype));
+    }
+  }
+  return FCO_OK;
+}
+
+void fco_gpu_share_error(fco_comm_t* comms, int n) {
+  const char* msg = fco_last_error(NULL);
+  for (int i = 0; i < n; i++)
+    if (comms[i] && comms[i]->last_error != msg)
+      memcpy(comms[i]->last_error, msg, FCO_ERRMSG_LEN);
+}

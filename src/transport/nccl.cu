@@ -1,0 +1,535 @@
+/*
+ * nccl.cu — the nccl transport: one GPU per rank, peers reached by load/store over NVLink
+ * through NCCL >= 2.28 symmetric memory.
+ *
+ * Per rank: an NCCL communicator (made from the unique id, by ncclCommInitAll, or adopted),
+ * a signal area (FCO_SIG_BYTES, zeroed, never grows) and a data workspace (grown collectively),
+ * both ncclMemAlloc'd and registered with ncclCommWindowRegister(..., NCCL_WIN_COLL_SYMMETRIC),
+ * a device communicator (ncclDevCommCreate; its lsaSize tells whether every rank is load/store
+ * reachable), and the per-rank device state of gpu_common.h whose peer table a one-block
+ * kernel fills with ncclGetLsaPointer(window, 0, p).
+ *
+ * Collectives over several comms driven by one thread (init_all) go inside
+ * ncclGroupStart/End: window registration, ncclDevCommCreate and allreduces join NCCL groups;
+ * window deregistration is local and never waits for peers, so it is issued ungrouped.
+ * Setup and growth end with an "agree" allreduce (min of a per-rank ok flag): all ranks commit
+ * or fail together, and it is the barrier after which peers may signal into our buffers.
+ *
+ * impl 0 = ncclAllReduce; impl 1 = fco_cuda_allreduce_oneshot over the peer table.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
+#include <nccl_device.h>
+
+#include "../cuda/cuda_ops.h"
+#include "gpu_common.h"
+
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
+#error "the nccl transport needs NCCL >= 2.28 (symmetric windows and the device API)"
+#endif
+
+typedef struct {
+  fco_gpu_rank_t g;
+  ncclComm_t nccl;
+  int own_nccl;            /* 0: adopted (fco_comm_init_from_nccl), the caller destroys it */
+  int* scratch;            /* one int on the device: agree/barrier allreduces               */
+  void* sig;               /* ncclMemAlloc, FCO_SIG_BYTES                                   */
+  ncclWindow_t sig_win;
+  ncclDevComm dev_comm;
+  int have_dev_comm;
+  void* ws;                /* ncclMemAlloc, comm->ws_bytes                                  */
+  ncclWindow_t ws_win;
+} nccl_rank_t;
+
+static nccl_rank_t* nr(fco_comm_t c) { return (nccl_rank_t*)c->tp; }
+
+static fco_result_t nccl_fail(fco_comm_t comm, ncclResult_t r, const char* call) {
+  const char* last = ncclGetLastError(comm && comm->tp ? nr(comm)->nccl : NULL);
+  int has_last = last && *last;
+  if (comm)
+    return fco_set_error(comm, FCO_ERR_NCCL, "rank %d (device %d): %s failed: %s%s%s",
+                         comm->rank, comm->device, call, ncclGetErrorString(r),
+                         has_last ? "; " : "", has_last ? last : "");
+  return fco_set_error(NULL, FCO_ERR_NCCL, "%s failed: %s%s%s", call, ncclGetErrorString(r),
+                       has_last ? "; " : "", has_last ? last : "");
+}
+
+#define NCCL_CHECK(comm, call)                                                \
+  do {                                                                        \
+    ncclResult_t fco_n_ = (call);                                             \
+    if (fco_n_ != ncclSuccess) return nccl_fail((comm), fco_n_, #call);       \
+  } while (0)
+
+#define NCCL_CHECK_KEEP(comm, call, res)                                      \
+  do {                                                                        \
+    ncclResult_t fco_n_ = (call);                                             \
+    if (fco_n_ != ncclSuccess && (res) == FCO_OK) (res) = nccl_fail((comm), fco_n_, #call); \
+  } while (0)
+
+/* Non-blocking communicators (e.g. adopted ones) answer ncclInProgress: wait until settled. */
+static ncclResult_t settle(ncclComm_t const* ncs, int n, ncclResult_t r) {
+  if (r != ncclInProgress) return r;
+  for (int i = 0; i < n; i++) {
+    ncclResult_t st = ncclInProgress;
+    while (st == ncclInProgress) {
+      ncclResult_t q = ncclCommGetAsyncError(ncs[i], &st);
+      if (q != ncclSuccess) return q;
+      if (st == ncclInProgress) sched_yield();
+    }
+    if (st != ncclSuccess) return st;
+  }
+  return ncclSuccess;
+}
+
+/* fn(i) for i < n: one call per comm this thread drives, inside one NCCL group when n > 1 (a
+ * lone call needs none, and the baseline allreduce should not pay for one). The error names
+ * the comm whose call failed, else comms[0]. */
+template <class F>
+static fco_result_t nccl_group(fco_comm_t* comms, int n, const char* what, F fn) {
+  ncclComm_t ncs[FCO_MAX_GPU_RANKS];
+  for (int i = 0; i < n; i++) ncs[i] = nr(comms[i])->nccl;
+  if (n == 1) {
+    ncclResult_t r = settle(ncs, 1, fn(0));
+    return r == ncclSuccess ? FCO_OK : nccl_fail(comms[0], r, what);
+  }
+  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess) return nccl_fail(comms[0], r, "ncclGroupStart");
+  int bad = -1;
+  for (int i = 0; i < n && bad < 0; i++) {
+    r = fn(i);
+    if (r != ncclSuccess && r != ncclInProgress) bad = i;
+  }
+  ncclResult_t e = ncclGroupEnd(); /* always: balances the group even after a failed call */
+  if (bad < 0) r = settle(ncs, n, e);
+  if (r != ncclSuccess) return nccl_fail(comms[bad < 0 ? 0 : bad], r, what);
+  return FCO_OK;
+}
+
+static ncclDataType_t nccl_dtype(fco_dtype_t t) {
+  switch (t) {
+    case FCO_F16: return ncclFloat16;
+    case FCO_BF16: return ncclBfloat16;
+    default: return ncclFloat32;
+  }
+}
+
+fco_result_t fco_nccl_get_unique_id(void* nccl_id128) {
+  static_assert(sizeof(ncclUniqueId) == 128, "fco_uid_t.nccl_id holds 128 bytes");
+  ncclUniqueId id;
+  NCCL_CHECK(NULL, ncclGetUniqueId(&id));
+  memcpy(nccl_id128, &id, sizeof id);
+  return FCO_OK;
+}
+
+/* Peer table: windows are per-communicator device structs, so only a kernel can turn them into
+ * pointers. With lsaSize == nranks the LSA rank of peer p is p. */
+__global__ void fill_peer_table_kernel(fco_dev_rank_t* dev, ncclWindow_t data_win,
+                                       ncclWindow_t sig_win, int nranks) {
+  int p = threadIdx.x;
+  if (p >= nranks) return;
+  dev->peer_data[p] = data_win ? ncclGetLsaPointer(data_win, 0, p) : nullptr;
+  dev->peer_sig[p] = (uint64_t*)ncclGetLsaPointer(sig_win, 0, p);
+}
+
+static fco_result_t write_table(fco_comm_t comm) {
+  nccl_rank_t* me = nr(comm);
+  fco_dev_rank_t* t = &me->g.table;
+  memset(t->peer_data, 0, sizeof t->peer_data);
+  memset(t->peer_sig, 0, sizeof t->peer_sig);
+  t->ws_bytes = comm->ws_bytes;
+  FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
+  FCO_CHECK(fco_gpu_rank_write_table(comm, &me->g)); /* legacy stream, ordered before: */
+  fill_peer_table_kernel<<<1, FCO_MAX_GPU_RANKS, 0, 0>>>(me->g.dev, me->ws_win, me->sig_win,
+                                                         comm->nranks);
+  FCO_CUDA_CHECK(comm, cudaGetLastError());
+  FCO_CUDA_CHECK(comm, cudaDeviceSynchronize()); /* before any (non-blocking) user stream */
+  return FCO_OK;
+}
+
+/* Collective: *all_ok = min over every rank of `ok` (this thread's comms all pass the same).
+ * Also the barrier of setup and growth. Runs on the legacy stream of each device. */
+static fco_result_t agree(fco_comm_t* comms, int n, int ok, int* all_ok) {
+  for (int i = 0; i < n; i++) {
+    FCO_CUDA_CHECK(comms[i], cudaSetDevice(comms[i]->device));
+    FCO_CUDA_CHECK(comms[i], cudaMemcpy(nr(comms[i])->scratch, &ok, sizeof ok,
+                                        cudaMemcpyHostToDevice));
+  }
+  auto min_ok = [&](int i) {
+    nccl_rank_t* me = nr(comms[i]);
+    return ncclAllReduce(me->scratch, me->scratch, 1, ncclInt32, ncclMin, me->nccl, 0);
+  };
+  FCO_CHECK(nccl_group(comms, n, "ncclAllReduce (agreement/barrier)", min_ok));
+  *all_ok = 1;
+  for (int i = 0; i < n; i++) {
+    int v = 0;
+    FCO_CUDA_CHECK(comms[i], cudaSetDevice(comms[i]->device));
+    FCO_CUDA_CHECK(comms[i], cudaMemcpy(&v, nr(comms[i])->scratch, sizeof v,
+                                        cudaMemcpyDeviceToHost));
+    if (!v) *all_ok = 0;
+  }
+  return FCO_OK;
+}
+
+/* Local allocations of one rank; the scratch first, so a later failure can still be agreed on. */
+static fco_result_t alloc_rank(fco_comm_t comm) {
+  nccl_rank_t* me = nr(comm);
+  FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
+  int* scratch = NULL; /* stored only on success: a failed call leaves it unspecified */
+  void* sig = NULL;
+  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, sizeof *scratch));
+  me->scratch = scratch;
+  FCO_CHECK(fco_gpu_rank_create(comm, &me->g));
+  NCCL_CHECK(comm, ncclMemAlloc(&sig, FCO_SIG_BYTES));
+  me->sig = sig;
+  /* Zeroed before registration; peers signal only after the final agree (a barrier). */
+  FCO_CUDA_CHECK(comm, cudaMemset(me->sig, 0, FCO_SIG_BYTES));
+  return FCO_OK;
+}
+
+/* Everything after the NCCL communicators exist, for the n comms this thread drives. */
+static fco_result_t setup(fco_comm_t* comms, int n) {
+  fco_result_t r = FCO_OK;
+  int ok = 1, all_ok = 0;
+  for (int i = 0; i < n; i++) {
+    fco_result_t x = alloc_rank(comms[i]);
+    if (x == FCO_OK) continue;
+    if (!nr(comms[i])->scratch) return x; /* cannot even take part in the agreement */
+    if (r == FCO_OK) r = x;
+    ok = 0;
+  }
+  FCO_CHECK(agree(comms, n, ok, &all_ok));
+  if (!all_ok)
+    return r != FCO_OK ? r
+                       : fco_set_error(comms[0], FCO_ERR_OUT_OF_MEMORY,
+                                       "rank %d: another rank could not allocate its buffers (see "
+                                       "its error)", comms[0]->rank);
+
+  auto reg_sig = [&](int i) {
+    nccl_rank_t* me = nr(comms[i]);
+    return ncclCommWindowRegister(me->nccl, me->sig, FCO_SIG_BYTES, &me->sig_win,
+                                  NCCL_WIN_COLL_SYMMETRIC);
+  };
+  FCO_CHECK(nccl_group(comms, n, "ncclCommWindowRegister (signal area)", reg_sig));
+  for (int i = 0; i < n; i++)
+    if (!nr(comms[i])->sig_win) /* NCCL answers success and no window when unsupported */
+      return fco_set_error(comms[i], FCO_ERR_UNSUPPORTED,
+                           "rank %d: NCCL has no symmetric memory on this communicator "
+                           "(ncclCommWindowRegister gave no window): the nccl transport needs "
+                           "CUDA VMM and load/store (NVLink/P2P) access between all ranks",
+                           comms[i]->rank);
+
+  /* 2.28 has no NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER: zero = no barriers, no GIN, no multimem.
+   * The struct is copied by NCCL at the call; keep it alive until the group ends anyway. */
+  ncclDevCommRequirements reqs[FCO_MAX_GPU_RANKS];
+  memset(reqs, 0, sizeof reqs);
+  auto create = [&](int i) {
+    nccl_rank_t* me = nr(comms[i]);
+    return ncclDevCommCreate(me->nccl, &reqs[i], &me->dev_comm);
+  };
+  FCO_CHECK(nccl_group(comms, n, "ncclDevCommCreate", create));
+  for (int i = 0; i < n; i++) nr(comms[i])->have_dev_comm = 1;
+  for (int i = 0; i < n; i++) {
+    nccl_rank_t* me = nr(comms[i]);
+    if (me->dev_comm.lsaSize != comms[i]->nranks)
+      return fco_set_error(comms[i], FCO_ERR_UNSUPPORTED,
+                           "rank %d: only %d of the %d ranks are load/store accessible (NCCL LSA "
+                           "team); the nccl transport needs all ranks in one NVLink domain "
+                           "(multi-node is a later transport)", comms[i]->rank,
+                           me->dev_comm.lsaSize, comms[i]->nranks);
+  }
+
+  for (int i = 0; i < n; i++) {
+    fco_result_t x = write_table(comms[i]);
+    if (x != FCO_OK && r == FCO_OK) r = x;
+    if (x != FCO_OK) ok = 0;
+  }
+  FCO_CHECK(agree(comms, n, ok, &all_ok));
+  if (!all_ok)
+    return r != FCO_OK ? r
+                       : fco_set_error(comms[0], FCO_ERR_CUDA,
+                                       "rank %d: another rank failed to build its peer table (see "
+                                       "its error)", comms[0]->rank);
+  return FCO_OK;
+}
+
+static fco_result_t new_rank_state(fco_comm_t comm) {
+  nccl_rank_t* me = (nccl_rank_t*)calloc(1, sizeof *me);
+  if (!me) return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+  comm->tp = me;
+  return FCO_OK;
+}
+
+static fco_result_t nccl_init_rank(fco_comm_t comm, const fco_unique_id_t* id, void* nccl_comm) {
+  FCO_CHECK(new_rank_state(comm));
+  nccl_rank_t* me = nr(comm);
+  if (nccl_comm) {
+    ncclComm_t nc = (ncclComm_t)nccl_comm;
+    int n = 0, rank = 0, dev = -1;
+    NCCL_CHECK(comm, ncclCommCount(nc, &n));
+    NCCL_CHECK(comm, ncclCommUserRank(nc, &rank));
+    NCCL_CHECK(comm, ncclCommCuDevice(nc, &dev));
+    comm->nranks = n;
+    comm->rank = rank;
+    comm->device = dev;
+    if (n > FCO_MAX_GPU_RANKS)
+      return fco_set_error(comm, FCO_ERR_UNSUPPORTED,
+                           "the adopted NCCL communicator has %d ranks; the nccl transport "
+                           "supports at most %d (one NVLink domain)", n, FCO_MAX_GPU_RANKS);
+    FCO_CHECK(fco_gpu_use_device(comm, dev));
+    me->nccl = nc; /* adopted: never destroyed here */
+  } else {
+    int dev = comm->cfg.device;
+    if (dev < 0) FCO_CUDA_CHECK(comm, cudaGetDevice(&dev));
+    FCO_CHECK(fco_gpu_use_device(comm, dev));
+    comm->device = dev;
+    if (comm->nranks > FCO_MAX_GPU_RANKS)
+      return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "nranks %d > %d on the nccl transport",
+                           comm->nranks, FCO_MAX_GPU_RANKS);
+    ncclUniqueId uid;
+    memcpy(&uid, ((const fco_uid_t*)id->internal)->nccl_id, sizeof uid);
+    ncclComm_t nc = NULL;
+    NCCL_CHECK(comm, ncclCommInitRank(&nc, comm->nranks, uid, comm->rank));
+    me->nccl = nc;
+    me->own_nccl = 1;
+  }
+  return setup(&comm, 1);
+}
+
+static fco_result_t nccl_init_all(fco_comm_t* comms, int n, const int* devs) {
+  fco_result_t r = FCO_OK;
+  int count = 0;
+  ncclComm_t ncs[FCO_MAX_GPU_RANKS];
+  FCO_CUDA_CHECK_GOTO(comms[0], cudaGetDeviceCount(&count), r, fail);
+  for (int i = 0; i < n; i++) {
+    if (comms[i]->device >= count) {
+      r = fco_set_error(comms[0], FCO_ERR_INVALID_ARGUMENT,
+                        "fco_comm_init_all: rank %d needs CUDA device %d but %d are visible (for "
+                        "several ranks on one GPU use the local transport)", i, comms[i]->device,
+                        count);
+      goto fail;
+    }
+    FCO_CHECK_GOTO(new_rank_state(comms[i]), r, fail);
+  }
+  {
+    ncclResult_t x = ncclCommInitAll(ncs, n, devs);
+    if (x != ncclSuccess) {
+      r = nccl_fail(comms[0], x, "ncclCommInitAll");
+      goto fail;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    nr(comms[i])->nccl = ncs[i];
+    nr(comms[i])->own_nccl = 1;
+  }
+  FCO_CHECK_GOTO(setup(comms, n), r, fail);
+  return FCO_OK;
+fail:
+  fco_gpu_share_error(comms, n); /* comm.c reports comms[0]'s message */
+  return r;
+}
+
+/* Local release of the data workspace (window deregistration does not wait for peers). */
+static fco_result_t release_ws(fco_comm_t comm) {
+  fco_result_t r = FCO_OK;
+  nccl_rank_t* me = nr(comm);
+  if (me->ws_win) NCCL_CHECK_KEEP(comm, ncclCommWindowDeregister(me->nccl, me->ws_win), r);
+  me->ws_win = NULL;
+  if (me->ws) NCCL_CHECK_KEEP(comm, ncclMemFree(me->ws), r);
+  me->ws = NULL;
+  comm->ws_bytes = 0;
+  return r;
+}
+
+/* Collective over every rank (this thread: n comms). Each rank quiesces its device, drops its
+ * old workspace, allocates the new one, agrees, registers (collective), rebuilds its table and
+ * agrees again, so all ranks end with the new workspace or, on any failure, all without one. */
+static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
+  fco_result_t r = FCO_OK;
+  int ok = 1, all_ok = 0;
+  for (int i = 0; i < n; i++)
+    if (!comms[i] || !comms[i]->tp)
+      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
+                           "workspace growth needs every rank driven by this thread, but rank %d "
+                           "was destroyed", i);
+  size_t target = fco_gpu_ws_target(comms[0], bytes);
+  for (int i = 0; i < n && ok; i++) {
+    fco_comm_t c = comms[i];
+    fco_result_t x = FCO_OK;
+    FCO_CUDA_CHECK_KEEP(c, cudaSetDevice(c->device), x);
+    /* Work in flight may use the old buffers. Peers' in-flight writes into our old workspace
+     * stay valid: their mapping keeps the memory alive until they drop it here too. */
+    if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
+    if (x == FCO_OK) x = release_ws(c);
+    if (x == FCO_OK) {
+      void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
+      ncclResult_t a = ncclMemAlloc(&ws, target);
+      if (a != ncclSuccess) x = nccl_fail(c, a, "ncclMemAlloc (data workspace)");
+      else nr(c)->ws = ws;
+    }
+    if (x != FCO_OK) {
+      r = x;
+      ok = 0;
+    }
+  }
+  FCO_CHECK_GOTO(agree(comms, n, ok, &all_ok), r, fail);
+  if (!all_ok) {
+    if (r == FCO_OK)
+      r = fco_set_error(comms[0], FCO_ERR_OUT_OF_MEMORY,
+                        "rank %d: another rank could not allocate a %zu-byte workspace (see its "
+                        "error)", comms[0]->rank, target);
+    goto fail;
+  }
+  {
+    auto reg_ws = [&](int i) {
+      nccl_rank_t* me = nr(comms[i]);
+      return ncclCommWindowRegister(me->nccl, me->ws, target, &me->ws_win,
+                                    NCCL_WIN_COLL_SYMMETRIC);
+    };
+    FCO_CHECK_GOTO(nccl_group(comms, n, "ncclCommWindowRegister (data workspace)", reg_ws), r,
+                   fail);
+  }
+  for (int i = 0; i < n; i++) {
+    fco_result_t x = FCO_OK;
+    if (!nr(comms[i])->ws_win)
+      x = fco_set_error(comms[i], FCO_ERR_UNSUPPORTED,
+                        "rank %d: ncclCommWindowRegister gave no window for the workspace",
+                        comms[i]->rank);
+    if (x == FCO_OK) {
+      comms[i]->ws_bytes = target;
+      x = write_table(comms[i]);
+    }
+    if (x != FCO_OK) {
+      if (r == FCO_OK) r = x;
+      ok = 0;
+    }
+  }
+  FCO_CHECK_GOTO(agree(comms, n, ok, &all_ok), r, fail);
+  if (!all_ok) {
+    if (r == FCO_OK)
+      r = fco_set_error(comms[0], FCO_ERR_CUDA,
+                        "rank %d: another rank failed to register its workspace (see its error)",
+                        comms[0]->rank);
+    goto fail;
+  }
+  fco_log(comms[0], "nccl: workspace %zu bytes per rank (%zu needed)", target, bytes);
+  return FCO_OK;
+fail: {
+  char msg[FCO_ERRMSG_LEN];
+  memcpy(msg, fco_last_error(NULL), sizeof msg);
+  for (int i = 0; i < n; i++) { /* consistently no workspace on every rank */
+    (void)cudaSetDevice(comms[i]->device);
+    (void)cudaDeviceSynchronize();
+    (void)release_ws(comms[i]);
+    (void)write_table(comms[i]);
+  }
+  (void)cudaGetLastError();
+  fco_set_error(NULL, r, "%s", msg);
+  fco_gpu_share_error(comms, n);
+  return r;
+}
+}
+
+static fco_result_t nccl_run(fco_op_t* ops, int n) {
+  fco_comm_t c0 = ops[0].comm;
+  if (n > 1) FCO_CHECK(fco_gpu_check_same(ops, n));
+  if (ops[0].kind != FCO_OP_ALLREDUCE)
+    return fco_set_error(c0, FCO_ERR_UNSUPPORTED, "nccl transport: op kind %d not supported",
+                         (int)ops[0].kind);
+  if (ops[0].impl == 0) {
+    fco_comm_t comms[FCO_MAX_GPU_RANKS];
+    for (int i = 0; i < n; i++) comms[i] = ops[i].comm;
+    return nccl_group(comms, n, "ncclAllReduce", [&](int i) {
+      const fco_allreduce_args_t* a = &ops[i].u.allreduce;
+      return ncclAllReduce(a->in, a->out, a->count, nccl_dtype(a->dtype), ncclSum,
+                           nr(ops[i].comm)->nccl, (cudaStream_t)ops[i].stream);
+    });
+  }
+  if (ops[0].impl != 1)
+    return fco_set_error(c0, FCO_ERR_INVALID_ARGUMENT,
+                         "fco_allreduce: impl %d is not available on the nccl transport",
+                         ops[0].impl);
+  /* One grid per GPU: ranks are on different devices, so their spinning kernels run side by
+   * side and the host never waits between launches. */
+  for (int i = 0; i < n; i++) {
+    fco_comm_t c = ops[i].comm;
+    const fco_allreduce_args_t* a = &ops[i].u.allreduce;
+    fco_cuda_ar_launch_t l;
+    memset(&l, 0, sizeof l);
+    l.num_local = 1;
+    l.nranks = c->nranks;
+    l.count = a->count;
+    l.dtype = a->dtype;
+    l.stream = ops[i].stream;
+    l.r[0].in = a->in;
+    l.r[0].out = a->out;
+    l.r[0].dev = nr(c)->g.dev;
+    l.r[0].ws = nr(c)->ws;
+    FCO_CUDA_CHECK(c, cudaSetDevice(c->device));
+    char err[FCO_ERRMSG_LEN];
+    err[0] = '\0';
+    fco_result_t x = fco_cuda_allreduce_oneshot(&l, err);
+    if (x != FCO_OK)
+      return fco_set_error(c, x, "rank %d: oneshot allreduce: %s", c->rank,
+                           err[0] ? err : "launch failed");
+  }
+  return FCO_OK;
+}
+
+static fco_result_t nccl_destroy(fco_comm_t comm) {
+  nccl_rank_t* me = nr(comm);
+  if (!me) return FCO_OK;
+  fco_result_t r = FCO_OK;
+  /* Our kernels' waits are bounded, so the sync ends even after a timeout. */
+  const volatile fco_async_err_t* e = me->g.err_host;
+  int failed = comm->async_error != FCO_OK || (e && e->code != 0);
+  if (comm->device >= 0) {
+    FCO_CUDA_CHECK_KEEP(comm, cudaSetDevice(comm->device), r);
+    FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
+  }
+  /* Reverse order of allocation. */
+  fco_result_t x = release_ws(comm);
+  if (r == FCO_OK) r = x;
+  if (me->have_dev_comm) NCCL_CHECK_KEEP(comm, ncclDevCommDestroy(me->nccl, &me->dev_comm), r);
+  me->have_dev_comm = 0;
+  if (me->sig_win) NCCL_CHECK_KEEP(comm, ncclCommWindowDeregister(me->nccl, me->sig_win), r);
+  me->sig_win = NULL;
+  if (me->sig) NCCL_CHECK_KEEP(comm, ncclMemFree(me->sig), r);
+  me->sig = NULL;
+  x = fco_gpu_rank_destroy(comm, &me->g);
+  if (r == FCO_OK) r = x;
+  if (me->scratch) FCO_CUDA_CHECK_KEEP(comm, cudaFree(me->scratch), r);
+  me->scratch = NULL;
+  if (me->nccl && me->own_nccl) {
+    /* After a device-side failure a peer may be gone: abort instead of a destroy that may wait. */
+    if (failed) NCCL_CHECK_KEEP(comm, ncclCommAbort(me->nccl), r);
+    else NCCL_CHECK_KEEP(comm, ncclCommDestroy(me->nccl), r);
+  }
+  me->nccl = NULL;
+  free(me);
+  comm->tp = NULL;
+  return r;
+}
+
+static fco_result_t nccl_poll_error(fco_comm_t comm) {
+  return comm->tp ? fco_gpu_poll_error(comm, &nr(comm)->g) : FCO_OK;
+}
+
+static const char* nccl_impl_name(fco_op_kind_t kind, int impl) {
+  if (kind != FCO_OP_ALLREDUCE) return NULL;
+  return impl == 0 ? "nccl" : impl == 1 ? "oneshot" : NULL;
+}
+
+extern "C" const fco_transport_ops_t fco_transport_nccl = {
+    /* name */ "nccl",
+    /* init_rank */ nccl_init_rank,
+    /* init_all */ nccl_init_all,
+    /* destroy */ nccl_destroy,
+    /* grow */ nccl_grow,
+    /* run */ nccl_run,
+    /* poll_error */ nccl_poll_error,
+    /* capturing */ fco_gpu_capturing,
+    /* impl_name */ nccl_impl_name,
+};

@@ -1,0 +1,160 @@
+/*
+ * bench.h — what the files of fco-bench share: options, the run context (communicators,
+ * streams, timing resources, buffer pools), result rows, and the op registry.
+ *
+ * An op (op_<name>.c) fills a bench_op_t: how to set up one shape, issue one iteration for
+ * every rank, check the result, and print its table. main.c lists the ops in kOps[] and drives
+ * the sweep (sizes × dtypes × impls); bench_dev.c times iterations (CUDA events, CUDA graphs, or
+ * clock_gettime on the cpu transport); bench_util.c parses, prints tables and writes the JSON.
+ * Only the public API (fco.h) is used, plus the CUDA runtime under FCO_HAVE_CUDA.
+ */
+#ifndef FCO_BENCH_H_
+#define FCO_BENCH_H_
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "fco.h"
+
+#define BENCH_VERSION "0.1.0"
+#define BENCH_MAX_RANKS 64
+#define BENCH_MAX_IMPLS 16 /* columns: impls 0..N-1 plus AUTO */
+#define BENCH_MAX_SETS 64  /* rotating input sets per shape */
+#define BENCH_MIN_GRAPH_OPS 8 /* iterations captured in one CUDA graph, at least */
+
+/* Bandwidths for the floor column (GB/s = 1e9 B/s), from DESIGN.md's measurements. */
+#define BENCH_NVLINK_GBPS 364.0 /* SM stores to a peer, per direction, both directions busy */
+#define BENCH_HBM_GBPS 4300.0   /* H200 HBM copy */
+
+typedef struct {
+  const char* op_name;
+  size_t min_bytes, max_bytes; /* 0 = transport default */
+  size_t step_factor;          /* multiplicative step (>= 2); 0 = default */
+  size_t step_bytes;           /* additive step (-i); 0 = use step_factor */
+  int iters, warmup;           /* < 0 = transport default */
+  unsigned dtype_mask;         /* bit (1 << fco_dtype_t); 0 = all */
+  const char* impl_spec;       /* -D as given: "all", "1", "oneshot", "0,auto" */
+  int graph;                   /* -G: capture iterations into a CUDA graph */
+  int nranks;                  /* -g; 0 = transport default */
+  fco_transport_t transport;   /* -t; AUTO until resolved */
+  int check;                   /* -c */
+  const char* json_path;       /* -J */
+  double link_gbps;            /* -L; <= 0 = default of the transport */
+  const char* machine;         /* -M; NULL = env FCO_MACHINE, else derived */
+} bench_opts_t;
+
+typedef struct bench_ctx bench_ctx_t;
+typedef struct bench_op bench_op_t;
+
+/* One row of a table: one shape and dtype, every selected impl. Times < 0 mean "-". */
+typedef struct {
+  const bench_op_t* op;
+  fco_dtype_t dtype;
+  size_t bytes;              /* message bytes per rank (size column) */
+  size_t count;              /* elements per rank (count column) */
+  char shape_json[160];      /* the op's "shape" object for the JSON, e.g. {"count":4,"bytes":8} */
+  double time_us[BENCH_MAX_IMPLS]; /* indexed like ctx->impls */
+  long long wrong[BENCH_MAX_IMPLS]; /* < 0: not checked */
+  double floor_us;           /* < 0: none */
+  double compute_us;         /* < 0: the op has no separate compute part (null) */
+  double comm_us;            /* < 0: null */
+} bench_row_t;
+
+/* Issue iteration `iter` of the thing being timed, for every rank (one fco group). */
+typedef fco_result_t (*bench_issue_fn)(bench_ctx_t* ctx, void* arg, int iter);
+
+struct bench_op {
+  const char* name;
+  int num_impls;  /* impls 0..num_impls-1; the driver adds FCO_IMPL_AUTO */
+  const char* (*impl_name)(bench_ctx_t* ctx, int impl);
+  /* Prepare the shape for `bytes` per rank: buffers, inputs of every rotation set; fill the
+   * row's bytes/count/shape_json. *state is the op's; FCO_ERR_UNSUPPORTED skips the row. */
+  fco_result_t (*setup)(bench_ctx_t* ctx, size_t bytes, fco_dtype_t dtype, bench_row_t* row,
+                        void** state);
+  /* Time impl: reserve its workspace, then bench_time(...) → *us. */
+  fco_result_t (*time)(bench_ctx_t* ctx, void* state, int impl, double* us);
+  /* One run on freshly poisoned outputs, then compare: *wrong = wrong elements, all ranks. */
+  fco_result_t (*check)(bench_ctx_t* ctx, void* state, int impl, long long* wrong);
+  /* After every impl: floor, compute_us / comm_us (may time extra parts). */
+  fco_result_t (*finish_row)(bench_ctx_t* ctx, void* state, bench_row_t* row);
+  void (*teardown)(bench_ctx_t* ctx, void* state);
+  /* Print the table of one dtype (most ops use bench_print_table). */
+  void (*print_table)(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
+};
+
+extern const bench_op_t bench_op_allreduce;
+
+struct bench_ctx {
+  bench_opts_t opt;
+  fco_transport_t transport; /* resolved: nccl, local or cpu */
+  int nranks;
+  fco_comm_t comms[BENCH_MAX_RANKS];
+  int devs[BENCH_MAX_RANKS];
+  int gpus_visible;          /* CUDA devices this process sees */
+  int on_gpu;                /* nccl or local */
+  int nstreams;              /* nccl: one per rank; local: one shared by the virtual ranks */
+  void* streams[BENCH_MAX_RANKS];
+  void** events[BENCH_MAX_RANKS]; /* per stream: iters + 1 timing events */
+  void* fork_event;
+  void* join_events[BENCH_MAX_RANKS];
+  size_t cache_bytes;        /* L2 (GPU) or last-level cache (CPU) that inputs must exceed */
+  void* pool[BENCH_MAX_RANKS]; /* per rank: rotating buffers of the current shape */
+  size_t pool_bytes;
+  int impls[BENCH_MAX_IMPLS]; /* columns, in order; impls[0] == FCO_IMPL_BASELINE */
+  int nimpls;
+  /* Who explains the last failure: a rank (fco_last_error of its comm) or err_msg. */
+  int err_rank;
+  char err_msg[512];
+};
+
+/* ---- bench_dev.c: devices, buffers, timing --------------------------------------------- */
+int bench_gpu_count(void);
+void bench_gpu_name(int dev, char* buf, size_t n); /* "" when unknown */
+fco_result_t bench_dev_init(bench_ctx_t* ctx);
+void bench_dev_fini(bench_ctx_t* ctx);
+void* bench_stream(bench_ctx_t* ctx, int rank);
+/* Rotation: how many sets of `set_bytes` (per rank) make the footprint exceed 2× the cache. */
+int bench_num_sets(const bench_ctx_t* ctx, size_t set_bytes);
+/* Make ctx->pool[r] hold at least `bytes` on every rank (device memory on GPU transports). */
+fco_result_t bench_pool_reserve(bench_ctx_t* ctx, size_t bytes);
+fco_result_t bench_upload(bench_ctx_t* ctx, int rank, void* dst, const void* src, size_t bytes);
+fco_result_t bench_download(bench_ctx_t* ctx, int rank, void* dst, const void* src, size_t bytes);
+/* Fill with 0xff bytes: NaN in f32, f16 and bf16. Ordered before later work on the stream. */
+fco_result_t bench_poison(bench_ctx_t* ctx, int rank, void* dst, size_t bytes);
+fco_result_t bench_sync(bench_ctx_t* ctx);
+/* Reserve workspace on every rank (before timing: a CUDA graph capture cannot grow it). */
+fco_result_t bench_reserve(bench_ctx_t* ctx, size_t bytes);
+/* Any asynchronous error on any rank? Sets err_rank. */
+fco_result_t bench_poll(bench_ctx_t* ctx);
+/* Median time of one iteration in µs: warm-up, then opt.iters timed iterations (CUDA events
+ * per iteration; max over ranks' streams), or opt.iters replays of a CUDA graph holding
+ * max(nsets, BENCH_MIN_GRAPH_OPS) iterations (time / iterations), or clock_gettime on cpu. */
+fco_result_t bench_time(bench_ctx_t* ctx, bench_issue_fn fn, void* arg, int nsets, double* us);
+
+/* ---- bench_util.c: parsing, metadata, output -------------------------------------------- */
+int bench_parse_size(const char* s, size_t* out);  /* "64M" → 67108864; 0 on success */
+double bench_median(double* v, int n);             /* sorts v */
+double bench_now_s(void);                          /* CLOCK_MONOTONIC seconds */
+void bench_date_iso(char* buf, size_t n);          /* UTC, 2025-01-31T12:00:00Z */
+const char* bench_commit(void);
+void bench_machine(const bench_ctx_t* ctx, char* buf, size_t n);
+int bench_gpus_used(const bench_ctx_t* ctx);
+const char* bench_impl_label(bench_ctx_t* ctx, const bench_op_t* op, int impl_idx);
+/* Record a bench-side failure message (CUDA, memory): err_rank = -1. Returns code. */
+fco_result_t bench_fail(bench_ctx_t* ctx, fco_result_t code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Print the last failure to stderr: "fco-bench: <what>: <result>: <message>". */
+void bench_report(bench_ctx_t* ctx, fco_result_t r, const char* what);
+void bench_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
+int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
+
+/* Host-side element conversions (exact for the small integers the checks use). */
+float bench_half_to_float(unsigned short h);
+unsigned short bench_float_to_half(float f);
+float bench_bf16_to_float(unsigned short b);
+unsigned short bench_float_to_bf16(float f);
+
+#endif /* FCO_BENCH_H_ */

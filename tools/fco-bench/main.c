@@ -1,0 +1,460 @@
+/*
+ * main.c — fco-bench: nccl-tests-style A/B benchmark of fco operators.
+ *
+ *   fco-bench [op] [-b minbytes] [-e maxbytes] [-f factor | -i increment] [-n iters] [-w warmup]
+ *             [-d f32|f16|bf16|all] [-D impl|all] [-G 0|1] [-g ranks] [-t auto|nccl|local|cpu]
+ *             [-J file.json] [-c 0|1] [-L GB/s] [-M machine] [-h]
+ *
+ * Every shape runs impl 0 (the unfused baseline), the selected fused impls and AUTO side by
+ * side; a table per op and dtype goes to stdout, diagnostics to stderr. Exit status: 0 all
+ * checks passed, 1 a wrong element or a failed call, 2 a usage error. See README.md.
+ * This file: the CLI, communicator set-up, the sweep driver, metadata and output.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bench.h"
+
+/* The op registry: a new op is one op_<name>.c and one line here. */
+static const bench_op_t* const kOps[] = {&bench_op_allreduce};
+#define NUM_OPS ((int)(sizeof kOps / sizeof kOps[0]))
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: fco-bench [op] [options]\n"
+          "  op                  allreduce (default)\n"
+          "  -b minbytes         smallest message per rank (K/M/G suffixes; default 1K)\n"
+          "  -e maxbytes         largest message per rank (default 64M on GPUs, 4M on cpu)\n"
+          "  -f factor           multiply the size by this each step (default 4)\n"
+          "  -i increment        add this to the size each step instead\n"
+          "  -n iters            timed iterations (default 50 on GPUs, 10 on cpu)\n"
+          "  -w warmup           untimed iterations first (default 10 on GPUs, 3 on cpu)\n"
+          "  -d f32|f16|bf16|all dtypes, comma list allowed (default all)\n"
+          "  -D impl|all         impls by number or name, comma list, 'auto' (default all);\n"
+          "                      impl 0, the baseline, always runs\n"
+          "  -G 0|1              capture iterations in a CUDA graph and time replays (default 0)\n"
+          "  -g ranks            GPUs in this process (nccl), virtual ranks (local), threads (cpu)\n"
+          "  -t auto|nccl|local|cpu  transport (default auto: nccl with a GPU, else cpu)\n"
+          "  -J file.json        write every result as JSON\n"
+          "  -c 0|1              check every result exactly (default 1)\n"
+          "  -L GB/s             bandwidth of the floor column (default 364 nccl, 4300 local)\n"
+          "  -M machine          machine name for the records (default env FCO_MACHINE, else "
+          "derived)\n"
+          "  -h                  this help\n");
+}
+
+#define USAGE_ERROR(...)                            \
+  do {                                              \
+    fprintf(stderr, "fco-bench: " __VA_ARGS__);     \
+    fprintf(stderr, "\n(fco-bench -h for help)\n"); \
+    exit(2);                                        \
+  } while (0)
+
+static int parse_int(const char* s, long lo, long hi, int* out) {
+  char* end = NULL;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int parse_transport(const char* s, fco_transport_t* t) {
+  for (int i = 0; i < FCO_NUM_TRANSPORTS; i++)
+    if (!strcasecmp(s, fco_transport_name((fco_transport_t)i))) {
+      *t = (fco_transport_t)i;
+      return 0;
+    }
+  return -1;
+}
+
+static unsigned parse_dtypes(const char* spec) {
+  unsigned mask = 0;
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!strcasecmp(tok, "all")) {
+      mask |= (1u << FCO_NUM_DTYPES) - 1;
+      continue;
+    }
+    int found = 0;
+    for (int d = 0; d < FCO_NUM_DTYPES; d++)
+      if (!strcasecmp(tok, fco_dtype_name((fco_dtype_t)d))) {
+        mask |= 1u << d;
+        found = 1;
+      }
+    if (!found) return 0;
+  }
+  return mask;
+}
+
+/* -D → ctx->impls: impl 0 first (the A/B baseline), fused impls ascending, AUTO last. */
+static int resolve_impls(bench_ctx_t* ctx, const bench_op_t* op, const char* spec) {
+  int want[BENCH_MAX_IMPLS] = {0}, want_auto = 0;
+  int n = op->num_impls < BENCH_MAX_IMPLS - 1 ? op->num_impls : BENCH_MAX_IMPLS - 1;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    int v;
+    if (!strcasecmp(tok, "all")) {
+      for (int i = 0; i < n; i++) want[i] = 1;
+      want_auto = 1;
+    } else if (!strcasecmp(tok, "auto") || !strcmp(tok, "-1")) {
+      want_auto = 1;
+    } else if (parse_int(tok, 0, n - 1, &v) == 0) {
+      want[v] = 1;
+    } else {
+      int found = 0;
+      for (int i = 0; i < n && !found; i++) {
+        const char* name = op->impl_name(ctx, i);
+        if (name && !strcasecmp(tok, name)) want[i] = found = 1;
+      }
+      if (!found) return -1;
+    }
+  }
+  want[0] = 1;
+  ctx->nimpls = 0;
+  for (int i = 0; i < n; i++)
+    if (want[i]) ctx->impls[ctx->nimpls++] = i;
+  if (want_auto) ctx->impls[ctx->nimpls++] = FCO_IMPL_AUTO;
+  return 0;
+}
+
+static void parse_args(int argc, char** argv, bench_opts_t* o, int* graph_set) {
+  int c, v;
+  const char* dspec = "all";
+  while ((c = getopt(argc, argv, "b:e:f:i:n:w:d:D:G:g:t:J:c:L:M:h")) != -1) {
+    switch (c) {
+      case 'b':
+        if (bench_parse_size(optarg, &o->min_bytes) || !o->min_bytes)
+          USAGE_ERROR("-b %s: want a size >= 1 (K/M/G suffixes)", optarg);
+        break;
+      case 'e':
+        if (bench_parse_size(optarg, &o->max_bytes) || !o->max_bytes)
+          USAGE_ERROR("-e %s: want a size >= 1 (K/M/G suffixes)", optarg);
+        break;
+      case 'f':
+        if (parse_int(optarg, 2, 1 << 20, &v)) USAGE_ERROR("-f %s: want an integer >= 2", optarg);
+        o->step_factor = (size_t)v;
+        break;
+      case 'i':
+        if (bench_parse_size(optarg, &o->step_bytes) || !o->step_bytes)
+          USAGE_ERROR("-i %s: want a size >= 1", optarg);
+        break;
+      case 'n':
+        if (parse_int(optarg, 1, 1000000, &o->iters)) USAGE_ERROR("-n %s: want 1..1000000", optarg);
+        break;
+      case 'w':
+        if (parse_int(optarg, 0, 1000000, &o->warmup)) USAGE_ERROR("-w %s: want 0..1000000", optarg);
+        break;
+      case 'd':
+        dspec = optarg;
+        break;
+      case 'D':
+        o->impl_spec = optarg;
+        break;
+      case 'G':
+        if (parse_int(optarg, 0, 1, &o->graph)) USAGE_ERROR("-G %s: want 0 or 1", optarg);
+        *graph_set = 1;
+        break;
+      case 'g':
+        if (parse_int(optarg, 1, BENCH_MAX_RANKS, &o->nranks))
+          USAGE_ERROR("-g %s: want 1..%d", optarg, BENCH_MAX_RANKS);
+        break;
+      case 't':
+        if (parse_transport(optarg, &o->transport))
+          USAGE_ERROR("-t %s: want auto, nccl, local or cpu", optarg);
+        break;
+      case 'J':
+        o->json_path = optarg;
+        break;
+      case 'c':
+        if (parse_int(optarg, 0, 1, &o->check)) USAGE_ERROR("-c %s: want 0 or 1", optarg);
+        break;
+      case 'L': {
+        char* end = NULL;
+        o->link_gbps = strtod(optarg, &end);
+        if (end == optarg || *end || !(o->link_gbps > 0)) USAGE_ERROR("-L %s: want GB/s > 0", optarg);
+        break;
+      }
+      case 'M':
+        o->machine = optarg;
+        break;
+      case 'h':
+        usage(stdout);
+        exit(0);
+      default:
+        USAGE_ERROR("unknown option");
+    }
+  }
+  if (optind < argc) o->op_name = argv[optind++];
+  if (optind < argc) USAGE_ERROR("unexpected argument '%s'", argv[optind]);
+  if (o->step_factor && o->step_bytes) USAGE_ERROR("give -f or -i, not both");
+  if (!(o->dtype_mask = parse_dtypes(dspec)))
+    USAGE_ERROR("-d %s: want f32, f16, bf16 or all (comma list allowed)", dspec);
+}
+
+/* Transport, ranks, devices and the defaults that depend on them. */
+static void resolve_setup(bench_ctx_t* ctx, int graph_set) {
+  bench_opts_t* o = &ctx->opt;
+  ctx->gpus_visible = bench_gpu_count();
+  fco_transport_t t = o->transport;
+  const char* env = getenv("FCO_TRANSPORT");
+  if (t == FCO_TRANSPORT_AUTO && env && *env && parse_transport(env, &t))
+    USAGE_ERROR("FCO_TRANSPORT=%s: want auto, nccl, local or cpu", env);
+  if (t == FCO_TRANSPORT_AUTO) t = ctx->gpus_visible > 0 ? FCO_TRANSPORT_NCCL : FCO_TRANSPORT_CPU;
+  if (t != FCO_TRANSPORT_CPU && ctx->gpus_visible == 0) {
+#ifdef FCO_HAVE_CUDA
+    USAGE_ERROR("-t %s needs a GPU, and none is visible (use -t cpu)", fco_transport_name(t));
+#else
+    USAGE_ERROR("-t %s needs a GPU, and fco-bench was built without CUDA (use -t cpu)",
+                fco_transport_name(t));
+#endif
+  }
+  ctx->transport = t;
+  ctx->on_gpu = t != FCO_TRANSPORT_CPU;
+  int n = o->nranks;
+  if (t == FCO_TRANSPORT_NCCL) {
+    if (!n) n = ctx->gpus_visible < 8 ? ctx->gpus_visible : 8;
+    if (n > ctx->gpus_visible)
+      USAGE_ERROR("-g %d: the nccl transport needs one GPU per rank, and %d are visible (-t local "
+                  "runs virtual ranks on one GPU)", n, ctx->gpus_visible);
+  } else if (!n) {
+    n = 2;
+  }
+  if (ctx->on_gpu && n > 8) USAGE_ERROR("-g %d: GPU transports take at most 8 ranks", n);
+  ctx->nranks = n;
+  for (int r = 0; r < n; r++) ctx->devs[r] = t == FCO_TRANSPORT_NCCL ? r : t == FCO_TRANSPORT_LOCAL ? 0 : -1;
+
+  if (!o->min_bytes) o->min_bytes = 1024;
+  if (!o->max_bytes) o->max_bytes = ctx->on_gpu ? (size_t)64 << 20 : (size_t)4 << 20;
+  if (o->max_bytes < o->min_bytes) o->max_bytes = o->min_bytes;
+  if (!o->step_factor && !o->step_bytes) o->step_factor = 4;
+  if (o->iters < 0) o->iters = ctx->on_gpu ? 50 : 10;
+  if (o->warmup < 0) o->warmup = ctx->on_gpu ? 10 : 3;
+  if (!ctx->on_gpu && o->graph) {
+    if (graph_set) fprintf(stderr, "fco-bench: -G 1 ignored: the cpu transport has no CUDA graphs\n");
+    o->graph = 0;
+  }
+}
+
+static int make_sizes(const bench_opts_t* o, size_t** out) {
+  int n = 0, cap = 16;
+  size_t* v = (size_t*)malloc((size_t)cap * sizeof *v);
+  for (size_t s = o->min_bytes; v && s <= o->max_bytes;) {
+    if (n == cap) {
+      size_t* nv = (size_t*)realloc(v, (size_t)(cap *= 2) * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    v[n++] = s;
+    size_t next = o->step_bytes ? s + o->step_bytes : s * o->step_factor;
+    if (next <= s) break; /* overflow */
+    s = next;
+  }
+  *out = v;
+  return v ? n : 0;
+}
+
+static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
+  const bench_opts_t* o = &ctx->opt;
+  char date[64], machine[128], gpu[256] = "";
+  bench_date_iso(date, sizeof date);
+  bench_machine(ctx, machine, sizeof machine);
+  if (ctx->on_gpu) bench_gpu_name(ctx->devs[0], gpu, sizeof gpu);
+  size_t ws = 0;
+  fco_comm_workspace_bytes(ctx->comms[0], &ws);
+  fprintf(f, "# fco-bench %s  fco %d.%d.%d  commit %s\n", BENCH_VERSION, FCO_VERSION_MAJOR,
+          FCO_VERSION_MINOR, FCO_VERSION_PATCH, bench_commit());
+  fprintf(f, "# date %s  machine %s\n", date, machine);
+  if (ctx->transport == FCO_TRANSPORT_CPU)
+    fprintf(f, ctx->gpus_visible == 0
+                   ? "# no GPU: running on the cpu transport; times are CPU times, not GPU results\n"
+                   : "# cpu transport: times are CPU times, not GPU results\n");
+  fprintf(f, "# transport %s  ranks %d  ", fco_transport_name(ctx->transport), ctx->nranks);
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    fprintf(f, "devices");
+    for (int r = 0; r < ctx->nranks; r++) fprintf(f, "%s%d", r ? "," : " ", ctx->devs[r]);
+    fprintf(f, " (%s)\n", gpu);
+  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
+    fprintf(f, "virtual ranks on device %d (%s)\n", ctx->devs[0], gpu);
+  } else {
+    fprintf(f, "threads of one process\n");
+  }
+  fprintf(f, "# op %s  iters %d  warmup %d  graph %d  check %d  time: median of %s\n", op->name,
+          o->iters, o->warmup, o->graph, o->check,
+          !ctx->on_gpu ? "clock_gettime around each group"
+          : o->graph   ? "CUDA graph replays / iterations per graph"
+                       : "CUDA events per iteration (slowest rank)");
+  fprintf(f, "# inputs rotate over up to %d buffer sets so a size's footprint exceeds 2 x %zu MiB "
+          "of %s cache\n", BENCH_MAX_SETS, ctx->cache_bytes >> 20, ctx->on_gpu ? "L2" : "CPU");
+  if (ctx->transport == FCO_TRANSPORT_NCCL)
+    fprintf(f, "# floor: 2(P-1)/P x size bytes per rank over %.0f GB/s per direction\n",
+            o->link_gbps > 0 ? o->link_gbps : BENCH_NVLINK_GBPS);
+  else if (ctx->transport == FCO_TRANSPORT_LOCAL)
+    fprintf(f, "# floor: 2 x P x size bytes over %.0f GB/s of HBM shared by the virtual ranks\n",
+            o->link_gbps > 0 ? o->link_gbps : BENCH_HBM_GBPS);
+  else
+    fprintf(f, "# floor: none on the cpu transport\n");
+  fprintf(f, "# speedup: %s / fastest fused impl (best); auto_x: %s / auto\n",
+          bench_impl_label(ctx, op, 0), bench_impl_label(ctx, op, 0));
+  fprintf(f, "# workspace %zu bytes per rank (after the run)\n", ws);
+}
+
+int main(int argc, char** argv) {
+  static bench_ctx_t ctx_storage;
+  bench_ctx_t* ctx = &ctx_storage;
+  bench_opts_t* o = &ctx->opt;
+  o->iters = o->warmup = -1;
+  o->check = 1;
+  o->impl_spec = "all";
+  o->transport = FCO_TRANSPORT_AUTO;
+  int graph_set = 0;
+  parse_args(argc, argv, o, &graph_set);
+
+  const bench_op_t* op = NULL;
+  for (int i = 0; i < NUM_OPS; i++)
+    if (!o->op_name || !strcmp(o->op_name, kOps[i]->name)) {
+      op = kOps[i];
+      break;
+    }
+  if (!op) {
+    fprintf(stderr, "fco-bench: unknown op '%s'; known:", o->op_name);
+    for (int i = 0; i < NUM_OPS; i++) fprintf(stderr, " %s", kOps[i]->name);
+    fprintf(stderr, "\n(fco-bench -h for help)\n");
+    return 2;
+  }
+  resolve_setup(ctx, graph_set);
+
+  fco_config_t cfg;
+  fco_config_init(&cfg);
+  cfg.transport = ctx->transport;
+  fco_result_t r = fco_comm_init_all(ctx->comms, ctx->nranks, ctx->on_gpu ? ctx->devs : NULL, &cfg);
+  if (r != FCO_OK) {
+    fprintf(stderr, "fco-bench: fco_comm_init_all(%d ranks, transport %s): %s: %s\n", ctx->nranks,
+            fco_transport_name(ctx->transport), fco_result_string(r), fco_last_error(NULL));
+    return 1;
+  }
+  int status = 0;
+  if (resolve_impls(ctx, op, o->impl_spec)) {
+    fprintf(stderr, "fco-bench: -D %s: want impl numbers 0..%d, names, auto or all\n",
+            o->impl_spec, op->num_impls - 1);
+    status = 2;
+    goto done;
+  }
+  if ((r = bench_dev_init(ctx)) != FCO_OK) {
+    bench_report(ctx, r, "device set-up");
+    status = 1;
+    goto done;
+  }
+
+  size_t* sizes = NULL;
+  int nsizes = make_sizes(o, &sizes);
+  int ndtypes = 0;
+  for (int d = 0; d < FCO_NUM_DTYPES; d++) ndtypes += (o->dtype_mask >> d) & 1;
+  bench_row_t* rows = (bench_row_t*)calloc((size_t)(nsizes * ndtypes + 1), sizeof *rows);
+  int nrows = 0, failed = 0;
+  long long total_wrong = 0;
+  if (!rows || !nsizes) {
+    fprintf(stderr, "fco-bench: out of host memory\n");
+    failed = 1;
+  }
+  for (int d = 0; d < FCO_NUM_DTYPES && !failed; d++) {
+    if (!((o->dtype_mask >> d) & 1)) continue;
+    fco_dtype_t dt = (fco_dtype_t)d;
+    int told_unsupported[BENCH_MAX_IMPLS] = {0};
+    for (int si = 0; si < nsizes && !failed; si++) {
+      bench_row_t* row = &rows[nrows];
+      memset(row, 0, sizeof *row);
+      row->op = op;
+      row->dtype = dt;
+      row->floor_us = row->compute_us = row->comm_us = -1;
+      for (int j = 0; j < BENCH_MAX_IMPLS; j++) {
+        row->time_us[j] = -1;
+        row->wrong[j] = -1;
+      }
+      void* st = NULL;
+      ctx->err_rank = -1;
+      ctx->err_msg[0] = 0;
+      r = op->setup(ctx, sizes[si], dt, row, &st);
+      if (r == FCO_ERR_UNSUPPORTED) { /* shape does not exist for this dtype */
+        if (st) op->teardown(ctx, st);
+        continue;
+      }
+      char what[128];
+      snprintf(what, sizeof what, "%s %s %zu B", op->name, fco_dtype_name(dt), sizes[si]);
+      if (r != FCO_OK) {
+        bench_report(ctx, r, what);
+        failed = 1;
+      }
+      int measured = 0;
+      for (int j = 0; j < ctx->nimpls && !failed; j++) {
+        const char* label = bench_impl_label(ctx, op, j);
+        snprintf(what, sizeof what, "%s %s %zu B impl %s", op->name, fco_dtype_name(dt), row->bytes,
+                 label);
+        ctx->err_rank = -1;
+        ctx->err_msg[0] = 0;
+        double us = -1;
+        r = op->time(ctx, st, ctx->impls[j], &us);
+        if (r == FCO_ERR_UNSUPPORTED) { /* "-" in the table, not a failure */
+          if (!told_unsupported[j]++) bench_report(ctx, r, what);
+          continue;
+        }
+        if (r != FCO_OK) {
+          bench_report(ctx, r, what);
+          failed = 1;
+          break;
+        }
+        row->time_us[j] = us;
+        measured = 1;
+        if (!o->check) continue;
+        long long wrong = 0;
+        if ((r = op->check(ctx, st, ctx->impls[j], &wrong)) != FCO_OK) {
+          bench_report(ctx, r, what);
+          failed = 1;
+          break;
+        }
+        row->wrong[j] = wrong;
+        total_wrong += wrong;
+      }
+      if (!failed && (r = op->finish_row(ctx, st, row)) != FCO_OK) {
+        bench_report(ctx, r, what);
+        failed = 1;
+      }
+      if (st) op->teardown(ctx, st);
+      if (measured) nrows++;
+    }
+  }
+
+  print_metadata(stdout, ctx, op);
+  for (int i = 0; i < nrows;) {
+    int k = i;
+    while (k < nrows && rows[k].dtype == rows[i].dtype) k++;
+    fprintf(stdout, "#\n# %s %s\n", op->name, fco_dtype_name(rows[i].dtype));
+    op->print_table(stdout, ctx, rows + i, k - i);
+    i = k;
+  }
+  if (failed) fprintf(stdout, "# stopped early: a call failed (see stderr)\n");
+  fprintf(stdout, "# wrong elements: %lld%s\n", total_wrong, o->check ? "" : " (checks off)");
+  fflush(stdout);
+  if (o->json_path && bench_write_json(o->json_path, ctx, rows, nrows)) {
+    fprintf(stderr, "fco-bench: cannot write %s\n", o->json_path);
+    failed = 1;
+  }
+  status = failed || total_wrong > 0 ? 1 : 0;
+  free(rows);
+  free(sizes);
+  bench_sync(ctx);
+done:
+  for (int i = 0; i < ctx->nranks; i++) {
+    fco_result_t e = fco_comm_destroy(ctx->comms[i]);
+    if (e != FCO_OK) {
+      fprintf(stderr, "fco-bench: fco_comm_destroy(rank %d): %s: %s\n", i, fco_result_string(e),
+              fco_last_error(NULL));
+      if (!status) status = 1;
+    }
+  }
+  bench_dev_fini(ctx); /* buffers and streams after the comms: they waited for their work */
+  return status;
+}
