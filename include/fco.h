@@ -160,7 +160,8 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they
  * need more; growth allocates, so it cannot happen while a stream is being captured into a
- * CUDA graph: call fco_comm_reserve before capturing. Collective (same bytes on every rank).
+ * CUDA graph: call fco_comm_reserve before capturing. Collective (same bytes on every rank);
+ * on a communicator of fco_comm_init_all it reserves for every rank of that group at once.
  * [IN] bytes: data workspace bytes per rank to have at least. */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
 /* [OUT] bytes: data workspace bytes per rank held now. */

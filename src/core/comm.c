@@ -309,7 +309,16 @@ fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {
     return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
                          "workspace of %zu bytes per rank needed, over cfg.max_workspace_bytes = %lld",
                          bytes, (long long)comm->cfg.max_workspace_bytes);
-  if (comm->world) return comm->tops->grow(comm->world->comms, comm->world->n, bytes);
+  /* A world is reserved as a whole: this is how one thread driving it (tests, fco-bench)
+   * prepares every rank before capturing a graph. */
+  if (comm->world) {
+    for (int i = 0; i < comm->world->n; i++)
+      if (!comm->world->comms[i])
+        return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                             "fco_comm_reserve: workspace growth needs every rank of the "
+                             "fco_comm_init_all group, but rank %d was destroyed", i);
+    return comm->tops->grow(comm->world->comms, comm->world->n, bytes);
+  }
   return comm->tops->grow(&comm, 1, bytes);
 }
 

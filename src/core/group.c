@@ -35,8 +35,15 @@ fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
     }
     if (ops[i].ws_bytes > need) need = ops[i].ws_bytes;
   }
-  fco_comm_t* comms = c0->world ? c0->world->comms : &c0;
-  int ncomms = c0->world ? c0->world->n : 1;
+  fco_comm_t batch[FCO_MAX_RANKS];
+  fco_comm_t* comms = batch;
+  int ncomms = n;
+  if (c0->world && c0->tops->world_grows_together) {
+    comms = c0->world->comms;
+    ncomms = c0->world->n;
+  } else {
+    for (int i = 0; i < n; i++) batch[i] = ops[i].comm;
+  }
   int grow = 0;
   for (int i = 0; i < ncomms; i++)
     if (comms[i] && comms[i]->ws_bytes < need) grow = 1;

@@ -86,6 +86,10 @@ typedef struct fco_op {
 /* ---- transport interface --------------------------------------------------------------- */
 struct fco_transport_ops {
   const char* name;
+  /* 1: the ranks of a world are driven by one thread, so workspace growth always covers the
+   * whole world (local, nccl). 0: each rank grows on its own; several threads (or one thread
+   * through a group) may drive a world's ranks (cpu). */
+  int world_grows_together;
   /* One rank joins through `id` (fco_comm_init), or adopts `nccl_comm` when non-NULL.
    * comm->rank/nranks/cfg/device are set before (init_from_nccl: the transport sets them). */
   fco_result_t (*init_rank)(fco_comm_t comm, const fco_unique_id_t* id, void* nccl_comm);

@@ -276,6 +276,7 @@ static const char* local_impl_name(fco_op_kind_t kind, int impl) {
 
 const fco_transport_ops_t fco_transport_local = {
     .name = "local",
+    .world_grows_together = 1,
     .init_rank = local_init_rank,
     .init_all = local_init_all,
     .destroy = local_destroy,

@@ -524,6 +524,7 @@ static const char* nccl_impl_name(fco_op_kind_t kind, int impl) {
 
 extern "C" const fco_transport_ops_t fco_transport_nccl = {
     /* name */ "nccl",
+    /* world_grows_together */ 1,
     /* init_rank */ nccl_init_rank,
     /* init_all */ nccl_init_all,
     /* destroy */ nccl_destroy,

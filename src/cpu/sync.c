@@ -1,0 +1,68 @@
+/*
+ * sync.c — bounded waits of the CPU backend and the cpu transport: back-off (spin, yield,
+ * sleep) and the flag wait that turns a silent peer into FCO_ERR_TIMEOUT.
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "cpu.h"
+
+#define SPIN_POLLS 128        /* pure spinning: a peer on another core answers within ~µs */
+#define YIELD_NS 200000ull    /* then sched_yield for this long: same-core peers get to run */
+#define SLEEP_NS 50000L       /* then sleep: more ranks than cores, or a peer that is late   */
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+uint64_t fco_cpu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void fco_cpu_backoff_init(fco_cpu_backoff_t* b, int timeout_ms) {
+  b->start_ns = fco_cpu_now_ns();
+  b->deadline_ns = b->start_ns + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000ull;
+  b->polls = 0;
+}
+
+int fco_cpu_backoff(fco_cpu_backoff_t* b) {
+  if (++b->polls < SPIN_POLLS) {
+    cpu_relax();
+    return 0;
+  }
+  uint64_t now = fco_cpu_now_ns();
+  if (now >= b->deadline_ns) return 1;
+  if (now - b->start_ns < YIELD_NS) {
+    sched_yield();
+  } else {
+    struct timespec ts = {0, SLEEP_NS};
+    nanosleep(&ts, NULL);
+  }
+  return 0;
+}
+
+fco_result_t fco_cpu_wait(const fco_cpu_peers_t* t, int src, int slot, const char* what) {
+  _Atomic uint64_t* f = fco_cpu_flag(t, t->rank, src, slot);
+  if (atomic_load_explicit(f, memory_order_acquire) >= t->epoch) return FCO_OK;
+  fco_cpu_backoff_t b;
+  fco_cpu_backoff_init(&b, t->timeout_ms);
+  while (atomic_load_explicit(f, memory_order_acquire) < t->epoch) {
+    if (fco_cpu_backoff(&b)) {
+      uint64_t seen = atomic_load_explicit(f, memory_order_acquire);
+      if (seen >= t->epoch) break;
+      t->comm->async_error = FCO_ERR_TIMEOUT;
+      return fco_set_error(t->comm, FCO_ERR_TIMEOUT,
+                           "%s (call %llu): rank %d did not signal slot %d within %d ms (flag "
+                           "%llu, waiting for %llu); the communicator is unusable, destroy it",
+                           what, (unsigned long long)t->epoch, src, slot, t->timeout_ms,
+                           (unsigned long long)seen, (unsigned long long)t->epoch);
+    }
+  }
+  return FCO_OK;
+}

@@ -1,0 +1,534 @@
+/*
+ * cpu.c — the cpu transport: ranks are processes (fco_comm_init) or threads of one process
+ * (fco_comm_init_all) of one host, over POSIX shared memory. Every rank, thread or process,
+ * maps the segments itself, so both cases run the same code.
+ *
+ * Segments (named from the unique id's nonce; each name is unlinked as soon as every rank has
+ * mapped it, so nothing is left in /dev/shm, also when a step fails):
+ *   "/fco-<nonce>"         control: bootstrap words, per-rank call records, signal flags
+ *   "/fco-<nonce>-w<gen>"  data workspace of generation gen: P · stride bytes, rank p's part at
+ *                          p · stride; a new generation per collective growth
+ *
+ * Every collective (an op or a growth) starts with a record: each rank publishes what it is
+ * about to do (op kind, impl, dtype, count; or growth bytes) under its sequence number `seq`,
+ * then reads every peer's record for the same seq. Disagreement fails on every rank with
+ * FCO_ERR_INVALID_ARGUMENT naming both values, before anything is written. This is also a
+ * barrier: when any rank starts call seq, every rank has finished seq-1. seq is the epoch: the
+ * value ops write into signal flags, so flags only grow and never need resetting.
+ *
+ * Threads of one process drive several ranks (a "world"): run/grow with n > 1 execute each
+ * rank in its own thread (n-1 pthreads + the caller).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../core/internal.h"
+#include "../cpu/cpu.h"
+
+/* ---- control segment layout ------------------------------------------------------------ */
+enum { kRecGrow = 100 }; /* record kinds: fco_op_kind_t values, or a growth */
+
+typedef struct {
+  uint64_t seq;
+  int32_t what;   /* fco_op_kind_t or kRecGrow */
+  int32_t impl, dtype, pad_;
+  uint64_t count; /* op: elements */
+  uint64_t bytes; /* op: workspace needed; growth: workspace bytes per rank */
+} rec_t;
+
+typedef struct {
+  _Alignas(128) _Atomic uint64_t posted; /* seq of the last record published (release)  */
+  _Atomic uint64_t ack;                   /* growth: seq once mapped, | kAckFail if not   */
+  rec_t rec[2];                           /* by seq parity: a peer is at most one ahead   */
+} rank_ctrl_t;
+
+static const uint64_t kAckFail = 1ull << 63;
+
+/* Bootstrap words; zero in a fresh segment. */
+typedef struct {
+  _Atomic uint64_t nranks_word; /* kValid | nranks << 8 | rank of the first joiner          */
+  _Atomic uint64_t joined;      /* bit per rank                                              */
+  _Atomic uint64_t abort;       /* first failure: kValid | kind << 32 | rank << 16 | value   */
+} hdr_t;
+
+static const uint64_t kValid = 1ull << 62;
+enum { kAbortNranks = 1, kAbortDup = 2, kAbortTimeout = 3 };
+
+typedef struct {
+  _Alignas(4096) hdr_t hdr;
+  _Alignas(4096) rank_ctrl_t rank[FCO_MAX_RANKS];
+  _Alignas(4096) _Atomic uint64_t sig[FCO_MAX_RANKS][FCO_MAX_RANKS][FCO_CPU_SIG_SLOTS];
+} ctrl_t;
+
+/* Fixed, whatever nranks says, so ranks that disagree on nranks still map the same thing. */
+#define CTRL_BYTES sizeof(ctrl_t)
+/* Bytes touched with nranks ranks (signal rows of dst < nranks): reserved up front. */
+#define CTRL_USED(nranks) \
+  (offsetof(ctrl_t, sig) + (size_t)(nranks) * FCO_MAX_RANKS * FCO_CPU_SIG_SLOTS * sizeof(uint64_t))
+
+/* ---- per-rank state ---------------------------------------------------------------------- */
+typedef struct {
+  uint64_t nonce;
+  char name[48];      /* control segment name */
+  int linked;         /* this rank created/opened `name` and has not unlinked it yet */
+  ctrl_t* ctrl;
+  uint64_t seq;       /* collectives issued on this communicator (the epoch) */
+  char* ws;           /* workspace mapping (every rank's part), NULL before the first growth */
+  size_t ws_map, ws_stride;
+  uint32_t gen;       /* workspace generation */
+} cpu_rank_t;
+
+static fco_result_t sys_error(fco_comm_t comm, int err, const char* what, const char* name) {
+  fco_result_t code = err == ENOSPC || err == ENOMEM ? FCO_ERR_OUT_OF_MEMORY : FCO_ERR_SYSTEM;
+  return fco_set_error(comm, code, "cpu transport: %s(%s) failed: %s%s", what, name,
+                       strerror(err),
+                       code == FCO_ERR_OUT_OF_MEMORY ? " (is /dev/shm large enough?)" : "");
+}
+
+/* Reserve tmpfs pages now: running out later would be SIGBUS on first touch, not an error. */
+static int reserve_pages(int fd, size_t bytes) {
+#ifdef __linux__
+  if (bytes && fallocate(fd, 0, 0, (off_t)bytes) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+    return errno;
+#else
+  (void)fd;
+  (void)bytes;
+#endif
+  return 0;
+}
+
+/* Create-or-open `name`, size it to `size` (reserving `used` bytes), map it. */
+static fco_result_t shm_map(fco_comm_t comm, const char* name, size_t size, size_t used,
+                            void** out) {
+  *out = NULL;
+  int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
+  if (fd < 0) return sys_error(comm, errno, "shm_open", name);
+  int err = 0;
+  const char* what = "ftruncate";
+  if (ftruncate(fd, (off_t)size) != 0) err = errno;
+  if (!err && (err = reserve_pages(fd, used)) != 0) what = "fallocate";
+  void* p = MAP_FAILED;
+  if (!err) {
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      err = errno;
+      what = "mmap";
+    }
+  }
+  close(fd);
+  if (err) return sys_error(comm, err, what, name);
+  *out = p;
+  return FCO_OK;
+}
+
+static void shm_unlink_quiet(const char* name) { (void)shm_unlink(name); /* ENOENT: a peer did */ }
+
+/* ---- running one function per rank in threads ------------------------------------------- */
+typedef struct job {
+  fco_comm_t comm;
+  fco_op_t* op;
+  size_t bytes;
+  uint64_t nonce;
+  fco_result_t (*fn)(struct job*);
+  fco_result_t r;
+  _Atomic int* gate; /* 0 wait, 1 go, -1 abandon (a thread could not be started) */
+} job_t;
+
+static void* job_thread(void* arg) {
+  job_t* j = (job_t*)arg;
+  int g;
+  while ((g = atomic_load_explicit(j->gate, memory_order_acquire)) == 0) sched_yield();
+  j->r = g > 0 ? j->fn(j) : FCO_ERR_SYSTEM;
+  return NULL;
+}
+
+/* jobs[0] runs on the caller; returns the first failure in rank order, its message left in
+ * the failing comm, in jobs[0]'s comm and in this thread's slot (fco_last_error(NULL)). */
+static fco_result_t run_jobs(job_t* jobs, int n) {
+  if (n == 1) return jobs[0].fn(&jobs[0]);
+  _Atomic int gate = 0;
+  pthread_t th[FCO_MAX_RANKS];
+  int started = 1, err = 0;
+  for (int i = 0; i < n; i++) jobs[i].gate = &gate;
+  for (int i = 1; i < n && !err; i++) {
+    err = pthread_create(&th[i], NULL, job_thread, &jobs[i]);
+    if (!err) started++;
+  }
+  atomic_store_explicit(&gate, err ? -1 : 1, memory_order_release);
+  if (!err) jobs[0].r = jobs[0].fn(&jobs[0]);
+  for (int i = 1; i < started; i++) pthread_join(th[i], NULL);
+  if (err)
+    return fco_set_error(jobs[0].comm, FCO_ERR_SYSTEM,
+                         "cpu transport: pthread_create for rank %d failed: %s", started,
+                         strerror(err));
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].r == FCO_OK) continue;
+    char msg[FCO_ERRMSG_LEN];
+    memcpy(msg, jobs[i].comm->last_error, sizeof msg);
+    fco_set_error(jobs[0].comm, jobs[i].r, "%s", msg);
+    fco_set_error(jobs[i].comm, jobs[i].r, "%s", msg); /* also this thread's slot */
+    return jobs[i].r;
+  }
+  return FCO_OK;
+}
+
+/* ---- bootstrap --------------------------------------------------------------------------- */
+static uint64_t make_nonce(void) {
+  static _Atomic uint64_t counter;
+  uint64_t x = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (read(fd, &x, sizeof x) != (ssize_t)sizeof x) x = 0;
+    close(fd);
+  }
+  x ^= fco_cpu_now_ns() * 0x9e3779b97f4a7c15ull ^ ((uint64_t)getpid() << 32) ^
+       atomic_fetch_add(&counter, 1) * 0xbf58476d1ce4e5b9ull;
+  return x ? x : 1;
+}
+
+static void set_abort(hdr_t* h, int kind, int rank, int value) {
+  uint64_t want = kValid | (uint64_t)kind << 32 | (uint64_t)rank << 16 | (uint64_t)(value & 0xffff);
+  uint64_t zero = 0;
+  atomic_compare_exchange_strong(&h->abort, &zero, want); /* the first failure wins */
+}
+
+static fco_result_t abort_error(fco_comm_t comm, uint64_t a) {
+  int kind = (int)((a >> 32) & 0xff), rank = (int)((a >> 16) & 0xffff), value = (int)(a & 0xffff);
+  switch (kind) {
+    case kAbortNranks:
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "fco_comm_init: nranks mismatch: rank %d joined with nranks %d, this "
+                           "rank (%d) has nranks %d (every rank must pass the same nranks)",
+                           rank, value, comm->rank, comm->nranks);
+    case kAbortDup:
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "fco_comm_init: rank %d was claimed by two callers with the same id "
+                           "(every rank number must be used once)", rank);
+    default:
+      return fco_set_error(comm, FCO_ERR_TIMEOUT,
+                           "fco_comm_init: rank %d gave up waiting for the others to join (timeout "
+                           "%d ms)", rank, comm->cfg.timeout_ms);
+  }
+}
+
+/* Join the control segment of `nonce` as comm->rank; returns once all nranks joined. */
+static fco_result_t join(fco_comm_t comm, uint64_t nonce) {
+  cpu_rank_t* tp = (cpu_rank_t*)calloc(1, sizeof *tp);
+  if (!tp) return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY, "cpu transport: out of memory");
+  comm->tp = tp;
+  comm->device = -1;
+  tp->nonce = nonce;
+  snprintf(tp->name, sizeof tp->name, "/fco-%016llx", (unsigned long long)nonce);
+  int me = comm->rank, P = comm->nranks;
+  void* map;
+  tp->linked = 1; /* shm_map may create it even when it fails later */
+  fco_result_t r = shm_map(comm, tp->name, CTRL_BYTES, CTRL_USED(P), &map);
+  if (r != FCO_OK) goto fail;
+  tp->ctrl = (ctrl_t*)map;
+  hdr_t* h = &tp->ctrl->hdr;
+
+  uint64_t mine = kValid | (uint64_t)P << 8 | (uint64_t)me, first = 0;
+  if (!atomic_compare_exchange_strong(&h->nranks_word, &first, mine) &&
+      (int)((first >> 8) & 0xff) != P) {
+    set_abort(h, kAbortNranks, me, P);
+    r = fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                      "fco_comm_init: nranks mismatch: this rank (%d) has nranks %d, but rank %d "
+                      "joined first with nranks %d (every rank must pass the same nranks)",
+                      me, P, (int)(first & 0xff), (int)((first >> 8) & 0xff));
+    goto fail;
+  }
+  uint64_t bit = 1ull << me, all = P == 64 ? ~0ull : (1ull << P) - 1;
+  if (atomic_fetch_or(&h->joined, bit) & bit) {
+    set_abort(h, kAbortDup, me, 0);
+    r = fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                      "fco_comm_init: rank %d was already taken by another caller with the same "
+                      "id (every rank number must be used once)", me);
+    goto fail;
+  }
+  fco_cpu_backoff_t b;
+  fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
+  for (;;) {
+    uint64_t a = atomic_load_explicit(&h->abort, memory_order_acquire);
+    if (a) {
+      r = abort_error(comm, a);
+      goto fail;
+    }
+    uint64_t j = atomic_load_explicit(&h->joined, memory_order_acquire);
+    if ((j & all) == all) break;
+    if (fco_cpu_backoff(&b)) {
+      set_abort(h, kAbortTimeout, me, 0);
+      char missing[160] = "";
+      size_t len = 0;
+      for (int p = 0; p < P && len < sizeof missing - 16; p++)
+        if (!(j & (1ull << p)))
+          len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", len ? " " : "", p);
+      r = fco_set_error(comm, FCO_ERR_TIMEOUT,
+                        "fco_comm_init: only %d of %d ranks joined within %d ms (missing ranks: "
+                        "%s%s); every rank must call fco_comm_init with the same id",
+                        __builtin_popcountll(j & all), P, comm->cfg.timeout_ms, missing,
+                        len >= sizeof missing - 16 ? " ..." : "");
+      goto fail;
+    }
+  }
+  shm_unlink_quiet(tp->name); /* everyone has mapped it */
+  tp->linked = 0;
+  return FCO_OK;
+fail:
+  if (tp->linked) shm_unlink_quiet(tp->name);
+  tp->linked = 0;
+  return r;
+}
+
+static fco_result_t cpu_init_rank(fco_comm_t comm, const fco_unique_id_t* id, void* nccl_comm) {
+  if (nccl_comm || !id)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "cpu transport: needs a unique id (it cannot adopt an NCCL communicator)");
+  const fco_uid_t* u = (const fco_uid_t*)id->internal;
+  return join(comm, u->nonce);
+}
+
+static fco_result_t join_job(job_t* j) { return join(j->comm, j->nonce); }
+
+static fco_result_t cpu_init_all(fco_comm_t* comms, int n, const int* devs) {
+  (void)devs;
+  job_t jobs[FCO_MAX_RANKS];
+  uint64_t nonce = make_nonce();
+  for (int i = 0; i < n; i++)
+    jobs[i] = (job_t){.comm = comms[i], .nonce = nonce, .fn = join_job};
+  return run_jobs(jobs, n);
+}
+
+/* ---- records: agreement + barrier at the start of every collective ----------------------- */
+static const char* impl_str(int kind, int impl) {
+  static const char* const names[] = {"copy", "oneshot"};
+  return kind == FCO_OP_ALLREDUCE && impl >= 0 && impl < 2 ? names[impl] : "?";
+}
+
+static void describe(const rec_t* r, char* buf, size_t len) {
+  if (r->what == kRecGrow)
+    snprintf(buf, len, "grows the workspace to %llu bytes per rank", (unsigned long long)r->bytes);
+  else if (r->what == FCO_OP_ALLREDUCE)
+    snprintf(buf, len, "called fco_allreduce(count=%llu, dtype=%s, impl=%d %s)",
+             (unsigned long long)r->count, fco_dtype_name((fco_dtype_t)r->dtype), r->impl,
+             impl_str(r->what, r->impl));
+  else
+    snprintf(buf, len, "issued op kind %d", r->what);
+}
+
+static int rec_equal(const rec_t* a, const rec_t* b) {
+  return a->what == b->what && a->impl == b->impl && a->dtype == b->dtype &&
+         a->count == b->count && a->bytes == b->bytes;
+}
+
+/* Publish this rank's record for the next collective, then check every peer's. */
+static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  ctrl_t* ctrl = tp->ctrl;
+  int me = comm->rank, P = comm->nranks;
+  uint64_t seq = ++tp->seq;
+  rec.seq = seq;
+  ctrl->rank[me].rec[seq & 1] = rec;
+  atomic_store_explicit(&ctrl->rank[me].posted, seq, memory_order_release);
+  for (int p = 0; p < P; p++) {
+    if (p == me) continue;
+    _Atomic uint64_t* posted = &ctrl->rank[p].posted;
+    if (atomic_load_explicit(posted, memory_order_acquire) < seq) {
+      fco_cpu_backoff_t b;
+      fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
+      while (atomic_load_explicit(posted, memory_order_acquire) < seq) {
+        if (!fco_cpu_backoff(&b)) continue;
+        uint64_t seen = atomic_load_explicit(posted, memory_order_acquire);
+        if (seen >= seq) break;
+        comm->async_error = FCO_ERR_TIMEOUT;
+        return fco_set_error(comm, FCO_ERR_TIMEOUT,
+                             "%s (call %llu): rank %d did not make the matching call within %d "
+                             "ms (it is at call %llu); the communicator is unusable, destroy it",
+                             what, (unsigned long long)seq, p, comm->cfg.timeout_ms,
+                             (unsigned long long)seen);
+      }
+    }
+    const rec_t* theirs = &ctrl->rank[p].rec[seq & 1];
+    if (theirs->seq != seq)
+      return fco_set_error(comm, FCO_ERR_INTERNAL,
+                           "%s (call %llu): rank %d's record is for call %llu", what,
+                           (unsigned long long)seq, p, (unsigned long long)theirs->seq);
+    if (!rec_equal(&rec, theirs)) {
+      char a[160], b[160];
+      describe(&rec, a, sizeof a);
+      describe(theirs, b, sizeof b);
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "%s: arguments differ across ranks: this rank (%d) %s, rank %d %s%s",
+                           what, me, a, p, b,
+                           rec.what != theirs->what || rec.what == kRecGrow
+                               ? " (operation arguments or fco_comm_reserve bytes differ)"
+                               : "");
+    }
+  }
+  return FCO_OK;
+}
+
+/* ---- workspace growth --------------------------------------------------------------------- */
+static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (!tp || !tp->ctrl)
+    return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                         "cpu transport: communicator not initialised");
+  int me = comm->rank, P = comm->nranks;
+  rec_t rec = {.what = kRecGrow, .bytes = bytes};
+  FCO_CHECK(agree(comm, rec, "workspace growth"));
+  uint64_t seq = tp->seq;
+  ctrl_t* ctrl = tp->ctrl;
+  char name[64];
+  snprintf(name, sizeof name, "%s-w%u", tp->name, tp->gen + 1);
+  size_t stride = fco_round_up(bytes, 4096), total = stride * (size_t)P;
+  void* map = NULL;
+  fco_result_t r = FCO_OK;
+  if (stride < bytes || total / (size_t)P != stride)
+    r = fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
+                      "workspace growth: %zu bytes per rank x %d ranks overflows", bytes, P);
+  else /* one reservation serves all: nobody touches the pages before every rank acked */
+    r = shm_map(comm, name, total, me == 0 ? total : 0, &map);
+  atomic_store_explicit(&ctrl->rank[me].ack, seq | (r != FCO_OK ? kAckFail : 0),
+                        memory_order_release);
+  /* Wait until every rank has mapped (or failed): only then may the name go. */
+  for (int p = 0; p < P && r == FCO_OK; p++) {
+    _Atomic uint64_t* ack = &ctrl->rank[p].ack;
+    fco_cpu_backoff_t b;
+    fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
+    uint64_t a;
+    while (((a = atomic_load_explicit(ack, memory_order_acquire)) & ~kAckFail) < seq) {
+      if (!fco_cpu_backoff(&b)) continue;
+      comm->async_error = FCO_ERR_TIMEOUT;
+      r = fco_set_error(comm, FCO_ERR_TIMEOUT,
+                        "workspace growth (call %llu): rank %d did not map %s within %d ms; the "
+                        "communicator is unusable, destroy it",
+                        (unsigned long long)seq, p, name, comm->cfg.timeout_ms);
+      break;
+    }
+    if (r == FCO_OK && (a & kAckFail))
+      r = fco_set_error(comm, FCO_ERR_SYSTEM,
+                        "workspace growth to %zu bytes per rank failed on rank %d (see its "
+                        "fco_last_error)", bytes, p);
+  }
+  shm_unlink_quiet(name);
+  if (r != FCO_OK) {
+    if (map) munmap(map, total);
+    return r;
+  }
+  /* Our old mapping is ours alone: peers reach the old segment through their own mappings,
+   * and every rank has finished the calls that used it (agree() was a barrier). */
+  if (tp->ws) munmap(tp->ws, tp->ws_map);
+  tp->ws = (char*)map;
+  tp->ws_map = total;
+  tp->ws_stride = stride;
+  tp->gen++;
+  comm->ws_bytes = bytes;
+  fco_log(comm, "cpu workspace generation %u: %zu bytes per rank", tp->gen, bytes);
+  return FCO_OK;
+}
+
+static fco_result_t grow_job(job_t* j) { return grow_rank(j->comm, j->bytes); }
+
+static fco_result_t cpu_grow(fco_comm_t* comms, int n, size_t bytes) {
+  job_t jobs[FCO_MAX_RANKS];
+  if (bytes == 0) return FCO_OK;
+  for (int i = 0; i < n; i++) {
+    if (!comms[i])
+      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
+                           "workspace growth needs every rank of the world, rank %d was destroyed",
+                           i);
+    jobs[i] = (job_t){.comm = comms[i], .bytes = bytes, .fn = grow_job};
+  }
+  return run_jobs(jobs, n);
+}
+
+/* ---- operations --------------------------------------------------------------------------- */
+static fco_result_t run_rank(fco_op_t* op) {
+  fco_comm_t comm = op->comm;
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (op->kind != FCO_OP_ALLREDUCE)
+    return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "cpu transport: op kind %d not supported",
+                         (int)op->kind);
+  if (op->ws_bytes > comm->ws_bytes || (op->ws_bytes && !tp->ws))
+    return fco_set_error(comm, FCO_ERR_INTERNAL,
+                         "cpu transport: op needs %zu bytes of workspace, %zu held", op->ws_bytes,
+                         comm->ws_bytes);
+  const fco_allreduce_args_t* a = &op->u.allreduce;
+  rec_t rec = {.what = op->kind, .impl = op->impl, .dtype = (int32_t)a->dtype,
+               .count = a->count, .bytes = op->ws_bytes};
+  FCO_CHECK(agree(comm, rec, "fco_allreduce"));
+  fco_cpu_peers_t t;
+  t.comm = comm;
+  t.rank = comm->rank;
+  t.nranks = comm->nranks;
+  t.epoch = tp->seq;
+  for (int p = 0; p < comm->nranks; p++) t.peer_data[p] = tp->ws + (size_t)p * tp->ws_stride;
+  t.ws_bytes = comm->ws_bytes;
+  t.sig = &tp->ctrl->sig[0][0][0];
+  t.timeout_ms = comm->cfg.timeout_ms;
+  return fco_cpu_allreduce(&t, op);
+}
+
+static fco_result_t run_job(job_t* j) { return run_rank(j->op); }
+
+static fco_result_t cpu_run(fco_op_t* ops, int n) {
+  job_t jobs[FCO_MAX_RANKS];
+  for (int i = 0; i < n; i++) jobs[i] = (job_t){.comm = ops[i].comm, .op = &ops[i], .fn = run_job};
+  return run_jobs(jobs, n);
+}
+
+/* ---- the rest ---------------------------------------------------------------------------- */
+static fco_result_t cpu_destroy(fco_comm_t comm) {
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  if (tp) {
+    /* Ops are synchronous, so nothing is in flight; peers keep the segments alive through
+     * their own mappings. No barrier: destroy must never hang. */
+    if (tp->ws) munmap(tp->ws, tp->ws_map);
+    if (tp->ctrl) munmap(tp->ctrl, CTRL_BYTES);
+    if (tp->linked) shm_unlink_quiet(tp->name);
+    free(tp);
+    comm->tp = NULL;
+  }
+  if (comm->world && comm->world->live == 1) {
+    free(comm->world->shared); /* unused by this transport today */
+    comm->world->shared = NULL;
+  }
+  return FCO_OK;
+}
+
+static fco_result_t cpu_poll_error(fco_comm_t comm) { return comm->async_error; }
+
+static int cpu_capturing(fco_comm_t comm, void* stream) {
+  (void)comm;
+  (void)stream;
+  return 0;
+}
+
+static const char* cpu_impl_name(fco_op_kind_t kind, int impl) {
+  if (kind == FCO_OP_ALLREDUCE && impl == 0) return "copy";
+  if (kind == FCO_OP_ALLREDUCE && impl == 1) return "oneshot";
+  return NULL;
+}
+
+const fco_transport_ops_t fco_transport_cpu = {
+    .name = "cpu",
+    .world_grows_together = 0,
+    .init_rank = cpu_init_rank,
+    .init_all = cpu_init_all,
+    .destroy = cpu_destroy,
+    .grow = cpu_grow,
+    .run = cpu_run,
+    .poll_error = cpu_poll_error,
+    .capturing = cpu_capturing,
+    .impl_name = cpu_impl_name,
+};

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh — the one script for the GPU machine: build against torch's NCCL, check the
+# allreduce kernels below the library, run the test suite on the local transport (and on nccl
+# with >= 2 GPUs), run fco-bench, and print a summary table last.
+#   bash tests/gpu/run.sh                 (from anywhere; it cds to the repository root)
+# Env: OUT (log folder, default /tmp/fco-out), FCO_GPU_QUICK=1 (shorter run: quick tests, fewer
+# bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records).
+# Full logs: $OUT/build.log, kernel-check.log, tests-<transport>.log, bench-<name>.txt/.json.
+# A failing step does not stop the others; the exit status is 1 when any step failed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+OUT=${OUT:-/tmp/fco-out}
+QUICK=${FCO_GPU_QUICK:-0}
+mkdir -p "$OUT"
+# One libnccl.so.2 per process: build against the one torch loads.
+NCCL_HOME=${NCCL_HOME:-$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')}
+export NCCL_HOME
+export FCO_COMMIT=${FCO_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+BIN=build/bin/fco-bench
+T_START=$(date +%s)
+
+# The whole script stays within FCO_GPU_BUDGET seconds (the device tool allows 10 minutes a
+# command): every step's bound is cut to what is left, and a step with no time left is failed.
+BUDGET=${FCO_GPU_BUDGET:-500}
+DEADLINE=$((T_START + BUDGET))
+export PATH=${CUDA_HOME:-/usr/local/cuda}/bin:$PATH
+
+steps=()   # "name|status|seconds|note", printed in the summary
+failed=0
+record() { # name rc seconds note
+  local st
+  case $2 in
+    0) st=PASS ;;
+    77) st=SKIP ;;
+    *) st=FAIL; failed=1 ;;
+  esac
+  steps+=("$1|$st|$3|$4")
+}
+# run_step name log timeout_s command...: run with a bound, log everything, never abort.
+run_step() {
+  local name=$1 log=$2 limit=$3 t0 rc left
+  shift 3
+  left=$((DEADLINE - $(date +%s)))
+  if [ "$left" -lt 20 ]; then
+    echo "== $name: not run, the ${BUDGET}s budget is spent" | tee "$log"
+    record "$name" 1 0 "not run: budget spent"
+    return 0
+  fi
+  [ "$limit" -le "$left" ] || limit=$left
+  t0=$(date +%s)
+  echo "== $name ($(date -u +%H:%M:%S), bound ${limit}s, log $log)"
+  if timeout -k 10 "$limit" "$@" >"$log" 2>&1; then rc=0; else rc=$?; fi
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    echo "   timed out after ${limit}s" | tee -a "$log"
+  fi
+  record "$name" $rc $(($(date +%s) - t0)) "rc $rc"
+  tail -n 3 "$log" | sed 's/^/   | /'
+  return 0
+}
+
+{
+  echo "date $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit $FCO_COMMIT"
+  echo "host $(hostname)"
+  echo "NCCL_HOME $NCCL_HOME"
+  nvidia-smi -L || true
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
+  nvcc --version | tail -n 2 || true
+} >"$OUT/meta.txt" 2>&1
+cat "$OUT/meta.txt"
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+NGPU=${NGPU:-0}
+
+# ---- build --------------------------------------------------------------------------------
+run_step build "$OUT/build.log" 400 make -j16 NCCL_HOME="$NCCL_HOME"
+if [ ! -x "$BIN" ] || [ ! -d build/tests ]; then
+  echo "build failed: see $OUT/build.log"
+  tail -n 40 "$OUT/build.log"
+  exit 1
+fi
+
+# ---- kernel check (below the library), built as its header says ---------------------------
+KC=tests/gpu/ar_kernel_check.cu
+if [ -f "$KC" ]; then
+  # The header's "Build and run" command: the ` *   nvcc ...` line(s) with their continuations.
+  cmd=$(awk '/^ \*[ \t]+nvcc /{on=1} on{l=$0; sub(/^ \*[ \t]*/, "", l); c=sub(/\\[ \t]*$/, "", l);
+             printf "%s ", l; if(!c) exit}' "$KC")
+  if [ -z "$cmd" ]; then
+    cmd="nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -o /tmp/ar_kernel_check $KC src/cuda/allreduce.cu src/cuda/device.cu && /tmp/ar_kernel_check"
+  fi
+  echo "kernel check: $cmd" >"$OUT/kernel-check.cmd"
+  run_step kernel-check "$OUT/kernel-check.log" 240 bash -c "$cmd"
+else
+  record kernel-check 77 0 "no $KC"
+fi
+
+# ---- test suite per transport --------------------------------------------------------------
+suite() { # transport
+  local t=$1
+  run_step "tests-$t" "$OUT/tests-$t.log" 300 env FCO_TRANSPORT="$t" BUILD=build \
+    TEST_TIMEOUT="${TEST_TIMEOUT:-60}" VERBOSE=1 FCO_TEST_QUICK="$QUICK" tests/run.sh
+}
+suite local
+if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi
+
+# ---- bench ---------------------------------------------------------------------------------
+if [ "$QUICK" = 1 ]; then sizes=(-b 1K -e 4M -f 4); else sizes=(-b 1K -e 64M -f 4); fi
+bench() { # name args...
+  local name=$1
+  shift
+  run_step "bench-$name" "$OUT/bench-$name.txt" 150 "$BIN" allreduce "$@" -J "$OUT/bench-$name.json"
+}
+bench local -t local -g 2 "${sizes[@]}"
+if [ "$NGPU" -ge 2 ]; then
+  # The fused path must beat ncclAllReduce up to 1 MB: fine steps there, eager and graphed.
+  bench nccl -t nccl -g 2 -b 1K -e 64M -f 2 -d bf16
+  bench nccl-graph -t nccl -g 2 -G 1 -b 1K -e 64M -f 2 -d bf16
+  [ "$QUICK" = 1 ] || bench nccl-graph-all -t nccl -g 2 -G 1 "${sizes[@]}"
+else
+  record bench-nccl 77 0 "$NGPU GPU(s): nccl needs 2"
+fi
+
+# ---- summary (last) ------------------------------------------------------------------------
+echo
+echo "================================ bench tables ================================"
+for f in "$OUT"/bench-*.txt; do
+  [ -f "$f" ] || continue
+  echo "---- $(basename "$f")"
+  grep -v '^\s*$' "$f" | grep -vi 'warning' || true
+done
+echo
+echo "=================================== summary ==================================="
+echo "commit $FCO_COMMIT, $NGPU GPU(s), logs in $OUT, $(($(date +%s) - T_START))s in all"
+printf '%-22s %-5s %6s  %s\n' step status time note
+for s in "${steps[@]}"; do
+  IFS='|' read -r name st secs note <<<"$s"
+  case $name in
+    tests-*)
+      line=$(grep -E '^# [a-z]+: [0-9]+ passed' "$OUT/$name.log" 2>/dev/null | tail -n 1 || true)
+      [ -n "$line" ] && note=${line#\# }
+      fails=$(grep -E '^FAIL ' "$OUT/$name.log" 2>/dev/null | awk '{print $2}' | tr '\n' ' ' || true)
+      [ -n "$fails" ] && note="$note; failed: $fails"
+      ;;
+  esac
+  printf '%-22s %-5s %5ss  %s\n' "$name" "$st" "$secs" "$note"
+done
+if [ "$failed" -ne 0 ]; then
+  echo "RESULT: FAIL"
+  exit 1
+fi
+echo "RESULT: PASS"

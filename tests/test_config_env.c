@@ -1,0 +1,170 @@
+/*
+ * test_config_env.c — configuration reaches the communicator: FCO_TRANSPORT picks the
+ * transport when cfg leaves it to AUTO (and an explicit cfg.transport wins over it);
+ * FCO_TIMEOUT_MS bounds waits when cfg.timeout_ms is 0 (and cfg.timeout_ms wins over it);
+ * cfg.max_workspace_bytes caps the workspace: a call needing more fails with
+ * FCO_ERR_OUT_OF_MEMORY, a message, and nothing written, and the communicator keeps working.
+ *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+static fco_transport_t g_t;
+static char* g_env_saved;
+
+static void restore_transport_env(void) {
+  if (g_env_saved) setenv("FCO_TRANSPORT", g_env_saved, 1);
+  else unsetenv("FCO_TRANSPORT");
+}
+
+static void check_transport(fco_comm_t* comms, int n, fco_transport_t want) {
+  for (int r = 0; r < n; r++) {
+    fco_transport_t got = FCO_TRANSPORT_AUTO;
+    ASSERT_OK(fco_comm_transport(comms[r], &got));
+    ASSERT_EQ(got, want);
+  }
+}
+
+static void transport_env(void) {
+  fco_comm_t comms[2];
+  fco_config_t cfg;
+  t_context("FCO_TRANSPORT=cpu, cfg NULL");
+  setenv("FCO_TRANSPORT", "cpu", 1);
+  ASSERT_OK(fco_comm_init_all(comms, 2, NULL, NULL));
+  check_transport(comms, 2, FCO_TRANSPORT_CPU);
+  for (int r = 0; r < 2; r++) ASSERT_OK(fco_comm_destroy(comms[r]));
+
+  t_context("FCO_TRANSPORT=cpu, cfg.transport AUTO, fco_comm_init");
+  fco_unique_id_t id;
+  fco_comm_t c = NULL;
+  ASSERT_OK(fco_get_unique_id(&id));
+  ASSERT_OK(fco_config_init(&cfg));
+  ASSERT_OK(fco_comm_init(&c, 1, 0, &id, &cfg));
+  check_transport(&c, 1, FCO_TRANSPORT_CPU);
+  ASSERT_OK(fco_comm_destroy(c));
+
+  t_context("FCO_TRANSPORT=bogus, cfg.transport = cpu: cfg wins");
+  setenv("FCO_TRANSPORT", "bogus", 1);
+  cfg.transport = FCO_TRANSPORT_CPU;
+  ASSERT_OK(fco_comm_init_all(comms, 2, NULL, &cfg));
+  check_transport(comms, 2, FCO_TRANSPORT_CPU);
+  for (int r = 0; r < 2; r++) ASSERT_OK(fco_comm_destroy(comms[r]));
+
+  /* FCO_TRANSPORT=local is honoured too: where no GPU can run it, init fails (it never falls
+   * back to cpu silently). */
+  t_context("FCO_TRANSPORT=local, cfg NULL");
+  setenv("FCO_TRANSPORT", "local", 1);
+  comms[0] = NULL;
+  fco_result_t r = fco_comm_init_all(comms, 1, NULL, NULL);
+  if (t_max_ranks(FCO_TRANSPORT_LOCAL) > 0) {
+    ASSERT_OK(r);
+    check_transport(comms, 1, FCO_TRANSPORT_LOCAL);
+    ASSERT_OK(fco_comm_destroy(comms[0]));
+  } else {
+    ASSERT_NE(r, FCO_OK);
+    ASSERT_NULL(comms[0]);
+    printf("FCO_TRANSPORT=local without a usable GPU: %s: %s\n", fco_result_string(r),
+           fco_last_error(NULL));
+  }
+
+  if (t_is_gpu(g_t)) {
+    int n = t_max_ranks(g_t) < 2 ? 1 : 2;
+    t_context("FCO_TRANSPORT=%s, cfg NULL", fco_transport_name(g_t));
+    setenv("FCO_TRANSPORT", fco_transport_name(g_t), 1);
+    ASSERT_OK(fco_comm_init_all(comms, n, NULL, NULL));
+    check_transport(comms, n, g_t);
+    for (int r = 0; r < n; r++) ASSERT_OK(fco_comm_destroy(comms[r]));
+  }
+  restore_transport_env();
+  t_context("%s", "");
+}
+
+/* The env bound applies when cfg.timeout_ms is 0; cfg.timeout_ms > 0 overrides it. With the
+ * default (30 s) or the other value (10 min) the call would not come back within the bound. */
+static void timeout_env(void) {
+  if (t_max_ranks(g_t) < 2) {
+    printf("FCO_TIMEOUT_MS part skipped: transport %s has fewer than 2 ranks here\n",
+           fco_transport_name(g_t));
+    return;
+  }
+  for (int from_cfg = 0; from_cfg < 2; from_cfg++) {
+    fco_config_t cfg;
+    t_world_t w;
+    double ms = 0;
+    ASSERT_OK(fco_config_init(&cfg));
+    setenv("FCO_TIMEOUT_MS", from_cfg ? "600000" : "250", 1);
+    if (from_cfg) cfg.timeout_ms = 250;
+    t_context("timeout from %s", from_cfg ? "cfg.timeout_ms (env 600000)" : "FCO_TIMEOUT_MS");
+    ASSERT_OK(t_world_init(&w, g_t, 2, &cfg));
+    unsetenv("FCO_TIMEOUT_MS");
+    ASSERT_RES(t_lone_rank0_allreduce(&w, 1, 1000, &ms), FCO_ERR_TIMEOUT);
+    printf("timeout from %s: FCO_ERR_TIMEOUT after %.0f ms\n",
+           from_cfg ? "cfg.timeout_ms" : "FCO_TIMEOUT_MS", ms);
+    ASSERT_LT(ms, 20 * 250);
+    t_world_destroy(&w, 0);
+  }
+  t_context("%s", "");
+}
+
+static void workspace_cap(void) {
+  const int64_t cap = 64 << 10;
+  int n = t_max_ranks(g_t) < 2 ? 1 : 2;
+  fco_config_t cfg;
+  t_world_t w;
+  t_ar_bufs_t b;
+  size_t small = 1000, big = 100000, need = 0, held = 0;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.max_workspace_bytes = cap;
+  ASSERT_OK(t_world_init(&w, g_t, n, &cfg));
+  t_ar_alloc(&w, &b, big);
+  ASSERT_OK(fco_allreduce_workspace(w.comms[0], small, FCO_F32, 1, &need));
+  ASSERT_LE(need, cap);
+  ASSERT_OK(fco_allreduce_workspace(w.comms[0], big, FCO_F32, 1, &need));
+  ASSERT_GT(need, cap);
+
+  for (int round = 0; round < 2; round++) {
+    uint64_t seed = t_next_seed();
+    t_context("within the cap, round %d", round);
+    t_ar_prepare(&w, &b, small, FCO_F32, round, seed);
+    ASSERT_OK(t_ar_run(&w, &b, 1));
+    t_sync(&w);
+    ASSERT_EQ(t_ar_check(&w, &b, seed), 0);
+
+    t_context("over the cap (%zu bytes needed, cap %lld), round %d", need, (long long)cap, round);
+    t_ar_prepare(&w, &b, big, FCO_F32, 0, seed);
+    ASSERT_RES(t_ar_run(&w, &b, 1), FCO_ERR_OUT_OF_MEMORY);
+    ASSERT_MSG(w.comms[0], "max_workspace_bytes");
+    t_sync(&w);
+    ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
+    for (int r = 0; r < n; r++) {
+      ASSERT_OK(fco_comm_workspace_bytes(w.comms[r], &held));
+      ASSERT_LE(held, cap);
+    }
+  }
+  ASSERT_RES(fco_comm_reserve(w.comms[0], (size_t)cap + 1), FCO_ERR_OUT_OF_MEMORY);
+  ASSERT_MSG(w.comms[0], "max_workspace_bytes");
+  for (int r = 0; r < n; r++) ASSERT_OK(fco_comm_reserve(w.comms[r], (size_t)cap));
+  ASSERT_OK(fco_comm_workspace_bytes(w.comms[0], &held));
+  ASSERT_EQ(held, cap);
+  ASSERT_OK(fco_comm_get_async_error(w.comms[0])); /* not sticky: a plain argument failure */
+  t_ar_free(&w, &b);
+  t_world_destroy(&w, 0);
+  t_context("%s", "");
+}
+
+int main(void) {
+  t_seed_init();
+  g_t = t_transport();
+  t_require_ranks(g_t, 1);
+  const char* e = getenv("FCO_TRANSPORT");
+  g_env_saved = e ? strdup(e) : NULL;
+  unsetenv("FCO_TIMEOUT_MS");
+  transport_env();
+  timeout_env();
+  workspace_cap();
+  free(g_env_saved);
+  printf("PASS\n");
+  return 0;
+}

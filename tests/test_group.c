@@ -1,0 +1,101 @@
+/*
+ * test_group.c — fco_group_start/end behave as NCCL's group calls: end without start is
+ * FCO_ERR_INVALID_USAGE; an empty group is fine; groups nest (only the outermost end issues
+ * the recorded operations); one group may hold operations of two separate worlds, and two
+ * operations per rank of one world (run in issue order), all completing correctly.
+ *   make test   or   build/tests/test_group   (FCO_TRANSPORT=cpu|local|nccl)
+ */
+#include "test.h"
+
+static void misuse_and_empty(void) {
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_USAGE);
+  ASSERT_MSG(NULL, "fco_group_start");
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_group_end());
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_group_end());
+  ASSERT_OK(fco_group_end());
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_USAGE); /* balanced again: depth is back to 0 */
+}
+
+static void nested(const t_world_t* w) {
+  t_ar_bufs_t b;
+  uint64_t seed = t_next_seed();
+  t_context("nested groups, %d ranks", w->n);
+  t_ar_alloc(w, &b, 4097);
+  t_ar_prepare(w, &b, 4097, FCO_BF16, 0, seed);
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < w->n; r++)
+    ASSERT_OK(fco_allreduce(w->comms[r], b.in[r], b.out[r], b.count, b.dtype, 1, NULL));
+  ASSERT_OK(fco_group_end()); /* inner end: nothing issued yet */
+  t_sync(w);
+  ASSERT_EQ(t_ar_check_untouched(w, &b), 0);
+  ASSERT_OK(fco_group_end()); /* outer end issues them */
+  t_sync(w);
+  ASSERT_EQ(t_ar_check(w, &b, seed), 0);
+  t_ar_free(w, &b);
+}
+
+/* Two worlds, their ops interleaved in one group; then two ops per rank of world a. */
+static void two_worlds(const t_world_t* a, const t_world_t* bw) {
+  t_ar_bufs_t ba, bb, ba2;
+  uint64_t sa = t_next_seed(), sb = t_next_seed(), sa2 = t_next_seed();
+  t_context("two worlds (%d and %d ranks) in one group", a->n, bw->n);
+  t_ar_alloc(a, &ba, 70000);
+  t_ar_alloc(bw, &bb, 70000);
+  t_ar_alloc(a, &ba2, 70000);
+  t_ar_prepare(a, &ba, 65537, FCO_F32, 0, sa);
+  t_ar_prepare(bw, &bb, 1000, FCO_F16, 1, sb);
+  ASSERT_OK(fco_group_start());
+  int n = a->n > bw->n ? a->n : bw->n;
+  for (int r = 0; r < n; r++) {
+    if (r < a->n)
+      ASSERT_OK(fco_allreduce(a->comms[r], ba.in[r], ba.out[r], ba.count, ba.dtype, 0, NULL));
+    if (r < bw->n)
+      ASSERT_OK(fco_allreduce(bw->comms[r], bb.in[r], bb.out[r], bb.count, bb.dtype, 1, NULL));
+  }
+  ASSERT_OK(fco_group_end());
+  t_sync(a);
+  t_sync(bw);
+  ASSERT_EQ(t_ar_check(a, &ba, sa), 0);
+  ASSERT_EQ(t_ar_check(bw, &bb, sb), 0);
+
+  t_context("two ops per rank of one world in one group (%d ranks)", a->n);
+  sa = t_next_seed();
+  t_ar_prepare(a, &ba, 4097, FCO_BF16, 1, sa);
+  t_ar_prepare(a, &ba2, 65537, FCO_F32, 0, sa2);
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < a->n; r++)
+    ASSERT_OK(fco_allreduce(a->comms[r], ba.in[r], ba.out[r], ba.count, ba.dtype, 1, NULL));
+  for (int r = a->n - 1; r >= 0; r--) /* the second op issued in the other rank order */
+    ASSERT_OK(fco_allreduce(a->comms[r], ba2.in[r], ba2.out[r], ba2.count, ba2.dtype,
+                            FCO_IMPL_AUTO, NULL));
+  ASSERT_OK(fco_group_end());
+  t_sync(a);
+  ASSERT_EQ(t_ar_check(a, &ba, sa), 0);
+  ASSERT_EQ(t_ar_check(a, &ba2, sa2), 0);
+  t_ar_free(a, &ba);
+  t_ar_free(a, &ba2);
+  t_ar_free(bw, &bb);
+}
+
+int main(void) {
+  t_seed_init();
+  fco_transport_t t = t_transport();
+  t_require_ranks(t, 1);
+  misuse_and_empty();
+  int max = t_max_ranks(t);
+  int na = max < 3 ? max : 3, nb = max < 2 ? max : 2;
+  t_world_t a, b;
+  ASSERT_OK(t_world_init(&a, t, na, NULL));
+  ASSERT_OK(t_world_init(&b, t, nb, NULL));
+  nested(&a);
+  two_worlds(&a, &b);
+  misuse_and_empty(); /* the group state is clean after all that */
+  t_world_destroy(&b, 0);
+  t_world_destroy(&a, 0);
+  printf("PASS\n");
+  return 0;
+}
