@@ -13,14 +13,17 @@
 
 #include "../core/internal.h"
 
-/* One-shot wins while the message is latency-bound; above this NCCL's ring/tree is used.
+/* AUTO on nccl: one-shot up to a size, ncclAllReduce above. One-shot sends (P-1)·S bytes per
+ * rank against a ring's 2(P-1)/P·S, so its edge shrinks with P. Measured on 2×H200 (NV18,
+ * bench/results/2026-11-30_nvidia-h200-x2_fe93fe66a60f): one-shot is faster at every size
+ * 1 KB..64 MB (1.78× at 1 MB, 1.29× at 16 MB, 1.06× at 64 MB); the cap of 16 MB keeps its
+ * workspace (4·S) at 64 MB. P > 2 is not measured yet: 1 MB, where it is latency-bound.
  * Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k/M suffix). */
-#define FCO_ALLREDUCE_ONESHOT_MAX_DEFAULT (4u << 20)
-
 static int resolve_impl(fco_comm_t comm, size_t bytes, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport != FCO_TRANSPORT_NCCL || comm->nranks == 1) return 1;
-  long long max = fco_env_int("FCO_ALLREDUCE_ONESHOT_MAX", FCO_ALLREDUCE_ONESHOT_MAX_DEFAULT);
+  long long dflt = comm->nranks == 2 ? (16 << 20) : (1 << 20);
+  long long max = fco_env_int("FCO_ALLREDUCE_ONESHOT_MAX", dflt);
   return (long long)bytes <= max ? 1 : 0;
 }
 
