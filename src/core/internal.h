@@ -63,7 +63,16 @@ typedef struct {
 fco_result_t fco_nccl_get_unique_id(void* nccl_id128);
 
 /* ---- operation records --------------------------------------------------------------- */
-typedef enum { FCO_OP_ALLREDUCE = 1 } fco_op_kind_t;
+typedef enum {
+  FCO_OP_ALLREDUCE = 1,
+  FCO_OP_GEMV_ALLREDUCE = 2,
+  FCO_OP_EMBEDDING_ALLTOALL = 3,
+  FCO_OP_GEMM_ALLTOALL = 4,
+  FCO_NUM_OP_KINDS
+} fco_op_kind_t;
+
+#define FCO_OP_SHAPE_MAX 8   /* values every rank must agree on (count, dtype, M, N, ...) */
+#define FCO_OP_ARGS_BYTES 512
 
 typedef struct {
   const void* in;
@@ -78,10 +87,36 @@ typedef struct fco_op {
   int impl;          /* resolved, never FCO_IMPL_AUTO */
   void* stream;      /* cudaStream_t or NULL */
   size_t ws_bytes;   /* data workspace this op needs per rank */
+  /* What all ranks must agree on, named by the op's registry entry (fco_op_info_t);
+   * compared across ranks by the transports (same group on local/nccl, shared memory on cpu). */
+  int64_t shape[FCO_OP_SHAPE_MAX];
   union {
     fco_allreduce_args_t allreduce;
+    /* Other ops keep their argument struct in src/ops/<op>.h and store it here
+     * (static_assert(sizeof(args) <= FCO_OP_ARGS_BYTES)). */
+    unsigned char raw[FCO_OP_ARGS_BYTES];
+    void* align_;
   } u;
 } fco_op_t;
+
+/* ---- operator registry (src/ops/registry.c): one entry per op kind -------------------- */
+typedef struct {
+  fco_op_kind_t kind;
+  const char* name;                            /* "allreduce" → fco_allreduce            */
+  const char* shape_names[FCO_OP_SHAPE_MAX];   /* names of shape[i]; NULL ends the list   */
+  int num_impls;                               /* impls 0..num_impls-1                    */
+  const char* baseline_name[FCO_NUM_TRANSPORTS]; /* impl 0 per transport ("nccl", ...)    */
+  const char* impl_names[8];                   /* impl i >= 1: impl_names[i]              */
+} fco_op_info_t;
+
+const fco_op_info_t* fco_op_info(fco_op_kind_t kind); /* NULL for unknown kinds */
+const char* fco_op_name(fco_op_kind_t kind);          /* "?" for unknown kinds  */
+const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl);
+/* "fco_allreduce(count=4096, dtype=bf16, impl=1 oneshot)" */
+void fco_op_describe(const fco_op_t* op, char* buf, size_t len);
+/* Do two ranks' ops agree (kind, impl, shape)? If not: FCO_ERR_INVALID_ARGUMENT with a message
+ * on a->comm naming both ranks and the first differing field. */
+fco_result_t fco_op_check_same(const fco_op_t* a, const fco_op_t* b);
 
 /* ---- transport interface --------------------------------------------------------------- */
 struct fco_transport_ops {
@@ -107,8 +142,6 @@ struct fco_transport_ops {
   fco_result_t (*poll_error)(fco_comm_t comm);
   /* Is `stream` being captured into a CUDA graph (then growth is impossible)? */
   int (*capturing)(fco_comm_t comm, void* stream);
-  /* Names of impls of an op on this transport (NULL = out of range). */
-  const char* (*impl_name)(fco_op_kind_t kind, int impl);
 };
 
 extern const fco_transport_ops_t fco_transport_cpu;

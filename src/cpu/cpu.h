@@ -54,6 +54,9 @@ void fco_cpu_backoff_init(fco_cpu_backoff_t* b, int timeout_ms);
 int fco_cpu_backoff(fco_cpu_backoff_t* b);
 
 /* ---- operators (src/cpu/<op>.c) ----------------------------------------------------------- */
+/* Run one rank's op (dispatch on op->kind, src/cpu/dispatch.c). */
+fco_result_t fco_cpu_run(const fco_cpu_peers_t* t, const fco_op_t* op);
+
 /* fco_allreduce for one rank; the transport checked that the ranks' arguments agree and that
  * the workspace holds op->ws_bytes. */
 fco_result_t fco_cpu_allreduce(const fco_cpu_peers_t* t, const fco_op_t* op);

@@ -43,6 +43,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
 
 #include "cuda_ops.h"
 #include "launch.cuh"
@@ -378,4 +381,44 @@ extern "C" fco_result_t fco_cuda_allreduce_copy(const fco_cuda_ar_launch_t* l, c
     return fco::fail(err, FCO_ERR_UNSUPPORTED, "fco_cuda_allreduce_copy: no kernel for dtype %d, "
                      "nranks %d", (int)l->dtype, l->nranks);
   return fn(l, err);
+}
+
+/* Generic entry (fco_cuda_run): impl 0 is ncclAllReduce on the nccl transport and the copy
+ * reduction on the local one; impl 1 the one-shot kernel. */
+extern "C" fco_result_t fco_cuda_allreduce_run(const fco_gpu_launch_t* g, char* err) {
+  const fco_op_t* op0 = g->r[0].op;
+  const fco_allreduce_args_t* a0 = &op0->u.allreduce;
+  if (op0->impl == 0 && g->transport == FCO_TRANSPORT_NCCL) {
+    for (int i = 0; i < g->num_local; i++) {
+      const fco_allreduce_args_t* a = &g->r[i].op->u.allreduce;
+      ncclDataType_t t = a->dtype == FCO_F32 ? ncclFloat32 : a->dtype == FCO_F16 ? ncclFloat16
+                                                                                   : ncclBfloat16;
+      ncclResult_t nr = ncclAllReduce(a->in, a->out, a->count, t, ncclSum,
+                                      (ncclComm_t)g->r[i].nccl_comm, (cudaStream_t)g->stream);
+      if (nr != ncclSuccess && nr != ncclInProgress)
+        return fco::fail(err, FCO_ERR_NCCL, "ncclAllReduce: %s (%s)", ncclGetErrorString(nr),
+                         ncclGetLastError((ncclComm_t)g->r[i].nccl_comm));
+    }
+    return FCO_OK;
+  }
+  fco_cuda_ar_launch_t l;
+  memset(&l, 0, sizeof l);
+  l.num_local = g->num_local;
+  l.nranks = g->nranks;
+  l.count = a0->count;
+  l.dtype = a0->dtype;
+  l.stream = g->stream;
+  for (int i = 0; i < g->num_local; i++) {
+    l.r[i].in = g->r[i].op->u.allreduce.in;
+    l.r[i].out = g->r[i].op->u.allreduce.out;
+    l.r[i].dev = g->r[i].dev;
+    l.r[i].ws = g->r[i].ws;
+  }
+  switch (op0->impl) {
+    case 0: return fco_cuda_allreduce_copy(&l, err);
+    case 1: return fco_cuda_allreduce_oneshot(&l, err);
+    default:
+      return fco::fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce: impl %d is not available on "
+                       "the %s transport", op0->impl, fco_transport_name(g->transport));
+  }
 }

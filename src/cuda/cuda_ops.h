@@ -32,6 +32,31 @@ typedef struct {
   fco_cuda_ar_rank_t r[FCO_MAX_GPU_RANKS];
 } fco_cuda_ar_launch_t;
 
+/* ---- generic dispatch: what a GPU transport hands the backend for one op ---------------- */
+typedef struct {
+  const fco_op_t* op;   /* this rank's op (kind, impl, args)                              */
+  fco_dev_rank_t* dev;  /* this rank's device state (peer table, epoch, async error)      */
+  void* ws;             /* this rank's data workspace, host-usable device pointer         */
+  void* nccl_comm;      /* ncclComm_t on the nccl transport (for baselines); NULL on local */
+} fco_gpu_rank_ctx_t;
+
+typedef struct {
+  fco_transport_t transport; /* FCO_TRANSPORT_NCCL or FCO_TRANSPORT_LOCAL                   */
+  int num_local;             /* ranks in this launch: local = every virtual rank (one grid), nccl = 1 */
+  int nranks;                /* communicator size                                           */
+  void* stream;
+  fco_gpu_rank_ctx_t r[FCO_MAX_GPU_RANKS];
+} fco_gpu_launch_t;
+
+/* Launch ops r[0..num_local) (same kind/impl/shape, checked by the transport) on `stream`, on
+ * the current device. Dispatches on the op kind (src/cuda/dispatch.cu). On the nccl transport
+ * with several ranks in one thread the transport wraps calls in ncclGroupStart/End, so baselines
+ * may call NCCL collectives directly. */
+fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err);
+
+/* Per-op entry points behind fco_cuda_run. */
+fco_result_t fco_cuda_allreduce_run(const fco_gpu_launch_t* l, char* err);
+
 /* impl 1: one-shot over the peer table (needs 2·P·roundup(count·esize,256) workspace). */
 fco_result_t fco_cuda_allreduce_oneshot(const fco_cuda_ar_launch_t* l, char* err);
 /* local transport impl 0: copy each rank's input into its workspace, then one kernel reduces

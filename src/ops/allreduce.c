@@ -61,9 +61,9 @@ fco_result_t fco_allreduce_workspace(fco_comm_t comm, size_t count, fco_dtype_t 
 }
 
 const char* fco_allreduce_impl_name(fco_comm_t comm, int impl) {
-  if (!comm || !comm->tops || !comm->tops->impl_name) return NULL;
+  if (!comm) return NULL;
   if (impl == FCO_IMPL_AUTO) return "auto";
-  return comm->tops->impl_name(FCO_OP_ALLREDUCE, impl);
+  return fco_op_impl_name(FCO_OP_ALLREDUCE, comm->transport, impl);
 }
 
 fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t count,
@@ -90,5 +90,7 @@ fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t co
   op.u.allreduce.out = out;
   op.u.allreduce.count = count;
   op.u.allreduce.dtype = dtype;
+  op.shape[0] = (int64_t)count;
+  op.shape[1] = (int64_t)dtype;
   return fco_op_submit(&op);
 }

@@ -39,8 +39,8 @@ enum { kRecGrow = 100 }; /* record kinds: fco_op_kind_t values, or a growth */
 typedef struct {
   uint64_t seq;
   int32_t what;   /* fco_op_kind_t or kRecGrow */
-  int32_t impl, dtype, pad_;
-  uint64_t count; /* op: elements */
+  int32_t impl;
+  int64_t shape[FCO_OP_SHAPE_MAX]; /* op: fco_op_t.shape, what every rank must agree on */
   uint64_t bytes; /* op: workspace needed; growth: workspace bytes per rank */
 } rec_t;
 
@@ -307,25 +307,31 @@ static fco_result_t cpu_init_all(fco_comm_t* comms, int n, const int* devs) {
 }
 
 /* ---- records: agreement + barrier at the start of every collective ----------------------- */
-static const char* impl_str(int kind, int impl) {
-  static const char* const names[] = {"copy", "oneshot"};
-  return kind == FCO_OP_ALLREDUCE && impl >= 0 && impl < 2 ? names[impl] : "?";
+/* A record as an op (for the registry's describe / check_same), so messages name fields. */
+static fco_op_t rec_op(const rec_t* r, fco_comm_t comm) {
+  fco_op_t op;
+  memset(&op, 0, sizeof op);
+  op.kind = (fco_op_kind_t)r->what;
+  op.impl = r->impl;
+  op.comm = comm;
+  memcpy(op.shape, r->shape, sizeof op.shape);
+  return op;
 }
 
-static void describe(const rec_t* r, char* buf, size_t len) {
-  if (r->what == kRecGrow)
+static void describe(const rec_t* r, fco_comm_t comm, char* buf, size_t len) {
+  if (r->what == kRecGrow) {
     snprintf(buf, len, "grows the workspace to %llu bytes per rank", (unsigned long long)r->bytes);
-  else if (r->what == FCO_OP_ALLREDUCE)
-    snprintf(buf, len, "called fco_allreduce(count=%llu, dtype=%s, impl=%d %s)",
-             (unsigned long long)r->count, fco_dtype_name((fco_dtype_t)r->dtype), r->impl,
-             impl_str(r->what, r->impl));
-  else
-    snprintf(buf, len, "issued op kind %d", r->what);
+  } else {
+    fco_op_t op = rec_op(r, comm);
+    char d[160];
+    fco_op_describe(&op, d, sizeof d);
+    snprintf(buf, len, "called %s", d);
+  }
 }
 
 static int rec_equal(const rec_t* a, const rec_t* b) {
-  return a->what == b->what && a->impl == b->impl && a->dtype == b->dtype &&
-         a->count == b->count && a->bytes == b->bytes;
+  return a->what == b->what && a->impl == b->impl &&
+         !memcmp(a->shape, b->shape, sizeof a->shape) && a->bytes == b->bytes;
 }
 
 /* Publish this rank's record for the next collective, then check every peer's. */
@@ -361,9 +367,9 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
                            "%s (call %llu): rank %d's record is for call %llu", what,
                            (unsigned long long)seq, p, (unsigned long long)theirs->seq);
     if (!rec_equal(&rec, theirs)) {
-      char a[160], b[160];
-      describe(&rec, a, sizeof a);
-      describe(theirs, b, sizeof b);
+      char a[200], b[200];
+      describe(&rec, comm, a, sizeof a);
+      describe(theirs, comm, b, sizeof b);
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                            "%s: arguments differ across ranks: this rank (%d) %s, rank %d %s%s",
                            what, me, a, p, b,
@@ -456,17 +462,15 @@ static fco_result_t run_rank(fco_op_t* op) {
   fco_comm_t comm = op->comm;
   cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
   if (comm->async_error != FCO_OK) return comm->async_error;
-  if (op->kind != FCO_OP_ALLREDUCE)
-    return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "cpu transport: op kind %d not supported",
-                         (int)op->kind);
   if (op->ws_bytes > comm->ws_bytes || (op->ws_bytes && !tp->ws))
     return fco_set_error(comm, FCO_ERR_INTERNAL,
                          "cpu transport: op needs %zu bytes of workspace, %zu held", op->ws_bytes,
                          comm->ws_bytes);
-  const fco_allreduce_args_t* a = &op->u.allreduce;
-  rec_t rec = {.what = op->kind, .impl = op->impl, .dtype = (int32_t)a->dtype,
-               .count = a->count, .bytes = op->ws_bytes};
-  FCO_CHECK(agree(comm, rec, "fco_allreduce"));
+  rec_t rec = {.what = op->kind, .impl = op->impl, .bytes = op->ws_bytes};
+  memcpy(rec.shape, op->shape, sizeof rec.shape);
+  char what[48];
+  snprintf(what, sizeof what, "fco_%s", fco_op_name(op->kind));
+  FCO_CHECK(agree(comm, rec, what));
   fco_cpu_peers_t t;
   t.comm = comm;
   t.rank = comm->rank;
@@ -476,7 +480,7 @@ static fco_result_t run_rank(fco_op_t* op) {
   t.ws_bytes = comm->ws_bytes;
   t.sig = &tp->ctrl->sig[0][0][0];
   t.timeout_ms = comm->cfg.timeout_ms;
-  return fco_cpu_allreduce(&t, op);
+  return fco_cpu_run(&t, op);
 }
 
 static fco_result_t run_job(job_t* j) { return run_rank(j->op); }
@@ -514,12 +518,6 @@ static int cpu_capturing(fco_comm_t comm, void* stream) {
   return 0;
 }
 
-static const char* cpu_impl_name(fco_op_kind_t kind, int impl) {
-  if (kind == FCO_OP_ALLREDUCE && impl == 0) return "copy";
-  if (kind == FCO_OP_ALLREDUCE && impl == 1) return "oneshot";
-  return NULL;
-}
-
 const fco_transport_ops_t fco_transport_cpu = {
     .name = "cpu",
     .world_grows_together = 0,
@@ -530,5 +528,4 @@ const fco_transport_ops_t fco_transport_cpu = {
     .run = cpu_run,
     .poll_error = cpu_poll_error,
     .capturing = cpu_capturing,
-    .impl_name = cpu_impl_name,
 };

@@ -135,35 +135,6 @@ int fco_gpu_capturing(fco_comm_t comm, void* stream) {
   return st != cudaStreamCaptureStatusNone;
 }
 
-fco_result_t fco_gpu_check_same(const fco_op_t* ops, int n) {
-  const fco_op_t* a = &ops[0];
-  for (int i = 1; i < n; i++) {
-    const fco_op_t* b = &ops[i];
-    if (b->kind != a->kind)
-      return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
-                           "operations of one group differ across ranks: rank %d issued %s, "
-                           "rank %d issued %s", a->comm->rank, op_name(a->kind), b->comm->rank,
-                           op_name(b->kind));
-    if (b->impl != a->impl)
-      return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
-                           "fco_%s: impl differs across ranks: rank %d uses %d, rank %d uses %d",
-                           op_name(a->kind), a->comm->rank, a->impl, b->comm->rank, b->impl);
-    if (a->kind == FCO_OP_ALLREDUCE) {
-      const fco_allreduce_args_t *x = &a->u.allreduce, *y = &b->u.allreduce;
-      if (y->count != x->count)
-        return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
-                             "fco_allreduce: count differs across ranks: rank %d has %zu, rank "
-                             "%d has %zu", a->comm->rank, x->count, b->comm->rank, y->count);
-      if (y->dtype != x->dtype)
-        return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
-                             "fco_allreduce: dtype differs across ranks: rank %d has %s, rank %d "
-                             "has %s", a->comm->rank, fco_dtype_name(x->dtype), b->comm->rank,
-                             fco_dtype_name(y->dtype));
-    }
-  }
-  return FCO_OK;
-}
-
 void fco_gpu_share_error(fco_comm_t* comms, int n) {
   const char* msg = fco_last_error(NULL);
   for (int i = 0; i < n; i++)

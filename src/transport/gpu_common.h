@@ -80,9 +80,6 @@ size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes);
 fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g);
 int fco_gpu_capturing(fco_comm_t comm, void* stream);
 
-/* ops[0..n) issued together (one group) must agree on kind, impl and arguments: else
- * FCO_ERR_INVALID_ARGUMENT naming the two ranks and the mismatch. */
-fco_result_t fco_gpu_check_same(const fco_op_t* ops, int n);
 /* Copy this thread's last error message to every (non-NULL) comm of a failed collective
  * setup step, so fco_last_error gives it whichever rank the caller asks. */
 void fco_gpu_share_error(fco_comm_t* comms, int n);

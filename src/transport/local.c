@@ -148,21 +148,19 @@ fail: {
 }
 }
 
-static fco_result_t launch_allreduce(const fco_op_t* const* by_rank, int P, void* stream,
-                                     fco_comm_t c0) {
+/* One grid for every virtual rank (minus the fault-injected one, if any). */
+static fco_result_t launch(const fco_op_t* const* by_rank, int P, void* stream, fco_comm_t c0) {
   const fco_op_t* a = by_rank[0];
-  long long skip = a->impl == 1 && P > 1 ? fco_env_int("FCO_FAULT_SKIP_RANK", -1) : -1;
-  fco_cuda_ar_launch_t l;
+  long long skip = a->impl >= 1 && P > 1 ? fco_env_int("FCO_FAULT_SKIP_RANK", -1) : -1;
+  fco_gpu_launch_t l;
   memset(&l, 0, sizeof l);
+  l.transport = FCO_TRANSPORT_LOCAL;
   l.nranks = P;
-  l.count = a->u.allreduce.count;
-  l.dtype = a->u.allreduce.dtype;
   l.stream = stream;
   for (int p = 0; p < P; p++) {
     if (p == skip) continue;
-    fco_cuda_ar_rank_t* r = &l.r[l.num_local++];
-    r->in = by_rank[p]->u.allreduce.in;
-    r->out = by_rank[p]->u.allreduce.out;
+    fco_gpu_rank_ctx_t* r = &l.r[l.num_local++];
+    r->op = by_rank[p];
     r->dev = lr(by_rank[p]->comm)->g.dev;
     r->ws = lr(by_rank[p]->comm)->ws;
   }
@@ -171,18 +169,13 @@ static fco_result_t launch_allreduce(const fco_op_t* const* by_rank, int P, void
             skip, skip);
   char err[FCO_ERRMSG_LEN];
   err[0] = '\0';
-  fco_result_t r;
-  switch (a->impl) {
-    case 0: r = fco_cuda_allreduce_copy(&l, err); break;
-    case 1: r = fco_cuda_allreduce_oneshot(&l, err); break;
-    default:
-      return fco_set_error(c0, FCO_ERR_INVALID_ARGUMENT,
-                           "fco_allreduce: impl %d is not available on the local transport",
-                           a->impl);
+  fco_result_t r = fco_cuda_run(&l, err);
+  if (r != FCO_OK) {
+    char d[160];
+    fco_op_describe(a, d, sizeof d);
+    return fco_set_error(c0, r, "local transport, %s, P=%d: %s", d, P,
+                         err[0] ? err : "launch failed");
   }
-  if (r != FCO_OK)
-    return fco_set_error(c0, r, "local allreduce (%s, P=%d): %s",
-                         a->impl == 0 ? "copy" : "oneshot", P, err[0] ? err : "launch failed");
   return FCO_OK;
 }
 
@@ -194,7 +187,7 @@ static fco_result_t local_run(fco_op_t* ops, int n) {
                          "local transport: the operation was issued for %d of the %d virtual "
                          "ranks; issue it for every virtual rank between fco_group_start() and "
                          "fco_group_end() (one grid covers all of them)", n, P);
-  FCO_CHECK(fco_gpu_check_same(ops, n));
+  for (int i = 1; i < n; i++) FCO_CHECK(fco_op_check_same(&ops[0], &ops[i]));
   const fco_op_t* by_rank[FCO_MAX_GPU_RANKS] = {0};
   for (int i = 0; i < n; i++) {
     int rk = ops[i].comm->rank;
@@ -204,9 +197,6 @@ static fco_result_t local_run(fco_op_t* ops, int n) {
                            "not part of this communicator", rk);
     by_rank[rk] = &ops[i];
   }
-  if (ops[0].kind != FCO_OP_ALLREDUCE)
-    return fco_set_error(c0, FCO_ERR_UNSUPPORTED, "local transport: op kind %d not supported",
-                         (int)ops[0].kind);
 
   /* The other streams (deduplicated) that must be ordered around the one launch. */
   cudaStream_t s0 = (cudaStream_t)ops[0].stream, others[FCO_MAX_GPU_RANKS];
@@ -228,7 +218,7 @@ static fco_result_t local_run(fco_op_t* ops, int n) {
     FCO_CUDA_CHECK(c0, cudaEventRecord(w->join, others[j]));
     FCO_CUDA_CHECK(c0, cudaStreamWaitEvent(s0, w->join, 0));
   }
-  FCO_CHECK(launch_allreduce(by_rank, P, (void*)s0, c0));
+  FCO_CHECK(launch(by_rank, P, (void*)s0, c0));
   if (num_others > 0) {
     FCO_CUDA_CHECK(c0, cudaEventRecord(w->join, s0));
     for (int j = 0; j < num_others; j++)
@@ -269,11 +259,6 @@ static fco_result_t local_poll_error(fco_comm_t comm) {
   return comm->tp ? fco_gpu_poll_error(comm, &lr(comm)->g) : FCO_OK;
 }
 
-static const char* local_impl_name(fco_op_kind_t kind, int impl) {
-  if (kind != FCO_OP_ALLREDUCE) return NULL;
-  return impl == 0 ? "copy" : impl == 1 ? "oneshot" : NULL;
-}
-
 const fco_transport_ops_t fco_transport_local = {
     .name = "local",
     .world_grows_together = 1,
@@ -284,5 +269,4 @@ const fco_transport_ops_t fco_transport_local = {
     .run = local_run,
     .poll_error = local_poll_error,
     .capturing = fco_gpu_capturing,
-    .impl_name = local_impl_name,
 };

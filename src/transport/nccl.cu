@@ -108,14 +108,6 @@ static fco_result_t nccl_group(fco_comm_t* comms, int n, const char* what, F fn)
   return FCO_OK;
 }
 
-static ncclDataType_t nccl_dtype(fco_dtype_t t) {
-  switch (t) {
-    case FCO_F16: return ncclFloat16;
-    case FCO_BF16: return ncclBfloat16;
-    default: return ncclFloat32;
-  }
-}
-
 fco_result_t fco_nccl_get_unique_id(void* nccl_id128) {
   static_assert(sizeof(ncclUniqueId) == 128, "fco_uid_t.nccl_id holds 128 bytes");
   ncclUniqueId id;
@@ -433,49 +425,47 @@ fail: {
 }
 
 static fco_result_t nccl_run(fco_op_t* ops, int n) {
-  fco_comm_t c0 = ops[0].comm;
-  if (n > 1) FCO_CHECK(fco_gpu_check_same(ops, n));
-  if (ops[0].kind != FCO_OP_ALLREDUCE)
-    return fco_set_error(c0, FCO_ERR_UNSUPPORTED, "nccl transport: op kind %d not supported",
-                         (int)ops[0].kind);
-  if (ops[0].impl == 0) {
-    fco_comm_t comms[FCO_MAX_GPU_RANKS];
-    for (int i = 0; i < n; i++) comms[i] = ops[i].comm;
-    return nccl_group(comms, n, "ncclAllReduce", [&](int i) {
-      const fco_allreduce_args_t* a = &ops[i].u.allreduce;
-      return ncclAllReduce(a->in, a->out, a->count, nccl_dtype(a->dtype), ncclSum,
-                           nr(ops[i].comm)->nccl, (cudaStream_t)ops[i].stream);
-    });
+  for (int i = 1; i < n; i++) FCO_CHECK(fco_op_check_same(&ops[0], &ops[i]));
+  /* One launch per GPU: ranks are on different devices, so their spinning kernels run side by
+   * side and the host never waits between launches. Several ranks in one thread: NCCL calls
+   * (baselines) are grouped so they do not wait for each other; a lone rank needs no group. */
+  ncclComm_t ncs[FCO_MAX_GPU_RANKS];
+  for (int i = 0; i < n; i++) ncs[i] = nr(ops[i].comm)->nccl;
+  if (n > 1) {
+    ncclResult_t e = ncclGroupStart();
+    if (e != ncclSuccess) return nccl_fail(ops[0].comm, e, "ncclGroupStart");
   }
-  if (ops[0].impl != 1)
-    return fco_set_error(c0, FCO_ERR_INVALID_ARGUMENT,
-                         "fco_allreduce: impl %d is not available on the nccl transport",
-                         ops[0].impl);
-  /* One grid per GPU: ranks are on different devices, so their spinning kernels run side by
-   * side and the host never waits between launches. */
-  for (int i = 0; i < n; i++) {
+  fco_result_t first = FCO_OK;
+  for (int i = 0; i < n && first == FCO_OK; i++) {
     fco_comm_t c = ops[i].comm;
-    const fco_allreduce_args_t* a = &ops[i].u.allreduce;
-    fco_cuda_ar_launch_t l;
+    fco_gpu_launch_t l;
     memset(&l, 0, sizeof l);
+    l.transport = FCO_TRANSPORT_NCCL;
     l.num_local = 1;
     l.nranks = c->nranks;
-    l.count = a->count;
-    l.dtype = a->dtype;
     l.stream = ops[i].stream;
-    l.r[0].in = a->in;
-    l.r[0].out = a->out;
+    l.r[0].op = &ops[i];
     l.r[0].dev = nr(c)->g.dev;
     l.r[0].ws = nr(c)->ws;
-    FCO_CUDA_CHECK(c, cudaSetDevice(c->device));
+    l.r[0].nccl_comm = nr(c)->nccl;
+    cudaError_t ce = cudaSetDevice(c->device);
+    if (ce != cudaSuccess) {
+      first = fco_cuda_fail(c, ce, "cudaSetDevice", __FILE__, __LINE__);
+      break;
+    }
     char err[FCO_ERRMSG_LEN];
     err[0] = '\0';
-    fco_result_t x = fco_cuda_allreduce_oneshot(&l, err);
-    if (x != FCO_OK)
-      return fco_set_error(c, x, "rank %d: oneshot allreduce: %s", c->rank,
-                           err[0] ? err : "launch failed");
+    fco_result_t x = fco_cuda_run(&l, err);
+    if (x != FCO_OK) {
+      char d[160];
+      fco_op_describe(&ops[i], d, sizeof d);
+      first = fco_set_error(c, x, "rank %d: %s: %s", c->rank, d, err[0] ? err : "launch failed");
+    }
   }
-  return FCO_OK;
+  ncclResult_t e = n > 1 ? ncclGroupEnd() : ncclSuccess; /* always balances the group */
+  e = settle(ncs, n, e);
+  if (e != ncclSuccess && first == FCO_OK) first = nccl_fail(ops[0].comm, e, fco_op_name(ops[0].kind));
+  return first;
 }
 
 static fco_result_t nccl_destroy(fco_comm_t comm) {
@@ -517,11 +507,6 @@ static fco_result_t nccl_poll_error(fco_comm_t comm) {
   return comm->tp ? fco_gpu_poll_error(comm, &nr(comm)->g) : FCO_OK;
 }
 
-static const char* nccl_impl_name(fco_op_kind_t kind, int impl) {
-  if (kind != FCO_OP_ALLREDUCE) return NULL;
-  return impl == 0 ? "nccl" : impl == 1 ? "oneshot" : NULL;
-}
-
 extern "C" const fco_transport_ops_t fco_transport_nccl = {
     /* name */ "nccl",
     /* world_grows_together */ 1,
@@ -532,5 +517,4 @@ extern "C" const fco_transport_ops_t fco_transport_nccl = {
     /* run */ nccl_run,
     /* poll_error */ nccl_poll_error,
     /* capturing */ fco_gpu_capturing,
-    /* impl_name */ nccl_impl_name,
 };
