@@ -29,7 +29,7 @@ ifeq ($(FCO_CUDA),1)
   CFLAGS += -DFCO_HAVE_CUDA -I$(NCCL_INC) -I$(CUDA_HOME)/include
   NVFLAGS += -DFCO_HAVE_CUDA
   C_SRC += $(CUDA_C_SRC)
-  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -L$(NCCL_LIBDIR) -l:libnccl.so.2 \
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart -lcublas -lcublasLt -L$(NCCL_LIBDIR) -l:libnccl.so.2 \
                -Wl,-rpath,$(abspath $(NCCL_LIBDIR)) -Wl,-rpath,$(CUDA_HOME)/lib64
   LD := g++
 else

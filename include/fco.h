@@ -197,6 +197,12 @@ fco_result_t fco_allreduce_workspace(fco_comm_t comm, size_t count, fco_dtype_t 
 /* Name of an allreduce impl ("nccl" / "copy" / "oneshot" ...) or NULL when out of range. */
 const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
 
+/* ---- GEMV + AllReduce (src/ops/gemv_allreduce.c) ---------------------------------------- */
+
+/* ---- Embedding bag + All-to-All (src/ops/embedding_alltoall.c) ------------------------- */
+
+/* ---- GEMM + All-to-All (src/ops/gemm_alltoall.c) ---------------------------------------- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -60,6 +60,9 @@ fco_result_t fco_cpu_run(const fco_cpu_peers_t* t, const fco_op_t* op);
 /* fco_allreduce for one rank; the transport checked that the ranks' arguments agree and that
  * the workspace holds op->ws_bytes. */
 fco_result_t fco_cpu_allreduce(const fco_cpu_peers_t* t, const fco_op_t* op);
+/* gemv_allreduce */
+/* embedding_alltoall */
+/* gemm_alltoall */
 
 /* ---- f16 / bf16 <-> f32: round to nearest even, NaN stays NaN (quieted), Inf stays Inf ---- */
 static inline uint32_t fco_f32_bits(float f) {

@@ -4,6 +4,9 @@
 fco_result_t fco_cpu_run(const fco_cpu_peers_t* t, const fco_op_t* op) {
   switch (op->kind) {
     case FCO_OP_ALLREDUCE: return fco_cpu_allreduce(t, op);
+    /* gemv_allreduce */
+    /* embedding_alltoall */
+    /* gemm_alltoall */
     default:
       return fco_set_error(t->comm, FCO_ERR_UNSUPPORTED, "fco_%s is not implemented on the cpu "
                            "transport yet", fco_op_name(op->kind));

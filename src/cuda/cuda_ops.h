@@ -54,8 +54,11 @@ typedef struct {
  * may call NCCL collectives directly. */
 fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err);
 
-/* Per-op entry points behind fco_cuda_run. */
+/* Per-op entry points behind fco_cuda_run (one line each). */
 fco_result_t fco_cuda_allreduce_run(const fco_gpu_launch_t* l, char* err);
+/* gemv_allreduce */
+/* embedding_alltoall */
+/* gemm_alltoall */
 
 /* impl 1: one-shot over the peer table (needs 2·P·roundup(count·esize,256) workspace). */
 fco_result_t fco_cuda_allreduce_oneshot(const fco_cuda_ar_launch_t* l, char* err);

@@ -12,6 +12,9 @@
 static const fco_op_info_t kOps[] = {
     {FCO_OP_ALLREDUCE, "allreduce", {"count", "dtype"}, FCO_ALLREDUCE_NUM_IMPLS,
      {"-", "nccl", "copy", "copy"}, {NULL, "oneshot"}},
+    /* gemv_allreduce */
+    /* embedding_alltoall */
+    /* gemm_alltoall */
 };
 
 const fco_op_info_t* fco_op_info(fco_op_kind_t kind) {

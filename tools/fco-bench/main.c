@@ -18,7 +18,12 @@
 #include "bench.h"
 
 /* The op registry: a new op is one op_<name>.c and one line here. */
-static const bench_op_t* const kOps[] = {&bench_op_allreduce};
+static const bench_op_t* const kOps[] = {
+    &bench_op_allreduce,
+    /* gemv_allreduce */
+    /* embedding_alltoall */
+    /* gemm_alltoall */
+};
 #define NUM_OPS ((int)(sizeof kOps / sizeof kOps[0]))
 
 static void usage(FILE* f) {
