@@ -13,6 +13,8 @@ NCCL_LIBDIR ?= $(firstword $(dir $(wildcard $(NCCL_HOME)/lib64/libnccl.so.2 $(NC
 NCCL_INC  ?= $(NCCL_HOME)/include
 CUDA_ARCH ?= -gencode=arch=compute_90,code=sm_90
 BUILD     ?= build
+# Tools and tests are run as $(BENCH) etc.: keep BUILD a path (relative → ./ prefix added).
+BUILD_RUN := $(if $(filter /%,$(BUILD)),$(BUILD),./$(BUILD))
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -84,7 +86,7 @@ test: all
 	BUILD=$(BUILD) ./tests/run.sh
 
 bench: all
-	./$(BENCH) $(BENCH_ARGS)
+	$(BUILD_RUN)/bin/fco-bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)
