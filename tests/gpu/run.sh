@@ -4,7 +4,9 @@
 # with >= 2 GPUs), run fco-bench, and print a summary table last.
 #   bash tests/gpu/run.sh                 (from anywhere; it cds to the repository root)
 # Env: OUT (log folder, default /tmp/fco-out), FCO_GPU_QUICK=1 (shorter run: quick tests, fewer
-# bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records).
+# bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records),
+# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only
+# these ops; default all).
 # Full logs: $OUT/build.log, kernel-check.log, tests-<transport>.log, bench-<name>.txt/.json.
 # A failing step does not stop the others; the exit status is 1 when any step failed.
 set -euo pipefail
@@ -102,25 +104,40 @@ suite() { # transport
   run_step "tests-$t" "$OUT/tests-$t.log" 300 env FCO_TRANSPORT="$t" BUILD=build \
     TEST_TIMEOUT="${TEST_TIMEOUT:-60}" VERBOSE=1 FCO_TEST_QUICK="$QUICK" tests/run.sh
 }
-suite local
-if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi
-
-# ---- bench ---------------------------------------------------------------------------------
-if [ "$QUICK" = 1 ]; then sizes=(-b 1K -e 4M -f 4); else sizes=(-b 1K -e 64M -f 4); fi
-bench() { # name args...
-  local name=$1
-  shift
-  run_step "bench-$name" "$OUT/bench-$name.txt" 150 "$BIN" allreduce "$@" -J "$OUT/bench-$name.json"
-}
-bench local -t local -g 2 "${sizes[@]}"
-if [ "$NGPU" -ge 2 ]; then
-  # The fused path must beat ncclAllReduce up to 1 MB: fine steps there, eager and graphed.
-  bench nccl -t nccl -g 2 -b 1K -e 64M -f 2 -d bf16
-  bench nccl-graph -t nccl -g 2 -G 1 -b 1K -e 64M -f 2 -d bf16
-  [ "$QUICK" = 1 ] || bench nccl-graph-all -t nccl -g 2 -G 1 "${sizes[@]}"
-else
-  record bench-nccl 77 0 "$NGPU GPU(s): nccl needs 2"
+if [ "${FCO_GPU_TESTS:-1}" = 1 ]; then
+  suite local
+  if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi
 fi
+
+# ---- bench: per op, local (virtual ranks on GPU 0) and nccl (2 GPUs, CUDA graphs) ------------
+# FCO_GPU_OPS selects the ops (default: all).
+OPS=${FCO_GPU_OPS:-allreduce gemv_allreduce embedding_alltoall gemm_alltoall}
+if [ "$QUICK" = 1 ]; then sizes=(-b 1K -e 4M -f 4); else sizes=(-b 1K -e 64M -f 4); fi
+bench() { # name op args...
+  local name=$1 op=$2
+  shift 2
+  run_step "bench-$name" "$OUT/bench-$name.txt" 240 "$BIN" "$op" "$@" -J "$OUT/bench-$name.json"
+}
+for op in $OPS; do
+  case $op in
+    allreduce)
+      bench ar-local allreduce -t local -g 2 "${sizes[@]}"
+      if [ "$NGPU" -ge 2 ]; then
+        # The fused path must beat ncclAllReduce up to 1 MB: fine steps there, eager and graphed.
+        bench ar-nccl allreduce -t nccl -g 2 -b 1K -e 64M -f 2 -d bf16
+        bench ar-nccl-graph allreduce -t nccl -g 2 -G 1 -b 1K -e 64M -f 2 -d bf16
+        [ "$QUICK" = 1 ] || bench ar-nccl-graph-all allreduce -t nccl -g 2 -G 1 "${sizes[@]}"
+      fi
+      ;;
+    *)
+      bench "$op-local" "$op" -t local -g 2 -d bf16 -n 20 -w 3
+      if [ "$NGPU" -ge 2 ]; then
+        bench "$op-nccl-graph" "$op" -t nccl -g 2 -G 1 -d bf16 -n 20 -w 3
+        [ "$QUICK" = 1 ] || bench "$op-nccl-graph-f32" "$op" -t nccl -g 2 -G 1 -d f32 -n 20 -w 3
+      fi
+      ;;
+  esac
+done
 
 # ---- summary (last) ------------------------------------------------------------------------
 echo
