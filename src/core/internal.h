@@ -177,6 +177,22 @@ int fco_gpu_count(void);
 
 static inline size_t fco_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+/* Workspace rule, every operator on every transport (so any sequence of different ops and
+ * sizes is safe): (1) all data a peer writes into this rank's workspace during the call with
+ * epoch e lies in half (e & 1): bytes [(e & 1)·H, (e & 1)·H + H) with H = fco_ws_half_bytes(
+ * ws_bytes), whatever the op or size (so an op needs 2× its per-call bytes); (2) in every call,
+ * every rank waits for at least one signal that every peer raises during that same call before
+ * the call completes. Then a peer can be at most one call ahead, and by (1) it writes the other
+ * half: it cannot overwrite data of a call this rank is still reading. */
+#ifdef __CUDACC__
+#define FCO_HOST_DEVICE __host__ __device__
+#else
+#define FCO_HOST_DEVICE
+#endif
+static inline FCO_HOST_DEVICE size_t fco_ws_half_bytes(size_t ws_bytes) {
+  return (ws_bytes / 2) & ~(size_t)255;
+}
+
 /* Propagate an error upward, logging the frame (as NCCL's NCCLCHECK). */
 #define FCO_CHECK(call)                                                                   \
   do {                                                                                    \

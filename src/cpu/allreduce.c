@@ -133,7 +133,8 @@ fco_result_t fco_cpu_allreduce(const fco_cpu_peers_t* t, const fco_op_t* op) {
   const fco_allreduce_args_t* a = &op->u.allreduce;
   size_t esize = fco_dtype_size(a->dtype);
   size_t slot_bytes = fco_round_up(a->count * esize, 256);
-  size_t half = (size_t)(t->epoch & 1) * (size_t)t->nranks * slot_bytes;
+  /* Halves at 0 and ws/2 whatever the size (the workspace rule in src/cuda/dev.h). */
+  size_t half = (size_t)(t->epoch & 1) * fco_ws_half_bytes(t->ws_bytes);
   if (2 * (size_t)t->nranks * slot_bytes > t->ws_bytes)
     return fco_set_error(t->comm, FCO_ERR_INTERNAL,
                          "fco_allreduce: workspace of %zu bytes per rank, %zu needed",

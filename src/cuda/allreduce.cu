@@ -4,8 +4,9 @@
  * the GPU transports; device primitives in prims.cuh.
  *
  * impl 1 — one-shot over the peer table (fco_cuda_allreduce_oneshot), nccl and local transports.
- *   Layout: rank p's data workspace holds two halves of P slots of S = roundup(count·esize, 256)
- *     bytes; source s's bytes for a call with epoch e land at ws_p + (e & 1)·P·S + s·S. Flags:
+ *   Layout: rank p's data workspace holds two halves (dev.h's workspace rule) of P slots of
+ *     S = roundup(count·esize, 256) bytes; source s's bytes for a call with epoch e land at
+ *     ws_p + (e & 1)·H + s·S, H = fco_ws_half_bytes(ws_bytes) >= P·S. Flags:
  *     p's signal area sig[src][slot], slot = block index within the rank.
  *   Design: one grid covers num_local ranks with B blocks each (block → rank blockIdx.x / B,
  *     part blockIdx.x % B). The vector is cut into slices (multiples of 16 bytes); block `part`
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(kThreads, 1) allreduce_kernel_oneshot(const On
   const uint64_t e = v.epoch + 1;
   const int me = v.rank;
   const size_t S = p.slot_bytes;
-  const size_t half = (size_t)(e & 1) * kRanks * S;
+  const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes); /* dev.h: the rule */
   const char* in = p.in[li];
   char* out = p.out[li];
 
