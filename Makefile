@@ -82,6 +82,25 @@ $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(LIB_SO) $(wildcard tests/common/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/common -o $@ $< $(TEST_COMMON) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
 
+# fco-sim (tools/fco-sim): a plain C tool, no libfco, no GPU. Its tests (tests/test_sim_*.c)
+# link the simulator's objects (all but main.o) instead of libfco's operators.
+SIM := $(BUILD)/bin/fco-sim
+SIM_SRC := $(wildcard tools/fco-sim/*.c)
+SIM_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out tools/fco-sim/main.c,$(SIM_SRC)))
+tools: $(SIM)
+
+$(BUILD)/obj/tools/fco-sim/%.o: tools/fco-sim/%.c $(wildcard tools/fco-sim/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(SIM): $(SIM_OBJ) $(BUILD)/obj/tools/fco-sim/main.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+$(BUILD)/tests/test_sim_%: tests/test_sim_%.c $(SIM_OBJ) $(TEST_COMMON) $(LIB_SO) $(wildcard tests/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/common -Itools/fco-sim -DFCO_SRC_DIR='"$(CURDIR)"' -o $@ $< $(SIM_OBJ) $(TEST_COMMON) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
+
 test: all
 	BUILD=$(BUILD) ./tests/run.sh
 

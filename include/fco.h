@@ -198,10 +198,207 @@ fco_result_t fco_allreduce_workspace(fco_comm_t comm, size_t count, fco_dtype_t 
 const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
 
 /* ---- GEMV + AllReduce (src/ops/gemv_allreduce.c) ---------------------------------------- */
+/* The row-parallel linear of tensor-parallel decode: rank r holds x_r [M, K_r] and
+ * W_r [N, K_r] (row-major, the layout of a torch Linear weight); every rank receives
+ *   y [M, N] = Σ_r x_r · W_r^T (+ bias, added once).
+ * [IN]  x      device pointer (host pointer on cpu), M·K elements, row-major, contiguous
+ * [IN]  w      N·K elements, row-major (row n = output column n), contiguous
+ * [IN]  bias   N elements or NULL; NULL or not must be the same on every rank
+ * [OUT] y      M·N elements, row-major; must not overlap x, w or bias
+ * [IN]  M      1..FCO_GEMV_ALLREDUCE_MAX_M (64), the same on every rank; larger M returns
+ *              FCO_ERR_UNSUPPORTED (use a GEMM, then fco_allreduce)
+ * [IN]  N      ≥ 1, the same on every rank
+ * [IN]  K      ≥ 1, this rank's slice of the reduction dimension (may differ across ranks)
+ * [IN]  dtype  FCO_F32, FCO_F16 or FCO_BF16, the same on every rank; fp32 accumulation,
+ *              y in dtype. Pointers must be aligned to the element size; rows that are not
+ *              16-byte aligned take a slower scalar path in the fused impls.
+ * [IN]  impl   0 = cuBLAS GEMM (fp32 compute) into y, then ncclAllReduce in place (local
+ *              transport: the copy allreduce; cpu: the reference), 1 = fused one-shot (each
+ *              16-column tile's fp32 partial is pushed to every peer as soon as it is
+ *              computed; every rank sums all tiles in rank order: bit-identical on all
+ *              ranks), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
+ *              the result to every peer; for large M·N), FCO_IMPL_AUTO (see
+ *              src/ops/gemv_allreduce.c: the rule and its measurements)
+ * [IN]  stream cudaStream_t or NULL
+ * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
+ * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S; impl 2: 2·(P·S + Sg); impl 0: none (nccl),
+ * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impl 0 uses a cuBLAS handle
+ * per device, made at the first call on that device: make one eager call before capturing a
+ * CUDA graph. With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
+ * impl) across ranks on the device before moving data, and report a mismatch as
+ * FCO_ERR_INVALID_ARGUMENT through fco_comm_get_async_error (the local and cpu transports
+ * compare them on the host at every call). */
+#define FCO_GEMV_ALLREDUCE_NUM_IMPLS 3
+#define FCO_GEMV_ALLREDUCE_MAX_M 64
+fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
+                                void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,
+                                int impl, void* stream);
+/* [OUT] bytes: data workspace fco_gemv_allreduce needs per rank for these arguments
+ * (FCO_IMPL_AUTO resolved as the call would). Not collective. */
+fco_result_t fco_gemv_allreduce_workspace(fco_comm_t comm, size_t M, size_t N, size_t K,
+                                          fco_dtype_t dtype, int impl, size_t* bytes);
+/* Name of a gemv_allreduce impl ("cublas_nccl", "oneshot", "twophase", ...) or NULL when out
+ * of range; "auto" for FCO_IMPL_AUTO. */
+const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
 
 /* ---- Embedding bag + All-to-All (src/ops/embedding_alltoall.c) ------------------------- */
+/* DLRM's model-parallel embedding lookup followed by the All-to-All that hands every sample's
+ * pooled vectors to the rank that owns the sample (TorchRec table-wise sharding): exactly what
+ * a pooled lookup (F.embedding_bag per table), all_to_all_single and a permute produce.
+ *
+ * Sharding: P ranks; T tables with global ids in rank order: rank r owns the T_r tables
+ * toff_r .. toff_r + T_r - 1, toff_r = Σ_{q<r} T_q (T_r may be 0 and differ per rank). One
+ * dimension D for every table. The global batch B = Σ_s b_s is split into per-rank batch
+ * sizes: rank s owns samples bstart_s .. bstart_s + b_s - 1, bstart_s = Σ_{q<s} b_q.
+ *
+ * Input on rank r (its local tables over the whole global batch):
+ *   weight   [Σ_t rows_t, D] of dtype: the T_r local tables packed one after the other
+ *            (table t starts at row Σ_{t'<t} rows_t'), row-major, rows D elements apart
+ *   offsets  [T_r·B + 1], CSR, table-major: bag (t, b) of local table t and global sample b
+ *            is indices[offsets[t·B + b] .. offsets[t·B + b + 1])
+ *   indices  [num_indices] rows of table t, 0 ≤ index < rows_t
+ *   per_sample_weights  [num_indices] floats or NULL (all 1)
+ * Output on rank s: out [b_s, T, D] of dtype, sample-major, tables in global order:
+ *   out[i][toff_r + t][:] = pool over bag (t, bstart_s + i) of rank r of w_k · weight_r[t][idx_k][:]
+ *   pooling sum: Σ_k; mean: Σ_k / n with n = the bag's length; an empty bag gives zeros.
+ * Accumulation is fp32 in bag order; the result is rounded once to dtype.
+ *
+ * Bad data is found on the device: an index outside its table (index < 0 or ≥ rows_t) is
+ * skipped, a bag whose offsets decrease or leave [0, num_indices] is treated as empty; nothing
+ * is read outside the inputs or written outside out. It is reported as
+ * FCO_ERR_INVALID_ARGUMENT naming the global table id and the position (in indices, or in
+ * offsets) — by the call on the cpu transport, by fco_comm_get_async_error (and every later
+ * call) on GPU transports, where the communicator must then be destroyed.
+ *
+ * [IN]  comm              communicator; collective (every rank calls, in one group when one
+ *                         thread drives several ranks)
+ * [IN]  weight            device pointer (host on cpu), aligned to the dtype size; NULL only
+ *                         when T_r == 0. 16-byte alignment (and D·dtype size a multiple of 16)
+ *                         selects the vector path on GPUs; anything else is correct, slower.
+ * [IN]  table_rows        host array [T_r]: rows_t ≥ 0 of each local table; NULL when T_r == 0
+ * [IN]  tables_per_rank   host array [P]: T_q ≥ 0, T = Σ T_q with 1 ≤ T ≤ FCO_EMBEDDING_MAX_TABLES
+ * [IN]  batch_per_rank    host array [P]: b_q ≥ 0, B = Σ b_q with 1 ≤ B < 2^31
+ * [IN]  dim               D, 1 ≤ D ≤ FCO_EMBEDDING_MAX_DIM
+ * [IN]  dtype             FCO_F32, FCO_F16 or FCO_BF16: of the tables and of out
+ * [IN]  offsets, indices  device pointers (host on cpu) of index_type, aligned to its size;
+ *                         offsets may be NULL only when T_r == 0, indices only when
+ *                         num_indices == 0
+ * [IN]  num_indices       elements of indices (and of per_sample_weights), ≥ 0
+ * [IN]  index_type        FCO_EMB_INDEX_I32 or FCO_EMB_INDEX_I64 (offsets and indices)
+ * [IN]  per_sample_weights  device pointer (host on cpu) to floats, 4-byte aligned, or NULL
+ * [IN]  pooling           FCO_EMB_POOL_SUM or FCO_EMB_POOL_MEAN
+ * [OUT] out               device pointer (host on cpu) [b_s, T, D], aligned to the dtype size;
+ *                         NULL only when b_s == 0. Must not overlap the inputs.
+ * [IN]  impl              0 = pooled-lookup kernel into a send buffer [B, T_r, D], the
+ *                         All-to-All (grouped ncclSend/ncclRecv on nccl; copies between virtual
+ *                         ranks on local; shared memory on cpu), then a permute kernel into out;
+ *                         1 = fused: a persistent kernel whose blocks pool (table, sample chunk)
+ *                         tiles and store each pooled vector once, remote tiles first, straight
+ *                         over NVLink into the destination's symmetric workspace, laid out as its
+ *                         out; per-source arrival counters (epoch-tagged) tell the destination
+ *                         which sample groups are complete, and it lands them into out;
+ *                         FCO_IMPL_AUTO
+ * [IN]  stream            cudaStream_t or NULL
+ * Every rank must agree on T, D, B, dtype, pooling, tables_per_rank and batch_per_rank
+ * (checked: FCO_ERR_INVALID_ARGUMENT naming the field); index_type, num_indices and whether
+ * weights are given are per rank. The host arrays (table_rows, tables_per_rank, batch_per_rank)
+ * are read while the call (or, inside a group, fco_group_end) runs and may be reused after it
+ * returns; GPU kernels take their values by value, so a captured CUDA graph replays with the
+ * values of capture time and needs no host-to-device copy.
+ * Workspace per rank, with R = roundup(max_s b_s · T · D · size, 256) and
+ * S = roundup(max_q T_q · B · D · size, 256): none when P == 1; impl 0: S + R on GPUs, S on
+ * cpu; impl 1: 2·R on GPUs (two halves alternating with the epoch), R on cpu. */
+typedef enum {
+  FCO_EMB_POOL_SUM = 0,
+  FCO_EMB_POOL_MEAN = 1,
+  FCO_EMB_NUM_POOLINGS
+} fco_emb_pooling_t;
+
+typedef enum {
+  FCO_EMB_INDEX_I32 = 0,
+  FCO_EMB_INDEX_I64 = 1,
+  FCO_EMB_NUM_INDEX_TYPES
+} fco_emb_index_t;
+
+#define FCO_EMBEDDING_ALLTOALL_NUM_IMPLS 2
+#define FCO_EMBEDDING_MAX_TABLES 1024 /* T, all ranks together (GPU kernels take rows by value) */
+#define FCO_EMBEDDING_MAX_DIM 65536
+
+fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const int64_t* table_rows,
+                                    const int32_t* tables_per_rank, const int64_t* batch_per_rank,
+                                    int64_t dim, fco_dtype_t dtype, const void* offsets,
+                                    const void* indices, int64_t num_indices,
+                                    fco_emb_index_t index_type, const float* per_sample_weights,
+                                    fco_emb_pooling_t pooling, void* out, int impl, void* stream);
+/* [OUT] bytes: data workspace fco_embedding_alltoall needs per rank on this communicator for
+ * these arguments (FCO_IMPL_AUTO resolved as the call would). Not collective. */
+fco_result_t fco_embedding_alltoall_workspace(fco_comm_t comm, const int32_t* tables_per_rank,
+                                              const int64_t* batch_per_rank, int64_t dim,
+                                              fco_dtype_t dtype, int impl, size_t* bytes);
+/* Name of an impl ("nccl" / "copy" / "fused") or NULL when out of range. */
+const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
 
 /* ---- GEMM + All-to-All (src/ops/gemm_alltoall.c) ---------------------------------------- */
+/* MoE expert down-projection + combine: a grouped GEMM, then every output row goes back to the
+ * rank its token came from (exactly: grouped GEMM, permute, all_to_all_single).
+ *
+ * Rank r hosts E_r = num_experts local experts (E_r may differ across ranks).
+ * [IN]  a          device [a_rows, K] activations; rows grouped by local expert, then by source
+ *                  rank: expert 0's rows from rank 0, from rank 1, ..., then expert 1's, ...
+ * [IN]  a_rows     rows allocated in `a` (capacity, ≥ Σ counts); the SAME on every rank
+ * [IN]  w          device weights of the local experts as ONE packed tensor: [E_r, K, N]
+ *                  (FCO_W_KN: Y = A·W_e) or [E_r, N, K] (FCO_W_NK: torch Linear weight,
+ *                  Y = A·W_eᵀ)
+ * [IN]  w_layout   FCO_W_KN or FCO_W_NK, the same on every rank
+ * [IN]  num_experts E_r, 1..FCO_GEMM_ALLTOALL_MAX_EXPERTS
+ * [IN]  counts     DEVICE int32 [E_r][P]: counts[e][s] rows of local expert e came from rank s.
+ *                  Read on the device only (fused impls): a call can be captured in a CUDA
+ *                  graph and replayed with new counts.
+ * [IN]  counts_host NULL, or a host copy of `counts` (a hint: impls 0 and 2 size their cuBLAS
+ *                  GEMMs from it without a device→host copy; it must hold the same values)
+ * [IN]  recv_rows_host NULL, or host int32 [P]: rows this rank receives from each rank s
+ *                  (Σ_e counts_s[e][me]: the input splits of the dispatch all-to-all); used by
+ *                  impl 0 on the nccl transport
+ * [OUT] out        device [out_rows, N]: rows from rank 0 (its expert 0's, expert 1's, ...), then
+ *                  from rank 1, ...; row order kept. Rows past Σ_r Σ_e counts_r[e][me] are not
+ *                  written.
+ * [IN]  out_rows   rows allocated in `out` (capacity); the SAME on every rank. Nothing is ever
+ *                  written past it: counts that need more (or negative counts, or counts whose
+ *                  sum exceeds a_rows) make every rank write nothing and report
+ *                  FCO_ERR_INVALID_ARGUMENT (device-side for fused impls: from
+ *                  fco_comm_get_async_error / the next call; host-side when hints are given).
+ * [IN]  k, n       GEMM sizes, 1 ≤ k, n < 2^31, the same on every rank
+ * [IN]  dtype      FCO_F32, FCO_F16 or FCO_BF16 (fp32 accumulation)
+ * [IN]  impl       0 = cuBLAS GEMM per expert + all-to-all (nccl: pack + grouped
+ *                  ncclSend/ncclRecv; local: copy kernel; cpu: reference),
+ *                  1 = fused persistent tensor-core GEMM whose blocks push each finished tile to
+ *                  its destination and signal it ("tiles"),
+ *                  2 = cuBLAS GEMM in row chunks, each chunk pushed while the next computes
+ *                  ("chunks"), FCO_IMPL_AUTO (rule in src/ops/gemm_alltoall.c)
+ * [IN]  stream     cudaStream_t or NULL
+ * Host synchronisation: impl 1 never. Impls 0 and 2 without counts_host copy counts to the host
+ * and synchronise `stream` (what the unfused path does today), so they cannot be captured
+ * (FCO_ERR_INVALID_USAGE while capturing); impl 0 on nccl also needs recv_rows_host, or else
+ * one rank per thread (it then exchanges the totals with ncclAllGather and synchronises).
+ * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1.
+ * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
+ * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
+#define FCO_GEMM_ALLTOALL_NUM_IMPLS 3
+#define FCO_GEMM_ALLTOALL_MAX_EXPERTS 256
+#define FCO_W_KN 0 /* w is [E, K, N] */
+#define FCO_W_NK 1 /* w is [E, N, K] (torch Linear weight layout) */
+fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, const void* w,
+                               int w_layout, int num_experts, const int32_t* counts,
+                               const int32_t* counts_host, const int32_t* recv_rows_host,
+                               void* out, int64_t out_rows, int64_t k, int64_t n,
+                               fco_dtype_t dtype, int impl, void* stream);
+/* [OUT] bytes: data workspace fco_gemm_alltoall needs per rank for these arguments
+ * (FCO_IMPL_AUTO: the most any impl it may pick needs). Not collective. */
+fco_result_t fco_gemm_alltoall_workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows,
+                                         int64_t k, int64_t n, fco_dtype_t dtype, int impl,
+                                         size_t* bytes);
+/* Name of an impl ("nccl" / "copy" / "ref" / "tiles" / "chunks") or NULL when out of range. */
+const char* fco_gemm_alltoall_impl_name(fco_comm_t comm, int impl);
 
 #ifdef __cplusplus
 }

@@ -61,8 +61,14 @@ fco_result_t fco_cpu_run(const fco_cpu_peers_t* t, const fco_op_t* op);
  * the workspace holds op->ws_bytes. */
 fco_result_t fco_cpu_allreduce(const fco_cpu_peers_t* t, const fco_op_t* op);
 /* gemv_allreduce */
+/* fco_gemv_allreduce for one rank (src/cpu/gemv_allreduce.c): the fp32 reference. */
+fco_result_t fco_cpu_gemv_allreduce(const fco_cpu_peers_t* t, const fco_op_t* op);
 /* embedding_alltoall */
+/* fco_embedding_alltoall for one rank (src/cpu/embedding_alltoall.c): the reference semantics. */
+fco_result_t fco_cpu_embedding_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op);
 /* gemm_alltoall */
+/* fco_gemm_alltoall for one rank (src/cpu/gemm_alltoall.c): the reference, every impl. */
+fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op);
 
 /* ---- f16 / bf16 <-> f32: round to nearest even, NaN stays NaN (quieted), Inf stays Inf ---- */
 static inline uint32_t fco_f32_bits(float f) {

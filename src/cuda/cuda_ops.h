@@ -53,12 +53,21 @@ typedef struct {
  * with several ranks in one thread the transport wraps calls in ncclGroupStart/End, so baselines
  * may call NCCL collectives directly. */
 fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err);
+/* Called by the nccl transport for every op of a batch after its NCCL group ended (n > 1 ranks
+ * in one thread defer every NCCL call to that point): work that must follow an op's NCCL calls
+ * on the stream (embedding_alltoall impl 0: the permute after the send/recv). FCO_OK and no-op
+ * for kinds that need nothing. */
+fco_result_t fco_cuda_run_after_group(const fco_gpu_launch_t* l, char* err);
 
 /* Per-op entry points behind fco_cuda_run (one line each). */
 fco_result_t fco_cuda_allreduce_run(const fco_gpu_launch_t* l, char* err);
 /* gemv_allreduce */
+fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* l, char* err);
 /* embedding_alltoall */
+fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* l, char* err);
+fco_result_t fco_cuda_embedding_alltoall_after_group(const fco_gpu_launch_t* l, char* err);
 /* gemm_alltoall */
+fco_result_t fco_cuda_gemm_alltoall_run(const fco_gpu_launch_t* l, char* err);
 
 /* impl 1: one-shot over the peer table (needs 2·P·roundup(count·esize,256) workspace). */
 fco_result_t fco_cuda_allreduce_oneshot(const fco_cuda_ar_launch_t* l, char* err);

@@ -84,6 +84,7 @@ size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes) {
 static const char* op_name(int32_t op) {
   switch (op) {
     case FCO_OP_ALLREDUCE: return "allreduce";
+    case FCO_OP_EMBEDDING_ALLTOALL: return "embedding_alltoall";
     default: return "unknown";
   }
 }
@@ -111,6 +112,18 @@ fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
                          "rank %d: timed out after %d ms waiting for peer %d (op %s, slot %d, "
                          "want 0x%llx, seen 0x%llx); the communicator is unusable: destroy it",
                          comm->rank, comm->cfg.timeout_ms, peer, op_name(op), slot, want, seen);
+  /* embedding_alltoall bad data: peer = global table id, slot = kind (1 index, 2 offsets; see
+   * src/ops/embedding_alltoall.h), want = position, seen = the bad value. */
+  if (c == FCO_ERR_INVALID_ARGUMENT && op == FCO_OP_EMBEDDING_ALLTOALL && (slot == 1 || slot == 2))
+    return fco_set_error(comm, c,
+                         slot == 1 ? "rank %d: fco_embedding_alltoall: indices[%llu] = %lld is "
+                                     "outside table %d (global id): skipped; the communicator is "
+                                     "unusable: destroy it"
+                                   : "rank %d: fco_embedding_alltoall: offsets[%llu] and the "
+                                     "next (= %lld) of table %d (global id) decrease or leave [0, "
+                                     "num_indices]: the bag was treated as empty; the "
+                                     "communicator is unusable: destroy it",
+                         comm->rank, want, (long long)seen, peer);
   return fco_set_error(comm, c,
                        "rank %d: the device reported %s (code %d; op %s, peer/table %d, "
                        "slot/position %d, want 0x%llx, seen 0x%llx); the communicator is "

@@ -436,9 +436,10 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
     if (e != ncclSuccess) return nccl_fail(ops[0].comm, e, "ncclGroupStart");
   }
   fco_result_t first = FCO_OK;
+  fco_gpu_launch_t ls[FCO_MAX_GPU_RANKS]; /* kept for fco_cuda_run_after_group */
   for (int i = 0; i < n && first == FCO_OK; i++) {
     fco_comm_t c = ops[i].comm;
-    fco_gpu_launch_t l;
+    fco_gpu_launch_t& l = ls[i];
     memset(&l, 0, sizeof l);
     l.transport = FCO_TRANSPORT_NCCL;
     l.num_local = 1;
@@ -465,6 +466,23 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
   ncclResult_t e = n > 1 ? ncclGroupEnd() : ncclSuccess; /* always balances the group */
   e = settle(ncs, n, e);
   if (e != ncclSuccess && first == FCO_OK) first = nccl_fail(ops[0].comm, e, fco_op_name(ops[0].kind));
+  /* Work that must follow the NCCL calls just issued (e.g. a permute after send/recv). */
+  for (int i = 0; i < n && first == FCO_OK; i++) {
+    fco_comm_t c = ops[i].comm;
+    cudaError_t ce = cudaSetDevice(c->device);
+    if (ce != cudaSuccess) {
+      first = fco_cuda_fail(c, ce, "cudaSetDevice", __FILE__, __LINE__);
+      break;
+    }
+    char err[FCO_ERRMSG_LEN];
+    err[0] = '\0';
+    fco_result_t x = fco_cuda_run_after_group(&ls[i], err);
+    if (x != FCO_OK) {
+      char d[160];
+      fco_op_describe(&ops[i], d, sizeof d);
+      first = fco_set_error(c, x, "rank %d: %s: %s", c->rank, d, err[0] ? err : "launch failed");
+    }
+  }
   return first;
 }
 

@@ -80,9 +80,15 @@ struct bench_op {
   void (*teardown)(bench_ctx_t* ctx, void* state);
   /* Print the table of one dtype (most ops use bench_print_table). */
   void (*print_table)(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
+  /* Optional: the op's own list of shapes instead of the -b/-e/-f byte sweep. Returns their
+   * number and a malloc'd array of ids (*ids), each passed to setup() as `bytes`. */
+  int (*shapes)(bench_ctx_t* ctx, size_t** ids);
 };
 
 extern const bench_op_t bench_op_allreduce;
+extern const bench_op_t bench_op_gemv_allreduce; /* op_gemv_allreduce.c */
+extern const bench_op_t bench_op_embedding_alltoall; /* op_embedding_alltoall.c */
+extern const bench_op_t bench_op_gemm_alltoall; /* op_gemm_alltoall.c */
 
 struct bench_ctx {
   bench_opts_t opt;
@@ -119,6 +125,9 @@ int bench_num_sets(const bench_ctx_t* ctx, size_t set_bytes);
 fco_result_t bench_pool_reserve(bench_ctx_t* ctx, size_t bytes);
 fco_result_t bench_upload(bench_ctx_t* ctx, int rank, void* dst, const void* src, size_t bytes);
 fco_result_t bench_download(bench_ctx_t* ctx, int rank, void* dst, const void* src, size_t bytes);
+/* Copy within rank's memory (device-to-device on GPU transports), ordered on the rank's stream
+ * and finished on return. */
+fco_result_t bench_copy(bench_ctx_t* ctx, int rank, void* dst, const void* src, size_t bytes);
 /* Fill with 0xff bytes: NaN in f32, f16 and bf16. Ordered before later work on the stream. */
 fco_result_t bench_poison(bench_ctx_t* ctx, int rank, void* dst, size_t bytes);
 fco_result_t bench_sync(bench_ctx_t* ctx);

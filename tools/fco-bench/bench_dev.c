@@ -206,6 +206,22 @@ fco_result_t bench_download(bench_ctx_t* ctx, int rank, void* dst, const void* s
   return FCO_OK;
 }
 
+fco_result_t bench_copy(bench_ctx_t* ctx, int rank, void* dst, const void* src, size_t bytes) {
+#ifdef FCO_HAVE_CUDA
+  if (ctx->on_gpu) {
+    cudaStream_t s = (cudaStream_t)bench_stream(ctx, rank);
+    BENCH_CUDA(ctx, cudaSetDevice(ctx->devs[rank]));
+    BENCH_CUDA(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+    BENCH_CUDA(ctx, cudaStreamSynchronize(s));
+    return FCO_OK;
+  }
+#endif
+  (void)ctx;
+  (void)rank;
+  memmove(dst, src, bytes);
+  return FCO_OK;
+}
+
 fco_result_t bench_poison(bench_ctx_t* ctx, int rank, void* dst, size_t bytes) {
 #ifdef FCO_HAVE_CUDA
   if (ctx->on_gpu) {

@@ -21,8 +21,11 @@
 static const bench_op_t* const kOps[] = {
     &bench_op_allreduce,
     /* gemv_allreduce */
+    &bench_op_gemv_allreduce,
     /* embedding_alltoall */
+    &bench_op_embedding_alltoall,
     /* gemm_alltoall */
+    &bench_op_gemm_alltoall,
 };
 #define NUM_OPS ((int)(sizeof kOps / sizeof kOps[0]))
 
@@ -355,7 +358,7 @@ int main(int argc, char** argv) {
   }
 
   size_t* sizes = NULL;
-  int nsizes = make_sizes(o, &sizes);
+  int nsizes = op->shapes ? op->shapes(ctx, &sizes) : make_sizes(o, &sizes);
   int ndtypes = 0;
   for (int d = 0; d < FCO_NUM_DTYPES; d++) ndtypes += (o->dtype_mask >> d) & 1;
   bench_row_t* rows = (bench_row_t*)calloc((size_t)(nsizes * ndtypes + 1), sizeof *rows);

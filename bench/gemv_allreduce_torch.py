@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""gemv_allreduce_torch.py — what users have today for the row-parallel linear of TP decode,
+timed beside fco-bench gemv_allreduce on the same shapes: torch.matmul then NCCL all_reduce, and
+torch.matmul then torch's symmetric-memory one-shot all-reduce (the strongest unfused peer).
+
+    python3 bench/gemv_allreduce_torch.py [--nprocs 2] [--dtype bf16] [--json out.json]
+    (or under torchrun: torchrun --nproc-per-node 2 bench/gemv_allreduce_torch.py)
+
+Per shape N×K (K before the split; rank r holds x_r [M, K/P] and W_r [N, K/P]) and M, with
+CUDA graphs (each graph holds `graph_iters` iterations over rotating input sets so W is not
+L2-hot; time = median replay time / iterations; the slowest rank's median):
+  matmul        torch.matmul(x_r, W_r.T) alone (no communication)
+  nccl_ar       dist.all_reduce of the [M, N] output alone (NCCL)
+  symm_ar       torch.ops.symm_mem.one_shot_all_reduce_out alone (symmetric-memory input)
+  mm+nccl       matmul, then dist.all_reduce: the baseline users run
+  mm+symm       matmul written straight into a symmetric buffer, then one_shot_all_reduce_out
+  floor         max(W_r bytes / 4300 GB/s, 2(P-1)/P · M·N·esize / 364 GB/s), as fco-bench
+mm+symm's output is compared with mm+nccl's (max |diff|, printed). Needs torch >= 2.8 with
+torch.distributed._symmetric_memory, P GPUs on one NVLink host. Environment as tests/gpu/run.sh:
+NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 (set here if unset).
+"""
+import argparse
+import json
+import math
+import os
+import socket
+import statistics
+import sys
+import time
+
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+               ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(_k, _v)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+HBM_GBPS = 4300.0   # H200 HBM copy (DESIGN.md)
+LINK_GBPS = 364.0   # SM stores to a peer, per direction, both busy (DESIGN.md)
+L2_BYTES = 60 << 20
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+DEFAULT_SHAPES = "8192x8192,8192x28672,4096x14336,16384x16384"
+DEFAULT_MS = "1,4,16,64"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--nprocs", type=int, default=2, help="ranks (GPUs) when not under torchrun")
+    p.add_argument("--shapes", default=DEFAULT_SHAPES, help="N x K list, K before the split")
+    p.add_argument("--ms", default=DEFAULT_MS, help="M list")
+    p.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    p.add_argument("--replays", type=int, default=50, help="timed graph replays")
+    p.add_argument("--graph-iters", type=int, default=8, help="iterations captured per graph")
+    p.add_argument("--json", default="", help="write results here (rank 0)")
+    p.add_argument("--port", type=int, default=0, help="rendezvous port (0: pick a free one)")
+    return p.parse_args(argv)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def time_graph(fn, replays, graph_iters, stream):
+    """Median µs per iteration of fn(i) captured graph_iters times into one CUDA graph."""
+    with torch.cuda.stream(stream):
+        for i in range(3):  # eager warm-up: lazy init (NCCL, cuBLAS) cannot be captured
+            fn(i)
+    stream.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=stream):
+        for i in range(graph_iters):
+            fn(i)
+    g.replay()  # untimed
+    torch.cuda.synchronize()
+    dist.barrier()
+    times = []
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    for _ in range(replays):
+        start.record(stream)
+        g.replay()
+        end.record(stream)
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / graph_iters)
+    del g
+    med = torch.tensor([statistics.median(times)], dtype=torch.float64, device="cuda")
+    dist.all_reduce(med, op=dist.ReduceOp.MAX)  # the slowest rank's median
+    return float(med.item())
+
+
+def run(rank, world, args, port):
+    if "RANK" not in os.environ or port:
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+    torch.cuda.set_device(rank)
+    dev = torch.device("cuda", rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
+    import torch.distributed._symmetric_memory as symm_mem
+
+    group = dist.group.WORLD
+    gname = group.group_name
+    if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed before torch 2.9, a no-op after
+        try:
+            symm_mem.enable_symm_mem_for_group(gname)
+        except Exception:  # noqa: BLE001 (deprecated / removed in newer releases)
+            pass
+    dtype = DTYPES[args.dtype]
+    es = torch.tensor([], dtype=dtype).element_size()
+    shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",") if s]
+    ms = [int(m) for m in args.ms.split(",") if m]
+    max_numel = max(m for m in ms) * max(n for n, _ in shapes)
+    # One symmetric buffer for every shape: the matmul writes its partial y_r into a view of it.
+    symm_buf = symm_mem.empty(max_numel, dtype=dtype, device=dev)
+    symm_mem.rendezvous(symm_buf, gname)
+    stream = torch.cuda.Stream()
+    results = []
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(1234 + rank)
+    for n, k in shapes:
+        kr = k // world
+        w_bytes = n * kr * es
+        nsets = max(1, min(8, math.ceil(2 * L2_BYTES / w_bytes)))
+        ws = [torch.randn(n, kr, device=dev, dtype=dtype, generator=gen) * 0.02 for _ in range(nsets)]
+        for m in ms:
+            xs = [torch.randn(m, kr, device=dev, dtype=dtype, generator=gen) for _ in range(nsets)]
+            y = torch.empty(m, n, device=dev, dtype=dtype)
+            y2 = torch.empty(m, n, device=dev, dtype=dtype)
+            sv = symm_buf[: m * n].view(m, n)
+
+            def mm(i):
+                torch.matmul(xs[i % nsets], ws[i % nsets].t(), out=y)
+
+            def nccl_ar(i):
+                dist.all_reduce(y)
+
+            def symm_ar(i):
+                torch.ops.symm_mem.one_shot_all_reduce_out(sv, "sum", gname, y2)
+
+            def mm_nccl(i):
+                torch.matmul(xs[i % nsets], ws[i % nsets].t(), out=y)
+                dist.all_reduce(y)
+
+            def mm_symm(i):
+                torch.matmul(xs[i % nsets], ws[i % nsets].t(), out=sv)
+                torch.ops.symm_mem.one_shot_all_reduce_out(sv, "sum", gname, y2)
+
+            t = {}
+            for name, fn in (("matmul", mm), ("nccl_ar", nccl_ar), ("symm_ar", symm_ar),
+                             ("mm+nccl", mm_nccl), ("mm+symm", mm_symm)):
+                t[name] = time_graph(fn, args.replays, args.graph_iters, stream)
+            # Same inputs through both paths: the sums must agree up to the dtype's rounding.
+            with torch.cuda.stream(stream):
+                mm_nccl(0)
+                mm_symm(0)
+            stream.synchronize()
+            diff = (y.float() - y2.float()).abs().max().item()
+            ref = y.float().abs().max().item()
+            floor = max(w_bytes / (HBM_GBPS * 1e3),
+                        2 * (world - 1) / world * m * n * es / (LINK_GBPS * 1e3) if world > 1 else 0)
+            results.append({"N": n, "K": k, "K_r": kr, "M": m, "P": world, "t": t, "floor": floor,
+                            "max_abs_diff": diff, "max_abs": ref})
+            del xs, y, y2
+        del ws
+    if rank == 0:
+        report(results, args)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def report(results, args):
+    cols = ("matmul", "nccl_ar", "symm_ar", "mm+nccl", "mm+symm")
+    print(f"# gemv_allreduce_torch  torch {torch.__version__}  {torch.cuda.get_device_name(0)}  "
+          f"ranks {results[0]['P'] if results else '?'}  dtype {args.dtype}")
+    print(f"# CUDA graphs of {args.graph_iters} iterations, median of {args.replays} replays / "
+          "iterations, slowest rank; floor = max(W_r / 4300 GB/s, 2(P-1)/P·M·N·esize / 364 GB/s)")
+    print("#     N      K   M" + "".join(f" {c:>9}" for c in cols) + "     floor  sym/nccl   maxdiff")
+    print("#                 " + "".join(f" {'(us)':>9}" for _ in cols) + "      (us)       (x)")
+    for r in results:
+        t = r["t"]
+        print(f"  {r['N']:6d} {r['K']:6d} {r['M']:3d}" + "".join(f" {t[c]:9.2f}" for c in cols) +
+              f" {r['floor']:9.2f} {t['mm+nccl'] / t['mm+symm']:9.2f} {r['max_abs_diff']:9.3g}")
+    if args.json:
+        out = {"tool": "gemv_allreduce_torch.py", "torch": torch.__version__,
+               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "gpu": torch.cuda.get_device_name(0), "results": []}
+        for r in results:
+            for c in cols:
+                t_us = r["t"][c]
+                out["results"].append({
+                    "op": "gemv_allreduce",
+                    "shape": {"M": r["M"], "N": r["N"], "K": r["K"], "K_r": r["K_r"], "P": r["P"],
+                              "bias": False},
+                    "dtype": args.dtype, "impl": "torch_" + c, "impl_id": None,
+                    "time_us": round(t_us, 3),
+                    "baseline_us": round(r["t"]["mm+nccl"], 3),
+                    "speedup": round(r["t"]["mm+nccl"] / t_us, 4),
+                    "floor_us": round(r["floor"], 3),
+                    "compute_us": round(r["t"]["matmul"], 3),
+                    "comm_us": round(r["t"]["nccl_ar"], 3),
+                    "wrong": None})
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+        print(f"# wrote {args.json}")
+
+
+def main():
+    args = parse_args()
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # torchrun
+        run(int(os.environ["LOCAL_RANK"]), int(os.environ["WORLD_SIZE"]), args, 0)
+        return
+    n = args.nprocs
+    if torch.cuda.device_count() < n:
+        print(f"SKIP: {n} ranks need {n} GPUs, {torch.cuda.device_count()} visible", file=sys.stderr)
+        sys.exit(77)
+    mp.spawn(run, args=(n, args, args.port or free_port()), nprocs=n, join=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""_comm.py — fco communicators for torch.distributed process groups.
+
+One communicator per (process group, device): CUDA tensors go through a communicator on the
+nccl transport (one process per GPU, on torch.cuda.current_device()), CPU tensors through one
+on the cpu transport (POSIX shared memory between the processes of one host), so the same code
+runs under gloo on a machine without GPU.
+
+Bootstrap: group rank 0 calls fco_get_unique_id, the 256-byte id is broadcast over the group
+with its own backend (a uint8 tensor), every rank calls fco_comm_init. This is collective: every
+rank of the group must call init() (or its first fco op on that device) in the same order.
+Communicators are cached per (group name, device) and destroyed by shutdown() or at exit.
+"""
+import atexit
+import ctypes
+import threading
+
+import torch
+import torch.distributed as dist
+
+from . import _lib
+from ._lib import FcoError
+
+_comms = {}  # (group_name, device_key) -> Communicator
+_fast = {}   # (group_name as the op got it, torch.device of the tensor) -> Communicator
+_lock = threading.RLock()
+_atexit_registered = False
+
+
+class Communicator:
+    """An fco_comm_t for one process group on one device. Made by fco.init()."""
+
+    def __init__(self, handle, group_name, device, rank, size, transport):
+        self.handle = handle  # int (the fco_comm_t pointer), passed straight to ctypes calls
+        self.group_name = group_name
+        self.device = device
+        self.rank = rank
+        self.size = size
+        self.transport = transport  # "nccl" or "cpu"
+
+    def __repr__(self):
+        state = "destroyed" if self.handle is None else f"0x{self.handle:x}"
+        return (f"<fco.Communicator group={self.group_name!r} device={self.device} "
+                f"rank={self.rank}/{self.size} transport={self.transport} {state}>")
+
+    def _h(self):
+        if self.handle is None:
+            raise FcoError(_lib.INVALID_USAGE, f"{self!r} was destroyed (fco.shutdown)")
+        return self.handle
+
+    def last_error(self):
+        return _lib.last_error(self.handle)
+
+    def reserve(self, nbytes):
+        """Grow the symmetric workspace to at least nbytes per rank (collective: every rank,
+        same bytes). Call it before capturing a CUDA graph when the captured ops' shapes were
+        not run eagerly first (the first eager call of a shape grows it on its own)."""
+        h = self._h()
+        _lib.check(_lib.lib().fco_comm_reserve(h, int(nbytes)), h, "fco_comm_reserve")
+
+    def workspace_bytes(self):
+        h = self._h()
+        out = ctypes.c_size_t()
+        _lib.check(_lib.lib().fco_comm_workspace_bytes(h, ctypes.byref(out)), h,
+                   "fco_comm_workspace_bytes")
+        return out.value
+
+    def check_async_error(self):
+        """Raise FcoError when the device reported an error (e.g. FCO_ERR_TIMEOUT: a peer never
+        signalled). Does not wait for the stream: synchronize first to see the latest ops."""
+        h = self._h()
+        _lib.check(_lib.lib().fco_comm_get_async_error(h), h, "fco_comm_get_async_error")
+
+    def destroy(self):
+        """Free the communicator (destroy it on every rank). Idempotent."""
+        if self.handle is None:
+            return
+        h, self.handle = self.handle, None
+        with _lock:
+            for cache in (_comms, _fast):
+                for k, v in list(cache.items()):
+                    if v is self:
+                        del cache[k]
+        _lib.check(_lib.lib().fco_comm_destroy(h), None, "fco_comm_destroy")
+
+
+def _group_name(group):
+    if group is None:
+        return dist.distributed_c10d._get_default_group().group_name
+    if isinstance(group, str):
+        return group
+    return group.group_name
+
+
+def _resolve_group(group_name):
+    if group_name == "":
+        return dist.distributed_c10d._get_default_group()
+    return dist.distributed_c10d._resolve_process_group(group_name)
+
+
+def _device_key(device):
+    """'cpu' or 'cuda:<index>' (index resolved to the current device)."""
+    if device.type == "cuda":
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        return f"cuda:{idx}"
+    if device.type == "cpu":
+        return "cpu"
+    raise FcoError(_lib.INVALID_ARGUMENT,
+                   f"device {device} is not supported: fco runs on CUDA (nccl transport) or CPU "
+                   "(cpu transport) tensors")
+
+
+def _default_device(group):
+    backend = str(dist.get_backend(group))
+    if torch.cuda.is_available() and "nccl" in backend:
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _broadcast_id(uid, group, err):
+    """Broadcast the unique id from group rank 0 over the group's own backend, with a leading
+    status byte, so a failure on rank 0 is raised on every rank instead of leaving them in
+    fco_comm_init until the timeout."""
+    backend = str(dist.get_backend(group))
+    dev = "cpu"
+    if "gloo" not in backend and "nccl" in backend:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    buf = torch.tensor([0 if err is None else 1] + list(bytes(uid)), dtype=torch.uint8, device=dev)
+    dist.broadcast(buf, src=dist.get_global_rank(group, 0), group=group)
+    data = bytes(buf.cpu().tolist())
+    if err is not None:
+        raise err
+    if data[0] != 0:
+        raise FcoError(_lib.SYSTEM, "group rank 0 could not make an fco unique id (see its "
+                       "error)", "fco_get_unique_id")
+    ctypes.memmove(uid, data[1:], _lib.UNIQUE_ID_BYTES)
+
+
+def init(group=None, device=None, *, timeout_ms=0, max_workspace_bytes=0, debug=False):
+    """The fco communicator of `group` (None: the default process group) for tensors on
+    `device` (None: the current CUDA device when the group's backend is nccl, else cpu).
+
+    Collective over the group on its first call for a (group, device); cached afterwards.
+    CUDA devices use the nccl transport on that GPU (one process per GPU: the device must be
+    torch.cuda.current_device()); CPU uses the cpu transport (all ranks on one host).
+    Call it before torch.compile'd code or CUDA-graph capture runs its first fco op (an op
+    without a communicator creates one, which broadcasts over the group).
+    timeout_ms / max_workspace_bytes / debug: fco_config_t fields (0 = default / env).
+    """
+    if not dist.is_available() or not dist.is_initialized():
+        raise FcoError(_lib.INVALID_USAGE,
+                       "torch.distributed is not initialized: call "
+                       "torch.distributed.init_process_group() before fco.init()", "fco.init")
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    dev = torch.device(device) if device is not None else _default_device(pg)
+    return _get(pg.group_name, _device_key(dev), pg, timeout_ms, max_workspace_bytes, debug)
+
+
+def get(group_name, device):
+    """The communicator for (group name, tensor device); created (collectively) on first use.
+    group_name "" is the default group. The hot path of every op: one dict lookup."""
+    comm = _fast.get((group_name, device))
+    if comm is not None:
+        return comm
+    if not dist.is_available() or not dist.is_initialized():
+        raise FcoError(_lib.INVALID_USAGE,
+                       "torch.distributed is not initialized: call "
+                       "torch.distributed.init_process_group() (and fco.init()) first")
+    key_dev = _device_key(device)
+    pg = _resolve_group(group_name)
+    # "" (the default group) shares the communicator of its real name with fco.init()
+    comm = _get(pg.group_name, key_dev, pg, 0, 0, False)
+    with _lock:
+        if comm.handle is not None:
+            _fast[(group_name, device)] = comm
+    return comm
+
+
+def _get(group_name, key_dev, pg, timeout_ms, max_ws, debug):
+    global _atexit_registered
+    with _lock:
+        comm = _comms.get((group_name, key_dev))
+        if comm is not None:
+            return comm
+        if key_dev.startswith("cuda") and torch.cuda.is_current_stream_capturing():
+            raise FcoError(_lib.INVALID_USAGE,
+                           f"no fco communicator for group {group_name!r} on {key_dev} yet, and "
+                           "the stream is being captured into a CUDA graph (creating one "
+                           "broadcasts over the group): call fco.init(group) and run each op "
+                           "once before capturing", "fco.init")
+        rank, size = dist.get_rank(pg), dist.get_world_size(pg)
+        L = _lib.lib()
+        if key_dev == "cpu":
+            transport, dev_index = _lib.TRANSPORT_CPU, -1
+        else:
+            dev_index = int(key_dev.split(":")[1])
+            if dev_index != torch.cuda.current_device():
+                raise FcoError(_lib.INVALID_ARGUMENT,
+                               f"tensor on {key_dev} but the current CUDA device is "
+                               f"cuda:{torch.cuda.current_device()}: fco runs one process per "
+                               "GPU; call torch.cuda.set_device(local_rank) first", "fco.init")
+            transport = _lib.TRANSPORT_NCCL
+        uid, err = _lib.UniqueId(), None
+        if rank == 0:
+            try:
+                _lib.check(L.fco_get_unique_id(ctypes.byref(uid)), None, "fco_get_unique_id")
+            except FcoError as e:
+                err = e
+        _broadcast_id(uid, pg, err)
+        cfg = _lib.config(transport=transport, device=dev_index, timeout_ms=int(timeout_ms),
+                          max_workspace_bytes=int(max_ws), debug=1 if debug else 0)
+        h = _lib.comm_t()
+        _lib.check(L.fco_comm_init(ctypes.byref(h), size, rank, ctypes.byref(uid),
+                                   ctypes.byref(cfg)), None, "fco_comm_init")
+        t = ctypes.c_int()
+        L.fco_comm_transport(h, ctypes.byref(t))
+        device = torch.device("cpu") if key_dev == "cpu" else torch.device(key_dev)
+        comm = Communicator(h.value, group_name, device, rank, size,
+                            L.fco_transport_name(t.value).decode())
+        _comms[(group_name, key_dev)] = comm
+        if not _atexit_registered:
+            atexit.register(_shutdown_at_exit)
+            _atexit_registered = True
+        return comm
+
+
+def shutdown(group=None):
+    """Destroy fco communicators: those of `group` (a ProcessGroup or its name), or all when
+    group is None. Call it on every rank before torch.distributed.destroy_process_group();
+    it also runs at exit."""
+    with _lock:
+        if group is None:
+            comms = set(_comms.values())
+        else:
+            name = _group_name(group)
+            comms = {c for (g, _), c in _comms.items() if g == name}
+            # ("", dev) aliases of the default group go with it.
+    first = None
+    for c in comms:
+        try:
+            c.destroy()
+        except FcoError as e:  # keep destroying the others, report the first failure
+            first = first or e
+    if first is not None:
+        raise first
+
+
+def _shutdown_at_exit():
+    try:
+        shutdown()
+    except Exception as e:  # noqa: BLE001 — nothing to raise to at exit
+        import sys
+        print(f"fco: at exit: {e}", file=sys.stderr)
+
+
+def communicators():
+    """The live communicators (for inspection)."""
+    with _lock:
+        return sorted(set(_comms.values()), key=lambda c: (c.group_name, str(c.device)))

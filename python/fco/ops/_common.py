@@ -1,0 +1,123 @@
+"""_common.py — what every fco torch op shares: dtype mapping, input checks that raise FcoError
+with a message naming the op, argument and value, the group-name argument, impl parsing, the
+current CUDA stream.
+
+An op module (see allreduce.py) has: the ctypes prototype of its C function (_lib.bind), a
+torch.library.custom_op whose arguments are tensors, the group *name* (process groups are not
+op arguments) and an int impl; a fake impl; an autograd formula; a Python wrapper with a
+docstring. Checks run in both the real and the fake impl, so torch.compile reports bad input
+while tracing, and eager mode before any C call.
+"""
+import os
+
+import torch
+
+from .. import _lib
+from .._lib import FcoError
+
+DTYPES = {torch.float32: _lib.F32, torch.float16: _lib.F16, torch.bfloat16: _lib.BF16}
+
+
+def group_name(group):
+    """The op argument naming a process group: "" for the default group (resolved when the op
+    runs, so torch.compile traces no distributed state), else group.group_name."""
+    if group is None:
+        return ""
+    if isinstance(group, str):
+        return group
+    return group.group_name
+
+
+def impl_id(impl, names, op):
+    """impl as an int: "auto" → FCO_IMPL_AUTO (-1), a name from `names`, or an int ≥ 0."""
+    if isinstance(impl, bool):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: impl {impl!r} is not an int or a name")
+    if isinstance(impl, int):
+        return impl
+    if impl == "auto":
+        return _lib.IMPL_AUTO
+    if impl in names:
+        return names[impl]
+    raise FcoError(_lib.INVALID_ARGUMENT,
+                   f"{op}: impl {impl!r} is not 'auto', an int or one of {sorted(names)}")
+
+
+def fco_dtype(t, op, arg):
+    dt = DTYPES.get(t.dtype)
+    if dt is None:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} has dtype {t.dtype}; fco supports torch.float32, "
+                       "torch.float16 and torch.bfloat16")
+    return dt
+
+
+def require_tensor(t, op, arg):
+    """The wrappers' first check, so a non-tensor gets FcoError rather than a schema error."""
+    if not isinstance(t, torch.Tensor):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: {arg} is a {type(t).__name__}, not a Tensor")
+
+
+def check_tensor(t, op, arg):
+    """A dense, contiguous CPU or CUDA tensor of an fco dtype; returns the fco dtype."""
+    require_tensor(t, op, arg)
+    if t.device.type not in ("cpu", "cuda", "meta"):
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} is on {t.device}; fco runs on CUDA (nccl transport) and CPU "
+                       "(cpu transport) tensors")
+    if t.layout != torch.strided:
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: {arg} has layout {t.layout}, not strided")
+    dt = fco_dtype(t, op, arg)
+    if not t.is_contiguous():
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} is not contiguous (shape {tuple(t.shape)}, stride "
+                       f"{tuple(t.stride())}); call .contiguous() first")
+    return dt
+
+
+def check_current_device(t, op, arg):
+    """fco runs one process per GPU: a CUDA tensor must be on the current device."""
+    if t.device.type == "cuda":
+        cur = torch.cuda.current_device()
+        if t.device.index != cur:
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"{op}: {arg} is on {t.device} but the current CUDA device is "
+                           f"cuda:{cur} (fco runs one process per GPU: "
+                           "torch.cuda.set_device(local_rank))")
+
+
+_DIRECT = os.environ.get("FCO_TORCH_DIRECT", "1") != "0"
+
+
+def direct_ok(*tensors):
+    """May an eager wrapper call the op's kernel directly instead of through the dispatcher?
+
+    torch.ops.fco.* costs ~7 µs of dispatch per call (custom_op + autograd wrapper), as much as
+    a small fused collective on the GPU. The wrappers skip it exactly when the dispatcher would
+    add nothing: not tracing (torch.compile), plain CPU/CUDA tensors (no subclass such as
+    FakeTensor or DTensor), no gradient to record, no torch-function or dispatch mode, no
+    profiler (which should see fco::<op>). FCO_TORCH_DIRECT=0 turns it off.
+    """
+    if not _DIRECT or torch.compiler.is_compiling() or torch.autograd.profiler._is_profiler_enabled:
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if type(t) is not torch.Tensor or (grad and t.requires_grad) or \
+                t.device.type not in ("cpu", "cuda"):
+            return False
+    return not (torch._C._is_torch_function_mode_enabled() or
+                torch._C._len_torch_dispatch_stack() > 0)
+
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream  # what inductor's generated code uses
+except AttributeError:  # pragma: no cover — a torch without it
+    def _raw_stream(index):
+        return torch.cuda.current_stream(index).cuda_stream
+
+
+def stream_of(t):
+    """cudaStream_t (as int) of the current stream on t's device; None for CPU tensors. Under
+    CUDA-graph capture this is the capturing stream, so fco's kernels are captured."""
+    if t.device.type == "cuda":
+        return _raw_stream(t.device.index)
+    return None

@@ -1,0 +1,486 @@
+/*
+ * gemm_alltoall.cu — fco_gemm_alltoall on GPUs: the entry point (fco_cuda_gemm_alltoall_run), the
+ * unfused baseline (impl 0) and the host side of impl 2. impl 1 and impl 2's kernels live in
+ * gemm_alltoall_fused.cu, the shared protocol in gemm_alltoall.cuh.
+ *
+ * impl 0 "nccl" / "copy" (what users run today):
+ *   counts on the host (counts_host, or a device→host copy and a stream sync), one cuBLAS GEMM
+ *   per expert into y (workspace), then
+ *     nccl:  a pack kernel reorders y destination-major (the permute users run before
+ *            all_to_all_single) into `send`, and one ncclSend / ncclRecv per peer in a group
+ *            (receive sizes: recv_rows_host, or an ncclAllGather of every rank's totals and a
+ *            sync, with one rank per thread);
+ *     local: one kernel copies every rank's rows from its y into their destination's out.
+ *   Bad counts are found on the host before anything is launched (nccl with hints: per rank).
+ * impl 2 "chunks" (Flux / async-TP style):
+ *   exchange kernel (headers → plan: verdict, where my rows go), then per expert and row chunk
+ *   (FCO_GA_CHUNK_ROWS, default about an eighth of the rows, ≥ 128) a cuBLAS GEMM on the user
+ *   stream and, once it is done (event), a push kernel on a second stream that copies the chunk
+ *   into its destinations (own rows into out, others into the destination's staging) while the
+ *   next chunk computes; the second stream is joined back, and a finish kernel signals "all
+ *   pushed" to every peer, waits for theirs and copies the received rows from staging into out.
+ *   The GEMM keeps cuBLAS's speed; the push costs FCO_GA_PUSH_BLOCKS (default 32) blocks.
+ * cuBLAS: one handle per (thread, device), with its own 32 MiB workspace so calls can be
+ * captured; fp32 compute (CUBLAS_COMPUTE_32F, no TF32) for every dtype.
+ */
+#include <cublas_v2.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "gemm_alltoall.cuh"
+
+namespace fco {
+namespace ga {
+namespace {
+
+/* ---- per (thread, device) resources --------------------------------------------------------- */
+constexpr int kNumEvents = 64;
+struct DevRes {
+  cublasHandle_t blas = nullptr;
+  void* blas_ws = nullptr;
+  cudaStream_t side = nullptr; /* impl 2's push stream */
+  cudaEvent_t ev[kNumEvents] = {};
+  int next_ev = 0;
+};
+thread_local DevRes t_res[kMaxDevices];
+
+fco_result_t blas_fail(char* err, cublasStatus_t s, const char* what) {
+  return fail(err, FCO_ERR_CUDA, "%s: cuBLAS %s", what, cublasGetStatusString(s));
+}
+
+fco_result_t resources(char* err, DevRes** out) {
+  int dev = 0;
+  cudaError_t ce = cudaGetDevice(&dev);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaGetDevice");
+  if (dev < 0 || dev >= kMaxDevices) return fail(err, FCO_ERR_UNSUPPORTED, "device %d", dev);
+  DevRes* r = &t_res[dev];
+  if (!r->blas) {
+    const size_t ws = (size_t)32 << 20; /* kBlasWs */
+    if ((ce = cudaMalloc(&r->blas_ws, ws)) != cudaSuccess) return cuda_fail(err, ce, "cudaMalloc (cuBLAS workspace)");
+    cublasStatus_t s = cublasCreate(&r->blas);
+    if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasCreate");
+    if ((s = cublasSetWorkspace(r->blas, r->blas_ws, ws)) != CUBLAS_STATUS_SUCCESS)
+      return blas_fail(err, s, "cublasSetWorkspace");
+  }
+  if (!r->side) {
+    if ((ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
+      return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
+    for (int i = 0; i < kNumEvents; ++i)
+      if ((ce = cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming)) != cudaSuccess)
+        return cuda_fail(err, ce, "cudaEventCreate");
+  }
+  *out = r;
+  return FCO_OK;
+}
+
+/* `to` waits for what `from` has issued so far. Events are reused round robin: a wait binds to
+ * the record made just before it. */
+fco_result_t join(DevRes* r, cudaStream_t from, cudaStream_t to, char* err) {
+  cudaEvent_t ev = r->ev[r->next_ev++ % kNumEvents];
+  cudaError_t ce = cudaEventRecord(ev, from);
+  if (ce == cudaSuccess) ce = cudaStreamWaitEvent(to, ev, 0);
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall: stream join");
+}
+
+/* Y[m, N] = A[m, K] · W (row-major; W [K, N] or [N, K]), fp32 compute. */
+constexpr size_t kBlasWs = (size_t)32 << 20;
+
+fco_result_t gemm(DevRes* res, cudaStream_t st, const fco_gemm_a2a_args_t* a,
+                  const char* A, const char* W, char* Y, int64_t m, char* err) {
+  cublasHandle_t h = res->blas;
+  if (m <= 0) return FCO_OK;
+  cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
+                                                                            : CUDA_R_16BF;
+  const float one = 1.f, zero = 0.f;
+  const int N = (int)a->n, K = (int)a->k;
+  const bool nk = a->w_layout == FCO_W_NK;
+  /* cublasSetStream resets the workspace to the default pool: set ours again (capturable). */
+  cublasStatus_t s = cublasSetStream(h, st);
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetWorkspace(h, res->blas_ws, kBlasWs);
+  if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasSetStream/Workspace");
+  /* Column-major view: Yᵀ[N, m] = op(W)[N, K] · Aᵀ[K, m]. */
+  s = cublasGemmEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
+                   nk ? K : N, A, t, K, &zero, Y, t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmEx");
+}
+
+const fco_gemm_a2a_args_t* args(const fco_gpu_launch_t* l, int i) {
+  return (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
+}
+
+/* Host copies of every local rank's counts (hint, or one device→host copy + stream sync). */
+fco_result_t host_counts(const fco_gpu_launch_t* l, std::vector<int32_t>* hc, char* err) {
+  bool copied = false;
+  for (int i = 0; i < l->num_local; ++i) {
+    const fco_gemm_a2a_args_t* a = args(l, i);
+    const size_t n = (size_t)a->num_experts * l->nranks;
+    hc[i].resize(n);
+    if (a->counts_host) {
+      memcpy(hc[i].data(), a->counts_host, n * 4);
+    } else {
+      cudaError_t ce = cudaMemcpyAsync(hc[i].data(), a->counts, n * 4, cudaMemcpyDeviceToHost,
+                                       (cudaStream_t)l->stream);
+      if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: counts device→host");
+      copied = true;
+    }
+  }
+  if (copied) {
+    cudaError_t ce = cudaStreamSynchronize((cudaStream_t)l->stream);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: stream sync for the counts");
+  }
+  return FCO_OK;
+}
+
+/* No negative count, sum ≤ a_rows; tot[s] = rows for s. */
+bool rank_valid(const std::vector<int32_t>& c, int E, int P, int64_t a_rows, int64_t* tot) {
+  int64_t sum = 0;
+  bool ok = true;
+  for (int s = 0; s < P; ++s) tot[s] = 0;
+  for (int e = 0; e < E; ++e)
+    for (int s = 0; s < P; ++s) {
+      const int32_t x = c[(size_t)e * P + s];
+      if (x < 0) ok = false;
+      else tot[s] += x;
+      sum += x;
+    }
+  return ok && sum <= a_rows;
+}
+
+/* GEMM of every expert of local rank i into y (rows in A's order). */
+fco_result_t gemm_all(DevRes* res, const fco_gpu_launch_t* l, int i, const std::vector<int32_t>& c,
+                      char* y, char* err) {
+  const fco_gemm_a2a_args_t* a = args(l, i);
+  const int P = l->nranks;
+  const size_t es = fco_dtype_size(a->dtype);
+  int64_t row = 0;
+  for (int e = 0; e < a->num_experts; ++e) {
+    int64_t m = 0;
+    for (int s = 0; s < P; ++s) m += c[(size_t)e * P + s];
+    const char* W = (const char*)a->w + (size_t)e * a->k * a->n * es;
+    fco_result_t r = gemm(res, (cudaStream_t)l->stream, a,
+                          (const char*)a->a + (size_t)row * a->k * es, W,
+                          y + (size_t)row * a->n * es, m, err);
+    if (r != FCO_OK) return r;
+    row += m;
+  }
+  return FCO_OK;
+}
+
+/* ---- impl 0, local: copy every rank's rows into their destination ------------------------ */
+struct CopyParams {
+  const char* y[kMaxP];
+  char* out[kMaxP];
+  const int32_t* counts[kMaxP];
+  fco_dev_rank_t* dev[kMaxP];
+  int32_t E[kMaxP];
+  int32_t P;
+  int64_t a_rows, out_rows, row_bytes;
+};
+
+/* Block (x, y = s·P + r): rows r sends to s, expert by expert. Offsets from the device counts;
+ * a piece outside y or out (counts unlike the host hint) is reported and skipped. */
+__global__ void __launch_bounds__(kThreads) ga_kernel_local_copy(const CopyParams p) {
+  const int P = p.P, s = blockIdx.y / P, r = blockIdx.y - s * P;
+  int64_t base = 0; /* Σ_{r' < r} rows r' sends to s */
+  for (int q = 0; q < r; ++q)
+    for (int e = 0; e < p.E[q]; ++e) base += max(0, p.counts[q][e * P + s]);
+  const int32_t* c = p.counts[r];
+  int64_t arow = 0, drow = base;
+  const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (int e = 0; e < p.E[r]; ++e)
+    for (int q = 0; q < P; ++q) {
+      const int64_t n = c[e * P + q];
+      if (q == s && n > 0) {
+        if (arow + n > p.a_rows || drow + n > p.out_rows) {
+          if (idx0 == 0 && p.dev[s])
+            record_error(p.dev[s]->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, r,
+                         kBadPlan, (uint64_t)(drow + n), (uint64_t)p.out_rows);
+          return;
+        }
+        copy_cg(p.out[s] + drow * p.row_bytes, p.y[r] + arow * p.row_bytes, n * p.row_bytes,
+                idx0, stride);
+        drow += n;
+      }
+      arow += n > 0 ? n : 0;
+    }
+}
+
+/* ---- impl 0, nccl: pack y destination-major --------------------------------------------- */
+struct PackParams {
+  const char* y;
+  char* send;
+  const int32_t* counts;
+  fco_dev_rank_t* dev;
+  int32_t E, P;
+  int64_t a_rows, row_bytes;
+};
+
+__global__ void __launch_bounds__(kThreads) ga_kernel_pack(const PackParams p) {
+  const int P = p.P, s = blockIdx.y;
+  int64_t soff = 0, sum = 0;
+  for (int i = 0; i < p.E * P; ++i) {
+    const int32_t x = p.counts[i];
+    if (x < 0) sum = p.a_rows + 1;
+    else sum += x;
+    if (x > 0 && i % P < s) soff += x;
+  }
+  if (sum > p.a_rows) { /* counts unlike the host hint: write nothing */
+    if (blockIdx.x == 0 && s == 0 && threadIdx.x == 0)
+      record_error(p.dev->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, -1, kBadCounts,
+                   (uint64_t)sum, (uint64_t)p.a_rows);
+    return;
+  }
+  const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  int64_t arow = 0;
+  for (int e = 0; e < p.E; ++e)
+    for (int q = 0; q < P; ++q) {
+      const int64_t n = p.counts[e * P + q];
+      if (q == s && n > 0) {
+        copy_cg(p.send + soff * p.row_bytes, p.y + arow * p.row_bytes, n * p.row_bytes, idx0,
+                stride);
+        soff += n;
+      }
+      arow += n;
+    }
+}
+
+ncclDataType_t nccl_type(fco_dtype_t t) {
+  return t == FCO_F32 ? ncclFloat32 : t == FCO_F16 ? ncclFloat16 : ncclBfloat16;
+}
+
+fco_result_t nccl_fail(char* err, ncclResult_t r, ncclComm_t c, const char* what) {
+  return fail(err, FCO_ERR_NCCL, "%s: %s (%s)", what, ncclGetErrorString(r),
+              ncclGetLastError(c));
+}
+#define GA_NCCL(call, comm, what)                                                   \
+  do {                                                                              \
+    ncclResult_t r_ = (call);                                                       \
+    if (r_ != ncclSuccess && r_ != ncclInProgress) return nccl_fail(err, r_, comm, what); \
+  } while (0)
+
+int copy_grid(size_t bytes, int pairs) {
+  size_t per = (size_t)kThreads * 16 * 4; /* bytes a block moves per pass */
+  size_t g = (bytes + per - 1) / per;
+  int cap = 264 / (pairs > 0 ? pairs : 1);
+  if (cap < 1) cap = 1;
+  return g < 1 ? 1 : g > (size_t)cap ? cap : (int)g;
+}
+
+fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
+  const fco_gemm_a2a_args_t* a0 = args(l, 0);
+  const int P = l->nranks;
+  const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
+  cudaStream_t st = (cudaStream_t)l->stream;
+  DevRes* res = nullptr;
+  fco_result_t r = resources(err, &res);
+  if (r != FCO_OK) return r;
+  std::vector<int32_t> hc[kMaxP];
+  if ((r = host_counts(l, hc, err)) != FCO_OK) return r;
+  int64_t tot[kMaxP][kMaxP] = {}; /* tot[i][s]: local rank i → s */
+  for (int i = 0; i < l->num_local; ++i)
+    if (!rank_valid(hc[i], args(l, i)->num_experts, P, args(l, i)->a_rows, tot[i]))
+      return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                  "%s%d's counts have a negative entry or sum to more than a_rows %lld; "
+                  "nothing was written",
+                  l->transport == FCO_TRANSPORT_LOCAL ? "rank " : "local rank ", i,
+                  (long long)a0->a_rows);
+
+  if (l->transport == FCO_TRANSPORT_LOCAL) {
+    for (int s = 0; s < P; ++s) {
+      int64_t in = 0;
+      for (int i = 0; i < P; ++i) in += tot[i][s];
+      if (in > a0->out_rows)
+        return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                    "rank %d would receive %lld rows, more than out_rows %lld; nothing was "
+                    "written",
+                    s, (long long)in, (long long)a0->out_rows);
+    }
+    CopyParams p;
+    memset(&p, 0, sizeof p);
+    size_t most = 0;
+    for (int i = 0; i < P; ++i) {
+      const fco_gemm_a2a_args_t* a = args(l, i);
+      char* y = (char*)l->r[i].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
+      if ((r = gemm_all(res, l, i, hc[i], y, err)) != FCO_OK) return r;
+      p.y[i] = y;
+      p.out[i] = (char*)a->out;
+      p.counts[i] = a->counts;
+      p.dev[i] = l->r[i].dev;
+      p.E[i] = a->num_experts;
+      for (int s = 0; s < P; ++s) most = (size_t)tot[i][s] * rb > most ? (size_t)tot[i][s] * rb : most;
+    }
+    p.P = P;
+    p.a_rows = a0->a_rows;
+    p.out_rows = a0->out_rows;
+    p.row_bytes = (int64_t)rb;
+    dim3 grid((unsigned)copy_grid(most, P * P), (unsigned)(P * P));
+    ga_kernel_local_copy<<<grid, kThreads, 0, st>>>(p);
+    cudaError_t ce = cudaGetLastError();
+    return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall copy: kernel launch");
+  }
+
+  /* nccl: one rank per call. */
+  const fco_gemm_a2a_args_t* a = a0;
+  ncclComm_t nc = (ncclComm_t)l->r[0].nccl_comm;
+  int64_t recv[kMaxP] = {};
+  if (a->recv_rows_host) {
+    for (int s = 0; s < P; ++s) recv[s] = a->recv_rows_host[s];
+  } else if (P == 1) {
+    recv[0] = tot[0][0];
+  } else {
+    /* Every rank's totals to every rank (ncclAllGather), through the plan area of the
+     * workspace, then a sync: all ranks reach the same verdict. */
+    int32_t* dbuf = (int32_t*)((char*)l->r[0].ws + fco_ga_off_plan(P));
+    std::vector<int32_t> mine(P + 1), all((size_t)P * (P + 1));
+    for (int s = 0; s < P; ++s) mine[s] = (int32_t)tot[0][s];
+    mine[P] = 1;
+    cudaError_t ce = cudaMemcpyAsync(dbuf, mine.data(), (P + 1) * 4, cudaMemcpyHostToDevice, st);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: totals to device");
+    GA_NCCL(ncclAllGather(dbuf, dbuf + P + 1, P + 1, ncclInt32, nc, st), nc, "ncclAllGather (totals)");
+    ce = cudaMemcpyAsync(all.data(), dbuf + P + 1, all.size() * 4, cudaMemcpyDeviceToHost, st);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(st);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: totals to host");
+    int me = 0;
+    GA_NCCL(ncclCommUserRank(nc, &me), nc, "ncclCommUserRank");
+    for (int s = 0; s < P; ++s) {
+      int64_t in = 0;
+      for (int q = 0; q < P; ++q) in += all[(size_t)q * (P + 1) + s];
+      if (in > a->out_rows)
+        return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                    "rank %d would receive %lld rows, more than out_rows %lld; nothing was "
+                    "written",
+                    s, (long long)in, (long long)a->out_rows);
+    }
+    for (int q = 0; q < P; ++q) recv[q] = all[(size_t)q * (P + 1) + me];
+  }
+  int64_t in = 0;
+  for (int s = 0; s < P; ++s) in += recv[s];
+  if (in > a->out_rows)
+    return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                "this rank would receive %lld rows, more than out_rows %lld; nothing was written",
+                (long long)in, (long long)a->out_rows);
+  char* y = (char*)l->r[0].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
+  char* send = (char*)l->r[0].ws + fco_ga_off_send(P, a->a_rows, a->out_rows, a->n, es);
+  if ((r = gemm_all(res, l, 0, hc[0], y, err)) != FCO_OK) return r;
+  size_t most = 0;
+  for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
+  PackParams pp = {y, send, a->counts, l->r[0].dev, a->num_experts, P, a->a_rows, (int64_t)rb};
+  ga_kernel_pack<<<dim3((unsigned)copy_grid(most, P), (unsigned)P), kThreads, 0, st>>>(pp);
+  cudaError_t ce = cudaGetLastError();
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: pack launch");
+  GA_NCCL(ncclGroupStart(), nc, "ncclGroupStart");
+  int64_t soff = 0, roff = 0;
+  for (int s = 0; s < P; ++s) {
+    if (tot[0][s] > 0)
+      GA_NCCL(ncclSend(send + (size_t)soff * rb, (size_t)tot[0][s] * a->n, nccl_type(a->dtype), s,
+                       nc, st), nc, "ncclSend");
+    if (recv[s] > 0)
+      GA_NCCL(ncclRecv((char*)a->out + (size_t)roff * rb, (size_t)recv[s] * a->n,
+                       nccl_type(a->dtype), s, nc, st), nc, "ncclRecv");
+    soff += tot[0][s];
+    roff += recv[s];
+  }
+  GA_NCCL(ncclGroupEnd(), nc, "ncclGroupEnd");
+  return FCO_OK;
+}
+
+/* ---- impl 2 ---------------------------------------------------------------------------------- */
+fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
+  const fco_gemm_a2a_args_t* a0 = args(l, 0);
+  const int P = l->nranks;
+  const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
+  cudaStream_t st = (cudaStream_t)l->stream;
+  DevRes* res = nullptr;
+  fco_result_t r = resources(err, &res);
+  if (r != FCO_OK) return r;
+  std::vector<int32_t> hc[kMaxP];
+  if ((r = host_counts(l, hc, err)) != FCO_OK) return r; /* before any kernel that waits */
+  RankArgs ra[kMaxP];
+  memset(ra, 0, sizeof ra);
+  for (int i = 0; i < l->num_local; ++i) {
+    const fco_gemm_a2a_args_t* a = args(l, i);
+    ra[i] = RankArgs{(const char*)a->a, (const char*)a->w, (char*)a->out, a->counts, l->r[i].dev,
+                     (char*)l->r[i].ws, a->num_experts};
+  }
+  if ((r = launch_exchange(l, ra, err)) != FCO_OK) return r;
+  if ((r = join(res, st, res->side, err)) != FCO_OK) return r;
+  const char* env = getenv("FCO_GA_CHUNK_ROWS");
+  const int64_t env_rows = env && *env ? atoll(env) : 0;
+  const char* envb = getenv("FCO_GA_PUSH_BLOCKS");
+  const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : 32;
+  for (int i = 0; i < l->num_local; ++i) {
+    const fco_gemm_a2a_args_t* a = args(l, i);
+    const int E = a->num_experts;
+    int64_t tot[kMaxP];
+    /* Bad counts: no GEMM, no push; the exchange reports them (the same on every rank). */
+    if (!rank_valid(hc[i], E, P, a->a_rows, tot)) continue;
+    int64_t total = 0;
+    for (int s = 0; s < P; ++s) total += tot[s];
+    int64_t chunk = env_rows > 0 ? env_rows : ((total + 7) / 8 + 127) / 128 * 128;
+    if (chunk < 128) chunk = 128;
+    char* y = ra[i].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
+    int64_t arow = 0, dl[kMaxP] = {};
+    for (int e = 0; e < E; ++e) {
+      const int32_t* c = &hc[i][(size_t)e * P];
+      int64_t m = 0;
+      for (int s = 0; s < P; ++s) m += c[s];
+      const char* W = (const char*)a->w + (size_t)e * a->k * a->n * es;
+      for (int64_t c0 = 0; c0 < m; c0 += chunk) {
+        const int64_t c1 = c0 + chunk < m ? c0 + chunk : m;
+        r = gemm(res, st, a, (const char*)a->a + (size_t)(arow + c0) * a->k * es, W,
+                 y + (size_t)(arow + c0) * rb, c1 - c0, err);
+        if (r != FCO_OK) return r;
+        int64_t pieces[kMaxP][4];
+        int np = 0;
+        int64_t seg = 0; /* first row of source s's segment within the expert */
+        for (int s = 0; s < P; ++s) {
+          const int64_t lo = seg > c0 ? seg : c0, hi = seg + c[s] < c1 ? seg + c[s] : c1;
+          if (hi > lo) {
+            pieces[np][0] = s;
+            pieces[np][1] = hi - lo;
+            pieces[np][2] = arow + lo;
+            pieces[np][3] = dl[s] + (lo - seg);
+            ++np;
+          }
+          seg += c[s];
+        }
+        if ((r = join(res, st, res->side, err)) != FCO_OK) return r;
+        r = launch_push(ra[i], y, P, a->out_rows, (int64_t)rb, pieces, np, push_blocks,
+                        (void*)res->side, err);
+        if (r != FCO_OK) return r;
+      }
+      for (int s = 0; s < P; ++s) dl[s] += c[s];
+      arow += m;
+    }
+  }
+  if ((r = join(res, res->side, st, err)) != FCO_OK) return r;
+  return launch_finish(l, ra, err);
+}
+
+}  // namespace
+}  // namespace ga
+}  // namespace fco
+
+extern "C" fco_result_t fco_cuda_gemm_alltoall_run(const fco_gpu_launch_t* l, char* err) {
+  using namespace fco;
+  if (!l || l->num_local < 1 || l->nranks < 1 || l->nranks > FCO_MAX_GPU_RANKS)
+    return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall: bad launch descriptor");
+  if (l->transport == FCO_TRANSPORT_LOCAL && l->num_local != l->nranks)
+    return fail(err, FCO_ERR_UNSUPPORTED,
+                "gemm_alltoall: the local transport must launch every virtual rank (%d of %d)",
+                l->num_local, l->nranks);
+  const int impl = l->r[0].op->impl;
+  switch (impl) {
+    case 0: return ga::run_baseline(l, err);
+    case 1: return ga::launch_tiles(l, err);
+    case 2: return ga::run_chunks(l, err);
+    default:
+      return fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_gemm_alltoall: impl %d does not exist",
+                  impl);
+  }
+}

@@ -1,0 +1,564 @@
+/*
+ * gemm_alltoall_fused.cu — the peer-table side of fco_gemm_alltoall:
+ *   impl 1 "tiles": one persistent kernel per call (ga_kernel_tiles) whose blocks compute output
+ *     tiles with tensor cores (gemm_tile.cuh) and store each finished tile straight into the
+ *     destination rank's rows, then signal it;
+ *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
+ *     gemm_alltoall.cu.
+ *
+ * impl 1, per call (e = epoch + 1), blocks_per_rank = G blocks per rank, part = block in rank:
+ *   1. part 0 reads the device counts, builds the segment table (one segment per (destination,
+ *      expert): rows, first A row, first row among my rows at the destination, first tile) in
+ *      its plan area, and posts the header (gemm_alltoall.cuh) to every rank.
+ *   2. every block waits for all headers: verdict (bad counts → FCO_ERR_INVALID_ARGUMENT on every
+ *      rank, nothing written), base[s] = where my rows start in s's out.
+ *   3. tiles t = part, part + G, ... of the tile list: destinations in the order me+1, me+2, ...,
+ *      me (remote first), experts in order, M tiles, N tiles. A tile for a peer is stored into
+ *      the peer's staging (laid out as its out) and signalled on slot [me][part] with
+ *      sig_value(e, j), j = tiles this block sent there before; a tile for me goes to out.
+ *   4. receive: from each peer r, part q of r sent count_mod(tstart, tstart + tiles, q, G_r)
+ *      tiles here (all known from r's header); every block waits for those flags, then copies
+ *      its slice of r's rows from staging into out.
+ * Why staging and not the peer's out: only the workspace is mapped by peers; the copy costs one
+ * read and write of the received rows in HBM, overlapped with the other blocks' tiles.
+ * Launch: one grid of G · num_local blocks, every block co-resident (G from occupancy).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gemm_alltoall.cuh"
+#include "gemm_tile.cuh"
+
+namespace fco {
+namespace ga {
+namespace {
+
+struct TilesParams {
+  RankArgs r[kMaxP];
+  int64_t a_rows, out_rows;
+  int32_t K, N, P, blocks_per_rank;
+};
+
+struct Seg { /* FCO_GA_SEG_BYTES; the first four words are read as one int4 */
+  int32_t rows, a_row, d_local, s;
+  int64_t tile_begin;
+  int32_t e, pad;
+};
+static_assert(sizeof(Seg) == FCO_GA_SEG_BYTES, "segment entry size");
+
+__device__ __forceinline__ int sched_of(int e, int s, int me, int P, int E) {
+  return ((s - me - 1 + 2 * P) % P) * E + e;
+}
+
+/* Part 0 of a rank, all threads: segment table + header, then post it. */
+template <int kBM, int kBN>
+__device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankView& v, uint64_t e,
+                           char* smem, Seg* segs) {
+  __shared__ unsigned long long s_tot[kMaxP], s_tiles[kMaxP];
+  __shared__ long long s_sum;
+  __shared__ int s_bad;
+  __shared__ int64_t s_totpre[kMaxP];
+  __shared__ int64_t hdr[kHdrWords];
+  __shared__ int64_t tmp[kThreads / 32 + 1];
+  const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
+  const int64_t nN = (p.N + kBN - 1) / kBN;
+  int* cnt = reinterpret_cast<int*>(smem);
+  if ((int)threadIdx.x < P) s_tot[threadIdx.x] = s_tiles[threadIdx.x] = 0;
+  if (threadIdx.x == 0) {
+    s_sum = 0;
+    s_bad = 0;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int x = ra.counts[i];
+    cnt[i] = x < 0 ? 0 : x;
+    if (x < 0) {
+      s_bad = 1;
+    } else {
+      atomicAdd(&s_tot[i % P], (unsigned long long)x);
+      atomicAdd(&s_tiles[i % P], (unsigned long long)(((int64_t)x + kBM - 1) / kBM * nN));
+      atomicAdd((unsigned long long*)&s_sum, (unsigned long long)x);
+    }
+  }
+  __syncthreads();
+  const bool valid = !s_bad && s_sum <= p.a_rows;
+  if (threadIdx.x == 0) {
+    int64_t run = 0;
+    for (int s = 0; s < P; ++s) {
+      s_totpre[s] = run;
+      run += (int64_t)s_tot[s];
+    }
+    for (int k = 0; k < kHdrWords; ++k) hdr[k] = 0;
+    hdr[FCO_GA_H_VALID] = valid ? 1 : 0;
+    hdr[FCO_GA_H_E] = E;
+    hdr[FCO_GA_H_BLOCKS] = p.blocks_per_rank;
+    int64_t t = 0;
+    for (int j = 0; j < P; ++j) {
+      const int s = (me + 1 + j) % P;
+      hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
+      hdr[FCO_GA_H_TILES(P, s)] = valid ? (int64_t)s_tiles[s] : 0;
+      hdr[FCO_GA_H_TSTART(P, s)] = t;
+      if (valid) t += (int64_t)s_tiles[s];
+    }
+  }
+  __syncthreads();
+  if (valid) {
+    /* A rows: expert-major order. */
+    block_scan(
+        n, [&](int i) -> int64_t { return cnt[i]; },
+        [&](int i, int64_t pre) {
+          const int ex = i / P, s = i - ex * P;
+          Seg* g = segs + sched_of(ex, s, me, P, E);
+          g->rows = cnt[i];
+          g->a_row = (int32_t)pre;
+          g->s = s;
+          g->e = ex;
+        },
+        tmp);
+    /* Rows of earlier experts for the same destination: destination-major order. */
+    block_scan(
+        n, [&](int i) -> int64_t { return cnt[(i % E) * P + i / E]; },
+        [&](int i, int64_t pre) {
+          const int s = i / E, ex = i - s * E;
+          segs[sched_of(ex, s, me, P, E)].d_local = (int32_t)(pre - s_totpre[s]);
+        },
+        tmp);
+    /* First tile: schedule order. */
+    block_scan(
+        n,
+        [&](int j) -> int64_t {
+          const int jj = j / E, ex = j - jj * E, s = (me + 1 + jj) % P;
+          return ((int64_t)cnt[ex * P + s] + kBM - 1) / kBM * nN;
+        },
+        [&](int j, int64_t pre) { segs[j].tile_begin = pre; }, tmp);
+  }
+  /* The release in post_header publishes the segment table to this rank's other blocks. */
+  post_header(v, e, hdr);
+}
+
+template <class Tile>
+__global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams p) {
+  using T = typename Tile::Elem;
+  extern __shared__ __align__(16) char smem[];
+  __shared__ RankView v;
+  __shared__ Ctl c;
+  __shared__ int64_t s_sent[kMaxP];
+  const int li = blockIdx.x / p.blocks_per_rank;
+  const int part = blockIdx.x - li * p.blocks_per_rank;
+  const RankArgs& ra = p.r[li];
+  load_rank_view(ra.dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = v.nranks, me = v.rank;
+  const size_t es = sizeof(T), rb = (size_t)p.N * es;
+  if (P != p.P || me < 0 || me >= P || v.ws_bytes < fco_ga_off_y(P, p.out_rows, p.N, es)) {
+    if (part == 0 && threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1,
+                   fco_ga_off_y(P, p.out_rows, p.N, es), v.ws_bytes);
+    epoch_end(ra.dev, e, p.blocks_per_rank);
+    return;
+  }
+  Seg* segs = reinterpret_cast<Seg*>(ra.ws + fco_ga_off_plan(P));
+  if (part == 0) build_plan<Tile::BM, Tile::BN>(p, ra, v, e, smem, segs);
+  if (!gather_headers(v, e, p.out_rows, &c)) {
+    epoch_end(ra.dev, e, p.blocks_per_rank);
+    return;
+  }
+  if (c.verdict) {
+    if (part == 0 && threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict,
+                   0, 0);
+    epoch_end(ra.dev, e, p.blocks_per_rank);
+    return;
+  }
+
+  /* ---- tiles ---- */
+  const int E = ra.num_experts, nseg = E * P;
+  const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN;
+  int64_t total = 0;
+  for (int s = 0; s < P; ++s) total += c.h[me][FCO_GA_H_TILES(P, s)];
+  if ((int)threadIdx.x < P) s_sent[threadIdx.x] = 0;
+  const size_t off_staging = fco_ga_off_staging(P);
+  __syncthreads();
+  for (int64_t t = part; t < total; t += p.blocks_per_rank) {
+    int lo = 0, hi = nseg - 1; /* last segment with tile_begin <= t */
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (__ldcg((const long long*)&segs[mid].tile_begin) <= t) lo = mid;
+      else hi = mid - 1;
+    }
+    const int4 sg = __ldcg(reinterpret_cast<const int4*>(&segs[lo])); /* rows, a_row, d_local, s */
+    const int ex = __ldcg(&segs[lo].e);
+    const int64_t l = t - __ldcg((const long long*)&segs[lo].tile_begin);
+    const int m0 = (int)(l / nN) * Tile::BM, n0 = (int)(l % nN) * Tile::BN;
+    const int rows = min(Tile::BM, sg.x - m0), cols = min(Tile::BN, p.N - n0);
+    const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)sg.y + m0) * p.K;
+    const T* w = reinterpret_cast<const T*>(ra.w) + (size_t)ex * p.K * p.N;
+    Tile::run(smem, a, rows, w, p.K, p.N, n0);
+    const int s = sg.w;
+    const int64_t drow = c.base[s] + sg.z + m0;
+    char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
+                (size_t)n0 * es;
+    tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst, rb);
+    __syncthreads(); /* stores done (and smem free for the next tile) before the flag */
+    if (s != me && threadIdx.x == 0) {
+      st_release_sys(v.peer_sig[s] + (size_t)me * FCO_SIG_SLOTS + part,
+                     sig_value(e, (uint32_t)s_sent[s]));
+      s_sent[s]++;
+    }
+  }
+
+  /* ---- receive: wait for each peer's tiles, copy my slice of its rows into out ---- */
+  const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
+  for (int k = 1; k < P; ++k) {
+    const int r = (me + k) % P;
+    if (c.recv[r] == 0) continue;
+    const int64_t g = c.h[r][FCO_GA_H_BLOCKS], t0 = c.h[r][FCO_GA_H_TSTART(P, me)];
+    const int64_t t1 = t0 + c.h[r][FCO_GA_H_TILES(P, me)];
+    bool ok = true;
+    for (int64_t q = threadIdx.x; q < g && ok; q += blockDim.x) {
+      const int64_t cnt = count_mod(t0, t1, q, g);
+      if (cnt > 0)
+        ok = wait_ge(v.peer_sig[me] + (size_t)r * FCO_SIG_SLOTS + q,
+                     sig_value(e, (uint32_t)(cnt - 1)), ctx, r, (int)q);
+    }
+    if (__syncthreads_or(!ok)) break;
+    const size_t bytes = (size_t)c.recv[r] * rb, off = (size_t)c.roff[r] * rb;
+    const size_t chunk = (bytes / p.blocks_per_rank + 15) / 16 * 16;
+    const size_t b0 = min(bytes, (size_t)part * chunk), b1 = min(bytes, b0 + chunk);
+    if (b1 > b0)
+      copy_cg(ra.out + off + b0, v.peer_data[me] + off_staging + off + b0, b1 - b0, threadIdx.x,
+              blockDim.x);
+  }
+  epoch_end(ra.dev, e, p.blocks_per_rank);
+}
+
+/* ---- impl 2: exchange, push, finish -------------------------------------------------------- */
+struct ExParams {
+  RankArgs r[kMaxP];
+  int64_t a_rows, out_rows;
+  int32_t N, P, es;
+};
+
+__global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p) {
+  __shared__ RankView v;
+  __shared__ Ctl c;
+  __shared__ unsigned long long s_tot[kMaxP];
+  __shared__ long long s_sum;
+  __shared__ int s_bad;
+  __shared__ int64_t hdr[kHdrWords];
+  const RankArgs& ra = p.r[blockIdx.x];
+  load_rank_view(ra.dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = v.nranks, me = v.rank, n = ra.num_experts * P;
+  Plan* plan = reinterpret_cast<Plan*>(ra.ws + fco_ga_off_plan(P > 0 ? P : 1));
+  if (P != p.P || me < 0 || me >= P ||
+      v.ws_bytes < fco_ga_off_send(P, p.a_rows, p.out_rows, p.N, p.es)) {
+    if (threadIdx.x == 0) {
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1,
+                   fco_ga_off_send(P, p.a_rows, p.out_rows, p.N, p.es), v.ws_bytes);
+      if (P == p.P) plan->verdict = -1;
+    }
+    return;
+  }
+  if ((int)threadIdx.x < P) s_tot[threadIdx.x] = 0;
+  if (threadIdx.x == 0) {
+    s_sum = 0;
+    s_bad = 0;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int x = ra.counts[i];
+    if (x < 0) {
+      s_bad = 1;
+    } else {
+      atomicAdd(&s_tot[i % P], (unsigned long long)x);
+      atomicAdd((unsigned long long*)&s_sum, (unsigned long long)x);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < kHdrWords; ++k) hdr[k] = 0;
+    hdr[FCO_GA_H_VALID] = !s_bad && s_sum <= p.a_rows;
+    hdr[FCO_GA_H_E] = ra.num_experts;
+    for (int s = 0; s < P; ++s) hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
+  }
+  __syncthreads();
+  post_header(v, e, hdr);
+  const bool ok = gather_headers(v, e, p.out_rows, &c);
+  if (threadIdx.x == 0) {
+    plan->verdict = !ok ? -1 : c.verdict;
+    for (int s = 0; s < P && ok; ++s) {
+      plan->base[s] = c.base[s];
+      plan->roff[s] = c.roff[s];
+      plan->recv[s] = c.recv[s];
+    }
+    if (ok && c.verdict)
+      record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict, 0,
+                   0);
+  }
+}
+
+struct PushPiece {
+  int32_t s, rows;
+  int64_t y_row, d_local;
+};
+struct PushParams {
+  fco_dev_rank_t* dev;
+  const char* y;
+  char* out;
+  const char* ws;
+  int64_t out_rows;
+  int64_t row_bytes;
+  int32_t npieces, P;
+  PushPiece pc[kMaxP];
+};
+
+__global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
+  __shared__ RankView v;
+  load_rank_view(p.dev, &v);
+  const Plan* plan = reinterpret_cast<const Plan*>(p.ws + fco_ga_off_plan(p.P));
+  if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
+  const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (int i = 0; i < p.npieces; ++i) {
+    const PushPiece pc = p.pc[i];
+    const int64_t drow = *(volatile const int64_t*)&plan->base[pc.s] + pc.d_local;
+    if (drow < 0 || drow + pc.rows > p.out_rows) {
+      if (idx0 == 0)
+        record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, pc.s, kBadPlan,
+                     (uint64_t)(drow + pc.rows), (uint64_t)p.out_rows);
+      continue;
+    }
+    char* dst = pc.s == v.rank ? p.out : v.peer_data[pc.s] + fco_ga_off_staging(p.P);
+    copy_cg(dst + (size_t)drow * p.row_bytes, p.y + (size_t)pc.y_row * p.row_bytes,
+            (size_t)pc.rows * p.row_bytes, idx0, stride);
+  }
+  __threadfence_system(); /* the finish kernel's release flag follows in stream order */
+}
+
+struct FinishParams {
+  RankArgs r[kMaxP];
+  int64_t row_bytes;
+  int32_t P, blocks_per_rank;
+};
+
+__global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams p) {
+  __shared__ RankView v;
+  __shared__ Plan pl;
+  const int li = blockIdx.x / p.blocks_per_rank;
+  const int part = blockIdx.x - li * p.blocks_per_rank;
+  const RankArgs& ra = p.r[li];
+  load_rank_view(ra.dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = v.nranks, me = v.rank;
+  { /* written by this call's exchange kernel */
+    const Plan* g = reinterpret_cast<const Plan*>(ra.ws + fco_ga_off_plan(p.P));
+    if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
+    if ((int)threadIdx.x < kMaxP) {
+      pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
+      pl.recv[threadIdx.x] = __ldcg((const long long*)&g->recv[threadIdx.x]);
+    }
+    __syncthreads();
+  }
+  if (pl.verdict != 0 || P != p.P) { /* the same verdict on every rank: nobody pushed */
+    epoch_end(ra.dev, e, p.blocks_per_rank);
+    return;
+  }
+  if (part == 0 && (int)threadIdx.x < P && (int)threadIdx.x != me) {
+    __threadfence_system();
+    st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + kDoneSlot,
+                   sig_value(e, 0));
+  }
+  const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
+  bool ok = true;
+  if ((int)threadIdx.x < P && (int)threadIdx.x != me)
+    ok = wait_ge(v.peer_sig[me] + (size_t)threadIdx.x * FCO_SIG_SLOTS + kDoneSlot,
+                 sig_value(e, 0), ctx, (int)threadIdx.x, kDoneSlot);
+  if (!__syncthreads_or(!ok)) {
+    const char* staging = v.peer_data[me] + fco_ga_off_staging(P);
+    for (int r = 0; r < P; ++r) {
+      if (r == me || pl.recv[r] == 0) continue;
+      const size_t bytes = (size_t)pl.recv[r] * p.row_bytes, off = (size_t)pl.roff[r] * p.row_bytes;
+      const size_t chunk = (bytes / p.blocks_per_rank + 15) / 16 * 16;
+      const size_t b0 = min(bytes, (size_t)part * chunk), b1 = min(bytes, b0 + chunk);
+      if (b1 > b0) copy_cg(ra.out + off + b0, staging + off + b0, b1 - b0, threadIdx.x, blockDim.x);
+    }
+  }
+  epoch_end(ra.dev, e, p.blocks_per_rank);
+}
+
+/* ---- host side -------------------------------------------------------------------------------- */
+int env_int(const char* name, int dflt) {
+  const char* s = getenv(name);
+  return s && *s ? atoi(s) : dflt;
+}
+
+/* Blocks of `kernel` co-resident on the current device at kThreads threads and `smem` dynamic
+ * shared memory (cached per kernel and device). */
+template <auto kKernel>
+fco_result_t coresident(char* err, int smem, int* blocks) {
+  static int cache[kMaxDevices];
+  int device = 0, sms = 0;
+  fco_result_t r = current_device(err, &device, &sms);
+  if (r != FCO_OK) return r;
+  int per_sm = device < kMaxDevices ? cache[device] : 0;
+  if (per_sm == 0) {
+    if (smem > 48 * 1024) {
+      cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaFuncSetAttribute(max dynamic smem)");
+    }
+    cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kThreads, smem);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (device < kMaxDevices) cache[device] = per_sm;
+  }
+  *blocks = per_sm * sms;
+  return FCO_OK;
+}
+
+void fill_ranks(const fco_gpu_launch_t* l, RankArgs* out) {
+  for (int i = 0; i < l->num_local; ++i) {
+    const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
+    out[i].a = (const char*)a->a;
+    out[i].w = (const char*)a->w;
+    out[i].out = (char*)a->out;
+    out[i].counts = a->counts;
+    out[i].dev = l->r[i].dev;
+    out[i].ws = (char*)l->r[i].ws;
+    out[i].num_experts = a->num_experts;
+  }
+}
+
+template <class Tile>
+fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
+  const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
+  int cap = 0;
+  fco_result_t r = coresident<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap);
+  if (r != FCO_OK) return r;
+  int bpr = cap / l->num_local;
+  int want = env_int("FCO_GA_TILES_BLOCKS", 0);
+  if (want > 0 && want < bpr) bpr = want;
+  if (bpr > kMaxParts) bpr = kMaxParts;
+  if (bpr < 1)
+    return fail(err, FCO_ERR_UNSUPPORTED,
+                "gemm_alltoall tiles: %d co-resident blocks cannot give each of %d ranks one", cap,
+                l->num_local);
+  /* Tile indices and per-block tile counts must fit the 32-bit halves of the flags. */
+  const double nN = (double)((a0->n + Tile::BN - 1) / Tile::BN);
+  const double tiles = ((double)a0->a_rows / Tile::BM + (double)FCO_GEMM_ALLTOALL_MAX_EXPERTS *
+                        l->nranks) * nN;
+  if (tiles > 2e9)
+    return fail(err, FCO_ERR_UNSUPPORTED,
+                "gemm_alltoall tiles: up to %.3g output tiles (a_rows %lld, n %lld): more than the "
+                "2^31 the flags count",
+                tiles, (long long)a0->a_rows, (long long)a0->n);
+  TilesParams p;
+  memset(&p, 0, sizeof p);
+  fill_ranks(l, p.r);
+  p.a_rows = a0->a_rows;
+  p.out_rows = a0->out_rows;
+  p.K = (int32_t)a0->k;
+  p.N = (int32_t)a0->n;
+  p.P = l->nranks;
+  p.blocks_per_rank = bpr;
+  const unsigned grid = (unsigned)bpr * (unsigned)l->num_local;
+  ga_kernel_tiles<Tile><<<grid, kThreads, Tile::kSmemBytes, (cudaStream_t)l->stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall tiles: kernel launch");
+  return FCO_OK;
+}
+
+using LaunchFn = fco_result_t (*)(const fco_gpu_launch_t*, char*);
+
+template <typename T>
+LaunchFn pick_mma(bool bt, bool aligned) {
+  if (bt) return aligned ? launch_tiles_t<tile::MmaTile<T, true, true>>
+                         : launch_tiles_t<tile::MmaTile<T, true, false>>;
+  return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
+                 : launch_tiles_t<tile::MmaTile<T, false, false>>;
+}
+
+}  // namespace
+
+fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
+  const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
+  const bool bt = a0->w_layout == FCO_W_NK;
+  bool aligned = a0->k % 8 == 0 && a0->n % 8 == 0;
+  for (int i = 0; i < l->num_local; ++i) {
+    const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
+    if (((uintptr_t)a->a | (uintptr_t)a->w | (uintptr_t)a->out) % 16) aligned = false;
+  }
+  LaunchFn fn = nullptr;
+  switch (a0->dtype) {
+    case FCO_BF16: fn = pick_mma<__nv_bfloat16>(bt, aligned); break;
+    case FCO_F16: fn = pick_mma<__half>(bt, aligned); break;
+    case FCO_F32:
+      fn = bt ? launch_tiles_t<tile::FfmaTile<true>> : launch_tiles_t<tile::FfmaTile<false>>;
+      break;
+    default: break;
+  }
+  if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "gemm_alltoall tiles: dtype %d", (int)a0->dtype);
+  return fn(l, err);
+}
+
+fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, char* err) {
+  const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
+  ExParams p;
+  memset(&p, 0, sizeof p);
+  for (int i = 0; i < l->num_local; ++i) p.r[i] = ra[i];
+  p.a_rows = a0->a_rows;
+  p.out_rows = a0->out_rows;
+  p.N = (int32_t)a0->n;
+  p.P = l->nranks;
+  p.es = (int32_t)fco_dtype_size(a0->dtype);
+  ga_kernel_exchange<<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)l->stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: exchange launch");
+}
+
+fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_rows,
+                         int64_t row_bytes, const int64_t (*pieces)[4], int npieces, int blocks,
+                         void* stream, char* err) {
+  PushParams p;
+  memset(&p, 0, sizeof p);
+  p.dev = ra.dev;
+  p.y = y;
+  p.out = ra.out;
+  p.ws = ra.ws;
+  p.out_rows = out_rows;
+  p.row_bytes = row_bytes;
+  p.P = P;
+  p.npieces = npieces;
+  for (int i = 0; i < npieces; ++i) {
+    p.pc[i].s = (int32_t)pieces[i][0];
+    p.pc[i].rows = (int32_t)pieces[i][1];
+    p.pc[i].y_row = pieces[i][2];
+    p.pc[i].d_local = pieces[i][3];
+  }
+  ga_kernel_push<<<(unsigned)blocks, kThreads, 0, (cudaStream_t)stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: push launch");
+}
+
+fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err) {
+  const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
+  int cap = 0;
+  fco_result_t r = coresident<ga_kernel_finish>(err, 0, &cap);
+  if (r != FCO_OK) return r;
+  int bpr = cap / l->num_local;
+  if (bpr > 64) bpr = 64;
+  if (bpr < 1)
+    return fail(err, FCO_ERR_UNSUPPORTED, "gemm_alltoall chunks: no room for %d ranks' finish",
+                l->num_local);
+  FinishParams p;
+  memset(&p, 0, sizeof p);
+  for (int i = 0; i < l->num_local; ++i) p.r[i] = ra[i];
+  p.row_bytes = a0->n * (int64_t)fco_dtype_size(a0->dtype);
+  p.P = l->nranks;
+  p.blocks_per_rank = bpr;
+  ga_kernel_finish<<<(unsigned)(bpr * l->num_local), kThreads, 0, (cudaStream_t)l->stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: finish launch");
+}
+
+}  // namespace ga
+}  // namespace fco

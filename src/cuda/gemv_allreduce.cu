@@ -1,0 +1,687 @@
+/*
+ * gemv_allreduce.cu — fco_gemv_allreduce on GPUs: y [M, N] = Σ_r x_r [M, K_r] · W_r [N, K_r]^T
+ * (+ bias), M ≤ 64, on every rank. Entry point fco_cuda_gemv_allreduce_run (cuda_ops.h), called
+ * by the nccl and local transports; tile math in gemv_tile.cuh, primitives in prims.cuh;
+ * workspace layout in src/ops/gemv_allreduce.h.
+ *
+ * impl 0 — baseline: cuBLAS GEMM (cublasGemmEx, fp32 compute, output in the dtype) into y, then
+ *   ncclAllReduce in place (nccl) or fco_cuda_allreduce_copy in place (local). The bias is
+ *   added once: rank 0 first fills y with the broadcast bias and runs the GEMM with beta = 1.
+ *   One cuBLAS handle per device, made at the first call (so: one eager call before capturing
+ *   a CUDA graph), with its own 32 MiB workspace set after every cublasSetStream (which resets
+ *   it): cuBLAS then never allocates, and graph capture works.
+ *
+ * Workspace (src/ops/gemv_allreduce.h): the call with epoch e uses the half starting at
+ *   (e & 1) · ws_bytes/2: P slots of S bytes (rank p's fp32 partial tiles, [T][M][16]), then for
+ *   impl 2 the gather area (reduced tiles in the dtype, [T][M][16]). Two halves: a fast rank can
+ *   start call e+1 while a peer still reads call e, but not call e+2 (every rank hears from every
+ *   peer in every call); fixed offsets: a call of another shape cannot overlap the other half.
+ *
+ * impl 1 — one-shot, one persistent launch. Output columns are cut into T = ceil(N/16) tiles;
+ *   tile t belongs to block t mod B (B blocks per rank; its j-th tile is t = b + j·B). Per tile:
+ *   the block computes the fp32 partial [M][16] (gemv_tile.cuh), sums its 8 warps, stores the
+ *   tile (16-byte stores) into slot `me` of EVERY rank's workspace (its own included, peers
+ *   in the order me+1, me+2, ...), and raises sig[me][b] = (e << 32) | (j + 1) on each peer.
+ *   After all its tiles, per tile: threads 0..P-1 wait for the peers' flags, then the block
+ *   sums the P slots in rank order 0..P-1 (fp32), adds the bias, rounds to the dtype and writes
+ *   y. Every rank sums the same fp32 values in the same order: y is bit-identical on all ranks.
+ *   Peers' tiles arrive while this block (and every other block) still computes.
+ *
+ * impl 2 — two-phase: tile (b, j) is owned by rank (b + j) mod P. Per block: (1) compute the
+ *   tiles owned by other ranks first and push each partial to its owner only (flag
+ *   sig[me][b] on the owner, value (e << 32) | (j' + 1) where j' counts this block's tiles for
+ *   that owner); (2) per owned tile: compute it, wait for the P-1 peers' partials, sum in rank
+ *   order, add the bias, round, write y and push the rounded tile to every peer's gather area
+ *   (flag sig[me][B + b]); (3) per tile owned elsewhere: wait for its gather flag, copy the
+ *   tile into y. Each rank pushes (P-1)/P of the fp32 partials plus (P-1)/P of y per peer
+ *   instead of all partials to all peers. It needs B ≥ P so that every rank owns a tile (then
+ *   every rank hears from every peer in every call, which the epoch halves rely on): with
+ *   fewer tiles than ranks it runs the one-shot schedule (the workspace suffices).
+ *
+ * Argument check (FCO_CHECK_ARGS=1, both fused impls): before any data moves, thread p of
+ *   every block writes (e << 32) | h into peer p's slot sig[me][FCO_SIG_SLOTS - 1], where h
+ *   hashes (M, N, dtype, bias present, impl, B, T), waits for peer p's value in its own slot and
+ *   compares: a different hash records FCO_ERR_INVALID_ARGUMENT (peer p, want = own hash,
+ *   seen = theirs) and every block skips the call, so nothing is written anywhere. Costs one
+ *   flag round trip. Every rank must set FCO_CHECK_ARGS alike (else the checking rank waits
+ *   and times out).
+ *
+ * Launch requirements: every rank runs the same sequence of epoch-advancing kernels with the
+ *   same M, N, dtype, bias presence and impl, on the same GPU model, so B and the tile plan
+ *   agree (they do not depend on K); all num_local·B blocks co-resident (B ≤ occupancy × SMs /
+ *   num_local, B ≤ kMaxBlocks so flags fit FCO_SIG_SLOTS; then B is lowered so every block gets
+ *   the same number of tiles, ceil(T / B)); dev->ws_bytes ≥ 2 × half (checked on the device:
+ *   FCO_ERR_INTERNAL otherwise). W, x and K·esize 16-byte aligned for the vector path (per
+ *   rank; else the scalar path, correct and slow).
+ */
+#include <cublas_v2.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <mutex>
+
+#include "../ops/gemv_allreduce.h"
+#include "cuda_ops.h"
+#include "gemv_tile.cuh"
+#include "launch.cuh"
+#include "prims.cuh"
+
+namespace fco {
+namespace {
+
+using gemv::kThreads;
+using gemv::kTileN;
+using gemv::kWarps;
+
+/* Partial flags use slots [0, B), gather flags [B, 2B), the argument check the last slot. */
+constexpr int kCheckSlot = FCO_SIG_SLOTS - 1;
+constexpr int kMaxBlocks = (FCO_SIG_SLOTS - 1) / 2;
+
+struct GarParams {
+  const void* x[FCO_MAX_GPU_RANKS];
+  const void* w[FCO_MAX_GPU_RANKS];
+  const void* bias[FCO_MAX_GPU_RANKS];
+  void* y[FCO_MAX_GPU_RANKS];
+  fco_dev_rank_t* dev[FCO_MAX_GPU_RANKS];
+  int64_t K[FCO_MAX_GPU_RANKS];
+  uint8_t vec[FCO_MAX_GPU_RANKS]; /* W, x and K·esize 16-byte aligned */
+  int M, N, T;                    /* T = tiles */
+  int blocks_per_rank;            /* B */
+  uint64_t slot_bytes;            /* S: one rank's fp32 partial tiles */
+  uint64_t half_bytes;            /* one epoch half */
+  int check_args;
+  uint32_t arg_hash;
+};
+
+/* 4 outputs of the dtype as raw bits (a gather-area element group). */
+template <typename T>
+struct Raw4 {
+  using U = uint16_t;
+  using V = uint2;
+};
+template <>
+struct Raw4<float> {
+  using U = uint32_t;
+  using V = uint4;
+};
+
+template <typename T>
+__device__ __forceinline__ typename Raw4<T>::U to_raw(float f) {
+  if constexpr (sizeof(T) == 4) {
+    return __float_as_uint(f);
+  } else {
+    T h;
+    Pack<T>::store(&h, f);
+    return *reinterpret_cast<const uint16_t*>(&h);
+  }
+}
+
+/* Per-block state shared by the schedules. */
+struct Ctx {
+  const char* x;
+  const char* w;
+  const char* bias;
+  char* y;
+  int64_t K;
+  bool vec;
+  int b, B, P, me;
+  uint64_t e;
+  size_t hoff; /* offset of this call's half */
+};
+
+template <int kM>
+struct Smem {
+  RankView v;
+  __align__(16) float red[kWarps][kM][kTileN];
+};
+
+/* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
+ * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
+template <typename T, int kMT>
+__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+                                               int t) {
+  const int warp = threadIdx.x >> 5;
+  gemv::tile<T, kMT>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, t * kTileN, c.vec,
+                     s.red[warp]);
+  __syncthreads();
+  float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
+  const int i = threadIdx.x;
+  if (i < 4 * p.M) {
+    const int m = i >> 2, q = (i & 3) * 4;
+#pragma unroll
+    for (int wi = 0; wi < kWarps; ++wi) {
+      const float4 v = *reinterpret_cast<const float4*>(&s.red[wi][m][q]);
+      r.x += v.x;
+      r.y += v.y;
+      r.z += v.z;
+      r.w += v.w;
+    }
+  }
+  return r;
+}
+
+__device__ __forceinline__ float4 add4(float4 a, const float4& b) {
+  a.x += b.x;
+  a.y += b.y;
+  a.z += b.z;
+  a.w += b.w;
+  return a;
+}
+
+/* Thread i < 4M: bias, round, write its 4 outputs of tile t into y (columns < N only);
+ * returns them as raw dtype bits for the gather push. */
+template <typename T>
+__device__ __forceinline__ typename Raw4<T>::V finish4(const GarParams& p, const Ctx& c, int t,
+                                                       float4 acc) {
+  using U = typename Raw4<T>::U;
+  const int i = threadIdx.x, m = i >> 2;
+  const int n = t * kTileN + (i & 3) * 4;
+  float f[4] = {acc.x, acc.y, acc.z, acc.w};
+  U u[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    if (c.bias && n + k < p.N) f[k] += Pack<T>::load((const T*)c.bias + n + k);
+    u[k] = to_raw<T>(f[k]);
+    if (n + k < p.N) ((U*)c.y)[(int64_t)m * p.N + n + k] = u[k];
+  }
+  typename Raw4<T>::V v;
+  if constexpr (sizeof(T) == 4)
+    v = make_uint4(u[0], u[1], u[2], u[3]);
+  else
+    v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
+  return v;
+}
+
+/* All threads. FCO_CHECK_ARGS: exchange the argument hash with every peer (see the header). */
+__device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, const WaitCtx& wc,
+                                           uint32_t hash) {
+  const int q = threadIdx.x;
+  bool ok = true;
+  if (q < c.P && q != c.me) {
+    st_release_sys(v.peer_sig[q] + (size_t)c.me * FCO_SIG_SLOTS + kCheckSlot, (c.e << 32) | hash);
+    const uint64_t* f = v.peer_sig[c.me] + (size_t)q * FCO_SIG_SLOTS + kCheckSlot;
+    ok = wait_ge(f, c.e << 32, wc, q, kCheckSlot);
+    if (ok) {
+      const uint64_t seen = ld_acquire_sys(f);
+      /* A later epoch means the peer is already past this call: it agreed then. */
+      if ((seen >> 32) == c.e && (uint32_t)seen != hash) {
+        record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMV_ALLREDUCE, q, kCheckSlot, hash,
+                     (uint32_t)seen);
+        ok = false;
+      }
+    }
+  }
+  return !__syncthreads_or(!ok);
+}
+
+template <typename T, int kMT>
+__device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+                                            const WaitCtx& wc) {
+  const RankView& v = s.v;
+  const int i = threadIdx.x;
+  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
+  if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  uint32_t j = 0;
+  for (int t = c.b; t < p.T; t += c.B, ++j) {
+    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    if (i < 4 * p.M) {
+      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
+      const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
+                                 __float_as_uint(r.w));
+      for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+    }
+    signal_block(flag_out, sig_value(c.e, j)); /* also orders red before the next tile */
+  }
+  const char* mine = v.peer_data[c.me] + c.hoff;
+  j = 0;
+  for (int t = c.b; t < p.T; t += c.B, ++j) {
+    bool ok = true;
+    if (i < c.P && i != c.me)
+      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
+                   c.b);
+    if (__syncthreads_or(!ok)) return;
+    if (i < 4 * p.M) {
+      const size_t off = (size_t)t * tile_bytes + (size_t)i * 16;
+      float4 acc = __ldcg((const float4*)(mine + off));
+      for (int q = 1; q < c.P; ++q)
+        acc = add4(acc, __ldcg((const float4*)(mine + (size_t)q * p.slot_bytes + off)));
+      finish4<T>(p, c, t, acc);
+    }
+  }
+}
+
+template <typename T, int kMT>
+__device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+                                             const WaitCtx& wc) {
+  using V = typename Raw4<T>::V;
+  const RankView& v = s.v;
+  const int i = threadIdx.x;
+  const int P = c.P, me = c.me, b = c.b;
+  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  const size_t gtile_bytes = (size_t)p.M * kTileN * sizeof(T);
+  const size_t gather_off = c.hoff + (size_t)P * p.slot_bytes;
+  const int nt = (p.T - b + c.B - 1) / c.B; /* this block's tiles: t = b + jj·B */
+  /* Index of tile jj among this block's tiles owned by o (the flag counter for o). */
+  auto owner = [&](int jj) { return (b + jj) % P; };
+  auto seq = [&](int jj, int o) { return (uint32_t)((jj - ((o - b) % P + P) % P) / P); };
+
+  /* (1) + (2) in one loop (one copy of the tile code): position pos < nremote is the pos-th
+   * tile owned elsewhere (compute, push the partial to its owner), the rest are this rank's
+   * (compute, wait for the peers' partials, reduce, write y, push to every peer). */
+  int nremote = 0;
+  for (int jj = 0; jj < nt; ++jj) nremote += owner(jj) != me;
+  auto nth = [&](bool remote, int n) {
+    for (int jj = 0; jj < nt; ++jj)
+      if ((owner(jj) != me) == remote && n-- == 0) return jj;
+    return 0;
+  };
+  const char* mine = v.peer_data[me] + c.hoff;
+  for (int pos = 0; pos < nt; ++pos) {
+    const bool remote = pos < nremote;
+    const int jj = nth(remote, remote ? pos : pos - nremote);
+    const int t = b + jj * c.B;
+    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    if (remote) {
+      const int o = owner(jj);
+      if (i < 4 * p.M)
+        st_global_v4(v.peer_data[o] + c.hoff + (size_t)me * p.slot_bytes +
+                         (size_t)t * tile_bytes + (size_t)i * 16,
+                     make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
+                                __float_as_uint(r.w)));
+      signal_block(i == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
+                   sig_value(c.e, seq(jj, o)));
+      continue;
+    }
+    const uint32_t k = seq(jj, me);
+    bool ok = true;
+    if (i < P && i != me)
+      ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, k), wc, i, b);
+    if (__syncthreads_or(!ok)) return;
+    if (i < 4 * p.M) {
+      const size_t off = (size_t)t * tile_bytes + (size_t)i * 16;
+      float4 acc = me == 0 ? r : __ldcg((const float4*)(mine + off));
+      for (int q = 1; q < P; ++q)
+        acc = add4(acc, q == me ? r : __ldcg((const float4*)(mine + (size_t)q * p.slot_bytes + off)));
+      const V out = finish4<T>(p, c, t, acc);
+      const size_t goff = gather_off + (size_t)t * gtile_bytes + (size_t)i * sizeof(V);
+      for (int q = 1; q < P; ++q) *(V*)(v.peer_data[(me + q) % P] + goff) = out;
+    }
+    signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
+                 sig_value(c.e, k));
+  }
+  /* (3) tiles owned elsewhere: wait for the owner's reduced tile, copy it into y. */
+  using U = typename Raw4<T>::U;
+  for (int jj = 0; jj < nt; ++jj) {
+    const int o = owner(jj);
+    if (o == me) continue;
+    const int t = b + jj * c.B;
+    bool ok = true;
+    if (i == 0)
+      ok = wait_ge(v.peer_sig[me] + (size_t)o * FCO_SIG_SLOTS + c.B + b, sig_value(c.e, seq(jj, o)),
+                   wc, o, c.B + b);
+    if (__syncthreads_or(!ok)) return;
+    if (i < 4 * p.M) {
+      const V in = __ldcg((const V*)(mine + (size_t)P * p.slot_bytes + (size_t)t * gtile_bytes +
+                                     (size_t)i * sizeof(V)));
+      U u[4];
+      if constexpr (sizeof(T) == 4) {
+        u[0] = in.x, u[1] = in.y, u[2] = in.z, u[3] = in.w;
+      } else {
+        u[0] = (U)(in.x & 0xffffu), u[1] = (U)(in.x >> 16), u[2] = (U)(in.y & 0xffffu),
+        u[3] = (U)(in.y >> 16);
+      }
+      const int m = i >> 2, n = t * kTileN + (i & 3) * 4;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (n + q < p.N) ((U*)c.y)[(int64_t)m * p.N + n + q] = u[q];
+    }
+  }
+}
+
+/* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). */
+/* Occupancy target: 3 blocks (24 warps) per SM up to M = 16, where the kernel must stream W at
+ * HBM speed; fewer for the register-hungry large-M tiles. */
+template <int kMT>
+constexpr int min_blocks() {
+  return kMT <= 2 ? 3 : kMT == 4 ? 2 : 1;
+}
+
+template <typename T, int kMT, int kImpl>
+__global__ void __launch_bounds__(kThreads, min_blocks<kMT>())
+    gemv_allreduce_kernel(const GarParams p) {
+  __shared__ Smem<kMT * 8> s;
+  const int B = p.blocks_per_rank;
+  const int li = blockIdx.x / B;
+  fco_dev_rank_t* dev = p.dev[li];
+  load_rank_view(dev, &s.v);
+  Ctx c;
+  c.x = (const char*)p.x[li];
+  c.w = (const char*)p.w[li];
+  c.bias = (const char*)p.bias[li];
+  c.y = (char*)p.y[li];
+  c.K = p.K[li];
+  c.vec = p.vec[li] != 0;
+  c.b = blockIdx.x - li * B;
+  c.B = B;
+  c.P = s.v.nranks;
+  c.me = s.v.rank;
+  c.e = s.v.epoch + 1;
+  /* Halves at a fixed offset (half the workspace), not at this call's size: consecutive calls
+   * of other shapes or ops then never overlap the half a slow peer may still be reading. */
+  c.hoff = (size_t)(c.e & 1) * (size_t)(s.v.ws_bytes / 2 / 256 * 256);
+  /* A table that does not match the launch must not turn into writes past a workspace. */
+  if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P ||
+      s.v.ws_bytes < 2 * p.half_bytes) {
+    if (threadIdx.x == 0)
+      record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, 2 * p.half_bytes,
+                   s.v.ws_bytes);
+    epoch_end(dev, c.e, B);
+    return;
+  }
+  const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
+  if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
+    if constexpr (kImpl == 1)
+      run_oneshot<T, kMT>(p, c, s, wc);
+    else
+      run_twophase<T, kMT>(p, c, s, wc);
+  }
+  epoch_end(dev, c.e, B);
+}
+
+/* impl 0 helper: y[m][n] = bias[n]. */
+template <typename T>
+__global__ void bias_fill_kernel(T* y, const T* bias, int64_t M, int64_t N) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < M * N;
+       i += (int64_t)gridDim.x * blockDim.x)
+    y[i] = bias[i % N];
+}
+
+/* ---- host side -------------------------------------------------------------------------- */
+uint32_t fnv1a(uint32_t h, uint64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    h ^= (uint32_t)(v >> (8 * i)) & 0xffu;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+template <typename T, int kMT, int kImpl>
+fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
+                          char* err) {
+  int device = 0, sms = 0, cap = 0;
+  fco_result_t res = current_device(err, &device, &sms);
+  if (res != FCO_OK) return res;
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl>>(err, device, sms, kThreads, &cap);
+  if (res != FCO_OK) return res;
+  const int T_ = (int)fco_gemv_ar_tiles(a0->N);
+  int B = cap / g->num_local;
+  if (B > kMaxBlocks) B = kMaxBlocks;
+  if (B > T_) B = T_;
+  /* Balance: every block gets the same number of tiles (512 tiles on 396 slots would leave
+   * the 116 blocks with a second tile as the critical path: 2 tile times instead of 1.3). */
+  if (B >= 1) {
+    const int per_block = (T_ + B - 1) / B;
+    B = (T_ + per_block - 1) / per_block;
+  }
+  if (kImpl == 2 && B < g->nranks)
+    return fail(err, FCO_ERR_UNSUPPORTED,
+                "fco_gemv_allreduce: two-phase needs a block per rank, and %d co-resident blocks "
+                "on device %d give %d per rank (nranks %d)", cap, device, B, g->nranks);
+  if (B < 1)
+    return fail(err, FCO_ERR_UNSUPPORTED,
+                "fco_gemv_allreduce: %d co-resident blocks on device %d cannot give each of "
+                "num_local %d ranks one block", cap, device, g->num_local);
+  GarParams p;
+  memset(&p, 0, sizeof p);
+  const size_t es = sizeof(T);
+  for (int i = 0; i < g->num_local; ++i) {
+    fco_gemv_ar_args_t a;
+    memcpy(&a, g->r[i].op->u.raw, sizeof a);
+    p.x[i] = a.x;
+    p.w[i] = a.w;
+    p.bias[i] = a.bias;
+    p.y[i] = a.y;
+    p.dev[i] = g->r[i].dev;
+    p.K[i] = (int64_t)a.K;
+    p.vec[i] = (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.w % 16 == 0 && (a.K * es) % 16 == 0;
+  }
+  p.M = (int)a0->M;
+  p.N = (int)a0->N;
+  p.T = T_;
+  p.blocks_per_rank = B;
+  p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
+  /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
+  p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
+  p.check_args = a0->check_args;
+  uint32_t h = 2166136261u;
+  h = fnv1a(h, a0->M);
+  h = fnv1a(h, a0->N);
+  h = fnv1a(h, (uint64_t)a0->dtype);
+  h = fnv1a(h, a0->bias != nullptr);
+  h = fnv1a(h, (uint64_t)impl);
+  h = fnv1a(h, (uint64_t)B);
+  h = fnv1a(h, (uint64_t)T_);
+  p.arg_hash = h;
+  const unsigned grid = (unsigned)B * (unsigned)g->num_local;
+  gemv_allreduce_kernel<T, kMT, kImpl><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  if (ce != cudaSuccess) {
+    char what[128];
+    snprintf(what, sizeof what, "fco_gemv_allreduce: launch of %u blocks x %d threads", grid,
+             kThreads);
+    return cuda_fail(err, ce, what);
+  }
+  return FCO_OK;
+}
+
+using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
+
+template <typename T, int kImpl>
+FusedFn pick_mt(size_t M) {
+  if (M <= 8) return launch_fused<T, 1, kImpl>;
+  if (M <= 16) return launch_fused<T, 2, kImpl>;
+  if (M <= 32) return launch_fused<T, 4, kImpl>;
+  if (M <= 64) return launch_fused<T, 8, kImpl>;
+  return nullptr;
+}
+
+template <int kImpl>
+FusedFn pick_fused(fco_dtype_t dt, size_t M) {
+  switch (dt) {
+    case FCO_F32: return pick_mt<float, kImpl>(M);
+    case FCO_F16: return pick_mt<__half, kImpl>(M);
+    case FCO_BF16: return pick_mt<__nv_bfloat16, kImpl>(M);
+    default: return nullptr;
+  }
+}
+
+/* ---- impl 0: cuBLAS + the best unfused all-reduce ---------------------------------------- */
+constexpr size_t kBlasWorkspace = (size_t)32 << 20; /* cuBLAS's recommendation for Hopper */
+constexpr int kBlasStreams = 16;                    /* workspaces kept per device */
+
+/* One handle per device; one workspace per (device, stream), since GEMMs on two streams may
+ * run at once and must not share one. A stream's workspace is made at its first eager call;
+ * the oldest is freed (cudaFree synchronises the device) when kBlasStreams are in use. */
+struct BlasSlot {
+  std::mutex mu;
+  cublasHandle_t h = nullptr;
+  cudaStream_t stream[kBlasStreams] = {};
+  void* ws[kBlasStreams] = {};
+  uint64_t used[kBlasStreams] = {};
+  uint64_t clock = 0;
+};
+BlasSlot g_blas[kMaxDevices]; /* live until the process exits (as cuBLAS's own caches) */
+
+const char* blas_status(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS error";
+  }
+}
+
+/* The handle and the stream's workspace (s.mu held). Creation allocates, which a CUDA graph
+ * capture does not allow: then FCO_ERR_INVALID_USAGE asks for an eager call first. */
+fco_result_t blas_get(BlasSlot& s, int device, cudaStream_t stream, void** ws, char* err) {
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
+    (void)cudaGetLastError();
+    cap = cudaStreamCaptureStatusActive; /* legacy stream during a global capture */
+  }
+  int hit = -1, oldest = 0;
+  for (int i = 0; i < kBlasStreams; ++i) {
+    if (s.ws[i] && s.stream[i] == stream) hit = i;
+    if (s.used[i] < s.used[oldest]) oldest = i;
+  }
+  if (hit >= 0 && s.h) {
+    s.used[hit] = ++s.clock;
+    *ws = s.ws[hit];
+    return FCO_OK;
+  }
+  if (cap != cudaStreamCaptureStatusNone)
+    return fail(err, FCO_ERR_INVALID_USAGE,
+                "fco_gemv_allreduce impl 0: the cuBLAS handle / workspace of device %d for this "
+                "stream is made at the first call, which allocates and cannot be captured: make "
+                "one eager call on this stream before capturing a CUDA graph", device);
+  if (!s.h) {
+    cublasStatus_t st = cublasCreate(&s.h);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      s.h = nullptr;
+      return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasCreate on device %d: %s", device,
+                  blas_status(st));
+    }
+  }
+  if (s.ws[oldest]) {
+    cudaError_t ce = cudaFree(s.ws[oldest]);
+    s.ws[oldest] = nullptr;
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce: cudaFree of a cuBLAS workspace");
+  }
+  void* p = nullptr;
+  cudaError_t ce = cudaMalloc(&p, kBlasWorkspace);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce: cudaMalloc of a cuBLAS workspace");
+  s.ws[oldest] = p;
+  s.stream[oldest] = stream;
+  s.used[oldest] = ++s.clock;
+  *ws = p;
+  return FCO_OK;
+}
+
+/* y = x · W^T (+ bias when add_bias) on `stream`, on the current device. */
+fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t stream, char* err) {
+  int device = 0, sms = 0;
+  fco_result_t res = current_device(err, &device, &sms);
+  if (res != FCO_OK) return res;
+  if (device >= kMaxDevices)
+    return fail(err, FCO_ERR_UNSUPPORTED, "fco_gemv_allreduce: device %d >= %d", device, kMaxDevices);
+  const size_t M = a->M, N = a->N, K = a->K;
+  BlasSlot& s = g_blas[device];
+  std::lock_guard<std::mutex> lock(s.mu);
+  void* ws = nullptr;
+  if ((res = blas_get(s, device, stream, &ws, err)) != FCO_OK) return res;
+  if (add_bias) {
+    const int64_t total = (int64_t)(M * N);
+    const unsigned blocks = (unsigned)((total + 255) / 256 < 1024 ? (total + 255) / 256 : 1024);
+    switch (a->dtype) {
+      case FCO_F32: bias_fill_kernel<<<blocks, 256, 0, stream>>>((float*)a->y, (const float*)a->bias, (int64_t)M, (int64_t)N); break;
+      case FCO_F16: bias_fill_kernel<<<blocks, 256, 0, stream>>>((__half*)a->y, (const __half*)a->bias, (int64_t)M, (int64_t)N); break;
+      default: bias_fill_kernel<<<blocks, 256, 0, stream>>>((__nv_bfloat16*)a->y, (const __nv_bfloat16*)a->bias, (int64_t)M, (int64_t)N); break;
+    }
+    cudaError_t ce = cudaGetLastError();
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce: bias fill launch");
+  }
+  /* cublasSetStream resets the workspace to cuBLAS's pool: set ours after it, every call. */
+  cublasStatus_t st = cublasSetStream(s.h, stream);
+  if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetWorkspace(s.h, ws, kBlasWorkspace);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasSetStream/Workspace: %s",
+                blas_status(st));
+  const cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
+                                                                                  : CUDA_R_16BF;
+  const float alpha = 1.f, beta = add_bias ? 1.f : 0.f;
+  /* Column-major view: y^T [N×M] = W [K×N]^T · x^T [K×M], all leading dimensions contiguous. */
+  st = cublasGemmEx(s.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha, a->w, t,
+                    (int)K, a->x, t, (int)K, &beta, a->y, t, (int)N, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasGemmEx(N=%zu, M=%zu, K=%zu): %s", N,
+                M, K, blas_status(st));
+  return FCO_OK;
+}
+
+fco_result_t run_baseline(const fco_gpu_launch_t* g, char* err) {
+  fco_gemv_ar_args_t a[FCO_MAX_GPU_RANKS];
+  for (int i = 0; i < g->num_local; ++i) {
+    memcpy(&a[i], g->r[i].op->u.raw, sizeof a[i]);
+    const bool add_bias = a[i].bias && g->r[i].op->comm->rank == 0;
+    fco_result_t r = blas_gemm(&a[i], add_bias, (cudaStream_t)g->stream, err);
+    if (r != FCO_OK) return r;
+  }
+  if (g->nranks == 1) return FCO_OK;
+  if (g->transport == FCO_TRANSPORT_NCCL) {
+    for (int i = 0; i < g->num_local; ++i) {
+      const ncclDataType_t t = a[i].dtype == FCO_F32 ? ncclFloat32
+                               : a[i].dtype == FCO_F16 ? ncclFloat16
+                                                       : ncclBfloat16;
+      ncclResult_t nr = ncclAllReduce(a[i].y, a[i].y, a[i].M * a[i].N, t, ncclSum,
+                                      (ncclComm_t)g->r[i].nccl_comm, (cudaStream_t)g->stream);
+      if (nr != ncclSuccess && nr != ncclInProgress)
+        return fail(err, FCO_ERR_NCCL, "fco_gemv_allreduce: ncclAllReduce: %s (%s)",
+                    ncclGetErrorString(nr), ncclGetLastError((ncclComm_t)g->r[i].nccl_comm));
+    }
+    return FCO_OK;
+  }
+  fco_cuda_ar_launch_t l;
+  memset(&l, 0, sizeof l);
+  l.num_local = g->num_local;
+  l.nranks = g->nranks;
+  l.count = a[0].M * a[0].N;
+  l.dtype = a[0].dtype;
+  l.stream = g->stream;
+  for (int i = 0; i < g->num_local; ++i) {
+    l.r[i].in = a[i].y;
+    l.r[i].out = a[i].y;
+    l.r[i].dev = g->r[i].dev;
+    l.r[i].ws = g->r[i].ws;
+  }
+  return fco_cuda_allreduce_copy(&l, err);
+}
+
+}  // namespace
+}  // namespace fco
+
+extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, char* err) {
+  if (!g || g->num_local < 1 || g->num_local > FCO_MAX_GPU_RANKS || g->nranks < 1 ||
+      g->nranks > FCO_MAX_GPU_RANKS || g->num_local > g->nranks)
+    return fco::fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: bad launch descriptor");
+  const fco_op_t* op0 = g->r[0].op;
+  fco_gemv_ar_args_t a0;
+  memcpy(&a0, op0->u.raw, sizeof a0);
+  if (a0.M < 1 || a0.M > FCO_GEMV_ALLREDUCE_MAX_M)
+    return fco::fail(err, FCO_ERR_UNSUPPORTED, "fco_gemv_allreduce: M %zu is not in 1..%d", a0.M,
+                     FCO_GEMV_ALLREDUCE_MAX_M);
+  for (int i = 0; i < g->num_local; ++i)
+    if (!g->r[i].dev)
+      return fco::fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: local rank %d: dev is NULL", i);
+  int impl = op0->impl;
+  if (impl == 0) return fco::run_baseline(g, err);
+  if (impl == 2 && fco_gemv_ar_tiles(a0.N) < (size_t)g->nranks) impl = 1; /* see the header */
+  fco::FusedFn fn = nullptr;
+  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M);
+  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M);
+  else
+    return fco::fail(err, FCO_ERR_INVALID_ARGUMENT,
+                     "fco_gemv_allreduce: impl %d is not available on the %s transport", impl,
+                     fco_transport_name(g->transport));
+  if (!fn)
+    return fco::fail(err, FCO_ERR_UNSUPPORTED, "fco_gemv_allreduce: no kernel for dtype %d, M %zu",
+                     (int)a0.dtype, a0.M);
+  /* The half size follows the requested impl (impl 2's half holds impl 1's layout too). */
+  return fn(g, &a0, op0->impl, err);
+}

@@ -1,0 +1,159 @@
+/*
+ * gemv_allreduce.c — fco_gemv_allreduce: argument checks, impl choice (AUTO), workspace need,
+ * submit. Kernels: src/cuda/gemv_allreduce.cu (+ gemv_tile.cuh); CPU reference:
+ * src/cpu/gemv_allreduce.c. Layout of the workspace: src/ops/gemv_allreduce.h.
+ *
+ * Workspace (data bytes per rank), T = ceil(N/16), S = roundup(T·16·M·4, 256),
+ * Sg = roundup(T·16·M·esize, 256):
+ *   impl 1 (one-shot):   2 · P · S         fp32 partial tiles, a slot per source rank, 2 halves
+ *   impl 2 (two-phase):  2 · (P · S + Sg)  + the gather area of reduced tiles
+ *   impl 0 local:        roundup(M·N·esize, 256)   (the copy allreduce)
+ *   impl 0 nccl:         0
+ *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
+ *
+ * shape[] = {M, N, dtype, bias present}: compared across ranks by the local (same group) and
+ * cpu (shared memory) transports at every call; on nccl, FCO_CHECK_ARGS=1 makes the fused
+ * kernels compare them on the device (src/cuda/gemv_allreduce.cu: "argument check").
+ */
+#include <string.h>
+
+#include "gemv_allreduce.h"
+
+_Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit the op record");
+
+/* AUTO (preliminary, to be tuned from fco-bench gemv_allreduce on 2×H200):
+ *  - cpu transport: 1 (every impl is the same reference there);
+ *  - P == 1: 0 (nothing to reduce: cuBLAS alone);
+ *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (default 16) and f32 with M ≤ 4: fused, because
+ *    the fused kernel streams W at HBM speed with tensor cores (f32: CUDA cores) and hides the
+ *    all-reduce behind the GEMV; one-shot (1) while the bytes each rank pushes,
+ *    (P−1)·M·N·4, stay ≤ FCO_GEMV_AR_ONESHOT_MAX (default 4 MiB), two-phase (2) above;
+ *  - otherwise 0 (cuBLAS uses tensor cores at full rate for larger M; the fused tile does not
+ *    yet stage x in shared memory).
+ * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
+static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
+  if (impl != FCO_IMPL_AUTO) return impl;
+  if (comm->transport == FCO_TRANSPORT_CPU) return 1;
+  if (comm->nranks == 1) return 0;
+  long long max_m = dtype == FCO_F32 ? 4 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
+  if ((long long)M > max_m) return 0;
+  long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
+  long long pushed = (long long)(comm->nranks - 1) * (long long)(M * N * 4);
+  return pushed <= oneshot_max ? 1 : 2;
+}
+
+static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
+  size_t es = fco_dtype_size(dtype);
+  int P = comm->nranks;
+  if (comm->transport == FCO_TRANSPORT_CPU)
+    return 2 * (size_t)P * fco_round_up(M * N * 4, 256);
+  if (impl == 1 || impl == 2) return 2 * fco_gemv_ar_half_bytes(impl, P, M, N, es);
+  if (comm->transport == FCO_TRANSPORT_LOCAL && P > 1) return fco_round_up(M * N * es, 256);
+  return 0;
+}
+
+static fco_result_t check_common(fco_comm_t comm, size_t M, size_t N, size_t K, fco_dtype_t dtype,
+                                 int impl, const char* fn) {
+  if (!comm) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "%s: comm is NULL", fn);
+  if (M == 0) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: M is 0", fn);
+  if ((long long)M < 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: M %zu is negative", fn, M);
+  if (M > FCO_GEMV_ALLREDUCE_MAX_M)
+    return fco_set_error(comm, FCO_ERR_UNSUPPORTED,
+                         "%s: M = %zu rows is more than a GEMV (M <= %d): use a GEMM (e.g. "
+                         "cublasGemmEx) followed by fco_allreduce", fn, M,
+                         FCO_GEMV_ALLREDUCE_MAX_M);
+  /* 2^31: every row index and row length fits an int; offsets are 64-bit anyway. */
+  if (N == 0) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: N is 0", fn);
+  if (N >= ((size_t)1 << 31))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: N %zu is negative or absurd (>= 2^31)", fn, N);
+  if (K == 0) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: K is 0", fn);
+  if (K >= ((size_t)1 << 31))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: K %zu is negative or absurd (>= 2^31)", fn, K);
+  if (fco_dtype_size(dtype) == 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: dtype %d is not FCO_F32, FCO_F16 or FCO_BF16", fn, (int)dtype);
+  if (N * K > ((size_t)1 << 40))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: N x K = %zu x %zu elements of W is absurd (> 2^40)", fn, N, K);
+  if (impl != FCO_IMPL_AUTO && (impl < 0 || impl >= FCO_GEMV_ALLREDUCE_NUM_IMPLS))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: impl %d is not 0..%d or FCO_IMPL_AUTO (-1)", fn, impl,
+                         FCO_GEMV_ALLREDUCE_NUM_IMPLS - 1);
+  return FCO_OK;
+}
+
+fco_result_t fco_gemv_allreduce_workspace(fco_comm_t comm, size_t M, size_t N, size_t K,
+                                          fco_dtype_t dtype, int impl, size_t* bytes) {
+  FCO_CHECK(check_common(comm, M, N, K, dtype, impl, "fco_gemv_allreduce_workspace"));
+  if (!bytes)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "fco_gemv_allreduce_workspace: bytes is NULL");
+  *bytes = workspace(comm, M, N, dtype, resolve_impl(comm, M, N, dtype, impl));
+  return FCO_OK;
+}
+
+const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl) {
+  if (!comm) return NULL;
+  if (impl == FCO_IMPL_AUTO) return "auto";
+  return fco_op_impl_name(FCO_OP_GEMV_ALLREDUCE, comm->transport, impl);
+}
+
+static int overlaps(const void* a, size_t na, const void* b, size_t nb) {
+  const char* x = (const char*)a;
+  const char* y = (const char*)b;
+  return x < y + nb && y < x + na;
+}
+
+fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
+                                void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,
+                                int impl, void* stream) {
+  static const char fn[] = "fco_gemv_allreduce";
+  FCO_CHECK(check_common(comm, M, N, K, dtype, impl, fn));
+  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (!x) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: x is NULL", fn);
+  if (!w) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: w is NULL", fn);
+  if (!y) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: y is NULL", fn);
+  size_t es = fco_dtype_size(dtype);
+  const void* ptrs[4] = {x, w, bias, y};
+  static const char* const names[4] = {"x", "w", "bias", "y"};
+  for (int i = 0; i < 4; i++)
+    if (ptrs[i] && (uintptr_t)ptrs[i] % es)
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "%s: %s %p is not aligned to the element size (%zu bytes of %s)", fn,
+                           names[i], ptrs[i], es, fco_dtype_name(dtype));
+  size_t ybytes = M * N * es;
+  if (overlaps(y, ybytes, x, M * K * es))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: y overlaps x", fn);
+  if (overlaps(y, ybytes, w, N * K * es))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: y overlaps w", fn);
+  if (bias && overlaps(y, ybytes, bias, N * es))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: y overlaps bias", fn);
+
+  fco_op_t op;
+  memset(&op, 0, sizeof op);
+  op.kind = FCO_OP_GEMV_ALLREDUCE;
+  op.comm = comm;
+  op.impl = resolve_impl(comm, M, N, dtype, impl);
+  op.stream = stream;
+  op.ws_bytes = workspace(comm, M, N, dtype, op.impl);
+  fco_gemv_ar_args_t a;
+  memset(&a, 0, sizeof a);
+  a.x = x;
+  a.w = w;
+  a.bias = bias;
+  a.y = y;
+  a.M = M;
+  a.N = N;
+  a.K = K;
+  a.dtype = dtype;
+  a.check_args = fco_env_int("FCO_CHECK_ARGS", 0) > 0;
+  memcpy(op.u.raw, &a, sizeof a);
+  op.shape[FCO_GEMV_SHAPE_M] = (int64_t)M;
+  op.shape[FCO_GEMV_SHAPE_N] = (int64_t)N;
+  op.shape[FCO_GEMV_SHAPE_DTYPE] = (int64_t)dtype;
+  op.shape[FCO_GEMV_SHAPE_BIAS] = bias != NULL;
+  return fco_op_submit(&op);
+}

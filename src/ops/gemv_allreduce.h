@@ -1,0 +1,67 @@
+/*
+ * gemv_allreduce.h — the argument record of fco_gemv_allreduce (stored in fco_op_t.u.raw) and
+ * the workspace layout every backend shares (src/ops/gemv_allreduce.c computes the need, the
+ * CUDA kernels and the CPU backend address it the same way). Plain C, included by .c and .cu.
+ *
+ * Output tiles: the N output columns are cut into T = ceil(N / 16) tiles of 16 columns; a
+ * partial tile is [M][16] fp32 (64·M bytes), a reduced tile is [M][16] of the dtype.
+ *
+ * Workspace per rank (two halves alternating with the epoch parity; half h starts at
+ * h · (workspace bytes / 2, rounded down to 256), whatever the call's size, so consecutive
+ * calls of different shapes or ops never share bytes):
+ *   impl 1 one-shot:   2 · P · S                 S  = roundup(T · 16 · M · 4, 256)
+ *   impl 2 two-phase:  2 · (P · S + Sg)          Sg = roundup(T · 16 · M · esize, 256)
+ *   impl 0 local:      roundup(M · N · esize, 256)   (fco_cuda_allreduce_copy's need)
+ *   impl 0 nccl:       0
+ *   cpu (every impl):  2 · P · roundup(M · N · 4, 256)
+ * A half holds P slots of S bytes (slot p: rank p's fp32 partial tiles, [T][M][16]) and, for
+ * impl 2, after them the gather area of Sg bytes (reduced tiles in the dtype, [T][M][16]).
+ */
+#ifndef FCO_OPS_GEMV_ALLREDUCE_H_
+#define FCO_OPS_GEMV_ALLREDUCE_H_
+
+#include <stddef.h>
+
+#include "../core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FCO_GEMV_TILE_N 16 /* output columns per tile */
+
+typedef struct {
+  const void* x;     /* [M, K] row-major, this rank's slice of the activations            */
+  const void* w;     /* [N, K] row-major, this rank's slice of the weight (torch layout)  */
+  const void* bias;  /* [N] or NULL; added once                                           */
+  void* y;           /* [M, N] row-major, the sum over ranks (+ bias), on every rank      */
+  size_t M, N, K;    /* K: this rank's slice; may differ across ranks                     */
+  fco_dtype_t dtype;
+  int check_args;    /* FCO_CHECK_ARGS=1: kernels compare (M, N, dtype, bias, impl) across ranks */
+} fco_gemv_ar_args_t;
+
+/* shape[] of the op record: what every rank must agree on (K may differ). */
+enum { FCO_GEMV_SHAPE_M = 0, FCO_GEMV_SHAPE_N, FCO_GEMV_SHAPE_DTYPE, FCO_GEMV_SHAPE_BIAS };
+
+static inline size_t fco_gemv_ar_tiles(size_t N) {
+  return (N + FCO_GEMV_TILE_N - 1) / FCO_GEMV_TILE_N;
+}
+/* S: bytes of one rank's fp32 partial tiles. */
+static inline size_t fco_gemv_ar_slot_bytes(size_t M, size_t N) {
+  return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * 4, 256);
+}
+/* Sg: bytes of the reduced tiles in the dtype (impl 2's gather area). */
+static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) {
+  return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * esize, 256);
+}
+/* Bytes of one epoch half for the fused impls. */
+static inline size_t fco_gemv_ar_half_bytes(int impl, int P, size_t M, size_t N, size_t esize) {
+  size_t h = (size_t)P * fco_gemv_ar_slot_bytes(M, N);
+  if (impl == 2) h += fco_gemv_ar_gather_bytes(M, N, esize);
+  return h;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FCO_OPS_GEMV_ALLREDUCE_H_ */

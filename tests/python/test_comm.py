@@ -1,0 +1,72 @@
+"""test_comm.py — fco.init: one communicator per (group, device), cached, bootstrapped over the
+group, on the cpu transport for CPU tensors; workspace reserve; shutdown.
+Run: pytest tests/python/test_comm.py
+"""
+
+
+def _w_init():
+    import torch.distributed as dist
+
+    import fco
+
+    c = fco.init()
+    assert fco.init() is c and fco.init(device="cpu") is c  # cached
+    assert (c.rank, c.size) == (dist.get_rank(), dist.get_world_size())
+    assert c.transport == "cpu" and str(c.device) == "cpu"
+    assert c in fco.communicators()
+    c.check_async_error()
+    before = c.workspace_bytes()
+    c.reserve(before + (1 << 20))  # collective: the same bytes on every rank
+    assert c.workspace_bytes() >= before + (1 << 20)
+    assert fco.allreduce_workspace_bytes(_ones(1000)) >= 2 * dist.get_world_size() * 4000
+    return repr(c)
+
+
+def _ones(n):
+    import torch
+
+    return torch.ones(n)
+
+
+def test_init_cached_and_reserve(pool2):
+    reprs = pool2.run(_w_init)
+    assert "rank=0/2" in reprs[0] and "rank=1/2" in reprs[1]
+
+
+def _w_groups_get_their_own():
+    import torch.distributed as dist
+
+    import fco
+
+    n = dist.get_world_size()
+    g_all = dist.new_group(list(range(n)))
+    g_pair = dist.new_group([0, 1])
+    c_all = fco.init(g_all)
+    assert c_all is not fco.init()  # another group, another communicator
+    assert c_all.size == n
+    if dist.get_rank() in (0, 1):
+        c_pair = fco.init(g_pair)
+        assert c_pair.size == 2 and c_pair.rank == dist.get_rank()
+    fco.shutdown(g_all)
+    assert c_all.handle is None and c_all not in fco.communicators()
+    return True
+
+
+def test_each_group_its_own_communicator(pool3):
+    pool3.run(_w_groups_get_their_own)
+
+
+def _w_shutdown_all():
+    import torch
+
+    import fco
+
+    fco.init()
+    fco.shutdown()
+    assert fco.communicators() == []
+    # everything comes back on next use
+    return fco.allreduce(torch.ones(2)).tolist()
+
+
+def test_shutdown_all_then_reuse(pool2):
+    assert pool2.run(_w_shutdown_all) == [[2.0, 2.0]] * 2

@@ -1,0 +1,109 @@
+"""test_lib.py — the ctypes binding itself (one process, no process group): the library is
+found and matches the binding (config size, result codes), errors carry fco_last_error, a wrong
+FCO_LIB is reported with every place searched.
+Run: pytest tests/python/test_lib.py
+"""
+import ctypes
+import os
+import subprocess
+import sys
+
+import pytest
+
+import fco
+from fco import _lib
+
+
+def test_library_loads():
+    path = fco.lib_path()
+    assert os.path.isfile(path) and path.endswith(".so")
+
+
+def test_result_names_match_library():
+    for code, name in enumerate(_lib.RESULT_NAMES):
+        assert _lib.result_string(code) != "unknown result", name
+    assert _lib.result_string(len(_lib.RESULT_NAMES)) == "unknown result"
+    assert _lib.result_string(_lib.TIMEOUT).startswith("a peer did not signal")
+
+
+def test_dtype_and_transport_names():
+    L = _lib.lib()
+    assert [L.fco_dtype_name(d).decode() for d in (_lib.F32, _lib.F16, _lib.BF16)] == \
+        ["f32", "f16", "bf16"]
+    assert L.fco_transport_name(_lib.TRANSPORT_CPU).decode() == "cpu"
+    assert L.fco_transport_name(_lib.TRANSPORT_NCCL).decode() == "nccl"
+
+
+def test_config_defaults():
+    cfg = _lib.config()
+    assert cfg.size == ctypes.sizeof(_lib.Config)
+    assert cfg.transport == _lib.TRANSPORT_AUTO and cfg.device == -1
+
+
+def test_error_carries_last_error():
+    # fco_comm_init with nranks 0: rejected by libfco with a message naming the value
+    uid = _lib.UniqueId()
+    _lib.check(_lib.lib().fco_get_unique_id(ctypes.byref(uid)))
+    h = _lib.comm_t()
+    cfg = _lib.config(transport=_lib.TRANSPORT_CPU)
+    r = _lib.lib().fco_comm_init(ctypes.byref(h), 0, 0, ctypes.byref(uid), ctypes.byref(cfg))
+    with pytest.raises(fco.FcoError, match="nranks 0") as e:
+        _lib.check(r, None, "fco_comm_init")
+    assert e.value.code == _lib.INVALID_ARGUMENT and e.value.name == "INVALID_ARGUMENT"
+    assert "FCO_ERR_INVALID_ARGUMENT" in str(e.value) and "fco_comm_init" in str(e.value)
+
+
+def test_one_rank_communicator_direct():
+    # the C API without torch.distributed: one rank on the cpu transport
+    L = _lib.lib()
+    uid = _lib.UniqueId()
+    _lib.check(L.fco_get_unique_id(ctypes.byref(uid)))
+    h = _lib.comm_t()
+    cfg = _lib.config(transport=_lib.TRANSPORT_CPU)
+    _lib.check(L.fco_comm_init(ctypes.byref(h), 1, 0, ctypes.byref(uid), ctypes.byref(cfg)))
+    try:
+        import torch
+
+        x = torch.arange(10, dtype=torch.float32)
+        y = torch.empty_like(x)
+        f = _lib.bind("fco_allreduce", [_lib.comm_t, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_void_p])
+        _lib.check(f(h, x.data_ptr(), y.data_ptr(), 10, _lib.F32, -1, None), h.value)
+        assert torch.equal(x, y)
+    finally:
+        _lib.check(L.fco_comm_destroy(h))
+
+
+def test_bind_missing_symbol():
+    with pytest.raises(fco.FcoError, match="fco_no_such_function") as e:
+        _lib.bind("fco_no_such_function", [])
+    assert e.value.name == "UNSUPPORTED"
+
+
+def test_bad_fco_lib_reports_where_it_looked(tmp_path):
+    env = dict(os.environ, FCO_LIB=str(tmp_path / "nope.so"))
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(fco.__file__))
+    code = ("import fco\n"
+            "try:\n"
+            "    fco.lib_path()\n"
+            "except fco.FcoLibraryNotFound as e:\n"
+            "    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert "nope.so (missing)" in out.stdout and "make" in out.stdout, out.stdout + out.stderr
+
+
+def test_wrappers_and_ops_go_together():
+    # an exported fco.<op> always has its registered fco::<op>, and the TODO operators
+    # (fco/ops/<op>.py holding only the plan) have neither
+    import torch
+
+    assert hasattr(torch.ops.fco, "allreduce") and hasattr(torch.ops.fco, "allreduce_")
+    for name in ("allreduce", "gemv_allreduce", "embedding_alltoall", "gemm_alltoall"):
+        try:
+            torch.ops.fco.__getattr__(name).default
+            registered = True
+        except (AttributeError, RuntimeError):
+            registered = False
+        assert registered == hasattr(fco, name), name

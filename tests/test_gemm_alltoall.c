@@ -1,0 +1,467 @@
+/*
+ * test_gemm_alltoall.c — fco_gemm_alltoall (grouped GEMM + combine all-to-all) against a float64
+ * host reference: P = 1..4 ranks, E_r = 1..3 experts per rank (different per rank), ragged
+ * counts with zero rows for some (expert, source) pairs and whole sources, K and N odd or not a
+ * multiple of the tile (1, 17, 100, 136, ...), both weight layouts, f32 / f16 / bf16, impls 0, 1,
+ * 2 and AUTO, with and without the host hints; outputs poisoned first and guarded after their
+ * capacity (rows past the received total must stay poison). Then calls back to back without a
+ * sync, bad counts (out capacity too small, sum over a_rows, negative) that must write nothing,
+ * bad arguments, and on the local transport CUDA-graph replays with changing device counts.
+ *   make test   or   build/tests/test_gemm_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
+ * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs fewer shapes.
+ *
+ * Error bound per element: |got − ref| ≤ rtol·|ref| + atol·Σ_k |a_k·w_k| with (rtol, atol) =
+ * f32 (1e-5, 1e-5), f16 (2e-3, 1e-3), bf16 (1e-2, 4e-3): output rounding (relative) plus fp32
+ * accumulation in any order (bounded by the sum of magnitudes).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+#ifdef FCO_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#define MAXP 4
+#define MAXE 3
+
+typedef struct {
+  int P, E[MAXP];
+  int K, N, layout;
+  fco_dtype_t dtype;
+  int32_t* counts[MAXP];  /* host [E_r][P] */
+  int32_t recv[MAXP][MAXP]; /* recv[s][r]: rows s gets from r */
+  int64_t a_rows, out_rows;
+  float* a[MAXP];         /* host copies, values exactly representable in dtype */
+  float* w[MAXP];
+} ga_case_t;
+
+typedef struct {
+  void *a[MAXP], *w[MAXP], *out[MAXP];
+  int32_t* counts[MAXP]; /* device */
+  size_t out_bytes[MAXP];
+} ga_bufs_t;
+
+static int dev_of(const t_world_t* w, int r) { return t_rank_device(w->transport, r); }
+
+static double urand(uint64_t* s) {
+  *s = t_mix(*s);
+  return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Counts: ragged, with zero segments; `big` makes some segments span several 128-row tiles. */
+static void make_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt, uint64_t seed,
+                      int big, int slack) {
+  memset(c, 0, sizeof *c);
+  c->P = P;
+  c->K = K;
+  c->N = N;
+  c->layout = layout;
+  c->dtype = dt;
+  uint64_t s = seed;
+  int64_t max_a = 0, max_out = 0;
+  int zero_src = P > 1 ? (int)(urand(&s) * P) : -1; /* a source nobody gets rows from, at times */
+  if (urand(&s) < 0.5) zero_src = -1;
+  for (int r = 0; r < P; r++) {
+    c->E[r] = 1 + (int)((seed >> (8 * r)) % MAXE);
+    c->counts[r] = (int32_t*)calloc((size_t)c->E[r] * P, sizeof(int32_t));
+    int64_t sum = 0;
+    for (int e = 0; e < c->E[r]; e++)
+      for (int q = 0; q < P; q++) {
+        double u = urand(&s);
+        int v = u < 0.25 ? 0 : (int)(urand(&s) * (big ? 300 : 9));
+        if (q == zero_src) v = 0;
+        c->counts[r][e * P + q] = v;
+        c->recv[q][r] += v;
+        sum += v;
+      }
+    if (sum > max_a) max_a = sum;
+  }
+  for (int q = 0; q < P; q++) {
+    int64_t t = 0;
+    for (int r = 0; r < P; r++) t += c->recv[q][r];
+    if (t > max_out) max_out = t;
+  }
+  c->a_rows = max_a + slack;
+  c->out_rows = max_out + slack;
+  for (int r = 0; r < P; r++) {
+    size_t na = (size_t)c->a_rows * K, nw = (size_t)c->E[r] * K * N;
+    c->a[r] = (float*)malloc((na + 1) * sizeof(float));
+    c->w[r] = (float*)malloc((nw + 1) * sizeof(float));
+    char tmp[4];
+    for (size_t i = 0; i < na; i++) {
+      t_set_elem(dt, tmp, 0, (float)(2 * urand(&s) - 1));
+      c->a[r][i] = t_get_elem(dt, tmp, 0);
+    }
+    for (size_t i = 0; i < nw; i++) {
+      t_set_elem(dt, tmp, 0, (float)(2 * urand(&s) - 1));
+      c->w[r][i] = t_get_elem(dt, tmp, 0);
+    }
+  }
+}
+
+static void free_case(ga_case_t* c) {
+  for (int r = 0; r < c->P; r++) {
+    free(c->counts[r]);
+    free(c->a[r]);
+    free(c->w[r]);
+  }
+}
+
+static void upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
+  size_t es = fco_dtype_size(c->dtype);
+  for (int r = 0; r < c->P; r++) {
+    int d = dev_of(w, r);
+    size_t na = (size_t)c->a_rows * c->K, nw = (size_t)c->E[r] * c->K * c->N;
+    b->a[r] = t_alloc(w->transport, d, na * es + T_GUARD);
+    b->w[r] = t_alloc(w->transport, d, nw * es + T_GUARD);
+    b->out_bytes[r] = (size_t)c->out_rows * c->N * es;
+    b->out[r] = t_alloc(w->transport, d, b->out_bytes[r] + T_GUARD);
+    b->counts[r] = (int32_t*)t_alloc(w->transport, d, (size_t)c->E[r] * c->P * 4 + 16);
+    void* h = malloc((na > nw ? na : nw) * es + 1);
+    for (size_t i = 0; i < na; i++) t_set_elem(c->dtype, h, i, c->a[r][i]);
+    t_put(w->transport, d, b->a[r], h, na * es);
+    for (size_t i = 0; i < nw; i++) t_set_elem(c->dtype, h, i, c->w[r][i]);
+    t_put(w->transport, d, b->w[r], h, nw * es);
+    free(h);
+    t_put(w->transport, d, b->counts[r], c->counts[r], (size_t)c->E[r] * c->P * 4);
+  }
+}
+
+static void poison(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
+  for (int r = 0; r < c->P; r++) {
+    t_memset(w->transport, dev_of(w, r), b->out[r], T_POISON, b->out_bytes[r]);
+    t_memset(w->transport, dev_of(w, r), (char*)b->out[r] + b->out_bytes[r], T_GUARD_BYTE,
+             T_GUARD);
+  }
+}
+
+static void free_bufs(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
+  for (int r = 0; r < c->P; r++) {
+    int d = dev_of(w, r);
+    t_free(w->transport, d, b->a[r]);
+    t_free(w->transport, d, b->w[r]);
+    t_free(w->transport, d, b->out[r]);
+    t_free(w->transport, d, b->counts[r]);
+  }
+}
+
+/* hints: 0 none, 1 counts_host + recv_rows_host. */
+static fco_result_t issue(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int impl,
+                          int hints, void* stream) {
+  fco_result_t first = FCO_OK;
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < c->P; r++) {
+    fco_result_t e = fco_gemm_alltoall(w->comms[r], b->a[r], c->a_rows, b->w[r], c->layout,
+                                       c->E[r], b->counts[r], hints ? c->counts[r] : NULL,
+                                       hints ? c->recv[r] : NULL, b->out[r], c->out_rows, c->K,
+                                       c->N, c->dtype, impl, stream);
+    if (e != FCO_OK && first == FCO_OK) first = e;
+  }
+  fco_result_t e = fco_group_end();
+  return first != FCO_OK ? first : e;
+}
+
+static void tolerances(fco_dtype_t dt, double* rtol, double* atol) {
+  switch (dt) {
+    case FCO_F32: *rtol = 1e-5; *atol = 1e-5; break;
+    case FCO_F16: *rtol = 2e-3; *atol = 1e-3; break;
+    default: *rtol = 1e-2; *atol = 4e-3; break;
+  }
+}
+
+/* Wrong elements (printed, first few) across every rank; rows past the total must be poison
+ * and the guard intact. */
+static size_t check(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {
+  size_t es = fco_dtype_size(c->dtype), N = (size_t)c->N, K = (size_t)c->K, bad = 0;
+  double rtol, atol;
+  tolerances(c->dtype, &rtol, &atol);
+  for (int s = 0; s < c->P; s++) {
+    unsigned char* h = (unsigned char*)malloc(b->out_bytes[s] + T_GUARD);
+    t_get(w->transport, dev_of(w, s), h, b->out[s], b->out_bytes[s] + T_GUARD);
+    size_t row = 0;
+    for (int r = 0; r < c->P; r++) {
+      int64_t arow = 0; /* row of r's A */
+      for (int e = 0; e < c->E[r]; e++)
+        for (int q = 0; q < c->P; q++) {
+          int cnt = c->counts[r][e * c->P + q];
+          if (q != s) {
+            arow += cnt;
+            continue;
+          }
+          const float* we = c->w[r] + (size_t)e * K * N;
+          for (int i = 0; i < cnt; i++, arow++, row++) {
+            const float* ar = c->a[r] + (size_t)arow * K;
+            for (size_t n = 0; n < N; n++) {
+              double ref = 0, mag = 0;
+              for (size_t k = 0; k < K; k++) {
+                double x = (double)ar[k] * (c->layout == FCO_W_NK ? we[n * K + k] : we[k * N + n]);
+                ref += x;
+                mag += fabs(x);
+              }
+              double got = t_get_elem(c->dtype, h, row * N + n);
+              if (fabs(got - ref) <= rtol * fabs(ref) + atol * mag) continue;
+              if (bad++ < 5)
+                printf("  rank %d out[%zu][%zu] (from rank %d expert %d row %d) = %.6g, want "
+                       "%.6g\n", s, row, n, r, e, i, got, ref);
+            }
+          }
+        }
+    }
+    for (size_t i = row * N * es; i < b->out_bytes[s]; i++)
+      if (h[i] != T_POISON) {
+        if (bad++ < 5) printf("  rank %d: byte %zu past the %zu received rows was written\n", s, i, row);
+        break;
+      }
+    for (size_t i = 0; i < T_GUARD; i++)
+      if (h[b->out_bytes[s] + i] != T_GUARD_BYTE) {
+        if (bad++ < 5) printf("  rank %d: guard byte %zu after out was written\n", s, i);
+        break;
+      }
+    free(h);
+  }
+  return bad;
+}
+
+/* Every output byte still poison, every guard intact. */
+static size_t untouched(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {
+  size_t bad = 0;
+  for (int s = 0; s < c->P; s++) {
+    unsigned char* h = (unsigned char*)malloc(b->out_bytes[s] + T_GUARD);
+    t_get(w->transport, dev_of(w, s), h, b->out[s], b->out_bytes[s] + T_GUARD);
+    for (size_t i = 0; i < b->out_bytes[s]; i++) bad += h[i] != T_POISON;
+    for (size_t i = 0; i < T_GUARD; i++) bad += h[b->out_bytes[s] + i] != T_GUARD_BYTE;
+    free(h);
+  }
+  return bad;
+}
+
+static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
+static const int kImpls[] = {0, 1, 2, FCO_IMPL_AUTO};
+
+static void one(const t_world_t* w, int K, int N, int layout, fco_dtype_t dt, int impl, int hints,
+                int big) {
+  uint64_t seed = t_next_seed();
+  t_context("P=%d K=%d N=%d %s %s impl=%d hints=%d big=%d seed=0x%016llx", w->n, K, N,
+            layout ? "W[N,K]" : "W[K,N]", fco_dtype_name(dt), impl, hints, big,
+            (unsigned long long)seed);
+  ga_case_t c;
+  ga_bufs_t b;
+  make_case(&c, w->n, K, N, layout, dt, seed, big, (int)(seed % 3));
+  upload(w, &c, &b);
+  poison(w, &c, &b);
+  ASSERT_OK(issue(w, &c, &b, impl, hints, NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(check(w, &c, &b), 0);
+  free_bufs(w, &c, &b);
+  free_case(&c);
+}
+
+/* Three calls issued back to back (different counts, buffers and impls), one sync, then check. */
+static void back_to_back(const t_world_t* w) {
+  ga_case_t c[3];
+  ga_bufs_t b[3];
+  for (int i = 0; i < 3; i++) {
+    make_case(&c[i], w->n, 33 + 8 * i, 24 + i, i % 2, FCO_BF16, t_next_seed(), 0, 1);
+    upload(w, &c[i], &b[i]);
+    poison(w, &c[i], &b[i]);
+  }
+  t_context("P=%d back-to-back calls impls 1,2,1", w->n);
+  for (int i = 0; i < 3; i++) ASSERT_OK(issue(w, &c[i], &b[i], i == 1 ? 2 : 1, 1, NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(check(w, &c[i], &b[i]), 0);
+    free_bufs(w, &c[i], &b[i]);
+    free_case(&c[i]);
+  }
+}
+
+/* Bad counts on a fresh world: the call fails (cpu, or host-side checks) or reports
+ * FCO_ERR_INVALID_ARGUMENT asynchronously (device-side checks); nothing is written. */
+static void bad_counts(fco_transport_t t, int P, int kind, int impl) {
+  static const char* kinds[] = {"out_rows too small", "counts sum over a_rows", "negative count"};
+  t_world_t w;
+  t_context("P=%d bad counts: %s, impl %d", P, kinds[kind], impl);
+  ASSERT_OK(t_world_init(&w, t, P, NULL));
+  ga_case_t c;
+  ga_bufs_t b;
+  make_case(&c, P, 20, 12, 0, FCO_F32, t_next_seed(), 0, 10);
+  c.counts[0][0] += 5; /* at least one row, so the capacities can be too small (fits the slack) */
+  /* Capacities that fit exactly, then one broken. */
+  int64_t max_a = 0, max_out = 0;
+  int64_t recv[MAXP] = {0};
+  for (int r = 0; r < P; r++) {
+    int64_t sum = 0;
+    for (int i = 0; i < c.E[r] * P; i++) {
+      sum += c.counts[r][i];
+      recv[i % P] += c.counts[r][i];
+    }
+    if (sum > max_a) max_a = sum;
+  }
+  for (int q = 0; q < P; q++)
+    if (recv[q] > max_out) max_out = recv[q];
+  c.a_rows = max_a;
+  c.out_rows = kind == 0 ? max_out - 1 : max_out;
+  if (kind == 1) c.a_rows = max_a - 1;
+  if (kind == 2) c.counts[P - 1][0] = -3;
+  upload(&w, &c, &b);
+  poison(&w, &c, &b);
+  fco_result_t r = issue(&w, &c, &b, impl, 0, NULL);
+  t_sync(&w);
+  if (r == FCO_OK) {
+    r = FCO_OK;
+    for (int q = 0; q < P && r == FCO_OK; q++) r = fco_comm_get_async_error(w.comms[q]);
+  }
+  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(untouched(&w, &c, &b), 0);
+  free_bufs(&w, &c, &b);
+  free_case(&c);
+  /* After a device-side error the communicators are unusable; destroy must still work. */
+  for (int q = 0; q < P; q++) fco_comm_destroy(w.comms[q]);
+}
+
+static void bad_args(const t_world_t* w) {
+  fco_comm_t c = w->comms[0];
+  int32_t dummy[16] = {0};
+  void* p = t_alloc(w->transport, dev_of(w, 0), 4096);
+  t_context("bad arguments");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 0, 0, dummy, NULL, NULL, p, 1, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "num_experts");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 2, 1, dummy, NULL, NULL, p, 1, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "w_layout");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 0, 1, NULL, NULL, NULL, p, 1, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "counts");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 0, 1, dummy, NULL, NULL, p, 1, 0, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "k");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 0, 1, dummy, NULL, NULL, p, 1, 4, 4, FCO_F32, 7, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "impl");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 0, 1, dummy, NULL, NULL, p, 1, 4, 4, (fco_dtype_t)9, 1,
+                               NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "dtype");
+  int32_t neg[8] = {-1, 0, 0, 0, 0, 0, 0, 0};
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, neg, NULL, (char*)p + 2048, 8, 4, 4,
+                               FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "counts_host");
+  size_t ws = 0;
+  ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, FCO_IMPL_AUTO, &ws));
+  ASSERT_GE(ws, (size_t)100 * 64 * 2);
+  ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 1), "tiles");
+  ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 2), "chunks");
+  ASSERT_NULL(fco_gemm_alltoall_impl_name(c, 3));
+  t_free(w->transport, dev_of(w, 0), p);
+}
+
+#ifdef FCO_HAVE_CUDA
+/* Local transport: capture one call (impl 1, no hints), replay it with new counts and inputs
+ * written into the same device buffers, check every replay. */
+static void graph_replay(const t_world_t* w) {
+  cudaStream_t st;
+  ASSERT_EQ(cudaSetDevice(dev_of(w, 0)), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  ga_case_t c;
+  ga_bufs_t b;
+  /* Slack 72 ≥ the most rows the replays' counts (each < 7, E ≤ 3, P ≤ 4) can need. */
+  make_case(&c, w->n, 72, 40, 1, FCO_BF16, t_next_seed(), 0, 72);
+  upload(w, &c, &b);
+  size_t ws = 0;
+  ASSERT_OK(fco_gemm_alltoall_workspace(w->comms[0], c.a_rows, c.out_rows, c.K, c.N, c.dtype, 1,
+                                        &ws));
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_reserve(w->comms[r], ws));
+  t_context("P=%d graph capture", w->n);
+  ASSERT_EQ(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  fco_result_t r = issue(w, &c, &b, 1, 0, st);
+  cudaGraph_t g = NULL;
+  ASSERT_EQ(cudaStreamEndCapture(st, &g), cudaSuccess);
+  ASSERT_OK(r);
+  cudaGraphExec_t ge;
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  for (int it = 0; it < 3; it++) {
+    t_context("P=%d graph replay %d", w->n, it);
+    /* New counts (same E per rank) that fit the captured capacities. */
+    uint64_t s = t_next_seed();
+    memset(c.recv, 0, sizeof c.recv);
+    for (int q = 0; q < w->n; q++) {
+      for (int i = 0; i < c.E[q] * w->n; i++) {
+        s = t_mix(s);
+        c.counts[q][i] = (int32_t)(s % 7);
+      }
+      int64_t sum = 0;
+      for (int i = 0; i < c.E[q] * w->n; i++) sum += c.counts[q][i];
+      if (sum > c.a_rows) memset(c.counts[q], 0, (size_t)c.E[q] * w->n * 4);
+      for (int i = 0; i < c.E[q] * w->n; i++) c.recv[i % w->n][q] += c.counts[q][i];
+      t_put(w->transport, dev_of(w, q), b.counts[q], c.counts[q], (size_t)c.E[q] * w->n * 4);
+    }
+    poison(w, &c, &b);
+    ASSERT_EQ(cudaGraphLaunch(ge, st), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
+    for (int q = 0; q < w->n; q++) ASSERT_OK(fco_comm_get_async_error(w->comms[q]));
+    ASSERT_EQ(check(w, &c, &b), 0);
+  }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaStreamDestroy(st);
+  free_bufs(w, &c, &b);
+  free_case(&c);
+}
+#endif
+
+int main(void) {
+  t_seed_init();
+  fco_transport_t t = t_transport();
+  t_require_ranks(t, 1);
+  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  int max = t_max_ranks(t) < MAXP ? t_max_ranks(t) : MAXP;
+  static const int kShapes[][2] = {{1, 1},   {17, 17}, {100, 33}, {64, 136},
+                                   {136, 64}, {3, 100}, {33, 300}};
+  int nshapes = quick ? 3 : 7;
+  for (int p = 1; p <= max; p++) {
+    t_world_t w;
+    double t0 = t_now_ms();
+    t_context("P=%d: fco_comm_init_all", p);
+    ASSERT_OK(t_world_init(&w, t, p, NULL));
+    if (p == 1) bad_args(&w);
+    int k = 0;
+    for (int sh = 0; sh < nshapes; sh++)
+      for (int d = 0; d < 3; d++)
+        for (int i = 0; i < 4; i++, k++) {
+          int hints = (k % 3) != 0;
+          /* impl 0 on a nccl world driven by one thread needs the host hints */
+          if (t == FCO_TRANSPORT_NCCL && kImpls[i] == 0) hints = 1;
+          one(&w, kShapes[sh][0], kShapes[sh][1], k % 2, kDtypes[d], kImpls[i], hints, 0);
+        }
+    /* Segments spanning several 128-row tiles, every impl. */
+    for (int i = 0; i < 4; i++)
+      one(&w, 40, 24, i % 2, i < 2 ? FCO_BF16 : FCO_F16, kImpls[i], 1, 1);
+    if (!quick) one(&w, 256, 256, 0, FCO_BF16, 1, 0, 1);
+    back_to_back(&w);
+#ifdef FCO_HAVE_CUDA
+    if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
+#endif
+    t_world_destroy(&w, 0);
+    printf("P=%d: ok (%.0f ms)\n", p, t_now_ms() - t0);
+    fflush(stdout);
+  }
+  /* Bad counts: every kind, the device-checked impls (cpu: the reference). */
+  int pb = max < 2 ? max : 2;
+  for (int kind = 0; kind < 3; kind++) {
+    bad_counts(t, pb, kind, 1);
+    if (t != FCO_TRANSPORT_CPU) bad_counts(t, pb, kind, 2);
+    if (t == FCO_TRANSPORT_LOCAL) bad_counts(t, pb, kind, 0);
+  }
+  printf("bad counts: ok\n");
+  if (max < MAXP)
+    printf("ranks %d..%d not run: transport %s has %d here\n", max + 1, MAXP,
+           fco_transport_name(t), max);
+  printf("PASS\n");
+  return 0;
+}

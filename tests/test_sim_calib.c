@@ -1,0 +1,230 @@
+/*
+ * test_sim_calib.c — fco-sim's JSON reader and calibration files: valid JSON parses (escapes,
+ * nesting, numbers), invalid JSON fails naming line and column; the shipped calibration loads;
+ * collective lookups interpolate by bytes exactly on a hand-made file, pick the fastest fused
+ * impl, drop rows with wrong elements; compute lookups scale by bytes; bad calibration files
+ * fail naming the file, line and field; `validate` models rows of the fused operators
+ * (measured compute + modelled communication) exactly as computed by hand.
+ *   make test   or   build/tests/test_sim_calib
+ */
+#include "calib.h"
+#include "json.h"
+#include "report.h"
+#include "test_sim_util.h"
+
+static void json(void) {
+  char err[256];
+  t_context("json good");
+  const char* text =
+      "{\"a\": [1, -2.5e3, true, false, null],\n"
+      " \"s\": \"x\\\"y\\\\z\\n\\u00e9\\ud83d\\ude00\",\n"
+      " \"o\": {\"k\": {}}, \"e\": []}";
+  sim_json_t* j = sim_json_parse(text, err, sizeof err);
+  if (!j) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_EQ(j->type, SIM_JSON_OBJECT);
+  ASSERT_EQ(sim_json_len(j), 4);
+  const sim_json_t* a = sim_json_get(j, "a");
+  ASSERT_EQ(sim_json_len(a), 5);
+  ASSERT_NEAR(a->child->next->number, -2500, 0);
+  ASSERT_EQ(a->child->next->next->type, SIM_JSON_BOOL);
+  ASSERT_EQ(a->child->next->next->next->next->type, SIM_JSON_NULL);
+  ASSERT_STR_EQ(sim_json_str(j, "s"), "x\"y\\z\n\xc3\xa9\xf0\x9f\x98\x80");
+  ASSERT_EQ(sim_json_get(j, "s")->line, 2);
+  ASSERT_EQ(sim_json_len(sim_json_get(sim_json_get(j, "o"), "k")), 0);
+  ASSERT_NULL(sim_json_get(j, "missing"));
+  double v;
+  ASSERT_EQ(sim_json_num(j, "s", &v), 0); /* not a number */
+  sim_json_free(j);
+
+  static const struct { const char* text; const char* where; } kBad[] = {
+      {"", "line 1, column 1"},
+      {"{\"a\": 1,}", "line 1, column 9"},
+      {"{\"a\" 1}", "expected ':'"},
+      {"[1, 2\n, 3", "line 2, column 4"},
+      {"{\"a\": tru}", "unexpected character"},
+      {"\"abc", "unterminated string"},
+      {"[1] [2]", "trailing characters"},
+      {"{\n\n  \"x\": .5}", "line 3, column 8"},
+      {"\"bad \\q escape\"", "bad escape"},
+      {"{\"k\": \"a\nb\"}", "control character"},
+  };
+  for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; i++) {
+    t_context("json bad %zu: %s", i, kBad[i].text);
+    ASSERT_NULL(sim_json_parse(kBad[i].text, err, sizeof err));
+    ASSERT_STR_HAS(err, kBad[i].where);
+  }
+  /* deep nesting is refused, not a stack overflow */
+  char deep[400];
+  memset(deep, '[', sizeof deep - 1);
+  deep[sizeof deep - 1] = '\0';
+  ASSERT_NULL(sim_json_parse(deep, err, sizeof err));
+  ASSERT_STR_HAS(err, "nested deeper");
+}
+
+static void shipped(void) {
+  char path[1024], err[512];
+  sim_calib_t c;
+  t_context("calib/h200-x2-allreduce.json");
+  int rc = sim_calib_load(sim_src_path(path, sizeof path, "calib/h200-x2-allreduce.json"), &c,
+                          err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_EQ(c.gpus, 2);
+  ASSERT_EQ(c.num, 81); /* 3 dtypes x 9 sizes x (nccl, oneshot, auto) */
+  ASSERT_EQ(c.dropped, 0);
+  ASSERT_STR_EQ(c.commit, "fe93fe66a60f");
+  ASSERT_STR_EQ(c.machine, "nvidia-h200-x2");
+  /* measured points come back exactly; between them, linear in bytes */
+  double us;
+  char note[200];
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1048576, &us, note, sizeof note), 1);
+  ASSERT_NEAR(us, 15.654, 1e-9); /* nccl bf16 at 1 MB */
+  ASSERT_STR_HAS(note, "bf16");
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 1, 4, 4194304, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 19.821, 1e-9); /* oneshot f32 at 4 MB */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, (1048576 + 4194304) / 2.0, &us, note,
+                                 sizeof note), 1);
+  ASSERT_NEAR(us, (15.654 + 34.493) / 2, 1e-9);
+  ASSERT_STR_HAS(note, "interpolated between 1 MB and 4 MB");
+  ASSERT_EQ(sim_calib_collective(&c, "alltoall", 0, 2, 1024, &us, NULL, 0), 0); /* not measured */
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 1e6, &us, NULL, 0), 0);
+  sim_calib_free(&c);
+}
+
+static void lookups(void) {
+  char err[512];
+  sim_calib_t c;
+  t_context("hand-made calibration");
+  const char* text =
+      "{\"tool\":\"fco-bench\",\"commit\":\"abc\",\"machine\":\"m\",\"gpus\":4,\"transport\":\"nccl\","
+      "\"results\":[\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"bf16\",\"impl\":\"nccl\","
+      "\"impl_id\":0,\"time_us\":10,\"compute_us\":null,\"wrong\":0},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"bytes\":3000},\"dtype\":\"bf16\",\"impl\":\"nccl\","
+      "\"impl_id\":0,\"time_us\":20,\"wrong\":0},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"count\":500},\"dtype\":\"bf16\",\"impl\":\"oneshot\","
+      "\"impl_id\":1,\"time_us\":8,\"wrong\":0},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"bf16\",\"impl\":\"twoshot\","
+      "\"impl_id\":2,\"time_us\":6,\"wrong\":0},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"bf16\",\"impl\":\"bad\","
+      "\"impl_id\":3,\"time_us\":1,\"wrong\":5},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"f32\",\"impl\":\"nccl\","
+      "\"impl_id\":0,\"time_us\":99,\"wrong\":0},\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"bytes\":2000},\"dtype\":\"bf16\",\"impl\":\"nccl\","
+      "\"impl_id\":0,\"time_us\":50,\"compute_us\":30,\"wrong\":0},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"bf16\",\"impl\":\"none\","
+      "\"impl_id\":4,\"time_us\":null,\"wrong\":null}\n"
+      "]}";
+  int rc = sim_calib_parse(text, "hand.json", &c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_EQ(c.num, 6);
+  ASSERT_EQ(c.dropped, 2); /* the row with wrong elements, the row without a time */
+  double us;
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 2000, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 15, 1e-12);                    /* halfway between 10 and 20 */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 5000, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 30, 1e-12);                    /* extrapolated along the last segment */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 10, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 10, 1e-12);                    /* never below the smallest measurement */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 1, 2, 1000, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 6, 1e-12);                     /* fastest fused impl; count 500 x bf16 = 1000 B */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 4, 1000, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 99, 1e-12);                    /* f32 rows for 4-byte elements */
+  char note[200];
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 4000, &us, note, sizeof note), 1);
+  ASSERT_NEAR(us, 60, 1e-12);                    /* 30 us at 2000 B, scaled to 4000 B */
+  ASSERT_STR_HAS(note, "measured");
+  sim_calib_free(&c);
+
+  static const struct { const char* text; const char* words; } kBad[] = {
+      {"[1]", "bad.json:1: the top level must be an object"},
+      {"{\"tool\":\"x\",\"gpus\":2,\"results\":[]}", "\"tool\" is \"x\", want \"fco-bench\""},
+      {"{\"tool\":\"fco-bench\",\"results\":[]}", "\"gpus\" must be a positive integer"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\n\"results\":{}}", "bad.json:2: \"results\" must be an array"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\",\"shape\":{\"bytes\":1},"
+       "\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0}]}",
+       "bad.json:2: results[0] lacks time_us"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n\n{\"op\":\"allreduce\",\"shape\":{},"
+       "\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":1}]}",
+       "bad.json:3: results[0].shape has neither"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[{\"op\":\"a\",\"shape\":{\"bytes\":1},"
+       "\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":0}]}",
+       "time_us is 0, must be > 0"},
+      {"{\"tool\":\"fco-bench\",\n\"gpus\":2,", "bad.json: not valid JSON: line 2"},
+  };
+  for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; i++) {
+    t_context("bad calibration %zu", i);
+    ASSERT_EQ(sim_calib_parse(kBad[i].text, "bad.json", &c, err, sizeof err), -1);
+    ASSERT_STR_HAS(err, kBad[i].words);
+    ASSERT_EQ(c.num, 0);
+  }
+  t_context("missing calibration file");
+  ASSERT_EQ(sim_calib_load("/nonexistent.json", &c, err, sizeof err), -1);
+  ASSERT_STR_HAS(err, "cannot open");
+}
+
+/* validate on operator rows, test parameters (tests/test_sim_util.h; kernel_us 2), 2 GPUs */
+static void validate_ops(void) {
+  char err[512];
+  sim_calib_t c;
+  sim_params_t p;
+  sim_test_params(&p);
+  t_context("validate: embedding_alltoall and gemv_allreduce rows");
+  const char* text =
+      "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":2048,\"tables_per_gpu\":1,\"D\":128,"
+      "\"L\":1,\"rows\":1000,\"dist\":\"uniform\"},\"dtype\":\"f32\",\"impl\":\"nccl\","
+      "\"impl_id\":0,\"time_us\":50,\"compute_us\":30,\"comm_us\":20,\"wrong\":0},\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":2048,\"tables_per_gpu\":1,\"D\":128,"
+      "\"L\":1},\"dtype\":\"f32\",\"impl\":\"fused\",\"impl_id\":1,\"time_us\":40,"
+      "\"compute_us\":30,\"comm_us\":20,\"wrong\":0},\n"
+      "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":8,\"N\":8192,\"K\":8192,\"K_r\":4096,"
+      "\"P\":2},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":40,"
+      "\"compute_us\":20,\"wrong\":0},\n"
+      "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":8,\"N\":8192,\"K\":8192},\"dtype\":\"bf16\","
+      "\"impl\":\"oneshot\",\"impl_id\":1,\"time_us\":20,\"compute_us\":20,\"wrong\":0},\n"
+      "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":8,\"N\":8192},\"dtype\":\"bf16\","
+      "\"impl\":\"auto\",\"impl_id\":-1,\"time_us\":20,\"compute_us\":20,\"wrong\":0}\n"
+      "]}";
+  int rc = sim_calib_parse(text, "ops.json", &c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_NEAR(sim_calib_shape(&c.e[0], "tables_per_gpu", -1), 1, 0);
+  ASSERT_NEAR(sim_calib_shape(&c.e[0], "dist", -1), -1, 0); /* not a number */
+  sim_val_t v;
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  ASSERT_EQ(v.num, 5);
+  ASSERT_EQ(v.skipped, 1); /* auto */
+  /* all-to-all alone: each rank sends half of 2048 x 128 x 4 B = 524288 B over NVLink:
+   * 10 + 5 x 1 + 5.24288 */
+  ASSERT_STR_EQ(v.row[0].impl, "a2a alone");
+  ASSERT_NEAR(v.row[0].model_us, 20.24288, 1e-9);
+  ASSERT_NEAR(v.row[0].error_pct, 100 * (20.24288 / 20 - 1), 1e-9);
+  /* impl 0: lookup 30 + all-to-all + permute (2 x 1024 x 2 x 128 x 4 B at 1000 GB/s + 2) */
+  ASSERT_NEAR(v.row[1].model_us, 30 + 20.24288 + 2.097152 + 2, 1e-9);
+  /* fused: compute 30 - 2 in one wave (32 tiles), then 524288 B at 100 GB/s + 1 */
+  ASSERT_NEAR(v.row[2].model_us, 28 + 5.24288 + 1, 1e-9);
+  ASSERT_TRUE(v.row[2].fused);
+  /* gemv impl 0: GEMM 20 + ring allreduce of 8 x 8192 x 2 B: 10 + 5 x 2 + 1.31072 */
+  ASSERT_NEAR(v.row[3].model_us, 20 + 21.31072, 1e-9);
+  /* oneshot: 256 tiles = 2 waves of 9 us; each wave's 65536 B take 0.65536 us: 18.65536 + 1,
+   * then the local sum of 3 x 131072 B at 1000 GB/s */
+  ASSERT_NEAR(v.row[4].model_us, 19.65536 + 0.393216, 1e-9);
+  ASSERT_TRUE(v.max_err_fco > 0);
+  sim_val_free(&v);
+  /* compute lookups on operator rows use fco-bench's bytes: gathered B x T x L x D x esize
+   * (2048 x 1 x 1 x 128 x 4 = 1 MiB in 30 us), weights N x K_r x esize (64 MiB in 20 us) */
+  double us;
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 4, 2 * 1048576.0, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 60, 1e-9);
+  ASSERT_EQ(sim_calib_compute(&c, "gemv_allreduce", 2, 8192 * 4096 * 2.0 / 2, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 10, 1e-9);
+  sim_calib_free(&c);
+}
+
+int main(void) {
+  json();
+  shipped();
+  lookups();
+  validate_ops();
+  printf("test_sim_calib: ok\n");
+  return 0;
+}

@@ -1,0 +1,248 @@
+/*
+ * test_sim_e2e.c — fco-sim end to end on the shipped configurations and calibration: every
+ * case of tools/fco-sim/expected/cases.txt runs through the command line (in-process) and its
+ * output must match the stored tools/fco-sim/expected/<name>.txt (text exactly, numbers to the
+ * last printed digit); -J writes JSON our reader parses back; --svg writes a complete SVG; the
+ * collective models agree with the shipped measurements within 10%; usage errors exit 2 and
+ * unreadable files exit 1, each with a message.
+ *   make test   or   build/tests/test_sim_e2e
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "calib.h"
+#include "cli.h"
+#include "json.h"
+#include "report.h"
+#include "test_sim_util.h"
+
+static char* slurp(const char* path) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char* s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    s = NULL;
+  }
+  if (s) s[n] = '\0';
+  fclose(f);
+  return s;
+}
+
+/* Run fco-sim with a command line (split at blanks); returns its exit status, output in *out
+ * and diagnostics in *err (malloc'd). */
+static int run_cli(const char* cmdline, char** out, char** err) {
+  char buf[2048], *argv[64];
+  int argc = 0;
+  snprintf(buf, sizeof buf, "fco-sim %s", cmdline);
+  for (char* t = strtok(buf, " \t\n"); t && argc < 63; t = strtok(NULL, " \t\n")) argv[argc++] = t;
+  argv[argc] = NULL;
+  FILE* fo = tmpfile();
+  FILE* fe = tmpfile();
+  ASSERT_NOT_NULL(fo);
+  ASSERT_NOT_NULL(fe);
+  int rc = sim_cli(argc, argv, fo, fe);
+  FILE* fs[2] = {fo, fe};
+  char** dst[2] = {out, err};
+  for (int i = 0; i < 2; i++) {
+    fflush(fs[i]);
+    long n = ftell(fs[i]);
+    rewind(fs[i]);
+    *dst[i] = calloc((size_t)n + 1, 1);
+    ASSERT_NOT_NULL(*dst[i]);
+    ASSERT_EQ(fread(*dst[i], 1, (size_t)n, fs[i]), (size_t)n);
+    fclose(fs[i]);
+  }
+  return rc;
+}
+
+/* Digits after the decimal point of a numeric token (its printed precision). */
+static int decimals(const char* tok) {
+  const char* dot = strchr(tok, '.');
+  if (!dot) return 0;
+  int n = 0;
+  for (const char* p = dot + 1; *p >= '0' && *p <= '9'; p++) n++;
+  return n;
+}
+
+/* Compare outputs token by token: words exactly, numbers within one unit of the expected
+ * value's last printed digit (libm may round a last digit differently elsewhere). */
+static void compare(const char* name, const char* got, const char* want) {
+  char *g = strdup(got), *w = strdup(want), *gs = NULL, *ws = NULL;
+  ASSERT_NOT_NULL(g);
+  ASSERT_NOT_NULL(w);
+  char* gl = strtok_r(g, "\n", &gs);
+  char* wl = strtok_r(w, "\n", &ws);
+  for (int line = 1; gl || wl; line++) {
+    if (!gl || !wl)
+      t_fail(__FILE__, __LINE__, "%s: output has %s lines than expected (line %d: \"%s\")", name,
+             gl ? "more" : "fewer", line, gl ? gl : wl);
+    char *gt_s = NULL, *wt_s = NULL;
+    char gcopy[4096], wcopy[4096];
+    snprintf(gcopy, sizeof gcopy, "%s", gl);
+    snprintf(wcopy, sizeof wcopy, "%s", wl);
+    char* gt = strtok_r(gcopy, " \t", &gt_s);
+    char* wt = strtok_r(wcopy, " \t", &wt_s);
+    while (gt || wt) {
+      if (!gt || !wt) t_fail(__FILE__, __LINE__, "%s line %d:\n got  %s\n want %s", name, line, gl, wl);
+      char *ge, *we;
+      double gv = strtod(gt, &ge), wv = strtod(wt, &we);
+      int gnum = ge != gt && !*ge, wnum = we != wt && !*we;
+      int same = gnum && wnum ? fabs(gv - wv) <= 1.01 * pow(10, -decimals(wt)) + 1e-9 * fabs(wv)
+                              : !strcmp(gt, wt);
+      if (!same) t_fail(__FILE__, __LINE__, "%s line %d:\n got  %s\n want %s", name, line, gl, wl);
+      gt = strtok_r(NULL, " \t", &gt_s);
+      wt = strtok_r(NULL, " \t", &wt_s);
+    }
+    gl = strtok_r(NULL, "\n", &gs);
+    wl = strtok_r(NULL, "\n", &ws);
+  }
+  free(g);
+  free(w);
+}
+
+static void expected_outputs(void) {
+  char* cases = slurp("tools/fco-sim/expected/cases.txt");
+  ASSERT_NOT_NULL(cases);
+  int n = 0;
+  char* save = NULL;
+  for (char* line = strtok_r(cases, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    if (!*line || *line == '#') continue;
+    char* colon = strchr(line, ':');
+    ASSERT_NOT_NULL(colon);
+    *colon = '\0';
+    t_context("case %s: fco-sim%s", line, colon + 1);
+    char *out, *err, path[512];
+    int rc = run_cli(colon + 1, &out, &err);
+    if (rc) t_fail(__FILE__, __LINE__, "exit %d: %s", rc, err);
+    snprintf(path, sizeof path, "tools/fco-sim/expected/%s.txt", line);
+    char* want = slurp(path);
+    if (!want) t_fail(__FILE__, __LINE__, "cannot read %s (tools/fco-sim/expected/regen.sh)", path);
+    compare(line, out, want);
+    free(want);
+    free(out);
+    free(err);
+    n++;
+  }
+  ASSERT_GE(n, 5);
+  free(cases);
+}
+
+static void json_and_svg(void) {
+  char dir[] = "/tmp/fco-sim-e2e-XXXXXX";
+  ASSERT_NOT_NULL(mkdtemp(dir));
+  char json_path[128], svg_path[128], cmd[1024];
+  snprintf(json_path, sizeof json_path, "%s/out.json", dir);
+  snprintf(svg_path, sizeof svg_path, "%s/plot.svg", dir);
+  snprintf(cmd, sizeof cmd,
+           "dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 1-128 "
+           "--calib calib/h200-x2-allreduce.json -J %s --svg %s",
+           json_path, svg_path);
+  t_context("-J and --svg");
+  char *out, *err;
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  char* text = slurp(json_path);
+  ASSERT_NOT_NULL(text);
+  char jerr[200];
+  sim_json_t* j = sim_json_parse(text, jerr, sizeof jerr);
+  if (!j) t_fail(__FILE__, __LINE__, "JSON output does not parse: %s", jerr);
+  ASSERT_STR_EQ(sim_json_str(j, "tool"), "fco-sim");
+  ASSERT_STR_EQ(sim_json_str(j, "model"), "dlrm");
+  const sim_json_t* res = sim_json_get(j, "results");
+  ASSERT_EQ(sim_json_len(res), 8); /* 1, 2, ..., 128 nodes */
+  double nodes, speedup, base, fused;
+  const sim_json_t* last = res->child;
+  while (last->next) last = last->next;
+  ASSERT_EQ(sim_json_num(last, "nodes", &nodes), 1);
+  ASSERT_NEAR(nodes, 128, 0);
+  ASSERT_EQ(sim_json_num(last, "speedup", &speedup), 1);
+  ASSERT_EQ(sim_json_num(last, "baseline_us", &base), 1);
+  ASSERT_EQ(sim_json_num(last, "fused_us", &fused), 1);
+  ASSERT_NEAR(speedup, base / fused, 1e-4 * speedup);
+  ASSERT_TRUE(sim_json_len(sim_json_get(j, "kernel_sources")) >= 3);
+  ASSERT_TRUE(sim_json_len(sim_json_get(j, "params")) >= 30);
+  sim_json_free(j);
+  free(text);
+  char* svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_EQ(strncmp(svg, "<svg ", 5), 0);
+  ASSERT_STR_HAS(svg, "</svg>");
+  ASSERT_STR_HAS(svg, "<polyline");
+  ASSERT_STR_HAS(svg, "SC'24");
+  free(svg);
+  free(out);
+  free(err);
+  unlink(json_path);
+  unlink(svg_path);
+  rmdir(dir);
+}
+
+/* The validation target: at the measured scale, model within 10% of measurement. */
+static void validation(void) {
+  sim_params_t p;
+  sim_calib_t c;
+  sim_val_t v;
+  char err[256];
+  sim_params_default(&p);
+  t_context("validation against calib/h200-x2-allreduce.json");
+  ASSERT_EQ(sim_calib_load("calib/h200-x2-allreduce.json", &c, err, sizeof err), 0);
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  ASSERT_EQ(v.num, 54); /* 27 nccl + 27 oneshot rows */
+  ASSERT_TRUE(v.max_err_nccl <= 10.0);
+  ASSERT_TRUE(v.max_err_fco <= 10.0);
+  sim_val_free(&v);
+  sim_calib_free(&c);
+}
+
+static void errors(void) {
+  static const struct {
+    const char* cmd;
+    int rc;
+    const char* words;
+  } kCases[] = {
+      {"", 2, "usage"},
+      {"train", 2, "unknown command 'train'"},
+      {"dlrm", 2, "needs --config"},
+      {"dlrm --config", 2, "--config needs a value"},
+      {"dlrm --config tools/fco-sim/configs/moe-deepseek-v3.cfg", 2, "holds a [moe] model"},
+      {"dlrm --config /nonexistent.cfg", 1, "/nonexistent.cfg: cannot open"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --calib /nonexistent.json", 1,
+       "cannot open calibration"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nic-eff 2", 2, "--nic-eff is 2"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --warp-speed 9", 2,
+       "unknown option '--warp-speed'"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 0,2", 2, "--nodes '0,2'"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --gpus 12", 2, "--gpus 12"},
+      {"decode --config tools/fco-sim/configs/llama3-70b-decode.cfg --global-batch 8", 2,
+       "dlrm only"},
+      {"validate", 2, "needs --calib"},
+  };
+  for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
+    t_context("fco-sim %s", kCases[i].cmd);
+    char *out, *err;
+    ASSERT_EQ(run_cli(kCases[i].cmd, &out, &err), kCases[i].rc);
+    ASSERT_STR_HAS(err, kCases[i].words);
+    free(out);
+    free(err);
+  }
+  t_context("skipped rows");
+  char *out, *err;
+  /* 8 experts cannot spread over 16 GPUs: the row is printed with '-' and a note */
+  ASSERT_EQ(run_cli("moe --config tools/fco-sim/configs/moe-mixtral-8x7b.cfg --gpus 8,16", &out, &err), 0);
+  ASSERT_STR_HAS(out, "8 experts < 16 GPUs");
+  free(out);
+  free(err);
+}
+
+int main(void) {
+  if (chdir(FCO_SRC_DIR)) t_skip("cannot enter the source tree %s", FCO_SRC_DIR);
+  expected_outputs();
+  json_and_svg();
+  validation();
+  errors();
+  printf("test_sim_e2e: ok\n");
+  return 0;
+}

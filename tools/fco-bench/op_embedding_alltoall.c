@@ -1,0 +1,518 @@
+/*
+ * op_embedding_alltoall.c — the embedding_alltoall op of fco-bench: DLRM's pooled lookup of
+ * model-parallel tables followed by the All-to-All to the data-parallel owners of the samples.
+ *
+ *   fco-bench embedding_alltoall -t nccl -g 2 -d f32,bf16 [-G 1] [-J out.json]
+ *
+ * Workloads (not the -b/-e byte sweep), (global batch B, tables per GPU, D, pooling L, rows per
+ * table, index distribution): the issue's (16384, 8, 128, 32, 1M), (65536, 8, 64, 8, 1M),
+ * (4096, 16, 128, 64, 500k), the first with Zipf indices (hot rows), one with L = 1, and two
+ * small-D, small-L, large-B ones where the All-to-All is comparable to the lookup. Ranks get
+ * B/P samples each (remainder to the first) and the same number of tables. Sum pooling, int64
+ * indices, no weights (TorchRec's default). Default dtypes f32 and bf16 (-d f16 adds f16).
+ * Env: FCO_BENCH_EA_WORKLOADS="0,1,4" picks workloads; FCO_BENCH_EA_ROWS=n sets the rows per
+ * table (scale memory down for the local transport, where P virtual ranks share one GPU);
+ * FCO_BENCH_EA_BATCH_DIV=k divides B. cpu defaults: rows ≤ 8192, B / 64 (CPU times).
+ *
+ * Columns: lookup = our lookup alone, every rank's tables over the whole batch, no exchange
+ * (fco_embedding_alltoall on a one-rank communicator per rank: impl 0 with P = 1 is exactly the
+ * lookup kernel) → compute_us; a2a = the All-to-All alone on the same byte counts: grouped
+ * ncclSend/ncclRecv on our own NCCL communicators (nccl), cudaMemcpyAsync between the virtual
+ * ranks' buffers (local), none on cpu → comm_us; then impl 0 (lookup + All-to-All + permute),
+ * fused, auto; floor = max(bytes gathered per rank / 4300 GB/s, bytes a rank sends / 364 GB/s)
+ * on nccl, P · bytes gathered / 4300 GB/s on local (one HBM); ovl = the overlap target
+ * max(lookup, a2a) + 0.2 · min(lookup, a2a); hbm% = bytes gathered / lookup time / 4300 GB/s.
+ *
+ * Check (#wrong), exact: table element (packed row g, column d) = A(g) + C(d) with
+ * A(g) = ((g mod 1021)·5 mod 9) − 4 and C(d) = (d mod 5) − 2, so a bag of L rows sums to
+ * Σ A(g_k) + L·C(d): an integer of magnitude ≤ 6·L, exact in fp32, rounded once to the dtype on
+ * both sides; every element of every rank's out is compared with the host's value. Inputs
+ * rotate over 2 sets (indices and out); the tables (GBs) are far larger than L2 anyway.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#ifdef FCO_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
+
+typedef struct {
+  long long B;
+  int tpg, D, L;
+  long long rows;
+  int zipf;
+} ea_wl_t;
+
+static const ea_wl_t kWorkloads[] = {
+    {16384, 8, 128, 32, 1000000, 0}, {65536, 8, 64, 8, 1000000, 0},
+    {4096, 16, 128, 64, 500000, 0},  {16384, 8, 128, 32, 1000000, 1},
+    {65536, 8, 64, 1, 1000000, 0},   {131072, 8, 32, 4, 1000000, 0},
+    {262144, 4, 16, 2, 1000000, 0},
+};
+#define EA_NUM_WL ((int)(sizeof kWorkloads / sizeof kWorkloads[0]))
+#define EA_SETS 2
+#define EA_PERIOD 1021 /* rows of the table pattern (prime) */
+
+static ea_wl_t g_wl[EA_NUM_WL];
+
+typedef struct {
+  ea_wl_t w;
+  fco_dtype_t dt;
+  size_t es, vec;
+  int P;
+  int32_t tpr[BENCH_MAX_RANKS], toff[BENCH_MAX_RANKS + 1];
+  int64_t bpr[BENCH_MAX_RANKS], bstart[BENCH_MAX_RANKS + 1];
+  int64_t T, nidx;
+  int64_t* trows; /* [tpg], the same for every rank */
+  size_t off_w, off_o, off_i[EA_SETS], off_out[EA_SETS], off_scr, off_recv, total;
+  int64_t* h_idx[BENCH_MAX_RANKS]; /* set 0, for the check */
+  int impl;
+  fco_comm_t solo[BENCH_MAX_RANKS]; /* one-rank communicators: the lookup alone */
+  int32_t solo_tpr[1];
+  int64_t solo_bpr[1];
+#ifdef FCO_HAVE_CUDA
+  ncclComm_t nccl[BENCH_MAX_RANKS]; /* ours: the All-to-All alone */
+  int have_nccl;
+#endif
+} ea_state_t;
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static int val_a(int64_t g) { return (int)(((g % EA_PERIOD) * 5) % 9) - 4; }
+static int val_c(int64_t d) { return (int)(d % 5) - 2; }
+
+static long long env_ll(const char* name, long long dflt) {
+  const char* s = getenv(name);
+  if (!s || !*s) return dflt;
+  char* end = NULL;
+  long long v = strtoll(s, &end, 0);
+  return end != s && v > 0 ? v : dflt;
+}
+
+static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
+  const int cpu = ctx->transport == FCO_TRANSPORT_CPU;
+  long long rows = env_ll("FCO_BENCH_EA_ROWS", 0);
+  long long div = env_ll("FCO_BENCH_EA_BATCH_DIV", cpu ? 64 : 1);
+  const char* pick = getenv("FCO_BENCH_EA_WORKLOADS");
+  *ids = (size_t*)malloc(EA_NUM_WL * sizeof(size_t));
+  int n = 0;
+  for (int i = 0; i < EA_NUM_WL && *ids; i++) {
+    g_wl[i] = kWorkloads[i];
+    if (rows > 0) g_wl[i].rows = rows;
+    else if (cpu && g_wl[i].rows > 8192) g_wl[i].rows = 8192;
+    g_wl[i].B /= div;
+    if (g_wl[i].B < ctx->nranks) g_wl[i].B = ctx->nranks;
+    if (pick && *pick) {
+      char buf[16];
+      snprintf(buf, sizeof buf, "%d", i);
+      const char* p = pick;
+      int found = 0;
+      while (*p && !found) {
+        size_t l = strcspn(p, ",");
+        found = l == strlen(buf) && !strncmp(p, buf, l);
+        p += l + (p[l] == ',');
+      }
+      if (!found) continue;
+    }
+    (*ids)[n++] = (size_t)i;
+  }
+  return n;
+}
+
+static const char* ea_impl_name(bench_ctx_t* ctx, int impl) {
+  return fco_embedding_alltoall_impl_name(ctx->comms[0], impl);
+}
+
+static char* at(bench_ctx_t* ctx, int r, size_t off) { return (char*)ctx->pool[r] + off; }
+
+static fco_result_t ea_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  ea_state_t* st = (ea_state_t*)arg;
+  const int set = iter % EA_SETS;
+  fco_result_t first = FCO_OK;
+  fco_group_start();
+  for (int r = 0; r < ctx->nranks; r++) {
+    fco_result_t e = fco_embedding_alltoall(
+        ctx->comms[r], at(ctx, r, st->off_w), st->trows, st->tpr, st->bpr, st->w.D, st->dt,
+        at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx, FCO_EMB_INDEX_I64, NULL,
+        FCO_EMB_POOL_SUM, at(ctx, r, st->off_out[set]), st->impl, bench_stream(ctx, r));
+    if (e != FCO_OK && first == FCO_OK) {
+      first = e;
+      ctx->err_rank = r;
+    }
+  }
+  fco_result_t e = fco_group_end();
+  if (first == FCO_OK && e != FCO_OK) {
+    first = e;
+    ctx->err_rank = 0;
+  }
+  return first;
+}
+
+/* Every rank's lookup alone: its tables over the whole batch into the scratch [B, tpg, D]. */
+static fco_result_t lookup_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  ea_state_t* st = (ea_state_t*)arg;
+  const int set = iter % EA_SETS;
+  fco_result_t first = FCO_OK;
+  fco_group_start();
+  for (int r = 0; r < ctx->nranks; r++) {
+    fco_result_t e = fco_embedding_alltoall(
+        st->solo[r], at(ctx, r, st->off_w), st->trows, st->solo_tpr, st->solo_bpr, st->w.D, st->dt,
+        at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx, FCO_EMB_INDEX_I64, NULL,
+        FCO_EMB_POOL_SUM, at(ctx, r, st->off_scr), 0, bench_stream(ctx, r));
+    if (e != FCO_OK && first == FCO_OK) first = e;
+  }
+  fco_result_t e = fco_group_end();
+  if (first == FCO_OK) first = e;
+  if (first != FCO_OK) bench_fail(ctx, first, "lookup alone: %s", fco_last_error(NULL));
+  return first;
+}
+
+#ifdef FCO_HAVE_CUDA
+/* The All-to-All alone: scratch [B, tpg, D] block [bstart_q, +b_q) of rank r → rank q's recv at
+ * b_q · toff_r rows (the byte counts of impl 0). */
+static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  ea_state_t* st = (ea_state_t*)arg;
+  (void)iter;
+  const int P = ctx->nranks;
+  const size_t vec = st->vec, tpg = (size_t)st->w.tpg;
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    ncclResult_t nr = ncclGroupStart();
+    for (int r = 0; r < P && nr == ncclSuccess; r++) {
+      cudaStream_t s = (cudaStream_t)bench_stream(ctx, r);
+      for (int q = 0; q < P && nr == ncclSuccess; q++) {
+        size_t sb = (size_t)st->bpr[q] * tpg * vec, rb = (size_t)st->bpr[r] * (size_t)st->tpr[q] * vec;
+        if (sb)
+          nr = ncclSend(at(ctx, r, st->off_scr) + (size_t)st->bstart[q] * tpg * vec, sb, ncclInt8, q,
+                        st->nccl[r], s);
+        if (rb && nr == ncclSuccess)
+          nr = ncclRecv(at(ctx, r, st->off_recv) + (size_t)st->bpr[r] * (size_t)st->toff[q] * vec,
+                        rb, ncclInt8, q, st->nccl[r], s);
+      }
+    }
+    ncclResult_t ne = ncclGroupEnd();
+    if (nr == ncclSuccess) nr = ne;
+    if (nr != ncclSuccess)
+      return bench_fail(ctx, FCO_ERR_NCCL, "all-to-all alone: %s", ncclGetErrorString(nr));
+    return FCO_OK;
+  }
+  cudaStream_t s = (cudaStream_t)bench_stream(ctx, 0);
+  for (int r = 0; r < P; r++)
+    for (int q = 0; q < P; q++) {
+      size_t b = (size_t)st->bpr[q] * tpg * vec;
+      if (!b) continue;
+      cudaError_t ce = cudaMemcpyAsync(
+          at(ctx, q, st->off_recv) + (size_t)st->bpr[q] * (size_t)st->toff[r] * vec,
+          at(ctx, r, st->off_scr) + (size_t)st->bstart[q] * tpg * vec, b, cudaMemcpyDeviceToDevice, s);
+      if (ce != cudaSuccess)
+        return bench_fail(ctx, FCO_ERR_CUDA, "all-to-all alone: %s", cudaGetErrorString(ce));
+    }
+  return FCO_OK;
+}
+#endif
+
+static void store_elem(void* dst, fco_dtype_t dt, size_t i, float v) {
+  if (dt == FCO_F32) ((float*)dst)[i] = v;
+  else if (dt == FCO_F16) ((unsigned short*)dst)[i] = bench_float_to_half(v);
+  else ((unsigned short*)dst)[i] = bench_float_to_bf16(v);
+}
+static float load_elem(const void* src, fco_dtype_t dt, size_t i) {
+  if (dt == FCO_F32) return ((const float*)src)[i];
+  if (dt == FCO_F16) return bench_half_to_float(((const unsigned short*)src)[i]);
+  return bench_bf16_to_float(((const unsigned short*)src)[i]);
+}
+static float round_dt(fco_dtype_t dt, float v) {
+  unsigned short h[1];
+  if (dt == FCO_F32) return v;
+  store_elem(h, dt, 0, v);
+  return load_elem(h, dt, 0);
+}
+
+static int64_t draw_index(const ea_wl_t* w, uint64_t h) {
+  if (!w->zipf) return (int64_t)(h % (uint64_t)w->rows);
+  /* Zipf(1) by inversion of the continuous law ∝ 1/(x+1); hot rows scattered by a bijection. */
+  double u = (double)(h >> 11) / 9007199254740992.0;
+  int64_t x = (int64_t)floor(exp(u * log((double)w->rows + 1.0))) - 1;
+  if (x < 0) x = 0;
+  if (x >= w->rows) x = w->rows - 1;
+  const uint64_t m = 1000003ull; /* prime: a bijection unless rows is a multiple of it */
+  return w->rows % (int64_t)m ? (int64_t)(((uint64_t)x * m) % (uint64_t)w->rows) : x;
+}
+
+static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, bench_row_t* row,
+                             void** state) {
+  /* The issue's dtypes by default; -d f16 (alone or listed) adds f16. */
+  if (dtype == FCO_F16 && ctx->opt.dtype_mask == (1u << FCO_NUM_DTYPES) - 1) return FCO_ERR_UNSUPPORTED;
+  ea_state_t* st = (ea_state_t*)calloc(1, sizeof *st);
+  if (!st) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+  *state = st;
+  const int P = ctx->nranks;
+  st->w = g_wl[id];
+  st->dt = dtype;
+  st->es = fco_dtype_size(dtype);
+  st->vec = (size_t)st->w.D * st->es;
+  st->P = P;
+  for (int r = 0; r < P; r++) {
+    st->tpr[r] = st->w.tpg;
+    st->bpr[r] = st->w.B / P + (r < st->w.B % P);
+    st->toff[r + 1] = st->toff[r] + st->tpr[r];
+    st->bstart[r + 1] = st->bstart[r] + st->bpr[r];
+  }
+  st->T = st->toff[P];
+  st->nidx = st->w.B * st->w.tpg * st->w.L;
+  st->solo_tpr[0] = st->w.tpg;
+  st->solo_bpr[0] = st->w.B;
+  st->trows = (int64_t*)malloc((size_t)st->w.tpg * sizeof(int64_t));
+  if (!st->trows) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (int t = 0; t < st->w.tpg; t++) st->trows[t] = st->w.rows;
+
+  /* Per-rank layout in ctx->pool[r] (every rank the same, sized for rank 0's batch, the largest). */
+  const size_t tpg = (size_t)st->w.tpg, B = (size_t)st->w.B;
+  size_t off = 0;
+#define EA_TAKE(field, bytes) (st->field = off, off += ((bytes) + 255) / 256 * 256)
+  EA_TAKE(off_w, tpg * (size_t)st->w.rows * st->vec);
+  EA_TAKE(off_o, (tpg * B + 1) * 8);
+  for (int s = 0; s < EA_SETS; s++) EA_TAKE(off_i[s], (size_t)st->nidx * 8);
+  for (int s = 0; s < EA_SETS; s++) EA_TAKE(off_out[s], (size_t)st->bpr[0] * (size_t)st->T * st->vec);
+  EA_TAKE(off_scr, B * tpg * st->vec);
+  EA_TAKE(off_recv, (size_t)st->bpr[0] * (size_t)st->T * st->vec);
+#undef EA_TAKE
+  st->total = off;
+  fco_result_t r = bench_pool_reserve(ctx, st->total);
+  if (r != FCO_OK) return r;
+
+  /* Tables: EA_PERIOD rows of the pattern, then doubled in place up to every packed row. */
+  const int64_t nrows = (int64_t)tpg * st->w.rows;
+  const int64_t blk = nrows < EA_PERIOD ? nrows : EA_PERIOD;
+  size_t hbytes = (size_t)blk * st->vec;
+  size_t ibytes = (size_t)st->nidx * 8, obytes = (tpg * B + 1) * 8;
+  size_t hmax = hbytes > ibytes ? hbytes : ibytes;
+  if (obytes > hmax) hmax = obytes;
+  char* host = (char*)malloc(hmax);
+  if (!host) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", hmax);
+  for (int64_t g = 0; g < blk; g++)
+    for (int d = 0; d < st->w.D; d++)
+      store_elem(host, dtype, (size_t)g * (size_t)st->w.D + (size_t)d, (float)(val_a(g) + val_c(d)));
+  for (int rk = 0; rk < P && r == FCO_OK; rk++) {
+    char* wt = at(ctx, rk, st->off_w);
+    r = bench_upload(ctx, rk, wt, host, hbytes);
+    for (int64_t have = blk; have < nrows && r == FCO_OK; have *= 2) {
+      int64_t n = have < nrows - have ? have : nrows - have;
+      r = bench_copy(ctx, rk, wt + (size_t)have * st->vec, wt, (size_t)n * st->vec);
+    }
+  }
+  /* Offsets: every bag has L indices. */
+  for (size_t k = 0; k <= tpg * B && r == FCO_OK; k++) ((int64_t*)host)[k] = (int64_t)k * st->w.L;
+  for (int rk = 0; rk < P && r == FCO_OK; rk++) r = bench_upload(ctx, rk, at(ctx, rk, st->off_o), host, obytes);
+  /* Indices per set and rank; set 0 kept for the check. */
+  for (int s = 0; s < EA_SETS && r == FCO_OK; s++)
+    for (int rk = 0; rk < P && r == FCO_OK; rk++) {
+      int64_t* ix = (int64_t*)host;
+      uint64_t seed = mix(((uint64_t)s << 40) ^ ((uint64_t)rk << 32) ^ (uint64_t)id ^ 0x5eedull);
+      for (int64_t j = 0; j < st->nidx; j++) ix[j] = draw_index(&st->w, mix(seed + (uint64_t)j));
+      r = bench_upload(ctx, rk, at(ctx, rk, st->off_i[s]), ix, ibytes);
+      if (s == 0 && r == FCO_OK) {
+        st->h_idx[rk] = (int64_t*)malloc(ibytes);
+        if (!st->h_idx[rk]) r = bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", ibytes);
+        else memcpy(st->h_idx[rk], ix, ibytes);
+      }
+    }
+  free(host);
+  if (r != FCO_OK) return r;
+  for (int rk = 0; rk < P && r == FCO_OK; rk++)
+    for (int s = 0; s < EA_SETS && r == FCO_OK; s++)
+      r = bench_poison(ctx, rk, at(ctx, rk, st->off_out[s]), (size_t)st->bpr[0] * (size_t)st->T * st->vec);
+  if (r != FCO_OK) return r;
+
+  /* One-rank communicators (lookup alone) and, on nccl, our own NCCL ones (a2a alone). */
+  fco_config_t cfg;
+  fco_config_init(&cfg);
+  cfg.transport = ctx->transport;
+  for (int rk = 0; rk < P; rk++) {
+    fco_result_t e = fco_comm_init_all(&st->solo[rk], 1, ctx->on_gpu ? &ctx->devs[rk] : NULL, &cfg);
+    if (e != FCO_OK) return bench_fail(ctx, e, "one-rank communicator: %s", fco_last_error(NULL));
+  }
+#ifdef FCO_HAVE_CUDA
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    ncclResult_t nr = ncclCommInitAll(st->nccl, P, ctx->devs);
+    if (nr != ncclSuccess)
+      return bench_fail(ctx, FCO_ERR_NCCL, "ncclCommInitAll: %s", ncclGetErrorString(nr));
+    st->have_nccl = 1;
+  }
+#endif
+  row->bytes = (size_t)B * tpg * (size_t)st->w.L * st->vec; /* gathered per rank */
+  row->count = id;
+  snprintf(row->shape_json, sizeof row->shape_json,
+           "{\"B\":%lld,\"tables_per_gpu\":%d,\"D\":%d,\"L\":%d,\"rows\":%lld,\"dist\":\"%s\"}",
+           st->w.B, st->w.tpg, st->w.D, st->w.L, st->w.rows, st->w.zipf ? "zipf" : "uniform");
+  return FCO_OK;
+}
+
+static fco_result_t ea_time(bench_ctx_t* ctx, void* state, int impl, double* us) {
+  ea_state_t* st = (ea_state_t*)state;
+  size_t ws = 0;
+  fco_result_t r = fco_embedding_alltoall_workspace(ctx->comms[0], st->tpr, st->bpr, st->w.D,
+                                                    st->dt, impl, &ws);
+  if (r != FCO_OK) {
+    ctx->err_rank = 0;
+    return r;
+  }
+  if ((r = bench_reserve(ctx, ws)) != FCO_OK) return r;
+  st->impl = impl;
+  return bench_time(ctx, ea_issue, st, EA_SETS, us);
+}
+
+static fco_result_t ea_check(bench_ctx_t* ctx, void* state, int impl, long long* wrong) {
+  ea_state_t* st = (ea_state_t*)state;
+  const size_t vec = st->vec, D = (size_t)st->w.D, B = (size_t)st->w.B, L = (size_t)st->w.L;
+  fco_result_t r;
+  for (int rk = 0; rk < ctx->nranks; rk++)
+    if ((r = bench_poison(ctx, rk, at(ctx, rk, st->off_out[0]), (size_t)st->bpr[rk] * (size_t)st->T * vec)) != FCO_OK)
+      return r;
+  st->impl = impl;
+  if ((r = ea_issue(ctx, st, 0)) != FCO_OK) return r;
+  if ((r = bench_sync(ctx)) != FCO_OK) return r;
+  if ((r = bench_poll(ctx)) != FCO_OK) return r;
+  long long bad = 0;
+  size_t obytes = (size_t)st->bpr[0] * (size_t)st->T * vec;
+  char* host = (char*)malloc(obytes ? obytes : 1);
+  if (!host) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", obytes);
+  for (int s = 0; s < ctx->nranks; s++) {
+    size_t nb = (size_t)st->bpr[s] * (size_t)st->T * vec;
+    if ((r = bench_download(ctx, s, host, at(ctx, s, st->off_out[0]), nb)) != FCO_OK) break;
+    for (int64_t i = 0; i < st->bpr[s]; i++) {
+      const size_t b = (size_t)(st->bstart[s] + i);
+      for (int64_t tg = 0; tg < st->T; tg++) {
+        int q = 0;
+        while (tg >= st->toff[q + 1]) q++;
+        const size_t t = (size_t)(tg - st->toff[q]);
+        const int64_t* ix = st->h_idx[q] + (t * B + b) * L;
+        long long A = 0;
+        for (size_t l = 0; l < L; l++) A += val_a((int64_t)t * st->w.rows + ix[l]);
+        for (size_t d = 0; d < D; d++) {
+          float want = round_dt(st->dt, (float)(A + (long long)L * val_c((int64_t)d)));
+          float got = load_elem(host, st->dt, ((size_t)i * (size_t)st->T + (size_t)tg) * D + d);
+          if (got == want) continue;
+          static int told;
+          if (bad++ < 3 && told++ < 24)
+            fprintf(stderr, "fco-bench: embedding_alltoall %s impl %s: rank %d out[%lld][%lld][%zu] = %g, want %g\n",
+                    fco_dtype_name(st->dt), impl == FCO_IMPL_AUTO ? "auto" : ea_impl_name(ctx, impl),
+                    s, (long long)i, (long long)tg, d, (double)got, (double)want);
+        }
+      }
+    }
+  }
+  free(host);
+  *wrong = bad;
+  return r;
+}
+
+static fco_result_t ea_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
+  ea_state_t* st = (ea_state_t*)state;
+  fco_result_t r = bench_time(ctx, lookup_issue, st, EA_SETS, &row->compute_us);
+  if (r != FCO_OK) return r;
+  row->comm_us = -1;
+#ifdef FCO_HAVE_CUDA
+  if (ctx->on_gpu && ctx->nranks > 1 && (r = bench_time(ctx, a2a_issue, st, EA_SETS, &row->comm_us)) != FCO_OK)
+    return r;
+#endif
+  const double gathered = (double)row->bytes;
+  const double sent = (double)(st->w.B - st->bpr[ctx->nranks - 1]) * st->w.tpg * (double)st->vec;
+  double hbm = BENCH_HBM_GBPS, link = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_NVLINK_GBPS;
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    double a = gathered / (hbm * 1e3), b = ctx->nranks > 1 ? sent / (link * 1e3) : 0;
+    row->floor_us = a > b ? a : b;
+  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
+    row->floor_us = ctx->nranks * gathered / (hbm * 1e3);
+  } else {
+    row->floor_us = -1;
+  }
+  return FCO_OK;
+}
+
+static void ea_teardown(bench_ctx_t* ctx, void* state) {
+  ea_state_t* st = (ea_state_t*)state;
+  if (!st) return;
+  bench_sync(ctx);
+  for (int r = 0; r < BENCH_MAX_RANKS; r++) {
+    if (st->solo[r]) fco_comm_destroy(st->solo[r]);
+    free(st->h_idx[r]);
+  }
+#ifdef FCO_HAVE_CUDA
+  if (st->have_nccl)
+    for (int r = 0; r < st->P; r++) ncclCommDestroy(st->nccl[r]);
+#endif
+  free(st->trows);
+  free(st);
+}
+
+static void put(FILE* f, int w, double v) {
+  if (v < 0 || !isfinite(v)) fprintf(f, " %*s", w, "-");
+  else fprintf(f, " %*.1f", w, v);
+}
+
+static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
+  const bench_op_t* op = rows[0].op;
+  int fused = -1, ac = -1;
+  for (int j = 0; j < ctx->nimpls; j++) {
+    if (ctx->impls[j] == 1) fused = j;
+    if (ctx->impls[j] == FCO_IMPL_AUTO) ac = j;
+  }
+  fprintf(f, "# lookup: ours alone (compute_us); a2a: %s alone (comm_us); speedup = %s / fused; "
+          "ovl = max(lookup, a2a) + 0.2 min; hbm%% = gathered bytes / lookup / %.0f GB/s\n",
+          ctx->transport == FCO_TRANSPORT_NCCL ? "ncclSend/Recv" : "copies", bench_impl_label(ctx, op, 0),
+          BENCH_HBM_GBPS);
+  fprintf(f, "#%7s %4s %4s %3s %8s %4s %5s %9s %9s", "B", "T/g", "D", "L", "rows", "dist", "dtype",
+          "lookup", "a2a");
+  for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %9s", bench_impl_label(ctx, op, j));
+  fprintf(f, " %9s %9s %7s %7s %5s %7s\n", "floor", "ovl", "speedup", "auto_x", "hbm%", "#wrong");
+  fprintf(f, "#%7s %4s %4s %3s %8s %4s %5s %9s %9s", "", "", "", "", "", "", "", "(us)", "(us)");
+  for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %9s", "(us)");
+  fprintf(f, " %9s %9s %7s %7s %5s %7s\n", "(us)", "(us)", "(x)", "(x)", "", "");
+  for (int i = 0; i < nrows; i++) {
+    const bench_row_t* r = &rows[i];
+    const ea_wl_t* w = &g_wl[r->count];
+    fprintf(f, "%8lld %4d %4d %3d %8lld %4s %5s", w->B, w->tpg, w->D, w->L, w->rows,
+            w->zipf ? "zipf" : "unif", fco_dtype_name(r->dtype));
+    put(f, 9, r->compute_us);
+    put(f, 9, r->comm_us);
+    for (int j = 0; j < ctx->nimpls; j++) put(f, 9, r->time_us[j]);
+    put(f, 9, r->floor_us);
+    double lo = r->compute_us, cm = r->comm_us;
+    put(f, 9, lo > 0 && cm > 0 ? (lo > cm ? lo : cm) + 0.2 * (lo < cm ? lo : cm) : -1);
+    double t0 = r->time_us[0];
+    if (fused >= 0 && t0 > 0 && r->time_us[fused] > 0) fprintf(f, " %7.2f", t0 / r->time_us[fused]);
+    else fprintf(f, " %7s", "-");
+    if (ac >= 0 && t0 > 0 && r->time_us[ac] > 0) fprintf(f, " %7.2f", t0 / r->time_us[ac]);
+    else fprintf(f, " %7s", "-");
+    if (lo > 0 && ctx->on_gpu)
+      fprintf(f, " %5.0f", 100.0 * (double)r->bytes / (lo * 1e-6) / (BENCH_HBM_GBPS * 1e9) *
+                               (ctx->transport == FCO_TRANSPORT_LOCAL ? ctx->nranks : 1));
+    else fprintf(f, " %5s", "-");
+    long long wrong = -1;
+    for (int j = 0; j < ctx->nimpls; j++)
+      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
+    if (wrong < 0) fprintf(f, " %7s\n", "-");
+    else fprintf(f, " %7lld\n", wrong);
+  }
+}
+
+const bench_op_t bench_op_embedding_alltoall = {
+    .name = "embedding_alltoall",
+    .num_impls = FCO_EMBEDDING_ALLTOALL_NUM_IMPLS,
+    .impl_name = ea_impl_name,
+    .setup = ea_setup,
+    .time = ea_time,
+    .check = ea_check,
+    .finish_row = ea_finish_row,
+    .teardown = ea_teardown,
+    .print_table = ea_print_table,
+    .shapes = ea_shapes,
+};

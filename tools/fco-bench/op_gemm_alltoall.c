@@ -1,0 +1,577 @@
+/*
+ * op_gemm_alltoall.c — the gemm_alltoall op of fco-bench: MoE expert down-projection + combine.
+ *
+ *   fco-bench gemm_alltoall -t nccl -g 2 -d bf16 [-G 1] [-J out.json]
+ *
+ * Workloads (tokens per rank, K, N, experts, top-k; the shape ids replace the -b/-e sweep):
+ *   0  4096, 14336, 4096,  8, 2  balanced   (Mixtral-like)
+ *   1  1024, 14336, 4096,  8, 2  balanced
+ *   2   512,  2048, 7168, 32, 8  balanced   (fine-grained experts)
+ *   3  1024, 14336, 4096,  8, 2  skewed: expert 0 gets 4× the average rows
+ *   4   128,  2048, 7168, 32, 8  balanced   (decode)
+ * Env FCO_BENCH_GA_SHAPES="tokens,K,N,E,topk[,skew];..." replaces the list (skew: expert 0's
+ * weight, 1 = balanced). On the cpu transport tokens, K and N are divided by 64 (CPU times).
+ * Routing: every source rank sends tokens·topk rows, split over the E experts by weight (largest
+ * remainder); experts are split evenly over the P ranks (E % P == 0), expert g on rank g / (E/P).
+ * So counts_r[e][s] = rows source s sends to expert r·E/P + e; a_rows = the most any rank
+ * receives, out_rows = tokens·topk. W is [E/P, N, K] (torch Linear layout, FCO_W_NK).
+ * One iteration = one fco_group with fco_gemm_alltoall on every rank, host hints passed (so -G 1
+ * can capture impls 0 and 2). No input rotation: A and W of a rank exceed L2 by far (decode: W).
+ *
+ * Columns: gemm = cuBLAS GEMM per expert alone, every rank (compute_us); a2a = the all-to-all
+ * alone (nccl: grouped ncclSend/ncclRecv of the same rows on communicators of the bench's own;
+ * local: the same rows by cudaMemcpyAsync) (comm_us); impl 0, tiles, chunks, auto; best;
+ * speedup = impl 0 / best; floor = max(FLOPs / 790 TFLOP/s, bytes sent to peers / 364 GB/s)
+ * per rank on nccl (the busiest rank); local: all ranks' FLOPs / 790 and 2× all bytes moved
+ * over HBM / 4300 GB/s; TFLOP/s of the best impl (all ranks' FLOPs / time on local).
+ * Check (#wrong): inputs are a fixed pseudo-random table (values in [−1, 1), exact in the
+ * dtype) indexed by (rank, tensor, element) mod a prime; after one run on poisoned outputs,
+ * every output element must be finite (every row written), and 32 rows × 64 columns per rank
+ * (first and last row of every source's block, the rest spread) are compared with a float64
+ * host reference: |got − ref| ≤ rtol·|ref| + atol·Σ|a·w| with (rtol, atol) = f32 (1e-5, 1e-5),
+ * f16 (2e-3, 1e-3), bf16 (1e-2, 4e-3).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#ifdef FCO_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
+
+#define GA_MAXW 16
+#define GA_MAXP 8
+#define GA_TABLE 1000003u /* prime: no row of A or W repeats another */
+
+typedef struct {
+  int tokens, k, n, experts, topk;
+  double skew;
+} ga_work_t;
+
+static ga_work_t g_work[GA_MAXW];
+static double g_flops[GA_MAXW]; /* all ranks' FLOPs per workload */
+static int g_nwork;
+
+typedef struct {
+  ga_work_t w;
+  fco_dtype_t dtype;
+  int P, E; /* experts per rank */
+  size_t es;
+  int32_t* counts[GA_MAXP];  /* host [E][P] */
+  int32_t recv[GA_MAXP][GA_MAXP]; /* recv[s][r] */
+  int64_t rows[GA_MAXP];     /* rows rank r computes */
+  int64_t a_rows, out_rows;
+  void *a[GA_MAXP], *wt[GA_MAXP], *out[GA_MAXP], *dcounts[GA_MAXP], *scratch[GA_MAXP];
+  int impl;
+  double flops_max, flops_all, bytes_max, bytes_all; /* per rank max / all ranks */
+} ga_state_t;
+
+static float* g_table;
+
+static void table_init(void) {
+  if (g_table) return;
+  g_table = (float*)malloc(GA_TABLE * sizeof(float));
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (unsigned i = 0; i < GA_TABLE; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    /* multiples of 1/64 in [-1, 1): exact in bf16, f16 and f32 */
+    g_table[i] = (float)((int)(x % 128) - 64) / 64.0f;
+  }
+}
+
+/* Element i of tensor t (0 = A, 1 = W) of rank r. */
+static float val(int r, int t, size_t i) {
+  return g_table[(i + (size_t)r * 7919u + (size_t)t * 104729u) % GA_TABLE];
+}
+
+static const char* ga_impl_name(bench_ctx_t* ctx, int impl) {
+  return fco_gemm_alltoall_impl_name(ctx->comms[0], impl);
+}
+
+static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
+  const char* env = getenv("FCO_BENCH_GA_SHAPES");
+  g_nwork = 0;
+  if (env && *env) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", env);
+    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok && g_nwork < GA_MAXW;
+         tok = strtok_r(NULL, ";", &save)) {
+      ga_work_t w = {0, 0, 0, 0, 0, 1.0};
+      if (sscanf(tok, "%d,%d,%d,%d,%d,%lf", &w.tokens, &w.k, &w.n, &w.experts, &w.topk, &w.skew) >= 5 &&
+          w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0)
+        g_work[g_nwork++] = w;
+      else
+        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored\n", tok);
+    }
+  } else {
+    const ga_work_t d[] = {{4096, 14336, 4096, 8, 2, 1}, {1024, 14336, 4096, 8, 2, 1},
+                           {512, 2048, 7168, 32, 8, 1},  {1024, 14336, 4096, 8, 2, 4},
+                           {128, 2048, 7168, 32, 8, 1}};
+    for (int i = 0; i < 5; i++) {
+      g_work[g_nwork] = d[i];
+      if (!ctx->on_gpu) {
+        g_work[g_nwork].tokens = d[i].tokens / 64 > 2 ? d[i].tokens / 64 : 2;
+        g_work[g_nwork].k /= 64;
+        g_work[g_nwork].n /= 64;
+      }
+      g_nwork++;
+    }
+  }
+  *ids = (size_t*)malloc((size_t)(g_nwork > 0 ? g_nwork : 1) * sizeof(size_t));
+  for (int i = 0; i < g_nwork && *ids; i++) (*ids)[i] = (size_t)i;
+  return *ids ? g_nwork : 0;
+}
+
+/* Rows each source sends to each global expert: tokens·topk split by weight, largest remainder. */
+static void route(const ga_work_t* w, int64_t* per_expert) {
+  const int E = w->experts;
+  const int64_t total = (int64_t)w->tokens * w->topk;
+  double wsum = w->skew + (E - 1);
+  double* rem = (double*)malloc((size_t)E * sizeof(double));
+  int64_t given = 0;
+  for (int g = 0; g < E; g++) {
+    double x = (double)total * (g == 0 ? w->skew : 1.0) / wsum;
+    per_expert[g] = (int64_t)floor(x);
+    rem[g] = x - floor(x);
+    given += per_expert[g];
+  }
+  while (given < total) {
+    int best = 0;
+    for (int g = 1; g < E; g++)
+      if (rem[g] > rem[best]) best = g;
+    per_expert[best]++;
+    rem[best] = -1;
+    given++;
+  }
+  free(rem);
+}
+
+static void free_state(bench_ctx_t* ctx, ga_state_t* st) {
+  for (int r = 0; r < st->P; r++) {
+    free(st->counts[r]);
+    void* p[] = {st->a[r], st->wt[r], st->out[r], st->dcounts[r], st->scratch[r]};
+    for (int i = 0; i < 5; i++) {
+      if (!p[i]) continue;
+#ifdef FCO_HAVE_CUDA
+      if (ctx->on_gpu) {
+        cudaSetDevice(ctx->devs[r]);
+        cudaFree(p[i]);
+        continue;
+      }
+#endif
+      free(p[i]);
+    }
+  }
+  free(st);
+}
+
+static fco_result_t alloc_buf(bench_ctx_t* ctx, int r, size_t bytes, void** p) {
+  if (bytes == 0) bytes = 16;
+#ifdef FCO_HAVE_CUDA
+  if (ctx->on_gpu) {
+    if (cudaSetDevice(ctx->devs[r]) != cudaSuccess || cudaMalloc(p, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cudaMalloc(%zu) on rank %d", bytes, r);
+    }
+    return FCO_OK;
+  }
+#endif
+  *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  return *p ? FCO_OK : bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "malloc(%zu)", bytes);
+}
+
+static void put_elem(void* buf, size_t i, float v, fco_dtype_t dt) {
+  if (dt == FCO_F32) ((float*)buf)[i] = v;
+  else if (dt == FCO_F16) ((unsigned short*)buf)[i] = bench_float_to_half(v);
+  else ((unsigned short*)buf)[i] = bench_float_to_bf16(v);
+}
+
+static float get_elem(const void* buf, size_t i, fco_dtype_t dt) {
+  if (dt == FCO_F32) return ((const float*)buf)[i];
+  if (dt == FCO_F16) return bench_half_to_float(((const unsigned short*)buf)[i]);
+  return bench_bf16_to_float(((const unsigned short*)buf)[i]);
+}
+
+/* Fill a device tensor of n elements with val(r, t, .) through a host staging chunk. */
+static fco_result_t fill(bench_ctx_t* ctx, int r, int t, void* dst, size_t n, fco_dtype_t dt) {
+  const size_t chunk = (size_t)8 << 20;
+  size_t es = fco_dtype_size(dt);
+  void* h = malloc((n < chunk ? n : chunk) * es + 16);
+  if (!h) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "host staging");
+  fco_result_t res = FCO_OK;
+  for (size_t i0 = 0; i0 < n && res == FCO_OK; i0 += chunk) {
+    size_t m = n - i0 < chunk ? n - i0 : chunk;
+    for (size_t i = 0; i < m; i++) put_elem(h, i, val(r, t, i0 + i), dt);
+    res = bench_upload(ctx, r, (char*)dst + i0 * es, h, m * es);
+  }
+  free(h);
+  return res;
+}
+
+static fco_result_t ga_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, bench_row_t* row,
+                             void** state) {
+  if ((int)id >= g_nwork) return FCO_ERR_UNSUPPORTED;
+  const ga_work_t* w = &g_work[id];
+  const int P = ctx->nranks;
+  if (P > GA_MAXP || w->experts % P)
+    return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "gemm_alltoall: %d experts do not split over %d ranks",
+                      w->experts, P);
+  table_init();
+  ga_state_t* st = (ga_state_t*)calloc(1, sizeof *st);
+  if (!st) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+  *state = st;
+  st->w = *w;
+  st->dtype = dtype;
+  st->P = P;
+  st->E = w->experts / P;
+  st->es = fco_dtype_size(dtype);
+  int64_t* per = (int64_t*)calloc((size_t)w->experts, sizeof(int64_t));
+  route(w, per);
+  for (int r = 0; r < P; r++) {
+    st->counts[r] = (int32_t*)calloc((size_t)st->E * P, sizeof(int32_t));
+    for (int e = 0; e < st->E; e++)
+      for (int s = 0; s < P; s++) {
+        int32_t c = (int32_t)per[r * st->E + e]; /* every source routes alike */
+        st->counts[r][e * P + s] = c;
+        st->recv[s][r] += c;
+        st->rows[r] += c;
+      }
+    if (st->rows[r] > st->a_rows) st->a_rows = st->rows[r];
+  }
+  free(per);
+  st->out_rows = (int64_t)w->tokens * w->topk;
+  const double K = w->k, N = w->n;
+  for (int r = 0; r < P; r++) {
+    double f = 2.0 * (double)st->rows[r] * K * N, b = 0;
+    for (int s = 0; s < P; s++)
+      if (s != r) b += (double)st->recv[s][r] * N * (double)st->es;
+    st->flops_all += f;
+    st->bytes_all += b;
+    if (f > st->flops_max) st->flops_max = f;
+    if (b > st->bytes_max) st->bytes_max = b;
+  }
+  fco_result_t res = FCO_OK;
+  for (int r = 0; r < P && res == FCO_OK; r++) {
+    size_t na = (size_t)st->a_rows * w->k, nw = (size_t)st->E * w->k * w->n;
+    size_t no = (size_t)st->out_rows * w->n;
+    if ((res = alloc_buf(ctx, r, na * st->es, &st->a[r])) != FCO_OK) break;
+    if ((res = alloc_buf(ctx, r, nw * st->es, &st->wt[r])) != FCO_OK) break;
+    if ((res = alloc_buf(ctx, r, no * st->es, &st->out[r])) != FCO_OK) break;
+    if ((res = alloc_buf(ctx, r, (size_t)st->a_rows * w->n * st->es, &st->scratch[r])) != FCO_OK) break;
+    if ((res = alloc_buf(ctx, r, (size_t)st->E * P * 4, &st->dcounts[r])) != FCO_OK) break;
+    if ((res = fill(ctx, r, 0, st->a[r], na, dtype)) != FCO_OK) break;
+    if ((res = fill(ctx, r, 1, st->wt[r], nw, dtype)) != FCO_OK) break;
+    res = bench_upload(ctx, r, st->dcounts[r], st->counts[r], (size_t)st->E * P * 4);
+  }
+  if (res != FCO_OK) return res;
+  row->bytes = (size_t)st->bytes_max;
+  g_flops[id] = st->flops_all;
+  row->count = id;
+  snprintf(row->shape_json, sizeof row->shape_json,
+           "{\"tokens\":%d,\"k\":%d,\"n\":%d,\"experts\":%d,\"topk\":%d,\"skew\":%g,"
+           "\"ranks\":%d,\"a_rows\":%lld,\"out_rows\":%lld}",
+           w->tokens, w->k, w->n, w->experts, w->topk, w->skew, P, (long long)st->a_rows,
+           (long long)st->out_rows);
+  return FCO_OK;
+}
+
+static fco_result_t ga_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  (void)iter;
+  ga_state_t* st = (ga_state_t*)arg;
+  fco_result_t first = FCO_OK;
+  fco_group_start();
+  for (int r = 0; r < st->P; r++) {
+    int32_t recv[GA_MAXP];
+    for (int s = 0; s < st->P; s++) recv[s] = st->recv[r][s];
+    fco_result_t e = fco_gemm_alltoall(ctx->comms[r], st->a[r], st->a_rows, st->wt[r], FCO_W_NK,
+                                       st->E, (const int32_t*)st->dcounts[r], st->counts[r], recv,
+                                       st->out[r], st->out_rows, st->w.k, st->w.n, st->dtype,
+                                       st->impl, bench_stream(ctx, r));
+    if (e != FCO_OK && first == FCO_OK) {
+      first = e;
+      ctx->err_rank = r;
+    }
+  }
+  fco_result_t e = fco_group_end();
+  if (first == FCO_OK && e != FCO_OK) {
+    first = e;
+    ctx->err_rank = 0;
+  }
+  return first;
+}
+
+static fco_result_t ga_time(bench_ctx_t* ctx, void* state, int impl, double* us) {
+  ga_state_t* st = (ga_state_t*)state;
+  size_t ws = 0;
+  fco_result_t r = fco_gemm_alltoall_workspace(ctx->comms[0], st->a_rows, st->out_rows, st->w.k,
+                                               st->w.n, st->dtype, impl, &ws);
+  if (r != FCO_OK) {
+    ctx->err_rank = 0;
+    return r;
+  }
+  if ((r = bench_reserve(ctx, ws)) != FCO_OK) return r;
+  st->impl = impl;
+  return bench_time(ctx, ga_issue, st, 1, us);
+}
+
+static fco_result_t ga_check(bench_ctx_t* ctx, void* state, int impl, long long* wrong) {
+  ga_state_t* st = (ga_state_t*)state;
+  const int P = st->P, K = st->w.k, N = st->w.n;
+  const size_t ob = (size_t)st->out_rows * N * st->es;
+  fco_result_t r;
+  for (int q = 0; q < P; q++)
+    if ((r = bench_poison(ctx, q, st->out[q], ob)) != FCO_OK) return r;
+  st->impl = impl;
+  if ((r = ga_issue(ctx, st, 0)) != FCO_OK) return r;
+  if ((r = bench_sync(ctx)) != FCO_OK) return r;
+  if ((r = bench_poll(ctx)) != FCO_OK) return r;
+  double rtol = st->dtype == FCO_F32 ? 1e-5 : st->dtype == FCO_F16 ? 2e-3 : 1e-2;
+  double atol = st->dtype == FCO_F32 ? 1e-5 : st->dtype == FCO_F16 ? 1e-3 : 4e-3;
+  void* h = malloc(ob + 16);
+  if (!h) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "host copy of out");
+  long long bad = 0;
+  for (int s = 0; s < P; s++) {
+    if ((r = bench_download(ctx, s, h, st->out[s], ob)) != FCO_OK) break;
+    int64_t total = 0;
+    for (int q = 0; q < P; q++) total += st->recv[s][q];
+    for (size_t i = 0; i < (size_t)total * N; i++) {
+      float x = get_elem(h, i, st->dtype);
+      if (!isfinite(x)) bad++;
+    }
+    /* Sampled rows: the first and last row of every source's block, then spread. */
+    int64_t sample[32];
+    int ns = 0;
+    for (int q = 0, off = 0; q < P; off += st->recv[s][q], q++)
+      if (st->recv[s][q] > 0 && ns + 2 <= 16) {
+        sample[ns++] = off;
+        sample[ns++] = off + st->recv[s][q] - 1;
+      }
+    for (int k = 0; total > 0 && ns < 32; k++) sample[ns++] = (int64_t)((total - 1) * (k + 1) / 17) % total;
+    for (int j = 0; j < ns; j++) {
+      int64_t o = sample[j], rem = o;
+      int q = 0;
+      while (q < P && rem >= st->recv[s][q]) rem -= st->recv[s][q++];
+      if (q >= P) continue;
+      int e = 0;
+      while (e < st->E && rem >= st->counts[q][e * P + s]) {
+        rem -= st->counts[q][e * P + s];
+        e++;
+      }
+      if (e >= st->E) continue;
+      int64_t arow = 0; /* q's A row of this output row */
+      for (int i = 0; i < e * P + s; i++) arow += st->counts[q][i];
+      arow += rem;
+      int ncols = N < 64 ? N : 64;
+      for (int c = 0; c < ncols; c++) {
+        int n = ncols == N ? c : (int)((int64_t)(N - 1) * c / (ncols - 1));
+        double ref = 0, mag = 0;
+        for (int k = 0; k < K; k++) {
+          double x = (double)val(q, 0, (size_t)arow * K + k) *
+                     (double)val(q, 1, ((size_t)e * N + n) * K + k);
+          ref += x;
+          mag += fabs(x);
+        }
+        double got = get_elem(h, (size_t)o * N + n, st->dtype);
+        if (fabs(got - ref) <= rtol * fabs(ref) + atol * mag) continue;
+        static int told;
+        if (bad++ < 3 && told++ < 24)
+          fprintf(stderr, "fco-bench: gemm_alltoall %s impl %s: rank %d out[%lld][%d] = %g, want %g\n",
+                  fco_dtype_name(st->dtype), impl == FCO_IMPL_AUTO ? "auto" : ga_impl_name(ctx, impl),
+                  s, (long long)o, n, got, ref);
+      }
+    }
+  }
+  free(h);
+  *wrong = bad;
+  return r;
+}
+
+/* ---- parts alone: cuBLAS GEMM (compute_us) and the all-to-all (comm_us) -------------------- */
+#ifdef FCO_HAVE_CUDA
+#define GA_BLAS_WS ((size_t)32 << 20)
+static cublasHandle_t g_blas[GA_MAXP];
+static void* g_blas_ws[GA_MAXP];
+static ncclComm_t g_nccl[GA_MAXP];
+static int g_have_nccl;
+
+static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  (void)iter;
+  ga_state_t* st = (ga_state_t*)arg;
+  const int P = st->P, K = st->w.k, N = st->w.n;
+  cudaDataType_t t = st->dtype == FCO_F32 ? CUDA_R_32F : st->dtype == FCO_F16 ? CUDA_R_16F : CUDA_R_16BF;
+  const float one = 1.f, zero = 0.f;
+  for (int r = 0; r < P; r++) {
+    if (cudaSetDevice(ctx->devs[r]) != cudaSuccess)
+      return bench_fail(ctx, FCO_ERR_CUDA, "cudaSetDevice(%d)", ctx->devs[r]);
+    if (!g_blas[r]) {
+      if (cublasCreate(&g_blas[r]) != CUBLAS_STATUS_SUCCESS || cudaMalloc(&g_blas_ws[r], GA_BLAS_WS) != cudaSuccess)
+        return bench_fail(ctx, FCO_ERR_CUDA, "cublasCreate / workspace (rank %d)", r);
+    }
+    /* cublasSetStream resets the workspace: set ours after it (graph capture needs it). */
+    if (cublasSetStream(g_blas[r], (cudaStream_t)bench_stream(ctx, r)) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(g_blas[r], g_blas_ws[r], GA_BLAS_WS) != CUBLAS_STATUS_SUCCESS)
+      return bench_fail(ctx, FCO_ERR_CUDA, "cublasSetStream/Workspace (rank %d)", r);
+    int64_t row = 0;
+    for (int e = 0; e < st->E; e++) {
+      int64_t m = 0;
+      for (int s = 0; s < P; s++) m += st->counts[r][e * P + s];
+      if (m == 0) continue;
+      cublasStatus_t bs = cublasGemmEx(
+          g_blas[r], CUBLAS_OP_T, CUBLAS_OP_N, N, (int)m, K, &one,
+          (const char*)st->wt[r] + (size_t)e * K * N * st->es, t, K,
+          (const char*)st->a[r] + (size_t)row * K * st->es, t, K, &zero,
+          (char*)st->scratch[r] + (size_t)row * N * st->es, t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      if (bs != CUBLAS_STATUS_SUCCESS) return bench_fail(ctx, FCO_ERR_CUDA, "cublasGemmEx: status %d", (int)bs);
+      row += m;
+    }
+  }
+  return FCO_OK;
+}
+
+/* The combine's data movement alone: rank r's rows for s (from scratch, expert-major) into s's
+ * out. nccl: grouped send/recv per destination; local: one cudaMemcpyAsync per segment. */
+static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  (void)iter;
+  ga_state_t* st = (ga_state_t*)arg;
+  const int P = st->P;
+  const size_t rb = (size_t)st->w.n * st->es;
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    ncclDataType_t t = st->dtype == FCO_F32 ? ncclFloat32 : st->dtype == FCO_F16 ? ncclFloat16 : ncclBfloat16;
+    if (ncclGroupStart() != ncclSuccess) return bench_fail(ctx, FCO_ERR_NCCL, "ncclGroupStart");
+    for (int r = 0; r < P; r++) {
+      int64_t soff = 0, roff = 0;
+      for (int s = 0; s < P; s++) {
+        int64_t send = st->recv[s][r], recv = st->recv[r][s];
+        cudaStream_t sr = (cudaStream_t)bench_stream(ctx, r);
+        if (send > 0) ncclSend((char*)st->scratch[r] + soff * rb, (size_t)send * st->w.n, t, s, g_nccl[r], sr);
+        if (recv > 0) ncclRecv((char*)st->out[r] + roff * rb, (size_t)recv * st->w.n, t, s, g_nccl[r], sr);
+        soff += send;
+        roff += recv;
+      }
+    }
+    if (ncclGroupEnd() != ncclSuccess) return bench_fail(ctx, FCO_ERR_NCCL, "ncclGroupEnd: %s", ncclGetLastError(NULL));
+    return FCO_OK;
+  }
+  cudaStream_t s0 = (cudaStream_t)bench_stream(ctx, 0);
+  for (int s = 0; s < P; s++) {
+    int64_t drow = 0;
+    for (int r = 0; r < P; r++) {
+      int64_t arow = 0;
+      for (int e = 0; e < st->E; e++)
+        for (int q = 0; q < P; q++) {
+          int64_t n = st->counts[r][e * P + q];
+          if (q == s && n > 0) {
+            if (cudaMemcpyAsync((char*)st->out[s] + drow * rb, (char*)st->scratch[r] + arow * rb,
+                                (size_t)n * rb, cudaMemcpyDeviceToDevice, s0) != cudaSuccess)
+              return bench_fail(ctx, FCO_ERR_CUDA, "cudaMemcpyAsync");
+            drow += n;
+          }
+          arow += n;
+        }
+    }
+  }
+  return FCO_OK;
+}
+#endif
+
+static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
+  ga_state_t* st = (ga_state_t*)state;
+  row->compute_us = row->comm_us = -1;
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    double f = st->flops_max / 790e12, b = st->bytes_max / (364e9);
+    row->floor_us = 1e6 * (f > b ? f : b);
+  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
+    double f = st->flops_all / 790e12, b = 2 * st->bytes_all / 4300e9;
+    row->floor_us = 1e6 * (f > b ? f : b);
+  } else {
+    row->floor_us = -1;
+  }
+#ifdef FCO_HAVE_CUDA
+  if (!ctx->on_gpu) return FCO_OK;
+  fco_result_t r = bench_time(ctx, gemm_issue, st, 1, &row->compute_us);
+  if (r != FCO_OK) return r;
+  if (ctx->transport == FCO_TRANSPORT_NCCL && !g_have_nccl) {
+    if (ncclCommInitAll(g_nccl, ctx->nranks, ctx->devs) != ncclSuccess)
+      return bench_fail(ctx, FCO_ERR_NCCL, "ncclCommInitAll for the all-to-all column");
+    g_have_nccl = 1;
+  }
+  r = bench_time(ctx, a2a_issue, st, 1, &row->comm_us);
+  if (r != FCO_OK) return r;
+#else
+  (void)ctx;
+#endif
+  return FCO_OK;
+}
+
+static void ga_teardown(bench_ctx_t* ctx, void* state) {
+  if (state) free_state(ctx, (ga_state_t*)state);
+}
+
+static void num(FILE* f, int w, double v) {
+  if (v < 0 || !isfinite(v)) fprintf(f, " %*s", w, "-");
+  else fprintf(f, " %*.1f", w, v);
+}
+
+static void ga_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
+  const bench_op_t* op = rows[0].op;
+  fprintf(f, "# %-26s %9s %9s", "tokens,K,N,E,topk,skew", "gemm", "a2a");
+  for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %9s", bench_impl_label(ctx, op, j));
+  fprintf(f, " %7s %8s %7s %9s %8s %7s\n", "best", "speedup", "auto_x", "floor", "TFLOP/s", "#wrong");
+  fprintf(f, "# %-26s %9s %9s", "", "(us)", "(us)");
+  for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %9s", "(us)");
+  fprintf(f, " %7s %8s %7s %9s %8s %7s\n", "", "(x)", "(x)", "(us)", "(best)", "");
+  for (int i = 0; i < nrows; i++) {
+    const bench_row_t* r = &rows[i];
+    const ga_work_t* w = &g_work[r->count < GA_MAXW ? r->count : 0];
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d,%d,%d,%d,%d,%g", w->tokens, w->k, w->n, w->experts, w->topk,
+             w->skew);
+    fprintf(f, "  %-26s", shape);
+    num(f, 9, r->compute_us);
+    num(f, 9, r->comm_us);
+    int best = -1, ac = -1;
+    for (int j = 0; j < ctx->nimpls; j++) {
+      num(f, 9, r->time_us[j]);
+      if (ctx->impls[j] == FCO_IMPL_AUTO) ac = j;
+      else if (ctx->impls[j] >= 1 && r->time_us[j] > 0 && (best < 0 || r->time_us[j] < r->time_us[best]))
+        best = j;
+    }
+    double t0 = r->time_us[0];
+    fprintf(f, " %7s", best >= 0 ? bench_impl_label(ctx, op, best) : "-");
+    if (best >= 0 && t0 > 0) fprintf(f, " %8.2f", t0 / r->time_us[best]);
+    else fprintf(f, " %8s", "-");
+    if (ac >= 0 && t0 > 0 && r->time_us[ac] > 0) fprintf(f, " %7.2f", t0 / r->time_us[ac]);
+    else fprintf(f, " %7s", "-");
+    num(f, 9, r->floor_us);
+    /* Per GPU: all ranks' FLOPs on local (one GPU), their mean per GPU on nccl. */
+    double flops = g_flops[r->count < GA_MAXW ? r->count : 0];
+    if (ctx->transport == FCO_TRANSPORT_NCCL) flops /= ctx->nranks;
+    double tb = best >= 0 ? r->time_us[best] : t0;
+    if (tb > 0) fprintf(f, " %8.1f", flops / (tb * 1e-6) / 1e12);
+    else fprintf(f, " %8s", "-");
+    long long wrong = -1;
+    for (int j = 0; j < ctx->nimpls; j++)
+      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
+    if (wrong < 0) fprintf(f, " %7s\n", "-");
+    else fprintf(f, " %7lld\n", wrong);
+  }
+}
+
+const bench_op_t bench_op_gemm_alltoall = {
+    .name = "gemm_alltoall",
+    .num_impls = FCO_GEMM_ALLTOALL_NUM_IMPLS,
+    .impl_name = ga_impl_name,
+    .setup = ga_setup,
+    .time = ga_time,
+    .check = ga_check,
+    .finish_row = ga_finish_row,
+    .teardown = ga_teardown,
+    .print_table = ga_print_table,
+    .shapes = ga_shapes,
+};

@@ -1,0 +1,460 @@
+/*
+ * op_gemv_allreduce.c — the gemv_allreduce op of fco-bench: y [M, N] = Σ_r x_r · W_r^T on every
+ * rank, the row-parallel linear of tensor-parallel decode.
+ *
+ *   fco-bench gemv_allreduce -t nccl -g 2 -d bf16 [-G 1] [-J out.json]
+ *
+ * Shapes (not the -b/-e byte sweep): N×K (K before the split) 8192×8192, 8192×28672, 4096×14336,
+ * 16384×16384, each with M ∈ {1, 4, 16, 64}; rank r holds K_r = K/P columns (the remainder to
+ * the first ranks). Env FCO_BENCH_GEMV_NK="8192x8192,4096x14336" and FCO_BENCH_GEMV_M="1,8"
+ * replace the lists. On the cpu transport the default N and K are divided by 16 (CPU times).
+ * One iteration = one fco_group with fco_gemv_allreduce on every rank; inputs rotate over sets
+ * (x, W, y per rank) whose footprint exceeds 2× L2, as op_allreduce.c.
+ *
+ * Columns: gemv = cuBLAS GEMM alone on every rank, no communication (compute_us);
+ * allreduce = fco_allreduce (AUTO: our best all-reduce) of the M×N output alone (comm_us);
+ * then impl 0 (cuBLAS + ncclAllReduce / copy), oneshot, twophase, auto.
+ * Floor: max(bytes of W_r / 4300 GB/s, bytes a rank must send / 364 GB/s) on nccl, where a
+ * rank must send at least 2·(P−1)/P·M·N·esize (reduce-scatter + all-gather of y in the dtype;
+ * = M·N·esize for P = 2); local: (P · W_r + 2·P·M·N·esize) bytes over 4300 GB/s (one HBM).
+ *
+ * Check (#wrong), exact: x[m][k] ∈ {−1, 0, 1} and W sparse, W[n][k] = ±1 where
+ * (k + 7n) mod 128 = 0 (k global), else 0; every partial and total sum is an integer of
+ * magnitude ≤ K/128 + 1 ≤ 257 for K ≤ 32768, exact in bf16 / f16 / f32 and in any summation
+ * order, so every impl (cuBLAS + NCCL included) must produce exactly the host's integer sum,
+ * computed independently on the host. Timing does not depend on the values (every byte of W
+ * is streamed either way).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#ifdef FCO_HAVE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#endif
+
+#define GAR_MAX_NK 16
+#define GAR_MAX_M 16
+
+typedef struct {
+  size_t M, N, K;      /* K before the split */
+  fco_dtype_t dtype;
+  size_t Kr[BENCH_MAX_RANKS], koff[BENCH_MAX_RANKS];
+  size_t x_off[BENCH_MAX_RANKS], w_off, y_off; /* offsets in a set (per rank: same layout) */
+  size_t set_bytes;
+  int nsets;
+  int impl;
+  void* host;          /* scratch: largest of x, W, y of a rank */
+  float* expect;       /* [M][N], computed on first check */
+  int ar_impl;         /* for the all-reduce-alone timing */
+} gar_state_t;
+
+static size_t g_nk[GAR_MAX_NK][2], g_ms[GAR_MAX_M];
+static int g_num_nk, g_num_m;
+
+static void parse_lists(const bench_ctx_t* ctx) {
+  const char* nk = getenv("FCO_BENCH_GEMV_NK");
+  const char* ms = getenv("FCO_BENCH_GEMV_M");
+  size_t div = ctx->transport == FCO_TRANSPORT_CPU ? 16 : 1;
+  g_num_nk = g_num_m = 0;
+  if (nk && *nk) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", nk);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && g_num_nk < GAR_MAX_NK;
+         t = strtok_r(NULL, ",", &save)) {
+      unsigned long long n = 0, k = 0;
+      if (sscanf(t, "%llux%llu", &n, &k) == 2 && n > 0 && k > 0) {
+        g_nk[g_num_nk][0] = (size_t)n;
+        g_nk[g_num_nk][1] = (size_t)k;
+        g_num_nk++;
+      } else {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK: '%s' is not NxK, ignored\n", t);
+      }
+    }
+  }
+  if (g_num_nk == 0) {
+    static const size_t dflt[4][2] = {{8192, 8192}, {8192, 28672}, {4096, 14336}, {16384, 16384}};
+    for (int i = 0; i < 4; i++) {
+      g_nk[i][0] = dflt[i][0] / div;
+      g_nk[i][1] = dflt[i][1] / div;
+    }
+    g_num_nk = 4;
+  }
+  if (ms && *ms) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", ms);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && g_num_m < GAR_MAX_M;
+         t = strtok_r(NULL, ",", &save)) {
+      long m = strtol(t, NULL, 10);
+      if (m >= 1) g_ms[g_num_m++] = (size_t)m;
+    }
+  }
+  if (g_num_m == 0) {
+    static const size_t dflt[4] = {1, 4, 16, 64};
+    for (int i = 0; i < 4; i++) g_ms[i] = dflt[i];
+    g_num_m = 4;
+  }
+}
+
+static int gar_shapes(bench_ctx_t* ctx, size_t** ids) {
+  parse_lists(ctx);
+  int n = g_num_nk * g_num_m;
+  size_t* v = (size_t*)malloc((size_t)n * sizeof *v);
+  if (!v) return 0;
+  for (int i = 0; i < n; i++) v[i] = (size_t)i;
+  *ids = v;
+  return n;
+}
+
+static char* set_base(bench_ctx_t* ctx, const gar_state_t* st, int rank, int set) {
+  return (char*)ctx->pool[rank] + (size_t)set * st->set_bytes;
+}
+static char* x_ptr(bench_ctx_t* ctx, const gar_state_t* st, int r, int s) {
+  return set_base(ctx, st, r, s) + st->x_off[r];
+}
+static char* w_ptr(bench_ctx_t* ctx, const gar_state_t* st, int r, int s) {
+  return set_base(ctx, st, r, s) + st->w_off;
+}
+static char* y_ptr(bench_ctx_t* ctx, const gar_state_t* st, int r, int s) {
+  return set_base(ctx, st, r, s) + st->y_off;
+}
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+/* x[m][k] ∈ {-1, 0, 1}; W[n][k] = ±1 on the sparse pattern (k global). */
+static int x_val(unsigned seed, size_t m, size_t k) {
+  return (int)(mix(((uint64_t)seed << 56) ^ (m << 40) ^ k) % 3) - 1;
+}
+static int w_nonzero(size_t n, size_t k) { return (k + 7 * n) % 128 == 0; }
+static int w_val(unsigned seed, size_t n, size_t k) {
+  return (mix(((uint64_t)seed << 56) ^ 0x5555ull << 40 ^ (n << 20) ^ k) & 1) ? 1 : -1;
+}
+
+static void put_elem(void* buf, fco_dtype_t dt, size_t i, float v) {
+  switch (dt) {
+    case FCO_F32: ((float*)buf)[i] = v; break;
+    case FCO_F16: ((unsigned short*)buf)[i] = bench_float_to_half(v); break;
+    default: ((unsigned short*)buf)[i] = bench_float_to_bf16(v); break;
+  }
+}
+static float get_elem(const void* buf, fco_dtype_t dt, size_t i) {
+  switch (dt) {
+    case FCO_F32: return ((const float*)buf)[i];
+    case FCO_F16: return bench_half_to_float(((const unsigned short*)buf)[i]);
+    default: return bench_bf16_to_float(((const unsigned short*)buf)[i]);
+  }
+}
+
+static const char* gar_impl_name(bench_ctx_t* ctx, int impl) {
+  return fco_gemv_allreduce_impl_name(ctx->comms[0], impl);
+}
+
+static fco_result_t gar_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  gar_state_t* st = (gar_state_t*)arg;
+  int set = iter % st->nsets;
+  fco_result_t first = FCO_OK;
+  fco_group_start();
+  for (int r = 0; r < ctx->nranks; r++) {
+    fco_result_t e = fco_gemv_allreduce(ctx->comms[r], x_ptr(ctx, st, r, set), w_ptr(ctx, st, r, set),
+                                        NULL, y_ptr(ctx, st, r, set), st->M, st->N, st->Kr[r],
+                                        st->dtype, st->impl, bench_stream(ctx, r));
+    if (e != FCO_OK && first == FCO_OK) {
+      first = e;
+      ctx->err_rank = r;
+    }
+  }
+  fco_result_t e = fco_group_end();
+  if (first == FCO_OK && e != FCO_OK) {
+    first = e;
+    ctx->err_rank = 0;
+  }
+  return first;
+}
+
+static fco_result_t gar_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, bench_row_t* row,
+                              void** state) {
+  if ((int)id >= g_num_nk * g_num_m) return FCO_ERR_UNSUPPORTED;
+  gar_state_t* st = (gar_state_t*)calloc(1, sizeof *st);
+  if (!st) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+  *state = st;
+  const int P = ctx->nranks;
+  st->N = g_nk[id / (size_t)g_num_m][0];
+  st->K = g_nk[id / (size_t)g_num_m][1];
+  st->M = g_ms[id % (size_t)g_num_m];
+  st->dtype = dtype;
+  if (st->K < (size_t)P) return FCO_ERR_UNSUPPORTED;
+  const size_t es = fco_dtype_size(dtype);
+  size_t off = 0, kmax = 0;
+  for (int r = 0; r < P; r++) {
+    st->Kr[r] = st->K / (size_t)P + ((size_t)r < st->K % (size_t)P ? 1 : 0);
+    st->koff[r] = off;
+    off += st->Kr[r];
+    if (st->Kr[r] > kmax) kmax = st->Kr[r];
+  }
+  /* One layout for every rank (sized for the largest K_r): [x | W | y], 256-byte aligned. */
+  size_t xb = (st->M * kmax * es + 255) / 256 * 256, wb = (st->N * kmax * es + 255) / 256 * 256;
+  size_t yb = (st->M * st->N * es + 255) / 256 * 256;
+  for (int r = 0; r < P; r++) st->x_off[r] = 0;
+  st->w_off = xb;
+  st->y_off = xb + wb;
+  st->set_bytes = xb + wb + yb;
+  st->nsets = bench_num_sets(ctx, st->set_bytes);
+  size_t hb = xb > wb ? xb : wb;
+  st->host = malloc(hb > yb ? hb : yb);
+  if (!st->host) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", hb);
+  fco_result_t r = bench_pool_reserve(ctx, (size_t)st->nsets * st->set_bytes);
+  if (r != FCO_OK) return r;
+  for (int rk = 0; rk < P; rk++)
+    if ((r = bench_poison(ctx, rk, ctx->pool[rk], (size_t)st->nsets * st->set_bytes)) != FCO_OK)
+      return r;
+  for (int s = 0; s < st->nsets; s++) {
+    unsigned seed = (unsigned)s + 1;
+    for (int rk = 0; rk < P; rk++) {
+      size_t Kr = st->Kr[rk], k0 = st->koff[rk];
+      for (size_t m = 0; m < st->M; m++)
+        for (size_t k = 0; k < Kr; k++) put_elem(st->host, dtype, m * Kr + k, (float)x_val(seed, m, k0 + k));
+      if ((r = bench_upload(ctx, rk, x_ptr(ctx, st, rk, s), st->host, st->M * Kr * es)) != FCO_OK)
+        return r;
+      memset(st->host, 0, st->N * Kr * es); /* 0 is all-zero bits in every dtype */
+      for (size_t n = 0; n < st->N; n++) {
+        size_t first = (128 - (k0 + 7 * n) % 128) % 128; /* smallest k with (k0+k+7n)%128 == 0 */
+        for (size_t k = first; k < Kr; k += 128)
+          put_elem(st->host, dtype, n * Kr + k, (float)w_val(seed, n, k0 + k));
+      }
+      if ((r = bench_upload(ctx, rk, w_ptr(ctx, st, rk, s), st->host, st->N * Kr * es)) != FCO_OK)
+        return r;
+    }
+  }
+  row->bytes = st->N * st->Kr[0] * es; /* W_r */
+  row->count = st->M * st->N;
+  snprintf(row->shape_json, sizeof row->shape_json,
+           "{\"M\":%zu,\"N\":%zu,\"K\":%zu,\"K_r\":%zu,\"P\":%d,\"bias\":false}", st->M, st->N,
+           st->K, st->Kr[0], P);
+  return FCO_OK;
+}
+
+static fco_result_t gar_time(bench_ctx_t* ctx, void* state, int impl, double* us) {
+  gar_state_t* st = (gar_state_t*)state;
+  size_t ws = 0;
+  fco_result_t r = fco_gemv_allreduce_workspace(ctx->comms[0], st->M, st->N, st->Kr[0], st->dtype,
+                                                impl, &ws);
+  if (r != FCO_OK) {
+    ctx->err_rank = 0;
+    return r;
+  }
+  if ((r = bench_reserve(ctx, ws)) != FCO_OK) return r;
+  st->impl = impl;
+  return bench_time(ctx, gar_issue, st, st->nsets, us);
+}
+
+static void compute_expect(gar_state_t* st) {
+  const unsigned seed = 1; /* set 0 */
+  for (size_t m = 0; m < st->M; m++)
+    for (size_t n = 0; n < st->N; n++) {
+      int s = 0;
+      for (size_t k = (128 - (7 * n) % 128) % 128; k < st->K; k += 128)
+        s += x_val(seed, m, k) * w_val(seed, n, k);
+      st->expect[m * st->N + n] = (float)s;
+    }
+}
+
+static fco_result_t gar_check(bench_ctx_t* ctx, void* state, int impl, long long* wrong) {
+  gar_state_t* st = (gar_state_t*)state;
+  const size_t es = fco_dtype_size(st->dtype), yb = st->M * st->N * es;
+  fco_result_t r;
+  if (!st->expect) {
+    st->expect = (float*)malloc(st->M * st->N * sizeof(float));
+    if (!st->expect) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+    compute_expect(st);
+  }
+  for (int rk = 0; rk < ctx->nranks; rk++)
+    if ((r = bench_poison(ctx, rk, y_ptr(ctx, st, rk, 0), yb)) != FCO_OK) return r;
+  st->impl = impl;
+  if ((r = gar_issue(ctx, st, 0)) != FCO_OK) return r;
+  if ((r = bench_sync(ctx)) != FCO_OK) return r;
+  if ((r = bench_poll(ctx)) != FCO_OK) return r;
+  long long bad = 0;
+  for (int rk = 0; rk < ctx->nranks; rk++) {
+    if ((r = bench_download(ctx, rk, st->host, y_ptr(ctx, st, rk, 0), yb)) != FCO_OK) return r;
+    for (size_t i = 0; i < st->M * st->N; i++) {
+      float got = get_elem(st->host, st->dtype, i), want = st->expect[i];
+      if (got == want) continue;
+      static int told;
+      if (bad++ < 3 && told++ < 24)
+        fprintf(stderr, "fco-bench: gemv_allreduce %s M %zu N %zu K %zu impl %s: rank %d "
+                "y[%zu][%zu] = %g, want %g\n", fco_dtype_name(st->dtype), st->M, st->N, st->K,
+                impl == FCO_IMPL_AUTO ? "auto" : gar_impl_name(ctx, impl), rk, i / st->N,
+                i % st->N, (double)got, (double)want);
+    }
+  }
+  *wrong = bad;
+  return FCO_OK;
+}
+
+/* ---- parts alone: cuBLAS GEMM (compute_us) and fco_allreduce of y (comm_us) --------------- */
+#ifdef FCO_HAVE_CUDA
+#define GAR_BLAS_WS ((size_t)32 << 20)
+static cublasHandle_t g_blas[BENCH_MAX_RANKS];
+static void* g_blas_ws[BENCH_MAX_RANKS];
+
+static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  gar_state_t* st = (gar_state_t*)arg;
+  int set = iter % st->nsets;
+  cudaDataType_t t = st->dtype == FCO_F32 ? CUDA_R_32F : st->dtype == FCO_F16 ? CUDA_R_16F : CUDA_R_16BF;
+  const float alpha = 1.f, beta = 0.f;
+  for (int r = 0; r < ctx->nranks; r++) {
+    if (cudaSetDevice(ctx->devs[r]) != cudaSuccess) return bench_fail(ctx, FCO_ERR_CUDA, "cudaSetDevice");
+    if (!g_blas[r]) {
+      if (cublasCreate(&g_blas[r]) != CUBLAS_STATUS_SUCCESS)
+        return bench_fail(ctx, FCO_ERR_CUDA, "cublasCreate (rank %d)", r);
+      if (cudaMalloc(&g_blas_ws[r], GAR_BLAS_WS) != cudaSuccess)
+        return bench_fail(ctx, FCO_ERR_CUDA, "cudaMalloc of a cuBLAS workspace");
+    }
+    /* cublasSetStream resets the workspace: set ours after it (graph capture needs it). */
+    if (cublasSetStream(g_blas[r], (cudaStream_t)bench_stream(ctx, r)) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(g_blas[r], g_blas_ws[r], GAR_BLAS_WS) != CUBLAS_STATUS_SUCCESS)
+      return bench_fail(ctx, FCO_ERR_CUDA, "cublasSetStream/Workspace (rank %d)", r);
+    cublasStatus_t s = cublasGemmEx(g_blas[r], CUBLAS_OP_T, CUBLAS_OP_N, (int)st->N, (int)st->M,
+                                    (int)st->Kr[r], &alpha, w_ptr(ctx, st, r, set), t, (int)st->Kr[r],
+                                    x_ptr(ctx, st, r, set), t, (int)st->Kr[r], &beta,
+                                    y_ptr(ctx, st, r, set), t, (int)st->N, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return bench_fail(ctx, FCO_ERR_CUDA, "cublasGemmEx: status %d", (int)s);
+  }
+  return FCO_OK;
+}
+#endif
+
+static fco_result_t ar_issue(bench_ctx_t* ctx, void* arg, int iter) {
+  gar_state_t* st = (gar_state_t*)arg;
+  int set = iter % st->nsets;
+  fco_result_t first = FCO_OK;
+  fco_group_start();
+  for (int r = 0; r < ctx->nranks; r++) {
+    char* y = y_ptr(ctx, st, r, set);
+    fco_result_t e = fco_allreduce(ctx->comms[r], y, y, st->M * st->N, st->dtype, st->ar_impl,
+                                   bench_stream(ctx, r));
+    if (e != FCO_OK && first == FCO_OK) {
+      first = e;
+      ctx->err_rank = r;
+    }
+  }
+  fco_result_t e = fco_group_end();
+  return first != FCO_OK ? first : e;
+}
+
+static fco_result_t gar_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
+  gar_state_t* st = (gar_state_t*)state;
+  const double P = ctx->nranks, es = (double)fco_dtype_size(st->dtype);
+  const double wr = (double)st->N * (double)st->Kr[0] * es, y = (double)st->M * st->N * es;
+  double link = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_NVLINK_GBPS;
+  row->floor_us = -1;
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    double hbm = wr / (BENCH_HBM_GBPS * 1e3), net = P > 1 ? 2 * (P - 1) / P * y / (link * 1e3) : 0;
+    row->floor_us = hbm > net ? hbm : net;
+  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
+    double gbps = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_HBM_GBPS;
+    row->floor_us = (P * wr + 2 * P * y) / (gbps * 1e3);
+  }
+  row->compute_us = row->comm_us = -1;
+  if (!ctx->on_gpu) return FCO_OK;
+#ifdef FCO_HAVE_CUDA
+  fco_result_t r = bench_time(ctx, gemm_issue, st, st->nsets, &row->compute_us);
+  if (r != FCO_OK) return r;
+  if (ctx->nranks > 1) {
+    size_t ws = 0;
+    st->ar_impl = FCO_IMPL_AUTO;
+    if ((r = fco_allreduce_workspace(ctx->comms[0], st->M * st->N, st->dtype, st->ar_impl, &ws)) !=
+        FCO_OK) {
+      ctx->err_rank = 0;
+      return r;
+    }
+    if ((r = bench_reserve(ctx, ws)) != FCO_OK) return r;
+    if ((r = bench_time(ctx, ar_issue, st, st->nsets, &row->comm_us)) != FCO_OK) return r;
+  }
+#endif
+  return FCO_OK;
+}
+
+static void gar_teardown(bench_ctx_t* ctx, void* state) {
+  (void)ctx;
+  gar_state_t* st = (gar_state_t*)state;
+  if (!st) return;
+  free(st->host);
+  free(st->expect);
+  free(st);
+}
+
+/* ---- table ---------------------------------------------------------------------------------- */
+static void num(FILE* f, int w, double v) {
+  if (v < 0 || v != v) fprintf(f, " %*s", w, "-");
+  else fprintf(f, " %*.2f", w, v);
+}
+
+static void gar_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
+  if (nrows <= 0) return;
+  const bench_op_t* op = rows[0].op;
+  int wt[BENCH_MAX_IMPLS], ac = -1;
+  for (int j = 0; j < ctx->nimpls; j++) {
+    int l = (int)strlen(bench_impl_label(ctx, op, j));
+    wt[j] = l + 1 > 9 ? l + 1 : 9;
+    if (ctx->impls[j] == FCO_IMPL_AUTO) ac = j;
+  }
+  fprintf(f, "# gemv = cuBLAS GEMM alone, allreduce = fco_allreduce (auto) of y alone, same run\n");
+  fprintf(f, "#%6s %6s %3s %5s %9s %9s", "N", "K", "M", "dtype", "gemv", "allreduce");
+  for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %*s", wt[j], bench_impl_label(ctx, op, j));
+  fprintf(f, " %9s %8s", "best", "speedup");
+  if (ac >= 0) fprintf(f, " %7s", "auto_x");
+  fprintf(f, " %9s %6s %7s\n", "floor", "of_flr", "#wrong");
+  fprintf(f, "#%6s %6s %3s %5s %9s %9s", "", "", "", "", "(us)", "(us)");
+  for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %*s", wt[j], "(us)");
+  fprintf(f, " %9s %8s", "", "(x)");
+  if (ac >= 0) fprintf(f, " %7s", "(x)");
+  fprintf(f, " %9s %6s %7s\n", "(us)", "(x)", "");
+  for (int i = 0; i < nrows; i++) {
+    const bench_row_t* r = &rows[i];
+    /* shape_json holds M, N, K: parse them back rather than keep a second copy. */
+    unsigned long long M = 0, N = 0, K = 0;
+    sscanf(r->shape_json, "{\"M\":%llu,\"N\":%llu,\"K\":%llu", &M, &N, &K);
+    fprintf(f, " %6llu %6llu %3llu %5s", N, K, M, fco_dtype_name(r->dtype));
+    num(f, 9, r->compute_us);
+    num(f, 9, r->comm_us);
+    int best = -1;
+    for (int j = 0; j < ctx->nimpls; j++) {
+      num(f, wt[j], r->time_us[j]);
+      if (ctx->impls[j] >= 1 && r->time_us[j] > 0 && (best < 0 || r->time_us[j] < r->time_us[best]))
+        best = j;
+    }
+    double t0 = r->time_us[0];
+    fprintf(f, " %9s", best >= 0 ? bench_impl_label(ctx, op, best) : "-");
+    num(f, 8, best >= 0 && t0 > 0 ? t0 / r->time_us[best] : -1);
+    if (ac >= 0) num(f, 7, t0 > 0 && r->time_us[ac] > 0 ? t0 / r->time_us[ac] : -1);
+    num(f, 9, r->floor_us);
+    num(f, 6, best >= 0 && r->floor_us > 0 ? r->time_us[best] / r->floor_us : -1);
+    long long wrong = -1;
+    for (int j = 0; j < ctx->nimpls; j++)
+      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
+    if (wrong < 0) fprintf(f, " %7s\n", "-");
+    else fprintf(f, " %7lld\n", wrong);
+  }
+}
+
+const bench_op_t bench_op_gemv_allreduce = {
+    .name = "gemv_allreduce",
+    .num_impls = FCO_GEMV_ALLREDUCE_NUM_IMPLS,
+    .impl_name = gar_impl_name,
+    .setup = gar_setup,
+    .time = gar_time,
+    .check = gar_check,
+    .finish_row = gar_finish_row,
+    .teardown = gar_teardown,
+    .print_table = gar_print_table,
+    .shapes = gar_shapes,
+};

@@ -1,0 +1,319 @@
+/*
+ * calib.c — reading fco-bench JSON into calibration tables, and the lookups (see calib.h).
+ */
+#include "calib.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+int sim_dtype_bytes(const char* d) {
+  if (!d) return 0;
+  if (!strcmp(d, "f32") || !strcmp(d, "fp32") || !strcmp(d, "float32") || !strcmp(d, "i32"))
+    return 4;
+  if (!strcmp(d, "f16") || !strcmp(d, "bf16") || !strcmp(d, "fp16") || !strcmp(d, "half"))
+    return 2;
+  if (!strcmp(d, "f64") || !strcmp(d, "i64")) return 8;
+  if (!strcmp(d, "fp8") || !strcmp(d, "e4m3") || !strcmp(d, "e5m2") || !strcmp(d, "i8")) return 1;
+  return 0;
+}
+
+static int errf(char* err, size_t len, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, len, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static void copy_str(char* dst, size_t cap, const char* src) {
+  snprintf(dst, cap, "%s", src ? src : "");
+}
+
+int sim_calib_parse(const char* text, const char* name, sim_calib_t* c, char* err,
+                    size_t err_len) {
+  memset(c, 0, sizeof *c);
+  char jerr[200];
+  sim_json_t* root = sim_json_parse(text, jerr, sizeof jerr);
+  if (!root) return errf(err, err_len, "%s: not valid JSON: %s", name, jerr);
+  int rc = -1;
+  if (root->type != SIM_JSON_OBJECT) {
+    errf(err, err_len, "%s:%d: the top level must be an object (fco-bench -J output)", name,
+         root->line);
+    goto done;
+  }
+  const char* tool = sim_json_str(root, "tool");
+  if (!tool || strcmp(tool, "fco-bench")) {
+    errf(err, err_len, "%s:%d: \"tool\" is %s%s%s, want \"fco-bench\"", name, root->line,
+         tool ? "\"" : "", tool ? tool : "missing", tool ? "\"" : "");
+    goto done;
+  }
+  double gpus = 0;
+  if (!sim_json_num(root, "gpus", &gpus) || gpus < 1 || gpus != floor(gpus)) {
+    errf(err, err_len, "%s:%d: \"gpus\" must be a positive integer", name, root->line);
+    goto done;
+  }
+  const sim_json_t* res = sim_json_get(root, "results");
+  if (!res || res->type != SIM_JSON_ARRAY) {
+    errf(err, err_len, "%s:%d: \"results\" must be an array", name, res ? res->line : root->line);
+    goto done;
+  }
+  copy_str(c->path, sizeof c->path, name);
+  copy_str(c->commit, sizeof c->commit, sim_json_str(root, "commit"));
+  copy_str(c->machine, sizeof c->machine, sim_json_str(root, "machine"));
+  copy_str(c->transport, sizeof c->transport, sim_json_str(root, "transport"));
+  copy_str(c->date, sizeof c->date, sim_json_str(root, "date"));
+  c->gpus = (int)gpus;
+  c->e = calloc((size_t)sim_json_len(res) + 1, sizeof *c->e);
+  if (!c->e) {
+    errf(err, err_len, "%s: out of memory", name);
+    goto done;
+  }
+  int idx = 0;
+  for (const sim_json_t* r = res->child; r; r = r->next, idx++) {
+    if (r->type != SIM_JSON_OBJECT) {
+      errf(err, err_len, "%s:%d: results[%d] is not an object", name, r->line, idx);
+      goto fail;
+    }
+    const char* op = sim_json_str(r, "op");
+    const char* dtype = sim_json_str(r, "dtype");
+    const char* impl = sim_json_str(r, "impl");
+    const sim_json_t* shape = sim_json_get(r, "shape");
+    double impl_id, time_us, bytes = -1, wrong = 0, cu;
+    const sim_json_t* tj = sim_json_get(r, "time_us");
+    const char* missing = !op ? "op (a string)"
+                          : !dtype ? "dtype (a string)"
+                          : !impl ? "impl (a string)"
+                          : !sim_json_num(r, "impl_id", &impl_id) ? "impl_id (a number)"
+                          : !tj || (tj->type != SIM_JSON_NUMBER && tj->type != SIM_JSON_NULL)
+                              ? "time_us (a number, or null)"
+                          : !shape || shape->type != SIM_JSON_OBJECT ? "shape (an object)"
+                                                                     : NULL;
+    if (missing) {
+      errf(err, err_len, "%s:%d: results[%d] lacks %s", name, r->line, idx, missing);
+      goto fail;
+    }
+    if (!sim_json_num(shape, "bytes", &bytes)) {
+      double count;
+      int eb = sim_dtype_bytes(dtype);
+      if (sim_json_num(shape, "count", &count) && eb) bytes = count * eb;
+    }
+    /* collectives are looked up by bytes; operator rows carry their dimensions instead */
+    if (!(bytes >= 0) && !strcmp(op, "allreduce")) {
+      errf(err, err_len, "%s:%d: results[%d].shape has neither \"bytes\" nor \"count\"", name,
+           shape->line, idx);
+      goto fail;
+    }
+    if (tj->type == SIM_JSON_NULL) { /* impl not supported for this shape: nothing measured */
+      c->dropped++;
+      continue;
+    }
+    time_us = tj->number;
+    if (!(time_us > 0)) {
+      errf(err, err_len, "%s:%d: results[%d].time_us is %g, must be > 0", name, r->line, idx,
+           time_us);
+      goto fail;
+    }
+    if (sim_json_num(r, "wrong", &wrong) && wrong != 0) { /* null: not checked, kept */
+      c->dropped++;
+      continue;
+    }
+    sim_calib_entry_t* e = &c->e[c->num++];
+    copy_str(e->op, sizeof e->op, op);
+    copy_str(e->dtype, sizeof e->dtype, dtype);
+    copy_str(e->impl, sizeof e->impl, impl);
+    e->impl_id = (int)impl_id;
+    e->bytes = bytes;
+    e->time_us = time_us;
+    e->compute_us = sim_json_num(r, "compute_us", &cu) && cu >= 0 ? cu : -1;
+    e->comm_us = sim_json_num(r, "comm_us", &cu) && cu >= 0 ? cu : -1;
+    e->line = r->line;
+    for (const sim_json_t* m = shape->child; m && e->num_shape < SIM_CALIB_SHAPE_KEYS; m = m->next)
+      if (m->type == SIM_JSON_NUMBER && strlen(m->key) < sizeof e->shape_key[0]) {
+        snprintf(e->shape_key[e->num_shape], sizeof e->shape_key[0], "%s", m->key);
+        e->shape_val[e->num_shape++] = m->number;
+      }
+  }
+  rc = 0;
+  goto done;
+fail:
+  free(c->e);
+  memset(c, 0, sizeof *c);
+done:
+  sim_json_free(root);
+  return rc;
+}
+
+int sim_calib_load(const char* path, sim_calib_t* c, char* err, size_t err_len) {
+  memset(c, 0, sizeof *c);
+  FILE* f = fopen(path, "rb");
+  if (!f) return errf(err, err_len, "%s: cannot open calibration file", path);
+  char* text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536;
+      char* t = realloc(text, cap);
+      if (!t) {
+        free(text);
+        fclose(f);
+        return errf(err, err_len, "%s: out of memory", path);
+      }
+      text = t;
+    }
+    size_t got = fread(text + len, 1, cap - len - 1, f);
+    len += got;
+    if (got == 0) break;
+  }
+  fclose(f);
+  text[len] = '\0';
+  int rc = sim_calib_parse(text, path, c, err, err_len);
+  free(text);
+  return rc;
+}
+
+double sim_calib_shape(const sim_calib_entry_t* e, const char* key, double def) {
+  for (int i = 0; i < e->num_shape; i++)
+    if (!strcmp(e->shape_key[i], key)) return e->shape_val[i];
+  return def;
+}
+
+void sim_calib_free(sim_calib_t* c) {
+  free(c->e);
+  memset(c, 0, sizeof *c);
+}
+
+/* The dtype to use for elem_bytes: bf16 first among 2-byte types, else the first row's of that
+ * size, else (none of that size) the first row's dtype. NULL when op has no usable rows. */
+static const char* pick_dtype(const sim_calib_t* c, const char* op, int elem_bytes, int compute) {
+  const char* first = NULL;
+  const char* same = NULL;
+  for (int i = 0; i < c->num; i++) {
+    const sim_calib_entry_t* e = &c->e[i];
+    if (strcmp(e->op, op) || e->impl_id < 0 || (compute && e->compute_us < 0)) continue;
+    if (!first) first = e->dtype;
+    if (sim_dtype_bytes(e->dtype) == elem_bytes) {
+      if (elem_bytes == 2 && !strcmp(e->dtype, "bf16")) return e->dtype;
+      if (!same) same = e->dtype;
+    }
+  }
+  return same ? same : first;
+}
+
+static int cmp_pts(const void* a, const void* b) {
+  double x = ((const double*)a)[0], y = ((const double*)b)[0];
+  return (x > y) - (x < y);
+}
+
+static void human_bytes(double b, char* out, size_t len) {
+  if (b >= 1 << 30) snprintf(out, len, "%g GB", b / (1 << 30));
+  else if (b >= 1 << 20) snprintf(out, len, "%g MB", b / (1 << 20));
+  else if (b >= 1 << 10) snprintf(out, len, "%g KB", b / (1 << 10));
+  else snprintf(out, len, "%g B", b);
+}
+
+static const char* base_name(const char* path) {
+  const char* s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+int sim_calib_collective(const sim_calib_t* c, const char* op, int fused, int elem_bytes,
+                         double bytes, double* us, char* note, size_t note_len) {
+  if (!c || !c->num) return 0;
+  const char* dtype = pick_dtype(c, op, elem_bytes, 0);
+  if (!dtype) return 0;
+  /* (bytes, time) points: impl 0, or the min over fused impls per size */
+  double(*pts)[2] = calloc((size_t)c->num, sizeof *pts);
+  if (!pts) return 0;
+  int n = 0;
+  for (int i = 0; i < c->num; i++) {
+    const sim_calib_entry_t* e = &c->e[i];
+    if (strcmp(e->op, op) || strcmp(e->dtype, dtype)) continue;
+    if (fused ? e->impl_id < 1 : e->impl_id != 0) continue;
+    int k = 0;
+    while (k < n && pts[k][0] != e->bytes) k++;
+    if (k == n) {
+      pts[n][0] = e->bytes;
+      pts[n][1] = e->time_us;
+      n++;
+    } else if (e->time_us < pts[k][1]) {
+      pts[k][1] = e->time_us;
+    }
+  }
+  if (!n) {
+    free(pts);
+    return 0;
+  }
+  qsort(pts, (size_t)n, sizeof *pts, cmp_pts);
+  char a[32], b[32], how[96];
+  int lo;
+  if (n == 1 || bytes <= pts[0][0]) {
+    *us = pts[0][1];
+    human_bytes(pts[0][0], a, sizeof a);
+    snprintf(how, sizeof how, bytes < pts[0][0] ? "time of the smallest size %s" : "at %s", a);
+  } else {
+    lo = n - 2;
+    for (int k = 0; k + 1 < n; k++)
+      if (bytes <= pts[k + 1][0]) {
+        lo = k;
+        break;
+      }
+    double x0 = pts[lo][0], x1 = pts[lo + 1][0], y0 = pts[lo][1], y1 = pts[lo + 1][1];
+    *us = y0 + (y1 - y0) * (bytes - x0) / (x1 - x0);
+    human_bytes(x0, a, sizeof a);
+    human_bytes(x1, b, sizeof b);
+    snprintf(how, sizeof how, "%s %s and %s",
+             bytes > x1 ? "extrapolated from" : "interpolated between", a, b);
+  }
+  if (note)
+    snprintf(note, note_len, "measured (%s %s %s, %s, %d GPUs): %s", base_name(c->path), op,
+             fused ? "best fused impl" : "impl 0", dtype, c->gpus, how);
+  free(pts);
+  return 1;
+}
+
+/* The work measure of a row for compute lookups: shape.bytes when given, else from the
+ * operator's dimensions as fco-bench defines its bytes column: embedding_alltoall B x
+ * tables_per_gpu x L x D x esize (gathered per rank), gemv_allreduce N x K_r x esize (W_r). */
+static double work_bytes_of(const sim_calib_entry_t* e) {
+  if (e->bytes >= 0) return e->bytes;
+  double es = sim_dtype_bytes(e->dtype);
+  if (!strcmp(e->op, "embedding_alltoall"))
+    return sim_calib_shape(e, "B", 0) * sim_calib_shape(e, "tables_per_gpu", 0) *
+           sim_calib_shape(e, "L", 0) * sim_calib_shape(e, "D", 0) * es;
+  if (!strcmp(e->op, "gemv_allreduce"))
+    return sim_calib_shape(e, "N", 0) * sim_calib_shape(e, "K_r", 0) * es;
+  return -1;
+}
+
+int sim_calib_compute(const sim_calib_t* c, const char* op, int elem_bytes, double work_bytes,
+                      double* us, char* note, size_t note_len) {
+  if (!c || !c->num || !(work_bytes > 0)) return 0;
+  const char* dtype = pick_dtype(c, op, elem_bytes, 1);
+  if (!dtype) return 0;
+  const sim_calib_entry_t* best = NULL;
+  double best_d = INFINITY;
+  for (int i = 0; i < c->num; i++) {
+    const sim_calib_entry_t* e = &c->e[i];
+    double wb = work_bytes_of(e);
+    if (strcmp(e->op, op) || strcmp(e->dtype, dtype) || e->compute_us < 0 || !(wb > 0)) continue;
+    double d = fabs(log(work_bytes / wb));
+    if (d < best_d) {
+      best_d = d;
+      best = e;
+    }
+  }
+  if (!best) return 0;
+  *us = best->compute_us * work_bytes / work_bytes_of(best);
+  if (note) {
+    char a[32];
+    human_bytes(work_bytes_of(best), a, sizeof a);
+    snprintf(note, note_len, "measured (%s %s %s compute_us at %s, scaled by bytes)",
+             base_name(c->path), op, dtype, a);
+  }
+  return 1;
+}

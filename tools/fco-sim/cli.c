@@ -1,0 +1,265 @@
+/*
+ * cli.c — argument parsing and the sweep of fco-sim (see main.c, README.md). No getopt: the
+ * function is re-entrant so tests can call it repeatedly in one process.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define MAX_LIST 64
+
+static void usage(FILE* f) {
+  fprintf(f,
+          "usage: fco-sim <command> [options]\n"
+          "commands:\n"
+          "  dlrm      one DLRM training iteration (fused embedding + All-to-All)\n"
+          "  decode    one tensor-parallel decode step (fused GEMV + AllReduce)\n"
+          "  moe       one MoE layer forward (fused GEMM + All-to-All combine)\n"
+          "  validate  the collective models against the calibration's measured rows\n"
+          "  params    every model parameter: flag, default, unit, meaning\n"
+          "options:\n"
+          "  --config F          model configuration (tools/fco-sim/configs/*.cfg)\n"
+          "  --calib F           fco-bench -J output (calib/*.json); optional for models\n"
+          "  --nodes LIST        node counts: 1,2,4 or a power-of-two range 1-128\n"
+          "                      (default dlrm 1-128, moe 1-32)\n"
+          "  --gpus-per-node G   GPUs per node (default 8)\n"
+          "  --gpus LIST         total GPUs instead of --nodes (default for decode: 1-8)\n"
+          "  --batch LIST        dlrm: samples per GPU; decode: tokens; moe: tokens per GPU\n"
+          "                      (default: the configuration's)\n"
+          "  --global-batch N    dlrm: fix the global batch instead (strong scaling)\n"
+          "  -J F                write every result as JSON\n"
+          "  --svg F             plot speedup against scale (SVG)\n"
+          "  --<param> V         any model parameter (fco-sim params lists them)\n"
+          "  -h                  this help\n");
+}
+
+#define USAGE(...)                                     \
+  do {                                                 \
+    fprintf(err, "fco-sim: " __VA_ARGS__);             \
+    fprintf(err, "\n(fco-sim -h for help)\n");         \
+    rc = 2;                                            \
+    goto out;                                          \
+  } while (0)
+
+/* "1,2,4" or "1-128" (powers of two); 0 ok, -1 bad. */
+static int parse_list(const char* s, double* out, int* n) {
+  *n = 0;
+  char* end;
+  errno = 0;
+  double a = strtod(s, &end);
+  if (end != s && *end == '-' && end[1]) {
+    double b = strtod(end + 1, &end);
+    if (*end || !(a >= 1) || b < a || a != floor(a) || b != floor(b) || b > 1e9) return -1;
+    for (double x = a; x <= b && *n < MAX_LIST; x *= 2) out[(*n)++] = x;
+    return 0;
+  }
+  const char* p = s;
+  for (;;) {
+    double v = strtod(p, &end);
+    if (end == p || !(v >= 1) || v != floor(v) || v > 1e9 || *n >= MAX_LIST) return -1;
+    out[(*n)++] = v;
+    if (*end == '\0') return 0;
+    if (*end != ',') return -1;
+    p = end + 1;
+  }
+}
+
+static int parse_num(const char* s, double* v) {
+  char* end;
+  errno = 0;
+  *v = strtod(s, &end);
+  return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
+}
+
+static void print_params(FILE* f) {
+  fprintf(f, "# fco-sim %s parameters (every one a flag: --name value)\n", FCO_SIM_VERSION);
+  fprintf(f, "# %-20s %10s %-8s %s\n", "flag", "default", "unit", "meaning");
+  for (int i = 0; i < sim_num_params; i++) {
+    char flag[40];
+    size_t j = 0;
+    for (; sim_param_info[i].name[j] && j < sizeof flag - 1; j++)
+      flag[j] = sim_param_info[i].name[j] == '_' ? '-' : sim_param_info[i].name[j];
+    flag[j] = '\0';
+    fprintf(f, "  --%-18s %10g %-8s %s\n", flag, sim_param_info[i].def, sim_param_info[i].unit,
+            sim_param_info[i].help);
+  }
+}
+
+int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
+  int rc = 0;
+  sim_params_t p;
+  sim_params_default(&p);
+  sim_config_t* cfg = calloc(1, sizeof *cfg);
+  sim_calib_t calib;
+  memset(&calib, 0, sizeof calib);
+  sim_row_t* rows = NULL;
+  int have_calib = 0;
+  char msg[512];
+  if (!cfg) {
+    fprintf(err, "fco-sim: out of memory\n");
+    return 1;
+  }
+  if (argc < 2) {
+    usage(err);
+    rc = 2;
+    goto out;
+  }
+  const char* cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    usage(out);
+    goto out;
+  }
+  int model = !strcmp(cmd, "dlrm") ? SIM_MODEL_DLRM
+              : !strcmp(cmd, "decode") ? SIM_MODEL_DECODE
+              : !strcmp(cmd, "moe") ? SIM_MODEL_MOE
+                                     : -1;
+  int is_validate = !strcmp(cmd, "validate"), is_params = !strcmp(cmd, "params");
+  if (model < 0 && !is_validate && !is_params) USAGE("unknown command '%s'", cmd);
+
+  const char *config_path = NULL, *calib_path = NULL, *json_path = NULL, *svg_path = NULL;
+  double nodes[MAX_LIST], gpus[MAX_LIST], batches[MAX_LIST], gpn = 8, global_batch = 0;
+  int num_nodes = 0, num_gpus = 0, num_batches = 0;
+  for (int i = 2; i < argc; i++) {
+    const char* a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(out);
+      goto out;
+    }
+    if (i + 1 >= argc) USAGE("%s needs a value", a);
+    const char* v = argv[++i];
+    if (!strcmp(a, "--config") || !strcmp(a, "-c")) config_path = v;
+    else if (!strcmp(a, "--calib")) calib_path = v;
+    else if (!strcmp(a, "-J") || !strcmp(a, "--json")) json_path = v;
+    else if (!strcmp(a, "--svg")) svg_path = v;
+    else if (!strcmp(a, "--nodes")) {
+      if (parse_list(v, nodes, &num_nodes)) USAGE("--nodes '%s': want 1,2,4 or 1-128", v);
+    } else if (!strcmp(a, "--gpus")) {
+      if (parse_list(v, gpus, &num_gpus)) USAGE("--gpus '%s': want 1,2,4,8 or 1-8", v);
+    } else if (!strcmp(a, "--batch")) {
+      if (parse_list(v, batches, &num_batches)) USAGE("--batch '%s': want a list of integers", v);
+    } else if (!strcmp(a, "--gpus-per-node") || !strcmp(a, "-g")) {
+      if (parse_num(v, &gpn) || gpn < 1 || gpn != floor(gpn) || gpn > 1024)
+        USAGE("--gpus-per-node '%s': want an integer in [1, 1024]", v);
+    } else if (!strcmp(a, "--global-batch")) {
+      if (parse_num(v, &global_batch) || global_batch < 1)
+        USAGE("--global-batch '%s': want a positive number", v);
+    } else {
+      int k = a[0] == '-' && a[1] == '-' ? sim_param_find(a) : -1;
+      if (k < 0) USAGE("unknown option '%s'", a);
+      if (parse_num(v, sim_param_ptr(&p, k))) USAGE("%s '%s': not a number", a, v);
+    }
+  }
+  if (sim_params_check(&p, msg, sizeof msg)) USAGE("%s", msg);
+  if (is_params) {
+    print_params(out);
+    goto out;
+  }
+  if (calib_path) {
+    if (sim_calib_load(calib_path, &calib, msg, sizeof msg)) {
+      fprintf(err, "fco-sim: %s\n", msg);
+      rc = 1;
+      goto out;
+    }
+    have_calib = 1;
+  }
+  if (is_validate) {
+    if (!have_calib) USAGE("validate needs --calib FILE");
+    sim_val_t val;
+    if (sim_validate(&p, &calib, &val)) {
+      fprintf(err, "fco-sim: out of memory\n");
+      rc = 1;
+      goto out;
+    }
+    sim_print_validation(out, &p, &calib, &val);
+    sim_val_free(&val);
+    goto out;
+  }
+  if (!config_path) USAGE("%s needs --config FILE", cmd);
+  if (sim_config_load(config_path, cfg, msg, sizeof msg)) {
+    fprintf(err, "fco-sim: %s\n", msg);
+    rc = 1;
+    goto out;
+  }
+  if (cfg->model != model)
+    USAGE("%s holds a [%s] model, not %s", config_path, sim_model_name(cfg->model), cmd);
+  if (global_batch > 0) {
+    if (model != SIM_MODEL_DLRM) USAGE("--global-batch applies to dlrm only");
+    cfg->global_batch = global_batch;
+    cfg->batch_per_gpu = 0;
+  }
+  if (num_batches && global_batch > 0) USAGE("--batch and --global-batch exclude each other");
+  if (num_nodes && num_gpus) USAGE("give --nodes or --gpus, not both");
+
+  /* the worlds: (nodes, GPUs per node) */
+  sim_topo_t topo[MAX_LIST];
+  int num_topo = 0;
+  if (num_gpus) {
+    for (int i = 0; i < num_gpus; i++) {
+      if (gpus[i] <= gpn) topo[num_topo++] = (sim_topo_t){1, (int)gpus[i]};
+      else if (fmod(gpus[i], gpn) == 0) topo[num_topo++] = (sim_topo_t){(int)(gpus[i] / gpn), (int)gpn};
+      else USAGE("--gpus %g is neither <= --gpus-per-node %g nor a multiple of it", gpus[i], gpn);
+    }
+  } else {
+    if (!num_nodes) {
+      if (model == SIM_MODEL_DECODE) {
+        for (int g = 1; g <= gpn; g *= 2) topo[num_topo++] = (sim_topo_t){1, g};
+      } else {
+        int last = model == SIM_MODEL_DLRM ? 128 : 32;
+        for (int n = 1; n <= last; n *= 2) nodes[num_nodes++] = n;
+      }
+    }
+    for (int i = 0; i < num_nodes; i++) topo[num_topo++] = (sim_topo_t){(int)nodes[i], (int)gpn};
+  }
+  for (int i = 0; i < num_topo; i++)
+    if ((double)topo[i].nodes * topo[i].gpn > 1048576) USAGE("more than 2^20 GPUs");
+  if (!num_batches) batches[num_batches++] = 0; /* the configuration's */
+
+  rows = calloc((size_t)(num_topo * num_batches), sizeof *rows);
+  sim_sources_t* sources = calloc(1, sizeof *sources);
+  if (!rows || !sources) {
+    free(sources);
+    fprintf(err, "fco-sim: out of memory\n");
+    rc = 1;
+    goto out;
+  }
+  sim_env_t env = {p, have_calib ? &calib : NULL, sources};
+  int n = 0;
+  for (int i = 0; i < num_topo; i++)
+    for (int b = 0; b < num_batches; b++) {
+      int (*run)(const sim_env_t*, const sim_config_t*, sim_topo_t, double, sim_row_t*, char*,
+                 size_t) = model == SIM_MODEL_DLRM     ? sim_run_dlrm
+                           : model == SIM_MODEL_DECODE ? sim_run_decode
+                                                       : sim_run_moe;
+      if (run(&env, cfg, topo[i], batches[b], &rows[n], msg, sizeof msg)) {
+        fprintf(err, "fco-sim: %s\n", msg);
+        free(sources);
+        rc = 1;
+        goto out;
+      }
+      n++;
+    }
+  sim_report_t rep = {model, cfg, have_calib ? &calib : NULL, &p, sources,
+                      model == SIM_MODEL_DLRM && cfg->batch_per_gpu <= 0 && num_batches == 1 &&
+                          batches[0] == 0};
+  sim_print_header(out, &rep);
+  sim_print_table(out, &rep, rows, n);
+  if (json_path && sim_write_json(json_path, &rep, rows, n, msg, sizeof msg)) {
+    fprintf(err, "fco-sim: %s\n", msg);
+    rc = 1;
+  }
+  if (svg_path && sim_write_svg(svg_path, &rep, rows, n, msg, sizeof msg)) {
+    fprintf(err, "fco-sim: %s\n", msg);
+    rc = 1;
+  }
+  free(sources);
+out:
+  free(rows);
+  free(cfg);
+  if (have_calib) sim_calib_free(&calib);
+  return rc;
+}

@@ -1,0 +1,110 @@
+/*
+ * overlap.c — tile-pipeline model of fused operators (see overlap.h).
+ */
+#include "overlap.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+sim_pipe_t sim_pipeline(const sim_chunk_t* chunks, int n, const sim_links_t* links) {
+  sim_pipe_t r;
+  memset(&r, 0, sizeof r);
+  double t = 0, free_at[SIM_NUM_LINKS] = {0};
+  int used[SIM_NUM_LINKS] = {0};
+  for (int i = 0; i < n; i++) {
+    t += chunks[i].compute_us;
+    for (int l = 0; l < SIM_NUM_LINKS; l++) {
+      if (!(chunks[i].bytes[l] > 0)) continue;
+      double start = free_at[l] > t ? free_at[l] : t;
+      free_at[l] = start + sim_xfer_us(chunks[i].bytes[l], links->gbs[l]);
+      used[l] = 1;
+    }
+  }
+  r.compute_end_us = t;
+  r.end_us = t;
+  for (int l = 0; l < SIM_NUM_LINKS; l++) {
+    if (!used[l]) continue;
+    r.link_end_us[l] = free_at[l] + links->lat_us[l];
+    if (r.link_end_us[l] > r.end_us) r.end_us = r.link_end_us[l];
+  }
+  return r;
+}
+
+double sim_waves(const sim_params_t* p, double tiles) {
+  double w = ceil(tiles / p->sms - 1e-9);
+  return w < 1 ? 1 : w;
+}
+
+void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
+                          double compute_us, double tiles, sim_fused_op_t* op) {
+  memset(op, 0, sizeof *op);
+  sim_vol_t vol;
+  sim_direct_volume(t, u, v, r, &vol);
+  int P = sim_topo_ranks(t), n = r / t.gpn;
+  double V = 0, Vn = 0;
+  for (int q = 0; q < P; q++) {
+    V += v[q];
+    if (q / t.gpn == n) Vn += v[q];
+  }
+  op->compute_us = compute_us;
+  op->tiles = tiles;
+  if (V > 0) {
+    op->frac[SIM_DEST_SELF] = v[r] / V;
+    op->frac[SIM_DEST_NODE] = (Vn - v[r]) / V;
+    op->frac[SIM_DEST_REMOTE] = (V - Vn) / V;
+  } else {
+    op->frac[SIM_DEST_SELF] = 1;
+  }
+  op->bytes[SIM_DEST_NODE] = vol.send[SIM_LINK_NVL];
+  op->bytes[SIM_DEST_REMOTE] = vol.send[SIM_LINK_NET];
+  op->peers[SIM_DEST_NODE] = vol.peers[SIM_LINK_NVL];
+  op->peers[SIM_DEST_REMOTE] = vol.peers[SIM_LINK_NET];
+}
+
+static int dest_link(int dest) {
+  return dest == SIM_DEST_NODE ? SIM_LINK_NVL : dest == SIM_DEST_REMOTE ? SIM_LINK_NET : -1;
+}
+
+double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_pipe_t* detail) {
+  double waves = sim_waves(p, op->tiles);
+  int n = waves > SIM_MAX_CHUNKS ? SIM_MAX_CHUNKS : (int)waves;
+  sim_chunk_t* ch = calloc((size_t)n, sizeof *ch);
+  if (!ch) return INFINITY;
+  double C = op->compute_us * (1.0 + p->fused_penalty);
+  sim_links_t links;
+  for (int l = 0; l < SIM_NUM_LINKS; l++) {
+    links.gbs[l] = sim_link_gbs(p, l);
+    links.lat_us[l] = sim_link_lat_us(p, l);
+  }
+  if (op->net_x > 1) links.gbs[SIM_LINK_NET] *= op->net_x;
+  static const int kRemoteFirst[SIM_NUM_DEST] = {SIM_DEST_REMOTE, SIM_DEST_NODE, SIM_DEST_SELF};
+  static const int kLocalFirst[SIM_NUM_DEST] = {SIM_DEST_SELF, SIM_DEST_NODE, SIM_DEST_REMOTE};
+  const int* order = p->remote_first ? kRemoteFirst : kLocalFirst;
+  double fsum = op->frac[0] + op->frac[1] + op->frac[2];
+  for (int k = 0; k < n; k++) {
+    ch[k].compute_us = C / n;
+    if (p->comm_off) continue;
+    if (op->broadcast) {
+      for (int d = SIM_DEST_NODE; d < SIM_NUM_DEST; d++) ch[k].bytes[dest_link(d)] += op->bytes[d] / n;
+      ch[k].bytes[SIM_LINK_NVL] += op->relay_frac * op->bytes[SIM_DEST_REMOTE] / n;
+      continue;
+    }
+    double lo = (double)k / n, hi = (double)(k + 1) / n, a = 0;
+    for (int i = 0; i < SIM_NUM_DEST; i++) {
+      int d = order[i];
+      double f = fsum > 0 ? op->frac[d] / fsum : 0;
+      double ov = fmin(hi, a + f) - fmax(lo, a);
+      if (f > 0 && ov > 0 && dest_link(d) >= 0) {
+        ch[k].bytes[dest_link(d)] += op->bytes[d] * ov / f;
+        if (d == SIM_DEST_REMOTE) ch[k].bytes[SIM_LINK_NVL] += op->relay_frac * op->bytes[d] * ov / f;
+      }
+      a += f;
+    }
+  }
+  sim_pipe_t pipe = sim_pipeline(ch, n, &links);
+  free(ch);
+  if (detail) *detail = pipe;
+  int peers = op->peers[SIM_DEST_NODE] + op->peers[SIM_DEST_REMOTE];
+  return p->fco_launch_us + (p->comm_off ? 0 : peers * p->fco_peer_us) + pipe.end_us;
+}

@@ -1,0 +1,71 @@
+/*
+ * overlap.h — the tile-pipeline model of a fused operator on one rank.
+ *
+ * A fused kernel computes its tiles in waves (one tile per SM: `sms` tiles per wave) and each
+ * finished tile is put straight to its destination while the next waves compute. Model: chunks
+ * (waves) computed back to back; chunk i's bytes enter each link's FIFO when its compute ends;
+ * a link sends at its bandwidth. With T equal chunks, compute C and link time M this gives
+ *     max(C, M) + min(C, M) / T   (+ the link latency once)
+ * i.e. the longer stage plus one chunk of the shorter one (fill or drain). An unfused operator
+ * is C + M. The order of the tiles matters when destinations differ in link: remote-first
+ * starts the slow NIC transfers at once; local-first leaves them, exposed, at the tail.
+ */
+#ifndef FCO_SIM_OVERLAP_H_
+#define FCO_SIM_OVERLAP_H_
+
+#include "net.h"
+
+#define SIM_MAX_CHUNKS 4096 /* more waves than this are merged: the fill term shrinks below 0.03% */
+
+typedef struct {
+  double compute_us;
+  double bytes[SIM_NUM_LINKS];
+} sim_chunk_t;
+
+typedef struct {
+  double gbs[SIM_NUM_LINKS];
+  double lat_us[SIM_NUM_LINKS];
+} sim_links_t;
+
+typedef struct {
+  double end_us;                      /* all computed and every byte delivered         */
+  double compute_end_us;
+  double link_end_us[SIM_NUM_LINKS];  /* last byte delivered (incl. latency); 0 unused  */
+} sim_pipe_t;
+
+/* Run chunks through the pipeline (see above). */
+sim_pipe_t sim_pipeline(const sim_chunk_t* chunks, int n, const sim_links_t* links);
+
+/* Destination classes of a rank's tiles. */
+enum { SIM_DEST_SELF = 0, SIM_DEST_NODE = 1, SIM_DEST_REMOTE = 2, SIM_NUM_DEST = 3 };
+
+/* One rank's part of a fused producer operator (compute -> put to destinations). */
+typedef struct {
+  double compute_us;          /* the computation alone (no launch cost), jitter applied   */
+  double tiles;               /* tiles of this rank                                     */
+  double frac[SIM_NUM_DEST];  /* share of the tiles bound for self / node peers / remote  */
+  double bytes[SIM_NUM_DEST]; /* bytes put to node peers / remote nodes (self: 0)         */
+  int peers[SIM_NUM_DEST];    /* destinations in each class                              */
+  int broadcast;              /* every tile goes to every destination (allreduce): the   */
+                              /* bytes of each class spread over all tiles, order moot   */
+  double net_x;               /* NIC bandwidth multiplier (rail relaying lends the other  */
+                              /* GPUs' NICs; 0 or 1: its own NIC only)                    */
+  double relay_frac;          /* share of remote bytes that first cross NVLink (relay)    */
+} sim_fused_op_t;
+
+/* The rank-`r` fused op of rank-1 traffic u, v (see net.h): tile shares by destination
+ * follow v, bytes follow u[r] * v. */
+void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
+                          double compute_us, double tiles, sim_fused_op_t* op);
+
+/* Time of the fused kernel on one rank: fco_launch + pipeline of its waves (compute slowed by
+ * fused_penalty) + the per-destination signal cost. With fco_pxn (a fused kernel that relays
+ * remote tiles through the GPU on the destination's rail, as NCCL's PXN does), the caller sets
+ * net_x and relay_frac: see sim_fused_all. The tile order is remote-first when
+ * p->remote_first, else local-first. `detail` may be NULL. */
+double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_pipe_t* detail);
+
+/* Waves of a kernel with `tiles` tiles: ceil(tiles / sms), at least 1. */
+double sim_waves(const sim_params_t* p, double tiles);
+
+#endif /* FCO_SIM_OVERLAP_H_ */

@@ -1,0 +1,78 @@
+/*
+ * params.c — defaults, flag lookup and range checks of the parameter table (params.h).
+ */
+#include "params.h"
+
+#include <stddef.h>
+#include <string.h>
+
+const sim_param_info_t sim_param_info[] = {
+#define SIM_PARAM_INFO(name, def, unit, help) {#name, def, unit, help, offsetof(sim_params_t, name)},
+    SIM_PARAM_MAP(SIM_PARAM_INFO)
+#undef SIM_PARAM_INFO
+};
+const int sim_num_params = (int)(sizeof sim_param_info / sizeof sim_param_info[0]);
+
+void sim_params_default(sim_params_t* p) {
+  memset(p, 0, sizeof *p);
+  for (int i = 0; i < sim_num_params; i++) *sim_param_ptr(p, i) = sim_param_info[i].def;
+}
+
+double* sim_param_ptr(sim_params_t* p, int idx) {
+  return (double*)(void*)((char*)p + sim_param_info[idx].offset);
+}
+
+double sim_param_get(const sim_params_t* p, int idx) {
+  return *(const double*)(const void*)((const char*)p + sim_param_info[idx].offset);
+}
+
+int sim_param_find(const char* flag) {
+  while (*flag == '-') flag++;
+  for (int i = 0; i < sim_num_params; i++) {
+    const char* a = sim_param_info[i].name;
+    const char* b = flag;
+    while (*a && *b && (*a == *b || (*a == '_' && *b == '-'))) a++, b++;
+    if (!*a && !*b) return i;
+  }
+  return -1;
+}
+
+static int is_toggle(const char* name) {
+  return !strcmp(name, "remote_first") || !strcmp(name, "fco_pxn") || !strcmp(name, "baseline_overlap") ||
+         !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd");
+}
+
+static int is_fraction(const char* name) {
+  size_t n = strlen(name);
+  return (n > 4 && !strcmp(name + n - 4, "_eff"));
+}
+
+int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
+  static const char* const kPositive[] = {"nvl_gbs", "nic_gbps", "hbm_gbs", "tflops", "sms",
+                                          "tile_rows", "gemm_tile", "gemv_tile_cols",
+                                          "access_bytes"};
+  for (int i = 0; i < sim_num_params; i++) {
+    const char* name = sim_param_info[i].name;
+    double v = sim_param_get(p, i);
+    int bad = !(v >= 0) || v > 1e12; /* also rejects NaN */
+    for (size_t k = 0; k < sizeof kPositive / sizeof kPositive[0]; k++)
+      if (!strcmp(name, kPositive[k]) && !(v > 0)) bad = 1;
+    if (is_fraction(name) && !(v > 0 && v <= 1)) bad = 1;
+    if (is_toggle(name) && v != 0 && v != 1) bad = 1;
+    if (!strcmp(name, "jitter") && !(v < 1)) bad = 1;
+    if (!strcmp(name, "fused_penalty") && !(v < 10)) bad = 1;
+    if (bad) {
+      const char* want = is_toggle(name) ? "0 or 1"
+                         : is_fraction(name) ? "in (0, 1]"
+                         : !strcmp(name, "jitter") ? "in [0, 1)"
+                                                    : "a non-negative number (some must be > 0)";
+      char flag[64];
+      size_t j = 0;
+      for (; name[j] && j < sizeof flag - 1; j++) flag[j] = name[j] == '_' ? '-' : name[j];
+      flag[j] = '\0';
+      snprintf(err, err_len, "--%s is %g: must be %s", flag, v, want);
+      return -1;
+    }
+  }
+  return 0;
+}
