@@ -103,6 +103,7 @@ $(BUILD)/tests/test_sim_%: tests/test_sim_%.c $(SIM_OBJ) $(TEST_COMMON) $(LIB_SO
 
 test: all
 	BUILD=$(BUILD) ./tests/run.sh
+	BUILD=$(BUILD) ./tests/python/run.sh
 
 bench: all
 	$(BUILD_RUN)/bin/fco-bench $(BENCH_ARGS)

@@ -21,7 +21,8 @@
  *
  * impl 1 — fused (ea_kernel_fused), one persistent grid of num_local × bpr blocks.
  *   Layout: rank s's workspace holds two halves of R = roundup(max_q b_q · T · D · esize, 256);
- *     the half of a call with epoch e starts at (e & 1) · R and is laid out exactly as out_s
+ *     the half of a call with epoch e starts at (e & 1) · fco_ws_half_bytes(ws_bytes) (the
+ *     workspace rule in src/core/internal.h; ≥ R since ws ≥ 2·R) and is laid out exactly as out_s
  *     [b_s, T, D]: source r's pooled vector for (sample i of s, table t) lands at the place it
  *     takes in out_s. Every pooled vector crosses NVLink once.
  *   Tasks of rank me, in order: pool tiles for destination me+1, me+2, ..., me-1 (remote first),
@@ -349,7 +350,8 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
   }
   const ErrCtx ec{v.err, &err_done, p.toff[me]};
   const int Tme = p.toff[me + 1] - p.toff[me];
-  const size_t half = (size_t)(e & 1) * p.recv_bytes;
+  /* Halves at 0 and ws/2 whatever this call's size: the workspace rule (src/core/internal.h). */
+  const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
   const size_t row_bytes = (size_t)p.T * p.D * es;
   const uint64_t base = e << 32;
 

@@ -81,13 +81,7 @@ size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes) {
   return t;
 }
 
-static const char* op_name(int32_t op) {
-  switch (op) {
-    case FCO_OP_ALLREDUCE: return "allreduce";
-    case FCO_OP_EMBEDDING_ALLTOALL: return "embedding_alltoall";
-    default: return "unknown";
-  }
-}
+static const char* op_name(int32_t op) { return fco_op_name((fco_op_kind_t)op); }
 
 fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
   const volatile fco_async_err_t* e = g ? g->err_host : NULL;

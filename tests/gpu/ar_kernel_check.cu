@@ -5,7 +5,7 @@
  *
  * Build and run from the repository root:
  *   nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -o /tmp/ar_kernel_check \
- *     tests/gpu/ar_kernel_check.cu src/cuda/allreduce.cu src/cuda/device.cu && /tmp/ar_kernel_check
+ *     tests/gpu/ar_kernel_check.cu -Lbuild/lib -lfco -Xlinker -rpath=$PWD/build/lib && /tmp/ar_kernel_check
  * Exit 0 pass, 1 fail, 77 skip (no GPU). The argument checks run without a GPU too.
  *
  * What it checks:
