@@ -167,6 +167,16 @@ fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
 /* [OUT] bytes: data workspace bytes per rank held now. */
 fco_result_t fco_comm_workspace_bytes(fco_comm_t comm, size_t* bytes);
 
+/* Device state of this rank, for kernels written outside libfco (fco.triton): the device
+ * pointer of the rank's peer table + epoch + async error record (src/cuda/dev.h,
+ * fco_dev_rank_t), valid and fixed until fco_comm_destroy (workspace growth rewrites its
+ * contents, never moves it). [OUT] dev_state, bytes (its size), version
+ * (FCO_DEVICE_STATE_VERSION: the layout of dev.h). Not collective. FCO_ERR_UNSUPPORTED on the
+ * cpu transport. */
+#define FCO_DEVICE_STATE_VERSION 1
+fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* bytes,
+                                   uint32_t* version);
+
 /* Group calls (like ncclGroupStart/End), per thread, nestable. Between them, operations are
  * recorded; fco_group_end issues them together: on the local transport as one grid covering
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.
@@ -380,7 +390,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * and synchronise `stream` (what the unfused path does today), so they cannot be captured
  * (FCO_ERR_INVALID_USAGE while capturing); impl 0 on nccl also needs recv_rows_host, or else
  * one rank per thread (it then exchanges the totals with ncclAllGather and synchronises).
- * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1.
+ * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
+ * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
+ * FCO_ERR_INVALID_ARGUMENT). AUTO picks impl 0 wherever it can run (the measured fastest).
  * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
  * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
 #define FCO_GEMM_ALLTOALL_NUM_IMPLS 3

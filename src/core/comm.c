@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../cuda/dev.h" /* fco_dev_rank_t: plain C, also in CPU-only builds */
 
 fco_result_t fco_config_init(fco_config_t* cfg) {
   if (!cfg) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "fco_config_init: cfg is NULL");
@@ -327,5 +328,21 @@ fco_result_t fco_comm_workspace_bytes(fco_comm_t comm, size_t* bytes) {
   if (!bytes)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_comm_workspace_bytes: bytes is NULL");
   *bytes = comm->ws_bytes;
+  return FCO_OK;
+}
+
+fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* bytes,
+                                   uint32_t* version) {
+  NEED_COMM(comm, "fco_comm_device_state");
+  if (!dev_state || !bytes || !version)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "fco_comm_device_state: dev_state, bytes and version must not be NULL");
+  if (!comm->dev_state)
+    return fco_set_error(comm, FCO_ERR_UNSUPPORTED,
+                         "fco_comm_device_state: the %s transport has no device state (GPU "
+                         "transports nccl and local only)", fco_transport_name(comm->transport));
+  *dev_state = comm->dev_state;
+  *bytes = sizeof(fco_dev_rank_t);
+  *version = FCO_DEVICE_STATE_VERSION;
   return FCO_OK;
 }

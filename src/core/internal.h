@@ -45,6 +45,7 @@ struct fco_comm {
   void* tp;                   /* transport-private state of this rank                   */
   fco_world_t* world;         /* NULL when created by fco_comm_init / init_from_nccl    */
   size_t ws_bytes;            /* data workspace bytes per rank held now                 */
+  void* dev_state;            /* GPU transports: this rank's fco_dev_rank_t (device memory) */
   uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
   fco_result_t async_error;   /* sticky: once set, every later call returns it          */
   char last_error[FCO_ERRMSG_LEN];
@@ -68,6 +69,7 @@ typedef enum {
   FCO_OP_GEMV_ALLREDUCE = 2,
   FCO_OP_EMBEDDING_ALLTOALL = 3,
   FCO_OP_GEMM_ALLTOALL = 4,
+  FCO_OP_EXTERNAL = 5, /* kernels outside libfco (fco.triton) recording into the async error */
   FCO_NUM_OP_KINDS
 } fco_op_kind_t;
 

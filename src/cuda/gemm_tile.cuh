@@ -4,8 +4,11 @@
  * Used by the fused GEMM + All-to-All kernel (gemm_alltoall_fused.cu).
  *
  *   MmaTile<T, kBT, kAligned>  bf16 / f16, tensor cores: mma.sync.m16n8k16 (fp32 accumulate),
- *                              128×128×32 tiles, 8 warps of 64×32, ldmatrix from XOR-swizzled
- *                              shared memory (conflict-free), 4-stage cp.async pipeline.
+ *                              128×256×32 tiles, 8 warps of 64×64 (8 ldmatrix.x4 per 32 mma),
+ *                              ldmatrix from XOR-swizzled shared memory (conflict-free), 4-stage
+ *                              cp.async pipeline (96 KB). The 128×128 tiles of the first version
+ *                              ran at ~1/4 of cuBLAS: 64 FLOP per byte loaded from L2 capped them
+ *                              near the L2 bandwidth; 128×256 gives 85.
  *                              kAligned: K and N multiples of 8 and 16-byte aligned bases, so
  *                              every 16-byte chunk is entirely in or out of range and cp.async
  *                              zero-fills the out-of-range ones; otherwise element-wise
@@ -89,7 +92,9 @@ struct MmaOp<__half> {
 template <typename T, bool kBT, bool kAligned>
 struct MmaTile {
   using Elem = T;
-  static constexpr int BM = 128, BN = 128, BK = 32, kStages = 4, kThreads = 256;
+  static constexpr int BM = 128, BN = 256, BK = 32, kStages = 4, kThreads = 256;
+  static constexpr int kWarpN = 64;      /* warp tile 64 × 64: 2 warps down, 4 across */
+  static constexpr int kNFrag = kWarpN / 8; /* n8 fragments per warp */
   static constexpr int kCPitch = BN + 8; /* elements; rows stay 16-byte aligned */
   static constexpr int kAElems = BM * BK, kBElems = BK * BN;
   static constexpr int kStageBytes = (kAElems + kBElems) * 2;
@@ -102,8 +107,9 @@ struct MmaTile {
   __device__ static __forceinline__ int sw32(int row, int ch) {
     return row * BK + ((ch ^ ((row >> 1) & 3)) << 3);
   }
-  /* The same for a [32][128] tile (rows of 16 chunks). */
-  __device__ static __forceinline__ int sw128(int row, int ch) {
+  /* The same for a [32][BN] tile (rows of BN / 8 chunks): the low 3 chunk bits are XORed, so 8
+   * consecutive rows at one logical chunk land in 8 different 16-byte bank groups. */
+  __device__ static __forceinline__ int swB(int row, int ch) {
     return row * BN + ((ch ^ (row & 7)) << 3);
   }
 
@@ -135,13 +141,14 @@ struct MmaTile {
       load_chunk(sA + sw32(row, ch), valid > 0 ? a + (size_t)row * K + gk : a, valid);
     }
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < kBElems / 8 / kThreads; ++i) {
       const int c = tid + i * kThreads;
-      if constexpr (!kBT) { /* B [K][N]: 32 k-rows × 16 chunks */
-        const int kr = c >> 4, ch = c & 15, gk = k0 + kr, gn = n0 + ch * 8;
+      if constexpr (!kBT) { /* B [K][N]: 32 k-rows × BN/8 chunks */
+        constexpr int kCh = BN / 8;
+        const int kr = c / kCh, ch = c % kCh, gk = k0 + kr, gn = n0 + ch * 8;
         const int valid = gk < K && gn < N ? min(8, N - gn) : 0;
-        load_chunk(sB + sw128(kr, ch), valid > 0 ? w + (size_t)gk * N + gn : w, valid);
-      } else { /* B [N][K]: 128 n-rows × 4 chunks */
+        load_chunk(sB + swB(kr, ch), valid > 0 ? w + (size_t)gk * N + gn : w, valid);
+      } else { /* B [N][K]: BN n-rows × 4 chunks */
         const int nr = c >> 2, ch = c & 3, gn = n0 + nr, gk = k0 + ch * 8;
         const int valid = gn < N && gk < K ? min(8, K - gk) : 0;
         load_chunk(sB + sw32(nr, ch), valid > 0 ? w + (size_t)gn * K + gk : w, valid);
@@ -152,13 +159,13 @@ struct MmaTile {
   __device__ static void run(char* smem, const T* a, int rows, const T* w, int K, int N, int n0) {
     T* pipe = reinterpret_cast<T*>(smem);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wm = warp >> 2, wn = warp & 3; /* warp tile: rows wm·64, cols wn·32 */
+    const int wm = warp >> 2, wn = warp & 3; /* warp tile: rows wm·64, cols wn·kWarpN */
     const int num_k = (K + BK - 1) / BK;
-    float acc[4][4][4];
+    float acc[4][kNFrag][4];
 #pragma unroll
     for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni)
+      for (int ni = 0; ni < kNFrag; ++ni)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[mi][ni][q] = 0.f;
 
@@ -185,21 +192,21 @@ struct MmaTile {
       const T* sB = sA + kAElems;
 #pragma unroll
       for (int kk = 0; kk < BK; kk += 16) {
-        uint32_t af[4][4], bf[4][2];
+        uint32_t af[4][4], bf[kNFrag][2];
 #pragma unroll
         for (int mi = 0; mi < 4; ++mi) {
           const int r = wm * 64 + mi * 16 + (lane & 15), ch = (kk >> 3) + (lane >> 4);
           ldsm_x4(af[mi], smem_u32(sA + sw32(r, ch)));
         }
 #pragma unroll
-        for (int nj = 0; nj < 4; nj += 2) {
+        for (int nj = 0; nj < kNFrag; nj += 2) {
           uint32_t r4[4];
           if constexpr (!kBT) {
             const int k = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
-            const int ch = ((wn * 32 + nj * 8) >> 3) + (lane >> 4);
-            ldsm_x4_t(r4, smem_u32(sB + sw128(k, ch)));
+            const int ch = ((wn * kWarpN + nj * 8) >> 3) + (lane >> 4);
+            ldsm_x4_t(r4, smem_u32(sB + swB(k, ch)));
           } else {
-            const int n = wn * 32 + nj * 8 + (lane & 7) + (lane >> 4) * 8;
+            const int n = wn * kWarpN + nj * 8 + (lane & 7) + (lane >> 4) * 8;
             const int ch = (kk >> 3) + ((lane >> 3) & 1);
             ldsm_x4(r4, smem_u32(sB + sw32(n, ch)));
           }
@@ -211,7 +218,7 @@ struct MmaTile {
 #pragma unroll
         for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-          for (int ni = 0; ni < 4; ++ni) MmaOp<T>::run(acc[mi][ni], af[mi], bf[ni]);
+          for (int ni = 0; ni < kNFrag; ++ni) MmaOp<T>::run(acc[mi][ni], af[mi], bf[ni]);
       }
     }
     cp_async_wait<0>();
@@ -221,8 +228,8 @@ struct MmaTile {
 #pragma unroll
     for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int row = wm * 64 + mi * 16 + g, col = wn * 32 + ni * 8 + 2 * t4;
+      for (int ni = 0; ni < kNFrag; ++ni) {
+        const int row = wm * 64 + mi * 16 + g, col = wn * kWarpN + ni * 8 + 2 * t4;
         cs[(row * kCPitch + col) >> 1] = MmaOp<T>::pack2(acc[mi][ni][0], acc[mi][ni][1]);
         cs[((row + 8) * kCPitch + col) >> 1] = MmaOp<T>::pack2(acc[mi][ni][2], acc[mi][ni][3]);
       }

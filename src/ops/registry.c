@@ -33,6 +33,7 @@ const fco_op_info_t* fco_op_info(fco_op_kind_t kind) {
 
 const char* fco_op_name(fco_op_kind_t kind) {
   const fco_op_info_t* o = fco_op_info(kind);
+  if (!o && kind == FCO_OP_EXTERNAL) return "external kernel";
   return o ? o->name : "?";
 }
 

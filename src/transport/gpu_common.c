@@ -37,6 +37,7 @@ fco_result_t fco_gpu_rank_create(fco_comm_t comm, fco_gpu_rank_t* g) {
   FCO_CUDA_CHECK(comm, cudaMalloc((void**)&dev, sizeof *dev));
   g->dev = dev;
   FCO_CUDA_CHECK(comm, cudaMemset(g->dev, 0, sizeof *g->dev)); /* epoch/arrive start at 0 */
+  comm->dev_state = dev; /* fco_comm_device_state (Triton and other external kernels) */
   /* Portable: with several ranks in one process each device's kernels may see the record. */
   FCO_CUDA_CHECK(comm, cudaHostAlloc((void**)&err, sizeof *err,
                                      cudaHostAllocMapped | cudaHostAllocPortable));
@@ -65,6 +66,7 @@ fco_result_t fco_gpu_rank_destroy(fco_comm_t comm, fco_gpu_rank_t* g) {
   g->err_dev = NULL;
   if (g->dev) FCO_CUDA_CHECK_KEEP(comm, cudaFree(g->dev), r);
   g->dev = NULL;
+  comm->dev_state = NULL;
   return r;
 }
 

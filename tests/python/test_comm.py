@@ -70,3 +70,30 @@ def _w_shutdown_all():
 
 def test_shutdown_all_then_reuse(pool2):
     assert pool2.run(_w_shutdown_all) == [[2.0, 2.0]] * 2
+
+
+def _w_workspace_queries():
+    import torch
+
+    import fco
+
+    x, w = torch.ones(4, 64), torch.ones(32, 64)
+    emb = torch.ones(10, 16)
+    a, wk = torch.ones(24, 8), torch.ones(2, 8, 16)
+    need = {
+        "allreduce": fco.allreduce_workspace_bytes(torch.ones(1000)),
+        "gemv_allreduce": fco.gemv_allreduce_workspace_bytes(x, w),
+        "gemv_allreduce M>64": fco.gemv_allreduce_workspace_bytes(torch.ones(100, 64), w),
+        "embedding_alltoall": fco.embedding_alltoall_workspace_bytes(emb, [1, 1], [4, 4]),
+        "gemm_alltoall": fco.gemm_alltoall_workspace_bytes(a, wk, out_rows=30),
+    }
+    c = fco.init()
+    c.reserve(max(need.values()))  # collective, the same bytes on every rank
+    assert c.workspace_bytes() >= max(need.values())
+    # cpu transport: gemv needs 2·P·roundup(M·N·4, 256) (include/fco.h)
+    assert need["gemv_allreduce"] == 2 * 2 * 512, need
+    return all(v > 0 for v in need.values())
+
+
+def test_workspace_queries_of_every_op(pool2):
+    assert pool2.run(_w_workspace_queries) == [True, True]

@@ -13,7 +13,7 @@ import fco
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-@pytest.mark.parametrize("example", ["tp_mlp_decode.py"])
+@pytest.mark.parametrize("example", ["tp_mlp_decode.py", "dlrm_forward.py", "moe_layer.py"])
 def test_example_runs_on_cpu(example):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(fco.__file__)) + os.pathsep + \

@@ -1,7 +1,11 @@
 """fco.ops — one module per operator; importing a module registers its torch ops (fco::<op>).
 
-Done:  allreduce (fco::allreduce, fco::allreduce_)
-TODO:  gemv_allreduce, embedding_alltoall, gemm_alltoall — their modules hold the plan only and
-       register nothing until the C operator lands in include/fco.h.
+allreduce           fco::allreduce, fco::allreduce_
+gemv_allreduce      fco::gemv_allreduce
+embedding_alltoall  fco::embedding_alltoall, fco::embedding_alltoall_backward
+gemm_alltoall       fco::gemm_alltoall, fco::gemm_alltoall_backward
 """
-from . import allreduce  # noqa: F401  (registers fco::allreduce, fco::allreduce_)
+from . import allreduce  # noqa: F401
+from . import embedding_alltoall  # noqa: F401
+from . import gemm_alltoall  # noqa: F401
+from . import gemv_allreduce  # noqa: F401

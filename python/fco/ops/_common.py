@@ -121,3 +121,100 @@ def stream_of(t):
     if t.device.type == "cuda":
         return _raw_stream(t.device.index)
     return None
+
+
+def check_like(t, ref, op, arg, ref_arg):
+    """t has ref's dtype and device (the ops take one dtype for all their float tensors)."""
+    if t.dtype != ref.dtype:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} has dtype {t.dtype} but {ref_arg} has {ref.dtype}; they "
+                       "must match")
+    if t.device != ref.device:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} is on {t.device} but {ref_arg} is on {ref.device}")
+
+
+def check_index(t, op, arg, ref):
+    """A dense, contiguous int32/int64 tensor on ref's device (indices, offsets, counts)."""
+    require_tensor(t, op, arg)
+    if t.layout != torch.strided:
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: {arg} has layout {t.layout}, not strided")
+    if t.dtype not in (torch.int32, torch.int64):
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} has dtype {t.dtype}; expected torch.int32 or torch.int64")
+    if t.device != ref.device:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} is on {t.device} but the data is on {ref.device}")
+    if not t.is_contiguous():
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: {arg} is not contiguous (shape {tuple(t.shape)}, stride "
+                       f"{tuple(t.stride())}); call .contiguous() first")
+
+
+def bad(op, msg):
+    """The FcoError (INVALID_ARGUMENT) of a failed check; callers build msg only on failure
+    (`if not ok: raise bad(op, f"...")`): f-strings cost µs on the hot path."""
+    return FcoError(_lib.INVALID_ARGUMENT, f"{op}: {msg}")
+
+
+def ptr(t):
+    """data_ptr() for ctypes; None for an empty tensor (the C ops accept NULL there)."""
+    return t.data_ptr() if t.numel() else None
+
+
+def raise_last(r, handle, func):
+    """FcoError of a failed C call on communicator `handle`, with libfco's message."""
+    raise FcoError(r, _lib.last_error(handle) or _lib.result_string(r), func)
+
+
+_ARRAYS = {}
+
+
+def int_array(ctype, values):
+    """A ctypes array of the tuple `values`, cached by value: the ops pass the same split
+    lists every call, so each array is built once (a few µs otherwise). Never mutated."""
+    key = (ctype, values)
+    arr = _ARRAYS.get(key)
+    if arr is None:
+        if len(_ARRAYS) > 256:
+            _ARRAYS.clear()
+        arr = (ctype * max(len(values), 1))(*values)
+        _ARRAYS[key] = arr
+    return arr
+
+
+def process_group(group_name):
+    """The ProcessGroup an op's group_name names ("" = the default group)."""
+    import torch.distributed as dist
+
+    from .. import _comm
+    if not dist.is_available() or not dist.is_initialized():
+        raise FcoError(_lib.INVALID_USAGE,
+                       "torch.distributed is not initialized: call "
+                       "torch.distributed.init_process_group() (and fco.init()) first")
+    return _comm._resolve_group(group_name)
+
+
+def all_to_all(inp, out_splits, in_splits, group_name, trailing=()):
+    """torch.distributed.all_to_all_single along dim 0 (splits in rows) on the op's group, for
+    the backward passes (a new output tensor)."""
+    import torch.distributed as dist
+
+    out = inp.new_empty((sum(out_splits),) + tuple(trailing))
+    dist.all_to_all_single(out, inp.contiguous(), list(out_splits), list(in_splits),
+                           group=process_group(group_name))
+    return out
+
+
+def rank_size(group_name, device=None):
+    """(rank, size) in the group: from its communicator when one exists, else from
+    torch.distributed; never creates a communicator (checks run before any collective)."""
+    if device is not None:
+        from .. import _comm
+        c = _comm._fast.get((group_name, device))
+        if c is not None:
+            return c.rank, c.size
+    import torch.distributed as dist
+
+    pg = process_group(group_name)
+    return dist.get_rank(pg), dist.get_world_size(pg)

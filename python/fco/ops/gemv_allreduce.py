@@ -1,20 +1,173 @@
-"""gemv_allreduce.py — TODO (issue 6): fco::gemv_allreduce, NOT registered yet.
+"""gemv_allreduce.py — fco_gemv_allreduce as the torch op fco::gemv_allreduce (the row-parallel
+linear of tensor-parallel decode), with a fake impl (torch.compile), autograd and the wrapper
+fco.gemv_allreduce(x, w, bias=None, group=None, impl="auto").
 
-Waits for fco_gemv_allreduce in include/fco.h (src/ops/gemv_allreduce.c). When it lands, this
-file follows allreduce.py exactly:
-  - _lib.bind("fco_gemv_allreduce", [...]) with the header's argument list;
-  - @torch.library.custom_op("fco::gemv_allreduce", mutates_args=()) over
-    (x: Tensor [M, K_r], w: Tensor [N, K_r], bias: Optional[Tensor] [N], group_name: str,
-    impl: int) -> Tensor [M, N]: out = allreduce(x @ w.T) (+ bias once, not per rank) — the
-    row-parallel linear of tensor-parallel decode; checks with _common.check_tensor per
-    argument plus shape checks (x.shape[1] == w.shape[1], M ≤ the C op's limit) in both the
-    real and the fake impl;
-  - fake impl: x.new_empty((x.shape[0], w.shape[0]));
-  - autograd (row-parallel linear backward, unfused is fine): grad_x = grad_out @ w,
-    grad_w = grad_out.T @ x, grad_bias = grad_out.sum(0) (grad_out is already the same on every
-    rank; no collective in the backward);
-  - wrapper fco.gemv_allreduce(x, w, bias=None, group=None, impl="auto") with a docstring,
-    exported from fco/__init__.py; import it in fco/ops/__init__.py;
-  - tests/python/test_gemv_allreduce.py against torch: dist.all_reduce(x @ w.T) (+ bias),
-    gradients against torch.autograd on the plain-torch version, compile and bad input.
+C function (include/fco.h):
+  fco_gemv_allreduce(comm, x, w, bias, y, M, N, K, dtype, impl, stream)
+    y [M, N] = Σ_r x_r [M, K_r] · W_r^T [K_r, N] (+ bias once), M ≤ 64, fp32 accumulation
+impls: 0 = cuBLAS + ncclAllReduce ("baseline"), 1 = fused one-shot, 2 = fused two-phase,
+-1 = auto. M > 64 with impl "auto": matmul, then fco_allreduce in place, then the bias (the C op
+is a GEMV; explicit impls return FCO_ERR_UNSUPPORTED there, naming the limit).
+
+Autograd (Megatron's RowParallelLinear, and DTensor's RowwiseParallel): what follows the op is
+replicated (every rank computes the same loss from the same y), so dL/dy is the same on every
+rank and the backward needs no collective:
+  dx_r = dy · W_r      dW_r = dy^T · x_r      dbias = Σ_M dy   (every rank, identical)
+This is NOT fco.allreduce's convention (torch.distributed.nn: the loss is the sum of the ranks'
+losses, so the gradient is allreduced): a hand-written fco.allreduce(x @ w.T) gives gradients
+P times these when the loss is replicated.
 """
+import ctypes
+from typing import Optional
+
+import torch
+
+from .. import _comm, _lib
+from . import _common
+from . import allreduce as _allreduce
+
+IMPL_TRITON = -2  # Python-only id (never passed to C): the Triton kernel of fco.triton
+IMPLS = {"baseline": 0, "cublas_nccl": 0, "oneshot": 1, "twophase": 2, "triton": IMPL_TRITON}
+MAX_M = 64  # FCO_GEMV_ALLREDUCE_MAX_M
+_OP = "fco.gemv_allreduce"
+_c_fn = None
+
+
+def _fn():
+    global _c_fn
+    if _c_fn is None:
+        vp, sz = ctypes.c_void_p, ctypes.c_size_t
+        _c_fn = _lib.bind("fco_gemv_allreduce", [_lib.comm_t, vp, vp, vp, vp, sz, sz, sz,
+                                                 ctypes.c_int, ctypes.c_int, vp])
+    return _c_fn
+
+
+def _check(x, w, bias, op=_OP):
+    """Everything that can be checked from the tensors alone (real and fake impl alike)."""
+    dt = _common.check_tensor(x, op, "x")
+    _common.check_tensor(w, op, "w")
+    _common.check_like(w, x, op, "w", "x")
+    if x.dim() < 1:
+        raise _common.bad(op, "x is a 0-d tensor; expected [..., K]")
+    if w.dim() != 2 or w.shape[1] != x.shape[-1]:
+        raise _common.bad(op, f"w has shape {tuple(w.shape)}; expected [N, K] with K = "
+                          f"x.shape[-1] = {x.shape[-1]} (x has shape {tuple(x.shape)})")
+    if bias is not None:
+        _common.check_tensor(bias, op, "bias")
+        _common.check_like(bias, x, op, "bias", "x")
+        if bias.dim() != 1 or bias.shape[0] != w.shape[0]:
+            raise _common.bad(op, f"bias has shape {tuple(bias.shape)}; expected [N] = "
+                              f"[{w.shape[0]}]")
+    return dt
+
+
+def _run(x, w, bias, dt, group_name, impl):
+    N, K = w.shape
+    _common.check_current_device(x, _OP, "x")
+    y = x.new_empty(tuple(x.shape[:-1]) + (N,))
+    M = y.numel() // N if N else 0
+    if M == 0 or N == 0:  # nothing to compute or reduce (the same on every rank)
+        return y
+    if M > MAX_M and impl == _lib.IMPL_AUTO:  # a GEMM, not a GEMV: unfused
+        torch.matmul(x, w.t(), out=y)
+        _allreduce._launch(y, y, dt, group_name, _lib.IMPL_AUTO)
+        if bias is not None:
+            y += bias
+        return y
+    if impl == IMPL_TRITON:  # fco.triton's one-shot kernel over the same communicator
+        from ..triton.gemv_allreduce import gemv_allreduce_comm
+        y2 = gemv_allreduce_comm(_comm.get(group_name, x.device), x.reshape(M, K), w, bias)
+        return y2.reshape(y.shape)
+    h = _comm.get(group_name, x.device).handle
+    r = _fn()(h, x.data_ptr(), w.data_ptr(), None if bias is None else bias.data_ptr(),
+              y.data_ptr(), M, N, K, dt, impl, _common.stream_of(x))
+    if r:
+        _common.raise_last(r, h, "fco_gemv_allreduce")
+    return y
+
+
+@torch.library.custom_op("fco::gemv_allreduce", mutates_args=())
+def _gemv_allreduce(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
+                    group_name: str, impl: int) -> torch.Tensor:
+    return _run(x, w, bias, _check(x, w, bias), group_name, impl)
+
+
+@_gemv_allreduce.register_fake
+def _gemv_allreduce_fake(x, w, bias, group_name, impl):
+    _check(x, w, bias)
+    return x.new_empty(tuple(x.shape[:-1]) + (w.shape[0],))
+
+
+def _setup_context(ctx, inputs, output):
+    x, w, bias, _, _ = inputs
+    ctx.save_for_backward(x, w)
+    ctx.has_bias = bias is not None
+
+
+def _backward(ctx, dy):
+    x, w = ctx.saved_tensors
+    N, K = w.shape
+    dx = dw = db = None
+    if ctx.needs_input_grad[0]:
+        dx = dy @ w
+    dy2 = dy.reshape(-1, N)
+    if ctx.needs_input_grad[1]:
+        dw = dy2.t() @ x.reshape(-1, K)
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        db = dy2.sum(0)
+    return dx, dw, db, None, None
+
+
+_gemv_allreduce.register_autograd(_backward, setup_context=_setup_context)
+
+
+def gemv_allreduce(x, w, bias=None, group=None, impl="auto"):
+    """Row-parallel linear: y = Σ_r x_r @ w_r.T (+ bias) over the ranks of `group`, on every rank.
+
+    x      [..., K_r] this rank's slice of the input features (M = x.numel() / K_r rows, the
+           same M on every rank; K_r may differ per rank)
+    w      [N, K_r] this rank's slice of the weight, torch Linear layout (row n = output n)
+    bias   [N] or None; the same tensor on every rank (a replicated parameter), added once
+    → y    [..., N], a new tensor, identical on every rank (fp32 accumulation, rank-order sum)
+    All float tensors share one dtype: float32, float16 or bfloat16; contiguous. CUDA: on the
+    current device, runs on the current stream, capturable in a CUDA graph once the shape ran
+    eagerly (workspace, cuBLAS handle) or after comm.reserve(fco.gemv_allreduce_workspace_bytes
+    (x, w)); CPU: the cpu transport, done when the call returns.
+    group  torch.distributed ProcessGroup (None: the default group).
+    impl   "auto", "baseline" (0: GEMM + NCCL allreduce), "oneshot" (1), "twophase" (2), or an
+           int. The fused op takes M ≤ 64; "auto" runs larger M as matmul + fco.allreduce.
+    Differentiable as Megatron's RowParallelLinear (the loss is replicated over the group):
+    dx = dy @ w, dw = dy.T @ x, dbias = dy summed over the rows, no collective.
+    Raises fco.FcoError (INVALID_ARGUMENT naming the argument) for bad input, and with
+    libfco's message for what only the ranks together can see (M or N differ across ranks).
+    """
+    _common.require_tensor(x, _OP, "x")
+    _common.require_tensor(w, _OP, "w")
+    if bias is not None:
+        _common.require_tensor(bias, _OP, "bias")
+    gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
+    if _common.direct_ok(x, w) and (bias is None or _common.direct_ok(bias)):
+        return _run(x, w, bias, _check(x, w, bias), gname, iid)
+    return torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
+
+
+def workspace_bytes(x, w, group=None, impl="auto"):
+    """Workspace bytes per rank fco_gemv_allreduce needs for x, w (for comm.reserve())."""
+    dt = _check(x, w, None)
+    N, K = w.shape
+    M = x.numel() // max(K, 1)
+    iid = _common.impl_id(impl, IMPLS, _OP)
+    if M > MAX_M and iid == _lib.IMPL_AUTO:
+        return _allreduce.workspace_bytes(x.new_empty((M, N)), group)
+    comm = _comm.get(_common.group_name(group), x.device)
+    if iid == IMPL_TRITON:
+        from ..triton import gemv_allreduce as tg
+        block_n = tg.plan(M, N, x.element_size())[1]  # num_sms=132 (H200): plan's default
+        return tg.workspace_bytes(comm.size, M, N, block_n)
+    out = ctypes.c_size_t()
+    f = _lib.bind("fco_gemv_allreduce_workspace", [
+        _lib.comm_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
+        ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)])
+    _lib.check(f(comm.handle, max(M, 1), max(N, 1), max(K, 1), dt, iid, ctypes.byref(out)),
+               comm.handle, "fco_gemv_allreduce_workspace")
+    return out.value

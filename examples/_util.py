@@ -1,0 +1,68 @@
+"""_util.py — what the examples share: process-group setup for torchrun (nccl on GPUs, gloo +
+fco's cpu transport with --device cpu), timing of eager calls and of CUDA-graph replays, the
+report line. Not an example itself.
+"""
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+import fco
+
+
+def setup(device):
+    """Join the torchrun process group; returns (rank, world, torch.device)."""
+    cuda = device == "cuda"
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    if cuda:
+        torch.cuda.set_device(local)
+    dist.init_process_group("nccl" if cuda else "gloo")
+    dev = torch.device("cuda", local) if cuda else torch.device("cpu")
+    fco.init(device=dev)  # before any graph capture: bootstraps over the process group
+    return dist.get_rank(), dist.get_world_size(), dev
+
+
+def teardown():
+    fco.shutdown()
+    dist.destroy_process_group()
+
+
+def timed(fn, iters, cuda):
+    """µs per call of fn(), after 5 warm-up calls, every rank starting together."""
+    for _ in range(5):
+        fn()
+    if cuda:
+        torch.cuda.synchronize()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    if cuda:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / iters * 1e6
+
+
+def graphed(fn, iters):
+    """µs per replay of fn() captured in a CUDA graph (warm-up outside capture first: it grows
+    fco's workspace and makes cuBLAS handles)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    s.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):  # the warm-up's stream: per-stream state is made there
+        fn()
+    return timed(g.replay, iters, True)
+
+
+def check_line(name, got, ref, tol):
+    diff = (got.float() - ref.float()).abs().max().item() if got.numel() else 0.0
+    ok = torch.allclose(got.float(), ref.float(), rtol=tol, atol=tol)
+    return ok, f"check: {name} max |diff| {diff:.3g} -> {'OK' if ok else 'MISMATCH'}"
+
+
+def time_line(what, t_torch, t_fco):
+    return (f"{what:<7} torch {t_torch:9.1f} us/step   fco {t_fco:9.1f} us/step   "
+            f"speedup {t_torch / t_fco:5.2f}x")

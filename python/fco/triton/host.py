@@ -1,0 +1,186 @@
+"""host.py — what a Triton kernel needs from an fco communicator, on the host.
+
+    st = fco.triton.device_state(comm)   # comm: fco.Communicator or a raw fco_comm_t handle
+    st.addr        int: device address of the rank's fco_dev_rank_t (pass it to the kernel)
+    st.rank, st.nranks, st.device
+    fco.triton.ensure_workspace([comm], nbytes)   # collective growth (never while capturing)
+
+The address comes from the C accessor
+
+    fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* bytes,
+                                       uint32_t* version);
+
+(GPU transports; not in include/fco.h yet: see docs/triton.md). When the loaded libfco lacks
+it, device_state raises FcoError(UNSUPPORTED) saying so; a layout version or size other than
+layout.py's raises FcoError(INTERNAL) (this binding and libfco disagree on dev.h).
+Nothing here imports triton or needs a GPU, so CPU tests cover the argument checks.
+"""
+import ctypes
+
+from .. import _lib
+from .._lib import FcoError
+from . import layout
+
+_ACCESSOR = "fco_comm_device_state"
+_accessor = None
+
+
+class DeviceState:
+    """One rank's device state as a Triton kernel sees it (an int64 address + what the host
+    knows). Valid until the communicator is destroyed; the address never changes (workspace
+    growth rewrites the table in place), so it can be baked into a CUDA graph."""
+
+    __slots__ = ("addr", "rank", "nranks", "handle", "device")
+
+    def __init__(self, addr, rank, nranks, handle, device=None):
+        self.addr, self.rank, self.nranks, self.handle, self.device = addr, rank, nranks, handle, device
+
+    def __repr__(self):
+        return (f"<fco.triton.DeviceState rank={self.rank}/{self.nranks} addr=0x{self.addr:x} "
+                f"device={self.device}>")
+
+
+def handle_of(comm):
+    """The fco_comm_t (int) of an fco.Communicator or a raw handle; FcoError for anything else."""
+    h = getattr(comm, "handle", comm) if not isinstance(comm, int) else comm
+    if getattr(comm, "handle", 0) is None:
+        raise FcoError(_lib.INVALID_USAGE, f"{comm!r} was destroyed (fco.shutdown)",
+                       "fco.triton")
+    if isinstance(h, ctypes.c_void_p):
+        h = h.value
+    if not isinstance(h, int) or isinstance(h, bool) or h <= 0:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"comm is {comm!r}; expected an fco.Communicator or an fco_comm_t handle "
+                       "(a non-zero int)", "fco.triton")
+    return h
+
+
+def _bind_accessor():
+    global _accessor
+    if _accessor is None:
+        L = _lib.lib()
+        f = getattr(L, _ACCESSOR, None)
+        if f is None:
+            raise FcoError(_lib.UNSUPPORTED,
+                           f"{_ACCESSOR} is not in {_lib.lib_path()}: this libfco cannot hand its "
+                           "device state to Triton kernels (fco.triton needs `fco_result_t "
+                           "fco_comm_device_state(fco_comm_t, void** dev_state, size_t* bytes, "
+                           "uint32_t* version)`; rebuild libfco from a source that has it)",
+                           "fco.triton")
+        f.restype = _lib.result_t
+        f.argtypes = [_lib.comm_t, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t),
+                      ctypes.POINTER(ctypes.c_uint32)]
+        _accessor = f
+    return _accessor
+
+
+def check_layout(bytes_, version):
+    """Raise FcoError(INTERNAL) when libfco's fco_dev_rank_t is not the one layout.py describes."""
+    if int(version) != layout.LAYOUT_VERSION or int(bytes_) != layout.DEV_RANK_BYTES:
+        raise FcoError(_lib.INTERNAL,
+                       f"libfco's device state is layout version {int(version)}, "
+                       f"{int(bytes_)} bytes; fco.triton was written for version "
+                       f"{layout.LAYOUT_VERSION}, {layout.DEV_RANK_BYTES} bytes "
+                       "(python/fco/triton/layout.py and src/cuda/dev.h disagree: update "
+                       "layout.py)", _ACCESSOR)
+
+
+def device_state(comm):
+    """DeviceState of `comm` (fco.Communicator or fco_comm_t handle). Not collective."""
+    h = handle_of(comm)
+    f = _bind_accessor()
+    ptr, nbytes, ver = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_uint32()
+    _lib.check(f(h, ctypes.byref(ptr), ctypes.byref(nbytes), ctypes.byref(ver)), h, _ACCESSOR)
+    check_layout(nbytes.value, ver.value)
+    if not ptr.value:
+        raise FcoError(_lib.INTERNAL, f"{_ACCESSOR} returned a NULL device state", _ACCESSOR)
+    L = _lib.lib()
+    r, n = ctypes.c_int(), ctypes.c_int()
+    _lib.check(L.fco_comm_rank(h, ctypes.byref(r)), h, "fco_comm_rank")
+    _lib.check(L.fco_comm_size(h, ctypes.byref(n)), h, "fco_comm_size")
+    return DeviceState(ptr.value, r.value, n.value, h, getattr(comm, "device", None))
+
+
+def workspace_bytes(comm):
+    h = handle_of(comm)
+    out = ctypes.c_size_t()
+    _lib.check(_lib.lib().fco_comm_workspace_bytes(h, ctypes.byref(out)), h,
+               "fco_comm_workspace_bytes")
+    return out.value
+
+
+def ensure_workspace(comms, nbytes, capturing=False):
+    """Make every comm's workspace hold at least nbytes per rank. Collective when it grows:
+    every rank calls it with the same nbytes (ranks of one fco_comm_init_all world: pass them
+    all; one reserve grows them together). Every rank holds the same workspace size (growth
+    is collective), so every rank takes the same decision. While `capturing` a growth is
+    refused (FcoError INVALID_USAGE): run once eagerly, or reserve, before capturing."""
+    nbytes = int(nbytes)
+    if nbytes < 0:
+        raise FcoError(_lib.INVALID_ARGUMENT, f"nbytes is {nbytes}; expected >= 0", "fco.triton")
+    handles = [handle_of(c) for c in comms]
+    if not handles:
+        raise FcoError(_lib.INVALID_ARGUMENT, "comms is empty", "fco.triton")
+    if all(workspace_bytes(h) >= nbytes for h in handles):
+        return
+    if capturing:
+        raise FcoError(_lib.INVALID_USAGE,
+                       f"the fco workspace must grow to {nbytes} bytes per rank, which allocates "
+                       "and cannot happen while a CUDA graph is captured: run the kernel once "
+                       "eagerly (or comm.reserve(nbytes)) before capturing", "fco.triton")
+    h = handles[0]
+    _lib.check(_lib.lib().fco_comm_reserve(h, nbytes), h, "fco_comm_reserve")
+    for h in handles[1:]:  # world comms grew with the first; others (one per thread) grow now
+        if workspace_bytes(h) < nbytes:
+            _lib.check(_lib.lib().fco_comm_reserve(h, nbytes), h, "fco_comm_reserve")
+
+
+def blocks_per_rank(num_tiles, num_local, num_sms, per_sm, max_blocks=layout.SIG_SLOTS - 1):
+    """Programs per rank of a persistent launch covering num_local ranks (local transport:
+    all virtual ranks in ONE grid): all num_local·B programs co-resident (B ≤ per_sm·num_sms /
+    num_local), at most one per tile, at most max_blocks (one signal slot each), then lowered
+    so every program gets the same number of tiles. FcoError(UNSUPPORTED) when not even one
+    program per rank fits."""
+    for name, v in (("num_tiles", num_tiles), ("num_local", num_local), ("num_sms", num_sms),
+                    ("per_sm", per_sm), ("max_blocks", max_blocks)):
+        if not isinstance(v, int) or v < 1:
+            raise FcoError(_lib.INVALID_ARGUMENT, f"{name} is {v!r}; expected an int >= 1",
+                           "fco.triton.blocks_per_rank")
+    B = min(per_sm * num_sms // num_local, max_blocks, num_tiles)
+    if B < 1:
+        raise FcoError(_lib.UNSUPPORTED,
+                       f"{per_sm * num_sms} co-resident programs ({per_sm} per SM × {num_sms} "
+                       f"SMs) cannot give each of {num_local} ranks one program",
+                       "fco.triton.blocks_per_rank")
+    per = -(-num_tiles // B)
+    return -(-num_tiles // per)
+
+
+def programs_per_sm(n_regs, shared_bytes, num_warps, regs_per_sm=65536, smem_per_sm=233472,
+                    threads_per_sm=2048, max_per_sm=32):
+    """Co-resident programs per SM of a compiled Triton kernel (register allocation is per warp
+    in units of 256). 0 when it does not fit at all."""
+    threads = 32 * num_warps
+    by_threads = threads_per_sm // threads
+    regs_warp = -(-max(int(n_regs), 1) * 32 // 256) * 256
+    by_regs = regs_per_sm // (regs_warp * num_warps)
+    by_smem = smem_per_sm // int(shared_bytes) if shared_bytes else max_per_sm
+    return max(0, min(by_threads, by_regs, by_smem, max_per_sm))
+
+
+def dev_ptr(addr, dtype=None):
+    """An int address as an argument Triton passes as a pointer (an object with data_ptr())."""
+    return _Ptr(int(addr), dtype)
+
+
+class _Ptr:
+    __slots__ = ("_addr", "dtype")
+
+    def __init__(self, addr, dtype):
+        import torch
+
+        self._addr = addr
+        self.dtype = dtype if dtype is not None else torch.uint64
+
+    def data_ptr(self):
+        return self._addr

@@ -1,0 +1,190 @@
+"""_triton_interp.py — fco.triton on Triton's CPU interpreter (TRITON_INTERPRET=1), driven by
+test_triton.py in a subprocess (the interpreter is chosen when triton is imported).
+
+There is no GPU peer table on the cpu transport, so a "world" here is made by hand: P ranks'
+fco_dev_rank_t as ctypes structs in host memory, their workspaces and signal areas as CPU
+tensors; the interpreter reads and writes raw host addresses, so the helpers run unchanged.
+Programs run one after another, so a kernel that waits for a peer's program of the same launch
+cannot run here: the GEMV runs split_phases (push kernel, then reduce kernel).
+
+    TRITON_INTERPRET=1 python tests/python/_triton_interp.py CASE     (exit 0 = pass)
+"""
+import ctypes
+import os
+import sys
+
+os.environ["TRITON_INTERPRET"] = "1"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from fco.triton import host, layout as L  # noqa: E402
+from fco.triton import gemv_allreduce as G  # noqa: E402
+from fco.triton import language as fl  # noqa: E402
+
+
+class World:
+    """P ranks' device state in host memory (what a GPU transport would build)."""
+
+    def __init__(self, P, ws_bytes=1 << 20, timeout_ms=2000):
+        self.ws = [torch.zeros(ws_bytes, dtype=torch.uint8) for _ in range(P)]
+        self.sig = [torch.zeros(L.MAX_GPU_RANKS * L.SIG_SLOTS, dtype=torch.int64) for _ in range(P)]
+        self.errs = [L.AsyncErr() for _ in range(P)]
+        self.devs = [L.DevRank() for _ in range(P)]
+        for r, d in enumerate(self.devs):
+            for q in range(P):
+                d.peer_data[q] = self.ws[q].data_ptr()
+                d.peer_sig[q] = self.sig[q].data_ptr()
+            d.ws_bytes, d.rank, d.nranks = ws_bytes, r, P
+            d.timeout_ns = timeout_ms * 1000000
+            d.err = ctypes.addressof(self.errs[r])
+        self.states = [host.DeviceState(ctypes.addressof(d), r, P, None)
+                       for r, d in enumerate(self.devs)]
+
+
+def _ref(xs, ws, bias):
+    y = sum(x.double().reshape(-1, x.shape[-1]) @ w.double().T for x, w in zip(xs, ws))
+    return y if bias is None else y + bias.double()
+
+
+def case_gemv():
+    torch.manual_seed(0)
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}
+    for P in (1, 2, 3):
+        w = World(P)
+        calls = 0
+        for dt in (torch.float32, torch.bfloat16, torch.float16):
+            for M, N, with_bias in ((1, 70, True), (5, 32, False), (17, 33, True)):
+                Ks = [16 + 8 * r for r in range(P)]
+                xs = [torch.randn(M, k).to(dt) for k in Ks]
+                ws = [torch.randn(N, k).to(dt) for k in Ks]
+                bias = torch.randn(N).to(dt) if with_bias else None
+                ys = G.gemv_allreduce(w.states, xs, ws, None if bias is None else [bias] * P)
+                calls += 1
+                ref = _ref(xs, ws, bias)
+                for r, y in enumerate(ys):
+                    assert y.shape == (M, N) and y.dtype == dt, (y.shape, y.dtype)
+                    err = ((y.double() - ref).abs().max() / ref.abs().max()).item()
+                    assert err < tol[dt], (P, dt, M, N, r, err)
+                    assert torch.equal(y, ys[0]), "ranks differ: the sum must be in rank order"
+                assert [d.epoch for d in w.devs] == [calls] * P, [d.epoch for d in w.devs]
+                assert all(d.arrive == 0 for d in w.devs)
+                assert all(e.code == 0 for e in w.errs)
+        # Signals carry the epoch: after `calls` calls, slot 0 of a peer holds the last call's
+        # value (e << 32 | j + 1), as prims.cuh's sig_value.
+        if P > 1:
+            v = int(w.sig[1][0 * L.SIG_SLOTS + 0]) & 0xFFFFFFFFFFFFFFFF
+            assert v >> 32 == calls, hex(v)
+    # x with leading dims, blocks_per_rank forced: several tiles per program
+    w = World(2)
+    xs = [torch.randn(2, 3, 16) for _ in range(2)]
+    ws = [torch.randn(100, 16) for _ in range(2)]
+    ys = G.gemv_allreduce(w.states, xs, ws, blocks_per_rank=2)
+    assert ys[0].shape == (2, 3, 100)
+    assert torch.allclose(ys[0].double().reshape(6, 100), _ref(xs, ws, None), rtol=1e-5, atol=1e-5)
+
+
+def case_timeout():
+    """Rank 0 runs, rank 1 never does: rank 0's wait ends with FCO_ERR_TIMEOUT in its async
+    error record (peer 1, slot 0, want = sig_value(1, 0)), and the epoch still advances."""
+    w = World(2, timeout_ms=200)
+    xs, ws = [torch.randn(2, 16)], [torch.randn(32, 16)]
+    G.gemv_allreduce([w.states[0]], xs, ws, blocks_per_rank=1)
+    e = w.errs[0]
+    assert e.code == L.ERR_TIMEOUT, e.code
+    assert (e.peer, e.slot, e.op) == (1, 0, L.OP_GEMV_ALLREDUCE), (e.peer, e.slot, e.op)
+    assert e.want == L.sig_value(1, 0) and e.seen == 0, (hex(e.want), e.seen)
+    assert w.devs[0].epoch == 1 and w.devs[0].arrive == 0
+    assert w.errs[1].code == 0
+
+
+def case_bad_table():
+    """A workspace smaller than the call needs: FCO_ERR_INTERNAL recorded, nothing written."""
+    w = World(2, ws_bytes=1024)
+    xs, ws = [torch.randn(4, 16)] * 2, [torch.randn(512, 16)] * 2
+    G.gemv_allreduce(w.states, xs, ws)
+    assert all(e.code == L.ERR_INTERNAL for e in w.errs), [e.code for e in w.errs]
+    assert all(int(t.abs().sum()) == 0 for t in w.ws), "wrote into a too small workspace"
+
+
+@triton.jit
+def _allgather_push(dev, src, BLOCK: tl.constexpr):
+    """Each rank puts its BLOCK floats into slot `rank` of every peer's workspace, then signals."""
+    me = fl.rank(dev)
+    P = fl.world_size(dev)
+    e = fl.call_epoch(dev)
+    off = fl.half_offset(dev, e) + tl.cast(me, tl.int64) * BLOCK * 4
+    i = tl.arange(0, BLOCK)
+    v = tl.load(src + i)
+    for k in range(0, P):
+        fl.put(dev, (me + k) % P, off, i, v)
+    fl.signal_all(dev, 0, fl.sig_value(e, 0))
+
+
+@triton.jit
+def _allgather_pull(dev, out, BLOCK: tl.constexpr):
+    P = fl.world_size(dev)
+    e = fl.call_epoch(dev)
+    ok = fl.wait_all(dev, 0, fl.sig_value(e, 0), 5)
+    i = tl.arange(0, BLOCK)
+    if ok != 0:
+        for q in range(0, P):
+            v = fl.get(dev, fl.half_offset(dev, e) + q * BLOCK * 4, i, tl.float32)
+            tl.store(out + q * BLOCK + i, v)
+    fl.epoch_end(dev, e, 1)
+
+
+def case_helpers():
+    """A user kernel (all-gather) built from the helpers; rank/size, half offsets alternating
+    with the epoch, the pointer translation and the signals."""
+    P, BLOCK = 3, 16
+    w = World(P)
+    H = L.ws_half_bytes(1 << 20)
+    for call in range(1, 4):
+        srcs = [torch.arange(BLOCK, dtype=torch.float32) + 100 * r + call for r in range(P)]
+        outs = [torch.zeros(P * BLOCK) for _ in range(P)]
+        for r in range(P):
+            _allgather_push[(1,)](w.states[r].addr, srcs[r], BLOCK=BLOCK)
+        for r in range(P):
+            _allgather_pull[(1,)](w.states[r].addr, outs[r], BLOCK=BLOCK)
+        want = torch.cat(srcs)
+        for r in range(P):
+            assert torch.equal(outs[r], want), (call, r)
+            assert w.devs[r].epoch == call
+            # data landed in half (call & 1) of every workspace
+            half = w.ws[r][(call & 1) * H:(call & 1) * H + P * BLOCK * 4].view(torch.float32)
+            assert torch.equal(half, want)
+    assert all(e.code == 0 for e in w.errs)
+
+
+@triton.jit
+def _probe(dev, out):
+    tl.store(out + 0, fl.rank(dev).to(tl.int64))
+    tl.store(out + 1, fl.world_size(dev).to(tl.int64))
+    tl.store(out + 2, fl.ws_bytes(dev))
+    tl.store(out + 3, fl.timeout_ns(dev).to(tl.int64))
+    tl.store(out + 4, fl.half_offset(dev, fl.call_epoch(dev)))
+    tl.store(out + 5, fl.peer_base(dev, 1))
+    tl.store(out + 6, fl.sig_value(fl.call_epoch(dev), 4).to(tl.int64))
+    tl.store(out + 7, fl.sig_ptr(dev, 1, 2, 3).to(tl.int64))
+
+
+def case_fields():
+    w = World(3, ws_bytes=4096 + 77, timeout_ms=0)
+    out = torch.zeros(8, dtype=torch.int64)
+    _probe[(1,)](w.states[2].addr, out)
+    got = out.tolist()
+    assert got[:3] == [2, 3, 4096 + 77], got
+    assert got[3] == L.DEFAULT_TIMEOUT_MS * 1000000, got  # 0 in the table: the default bound
+    assert got[4] == L.half_offset(4096 + 77, 1) == 2048, got
+    assert got[5] == w.ws[1].data_ptr()
+    assert got[6] == L.sig_value(1, 4)
+    assert got[7] == w.sig[1].data_ptr() + (2 * L.SIG_SLOTS + 3) * 8
+
+
+if __name__ == "__main__":
+    globals()["case_" + sys.argv[1]]()
+    print("ok", sys.argv[1])

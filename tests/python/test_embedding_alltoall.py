@@ -1,0 +1,191 @@
+"""test_embedding_alltoall.py — fco.embedding_alltoall (fco::embedding_alltoall) on CPU tensors,
+2 and 3 ranks over gloo + the cpu transport: forward against F.embedding_bag +
+all_to_all_single + permute for every dtype, impl, pooling, index type, with and without
+per-sample weights, uneven tables and batches (ranks with no table / no sample, empty bags);
+the backward (table and per-sample-weight gradients) against torch's autograd of that pipeline;
+bad input, opcheck. Run: pytest tests/python/test_embedding_alltoall.py
+"""
+import pytest
+
+DTYPES = ["float32", "bfloat16", "float16"]
+
+
+def _data(dtype, tpr, bpr, D, seed, index_dtype="int64", max_bag=4):
+    """This rank's packed tables, CSR indices/offsets over the global batch, psw, table_rows."""
+    import torch
+    import torch.distributed as dist
+
+    r = dist.get_rank()
+    g = torch.Generator().manual_seed(seed * 1009 + r)
+    B, Tr = sum(bpr), tpr[r]
+    rows = [3 + (7 * t + r) % 11 for t in range(Tr)]
+    weight = torch.randn(sum(rows), D, generator=g).to(dtype)
+    lens = torch.randint(0, max_bag + 1, (Tr * B,), generator=g)
+    idx = [torch.randint(0, rows[t], (int(lens[t * B:(t + 1) * B].sum()),), generator=g)
+           for t in range(Tr)]
+    indices = torch.cat(idx) if idx else torch.zeros(0, dtype=torch.int64)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)])
+    it = getattr(torch, index_dtype)
+    psw = torch.rand(indices.numel(), generator=g) + 0.5
+    return weight, indices.to(it), offsets.to(it), rows, psw
+
+
+LAYOUTS = {  # world → [(tables_per_rank, batch_per_rank)]
+    2: [([2, 3], [4, 3]), ([1, 0], [2, 5]), ([0, 2], [0, 3])],
+    3: [([2, 1, 3], [2, 3, 1]), ([0, 2, 1], [3, 0, 2])],
+}
+
+
+def _w_forward(dtype_name):
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    dtype = getattr(torch, dtype_name)
+    P, n = dist.get_world_size(), 0
+    for tpr, bpr in LAYOUTS[P]:
+        for impl in ("auto", "baseline", "fused"):
+            for mode in ("sum", "mean"):
+                for weighted in (False, True):
+                    n += 1
+                    it = "int32" if n % 2 else "int64"
+                    w, idx, off, rows, psw = _data(dtype, tpr, bpr, 8 + n % 3 * 4, n, it)
+                    psw = psw if weighted else None
+                    out = fco.embedding_alltoall(w, idx, off, rows, tpr, bpr, psw, mode,
+                                                 impl=impl)
+                    assert out.shape == (bpr[dist.get_rank()], sum(tpr), w.shape[1])
+                    assert out.dtype == dtype
+                    ref = _refs.embedding_alltoall(w, idx, off, rows, tpr, bpr, psw, mode)
+                    _refs.close(out, ref, dtype)
+    # bf16 per-sample weights are converted to float32
+    w, idx, off, rows, psw = _data(dtype, *LAYOUTS[P][0], 16, 99)
+    out = fco.embedding_alltoall(w, idx, off, rows, *LAYOUTS[P][0], psw.to(dtype))
+    _refs.close(out, _refs.embedding_alltoall(w, idx, off, rows, *LAYOUTS[P][0],
+                                              psw.to(dtype).float()), dtype)
+    return True
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_2_ranks(pool2, dtype):
+    pool2.run(_w_forward, dtype)
+
+
+def test_forward_3_ranks(pool3):
+    pool3.run(_w_forward, "float32")
+
+
+def _w_backward(dtype_name, mode, weighted):
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    dtype = getattr(torch, dtype_name)
+    r, P = dist.get_rank(), dist.get_world_size()
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}[dtype]
+    for k, (tpr, bpr) in enumerate(LAYOUTS[P]):
+        w0, idx, off, rows, psw0 = _data(dtype, tpr, bpr, 8, 40 + k, max_bag=5)
+        c = torch.randn(bpr[r], sum(tpr), 8, generator=torch.Generator().manual_seed(k + r))
+        grads = []
+        for fn in (fco.embedding_alltoall, _refs.embedding_alltoall):
+            w = w0.clone().requires_grad_()
+            psw = psw0.clone().requires_grad_() if weighted else None
+            out = fn(w, idx, off, rows, tpr, bpr, psw, mode)
+            (out.float() * c).sum().backward()
+            grads.append((w.grad, psw.grad if weighted else None))
+        (gw, gp), (rw, rp) = grads
+        assert gw is not None and gw.shape == w0.shape and gw.dtype == dtype
+        torch.testing.assert_close(gw.float(), rw.float(), rtol=tol, atol=tol)
+        if weighted and tpr[r] > 0:
+            torch.testing.assert_close(gp, rp, rtol=tol * 10, atol=tol * 10)
+    return True
+
+
+@pytest.mark.parametrize("mode,weighted", [("sum", False), ("sum", True), ("mean", False),
+                                           ("mean", True)])
+def test_backward_2_ranks(pool2, mode, weighted):
+    pool2.run(_w_backward, "float32", mode, weighted)
+
+
+def test_backward_3_ranks(pool3):
+    pool3.run(_w_backward, "float32", "sum", True)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_backward_half_dtypes(pool2, dtype):
+    pool2.run(_w_backward, dtype, "mean", True)
+
+
+def _w_bad_input():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    r = dist.get_rank()
+    tpr, bpr = [1, 1], [2, 2]
+    w, idx, off, rows, psw = _data(torch.float32, tpr, bpr, 4, 1)
+    ok = (w, idx, off, rows, tpr, bpr)
+    cases = [
+        ((w.double(),) + ok[1:], {}, "weight has dtype torch.float64"),
+        ((w, idx.float()) + ok[2:], {}, "indices has dtype torch.float32"),
+        ((w, idx.int()) + ok[2:], {}, "offsets has dtype torch.int64 but indices has"),
+        ((w, idx, off[:-1]) + ok[3:], {}, r"offsets has 4 elements; expected T_r·B \+ 1"),
+        ((w, idx, off, rows + [2]) + ok[4:], {}, "table_rows has 2 entries"),
+        ((w, idx, off, [rows[0] + 1]) + ok[4:], {},
+         r"table_rows \[\d+\] sum to \d+ but weight has"),
+        ((w, idx, off, rows, [1, 1, 0], bpr), {}, "one entry per rank of the group"),
+        ((w, idx, off, rows, tpr, [2, -1]), {}, "negative entry"),
+        (ok, {"mode": "max"}, "mode 'max' is not 'sum' or 'mean'"),
+        (ok, {"per_sample_weights": psw[:-1]}, "per_sample_weights has shape"),
+        ((w.t(),) + ok[1:], {}, "weight is not contiguous"),
+    ]
+    for args, kw, msg in cases:
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.embedding_alltoall(*args, **kw)
+        assert e.value.name == "INVALID_ARGUMENT", e.value
+    # an index outside its table: the rank that has it raises, naming the table and position;
+    # the other ranks' results are complete and the communicator keeps working
+    bad = idx.clone()
+    if r == 1 and bad.numel():
+        bad[0] = 1000
+    if r == 1 and bad.numel():
+        with pytest.raises(fco.FcoError, match=r"indices\[0\] = 1000 is outside table 1"):
+            fco.embedding_alltoall(w, bad, off, rows, tpr, bpr)
+    else:
+        fco.embedding_alltoall(w, bad, off, rows, tpr, bpr)
+    # lists that differ across ranks: every rank raises, libfco names the field
+    with pytest.raises(fco.FcoError, match="rank") as e:
+        fco.embedding_alltoall(w, idx, off, rows, tpr, [2, 2] if r == 0 else [3, 1])
+    assert e.value.name == "INVALID_ARGUMENT"
+    out = fco.embedding_alltoall(w, idx, off, rows, tpr, bpr)
+    return out.shape == (2, 2, 4)
+
+
+def test_bad_input(pool2):
+    assert pool2.run(_w_bad_input) == [True, True]
+
+
+def _w_opcheck():
+    import torch
+
+    import fco  # noqa: F401
+
+    tpr, bpr = [1, 2], [2, 3]
+    samples = []
+    for k, (dtype, pooling) in enumerate(((torch.float32, 0), (torch.bfloat16, 1))):
+        w, idx, off, rows, psw = _data(dtype, tpr, bpr, 4, 3 + k)
+        samples.append((w.requires_grad_(k == 0), idx, off,
+                        psw.requires_grad_(k == 0) if k == 0 else None, rows, tpr, bpr, pooling,
+                        "", -1))
+    for args in samples:
+        torch.library.opcheck(torch.ops.fco.embedding_alltoall.default, args)
+    return True
+
+
+def test_opcheck(pool2):
+    pool2.run(_w_opcheck, timeout=300)

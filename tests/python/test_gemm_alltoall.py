@@ -1,0 +1,198 @@
+"""test_gemm_alltoall.py — fco.gemm_alltoall (fco::gemm_alltoall) on CPU tensors, 2 and 3 ranks
+over gloo + the cpu transport: forward against per-expert matmul + permute + all_to_all_single
+for every dtype, impl and weight layout, random routing (zero counts, experts per rank that
+differ, capacity padding), with and without the host hints; the backward against torch's
+autograd of that pipeline; bad input; opcheck. Run: pytest tests/python/test_gemm_alltoall.py
+"""
+import pytest
+
+DTYPES = ["float32", "bfloat16", "float16"]
+
+
+def _data(dtype, E, K, N, seed, layout="kn", cap=None, max_count=4):
+    """This rank's activations (capacity rows, the same on every rank), weights and counts."""
+    import torch
+    import torch.distributed as dist
+
+    r, P = dist.get_rank(), dist.get_world_size()
+    g = torch.Generator().manual_seed(seed * 977 + r)
+    counts = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
+    cap = cap or E * P * max_count
+    a = torch.randn(cap, K, generator=g).to(dtype)
+    shape = (E, K, N) if layout == "kn" else (E, N, K)
+    w = (torch.randn(shape, generator=g) / K ** 0.5).to(dtype)
+    return a, w, counts
+
+
+def _recv_rows(counts):
+    import torch
+    import torch.distributed as dist
+
+    sent = counts.sum(0)
+    recv = torch.empty_like(sent)
+    dist.all_to_all_single(recv, sent)
+    return recv
+
+
+def _w_forward(dtype_name):
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    dtype = getattr(torch, dtype_name)
+    r = dist.get_rank()
+    n = 0
+    for impl in ("auto", "baseline", "tiles", "chunks"):
+        for layout in ("kn", "nk"):
+            for hints in (False, True):
+                n += 1
+                E = 1 + (n + r) % 3  # experts per rank differ
+                a, w, counts = _data(dtype, E, 8 + n % 3, 5 + n % 4, n, layout, cap=40)
+                kw = {}
+                if hints:
+                    kw = {"counts_host": counts.tolist(), "recv_rows": _recv_rows(counts)}
+                out = fco.gemm_alltoall(a, w, counts, out_rows=48, w_layout=layout, impl=impl,
+                                        **kw)
+                assert out.shape == (48, w.shape[2 if layout == "kn" else 1])
+                ref = _refs.gemm_alltoall(a, w, counts, 48, layout)
+                _refs.close(out, ref, dtype)
+    # out_rows (the same on every rank) exactly filled on one rank; every count zero (nothing
+    # moves, the output is all zero)
+    a, w, counts = _data(dtype, 2, 16, 8, 77)
+    t = _recv_rows(counts).sum()
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    total = int(t)
+    out = fco.gemm_alltoall(a, w, counts, out_rows=total)
+    _refs.close(out, _refs.gemm_alltoall(a, w, counts, total), dtype)
+    zero = fco.gemm_alltoall(a, w, torch.zeros_like(counts), out_rows=8)
+    assert torch.equal(zero, torch.zeros_like(zero))
+    return True
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_2_ranks(pool2, dtype):
+    pool2.run(_w_forward, dtype)
+
+
+def test_forward_3_ranks(pool3):
+    pool3.run(_w_forward, "float32")
+
+
+def _w_backward(dtype_name, layout, hints):
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    dtype = getattr(torch, dtype_name)
+    r = dist.get_rank()
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}[dtype]
+    for seed in range(3):
+        E = 1 + (seed + r) % 3
+        a0, w0, counts = _data(dtype, E, 12, 10, 50 + seed, layout, cap=36)
+        kw = {"counts_host": counts, "recv_rows": _recv_rows(counts)} if hints else {}
+        c = torch.randn(40, 10, generator=torch.Generator().manual_seed(seed + 9 * r))
+        grads = []
+        for fco_path in (True, False):
+            a, w = a0.clone().requires_grad_(), w0.clone().requires_grad_()
+            if fco_path:
+                out = fco.gemm_alltoall(a, w, counts, out_rows=40, w_layout=layout, **kw)
+            else:
+                out = _refs.gemm_alltoall(a, w, counts, 40, layout)
+            (out.float() * c).sum().backward()
+            grads.append((a.grad, w.grad))
+        (ga, gw), (ra, rw) = grads
+        used = int(counts.sum())
+        ra = ra if ra is not None else torch.zeros_like(a0)
+        torch.testing.assert_close(ga.float(), ra.float(), rtol=tol, atol=tol)
+        assert torch.equal(ga[used:], torch.zeros_like(ga[used:]))  # capacity rows
+        torch.testing.assert_close(gw.float(), rw.float(), rtol=tol, atol=tol)
+    # only w needs a gradient
+    a, w, counts = _data(torch.float32, 2, 6, 4, 5)
+    w.requires_grad_()
+    fco.gemm_alltoall(a, w, counts).sum().backward()
+    assert w.grad is not None and a.grad is None
+    return True
+
+
+@pytest.mark.parametrize("layout,hints", [("kn", False), ("nk", True), ("kn", True)])
+def test_backward_2_ranks(pool2, layout, hints):
+    pool2.run(_w_backward, "float32", layout, hints)
+
+
+def test_backward_3_ranks(pool3):
+    pool3.run(_w_backward, "float32", "nk", False)
+
+
+def test_backward_bfloat16(pool2):
+    pool2.run(_w_backward, "bfloat16", "kn", False)
+
+
+def _w_bad_input():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    r = dist.get_rank()
+    a, w, counts = _data(torch.float32, 2, 8, 4, 1, cap=20)
+    cases = [
+        ((a.half(), w, counts), {}, "w has dtype torch.float32 but a has torch.float16"),
+        ((a, w[:, :7].contiguous(), counts), {},
+         r"w has shape \(2, 7, 4\); expected \[E, K, N\] with K"),
+        ((a, w, counts), {"w_layout": "nk"}, r"expected \[E, N, K\]"),
+        ((a, w, counts), {"w_layout": "tn"}, "w_layout 'tn' is not 'kn' or 'nk'"),
+        ((a, w, counts.long()), {}, "counts is torch.int64"),
+        ((a, w, counts[:1]), {}, r"expected torch.int32 \[E, P\] = \[2, 2\]"),
+        ((a, w, counts.float()), {}, "counts has dtype torch.float32"),
+        ((a, w, counts), {"counts_host": [[1, 2]]}, "counts_host is torch.int32 \\(1, 2\\)"),
+        ((a, w, counts), {"recv_rows": [1, 2, 3]}, "recv_rows is torch.int32 \\(3,\\)"),
+        ((a, w, counts), {"out_rows": -1}, "out_rows -1 is negative"),
+        ((a[:, :3].contiguous().t(), w, counts), {}, "a is not contiguous"),
+        ((a, w, counts), {"impl": "bogus"}, "impl 'bogus'"),
+    ]
+    for args, kw, msg in cases:
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemm_alltoall(*args, **kw)
+        assert e.value.name == "INVALID_ARGUMENT", e.value
+    # negative counts on one rank: every rank raises, nothing is written
+    bad = counts.clone()
+    if r == 0:
+        bad[0, 1] = -3
+    with pytest.raises(fco.FcoError, match="rank 0's counts are invalid"):
+        fco.gemm_alltoall(a, w, bad)
+    # a rank would receive more rows than out_rows
+    with pytest.raises(fco.FcoError, match="more than out_rows 1"):
+        fco.gemm_alltoall(a, w, torch.full_like(counts, 2), out_rows=1)
+    # capacities that differ across ranks: libfco names the ranks
+    with pytest.raises(fco.FcoError, match="rank") as e:
+        fco.gemm_alltoall(a[:20 - r], w, counts)
+    assert e.value.name == "INVALID_ARGUMENT"
+    return fco.gemm_alltoall(a, w, torch.zeros_like(counts), out_rows=3).tolist()
+
+
+def test_bad_input(pool2):
+    assert pool2.run(_w_bad_input) == [[[0.0] * 4] * 3] * 2
+
+
+def _w_opcheck():
+    import torch
+
+    import fco  # noqa: F401
+
+    samples = []
+    for k, (dtype, layout) in enumerate(((torch.float32, 0), (torch.bfloat16, 1))):
+        a, w, counts = _data(dtype, 2, 8, 4, 11 + k, "kn" if layout == 0 else "nk")
+        samples.append((a.requires_grad_(k == 0), w.requires_grad_(k == 0), counts, None, None,
+                        a.shape[0], layout, "", -1))
+    for args in samples:
+        torch.library.opcheck(torch.ops.fco.gemm_alltoall.default, args)
+    return True
+
+
+def test_opcheck(pool2):
+    pool2.run(_w_opcheck, timeout=300)

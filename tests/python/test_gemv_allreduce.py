@@ -1,0 +1,194 @@
+"""test_gemv_allreduce.py — fco.gemv_allreduce (fco::gemv_allreduce) on CPU tensors, 2 and 3
+ranks over gloo + the cpu transport: forward against matmul + dist.all_reduce for every dtype
+and impl, bit-identical results on every rank, shapes ([K], [M, K], [B, S, K], M > 64), the
+row-parallel backward against torch's autograd of the unsharded linear, bad input, opcheck.
+Run: pytest tests/python/test_gemv_allreduce.py
+"""
+import pytest
+
+DTYPES = ["float32", "bfloat16", "float16"]
+
+
+def _data(dtype, M, N, K, seed, bias=True, lead=None):
+    import torch
+    import torch.distributed as dist
+
+    r = dist.get_rank()
+    g = torch.Generator().manual_seed(seed * 101 + r)
+    Kr = K + r  # K_r differs per rank
+    shape = (M, Kr) if lead is None else tuple(lead) + (Kr,)
+    x = torch.randn(shape, generator=g).to(dtype)
+    w = (torch.randn(N, Kr, generator=g) / Kr ** 0.5).to(dtype)
+    b = torch.randn(N, generator=torch.Generator().manual_seed(seed)).to(dtype) if bias else None
+    return x, w, b
+
+
+def _w_forward(dtype_name):
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    dtype = getattr(torch, dtype_name)
+    n = 0
+    for impl in ("auto", "baseline", "oneshot", "twophase", 0, 1, 2):
+        for M, N, K in ((1, 1, 1), (1, 96, 64), (5, 17, 33), (64, 40, 24)):
+            for bias in (False, True):
+                n += 1
+                x, w, b = _data(dtype, M, N, K, n, bias)
+                y = fco.gemv_allreduce(x, w, b, impl=impl)
+                assert y.shape == (M, N) and y.dtype == dtype
+                _refs.close(y, _refs.gemv_allreduce(x, w, b), dtype)
+                assert _refs.same_on_all_ranks(y), (impl, M, N, K)
+    # leading dims: [K] → [N], [B, S, K] → [B, S, N]; M > 64 with auto: matmul + fco.allreduce
+    for lead, M in (((), 1), ((2, 3), 6), ((3, 30), 90)):
+        x, w, b = _data(dtype, M, 24, 16, 7, True, lead)
+        y = fco.gemv_allreduce(x, w, b)
+        assert y.shape == tuple(lead) + (24,)
+        _refs.close(y, _refs.gemv_allreduce(x, w, b), dtype, 2)
+        assert _refs.same_on_all_ranks(y)
+    # the plain-torch pipeline users write (f32: the same numbers up to summation order)
+    x, w, b = _data(torch.float32, 8, 32, 48, 3)
+    yp = x @ w.t()
+    dist.all_reduce(yp)
+    torch.testing.assert_close(fco.gemv_allreduce(x, w, b), yp + b, rtol=1e-5, atol=1e-5)
+    # empty input: nothing to do, empty output
+    assert fco.gemv_allreduce(torch.empty(0, 16, dtype=dtype), w.new_empty(4, 16).to(dtype)
+                              ).shape == (0, 4)
+    # outputs are the caller's: kept across calls
+    keep = [fco.gemv_allreduce(*_data(dtype, 2, 8, 8, s)) for s in range(3)]
+    for s, y in enumerate(keep):
+        _refs.close(y, _refs.gemv_allreduce(*_data(dtype, 2, 8, 8, s)), dtype)
+    return True
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_2_ranks(pool2, dtype):
+    pool2.run(_w_forward, dtype)
+
+
+def test_forward_3_ranks(pool3):
+    pool3.run(_w_forward, "bfloat16")
+
+
+def _w_grad_vs_unsharded(dtype_name, bias):
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    dtype = getattr(torch, dtype_name)
+    r, P = dist.get_rank(), dist.get_world_size()
+    g = torch.Generator().manual_seed(5)  # the same full model and input on every rank
+    M, N, K = 4, 12, 6 * P
+    x_full = torch.randn(M, K, generator=g).to(dtype).requires_grad_()
+    w_full = torch.randn(N, K, generator=g).to(dtype).requires_grad_()
+    b_full = torch.randn(N, generator=g).to(dtype).requires_grad_() if bias else None
+    c = torch.randn(M, N, generator=g).to(dtype)
+    sl = slice(r * 6, (r + 1) * 6)
+    x = x_full.detach()[:, sl].clone().requires_grad_()
+    w = w_full.detach()[:, sl].clone().requires_grad_()
+    b = b_full.detach().clone().requires_grad_() if bias else None
+    # reference: the unsharded linear, replicated loss
+    ref = x_full @ w_full.t() + (b_full if bias else 0)
+    (torch.tanh(ref.float()) * c.float()).sum().backward()
+    y = fco.gemv_allreduce(x, w, b)
+    (torch.tanh(y.float()) * c.float()).sum().backward()
+    tol = {torch.float32: 1e-5, torch.bfloat16: 5e-2, torch.float16: 1e-2}[dtype]
+    torch.testing.assert_close(x.grad.float(), x_full.grad[:, sl].float(), rtol=tol, atol=tol)
+    torch.testing.assert_close(w.grad.float(), w_full.grad[:, sl].float(), rtol=tol, atol=tol)
+    if bias:
+        torch.testing.assert_close(b.grad.float(), b_full.grad.float(), rtol=tol, atol=tol)
+    # analytic: dx = dy·W_r, dW_r = dyᵀ·x_r, dbias = Σ_M dy (float32 only: exact formulas)
+    if dtype == torch.float32:
+        dy = (1 - torch.tanh(y.detach()) ** 2) * c
+        torch.testing.assert_close(x.grad, dy @ w.detach(), rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(w.grad, dy.t() @ x.detach(), rtol=1e-6, atol=1e-6)
+        if bias:
+            torch.testing.assert_close(b.grad, dy.sum(0), rtol=1e-6, atol=1e-6)
+    # only what needs a gradient gets one; a 3-d input's gradient keeps its shape
+    x3 = torch.randn(2, 3, 6, dtype=dtype, requires_grad=True)
+    w3 = torch.randn(5, 6, dtype=dtype)
+    fco.gemv_allreduce(x3, w3).sum().backward()
+    assert x3.grad.shape == x3.shape and w3.grad is None
+    return True
+
+
+@pytest.mark.parametrize("world,dtype,bias", [
+    (2, "float32", True), (2, "float32", False), (2, "bfloat16", True), (2, "float16", True),
+    (3, "float32", True), (3, "float32", False)])
+def test_grad_matches_unsharded_linear(pools, world, dtype, bias):
+    pools(world).run(_w_grad_vs_unsharded, dtype, bias)
+
+
+def _w_bad_input():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    x, w, b = torch.ones(2, 8), torch.ones(4, 8), torch.ones(4)
+    cases = [
+        ((x.double(), w.double()), "x has dtype torch.float64"),
+        ((x, w.bfloat16()), "w has dtype torch.bfloat16 but x has torch.float32"),
+        ((x, torch.ones(4, 7)),
+         r"w has shape \(4, 7\); expected \[N, K\] with K = x.shape\[-1\] = 8"),
+        ((x, torch.ones(8, 4).t()), "w is not contiguous"),
+        ((x, w, torch.ones(5)), r"bias has shape \(5,\); expected \[N\] = \[4\]"),
+        ((x, w, b.half()), "bias has dtype torch.float16"),
+        ((torch.ones(()), w), "x is a 0-d tensor"),
+        (([1.0], w), "x is a list, not a Tensor"),
+    ]
+    for args, msg in cases:
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemv_allreduce(*args)
+        assert e.value.name == "INVALID_ARGUMENT"
+        if all(isinstance(a, torch.Tensor) for a in args):  # the dispatcher path too
+            full = tuple(args) + (None,) * (3 - len(args))
+            with pytest.raises(fco.FcoError, match=msg):
+                torch.ops.fco.gemv_allreduce(*full, "", -1)
+    with pytest.raises(fco.FcoError, match="impl 'bogus'"):
+        fco.gemv_allreduce(x, w, impl="bogus")
+    # libfco's own checks, identical on every rank: M > 64 for an explicit impl, impl range
+    with pytest.raises(fco.FcoError, match="M = 65 rows is more than a GEMV") as e:
+        fco.gemv_allreduce(torch.ones(65, 8), w, impl="oneshot")
+    assert e.value.name == "UNSUPPORTED"
+    with pytest.raises(fco.FcoError, match="impl 5"):
+        fco.gemv_allreduce(x, w, impl=5)
+    # N differs across ranks: only the ranks together see it; every rank raises, naming it
+    r = dist.get_rank()
+    with pytest.raises(fco.FcoError, match="rank") as e:
+        fco.gemv_allreduce(torch.ones(2, 8), torch.ones(4 + r, 8))
+    assert e.value.name == "INVALID_ARGUMENT"
+    # the communicator keeps working
+    return fco.gemv_allreduce(x, w, b).tolist()
+
+
+def test_bad_input(pool2):
+    res = pool2.run(_w_bad_input)
+    assert res == [[[17.0] * 4] * 2] * 2
+
+
+def _w_opcheck():
+    import torch
+
+    import fco  # noqa: F401
+
+    g = torch.Generator().manual_seed(0)
+    samples = [
+        (torch.randn(3, 8, generator=g), torch.randn(5, 8, generator=g), None, "", -1),
+        (torch.randn(2, 8, generator=g, requires_grad=True),
+         torch.randn(5, 8, generator=g, requires_grad=True),
+         torch.randn(5, generator=g, requires_grad=True), "", 1),
+        (torch.randn(4, 8, generator=g).bfloat16(), torch.randn(3, 8, generator=g).bfloat16(),
+         torch.randn(3, generator=g).bfloat16(), "", 0),
+    ]
+    for args in samples:
+        torch.library.opcheck(torch.ops.fco.gemv_allreduce.default, args)
+    return True
+
+
+def test_opcheck(pool2):
+    pool2.run(_w_opcheck, timeout=300)

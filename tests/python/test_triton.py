@@ -1,0 +1,268 @@
+"""test_triton.py — fco.triton without a GPU: the device-state layout against src/cuda/dev.h
+(compiled with gcc) and its ctypes mirror, the host helpers' argument checks, the GEMV's input
+checks, the GPU code compiled for sm_90 (through Triton's ptxas, no GPU needed) with the memory-
+model instructions it must contain, and the helpers and the GEMV + AllReduce executed by Triton's
+CPU interpreter on a hand-made world (_triton_interp.py, one subprocess per case).
+GPU tests: test_triton_gpu.py.   Run: pytest tests/python/test_triton.py
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import fco
+from fco.triton import host, layout as L
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _has_triton():
+    try:
+        import triton  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+needs_triton = pytest.mark.skipif(not _has_triton(), reason="triton is not installed")
+
+
+# ---- layout ---------------------------------------------------------------------------------
+def test_layout_constants_match_ctypes_mirror():
+    for name, off in L.offsets().items():
+        assert getattr(L.DevRank, name).offset == off, name
+    assert ctypes.sizeof(L.DevRank) == L.DEV_RANK_BYTES
+    assert L.HOST_BYTES == L.DevRank.epoch.offset
+    errs = {"code": L.ERR_OFF_CODE, "peer": L.ERR_OFF_PEER, "op": L.ERR_OFF_OP,
+            "slot": L.ERR_OFF_SLOT, "want": L.ERR_OFF_WANT, "seen": L.ERR_OFF_SEEN}
+    for name, off in errs.items():
+        assert getattr(L.AsyncErr, name).offset == off, name
+    assert ctypes.sizeof(L.AsyncErr) == L.ASYNC_ERR_BYTES
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_layout_matches_dev_h(tmp_path):
+    """The C compiler's offsets of src/cuda/dev.h (and its constants) are layout.py's."""
+    fields = list(L.offsets()) + ["pad_"]
+    src = tmp_path / "off.c"
+    src.write_text(
+        '#include <stdio.h>\n#include <stddef.h>\n#include "cuda/dev.h"\nint main(void){\n'
+        + "".join(f'printf("{f} %zu\\n", offsetof(fco_dev_rank_t, {f}));\n' for f in fields)
+        + "".join(f'printf("err_{f} %zu\\n", offsetof(fco_async_err_t, {f}));\n'
+                  for f in ("code", "peer", "op", "slot", "want", "seen"))
+        + 'printf("size %zu\\nerrsize %zu\\nhost %zu\\n", sizeof(fco_dev_rank_t), '
+          'sizeof(fco_async_err_t), (size_t)FCO_DEV_RANK_HOST_BYTES);\n'
+        + 'printf("max %d\\nslots %d\\ntimeout %d\\n", FCO_MAX_GPU_RANKS, FCO_SIG_SLOTS, '
+          'FCO_DEFAULT_TIMEOUT_MS);\n'
+        + 'printf("timeout_code %d\\ninternal_code %d\\nop_gemv %d\\nop_kinds %d\\n", '
+          'FCO_ERR_TIMEOUT, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, FCO_OP_EXTERNAL);\n'
+        + 'printf("half %zu\\n", fco_ws_half_bytes(1000003));\nreturn 0;}\n')
+    exe = tmp_path / "off"
+    subprocess.run(["gcc", "-std=c11", "-I", os.path.join(ROOT, "include"), "-I",
+                    os.path.join(ROOT, "src"), str(src), "-o", str(exe)], check=True)
+    got = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                       check=True).stdout.splitlines())
+    got = {k: int(v) for k, v in got.items()}
+    for name, off in L.offsets().items():
+        assert got[name] == off, name
+    for name in ("code", "peer", "op", "slot", "want", "seen"):
+        assert got["err_" + name] == getattr(L, "ERR_OFF_" + name.upper()), name
+    assert got["size"] == L.DEV_RANK_BYTES and got["errsize"] == L.ASYNC_ERR_BYTES
+    assert got["host"] == L.HOST_BYTES
+    assert (got["max"], got["slots"], got["timeout"]) == (L.MAX_GPU_RANKS, L.SIG_SLOTS,
+                                                          L.DEFAULT_TIMEOUT_MS)
+    assert (got["timeout_code"], got["internal_code"]) == (L.ERR_TIMEOUT, L.ERR_INTERNAL)
+    assert got["op_gemv"] == L.OP_GEMV_ALLREDUCE
+    assert got["op_kinds"] == L.OP_EXTERNAL, "OP_EXTERNAL must match the C FCO_OP_EXTERNAL"
+    assert got["half"] == L.ws_half_bytes(1000003)
+
+
+def test_workspace_rule_and_signal_values():
+    assert L.ws_half_bytes(4 << 20) == 2 << 20
+    assert L.ws_half_bytes(1000) == 256  # 500 rounded down to 256
+    assert L.half_offset(4 << 20, 1) == 2 << 20 and L.half_offset(4 << 20, 2) == 0
+    assert L.sig_value(1, 0) == (1 << 32) | 1
+    assert L.sig_value(7, 9) == (7 << 32) | 10
+    assert L.sig_value(2, 0) > L.sig_value(1, 1022)  # values only grow across calls
+
+
+# ---- host helpers -----------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [None, 0, -4, "comm", 1.5, True])
+def test_handle_of_rejects(bad):
+    with pytest.raises(fco.FcoError) as e:
+        host.handle_of(bad)
+    assert e.value.name == "INVALID_ARGUMENT" and "comm is" in e.value.message
+
+
+def test_handle_of_destroyed_communicator():
+    c = fco.Communicator(None, "g", None, 0, 1, "cpu")
+    with pytest.raises(fco.FcoError) as e:
+        host.handle_of(c)
+    assert e.value.name == "INVALID_USAGE"
+    assert host.handle_of(fco.Communicator(1234, "g", None, 0, 1, "cpu")) == 1234
+    assert host.handle_of(ctypes.c_void_p(99)) == 99
+
+
+def test_check_layout():
+    host.check_layout(L.DEV_RANK_BYTES, L.LAYOUT_VERSION)
+    for b, v in ((L.DEV_RANK_BYTES, L.LAYOUT_VERSION + 1), (L.DEV_RANK_BYTES + 8, L.LAYOUT_VERSION)):
+        with pytest.raises(fco.FcoError) as e:
+            host.check_layout(b, v)
+        assert e.value.name == "INTERNAL" and "layout.py" in e.value.message
+
+
+def test_blocks_per_rank():
+    assert host.blocks_per_rank(512, 1, 132, 3) == 256  # 396 fit; balanced: 2 tiles each
+    assert host.blocks_per_rank(10, 1, 132, 3) == 10  # at most one per tile
+    assert host.blocks_per_rank(5000, 1, 132, 32) <= L.SIG_SLOTS - 1
+    assert host.blocks_per_rank(1000, 4, 132, 1) == 33  # 4 virtual ranks: 33 each, 31 tiles
+    with pytest.raises(fco.FcoError) as e:
+        host.blocks_per_rank(8, 8, 4, 1)  # 4 programs cannot give 8 ranks one each
+    assert e.value.name == "UNSUPPORTED"
+    for bad in ((0, 1, 1, 1), (4, 0, 1, 1), (4, 1, 1, 1.5)):
+        with pytest.raises(fco.FcoError) as e:
+            host.blocks_per_rank(*bad)
+        assert e.value.name == "INVALID_ARGUMENT"
+
+
+def test_programs_per_sm():
+    assert host.programs_per_sm(32, 0, 4) == 16        # threads: 2048 / 128
+    assert host.programs_per_sm(128, 0, 4) == 4        # registers: 65536 / (128·128)
+    assert host.programs_per_sm(40, 100000, 4) == 2    # shared memory
+    assert host.programs_per_sm(255, 300000, 8) == 0   # does not fit
+
+
+def test_ensure_workspace_checks():
+    with pytest.raises(fco.FcoError) as e:
+        host.ensure_workspace([1234], -1)
+    assert e.value.name == "INVALID_ARGUMENT"
+    with pytest.raises(fco.FcoError) as e:
+        host.ensure_workspace([], 10)
+    assert e.value.name == "INVALID_ARGUMENT"
+
+
+def _cpu_world(n):
+    from fco import _lib
+
+    comms = (_lib.comm_t * n)()
+    cfg = _lib.config(transport=_lib.TRANSPORT_CPU)
+    fn = _lib.bind("fco_comm_init_all", [ctypes.POINTER(_lib.comm_t), ctypes.c_int,
+                                         ctypes.c_void_p, ctypes.POINTER(_lib.Config)])
+    _lib.check(fn(comms, n, None, ctypes.byref(cfg)), None, "fco_comm_init_all")
+    return [comms[i] for i in range(n)]
+
+
+def test_device_state_on_cpu_transport_is_unsupported():
+    """Either this libfco lacks fco_comm_device_state (the message says what is needed), or it
+    has it and the cpu transport has no device state: UNSUPPORTED both ways, never a crash."""
+    try:
+        fco.lib_path()
+    except fco.FcoError:
+        pytest.skip("libfco.so is not built")
+    from fco import _lib
+
+    comms = _cpu_world(2)
+    try:
+        with pytest.raises(fco.FcoError) as e:
+            host.device_state(comms[0])
+        assert e.value.name == "UNSUPPORTED"
+        assert "fco_comm_device_state" in str(e.value)
+        # workspace helpers work on any transport
+        host.ensure_workspace(comms, 4096)
+        assert all(host.workspace_bytes(c) >= 4096 for c in comms)
+    finally:
+        for c in comms:
+            _lib.lib().fco_comm_destroy(c)
+
+
+# ---- the GEMV's input checks --------------------------------------------------------------------
+@needs_triton
+def test_gemv_input_checks():
+    import torch
+
+    from fco.triton import gemv_allreduce as G
+
+    st = [host.DeviceState(16, 0, 2, None), host.DeviceState(32, 1, 2, None)]
+    x, w = torch.zeros(2, 8), torch.zeros(4, 8)
+
+    def err(*a, **k):
+        with pytest.raises(fco.FcoError) as e:
+            G.gemv_allreduce(*a, **k)
+        return e.value
+
+    assert "one per rank" in err(st, [x], [w, w]).message
+    assert "dtype" in err(st, [x, x.half()], [w, w]).message
+    assert "dtype" in err(st, [x.long(), x.long()], [w.long(), w.long()]).message
+    assert "shape" in err(st, [x, x], [w, torch.zeros(4, 9)]).message
+    assert "M or N differ" in err(st, [x, torch.zeros(3, 8)], [w, w]).message
+    assert "contiguous" in err(st, [x, x], [w, torch.zeros(8, 4).t()]).message
+    assert "bias" in err(st, [x, x], [w, w], [torch.zeros(4), torch.zeros(5)]).message
+    assert "some biases are None" in err(st, [x, x], [w, w], [torch.zeros(4), None]).message
+    e = err(st, [torch.zeros(65, 8)] * 2, [w, w])
+    assert e.name == "UNSUPPORTED" and "1..64" in e.message
+    assert "distinct ranks" in err([st[0], st[0]], [x, x], [w, w]).message
+    assert "communicators given" in err([], [], []).message
+
+
+@needs_triton
+def test_gemv_plan_and_workspace():
+    from fco.triton import gemv_allreduce as G
+
+    bm, bn, bk, T = G.plan(1, 8192, 2, 132)
+    assert (bm, bn, T) == (16, 32, 256)
+    assert G.plan(64, 64 * 132, 4, 132)[1] == 64
+    assert G.slot_bytes(3, 70, 32) == L.round_up(3 * 3 * 32 * 4, 256)
+    assert G.workspace_bytes(4, 3, 70, 32) == 2 * 4 * G.slot_bytes(3, 70, 32)
+
+
+# ---- compiled for sm_90 (no GPU needed) --------------------------------------------------------
+@needs_triton
+@pytest.mark.parametrize("dtype", ["fp32", "bf16", "fp16"])
+def test_gemv_kernel_compiles_for_sm90(dtype):
+    """The fused kernel goes through Triton and ptxas for sm_90 and contains the memory-model
+    pieces of prims.cuh: release exchanges at system scope (signals, error op), acquire loads at
+    system scope (waits), %globaltimer (the bound), bar.red (block-uniform wait decisions), .cg
+    loads of peer-written data, and a system-scope CAS (first error wins)."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        pytest.skip("TRITON_INTERPRET is set")
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    from fco.triton import gemv_allreduce as G
+
+    dt = {"fp32": tl.float32, "bf16": tl.bfloat16, "fp16": tl.float16}[dtype]
+    ptr = "*" + dtype
+    sig = {"devs": ("i64", "i64"), "xs": (ptr, ptr), "ws": (ptr, ptr), "biases": (ptr, ptr),
+           "ys": (ptr, ptr), "Ks": ("i64", "i64"), "M": "i32", "N": "i32", "T": "i32", "B": "i32",
+           "slot_bytes": "i32"}
+    consts = {"L": 2, "DTYPE": dt, "HAS_BIAS": True, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64,
+              "PRECISION": "ieee" if dtype == "fp32" else "tf32", "PHASES": 3, "UPCAST": False}
+    sig.update({k: "constexpr" for k in consts})
+    src = triton.compiler.ASTSource(fn=G.gemv_allreduce_kernel, signature=sig, constexprs=consts)
+    try:
+        c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
+        if "ptxas" in str(e).lower():
+            pytest.skip(f"cannot run ptxas here: {e}")
+        raise
+    ptx = c.asm["ptx"]
+    assert c.asm.get("cubin")
+    for needle in ("atom.global.sys.release.exch.b64", "ld.acquire.sys.global.u64",
+                   "%globaltimer", "bar.red.and.pred", "bar.red.or.pred", "ld.global.cg",
+                   "atom.global.relaxed.sys.cas.b32", "ld.relaxed.sys.global.s32"):
+        assert needle in ptx, needle
+
+
+# ---- Triton's CPU interpreter ------------------------------------------------------------------
+@needs_triton
+@pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table"])
+def test_interpreter(case):
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    r = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp.py"), case], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
