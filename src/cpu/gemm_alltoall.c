@@ -3,15 +3,18 @@
  * against. Every impl number runs the same algorithm (the one impl 1 runs on GPUs):
  *
  *   1. validate this rank's counts, put a header {valid, E, tot[s]} into slot [me] of every
- *      rank's header area (parity half of the epoch), signal slot 0, wait for every rank's
+ *      rank's header area in this call's half (epoch & 1: the workspace rule of
+ *      src/core/internal.h), signal slot 0, wait for every rank's
  *   2. verdict, identical on every rank: every header valid and Σ_r tot_r[s] ≤ out_rows for every
  *      s; otherwise FCO_ERR_INVALID_ARGUMENT on every rank and nothing written
  *   3. Y = A_e·W_e row by row (double accumulation, rounded once to the dtype), each row written
- *      to its destination: own rows into `out`, others into the destination's staging at the
- *      row they will have in its `out`
+ *      to its destination: own rows into `out`, others into the destination's staging (same
+ *      half) at the row they will have in its `out`
  *   4. signal slot 1, wait for every rank's, copy the peers' rows from staging into `out`
  * Placement: on rank s, rows from r start at base_r(s) = Σ_{r'<r} tot_r'[s]; within them
  * expert e's rows at Σ_{e'<e} counts_r[e'][s]. Layout of the workspace: src/ops/gemm_alltoall.h.
+ * No "has the peer started" handshake: a peer still in the previous call reads the other half,
+ * and none can be two calls behind (each call waits for every peer's slot 0).
  */
 #include <stdlib.h>
 
@@ -61,9 +64,11 @@ fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op)
   const int P = t->nranks, me = t->rank, E = a->num_experts;
   const size_t es = fco_dtype_size(a->dtype), N = (size_t)a->n, K = (size_t)a->k;
   const size_t row_bytes = N * es;
-  if (t->ws_bytes < fco_ga_off_y(P, a->out_rows, a->n, es))
+  const size_t need = fco_ga_half_need(1, 0, P, a->a_rows, a->out_rows, a->n, es);
+  if (fco_ws_half_bytes(t->ws_bytes) < need)
     return fco_set_error(t->comm, FCO_ERR_INTERNAL, "%s: workspace of %zu bytes, %zu needed",
-                         what, t->ws_bytes, fco_ga_off_y(P, a->out_rows, a->n, es));
+                         what, t->ws_bytes, 2 * need);
+  const size_t half = fco_ga_half_off(t->ws_bytes, t->epoch);
 
   /* 1. Own header. */
   int64_t hdr[4 + 3 * FCO_MAX_RANKS];
@@ -83,7 +88,7 @@ fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op)
   size_t hb = 8 * (4 + 3 * (size_t)P);
   for (int k = 0; k < P; k++) {
     int p = (me + k) % P;
-    memcpy(fco_ga_hdr(t->peer_data[p], P, t->epoch, me), hdr, hb);
+    memcpy(fco_ga_hdr(t->peer_data[p], t->ws_bytes, P, t->epoch, me), hdr, hb);
     if (p != me) fco_cpu_signal(t, p, 0);
   }
   for (int p = 0; p < P; p++)
@@ -91,7 +96,7 @@ fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op)
 
   /* 2. Verdict from every header (the same on every rank). */
   const int64_t* H[FCO_MAX_RANKS];
-  for (int r = 0; r < P; r++) H[r] = fco_ga_hdr(t->peer_data[me], P, t->epoch, r);
+  for (int r = 0; r < P; r++) H[r] = fco_ga_hdr(t->peer_data[me], t->ws_bytes, P, t->epoch, r);
   for (int r = 0; r < P; r++)
     if (!H[r][FCO_GA_H_VALID])
       return fco_set_error(t->comm, FCO_ERR_INVALID_ARGUMENT,
@@ -120,7 +125,7 @@ fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op)
     free(yrow);
     return fco_set_error(t->comm, FCO_ERR_OUT_OF_MEMORY, "%s: out of host memory", what);
   }
-  const size_t off_staging = fco_ga_off_staging(P);
+  const size_t off_staging = half + fco_ga_off_staging(P);
   const char* A = (const char*)a->a;
   int64_t arow = 0;
   int64_t seg_off[FCO_MAX_RANKS] = {0}; /* per destination: rows of earlier experts */

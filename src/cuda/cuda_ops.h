@@ -68,6 +68,7 @@ fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* l, char* er
 fco_result_t fco_cuda_embedding_alltoall_after_group(const fco_gpu_launch_t* l, char* err);
 /* gemm_alltoall */
 fco_result_t fco_cuda_gemm_alltoall_run(const fco_gpu_launch_t* l, char* err);
+fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_t* l, char* err);
 
 /* impl 1: one-shot over the peer table (needs 2·P·roundup(count·esize,256) workspace). */
 fco_result_t fco_cuda_allreduce_oneshot(const fco_cuda_ar_launch_t* l, char* err);

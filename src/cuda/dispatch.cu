@@ -23,6 +23,8 @@ extern "C" fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err) {
 extern "C" fco_result_t fco_cuda_run_after_group(const fco_gpu_launch_t* l, char* err) {
   switch (l->r[0].op->kind) {
     case FCO_OP_EMBEDDING_ALLTOALL: return fco_cuda_embedding_alltoall_after_group(l, err);
+    /* gemm_alltoall */
+    case FCO_OP_GEMM_ALLTOALL: return fco_cuda_gemm_alltoall_after_group(l, err);
     default: return FCO_OK;
   }
 }

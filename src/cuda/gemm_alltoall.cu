@@ -1,25 +1,42 @@
 /*
  * gemm_alltoall.cu — fco_gemm_alltoall on GPUs: the entry point (fco_cuda_gemm_alltoall_run), the
  * unfused baseline (impl 0) and the host side of impl 2. impl 1 and impl 2's kernels live in
- * gemm_alltoall_fused.cu, the shared protocol in gemm_alltoall.cuh.
+ * gemm_alltoall_fused.cu, the shared protocol in gemm_alltoall.cuh, the workspace layout in
+ * src/ops/gemm_alltoall.h.
  *
  * impl 0 "nccl" / "copy" (what users run today):
  *   counts on the host (counts_host, or a device→host copy and a stream sync), one cuBLAS GEMM
- *   per expert into y (workspace), then
+ *   per expert into y (scratch in half 0 of the workspace), then
  *     nccl:  a pack kernel reorders y destination-major (the permute users run before
  *            all_to_all_single) into `send`, and one ncclSend / ncclRecv per peer in a group
  *            (receive sizes: recv_rows_host, or an ncclAllGather of every rank's totals and a
  *            sync, with one rank per thread);
  *     local: one kernel copies every rank's rows from its y into their destination's out.
  *   Bad counts are found on the host before anything is launched (nccl with hints: per rank).
- * impl 2 "chunks" (Flux / async-TP style):
- *   exchange kernel (headers → plan: verdict, where my rows go), then per expert and row chunk
- *   (FCO_GA_CHUNK_ROWS, default about an eighth of the rows, ≥ 128) a cuBLAS GEMM on the user
- *   stream and, once it is done (event), a push kernel on a second stream that copies the chunk
- *   into its destinations (own rows into out, others into the destination's staging) while the
- *   next chunk computes; the second stream is joined back, and a finish kernel signals "all
- *   pushed" to every peer, waits for theirs and copies the received rows from staging into out.
- *   The GEMM keeps cuBLAS's speed; the push costs FCO_GA_PUSH_BLOCKS (default 32) blocks.
+ *   The pack / copy kernel checks that the device counts are the host's (digest): a CUDA graph
+ *   captured with hints bakes the GEMM sizes, so a replay with other device counts reports
+ *   FCO_ERR_INVALID_ARGUMENT (slot 4) instead of silently mixing sizes (local: nothing
+ *   written; nccl: the send/recv still run, out is garbage). Scratch (y, send) at the start of
+ *   the workspace; on nccl a barrier kernel follows the send/recv (fco_cuda_gemm_alltoall_
+ *   after_group, after the transport's NCCL group): gemm_alltoall.h says why.
+ * impl 2 "chunks" (Flux / async-TP style), host order per call:
+ *   1. fork a second stream (push stream) from the user stream;
+ *   2. every cuBLAS GEMM of every local rank on the user stream, in chunks (below), an event
+ *      after each chunk;
+ *   3. on the push stream: the exchange kernel (headers → plan), then per chunk a wait for its
+ *      event and a push kernel (FCO_GA_PUSH_BLOCKS blocks, default 16) that copies the chunk's
+ *      rows into out (own) or the destination's staging;
+ *   4. join the push stream back, then the finish kernel ("all pushed" → peers, land).
+ *   The GEMMs are issued before the first kernel that waits for a peer, so no cuBLAS kernel is
+ *   ever loaded lazily while one of ours spins (a load may wait for running kernels: that
+ *   deadlocked until the timeout on the nccl transport); our own kernels are preloaded.
+ *   Chunks: experts in order; an expert's GEMM is split only when it has ≥ 2·T rows, and small
+ *   experts are grouped until a group has T rows, T = max(rows that fill the GPU twice with
+ *   128×128 tiles, rows/4) (FCO_GA_CHUNK_ROWS overrides T): each GEMM keeps cuBLAS's speed and
+ *   a push follows each chunk (the old per-expert eighths made GEMMs too small to fill the GPU).
+ * Graph capture: impl 1 always; impls 0 and 2 need counts_host (impl 0 on nccl with several
+ * ranks per thread or while capturing also recv_rows_host); src/ops rejects the rest with
+ * FCO_ERR_INVALID_USAGE before anything is issued.
  * cuBLAS: one handle per (thread, device), with its own 32 MiB workspace so calls can be
  * captured; fp32 compute (CUBLAS_COMPUTE_32F, no TF32) for every dtype.
  */
@@ -28,6 +45,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <array>
 #include <vector>
 
 #include "gemm_alltoall.cuh"
@@ -37,7 +56,7 @@ namespace ga {
 namespace {
 
 /* ---- per (thread, device) resources --------------------------------------------------------- */
-constexpr int kNumEvents = 64;
+constexpr int kNumEvents = 128;
 struct DevRes {
   cublasHandle_t blas = nullptr;
   void* blas_ws = nullptr;
@@ -72,14 +91,20 @@ fco_result_t resources(char* err, DevRes** out) {
       if ((ce = cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming)) != cudaSuccess)
         return cuda_fail(err, ce, "cudaEventCreate");
   }
+  fco_result_t res = preload_kernels(err);
+  if (res != FCO_OK) return res;
   *out = r;
   return FCO_OK;
 }
 
-/* `to` waits for what `from` has issued so far. Events are reused round robin: a wait binds to
- * the record made just before it. */
+/* Events are reused round robin; a wait binds to the record made last before it, so a call
+ * must not record more than kNumEvents events before waiting on the first (run_chunks limits
+ * its chunks to that). */
+cudaEvent_t next_event(DevRes* r) { return r->ev[r->next_ev++ % kNumEvents]; }
+
+/* `to` waits for what `from` has issued so far. */
 fco_result_t join(DevRes* r, cudaStream_t from, cudaStream_t to, char* err) {
-  cudaEvent_t ev = r->ev[r->next_ev++ % kNumEvents];
+  cudaEvent_t ev = next_event(r);
   cudaError_t ce = cudaEventRecord(ev, from);
   if (ce == cudaSuccess) ce = cudaStreamWaitEvent(to, ev, 0);
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall: stream join");
@@ -175,18 +200,28 @@ struct CopyParams {
   char* out[kMaxP];
   const int32_t* counts[kMaxP];
   fco_dev_rank_t* dev[kMaxP];
+  uint64_t digest[kMaxP]; /* of the host counts the GEMMs were sized from */
   int32_t E[kMaxP];
   int32_t P;
   int64_t a_rows, out_rows, row_bytes;
 };
 
-/* Block (x, y = s·P + r): rows r sends to s, expert by expert. Offsets from the device counts;
- * a piece outside y or out (counts unlike the host hint) is reported and skipped. */
+/* Block (x, y = s·P + r): rows r sends to s, expert by expert, offsets from the device counts
+ * once every rank's digest matched (else nothing is written, the error goes to every rank). */
 __global__ void __launch_bounds__(kThreads) ga_kernel_local_copy(const CopyParams p) {
+  __shared__ unsigned long long s_acc;
   const int P = p.P, s = blockIdx.y / P, r = blockIdx.y - s * P;
+  const bool first = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
+  bool same = true;
+  for (int q = 0; q < P; ++q) same &= block_digest(p.counts[q], p.E[q], P, &s_acc) == p.digest[q];
+  if (first && !same)
+    for (int q = 0; q < P; ++q)
+      record_error(p.dev[q]->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, -1,
+                   kCountsChanged, 0, 0);
+  if (!same) return;
   int64_t base = 0; /* Σ_{r' < r} rows r' sends to s */
   for (int q = 0; q < r; ++q)
-    for (int e = 0; e < p.E[q]; ++e) base += max(0, p.counts[q][e * P + s]);
+    for (int e = 0; e < p.E[q]; ++e) base += p.counts[q][e * P + s];
   const int32_t* c = p.counts[r];
   int64_t arow = 0, drow = base;
   const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -195,17 +230,11 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_local_copy(const CopyParam
     for (int q = 0; q < P; ++q) {
       const int64_t n = c[e * P + q];
       if (q == s && n > 0) {
-        if (arow + n > p.a_rows || drow + n > p.out_rows) {
-          if (idx0 == 0 && p.dev[s])
-            record_error(p.dev[s]->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, r,
-                         kBadPlan, (uint64_t)(drow + n), (uint64_t)p.out_rows);
-          return;
-        }
         copy_cg(p.out[s] + drow * p.row_bytes, p.y[r] + arow * p.row_bytes, n * p.row_bytes,
                 idx0, stride);
         drow += n;
       }
-      arow += n > 0 ? n : 0;
+      arow += n;
     }
 }
 
@@ -215,25 +244,23 @@ struct PackParams {
   char* send;
   const int32_t* counts;
   fco_dev_rank_t* dev;
+  uint64_t digest;
   int32_t E, P;
   int64_t a_rows, row_bytes;
 };
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_pack(const PackParams p) {
+  __shared__ unsigned long long s_acc;
   const int P = p.P, s = blockIdx.y;
-  int64_t soff = 0, sum = 0;
-  for (int i = 0; i < p.E * P; ++i) {
-    const int32_t x = p.counts[i];
-    if (x < 0) sum = p.a_rows + 1;
-    else sum += x;
-    if (x > 0 && i % P < s) soff += x;
-  }
-  if (sum > p.a_rows) { /* counts unlike the host hint: write nothing */
-    if (blockIdx.x == 0 && s == 0 && threadIdx.x == 0)
-      record_error(p.dev->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, -1, kBadCounts,
-                   (uint64_t)sum, (uint64_t)p.a_rows);
-    return;
-  }
+  const bool same = block_digest(p.counts, p.E, P, &s_acc) == p.digest;
+  if (blockIdx.x == 0 && s == 0 && threadIdx.x == 0 && !same)
+    /* counts unlike the host's: pack nothing (the send/recv still run) */
+    record_error(p.dev->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, -1, kCountsChanged,
+                 0, 0);
+  if (!same) return;
+  int64_t soff = 0;
+  for (int i = 0; i < p.E * P; ++i)
+    if (i % P < s) soff += p.counts[i];
   const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   int64_t arow = 0;
@@ -305,12 +332,13 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     size_t most = 0;
     for (int i = 0; i < P; ++i) {
       const fco_gemm_a2a_args_t* a = args(l, i);
-      char* y = (char*)l->r[i].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
+      char* y = (char*)l->r[i].ws; /* scratch (gemm_alltoall.h); one stream: no barrier */
       if ((r = gemm_all(res, l, i, hc[i], y, err)) != FCO_OK) return r;
       p.y[i] = y;
       p.out[i] = (char*)a->out;
       p.counts[i] = a->counts;
       p.dev[i] = l->r[i].dev;
+      p.digest[i] = fco_ga_digest_host(hc[i].data(), a->num_experts, P);
       p.E[i] = a->num_experts;
       for (int s = 0; s < P; ++s) most = (size_t)tot[i][s] * rb > most ? (size_t)tot[i][s] * rb : most;
     }
@@ -335,7 +363,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   } else {
     /* Every rank's totals to every rank (ncclAllGather), through the plan area of the
      * workspace, then a sync: all ranks reach the same verdict. */
-    int32_t* dbuf = (int32_t*)((char*)l->r[0].ws + fco_ga_off_plan(P));
+    int32_t* dbuf = (int32_t*)((char*)l->r[0].ws + fco_ga_base_off_totals(a->a_rows, a->n, es));
     std::vector<int32_t> mine(P + 1), all((size_t)P * (P + 1));
     for (int s = 0; s < P; ++s) mine[s] = (int32_t)tot[0][s];
     mine[P] = 1;
@@ -364,12 +392,13 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     return fail(err, FCO_ERR_INVALID_ARGUMENT,
                 "this rank would receive %lld rows, more than out_rows %lld; nothing was written",
                 (long long)in, (long long)a->out_rows);
-  char* y = (char*)l->r[0].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
-  char* send = (char*)l->r[0].ws + fco_ga_off_send(P, a->a_rows, a->out_rows, a->n, es);
+  char* y = (char*)l->r[0].ws; /* scratch (gemm_alltoall.h) */
+  char* send = (char*)l->r[0].ws + fco_ga_base_off_send(a->a_rows, a->n, es);
   if ((r = gemm_all(res, l, 0, hc[0], y, err)) != FCO_OK) return r;
   size_t most = 0;
   for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
-  PackParams pp = {y, send, a->counts, l->r[0].dev, a->num_experts, P, a->a_rows, (int64_t)rb};
+  PackParams pp = {y,     send, a->counts, l->r[0].dev, fco_ga_digest_host(hc[0].data(), a->num_experts, P),
+                   a->num_experts, P,    a->a_rows, (int64_t)rb};
   ga_kernel_pack<<<dim3((unsigned)copy_grid(most, P), (unsigned)P), kThreads, 0, st>>>(pp);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: pack launch");
@@ -390,81 +419,165 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
 }
 
 /* ---- impl 2 ---------------------------------------------------------------------------------- */
+struct GemmRange {
+  int e;
+  int64_t r0, r1; /* rows [r0, r1) of expert e's rows */
+};
+using ChunkPlan = std::vector<std::vector<GemmRange>>; /* chunk = GEMMs pushed together */
+
+/* Chunks of one rank (file comment): split experts with ≥ 2T rows into pieces of about T rows
+ * (multiples of 128 but the last), group smaller ones until a group reaches T rows. */
+void plan_chunks(const int32_t* c, int E, int P, int64_t T, ChunkPlan* out) {
+  out->clear();
+  std::vector<GemmRange> cur;
+  int64_t g = 0;
+  for (int e = 0; e < E; ++e) {
+    int64_t m = 0;
+    for (int s = 0; s < P; ++s) m += c[(size_t)e * P + s];
+    if (m == 0) continue;
+    if (m >= 2 * T) {
+      const int64_t k = m / T, per = ((m + k - 1) / k + 127) / 128 * 128;
+      for (int64_t r0 = 0; r0 < m; r0 += per) {
+        cur.push_back(GemmRange{e, r0, r0 + per < m ? r0 + per : m});
+        out->push_back(cur);
+        cur.clear();
+        g = 0;
+      }
+    } else {
+      cur.push_back(GemmRange{e, 0, m});
+      if ((g += m) >= T) {
+        out->push_back(cur);
+        cur.clear();
+        g = 0;
+      }
+    }
+  }
+  if (!cur.empty()) out->push_back(cur);
+}
+
+struct PendingPush {
+  int rank;      /* local rank */
+  cudaEvent_t ev; /* after the chunk's GEMMs */
+  std::vector<std::array<int64_t, 4>> pieces;
+};
+
 fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = args(l, 0);
   const int P = l->nranks;
   const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
   cudaStream_t st = (cudaStream_t)l->stream;
   DevRes* res = nullptr;
-  fco_result_t r = resources(err, &res);
+  fco_result_t r = resources(err, &res); /* also preloads our kernels */
   if (r != FCO_OK) return r;
   std::vector<int32_t> hc[kMaxP];
-  if ((r = host_counts(l, hc, err)) != FCO_OK) return r; /* before any kernel that waits */
+  if ((r = host_counts(l, hc, err)) != FCO_OK) return r; /* a sync: before any kernel waits */
+  int device = 0, sms = 0;
+  if ((r = current_device(err, &device, &sms)) != FCO_OK) return r;
   RankArgs ra[kMaxP];
   memset(ra, 0, sizeof ra);
   for (int i = 0; i < l->num_local; ++i) {
     const fco_gemm_a2a_args_t* a = args(l, i);
     ra[i] = RankArgs{(const char*)a->a, (const char*)a->w, (char*)a->out, a->counts, l->r[i].dev,
-                     (char*)l->r[i].ws, a->num_experts};
+                     (char*)l->r[i].ws, a->num_experts,
+                     fco_ga_digest_host(hc[i].data(), a->num_experts, P)};
   }
-  if ((r = launch_exchange(l, ra, err)) != FCO_OK) return r;
-  if ((r = join(res, st, res->side, err)) != FCO_OK) return r;
+  cudaStream_t side = res->side;
+  if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
   const char* env = getenv("FCO_GA_CHUNK_ROWS");
   const int64_t env_rows = env && *env ? atoll(env) : 0;
   const char* envb = getenv("FCO_GA_PUSH_BLOCKS");
-  const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : 32;
+  const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : 16;
+  /* Rows that give 2 waves of 128×128 tiles at this N. */
+  const int64_t fill = ((2 * (int64_t)sms * 128 * 128 / a0->n + 127) / 128) * 128;
+  const int max_chunks = (kNumEvents - 2) / l->num_local;
+  std::vector<PendingPush> pushes;
+
+  /* 1. Every GEMM, an event after each chunk. No kernel of ours that waits is issued yet. */
   for (int i = 0; i < l->num_local; ++i) {
     const fco_gemm_a2a_args_t* a = args(l, i);
     const int E = a->num_experts;
+    const int32_t* c = hc[i].data();
     int64_t tot[kMaxP];
     /* Bad counts: no GEMM, no push; the exchange reports them (the same on every rank). */
     if (!rank_valid(hc[i], E, P, a->a_rows, tot)) continue;
     int64_t total = 0;
     for (int s = 0; s < P; ++s) total += tot[s];
-    int64_t chunk = env_rows > 0 ? env_rows : ((total + 7) / 8 + 127) / 128 * 128;
-    if (chunk < 128) chunk = 128;
-    char* y = ra[i].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
-    int64_t arow = 0, dl[kMaxP] = {};
+    int64_t T = env_rows > 0 ? env_rows : std::max<int64_t>(fill, (total + 3) / 4);
+    if (T < 1) T = 1;
+    ChunkPlan plan;
+    for (plan_chunks(c, E, P, T, &plan); (int)plan.size() > max_chunks;
+         plan_chunks(c, E, P, T, &plan))
+      T *= 2;
+    /* Per expert: first A row, and rows of earlier experts per destination. */
+    std::vector<int64_t> arow(E + 1, 0), dl((size_t)(E + 1) * P, 0);
     for (int e = 0; e < E; ++e) {
-      const int32_t* c = &hc[i][(size_t)e * P];
       int64_t m = 0;
-      for (int s = 0; s < P; ++s) m += c[s];
-      const char* W = (const char*)a->w + (size_t)e * a->k * a->n * es;
-      for (int64_t c0 = 0; c0 < m; c0 += chunk) {
-        const int64_t c1 = c0 + chunk < m ? c0 + chunk : m;
-        r = gemm(res, st, a, (const char*)a->a + (size_t)(arow + c0) * a->k * es, W,
-                 y + (size_t)(arow + c0) * rb, c1 - c0, err);
+      for (int s = 0; s < P; ++s) {
+        m += c[(size_t)e * P + s];
+        dl[(size_t)(e + 1) * P + s] = dl[(size_t)e * P + s] + c[(size_t)e * P + s];
+      }
+      arow[e + 1] = arow[e] + m;
+    }
+    char* y = ra[i].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
+    for (const std::vector<GemmRange>& chunk : plan) {
+      PendingPush pp;
+      pp.rank = i;
+      for (const GemmRange& g : chunk) {
+        const int64_t row = arow[g.e] + g.r0;
+        const char* W = (const char*)a->w + (size_t)g.e * a->k * a->n * es;
+        r = gemm(res, st, a, (const char*)a->a + (size_t)row * a->k * es, W, y + (size_t)row * rb,
+                 g.r1 - g.r0, err);
         if (r != FCO_OK) return r;
-        int64_t pieces[kMaxP][4];
-        int np = 0;
         int64_t seg = 0; /* first row of source s's segment within the expert */
         for (int s = 0; s < P; ++s) {
-          const int64_t lo = seg > c0 ? seg : c0, hi = seg + c[s] < c1 ? seg + c[s] : c1;
-          if (hi > lo) {
-            pieces[np][0] = s;
-            pieces[np][1] = hi - lo;
-            pieces[np][2] = arow + lo;
-            pieces[np][3] = dl[s] + (lo - seg);
-            ++np;
-          }
-          seg += c[s];
+          const int64_t cs = c[(size_t)g.e * P + s];
+          const int64_t lo = std::max(seg, g.r0), hi = std::min(seg + cs, g.r1);
+          if (hi > lo)
+            pp.pieces.push_back({s, hi - lo, arow[g.e] + lo, dl[(size_t)g.e * P + s] + (lo - seg)});
+          seg += cs;
         }
-        if ((r = join(res, st, res->side, err)) != FCO_OK) return r;
-        r = launch_push(ra[i], y, P, a->out_rows, (int64_t)rb, pieces, np, push_blocks,
-                        (void*)res->side, err);
-        if (r != FCO_OK) return r;
       }
-      for (int s = 0; s < P; ++s) dl[s] += c[s];
-      arow += m;
+      pp.ev = next_event(res);
+      cudaError_t ce = cudaEventRecord(pp.ev, st);
+      if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall chunks: event record");
+      pushes.push_back(std::move(pp));
     }
   }
-  if ((r = join(res, res->side, st, err)) != FCO_OK) return r;
+  /* 2. Exchange, then the pushes, on the push stream. */
+  if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;
+  for (const PendingPush& pp : pushes) {
+    cudaError_t ce = cudaStreamWaitEvent(side, pp.ev, 0);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall chunks: wait for a chunk");
+    const fco_gemm_a2a_args_t* a = args(l, pp.rank);
+    const char* y = ra[pp.rank].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
+    for (size_t k = 0; k < pp.pieces.size(); k += kMaxPieces) {
+      const int np = (int)std::min<size_t>(kMaxPieces, pp.pieces.size() - k);
+      r = launch_push(ra[pp.rank], y, P, a->out_rows, a->n, (int)es,
+                      reinterpret_cast<const int64_t(*)[4]>(pp.pieces[k].data()), np, push_blocks,
+                      (void*)side, err);
+      if (r != FCO_OK) return r;
+    }
+  }
+  /* 3. Join, then land. */
+  if ((r = join(res, side, st, err)) != FCO_OK) return r;
   return launch_finish(l, ra, err);
 }
 
 }  // namespace
 }  // namespace ga
 }  // namespace fco
+
+/* nccl, after the transport's NCCL group (cuda_ops.h): impl 0's barrier, ordered after its
+ * send/recv on the stream. Nothing for the fused impls or the local transport. */
+extern "C" fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_t* l, char* err) {
+  using namespace fco;
+  if (!l || l->transport != FCO_TRANSPORT_NCCL || l->r[0].op->impl != 0) return FCO_OK;
+  for (int i = 0; i < l->num_local; ++i) {
+    fco_result_t r = ga::launch_barrier(l->r[i].dev, l->stream, err);
+    if (r != FCO_OK) return r;
+  }
+  return FCO_OK;
+}
 
 extern "C" fco_result_t fco_cuda_gemm_alltoall_run(const fco_gpu_launch_t* l, char* err) {
   using namespace fco;

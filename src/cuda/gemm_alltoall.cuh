@@ -1,20 +1,23 @@
 /*
  * gemm_alltoall.cuh — what the GEMM + All-to-All kernels share (src/cuda/gemm_alltoall*.cu):
- * launch parameters, the header exchange every impl that uses the peer table starts with, the
- * global verdict, a block scan, and the staging → out copy of what peers pushed.
+ * launch parameters, the header exchange every fused impl starts with, the global verdict, a
+ * block scan, the counts digest, and the staging → out landing copy.
  *
- * Header exchange (layout in src/ops/gemm_alltoall.h): part 0 of each rank reads its device
- * counts, builds its header {valid, E, blocks, tot[s], tiles[s], tstart[s]}, signals kReadySlot
- * ("I started this call") to every peer, and once a peer said the same, puts the header into
- * slot [me] of that peer's header area (its own too), then release-signals its kHdrSlot. No
- * remote write of this op precedes the peer's ready: the peer may still be reading its
- * workspace for an earlier call. Every block then waits for all P header flags of its rank and reads the headers into
- * shared memory (Ctl). The verdict is computed from the headers alone, so every rank reaches
- * the same one: all valid and Σ_r tot_r[s] ≤ out_rows for every s. Otherwise every rank records
+ * Header exchange (layout in src/ops/gemm_alltoall.h): one block per rank builds its header
+ * {valid, E, blocks, why-invalid, tot[s], tiles[s], tstart[s]} from its device counts, puts it into slot [me]
+ * of every rank's header area in the half of this call (e & 1), its own included, and
+ * release-signals kHdrSlot there. No "has the peer started this call" handshake is needed: by
+ * the workspace rule (src/core/internal.h) a peer still busy with the previous call reads the
+ * other half, and it cannot be two calls behind, because finishing a call needs every peer's
+ * header of that call (rule 2: each rank waits for a signal each peer raises in the same call).
+ * Every block then waits for all P header flags of its rank and reads the headers into shared
+ * memory (Ctl). The verdict is computed from the headers alone, so every rank reaches the same:
+ * all valid and Σ_r tot_r[s] ≤ out_rows for every s. Otherwise every rank records
  * FCO_ERR_INVALID_ARGUMENT (peer = the offending rank, slot = kind) and writes nothing.
  *
- * Signal slots of a source rank at a receiver: 0..blocks-1 tile parts (impl 1), kReadySlot,
- * kDoneSlot (impl 2: all chunks pushed), kHdrSlot (header). Values are sig_value(epoch, j): never reset.
+ * Signal slots of a source rank at a receiver: 0..blocks-1 tile parts (impl 1), kDoneSlot
+ * (impl 2: all chunks pushed; impl 0 on nccl: barrier), kHdrSlot (header). Values
+ * sig_value(e, j): never reset.
  */
 #ifndef FCO_CUDA_GEMM_ALLTOALL_CUH_
 #define FCO_CUDA_GEMM_ALLTOALL_CUH_
@@ -30,14 +33,15 @@ namespace ga {
 constexpr int kThreads = 256;
 constexpr int kHdrSlot = FCO_SIG_SLOTS - 1;
 constexpr int kDoneSlot = FCO_SIG_SLOTS - 2;
-constexpr int kReadySlot = FCO_SIG_SLOTS - 3;
-constexpr int kMaxParts = FCO_SIG_SLOTS - 3; /* tile-part slots available to impl 1 */
+constexpr int kMaxParts = FCO_SIG_SLOTS - 2; /* tile-part slots available to impl 1 */
 constexpr int kMaxP = FCO_MAX_GPU_RANKS;
 constexpr int kHdrWords = 4 + 3 * kMaxP;
+static_assert(kThreads > FCO_MAX_GPU_RANKS, "load_rank_view and the per-peer threads");
 /* Error "slot" values: which check failed. */
-constexpr int kBadCounts = 1;   /* negative count or Σ > a_rows on rank `peer` */
-constexpr int kBadCapacity = 2; /* rank `peer` would receive more than out_rows */
-constexpr int kBadPlan = 3;     /* a push would leave the destination (inconsistent hints) */
+constexpr int kBadCounts = 1;    /* negative count or Σ > a_rows on rank `peer` */
+constexpr int kBadCapacity = 2;  /* rank `peer` would receive more than out_rows */
+constexpr int kBadPlan = 3;      /* a push would leave the destination (inconsistent hints) */
+constexpr int kCountsChanged = 4; /* device counts differ from counts_host (graph replay) */
 
 /* One local rank of a launch. */
 struct RankArgs {
@@ -48,6 +52,7 @@ struct RankArgs {
   fco_dev_rank_t* dev;
   char* ws; /* this rank's workspace (host-usable device pointer) */
   int32_t num_experts;
+  uint64_t digest; /* impl 2: fco_ga_digest_host(counts_host) the GEMMs were sized from */
 };
 
 /* What every block of a rank knows after the exchange. */
@@ -101,25 +106,33 @@ __device__ int64_t block_scan(int n, V value, W write, int64_t* tmp) {
   return total;
 }
 
+/* All threads: fco_ga_digest_host of the device counts [E][P] (same value, summed in any
+ * order). `acc` is one shared uint64. */
+__device__ __forceinline__ uint64_t block_digest(const int32_t* counts, int E, int P,
+                                                 unsigned long long* acc) {
+  if (threadIdx.x == 0) *acc = ((unsigned long long)(uint32_t)E << 32) | (uint32_t)P;
+  __syncthreads();
+  unsigned long long d = 0;
+  for (int i = threadIdx.x; i < E * P; i += blockDim.x) d += fco_ga_mix((uint64_t)i, counts[i]);
+  atomicAdd(acc, d);
+  __syncthreads();
+  const uint64_t r = *acc;
+  __syncthreads();
+  return r;
+}
+
 /* ---- header exchange --------------------------------------------------------------------- */
-/* All threads of part 0. Puts `h` (kHdrWords-sized, shared memory) into every rank's header
- * slot [me] and signals it. A peer's workspace is written only once the peer said it started
- * this call (kReadySlot): before that it may still be reading its workspace for its previous
- * call, of this op or another. Thread p < P serves peer p. */
+/* All threads of the rank's header block. Puts `h` (kHdrWords-sized, shared memory) into every
+ * rank's header slot [me] of this call's half and signals it; thread p < P serves rank p. The
+ * release also publishes what this block wrote before (impl 1's segment table) to the rank's
+ * other blocks, which acquire it through their own rank's slot. */
 __device__ __forceinline__ void post_header(const RankView& v, uint64_t e, const int64_t* h) {
   const int P = v.nranks, me = v.rank, words = 4 + 3 * P, p = threadIdx.x;
   __syncthreads(); /* h complete */
-  if (p < P && p != me)
-    st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + kReadySlot, sig_value(e, 0));
   if (p < P) {
-    const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
-    if (p == me ||
-        wait_ge(v.peer_sig[me] + (size_t)p * FCO_SIG_SLOTS + kReadySlot, sig_value(e, 0), ctx, p,
-                kReadySlot)) {
-      int64_t* dst = fco_ga_hdr(v.peer_data[p], P, e, me);
-      for (int k = 0; k < words; ++k) dst[k] = h[k];
-      st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + kHdrSlot, sig_value(e, 0));
-    }
+    int64_t* dst = fco_ga_hdr(v.peer_data[p], v.ws_bytes, P, e, me);
+    for (int k = 0; k < words; ++k) dst[k] = h[k];
+    st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + kHdrSlot, sig_value(e, 0));
   }
 }
 
@@ -140,7 +153,7 @@ __device__ __forceinline__ bool gather_headers(const RankView& v, uint64_t e, in
   }
   for (int i = threadIdx.x; i < P * words; i += blockDim.x) {
     const int r = i / words, k = i - r * words;
-    c->h[r][k] = __ldcg((const long long*)fco_ga_hdr(v.peer_data[me], P, e, r) + k);
+    c->h[r][k] = __ldcg((const long long*)fco_ga_hdr(v.peer_data[me], v.ws_bytes, P, e, r) + k);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -148,8 +161,8 @@ __device__ __forceinline__ bool gather_headers(const RankView& v, uint64_t e, in
     c->verdict = 0;
     c->bad_rank = -1;
     for (int r = 0; r < P && !c->verdict; ++r)
-      if (c->h[r][FCO_GA_H_VALID] != 1) {
-        c->verdict = kBadCounts;
+      if (c->h[r][FCO_GA_H_VALID] != 1) { /* [3]: why (kBadCounts / kCountsChanged) */
+        c->verdict = c->h[r][3] == kCountsChanged ? kCountsChanged : kBadCounts;
         c->bad_rank = r;
       }
     for (int s = 0; s < P; ++s) {
@@ -175,6 +188,15 @@ __device__ __forceinline__ bool gather_headers(const RankView& v, uint64_t e, in
 }
 
 /* ---- copies ------------------------------------------------------------------------------ */
+/* Part `part` of `parts` equal slices of [0, bytes), 16-byte aligned cut points, the last one
+ * shorter; together they cover every byte (the slice size rounds UP). */
+__device__ __forceinline__ void slice_of(size_t bytes, int parts, int part, size_t* b0,
+                                         size_t* b1) {
+  const size_t per = ((bytes + (size_t)parts - 1) / (size_t)parts + 15) / 16 * 16;
+  *b0 = min(bytes, (size_t)part * per);
+  *b1 = min(bytes, *b0 + per);
+}
+
 /* dst[0, nbytes) = src (written by peers: read through L2), work split over threads
  * idx0 + k·stride; 16-byte vectors when both are aligned. */
 __device__ __forceinline__ void copy_cg(char* dst, const char* src, size_t nbytes, size_t idx0,
@@ -211,18 +233,30 @@ __device__ __forceinline__ int64_t count_mod(int64_t t0, int64_t t1, int64_t q, 
 }
 
 /* ---- host-side entry points shared by the two .cu files -------------------------------- */
+/* Load every kernel of this op on the current device and cache co-residency (once per
+ * device): a kernel first launched while one of ours spins would otherwise be loaded lazily
+ * (CUDA_MODULE_LOADING=LAZY), which may wait for the spinning kernel: a deadlock until the
+ * timeout. */
+fco_result_t preload_kernels(char* err);
 /* impl 1 (gemm_alltoall_fused.cu). */
 fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err);
-/* impl 2's exchange and finish kernels (gemm_alltoall_fused.cu, next to impl 1's protocol). */
-fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, char* err);
+/* impl 2's exchange, push and finish kernels (gemm_alltoall_fused.cu, next to impl 1's
+ * protocol). */
+fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
+                             char* err);
 fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err);
-/* One chunk's push: pieces[i] = {destination s, rows, first row in y, first row among my rows at
- * s}; rows go to out (s == me) or s's staging at plan.base[s] + that row. */
-fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_rows,
-                         int64_t row_bytes, const int64_t (*pieces)[4], int npieces, int blocks,
+/* impl 0 on nccl, after its send/recv: every rank signals every peer and waits for all, then
+ * advances the epoch (one block; gemm_alltoall.h says why). */
+fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err);
+/* One push: pieces[i] = {destination s, rows, first row in y, first row among my rows at s};
+ * rows go to out (s == me) or s's staging at plan.base[s] + that row. */
+fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_rows, int64_t n,
+                         int es, const int64_t (*pieces)[4], int npieces, int blocks,
                          void* stream, char* err);
+constexpr int kMaxPieces = 64; /* pieces per push kernel */
 
-/* The plan impl 2's exchange kernel leaves in the plan area (read by push and finish). */
+/* The plan impl 2's exchange kernel leaves in the private plan area of the call's half (read
+ * by push and finish of the same call). */
 struct Plan {
   int32_t verdict; /* 0 ok */
   int32_t pad;
@@ -230,6 +264,13 @@ struct Plan {
   int64_t roff[kMaxP];
   int64_t recv[kMaxP];
 };
+
+/* impl 2: this call's plan (private, in half e & 1 right after the peer bytes). The call's e is
+ * dev->epoch + 1 in all three kernels: only the finish kernel's end advances the epoch. */
+__device__ __forceinline__ char* plan_area(char* ws, size_t ws_bytes, uint64_t e, int P,
+                                           int64_t out_rows, int64_t n, size_t es) {
+  return ws + fco_ga_half_off(ws_bytes, e) + fco_ga_peer_bytes(P, out_rows, n, es);
+}
 
 }  // namespace ga
 }  // namespace fco

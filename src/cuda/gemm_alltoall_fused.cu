@@ -6,25 +6,55 @@
  *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
  *     gemm_alltoall.cu.
  *
- * impl 1, per call (e = epoch + 1), blocks_per_rank = G blocks per rank, part = block in rank:
+ * impl 1, per call (e = epoch + 1, h = e & 1), blocks_per_rank = G blocks per rank, part = block
+ * in rank:
  *   1. part 0 reads the device counts, builds the segment table (one segment per (destination,
  *      expert): rows, first A row, first row among my rows at the destination, first tile) in
- *      its plan area, and posts the header (gemm_alltoall.cuh) to every rank.
+ *      the private plan area of half h, and posts the header (gemm_alltoall.cuh) to every rank.
  *   2. every block waits for all headers: verdict (bad counts → FCO_ERR_INVALID_ARGUMENT on every
  *      rank, nothing written), base[s] = where my rows start in s's out.
  *   3. tiles t = part, part + G, ... of the tile list: destinations in the order me+1, me+2, ...,
  *      me (remote first), experts in order, M tiles, N tiles. A tile for a peer is stored into
- *      the peer's staging (laid out as its out) and signalled on slot [me][part] with
+ *      the peer's staging of half h (laid out as its out) and signalled on slot [me][part] with
  *      sig_value(e, j), j = tiles this block sent there before; a tile for me goes to out.
+ *      Within a segment tiles go in groups of kGroupM M tiles, M fastest (L2 reuse of W); the
+ *      receiver only counts tiles, so the order is free.
  *   4. receive: from each peer r, part q of r sent count_mod(tstart, tstart + tiles, q, G_r)
  *      tiles here (all known from r's header); every block waits for those flags, then copies
- *      its slice of r's rows from staging into out.
+ *      its slice (slice_of: the slices cover every byte) of r's rows from staging into out.
  * Why staging and not the peer's out: only the workspace is mapped by peers; the copy costs one
  * read and write of the received rows in HBM, overlapped with the other blocks' tiles.
  * Launch: one grid of G · num_local blocks, every block co-resident (G from occupancy).
+ *
+ * impl 2, per call (e = epoch + 1 in every kernel: only the finish kernel's end advances it):
+ *   exchange (one block per rank): header → every rank, wait for all, verdict; the plan (verdict,
+ *     base, roff, recv) into the private plan area of half h. The header is invalid also when
+ *     the device counts differ from the counts_host the GEMMs were sized from (digest).
+ *   push (per chunk, a few blocks): the chunk's rows from y into out (own) or the destination's
+ *     staging of half h at plan.base[s] + row;
+ *   finish (grid of ≤ 64 blocks per rank): after every push of this rank (stream order), part 0
+ *     release-signals kDoneSlot to every peer; every block waits for every peer's, then copies
+ *     its slice of the received rows from staging into out, and the last block ends the epoch.
+ *
+ * Back-to-back calls, of this op or any other, without a handshake at the start (the first
+ * version made every rank wait for each peer's "I started this call" before writing to it: a
+ * round trip of latency per call). The workspace rule (src/core/internal.h) makes it needless:
+ *   (1) everything a peer writes into my workspace in call e (headers, staging rows) lies in
+ *       half e & 1; what only I write (segment table, plan) lies after it in the same half, or
+ *       (impl 2's y) outside both halves' peer bytes;
+ *   (2) in every call each rank waits for every peer's header of that call (and impl 2 for every
+ *       peer's "all pushed"), raised after the peer started the call.
+ *   A peer writes call e's data into me only once it finished its call e - 1, which needed my
+ *   signal of call e - 1, raised after I finished call e - 2. So my call e - 2 (the same half)
+ *   is over, and my call e - 1, which may still run, reads the other half. Whatever op the next
+ *   call is, a peer racing ahead into it writes the other half of the one I am reading. The data
+ *   of call e is complete when my waits of call e end: every peer signals after its stores to
+ *   me (release / acquire at system scope).
  */
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <atomic>
 
 #include "gemm_alltoall.cuh"
 #include "gemm_tile.cuh"
@@ -38,6 +68,8 @@ struct TilesParams {
   int64_t a_rows, out_rows;
   int32_t K, N, P, blocks_per_rank;
 };
+
+constexpr int kGroupM = 8; /* M tiles per group of the tile order (L2 reuse of W) */
 
 struct Seg { /* FCO_GA_SEG_BYTES; the first four words are read as one int4 */
   int32_t rows, a_row, d_local, s;
@@ -92,6 +124,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
     hdr[FCO_GA_H_VALID] = valid ? 1 : 0;
     hdr[FCO_GA_H_E] = E;
     hdr[FCO_GA_H_BLOCKS] = p.blocks_per_rank;
+    hdr[3] = valid ? 0 : kBadCounts;
     int64_t t = 0;
     for (int j = 0; j < P; ++j) {
       const int s = (me + 1 + j) % P;
@@ -150,14 +183,16 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank;
   const size_t es = sizeof(T), rb = (size_t)p.N * es;
-  if (P != p.P || me < 0 || me >= P || v.ws_bytes < fco_ga_off_y(P, p.out_rows, p.N, es)) {
+  const size_t need = fco_ga_half_need(1, 0, P, p.a_rows, p.out_rows, p.N, es);
+  if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
     if (part == 0 && threadIdx.x == 0)
-      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1,
-                   fco_ga_off_y(P, p.out_rows, p.N, es), v.ws_bytes);
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1, 2 * need, v.ws_bytes);
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
-  Seg* segs = reinterpret_cast<Seg*>(ra.ws + fco_ga_off_plan(P));
+  /* This call's half: peers' headers and staging, then my private segment table. */
+  const size_t half = fco_ga_half_off(v.ws_bytes, e);
+  Seg* segs = reinterpret_cast<Seg*>(ra.ws + half + fco_ga_peer_bytes(P, p.out_rows, p.N, es));
   if (part == 0) build_plan<Tile::BM, Tile::BN>(p, ra, v, e, smem, segs);
   if (!gather_headers(v, e, p.out_rows, &c)) {
     epoch_end(ra.dev, e, p.blocks_per_rank);
@@ -177,7 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams
   int64_t total = 0;
   for (int s = 0; s < P; ++s) total += c.h[me][FCO_GA_H_TILES(P, s)];
   if ((int)threadIdx.x < P) s_sent[threadIdx.x] = 0;
-  const size_t off_staging = fco_ga_off_staging(P);
+  const size_t off_staging = half + fco_ga_off_staging(P);
   __syncthreads();
   for (int64_t t = part; t < total; t += p.blocks_per_rank) {
     int lo = 0, hi = nseg - 1; /* last segment with tile_begin <= t */
@@ -189,7 +224,11 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams
     const int4 sg = __ldcg(reinterpret_cast<const int4*>(&segs[lo])); /* rows, a_row, d_local, s */
     const int ex = __ldcg(&segs[lo].e);
     const int64_t l = t - __ldcg((const long long*)&segs[lo].tile_begin);
-    const int m0 = (int)(l / nN) * Tile::BM, n0 = (int)(l % nN) * Tile::BN;
+    /* Grouped order within the segment: kGroupM M tiles × every N tile, M fastest, so the
+     * blocks running at once share W's column tiles in L2 (W of an expert exceeds L2). */
+    const int64_t nM = (sg.x + Tile::BM - 1) / Tile::BM, grp = l / (kGroupM * nN);
+    const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
+    const int m0 = (int)(grp * kGroupM + in % gm) * Tile::BM, n0 = (int)(in / gm) * Tile::BN;
     const int rows = min(Tile::BM, sg.x - m0), cols = min(Tile::BN, p.N - n0);
     const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)sg.y + m0) * p.K;
     const T* w = reinterpret_cast<const T*>(ra.w) + (size_t)ex * p.K * p.N;
@@ -223,8 +262,8 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams
     }
     if (__syncthreads_or(!ok)) break;
     const size_t bytes = (size_t)c.recv[r] * rb, off = (size_t)c.roff[r] * rb;
-    const size_t chunk = (bytes / p.blocks_per_rank + 15) / 16 * 16;
-    const size_t b0 = min(bytes, (size_t)part * chunk), b1 = min(bytes, b0 + chunk);
+    size_t b0, b1;
+    slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
     if (b1 > b0)
       copy_cg(ra.out + off + b0, v.peer_data[me] + off_staging + off + b0, b1 - b0, threadIdx.x,
               blockDim.x);
@@ -242,22 +281,21 @@ struct ExParams {
 __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p) {
   __shared__ RankView v;
   __shared__ Ctl c;
-  __shared__ unsigned long long s_tot[kMaxP];
+  __shared__ unsigned long long s_tot[kMaxP], s_digest;
   __shared__ long long s_sum;
   __shared__ int s_bad;
   __shared__ int64_t hdr[kHdrWords];
   const RankArgs& ra = p.r[blockIdx.x];
   load_rank_view(ra.dev, &v);
   const uint64_t e = v.epoch + 1;
-  const int P = v.nranks, me = v.rank, n = ra.num_experts * P;
-  Plan* plan = reinterpret_cast<Plan*>(ra.ws + fco_ga_off_plan(P > 0 ? P : 1));
-  if (P != p.P || me < 0 || me >= P ||
-      v.ws_bytes < fco_ga_off_send(P, p.a_rows, p.out_rows, p.N, p.es)) {
-    if (threadIdx.x == 0) {
-      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1,
-                   fco_ga_off_send(P, p.a_rows, p.out_rows, p.N, p.es), v.ws_bytes);
-      if (P == p.P) plan->verdict = -1;
-    }
+  const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
+  const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
+  Plan* plan = reinterpret_cast<Plan*>(
+      plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.N, p.es));
+  if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
+    /* The launcher checked the workspace: only a corrupted table gets here. Peers time out. */
+    if (threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1, 2 * need, v.ws_bytes);
     return;
   }
   if ((int)threadIdx.x < P) s_tot[threadIdx.x] = 0;
@@ -275,15 +313,18 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
       atomicAdd((unsigned long long*)&s_sum, (unsigned long long)x);
     }
   }
-  __syncthreads();
+  const uint64_t digest = block_digest(ra.counts, E, P, &s_digest); /* syncs */
   if (threadIdx.x == 0) {
     for (int k = 0; k < kHdrWords; ++k) hdr[k] = 0;
-    hdr[FCO_GA_H_VALID] = !s_bad && s_sum <= p.a_rows;
-    hdr[FCO_GA_H_E] = ra.num_experts;
+    const int why = s_bad || s_sum > p.a_rows ? kBadCounts
+                    : digest != ra.digest     ? kCountsChanged
+                                              : 0;
+    hdr[FCO_GA_H_VALID] = why == 0;
+    hdr[FCO_GA_H_E] = E;
+    hdr[3] = why;
     for (int s = 0; s < P; ++s) hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
   }
-  __syncthreads();
-  post_header(v, e, hdr);
+  post_header(v, e, hdr); /* syncs first */
   const bool ok = gather_headers(v, e, p.out_rows, &c);
   if (threadIdx.x == 0) {
     plan->verdict = !ok ? -1 : c.verdict;
@@ -306,40 +347,45 @@ struct PushParams {
   fco_dev_rank_t* dev;
   const char* y;
   char* out;
-  const char* ws;
-  int64_t out_rows;
+  char* ws;
+  int64_t out_rows, n;
   int64_t row_bytes;
-  int32_t npieces, P;
-  PushPiece pc[kMaxP];
+  int32_t npieces, P, es;
+  PushPiece pc[kMaxPieces];
 };
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   __shared__ RankView v;
   load_rank_view(p.dev, &v);
-  const Plan* plan = reinterpret_cast<const Plan*>(p.ws + fco_ga_off_plan(p.P));
+  const uint64_t e = v.epoch + 1;
+  const Plan* plan = reinterpret_cast<const Plan*>(
+      plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
   const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t staging = fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(p.P);
   for (int i = 0; i < p.npieces; ++i) {
     const PushPiece pc = p.pc[i];
     const int64_t drow = *(volatile const int64_t*)&plan->base[pc.s] + pc.d_local;
-    if (drow < 0 || drow + pc.rows > p.out_rows) {
+    if (drow < 0 || drow + pc.rows > p.out_rows) { /* the verdict rules this out; belt and braces */
       if (idx0 == 0)
         record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, pc.s, kBadPlan,
                      (uint64_t)(drow + pc.rows), (uint64_t)p.out_rows);
       continue;
     }
-    char* dst = pc.s == v.rank ? p.out : v.peer_data[pc.s] + fco_ga_off_staging(p.P);
+    char* dst = pc.s == v.rank ? p.out : v.peer_data[pc.s] + staging;
     copy_cg(dst + (size_t)drow * p.row_bytes, p.y + (size_t)pc.y_row * p.row_bytes,
             (size_t)pc.rows * p.row_bytes, idx0, stride);
   }
-  __threadfence_system(); /* the finish kernel's release flag follows in stream order */
+  /* The finish kernel's release flag follows in stream order (after a join): make these
+   * stores visible at system scope before it, whatever block raises it. */
+  __threadfence_system();
 }
 
 struct FinishParams {
   RankArgs r[kMaxP];
-  int64_t row_bytes;
-  int32_t P, blocks_per_rank;
+  int64_t out_rows, n, row_bytes;
+  int32_t P, es, blocks_per_rank;
 };
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams p) {
@@ -351,8 +397,13 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   load_rank_view(ra.dev, &v);
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank;
-  { /* written by this call's exchange kernel */
-    const Plan* g = reinterpret_cast<const Plan*>(ra.ws + fco_ga_off_plan(p.P));
+  if (P != p.P) { /* the exchange recorded it */
+    epoch_end(ra.dev, e, p.blocks_per_rank);
+    return;
+  }
+  { /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
+    const Plan* g = reinterpret_cast<const Plan*>(
+        plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
     if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
     if ((int)threadIdx.x < kMaxP) {
       pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
@@ -360,31 +411,47 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
     }
     __syncthreads();
   }
-  if (pl.verdict != 0 || P != p.P) { /* the same verdict on every rank: nobody pushed */
+  if (pl.verdict != 0) { /* the same verdict on every rank: nobody pushed */
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
-  if (part == 0 && (int)threadIdx.x < P && (int)threadIdx.x != me) {
-    __threadfence_system();
+  /* "All my pushes landed": they precede this kernel in stream order and each push kernel
+   * ended with a system fence. */
+  if (part == 0 && (int)threadIdx.x < P && (int)threadIdx.x != me)
     st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + kDoneSlot,
                    sig_value(e, 0));
-  }
   const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
   bool ok = true;
   if ((int)threadIdx.x < P && (int)threadIdx.x != me)
     ok = wait_ge(v.peer_sig[me] + (size_t)threadIdx.x * FCO_SIG_SLOTS + kDoneSlot,
                  sig_value(e, 0), ctx, (int)threadIdx.x, kDoneSlot);
   if (!__syncthreads_or(!ok)) {
-    const char* staging = v.peer_data[me] + fco_ga_off_staging(P);
+    const char* staging = v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
     for (int r = 0; r < P; ++r) {
       if (r == me || pl.recv[r] == 0) continue;
       const size_t bytes = (size_t)pl.recv[r] * p.row_bytes, off = (size_t)pl.roff[r] * p.row_bytes;
-      const size_t chunk = (bytes / p.blocks_per_rank + 15) / 16 * 16;
-      const size_t b0 = min(bytes, (size_t)part * chunk), b1 = min(bytes, b0 + chunk);
+      size_t b0, b1;
+      slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
       if (b1 > b0) copy_cg(ra.out + off + b0, staging + off + b0, b1 - b0, threadIdx.x, blockDim.x);
     }
   }
   epoch_end(ra.dev, e, p.blocks_per_rank);
+}
+
+/* ---- impl 0 on nccl: barrier after the send/recv ------------------------------------------ */
+__global__ void __launch_bounds__(kThreads) ga_kernel_barrier(fco_dev_rank_t* dev) {
+  __shared__ RankView v;
+  load_rank_view(dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = v.nranks, me = v.rank, p = threadIdx.x;
+  const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
+  if (p < P && p != me) {
+    /* This kernel starts after the send/recv ended (stream order): the scratch is free. */
+    st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + kDoneSlot, sig_value(e, 0));
+    wait_ge(v.peer_sig[me] + (size_t)p * FCO_SIG_SLOTS + kDoneSlot, sig_value(e, 0), ctx, p,
+            kDoneSlot);
+  }
+  epoch_end(dev, e, 1);
 }
 
 /* ---- host side -------------------------------------------------------------------------------- */
@@ -397,11 +464,11 @@ int env_int(const char* name, int dflt) {
  * shared memory (cached per kernel and device). */
 template <auto kKernel>
 fco_result_t coresident(char* err, int smem, int* blocks) {
-  static int cache[kMaxDevices];
+  static std::atomic<int> cache[kMaxDevices]; /* 0 = not computed; benign duplicate work */
   int device = 0, sms = 0;
   fco_result_t r = current_device(err, &device, &sms);
   if (r != FCO_OK) return r;
-  int per_sm = device < kMaxDevices ? cache[device] : 0;
+  int per_sm = device < kMaxDevices ? cache[device].load() : 0;
   if (per_sm == 0) {
     if (smem > 48 * 1024) {
       cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -409,7 +476,7 @@ fco_result_t coresident(char* err, int smem, int* blocks) {
     }
     cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, kThreads, smem);
     if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    if (device < kMaxDevices) cache[device] = per_sm;
+    if (device < kMaxDevices) cache[device].store(per_sm);
   }
   *blocks = per_sm * sms;
   return FCO_OK;
@@ -500,7 +567,8 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
   return fn(l, err);
 }
 
-fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, char* err) {
+fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
+                             char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   ExParams p;
   memset(&p, 0, sizeof p);
@@ -510,14 +578,17 @@ fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, char
   p.N = (int32_t)a0->n;
   p.P = l->nranks;
   p.es = (int32_t)fco_dtype_size(a0->dtype);
-  ga_kernel_exchange<<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)l->stream>>>(p);
+  ga_kernel_exchange<<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: exchange launch");
 }
 
-fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_rows,
-                         int64_t row_bytes, const int64_t (*pieces)[4], int npieces, int blocks,
+fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_rows, int64_t n,
+                         int es, const int64_t (*pieces)[4], int npieces, int blocks,
                          void* stream, char* err) {
+  if (npieces > kMaxPieces)
+    return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall chunks: %d pieces in one push (max %d)",
+                npieces, kMaxPieces);
   PushParams p;
   memset(&p, 0, sizeof p);
   p.dev = ra.dev;
@@ -525,8 +596,10 @@ fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_r
   p.out = ra.out;
   p.ws = ra.ws;
   p.out_rows = out_rows;
-  p.row_bytes = row_bytes;
+  p.n = n;
+  p.row_bytes = n * es;
   p.P = P;
+  p.es = es;
   p.npieces = npieces;
   for (int i = 0; i < npieces; ++i) {
     p.pc[i].s = (int32_t)pieces[i][0];
@@ -544,6 +617,8 @@ fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* 
   int cap = 0;
   fco_result_t r = coresident<ga_kernel_finish>(err, 0, &cap);
   if (r != FCO_OK) return r;
+  /* Every block waits for each peer's "all pushed", raised by the peer's part 0: on the local
+   * transport that is a block of this grid, so the grid must be co-resident. */
   int bpr = cap / l->num_local;
   if (bpr > 64) bpr = 64;
   if (bpr < 1)
@@ -552,12 +627,40 @@ fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* 
   FinishParams p;
   memset(&p, 0, sizeof p);
   for (int i = 0; i < l->num_local; ++i) p.r[i] = ra[i];
-  p.row_bytes = a0->n * (int64_t)fco_dtype_size(a0->dtype);
+  p.es = (int32_t)fco_dtype_size(a0->dtype);
+  p.n = a0->n;
+  p.out_rows = a0->out_rows;
+  p.row_bytes = a0->n * (int64_t)p.es;
   p.P = l->nranks;
   p.blocks_per_rank = bpr;
   ga_kernel_finish<<<(unsigned)(bpr * l->num_local), kThreads, 0, (cudaStream_t)l->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: finish launch");
+}
+
+fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err) {
+  ga_kernel_barrier<<<1, kThreads, 0, (cudaStream_t)stream>>>(dev);
+  cudaError_t ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall nccl: barrier launch");
+}
+
+fco_result_t preload_kernels(char* err) {
+  static std::atomic<int> done[kMaxDevices];
+  int device = 0, sms = 0;
+  fco_result_t r = current_device(err, &device, &sms);
+  if (r != FCO_OK) return r;
+  if (device < kMaxDevices && done[device].load()) return FCO_OK;
+  cudaFuncAttributes fa;
+  const void* fns[] = {(const void*)ga_kernel_exchange, (const void*)ga_kernel_push,
+                       (const void*)ga_kernel_finish, (const void*)ga_kernel_barrier};
+  for (const void* f : fns) {
+    cudaError_t ce = cudaFuncGetAttributes(&fa, f);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: cudaFuncGetAttributes");
+  }
+  int cap = 0;
+  if ((r = coresident<ga_kernel_finish>(err, 0, &cap)) != FCO_OK) return r;
+  if (device < kMaxDevices) done[device].store(1);
+  return FCO_OK;
 }
 
 }  // namespace ga

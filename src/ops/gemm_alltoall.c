@@ -1,16 +1,24 @@
 /*
  * gemm_alltoall.c — fco_gemm_alltoall: argument checks, impl choice (AUTO), workspace need,
- * submit. Kernels: src/cuda/gemm_alltoall*.cu; CPU reference: src/cpu/gemm_alltoall.c.
+ * capture rules, submit. Kernels: src/cuda/gemm_alltoall*.cu; CPU reference:
+ * src/cpu/gemm_alltoall.c; workspace layout: gemm_alltoall.h.
  *
  * Shape every rank must agree on: k, n, dtype, w_layout, a_rows, out_rows. The capacities are
  * agreed because the workspace is sized from them and growth is collective.
  *
- * Workspace per rank (layout in gemm_alltoall.h), es = dtype size, S(x) = roundup(x·N·es, 256):
- *   impl 1 (and cpu, every impl):   hdr + plan + S(out_rows)
- *   impl 2:                          hdr + plan + S(out_rows) + S(a_rows)
- *   impl 0: local                    hdr + plan + S(out_rows) + S(a_rows)
- *           nccl                     hdr + plan + S(out_rows) + 2·S(a_rows)
- *   AUTO: what impl 2 / impl 0 nccl needs (the most any choice needs).
+ * Workspace per rank (layout: gemm_alltoall.h), S(x) = roundup(x·N·es, 256),
+ * R = headers + S(out_rows):
+ *   impl 1 (and cpu, every impl):  2·(R + plan)             two halves (the workspace rule)
+ *   impl 2:                         2·(R + plan + S(a_rows))
+ *   impl 0: local                   S(a_rows)                private scratch, no halves
+ *           nccl                    2·S(a_rows) + totals
+ *   AUTO: the most of the three (whatever it resolves to).
+ *
+ * CUDA graphs: impl 1 reads the counts on the device only and is always capturable. Impls 0
+ * and 2 size their cuBLAS GEMMs on the host: while capturing they need counts_host (else
+ * FCO_ERR_INVALID_USAGE here, before anything is issued), and a replay must keep those counts
+ * (the kernels compare a digest and report FCO_ERR_INVALID_ARGUMENT otherwise). impl 0 on nccl
+ * also needs recv_rows_host while capturing or when one thread drives several ranks.
  */
 #include <string.h>
 
@@ -19,36 +27,56 @@
 
 _Static_assert(sizeof(fco_gemm_a2a_args_t) <= FCO_OP_ARGS_BYTES, "args fit fco_op_t.u.raw");
 
-/* AUTO (GPU transports). Not measured yet: a first rule from the issue's numbers.
- *  - Without counts_host while capturing, only impl 1 works (no host sync): 1.
- *  - f32: impl 1 computes in FFMA, far below cuBLAS: 2.
- *  - Small GEMMs (decode: latency rules; impl 1 has no host-driven chunk pipeline, one launch):
- *    1 when 2·a_rows·K·N < FCO_GEMM_A2A_FUSED_MAX_GFLOP (default 40) GFLOP per rank.
- *  - Otherwise the GEMM dominates and cuBLAS's speed matters: 2.
- * The rule depends only on agreed values and on whether hints are passed. */
+/* Can `impl` run here (GPU transports)? NULL when it can, else why not. */
+static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl,
+                                int capturing) {
+  if (impl == 1 || comm->transport == FCO_TRANSPORT_CPU) return NULL;
+  if (!a->counts_host && capturing)
+    return "without counts_host it copies the counts to the host and synchronises the stream, "
+           "which cannot be captured into a CUDA graph: pass counts_host (and replay with those "
+           "counts) or use impl 1";
+  if (impl == 0 && comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 &&
+      !a->recv_rows_host && (comm->world || capturing))
+    return "on the nccl transport it needs recv_rows_host when one thread drives several ranks "
+           "or the stream is being captured (ncclSend/Recv sizes must be known on the host)";
+  return NULL;
+}
+
+/* AUTO (GPU transports): impl 0 whenever it can run, else impl 2, else impl 1 (the only impl
+ * that captures without counts_host). Why: on the first GPU run (bench/results/
+ * 2026-11-30_nvidia-h200-x2_5d8387a3b75e-wip, bench-gemm_alltoall-local.txt, bf16, 2 virtual
+ * ranks on one H200) impl 0 was the fastest on all five workloads: µs copy / tiles / chunks =
+ * 2260 / 9576 / 2310 (4096,14336,4096,8,2), 613 / 2403 / 805 (1024,14336,4096,8,2),
+ * 529 / 1302 / 743 (512,2048,7168,32,8), 772 / 3603 / 894 (skewed), 416 / 1076 / 438
+ * (128,2048,7168,32,8). So AUTO is never slower than impl 0 on the measured shapes. Change the
+ * rule (per shape, with the run that shows it) once a fused impl wins somewhere; until then
+ * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
+ * depends only on agreed values and on whether hints are passed / the stream captures. */
 static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
-  if (!a->counts_host && capturing) return 1;
-  if (a->dtype == FCO_F32) return 2;
-  double gflop = 2.0 * (double)a->a_rows * (double)a->k * (double)a->n * 1e-9;
-  long long max = fco_env_int("FCO_GEMM_A2A_FUSED_MAX_GFLOP", 40);
-  return gflop < (double)max ? 1 : 2;
+  long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
+  if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS &&
+      !impl_blocked(comm, a, (int)forced, capturing))
+    return (int)forced;
+  if (!impl_blocked(comm, a, 0, capturing)) return 0;
+  if (!impl_blocked(comm, a, 2, capturing)) return 2;
+  return 1;
 }
 
 static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t n,
                         fco_dtype_t dtype, int impl) {
-  int P = comm->nranks;
-  size_t es = fco_dtype_size(dtype);
-  size_t base = fco_ga_off_y(P, out_rows, n, es); /* hdr + plan + staging */
-  size_t y = fco_ga_rows_bytes(a_rows, n, es);
-  if (comm->transport == FCO_TRANSPORT_CPU) return base;
-  if (impl == FCO_IMPL_AUTO) impl = comm->transport == FCO_TRANSPORT_NCCL ? 0 : 2;
-  switch (impl) {
-    case 1: return base;
-    case 2: return base + y;
-    default: return base + (comm->transport == FCO_TRANSPORT_NCCL ? 2 * y : y);
-  }
+  const int P = comm->nranks, nccl = comm->transport == FCO_TRANSPORT_NCCL;
+  const size_t es = fco_dtype_size(dtype);
+  if (comm->transport == FCO_TRANSPORT_CPU) impl = 1;
+  size_t most = 0;
+  for (int i = 0; i < FCO_GEMM_ALLTOALL_NUM_IMPLS; i++)
+    if (impl == FCO_IMPL_AUTO || impl == i) {
+      /* Fused impls: two halves. impl 0: private scratch from offset 0, no halves. */
+      size_t h = fco_ga_half_need(i, nccl, P, a_rows, out_rows, n, es) * (i == 0 ? 1 : 2);
+      if (h > most) most = h;
+    }
+  return most;
 }
 
 static fco_result_t check_shape(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t k,
@@ -184,21 +212,10 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   op.kind = FCO_OP_GEMM_ALLTOALL;
   op.comm = comm;
   op.impl = resolve_impl(comm, g, impl, capturing);
-  if (comm->transport != FCO_TRANSPORT_CPU && (op.impl == 0 || op.impl == 2)) {
-    if (!counts_host && capturing)
-      return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
-                           "%s: impl %d without counts_host copies the counts to the host and "
-                           "synchronises the stream, which cannot be captured into a CUDA graph: "
-                           "pass counts_host or use impl 1",
-                           fn, op.impl);
-    if (op.impl == 0 && comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 &&
-        !recv_rows_host && (comm->world || capturing))
-      return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
-                           "%s: impl 0 on the nccl transport needs recv_rows_host when one thread "
-                           "drives several ranks or the stream is being captured (ncclSend/Recv "
-                           "sizes must be known on the host)",
-                           fn);
-  }
+  const char* why = impl_blocked(comm, g, op.impl, capturing);
+  if (why)
+    return fco_set_error(comm, FCO_ERR_INVALID_USAGE, "%s: impl %d cannot run here: %s", fn,
+                         op.impl, why);
   op.stream = stream;
   op.ws_bytes = workspace(comm, a_rows, out_rows, n, dtype, op.impl);
   op.shape[0] = k;

@@ -2,24 +2,39 @@
  * gemm_alltoall.h — fco_gemm_alltoall's argument record (stored in fco_op_t.u.raw) and the
  * layout of its symmetric workspace, shared by src/ops, src/cpu and src/cuda (plain C).
  *
- * Workspace of one rank (offsets are functions of values every rank agrees on: P, a_rows,
- * out_rows, N, dtype — so every rank grows to the same size):
- *   hdr      2 halves (epoch parity) × P slots × hdr_bytes: slot r holds rank r's header for
- *            this rank (written by r with a put, then signalled). A header says what r sends:
- *              [0] valid (1: r's counts are sane)   [1] E_r   [2] blocks per rank (impl 1)
- *              [3] reserved
- *              [4 + s]        tot[s]    rows r sends to rank s
- *              [4 + P + s]    tiles[s]  impl 1: output tiles r sends to s
- *              [4 + 2P + s]   tstart[s] impl 1: index of r's first tile for s in its tile list
- *            Halves alternate with the epoch: a rank can be one call ahead, never two (every
- *            call waits for every rank's header first).
- *   plan     this rank's private scratch (impl 1 segment table, impl 2 placement)
- *   staging  out_rows × N elements laid out like `out`: rows from peers land here, the receiver
- *            copies them into `out` once they have arrived. Rows a rank sends itself go to `out`
- *            directly. No parity halves: a sender writes only after it has every rank's header
- *            of the same call, which the receiver posts after it finished the previous call.
- *   y        a_rows × N (impls 0 and 2): the local GEMM result before it is pushed
- *   send     a_rows × N (impl 0, nccl): y packed destination-major for ncclSend
+ * Workspace of one rank, H = fco_ws_half_bytes(ws_bytes) (the library-wide rule of
+ * src/core/internal.h). Offsets depend only on values every rank agrees on (P, out_rows, N,
+ * dtype, a_rows, ws_bytes), so a sender computes where its data lands at the receiver.
+ *
+ *   Fused impls (1, 2) and the cpu backend; call with epoch e uses half h = e & 1:
+ *     h·H + 0              hdr      P slots × hdr_bytes: slot r holds rank r's header for this
+ *                                   rank (written by r, then signalled). A header says what r
+ *                                   sends:  [0] valid (1: r's counts are sane)  [1] E_r
+ *                                   [2] blocks per rank (impl 1)  [3] why invalid (kernel codes)
+ *                                   [4 + s]      tot[s]    rows r sends to rank s
+ *                                   [4 + P + s]  tiles[s]  impl 1: output tiles r sends to s
+ *                                   [4 + 2P + s] tstart[s] impl 1: r's first tile index for s
+ *     h·H + staging        staging  out_rows × N elements laid out like `out`: rows from peers
+ *                                   land here; the receiver copies them into `out` once they
+ *                                   arrived (peers cannot write `out`: only the workspace is
+ *                                   mapped). Rows a rank sends itself go to `out` directly.
+ *                          -- R = peer_bytes: everything above is written by peers --
+ *     h·H + R              plan     private: impl 1's segment table, impl 2's placement
+ *     0·H + R + plan       y        private, impl 2 only: the chunks' GEMM output, at a fixed
+ *                                   place (the host hands it to cuBLAS). Safe in either parity:
+ *                                   it avoids both halves' peer bytes [0, R) and [H, H + R),
+ *                                   and no peer can start the next call (whose data may fill
+ *                                   the other half) before this rank signalled "all pushed",
+ *                                   i.e. before the last read of y.
+ *   impl 0 (GPU transports): private scratch only, from the workspace start:
+ *     0                    y        a_rows × N: the GEMM result
+ *     S(a_rows)            send     nccl: y packed destination-major for ncclSend
+ *     2·S(a_rows)          totals   nccl without recv_rows_host: ncclAllGather of the totals
+ *   On nccl, impl 0 ends with a barrier kernel (every rank signals every peer, waits for all,
+ *   advances the epoch) after its send/recv: a peer that receives nothing from this rank could
+ *   otherwise finish the call at once and start the next fused call, writing into this rank's
+ *   workspace while its scratch is still being read; with the barrier, impl 0 is a call like
+ *   any other under the workspace rule. On local all ranks run in one stream: no barrier.
  */
 #ifndef FCO_OPS_GEMM_ALLTOALL_H_
 #define FCO_OPS_GEMM_ALLTOALL_H_
@@ -64,24 +79,68 @@ typedef struct {
 
 static inline FCO_GA_HD size_t fco_ga_round(size_t x) { return (x + 255) / 256 * 256; }
 static inline FCO_GA_HD size_t fco_ga_hdr_bytes(int P) { return (8 * (4 + 3 * (size_t)P) + 127) / 128 * 128; }
-static inline FCO_GA_HD size_t fco_ga_hdr_area(int P) { return fco_ga_round(2 * (size_t)P * fco_ga_hdr_bytes(P)); }
-static inline FCO_GA_HD size_t fco_ga_plan_bytes(int P) {
-  return fco_ga_round((size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * (size_t)P * FCO_GA_SEG_BYTES + 1024);
-}
-static inline FCO_GA_HD size_t fco_ga_off_plan(int P) { return fco_ga_hdr_area(P); }
-static inline FCO_GA_HD size_t fco_ga_off_staging(int P) { return fco_ga_off_plan(P) + fco_ga_plan_bytes(P); }
+static inline FCO_GA_HD size_t fco_ga_hdr_area(int P) { return fco_ga_round((size_t)P * fco_ga_hdr_bytes(P)); }
 static inline FCO_GA_HD size_t fco_ga_rows_bytes(int64_t rows, int64_t n, size_t es) {
   return fco_ga_round((size_t)rows * (size_t)n * es);
 }
-static inline FCO_GA_HD size_t fco_ga_off_y(int P, int64_t out_rows, int64_t n, size_t es) {
+/* Within a half: staging, then the end of what peers write (R). */
+static inline FCO_GA_HD size_t fco_ga_off_staging(int P) { return fco_ga_hdr_area(P); }
+static inline FCO_GA_HD size_t fco_ga_peer_bytes(int P, int64_t out_rows, int64_t n, size_t es) {
   return fco_ga_off_staging(P) + fco_ga_rows_bytes(out_rows, n, es);
 }
-static inline FCO_GA_HD size_t fco_ga_off_send(int P, int64_t a_rows, int64_t out_rows, int64_t n, size_t es) {
-  return fco_ga_off_y(P, out_rows, n, es) + fco_ga_rows_bytes(a_rows, n, es);
+static inline FCO_GA_HD size_t fco_ga_plan_bytes(int P) {
+  return fco_ga_round((size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * (size_t)P * FCO_GA_SEG_BYTES + 1024);
 }
-/* Pointer to the header slot of `src` in the workspace `ws` for epoch e. */
-static inline FCO_GA_HD int64_t* fco_ga_hdr(void* ws, int P, uint64_t e, int src) {
-  return (int64_t*)((char*)ws + ((size_t)(e & 1) * (size_t)P + (size_t)src) * fco_ga_hdr_bytes(P));
+/* impl 2's y, from the workspace start (in half 0, after its peer bytes and plan). */
+static inline FCO_GA_HD size_t fco_ga_off_y(int P, int64_t out_rows, int64_t n, size_t es) {
+  return fco_ga_peer_bytes(P, out_rows, n, es) + fco_ga_plan_bytes(P);
+}
+/* impl 0's scratch: y at 0, send after it, then the totals of the AllGather. */
+static inline FCO_GA_HD size_t fco_ga_base_off_send(int64_t a_rows, int64_t n, size_t es) {
+  return fco_ga_rows_bytes(a_rows, n, es);
+}
+static inline FCO_GA_HD size_t fco_ga_base_off_totals(int64_t a_rows, int64_t n, size_t es) {
+  return 2 * fco_ga_rows_bytes(a_rows, n, es);
+}
+#define FCO_GA_TOTALS_BYTES(P) fco_ga_round((size_t)4 * (size_t)((P) + 1) * (size_t)((P) + 1))
+
+/* Fused impls (1, 2; cpu: 1): bytes one half must hold; the workspace needs 2× this (the
+ * rounding of fco_ws_half_bytes is covered: a multiple of 256). impl 0: its whole scratch (no
+ * halves); nccl also needs the send buffer and the totals. */
+static inline FCO_GA_HD size_t fco_ga_half_need(int impl, int nccl, int P, int64_t a_rows,
+                                                int64_t out_rows, int64_t n, size_t es) {
+  if (impl == 0)
+    return nccl ? fco_ga_base_off_totals(a_rows, n, es) + FCO_GA_TOTALS_BYTES(P)
+                : fco_ga_rows_bytes(a_rows, n, es);
+  size_t h = fco_ga_peer_bytes(P, out_rows, n, es) + fco_ga_plan_bytes(P);
+  return impl == 2 ? h + fco_ga_rows_bytes(a_rows, n, es) : h;
+}
+
+/* Start of this call's half (fused impls, cpu): (e & 1)·H. */
+static inline FCO_GA_HD size_t fco_ga_half_off(size_t ws_bytes, uint64_t e) {
+  return (size_t)(e & 1) * fco_ws_half_bytes(ws_bytes);
+}
+/* Pointer to the header slot of `src` in the workspace `ws` (of ws_bytes) for epoch e. */
+static inline FCO_GA_HD int64_t* fco_ga_hdr(void* ws, size_t ws_bytes, int P, uint64_t e, int src) {
+  return (int64_t*)((char*)ws + fco_ga_half_off(ws_bytes, e) + (size_t)src * fco_ga_hdr_bytes(P));
+}
+
+/* Order-independent digest of counts [E][P] (so a block can fold it in parallel): the sum over
+ * i of a 64-bit mix of (i, counts[i]), plus E and P. The host digests counts_host, the kernels
+ * of impls 0 and 2 digest the device counts: a difference means the device counts are not the
+ * ones the cuBLAS GEMMs were sized from (e.g. a graph captured with hints replayed with new
+ * counts), reported as FCO_ERR_INVALID_ARGUMENT, nothing written. */
+static inline FCO_GA_HD uint64_t fco_ga_mix(uint64_t i, int32_t c) {
+  uint64_t x = (i << 32) ^ (uint64_t)(uint32_t)c;
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t fco_ga_digest_host(const int32_t* c, int E, int P) {
+  uint64_t d = ((uint64_t)(uint32_t)E << 32) | (uint32_t)P;
+  for (size_t i = 0; i < (size_t)E * (size_t)P; i++) d += fco_ga_mix(i, c[i]);
+  return d;
 }
 
 #ifdef __cplusplus

@@ -5,7 +5,7 @@
 #   bash tests/gpu/run.sh                 (from anywhere; it cds to the repository root)
 # Env: OUT (log folder, default /tmp/fco-out), FCO_GPU_QUICK=1 (shorter run: quick tests, fewer
 # bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records),
-# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only
+# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_PYTEST=0 (skip the GPU pytest run), FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only
 # these ops; default all).
 # Full logs: $OUT/build.log, kernel-check.log, tests-<transport>.log, bench-<name>.txt/.json.
 # A failing step does not stop the others; the exit status is 1 when any step failed.
@@ -109,6 +109,17 @@ if [ "${FCO_GPU_TESTS:-1}" = 1 ]; then
   if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi
 fi
 
+# ---- Python package on the GPU: the torch ops (marker gpu; the CPU suite runs in CI) ----------
+if [ "${FCO_GPU_PYTEST:-1}" = 1 ]; then
+  if python3 -c 'import pytest, torch' 2>/dev/null; then
+    run_step pytest-gpu "$OUT/pytest-gpu.log" 300 env FCO_LIB="$PWD/build/lib/libfco.so" \
+      FCO_PY_BENCH_JSON="$OUT/python-timing.json" FCO_PY_OPS_BENCH_JSON="$OUT/python-ops-timing.json" \
+      python3 -m pytest tests/python -m gpu -rs -q -p no:cacheprovider
+  else
+    record pytest-gpu 77 0 "no pytest/torch in python3"
+  fi
+fi
+
 # ---- bench: per op, local (virtual ranks on GPU 0) and nccl (2 GPUs, CUDA graphs) ------------
 # FCO_GPU_OPS selects the ops (default: all).
 OPS=${FCO_GPU_OPS:-allreduce gemv_allreduce embedding_alltoall gemm_alltoall}
@@ -116,7 +127,7 @@ if [ "$QUICK" = 1 ]; then sizes=(-b 1K -e 4M -f 4); else sizes=(-b 1K -e 64M -f 
 bench() { # name op args...
   local name=$1 op=$2
   shift 2
-  run_step "bench-$name" "$OUT/bench-$name.txt" 240 "$BIN" "$op" "$@" -J "$OUT/bench-$name.json"
+  run_step "bench-$name" "$OUT/bench-$name.txt" 180 "$BIN" "$op" "$@" -J "$OUT/bench-$name.json"
 }
 for op in $OPS; do
   case $op in

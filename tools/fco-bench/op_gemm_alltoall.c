@@ -16,7 +16,9 @@
  * So counts_r[e][s] = rows source s sends to expert r·E/P + e; a_rows = the most any rank
  * receives, out_rows = tokens·topk. W is [E/P, N, K] (torch Linear layout, FCO_W_NK).
  * One iteration = one fco_group with fco_gemm_alltoall on every rank, host hints passed (so -G 1
- * can capture impls 0 and 2). No input rotation: A and W of a rank exceed L2 by far (decode: W).
+ * can capture impls 0 and 2; an impl the op refuses to capture shows "-"). No input rotation:
+ * A and W of a rank exceed L2 by far (decode: W). A stuck peer cannot hang the bench: every wait
+ * of the fused kernels ends after FCO_TIMEOUT_MS with FCO_ERR_TIMEOUT (reported, bench stops).
  *
  * Columns: gemm = cuBLAS GEMM per expert alone, every rank (compute_us); a2a = the all-to-all
  * alone (nccl: grouped ncclSend/ncclRecv of the same rows on communicators of the bench's own;
@@ -317,7 +319,15 @@ static fco_result_t ga_time(bench_ctx_t* ctx, void* state, int impl, double* us)
   }
   if ((r = bench_reserve(ctx, ws)) != FCO_OK) return r;
   st->impl = impl;
-  return bench_time(ctx, ga_issue, st, 1, us);
+  r = bench_time(ctx, ga_issue, st, 1, us);
+  if (r == FCO_ERR_INVALID_USAGE && ctx->opt.graph) {
+    /* The op refuses this impl in a CUDA graph before issuing anything: "-", not a failure. */
+    fprintf(stderr, "fco-bench: gemm_alltoall impl %s cannot be captured: %s\n",
+            impl == FCO_IMPL_AUTO ? "auto" : ga_impl_name(ctx, impl),
+            fco_last_error(ctx->comms[ctx->err_rank >= 0 ? ctx->err_rank : 0]));
+    return FCO_ERR_UNSUPPORTED;
+  }
+  return r;
 }
 
 static fco_result_t ga_check(bench_ctx_t* ctx, void* state, int impl, long long* wrong) {
@@ -444,18 +454,24 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
   if (ctx->transport == FCO_TRANSPORT_NCCL) {
     ncclDataType_t t = st->dtype == FCO_F32 ? ncclFloat32 : st->dtype == FCO_F16 ? ncclFloat16 : ncclBfloat16;
     if (ncclGroupStart() != ncclSuccess) return bench_fail(ctx, FCO_ERR_NCCL, "ncclGroupStart");
-    for (int r = 0; r < P; r++) {
+    ncclResult_t bad = ncclSuccess;
+    for (int r = 0; r < P && bad == ncclSuccess; r++) {
       int64_t soff = 0, roff = 0;
-      for (int s = 0; s < P; s++) {
+      for (int s = 0; s < P && bad == ncclSuccess; s++) {
         int64_t send = st->recv[s][r], recv = st->recv[r][s];
         cudaStream_t sr = (cudaStream_t)bench_stream(ctx, r);
-        if (send > 0) ncclSend((char*)st->scratch[r] + soff * rb, (size_t)send * st->w.n, t, s, g_nccl[r], sr);
-        if (recv > 0) ncclRecv((char*)st->out[r] + roff * rb, (size_t)recv * st->w.n, t, s, g_nccl[r], sr);
+        if (send > 0)
+          bad = ncclSend((char*)st->scratch[r] + soff * rb, (size_t)send * st->w.n, t, s, g_nccl[r], sr);
+        if (recv > 0 && bad == ncclSuccess)
+          bad = ncclRecv((char*)st->out[r] + roff * rb, (size_t)recv * st->w.n, t, s, g_nccl[r], sr);
         soff += send;
         roff += recv;
       }
     }
-    if (ncclGroupEnd() != ncclSuccess) return bench_fail(ctx, FCO_ERR_NCCL, "ncclGroupEnd: %s", ncclGetLastError(NULL));
+    ncclResult_t ge = ncclGroupEnd(); /* always: balances the group */
+    if (bad != ncclSuccess || ge != ncclSuccess)
+      return bench_fail(ctx, FCO_ERR_NCCL, "all-to-all column: %s",
+                        ncclGetErrorString(bad != ncclSuccess ? bad : ge));
     return FCO_OK;
   }
   cudaStream_t s0 = (cudaStream_t)bench_stream(ctx, 0);
