@@ -78,9 +78,11 @@ def gemm_alltoall(a, w, counts, out_rows, w_layout="kn", group=None):
             blocks[(s, e)] = Y[start:start + n]
             start += n
     send = torch.cat([blocks[(s, e)] for s in range(P) for e in range(E)])
-    in_splits = C.sum(0)
+    # The split exchange runs on the data's device: an NCCL group has no CPU backend.
+    in_splits = C.sum(0).to(a.device)
     out_splits = torch.empty_like(in_splits)
     dist.all_to_all_single(out_splits, in_splits, group=group)
+    in_splits, out_splits = in_splits.cpu(), out_splits.cpu()
     N = Y.shape[1]
     recv = a.new_empty((int(out_splits.sum()), N))
     recv = dnn.all_to_all_single(recv, send, out_splits.tolist(), in_splits.tolist(), group=group)
