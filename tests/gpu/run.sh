@@ -122,6 +122,7 @@ fi
 
 # ---- bench: per op, local (virtual ranks on GPU 0) and nccl (2 GPUs, CUDA graphs) ------------
 # FCO_GPU_OPS selects the ops (default: all).
+export FCO_BENCH_PROGRESS=${FCO_BENCH_PROGRESS:-1}  # a stalled step shows where (stderr, in the log)
 OPS=${FCO_GPU_OPS:-allreduce gemv_allreduce embedding_alltoall gemm_alltoall}
 if [ "$QUICK" = 1 ]; then sizes=(-b 1K -e 4M -f 4); else sizes=(-b 1K -e 64M -f 4); fi
 bench() { # name op args...

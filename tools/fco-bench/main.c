@@ -385,6 +385,10 @@ int main(int argc, char** argv) {
       void* st = NULL;
       ctx->err_rank = -1;
       ctx->err_msg[0] = 0;
+      /* FCO_BENCH_PROGRESS=1: one stderr line per step, so a stalled step can be located (the
+       * tables print only at the end). */
+      const int progress = getenv("FCO_BENCH_PROGRESS") && atoi(getenv("FCO_BENCH_PROGRESS")) > 0;
+      if (progress) fprintf(stderr, "# progress: setup %s %s size/shape %zu\n", op->name, fco_dtype_name(dt), sizes[si]);
       r = op->setup(ctx, sizes[si], dt, row, &st);
       if (r == FCO_ERR_UNSUPPORTED) { /* shape does not exist for this dtype */
         if (st) op->teardown(ctx, st);
@@ -404,6 +408,7 @@ int main(int argc, char** argv) {
         ctx->err_rank = -1;
         ctx->err_msg[0] = 0;
         double us = -1;
+        if (progress) fprintf(stderr, "# progress: time %s\n", what);
         r = op->time(ctx, st, ctx->impls[j], &us);
         if (r == FCO_ERR_UNSUPPORTED) { /* "-" in the table, not a failure */
           if (!told_unsupported[j]++) bench_report(ctx, r, what);
@@ -418,6 +423,7 @@ int main(int argc, char** argv) {
         measured = 1;
         if (!o->check) continue;
         long long wrong = 0;
+        if (progress) fprintf(stderr, "# progress: check %s (%.2f us)\n", what, us);
         if ((r = op->check(ctx, st, ctx->impls[j], &wrong)) != FCO_OK) {
           bench_report(ctx, r, what);
           failed = 1;
@@ -426,6 +432,7 @@ int main(int argc, char** argv) {
         row->wrong[j] = wrong;
         total_wrong += wrong;
       }
+      if (progress && !failed) fprintf(stderr, "# progress: finish row (parts alone: compute, comm)\n");
       if (!failed && (r = op->finish_row(ctx, st, row)) != FCO_OK) {
         bench_report(ctx, r, what);
         failed = 1;
