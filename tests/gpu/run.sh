@@ -157,7 +157,7 @@ echo "================================ bench tables ============================
 for f in "$OUT"/bench-*.txt; do
   [ -f "$f" ] || continue
   echo "---- $(basename "$f")"
-  grep -v '^\s*$' "$f" | grep -vi 'warning' || true
+  grep -v '^\s*$' "$f" | grep -vi 'warning' | grep -v '^# progress:' || true
 done
 echo
 echo "=================================== summary ==================================="
