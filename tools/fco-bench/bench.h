@@ -157,6 +157,8 @@ fco_result_t bench_fail(bench_ctx_t* ctx, fco_result_t code, const char* fmt, ..
     ;
 /* Print the last failure to stderr: "fco-bench: <what>: <result>: <message>". */
 void bench_report(bench_ctx_t* ctx, fco_result_t r, const char* what);
+/* The #wrong column and the end of a table row: the sum over the checked impls, "-" if none. */
+void bench_print_wrong(FILE* f, const bench_ctx_t* ctx, const bench_row_t* r);
 void bench_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
 int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
 

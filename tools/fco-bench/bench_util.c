@@ -190,11 +190,7 @@ void bench_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int n
     put_num(f, 8, b >= 0 && t0 > 0 ? t0 / r->time_us[b] : -1, " %*.2f");
     if (ac >= 0) put_num(f, 7, t0 > 0 && r->time_us[ac] > 0 ? t0 / r->time_us[ac] : -1, " %*.2f");
     put_num(f, 9, r->floor_us, " %*.2f");
-    long long wrong = -1;
-    for (int j = 0; j < ctx->nimpls; j++)
-      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
-    if (wrong < 0) fprintf(f, " %7s\n", "-");
-    else fprintf(f, " %7lld\n", wrong);
+    bench_print_wrong(f, ctx, r);
   }
 }
 
@@ -315,4 +311,12 @@ unsigned short bench_float_to_half(float f) {
   unsigned rest = m & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* carry into e is fine */
   return (unsigned short)(s | h);
+}
+
+void bench_print_wrong(FILE* f, const bench_ctx_t* ctx, const bench_row_t* r) {
+  long long wrong = -1; /* "-" when no impl of the row was checked */
+  for (int j = 0; j < ctx->nimpls; j++)
+    if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
+  if (wrong < 0) fprintf(f, " %7s\n", "-");
+  else fprintf(f, " %7lld\n", wrong);
 }

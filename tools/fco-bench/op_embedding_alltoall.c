@@ -496,11 +496,7 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
       fprintf(f, " %5.0f", 100.0 * (double)r->bytes / (lo * 1e-6) / (BENCH_HBM_GBPS * 1e9) *
                                (ctx->transport == FCO_TRANSPORT_LOCAL ? ctx->nranks : 1));
     else fprintf(f, " %5s", "-");
-    long long wrong = -1;
-    for (int j = 0; j < ctx->nimpls; j++)
-      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
-    if (wrong < 0) fprintf(f, " %7s\n", "-");
-    else fprintf(f, " %7lld\n", wrong);
+    bench_print_wrong(f, ctx, r);
   }
 }
 

@@ -571,11 +571,7 @@ static void ga_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
     double tb = best >= 0 ? r->time_us[best] : t0;
     if (tb > 0) fprintf(f, " %8.1f", flops / (tb * 1e-6) / 1e12);
     else fprintf(f, " %8s", "-");
-    long long wrong = -1;
-    for (int j = 0; j < ctx->nimpls; j++)
-      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
-    if (wrong < 0) fprintf(f, " %7s\n", "-");
-    else fprintf(f, " %7lld\n", wrong);
+    bench_print_wrong(f, ctx, r);
   }
 }
 

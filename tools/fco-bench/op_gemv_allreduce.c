@@ -438,11 +438,7 @@ static void gar_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, 
     if (ac >= 0) num(f, 7, t0 > 0 && r->time_us[ac] > 0 ? t0 / r->time_us[ac] : -1);
     num(f, 9, r->floor_us);
     num(f, 6, best >= 0 && r->floor_us > 0 ? r->time_us[best] / r->floor_us : -1);
-    long long wrong = -1;
-    for (int j = 0; j < ctx->nimpls; j++)
-      if (r->wrong[j] >= 0) wrong = (wrong < 0 ? 0 : wrong) + r->wrong[j];
-    if (wrong < 0) fprintf(f, " %7s\n", "-");
-    else fprintf(f, " %7lld\n", wrong);
+    bench_print_wrong(f, ctx, r);
   }
 }
 
