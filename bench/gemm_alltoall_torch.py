@@ -1,0 +1,345 @@
+#!/usr/bin/env python3
+"""gemm_alltoall_torch.py — what users have today for the MoE expert down-projection + combine:
+the expert GEMM (torch.bmm, or one torch.matmul per expert) then all_to_all_single with the split
+sizes of the routing, timed with torch.distributed on the workloads of `fco-bench gemm_alltoall`.
+
+  python3 bench/gemm_alltoall_torch.py --nproc 2 --json torch-ga.json   (spawns the ranks)
+  torchrun --nproc_per_node=2 bench/gemm_alltoall_torch.py --json torch-ga.json
+
+Workloads and routing are fco-bench's (tools/fco-bench/op_gemm_alltoall.c), so the columns sit
+beside its table: (tokens per rank, K, N, experts, top-k, skew); every source rank sends
+tokens·topk rows split over the E experts by weight (expert 0: `skew`, the others 1; largest
+remainder), experts split evenly over the ranks (expert g on rank g // (E/P)); W is [E/P, N, K]
+(torch Linear layout). skew 4 = fco-bench's skewed case: expert 0 gets 4× the rows of each other
+expert (at E = 8: 32/11 ≈ 2.9× the average). Env FCO_BENCH_GA_SHAPES="tokens,K,N,E,topk[,skew];..."
+replaces the list, as in fco-bench.
+
+Rank r's A_r [rows_r, K] is grouped by local expert, then by source rank (fco_gemm_alltoall's
+layout). Columns (median µs, slowest rank per iteration):
+  gemm   Y = A_e · W_eᵀ for every local expert: torch.bmm when the rank's experts have equal rows
+         (balanced routing), else one torch.matmul per expert (--gemm forces bmm / loop / grouped
+         = torch._grouped_mm, torch >= 2.8)
+  perm   Y reordered destination-major (one index_select): the send layout of all_to_all_single
+  a2a    dist.all_to_all_single of those rows alone, split sizes (rows) from the routing
+  total  gemm + perm + a2a: the baseline users run; out [Σ rows from r, N] ordered by source rank,
+         then expert — fco_gemm_alltoall's `out`
+  floor  max(FLOPs / 790 TFLOP/s, bytes sent to peers / 364 GB/s), the busiest rank (fco-bench's
+         nccl floor); target = max(gemm, a2a) + 0.2·min(gemm, a2a) (issue 5's overlap target)
+  #wrong sampled output elements (first / last / spread rows of every source's block, 64 columns)
+         against a float64 reference rebuilt from the source's seed; bound as fco-bench (bf16:
+         |d| ≤ 1e-2·|ref| + 4e-3·Σ|a·w|); rows never written (output poisoned with NaN) count too
+The split sizes are host constants here (a real MoE layer copies them from the router's device
+counts: one more sync per layer, not timed). Timing: CUDA graphs when --graph 1 (default; NCCL
+inside torch.cuda.graph), else eager; CUDA events around each of --iters replays after --warmup.
+Output: a table on rank 0's stdout, JSON (fco-bench's record format) with --json.
+Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (set here
+if unset).
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
+    os.environ.setdefault(_k, _v)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+PEAK_TFLOPS = 790.0  # fco-bench's bf16 peak for the floor
+LINK_GBPS = 364.0    # SM stores to a peer, per direction, both busy (DESIGN.md)
+# (tokens per rank, K, N, experts, top-k, skew) — the list of op_gemm_alltoall.c
+WORKLOADS = [
+    (4096, 14336, 4096, 8, 2, 1.0),
+    (1024, 14336, 4096, 8, 2, 1.0),
+    (512, 2048, 7168, 32, 8, 1.0),
+    (1024, 14336, 4096, 8, 2, 4.0),
+    (128, 2048, 7168, 32, 8, 1.0),
+]
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+TOL = {"f32": (1e-5, 1e-5), "f16": (2e-3, 1e-3), "bf16": (1e-2, 4e-3)}
+
+
+def workloads():
+    env = os.environ.get("FCO_BENCH_GA_SHAPES", "")
+    if not env:
+        return list(WORKLOADS)
+    out = []
+    for tok in env.split(";"):
+        v = [x for x in tok.split(",") if x.strip()]
+        try:
+            w = tuple(int(x) for x in v[:5]) + (float(v[5]) if len(v) > 5 else 1.0,)
+        except (ValueError, IndexError):
+            w = ()
+        if len(w) == 6 and min(w[:5]) > 0:
+            out.append(w)
+        else:
+            print(f"gemm_alltoall_torch: FCO_BENCH_GA_SHAPES entry '{tok}' ignored", file=sys.stderr)
+    return out
+
+
+def route(tokens, topk, experts, skew):
+    """Rows every source sends to each global expert (fco-bench's route(): largest remainder)."""
+    total = tokens * topk
+    wsum = skew + (experts - 1)
+    x = [total * (skew if g == 0 else 1.0) / wsum for g in range(experts)]
+    per = [int(v) for v in x]  # floor: every x >= 0
+    rem = [v - p for v, p in zip(x, per)]
+    for _ in range(total - sum(per)):
+        best = max(range(experts), key=lambda g: (rem[g], -g))  # first of the largest
+        per[best] += 1
+        rem[best] = -1.0
+    return per
+
+
+def make_inputs(r, wid, rows, E, K, N, dt, dev):
+    """A_r [rows, K], W_r [E, N, K] of rank r, rebuilt identically by any rank (for the check)."""
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(1234 + 17 * r + 1009 * wid)
+    a = torch.randn(rows, K, device=dev, dtype=torch.float32, generator=gen).to(dt)
+    w = (torch.randn(E, N, K, device=dev, dtype=torch.float32, generator=gen) * K ** -0.5).to(dt)
+    return a, w
+
+
+def time_fn(fn, iters, warmup, graph, stream):
+    """Median µs of fn() (slowest rank per iteration)."""
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):  # eager first: lazy init (NCCL, cuBLAS) cannot be captured
+            fn()
+    torch.cuda.synchronize()
+    g = None
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            fn()
+        torch.cuda.synchronize()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+    with torch.cuda.stream(stream):
+        dist.barrier()
+        torch.cuda.synchronize()
+        ev[0].record(stream)
+        for i in range(iters):
+            if g is not None:
+                g.replay()
+            else:
+                fn()
+            ev[i + 1].record(stream)
+    torch.cuda.synchronize()
+    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    del g
+    return statistics.median(t.tolist())
+
+
+def check(out, per, wid, E, P, K, N, dname, dev, me):
+    """#wrong sampled elements of `out` on rank me (see the module doc)."""
+    dt = DTYPES[dname]
+    rtol, atol = TOL[dname]
+    cols = torch.linspace(0, N - 1, min(N, 64), device=dev).long().unique()
+    wrong, base = 0, 0
+    for r in range(P):
+        pr = per[r * E:(r + 1) * E]  # rows r's expert e got from each source
+        n_from = sum(pr)
+        if n_from:
+            rows_r = sum(pr) * P
+            a, w = make_inputs(r, wid, rows_r, E, K, N, dt, dev)
+            picks = sorted({0, n_from - 1} | {n_from * i // 8 for i in range(8)})
+            for j in picks:
+                e, jj = 0, j
+                while jj >= pr[e]:
+                    jj -= pr[e]
+                    e += 1
+                arow = sum(pr[:e]) * P + me * pr[e] + jj  # expert e's block, source me, row jj
+                x = a[arow].double()
+                wc = w[e].index_select(0, cols).double()  # [c, K]
+                ref = wc @ x
+                mag = wc.abs() @ x.abs()
+                got = out[base + j].index_select(0, cols).double()
+                bad = ~((got - ref).abs() <= rtol * ref.abs() + atol * mag)  # NaN counts as bad
+                wrong += int(bad.sum().item())
+            del a, w
+        base += n_from
+    unwritten = int((~torch.isfinite(out[:base].float())).any(dim=1).sum().item())
+    return wrong + unwritten * N
+
+
+def run(args):
+    rank, P = dist.get_rank(), dist.get_world_size()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    stream = torch.cuda.Stream()
+    results = []
+    for wid, (tokens, K, N, Eg, topk, skew) in enumerate(workloads()):
+        if Eg % P:
+            if rank == 0:
+                print(f"# skip {tokens},{K},{N},{Eg},{topk}: {Eg} experts do not split over {P} ranks")
+            continue
+        E = Eg // P
+        per = route(tokens, topk, Eg, skew)
+        mine = per[rank * E:(rank + 1) * E]
+        rows = sum(mine) * P
+        send_splits = [sum(mine)] * P  # every source routes alike: the same rows back to each
+        recv_splits = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
+        # y row of (expert e, source s, j) → send row: destination-major, then expert
+        perm = []
+        for s in range(P):
+            off = 0
+            for e in range(E):
+                perm.extend(range(off + s * mine[e], off + (s + 1) * mine[e]))
+                off += mine[e] * P
+        perm = torch.tensor(perm, device=dev, dtype=torch.long)
+        offs = torch.tensor([0] + mine, device=dev).mul(P).cumsum(0)[1:].to(torch.int32)
+        mode = args.gemm
+        if mode == "auto":
+            mode = "bmm" if len(set(mine)) == 1 else "loop"
+        flops = [2.0 * sum(per[r * E:(r + 1) * E]) * P * K * N for r in range(P)]
+        for dname in args.dtypes.split(","):
+            dt = DTYPES[dname]
+            es = torch.tensor([], dtype=dt).element_size()
+            a, w = make_inputs(rank, wid, rows, E, K, N, dt, dev)
+            y = torch.empty(rows, N, device=dev, dtype=dt)
+            send = torch.empty(rows, N, device=dev, dtype=dt)
+            out = torch.empty(sum(recv_splits), N, device=dev, dtype=dt)
+            ybox = [y]
+
+            def gemm():
+                if mode == "bmm":
+                    torch.bmm(a.view(E, rows // E, K), w.transpose(1, 2), out=y.view(E, rows // E, N))
+                elif mode == "grouped":
+                    ybox[0] = torch._grouped_mm(a, w.transpose(1, 2), offs=offs)
+                else:
+                    r0 = 0
+                    for e in range(E):
+                        r1 = r0 + mine[e] * P
+                        if r1 > r0:
+                            torch.matmul(a[r0:r1], w[e].t(), out=y[r0:r1])
+                        r0 = r1
+
+            def permute():
+                torch.index_select(ybox[0], 0, perm, out=send)
+
+            def a2a():
+                dist.all_to_all_single(out, send, recv_splits, send_splits)
+
+            def total():
+                gemm()
+                permute()
+                a2a()
+
+            t = {}
+            for name, fn in (("gemm", gemm), ("perm", permute), ("a2a", a2a), ("total", total)):
+                t[name] = time_fn(fn, args.iters, args.warmup, args.graph, stream)
+            out.fill_(float("nan"))
+            with torch.cuda.stream(stream):
+                total()
+            torch.cuda.synchronize()
+            wrong = check(out, per, wid, E, P, K, N, dname, dev, rank)
+            wt = torch.tensor([wrong], device=dev, dtype=torch.int64)
+            dist.all_reduce(wt)
+            wrong = int(wt.item())
+            sent = [sum(per[r * E:(r + 1) * E]) * (P - 1) * N * es for r in range(P)]
+            floor = max(max(flops) / (PEAK_TFLOPS * 1e6), max(sent) / (LINK_GBPS * 1e3))
+            target = max(t["gemm"], t["a2a"]) + 0.2 * min(t["gemm"], t["a2a"])
+            tflops = max(flops) / (t["gemm"] * 1e6)
+            results.append({"tokens": tokens, "k": K, "n": N, "experts": Eg, "topk": topk,
+                            "skew": skew, "ranks": P, "rows": rows, "out_rows": tokens * topk,
+                            "dtype": dname, "gemm_mode": mode, "t": t, "floor": floor,
+                            "target": target, "gemm_tflops": tflops, "wrong": wrong})
+            if rank == 0:
+                print(f"  {f'{tokens},{K},{N},{Eg},{topk},{skew:g}':26s} {dname:>5s} {mode:>7s}"
+                      + "".join(f" {t[c]:9.1f}" for c in ("gemm", "perm", "a2a", "total"))
+                      + f" {floor:9.1f} {target:9.1f} {tflops:8.1f} {wrong:7d}", flush=True)
+            del a, w, y, send, out, ybox
+            torch.cuda.empty_cache()
+    return results
+
+
+def to_json(res):
+    """fco-bench's record format, one record per column."""
+    recs = []
+    for r in res:
+        shape = {k: r[k] for k in ("tokens", "k", "n", "experts", "topk", "skew", "ranks")}
+        shape.update({"a_rows": r["rows"], "out_rows": r["out_rows"]})
+        for c in ("gemm", "perm", "a2a", "total"):
+            recs.append({"op": "gemm_alltoall", "shape": shape, "dtype": r["dtype"],
+                         "impl": "torch_" + c, "impl_id": None, "gemm_mode": r["gemm_mode"],
+                         "time_us": round(r["t"][c], 3),
+                         "baseline_us": round(r["t"]["total"], 3),
+                         "speedup": round(r["t"]["total"] / r["t"][c], 4),
+                         "floor_us": round(r["floor"], 3), "target_us": round(r["target"], 3),
+                         "compute_us": round(r["t"]["gemm"], 3), "comm_us": round(r["t"]["a2a"], 3),
+                         "wrong": r["wrong"]})
+    return recs
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dtypes", default="bf16", help="comma list of f32, bf16, f16")
+    ap.add_argument("--gemm", default="auto", choices=("auto", "bmm", "loop", "grouped"),
+                    help="auto: bmm when the rank's experts have equal rows, else loop")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--graph", type=int, default=1)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--nproc", "--nprocs", dest="nproc", type=int, default=2,
+                    help="ranks to spawn when not under torchrun")
+    args = ap.parse_args()
+    for d in args.dtypes.split(","):
+        if d not in DTYPES:
+            ap.error(f"--dtypes: {d} is not one of {', '.join(DTYPES)}")
+    if "RANK" not in os.environ:
+        if torch.cuda.device_count() < args.nproc:
+            print(f"SKIP: {args.nproc} ranks need {args.nproc} GPUs, "
+                  f"{torch.cuda.device_count()} visible", file=sys.stderr)
+            return 77
+        import torch.multiprocessing as mp
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(free_port()))
+        mp.spawn(_worker, args=(args,), nprocs=args.nproc, join=True)
+        return 0
+    _worker(None, args)
+    return 0
+
+
+def _worker(idx, args):
+    if idx is not None:
+        os.environ["RANK"] = os.environ["LOCAL_RANK"] = str(idx)
+        os.environ["WORLD_SIZE"] = str(args.nproc)
+    local = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    if dist.get_rank() == 0:
+        print(f"# gemm_alltoall_torch: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
+              f"{dist.get_world_size()} ranks, graph {args.graph}, iters {args.iters}, "
+              "median us (slowest rank)")
+        print("# floor = max(FLOPs / 790 TFLOP/s, bytes to peers / 364 GB/s) (busiest rank); "
+              "target = max(gemm, a2a) + 0.2 min(gemm, a2a); TFLOP/s of gemm")
+        print(f"# {'tokens,K,N,E,topk,skew':26s} {'dtype':>5s} {'mode':>7s}"
+              + "".join(f" {c:>9s}" for c in ("gemm", "perm", "a2a", "total", "floor", "target"))
+              + f" {'TFLOP/s':>8s} {'#wrong':>7s}", flush=True)
+    t0 = time.time()
+    res = run(args)
+    if dist.get_rank() == 0:
+        print(f"# done in {time.time() - t0:.0f} s", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"tool": "gemm_alltoall_torch", "torch": torch.__version__,
+                           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "gpu": torch.cuda.get_device_name(0), "ranks": dist.get_world_size(),
+                           "graph": args.graph, "results": to_json(res)}, f, indent=1)
+            print(f"# wrote {args.json}")
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
