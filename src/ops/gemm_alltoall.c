@@ -48,7 +48,10 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * ranks on one H200) impl 0 was the fastest on all five workloads: µs copy / tiles / chunks =
  * 2260 / 9576 / 2310 (4096,14336,4096,8,2), 613 / 2403 / 805 (1024,14336,4096,8,2),
  * 529 / 1302 / 743 (512,2048,7168,32,8), 772 / 3603 / 894 (skewed), 416 / 1076 / 438
- * (128,2048,7168,32,8). So AUTO is never slower than impl 0 on the measured shapes. Change the
+ * (128,2048,7168,32,8). Confirmed after the fixes (bench/results/2026-11-30_nvidia-h200-x2_
+ * 96ce29513f90, same file, 0 wrong): copy / tiles / chunks = 2287 / 8232 / 2357, 624 / 2086 /
+ * 639, 530 / 1127 / 678, 762 / 3105 / 875, 413 / 990 / 445. So AUTO is never slower than impl 0
+ * on the measured shapes. Change the
  * rule (per shape, with the run that shows it) once a fused impl wins somewhere; until then
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures. */
