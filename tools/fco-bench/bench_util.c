@@ -320,3 +320,12 @@ void bench_print_wrong(FILE* f, const bench_ctx_t* ctx, const bench_row_t* r) {
   if (wrong < 0) fprintf(f, " %7s\n", "-");
   else fprintf(f, " %7lld\n", wrong);
 }
+
+fco_result_t bench_group_end(bench_ctx_t* ctx, fco_result_t first) {
+  fco_result_t e = fco_group_end(); /* always close the group, even after a failed call */
+  if (first == FCO_OK && e != FCO_OK) {
+    first = e;
+    ctx->err_rank = 0;
+  }
+  return first;
+}

@@ -148,12 +148,7 @@ static fco_result_t ea_issue(bench_ctx_t* ctx, void* arg, int iter) {
       ctx->err_rank = r;
     }
   }
-  fco_result_t e = fco_group_end();
-  if (first == FCO_OK && e != FCO_OK) {
-    first = e;
-    ctx->err_rank = 0;
-  }
-  return first;
+  return bench_group_end(ctx, first);
 }
 
 /* Every rank's lookup alone: its tables over the whole batch into the scratch [B, tpg, D]. */

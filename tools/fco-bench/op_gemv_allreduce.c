@@ -169,12 +169,7 @@ static fco_result_t gar_issue(bench_ctx_t* ctx, void* arg, int iter) {
       ctx->err_rank = r;
     }
   }
-  fco_result_t e = fco_group_end();
-  if (first == FCO_OK && e != FCO_OK) {
-    first = e;
-    ctx->err_rank = 0;
-  }
-  return first;
+  return bench_group_end(ctx, first);
 }
 
 static fco_result_t gar_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, bench_row_t* row,

@@ -150,27 +150,11 @@ done:
 
 int sim_calib_load(const char* path, sim_calib_t* c, char* err, size_t err_len) {
   memset(c, 0, sizeof *c);
-  FILE* f = fopen(path, "rb");
-  if (!f) return errf(err, err_len, "%s: cannot open calibration file", path);
   char* text = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 65536;
-      char* t = realloc(text, cap);
-      if (!t) {
-        free(text);
-        fclose(f);
-        return errf(err, err_len, "%s: out of memory", path);
-      }
-      text = t;
-    }
-    size_t got = fread(text + len, 1, cap - len - 1, f);
-    len += got;
-    if (got == 0) break;
-  }
-  fclose(f);
-  text[len] = '\0';
+  size_t len = 0;
+  int rd = sim_read_file(path, &text, &len);
+  if (rd == 1) return errf(err, err_len, "%s: cannot open calibration file", path);
+  if (rd == 2) return errf(err, err_len, "%s: out of memory", path);
   int rc = sim_calib_parse(text, path, c, err, err_len);
   free(text);
   return rc;

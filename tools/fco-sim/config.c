@@ -3,6 +3,7 @@
  * key is one row of kKeys (model, name, kind, field, range, required).
  */
 #include "config.h"
+#include "json.h" /* sim_read_file */
 
 #include <ctype.h>
 #include <math.h>
@@ -331,30 +332,14 @@ int sim_config_parse(const char* text, const char* name, sim_config_t* c, char* 
 }
 
 int sim_config_load(const char* path, sim_config_t* c, char* err, size_t err_len) {
-  FILE* f = fopen(path, "rb");
-  if (!f) {
-    set_defaults(c);
-    return errf(err, err_len, "%s: cannot open configuration file", path);
-  }
   char* text = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len + 4096 + 1 > cap) {
-      cap = cap ? cap * 2 : 65536;
-      char* t = realloc(text, cap);
-      if (!t) {
-        free(text);
-        fclose(f);
-        return errf(err, err_len, "%s: out of memory", path);
-      }
-      text = t;
-    }
-    size_t got = fread(text + len, 1, cap - len - 1, f);
-    len += got;
-    if (got == 0) break;
+  size_t len = 0;
+  int rd = sim_read_file(path, &text, &len);
+  if (rd != 0) {
+    set_defaults(c);
+    return errf(err, err_len, rd == 1 ? "%s: cannot open configuration file" : "%s: out of memory",
+                path);
   }
-  fclose(f);
-  text[len] = '\0';
   if (memchr(text, '\0', len)) {
     free(text);
     set_defaults(c);

@@ -316,3 +316,30 @@ const char* sim_json_str(const sim_json_t* j, const char* key) {
   const sim_json_t* v = sim_json_get(j, key);
   return v && v->type == SIM_JSON_STRING ? v->string : NULL;
 }
+
+int sim_read_file(const char* path, char** text_out, size_t* len_out) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return 1;
+  char* text = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 4096 + 1 > cap) {
+      cap = cap ? cap * 2 : 65536;
+      char* t = realloc(text, cap);
+      if (!t) {
+        free(text);
+        fclose(f);
+        return 2;
+      }
+      text = t;
+    }
+    size_t got = fread(text + len, 1, cap - len - 1, f);
+    len += got;
+    if (got == 0) break;
+  }
+  fclose(f);
+  text[len] = '\0';
+  *text_out = text;
+  *len_out = len;
+  return 0;
+}

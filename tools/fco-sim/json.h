@@ -38,4 +38,8 @@ int sim_json_num(const sim_json_t* j, const char* key, double* out);
 /* Member `key` as a string, or NULL. */
 const char* sim_json_str(const sim_json_t* j, const char* key);
 
+/* Read a whole file into a NUL-terminated heap buffer (*text, free() it; *len bytes without
+ * the NUL). Returns 0, 1 when the file cannot be opened, 2 when out of memory. */
+int sim_read_file(const char* path, char** text, size_t* len);
+
 #endif /* FCO_SIM_JSON_H_ */
