@@ -5,8 +5,9 @@
 #   bash tests/gpu/run.sh                 (from anywhere; it cds to the repository root)
 # Env: OUT (log folder, default /tmp/fco-out), FCO_GPU_QUICK=1 (shorter run: quick tests, fewer
 # bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records),
-# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_PYTEST=0 (skip the GPU pytest run), FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only
-# these ops; default all).
+# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_PYTEST=0 (skip the GPU pytest run),
+# FCO_GPU_BENCH=0 (skip the fco-bench tables), FCO_GPU_TORCH=0 (skip the torch comparison scripts bench/*_torch.py and examples/),
+# FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only these ops; default all).
 # Full logs: $OUT/build.log, kernel-check.log, tests-<transport>.log, bench-<name>.txt/.json.
 # A failing step does not stop the others; the exit status is 1 when any step failed.
 set -euo pipefail
@@ -130,7 +131,8 @@ bench() { # name op args...
   shift 2
   run_step "bench-$name" "$OUT/bench-$name.txt" 180 "$BIN" "$op" "$@" -J "$OUT/bench-$name.json"
 }
-for op in $OPS; do
+[ "${FCO_GPU_BENCH:-1}" = 1 ] || OPS_BENCH=""
+for op in ${OPS_BENCH-$OPS}; do
   case $op in
     allreduce)
       bench ar-local allreduce -t local -g 2 "${sizes[@]}"
@@ -151,10 +153,37 @@ for op in $OPS; do
   esac
 done
 
+# ---- what users have today (bench/*_torch.py) and the examples, same run ------------------------
+# The torch scripts time the unfused torch paths on fco-bench's workloads; the examples check fco's
+# torch ops against plain torch and print both timings. Ops selected by FCO_GPU_OPS as above.
+if [ "${FCO_GPU_TORCH:-1}" = 1 ] && python3 -c 'import torch' 2>/dev/null; then
+  NP=2; [ "$NGPU" -ge 2 ] || NP=1
+  export PYTHONPATH=$PWD/python${PYTHONPATH:+:$PYTHONPATH} FCO_LIB=$PWD/build/lib/libfco.so
+  for op in $OPS; do
+    case $op in
+      gemv_allreduce)
+        run_step torch-gemv_allreduce "$OUT/torch-gemv_allreduce.txt" 150 python3 \
+          bench/gemv_allreduce_torch.py --nprocs $NP --json "$OUT/torch-gemv_allreduce.json"
+        run_step example-tp_mlp_decode "$OUT/example-tp_mlp_decode.txt" 90 torchrun \
+          --nproc-per-node $NP examples/tp_mlp_decode.py ;;
+      embedding_alltoall)
+        run_step torch-embedding_alltoall "$OUT/torch-embedding_alltoall.txt" 150 python3 \
+          bench/embedding_alltoall_torch.py --nproc $NP --json "$OUT/torch-embedding_alltoall.json"
+        run_step example-dlrm_forward "$OUT/example-dlrm_forward.txt" 90 torchrun \
+          --nproc-per-node $NP examples/dlrm_forward.py ;;
+      gemm_alltoall)
+        run_step torch-gemm_alltoall "$OUT/torch-gemm_alltoall.txt" 150 python3 \
+          bench/gemm_alltoall_torch.py --nproc $NP --json "$OUT/torch-gemm_alltoall.json"
+        run_step example-moe_layer "$OUT/example-moe_layer.txt" 90 torchrun \
+          --nproc-per-node $NP examples/moe_layer.py ;;
+    esac
+  done
+fi
+
 # ---- summary (last) ------------------------------------------------------------------------
 echo
 echo "================================ bench tables ================================"
-for f in "$OUT"/bench-*.txt; do
+for f in "$OUT"/bench-*.txt "$OUT"/torch-*.txt "$OUT"/example-*.txt; do
   [ -f "$f" ] || continue
   echo "---- $(basename "$f")"
   grep -v '^\s*$' "$f" | grep -vi 'warning' | grep -v '^# progress:' || true
