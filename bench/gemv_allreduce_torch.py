@@ -8,16 +8,21 @@ torch.matmul then torch's symmetric-memory one-shot all-reduce (the strongest un
 
 Per shape N×K (K before the split; rank r holds x_r [M, K/P] and W_r [N, K/P]) and M, with
 CUDA graphs (each graph holds `graph_iters` iterations over rotating input sets so W is not
-L2-hot; time = median replay time / iterations; the slowest rank's median):
+L2-hot; a replay's time is the slowest rank's; time = median replay time / iterations). Warm-up,
+capture, replays and the CUDA events around them all run on one side stream (g.replay() launches
+on the *current* stream, so replays outside `torch.cuda.stream(stream)` would escape the events):
   matmul        torch.matmul(x_r, W_r.T) alone (no communication)
   nccl_ar       dist.all_reduce of the [M, N] output alone (NCCL)
   symm_ar       torch.ops.symm_mem.one_shot_all_reduce_out alone (symmetric-memory input)
   mm+nccl       matmul, then dist.all_reduce: the baseline users run
   mm+symm       matmul written straight into a symmetric buffer, then one_shot_all_reduce_out
   floor         max(W_r bytes / 4300 GB/s, 2(P-1)/P · M·N·esize / 364 GB/s), as fco-bench
-mm+symm's output is compared with mm+nccl's (max |diff|, printed). Needs torch >= 2.8 with
-torch.distributed._symmetric_memory, P GPUs on one NVLink host. Environment as tests/gpu/run.sh:
-NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 (set here if unset).
+Check (rank 0 prints it): the same inputs go through mm+nccl and mm+symm into NaN-poisoned outputs;
+both must match an fp32 sum of the partials and each other (maxdiff = max |mm+symm − mm+nccl| over
+ranks). A matmul-carrying time below half of W_r / 4300 GB/s prints a WARNING (timing is broken).
+Needs torch >= 2.8 with torch.distributed._symmetric_memory, P GPUs on one NVLink host.
+Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+NVSHMEM_DISABLE_NVLS=1 (set here if unset).
 """
 import argparse
 import json
@@ -63,32 +68,62 @@ def free_port():
         return s.getsockname()[1]
 
 
+def enable_symm_mem(symm_mem, gname):
+    """Older torch needs enable_symm_mem_for_group before rendezvous and the symm_mem ops; newer
+    releases (2.11) mark it @deprecated (FutureWarning, nothing to do): call it only when it is
+    there and not deprecated. True when called."""
+    fn = getattr(symm_mem, "enable_symm_mem_for_group", None)
+    if fn is None or getattr(fn, "__deprecated__", None) is not None:
+        return False
+    fn(gname)
+    return True
+
+
+def floors(n, kr, m, world, es):
+    """(HBM floor of streaming W_r, the column floor) in µs, as fco-bench."""
+    hbm = n * kr * es / (HBM_GBPS * 1e3)
+    link = 2 * (world - 1) / world * m * n * es / (LINK_GBPS * 1e3) if world > 1 else 0.0
+    return hbm, max(hbm, link)
+
+
+MM_COLS = ("matmul", "mm+nccl", "mm+symm")  # the columns that stream W_r from HBM
+
+
+def below_floor(results, frac=0.5):
+    """(row, column) of every matmul-carrying time below frac × W_r / HBM: physically impossible."""
+    return [(r, c) for r in results for c in MM_COLS if r["t"][c] < frac * r["hbm_floor"]]
+
+
 def time_graph(fn, replays, graph_iters, stream):
-    """Median µs per iteration of fn(i) captured graph_iters times into one CUDA graph."""
+    """Median µs per iteration of fn(i) captured graph_iters times into one CUDA graph (a replay's
+    time is the slowest rank's). As bench/gemm_alltoall_torch.py: everything on `stream` — replay()
+    launches on the current stream, so it must run inside torch.cuda.stream(stream) for the events
+    recorded on `stream` to bracket it."""
+    torch.cuda.synchronize()  # the inputs were written on the default stream
     with torch.cuda.stream(stream):
         for i in range(3):  # eager warm-up: lazy init (NCCL, cuBLAS) cannot be captured
             fn(i)
-    stream.synchronize()
+    torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, stream=stream):
         for i in range(graph_iters):
             fn(i)
-    g.replay()  # untimed
     torch.cuda.synchronize()
-    dist.barrier()
-    times = []
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    for _ in range(replays):
-        start.record(stream)
-        g.replay()
-        end.record(stream)
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / graph_iters)
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(replays + 1)]
+    with torch.cuda.stream(stream):
+        g.replay()  # untimed
+        dist.barrier()
+        torch.cuda.synchronize()
+        ev[0].record(stream)
+        for i in range(replays):  # back to back: ranks stay in step, no host gaps timed
+            g.replay()
+            ev[i + 1].record(stream)
+    torch.cuda.synchronize()
+    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 / graph_iters for i in range(replays)],
+                     dtype=torch.float64, device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)  # per replay, the slowest rank
     del g
-    med = torch.tensor([statistics.median(times)], dtype=torch.float64, device="cuda")
-    dist.all_reduce(med, op=dist.ReduceOp.MAX)  # the slowest rank's median
-    return float(med.item())
+    return statistics.median(t.tolist())
 
 
 def run(rank, world, args, port):
@@ -102,11 +137,7 @@ def run(rank, world, args, port):
 
     group = dist.group.WORLD
     gname = group.group_name
-    if hasattr(symm_mem, "enable_symm_mem_for_group"):  # needed before torch 2.9, a no-op after
-        try:
-            symm_mem.enable_symm_mem_for_group(gname)
-        except Exception:  # noqa: BLE001 (deprecated / removed in newer releases)
-            pass
+    enable_symm_mem(symm_mem, gname)
     dtype = DTYPES[args.dtype]
     es = torch.tensor([], dtype=dtype).element_size()
     shapes = [tuple(int(v) for v in s.lower().split("x")) for s in args.shapes.split(",") if s]
@@ -151,18 +182,36 @@ def run(rank, world, args, port):
             for name, fn in (("matmul", mm), ("nccl_ar", nccl_ar), ("symm_ar", symm_ar),
                              ("mm+nccl", mm_nccl), ("mm+symm", mm_symm)):
                 t[name] = time_graph(fn, args.replays, args.graph_iters, stream)
-            # Same inputs through both paths: the sums must agree up to the dtype's rounding.
+            # Same inputs (set 0) through both paths into NaN-poisoned outputs; both must equal an
+            # fp32 sum of the partials up to bf16/f16 rounding, and each other.
+            y.fill_(float("nan"))
+            y2.fill_(float("nan"))
+            torch.cuda.synchronize()
             with torch.cuda.stream(stream):
                 mm_nccl(0)
-                mm_symm(0)
-            stream.synchronize()
-            diff = (y.float() - y2.float()).abs().max().item()
-            ref = y.float().abs().max().item()
-            floor = max(w_bytes / (HBM_GBPS * 1e3),
-                        2 * (world - 1) / world * m * n * es / (LINK_GBPS * 1e3) if world > 1 else 0)
+                mm_symm(0)  # leaves this rank's partial in sv
+            torch.cuda.synchronize()
+            ref = torch.matmul(xs[0].float(), ws[0].float().t())
+            mag = sv.float().abs()
+            dist.all_reduce(ref)
+            dist.all_reduce(mag)
+            tol = 2e-2 * mag + 1e-3 * float(mag.max().item())
+            yf, y2f = y.float(), y2.float()
+            chk = torch.tensor([
+                float((~((yf - ref).abs() <= tol)).sum().item()),    # mm+nccl off the reference
+                float((~((y2f - ref).abs() <= tol)).sum().item()),   # mm+symm off the reference
+                float((~((y2f - yf).abs() <= tol)).sum().item()),    # mm+symm != mm+nccl (NaN: !=)
+                float((y2f - yf).abs().nan_to_num(float("inf")).max().item()),
+                float(ref.abs().max().item())], dtype=torch.float64, device=dev)
+            dist.all_reduce(chk, op=dist.ReduceOp.MAX)
+            bad_nccl, bad_symm, neq, diff, ref_max = chk.tolist()
+            hbm_floor, floor = floors(n, kr, m, world, es)
             results.append({"N": n, "K": k, "K_r": kr, "M": m, "P": world, "t": t, "floor": floor,
-                            "max_abs_diff": diff, "max_abs": ref})
-            del xs, y, y2
+                            "hbm_floor": hbm_floor, "max_abs_diff": diff, "max_abs": ref_max,
+                            "wrong_nccl": int(bad_nccl), "wrong_symm": int(bad_symm),
+                            "neq": int(neq)})
+            del xs, y, y2, ref, mag, tol, yf, y2f
+            torch.cuda.empty_cache()
         del ws
     if rank == 0:
         report(results, args)
@@ -175,13 +224,29 @@ def report(results, args):
     print(f"# gemv_allreduce_torch  torch {torch.__version__}  {torch.cuda.get_device_name(0)}  "
           f"ranks {results[0]['P'] if results else '?'}  dtype {args.dtype}")
     print(f"# CUDA graphs of {args.graph_iters} iterations, median of {args.replays} replays / "
-          "iterations, slowest rank; floor = max(W_r / 4300 GB/s, 2(P-1)/P·M·N·esize / 364 GB/s)")
+          "iterations, slowest rank per replay; floor = max(W_r / 4300 GB/s, "
+          "2(P-1)/P·M·N·esize / 364 GB/s)")
     print("#     N      K   M" + "".join(f" {c:>9}" for c in cols) + "     floor  sym/nccl   maxdiff")
     print("#                 " + "".join(f" {'(us)':>9}" for _ in cols) + "      (us)       (x)")
     for r in results:
         t = r["t"]
         print(f"  {r['N']:6d} {r['K']:6d} {r['M']:3d}" + "".join(f" {t[c]:9.2f}" for c in cols) +
               f" {r['floor']:9.2f} {t['mm+nccl'] / t['mm+symm']:9.2f} {r['max_abs_diff']:9.3g}")
+    for r, c in below_floor(results):
+        print(f"# WARNING: timing below the physical floor: {c} {r['t'][c]:.2f} us < 0.5 x "
+              f"W_r / 4300 GB/s = {0.5 * r['hbm_floor']:.2f} us at N={r['N']} K={r['K']} "
+              f"M={r['M']}: the timing measures nothing, do not use these numbers", flush=True)
+    fails = [r for r in results if r["neq"] or r["wrong_nccl"] or r["wrong_symm"]
+             or not r["max_abs"] > 0]
+    for r in fails:
+        print(f"# ERROR: N={r['N']} K={r['K']} M={r['M']}: mm+symm != mm+nccl at {r['neq']} "
+              f"elements (max |diff| {r['max_abs_diff']:.3g}); off the fp32 sum: mm+nccl "
+              f"{r['wrong_nccl']}, mm+symm {r['wrong_symm']}; max |y| {r['max_abs']:.3g}")
+    if results and not fails:
+        print(f"# check: mm+symm output == mm+nccl output on all {len(results)} shapes (same "
+              f"inputs; max |diff| {max(r['max_abs_diff'] for r in results):.3g}; max |y| "
+              f"{min(r['max_abs'] for r in results):.3g}..{max(r['max_abs'] for r in results):.3g};"
+              " both within 2e-2·Σ|partial| of the fp32 sum)")
     if args.json:
         out = {"tool": "gemv_allreduce_torch.py", "torch": torch.__version__,
                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -200,7 +265,8 @@ def report(results, args):
                     "floor_us": round(r["floor"], 3),
                     "compute_us": round(r["t"]["matmul"], 3),
                     "comm_us": round(r["t"]["nccl_ar"], 3),
-                    "wrong": None})
+                    "wrong": {"mm+nccl": r["wrong_nccl"],
+                              "mm+symm": max(r["wrong_symm"], r["neq"])}.get(c)})
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
         print(f"# wrote {args.json}")
