@@ -227,18 +227,22 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              16-column tile's fp32 partial is pushed to every peer as soon as it is
  *              computed; every rank sums all tiles in rank order: bit-identical on all
  *              ranks), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
- *              the result to every peer; for large M·N), FCO_IMPL_AUTO (see
- *              src/ops/gemv_allreduce.c: the rule and its measurements)
+ *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
+ *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
+ *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
+ *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its
+ *              measurements)
  * [IN]  stream cudaStream_t or NULL
  * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
- * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S; impl 2: 2·(P·S + Sg); impl 0: none (nccl),
+ * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S; impl 2: 2·(P·S + Sg); impl 3 (P > 1):
+ * 2·P·roundup(M·N·esize, 256); impl 0: none (nccl),
  * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impl 0 uses a cuBLAS handle
  * per device, made at the first call on that device: make one eager call before capturing a
  * CUDA graph. With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
  * impl) across ranks on the device before moving data, and report a mismatch as
  * FCO_ERR_INVALID_ARGUMENT through fco_comm_get_async_error (the local and cpu transports
  * compare them on the host at every call). */
-#define FCO_GEMV_ALLREDUCE_NUM_IMPLS 3
+#define FCO_GEMV_ALLREDUCE_NUM_IMPLS 4
 #define FCO_GEMV_ALLREDUCE_MAX_M 64
 fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
                                 void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,

@@ -1,7 +1,7 @@
 /*
  * test_gemv_allreduce.c — fco_gemv_allreduce: y = Σ_r x_r · W_r^T (+ bias) on every rank.
  *   1..4 ranks; M ∈ {1, 3, 16, 64}, N and K ∈ {1, 7, 33, 1000} (K split unevenly across ranks:
- *   rank r gets about (r+1)/Σ of it); f32 / f16 / bf16; bias and no bias; impls 0, 1, 2, AUTO.
+ *   rank r gets about (r+1)/Σ of it); f32 / f16 / bf16; bias and no bias; impls 0..3, AUTO.
  *   Every output is poisoned first, inputs are fresh random values per call (seeded, printed),
  *   the result is compared with a float64 reference of the dtype-rounded inputs by
  *   |y − ref| ≤ tol · (Σ_k |x·w| + |bias|) (+ 2^-24 for f16 subnormals), tol 1e-5 (f32) /
@@ -29,7 +29,7 @@
 static const size_t kMs[] = {1, 3, 16, 64};
 static const size_t kNs[] = {1, 7, 33, 1000};
 static const size_t kKs[] = {1, 7, 33, 1000};
-static const int kImpls[] = {0, 1, 2, FCO_IMPL_AUTO};
+static const int kImpls[] = {0, 1, 2, 3, FCO_IMPL_AUTO};
 static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
 
 typedef struct {
@@ -222,7 +222,7 @@ static void sweep(const t_world_t* w, bufs_t* b) {
   for (size_t mi = 0; mi < 4; mi++)
     for (size_t ni = 0; ni < 4; ni++)
       for (size_t ki = 0; ki < 4; ki++)
-        for (int ii = 0; ii < 4; ii++, k++)
+        for (int ii = 0; ii < 5; ii++, k++)
           one_call(w, b, kMs[mi], kNs[ni], kKs[ki], kDtypes[(k + ni) % 3], (int)((k / 3) % 2),
                    kImpls[ii]);
 }
@@ -233,7 +233,8 @@ static void back_to_back(const t_world_t* w, bufs_t* b, int calls) {
   uint64_t seed = t_next_seed();
   t_context("P=%d %d back-to-back calls seed=0x%016llx", w->n, calls, (unsigned long long)seed);
   prepare(b, 5, 333, 517, FCO_BF16, 1, seed);
-  for (int i = 0; i < calls; i++) ASSERT_OK(issue(w, b, i % 7 == 3 ? 0 : 1 + i % 2, NULL));
+  for (int i = 0; i < calls; i++)
+    ASSERT_OK(issue(w, b, i % 7 == 3 ? 0 : i % 11 == 5 ? 3 : 1 + i % 2, NULL));
   t_sync(w);
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
   ASSERT_EQ(check(w, b), 0);
@@ -278,7 +279,7 @@ static void bad_args(const t_world_t* w, bufs_t* b) {
   BAD(fco_gemv_allreduce(c, x, NULL, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "w");
   BAD(fco_gemv_allreduce(c, x, wt, bs, NULL, 4, 100, 64, FCO_BF16, 1, NULL), E, "y");
   BAD(fco_gemv_allreduce(c, x, wt, bs, y, 4, 100, 64, (fco_dtype_t)9, 1, NULL), E, "dtype");
-  BAD(fco_gemv_allreduce(c, x, wt, bs, y, 4, 100, 64, FCO_BF16, 3, NULL), E, "impl");
+  BAD(fco_gemv_allreduce(c, x, wt, bs, y, 4, 100, 64, FCO_BF16, 4, NULL), E, "impl");
   BAD(fco_gemv_allreduce(c, x, wt, bs, y, 4, 100, 64, FCO_BF16, -2, NULL), E, "impl");
   BAD(fco_gemv_allreduce(c, (char*)x + 1, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "x");
   BAD(fco_gemv_allreduce(c, x, (char*)wt + 1, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "w");
@@ -429,7 +430,7 @@ int main(void) {
     bad_args(&w, &b);
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
-      for (int i = 0; i < 3; i++) graph(&w, &b, i);
+      for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) graph(&w, &b, i);
       setenv("FCO_CHECK_ARGS", "1", 1);
       for (int i = 1; i <= 2; i++) one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);
       unsetenv("FCO_CHECK_ARGS");

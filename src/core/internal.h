@@ -114,6 +114,10 @@ typedef struct {
 const fco_op_info_t* fco_op_info(fco_op_kind_t kind); /* NULL for unknown kinds */
 const char* fco_op_name(fco_op_kind_t kind);          /* "?" for unknown kinds  */
 const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl);
+/* fco_allreduce's AUTO choice for a message of `bytes` (1 one-shot, 0 NCCL/copy); also used by
+ * ops that end in an all-reduce (src/ops/allreduce.c: the rule and its measurements). */
+int fco_allreduce_auto_impl(fco_comm_t comm, size_t bytes);
+
 /* "fco_allreduce(count=4096, dtype=bf16, impl=1 oneshot)" */
 void fco_op_describe(const fco_op_t* op, char* buf, size_t len);
 /* Do two ranks' ops agree (kind, impl, shape)? If not: FCO_ERR_INVALID_ARGUMENT with a message

@@ -17,6 +17,10 @@
  *   start call e+1 while a peer still reads call e, but not call e+2 (every rank hears from every
  *   peer in every call); fixed offsets: a call of another shape cannot overlap the other half.
  *
+ * impl 3 — unfused like impl 0, but the all-reduce is fco's one-shot (fco_cuda_allreduce_oneshot,
+ *   in place on y, workspace laid out as fco_allreduce's impl 1): for larger M, where cuBLAS's
+ *   tensor-core GEMM beats the fused tiles and fco's all-reduce still beats NCCL's.
+ *
  * impl 1 — one-shot, one persistent launch. Output columns are cut into T = ceil(N/16) tiles;
  *   tile t belongs to block t mod B (B blocks per rank; its j-th tile is t = b + j·B). Per tile:
  *   the block computes the fp32 partial [M][16] (gemv_tile.cuh), sums its 8 warps, stores the
@@ -57,6 +61,7 @@
 #include <cublas_v2.h>
 #include <nccl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <mutex>
@@ -136,14 +141,11 @@ struct Smem {
   __align__(16) float red[kWarps][kM][kTileN];
 };
 
-/* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
- * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
-template <typename T, int kMT>
-__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
-                                               int t) {
-  const int warp = threadIdx.x >> 5;
-  gemv::tile<T, kMT>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, t * kTileN, c.vec,
-                     s.red[warp]);
+/* All threads, after stream_tiles wrote every warp's partial of a tile into red: sum the warps
+ * (in warp order). Thread i < 4M returns float4 i of the [M][16] partial (m = i / 4, columns
+ * (i % 4)·4 ..). The caller must __syncthreads before the next tile rewrites red. */
+template <int kM>
+__device__ __forceinline__ float4 sum_warps(const GarParams& p, Smem<kM>& s) {
   __syncthreads();
   float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
   const int i = threadIdx.x;
@@ -215,7 +217,7 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
   return !__syncthreads_or(!ok);
 }
 
-template <typename T, int kMT>
+template <typename T, int kMT, int kU>
 __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
                                             const WaitCtx& wc) {
   const RankView& v = s.v;
@@ -223,19 +225,22 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
-  uint32_t j = 0;
-  for (int t = c.b; t < p.T; t += c.B, ++j) {
-    const float4 r = compute_tile<T, kMT>(p, c, s, t);
-    if (i < 4 * p.M) {
-      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
-      const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
-                                 __float_as_uint(r.w));
-      for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
-    }
-    signal_block(flag_out, sig_value(c.e, j)); /* also orders red before the next tile */
-  }
+  const int nt = (p.T - c.b + c.B - 1) / c.B; /* this block's tiles: t = b + j·B */
+  gemv::stream_tiles<T, kMT, kU>(
+      (const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, [&](int j) { return c.b + j * c.B; },
+      s.red[i >> 5], [&](int j, int t) {
+        const float4 r = sum_warps(p, s);
+        if (i < 4 * p.M) {
+          const size_t off =
+              c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
+          const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y),
+                                     __float_as_uint(r.z), __float_as_uint(r.w));
+          for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+        }
+        signal_block(flag_out, sig_value(c.e, j)); /* also orders red before the next tile */
+      });
   const char* mine = v.peer_data[c.me] + c.hoff;
-  j = 0;
+  uint32_t j = 0;
   for (int t = c.b; t < p.T; t += c.B, ++j) {
     bool ok = true;
     if (i < c.P && i != c.me)
@@ -252,7 +257,7 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   }
 }
 
-template <typename T, int kMT>
+template <typename T, int kMT, int kU>
 __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
                                              const WaitCtx& wc) {
   using V = typename Raw4<T>::V;
@@ -278,11 +283,16 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     return 0;
   };
   const char* mine = v.peer_data[me] + c.hoff;
-  for (int pos = 0; pos < nt; ++pos) {
+  bool failed = false; /* uniform over the block */
+  auto tile_of = [&](int pos) {
     const bool remote = pos < nremote;
-    const int jj = nth(remote, remote ? pos : pos - nremote);
-    const int t = b + jj * c.B;
-    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    return b + nth(remote, remote ? pos : pos - nremote) * c.B;
+  };
+  gemv::stream_tiles<T, kMT, kU>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, tile_of,
+                                 s.red[i >> 5], [&](int pos, int t) {
+    const bool remote = pos < nremote;
+    const int jj = (t - b) / c.B;
+    const float4 r = sum_warps(p, s);
     if (remote) {
       const int o = owner(jj);
       if (i < 4 * p.M)
@@ -292,13 +302,19 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
                                 __float_as_uint(r.w)));
       signal_block(i == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
                    sig_value(c.e, seq(jj, o)));
-      continue;
+      return;
     }
     const uint32_t k = seq(jj, me);
     bool ok = true;
-    if (i < P && i != me)
+    if (i < P && i != me && !failed)
       ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, k), wc, i, b);
-    if (__syncthreads_or(!ok)) return;
+    /* A timed-out wait fails the call; the block still walks its remaining tiles (no waits,
+     * no pushes past the failure) so the pipeline's barriers stay aligned. */
+    if (__syncthreads_or(!ok)) failed = true;
+    if (failed) {
+      __syncthreads();
+      return;
+    }
     if (i < 4 * p.M) {
       const size_t off = (size_t)t * tile_bytes + (size_t)i * 16;
       float4 acc = me == 0 ? r : __ldcg((const float4*)(mine + off));
@@ -310,7 +326,8 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     }
     signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
                  sig_value(c.e, k));
-  }
+  });
+  if (failed) return;
   /* (3) tiles owned elsewhere: wait for the owner's reduced tile, copy it into y. */
   using U = typename Raw4<T>::U;
   for (int jj = 0; jj < nt; ++jj) {
@@ -341,15 +358,16 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
 }
 
 /* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). */
-/* Occupancy target: 3 blocks (24 warps) per SM up to M = 16, where the kernel must stream W at
- * HBM speed; fewer for the register-hungry large-M tiles. */
-template <int kMT>
+/* Occupancy target: up to M = 16 the kernel must stream W at HBM speed: two stages of 2·kU
+ * 16-byte loads per thread in flight, 3 blocks (24 warps) per SM with kU = 2, 2 with kU = 4
+ * (the registers of the second stage); fewer for the register-hungry large-M tiles. */
+template <int kMT, int kU>
 constexpr int min_blocks() {
-  return kMT <= 2 ? 3 : kMT == 4 ? 2 : 1;
+  return kMT <= 2 ? (kU <= 2 ? 3 : 2) : kMT == 4 ? 2 : 1;
 }
 
-template <typename T, int kMT, int kImpl>
-__global__ void __launch_bounds__(kThreads, min_blocks<kMT>())
+template <typename T, int kMT, int kU, int kImpl>
+__global__ void __launch_bounds__(kThreads, min_blocks<kMT, kU>())
     gemv_allreduce_kernel(const GarParams p) {
   __shared__ Smem<kMT * 8> s;
   const int B = p.blocks_per_rank;
@@ -383,9 +401,9 @@ __global__ void __launch_bounds__(kThreads, min_blocks<kMT>())
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kImpl == 1)
-      run_oneshot<T, kMT>(p, c, s, wc);
+      run_oneshot<T, kMT, kU>(p, c, s, wc);
     else
-      run_twophase<T, kMT>(p, c, s, wc);
+      run_twophase<T, kMT, kU>(p, c, s, wc);
   }
   epoch_end(dev, c.e, B);
 }
@@ -407,13 +425,13 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kImpl>
+template <typename T, int kMT, int kU, int kImpl>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl>>(err, device, sms, kThreads, &cap);
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kU, kImpl>>(err, device, sms, kThreads, &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   int B = cap / g->num_local;
@@ -465,7 +483,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)T_);
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
-  gemv_allreduce_kernel<T, kMT, kImpl><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
+  gemv_allreduce_kernel<T, kMT, kU, kImpl><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     char what[128];
@@ -478,12 +496,30 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
+/* kU (16-byte loads per W row and pipeline stage) for M <= 16: FCO_GEMV_UNROLL=2 or 4 (read once
+ * per process; a tuning knob for the benchmark sweep, default 4). f32 ignores it. */
+int stage_loads() {
+  static const int u = [] {
+    const char* e = getenv("FCO_GEMV_UNROLL");
+    return e && atoi(e) == 2 ? 2 : 4;
+  }();
+  return u;
+}
+
 template <typename T, int kImpl>
 FusedFn pick_mt(size_t M) {
-  if (M <= 8) return launch_fused<T, 1, kImpl>;
-  if (M <= 16) return launch_fused<T, 2, kImpl>;
-  if (M <= 32) return launch_fused<T, 4, kImpl>;
-  if (M <= 64) return launch_fused<T, 8, kImpl>;
+  if constexpr (sizeof(T) == 4) {
+    if (M <= 8) return launch_fused<T, 1, 1, kImpl>;
+    if (M <= 16) return launch_fused<T, 2, 1, kImpl>;
+    if (M <= 32) return launch_fused<T, 4, 1, kImpl>;
+    if (M <= 64) return launch_fused<T, 8, 1, kImpl>;
+  } else {
+    const bool u2 = stage_loads() == 2;
+    if (M <= 8) return u2 ? launch_fused<T, 1, 2, kImpl> : launch_fused<T, 1, 4, kImpl>;
+    if (M <= 16) return u2 ? launch_fused<T, 2, 2, kImpl> : launch_fused<T, 2, 4, kImpl>;
+    if (M <= 32) return launch_fused<T, 4, 2, kImpl>;
+    if (M <= 64) return launch_fused<T, 8, 2, kImpl>;
+  }
   return nullptr;
 }
 
@@ -615,7 +651,8 @@ fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t 
   return FCO_OK;
 }
 
-fco_result_t run_baseline(const fco_gpu_launch_t* g, char* err) {
+/* impl 0 (fco_ar false) and impl 3 (fco_ar true: fco's one-shot all-reduce in place of NCCL's). */
+fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
   fco_gemv_ar_args_t a[FCO_MAX_GPU_RANKS];
   for (int i = 0; i < g->num_local; ++i) {
     memcpy(&a[i], g->r[i].op->u.raw, sizeof a[i]);
@@ -624,6 +661,22 @@ fco_result_t run_baseline(const fco_gpu_launch_t* g, char* err) {
     if (r != FCO_OK) return r;
   }
   if (g->nranks == 1) return FCO_OK;
+  if (fco_ar) {
+    fco_cuda_ar_launch_t l;
+    memset(&l, 0, sizeof l);
+    l.num_local = g->num_local;
+    l.nranks = g->nranks;
+    l.count = a[0].M * a[0].N;
+    l.dtype = a[0].dtype;
+    l.stream = g->stream;
+    for (int i = 0; i < g->num_local; ++i) {
+      l.r[i].in = a[i].y;
+      l.r[i].out = a[i].y;
+      l.r[i].dev = g->r[i].dev;
+      l.r[i].ws = g->r[i].ws;
+    }
+    return fco_cuda_allreduce_oneshot(&l, err);
+  }
   if (g->transport == FCO_TRANSPORT_NCCL) {
     for (int i = 0; i < g->num_local; ++i) {
       const ncclDataType_t t = a[i].dtype == FCO_F32 ? ncclFloat32
@@ -670,7 +723,7 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
     if (!g->r[i].dev)
       return fco::fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: local rank %d: dev is NULL", i);
   int impl = op0->impl;
-  if (impl == 0) return fco::run_baseline(g, err);
+  if (impl == 0 || impl == 3) return fco::run_baseline(g, impl == 3, err);
   if (impl == 2 && fco_gemv_ar_tiles(a0.N) < (size_t)g->nranks) impl = 1; /* see the header */
   fco::FusedFn fn = nullptr;
   if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M);

@@ -19,12 +19,15 @@
  * 1 KB..64 MB (1.78× at 1 MB, 1.29× at 16 MB, 1.06× at 64 MB); the cap of 16 MB keeps its
  * workspace (4·S) at 64 MB. P > 2 is not measured yet: 1 MB, where it is latency-bound.
  * Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k/M suffix). */
-static int resolve_impl(fco_comm_t comm, size_t bytes, int impl) {
-  if (impl != FCO_IMPL_AUTO) return impl;
+int fco_allreduce_auto_impl(fco_comm_t comm, size_t bytes) {
   if (comm->transport != FCO_TRANSPORT_NCCL || comm->nranks == 1) return 1;
   long long dflt = comm->nranks == 2 ? (16 << 20) : (1 << 20);
   long long max = fco_env_int("FCO_ALLREDUCE_ONESHOT_MAX", dflt);
   return (long long)bytes <= max ? 1 : 0;
+}
+
+static int resolve_impl(fco_comm_t comm, size_t bytes, int impl) {
+  return impl != FCO_IMPL_AUTO ? impl : fco_allreduce_auto_impl(comm, bytes);
 }
 
 static size_t workspace(fco_comm_t comm, size_t count, fco_dtype_t dtype, int impl) {

@@ -7,6 +7,7 @@
  * Sg = roundup(T·16·M·esize, 256):
  *   impl 1 (one-shot):   2 · P · S         fp32 partial tiles, a slot per source rank, 2 halves
  *   impl 2 (two-phase):  2 · (P · S + Sg)  + the gather area of reduced tiles
+ *   impl 3 (cuBLAS + fco one-shot all-reduce), P > 1: 2 · P · roundup(M·N·esize, 256)
  *   impl 0 local:        roundup(M·N·esize, 256)   (the copy allreduce)
  *   impl 0 nccl:         0
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
@@ -28,15 +29,18 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    the fused kernel streams W at HBM speed with tensor cores (f32: CUDA cores) and hides the
  *    all-reduce behind the GEMV; one-shot (1) while the bytes each rank pushes,
  *    (P−1)·M·N·4, stay ≤ FCO_GEMV_AR_ONESHOT_MAX (default 4 MiB), two-phase (2) above;
- *  - otherwise 0 (cuBLAS uses tensor cores at full rate for larger M; the fused tile does not
- *    yet stage x in shared memory).
+ *  - otherwise (larger M: cuBLAS uses tensor cores at full rate, the fused tile re-reads x
+ *    per 16-column tile) unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's
+ *    AUTO would take its one-shot for y's bytes (it beats ncclAllReduce there: 8.8 vs 15.6 µs
+ *    at 1 MB = y of 64×8192 bf16 on 2×H200, run 96ce29513f90), else 0.
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
   long long max_m = dtype == FCO_F32 ? 4 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
-  if ((long long)M > max_m) return 0;
+  if ((long long)M > max_m)
+    return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
   long long pushed = (long long)(comm->nranks - 1) * (long long)(M * N * 4);
   return pushed <= oneshot_max ? 1 : 2;
@@ -48,6 +52,7 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   if (comm->transport == FCO_TRANSPORT_CPU)
     return 2 * (size_t)P * fco_round_up(M * N * 4, 256);
   if (impl == 1 || impl == 2) return 2 * fco_gemv_ar_half_bytes(impl, P, M, N, es);
+  if (impl == 3) return P > 1 ? 2 * (size_t)P * fco_round_up(M * N * es, 256) : 0;
   if (comm->transport == FCO_TRANSPORT_LOCAL && P > 1) return fco_round_up(M * N * es, 256);
   return 0;
 }
