@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "../ops/gemv_allreduce.h"
@@ -217,16 +218,16 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
   return !__syncthreads_or(!ok);
 }
 
-template <typename T, int kMT, int kU>
+template <typename T, int kMT, int kU, int kStages>
 __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
-                                            const WaitCtx& wc) {
+                                            const WaitCtx& wc, uint4* stages) {
   const RankView& v = s.v;
   const int i = threadIdx.x;
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   const int nt = (p.T - c.b + c.B - 1) / c.B; /* this block's tiles: t = b + j·B */
-  gemv::stream_tiles<T, kMT, kU>(
+  gemv::stream_tiles<T, kMT, kU, kStages>(
       (const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, [&](int j) { return c.b + j * c.B; },
       s.red[i >> 5], [&](int j, int t) {
         const float4 r = sum_warps(p, s);
@@ -238,7 +239,7 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
           for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
         }
         signal_block(flag_out, sig_value(c.e, j)); /* also orders red before the next tile */
-      });
+      }, stages);
   const char* mine = v.peer_data[c.me] + c.hoff;
   uint32_t j = 0;
   for (int t = c.b; t < p.T; t += c.B, ++j) {
@@ -257,9 +258,9 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   }
 }
 
-template <typename T, int kMT, int kU>
+template <typename T, int kMT, int kU, int kStages>
 __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
-                                             const WaitCtx& wc) {
+                                             const WaitCtx& wc, uint4* stages) {
   using V = typename Raw4<T>::V;
   const RankView& v = s.v;
   const int i = threadIdx.x;
@@ -288,7 +289,7 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     const bool remote = pos < nremote;
     return b + nth(remote, remote ? pos : pos - nremote) * c.B;
   };
-  gemv::stream_tiles<T, kMT, kU>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, tile_of,
+  gemv::stream_tiles<T, kMT, kU, kStages>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, tile_of,
                                  s.red[i >> 5], [&](int pos, int t) {
     const bool remote = pos < nremote;
     const int jj = (t - b) / c.B;
@@ -326,7 +327,7 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     }
     signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
                  sig_value(c.e, k));
-  });
+  }, stages);
   if (failed) return;
   /* (3) tiles owned elsewhere: wait for the owner's reduced tile, copy it into y. */
   using U = typename Raw4<T>::U;
@@ -358,18 +359,20 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
 }
 
 /* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). */
-/* Occupancy target: up to M = 16 the kernel must stream W at HBM speed: two stages of 2·kU
- * 16-byte loads per thread in flight, 3 blocks (24 warps) per SM with kU = 2, 2 with kU = 4
- * (the registers of the second stage); fewer for the register-hungry large-M tiles. */
+/* Occupancy target: up to M = 16 the kernel must stream W at HBM speed: 3 blocks (24 warps) per
+ * SM with the 64 KB pipeline of kU = 2, kStages = 4, or 2 with the 96 KB one of kU = 4,
+ * kStages = 3 (shared memory is the limit; the copies hold no registers); fewer for the
+ * register-hungry large-M tiles. */
 template <int kMT, int kU>
 constexpr int min_blocks() {
   return kMT <= 2 ? (kU <= 2 ? 3 : 2) : kMT == 4 ? 2 : 1;
 }
 
-template <typename T, int kMT, int kU, int kImpl>
+template <typename T, int kMT, int kU, int kStages, int kImpl>
 __global__ void __launch_bounds__(kThreads, min_blocks<kMT, kU>())
     gemv_allreduce_kernel(const GarParams p) {
   __shared__ Smem<kMT * 8> s;
+  extern __shared__ uint4 gemv_stages[]; /* gemv::stage_smem_bytes<kU, kStages>() (bf16 / f16) */
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
   fco_dev_rank_t* dev = p.dev[li];
@@ -401,9 +404,9 @@ __global__ void __launch_bounds__(kThreads, min_blocks<kMT, kU>())
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kImpl == 1)
-      run_oneshot<T, kMT, kU>(p, c, s, wc);
+      run_oneshot<T, kMT, kU, kStages>(p, c, s, wc, gemv_stages);
     else
-      run_twophase<T, kMT, kU>(p, c, s, wc);
+      run_twophase<T, kMT, kU, kStages>(p, c, s, wc, gemv_stages);
   }
   epoch_end(dev, c.e, B);
 }
@@ -425,13 +428,25 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kU, int kImpl>
+template <typename T, int kMT, int kU, int kStages, int kImpl>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
+  constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, kU, kStages, kImpl>;
+  constexpr size_t kDyn = sizeof(T) == 4 ? 0 : gemv::stage_smem_bytes<kU, kStages>();
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kU, kImpl>>(err, device, sms, kThreads, &cap);
+  if (kDyn > 48 * 1024) { /* once per device (a repeated set is harmless) */
+    static std::atomic<bool> opted[kMaxDevices];
+    if (device >= kMaxDevices || !opted[device].load()) {
+      cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)kDyn);
+      if (ce != cudaSuccess)
+        return cuda_fail(err, ce, "fco_gemv_allreduce: cudaFuncSetAttribute(max dynamic smem)");
+      if (device < kMaxDevices) opted[device].store(true);
+    }
+  }
+  res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, kDyn);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   int B = cap / g->num_local;
@@ -483,7 +498,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)T_);
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
-  gemv_allreduce_kernel<T, kMT, kU, kImpl><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
+  kKernel<<<grid, kThreads, kDyn, (cudaStream_t)g->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     char what[128];
@@ -496,8 +511,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
-/* kU (16-byte loads per W row and pipeline stage) for M <= 16: FCO_GEMV_UNROLL=2 or 4 (read once
- * per process; a tuning knob for the benchmark sweep, default 4). f32 ignores it. */
+/* The W pipeline for M <= 16: FCO_GEMV_UNROLL=4 → kU = 4, kStages = 3 (96 KB, 2 blocks per SM),
+ * 2 → kU = 2, kStages = 4 (64 KB, 3 blocks per SM). Read once per process; a tuning knob for
+ * the benchmark sweep (default 4). Larger M: kU = 2, kStages = 3. f32 ignores it. */
 int stage_loads() {
   static const int u = [] {
     const char* e = getenv("FCO_GEMV_UNROLL");
@@ -509,16 +525,16 @@ int stage_loads() {
 template <typename T, int kImpl>
 FusedFn pick_mt(size_t M) {
   if constexpr (sizeof(T) == 4) {
-    if (M <= 8) return launch_fused<T, 1, 1, kImpl>;
-    if (M <= 16) return launch_fused<T, 2, 1, kImpl>;
-    if (M <= 32) return launch_fused<T, 4, 1, kImpl>;
-    if (M <= 64) return launch_fused<T, 8, 1, kImpl>;
+    if (M <= 8) return launch_fused<T, 1, 1, 1, kImpl>;
+    if (M <= 16) return launch_fused<T, 2, 1, 1, kImpl>;
+    if (M <= 32) return launch_fused<T, 4, 1, 1, kImpl>;
+    if (M <= 64) return launch_fused<T, 8, 1, 1, kImpl>;
   } else {
     const bool u2 = stage_loads() == 2;
-    if (M <= 8) return u2 ? launch_fused<T, 1, 2, kImpl> : launch_fused<T, 1, 4, kImpl>;
-    if (M <= 16) return u2 ? launch_fused<T, 2, 2, kImpl> : launch_fused<T, 2, 4, kImpl>;
-    if (M <= 32) return launch_fused<T, 4, 2, kImpl>;
-    if (M <= 64) return launch_fused<T, 8, 2, kImpl>;
+    if (M <= 8) return u2 ? launch_fused<T, 1, 2, 4, kImpl> : launch_fused<T, 1, 4, 3, kImpl>;
+    if (M <= 16) return u2 ? launch_fused<T, 2, 2, 4, kImpl> : launch_fused<T, 2, 4, 3, kImpl>;
+    if (M <= 32) return launch_fused<T, 4, 2, 3, kImpl>;
+    if (M <= 64) return launch_fused<T, 8, 2, 3, kImpl>;
   }
   return nullptr;
 }

@@ -5,7 +5,7 @@
  *
  * Layout: W [N][K] and x [M][K] row-major (k contiguous). The block's 8 warps split K: warp w
  * takes groups of kU consecutive 32-element chunks, w, w + 8, w + 16, ... (each row is read in
- * kU·64-byte runs, 2·kU 16-byte loads per thread and stage, two stages in flight: see
+ * kU·64-byte runs, 2·kU 16-byte copies per thread and step, kStages − 1 steps in flight: see
  * stream_tiles below), and leaves its partial in red[w][m][16]; the caller sums the 8 warps in
  * warp order (deterministic).
  *
@@ -142,23 +142,38 @@ __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const floa
  * stream_tiles computes a block's tiles one after another and calls on_tile after each: all
  * threads, red holding every warp's partial of tile t (the caller sums the warps after a
  * __syncthreads and must __syncthreads again before it returns, as red is rewritten by the
- * next tile). bf16 / f16: W is streamed through a two-stage register pipeline that runs across
- * tile boundaries: while a warp multiplies group i of its tile, the loads of group i + 1 (or of
- * the next tile's first group) are in flight, and while the block reduces, pushes and signals
- * tile t the next tile's first loads already stream. A warp takes ng = ceil(groups / 8) steps
- * per tile (steps past its last group issue and multiply nothing), so every warp reaches a tile
- * boundary at the same step and on_tile's barriers line up. The k-chunks after the last whole
- * group are done unpipelined at the tile's end (k not a multiple of kU·32, or no vector path). */
-template <typename T, int kU>
-struct Stage {
-  uint4 a0[kU], a1[kU];
-};
+ * next tile).
+ * bf16 / f16: W streams through a kStages-deep cp.async pipeline in shared memory that runs
+ * across tile boundaries. A warp's step is one group (kU chunks of its two rows, 2·kU 16-byte
+ * copies per thread); a thread copies into its own slots of the stage and later reads only
+ * those, so the pipeline needs no barrier: cp.async.wait_group makes the thread's own copies
+ * visible to it. While a warp multiplies step s, the copies of steps s+1 .. s+kStages-1 are in
+ * flight — also the next tile's first steps while the block reduces, pushes and signals tile t.
+ * The copies cost no registers, so the kernel keeps its occupancy. A warp takes ng =
+ * ceil(groups / 8) steps per tile (steps past its last group copy and multiply nothing, but
+ * still commit a group), so every warp reaches a tile boundary at the same step and
+ * on_tile's barriers line up. The k-chunks after the last whole group are done unpipelined at
+ * the tile's end (k not a multiple of kU·32, or no vector path). */
+template <int kU, int kStages>
+constexpr size_t stage_smem_bytes() {
+  return (size_t)kStages * kWarps * 32 * 2 * kU * 16;
+}
 
-template <typename T, int kMT, int kU, typename TileOf, typename OnTile>
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kN>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
+}
+
+template <typename T, int kMT, int kU, int kStages, typename TileOf, typename OnTile>
 __device__ __forceinline__ void stream_tiles_mma(const T* __restrict__ w, const T* __restrict__ x,
                                                  int M, int N, int64_t K, bool vec, int nt,
                                                  TileOf tile_of, float (*red)[kTileN],
-                                                 OnTile on_tile) {
+                                                 OnTile on_tile, uint4* stages) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, tq = lane & 3;
   const T* xr[kMT];
@@ -170,42 +185,15 @@ __device__ __forceinline__ void stream_tiles_mma(const T* __restrict__ w, const 
   const int64_t nchunks = (K + kChunk - 1) / kChunk;
   const int64_t ngroups = vec ? (K / kChunk) / kU : 0;
   const int ng = (int)((ngroups + kWarps - 1) / kWarps);
+  /* This thread's slots: stage st, copy q (row q & 1, chunk q >> 1) at mine[st·kStride + q·32]. */
+  constexpr int kStride = kWarps * 32 * 2 * kU;
+  uint4* mine = stages + warp * 32 * 2 * kU + lane;
 
-  auto rows = [&](int j, const T*& w0, const T*& w1) {
-    const int n0 = tile_of(j) * kTileN;
-    w0 = w + (int64_t)min(n0 + g, N - 1) * K;
-    w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K;
-  };
-  auto issue = [&](Stage<T, kU>& st, int j, int i) {
-    const int64_t gi = warp + (int64_t)i * kWarps;
-    if (j < nt && gi < ngroups) {
-      const T *w0, *w1;
-      rows(j, w0, w1);
-      const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        st.a0[u] = ld_stream_v4(w0 + k0 + u * kChunk);
-        st.a1[u] = ld_stream_v4(w1 + k0 + u * kChunk);
-      }
-    }
-  };
-  auto consume = [&](const Stage<T, kU>& st, int i) {
-    const int64_t gi = warp + (int64_t)i * kWarps;
-    if (gi < ngroups) {
-      const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-#pragma unroll
-      for (int u = 0; u < kU; ++u)
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
-          mma_chunk<T>(acc[mt], st.a0[u], st.a1[u], xv);
-        }
-    }
-  };
   /* End of tile j: the chunks after the whole groups, then the warp's partial into red. */
   auto finish = [&](int j) {
-    const T *w0, *w1;
-    rows(j, w0, w1);
+    const int n0 = tile_of(j) * kTileN;
+    const T* w0 = w + (int64_t)min(n0 + g, N - 1) * K;
+    const T* w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K;
     for (int64_t c = ngroups * kU + warp; c < nchunks; c += kWarps) {
       const int64_t k = c * kChunk + tq * 8;
       const uint4 a0 = load8_guarded((const uint16_t*)w0, k, K);
@@ -235,25 +223,47 @@ __device__ __forceinline__ void stream_tiles_mma(const T* __restrict__ w, const 
     for (int j = 0; j < nt; ++j) finish(j);
     return;
   }
-  Stage<T, kU> A, B;
-  int j = 0, i = 0; /* the step whose loads sit in A */
-  issue(A, 0, 0);
-  while (j < nt) {
-    {
-      const int jn = i + 1 == ng ? j + 1 : j, in = i + 1 == ng ? 0 : i + 1;
-      issue(B, jn, in);
-      consume(A, i);
-      if (jn != j) finish(j);
-      j = jn, i = in;
+  const int S = nt * ng; /* steps of this warp; step s = (tile s / ng, group warp + (s % ng)·8) */
+  auto issue = [&](int s) {
+    if (s < S) {
+      const int j = s / ng;
+      const int64_t gi = warp + (int64_t)(s - j * ng) * kWarps;
+      if (gi < ngroups) {
+        const int n0 = tile_of(j) * kTileN;
+        const int64_t k0 = gi * (kU * kChunk) + tq * 8;
+        const T* w0 = w + (int64_t)min(n0 + g, N - 1) * K + k0;
+        const T* w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K + k0;
+        uint4* d = mine + (s % kStages) * kStride;
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          cp_async16(d + (2 * u) * 32, w0 + u * kChunk);
+          cp_async16(d + (2 * u + 1) * 32, w1 + u * kChunk);
+        }
+      }
     }
-    if (j >= nt) break;
-    {
-      const int jn = i + 1 == ng ? j + 1 : j, in = i + 1 == ng ? 0 : i + 1;
-      issue(A, jn, in);
-      consume(B, i);
-      if (jn != j) finish(j);
-      j = jn, i = in;
+    cp_async_commit(); /* also when empty: one group per step keeps wait_group's count */
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
+  for (int s = 0; s < S; ++s) {
+    issue(s + kStages - 1);
+    cp_async_wait<kStages - 1>(); /* step s's copies have landed */
+    const int j = s / ng, i = s - j * ng;
+    const int64_t gi = warp + (int64_t)i * kWarps;
+    if (gi < ngroups) {
+      const int64_t k0 = gi * (kU * kChunk) + tq * 8;
+      const uint4* d = mine + (s % kStages) * kStride;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const uint4 a0 = d[(2 * u) * 32], a1 = d[(2 * u + 1) * 32];
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
+          mma_chunk<T>(acc[mt], a0, a1, xv);
+        }
+      }
     }
+    if (i == ng - 1) finish(j);
   }
 }
 
@@ -270,17 +280,18 @@ __device__ __forceinline__ void stream_tiles_f32(const float* w, const float* x,
 }
 
 /* The driver for the element type: nt tiles, tile_of(j) = the j-th tile's index, on_tile as
- * above; red = this warp's slice of the block's [kWarps][8·kMT][16]. kU: 16-byte loads per row
- * and step (bf16 / f16). */
-template <typename T, int kMT, int kU, typename TileOf, typename OnTile>
+ * above; red = this warp's slice of the block's [kWarps][8·kMT][16]. bf16 / f16: kU = 16-byte
+ * copies per row and step, kStages = pipeline depth, stages = stage_smem_bytes<kU, kStages>()
+ * of shared memory (16-byte aligned); f32 ignores the three. */
+template <typename T, int kMT, int kU, int kStages, typename TileOf, typename OnTile>
 __device__ __forceinline__ void stream_tiles(const T* w, const T* x, int M, int N, int64_t K,
                                              bool vec, int nt, TileOf tile_of,
-                                             float (*red)[kTileN], OnTile on_tile) {
+                                             float (*red)[kTileN], OnTile on_tile, uint4* stages) {
   if constexpr (sizeof(T) == 4)
     stream_tiles_f32<kMT * 8>((const float*)w, (const float*)x, M, N, K, vec, nt, tile_of, red,
                               on_tile);
   else
-    stream_tiles_mma<T, kMT, kU>(w, x, M, N, K, vec, nt, tile_of, red, on_tile);
+    stream_tiles_mma<T, kMT, kU, kStages>(w, x, M, N, K, vec, nt, tile_of, red, on_tile, stages);
 }
 
 }  // namespace gemv
