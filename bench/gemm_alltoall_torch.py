@@ -8,11 +8,12 @@ sizes of the routing, timed with torch.distributed on the workloads of `fco-benc
 
 Workloads and routing are fco-bench's (tools/fco-bench/op_gemm_alltoall.c), so the columns sit
 beside its table: (tokens per rank, K, N, experts, top-k, skew); every source rank sends
-tokens·topk rows split over the E experts by weight (expert 0: `skew`, the others 1; largest
-remainder), experts split evenly over the ranks (expert g on rank g // (E/P)); W is [E/P, N, K]
-(torch Linear layout). skew 4 = fco-bench's skewed case: expert 0 gets 4× the rows of each other
-expert (at E = 8: 32/11 ≈ 2.9× the average). Env FCO_BENCH_GA_SHAPES="tokens,K,N,E,topk[,skew];..."
-replaces the list, as in fco-bench.
+tokens·topk rows: skew × the average (tokens·topk / E) to expert 0, the rest split evenly over
+the other E − 1 experts (largest remainder, ties to the lower expert); experts split evenly over
+the ranks (expert g on rank g // (E/P)); W is [E/P, N, K] (torch Linear layout). skew 4 =
+fco-bench's skewed case: expert 0 gets 4× the average rows (at E = 8: half of them, each other
+expert 1/14). skew is in 0..E (1 when E = 1). Env FCO_BENCH_GA_SHAPES=
+"tokens,K,N,E,topk[,skew];..." replaces the list, as in fco-bench.
 
 Rank r's A_r [rows_r, K] is grouped by local expert, then by source rank (fco_gemm_alltoall's
 layout). Columns (median µs, slowest rank per iteration):
@@ -74,18 +75,20 @@ def workloads():
             w = tuple(int(x) for x in v[:5]) + (float(v[5]) if len(v) > 5 else 1.0,)
         except (ValueError, IndexError):
             w = ()
-        if len(w) == 6 and min(w[:5]) > 0:
+        if len(w) == 6 and min(w[:5]) > 0 and 0 <= w[5] <= w[3] and (w[3] > 1 or w[5] == 1):
             out.append(w)
         else:
-            print(f"gemm_alltoall_torch: FCO_BENCH_GA_SHAPES entry '{tok}' ignored", file=sys.stderr)
+            print(f"gemm_alltoall_torch: FCO_BENCH_GA_SHAPES entry '{tok}' ignored (skew must "
+                  "be in 0..E, 1 when E = 1)", file=sys.stderr)
     return out
 
 
 def route(tokens, topk, experts, skew):
-    """Rows every source sends to each global expert (fco-bench's route(): largest remainder)."""
+    """Rows every source sends to each global expert: expert 0 skew × the average, the others
+    the rest evenly; largest remainder (fco-bench's route(), the same float operations)."""
     total = tokens * topk
-    wsum = skew + (experts - 1)
-    x = [total * (skew if g == 0 else 1.0) / wsum for g in range(experts)]
+    x = [total * skew / experts if g == 0 else
+         total * (experts - skew) / (experts * (experts - 1)) for g in range(experts)]
     per = [int(v) for v in x]  # floor: every x >= 0
     rem = [v - p for v, p in zip(x, per)]
     for _ in range(total - sum(per)):

@@ -5,8 +5,10 @@
  * multiple of the tile (1, 17, 100, 136, ...), both weight layouts, f32 / f16 / bf16, impls 0, 1,
  * 2 and AUTO, with and without the host hints; outputs poisoned first and guarded after their
  * capacity (rows past the received total must stay poison). Then calls back to back without a
- * sync, bad counts (out capacity too small, sum over a_rows, negative) that must write nothing,
- * bad arguments, and on the local transport CUDA-graph replays with changing device counts.
+ * sync, a fixed asymmetric routing (rank 0 → 1 ≠ rank 1 → 0, one direction empty), bad counts
+ * (out capacity too small, sum over a_rows, negative) and host hints unlike the counts (also:
+ * changed between the call and fco_group_end) that must write nothing, bad arguments, and on
+ * the local transport CUDA-graph replays with changing device counts.
  *   make test   or   build/tests/test_gemm_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs fewer shapes.
  *
@@ -51,6 +53,8 @@ static double urand(uint64_t* s) {
   return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
 }
 
+static void finish_case(ga_case_t* c, uint64_t s, int slack);
+
 /* Counts: ragged, with zero segments; `big` makes some segments span several 128-row tiles. */
 static void make_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt, uint64_t seed,
                       int big, int slack) {
@@ -61,22 +65,34 @@ static void make_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t
   c->layout = layout;
   c->dtype = dt;
   uint64_t s = seed;
-  int64_t max_a = 0, max_out = 0;
   int zero_src = P > 1 ? (int)(urand(&s) * P) : -1; /* a source nobody gets rows from, at times */
   if (urand(&s) < 0.5) zero_src = -1;
   for (int r = 0; r < P; r++) {
     c->E[r] = 1 + (int)((seed >> (8 * r)) % MAXE);
     c->counts[r] = (int32_t*)calloc((size_t)c->E[r] * P, sizeof(int32_t));
-    int64_t sum = 0;
     for (int e = 0; e < c->E[r]; e++)
       for (int q = 0; q < P; q++) {
         double u = urand(&s);
         int v = u < 0.25 ? 0 : (int)(urand(&s) * (big ? 300 : 9));
         if (q == zero_src) v = 0;
         c->counts[r][e * P + q] = v;
-        c->recv[q][r] += v;
-        sum += v;
       }
+  }
+  finish_case(c, s, slack);
+}
+
+/* recv and the capacities from c->counts (+ slack), then the inputs (values from seed s). */
+static void finish_case(ga_case_t* c, uint64_t s, int slack) {
+  const int P = c->P, K = c->K, N = c->N;
+  const fco_dtype_t dt = c->dtype;
+  int64_t max_a = 0, max_out = 0;
+  memset(c->recv, 0, sizeof c->recv);
+  for (int r = 0; r < P; r++) {
+    int64_t sum = 0;
+    for (int i = 0; i < c->E[r] * P; i++) {
+      sum += c->counts[r][i];
+      c->recv[i % P][r] += c->counts[r][i];
+    }
     if (sum > max_a) max_a = sum;
   }
   for (int q = 0; q < P; q++) {
@@ -148,20 +164,41 @@ static void free_bufs(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
   }
 }
 
-/* hints: 0 none, 1 counts_host + recv_rows_host. */
-static fco_result_t issue(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int impl,
-                          int hints, void* stream) {
+/* Host hints of one call (rank r's counts_host / recv_rows_host), NULL = none. The library
+ * reads them when the group executes, so they must stay valid until fco_group_end returns. */
+typedef struct {
+  const int32_t* counts[MAXP];
+  const int32_t* recv[MAXP];
+  void (*before_end)(void* arg); /* called after the last submit, before fco_group_end */
+  void* arg;
+} ga_hints_t;
+
+static fco_result_t issue_hints(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b,
+                                int impl, const ga_hints_t* h, void* stream) {
   fco_result_t first = FCO_OK;
   ASSERT_OK(fco_group_start());
   for (int r = 0; r < c->P; r++) {
     fco_result_t e = fco_gemm_alltoall(w->comms[r], b->a[r], c->a_rows, b->w[r], c->layout,
-                                       c->E[r], b->counts[r], hints ? c->counts[r] : NULL,
-                                       hints ? c->recv[r] : NULL, b->out[r], c->out_rows, c->K,
+                                       c->E[r], b->counts[r], h ? h->counts[r] : NULL,
+                                       h ? h->recv[r] : NULL, b->out[r], c->out_rows, c->K,
                                        c->N, c->dtype, impl, stream);
     if (e != FCO_OK && first == FCO_OK) first = e;
   }
+  if (h && h->before_end) h->before_end(h->arg);
   fco_result_t e = fco_group_end();
   return first != FCO_OK ? first : e;
+}
+
+/* hints: 0 none, 1 counts_host + recv_rows_host (the case's own, right). */
+static fco_result_t issue(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int impl,
+                          int hints, void* stream) {
+  ga_hints_t h;
+  memset(&h, 0, sizeof h);
+  for (int r = 0; r < c->P; r++) {
+    h.counts[r] = c->counts[r];
+    h.recv[r] = c->recv[r];
+  }
+  return issue_hints(w, c, b, impl, hints ? &h : NULL, stream);
 }
 
 /* floor: half the smallest subnormal step of the dtype (f16 results below 2^-14 are subnormal,
@@ -353,6 +390,122 @@ static void bad_counts(fco_transport_t t, int P, int kind, int impl) {
   free_bufs(&w, &c, &b);
   free_case(&c);
   /* After a device-side error the communicators are unusable; destroy must still work. */
+  for (int q = 0; q < P; q++) fco_comm_destroy(w.comms[q]);
+}
+
+/* Asymmetric routing, fixed counts: rank 0 sends rank 1 42 rows (experts 0, 1: 37 + 5); rank 1
+ * sends rank 0 none (variant 0) or 13 (variant 1), so what a pair of ranks sends each other
+ * differs, one direction may be empty, and every rank gets a different total. Every impl; with
+ * the hints (impl 0 on nccl sizes its ncclSend / ncclRecv from them) and without. */
+static void asymmetric(const t_world_t* w) {
+  const int P = w->n;
+  if (P < 2) return;
+  for (int variant = 0; variant < 2; variant++)
+    for (int i = 0; i < 4; i++)
+      for (int hints = 1; hints >= 0; hints--) {
+        if (!hints && t_transport() == FCO_TRANSPORT_NCCL && kImpls[i] == 0) continue;
+        ga_case_t c;
+        ga_bufs_t b;
+        memset(&c, 0, sizeof c);
+        c.P = P;
+        c.K = 24;
+        c.N = 40;
+        c.layout = variant;
+        c.dtype = FCO_BF16;
+        for (int r = 0; r < P; r++) {
+          c.E[r] = 2;
+          c.counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+          for (int e = 0; e < 2; e++)
+            for (int s = 0; s < P; s++)
+              c.counts[r][e * P + s] = r == 0 && s == 1   ? (e ? 5 : 37)
+                                       : r == 1 && s == 0 ? (variant && !e ? 13 : 0)
+                                                          : (r + 2 * s + e) % 4;
+        }
+        finish_case(&c, t_next_seed(), 1);
+        t_context("P=%d asymmetric routing %d (0→1: %d rows, 1→0: %d), impl %d, hints %d", P,
+                  variant, c.recv[1][0], c.recv[0][1], kImpls[i], hints);
+        upload(w, &c, &b);
+        poison(w, &c, &b);
+        ASSERT_OK(issue(w, &c, &b, kImpls[i], hints, NULL));
+        t_sync(w);
+        for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+        ASSERT_EQ(check(w, &c, &b), 0);
+        free_bufs(w, &c, &b);
+        free_case(&c);
+      }
+}
+
+/* The hint arrays of bad_hints kind 2: rewritten between the submits and fco_group_end, as a
+ * caller's stack array that went out of scope would be (fco-bench did that). */
+typedef struct {
+  int32_t recv[MAXP][MAXP];
+  int32_t counts[MAXP][MAXE * MAXP];
+} ga_hint_copy_t;
+
+static void clobber_hints(void* arg) {
+  ga_hint_copy_t* h = (ga_hint_copy_t*)arg;
+  int32_t t = h->recv[0][0]; /* rank 0: rows from ranks 0 and 1 swapped (same total) */
+  h->recv[0][0] = h->recv[0][1];
+  h->recv[0][1] = t;
+}
+
+/* Hints that disagree with the counts, on a fresh world: kind 0 recv_rows_host (rank 0 expects
+ * one row less from rank 1 and one more from itself), kind 1 counts_host (rank 1's first two
+ * entries swapped: same totals), kind 2 recv_rows_host rewritten after the submits, before
+ * fco_group_end. Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the
+ * host, counts_host by the digest; local impl 2: counts_host): FCO_ERR_INVALID_ARGUMENT, nothing
+ * written. nccl cannot check recv_rows_host without an exchange: not run there. */
+static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
+  static const char* kinds[] = {"recv_rows_host off by one", "counts_host unlike counts",
+                                "recv_rows_host rewritten before fco_group_end"};
+  t_world_t w;
+  t_context("P=%d bad hints: %s, impl %d", P, kinds[kind], impl);
+  ASSERT_OK(t_world_init(&w, t, P, NULL));
+  ga_case_t c;
+  ga_bufs_t b;
+  memset(&c, 0, sizeof c);
+  c.P = P;
+  c.K = 20;
+  c.N = 12;
+  c.dtype = FCO_F32;
+  for (int r = 0; r < P; r++) {
+    c.E[r] = 2;
+    c.counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+    for (int i = 0; i < 2 * P; i++) c.counts[r][i] = 2 + (r + 3 * i) % 5;
+  }
+  /* Rank 1's first two entries differ (swapping them changes counts_host), and rank 0 gets a
+   * different number of rows from rank 1 (13) than from itself (5): swapping those is wrong. */
+  c.counts[1][0] = 9;
+  finish_case(&c, t_next_seed(), 4);
+  ga_hint_copy_t hc;
+  ga_hints_t h;
+  memset(&h, 0, sizeof h);
+  for (int r = 0; r < P; r++) {
+    memcpy(hc.recv[r], c.recv[r], sizeof hc.recv[r]);
+    memcpy(hc.counts[r], c.counts[r], (size_t)c.E[r] * P * sizeof(int32_t));
+    h.recv[r] = hc.recv[r];
+    h.counts[r] = hc.counts[r];
+  }
+  if (kind == 0) {
+    hc.recv[0][1] -= 1;
+    hc.recv[0][0] += 1;
+  } else if (kind == 1) {
+    hc.counts[1][0] = c.counts[1][1];
+    hc.counts[1][1] = c.counts[1][0];
+  } else {
+    h.before_end = clobber_hints;
+    h.arg = &hc;
+  }
+  upload(&w, &c, &b);
+  poison(&w, &c, &b);
+  fco_result_t r = issue_hints(&w, &c, &b, impl, &h, NULL);
+  t_sync(&w);
+  if (r == FCO_OK)
+    for (int q = 0; q < P && r == FCO_OK; q++) r = fco_comm_get_async_error(w.comms[q]);
+  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(untouched(&w, &c, &b), 0);
+  free_bufs(&w, &c, &b);
+  free_case(&c);
   for (int q = 0; q < P; q++) fco_comm_destroy(w.comms[q]);
 }
 
@@ -565,6 +718,7 @@ int main(void) {
     unsetenv("FCO_GA_CHUNK_ROWS");
     unsetenv("FCO_GA_PUSH_BLOCKS");
     back_to_back(&w);
+    asymmetric(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif
@@ -580,6 +734,14 @@ int main(void) {
     if (t == FCO_TRANSPORT_LOCAL) bad_counts(t, pb, kind, 0);
   }
   printf("bad counts: ok\n");
+  /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
+  if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
+    for (int kind = 0; kind < 3; kind++) {
+      bad_hints(t, pb, kind, t == FCO_TRANSPORT_CPU ? 1 : 0);
+      if (t == FCO_TRANSPORT_LOCAL && kind == 1) bad_hints(t, pb, kind, 2);
+    }
+    printf("bad hints: ok\n");
+  }
 #ifdef FCO_HAVE_CUDA
   if (t == FCO_TRANSPORT_LOCAL) {
     graph_hinted(t, max, 2);

@@ -2,11 +2,15 @@
  * gemm_alltoall.c — fco_gemm_alltoall on the CPU backend: the reference semantics CI checks
  * against. Every impl number runs the same algorithm (the one impl 1 runs on GPUs):
  *
- *   1. validate this rank's counts, put a header {valid, E, tot[s]} into slot [me] of every
- *      rank's header area in this call's half (epoch & 1: the workspace rule of
- *      src/core/internal.h), signal slot 0, wait for every rank's
- *   2. verdict, identical on every rank: every header valid and Σ_r tot_r[s] ≤ out_rows for every
- *      s; otherwise FCO_ERR_INVALID_ARGUMENT on every rank and nothing written
+ *   1. validate this rank's counts (and counts_host, when given: the same values), put a header
+ *      {valid, E, why, tot[s], recv[s]} into slot [me] of every rank's header area in this
+ *      call's half (epoch & 1: the workspace rule of src/core/internal.h), signal slot 0, wait
+ *      for every rank's
+ *   2. verdict, identical on every rank: every header valid, every recv_rows_host hint equal to
+ *      what its source sends (recv_s[r] = tot_r[s]) and Σ_r tot_r[s] ≤ out_rows for every s;
+ *      otherwise FCO_ERR_INVALID_ARGUMENT on every rank and nothing written. The GPU impls use
+ *      the hints without checking them (impl 0 on nccl sizes its ncclRecv from recv_rows_host:
+ *      a wrong hint hangs or garbles NCCL), so the reference, which CI runs, rejects them.
  *   3. Y = A_e·W_e row by row (double accumulation, rounded once to the dtype), each row written
  *      to its destination: own rows into `out`, others into the destination's staging (same
  *      half) at the row they will have in its `out`
@@ -17,6 +21,7 @@
  * and none can be two calls behind (each call waits for every peer's slot 0).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../ops/gemm_alltoall.h"
 #include "cpu.h"
@@ -83,8 +88,17 @@ fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op)
       sum += c;
     }
   if (sum > a->a_rows) valid = 0;
+  int why = valid ? 0 : FCO_GA_WHY_BAD_COUNTS;
+  if (valid && a->counts_host &&
+      memcmp(a->counts_host, a->counts, (size_t)E * (size_t)P * sizeof(int32_t)) != 0) {
+    valid = 0;
+    why = FCO_GA_WHY_COUNTS_CHANGED;
+  }
   hdr[FCO_GA_H_VALID] = valid;
   hdr[FCO_GA_H_E] = E;
+  hdr[FCO_GA_H_WHY] = why;
+  for (int s = 0; s < P; s++)
+    hdr[FCO_GA_H_RECV(P, s)] = a->recv_rows_host ? a->recv_rows_host[s] : -1;
   size_t hb = 8 * (4 + 3 * (size_t)P);
   for (int k = 0; k < P; k++) {
     int p = (me + k) % P;
@@ -98,11 +112,25 @@ fco_result_t fco_cpu_gemm_alltoall(const fco_cpu_peers_t* t, const fco_op_t* op)
   const int64_t* H[FCO_MAX_RANKS];
   for (int r = 0; r < P; r++) H[r] = fco_ga_hdr(t->peer_data[me], t->ws_bytes, P, t->epoch, r);
   for (int r = 0; r < P; r++)
-    if (!H[r][FCO_GA_H_VALID])
+    if (!H[r][FCO_GA_H_VALID]) {
+      if (H[r][FCO_GA_H_WHY] == FCO_GA_WHY_COUNTS_CHANGED)
+        return fco_set_error(t->comm, FCO_ERR_INVALID_ARGUMENT,
+                             "%s: rank %d's counts_host differ from its counts; nothing was "
+                             "written", what, r);
       return fco_set_error(t->comm, FCO_ERR_INVALID_ARGUMENT,
                            "%s: rank %d's counts are invalid (a negative count, or rows summing "
                            "to more than a_rows %lld); nothing was written",
                            what, r, (long long)a->a_rows);
+    }
+  for (int s = 0; s < P; s++) /* s's recv_rows_host[r] must be what r sends s */
+    for (int r = 0; r < P; r++) {
+      const int64_t hint = H[s][FCO_GA_H_RECV(P, r)], sent = H[r][FCO_GA_H_TOT(P, s)];
+      if (hint >= 0 && hint != sent)
+        return fco_set_error(t->comm, FCO_ERR_INVALID_ARGUMENT,
+                             "%s: rank %d's recv_rows_host[%d] = %lld, but rank %d sends it %lld "
+                             "rows; nothing was written",
+                             what, s, r, (long long)hint, r, (long long)sent);
+    }
   int64_t base[FCO_MAX_RANKS]; /* base[s]: where my rows start in s's out */
   for (int s = 0; s < P; s++) {
     int64_t total = 0;

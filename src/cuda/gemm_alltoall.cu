@@ -12,7 +12,11 @@
  *            (receive sizes: recv_rows_host, or an ncclAllGather of every rank's totals and a
  *            sync, with one rank per thread);
  *     local: one kernel copies every rank's rows from its y into their destination's out.
- *   Bad counts are found on the host before anything is launched (nccl with hints: per rank).
+ *   Bad counts are found on the host before anything is launched (nccl with hints: per rank;
+ *   local also checks every recv_rows_host against what its sources send). On nccl the hints
+ *   size the ncclSend/ncclRecv as given: a recv_rows_host that disagrees with the peer's counts
+ *   (or that no longer holds its values when a group executes) makes NCCL fail ("Message
+ *   truncated" in its connection set-up) or hang.
  *   The pack / copy kernel checks that the device counts are the host's (digest): a CUDA graph
  *   captured with hints bakes the GEMM sizes, so a replay with other device counts reports
  *   FCO_ERR_INVALID_ARGUMENT (slot 4) instead of silently mixing sizes (local: nothing
@@ -319,6 +323,14 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
 
   if (l->transport == FCO_TRANSPORT_LOCAL) {
     for (int s = 0; s < P; ++s) {
+      /* Every rank is here: check the hints impl 0 on nccl would trust (the cpu backend too). */
+      const int32_t* hint = args(l, s)->recv_rows_host;
+      for (int r = 0; hint && r < P; ++r)
+        if (hint[r] != tot[r][s])
+          return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                      "rank %d's recv_rows_host[%d] = %d, but rank %d sends it %lld rows; "
+                      "nothing was written",
+                      s, r, hint[r], r, (long long)tot[r][s]);
       int64_t in = 0;
       for (int i = 0; i < P; ++i) in += tot[i][s];
       if (in > a0->out_rows)

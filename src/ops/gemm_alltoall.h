@@ -10,9 +10,12 @@
  *     h·H + 0              hdr      P slots × hdr_bytes: slot r holds rank r's header for this
  *                                   rank (written by r, then signalled). A header says what r
  *                                   sends:  [0] valid (1: r's counts are sane)  [1] E_r
- *                                   [2] blocks per rank (impl 1)  [3] why invalid (kernel codes)
+ *                                   [2] blocks per rank (impl 1)  [3] why invalid (FCO_GA_WHY_*)
  *                                   [4 + s]      tot[s]    rows r sends to rank s
- *                                   [4 + P + s]  tiles[s]  impl 1: output tiles r sends to s
+ *                                   [4 + P + s]  tiles[s]  impl 1: output tiles r sends to s;
+ *                                                          cpu: recv[s] = r's recv_rows_host[s]
+ *                                                          (−1: no hint), checked against
+ *                                                          tot_s[r] by every rank
  *                                   [4 + 2P + s] tstart[s] impl 1: r's first tile index for s
  *     h·H + staging        staging  out_rows × N elements laid out like `out`: rows from peers
  *                                   land here; the receiver copies them into `out` once they
@@ -54,6 +57,8 @@ extern "C" {
 #define FCO_GA_HD
 #endif
 
+/* Host arrays (counts_host, recv_rows_host) are pointers to caller memory, read when the call
+ * executes: valid until the call (or fco_group_end, inside a group) returns, as for every op. */
 typedef struct {
   const void* a;
   const void* w;
@@ -73,6 +78,12 @@ typedef struct {
 #define FCO_GA_H_TOT(P, s) (4 + (s))
 #define FCO_GA_H_TILES(P, s) (4 + (P) + (s))
 #define FCO_GA_H_TSTART(P, s) (4 + 2 * (P) + (s))
+#define FCO_GA_H_WHY 3
+#define FCO_GA_H_RECV(P, s) (4 + (P) + (s)) /* cpu backend only (impl 1's tiles slot) */
+
+/* Why a header is invalid ([3]; the kernels' kBadCounts / kCountsChanged are the same numbers). */
+#define FCO_GA_WHY_BAD_COUNTS 1     /* a negative count, or Σ counts > a_rows */
+#define FCO_GA_WHY_COUNTS_CHANGED 4 /* counts differ from counts_host */
 
 /* Plan area: impl 1 keeps one 32-byte entry per (destination, expert) segment. */
 #define FCO_GA_SEG_BYTES 32

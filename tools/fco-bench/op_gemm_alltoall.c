@@ -7,12 +7,15 @@
  *   0  4096, 14336, 4096,  8, 2  balanced   (Mixtral-like)
  *   1  1024, 14336, 4096,  8, 2  balanced
  *   2   512,  2048, 7168, 32, 8  balanced   (fine-grained experts)
- *   3  1024, 14336, 4096,  8, 2  skewed: expert 0 gets 4× the average rows
+ *   3  1024, 14336, 4096,  8, 2  skewed: expert 0 gets 4× the average rows (skew 4)
  *   4   128,  2048, 7168, 32, 8  balanced   (decode)
  * Env FCO_BENCH_GA_SHAPES="tokens,K,N,E,topk[,skew];..." replaces the list (skew: expert 0's
- * weight, 1 = balanced). On the cpu transport tokens, K and N are divided by 64 (CPU times).
- * Routing: every source rank sends tokens·topk rows, split over the E experts by weight (largest
- * remainder); experts are split evenly over the P ranks (E % P == 0), expert g on rank g / (E/P).
+ * rows as a multiple of the average tokens·topk / E, 0..E; 1 = balanced). On the cpu transport
+ * tokens, K and N are divided by 64 (CPU times).
+ * Routing: every source rank sends tokens·topk rows: skew × tokens·topk / E to expert 0, the rest
+ * split evenly over the other E − 1 experts, largest remainder (E = 8, skew 4: half the rows go
+ * to expert 0, 1/14 to each other expert); experts are split evenly over the P ranks
+ * (E % P == 0), expert g on rank g / (E/P).
  * So counts_r[e][s] = rows source s sends to expert r·E/P + e; a_rows = the most any rank
  * receives, out_rows = tokens·topk. W is [E/P, N, K] (torch Linear layout, FCO_W_NK).
  * One iteration = one fco_group with fco_gemm_alltoall on every rank, host hints passed (so -G 1
@@ -64,7 +67,7 @@ typedef struct {
   int P, E; /* experts per rank */
   size_t es;
   int32_t* counts[GA_MAXP];  /* host [E][P] */
-  int32_t recv[GA_MAXP][GA_MAXP]; /* recv[s][r] */
+  int32_t recv[GA_MAXP][GA_MAXP]; /* recv[s][r]: rows s gets from r (row s = s's recv_rows_host) */
   int64_t rows[GA_MAXP];     /* rows rank r computes */
   int64_t a_rows, out_rows;
   void *a[GA_MAXP], *wt[GA_MAXP], *out[GA_MAXP], *dcounts[GA_MAXP], *scratch[GA_MAXP];
@@ -105,11 +108,14 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
     for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok && g_nwork < GA_MAXW;
          tok = strtok_r(NULL, ";", &save)) {
       ga_work_t w = {0, 0, 0, 0, 0, 1.0};
+      /* skew: expert 0's rows / the average, 0..E (E: every row to expert 0); 1 when E == 1 */
       if (sscanf(tok, "%d,%d,%d,%d,%d,%lf", &w.tokens, &w.k, &w.n, &w.experts, &w.topk, &w.skew) >= 5 &&
-          w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0)
+          w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0 && w.skew >= 0 &&
+          w.skew <= w.experts && (w.experts > 1 || w.skew == 1))
         g_work[g_nwork++] = w;
       else
-        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored\n", tok);
+        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored (skew must be in "
+                "0..E, 1 when E = 1)\n", tok);
     }
   } else {
     const ga_work_t d[] = {{4096, 14336, 4096, 8, 2, 1}, {1024, 14336, 4096, 8, 2, 1},
@@ -130,15 +136,18 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
   return *ids ? g_nwork : 0;
 }
 
-/* Rows each source sends to each global expert: tokens·topk split by weight, largest remainder. */
+/* Rows each source sends to each global expert: expert 0 gets skew × the average
+ * (tokens·topk / E), the other E − 1 experts share the rest evenly; floors, then one more row
+ * to the largest remainders (ties: the lower expert). bench/gemm_alltoall_torch.py's route()
+ * computes the same numbers (same float operations). */
 static void route(const ga_work_t* w, int64_t* per_expert) {
   const int E = w->experts;
   const int64_t total = (int64_t)w->tokens * w->topk;
-  double wsum = w->skew + (E - 1);
   double* rem = (double*)malloc((size_t)E * sizeof(double));
   int64_t given = 0;
   for (int g = 0; g < E; g++) {
-    double x = (double)total * (g == 0 ? w->skew : 1.0) / wsum;
+    double x = g == 0 ? (double)total * w->skew / E
+                      : (double)total * (E - w->skew) / ((double)E * (E - 1));
     per_expert[g] = (int64_t)floor(x);
     rem[g] = x - floor(x);
     given += per_expert[g];
@@ -289,12 +298,12 @@ static fco_result_t ga_issue(bench_ctx_t* ctx, void* arg, int iter) {
   fco_result_t first = FCO_OK;
   fco_group_start();
   for (int r = 0; r < st->P; r++) {
-    int32_t recv[GA_MAXP];
-    for (int s = 0; s < st->P; s++) recv[s] = st->recv[r][s];
+    /* The host hints are read when the group executes (fco_group_end), not here: they must
+     * outlive the group, so they live in the state (st->recv[r] = rows r gets from each s). */
     fco_result_t e = fco_gemm_alltoall(ctx->comms[r], st->a[r], st->a_rows, st->wt[r], FCO_W_NK,
-                                       st->E, (const int32_t*)st->dcounts[r], st->counts[r], recv,
-                                       st->out[r], st->out_rows, st->w.k, st->w.n, st->dtype,
-                                       st->impl, bench_stream(ctx, r));
+                                       st->E, (const int32_t*)st->dcounts[r], st->counts[r],
+                                       st->recv[r], st->out[r], st->out_rows, st->w.k, st->w.n,
+                                       st->dtype, st->impl, bench_stream(ctx, r));
     if (e != FCO_OK && first == FCO_OK) {
       first = e;
       ctx->err_rank = r;
