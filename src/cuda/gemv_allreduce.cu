@@ -61,10 +61,8 @@
 #include <cublas_v2.h>
 #include <nccl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <atomic>
 #include <mutex>
 
 #include "../ops/gemv_allreduce.h"
@@ -142,11 +140,14 @@ struct Smem {
   __align__(16) float red[kWarps][kM][kTileN];
 };
 
-/* All threads, after stream_tiles wrote every warp's partial of a tile into red: sum the warps
- * (in warp order). Thread i < 4M returns float4 i of the [M][16] partial (m = i / 4, columns
- * (i % 4)·4 ..). The caller must __syncthreads before the next tile rewrites red. */
-template <int kM>
-__device__ __forceinline__ float4 sum_warps(const GarParams& p, Smem<kM>& s) {
+/* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
+ * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
+template <typename T, int kMT>
+__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+                                               int t) {
+  const int warp = threadIdx.x >> 5;
+  gemv::tile<T, kMT>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, t * kTileN, c.vec,
+                     s.red[warp]);
   __syncthreads();
   float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
   const int i = threadIdx.x;
@@ -218,30 +219,27 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
   return !__syncthreads_or(!ok);
 }
 
-template <typename T, int kMT, int kU, int kStages>
+template <typename T, int kMT>
 __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
-                                            const WaitCtx& wc, uint4* stages) {
+                                            const WaitCtx& wc) {
   const RankView& v = s.v;
   const int i = threadIdx.x;
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
-  const int nt = (p.T - c.b + c.B - 1) / c.B; /* this block's tiles: t = b + j·B */
-  gemv::stream_tiles<T, kMT, kU, kStages>(
-      (const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, [&](int j) { return c.b + j * c.B; },
-      s.red[i >> 5], [&](int j, int t) {
-        const float4 r = sum_warps(p, s);
-        if (i < 4 * p.M) {
-          const size_t off =
-              c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
-          const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y),
-                                     __float_as_uint(r.z), __float_as_uint(r.w));
-          for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
-        }
-        signal_block(flag_out, sig_value(c.e, j)); /* also orders red before the next tile */
-      }, stages);
-  const char* mine = v.peer_data[c.me] + c.hoff;
   uint32_t j = 0;
+  for (int t = c.b; t < p.T; t += c.B, ++j) {
+    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    if (i < 4 * p.M) {
+      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
+      const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
+                                 __float_as_uint(r.w));
+      for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+    }
+    signal_block(flag_out, sig_value(c.e, j)); /* also orders red before the next tile */
+  }
+  const char* mine = v.peer_data[c.me] + c.hoff;
+  j = 0;
   for (int t = c.b; t < p.T; t += c.B, ++j) {
     bool ok = true;
     if (i < c.P && i != c.me)
@@ -258,9 +256,9 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   }
 }
 
-template <typename T, int kMT, int kU, int kStages>
+template <typename T, int kMT>
 __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
-                                             const WaitCtx& wc, uint4* stages) {
+                                             const WaitCtx& wc) {
   using V = typename Raw4<T>::V;
   const RankView& v = s.v;
   const int i = threadIdx.x;
@@ -284,16 +282,11 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     return 0;
   };
   const char* mine = v.peer_data[me] + c.hoff;
-  bool failed = false; /* uniform over the block */
-  auto tile_of = [&](int pos) {
+  for (int pos = 0; pos < nt; ++pos) {
     const bool remote = pos < nremote;
-    return b + nth(remote, remote ? pos : pos - nremote) * c.B;
-  };
-  gemv::stream_tiles<T, kMT, kU, kStages>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, c.vec, nt, tile_of,
-                                 s.red[i >> 5], [&](int pos, int t) {
-    const bool remote = pos < nremote;
-    const int jj = (t - b) / c.B;
-    const float4 r = sum_warps(p, s);
+    const int jj = nth(remote, remote ? pos : pos - nremote);
+    const int t = b + jj * c.B;
+    const float4 r = compute_tile<T, kMT>(p, c, s, t);
     if (remote) {
       const int o = owner(jj);
       if (i < 4 * p.M)
@@ -303,19 +296,13 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
                                 __float_as_uint(r.w)));
       signal_block(i == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
                    sig_value(c.e, seq(jj, o)));
-      return;
+      continue;
     }
     const uint32_t k = seq(jj, me);
     bool ok = true;
-    if (i < P && i != me && !failed)
+    if (i < P && i != me)
       ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, k), wc, i, b);
-    /* A timed-out wait fails the call; the block still walks its remaining tiles (no waits,
-     * no pushes past the failure) so the pipeline's barriers stay aligned. */
-    if (__syncthreads_or(!ok)) failed = true;
-    if (failed) {
-      __syncthreads();
-      return;
-    }
+    if (__syncthreads_or(!ok)) return;
     if (i < 4 * p.M) {
       const size_t off = (size_t)t * tile_bytes + (size_t)i * 16;
       float4 acc = me == 0 ? r : __ldcg((const float4*)(mine + off));
@@ -327,8 +314,7 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     }
     signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
                  sig_value(c.e, k));
-  }, stages);
-  if (failed) return;
+  }
   /* (3) tiles owned elsewhere: wait for the owner's reduced tile, copy it into y. */
   using U = typename Raw4<T>::U;
   for (int jj = 0; jj < nt; ++jj) {
@@ -359,20 +345,17 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
 }
 
 /* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). */
-/* Occupancy target: up to M = 16 the kernel must stream W at HBM speed: 3 blocks (24 warps) per
- * SM with the 64 KB pipeline of kU = 2, kStages = 4, or 2 with the 96 KB one of kU = 4,
- * kStages = 3 (shared memory is the limit; the copies hold no registers); fewer for the
- * register-hungry large-M tiles. */
-template <int kMT, int kU>
+/* Occupancy target: 3 blocks (24 warps) per SM up to M = 16, where the kernel must stream W at
+ * HBM speed; fewer for the register-hungry large-M tiles. */
+template <int kMT>
 constexpr int min_blocks() {
-  return kMT <= 2 ? (kU <= 2 ? 3 : 2) : kMT == 4 ? 2 : 1;
+  return kMT <= 2 ? 3 : kMT == 4 ? 2 : 1;
 }
 
-template <typename T, int kMT, int kU, int kStages, int kImpl>
-__global__ void __launch_bounds__(kThreads, min_blocks<kMT, kU>())
+template <typename T, int kMT, int kImpl>
+__global__ void __launch_bounds__(kThreads, min_blocks<kMT>())
     gemv_allreduce_kernel(const GarParams p) {
   __shared__ Smem<kMT * 8> s;
-  extern __shared__ uint4 gemv_stages[]; /* gemv::stage_smem_bytes<kU, kStages>() (bf16 / f16) */
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
   fco_dev_rank_t* dev = p.dev[li];
@@ -404,9 +387,9 @@ __global__ void __launch_bounds__(kThreads, min_blocks<kMT, kU>())
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kImpl == 1)
-      run_oneshot<T, kMT, kU, kStages>(p, c, s, wc, gemv_stages);
+      run_oneshot<T, kMT>(p, c, s, wc);
     else
-      run_twophase<T, kMT, kU, kStages>(p, c, s, wc, gemv_stages);
+      run_twophase<T, kMT>(p, c, s, wc);
   }
   epoch_end(dev, c.e, B);
 }
@@ -428,25 +411,13 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kU, int kStages, int kImpl>
+template <typename T, int kMT, int kImpl>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
-  constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, kU, kStages, kImpl>;
-  constexpr size_t kDyn = sizeof(T) == 4 ? 0 : gemv::stage_smem_bytes<kU, kStages>();
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  if (kDyn > 48 * 1024) { /* once per device (a repeated set is harmless) */
-    static std::atomic<bool> opted[kMaxDevices];
-    if (device >= kMaxDevices || !opted[device].load()) {
-      cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)kDyn);
-      if (ce != cudaSuccess)
-        return cuda_fail(err, ce, "fco_gemv_allreduce: cudaFuncSetAttribute(max dynamic smem)");
-      if (device < kMaxDevices) opted[device].store(true);
-    }
-  }
-  res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, kDyn);
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl>>(err, device, sms, kThreads, &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   int B = cap / g->num_local;
@@ -498,7 +469,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)T_);
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
-  kKernel<<<grid, kThreads, kDyn, (cudaStream_t)g->stream>>>(p);
+  gemv_allreduce_kernel<T, kMT, kImpl><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     char what[128];
@@ -511,31 +482,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
-/* The W pipeline for M <= 16: FCO_GEMV_UNROLL=4 → kU = 4, kStages = 3 (96 KB, 2 blocks per SM),
- * 2 → kU = 2, kStages = 4 (64 KB, 3 blocks per SM). Read once per process; a tuning knob for
- * the benchmark sweep (default 4). Larger M: kU = 2, kStages = 3. f32 ignores it. */
-int stage_loads() {
-  static const int u = [] {
-    const char* e = getenv("FCO_GEMV_UNROLL");
-    return e && atoi(e) == 2 ? 2 : 4;
-  }();
-  return u;
-}
-
 template <typename T, int kImpl>
 FusedFn pick_mt(size_t M) {
-  if constexpr (sizeof(T) == 4) {
-    if (M <= 8) return launch_fused<T, 1, 1, 1, kImpl>;
-    if (M <= 16) return launch_fused<T, 2, 1, 1, kImpl>;
-    if (M <= 32) return launch_fused<T, 4, 1, 1, kImpl>;
-    if (M <= 64) return launch_fused<T, 8, 1, 1, kImpl>;
-  } else {
-    const bool u2 = stage_loads() == 2;
-    if (M <= 8) return u2 ? launch_fused<T, 1, 2, 4, kImpl> : launch_fused<T, 1, 4, 3, kImpl>;
-    if (M <= 16) return u2 ? launch_fused<T, 2, 2, 4, kImpl> : launch_fused<T, 2, 4, 3, kImpl>;
-    if (M <= 32) return launch_fused<T, 4, 2, 3, kImpl>;
-    if (M <= 64) return launch_fused<T, 8, 2, 3, kImpl>;
-  }
+  if (M <= 8) return launch_fused<T, 1, kImpl>;
+  if (M <= 16) return launch_fused<T, 2, kImpl>;
+  if (M <= 32) return launch_fused<T, 4, kImpl>;
+  if (M <= 64) return launch_fused<T, 8, kImpl>;
   return nullptr;
 }
 

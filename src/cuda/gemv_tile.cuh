@@ -4,10 +4,9 @@
  * tile, p[m][n] = Σ_k x[m][k] · W[n0 + n][k] for m < M ≤ 64, n < 16, over this rank's K.
  *
  * Layout: W [N][K] and x [M][K] row-major (k contiguous). The block's 8 warps split K: warp w
- * takes groups of kU consecutive 32-element chunks, w, w + 8, w + 16, ... (each row is read in
- * kU·64-byte runs, 2·kU 16-byte copies per thread and step, kStages − 1 steps in flight: see
- * stream_tiles below), and leaves its partial in red[w][m][16]; the caller sums the 8 warps in
- * warp order (deterministic).
+ * takes groups of kUnroll consecutive 32-element chunks, w, w + 8, w + 16, ... (each row is read
+ * in 256-byte runs, 2·kUnroll 16-byte loads in flight per thread), and leaves its partial in
+ * red[w][m][16]; the caller sums the 8 warps in warp order (deterministic).
  *
  * bf16 / f16: tensor cores, mma.sync m16n8k16 (fp32 accumulate) with W as the row-major A
  *   (16 rows = the tile's columns) and x as the column-major B (8 columns = 8 rows of x per
@@ -38,6 +37,7 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileN = 16; /* == FCO_GEMV_TILE_N */
 constexpr int kChunk = 32; /* k per mma pair */
+constexpr int kUnroll = 4; /* chunks per warp step */
 
 /* W is read once: do not keep it in L1; ask L2 to fetch 256-byte sectors ahead. */
 __device__ __forceinline__ uint4 ld_stream_v4(const void* p) {
@@ -96,6 +96,66 @@ __device__ __forceinline__ uint4 load8_guarded(const uint16_t* p, int64_t k, int
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/* bf16 / f16 tile. red: this warp's [kMT·8][kTileN] partial. All threads of the block call it
+ * (no barrier inside). */
+template <typename T, int kMT>
+__device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __restrict__ x, int M,
+                                         int N, int64_t K, int n0, bool vec,
+                                         float (*red)[kTileN]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, tq = lane & 3;
+  const int r0 = min(n0 + g, N - 1), r1 = min(n0 + g + 8, N - 1);
+  const T* w0 = w + (int64_t)r0 * K;
+  const T* w1 = w + (int64_t)r1 * K;
+  const T* xr[kMT];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) xr[mt] = x + (int64_t)min(mt * 8 + g, M - 1) * K;
+  float acc[kMT][4];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
+
+  const int64_t nchunks = (K + kChunk - 1) / kChunk;
+  const int64_t ngroups = vec ? (K / kChunk) / kUnroll : 0;
+  for (int64_t gi = warp; gi < ngroups; gi += kWarps) {
+    const int64_t k0 = gi * (kUnroll * kChunk) + tq * 8;
+    uint4 a0[kUnroll], a1[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      a0[u] = ld_stream_v4(w0 + k0 + u * kChunk);
+      a1[u] = ld_stream_v4(w1 + k0 + u * kChunk);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
+        mma_chunk<T>(acc[mt], a0[u], a1[u], xv);
+      }
+  }
+  /* The chunks after the last whole group (or all of them without the vector path). */
+  for (int64_t c = ngroups * kUnroll + warp; c < nchunks; c += kWarps) {
+    const int64_t k = c * kChunk + tq * 8;
+    const uint4 a0 = load8_guarded((const uint16_t*)w0, k, K);
+    const uint4 a1 = load8_guarded((const uint16_t*)w1, k, K);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+      mma_chunk<T>(acc[mt], a0, a1, load8_guarded((const uint16_t*)xr[mt], k, K));
+  }
+  /* C fragment: acc[0..1] = (n g, m 2tq..2tq+1), acc[2..3] = (n g+8, same m). */
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    const int m = mt * 8 + 2 * tq;
+    if (m < M) {
+      red[m][g] = acc[mt][0];
+      red[m][g + 8] = acc[mt][2];
+    }
+    if (m + 1 < M) {
+      red[m + 1][g] = acc[mt][1];
+      red[m + 1][g + 8] = acc[mt][3];
+    }
+  }
+}
+
 /* f32 tile on CUDA cores: the warp walks the 16 rows; per row, lanes take float4s of its K
  * share (chunks of 128 = 32 lanes × 4), then a shuffle tree sums the lanes. kM ≥ M. */
 template <int kM>
@@ -138,160 +198,14 @@ __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const floa
   }
 }
 
-/* ---- the pipelined driver ---------------------------------------------------------------
- * stream_tiles computes a block's tiles one after another and calls on_tile after each: all
- * threads, red holding every warp's partial of tile t (the caller sums the warps after a
- * __syncthreads and must __syncthreads again before it returns, as red is rewritten by the
- * next tile).
- * bf16 / f16: W streams through a kStages-deep cp.async pipeline in shared memory that runs
- * across tile boundaries. A warp's step is one group (kU chunks of its two rows, 2·kU 16-byte
- * copies per thread); a thread copies into its own slots of the stage and later reads only
- * those, so the pipeline needs no barrier: cp.async.wait_group makes the thread's own copies
- * visible to it. While a warp multiplies step s, the copies of steps s+1 .. s+kStages-1 are in
- * flight — also the next tile's first steps while the block reduces, pushes and signals tile t.
- * The copies cost no registers, so the kernel keeps its occupancy. A warp takes ng =
- * ceil(groups / 8) steps per tile (steps past its last group copy and multiply nothing, but
- * still commit a group), so every warp reaches a tile boundary at the same step and
- * on_tile's barriers line up. The k-chunks after the last whole group are done unpipelined at
- * the tile's end (k not a multiple of kU·32, or no vector path). */
-template <int kU, int kStages>
-constexpr size_t stage_smem_bytes() {
-  return (size_t)kStages * kWarps * 32 * 2 * kU * 16;
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int kN>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kN) : "memory");
-}
-
-template <typename T, int kMT, int kU, int kStages, typename TileOf, typename OnTile>
-__device__ __forceinline__ void stream_tiles_mma(const T* __restrict__ w, const T* __restrict__ x,
-                                                 int M, int N, int64_t K, bool vec, int nt,
-                                                 TileOf tile_of, float (*red)[kTileN],
-                                                 OnTile on_tile, uint4* stages) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, tq = lane & 3;
-  const T* xr[kMT];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) xr[mt] = x + (int64_t)min(mt * 8 + g, M - 1) * K;
-  float acc[kMT][4];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
-  const int64_t nchunks = (K + kChunk - 1) / kChunk;
-  const int64_t ngroups = vec ? (K / kChunk) / kU : 0;
-  const int ng = (int)((ngroups + kWarps - 1) / kWarps);
-  /* This thread's slots: stage st, copy q (row q & 1, chunk q >> 1) at mine[st·kStride + q·32]. */
-  constexpr int kStride = kWarps * 32 * 2 * kU;
-  uint4* mine = stages + warp * 32 * 2 * kU + lane;
-
-  /* End of tile j: the chunks after the whole groups, then the warp's partial into red. */
-  auto finish = [&](int j) {
-    const int n0 = tile_of(j) * kTileN;
-    const T* w0 = w + (int64_t)min(n0 + g, N - 1) * K;
-    const T* w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K;
-    for (int64_t c = ngroups * kU + warp; c < nchunks; c += kWarps) {
-      const int64_t k = c * kChunk + tq * 8;
-      const uint4 a0 = load8_guarded((const uint16_t*)w0, k, K);
-      const uint4 a1 = load8_guarded((const uint16_t*)w1, k, K);
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-        mma_chunk<T>(acc[mt], a0, a1, load8_guarded((const uint16_t*)xr[mt], k, K));
-    }
-    /* C fragment: acc[0..1] = (n g, m 2tq..2tq+1), acc[2..3] = (n g+8, same m). */
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      const int m = mt * 8 + 2 * tq;
-      if (m < M) {
-        red[m][g] = acc[mt][0];
-        red[m][g + 8] = acc[mt][2];
-      }
-      if (m + 1 < M) {
-        red[m + 1][g] = acc[mt][1];
-        red[m + 1][g + 8] = acc[mt][3];
-      }
-      acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
-    }
-    on_tile(j, tile_of(j));
-  };
-
-  if (ng == 0) { /* no whole group: every chunk in finish */
-    for (int j = 0; j < nt; ++j) finish(j);
-    return;
-  }
-  const int S = nt * ng; /* steps of this warp; step s = (tile s / ng, group warp + (s % ng)·8) */
-  auto issue = [&](int s) {
-    if (s < S) {
-      const int j = s / ng;
-      const int64_t gi = warp + (int64_t)(s - j * ng) * kWarps;
-      if (gi < ngroups) {
-        const int n0 = tile_of(j) * kTileN;
-        const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-        const T* w0 = w + (int64_t)min(n0 + g, N - 1) * K + k0;
-        const T* w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K + k0;
-        uint4* d = mine + (s % kStages) * kStride;
-#pragma unroll
-        for (int u = 0; u < kU; ++u) {
-          cp_async16(d + (2 * u) * 32, w0 + u * kChunk);
-          cp_async16(d + (2 * u + 1) * 32, w1 + u * kChunk);
-        }
-      }
-    }
-    cp_async_commit(); /* also when empty: one group per step keeps wait_group's count */
-  };
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(s);
-  for (int s = 0; s < S; ++s) {
-    issue(s + kStages - 1);
-    cp_async_wait<kStages - 1>(); /* step s's copies have landed */
-    const int j = s / ng, i = s - j * ng;
-    const int64_t gi = warp + (int64_t)i * kWarps;
-    if (gi < ngroups) {
-      const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-      const uint4* d = mine + (s % kStages) * kStride;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const uint4 a0 = d[(2 * u) * 32], a1 = d[(2 * u + 1) * 32];
-#pragma unroll
-        for (int mt = 0; mt < kMT; ++mt) {
-          const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
-          mma_chunk<T>(acc[mt], a0, a1, xv);
-        }
-      }
-    }
-    if (i == ng - 1) finish(j);
-  }
-}
-
-/* f32: tile by tile (CUDA cores, no pipeline across tiles). */
-template <int kM, typename TileOf, typename OnTile>
-__device__ __forceinline__ void stream_tiles_f32(const float* w, const float* x, int M, int N,
-                                                 int64_t K, bool vec, int nt, TileOf tile_of,
-                                                 float (*red)[kTileN], OnTile on_tile) {
-  for (int j = 0; j < nt; ++j) {
-    const int t = tile_of(j);
-    tile_f32<kM>(w, x, M, N, K, t * kTileN, vec, red);
-    on_tile(j, t);
-  }
-}
-
-/* The driver for the element type: nt tiles, tile_of(j) = the j-th tile's index, on_tile as
- * above; red = this warp's slice of the block's [kWarps][8·kMT][16]. bf16 / f16: kU = 16-byte
- * copies per row and step, kStages = pipeline depth, stages = stage_smem_bytes<kU, kStages>()
- * of shared memory (16-byte aligned); f32 ignores the three. */
-template <typename T, int kMT, int kU, int kStages, typename TileOf, typename OnTile>
-__device__ __forceinline__ void stream_tiles(const T* w, const T* x, int M, int N, int64_t K,
-                                             bool vec, int nt, TileOf tile_of,
-                                             float (*red)[kTileN], OnTile on_tile, uint4* stages) {
+/* Dispatch on the element type: red is this warp's slice of the block's [kWarps][8·kMT][16]. */
+template <typename T, int kMT>
+__device__ __forceinline__ void tile(const T* w, const T* x, int M, int N, int64_t K, int n0,
+                                     bool vec, float (*red)[kTileN]) {
   if constexpr (sizeof(T) == 4)
-    stream_tiles_f32<kMT * 8>((const float*)w, (const float*)x, M, N, K, vec, nt, tile_of, red,
-                              on_tile);
+    tile_f32<kMT * 8>((const float*)w, (const float*)x, M, N, K, n0, vec, red);
   else
-    stream_tiles_mma<T, kMT, kU, kStages>(w, x, M, N, K, vec, nt, tile_of, red, on_tile, stages);
+    tile_mma<T, kMT>(w, x, M, N, K, n0, vec, red);
 }
 
 }  // namespace gemv

@@ -22,23 +22,25 @@
 
 _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit the op record");
 
-/* AUTO (preliminary, to be tuned from fco-bench gemv_allreduce on 2×H200):
+/* AUTO, from fco-bench gemv_allreduce on 2×H200 with CUDA graphs (bench/results/
+ * 2026-11-30_nvidia-h200-x2_96ce29513f90 for the fused impls, ..._bb9542a8543a for impl 3):
  *  - cpu transport: 1 (every impl is the same reference there);
  *  - P == 1: 0 (nothing to reduce: cuBLAS alone);
- *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (default 16) and f32 with M ≤ 4: fused, because
- *    the fused kernel streams W at HBM speed with tensor cores (f32: CUDA cores) and hides the
- *    all-reduce behind the GEMV; one-shot (1) while the bytes each rank pushes,
- *    (P−1)·M·N·4, stay ≤ FCO_GEMV_AR_ONESHOT_MAX (default 4 MiB), two-phase (2) above;
- *  - otherwise (larger M: cuBLAS uses tensor cores at full rate, the fused tile re-reads x
- *    per 16-column tile) unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's
- *    AUTO would take its one-shot for y's bytes (it beats ncclAllReduce there: 8.8 vs 15.6 µs
- *    at 1 MB = y of 64×8192 bf16 on 2×H200, run 96ce29513f90), else 0.
+ *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (default 8): fused, which at M ≤ 4 beat or tied
+ *    cuBLAS + fco's all-reduce (4096×14336: 23.2 vs 25.6 µs; 8192×8192: 26.7 vs 26.5) and beat
+ *    cuBLAS + NCCL by 1.05–1.33×; one-shot (1) while the bytes each rank pushes, (P−1)·M·N·4,
+ *    stay ≤ FCO_GEMV_AR_ONESHOT_MAX (default 4 MiB), two-phase (2) above;
+ *  - otherwise unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's AUTO
+ *    would take its one-shot for y's bytes, else 0. At M = 16 impl 3 beat the fused tiles
+ *    (8192×8192: 26.8 vs 30.1 µs; 16384×16384: 75.1 vs 80.7), whose 16-column tiles re-read
+ *    x per tile; at M = 64 it is 1.27–1.33× faster than impl 0. f32 always takes this branch:
+ *    its CUDA-core fused tile ran 0.46–0.71× of impl 0 even at M ≤ 4.
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
-  long long max_m = dtype == FCO_F32 ? 4 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
+  long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 8);
   if ((long long)M > max_m)
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
