@@ -372,7 +372,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  GEMMs from it without a device→host copy; it must hold the same values)
  * [IN]  recv_rows_host NULL, or host int32 [P]: rows this rank receives from each rank s
  *                  (Σ_e counts_s[e][me]: the input splits of the dispatch all-to-all); used by
- *                  impl 0 on the nccl transport
+ *                  impl 0 on the nccl transport. Both hints are read when the call runs: inside
+ *                  fco_group_start/end they must stay valid (and unchanged) until
+ *                  fco_group_end returns.
  * [OUT] out        device [out_rows, N]: rows from rank 0 (its expert 0's, expert 1's, ...), then
  *                  from rank 1, ...; row order kept. Rows past Σ_r Σ_e counts_r[e][me] are not
  *                  written.
