@@ -200,16 +200,44 @@ static void validate_ops(void) {
   ASSERT_NEAR(v.row[0].error_pct, 100 * (20.24288 / 20 - 1), 1e-9);
   /* impl 0: lookup 30 + all-to-all + permute (2 x 1024 x 2 x 128 x 4 B at 1000 GB/s + 2) */
   ASSERT_NEAR(v.row[1].model_us, 30 + 20.24288 + 2.097152 + 2, 1e-9);
-  /* fused: compute 30 - 2 in one wave (32 tiles), then 524288 B at 100 GB/s + 1 */
+  /* fused: compute 30 - 2 in one wave (f32 D 128: 32-sample tiles, 2 x 32 tiles), then
+   * 524288 B at 100 GB/s + 1 */
   ASSERT_NEAR(v.row[2].model_us, 28 + 5.24288 + 1, 1e-9);
   ASSERT_TRUE(v.row[2].fused);
+  ASSERT_EQ(v.row[2].kind, SIM_VAL_HOLDOUT); /* f32, and not a fit workload */
+  ASSERT_EQ(v.row[1].kind, SIM_VAL_PRED);
   /* gemv impl 0: GEMM 20 + ring allreduce of 8 x 8192 x 2 B: 10 + 5 x 2 + 1.31072 */
   ASSERT_NEAR(v.row[3].model_us, 20 + 21.31072, 1e-9);
-  /* oneshot: 256 tiles = 2 waves of 9 us; each wave's 65536 B take 0.65536 us: 18.65536 + 1,
-   * then the local sum of 3 x 131072 B at 1000 GB/s */
-  ASSERT_NEAR(v.row[4].model_us, 19.65536 + 0.393216, 1e-9);
+  /* oneshot: 8192 / 16 = 512 tiles = 4 waves of 4.5 us; the fp32 partials, 8 x 8192 x 4 =
+   * 262144 B, 65536 B a wave = 0.65536 us: 18 + 0.65536 + 1; then the local sum reads 2 x
+   * 262144 B of partials and writes 131072 B of y at 1000 GB/s: + 0.65536 */
+  ASSERT_NEAR(v.row[4].model_us, 19.65536 + 0.65536, 1e-9);
+  ASSERT_EQ(v.row[4].kind, SIM_VAL_FIT); /* bf16, N = 8192: in the fit set */
   ASSERT_TRUE(v.max_err_fco > 0);
   sim_val_free(&v);
+
+  /* the same rows with every fused-kernel term on (hand-computed) */
+  t_context("validate: fused rows with interference, signal stalls, landing, x re-reads");
+  p.fco_launch_us = 4, p.fused_interf = 0.5, p.fco_sig_us = 2, p.fco_land = 1;
+  p.gemv_x_gbs = 1000;
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  /* embedding: 4 + one wave whose tiles are half self, half the peer's (remote-first, so the
+   * wave signals: its share 1/2 x 2 us = 1) + 28 + 0.5 x 5.24288 interference; then the
+   * 524288 B cross the link (5.24288 + 1); then the 524288 B received are landed: 2 x 0.524288 */
+  ASSERT_NEAR(v.row[2].model_us, 4 + 1 + 28 + 2.62144 + 5.24288 + 1 + 1.048576, 1e-9);
+  /* gemv: x re-reads 512 x 8 x 4096 x 2 = 33554432 B at 1000 GB/s = 33.554432 us > 18: the
+   * loop is 33.554432 in 4 waves of 8.388608, each + 2 (signals) + 0.5 x 0.65536; the last
+   * wave's partials then take 0.65536 + 1; then the sum 0.65536 */
+  ASSERT_NEAR(v.row[4].model_us, 4 + 33.554432 + 4 * (2 + 0.32768) + 0.65536 + 1 + 0.65536, 1e-9);
+  sim_val_free(&v);
+  /* f32 fused GEMV rows are not modelled (a different, CUDA-core loop) */
+  snprintf(c.e[3].dtype, sizeof c.e[3].dtype, "f32");
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  ASSERT_EQ(v.num, 4);
+  ASSERT_EQ(v.unmodelled_f32, 1);
+  ASSERT_EQ(v.skipped, 2);
+  sim_val_free(&v);
+  snprintf(c.e[3].dtype, sizeof c.e[3].dtype, "bf16");
   /* compute lookups on operator rows use fco-bench's bytes: gathered B x T x L x D x esize
    * (2048 x 1 x 1 x 128 x 4 = 1 MiB in 30 us), weights N x K_r x esize (64 MiB in 20 us) */
   double us;
@@ -220,11 +248,62 @@ static void validate_ops(void) {
   sim_calib_free(&c);
 }
 
+/* fco-sim fit recovers known constants: fit-set rows whose times the model itself produced
+ * with fused_interf 0.5, fco_sig_us 1.5, gemv_x_gbs 4000 (grid points); a hold-out row with a
+ * wild time must not move the fit. */
+static void fit_recovers(void) {
+  char err[512];
+  sim_calib_t c;
+  t_context("fit: recovering known constants");
+  const char* text =
+      "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":16384,\"tables_per_gpu\":8,\"D\":128,"
+      "\"L\":32,\"dist\":\"uniform\"},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,"
+      "\"time_us\":1,\"compute_us\":370,\"comm_us\":80},\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":65536,\"tables_per_gpu\":8,\"D\":64,"
+      "\"L\":8},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,\"time_us\":1,"
+      "\"compute_us\":260,\"comm_us\":140},\n"
+      "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":1,\"N\":8192,\"K\":8192,\"K_r\":4096},"
+      "\"dtype\":\"bf16\",\"impl\":\"oneshot\",\"impl_id\":1,\"time_us\":1,\"compute_us\":20},\n"
+      "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":64,\"N\":8192,\"K\":8192,\"K_r\":4096},"
+      "\"dtype\":\"bf16\",\"impl\":\"oneshot\",\"impl_id\":1,\"time_us\":1,\"compute_us\":22},\n"
+      "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":1,\"N\":4096,\"K\":8192,\"K_r\":4096},"
+      "\"dtype\":\"bf16\",\"impl\":\"oneshot\",\"impl_id\":1,\"time_us\":1,\"compute_us\":20}\n"
+      "]}";
+  int rc = sim_calib_parse(text, "fit.json", &c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  sim_params_t truth;
+  sim_params_default(&truth);
+  truth.fused_interf = 0.5, truth.fco_sig_us = 1.5, truth.gemv_x_gbs = 4000;
+  sim_val_t v;
+  ASSERT_EQ(sim_validate(&truth, &c, &v), 0);
+  ASSERT_EQ(v.num, 5); /* one row per entry, in order */
+  for (int i = 0; i < 4; i++) {
+    ASSERT_EQ(v.row[i].kind, SIM_VAL_FIT);
+    c.e[i].time_us = v.row[i].model_us;
+  }
+  ASSERT_EQ(v.row[4].kind, SIM_VAL_HOLDOUT); /* N = 4096 */
+  c.e[4].time_us = 1000;
+  sim_val_free(&v);
+  sim_params_t p;
+  sim_params_default(&p);
+  const sim_calib_t* cp = &c;
+  sim_fit_t fit;
+  ASSERT_EQ(sim_fit_fused(&p, &cp, 1, &fit), 0);
+  ASSERT_EQ(fit.rows, 4);
+  ASSERT_NEAR(fit.interf, 0.5, 1e-9);
+  ASSERT_NEAR(fit.sig_us, 1.5, 1e-9);
+  ASSERT_NEAR(fit.x_gbs, 4000, 1e-9);
+  ASSERT_NEAR(fit.rms_pct, 0, 1e-9);
+  sim_calib_free(&c);
+}
+
 int main(void) {
   json();
   shipped();
   lookups();
   validate_ops();
+  fit_recovers();
   printf("test_sim_calib: ok\n");
   return 0;
 }

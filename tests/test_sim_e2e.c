@@ -180,7 +180,9 @@ static void json_and_svg(void) {
   rmdir(dir);
 }
 
-/* The validation target: at the measured scale, model within 10% of measurement. */
+/* The issue's validation target: at the measured scale, model within 10% of measurement.
+ * What is not within 10% is pinned here with its bound, so neither the model nor the
+ * threshold can drift silently (docs/fco-sim.md says why each exception is off). */
 static void validation(void) {
   sim_params_t p;
   sim_calib_t c;
@@ -193,6 +195,40 @@ static void validation(void) {
   ASSERT_EQ(v.num, 54); /* 27 nccl + 27 oneshot rows */
   ASSERT_TRUE(v.max_err_nccl <= 10.0);
   ASSERT_TRUE(v.max_err_fco <= 10.0);
+  sim_val_free(&v);
+  sim_calib_free(&c);
+
+  /* fused embedding + All-to-All, bf16: 3 fit and 4 hold-out rows, all within 10% */
+  t_context("validation against calib/h200-x2-embedding_alltoall.json");
+  ASSERT_EQ(sim_calib_load("calib/h200-x2-embedding_alltoall.json", &c, err, sizeof err), 0);
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  int fit = 0, hold = 0;
+  for (int i = 0; i < v.num; i++) {
+    fit += v.row[i].kind == SIM_VAL_FIT;
+    hold += v.row[i].kind == SIM_VAL_HOLDOUT;
+  }
+  ASSERT_EQ(fit, 3);
+  ASSERT_EQ(hold, 4);
+  ASSERT_TRUE(v.max_err_fit <= 10.0);
+  ASSERT_TRUE(v.max_err_holdout <= 10.0);
+  sim_val_free(&v);
+  sim_calib_free(&c);
+
+  /* fused GEMV + AllReduce (one-shot), bf16: 8 fit rows (N 8192) within 10%; of the 8 hold-out
+   * rows (N 4096, 16384) one is not: M 4 N 4096, +10.7% (cuBLAS, the compute input, is slow
+   * at N 4096; the fused kernel is not) */
+  t_context("validation against calib/h200-x2-gemv_allreduce.json");
+  ASSERT_EQ(sim_calib_load("calib/h200-x2-gemv_allreduce.json", &c, err, sizeof err), 0);
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  ASSERT_TRUE(v.max_err_fit <= 10.0);
+  int over = 0;
+  for (int i = 0; i < v.num; i++)
+    if (v.row[i].kind == SIM_VAL_HOLDOUT && fabs(v.row[i].error_pct) > 10.0) {
+      over++;
+      ASSERT_STR_EQ(v.row[i].shape, "M4 N4096 K14336");
+    }
+  ASSERT_TRUE(over <= 1);
+  ASSERT_TRUE(v.max_err_holdout <= 11.0);
   sim_val_free(&v);
   sim_calib_free(&c);
 }
@@ -219,6 +255,8 @@ static void errors(void) {
       {"decode --config tools/fco-sim/configs/llama3-70b-decode.cfg --global-batch 8", 2,
        "dlrm only"},
       {"validate", 2, "needs --calib"},
+      {"fit", 2, "fit needs --calib"},
+      {"fit --calib /nonexistent.json", 1, "cannot open calibration"},
   };
   for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
     t_context("fco-sim %s", kCases[i].cmd);

@@ -2,7 +2,10 @@
  * test_sim_overlap.c — fco-sim's tile-pipeline model on hand-computed cases: compute-bound and
  * link-bound pipelines (max(C, M) + one chunk of the shorter stage), two links in parallel,
  * the effect of the tile order (remote-first hides the NIC transfer; local-first leaves it at
- * the tail, no better than unfused), broadcast ops, waves, and a fused op over all ranks.
+ * the tail, no better than unfused), broadcast ops, waves, a fused op over all ranks, and the
+ * fused-kernel terms fitted on measurements: interference (compute stalls on the kernel's own
+ * puts), signal stalls per wave, the landing copy, the fused GEMV's x re-reads and the
+ * embedding kernel's tile size.
  *   make test   or   build/tests/test_sim_overlap
  */
 #include "model.h"
@@ -100,10 +103,135 @@ static void broadcast_and_all(void) {
   ASSERT_NEAR(arrive, 1201, 1e-6);
 }
 
+/* Interference, signal stalls and the landing copy, each alone, then together. */
+static void fused_terms(void) {
+  sim_params_t p;
+  sim_test_params(&p);
+  t_context("fused-kernel terms");
+  /* 100 us of compute in 2 waves; half the tiles go to a node peer: 5e6 B at 100 GB/s =
+   * 50 us. Remote-first: wave 1 holds the peer's tiles. Ideal: wave 1 ends at 50, its bytes
+   * cross 50-100 (+1) while wave 2 computes 50-100: 101. */
+  sim_fused_op_t op;
+  memset(&op, 0, sizeof op);
+  op.compute_us = 100;
+  op.tiles = 2 * p.sms;
+  op.frac[SIM_DEST_SELF] = 0.5;
+  op.frac[SIM_DEST_NODE] = 0.5;
+  op.bytes[SIM_DEST_NODE] = 5e6;
+  op.peers[SIM_DEST_NODE] = 1;
+  sim_fused_detail_t d;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 101, 1e-9);
+  ASSERT_NEAR(d.interf_us + d.sig_us + d.land_us + d.fixed_us, 0, 0);
+  /* interference 0.5: wave 1 computes 50 + 0.5 x 50 = 75; its bytes cross 75-125 (+1) while
+   * wave 2 computes 75-125: 126 */
+  p.fused_interf = 0.5;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 126, 1e-9);
+  ASSERT_NEAR(d.interf_us, 25, 1e-9);
+  /* interference 1: compute and puts serialize: 100 + 50 + 1, as unfused (+ the latency) */
+  p.fused_interf = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 151, 1e-9);
+  /* NVLink interference does not touch NIC puts; fused_interf_net does: the same bytes to
+   * another node (NIC 50 GB/s: 100 us, + 3): ideal 50 + 100 + 3 = 153; with 0.5: wave 1
+   * computes 50 + 50, the NIC sends 100-200: 203 */
+  op.frac[SIM_DEST_NODE] = 0, op.bytes[SIM_DEST_NODE] = 0, op.peers[SIM_DEST_NODE] = 0;
+  op.frac[SIM_DEST_REMOTE] = 0.5, op.bytes[SIM_DEST_REMOTE] = 5e6, op.peers[SIM_DEST_REMOTE] = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 153, 1e-9);
+  p.fused_interf_net = 0.5;
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 203, 1e-9);
+  p.fused_interf = p.fused_interf_net = 0;
+  /* signal stalls: only the wave whose tiles signal (wave 1) stalls 2 us: 52 + 100 + 3 */
+  p.fco_sig_us = 2;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 155, 1e-9);
+  ASSERT_NEAR(d.sig_us, 2, 1e-9);
+  /* local-first: the self tiles come first, the stall moves to wave 2: 50 + 52 + 100 + 3 */
+  p.remote_first = 0;
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 205, 1e-9);
+  p.remote_first = 1;
+  /* a broadcast op signals in every wave: 3 waves x 2 us on 30 us of compute, 3e5 B to one
+   * NVLink peer (3 us; the last wave's 1 us + 1 at the end): 36 + 1 + 1 */
+  sim_fused_op_t b;
+  memset(&b, 0, sizeof b);
+  b.compute_us = 30;
+  b.tiles = 3 * p.sms;
+  b.broadcast = 1;
+  b.bytes[SIM_DEST_NODE] = 3e5;
+  b.peers[SIM_DEST_NODE] = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &b, &d), 38, 1e-9);
+  ASSERT_NEAR(d.sig_us, 6, 1e-9);
+  /* no tiles, no signals (a rank that holds no embedding shard) */
+  b.tiles = 0;
+  sim_fused_time(&p, &b, &d);
+  ASSERT_NEAR(d.sig_us, 0, 0);
+  /* more waves than SIM_MAX_CHUNKS: chunks merge, the stall still counts every wave */
+  b.tiles = 2.0 * SIM_MAX_CHUNKS * p.sms;
+  p.fco_sig_us = 0.001;
+  sim_fused_time(&p, &b, &d);
+  ASSERT_NEAR(d.sig_us, 0.001 * 2 * SIM_MAX_CHUNKS, 1e-9);
+  /* the landing copy: 1e6 B received, read and written at 1000 GB/s = 2 us after the rest;
+   * off with fco_land 0 */
+  p.fco_sig_us = 0;
+  op.land_bytes = 1e6;
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 153, 1e-9);
+  p.fco_land = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 155, 1e-9);
+  ASSERT_NEAR(d.land_us, 2, 1e-9);
+  /* all together with launch and per-peer costs: 5 + 0.5, then wave 1 computes 50 + 2
+   * (signals) + 0.5 x 100 (NIC interference) = 102, the NIC sends 102-202 (+3), then the
+   * landing copy 2 */
+  p.fco_launch_us = 5, p.fco_peer_us = 0.5, p.fco_sig_us = 2, p.fused_interf_net = 0.5;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 5.5 + 102 + 100 + 3 + 2, 1e-9);
+  ASSERT_NEAR(d.fixed_us, 5.5, 1e-9);
+  ASSERT_NEAR(d.pipe.end_us, 205, 1e-9);
+  ASSERT_NEAR(d.pipe.compute_end_us, 152, 1e-9);
+
+  /* over all ranks: rank-1 traffic lands what each rank receives. Four ranks, 4e6 B each,
+   * 1e6 to every destination: each receives 3e6 B = 6 us of landing at 1000 GB/s; one wave
+   * of 40 us, 3e6 B out over NVLink (30 + 1): 40 + 31 + 6 */
+  sim_test_params(&p);
+  p.fco_land = 1;
+  sim_topo_t t = {1, 4};
+  double u[4] = {4e6, 4e6, 4e6, 4e6}, v[4] = {.25, .25, .25, .25};
+  sim_fused_from_rank1(t, u, v, 1, 40, 1, &op);
+  ASSERT_NEAR(op.land_bytes, 3e6, 1e-6);
+  double z[4] = {0, 0, 0, 0}, comp[4] = {40, 40, 40, 40}, tiles[4] = {1, 1, 1, 1};
+  ASSERT_NEAR(sim_fused_all(&p, t, u, v, z, comp, tiles, NULL, NULL), 77, 1e-9);
+  /* the receiver bound lands too: 3 x 4e7 B into rank 0 (1200 + 1) + 2 x 1.2e8 B at HBM */
+  double u3[4] = {0, 4e7, 4e7, 4e7}, v3[4] = {1, 0, 0, 0};
+  ASSERT_NEAR(sim_fused_all(&p, t, u3, v3, z, z, tiles, NULL, NULL), 1201 + 240, 1e-6);
+}
+
+/* The embedding kernel's tile (samples per tile) and the fused GEMV loop. */
+static void kernel_shapes(void) {
+  sim_params_t p;
+  sim_test_params(&p);
+  t_context("embedding tile rule, fused GEMV loop");
+  /* 8 warps x 32/G bags x 4, G = lanes per bag = pow2 >= 16-byte vectors per row, <= 32 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 128, 2), 64, 0);   /* 256 B: 16 vectors, G 16 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 64, 2), 128, 0);   /* G 8 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 32, 2), 256, 0);   /* G 4 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 16, 2), 512, 0);   /* G 2 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 8, 2), 1024, 0);   /* one vector: G 1 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 128, 4), 32, 0);   /* 512 B: G 32 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 1024, 4), 32, 0);  /* G capped at 32 */
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 48, 2), 128, 0);   /* 96 B: 6 vectors, G 8 */
+  p.tile_rows = 100;
+  ASSERT_NEAR(sim_ea_tile_rows(&p, 128, 2), 100, 0);
+  /* fused GEMV: x re-read once per 16-column tile: M 64, N 8192, K 4096, bf16:
+   * 512 x 64 x 4096 x 2 = 268435456 B at 1000 GB/s = 268.435456 us > the GEMV's 18 */
+  p.gemv_x_gbs = 1000;
+  ASSERT_NEAR(sim_fused_gemv_us(&p, 18, 64, 8192, 4096, 2), 268.435456, 1e-9);
+  /* M 1: 4194304 B = 4.194304 us < 18: the weights' stream decides */
+  ASSERT_NEAR(sim_fused_gemv_us(&p, 18, 1, 8192, 4096, 2), 18, 0);
+  /* a partial last tile reads x too: N 8200 = 513 tiles */
+  ASSERT_NEAR(sim_fused_gemv_us(&p, 0, 1, 8200, 4096, 2), 513 * 8192 / 1e6, 1e-9);
+}
+
 int main(void) {
   pipeline();
   tile_order();
   broadcast_and_all();
+  fused_terms();
+  kernel_shapes();
   printf("test_sim_overlap: ok\n");
   return 0;
 }

@@ -28,7 +28,8 @@
 
 /* Parameters for hand-computed cases: NVLink 100 GB/s 1 us, NIC 50 GB/s (400 Gb/s x 1) 3 us,
  * HBM 1000 GB/s; NCCL: Simple only (LL/LL128 priced out), base 10 us, hop x5, full efficiency;
- * no peer costs, no fused launch/penalty, no jitter. */
+ * no peer costs, no fused launch/penalty/interference/signal stalls/landing copy, fused GEMV x
+ * re-reads free (gemv_x_gbs 1e9), no jitter. Tests of those terms switch them on one by one. */
 static inline void sim_test_params(sim_params_t* p) {
   sim_params_default(p);
   p->nvl_gbs = 100, p->nvl_lat_us = 1, p->nic_gbps = 400, p->nic_eff = 1, p->nic_lat_us = 3;
@@ -36,6 +37,8 @@ static inline void sim_test_params(sim_params_t* p) {
   p->nccl_ll_us = p->nccl_ll128_us = 1e9, p->nccl_simple_us = 10, p->simple_hop_x = 5;
   p->nvl_simple_eff = p->net_simple_eff = 1, p->tree_eff = 1;
   p->nccl_peer_us = 0, p->fco_peer_us = 0, p->fco_launch_us = 0, p->fused_penalty = 0;
+  p->fused_interf = 0, p->fused_interf_net = 0, p->fco_sig_us = 0, p->fco_land = 0;
+  p->gemv_x_gbs = 1e9;
   p->jitter = 0;
 }
 

@@ -137,6 +137,11 @@ int sim_calib_parse(const char* text, const char* name, sim_calib_t* c, char* er
         snprintf(e->shape_key[e->num_shape], sizeof e->shape_key[0], "%s", m->key);
         e->shape_val[e->num_shape++] = m->number;
       }
+    for (const sim_json_t* m = shape->child; m; m = m->next)
+      if (m->type == SIM_JSON_STRING && m->string) {
+        size_t n = strlen(e->shape_tag);
+        snprintf(e->shape_tag + n, sizeof e->shape_tag - n, "%s%s", n ? "," : "", m->string);
+      }
   }
   rc = 0;
   goto done;

@@ -33,6 +33,7 @@ typedef struct {
   int num_shape;     /* numeric members of "shape" (B, D, M, N, ...) */
   char shape_key[SIM_CALIB_SHAPE_KEYS][16];
   double shape_val[SIM_CALIB_SHAPE_KEYS];
+  char shape_tag[32]; /* its string members, comma-separated ("uniform", "zipf") */
 } sim_calib_entry_t;
 
 typedef struct {

@@ -20,7 +20,8 @@ static void usage(FILE* f) {
           "  dlrm      one DLRM training iteration (fused embedding + All-to-All)\n"
           "  decode    one tensor-parallel decode step (fused GEMV + AllReduce)\n"
           "  moe       one MoE layer forward (fused GEMM + All-to-All combine)\n"
-          "  validate  the collective models against the calibration's measured rows\n"
+          "  validate  the models against the calibration's measured rows (fit / hold-out)\n"
+          "  fit       choose the fused-operator constants on the fit set of --calib F1,F2,...\n"
           "  params    every model parameter: flag, default, unit, meaning\n"
           "options:\n"
           "  --config F          model configuration (tools/fco-sim/configs/*.cfg)\n"
@@ -90,6 +91,42 @@ static void print_params(FILE* f) {
   }
 }
 
+#define MAX_FIT_CALIB 8
+
+/* fco-sim fit --calib F1,F2,...: load every file, fit, print. Exit status as sim_cli. */
+static int run_fit(const sim_params_t* p, const char* list, FILE* out, FILE* err) {
+  sim_calib_t calib[MAX_FIT_CALIB];
+  const sim_calib_t* cp[MAX_FIT_CALIB];
+  char path[1024], msg[512];
+  int n = 0, rc = 0;
+  snprintf(path, sizeof path, "%s", list);
+  for (char *save = NULL, *f = strtok_r(path, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+    if (n == MAX_FIT_CALIB) {
+      fprintf(err, "fco-sim: fit takes at most %d calibration files\n", MAX_FIT_CALIB);
+      rc = 2;
+      break;
+    }
+    if (sim_calib_load(f, &calib[n], msg, sizeof msg)) {
+      fprintf(err, "fco-sim: %s\n", msg);
+      rc = 1;
+      break;
+    }
+    cp[n] = &calib[n];
+    n++;
+  }
+  if (!rc) {
+    sim_fit_t fit;
+    if (sim_fit_fused(p, cp, n, &fit)) {
+      fprintf(err, "fco-sim: out of memory\n");
+      rc = 1;
+    } else {
+      sim_print_fit(out, p, cp, n, &fit);
+    }
+  }
+  for (int i = 0; i < n; i++) sim_calib_free(&calib[i]);
+  return rc;
+}
+
 int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
   int rc = 0;
   sim_params_t p;
@@ -119,7 +156,8 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
               : !strcmp(cmd, "moe") ? SIM_MODEL_MOE
                                      : -1;
   int is_validate = !strcmp(cmd, "validate"), is_params = !strcmp(cmd, "params");
-  if (model < 0 && !is_validate && !is_params) USAGE("unknown command '%s'", cmd);
+  int is_fit = !strcmp(cmd, "fit");
+  if (model < 0 && !is_validate && !is_params && !is_fit) USAGE("unknown command '%s'", cmd);
 
   const char *config_path = NULL, *calib_path = NULL, *json_path = NULL, *svg_path = NULL;
   double nodes[MAX_LIST], gpus[MAX_LIST], batches[MAX_LIST], gpn = 8, global_batch = 0;
@@ -157,6 +195,11 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
   if (sim_params_check(&p, msg, sizeof msg)) USAGE("%s", msg);
   if (is_params) {
     print_params(out);
+    goto out;
+  }
+  if (is_fit) {
+    if (!calib_path) USAGE("fit needs --calib FILE[,FILE...]");
+    rc = run_fit(&p, calib_path, out, err);
     goto out;
   }
   if (calib_path) {

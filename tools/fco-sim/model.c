@@ -109,7 +109,8 @@ double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const
     if (start[r] < min_start) min_start = start[r];
   }
   if (!p->comm_off && P > 1) {
-    /* a receiver cannot finish before its incoming bytes have crossed its own links */
+    /* a receiver cannot finish before its incoming bytes have crossed its own links and
+     * been landed into its output */
     for (int d = 0; d < P; d++) {
       sim_vol_t vol;
       sim_direct_volume(t, u, v, d, &vol);
@@ -119,7 +120,9 @@ double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const
           double x = sim_xfer_us(vol.recv[l], sim_link_gbs(p, l)) + sim_link_lat_us(p, l);
           if (x > rb) rb = x;
         }
-      double bound = min_start + p->fco_launch_us + rb;
+      double in = vol.recv[SIM_LINK_NVL] + vol.recv[SIM_LINK_NET];
+      double land = p->fco_land ? 2 * sim_xfer_us(in, p->hbm_gbs) : 0;
+      double bound = min_start + p->fco_launch_us + rb + land;
       if (bound > arrive) arrive = bound;
     }
   }
@@ -161,4 +164,19 @@ void sim_row_finish(sim_row_t* row) {
   double eb = row->base_us - row->compute_us, ef = row->fused_us - row->compute_us;
   row->exp_base_pct = row->base_us > 0 && eb > 0 ? 100.0 * eb / row->base_us : 0.0;
   row->exp_fused_pct = row->fused_us > 0 && ef > 0 ? 100.0 * ef / row->fused_us : 0.0;
+}
+
+double sim_ea_tile_rows(const sim_params_t* p, double dim, double eb) {
+  if (p->tile_rows > 0) return p->tile_rows;
+  double vec = ceil(dim * eb / 16.0); /* 16-byte vectors of a row */
+  double lanes = 1;
+  while (lanes < vec && lanes < 32) lanes *= 2;
+  return 8 * (32 / lanes) * 4;
+}
+
+double sim_fused_gemv_us(const sim_params_t* p, double gemv_us, double M, double N, double K,
+                         double eb) {
+  double x = ceil(N / p->gemv_tile_cols) * M * K * eb;
+  double xs = sim_xfer_us(x, p->gemv_x_gbs);
+  return gemv_us > xs ? gemv_us : xs;
 }

@@ -82,6 +82,18 @@ double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const
                      const double* start, const double* compute, const double* tiles,
                      double* kend, double* longest);
 
+/* Samples per tile of fco's fused embedding kernel for rows of `dim` elements of eb bytes:
+ * tile_rows when set, else the kernel's rule: 8 warps x 32/G bags x 4, G = lanes per bag = the
+ * power of two >= the row's 16-byte vectors, at most 32 (D = 128 bf16: 64 samples). */
+double sim_ea_tile_rows(const sim_params_t* p, double dim, double eb);
+
+/* Compute time of fco's fused GEMV tile loop (y [M x N] = x [M x K] W^T, K this rank's): the
+ * weights stream as fast as a GEMV alone (`gemv_us`, without kernel_us), but every tile of
+ * gemv_tile_cols columns re-reads all of x from L2: ceil(N / cols) x M x K x eb bytes at
+ * gemv_x_gbs, which bounds it at large M. The larger of the two. */
+double sim_fused_gemv_us(const sim_params_t* p, double gemv_us, double M, double N, double K,
+                         double eb);
+
 /* Latest of n clocks. */
 double sim_max(const double* x, int n);
 

@@ -4,11 +4,15 @@
  * projection + AllReduce, column-parallel gate/up GEMV, row-parallel down projection +
  * AllReduce; then the LM head (column-parallel, its gather not modelled).
  *
- * Fused schedule: both row-parallel GEMVs become fco's GEMV + AllReduce: each tile of output
- * columns, once computed, is put to every peer (one-shot; NVLink inside a node, the NIC
- * beyond), and each rank sums the P partial tiles when they have all arrived. With fewer tiles
- * than SMs there is one wave and little to overlap: the gain is then NCCL's latency against
- * fco's (measured on 2 GPUs; see docs/fco-sim.md).
+ * Fused schedule: both row-parallel GEMVs become fco's GEMV + AllReduce (impl 1, one-shot):
+ * each tile of gemv_tile_cols output columns, once computed, is put as an fp32 partial
+ * (M x cols x 4 bytes) to every peer (NVLink inside a node, the NIC beyond) and flagged, and
+ * each rank sums the P partial tiles when they have all arrived (P fp32 slots read, y written).
+ * Its tile loop re-reads x per tile (sim_fused_gemv_us): slower than a GEMV alone at large M,
+ * so fco's AUTO (src/ops/gemv_allreduce.c) fuses only up to M = gemv_auto_max_m and above it
+ * runs the GEMV, then fco_allreduce (its one-shot, or NCCL's where that is faster): so does
+ * the fused schedule here. With few tiles there is little to overlap: the gain is then NCCL's
+ * latency against fco's (measured on 2 GPUs; see docs/fco-sim.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -29,45 +33,54 @@ static double gemv_us(const sim_env_t* env, double M, double N, double K, double
 
 typedef struct {
   double qkv, attn, o, gate_up, down, norm, lm; /* us, without kernel_us */
+  double M, H, eb;        /* tokens, hidden size (the row-parallel GEMVs' N), element bytes */
+  double k_o, k_down;     /* this rank's K of the two row-parallel GEMVs */
   double ar_bytes, tiles; /* AllReduce bytes; GEMV tiles of output columns */
 } decode_t;
 
 enum { K_QKV, K_ATTN, K_O, K_NORM1, K_UP, K_DOWN, K_NORM2, K_PER_LAYER };
 
 /* Row-parallel GEMV then AllReduce: baseline (GEMV kernel, NCCL) or fused (fco one-shot). */
-static void row_parallel(const sim_env_t* env, sim_topo_t t, double gemv, double bytes,
-                         double tiles, int fused, int phase, double* clk, sim_row_t* row,
+static void row_parallel(const sim_env_t* env, sim_topo_t t, const decode_t* d, double gemv,
+                         double K, int fused, int phase, double* clk, sim_row_t* row,
                          int record) {
   const sim_params_t* p = &env->p;
   int P = sim_topo_ranks(t);
-  if (!fused || P == 1) {
+  double bytes = d->ar_bytes;
+  int unfused_fco = fused && d->M > p->gemv_auto_max_m; /* AUTO: GEMV, then fco_allreduce */
+  if (!fused || P == 1 || unfused_fco) {
     for (int r = 0; r < P; r++) clk[r] += (gemv + p->kernel_us) * sim_jitter(p, phase, r);
     sim_coll_t ar = sim_baseline_allreduce(env, t, bytes, 2);
-    double T = sim_max(clk, P) + ar.us;
+    double us = ar.us;
+    if (unfused_fco && P > 1) us = fmin(us, sim_fco_oneshot_allreduce(p, t, bytes));
+    double T = sim_max(clk, P) + us;
     for (int r = 0; r < P; r++) clk[r] = T;
     if (record && !fused) {
       sim_row_part(row, "allreduce", ar.us, 0);
       if (!row->algo[0]) sim_row_algo(row, "AR", ar);
     }
+    if (record && unfused_fco) sim_row_part(row, "gemv, then fco_allreduce", 0, us);
     return;
   }
   sim_fused_op_t op;
   memset(&op, 0, sizeof op);
-  op.tiles = tiles;
+  double partial = d->M * d->H * 4.0; /* fp32 partials of y, to each peer */
+  op.tiles = d->tiles;
   op.broadcast = 1;
-  op.bytes[SIM_DEST_NODE] = (t.gpn - 1) * bytes;
-  op.bytes[SIM_DEST_REMOTE] = (double)(P - t.gpn) * bytes;
+  op.bytes[SIM_DEST_NODE] = (t.gpn - 1) * partial;
+  op.bytes[SIM_DEST_REMOTE] = (double)(P - t.gpn) * partial;
   op.peers[SIM_DEST_NODE] = t.gpn - 1;
   op.peers[SIM_DEST_REMOTE] = P - t.gpn;
+  double loop = sim_fused_gemv_us(p, gemv, d->M, d->H, K, d->eb);
   double arrive = 0, longest = 0;
   for (int r = 0; r < P; r++) {
-    op.compute_us = gemv * sim_jitter(p, phase, r);
+    op.compute_us = loop * sim_jitter(p, phase, r);
     double k = sim_fused_time(p, &op, NULL);
     if (clk[r] + k > arrive) arrive = clk[r] + k;
     if (k > longest) longest = k;
   }
-  /* sum of P partial tiles, in the same kernel once the last one has arrived */
-  double reduce = sim_roofline_us(p, 0, (P + 1) * bytes);
+  /* sum of P fp32 partial tiles and write y, in the same kernel once the last has arrived */
+  double reduce = sim_roofline_us(p, 0, P * partial + bytes);
   for (int r = 0; r < P; r++) clk[r] = arrive + reduce;
   if (record) sim_row_part(row, "fused gemv+allreduce", 0, longest + reduce);
 }
@@ -85,12 +98,12 @@ static double decode_step(const sim_env_t* env, const sim_config_t* c, sim_topo_
       clk[r] += (d->qkv + p->kernel_us) * sim_jitter(p, ph + K_QKV, r);
       clk[r] += (d->attn + p->kernel_us) * sim_jitter(p, ph + K_ATTN, r);
     }
-    row_parallel(env, t, d->o, d->ar_bytes, d->tiles, fused, ph + K_O, clk, row, rec);
+    row_parallel(env, t, d, d->o, d->k_o, fused, ph + K_O, clk, row, rec);
     for (int r = 0; r < P; r++) {
       clk[r] += (d->norm + p->kernel_us) * sim_jitter(p, ph + K_NORM1, r);
       clk[r] += (d->gate_up + p->kernel_us) * sim_jitter(p, ph + K_UP, r);
     }
-    row_parallel(env, t, d->down, d->ar_bytes, d->tiles, fused, ph + K_DOWN, clk, row, rec);
+    row_parallel(env, t, d, d->down, d->k_down, fused, ph + K_DOWN, clk, row, rec);
     for (int r = 0; r < P; r++) clk[r] += (d->norm + p->kernel_us) * sim_jitter(p, ph + K_NORM2, r);
   }
   if (d->lm > 0)
@@ -129,6 +142,8 @@ int sim_run_decode(const sim_env_t* env, const sim_config_t* c, sim_topo_t t, do
   d.down = gemv_us(env, M, H, c->ffn / P, eb);
   d.norm = sim_roofline_us(&env->p, 0, 3 * M * H * eb);
   d.lm = c->vocab > 0 ? gemv_us(env, M, c->vocab / P, H, eb) : 0;
+  d.M = M, d.H = H, d.eb = eb;
+  d.k_o = q_cols, d.k_down = c->ffn / P;
   d.ar_bytes = M * H * eb;
   d.tiles = ceil(H / env->p.gemv_tile_cols);
   row->base_us = decode_step(env, c, t, &d, 0, row, 1);
@@ -137,8 +152,11 @@ int sim_run_decode(const sim_env_t* env, const sim_config_t* c, sim_topo_t t, do
   ref.p.comm_off = 1;
   ref.sources = NULL;
   row->compute_us = decode_step(&ref, c, t, &d, 0, row, 0);
-  snprintf(row->note, sizeof row->note, "allreduce %.0f KB x %d per step, %g GEMV tiles",
-           d.ar_bytes / 1024, 2 * (int)c->layers, d.tiles);
+  snprintf(row->note, sizeof row->note, "allreduce %.0f KB x %d per step, %g GEMV tiles%s",
+           d.ar_bytes / 1024, 2 * (int)c->layers, d.tiles,
+           P > 1 && M > env->p.gemv_auto_max_m ? "; fused: M > gemv_auto_max_m, so fco's AUTO "
+                                                 "runs the GEMV, then fco_allreduce"
+                                               : "");
   sim_row_finish(row);
   return 0;
 }

@@ -17,8 +17,9 @@
  *            owners | bottom MLP backward -> embedding backward + row-wise optimizer;
  *            dense gradient AllReduce (DDP: overlapping the rest of the backward pass, after
  *            the All-to-All has freed the network) -> dense optimizer.
- * Fused schedule: embedding lookup + All-to-All is one fco kernel (tile = tile_rows samples x
- * one shard, put to the sample's owner as soon as it is pooled); with fuse_bwd also the
+ * Fused schedule: embedding lookup + All-to-All is one fco kernel (tile = a shard's bags of
+ * sim_ea_tile_rows samples, put to the sample's owner as soon as it is pooled, landed by the
+ * owner from its workspace into its output at the end); with fuse_bwd also the
  * interaction's last backward GEMM + the gradient All-to-All (fco's GEMM + All-to-All).
  * Not modelled: the index All-to-All (TorchRec pipelines it with the previous iteration),
  * data loading, the loss, and HBM capacity (reported, not enforced).
@@ -39,6 +40,7 @@ typedef struct {
 typedef struct {
   int P, num_shards, used_gpus;
   double *dims, *lookups, *gather, *shards, *mem; /* per rank; per sample except mem */
+  double* tiles; /* per rank: fused-kernel tiles per destination (B samples), all shards */
   double* raw_gather; /* per rank and sample: pooling x dim x esize (no access rounding) */
   double max_mem_gb;
 } plan_t;
@@ -50,6 +52,7 @@ static void plan_free(plan_t* pl) {
   free(pl->gather);
   free(pl->shards);
   free(pl->mem);
+  free(pl->tiles);
 }
 
 static double row_bytes(const sim_params_t* p, double dim, double eb) {
@@ -73,7 +76,7 @@ static int cmp_cost(const void* a, const void* b) {
   return x->table - y->table;
 }
 
-static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_topo_t t,
+static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_topo_t t, double B,
                        plan_t* pl, char* err, size_t len) {
   /* The plan is costed with the default machine, so a sweep over one parameter (a faster
    * NIC, ...) compares the same placement; the gathers themselves use the run's parameters. */
@@ -92,10 +95,11 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
   pl->shards = calloc((size_t)P, sizeof(double));
   pl->mem = calloc((size_t)P, sizeof(double));
   pl->raw_gather = calloc((size_t)P, sizeof(double));
+  pl->tiles = calloc((size_t)P, sizeof(double));
   double* load = calloc((size_t)P, sizeof(double));
   int* order = calloc((size_t)P, sizeof(int));
   if (!s || !pl->dims || !pl->lookups || !pl->gather || !pl->shards || !pl->mem ||
-      !pl->raw_gather || !load || !order) {
+      !pl->raw_gather || !pl->tiles || !load || !order) {
     free(s);
     free(load);
     free(order);
@@ -143,6 +147,7 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
     pl->gather[r] += s[i].pooling * row_bytes(run_p, s[i].dim, eb);
     pl->raw_gather[r] += s[i].pooling * s[i].dim * eb;
     pl->shards[r] += 1;
+    pl->tiles[r] += ceil(B / sim_ea_tile_rows(run_p, s[i].dim, eb));
     pl->mem[r] += s[i].rows * (s[i].dim * eb + 4.0); /* + row-wise Adagrad state */
   }
   pl->num_shards = n;
@@ -202,7 +207,7 @@ static int dlrm_setup(const sim_env_t* env, const sim_config_t* c, sim_topo_t t,
   d->B = B;
   d->eb = c->dtype_bytes;
   int P = d->P;
-  if (plan_shards(c, p, t, &d->plan, err, len)) return -1;
+  if (plan_shards(c, p, t, B, &d->plan, err, len)) return -1;
   double* arrs[8];
   for (int i = 0; i < 8; i++) {
     arrs[i] = calloc((size_t)P, sizeof(double));
@@ -218,7 +223,6 @@ static int dlrm_setup(const sim_env_t* env, const sim_config_t* c, sim_topo_t t,
 
   double eb = d->eb, Bg = B * P, Dtot = 0;
   for (int r = 0; r < P; r++) Dtot += d->plan.dims[r];
-  double tiles_per_dest = ceil(B / p->tile_rows);
   for (int r = 0; r < P; r++) {
     const plan_t* pl = &d->plan;
     if (pl->shards[r] > 0) {
@@ -239,7 +243,7 @@ static int dlrm_setup(const sim_env_t* env, const sim_config_t* c, sim_topo_t t,
     d->v_f[r] = 1.0 / P;
     d->u_b[r] = B * Dtot * eb;
     d->v_b[r] = Dtot > 0 ? pl->dims[r] / Dtot : 0;
-    d->tiles_f[r] = pl->shards[r] * P * tiles_per_dest;
+    d->tiles_f[r] = P * pl->tiles[r];
   }
 
   /* dense part, per GPU */

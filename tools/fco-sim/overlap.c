@@ -60,13 +60,14 @@ void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
   op->bytes[SIM_DEST_REMOTE] = vol.send[SIM_LINK_NET];
   op->peers[SIM_DEST_NODE] = vol.peers[SIM_LINK_NVL];
   op->peers[SIM_DEST_REMOTE] = vol.peers[SIM_LINK_NET];
+  op->land_bytes = vol.recv[SIM_LINK_NVL] + vol.recv[SIM_LINK_NET];
 }
 
 static int dest_link(int dest) {
   return dest == SIM_DEST_NODE ? SIM_LINK_NVL : dest == SIM_DEST_REMOTE ? SIM_LINK_NET : -1;
 }
 
-double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_pipe_t* detail) {
+double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused_detail_t* detail) {
   double waves = sim_waves(p, op->tiles);
   int n = waves > SIM_MAX_CHUNKS ? SIM_MAX_CHUNKS : (int)waves;
   sim_chunk_t* ch = calloc((size_t)n, sizeof *ch);
@@ -78,33 +79,58 @@ double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_pipe_
     links.lat_us[l] = sim_link_lat_us(p, l);
   }
   if (op->net_x > 1) links.gbs[SIM_LINK_NET] *= op->net_x;
+  const double interf[SIM_NUM_LINKS] = {p->fused_interf, p->fused_interf_net};
   static const int kRemoteFirst[SIM_NUM_DEST] = {SIM_DEST_REMOTE, SIM_DEST_NODE, SIM_DEST_SELF};
   static const int kLocalFirst[SIM_NUM_DEST] = {SIM_DEST_SELF, SIM_DEST_NODE, SIM_DEST_REMOTE};
   const int* order = p->remote_first ? kRemoteFirst : kLocalFirst;
   double fsum = op->frac[0] + op->frac[1] + op->frac[2];
+  int peers = op->peers[SIM_DEST_NODE] + op->peers[SIM_DEST_REMOTE];
+  double interf_us = 0, sig_us = 0;
   for (int k = 0; k < n; k++) {
     ch[k].compute_us = C / n;
     if (p->comm_off) continue;
+    double sig_share = 0; /* share of this chunk's tiles that signal a peer */
     if (op->broadcast) {
-      for (int d = SIM_DEST_NODE; d < SIM_NUM_DEST; d++) ch[k].bytes[dest_link(d)] += op->bytes[d] / n;
+      for (int d = SIM_DEST_NODE; d < SIM_NUM_DEST; d++)
+        ch[k].bytes[dest_link(d)] += op->bytes[d] / n;
       ch[k].bytes[SIM_LINK_NVL] += op->relay_frac * op->bytes[SIM_DEST_REMOTE] / n;
-      continue;
-    }
-    double lo = (double)k / n, hi = (double)(k + 1) / n, a = 0;
-    for (int i = 0; i < SIM_NUM_DEST; i++) {
-      int d = order[i];
-      double f = fsum > 0 ? op->frac[d] / fsum : 0;
-      double ov = fmin(hi, a + f) - fmax(lo, a);
-      if (f > 0 && ov > 0 && dest_link(d) >= 0) {
-        ch[k].bytes[dest_link(d)] += op->bytes[d] * ov / f;
-        if (d == SIM_DEST_REMOTE) ch[k].bytes[SIM_LINK_NVL] += op->relay_frac * op->bytes[d] * ov / f;
+      sig_share = peers > 0 ? 1 : 0;
+    } else {
+      double lo = (double)k / n, hi = (double)(k + 1) / n, a = 0;
+      for (int i = 0; i < SIM_NUM_DEST; i++) {
+        int d = order[i];
+        double f = fsum > 0 ? op->frac[d] / fsum : 0;
+        double ov = fmin(hi, a + f) - fmax(lo, a);
+        if (f > 0 && ov > 0 && dest_link(d) >= 0) {
+          ch[k].bytes[dest_link(d)] += op->bytes[d] * ov / f;
+          if (d == SIM_DEST_REMOTE)
+            ch[k].bytes[SIM_LINK_NVL] += op->relay_frac * op->bytes[d] * ov / f;
+          sig_share += ov * n;
+        }
+        a += f;
       }
-      a += f;
     }
+    /* the chunk's SMs stall on their own puts and on their signals (n chunks = waves/n waves;
+     * a rank without tiles signals nothing) */
+    double stall = op->tiles > 0 ? sig_share * p->fco_sig_us * waves / n : 0;
+    sig_us += stall;
+    for (int l = 0; l < SIM_NUM_LINKS; l++) {
+      double x = interf[l] * sim_xfer_us(ch[k].bytes[l], links.gbs[l]);
+      stall += x;
+      interf_us += x;
+    }
+    ch[k].compute_us += stall;
   }
   sim_pipe_t pipe = sim_pipeline(ch, n, &links);
   free(ch);
-  if (detail) *detail = pipe;
-  int peers = op->peers[SIM_DEST_NODE] + op->peers[SIM_DEST_REMOTE];
-  return p->fco_launch_us + (p->comm_off ? 0 : peers * p->fco_peer_us) + pipe.end_us;
+  double land = p->comm_off || !p->fco_land ? 0 : 2 * sim_xfer_us(op->land_bytes, p->hbm_gbs);
+  double fixed = p->fco_launch_us + (p->comm_off ? 0 : peers * p->fco_peer_us);
+  if (detail) {
+    detail->pipe = pipe;
+    detail->interf_us = interf_us;
+    detail->sig_us = sig_us;
+    detail->land_us = land;
+    detail->fixed_us = fixed;
+  }
+  return fixed + pipe.end_us + land;
 }

@@ -9,6 +9,18 @@
  * i.e. the longer stage plus one chunk of the shorter one (fill or drain). An unfused operator
  * is C + M. The order of the tiles matters when destinations differ in link: remote-first
  * starts the slow NIC transfers at once; local-first leaves them, exposed, at the tail.
+ *
+ * What a real fused kernel adds to that ideal (sim_fused_time; constants in params.h, fitted
+ * by `fco-sim fit` on measured fused rows, docs/fco-sim.md):
+ *   interference  the SMs issue the NVLink stores themselves, and stall on them: a wave's
+ *                 compute is stretched by fused_interf x its own NVLink put time
+ *                 (fused_interf_net x its NIC time for NIC puts). 0 = the ideal pipeline,
+ *                 1 = compute and NVLink puts serialize.
+ *   signals       every wave of tiles that signal a peer (release fence + flag) stalls
+ *                 fco_sig_us (per wave: the SMs stall in parallel).
+ *   landing       staged receivers (fco's all-to-all kernels) copy what they received from
+ *                 the workspace into their output after their tiles: 2 x bytes / HBM.
+ *   fixed         fco_launch_us per kernel, fco_peer_us per destination.
  */
 #ifndef FCO_SIM_OVERLAP_H_
 #define FCO_SIM_OVERLAP_H_
@@ -51,19 +63,31 @@ typedef struct {
   double net_x;               /* NIC bandwidth multiplier (rail relaying lends the other  */
                               /* GPUs' NICs; 0 or 1: its own NIC only)                    */
   double relay_frac;          /* share of remote bytes that first cross NVLink (relay)    */
+  double land_bytes;          /* bytes this rank copies from its staging into its output  */
+                              /* after its tiles (read + write: 2 x land_bytes / HBM)     */
 } sim_fused_op_t;
 
+/* The parts of one fused kernel's time (sim_fused_time), in us. */
+typedef struct {
+  sim_pipe_t pipe;     /* the pipeline (stalls included in its compute)             */
+  double interf_us;    /* compute stall on the kernel's own puts (interference)     */
+  double sig_us;       /* signal stalls                                             */
+  double land_us;      /* landing copy after the pipeline                           */
+  double fixed_us;     /* fco_launch_us + per-destination costs                     */
+} sim_fused_detail_t;
+
 /* The rank-`r` fused op of rank-1 traffic u, v (see net.h): tile shares by destination
- * follow v, bytes follow u[r] * v. */
+ * follow v, bytes follow u[r] * v; it lands (staging -> output) everything it receives. */
 void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
                           double compute_us, double tiles, sim_fused_op_t* op);
 
-/* Time of the fused kernel on one rank: fco_launch + pipeline of its waves (compute slowed by
- * fused_penalty) + the per-destination signal cost. With fco_pxn (a fused kernel that relays
- * remote tiles through the GPU on the destination's rail, as NCCL's PXN does), the caller sets
- * net_x and relay_frac: see sim_fused_all. The tile order is remote-first when
- * p->remote_first, else local-first. `detail` may be NULL. */
-double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_pipe_t* detail);
+/* Time of the fused kernel on one rank: fco_launch + per-destination cost + the pipeline of
+ * its waves, each wave's compute (x (1 + fused_penalty)) stretched by its interference and
+ * signal stalls + the landing copy. With fco_pxn (a fused kernel that relays remote tiles
+ * through the GPU on the destination's rail, as NCCL's PXN does), the caller sets net_x and
+ * relay_frac: see sim_fused_all. The tile order is remote-first when p->remote_first, else
+ * local-first. `detail` may be NULL. */
+double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused_detail_t* detail);
 
 /* Waves of a kernel with `tiles` tiles: ceil(tiles / sms), at least 1. */
 double sim_waves(const sim_params_t* p, double tiles);

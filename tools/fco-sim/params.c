@@ -39,7 +39,7 @@ int sim_param_find(const char* flag) {
 
 static int is_toggle(const char* name) {
   return !strcmp(name, "remote_first") || !strcmp(name, "fco_pxn") || !strcmp(name, "baseline_overlap") ||
-         !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd");
+         !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd") || !strcmp(name, "fco_land");
 }
 
 static int is_fraction(const char* name) {
@@ -49,7 +49,7 @@ static int is_fraction(const char* name) {
 
 int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
   static const char* const kPositive[] = {"nvl_gbs", "nic_gbps", "hbm_gbs", "tflops", "sms",
-                                          "tile_rows", "gemm_tile", "gemv_tile_cols",
+                                          "gemm_tile", "gemv_tile_cols", "gemv_x_gbs",
                                           "access_bytes"};
   for (int i = 0; i < sim_num_params; i++) {
     const char* name = sim_param_info[i].name;
@@ -60,7 +60,9 @@ int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
     if (is_fraction(name) && !(v > 0 && v <= 1)) bad = 1;
     if (is_toggle(name) && v != 0 && v != 1) bad = 1;
     if (!strcmp(name, "jitter") && !(v < 1)) bad = 1;
-    if (!strcmp(name, "fused_penalty") && !(v < 10)) bad = 1;
+    if ((!strcmp(name, "fused_penalty") || !strcmp(name, "fused_interf") ||
+         !strcmp(name, "fused_interf_net")) && !(v < 10))
+      bad = 1;
     if (bad) {
       const char* want = is_toggle(name) ? "0 or 1"
                          : is_fraction(name) ? "in (0, 1]"
