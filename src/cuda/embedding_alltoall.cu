@@ -3,21 +3,36 @@
  * record and workspace sizes: src/ops/embedding_alltoall.h). Entry: fco_cuda_embedding_alltoall_run
  * (every GPU transport) and fco_cuda_embedding_alltoall_after_group (nccl, after its NCCL group).
  *
- * Pooling (shared by every kernel): a tile is (local table t, chunk of C consecutive samples).
- *   A bag is pooled by a group of G lanes of one warp (G = a power of two ≥ the 16-byte vectors
- *   of a row, ≤ 32), so a warp pools 32/G bags at once. The group loads G indices (and weights)
- *   at a time, checks them against the table, and broadcasts them by shuffles; each lane then
- *   has kU rows' 16-byte vectors in flight before accumulating in fp32, in bag order (the same
- *   order as the CPU reference, weights by fmaf, mean by one division). Loop bounds are warp-
- *   uniform (warp max), so the full-mask shuffles never diverge. A row that is not a whole
- *   number of 16-byte vectors, or a misaligned pointer, takes the element path (same code,
- *   one element per unit). C = 8 warps × 32/G × 4 depends only on D and the dtype, so every
- *   rank cuts the batch the same way whatever path it takes.
+ * Tiles (shared by every kernel): a tile of source rank q is (local tables [t0, t0 + nt_q),
+ *   samples [i0, i0 + ns_q)) with nt_q = min(T_q, 32/Gv) tables and ns_q = C / nt_q samples,
+ *   C = 8 warps × 32/Gv × 4 bags, Gv = the lanes per bag of the 16-byte path (vec_lanes(D,
+ *   esize)). All of these are functions of values every rank agrees on (D, dtype,
+ *   tables_per_rank), so a destination knows how many tiles a source sends it whatever path the
+ *   source takes. The bags of a tile are numbered sample-major (bag = i · nt + t): one warp's
+ *   32/G bags are neighbouring tables of a sample, adjacent in out [b, T, D], so its 16-byte
+ *   stores form runs of up to 512 bytes also for small D (over NVLink: fewer, fuller packets).
+ *
+ * Pooling: a bag is pooled by a group of G lanes of one warp (G = a power of two ≥ the 16-byte
+ *   vectors of a row, ≤ 32). A group takes kB bags at once (kB = 1 or 4; FCO_EA_BAGS, auto: 4
+ *   for rows ≤ 512 bytes and mean bag length ≤ 16): it loads their offsets together, then G
+ *   indices (and weights) per bag, checks them and broadcasts them by shuffles; each lane then
+ *   has kB · kU rows' 16-byte vectors in flight (kU = 8 for kB = 1; 2 for fp32, 1 for 16-bit
+ *   types when kB = 4: what fits in 128 registers without spilling) before accumulating in
+ *   fp32, each bag in bag order (the same order as the CPU reference, weights by fmaf, mean by
+ *   one division). kB = 4 overlaps four bags' offsets → indices → rows chains, which dominate
+ *   when bags are short. Loads are never predicated or branched around: a lane with nothing to
+ *   read loads g_ea_dummy, and int32/int64 indices load into one register, so ptxas issues a
+ *   whole batch before the first use (a conditional load compiled to a load plus a move that
+ *   waits for it, and the rows meant to be in flight together went one or two at a time).
+ *   Loop bounds are warp-uniform (warp max), so the full-mask shuffles never diverge. A row
+ *   that is not a whole number of 16-byte vectors, or a misaligned pointer, takes the element
+ *   path (same code, one element per unit).
  *   Bad data: a bag whose offsets decrease or leave [0, num_indices] is pooled as empty; an
  *   index outside [0, rows_t) is skipped; both are recorded in dev->err (first wins):
  *   code FCO_ERR_INVALID_ARGUMENT, peer = global table id, slot = FCO_EA_BAD_INDEX /
  *   FCO_EA_BAD_OFFSETS, want = position (in indices / in offsets), seen = the bad value. Only
- *   offsets[0 .. T_r·B], indices/weights[0 .. num_indices) and rows [0, rows_t) are ever read.
+ *   offsets[0 .. T_r·B], indices/weights[0 .. num_indices), rows [0, rows_t) and g_ea_dummy
+ *   are ever read.
  *
  * impl 1 — fused (ea_kernel_fused), one persistent grid of num_local × bpr blocks.
  *   Layout: rank s's workspace holds two halves of R = roundup(max_q b_q · T · D · esize, 256);
@@ -25,29 +40,45 @@
  *     workspace rule in src/core/internal.h; ≥ R since ws ≥ 2·R) and is laid out exactly as out_s
  *     [b_s, T, D]: source r's pooled vector for (sample i of s, table t) lands at the place it
  *     takes in out_s. Every pooled vector crosses NVLink once.
- *   Tasks of rank me, in order: pool tiles for destination me+1, me+2, ..., me-1 (remote first),
- *     then me (straight into out); then land tasks (source, group): wait until the source's
- *     counter of that sample group is complete, copy its columns of those rows from the
- *     workspace half into out. Block `part` takes tasks part, part + bpr, ... (static: every
- *     block finishes its pool tiles, which never wait, before it lands).
- *   Groups: a destination's chunks are cut into ≤ 64 groups of cpg chunks. Counter (r, g) of
- *     destination s is slot g of s's signal row r. After a remote tile, the block syncs and
- *     thread 0 does atom.max.relaxed(counter, e << 32), then atom.add.release(counter, 1): the
- *     max lifts the previous call's value (≤ (e-1) << 32 | n) and, being done by every adder
- *     before its add, no add is lost; so the counter ends at (e << 32) + tiles, and the
- *     destination waits for ≥ (e << 32) + T_r · chunks(g). Values only grow and keep the
- *     (epoch << 32 | n) form of prims.cuh, so slots shared with other ops stay consistent.
+ *   Counters: source r cuts destination s's samples into chunks of ns_r, the chunks into ≤ 64
+ *     groups of cpg_r. Counter (r, g) of s is slot g of s's signal row r; it ends at
+ *     (e << 32) + tiles of group g = (e << 32) + chunks(g) · ceil(T_r / nt_r).
+ *   Tasks of rank me: pool tiles for destinations me+1, me+2, ..., me-1 (the remote phase), then
+ *     for me (the local phase, straight into out); land units (source, group, slice of about
+ *     FCO_EA_LAND_KB KiB): once the group's counter is complete, copy those rows' source columns
+ *     from the workspace half into out. Block `part` takes pool tiles part, part + bpr, ... and
+ *     land units part, part + bpr, ... (static; sources me-1, me-2, ...: who sent first).
+ *   Signals, in batches: after every FCO_EA_SIGNAL_EVERY remote tiles, and after its last one,
+ *     a block syncs and thread 0 does, for each counter it advanced since the last batch,
+ *     red.max.relaxed(counter, e << 32); then one fence.acq_rel.sys; then
+ *     red.add.relaxed(counter, tiles). bar.sync orders every thread's stores before the fence,
+ *     and fence + relaxed add is a release pattern (the fence also orders the max before the
+ *     add). The max lifts the previous call's value (≤ (e-1) << 32 | n) and, being done by every
+ *     adder before its add, no add is lost; so the counter ends at (e << 32) + tiles. Values
+ *     only grow and keep the (epoch << 32 | n) form of prims.cuh, so slots shared with other
+ *     ops stay consistent. The fence waits until the block's NVLink stores are acknowledged
+ *     (µs); batching pays it once per batch, and only warp 0 waits (the others go on pooling).
+ *   Landing: in the local phase, before each local tile, thread 0 polls the block's next land
+ *     unit (acquire loads of its counters, no wait); ready units are copied at once (8 16-byte
+ *     loads in flight per thread), so landing overlaps the local lookup. After its last pool
+ *     tile a block waits (bounded) for its remaining land units in order.
+ *     FCO_EA_LAND_POLL=0: no polling, every land unit after the block's pool tiles.
+ *   Progress: pool tiles and polls never wait; a block waits only after its last pool tile,
+ *     and only for other ranks' remote-phase tiles, which they finish and signal (at the latest
+ *     at the end of their remote phase) without waiting for anything.
  *   Presence: block 0 lifts every (destination, group) counter and slot 64 (presence) at start;
- *     every rank waits for every source's presence each call (also when it receives nothing).
- *     So no rank finishes call e+1 before every peer started e+1, i.e. finished e: a write of
- *     call e+2 into the half of call e never meets a destination still landing call e.
- *   Completion: out is complete when the kernel ends (land tasks of every group of every
- *     source ran); the last block advances dev->epoch.
- *   Launch requirements: all blocks co-resident on the local transport (land tasks spin on
+ *     every rank waits for every source's presence each call (the source's first land unit,
+ *     also when it carries no data). So no rank finishes call e+1 before every peer started
+ *     e+1, i.e. finished e: a write of call e+2 into the half of call e never meets a
+ *     destination still landing call e.
+ *   Completion: out is complete when the kernel ends (every land unit of every source ran);
+ *     the last block advances dev->epoch.
+ *   Launch requirements: all blocks co-resident on the local transport (land waits spin on
  *   other ranks' pool tiles): bpr ≤ occupancy × SMs / num_local. dev->ws_bytes ≥ 2R when P > 1
  *   (checked on the device: FCO_ERR_INTERNAL). Bad data does not stop the protocol (peers never
  *   wait in vain), and waits ignore FCO_ERR_INVALID_ARGUMENT, so out is complete (bad entries
- *   skipped) also then.
+ *   skipped) also then. Every rank must use the same tiling (it does: agreed values only); the
+ *   FCO_EA_* knobs are local choices (batching, land slices, kB) and may differ between ranks.
  *
  * impl 0 — unfused: ea_kernel_lookup pools [B, T_r, D] (sample-major, the all_to_all_single send
  *   buffer) into ws[0, S); the All-to-All moves block [bstart_s, +b_s) to rank s's ws[S + b_s ·
@@ -57,6 +88,12 @@
  *   enqueued by fco_cuda_embedding_alltoall_after_group, after the transport's NCCL group ended
  *   (inside a group, NCCL issues its work only at ncclGroupEnd). P == 1: the lookup writes out.
  *   No signals, no epoch.
+ *
+ * Knobs (read on the host at every launch; defaults are guesses to confirm on 2×H200):
+ *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
+ *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
+ *   FCO_EA_LAND_POLL     1 = land between local tiles (default), 0 = only after them
+ *   FCO_EA_BAGS          bags per lane group in flight: 0 = auto (default), 1 or 4
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -74,12 +111,19 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kBagsPerLane = 4;   /* C = kWarps · (32/G) · kBagsPerLane */
+constexpr int kBagsPerLane = 4;   /* bags per tile C = kWarps · (32/Gv) · kBagsPerLane */
 constexpr int kMaxGroups = 64;    /* counter slots 0..63 of a source's row */
 constexpr int kPresenceSlot = kMaxGroups;
+constexpr int kMaxPending = 16;   /* counters one signal batch can advance (≥ SIGNAL_EVERY) */
+constexpr int kLandUnroll = 8;    /* loads in flight per thread when landing */
 constexpr int kRowBaseCap = FCO_EMBEDDING_MAX_TABLES + FCO_MAX_GPU_RANKS;
 static_assert(kThreads >= FCO_MAX_GPU_RANKS + 1, "load_rank_view needs MAX+1 threads");
 static_assert(kPresenceSlot < FCO_SIG_SLOTS, "counter slots must fit the signal row");
+
+/* Knob defaults (see the header). */
+constexpr int kDefaultSignalEvery = 4;
+constexpr int kDefaultLandKiB = 64;
+constexpr int kAutoBagsMaxLen = 16; /* FCO_EA_BAGS=0: kB = 4 when the mean bag length is ≤ this */
 
 /* ---- parameters (by value: a captured graph replays them, no host-to-device copy) -------- */
 struct EaRank {
@@ -101,30 +145,167 @@ struct EaParams {
   EaRank r[FCO_MAX_GPU_RANKS];
   int64_t bstart[FCO_MAX_GPU_RANKS + 1]; /* prefix of batch_per_rank */
   int32_t toff[FCO_MAX_GPU_RANKS + 1];   /* prefix of tables_per_rank */
+  /* Tiling of source q (agreed by every rank) and its land slices (local choice). */
+  int32_t tile_t[FCO_MAX_GPU_RANKS];     /* nt_q: tables per tile (≥ 1)                     */
+  int32_t tile_s[FCO_MAX_GPU_RANKS];     /* ns_q: samples per tile, a chunk (≥ 1)           */
+  int32_t cpg[FCO_MAX_GPU_RANKS];        /* chunks per counter group (≥ 1)                  */
+  int32_t land_split[FCO_MAX_GPU_RANKS]; /* land units per group (≥ 1)                      */
   int64_t B;
   uint64_t recv_bytes;                   /* R (impl 1) */
   uint64_t send_bytes;                   /* S (impl 0) */
   int32_t T, D;
   int32_t nranks, num_local;
-  int32_t chunk;                         /* C */
-  int32_t cpg;                           /* chunks per group */
   int32_t lanes;                         /* G of the path taken */
   int32_t mean;
   uint32_t blocks_per_rank;
   int32_t esize;
+  int32_t sig_every;                     /* remote tiles per signal batch, 1..kMaxPending */
+  int32_t land_poll;                     /* land between local tiles */
   int64_t row_base[kRowBaseCap];
 };
 
-/* ---- small device helpers ---------------------------------------------------------------- */
-__device__ __forceinline__ int64_t ld_index(const void* p, int idx64, int64_t i) {
-  return idx64 ? __ldg((const long long*)p + i) : (int64_t)__ldg((const int*)p + i);
+/* ---- tiling arithmetic, shared by the kernels and the host ------------------------------- */
+__host__ __device__ __forceinline__ int64_t ea_batch(const EaParams& p, int d) {
+  return p.bstart[d + 1] - p.bstart[d];
+}
+__host__ __device__ __forceinline__ int ea_tables(const EaParams& p, int q) {
+  return p.toff[q + 1] - p.toff[q];
+}
+/* Chunks (tiles along the samples) of source q over b samples. */
+__host__ __device__ __forceinline__ int64_t ea_chunks(const EaParams& p, int q, int64_t b) {
+  return (b + p.tile_s[q] - 1) / p.tile_s[q];
+}
+/* Tiles along the tables of source q (0 when it owns none). */
+__host__ __device__ __forceinline__ int ea_tgroups(const EaParams& p, int q) {
+  return (ea_tables(p, q) + p.tile_t[q] - 1) / p.tile_t[q];
+}
+/* Counter groups of source q for destination d (≤ kMaxGroups). */
+__host__ __device__ __forceinline__ int64_t ea_groups(const EaParams& p, int q, int d) {
+  return (ea_chunks(p, q, ea_batch(p, d)) + p.cpg[q] - 1) / p.cpg[q];
+}
+/* Land units of source s at destination me: slices of its groups, or one presence-only unit. */
+__host__ __device__ __forceinline__ int64_t ea_land_units(const EaParams& p, int s, int me) {
+  const int64_t ng = ea_groups(p, s, me);
+  return ea_tables(p, s) > 0 && ng > 0 ? ng * p.land_split[s] : 1;
+}
+__host__ __device__ __forceinline__ int64_t ea_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Work lists of rank me (impl 1): pool tiles [0, n_remote) for destinations me+1, me+2, ...,
+ * [n_remote, n_pool) for me; land units [0, n_land), sources me-1, me-2, ... */
+struct EaCounts {
+  int64_t n_remote, n_pool, n_land;
+};
+__host__ __device__ __forceinline__ EaCounts ea_counts(const EaParams& p, int me) {
+  const int P = p.nranks, ntg = ea_tgroups(p, me);
+  EaCounts n{0, 0, 0};
+  for (int k = 1; k < P; ++k) {
+    n.n_remote += ea_chunks(p, me, ea_batch(p, (me + k) % P)) * ntg;
+    n.n_land += ea_land_units(p, (me - k + P) % P, me);
+  }
+  n.n_pool = n.n_remote + ea_chunks(p, me, ea_batch(p, me)) * ntg;
+  return n;
 }
 
-__device__ __forceinline__ void atom_max_relaxed_sys(uint64_t* p, uint64_t v) {
+/* Pool tile `task` of rank me: destination d, chunk c (samples [c·ns, +ns) of d), table group
+ * tg (local tables [tg·nt, +nt)). */
+struct EaTile {
+  int d, tg;
+  int64_t c;
+};
+__host__ __device__ __forceinline__ EaTile ea_tile(const EaParams& p, int me, int64_t task,
+                                                   int64_t n_remote) {
+  const int P = p.nranks, ntg = ea_tgroups(p, me);
+  EaTile t;
+  int64_t rem = task;
+  t.d = me;
+  if (task < n_remote) {
+    for (int k = 1; k < P; ++k) {
+      t.d = (me + k) % P;
+      const int64_t n = ea_chunks(p, me, ea_batch(p, t.d)) * ntg;
+      if (rem < n) break;
+      rem -= n;
+    }
+  } else {
+    rem -= n_remote;
+  }
+  t.c = rem / ntg;
+  t.tg = (int)(rem - t.c * ntg);
+  return t;
+}
+
+/* A land unit of destination me: rows [r0, r1) of source src's columns, complete when the
+ * source's counter `slot` reaches `want`; `presence`: also wait for the source's presence. */
+struct LandUnit {
+  int64_t r0, r1;
+  uint64_t want;
+  int32_t src, slot; /* slot < 0: no data (presence only) */
+  bool presence;
+};
+__host__ __device__ __forceinline__ LandUnit ea_land_unit(const EaParams& p, int me, int64_t lu,
+                                                          uint64_t base) {
+  const int P = p.nranks;
+  LandUnit u;
+  int64_t rem = lu;
+  int src = me;
+  for (int k = 1; k < P; ++k) {
+    src = (me - k + P) % P;
+    const int64_t n = ea_land_units(p, src, me);
+    if (rem < n) break;
+    rem -= n;
+  }
+  u.src = src;
+  u.presence = rem == 0;
+  u.slot = -1;
+  u.r0 = u.r1 = 0;
+  u.want = base;
+  const int64_t ng = ea_groups(p, src, me);
+  if (ea_tables(p, src) > 0 && ng > 0) {
+    const int split = p.land_split[src];
+    const int64_t g = rem / split, sl = rem - g * split;
+    const int64_t cpg = p.cpg[src], bme = ea_batch(p, me);
+    const int64_t chunks = ea_min(cpg, ea_chunks(p, src, bme) - g * cpg);
+    u.slot = (int32_t)g;
+    u.want = base + (uint64_t)(chunks * ea_tgroups(p, src));
+    const int64_t g0 = g * cpg * p.tile_s[src], g1 = ea_min(bme, g0 + cpg * p.tile_s[src]);
+    const int64_t per = (g1 - g0 + split - 1) / split;
+    u.r0 = ea_min(g1, g0 + sl * per);
+    u.r1 = ea_min(g1, u.r0 + per);
+  }
+  return u;
+}
+
+/* ---- small device helpers ---------------------------------------------------------------- */
+/* Index loads in two steps: ld_index_raw, an int64 or a zero-extended int32 into one 64-bit
+ * register (two predicated loads, no branch), then ix_fix (the sign) once every load of the
+ * batch is issued. A branch on the index type, or a conversion right after each load, puts a
+ * move that waits for the load before the next one: the loads meant to be in flight together
+ * would go one at a time. p: the element, or g_ea_dummy when there is none to read. */
+__device__ __forceinline__ int64_t ld_index_raw(const void* p, int idx64) {
+  uint64_t v;
+  asm("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t"
+      "@q ld.global.nc.u64 %0, [%1];\n\t"
+      "@!q ld.global.nc.u32 %0, [%1];\n\t}"
+      : "=l"(v)
+      : "l"(p), "r"(idx64));
+  return (int64_t)v;
+}
+__device__ __forceinline__ int64_t ix_fix(int64_t x, int idx64) {
+  return idx64 ? x : (int64_t)(int32_t)(uint32_t)x;
+}
+/* A valid address for the loads of lanes that have nothing to load (never written). */
+__device__ uint4 g_ea_dummy;
+__device__ __forceinline__ const void* ix_addr(const void* base, int idx64, int64_t i, bool in) {
+  return in ? (const void*)((const char*)base + (i << (idx64 ? 3 : 2))) : (const void*)&g_ea_dummy;
+}
+
+__device__ __forceinline__ void red_max_relaxed_sys(uint64_t* p, uint64_t v) {
   asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__device__ __forceinline__ void atom_add_release_sys(uint64_t* p, uint64_t v) {
-  asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+__device__ __forceinline__ void red_add_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void fence_acq_rel_sys() {
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
 __device__ __forceinline__ int warp_max(int x) { return __reduce_max_sync(0xffffffffu, (unsigned)x); }
@@ -145,7 +326,13 @@ template <typename T>
 struct Unit<T, true> {
   using U = uint4;
   static constexpr int kE = Pack<T>::kN;
-  __device__ static __forceinline__ U load(const T* row, int u) { return __ldg((const uint4*)row + u); }
+  /* x = row[u] when pred, else a load of g_ea_dummy (not used). Every lane loads into x's
+   * registers unconditionally: with `if (pred) x = __ldg(..)` the compiler loads into
+   * temporaries and moves them, and each move waits for its load, so the rows meant to be in
+   * flight together went one or two at a time. */
+  __device__ static __forceinline__ void load(U& x, const T* row, int u, bool pred) {
+    x = __ldg(pred ? (const uint4*)row + u : &g_ea_dummy);
+  }
   __device__ static __forceinline__ void unpack(const U& x, float* f) { Pack<T>::unpack(x, f); }
   __device__ static __forceinline__ void store(T* dst, int u, const float* f) {
     st_global_v4((uint4*)dst + u, Pack<T>::pack(f));
@@ -155,7 +342,9 @@ template <typename T>
 struct Unit<T, false> {
   using U = T;
   static constexpr int kE = 1;
-  __device__ static __forceinline__ U load(const T* row, int u) { return __ldg(row + u); }
+  __device__ static __forceinline__ void load(U& x, const T* row, int u, bool pred) {
+    if (pred) x = __ldg(row + u);
+  }
   __device__ static __forceinline__ void unpack(const U& x, float* f) { f[0] = to_f32<T>(x); }
   __device__ static __forceinline__ void store(T* dst, int u, const float* f) { Pack<T>::store(dst + u, f[0]); }
 };
@@ -173,107 +362,150 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
                (uint64_t)pos, (uint64_t)value);
 }
 
-/* Pool the bags (t, b), b in [b0, b0 + nb), of local table t into dst + (b - b0) · stride
- * (elements). All threads of the block; no synchronisation inside. */
-template <typename T, bool kVec, int kNV>
-__device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, int t, int64_t b0,
-                                          int nb, T* dst, int64_t stride, const ErrCtx& ec) {
+/* Pool the ns × nt bags (sample b0 + i, local table t0 + t) of a tile into
+ * dst + i · stride + t · D (elements). All threads of the block; no synchronisation inside. */
+template <typename T, bool kVec, int kNV, int kB>
+__device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, int t0, int nt,
+                                          int64_t b0, int ns, T* dst, int64_t stride,
+                                          const ErrCtx& ec) {
   using Un = Unit<T, kVec>;
   constexpr int kE = Un::kE;
-  constexpr int kU = kNV == 1 ? 8 : 2; /* rows in flight per lane */
+  /* Rows in flight per lane: kB · kU (as many as fit in 128 registers without spilling in the
+   * loops below: check ptxas / SASS when changing). */
+  constexpr int kU = kB > 1 ? (kE == 4 ? 2 : 1) : (kNV == 1 ? 8 : 2);
   const int D = p.D, G = p.lanes, nunits = D / kE;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gl = lane & (G - 1), gi = lane / G;
   const int per_step = kWarps * (32 / G);
-  const int steps = (nb + per_step - 1) / per_step;
-  const int64_t row0 = p.row_base[rk.row_base0 + t];
-  const int64_t rows = p.row_base[rk.row_base0 + t + 1] - row0;
-  const T* table = (const T*)rk.weight + row0 * (int64_t)D;
+  const int nbags = ns * nt;
+  const int steps = (nbags + per_step - 1) / per_step;
   const int64_t nidx = rk.num_indices;
   const int chunk_units = G * kNV;
-  for (int s = 0; s < steps; ++s) {
-    const int bi = s * per_step + warp * (32 / G) + gi;
-    const bool have = bi < nb;
-    const int64_t k = (int64_t)t * p.B + b0 + bi;
-    int64_t lo = 0, hi = 0;
-    if (have) {
-      lo = ld_index(rk.offsets, rk.idx64, k);
-      hi = ld_index(rk.offsets, rk.idx64, k + 1);
-      if (lo < 0 || hi < lo || hi > nidx) {
-        if (gl == 0) note_bad(ec, t, FCO_EA_BAD_OFFSETS, k, hi);
-        lo = hi = 0;
-      }
+  const int nchunks = (nunits + chunk_units - 1) / chunk_units;
+  const int bag0 = warp * (32 / G) + gi;
+  for (int s0 = 0; s0 < steps; s0 += kB) {
+    int64_t lo[kB], hi[kB], rows[kB];
+    const T* table[kB];
+    /* Offsets of the kB bags first (all loads in flight), then their checks. */
+#pragma unroll
+    for (int j = 0; j < kB; ++j) {
+      const int bag = (s0 + j) * per_step + bag0;
+      const bool have = bag < nbags;
+      const int i = have ? bag / nt : 0;
+      const int64_t k = (int64_t)(t0 + bag - i * nt) * p.B + b0 + i;
+      lo[j] = ld_index_raw(ix_addr(rk.offsets, rk.idx64, k, have), rk.idx64);
+      hi[j] = ld_index_raw(ix_addr(rk.offsets, rk.idx64, k + 1, have), rk.idx64);
     }
-    const int64_t len = hi - lo;
-    const int iters = warp_max((int)((len + G - 1) / G));
-    const int nchunks = (nunits + chunk_units - 1) / chunk_units;
+    int maxit = 0;
+#pragma unroll
+    for (int j = 0; j < kB; ++j) {
+      const int bag = (s0 + j) * per_step + bag0;
+      const int i = bag < nbags ? bag / nt : 0;
+      const int t = t0 + (bag < nbags ? bag - i * nt : 0);
+      lo[j] = bag < nbags ? ix_fix(lo[j], rk.idx64) : 0;
+      hi[j] = bag < nbags ? ix_fix(hi[j], rk.idx64) : 0;
+      if (lo[j] < 0 || hi[j] < lo[j] || hi[j] > nidx) {
+        if (gl == 0) note_bad(ec, t, FCO_EA_BAD_OFFSETS, (int64_t)t * p.B + b0 + i, hi[j]);
+        lo[j] = hi[j] = 0;
+      }
+      const int64_t row0 = p.row_base[rk.row_base0 + t];
+      rows[j] = p.row_base[rk.row_base0 + t + 1] - row0;
+      table[j] = (const T*)rk.weight + row0 * (int64_t)D;
+      maxit = max(maxit, (int)((hi[j] - lo[j] + G - 1) / G));
+    }
+    const int iters = warp_max(maxit);
     for (int cc = 0; cc < nchunks; ++cc) {
       const int u0 = cc * chunk_units + gl;
-      float acc[kNV][kE];
+      float acc[kB][kNV][kE];
 #pragma unroll
-      for (int v = 0; v < kNV; ++v)
+      for (int j = 0; j < kB; ++j)
 #pragma unroll
-        for (int e = 0; e < kE; ++e) acc[v][e] = 0.0f;
+        for (int v = 0; v < kNV; ++v)
+#pragma unroll
+          for (int e = 0; e < kE; ++e) acc[j][v][e] = 0.0f;
       for (int it = 0; it < iters; ++it) {
-        const int64_t j = lo + (int64_t)it * G + gl;
-        const bool in = j < hi;
-        int64_t idx = 0;
-        float w = 1.0f;
-        if (in) {
-          idx = ld_index(rk.indices, rk.idx64, j);
-          if (rk.psw) w = __ldg(rk.psw + j);
+        int64_t idx[kB];
+        float w[kB];
+        bool ok[kB];
+#pragma unroll
+        for (int j = 0; j < kB; ++j) {
+          const int64_t pos = lo[j] + (int64_t)it * G + gl;
+          const bool in = pos < hi[j];
+          idx[j] = ld_index_raw(ix_addr(rk.indices, rk.idx64, pos, in), rk.idx64);
+          /* w is used only with weights, and only where in */
+          w[j] = __ldg(rk.psw && in ? rk.psw + pos : (const float*)&g_ea_dummy);
         }
-        const bool ok = in && idx >= 0 && idx < rows;
-        if (in && !ok && cc == 0) note_bad(ec, t, FCO_EA_BAD_INDEX, j, idx);
-        const int nq = warp_max((int)max((int64_t)0, min((int64_t)G, hi - (lo + (int64_t)it * G))));
-        for (int q0 = 0; q0 < nq; q0 += kU) {
-          typename Un::U x[kU][kNV];
-          float wq[kU];
-          bool okq[kU];
+        int cnt = 0;
 #pragma unroll
-          for (int u = 0; u < kU; ++u) {
-            const int q = q0 + u < G ? q0 + u : G - 1;
-            const int64_t iq = __shfl_sync(0xffffffffu, (long long)idx, q, G);
-            wq[u] = __shfl_sync(0xffffffffu, w, q, G);
-            okq[u] = __shfl_sync(0xffffffffu, (int)ok, q, G) && q0 + u < nq;
-            const T* row = table + iq * (int64_t)D;
-#pragma unroll
-            for (int v = 0; v < kNV; ++v) {
-              const int un = u0 + v * G;
-              if (okq[u] && un < nunits) x[u][v] = Un::load(row, un);
-            }
+        for (int j = 0; j < kB; ++j) {
+          const int64_t pos = lo[j] + (int64_t)it * G + gl;
+          const bool in = pos < hi[j];
+          idx[j] = ix_fix(idx[j], rk.idx64);
+          ok[j] = in && idx[j] >= 0 && idx[j] < rows[j];
+          if (in && !ok[j] && cc == 0) {
+            const int bag = (s0 + j) * per_step + bag0;
+            note_bad(ec, t0 + bag % nt, FCO_EA_BAD_INDEX, pos, idx[j]);
           }
+          cnt = max(cnt, (int)max((int64_t)0, min((int64_t)G, hi[j] - (lo[j] + (int64_t)it * G))));
+        }
+        const int nq = warp_max(cnt);
+        for (int q0 = 0; q0 < nq; q0 += kU) {
+          typename Un::U x[kB][kU][kNV];
+          float wq[kB][kU];
+          bool okq[kB][kU];
 #pragma unroll
-          for (int u = 0; u < kU; ++u) {
-            if (!okq[u]) continue;
+          for (int j = 0; j < kB; ++j)
 #pragma unroll
-            for (int v = 0; v < kNV; ++v) {
-              if (u0 + v * G >= nunits) continue;
-              float f[kE];
-              Un::unpack(x[u][v], f);
-              if (rk.psw) {
+            for (int u = 0; u < kU; ++u) {
+              const int q = q0 + u < G ? q0 + u : G - 1;
+              const int64_t iq = __shfl_sync(0xffffffffu, (long long)idx[j], q, G);
+              wq[j][u] = __shfl_sync(0xffffffffu, w[j], q, G);
+              okq[j][u] = __shfl_sync(0xffffffffu, (int)ok[j], q, G) && q0 + u < nq;
+              const T* row = table[j] + iq * (int64_t)D;
 #pragma unroll
-                for (int e = 0; e < kE; ++e) acc[v][e] = fmaf(wq[u], f[e], acc[v][e]);
-              } else {
-#pragma unroll
-                for (int e = 0; e < kE; ++e) acc[v][e] += f[e];
+              for (int v = 0; v < kNV; ++v) {
+                const int un = u0 + v * G;
+                Un::load(x[j][u][v], row, un, okq[j][u] && un < nunits);
               }
             }
-          }
+#pragma unroll
+          for (int j = 0; j < kB; ++j)
+#pragma unroll
+            for (int u = 0; u < kU; ++u) {
+              if (!okq[j][u]) continue;
+#pragma unroll
+              for (int v = 0; v < kNV; ++v) {
+                if (u0 + v * G >= nunits) continue;
+                float f[kE];
+                Un::unpack(x[j][u][v], f);
+                if (rk.psw) {
+#pragma unroll
+                  for (int e = 0; e < kE; ++e) acc[j][v][e] = fmaf(wq[j][u], f[e], acc[j][v][e]);
+                } else {
+#pragma unroll
+                  for (int e = 0; e < kE; ++e) acc[j][v][e] += f[e];
+                }
+              }
+            }
         }
       }
-      if (have) {
+#pragma unroll
+      for (int j = 0; j < kB; ++j) {
+        const int bag = (s0 + j) * per_step + bag0;
+        if (bag >= nbags) continue;
+        const int64_t len = hi[j] - lo[j];
         if (p.mean && len > 0) {
           const float n = (float)len;
 #pragma unroll
           for (int v = 0; v < kNV; ++v)
 #pragma unroll
-            for (int e = 0; e < kE; ++e) acc[v][e] = acc[v][e] / n;
+            for (int e = 0; e < kE; ++e) acc[j][v][e] = acc[j][v][e] / n;
         }
-        T* o = dst + (int64_t)bi * stride;
+        const int i = bag / nt;
+        T* o = dst + (int64_t)i * stride + (int64_t)(bag - i * nt) * D;
 #pragma unroll
         for (int v = 0; v < kNV; ++v)
-          if (u0 + v * G < nunits) Un::store(o, u0 + v * G, acc[v]);
+          if (u0 + v * G < nunits) Un::store(o, u0 + v * G, acc[j][v]);
       }
     }
   }
@@ -302,17 +534,39 @@ __device__ __forceinline__ bool wait_count(const uint64_t* flag, uint64_t want, 
   }
 }
 
+template <typename U>
+__device__ __forceinline__ void st_unit(U* p, const U& x) { *p = x; }
+template <>
+__device__ __forceinline__ void st_unit<uint4>(uint4* p, const uint4& x) { st_global_v4(p, x); }
+
 /* Copy rows [r0, r1) × bytes [col, col + seg) of a [*, row] byte matrix from src to dst, units
- * of U bytes (all of col, seg, row, src, dst multiples of U). All threads of the block. */
+ * of U bytes (all of col, seg, row, src, dst multiples of U). All threads of the block;
+ * kLandUnroll loads in flight per thread before their stores. src was written by peers: read
+ * through L2 (ld.global.cg). Rows go in batches that keep the flat unit index in 32 bits. */
 template <typename U>
 __device__ __forceinline__ void copy_cols(char* dst, const char* src, int64_t r0, int64_t r1,
                                           size_t row, size_t col, size_t seg) {
   const uint32_t upr = (uint32_t)(seg / sizeof(U));
-  const uint64_t n = (uint64_t)(r1 - r0) * upr;
-  for (uint64_t x = threadIdx.x; x < n; x += blockDim.x) {
-    const uint64_t rr = x / upr, cu = x - rr * upr;
-    const size_t off = (size_t)(r0 + (int64_t)rr) * row + col + cu * sizeof(U);
-    *(U*)(dst + off) = __ldcg((const U*)(src + off));
+  if (upr == 0) return;
+  const int64_t rows_per_batch = upr >= (1u << 30) ? 1 : (int64_t)((1u << 30) / upr);
+  for (int64_t rb = r0; rb < r1; rb += rows_per_batch) {
+    const uint32_t n = (uint32_t)(min(r1, rb + rows_per_batch) - rb) * upr;
+    const char* s = src + (size_t)rb * row + col;
+    char* d = dst + (size_t)rb * row + col;
+    for (uint32_t x0 = threadIdx.x; x0 < n; x0 += kLandUnroll * blockDim.x) {
+      U r[kLandUnroll];
+      size_t off[kLandUnroll];
+#pragma unroll
+      for (int u = 0; u < kLandUnroll; ++u) {
+        const uint32_t x = x0 + (uint32_t)u * blockDim.x;
+        const uint32_t rr = x / upr;
+        off[u] = (size_t)rr * row + (size_t)(x - rr * upr) * sizeof(U);
+        if (x < n) r[u] = __ldcg((const U*)(s + off[u]));
+      }
+#pragma unroll
+      for (int u = 0; u < kLandUnroll; ++u)
+        if (x0 + (uint32_t)u * blockDim.x < n) st_unit((U*)(d + off[u]), r[u]);
+    }
   }
 }
 __device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_t r0, int64_t r1,
@@ -323,15 +577,56 @@ __device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_
   else copy_cols<uint16_t>(dst, src, r0, r1, row, col, seg);
 }
 
-__device__ __forceinline__ int64_t num_chunks(const EaParams& p, int d) {
-  return (p.bstart[d + 1] - p.bstart[d] + p.chunk - 1) / p.chunk;
+/* ---- impl 1 ------------------------------------------------------------------------------- */
+/* Thread 0: is the unit's data complete (no waiting)? */
+__device__ __forceinline__ bool land_ready(const LandUnit& u, const RankView& v, int me, uint64_t base) {
+  const uint64_t* row = v.peer_sig[me] + (size_t)u.src * FCO_SIG_SLOTS;
+  if (u.presence && ld_acquire_sys(row + kPresenceSlot) < base) return false;
+  return u.slot < 0 || ld_acquire_sys(row + u.slot) >= u.want;
+}
+/* Thread 0: wait (bounded) until it is; false on a timeout or another error. */
+__device__ __forceinline__ bool land_wait(const LandUnit& u, const RankView& v, int me, uint64_t base) {
+  const uint64_t* row = v.peer_sig[me] + (size_t)u.src * FCO_SIG_SLOTS;
+  if (u.presence && !wait_count(row + kPresenceSlot, base, v, u.src, kPresenceSlot)) return false;
+  return u.slot < 0 || wait_count(row + u.slot, u.want, v, u.src, u.slot);
 }
 
-/* ---- impl 1 ------------------------------------------------------------------------------- */
-template <typename T, bool kVec, int kNV>
+/* All threads: publish the block's remote tiles since the last batch (see the header). */
+__device__ __forceinline__ void signal_batch(uint64_t* const* ctr, const uint32_t* n, int npend,
+                                             uint64_t base) {
+  __syncthreads(); /* every thread's stores before thread 0's fence */
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < npend; ++i) red_max_relaxed_sys(ctr[i], base);
+    fence_acq_rel_sys();
+    for (int i = 0; i < npend; ++i) red_add_relaxed_sys(ctr[i], n[i]);
+  }
+}
+
+/* All threads: land unit lu of destination me — wait for it (blocking) or only test it, then
+ * copy it from the workspace half into out. Returns 1 landed, 0 not ready (only when not
+ * blocking), -1 gave up (timeout or another error). */
+__device__ __forceinline__ int land(const EaParams& p, const RankView& v, char* out, int me,
+                                 int64_t lu, uint64_t base, size_t half, bool blocking) {
+  const LandUnit u = ea_land_unit(p, me, lu, base);
+  bool done = true;
+  if (threadIdx.x == 0)
+    done = blocking ? land_wait(u, v, me, base) : land_ready(u, v, me, base);
+  /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after. */
+  if (__syncthreads_or(!done)) return blocking ? -1 : 0;
+  if (u.r1 > u.r0) {
+    const size_t vec = (size_t)p.D * (size_t)p.esize;
+    copy_cols_any(out, v.peer_data[me] + half, u.r0, u.r1, (size_t)p.T * vec,
+                  (size_t)p.toff[u.src] * vec, (size_t)ea_tables(p, u.src) * vec);
+  }
+  return 1;
+}
+
+template <typename T, bool kVec, int kNV, int kB>
 __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;
+  __shared__ uint64_t* pend_ctr[kMaxPending]; /* thread 0's signal batch */
+  __shared__ uint32_t pend_n[kMaxPending];
   const uint32_t li = blockIdx.x / p.blocks_per_rank;
   const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
   const EaRank& rk = p.r[li];
@@ -349,87 +644,83 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
     return;
   }
   const ErrCtx ec{v.err, &err_done, p.toff[me]};
-  const int Tme = p.toff[me + 1] - p.toff[me];
   /* Halves at 0 and ws/2 whatever this call's size: the workspace rule (src/core/internal.h). */
   const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
-  const size_t row_bytes = (size_t)p.T * p.D * es;
   const uint64_t base = e << 32;
+  const int64_t bpr = p.blocks_per_rank;
 
   /* Presence and group counters of every destination lifted to this call. */
   if (part == 0 && P > 1) {
     for (int k = 1; k < P; ++k) {
       const int d = (me + k) % P;
-      const int ng = (int)((num_chunks(p, d) + p.cpg - 1) / p.cpg);
+      const int ng = (int)ea_groups(p, me, d);
       uint64_t* row = v.peer_sig[d] + (size_t)me * FCO_SIG_SLOTS;
       for (int g = threadIdx.x; g <= ng; g += blockDim.x)
-        atom_max_relaxed_sys(row + (g == ng ? kPresenceSlot : g), base);
+        red_max_relaxed_sys(row + (g == ng ? kPresenceSlot : g), base);
     }
   }
 
-  int64_t ntask_pool = 0;
-  for (int d = 0; d < P; ++d) ntask_pool += num_chunks(p, d) * Tme;
-  const int64_t nch_me = num_chunks(p, me);
-  const int64_t ng_me = (nch_me + p.cpg - 1) / p.cpg;
-  const int64_t land_per_src = ng_me > 0 ? ng_me : 1;
-  const int64_t ntask = ntask_pool + (P > 1 ? (int64_t)(P - 1) * land_per_src : 0);
-  const int64_t b_me = p.bstart[me + 1] - p.bstart[me];
+  const EaCounts n = ea_counts(p, me);
+  const int64_t n_remote = n.n_remote, n_pool = n.n_pool, n_land = n.n_land;
 
-  for (int64_t task = part; task < ntask; task += p.blocks_per_rank) {
-    if (task < ntask_pool) {
-      int64_t rem = task;
-      int d = me;
-      for (int k = 1; k <= P; ++k) {
-        d = (me + k) % P;
-        const int64_t n = num_chunks(p, d) * Tme;
-        if (rem < n) break;
-        rem -= n;
+  /* Pool tiles: remote ones first (destinations me+1, me+2, ...; signalled in batches), then
+   * local ones into out, each preceded by the land units that are ready; then the remaining
+   * land units, waiting for each. One loop with one call site each for pool_tile and land
+   * (inlined once: registers). Every branch below is block-uniform. */
+  int64_t task = part, lu = part; /* this block's next pool tile and land unit */
+  bool poll = true;               /* try land units before the next local tile */
+  int npend = 0, since = 0;
+  uint64_t* last = nullptr;
+  for (;;) {
+    const bool pools_left = task < n_pool;
+    if (lu < n_land && (!pools_left || (poll && p.land_poll && task >= n_remote))) {
+      const int r = land(p, v, rk.out, me, lu, base, half, !pools_left);
+      if (r > 0) {
+        lu += bpr;
+        continue;
       }
-      const int64_t c = rem / Tme;
-      const int t = (int)(rem - c * Tme);
-      const int64_t bd = p.bstart[d + 1] - p.bstart[d];
-      const int64_t i0 = c * p.chunk;
-      const int nb = (int)min((int64_t)p.chunk, bd - i0);
-      char* dbase = d == me ? rk.out : v.peer_data[d] + half;
-      T* dst = (T*)(dbase + (size_t)i0 * row_bytes + (size_t)(p.toff[me] + t) * p.D * es);
-      pool_tile<T, kVec, kNV>(p, rk, t, p.bstart[d] + i0, nb, dst, (int64_t)p.T * p.D, ec);
-      if (d != me) {
-        __syncthreads(); /* every thread's stores before thread 0's release */
+      if (r < 0) break; /* timeout or another error: give up */
+      poll = false;     /* not ready: one more local tile first */
+    }
+    if (!pools_left) break;
+    const bool remote = task < n_remote;
+    const EaTile tile = ea_tile(p, me, task, n_remote);
+    const int d = tile.d;
+    const int64_t c = tile.c;
+    const int t0 = tile.tg * p.tile_t[me];
+    const int64_t i0 = c * p.tile_s[me];
+    const int nt = min(p.tile_t[me], ea_tables(p, me) - t0);
+    const int ns = (int)min((int64_t)p.tile_s[me], ea_batch(p, d) - i0);
+    char* dbase = remote ? v.peer_data[d] + half : rk.out;
+    T* dst = (T*)(dbase + ((size_t)i0 * p.T + (size_t)(p.toff[me] + t0)) * p.D * es);
+    pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, p.bstart[d] + i0, ns, dst, (int64_t)p.T * p.D, ec);
+    if (remote) {
+      uint64_t* ctr = v.peer_sig[d] + (size_t)me * FCO_SIG_SLOTS + (size_t)(c / p.cpg[me]);
+      if (ctr == last) {
+        if (threadIdx.x == 0) ++pend_n[npend - 1];
+      } else {
         if (threadIdx.x == 0) {
-          uint64_t* ctr = v.peer_sig[d] + (size_t)me * FCO_SIG_SLOTS + (size_t)(c / p.cpg);
-          atom_max_relaxed_sys(ctr, base);
-          atom_add_release_sys(ctr, 1);
+          pend_ctr[npend] = ctr;
+          pend_n[npend] = 1;
         }
+        ++npend;
+        last = ctr;
       }
-    } else {
-      const int64_t lt = task - ntask_pool;
-      const int k = 1 + (int)(lt / land_per_src); /* sources me-1, me-2, ...: who sent first */
-      const int src = (me - k + P) % P;
-      const int64_t g = lt - (int64_t)(k - 1) * land_per_src;
-      const int Ts = p.toff[src + 1] - p.toff[src];
-      bool ok = true;
-      if (threadIdx.x == 0) {
-        const uint64_t* row = v.peer_sig[me] + (size_t)src * FCO_SIG_SLOTS;
-        if (g == 0) ok = wait_count(row + kPresenceSlot, base, v, src, kPresenceSlot);
-        if (ok && g < ng_me) {
-          const int64_t chunks = min((int64_t)p.cpg, nch_me - g * p.cpg);
-          ok = wait_count(row + g, base + (uint64_t)(Ts * chunks), v, src, (int32_t)g);
-        }
-      }
-      if (__syncthreads_or(!ok)) break;
-      if (g < ng_me && Ts > 0) {
-        const int64_t r0 = g * p.cpg * p.chunk;
-        const int64_t r1 = min(b_me, r0 + (int64_t)p.cpg * p.chunk);
-        copy_cols_any(rk.out, v.peer_data[me] + half, r0, r1, row_bytes,
-                      (size_t)p.toff[src] * p.D * es, (size_t)Ts * p.D * es);
+      if (++since >= p.sig_every || npend == kMaxPending || task + bpr >= n_remote) {
+        signal_batch(pend_ctr, pend_n, npend, base);
+        npend = since = 0;
+        last = nullptr;
       }
     }
+    task += bpr;
+    poll = true;
   }
   epoch_end(dev, e, p.blocks_per_rank);
 }
 
 /* ---- impl 0 ------------------------------------------------------------------------------- */
 /* Pooled [B, T_r, D] into ws[0, S) (P > 1) or out (P == 1). Grid: num_local × bpr blocks. */
-template <typename T, bool kVec, int kNV>
+template <typename T, bool kVec, int kNV, int kB>
 __global__ void __launch_bounds__(kThreads, 2) ea_kernel_lookup(const __grid_constant__ EaParams p) {
   __shared__ int err_done;
   const uint32_t li = blockIdx.x / p.blocks_per_rank;
@@ -439,20 +730,20 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_lookup(const __grid_con
   __syncthreads();
   const int me = rk.rank;
   const ErrCtx ec{rk.dev->err, &err_done, p.toff[me]};
-  const int Tme = p.toff[me + 1] - p.toff[me];
+  const int Tme = ea_tables(p, me), ntg = ea_tgroups(p, me);
+  const int tile_t = p.tile_t[me], tile_s = p.tile_s[me];
   T* base = (T*)(p.nranks > 1 ? rk.ws : rk.out);
-  const int64_t nch = (p.B + p.chunk - 1) / p.chunk;
-  const int64_t ntask = nch * Tme;
+  const int64_t ntask = ea_chunks(p, me, p.B) * ntg;
   for (int64_t task = part; task < ntask; task += p.blocks_per_rank) {
-    const int64_t c = task / Tme;
-    const int t = (int)(task - c * Tme);
-    const int64_t b0 = c * p.chunk;
-    const int nb = (int)min((int64_t)p.chunk, p.B - b0);
-    pool_tile<T, kVec, kNV>(p, rk, t, b0, nb, base + (b0 * Tme + t) * (int64_t)p.D,
-                            (int64_t)Tme * p.D, ec);
+    const int64_t c = task / ntg;
+    const int t0 = (int)(task - c * ntg) * tile_t;
+    const int64_t b0 = c * tile_s;
+    const int nt = min(tile_t, Tme - t0);
+    const int ns = (int)min((int64_t)tile_s, p.B - b0);
+    pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, base + (b0 * Tme + t0) * (int64_t)p.D,
+                                (int64_t)Tme * p.D, ec);
   }
 }
-
 /* out[i][toff_q + t] = recv_q[i][t] for every source q: recv_q at ws + S + b_me · toff_q · D.
  * One warp per (local rank, row, source). */
 __global__ void __launch_bounds__(kThreads) ea_kernel_permute(const __grid_constant__ EaParams p) {
@@ -510,24 +801,33 @@ int vec_lanes(int64_t D, size_t es) {
   return nvec >= 32 ? 32 : pow2_at_least((int)nvec);
 }
 
-/* Which kernel variant: kVec, kNV, and the lanes per bag of that variant. */
+/* Which kernel variant: kVec, kNV, kB, and the lanes per bag of that variant. */
 struct Variant {
   bool vec;
   int nv;
+  int bags; /* kB */
   int lanes;
 };
 
+/* kB = 4 only on the 16-byte path with one vector per lane (rows ≤ 512 bytes): elsewhere the
+ * rows themselves keep enough bytes in flight, and registers are short. */
 Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t es) {
   bool vec = ((size_t)a0->dim * es) % 16 == 0;
-  for (int i = 0; i < l->num_local && vec; i++) {
+  int64_t nidx = 0, nbags = 0;
+  for (int i = 0; i < l->num_local; i++) {
     const fco_ea_args_t* a = fco_ea_args(l->r[i].op);
     if ((uintptr_t)a->weight % 16 || (uintptr_t)a->out % 16) vec = false;
+    nidx += a->num_indices;
+    nbags += (int64_t)a->tables_per_rank[a->rank] * a->batch;
   }
   const int64_t units = vec ? (int64_t)a0->dim * (int64_t)es / 16 : a0->dim;
   Variant v;
   v.vec = vec;
   v.nv = units > 32 ? 4 : 1;
   v.lanes = units >= 32 ? 32 : pow2_at_least((int)units);
+  const long long knob = fco_env_int("FCO_EA_BAGS", 0);
+  const bool short_bags = nidx <= (int64_t)kAutoBagsMaxLen * nbags; /* mean length */
+  v.bags = vec && v.nv == 1 && (knob == 4 || (knob != 1 && short_bags)) ? 4 : 1;
   return v;
 }
 
@@ -546,14 +846,32 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
     p->bstart[q + 1] = p->bstart[q] + a0->batch_per_rank[q];
     p->toff[q + 1] = p->toff[q] + a0->tables_per_rank[q];
   }
-  p->chunk = kWarps * (32 / vec_lanes(a0->dim, es)) * kBagsPerLane;
-  int64_t nch_max = 0;
+  /* Tiling per source: agreed values only (D, dtype, the splits), never the path taken. */
+  const int per_warp = 32 / vec_lanes(a0->dim, es);
+  const int bags = kWarps * per_warp * kBagsPerLane;
+  long long land_kib = fco_env_int("FCO_EA_LAND_KB", kDefaultLandKiB);
+  land_kib = land_kib < 4 ? 4 : land_kib > 16384 ? 16384 : land_kib;
+  int64_t bmax = 0;
+  for (int q = 0; q < P; q++)
+    if (a0->batch_per_rank[q] > bmax) bmax = a0->batch_per_rank[q];
   for (int q = 0; q < P; q++) {
-    const int64_t n = (a0->batch_per_rank[q] + p->chunk - 1) / p->chunk;
-    if (n > nch_max) nch_max = n;
+    const int Tq = a0->tables_per_rank[q];
+    p->tile_t[q] = Tq < 1 ? 1 : Tq < per_warp ? Tq : per_warp;
+    p->tile_s[q] = bags / p->tile_t[q];
+    const int64_t nch_max = (bmax + p->tile_s[q] - 1) / p->tile_s[q];
+    const int64_t cpg = (nch_max + kMaxGroups - 1) / kMaxGroups;
+    p->cpg[q] = (int32_t)(cpg < 1 ? 1 : cpg);
+    /* Land slices: about land_kib KiB each, at least one row. */
+    const int64_t grows = (int64_t)p->cpg[q] * p->tile_s[q];
+    const double gbytes = (double)grows * (double)Tq * (double)a0->dim * (double)es;
+    double split = gbytes / ((double)land_kib * 1024.0);
+    split = split < 1.0 ? 1.0 : split > (double)grows ? (double)grows : split;
+    p->land_split[q] = (int32_t)split + ((double)(int32_t)split < split ? 1 : 0);
+    if (p->land_split[q] > grows) p->land_split[q] = (int32_t)grows;
   }
-  p->cpg = (int32_t)((nch_max + kMaxGroups - 1) / kMaxGroups);
-  if (p->cpg < 1) p->cpg = 1;
+  long long sig_every = fco_env_int("FCO_EA_SIGNAL_EVERY", kDefaultSignalEvery);
+  p->sig_every = (int32_t)(sig_every < 1 ? 1 : sig_every > kMaxPending ? kMaxPending : sig_every);
+  p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 1) != 0;
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   int32_t nb = 0;
@@ -595,7 +913,7 @@ fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* s
     return fail(err, FCO_ERR_UNSUPPORTED,
                 "fco_embedding_alltoall: %d co-resident blocks on device %d cannot give each of "
                 "%d ranks one block", cap, device, num_local);
-  /* No more blocks than tasks; never more than fit at once (fused: land tasks spin). */
+  /* No more blocks than work items; never more than fit at once (fused: land units spin). */
   if (max_tasks < bpr) bpr = max_tasks > 0 ? max_tasks : 1;
   EaParams* pp = const_cast<EaParams*>(&p);
   pp->blocks_per_rank = (uint32_t)bpr;
@@ -613,22 +931,27 @@ fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* s
 
 using RunFn = fco_result_t (*)(const EaParams&, int64_t, int, void*, char*);
 
-template <typename T, bool kVec, int kNV>
+template <typename T, bool kVec, int kNV, int kB>
 fco_result_t run_fused(const EaParams& p, int64_t max_tasks, int num_local, void* stream, char* err) {
-  /* Persistent: every block of the grid exists at once (land tasks spin on pool tiles). */
-  return launch<ea_kernel_fused<T, kVec, kNV>>(p, max_tasks, num_local, stream, "fused", err);
+  /* Persistent: every block of the grid exists at once (land units spin on pool tiles). */
+  return launch<ea_kernel_fused<T, kVec, kNV, kB>>(p, max_tasks, num_local, stream, "fused", err);
 }
-template <typename T, bool kVec, int kNV>
+template <typename T, bool kVec, int kNV, int kB>
 fco_result_t run_lookup(const EaParams& p, int64_t max_tasks, int num_local, void* stream, char* err) {
-  return launch<ea_kernel_lookup<T, kVec, kNV>>(p, max_tasks, num_local, stream, "lookup", err);
+  return launch<ea_kernel_lookup<T, kVec, kNV, kB>>(p, max_tasks, num_local, stream, "lookup", err);
 }
 
+template <bool kFused, typename T, bool kVec, int kNV, int kB>
+RunFn run_fn() {
+  return kFused ? run_fused<T, kVec, kNV, kB> : run_lookup<T, kVec, kNV, kB>;
+}
 template <bool kFused, typename T>
 RunFn pick_t(const Variant& v) {
-  if (v.vec) return v.nv == 1 ? (kFused ? run_fused<T, true, 1> : run_lookup<T, true, 1>)
-                              : (kFused ? run_fused<T, true, 4> : run_lookup<T, true, 4>);
-  return v.nv == 1 ? (kFused ? run_fused<T, false, 1> : run_lookup<T, false, 1>)
-                   : (kFused ? run_fused<T, false, 4> : run_lookup<T, false, 4>);
+  if (v.vec) {
+    if (v.nv != 1) return run_fn<kFused, T, true, 4, 1>();
+    return v.bags == 4 ? run_fn<kFused, T, true, 1, 4>() : run_fn<kFused, T, true, 1, 1>();
+  }
+  return v.nv == 1 ? run_fn<kFused, T, false, 1, 1>() : run_fn<kFused, T, false, 4, 1>();
 }
 template <bool kFused>
 RunFn pick(fco_dtype_t dt, const Variant& v) {
@@ -657,19 +980,18 @@ fco_result_t launch_permute(const EaParams& p, void* stream, char* err) {
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "fco_embedding_alltoall: permute launch");
 }
 
-/* Largest task count of the local ranks: pool tiles (+ land tasks when fused). */
+/* Most work items one block list holds, over the local ranks: pool tiles, or land units when
+ * fused (a block takes both lists round-robin: more blocks than either list would idle). */
 int64_t max_tasks(const EaParams& p, bool fused) {
   int64_t best = 0;
   for (int i = 0; i < p.num_local; i++) {
-    const int me = p.r[i].rank, P = p.nranks;
-    const int64_t Tme = p.toff[me + 1] - p.toff[me];
+    const int me = p.r[i].rank;
     int64_t n = 0;
     if (fused) {
-      for (int d = 0; d < P; d++) n += (p.bstart[d + 1] - p.bstart[d] + p.chunk - 1) / p.chunk * Tme;
-      const int64_t ng = ((p.bstart[me + 1] - p.bstart[me] + p.chunk - 1) / p.chunk + p.cpg - 1) / p.cpg;
-      if (P > 1) n += (int64_t)(P - 1) * (ng > 0 ? ng : 1);
+      const EaCounts c = ea_counts(p, me);
+      n = c.n_pool > c.n_land ? c.n_pool : c.n_land;
     } else {
-      n = (p.B + p.chunk - 1) / p.chunk * Tme;
+      n = ea_chunks(p, me, p.B) * ea_tgroups(p, me);
     }
     if (n > best) best = n;
   }

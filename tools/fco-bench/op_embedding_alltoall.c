@@ -28,6 +28,7 @@
  * Σ A(g_k) + L·C(d): an integer of magnitude ≤ 6·L, exact in fp32, rounded once to the dtype on
  * both sides; every element of every rank's out is compared with the host's value. Inputs
  * rotate over 2 sets (indices and out); the tables (GBs) are far larger than L2 anyway.
+ * The table header echoes the fused kernel's FCO_EA_* knobs (sweep them through the env).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -460,6 +461,15 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
     if (ctx->impls[j] == 1) fused = j;
     if (ctx->impls[j] == FCO_IMPL_AUTO) ac = j;
   }
+  /* The fused kernel's knobs (src/cuda/embedding_alltoall.cu), as the environment sets them. */
+  static const char* const knobs[] = {"FCO_EA_SIGNAL_EVERY", "FCO_EA_LAND_KB", "FCO_EA_LAND_POLL",
+                                      "FCO_EA_BAGS"};
+  fprintf(f, "# knobs:");
+  for (size_t k = 0; k < sizeof knobs / sizeof knobs[0]; k++) {
+    const char* v = getenv(knobs[k]);
+    fprintf(f, " %s=%s", knobs[k], v && *v ? v : "default");
+  }
+  fprintf(f, "\n");
   fprintf(f, "# lookup: ours alone (compute_us); a2a: %s alone (comm_us); speedup = %s / fused; "
           "ovl = max(lookup, a2a) + 0.2 min; hbm%% = gathered bytes / lookup / %.0f GB/s\n",
           ctx->transport == FCO_TRANSPORT_NCCL ? "ncclSend/Recv" : "copies", bench_impl_label(ctx, op, 0),
