@@ -1,8 +1,18 @@
 """_util.py — what the examples share: process-group setup for torchrun (nccl on GPUs, gloo +
 fco's cpu transport with --device cpu), timing of eager calls and of CUDA-graph replays, the
 report line. Not an example itself.
+
+Hangs: FCO_EXAMPLE_TRACE_AFTER=<seconds> makes every rank (setup() arms it, before joining the
+process group) print the Python stack of each of its threads to stderr after that many seconds
+and exit (faulthandler.dump_traceback_later(seconds, exit=True)), so a stuck run shows where
+each worker waits instead of nothing, e.g.
+    FCO_EXAMPLE_TRACE_AFTER=60 torchrun --nproc-per-node 2 examples/moe_layer.py
+Each rank first prints "rank R (pid P): stack dump in S s" to stderr. Pick S above the run's
+normal length: the dump ends the process whether or not it is stuck.
 """
+import faulthandler
 import os
+import sys
 import time
 
 import torch
@@ -11,8 +21,25 @@ import torch.distributed as dist
 import fco
 
 
+def _arm_trace():
+    """FCO_EXAMPLE_TRACE_AFTER (file header): dump every thread's stack and exit after S s."""
+    after = os.environ.get("FCO_EXAMPLE_TRACE_AFTER", "").strip()
+    if not after:
+        return
+    try:
+        seconds = float(after)
+    except ValueError:
+        raise SystemExit(f"FCO_EXAMPLE_TRACE_AFTER={after!r} is not a number of seconds")
+    if seconds <= 0:
+        return
+    print(f"rank {os.environ.get('RANK', '?')} (pid {os.getpid()}): stack dump in {seconds:g} s "
+          "(FCO_EXAMPLE_TRACE_AFTER)", file=sys.stderr, flush=True)
+    faulthandler.dump_traceback_later(seconds, exit=True)
+
+
 def setup(device):
     """Join the torchrun process group; returns (rank, world, torch.device)."""
+    _arm_trace()
     cuda = device == "cuda"
     local = int(os.environ.get("LOCAL_RANK", 0))
     if cuda:

@@ -5,7 +5,8 @@
  * multiple of the tile (1, 17, 100, 136, ...), both weight layouts, f32 / f16 / bf16, impls 0, 1,
  * 2 and AUTO, with and without the host hints; outputs poisoned first and guarded after their
  * capacity (rows past the received total must stay poison). Then calls back to back without a
- * sync, a fixed asymmetric routing (rank 0 → 1 ≠ rank 1 → 0, one direction empty), bad counts
+ * sync, a fixed asymmetric routing (rank 0 → 1 ≠ rank 1 → 0, one direction empty), MiB-sized
+ * messages per peer (nccl impl 0: NCCL's SIMPLE protocol, not LL), bad counts
  * (out capacity too small, sum over a_rows, negative) and host hints unlike the counts (also:
  * changed between the call and fco_group_end) that must write nothing, bad arguments, and on
  * the local transport CUDA-graph replays with changing device counts.
@@ -435,6 +436,42 @@ static void asymmetric(const t_world_t* w) {
       }
 }
 
+/* Messages of MiBs per peer (every earlier case sends KiBs): on nccl impl 0's ncclSend/Recv
+ * then use NCCL's SIMPLE protocol, whose zero-copy path needs the send and receive buffers
+ * registered alike on both sides (LL, below tens of KiB, never registers). Sending from the
+ * registered workspace into the caller's unregistered out hung there (fco-bench, moe_layer.py)
+ * while every smaller case passed. Fixed counts, a different number per (rank, expert, source). */
+static void large(const t_world_t* w) {
+  const int P = w->n;
+  for (int i = 0; i < 4; i += 3) { /* impl 0 and AUTO, with the hints */
+    ga_case_t c;
+    ga_bufs_t b;
+    memset(&c, 0, sizeof c);
+    c.P = P;
+    c.K = 16;
+    c.N = 1024;
+    c.layout = FCO_W_NK;
+    c.dtype = FCO_BF16;
+    for (int r = 0; r < P; r++) {
+      c.E[r] = 2;
+      c.counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+      for (int e = 0; e < 2; e++)
+        for (int s = 0; s < P; s++) c.counts[r][e * P + s] = 1000 + 37 * e + 11 * s + 5 * r;
+    }
+    finish_case(&c, t_next_seed(), 3);
+    t_context("P=%d large messages (%d rows 0→%d, %.1f MiB), impl %d", P, c.recv[P - 1][0],
+              P - 1, c.recv[P - 1][0] * (double)c.N * 2 / (1 << 20), kImpls[i]);
+    upload(w, &c, &b);
+    poison(w, &c, &b);
+    ASSERT_OK(issue(w, &c, &b, kImpls[i], 1, NULL));
+    t_sync(w);
+    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    ASSERT_EQ(check(w, &c, &b), 0);
+    free_bufs(w, &c, &b);
+    free_case(&c);
+  }
+}
+
 /* The hint arrays of bad_hints kind 2: rewritten between the submits and fco_group_end, as a
  * caller's stack array that went out of scope would be (fco-bench did that). */
 typedef struct {
@@ -719,6 +756,7 @@ int main(void) {
     unsetenv("FCO_GA_PUSH_BLOCKS");
     back_to_back(&w);
     asymmetric(&w);
+    large(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif

@@ -10,7 +10,10 @@
  *     nccl:  a pack kernel reorders y destination-major (the permute users run before
  *            all_to_all_single) into `send`, and one ncclSend / ncclRecv per peer in a group
  *            (receive sizes: recv_rows_host, or an ncclAllGather of every rank's totals and a
- *            sync, with one rank per thread);
+ *            sync, with one rank per thread) into `recv` in the workspace, then (after the
+ *            transport's NCCL group) one copy recv → out. Both send and receive buffers are in
+ *            the NCCL-registered workspace: NCCL's zero-copy p2p needs both sides registered
+ *            alike, a registered send to an unregistered out hung (gemm_alltoall.h);
  *     local: one kernel copies every rank's rows from its y into their destination's out.
  *   Bad counts are found on the host before anything is launched (nccl with hints: per rank;
  *   local also checks every recv_rows_host against what its sources send). On nccl the hints
@@ -20,9 +23,10 @@
  *   The pack / copy kernel checks that the device counts are the host's (digest): a CUDA graph
  *   captured with hints bakes the GEMM sizes, so a replay with other device counts reports
  *   FCO_ERR_INVALID_ARGUMENT (slot 4) instead of silently mixing sizes (local: nothing
- *   written; nccl: the send/recv still run, out is garbage). Scratch (y, send) at the start of
- *   the workspace; on nccl a barrier kernel follows the send/recv (fco_cuda_gemm_alltoall_
- *   after_group, after the transport's NCCL group): gemm_alltoall.h says why.
+ *   written; nccl: the send/recv still run, out is garbage). Scratch (y, send, recv) at the
+ *   start of the workspace; on nccl the copy into out and a barrier kernel follow the
+ *   send/recv (fco_cuda_gemm_alltoall_after_group, after the transport's NCCL group):
+ *   gemm_alltoall.h says why.
  * impl 2 "chunks" (Flux / async-TP style), host order per call:
  *   1. fork a second stream (push stream) from the user stream;
  *   2. every cuBLAS GEMM of every local rank on the user stream, in chunks (below), an event
@@ -302,6 +306,33 @@ int copy_grid(size_t bytes, int pairs) {
   return g < 1 ? 1 : g > (size_t)cap ? cap : (int)g;
 }
 
+/* impl 0 on nccl: rows received by each op of the batch, from run_baseline to
+ * fco_cuda_gemm_alltoall_after_group (the nccl transport runs every op of a batch, ends its NCCL
+ * group, then calls the hook for each, in this thread). The last kMaxP notes are kept; the
+ * newest note of an op wins (op records of an earlier batch may reuse the address). */
+struct RecvNote {
+  const fco_op_t* op;
+  int64_t rows;
+};
+thread_local RecvNote t_recv_notes[kMaxP];
+thread_local unsigned t_recv_next;
+
+void note_recv_rows(const fco_op_t* op, int64_t rows) {
+  t_recv_notes[t_recv_next++ % kMaxP] = RecvNote{op, rows};
+}
+
+bool noted_recv_rows(const fco_op_t* op, int64_t* rows) {
+  for (unsigned k = 1; k <= (unsigned)kMaxP; ++k) {
+    RecvNote& n = t_recv_notes[(t_recv_next - k) % kMaxP];
+    if (n.op == op) {
+      *rows = n.rows;
+      n.op = nullptr; /* consumed */
+      return true;
+    }
+  }
+  return false;
+}
+
 fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = args(l, 0);
   const int P = l->nranks;
@@ -414,19 +445,27 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   ga_kernel_pack<<<dim3((unsigned)copy_grid(most, P), (unsigned)P), kThreads, 0, st>>>(pp);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: pack launch");
+  /* Received rows land in the workspace (registered like `send`, see gemm_alltoall.h), then
+   * fco_cuda_gemm_alltoall_after_group copies them into out. */
+  char* rbuf = (char*)l->r[0].ws + fco_ga_base_off_recv(P, a->a_rows, a->n, es);
   GA_NCCL(ncclGroupStart(), nc, "ncclGroupStart");
   int64_t soff = 0, roff = 0;
-  for (int s = 0; s < P; ++s) {
+  ncclResult_t nr = ncclSuccess;
+  for (int s = 0; s < P && (nr == ncclSuccess || nr == ncclInProgress); ++s) {
     if (tot[0][s] > 0)
-      GA_NCCL(ncclSend(send + (size_t)soff * rb, (size_t)tot[0][s] * a->n, nccl_type(a->dtype), s,
-                       nc, st), nc, "ncclSend");
-    if (recv[s] > 0)
-      GA_NCCL(ncclRecv((char*)a->out + (size_t)roff * rb, (size_t)recv[s] * a->n,
-                       nccl_type(a->dtype), s, nc, st), nc, "ncclRecv");
+      nr = ncclSend(send + (size_t)soff * rb, (size_t)tot[0][s] * a->n, nccl_type(a->dtype), s,
+                    nc, st);
+    if (recv[s] > 0 && (nr == ncclSuccess || nr == ncclInProgress))
+      nr = ncclRecv(rbuf + (size_t)roff * rb, (size_t)recv[s] * a->n, nccl_type(a->dtype), s, nc,
+                    st);
     soff += tot[0][s];
     roff += recv[s];
   }
-  GA_NCCL(ncclGroupEnd(), nc, "ncclGroupEnd");
+  ncclResult_t ne = ncclGroupEnd(); /* always: balances the group */
+  if (nr == ncclSuccess || nr == ncclInProgress) nr = ne;
+  if (nr != ncclSuccess && nr != ncclInProgress)
+    return nccl_fail(err, nr, nc, "ncclSend/ncclRecv");
+  note_recv_rows(l->r[0].op, in);
   return FCO_OK;
 }
 
@@ -585,6 +624,19 @@ extern "C" fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_
   using namespace fco;
   if (!l || l->transport != FCO_TRANSPORT_NCCL || l->r[0].op->impl != 0) return FCO_OK;
   for (int i = 0; i < l->num_local; ++i) {
+    /* The received rows, workspace → out, before the barrier lets peers reuse the workspace. */
+    const fco_gemm_a2a_args_t* a = ga::args(l, i);
+    int64_t rows = 0;
+    if (!ga::noted_recv_rows(l->r[i].op, &rows))
+      return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall nccl: no receive count noted for the op");
+    const size_t es = fco_dtype_size(a->dtype);
+    if (rows > 0) {
+      const char* rbuf =
+          (const char*)l->r[i].ws + fco_ga_base_off_recv(l->nranks, a->a_rows, a->n, es);
+      cudaError_t ce = cudaMemcpyAsync(a->out, rbuf, (size_t)rows * (size_t)a->n * es,
+                                       cudaMemcpyDeviceToDevice, (cudaStream_t)l->stream);
+      if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: received rows → out");
+    }
     fco_result_t r = ga::launch_barrier(l->r[i].dev, l->stream, err);
     if (r != FCO_OK) return r;
   }

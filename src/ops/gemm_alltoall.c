@@ -11,7 +11,8 @@
  *   impl 1 (and cpu, every impl):  2·(R + plan)             two halves (the workspace rule)
  *   impl 2:                         2·(R + plan + S(a_rows))
  *   impl 0: local                   S(a_rows)                private scratch, no halves
- *           nccl                    2·S(a_rows) + totals
+ *           nccl                    2·S(a_rows) + totals + S(out_rows) (receives into the
+ *                                   workspace: gemm_alltoall.h says why)
  *   AUTO: the most of the three (whatever it resolves to).
  *
  * CUDA graphs: impl 1 reads the counts on the device only and is always capturable. Impls 0

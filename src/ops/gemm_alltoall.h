@@ -33,11 +33,21 @@
  *     0                    y        a_rows × N: the GEMM result
  *     S(a_rows)            send     nccl: y packed destination-major for ncclSend
  *     2·S(a_rows)          totals   nccl without recv_rows_host: ncclAllGather of the totals
- *   On nccl, impl 0 ends with a barrier kernel (every rank signals every peer, waits for all,
- *   advances the epoch) after its send/recv: a peer that receives nothing from this rank could
- *   otherwise finish the call at once and start the next fused call, writing into this rank's
- *   workspace while its scratch is still being read; with the barrier, impl 0 is a call like
- *   any other under the workspace rule. On local all ranks run in one stream: no barrier.
+ *     2·S(a_rows) + T      recv     nccl: out_rows × N, what ncclRecv receives (laid out like
+ *                                   out); copied into out after the send/recv
+ *   Why nccl receives into the workspace and not into `out`: the workspace is an NCCL window,
+ *   and ncclCommWindowRegister also registers it for NCCL's zero-copy p2p (ncclCommRegister).
+ *   Above the LL threshold (SIMPLE protocol, tens of KiB) NCCL picks the registered path per
+ *   side: a send from a registered buffer to a receive into an unregistered one (the caller's
+ *   out) runs mismatched protocols and both ncclSend/ncclRecv kernels spin forever (the hang of
+ *   fco-bench and examples/moe_layer.py at 8 MiB per peer; the tests' few-KiB messages used LL
+ *   and passed). Send and receive buffers must be registered alike on both sides: both here.
+ *   On nccl, impl 0 ends with the copy recv → out and a barrier kernel (every rank signals
+ *   every peer, waits for all, advances the epoch) after its send/recv: a peer that receives
+ *   nothing from this rank could otherwise finish the call at once and start the next fused
+ *   call, writing into this rank's workspace while its scratch is still being read; with the
+ *   barrier, impl 0 is a call like any other under the workspace rule. On local all ranks run
+ *   in one stream: no barrier.
  */
 #ifndef FCO_OPS_GEMM_ALLTOALL_H_
 #define FCO_OPS_GEMM_ALLTOALL_H_
@@ -114,14 +124,17 @@ static inline FCO_GA_HD size_t fco_ga_base_off_totals(int64_t a_rows, int64_t n,
   return 2 * fco_ga_rows_bytes(a_rows, n, es);
 }
 #define FCO_GA_TOTALS_BYTES(P) fco_ga_round((size_t)4 * (size_t)((P) + 1) * (size_t)((P) + 1))
+static inline FCO_GA_HD size_t fco_ga_base_off_recv(int P, int64_t a_rows, int64_t n, size_t es) {
+  return fco_ga_base_off_totals(a_rows, n, es) + FCO_GA_TOTALS_BYTES(P);
+}
 
 /* Fused impls (1, 2; cpu: 1): bytes one half must hold; the workspace needs 2× this (the
  * rounding of fco_ws_half_bytes is covered: a multiple of 256). impl 0: its whole scratch (no
- * halves); nccl also needs the send buffer and the totals. */
+ * halves); nccl also needs the send buffer, the totals and the receive buffer. */
 static inline FCO_GA_HD size_t fco_ga_half_need(int impl, int nccl, int P, int64_t a_rows,
                                                 int64_t out_rows, int64_t n, size_t es) {
   if (impl == 0)
-    return nccl ? fco_ga_base_off_totals(a_rows, n, es) + FCO_GA_TOTALS_BYTES(P)
+    return nccl ? fco_ga_base_off_recv(P, a_rows, n, es) + fco_ga_rows_bytes(out_rows, n, es)
                 : fco_ga_rows_bytes(a_rows, n, es);
   size_t h = fco_ga_peer_bytes(P, out_rows, n, es) + fco_ga_plan_bytes(P);
   return impl == 2 ? h + fco_ga_rows_bytes(a_rows, n, es) : h;
