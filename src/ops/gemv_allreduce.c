@@ -22,26 +22,30 @@
 
 _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit the op record");
 
-/* AUTO, from fco-bench gemv_allreduce on 2×H200 with CUDA graphs (bench/results/
- * 2026-11-30_nvidia-h200-x2_96ce29513f90 for the fused impls, ..._bb9542a8543a for impl 3):
+/* AUTO, from fco-bench gemv_allreduce on 2×H200 with CUDA graphs, every impl side by side in
+ * one run (bench/results/2026-11-30_nvidia-h200-x2_ed0108a38b78, bench-gemv_allreduce-nccl-
+ * graph*.txt):
  *  - cpu transport: 1 (every impl is the same reference there);
  *  - P == 1: 0 (nothing to reduce: cuBLAS alone);
- *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (default 8): fused, which at M ≤ 4 beat or tied
- *    cuBLAS + fco's all-reduce (4096×14336: 23.2 vs 25.6 µs; 8192×8192: 26.7 vs 26.5) and beat
- *    cuBLAS + NCCL by 1.05–1.33×; one-shot (1) while the bytes each rank pushes, (P−1)·M·N·4,
- *    stay ≤ FCO_GEMV_AR_ONESHOT_MAX (default 4 MiB), two-phase (2) above;
+ *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (8) and N ≤ FCO_GEMV_AR_FUSED_MAX_N (4096):
+ *    fused. There every block of the persistent grid has a single 16-column tile, and the
+ *    fused kernel beat cuBLAS + fco's one-shot all-reduce (impl 3): 4096×14336 M = 1: 23.1 vs
+ *    25.6 µs (impl 0: 30.5). With two tiles per block (N = 8192, 16384) impl 3 was faster:
+ *    8192×8192 M = 1: 25.8 vs 26.7; 16384×16384: 71.8 vs 74.0; 8192×28672: a tie (64.9 / 64.8).
+ *    One-shot (1) while the bytes each rank pushes, (P−1)·M·N·4, stay ≤
+ *    FCO_GEMV_AR_ONESHOT_MAX (4 MiB), two-phase (2) above;
  *  - otherwise unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's AUTO
- *    would take its one-shot for y's bytes, else 0. At M = 16 impl 3 beat the fused tiles
- *    (8192×8192: 26.8 vs 30.1 µs; 16384×16384: 75.1 vs 80.7), whose 16-column tiles re-read
- *    x per tile; at M = 64 it is 1.27–1.33× faster than impl 0. f32 always takes this branch:
- *    its CUDA-core fused tile ran 0.46–0.71× of impl 0 even at M ≤ 4.
+ *    would take its one-shot for y's bytes, else 0. impl 3 vs impl 0: 1.07–1.30× for bf16 at
+ *    every listed shape, 1.03–1.21× for f32 (whose CUDA-core fused tile ran 0.03–0.71× of
+ *    impl 0: never fused). M ≥ 16 re-reads x per 16-column tile in the fused kernel.
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
   long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 8);
-  if ((long long)M > max_m)
+  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", 4096);
+  if ((long long)M > max_m || (long long)N > max_n)
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
   long long pushed = (long long)(comm->nranks - 1) * (long long)(M * N * 4);

@@ -9,7 +9,8 @@
  * (M x cols x 4 bytes) to every peer (NVLink inside a node, the NIC beyond) and flagged, and
  * each rank sums the P partial tiles when they have all arrived (P fp32 slots read, y written).
  * Its tile loop re-reads x per tile (sim_fused_gemv_us): slower than a GEMV alone at large M,
- * so fco's AUTO (src/ops/gemv_allreduce.c) fuses only up to M = gemv_auto_max_m and above it
+ * so fco's AUTO (src/ops/gemv_allreduce.c) fuses only up to M = gemv_auto_max_m and
+ * N = gemv_auto_max_n (one tile per block of its grid), and above them
  * runs the GEMV, then fco_allreduce (its one-shot, or NCCL's where that is faster): so does
  * the fused schedule here. With few tiles there is little to overlap: the gain is then NCCL's
  * latency against fco's (measured on 2 GPUs; see docs/fco-sim.md).
@@ -47,7 +48,8 @@ static void row_parallel(const sim_env_t* env, sim_topo_t t, const decode_t* d, 
   const sim_params_t* p = &env->p;
   int P = sim_topo_ranks(t);
   double bytes = d->ar_bytes;
-  int unfused_fco = fused && d->M > p->gemv_auto_max_m; /* AUTO: GEMV, then fco_allreduce */
+  /* AUTO: GEMV, then fco_allreduce */
+  int unfused_fco = fused && (d->M > p->gemv_auto_max_m || d->H > p->gemv_auto_max_n);
   if (!fused || P == 1 || unfused_fco) {
     for (int r = 0; r < P; r++) clk[r] += (gemv + p->kernel_us) * sim_jitter(p, phase, r);
     sim_coll_t ar = sim_baseline_allreduce(env, t, bytes, 2);
@@ -154,9 +156,10 @@ int sim_run_decode(const sim_env_t* env, const sim_config_t* c, sim_topo_t t, do
   row->compute_us = decode_step(&ref, c, t, &d, 0, row, 0);
   snprintf(row->note, sizeof row->note, "allreduce %.0f KB x %d per step, %g GEMV tiles%s",
            d.ar_bytes / 1024, 2 * (int)c->layers, d.tiles,
-           P > 1 && M > env->p.gemv_auto_max_m ? "; fused: M > gemv_auto_max_m, so fco's AUTO "
-                                                 "runs the GEMV, then fco_allreduce"
-                                               : "");
+           P > 1 && (M > env->p.gemv_auto_max_m || H > env->p.gemv_auto_max_n)
+               ? "; fused: M or N above gemv_auto_max_m/n, so fco's AUTO runs the GEMV, then "
+                 "fco_allreduce"
+               : "");
   sim_row_finish(row);
   return 0;
 }

@@ -59,6 +59,7 @@
   XX(gemm_tile, 128.0, "", "GEMM output tile edge (tile = gemm_tile x gemm_tile)")                \
   XX(gemv_tile_cols, 16.0, "cols", "GEMV output columns per tile (fco's fused GEMV: 16)")         \
   XX(gemv_auto_max_m, 8.0, "rows", "fco's AUTO fuses GEMV+AllReduce up to this M (else + fco_allreduce)") \
+  XX(gemv_auto_max_n, 4096.0, "cols", "... and up to this N (one tile per block; else + fco_allreduce)") \
   XX(gemv_x_gbs, 6600.0, "GB/s", "fco's fused GEMV re-reads x per tile at this rate (fitted)") \
   /* skew and schedule */                                                                         \
   XX(jitter, 0.03, "", "per-rank compute-time jitter (coefficient of variation, each kernel)")    \
