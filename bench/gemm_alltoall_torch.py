@@ -29,10 +29,19 @@ layout). Columns (median µs, slowest rank per iteration):
   #wrong sampled output elements (first / last / spread rows of every source's block, 64 columns)
          against a float64 reference rebuilt from the source's seed; bound as fco-bench (bf16:
          |d| ≤ 1e-2·|ref| + 4e-3·Σ|a·w|); rows never written (output poisoned with NaN) count too
+fco columns, beside them on the same workloads (when `import fco` and fco.init() work; --fco
+selects, "none" skips): fco.gemm_alltoall with w_layout "nk", the host hints (counts_host,
+recv_rows) and A padded to the largest rank's rows (a_rows is agreed by every rank):
+  fco0 / tiles / chunks   the C impls 0 (GEMM + all-to-all), 1, 2
+  triton                  impl="triton" (python/fco/triton/gemm_alltoall.py)
+  x_c    total / the best C impl timed (speedup of fco's best C variant over the torch baseline)
+  x_tri  total / triton;  tri_c = best C / triton (the issue's target: ≥ 0.9 of the best C
+         variant's speedup); #wr_fco: #wrong of every fco impl's output, summed
 The split sizes are host constants here (a real MoE layer copies them from the router's device
 counts: one more sync per layer, not timed). Timing: CUDA graphs when --graph 1 (default; NCCL
 inside torch.cuda.graph), else eager; CUDA events around each of --iters replays after --warmup.
-Output: a table on rank 0's stdout, JSON (fco-bench's record format) with --json.
+Output: a table on rank 0's stdout, JSON (fco-bench's record format: one record per column,
+fco ones as impl "fco_<name>") with --json.
 Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (set here
 if unset).
 """
@@ -61,6 +70,24 @@ WORKLOADS = [
     (128, 2048, 7168, 32, 8, 1.0),
 ]
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+FCO_IMPLS = ("triton", "fco0", "tiles", "chunks")  # fco column names; order of measurement
+FCO_IMPL_ARG = {"fco0": "baseline", "tiles": "tiles", "chunks": "chunks", "triton": "triton"}
+_fco = None  # the fco module once fco_setup() made a communicator, else None
+_fco_broken = False  # set after an async error: later fco columns are not measured
+
+
+def _check_broken():
+    """Agree on every rank whether the communicator holds an async error (then stop)."""
+    global _fco_broken
+    bad = 0
+    try:
+        torch.cuda.synchronize()
+        _fco.init().check_async_error()
+    except Exception:  # noqa: BLE001
+        bad = 1
+    t = torch.tensor([bad], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    _fco_broken = _fco_broken or int(t.item()) != 0
 TOL = {"f32": (1e-5, 1e-5), "f16": (2e-3, 1e-3), "bf16": (1e-2, 4e-3)}
 
 
@@ -170,7 +197,71 @@ def check(out, per, wid, E, P, K, N, dname, dev, me):
     return wrong + unwritten * N
 
 
-def run(args):
+def fco_setup(args):
+    """Import fco and make its communicator on the default group (collective). Returns the
+    fco column names to measure ([] when fco is unavailable: the script still runs)."""
+    global _fco
+    names = [] if args.fco in ("", "none") else [n for n in args.fco.split(",") if n]
+    if not names:
+        return []
+    ok, why = 1, ""
+    try:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+            __file__))), "python"))
+        import fco
+        fco.init()
+        _fco = fco
+    except Exception as e:  # noqa: BLE001 — no libfco / no GPU transport: torch columns only
+        ok, why = 0, f"{type(e).__name__}: {e}"
+    t = torch.tensor([ok], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MIN)  # every rank measures the same columns
+    if int(t.item()) == 0:
+        if dist.get_rank() == 0:
+            print(f"# fco columns skipped: {why or 'fco unavailable on another rank'}", flush=True)
+        _fco = None
+        return []
+    return names
+
+
+def fco_columns(names, args, a, w, per, mine, E, P, K, N, dname, wid, rows, stream, rank, dev):
+    """Time fco.gemm_alltoall per impl on this workload; {name: µs or None}, #wrong summed."""
+    dt = DTYPES[dname]
+    recv = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
+    cap = max(recv) * P  # rows of the busiest rank: a_rows is agreed by every rank
+    a_pad = torch.zeros(cap, K, device=dev, dtype=dt)
+    a_pad[:rows].copy_(a)
+    ch = torch.tensor([[mine[e]] * P for e in range(E)], dtype=torch.int32)
+    counts = ch.to(dev)
+    rr = torch.tensor(recv, dtype=torch.int32)
+    out_rows = sum(recv)
+    times, wrong = {}, 0
+    for name in names:
+        impl = FCO_IMPL_ARG[name]
+        times[name] = None
+        if _fco_broken:  # an async error (e.g. a timeout) poisons the communicator: stop
+            continue
+
+        def fn():
+            return _fco.gemm_alltoall(a_pad, w, counts, out_rows=out_rows, counts_host=ch,
+                                      recv_rows=rr, w_layout="nk", impl=impl)
+        try:
+            us = time_fn(fn, args.iters, args.warmup, args.graph, stream)
+            with torch.cuda.stream(stream):
+                out = fn()
+            torch.cuda.synchronize()
+            _fco.init().check_async_error()  # a timed-out wait: no number
+            wrong += check(out, per, wid, E, P, K, N, dname, dev, rank)
+            times[name] = us
+            del out
+        except Exception as e:  # noqa: BLE001 — report, keep the torch columns
+            print(f"# rank {rank}: fco {name}: {type(e).__name__}: {str(e)[:300]}",
+                  file=sys.stderr, flush=True)
+        _check_broken()
+    del a_pad
+    return times, wrong
+
+
+def run(args, names=()):
     rank, P = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", torch.cuda.current_device())
     stream = torch.cuda.Stream()
@@ -243,6 +334,13 @@ def run(args):
             wt = torch.tensor([wrong], device=dev, dtype=torch.int64)
             dist.all_reduce(wt)
             wrong = int(wt.item())
+            ft, fwrong = {}, 0
+            if names:
+                ft, fwrong = fco_columns(names, args, a, w, per, mine, E, P, K, N, dname, wid,
+                                         rows, stream, rank, dev)
+                wt = torch.tensor([fwrong], device=dev, dtype=torch.int64)
+                dist.all_reduce(wt)
+                fwrong = int(wt.item())
             sent = [sum(per[r * E:(r + 1) * E]) * (P - 1) * N * es for r in range(P)]
             floor = max(max(flops) / (PEAK_TFLOPS * 1e6), max(sent) / (LINK_GBPS * 1e3))
             target = max(t["gemm"], t["a2a"]) + 0.2 * min(t["gemm"], t["a2a"])
@@ -250,14 +348,31 @@ def run(args):
             results.append({"tokens": tokens, "k": K, "n": N, "experts": Eg, "topk": topk,
                             "skew": skew, "ranks": P, "rows": rows, "out_rows": tokens * topk,
                             "dtype": dname, "gemm_mode": mode, "t": t, "floor": floor,
-                            "target": target, "gemm_tflops": tflops, "wrong": wrong})
+                            "target": target, "gemm_tflops": tflops, "wrong": wrong,
+                            "fco": ft, "fco_wrong": fwrong})
             if rank == 0:
                 print(f"  {f'{tokens},{K},{N},{Eg},{topk},{skew:g}':26s} {dname:>5s} {mode:>7s}"
                       + "".join(f" {t[c]:9.1f}" for c in ("gemm", "perm", "a2a", "total"))
-                      + f" {floor:9.1f} {target:9.1f} {tflops:8.1f} {wrong:7d}", flush=True)
+                      + f" {floor:9.1f} {target:9.1f} {tflops:8.1f} {wrong:7d}"
+                      + (fco_row(names, ft, t["total"], fwrong) if names else ""), flush=True)
             del a, w, y, send, out, ybox
             torch.cuda.empty_cache()
     return results
+
+
+def _fmt(v, width=9, prec=1):
+    return f" {v:{width}.{prec}f}" if v is not None else f" {'-':>{width}s}"
+
+
+def fco_row(names, ft, total, fwrong):
+    """The fco columns of one row: every impl's µs, x_c, x_tri, tri_c, #wr_fco."""
+    cs = [ft[n] for n in names if n != "triton" and ft.get(n) is not None]
+    best_c = min(cs) if cs else None
+    tri = ft.get("triton")
+    return ("".join(_fmt(ft.get(n)) for n in names)
+            + _fmt(total / best_c if best_c else None, 6, 2)
+            + _fmt(total / tri if tri else None, 6, 2)
+            + _fmt(best_c / tri if best_c and tri else None, 6, 2) + f" {fwrong:7d}")
 
 
 def to_json(res):
@@ -275,6 +390,16 @@ def to_json(res):
                          "floor_us": round(r["floor"], 3), "target_us": round(r["target"], 3),
                          "compute_us": round(r["t"]["gemm"], 3), "comm_us": round(r["t"]["a2a"], 3),
                          "wrong": r["wrong"]})
+        for name, us in r.get("fco", {}).items():
+            if us is None:
+                continue
+            recs.append({"op": "gemm_alltoall", "shape": shape, "dtype": r["dtype"],
+                         "impl": "fco_" + name, "impl_id": FCO_IMPL_ARG[name],
+                         "time_us": round(us, 3), "baseline_us": round(r["t"]["total"], 3),
+                         "speedup": round(r["t"]["total"] / us, 4),
+                         "floor_us": round(r["floor"], 3), "target_us": round(r["target"], 3),
+                         "compute_us": round(r["t"]["gemm"], 3), "comm_us": round(r["t"]["a2a"], 3),
+                         "wrong": r["fco_wrong"]})
     return recs
 
 
@@ -295,7 +420,13 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--nproc", "--nprocs", dest="nproc", type=int, default=2,
                     help="ranks to spawn when not under torchrun")
+    ap.add_argument("--fco", default=",".join(FCO_IMPLS),
+                    help="fco columns to measure, in this order (comma list of "
+                         f"{', '.join(FCO_IMPLS)}; 'none': torch columns only)")
     args = ap.parse_args()
+    for n in [] if args.fco in ("", "none") else args.fco.split(","):
+        if n and n not in FCO_IMPLS:
+            ap.error(f"--fco: {n} is not one of {', '.join(FCO_IMPLS)} or none")
     for d in args.dtypes.split(","):
         if d not in DTYPES:
             ap.error(f"--dtypes: {d} is not one of {', '.join(DTYPES)}")
@@ -320,17 +451,24 @@ def _worker(idx, args):
     local = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    names = fco_setup(args)
     if dist.get_rank() == 0:
         print(f"# gemm_alltoall_torch: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
               f"{dist.get_world_size()} ranks, graph {args.graph}, iters {args.iters}, "
               "median us (slowest rank)")
         print("# floor = max(FLOPs / 790 TFLOP/s, bytes to peers / 364 GB/s) (busiest rank); "
               "target = max(gemm, a2a) + 0.2 min(gemm, a2a); TFLOP/s of gemm")
+        if names:
+            print(f"# fco: {_fco.lib_path()}; columns {', '.join(names)} (µs), x_c = total / best "
+                  "C, x_tri = total / triton, tri_c = best C / triton", flush=True)
         print(f"# {'tokens,K,N,E,topk,skew':26s} {'dtype':>5s} {'mode':>7s}"
               + "".join(f" {c:>9s}" for c in ("gemm", "perm", "a2a", "total", "floor", "target"))
-              + f" {'TFLOP/s':>8s} {'#wrong':>7s}", flush=True)
+              + f" {'TFLOP/s':>8s} {'#wrong':>7s}"
+              + ("".join(f" {c:>9s}" for c in names)
+                 + "".join(f" {c:>6s}" for c in ("x_c", "x_tri", "tri_c")) + f" {'#wr_fco':>7s}"
+                 if names else ""), flush=True)
     t0 = time.time()
-    res = run(args)
+    res = run(args, names)
     if dist.get_rank() == 0:
         print(f"# done in {time.time() - t0:.0f} s", flush=True)
         if args.json:
@@ -341,6 +479,8 @@ def _worker(idx, args):
                            "graph": args.graph, "results": to_json(res)}, f, indent=1)
             print(f"# wrote {args.json}")
     dist.barrier()
+    if _fco is not None:
+        _fco.shutdown()
     dist.destroy_process_group()
 
 

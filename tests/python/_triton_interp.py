@@ -5,7 +5,8 @@ There is no GPU peer table on the cpu transport, so a "world" here is made by ha
 fco_dev_rank_t as ctypes structs in host memory, their workspaces and signal areas as CPU
 tensors; the interpreter reads and writes raw host addresses, so the helpers run unchanged.
 Programs run one after another, so a kernel that waits for a peer's program of the same launch
-cannot run here: the GEMV runs split_phases (push kernel, then reduce kernel).
+cannot run here: the GEMV runs split_phases (push kernel, then reduce kernel), the GEMM +
+All-to-All too (header kernel, tile kernel, landing kernel).
 
     TRITON_INTERPRET=1 python tests/python/_triton_interp.py CASE     (exit 0 = pass)
 """
@@ -22,6 +23,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from fco.triton import host, layout as L  # noqa: E402
+from fco.triton import gemm_alltoall as GA  # noqa: E402
 from fco.triton import gemv_allreduce as G  # noqa: E402
 from fco.triton import language as fl  # noqa: E402
 
@@ -183,6 +185,176 @@ def case_fields():
     assert got[5] == w.ws[1].data_ptr()
     assert got[6] == L.sig_value(1, 4)
     assert got[7] == w.sig[1].data_ptr() + (2 * L.SIG_SLOTS + 3) * 8
+
+
+# ---- GEMM + All-to-All -----------------------------------------------------------------------
+def _ga_data(P, dt, K, N, layout, seed, max_count=5, cap=None):
+    """Per rank: A [cap, K], W, counts [E_r, P] (E_r differs per rank, zero counts included)."""
+    g = torch.Generator().manual_seed(seed)
+    As, Ws, Cs = [], [], []
+    for r in range(P):
+        E = 1 + (r + seed) % 3
+        C = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
+        C[torch.rand(E, P, generator=g) < 0.25] = 0
+        As.append(torch.randn(cap or E * P * max_count, K, generator=g).to(dt))
+        shape = (E, K, N) if layout == "kn" else (E, N, K)
+        Ws.append((torch.randn(shape, generator=g) / K ** 0.5).to(dt))
+        Cs.append(C)
+    cap = max(a.shape[0] for a in As)
+    As = [torch.cat([a, torch.randn(cap - a.shape[0], K, generator=g).to(dt)]) for a in As]
+    return As, Ws, Cs
+
+
+def _ga_ref(As, Ws, Cs, layout):
+    """float64 out of every rank: rows from source r (its experts in order) for destination s."""
+    P = len(As)
+    N = Ws[0].shape[2] if layout == "kn" else Ws[0].shape[1]
+    outs = []
+    for s in range(P):
+        rows = []
+        for r in range(P):
+            row = 0
+            for e in range(Cs[r].shape[0]):
+                for q in range(P):
+                    n = int(Cs[r][e, q])
+                    if q == s and n:
+                        we = Ws[r][e].double()
+                        rows.append(As[r][row:row + n].double() @ (we if layout == "kn" else we.T))
+                    row += n
+        outs.append(torch.cat(rows) if rows else torch.zeros(0, N, dtype=torch.float64))
+    return outs
+
+
+def _ga_check(outs, refs, dt, tag):
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}[dt]
+    for s, (o, ref) in enumerate(zip(outs, refs)):
+        n = ref.shape[0]
+        got = o[:n].double()
+        scale = max(ref.abs().max().item(), 1e-3) if n else 1.0
+        assert torch.isfinite(got).all(), (tag, s, "rows not written")
+        err = (got - ref).abs().max().item() / scale if n else 0.0
+        assert err < tol, (tag, s, err)
+        assert torch.isnan(o[n:].float()).all(), (tag, s, "wrote past the received rows")
+
+
+def case_gemm():
+    """Every rank's rows back to their sources, against float64: P = 1, 2, 3, every dtype and
+    weight layout, K and N not multiples of the 16×16×16 tiles, ragged counts with zeros, experts
+    per rank that differ, several tiles per program; outputs poisoned; epochs, halves, flags."""
+    calls = {}
+    n = 0
+    for P in (1, 2, 3):
+        w = World(P)
+        calls[P] = 0
+        for dt in (torch.float32, torch.bfloat16, torch.float16):
+            for layout in ("kn", "nk"):
+                for K, N, bpr in ((24, 40, None), (16, 16, 1), (40, 33, 3)):
+                    n += 1
+                    As, Ws, Cs = _ga_data(P, dt, K, N, layout, seed=n)
+                    refs = _ga_ref(As, Ws, Cs, layout)
+                    out_rows = max(r.shape[0] for r in refs) + 3
+                    outs = [torch.full((out_rows, N), float("nan")).to(dt) for _ in range(P)]
+                    got = GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, w_layout=layout,
+                                           outs=outs, blocks_per_rank=bpr)
+                    assert all(g is o for g, o in zip(got, outs))
+                    calls[P] += 1
+                    _ga_check(outs, refs, dt, (P, dt, layout, K, N, bpr))
+                    assert [d.epoch for d in w.devs] == [calls[P]] * P, [d.epoch for d in w.devs]
+                    assert all(d.arrive == 0 for d in w.devs)
+                    assert all(e.code == 0 for e in w.errs), [(e.code, e.slot) for e in w.errs]
+        if P > 1:  # header flags carry the epoch of the last call (impl 1's slot 1023)
+            v = int(w.sig[1][0 * L.SIG_SLOTS + L.SIG_SLOTS - 1]) & 0xFFFFFFFFFFFFFFFF
+            assert v == L.sig_value(calls[P], 0), hex(v)
+    # a repeated call gives the same bits; everything zero: nothing moves
+    w = World(2)
+    As, Ws, Cs = _ga_data(2, torch.bfloat16, 32, 48, "nk", seed=99)
+    first = [o.clone() for o in GA.gemm_alltoall(w.states, As, Ws, Cs, 64, w_layout="nk")]
+    again = GA.gemm_alltoall(w.states, As, Ws, Cs, 64, w_layout="nk")
+    total = [r.shape[0] for r in _ga_ref(As, Ws, Cs, "nk")]
+    for s in range(2):
+        assert torch.equal(first[s][:total[s]], again[s][:total[s]])
+    zero = [torch.zeros_like(c) for c in Cs]
+    outs = [torch.full((8, 48), float("nan")).to(torch.bfloat16) for _ in range(2)]
+    GA.gemm_alltoall(w.states, As, Ws, zero, 8, w_layout="nk", outs=outs)
+    assert all(torch.isnan(o.float()).all() for o in outs)
+    assert all(e.code == 0 for e in w.errs) and [d.epoch for d in w.devs] == [3, 3]
+
+
+def case_gemm_bad_counts():
+    """A negative count on rank 1, then a receiver over capacity: FCO_ERR_INVALID_ARGUMENT on
+    every rank (peer = the offending rank, slot = why), nothing written, epochs still advance."""
+    for kind in ("negative", "capacity"):
+        w = World(3)
+        As, Ws, Cs = _ga_data(3, torch.float32, 16, 20, "kn", seed=5)
+        refs = _ga_ref(As, Ws, Cs, "kn")
+        out_rows = max(r.shape[0] for r in refs)
+        if kind == "negative":
+            Cs[1][0, 2] = -1
+            want = (1, 1)  # (peer, slot = kBadCounts)
+        else:
+            out_rows -= 1
+            want = (max(range(3), key=lambda s: (refs[s].shape[0], -s)), 2)  # kBadCapacity
+        outs = [torch.full((out_rows, 20), float("nan")) for _ in range(3)]
+        GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, outs=outs)
+        for e in w.errs:
+            assert e.code == L.ERR_INVALID_ARGUMENT, (kind, e.code)
+            assert (e.peer, e.slot, e.op) == want + (L.OP_GEMM_ALLTOALL,), (kind, e.peer, e.slot)
+        assert all(torch.isnan(o).all() for o in outs), kind
+        assert [d.epoch for d in w.devs] == [1, 1, 1] and all(d.arrive == 0 for d in w.devs)
+
+
+def case_gemm_timeout():
+    """Rank 0 runs, rank 1 never does: rank 0's header wait ends with FCO_ERR_TIMEOUT (peer 1,
+    slot 1023, want sig_value(1, 0)) and the epoch still advances."""
+    w = World(2, timeout_ms=200)
+    As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=3)
+    GA.gemm_alltoall([w.states[0]], As[:1], Ws[:1], Cs[:1], 40, blocks_per_rank=2)
+    e = w.errs[0]
+    assert e.code == L.ERR_TIMEOUT, e.code
+    assert (e.peer, e.slot, e.op) == (1, L.SIG_SLOTS - 1, L.OP_GEMM_ALLTOALL), \
+        (e.peer, e.slot, e.op)
+    assert e.want == L.sig_value(1, 0) and e.seen == 0, (hex(e.want), e.seen)
+    assert w.devs[0].epoch == 1 and w.devs[0].arrive == 0
+    assert w.errs[1].code == 0
+
+
+def case_gemm_tile_timeout():
+    """The landing wait: rank 1's header arrives but its tiles never do (phase 2 skipped for
+    rank 1): rank 0 records FCO_ERR_TIMEOUT naming peer 1 and one of its part slots."""
+    w = World(2, timeout_ms=200)
+    As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=4, max_count=6)
+    Cs[1][:, 0] = 3  # rank 1 sends rank 0 rows
+    kw = dict(L=1, DTYPE=tl.float32, ES=4, W_NK=False, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16,
+              GROUP_M=8, E_PAD=4, P_PAD=2, EVEN_K=True, EVEN_N=True, PRECISION="ieee")
+    a_rows, out_rows, B = As[0].shape[0], 64, 2
+    need = GA.half_need(2, out_rows, 16, 4)
+    outs = [torch.zeros(out_rows, 16) for _ in range(2)]
+
+    def launch(r, ph):
+        GA.gemm_alltoall_kernel[(B,)]((w.states[r].addr,), (As[r],), (Ws[r],), (outs[r],),
+                                      (Cs[r],), (Cs[r].shape[0],), a_rows, out_rows, 16, 16, B,
+                                      2, need, PHASES=ph, **kw)
+
+    launch(0, 1)
+    launch(1, 1)
+    launch(0, 2)
+    launch(0, 4)
+    e = w.errs[0]
+    assert e.code == L.ERR_TIMEOUT, e.code
+    assert e.peer == 1 and 0 <= e.slot < B and e.op == L.OP_GEMM_ALLTOALL, (e.peer, e.slot)
+    assert e.want >> 32 == 1 and e.seen == 0, (hex(e.want), e.seen)
+    assert w.devs[0].epoch == 1
+
+
+def case_gemm_bad_table():
+    """A workspace smaller than the call needs: FCO_ERR_INTERNAL recorded, nothing written."""
+    w = World(2, ws_bytes=4096)
+    As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=2)
+    outs = [torch.full((64, 16), float("nan")) for _ in range(2)]
+    GA.gemm_alltoall(w.states, As, Ws, Cs, 64, outs=outs)
+    assert all(e.code == L.ERR_INTERNAL for e in w.errs), [e.code for e in w.errs]
+    assert all(int(t.abs().sum()) == 0 for t in w.ws), "wrote into a too small workspace"
+    assert all(torch.isnan(o).all() for o in outs)
 
 
 if __name__ == "__main__":

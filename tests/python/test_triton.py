@@ -1,8 +1,11 @@
 """test_triton.py — fco.triton without a GPU: the device-state layout against src/cuda/dev.h
-(compiled with gcc) and its ctypes mirror, the host helpers' argument checks, the GEMV's input
-checks, the GPU code compiled for sm_90 (through Triton's ptxas, no GPU needed) with the memory-
-model instructions it must contain, and the helpers and the GEMV + AllReduce executed by Triton's
-CPU interpreter on a hand-made world (_triton_interp.py, one subprocess per case).
+(compiled with gcc) and its ctypes mirror, the host helpers' argument checks, the GEMV's and the
+GEMM + All-to-All's input checks, the GEMM + All-to-All's workspace layout against
+src/ops/gemm_alltoall.h and libfco, the GPU code compiled for sm_90 (through Triton's ptxas, no
+GPU needed) with the memory-model instructions it must contain (and, for the GEMM, wgmma,
+cp.async pipelining and vector stores), impl="triton" of fco.gemm_alltoall on the cpu transport
+(refused: CUDA only), and the helpers, the GEMV + AllReduce and the GEMM + All-to-All executed
+by Triton's CPU interpreter on a hand-made world (_triton_interp.py, one subprocess per case).
 GPU tests: test_triton_gpu.py.   Run: pytest tests/python/test_triton.py
 """
 import ctypes
@@ -258,9 +261,220 @@ def test_gemv_kernel_compiles_for_sm90(dtype):
         assert needle in ptx, needle
 
 
+# ---- GEMM + All-to-All: layout, checks, plan, sm_90 code -------------------------------------------
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+@needs_triton
+def test_gemm_layout_matches_gemm_alltoall_h(tmp_path):
+    """The Python mirror of src/ops/gemm_alltoall.h's workspace layout is the C one (the Triton
+    kernel must land tiles where a C rank would, and need what fco_gemm_alltoall_workspace says)."""
+    from fco.triton import gemm_alltoall as GA
+
+    cases = [(P, rows, n, es) for P in (1, 2, 3, 8) for rows, n, es in
+             ((0, 1, 2), (8192, 4096, 2), (37, 33, 4), (1, 7, 2))]
+    src = tmp_path / "ga.c"
+    src.write_text(
+        '#include <stdio.h>\n#include "ops/gemm_alltoall.h"\n#include "cuda/dev.h"\n'
+        'int main(void){\n'
+        + "".join(f'printf("%zu %zu %zu %zu %zu\\n", fco_ga_hdr_bytes({P}), '
+                  f"fco_ga_off_staging({P}), fco_ga_peer_bytes({P}, {r}, {n}, {es}), "
+                  f"fco_ga_plan_bytes({P}), fco_ga_half_need(1, 0, {P}, 5, {r}, {n}, {es}));\n"
+                  for P, r, n, es in cases)
+        + 'printf("%d %d\\n", FCO_SIG_SLOTS, FCO_GEMM_ALLTOALL_MAX_EXPERTS);\nreturn 0;}\n')
+    exe = tmp_path / "ga"
+    subprocess.run(["gcc", "-std=c11", "-I", os.path.join(ROOT, "include"), "-I",
+                    os.path.join(ROOT, "src"), str(src), "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    for (P, r, n, es), line in zip(cases, lines):
+        assert [int(x) for x in line.split()] == [
+            GA.hdr_bytes(P), GA.off_staging(P), GA.peer_bytes(P, r, n, es), GA.plan_bytes(P),
+            GA.half_need(P, r, n, es)], (P, r, n, es)
+    slots, max_e = (int(x) for x in lines[-1].split())
+    assert (slots - 1, slots - 2, max_e) == (int(GA.HDR_SLOT), GA.MAX_PARTS, GA.MAX_EXPERTS)
+    # the segment table (28 bytes per segment, 256·P segments) fits impl 1's plan area
+    assert all(28 * 256 * P <= GA.plan_bytes(P) for P in range(1, 9))
+
+
+@needs_triton
+def test_gemm_workspace_matches_libfco():
+    """workspace_bytes = fco_gemm_alltoall_workspace(impl 1) (cpu transport: every impl)."""
+    try:
+        fco.lib_path()
+    except fco.FcoError:
+        pytest.skip("libfco.so is not built")
+    from fco import _lib
+    from fco.triton import gemm_alltoall as GA
+
+    f = _lib.bind("fco_gemm_alltoall_workspace", [
+        _lib.comm_t, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+        ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)])
+    for P in (1, 3):
+        comms = _cpu_world(P)
+        try:
+            for a_rows, out_rows, n, dt, es in ((64, 80, 33, _lib.F32, 4),
+                                                (8192, 8192, 4096, _lib.BF16, 2)):
+                out = ctypes.c_size_t()
+                _lib.check(f(comms[0], a_rows, out_rows, 16, n, dt, 1, ctypes.byref(out)),
+                           comms[0], "fco_gemm_alltoall_workspace")
+                assert out.value == GA.workspace_bytes(P, out_rows, n, es), (P, a_rows, n)
+        finally:
+            for c in comms:
+                _lib.lib().fco_comm_destroy(c)
+
+
+@needs_triton
+def test_gemm_input_checks():
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    st = [host.DeviceState(16, 0, 2, None), host.DeviceState(32, 1, 2, None)]
+    a, w = torch.zeros(10, 8), torch.zeros(3, 8, 6)
+    c = torch.zeros(3, 2, dtype=torch.int32)
+
+    def err(*args, **kw):
+        with pytest.raises(fco.FcoError) as e:
+            GA.gemm_alltoall(*args, **kw)
+        return e.value
+
+    assert "one per rank" in err(st, [a], [w, w], [c, c]).message
+    assert "dtype" in err(st, [a, a.half()], [w, w], [c, c]).message
+    assert "dtype" in err(st, [a.long(), a.long()], [w.long(), w.long()], [c, c]).message
+    assert "a_rows and K" in err(st, [a, torch.zeros(11, 8)], [w, w], [c, c]).message
+    assert "[E, K, N]" in err(st, [a, a], [w, torch.zeros(3, 9, 6)], [c, c]).message
+    assert "[E, N, K]" in err(st, [a, a], [w, w], [c, c], w_layout="nk").message
+    assert "N is the same" in err(st, [a, a], [w, torch.zeros(1, 8, 7)],
+                                  [c, torch.zeros(1, 2, dtype=torch.int32)]).message
+    assert "experts" in err(st, [a, a], [w, torch.zeros(0, 8, 6)], [c, c]).message
+    assert "torch.int32 [E, P]" in err(st, [a, a], [w, w], [c, c.long()]).message
+    assert "torch.int32 [E, P]" in err(st, [a, a], [w, w], [c, torch.zeros(3, 3, dtype=torch.int32)]
+                                       ).message
+    assert "contiguous" in err(st, [a, a], [w, torch.zeros(3, 6, 8).transpose(1, 2)],
+                               [c, c]).message
+    assert "out[1] has shape" in err(st, [a, a], [w, w], [c, c], 12,
+                                     outs=[torch.zeros(12, 6), torch.zeros(10, 6)]).message
+    assert "w_layout" in err(st, [a, a], [w, w], [c, c], w_layout="mn").message
+    assert "distinct ranks" in err([st[0], st[0]], [a, a], [w, w], [c, c]).message
+    assert "blocks_per_rank" in err(st, [a, a], [w, w], [c, c], blocks_per_rank=1023).message
+    assert "0 communicators" in err([], [], [], []).message
+    e = err(st, [a, a], [w, w], [c, c], -1)
+    assert e.name == "INVALID_ARGUMENT" and "out_rows -1" in e.message
+    # fco_gemm_alltoall's host checks, as fco.gemm_alltoall(impl="triton") runs them
+    chk = GA.check_host_args
+    for args, kw, want in (((2, 10, 10, 0, 6), {}, "k 0"), ((2, 10, 10, 8, 2 ** 31), {}, "n "),
+                           ((2, 10, 10, 8, 6), {"counts_host": -c - 1}, "negative"),
+                           ((2, 10, 10, 8, 6), {"counts_host": c + 2}, "more than a_rows"),
+                           ((2, 10, 10, 8, 6), {"recv_rows": torch.tensor([6, 5])},
+                            "more than out_rows")):
+        with pytest.raises(fco.FcoError) as ei:
+            chk(*args, **kw)
+        assert ei.value.name == "INVALID_ARGUMENT" and want in ei.value.message, ei.value.message
+    chk(2, 10, 10, 8, 6, counts_host=c + 1, recv_rows=torch.tensor([5, 5]))
+
+
+@needs_triton
+def test_gemm_plan(monkeypatch):
+    from fco.triton import gemm_alltoall as GA
+
+    monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
+    assert GA.plan(2, 4096, 8192, 4, 2) == (128, 256, 64, 8, 3)   # big segments
+    assert GA.plan(2, 7168, 1024, 16, 2) == (64, 128, 64, 4, 3)   # decode: ~32 rows each
+    assert GA.plan(4, 4096, 8192, 4, 2) == (64, 64, 32, 4, 3)     # f32: FFMA
+    assert GA.plan(2, 100, 8, 1, 1, interpret=True)[:3] == (16, 16, 16)
+    monkeypatch.setenv("FCO_TRITON_GA_TILE", "128,128,64,8,4")
+    assert GA.plan(2, 4096, 8192, 4, 2) == (128, 128, 64, 8, 4)
+    monkeypatch.setenv("FCO_TRITON_GA_TILE", "100,128,64,8,4")
+    with pytest.raises(fco.FcoError) as e:
+        GA.plan(2, 4096, 8192, 4, 2)
+    assert "FCO_TRITON_GA_TILE" in e.value.message
+    assert GA.workspace_bytes(2, 100, 10, 2) == 2 * GA.half_need(2, 100, 10, 2)
+
+
+def _compile_gemm(dtype, nk, tile, L=2):
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    from fco.triton import gemm_alltoall as GA
+
+    bm, bn, bk, nw, ns = tile
+    dt = {"fp32": tl.float32, "bf16": tl.bfloat16, "fp16": tl.float16}[dtype]
+    ptr = "*" + dtype
+    sig = {"devs": ("i64",) * L, "as_": (ptr,) * L, "ws": (ptr,) * L, "outs": (ptr,) * L,
+           "counts": ("*i32",) * L, "Es": ("i32",) * L, "a_rows": "i32", "out_rows": "i32",
+           "K": "i32", "N": "i32", "B": "i32", "P_host": "i32", "need": "i64"}
+    consts = dict(L=L, DTYPE=dt, ES=4 if dtype == "fp32" else 2, W_NK=nk, BLOCK_M=bm,
+                  BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=True,
+                  PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
+                  COPY_BLOCK=2048, UPCAST=False)
+    sig.update({k: "constexpr" for k in consts})
+    # what a launch with 16-byte aligned tensors and K, N multiples of 16 specialises
+    attrs = {(arg, i): [["tt.divisibility", 16]] for arg in (1, 2, 3, 4) for i in range(L)}
+    attrs.update({(8,): [["tt.divisibility", 16]], (9,): [["tt.divisibility", 16]]})
+    src = triton.compiler.ASTSource(fn=GA.gemm_alltoall_kernel, signature=sig, constexprs=consts,
+                                    attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": nw, "num_stages": ns})
+
+
+@needs_triton
+@pytest.mark.parametrize("dtype,nk,tile", [("bf16", True, (128, 256, 64, 8, 3)),
+                                           ("fp16", False, (64, 128, 64, 4, 3)),
+                                           ("fp32", False, (64, 64, 32, 4, 3))])
+def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile):
+    """The fused GEMM + All-to-All goes through Triton and ptxas for sm_90 with the memory-model
+    pieces (release flags, acquire waits, the bound, block-uniform decisions, .cg reads, the
+    first-error CAS) and, for 16-bit types, Hopper tensor cores (wgmma) fed by a cp.async
+    pipeline, and 16-byte tile stores (local out and peer staging)."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        pytest.skip("TRITON_INTERPRET is set")
+    try:
+        c = _compile_gemm(dtype, nk, tile)
+    except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
+        if "ptxas" in str(e).lower():
+            pytest.skip(f"cannot run ptxas here: {e}")
+        raise
+    ptx = c.asm["ptx"]
+    assert c.asm.get("cubin")
+    for needle in ("atom.global.sys.release.exch.b64", "ld.acquire.sys.global.u64",
+                   "%globaltimer", "bar.red.or.pred", "ld.global.cg",
+                   "atom.global.relaxed.sys.cas.b32", "ld.relaxed.sys.global.s32"):
+        assert needle in ptx, needle
+    if dtype != "fp32":
+        for needle in ("wgmma.mma_async", "cp.async", "st.global.v4"):
+            assert needle in ptx, needle
+
+
+def _w_op_triton_on_cpu():
+    """fco.gemm_alltoall(impl="triton") on the cpu transport: the argument checks of every impl,
+    then UNSUPPORTED (Triton kernels need CUDA); workspace_bytes(impl="triton") = impl 1's."""
+    import torch
+
+    import fco as f
+
+    a, w = torch.zeros(8, 4), torch.zeros(2, 4, 3)
+    counts = torch.ones(2, 2, dtype=torch.int32)
+    with pytest.raises(f.FcoError) as e:
+        f.gemm_alltoall(a, w, counts[:1], impl="triton")
+    assert e.value.name == "INVALID_ARGUMENT" and "counts" in e.value.message
+    with pytest.raises(f.FcoError) as e:
+        f.gemm_alltoall(a, w, counts, impl="triton")
+    assert e.value.name == "UNSUPPORTED" and "CUDA" in e.value.message
+    assert f.gemm_alltoall_workspace_bytes(a, w, 12, impl="triton") == \
+        f.gemm_alltoall_workspace_bytes(a, w, 12, impl="tiles")
+    return True
+
+
+@needs_triton
+def test_op_impl_triton_on_cpu(pool2):
+    assert pool2.run(_w_op_triton_on_cpu) == [True, True]
+
+
 # ---- Triton's CPU interpreter ------------------------------------------------------------------
 @needs_triton
-@pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table"])
+@pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table", "gemm",
+                                  "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
+                                  "gemm_bad_table"])
 def test_interpreter(case):
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp.py"), case], env=env,

@@ -1,9 +1,12 @@
-"""test_triton_gpu.py — fco.triton's GEMV + AllReduce on a GPU, on the local transport: P virtual
-ranks on one GPU (fco_comm_init_all), all covered by ONE Triton launch (the co-residency rule of
-DESIGN.md: two separately launched spinning kernels may never be scheduled together). Checks
-against the float64 reference and against the C operator (fco_gemv_allreduce impl 1) on the
-same communicators, interleaved (shared epochs and signal slots), repeated calls, CUDA-graph
-replay, and a lost peer (FCO_ERR_TIMEOUT, not a hang). Needs libfco with
+"""test_triton_gpu.py — fco.triton's GEMV + AllReduce and GEMM + All-to-All on a GPU, on the local
+transport: P virtual ranks on one GPU (fco_comm_init_all), all covered by ONE Triton launch (the
+co-residency rule of DESIGN.md: two separately launched spinning kernels may never be scheduled
+together). Checks against the float64 reference and against the C operators (fco_gemv_allreduce
+impl 1; fco_gemm_alltoall impls 0, 1, 2) on the same communicators, interleaved (shared epochs
+and signal slots), repeated calls (alternating workspace halves), CUDA-graph replay (the GEMM +
+All-to-All with changing device counts), bad counts, and a lost peer (FCO_ERR_TIMEOUT, not a
+hang). Also fco.gemm_alltoall(impl="triton") on the nccl transport (one process per GPU, 2 when
+2 GPUs are visible) against the plain-torch pipeline and impl "tiles". Needs libfco with
 fco_comm_device_state. Marked gpu: skipped without CUDA.
     On the GPU machine: pytest tests/python/test_triton_gpu.py -m gpu -s
 """
@@ -182,3 +185,344 @@ def test_lost_peer_times_out():
         assert "peer 1" in msg, msg
     finally:
         _destroy(comms)
+
+
+# ---- GEMM + All-to-All ------------------------------------------------------------------------------
+GA_TOL = {"float32": 1e-5, "bfloat16": 1e-2, "float16": 2e-3}
+
+
+@pytest.fixture(params=[2, 4])
+def ga_world(request):
+    comms = _local_world(request.param, timeout_ms=20000)  # a bug fails in 20 s, not 30
+    yield comms
+    _destroy(comms)
+
+
+def _ga_inputs(P, dtype, K, N, layout, seed, max_count=40, zero_frac=0.25, idle_rank=None):
+    """Per rank: A [a_rows, K] (a_rows the same on every rank, a few spare rows), W, device counts
+    [E_r, P] (E_r = 1..3, differs per rank; ~zero_frac of the counts 0; idle_rank sends nothing)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    Cs = []
+    for r in range(P):
+        E = 1 + (r + seed) % 3
+        C = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
+        C[torch.rand(E, P, generator=g) < zero_frac] = 0
+        if r == idle_rank:
+            C.zero_()
+        Cs.append(C)
+    a_rows = max(int(C.sum()) for C in Cs) + 5
+    gd = torch.Generator(device="cuda").manual_seed(seed)
+    As = [torch.randn(a_rows, K, device="cuda", generator=gd).to(dtype) for _ in range(P)]
+    Ws = [(torch.randn((C.shape[0], K, N) if layout == "kn" else (C.shape[0], N, K), device="cuda",
+                       generator=gd) / K ** 0.5).to(dtype) for C in Cs]
+    return As, Ws, [C.cuda() for C in Cs]
+
+
+def _ga_ref(As, Ws, Cs, layout):
+    """float64 out of every rank (rows from source r, its experts in order, for destination s)."""
+    import torch
+
+    P = len(As)
+    Ch = [C.cpu() for C in Cs]
+    N = Ws[0].shape[2] if layout == "kn" else Ws[0].shape[1]
+    outs = []
+    for s in range(P):
+        rows = []
+        for r in range(P):
+            row = 0
+            for e in range(Ch[r].shape[0]):
+                for q in range(P):
+                    n = int(Ch[r][e, q])
+                    if q == s and n:
+                        we = Ws[r][e].double()
+                        rows.append(As[r][row:row + n].double() @ (we if layout == "kn" else we.T))
+                    row += n
+        outs.append(torch.cat(rows) if rows else
+                    torch.zeros(0, N, dtype=torch.float64, device="cuda"))
+    return outs
+
+
+def _ga_close(outs, refs, dtype, tag):
+    """Received rows within tolerance of the reference (max-abs relative), the rest untouched."""
+    import torch
+
+    for s, (o, ref) in enumerate(zip(outs, refs)):
+        n = ref.shape[0]
+        got = o[:n].double()
+        assert bool(torch.isfinite(got).all()), (tag, s, "rows not written")
+        if n:
+            err = _rel(got, ref)
+            assert err < GA_TOL[dtype], (tag, s, err)
+        assert bool(torch.isnan(o[n:].float()).all()), (tag, s, "wrote past the received rows")
+
+
+def _poisoned(P, out_rows, N, dtype):
+    import torch
+
+    return [torch.full((out_rows, N), float("nan"), device="cuda", dtype=getattr(torch, dtype))
+            for _ in range(P)]
+
+
+def _c_gemm_a2a(comms, As, Ws, Cs, out_rows, layout, impl):
+    """fco_gemm_alltoall (impl 0, 1 or 2) for every virtual rank, in one group; outputs poisoned.
+    counts_host is passed (impls 0 and 2 size their GEMMs on the host) and kept alive until
+    fco_group_end returns."""
+    import torch
+
+    L = _lib()
+    vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+    f = L.bind("fco_gemm_alltoall", [L.comm_t, vp, i64, vp, ci, ci, vp, vp, vp, vp, i64, i64, i64,
+                                     ci, ci, vp])
+    dt = {torch.float32: L.F32, torch.float16: L.F16, torch.bfloat16: L.BF16}[As[0].dtype]
+    wl = 0 if layout == "kn" else 1
+    K = As[0].shape[1]
+    N = Ws[0].shape[2] if wl == 0 else Ws[0].shape[1]
+    outs = _poisoned(len(comms), out_rows, N, str(As[0].dtype).split(".")[-1])
+    hosts = [C.cpu().contiguous() for C in Cs]
+    stream = torch.cuda.current_stream().cuda_stream
+    L.check(L.bind("fco_group_start", [])(), None, "fco_group_start")
+    for i, c in enumerate(comms):
+        L.check(f(c, As[i].data_ptr(), As[i].shape[0], Ws[i].data_ptr(), wl, Ws[i].shape[0],
+                  Cs[i].data_ptr(), hosts[i].data_ptr(), None, outs[i].data_ptr(), out_rows, K, N,
+                  dt, impl, stream), c, "fco_gemm_alltoall")
+    L.check(L.bind("fco_group_end", [])(), None, "fco_group_end")
+    return outs
+
+
+def _no_async_errors(comms):
+    for c in comms:
+        assert _async_error(c)[0] == 0, _async_error(c)
+
+
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_gemm_vs_reference_and_c(ga_world, dtype, layout):
+    """Ragged counts (zeros, an idle rank, experts per rank that differ), K / N that are not
+    multiples of the tile, the planned tiles and the big 128×256 ones; poisoned outputs; the C
+    impls 0, 1, 2 interleaved with the Triton kernel on the same communicators, and every
+    Triton call after them gives the same bits as the first."""
+    import torch
+
+    from fco.triton.gemm_alltoall import gemm_alltoall
+
+    P, dt = len(ga_world), getattr(torch, dtype)
+    big = (64, 64, 32, 4, 3) if dtype == "float32" else (128, 256, 64, 8, 3)
+    cases = [(256, 512, 40, None, None), (200, 136, 40, 1, None), (72, 1000, 3, None, None),
+             (384, 2304, 300, None, None), (320, 600, 150, 0, big)]
+    for n, (K, N, maxc, idle, tile) in enumerate(cases):
+        As, Ws, Cs = _ga_inputs(P, dt, K, N, layout, seed=17 * n + P, max_count=maxc,
+                                idle_rank=idle)
+        refs = _ga_ref(As, Ws, Cs, layout)
+        out_rows = max(r.shape[0] for r in refs) + 7
+        tag = (P, dtype, layout, K, N, tile)
+        outs = _poisoned(P, out_rows, N, dtype)
+        gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout, outs=outs, tile=tile)
+        torch.cuda.synchronize()
+        _no_async_errors(ga_world)
+        _ga_close(outs, refs, dtype, tag)
+        first = [o.clone() for o in outs]
+        for impl in (0, 1, 2):
+            oc = _c_gemm_a2a(ga_world, As, Ws, Cs, out_rows, layout, impl)
+            ot = gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout,
+                               outs=_poisoned(P, out_rows, N, dtype), tile=tile)
+            torch.cuda.synchronize()
+            _no_async_errors(ga_world)
+            _ga_close(oc, refs, dtype, tag + (impl,))
+            for s in range(P):
+                m = refs[s].shape[0]
+                assert torch.equal(ot[s][:m], first[s][:m]), (tag, impl, s, "not deterministic")
+                if m:
+                    assert _rel(ot[s][:m].double(), oc[s][:m].double()) < 2 * GA_TOL[dtype]
+
+
+def test_gemm_many_calls_alternate_halves(ga_world):
+    """200 back-to-back calls (both workspace halves, epochs advancing), a C impl 1 call every
+    25: the same bits every time, no async error."""
+    import torch
+
+    from fco.triton.gemm_alltoall import gemm_alltoall
+
+    P = len(ga_world)
+    As, Ws, Cs = _ga_inputs(P, torch.bfloat16, 256, 384, "nk", seed=5)
+    refs = _ga_ref(As, Ws, Cs, "nk")
+    out_rows = max(r.shape[0] for r in refs)
+    first = gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout="nk",
+                          outs=_poisoned(P, out_rows, 384, "bfloat16"))
+    for i in range(200):
+        outs = gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout="nk")
+        if i % 25 == 0:
+            _c_gemm_a2a(ga_world, As, Ws, Cs, out_rows, "nk", 1)
+    torch.cuda.synchronize()
+    _no_async_errors(ga_world)
+    for s in range(P):
+        m = refs[s].shape[0]
+        assert torch.equal(outs[s][:m], first[s][:m])
+    _ga_close(first, refs, "bfloat16", "first")
+
+
+def test_gemm_cuda_graph_replay_new_counts(ga_world):
+    """Captured once, replayed with new device counts (different totals, an idle rank, every
+    count zero) and new A values: every replay matches the reference, rows past the new totals
+    stay poisoned."""
+    import torch
+
+    from fco.triton.gemm_alltoall import gemm_alltoall
+
+    P = len(ga_world)
+    As, Ws, Cs = _ga_inputs(P, torch.bfloat16, 256, 512, "kn", seed=11, max_count=30)
+    a_rows = As[0].shape[0]
+    out_rows = P * 3 * 30 + 8  # capacity for any counts below (≤ 30 rows per (expert, source))
+    outs = _poisoned(P, out_rows, 512, "bfloat16")
+    gemm_alltoall(ga_world, As, Ws, Cs, out_rows, outs=outs)  # eager: workspace, compile
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            gemm_alltoall(ga_world, As, Ws, Cs, out_rows, outs=outs)
+    torch.cuda.current_stream().wait_stream(s)
+    gen = torch.Generator().manual_seed(3)
+    for it in range(6):
+        for r, C in enumerate(Cs):
+            new = torch.randint(0, 31, tuple(C.shape), generator=gen, dtype=torch.int32)
+            if it == 2 and r == 1:
+                new.zero_()  # an idle rank
+            if it == 4:
+                new.zero_()  # nothing moves at all
+            while int(new.sum()) > a_rows:
+                new //= 2
+            C.copy_(new)
+        for a in As:
+            a.normal_()
+        for o in outs:
+            o.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        _ga_close(outs, _ga_ref(As, Ws, Cs, "kn"), "bfloat16", ("replay", it))
+    _no_async_errors(ga_world)
+
+
+def test_gemm_bad_counts_every_rank_reports():
+    """A negative count on rank 1: FCO_ERR_INVALID_ARGUMENT on every rank, nothing written."""
+    import torch
+
+    from fco.triton.gemm_alltoall import gemm_alltoall
+
+    comms = _local_world(2, timeout_ms=10000)
+    try:
+        As, Ws, Cs = _ga_inputs(2, torch.float32, 64, 96, "kn", seed=2)
+        Cs[1][0, 0] = -3
+        outs = _poisoned(2, 200, 96, "float32")
+        gemm_alltoall(comms, As, Ws, Cs, 200, outs=outs)
+        torch.cuda.synchronize()
+        for c in comms:
+            code, msg = _async_error(c)
+            assert code == _lib().INVALID_ARGUMENT, (code, msg)
+        assert all(bool(torch.isnan(o).all()) for o in outs)
+    finally:
+        _destroy(comms)
+
+
+def test_gemm_lost_peer_times_out():
+    """Only rank 0 of a 2-rank world runs the kernel: its header wait ends in FCO_ERR_TIMEOUT
+    naming peer 1, within about the timeout (no hang)."""
+    import time
+
+    import torch
+
+    from fco.triton.gemm_alltoall import gemm_alltoall
+
+    comms = _local_world(2, timeout_ms=300)
+    try:
+        As, Ws, Cs = _ga_inputs(2, torch.float32, 64, 64, "kn", seed=1)
+        t0 = time.time()
+        gemm_alltoall([comms[0]], As[:1], Ws[:1], Cs[:1], 200)
+        torch.cuda.synchronize()
+        assert time.time() - t0 < 30
+        code, msg = _async_error(comms[0])
+        assert code == _lib().TIMEOUT, (code, msg)
+        assert "peer 1" in msg, msg
+    finally:
+        _destroy(comms)
+
+
+# ---- fco.gemm_alltoall(impl="triton"): the torch op on the nccl transport ---------------------------
+@pytest.fixture
+def gpool(pools):
+    from _dist import gpu_count
+
+    return pools(min(2, gpu_count()), "nccl")
+
+
+def _op_data(dtype, E, K, N, seed, layout="kn", cap=256, max_count=20):
+    import torch
+    import torch.distributed as dist
+
+    r, P = dist.get_rank(), dist.get_world_size()
+    g = torch.Generator().manual_seed(seed * 13 + r)
+    counts = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
+    a = torch.randn(cap, K, generator=g).to("cuda", dtype)
+    shape = (E, K, N) if layout == "kn" else (E, N, K)
+    w = (torch.randn(shape, generator=g) / K ** 0.5).to("cuda", dtype)
+    return a, w, counts.cuda()
+
+
+def _op_recv_rows(counts):
+    import torch
+    import torch.distributed as dist
+
+    sent = counts.sum(0).int()
+    recv = torch.empty_like(sent)
+    dist.all_to_all_single(recv, sent)
+    return recv.cpu()
+
+
+def _g_op_triton():
+    import torch
+
+    import _refs
+    import fco
+
+    n = 0
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for layout in ("kn", "nk"):
+            for hints in (False, True):
+                n += 1
+                a, w, counts = _op_data(dtype, 1 + n % 3, 256, 384, n, layout)
+                kw = {"counts_host": counts.cpu(), "recv_rows": _op_recv_rows(counts)} \
+                    if hints else {}
+                out = fco.gemm_alltoall(a, w, counts, out_rows=400, w_layout=layout,
+                                        impl="triton", **kw)
+                _refs.close(out, _refs.gemm_alltoall(a, w, counts, 400, layout), dtype, 3)
+                tiles = fco.gemm_alltoall(a, w, counts, out_rows=400, w_layout=layout,
+                                          impl="tiles", **kw)
+                _refs.close(out, tiles, dtype, 3)
+    # CUDA graph: captured once (after an eager call), replayed with new device counts
+    a, w, counts = _op_data(torch.bfloat16, 2, 256, 256, 1)
+    cs = torch.cuda.Stream()
+    cs.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(cs):
+        fco.gemm_alltoall(a, w, counts, out_rows=300, impl="triton")
+    cs.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=cs):
+        out = fco.gemm_alltoall(a, w, counts, out_rows=300, impl="triton")
+    ok = True
+    for k in range(3):
+        counts.copy_(_op_data(torch.bfloat16, 2, 256, 256, 30 + k)[2])
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        ref = _refs.gemm_alltoall(a, w, counts, 300)
+        total = int(_op_recv_rows(counts).sum())
+        ok &= torch.allclose(out[:total].float(), ref[:total].float(), rtol=5e-2, atol=5e-2)
+    torch.cuda.synchronize()
+    fco.init().check_async_error()
+    return ok
+
+
+def test_op_impl_triton_vs_torch(gpool):
+    assert all(gpool.run(_g_op_triton, timeout=600))

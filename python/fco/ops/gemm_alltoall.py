@@ -11,8 +11,10 @@ rank; counts [E_r, P] (int32, on a's device) says how many rows of expert e came
 Every row times its expert's weight goes back to the rank it came from: out [out_rows, N] on
 rank s holds the rows from rank 0 (its expert 0's, expert 1's, ...), then from rank 1, ...
 = per-expert matmul, permute, all_to_all_single. impls: 0 = GEMM per expert + all-to-all
-("baseline"), 1 = fused tiles, 2 = chunked GEMM pushed while the next chunk computes, -1 = auto.
-Rows of out past the received total are zero.
+("baseline"), 1 = fused tiles, 2 = chunked GEMM pushed while the next chunk computes, -1 = auto;
+"triton" (Python only, CUDA): fco.triton's persistent tile kernel (python/fco/triton/
+gemm_alltoall.py), impl 1's protocol on the same communicator. Rows of out past the received
+total are zero.
 
 Autograd. Each rank's output holds its own tokens and the loss is the sum of the ranks' losses,
 so the backward sends every output row's gradient back to the rank that computed it (the
@@ -31,7 +33,8 @@ from .. import _comm, _lib
 from .._lib import FcoError
 from . import _common
 
-IMPLS = {"baseline": 0, "nccl": 0, "tiles": 1, "fused": 1, "chunks": 2}
+IMPL_TRITON = -2  # Python-only id (never passed to C): the Triton kernel of fco.triton
+IMPLS = {"baseline": 0, "nccl": 0, "tiles": 1, "fused": 1, "chunks": 2, "triton": IMPL_TRITON}
 LAYOUTS = {"kn": 0, "nk": 1}  # FCO_W_KN: w [E, K, N]; FCO_W_NK: w [E, N, K] (Linear weight)
 MAX_EXPERTS = 256
 _OP = "fco.gemm_alltoall"
@@ -102,6 +105,17 @@ def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, i
         out = a.new_zeros((out_rows, N))
     else:
         out = a.new_empty((out_rows, N))
+    if impl == IMPL_TRITON:  # fco.triton's kernel over the same communicator
+        if a.device.type != "cuda":
+            raise FcoError(_lib.UNSUPPORTED, f"{_OP}: impl 'triton' runs on CUDA tensors (nccl "
+                           f"transport); a is on {a.device}: use another impl on the cpu transport")
+        from ..triton import gemm_alltoall as tg
+        tg.check_host_args(size, a.shape[0], out_rows, K, N, counts_host, recv_rows, _OP)
+        tg.gemm_alltoall_comm(_comm.get(group_name, a.device), a, w, counts, out_rows,
+                              w_layout, out=out)
+        if recv_rows is not None:
+            out[int(recv_rows.sum()):].zero_()
+        return out
     h = _comm.get(group_name, a.device).handle
     r = _fn()(h, _common.ptr(a), a.shape[0], w.data_ptr(), w_layout, w.shape[0],
               counts.data_ptr(), None if counts_host is None else counts_host.data_ptr(),
@@ -233,14 +247,17 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     recv_rows    optional [P] host ints (list or CPU tensor): rows this rank receives from
                  each rank (= the input splits of the dispatch all-to-all); zero-fills only the
                  output's tail; needed by impl 0 on nccl under capture
+    impl         "auto", "baseline" (0), "tiles" (1), "chunks" (2), an int, or "triton" (CUDA
+                 only: fco.triton's tile kernel, device counts only like impl 1)
     → out        [out_rows, N]: rows from rank 0 (its expert 0's, 1's, ...), then rank 1, ...;
                  rows past the received total are zero
     CUDA: current device and stream; capturable once the shapes ran eagerly (workspace) with
-    impl 1, or with the host hints (their values are baked into the graph). CPU: the cpu
-    transport. Differentiable in a and w (reverse all-to-all, then per-expert GEMM gradients).
+    impl 1 or "triton", or with the host hints (their values are baked into the graph). CPU:
+    the cpu transport. Differentiable in a and w (reverse all-to-all, then per-expert GEMM
+    gradients).
     Raises fco.FcoError for bad input; counts that are negative or need more rows than a_rows /
-    out_rows raise INVALID_ARGUMENT on every rank and nothing is written (on CUDA with impl 1:
-    from comm.check_async_error() / the next call).
+    out_rows raise INVALID_ARGUMENT on every rank and nothing is written (on CUDA with impl 1
+    or "triton": from comm.check_async_error() / the next call).
     """
     for t, name in ((a, "a"), (w, "w"), (counts, "counts")):
         _common.require_tensor(t, _OP, name)
@@ -264,6 +281,10 @@ def workspace_bytes(a, w, out_rows=None, w_layout="kn", group=None, impl="auto")
     dt = _common.check_tensor(a, _OP, "a")
     N, K = _nk(w, LAYOUTS[w_layout])
     comm = _comm.get(_common.group_name(group), a.device)
+    if _common.impl_id(impl, IMPLS, _OP) == IMPL_TRITON:  # impl 1's layout
+        from ..triton import gemm_alltoall as tg
+        return tg.workspace_bytes(comm.size, a.shape[0] if out_rows is None else out_rows, N,
+                                  a.element_size())
     out = ctypes.c_size_t()
     i64 = ctypes.c_int64
     f = _lib.bind("fco_gemm_alltoall_workspace", [_lib.comm_t, i64, i64, i64, i64, ctypes.c_int,

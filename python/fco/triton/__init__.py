@@ -6,9 +6,11 @@
     ft.ensure_workspace([comm], nbytes)       # collective growth of the symmetric workspace
     from fco.triton.gemv_allreduce import gemv_allreduce_comm
     y = gemv_allreduce_comm(comm, x, w)       # GEMV + AllReduce written with the helpers
+    from fco.triton.gemm_alltoall import gemm_alltoall_comm
+    out = gemm_alltoall_comm(comm, a, w, counts, out_rows)   # GEMM + All-to-All (MoE combine)
 
-fco.triton.language and fco.triton.gemv_allreduce import triton; layout and host (pure Python,
-imported here) do not.
+fco.triton.language, .gemv_allreduce and .gemm_alltoall import triton; layout and host (pure
+Python, imported here) do not.
 """
 from . import host, layout
 from .host import DeviceState, blocks_per_rank, device_state, ensure_workspace

@@ -1,0 +1,684 @@
+"""gemm_alltoall.py — GEMM + All-to-All (the MoE expert down-projection + combine) written in
+Triton with fco.triton: the Triton twin of fco_gemm_alltoall impl 1 (src/cuda/
+gemm_alltoall_fused.cu), on the same communicator and with the same wire protocol.
+
+Semantics (include/fco.h, docs/gemm_alltoall.md): rank r holds A_r [a_rows, K] whose rows are
+grouped by local expert, then by source rank, W_r [E_r, K, N] ("kn") or [E_r, N, K] ("nk"), and
+DEVICE counts_r [E_r, P] int32 (rows of expert e that came from rank s). Rank s's out
+[out_rows, N] = every rank's rows that came from s, ordered by source rank r, then expert,
+row order kept. Rows past the received total are not written. bf16 / f16 with fp32
+accumulation (tl.dot: wgmma on sm_90), f32 in fp32 (input_precision "ieee", no TF32).
+
+Design (one persistent launch; program → (local rank li = pid // B, part b = pid % B)):
+  1. header    part 0 reads the device counts and builds, with exclusive prefix sums
+               (tl.cumsum), the segment table — one segment per (destination s, expert e): rows,
+               first A row, first row among my rows at s, first tile — in the private plan area
+               of this call's half, then puts its header {valid, E, B, why, tot[s], tiles[s],
+               tstart[s]} into slot [me] of every rank's header area (its own included) and
+               release-signals sig[me][1023] there. The release also publishes the segment
+               table to the rank's other programs.
+  2. verdict   every program waits for all P headers (acquire, bounded) and derives from them
+               alone — so every rank reaches the same — the verdict (all valid, Σ_r tot_r[s] ≤
+               out_rows for every s; else FCO_ERR_INVALID_ARGUMENT on every rank, nothing
+               written), base[s] (where my rows start in s's out) and what each peer sends me.
+  3. tiles     t = b, b + B, ... of the rank's tile list: destinations me+1, me+2, ..., me
+               (remote first), experts in order, groups of GROUP_M M tiles (L2 reuse of W).
+               tl.dot tile (fp32 accumulator), rounded, stored straight at its final rows:
+               into `out` (own rows) or into the destination's staging (laid out as its out);
+               a remote tile is then signalled on slot [me][b] with sig_value(e, j), j = tiles
+               this program sent to that destination before.
+  4. land      from each peer r: part q of r sent count_mod(tstart, tstart + tiles, q, G_r)
+               tiles here (r's header); every program waits for all those flags (a vector of
+               acquire loads), then copies its slice of r's rows from staging into out.
+  end          the last program of each rank advances the epoch.
+Workspace: exactly impl 1's (src/ops/gemm_alltoall.h): half h = e & 1 holds the header area,
+  staging (out_rows × N) — what peers write — then the private plan area. Need 2·(R + plan)
+  bytes per rank, fco_gemm_alltoall_workspace(impl 1). Header, slots and flag values are impl
+  1's too, so a C rank and a Triton rank can even run one call together (one process each).
+Launch requirements: every rank runs the same sequence of epoch-advancing calls with the same
+  a_rows, out_rows, K, N, dtype, w_layout; all num_local·B programs co-resident (B from the
+  compiled kernel's occupancy); B ≤ 1022 (slots 1022 / 1023 are impl 2's "done" and the header).
+  Tile sizes may differ between ranks (receivers only count tiles).
+  split_phases=True launches steps 1, 2-3 and 2-4 as three kernels (no co-residency need, no
+  overlap): what Triton's CPU interpreter runs, where programs execute one after another.
+"""
+import os
+
+import triton
+import triton.language as tl
+
+from .. import _lib
+from .._lib import FcoError
+from . import host, layout
+from . import language as fl
+
+OP = tl.constexpr(layout.OP_GEMM_ALLTOALL)
+HDR_SLOT = tl.constexpr(layout.SIG_SLOTS - 1)  # kHdrSlot of src/cuda/gemm_alltoall.cuh
+MAX_PARTS = layout.SIG_SLOTS - 2               # kMaxParts: tile-part slots
+MAX_EXPERTS = 256                              # FCO_GEMM_ALLTOALL_MAX_EXPERTS
+LAYOUTS = {"kn": 0, "nk": 1}
+WHY_BAD_COUNTS = tl.constexpr(1)     # a negative count, or Σ counts > a_rows
+WHY_BAD_CAPACITY = tl.constexpr(2)   # a receiver would need more than out_rows
+WHY_COUNTS_CHANGED = tl.constexpr(4)  # impl 2's digest (only a C rank posts it)
+ERR_INVALID_ARGUMENT = tl.constexpr(layout.ERR_INVALID_ARGUMENT)
+_NAME = "fco.triton.gemm_alltoall"
+
+
+# ---- workspace layout (src/ops/gemm_alltoall.h, mirrored) -------------------------------------
+def hdr_bytes(P):
+    return (8 * (4 + 3 * int(P)) + 127) // 128 * 128
+
+
+def off_staging(P):
+    return layout.round_up(int(P) * hdr_bytes(P), 256)
+
+
+def peer_bytes(P, out_rows, n, es):
+    return off_staging(P) + layout.round_up(int(out_rows) * int(n) * int(es), 256)
+
+
+def plan_bytes(P):
+    return layout.round_up(MAX_EXPERTS * int(P) * 32 + 1024, 256)
+
+
+def half_need(P, out_rows, n, es):
+    """Bytes one half must hold: fco_ga_half_need(impl 1)."""
+    return peer_bytes(P, out_rows, n, es) + plan_bytes(P)
+
+
+def workspace_bytes(P, out_rows, n, es):
+    """Data workspace per rank: 2 halves (= fco_gemm_alltoall_workspace(..., impl 1))."""
+    return 2 * half_need(P, out_rows, n, es)
+
+
+# ---- device code --------------------------------------------------------------------------------
+@triton.jit
+def _pick(vec, idx, i):
+    """vec[i] of a small vector indexed by idx (a uniform scalar)."""
+    return tl.sum(tl.where(idx == i, vec, 0))
+
+
+@triton.jit
+def _count_mod(t0, t1, q, g):
+    """Number of t in [t0, t1) with t ≡ q (mod g), 0 ≤ q < g (count_mod of gemm_alltoall.cuh)."""
+    hi = tl.where(t1 > q, (t1 - q + g - 1) // g, 0)
+    lo = tl.where(t0 > q, (t0 - q + g - 1) // g, 0)
+    return hi - lo
+
+
+@triton.jit
+def _plan_ptrs(dev, plan_off, P):
+    """The private segment table (structure of arrays, 28 bytes per segment ≤ impl 1's 32):
+    tile_begin int64, rows, a_row, d_local, s, e int32, each 256·P entries."""
+    base = fl.peer_base(dev, fl.rank(dev)) + plan_off
+    ns = tl.cast(P, tl.int64) * 256
+    tb = base.to(tl.pointer_type(tl.int64))
+    rows = (base + 8 * ns).to(tl.pointer_type(tl.int32))
+    arow = (base + 12 * ns).to(tl.pointer_type(tl.int32))
+    dloc = (base + 16 * ns).to(tl.pointer_type(tl.int32))
+    dst = (base + 20 * ns).to(tl.pointer_type(tl.int32))
+    exp = (base + 24 * ns).to(tl.pointer_type(tl.int32))
+    return tb, rows, arow, dloc, dst, exp
+
+
+@triton.jit
+def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, E_PAD: tl.constexpr,
+                 P_PAD: tl.constexpr):
+    """Part 0, all threads: segment table from the device counts, then the header to every
+    rank (its own included) and the release flags on slot [me][HDR_SLOT]."""
+    me = fl.rank(dev)
+    P = fl.world_size(dev)
+    ev = tl.arange(0, E_PAD)[:, None]
+    sv = tl.arange(0, P_PAD)[None, :]
+    m2 = (ev < E) & (sv < P)
+    c = tl.load(counts + ev * P + sv, mask=m2, other=0).to(tl.int64)
+    bad = tl.max(tl.where(m2 & (c < 0), 1, 0))
+    cm = tl.maximum(c, 0)
+    ok = (bad == 0) & (tl.sum(cm) <= a_rows)
+    nN = (N + BLOCK_N - 1) // BLOCK_N
+    nt = (cm + BLOCK_M - 1) // BLOCK_M * nN                        # tiles of segment (e, s)
+    rowsum = tl.sum(cm, axis=1)                                    # rows of expert e
+    a_row = (tl.cumsum(rowsum, 0) - rowsum)[:, None] + tl.cumsum(cm, axis=1) - cm
+    d_local = tl.cumsum(cm, axis=0) - cm                           # earlier experts, same s
+    s1 = tl.arange(0, P_PAD)
+    m1 = s1 < P
+    tot = tl.sum(cm, axis=0)
+    tiles = tl.sum(nt, axis=0)
+    rot = (s1 - me - 1 + 2 * P) % P                                # schedule position of s
+    tstart = tl.sum(tl.where((rot[None, :] < rot[:, None]) & m1[None, :], tiles[None, :], 0),
+                    axis=1)
+    tb = tstart[None, :] + tl.cumsum(nt, axis=0) - nt
+    j = ((sv - me - 1 + 2 * P) % P) * E + ev                       # schedule order
+    p_tb, p_rows, p_arow, p_dloc, p_dst, p_exp = _plan_ptrs(dev, plan_off, P)
+    ms = m2 & ok
+    tl.store(p_tb + j, tb, mask=ms)
+    tl.store(p_rows + j, cm.to(tl.int32), mask=ms)
+    tl.store(p_arow + j, a_row.to(tl.int32), mask=ms)
+    tl.store(p_dloc + j, d_local.to(tl.int32), mask=ms)
+    tl.store(p_dst + j, (sv + 0 * ev).to(tl.int32), mask=ms)
+    tl.store(p_exp + j, (ev + 0 * sv).to(tl.int32), mask=ms)
+    okv = ok.to(tl.int64)
+    for p in range(0, P):
+        h = fl.peer_ptr(dev, p, hoff + tl.cast(me, tl.int64) * hb, tl.int64)
+        tl.store(h + 0, okv)
+        tl.store(h + 1, tl.cast(E, tl.int64))
+        tl.store(h + 2, tl.cast(B, tl.int64))
+        tl.store(h + 3, tl.where(ok, 0, WHY_BAD_COUNTS).to(tl.int64))
+        tl.store(h + 4 + s1, tot, mask=m1)
+        tl.store(h + 4 + P + s1, tiles * okv, mask=m1)
+        tl.store(h + 4 + 2 * P + s1, tstart * okv, mask=m1)
+    tl.debug_barrier()  # every thread's stores before the release (cumulative)
+    for p in range(0, P):
+        tl.atomic_xchg(fl.sig_ptr(dev, p, me, HDR_SLOT), fl.sig_value(e, 0), sem="release",
+                       scope="sys")
+
+
+@triton.jit
+def _wait_vec(dev, flags, want, need, peer, q):
+    """All threads. Spin until flags[i] >= want[i] for every i with need[i] (acquire, system
+    scope), bounded by the table's timeout as fl.wait_flag. Returns int32 1, or 0 after
+    recording FCO_ERR_TIMEOUT (peer, the first missing slot q, want, seen) or when another wait
+    of this rank failed."""
+    limit = fl.timeout_ns(dev)
+    seen = fl.ld_acquire_u64(flags)
+    status = tl.min(tl.where(need & (seen < want), 0, 1))  # a reduction: block-uniform
+    t0 = fl.globaltimer()
+    spins = 0
+    while status == 0:
+        seen = fl.ld_acquire_u64(flags)
+        spins += 1
+        bad = (fl.globaltimer() - t0) > limit
+        if spins % fl.SPINS_PER_ERR_POLL == 0:
+            bad = bad | (fl.error_set(dev) != 0)
+        got = tl.min(tl.where(need & (seen < want), 0, 1))
+        late = fl.block_any(bad)
+        status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))
+    if status == 2:
+        first = tl.min(tl.where(need & (seen < want), q, 1 << 30))
+        fl.record_error(dev, fl.ERR_TIMEOUT, OP, peer, first,
+                        tl.sum(tl.where(q == first, want, 0)),
+                        tl.sum(tl.where(q == first, seen, 0)))
+    return (status == 1).to(tl.int32)
+
+
+@triton.jit
+def _wait_tiles(dev, r, g, t0, n, e, QV: tl.constexpr):
+    """All threads. Wait for every tile peer r sends here: its part q raised sig[r][q] once per
+    tile, count_mod(t0, t0 + n, q, g) times in all."""
+    me = fl.rank(dev)
+    ok = 1
+    for q0 in range(0, g, QV):
+        if ok != 0:
+            q = q0 + tl.arange(0, QV)
+            cnt = _count_mod(t0, t0 + n, q.to(tl.int64), g)
+            need = (q < g) & (cnt > 0)
+            want = fl.sig_value(e, tl.maximum(cnt - 1, 0))
+            flags = fl.sig_ptr(dev, me, r, tl.minimum(q, fl.SIG_SLOTS - 1))
+            ok = _wait_vec(dev, flags, want, need, r, q)
+    return ok
+
+
+@triton.jit
+def _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK: tl.constexpr, BLOCK_M: tl.constexpr,
+          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
+          EVEN_N: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """fp32 [BLOCK_M, BLOCK_N] = A[a_row + m0 .., :] · W_ex[:, n0 ..]. Rows past the segment
+    read its last row again (no mask on A; the store masks them), columns past N read 0.
+    Scalar int64 bases, int32 offsets inside the tile (host: BLOCK·K, BLOCK·N < 2^31): half
+    the registers of 64-bit pointer tensors."""
+    rr = tl.arange(0, BLOCK_M)
+    rr = tl.where(m0 + rr < rows, rr, rows - 1 - m0)
+    cn = tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    K64 = tl.cast(K, tl.int64)
+    N64 = tl.cast(N, tl.int64)
+    a_blk = a + tl.cast(a_row + m0, tl.int64) * K64
+    a_off = rr[:, None] * K + rk[None, :]
+    if W_NK:  # W_ex [N, K]: the [BLOCK_K, BLOCK_N] block at (k0, n0)
+        w_blk = w + tl.cast(ex, tl.int64) * K64 * N64 + tl.cast(n0, tl.int64) * K64
+        w_off = cn[None, :] * K + rk[:, None]
+        w_step = BLOCK_K
+    else:     # W_ex [K, N]
+        w_blk = w + tl.cast(ex, tl.int64) * K64 * N64 + n0
+        w_off = rk[:, None] * N + cn[None, :]
+        w_step = BLOCK_K * N64
+    nin = cn < N - n0
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        if EVEN_K:
+            xa = tl.load(a_blk + a_off)
+            if EVEN_N:
+                wb = tl.load(w_blk + w_off)
+            else:
+                wb = tl.load(w_blk + w_off, mask=nin[None, :], other=0.0)
+        else:
+            kin = rk < K - k0
+            xa = tl.load(a_blk + a_off, mask=kin[None, :], other=0.0)
+            if EVEN_N:
+                wb = tl.load(w_blk + w_off, mask=kin[:, None], other=0.0)
+            else:
+                wb = tl.load(w_blk + w_off, mask=kin[:, None] & nin[None, :], other=0.0)
+        if UPCAST:  # the interpreter's dot multiplies 16-bit floats as raw integers
+            acc = tl.dot(xa.to(tl.float32), wb.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(xa, wb, acc, input_precision=PRECISION)
+        a_blk += BLOCK_K
+        w_blk += w_step
+    return acc
+
+
+@triton.jit
+def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N, B, P_host,
+                         need, L: tl.constexpr, DTYPE: tl.constexpr, ES: tl.constexpr,
+                         W_NK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, E_PAD: tl.constexpr,
+                         P_PAD: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
+                         PRECISION: tl.constexpr, PHASES: tl.constexpr, VEC: tl.constexpr = False,
+                         QV: tl.constexpr = 256,
+                         COPY_BLOCK: tl.constexpr = 2048, UPCAST: tl.constexpr = False):
+    # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
+    # before the launch, so a CUDA graph captures the call as it is).
+    pid = tl.program_id(0)
+    li = pid // B
+    b = pid - li * B
+    dev = tl.cast(devs[0], tl.int64)
+    a = as_[0]
+    w = ws[0]
+    out = outs[0]
+    cnts = counts[0]
+    E = tl.cast(Es[0], tl.int32)  # a tensor even when Triton specialises a 1 as a constant
+    for x in tl.static_range(1, L):
+        if li == x:
+            dev = tl.cast(devs[x], tl.int64)
+            a = as_[x]
+            w = ws[x]
+            out = outs[x]
+            cnts = counts[x]
+            E = tl.cast(Es[x], tl.int32)
+
+    me = fl.rank(dev)
+    P = fl.world_size(dev)
+    e = fl.call_epoch(dev)
+    hoff = fl.half_offset(dev, e)
+    have = fl.ws_bytes(dev)
+    # A table that does not fit the launch must not turn into writes past a workspace.
+    valid = ((P == P_host) & (P >= 1) & (P <= P_PAD) & (P <= fl.MAX_GPU_RANKS) & (me >= 0) &
+             (me < P) & (((have // 2) & ~255) >= need) & (E >= 1) & (E <= E_PAD)).to(tl.int32)
+    if valid == 0:
+        if b == 0:
+            fl.record_error(dev, fl.ERR_INTERNAL, OP, me, -1, 2 * tl.cast(need, tl.int64), have)
+    P64 = tl.cast(P, tl.int64)
+    hb = (8 * (4 + 3 * P64) + 127) // 128 * 128                # header slot bytes
+    stg_off = hoff + (P64 * hb + 255) // 256 * 256              # staging, laid out as out
+    rb = tl.cast(N, tl.int64) * ES
+    plan_off = stg_off + (tl.cast(out_rows, tl.int64) * rb + 255) // 256 * 256
+
+    if PHASES & 1:
+        if valid != 0:
+            if b == 0:
+                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, BLOCK_M,
+                             BLOCK_N, E_PAD, P_PAD)
+
+    if PHASES & 6:
+        # ---- every rank's header: verdict, placement (identical on every rank) ----
+        ok = valid
+        for q in range(0, P):
+            if ok != 0:
+                ok = fl.wait(dev, q, HDR_SLOT, fl.sig_value(e, 0), OP)
+        hdr = fl.peer_ptr(dev, me, hoff, tl.int64)
+        hw = hb // 8
+        rv = tl.arange(0, P_PAD)
+        rm1 = (rv < P) & (valid != 0)  # a bad table: read nothing
+        hvalid = tl.load(hdr + rv * hw, mask=rm1, other=1, cache_modifier=".cg")
+        hwhy = tl.load(hdr + rv * hw + 3, mask=rm1, other=0, cache_modifier=".cg")
+        T = tl.load(hdr + rv[:, None] * hw + 4 + rv[None, :], mask=rm1[:, None] & rm1[None, :],
+                    other=0, cache_modifier=".cg")                # T[r, s]: rows r sends s
+        first_bad = tl.min(tl.where(rm1 & (hvalid != 1), rv, P_PAD))
+        colsum = tl.sum(T, axis=0)
+        first_over = tl.min(tl.where(rm1 & (colsum > out_rows), rv, P_PAD))
+        verdict = tl.where(first_bad < P,
+                           tl.where(_pick(hwhy, rv, first_bad) == WHY_COUNTS_CHANGED,
+                                    WHY_COUNTS_CHANGED, WHY_BAD_COUNTS),
+                           tl.where(first_over < P, WHY_BAD_CAPACITY, 0))
+        bad_rank = tl.where(first_bad < P, first_bad, first_over)
+        if ok != 0:
+            if verdict != 0:
+                if b == 0:
+                    fl.record_error(dev, ERR_INVALID_ARGUMENT, OP, bad_rank, verdict, 0, 0)
+        work = (ok != 0) & (verdict == 0)
+        base = tl.sum(tl.where(rv[:, None] < me, T, 0), axis=0)  # [s]: my first row at s
+        recv = tl.sum(tl.where(rv[None, :] == me, T, 0), axis=1)  # [r]: rows r sends me
+        roff = tl.cumsum(recv, 0) - recv                         # [r]: where they start
+        my_tiles = tl.load(hdr + me * hw + 4 + P + rv, mask=rm1, other=0, cache_modifier=".cg")
+        my_tstart = tl.load(hdr + me * hw + 4 + 2 * P + rv, mask=rm1, other=0,
+                            cache_modifier=".cg")
+
+        if PHASES & 2:
+            # ---- tiles: remote destinations first, each stored at its final rows ----
+            if work:
+                total = tl.sum(my_tiles).to(tl.int32)
+                nN = (N + BLOCK_N - 1) // BLOCK_N
+                p_tb, p_rows, p_arow, p_dloc, p_dst, p_exp = _plan_ptrs(dev, plan_off, P)
+                nseg = E * P
+                jv = tl.arange(0, E_PAD * P_PAD)
+                stg_peer = stg_off  # same offset in every rank's workspace
+                for t in range(b, total, B):
+                    tbv = tl.load(p_tb + jv, mask=jv < nseg, other=1 << 62, cache_modifier=".cg")
+                    seg = tl.sum((tbv <= t).to(tl.int32)) - 1      # last segment starting ≤ t
+                    rows = tl.load(p_rows + seg, cache_modifier=".cg")
+                    a_row = tl.load(p_arow + seg, cache_modifier=".cg")
+                    d_local = tl.load(p_dloc + seg, cache_modifier=".cg")
+                    s = tl.load(p_dst + seg, cache_modifier=".cg")
+                    ex = tl.load(p_exp + seg, cache_modifier=".cg")
+                    l = t - tl.load(p_tb + seg, cache_modifier=".cg")
+                    # grouped order: GROUP_M M tiles × every N tile, M fastest
+                    nM = (rows + BLOCK_M - 1) // BLOCK_M
+                    grp = l // (GROUP_M * nN)
+                    inn = l - grp * GROUP_M * nN
+                    gm = tl.minimum(GROUP_M, nM - grp * GROUP_M)
+                    m0 = ((grp * GROUP_M + inn % gm) * BLOCK_M).to(tl.int32)
+                    n0 = ((inn // gm) * BLOCK_N).to(tl.int32)
+                    acc = _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK, BLOCK_M, BLOCK_N,
+                                BLOCK_K, EVEN_K, EVEN_N, PRECISION, UPCAST)
+                    drow = _pick(base, rv, s) + d_local + m0           # first row at s
+                    rr = tl.arange(0, BLOCK_M)
+                    cn = tl.arange(0, BLOCK_N)
+                    offs = rr[:, None] * N + cn[None, :]
+                    smask = (rr < rows - m0)[:, None] & (cn < N - n0)[None, :]
+                    val = acc.to(DTYPE)
+                    toff = drow * N + n0
+                    if s == me:
+                        tl.store(out + toff + offs, val, mask=smask)
+                    else:
+                        # The staging of every rank starts 256-byte aligned; the hint must be
+                        # inline (on a jit helper's result it is lost when Triton inlines it).
+                        dst = (fl.peer_base(dev, s) + stg_peer).to(tl.pointer_type(DTYPE))
+                        dst = tl.multiple_of(dst, 16)
+                        tl.store(dst + toff + offs, val, mask=smask)
+                        j = _count_mod(_pick(my_tstart, rv, s), t, b, B)
+                        fl.signal(dev, s, b, fl.sig_value(e, j))
+
+        if PHASES & 4:
+            # ---- land: wait for each peer's tiles, copy my slice of its rows into out ----
+            stg = (fl.peer_base(dev, me) + stg_off).to(tl.pointer_type(DTYPE))
+            stg = tl.multiple_of(stg, 16)
+            for k in range(1, P):
+                r = (me + k) % P
+                n_r = _pick(recv, rv, r)
+                if work:
+                    if n_r > 0:
+                        g = tl.load(hdr + r * hw + 2, cache_modifier=".cg")
+                        t0 = tl.load(hdr + r * hw + 4 + 2 * P + me, cache_modifier=".cg")
+                        nt = tl.load(hdr + r * hw + 4 + P + me, cache_modifier=".cg")
+                        okw = _wait_tiles(dev, r, g, t0, nt, e, QV)
+                        work = work & (okw != 0)
+                        if okw != 0:
+                            nel = n_r * N
+                            per = ((nel + B - 1) // B + 63) // 64 * 64
+                            b0 = tl.minimum(nel, b * per)
+                            b1 = tl.minimum(nel, b0 + per)
+                            o0 = _pick(roff, rv, r) * N
+                            ci = tl.arange(0, COPY_BLOCK)
+                            for c0 in range(b0, b1, COPY_BLOCK):
+                                x0 = o0 + c0
+                                lim = b1 - c0
+                                if VEC:  # N % 8 == 0: every cut point is a multiple of 8
+                                    x0 = tl.multiple_of(x0, 8)
+                                    lim = tl.multiple_of(lim, 8)
+                                m = ci < lim
+                                v = tl.load(stg + x0 + ci, mask=m, cache_modifier=".cg")
+                                tl.store(out + x0 + ci, v, mask=m)
+            fl.epoch_end(dev, e, B)
+
+
+# ---- host side ---------------------------------------------------------------------------------
+def _tl_dtype(dt):
+    import torch
+
+    return {torch.float32: tl.float32, torch.float16: tl.float16,
+            torch.bfloat16: tl.bfloat16}.get(dt)
+
+
+def _next_pow2(n):
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def plan(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) from values this process knows on the
+    host (never the device counts). Ranks may differ: receivers only count tiles.
+    FCO_TRITON_GA_TILE="bm,bn,bk,warps,stages" overrides (experiments)."""
+    env = os.environ.get("FCO_TRITON_GA_TILE", "")
+    if env:
+        try:
+            v = [int(x) for x in env.split(",")]
+            if len(v) == 5 and all(x >= 1 for x in v) and all(
+                    x >= 16 and x & (x - 1) == 0 for x in v[:3]):
+                return tuple(v)
+        except ValueError:
+            pass
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"FCO_TRITON_GA_TILE={env!r}: expected bm,bn,bk,warps,stages (tile sizes "
+                       "powers of two >= 16)", _NAME)
+    if interpret:
+        return 16, 16, 16, 1, 1
+    if dtype_bytes == 4:  # FFMA (no TF32): small tiles
+        return 64, 64, 32, 4, 3
+    small = a_rows <= 64 * max(1, e_max) * max(1, nranks)  # ≤ 64 rows per segment on average
+    bm = 64 if small else 128
+    bn = 256 if not small and n >= 2048 else 128
+    return bm, bn, 64, 4 if small else 8, 3
+
+
+_occ_cache = {}
+
+
+def _blocks(args, kwargs, num_local, device, num_warps, num_stages, bound):
+    """B for a co-resident launch, from the compiled kernel's registers and shared memory."""
+    import torch
+
+    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items())), num_warps,
+           num_stages)
+    props = torch.cuda.get_device_properties(device)
+    per_sm = _occ_cache.get(key)
+    if per_sm is None:
+        ck = gemm_alltoall_kernel.warmup(*args, grid=(1,), num_warps=num_warps,
+                                         num_stages=num_stages, **kwargs)
+        ck._init_handles()
+        per_sm = host.programs_per_sm(
+            ck.n_regs, ck.metadata.shared + 1024, num_warps,  # + the 1 KB the driver reserves
+            regs_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
+            smem_per_sm=getattr(props, "shared_memory_per_multiprocessor", 233472),
+            threads_per_sm=getattr(props, "max_threads_per_multi_processor", 2048))
+        per_sm = min(per_sm, 4)
+        _occ_cache[key] = per_sm
+    if per_sm < 1:
+        raise FcoError(_lib.UNSUPPORTED, "the Triton gemm_alltoall kernel does not fit on an SM",
+                       _NAME)
+    return host.blocks_per_rank(bound, num_local, props.multi_processor_count, per_sm, MAX_PARTS)
+
+
+def check_host_args(nranks, a_rows, out_rows, K, N, counts_host=None, recv_rows=None,
+                    name=_NAME):
+    """fco_gemm_alltoall's host-side checks that the tensors' shapes do not already cover:
+    sizes in range, and the optional host hints (counts_host [E, P], recv_rows [P]) sane.
+    Raises FcoError(INVALID_ARGUMENT) with the C library's wording."""
+    def bad(msg):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{name}: {msg}")
+
+    lim = 2 ** 31 - 1
+    if not 1 <= K <= lim:
+        bad(f"k {K} is not in 1..2^31-1")
+    if not 1 <= N <= lim:
+        bad(f"n {N} is not in 1..2^31-1")
+    if not 0 <= a_rows <= lim:
+        bad(f"a_rows {a_rows} is not in 0..2^31-1")
+    if not 0 <= out_rows <= lim:
+        bad(f"out_rows {out_rows} is not in 0..2^31-1")
+    if counts_host is not None:
+        c = [[int(x) for x in row] for row in counts_host.tolist()]
+        for ei, row in enumerate(c):
+            for s, x in enumerate(row):
+                if x < 0:
+                    bad(f"counts_host[{ei}][{s}] = {x} is negative")
+        tot = sum(map(sum, c))
+        if tot > a_rows:
+            bad(f"counts_host sum to {tot} rows, more than a_rows {a_rows}")
+    if recv_rows is not None:
+        rr = [int(x) for x in recv_rows.tolist()]
+        for s, x in enumerate(rr):
+            if x < 0:
+                bad(f"recv_rows_host[{s}] = {x} is negative")
+        if sum(rr) > out_rows:
+            bad(f"recv_rows_host sum to {sum(rr)} rows, more than out_rows {out_rows}")
+
+
+def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
+    import torch
+
+    def bad(msg, code=_lib.INVALID_ARGUMENT):
+        raise FcoError(code, msg, _NAME)
+
+    if not 1 <= L <= layout.MAX_GPU_RANKS:
+        bad(f"{L} communicators given; expected 1..{layout.MAX_GPU_RANKS} (the ranks this "
+            "process drives)")
+    if len(as_) != L or len(ws) != L or len(counts) != L or (outs is not None and len(outs) != L):
+        bad(f"{L} communicators but {len(as_)} a, {len(ws)} w, {len(counts)} counts"
+            + ("" if outs is None else f", {len(outs)} out") + "; expected one per rank")
+    if w_layout not in (0, 1):
+        bad(f"w_layout {w_layout!r} is not 'kn' / 0 or 'nk' / 1")
+    a0 = as_[0]
+    if not isinstance(a0, torch.Tensor) or _tl_dtype(a0.dtype) is None:
+        bad(f"a[0] has dtype {getattr(a0, 'dtype', type(a0).__name__)}; expected a float32, "
+            "float16 or bfloat16 torch.Tensor")
+    if a0.dim() != 2:
+        bad(f"a[0] has shape {tuple(a0.shape)}; expected [a_rows, K]")
+    a_rows, K = a0.shape
+    for i in range(L):
+        a, w, c = as_[i], ws[i], counts[i]
+        for name, t in (("a", a), ("w", w), ("counts", c)) + (
+                (("out", outs[i]),) if outs is not None else ()):
+            if not isinstance(t, torch.Tensor):
+                bad(f"{name}[{i}] is {type(t).__name__}; expected a torch.Tensor")
+            if t.device != a0.device:
+                bad(f"{name}[{i}] is on {t.device}; expected {a0.device} (one device per process)")
+            if not t.is_contiguous():
+                bad(f"{name}[{i}] is not contiguous")
+            if name != "counts" and t.dtype != a0.dtype:
+                bad(f"{name}[{i}] has dtype {t.dtype}; expected {a0.dtype}, the dtype of a[0]")
+        if a.dim() != 2 or a.shape[0] != a_rows or a.shape[1] != K:
+            bad(f"a[{i}] has shape {tuple(a.shape)}; expected [{a_rows}, {K}] (a_rows and K are "
+                "the same on every rank)")
+        want = "[E, K, N]" if w_layout == 0 else "[E, N, K]"
+        if w.dim() != 3 or w.shape[1 + w_layout] != K:
+            bad(f"w[{i}] has shape {tuple(w.shape)}; expected {want} with K = {K}")
+        if not 1 <= w.shape[0] <= MAX_EXPERTS:
+            bad(f"w[{i}] has {w.shape[0]} experts; expected 1..{MAX_EXPERTS}")
+        n_i = w.shape[2 - w_layout]
+        if i == 0:
+            N = n_i
+        elif n_i != N:
+            bad(f"w[{i}] has N = {n_i}; expected {N} (N is the same on every rank)")
+        if c.dtype != torch.int32 or tuple(c.shape) != (w.shape[0], nranks):
+            bad(f"counts[{i}] is {c.dtype} {tuple(c.shape)}; expected torch.int32 [E, P] = "
+                f"[{w.shape[0]}, {nranks}] (rows of local expert e from rank s)")
+        if outs is not None and tuple(outs[i].shape) != (out_rows, N):
+            bad(f"out[{i}] has shape {tuple(outs[i].shape)}; expected [{out_rows}, {N}]")
+    return a_rows, K, N
+
+
+def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=None,
+                  tile=None, blocks_per_rank=None, split_phases=None):
+    """The ranks this process drives, in one launch: one per process on the nccl transport
+    (comms=[comm]), or every virtual rank of a local-transport world (fco_comm_init_all).
+
+    comms    fco.Communicator / fco_comm_t handles, or host.DeviceState (then the caller
+             guarantees the workspace: tests and custom transports)
+    as_      [a_rows, K] per rank (rows grouped by local expert, then source rank)
+    ws       [E_r, K, N] ("kn") or [E_r, N, K] ("nk") per rank; one dtype (f32, f16, bf16)
+    counts   [E_r, P] torch.int32 per rank, on the device: read there only
+    out_rows capacity of the output (the same on every rank; default a_rows)
+    outs     optional [out_rows, N] outputs to write into (else new, uninitialised tensors)
+    tile     optional (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of plan()'s
+    → list of out [out_rows, N]: rows past the received total are not written. Runs on the
+      current stream; CUDA-graph capturable once the shape ran eagerly (workspace growth and
+      compilation happen then), replays may change the device counts freely. Collective.
+      Device-side failures (bad counts: FCO_ERR_INVALID_ARGUMENT on every rank; a peer that
+      never signals: FCO_ERR_TIMEOUT) surface through comm.check_async_error().
+    """
+    import torch
+
+    comms, as_, ws, counts = list(comms), list(as_), list(ws), list(counts)
+    outs = None if outs is None else list(outs)
+    L = len(comms)
+    wl = LAYOUTS.get(w_layout, w_layout) if isinstance(w_layout, str) else w_layout
+    if not comms:
+        raise FcoError(_lib.INVALID_ARGUMENT, "0 communicators given; expected 1..8", _NAME)
+    states = [c if isinstance(c, host.DeviceState) else host.device_state(c) for c in comms]
+    P = states[0].nranks
+    if any(s.nranks != P for s in states) or len({s.rank for s in states}) != L or L > P:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"communicators of ranks {[s.rank for s in states]} with sizes "
+                       f"{[s.nranks for s in states]}: expected distinct ranks of one world", _NAME)
+    if out_rows is None:
+        out_rows = as_[0].shape[0] if as_ and hasattr(as_[0], "shape") and as_[0].dim() == 2 else 0
+    a_rows, K, N = _check_inputs(L, P, as_, ws, counts, wl, int(out_rows), outs)
+    out_rows = int(out_rows)
+    check_host_args(P, a_rows, out_rows, K, N)
+    dev = as_[0].device
+    on_gpu = dev.type == "cuda"
+    capturing = on_gpu and torch.cuda.is_current_stream_capturing()
+    if split_phases is None:
+        split_phases = fl.INTERPRET
+    esize = as_[0].element_size()
+    e_max = max(w.shape[0] for w in ws)
+    bm, bn, bk, nw, ns = tile or plan(esize, N, a_rows, e_max, P, fl.INTERPRET)
+    nN = -(-N // bn)
+    if (a_rows // bm + MAX_EXPERTS * P + 1) * nN >= 2 ** 31:
+        raise FcoError(_lib.UNSUPPORTED,
+                       f"a_rows {a_rows}, n {N}: more output tiles than the 2^31 the flags "
+                       "count", _NAME)
+    need = half_need(P, out_rows, N, esize)
+    handles = [s.handle for s in states if s.handle]
+    if handles:
+        host.ensure_workspace(handles, 2 * need, capturing)
+
+    if outs is None:
+        outs = [a.new_empty((out_rows, N)) for a in as_]
+    # Triton refuses a NULL pointer argument: empty tensors (never dereferenced) get a stand-in.
+    kas = [a if a.numel() else a.new_empty(1) for a in as_]
+    kouts = [o if o.numel() else o.new_empty(1) for o in outs]
+    targs = (tuple(st.addr for st in states), tuple(kas), tuple(ws), tuple(kouts), tuple(counts),
+             tuple(int(w.shape[0]) for w in ws))
+    kw = dict(L=L, DTYPE=_tl_dtype(as_[0].dtype), ES=esize, W_NK=wl == 1, BLOCK_M=bm,
+              BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=max(2, _next_pow2(e_max)),
+              P_PAD=max(2, _next_pow2(P)), EVEN_K=K % bk == 0, EVEN_N=N % bn == 0,
+              VEC=N % 8 == 0,
+              PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2)
+    bound = max(1, min(2 ** 30, (a_rows // bm + 1) * nN))
+    if blocks_per_rank is None:
+        if on_gpu and not fl.INTERPRET:
+            # B = 2 for the probe: 1 would be specialised as a constant (another kernel)
+            B = _blocks(targs + (a_rows, out_rows, K, N, 2, P, need), dict(kw, PHASES=7), L, dev,
+                        nw, ns, bound)
+        else:
+            B = host.blocks_per_rank(bound, L, 4 * L, 1, MAX_PARTS)
+    else:
+        B = int(blocks_per_rank)
+        if not 1 <= B <= MAX_PARTS:
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"blocks_per_rank {B} is not in 1..{MAX_PARTS}", _NAME)
+    grid = (L * B,)
+    sargs = targs + (a_rows, out_rows, K, N, B, P, need)
+    if split_phases:
+        for ph in (1, 2, 4):
+            gemm_alltoall_kernel[grid](*sargs, PHASES=ph, num_warps=nw, num_stages=ns, **kw)
+    else:
+        gemm_alltoall_kernel[grid](*sargs, PHASES=7, num_warps=nw, num_stages=ns, **kw)
+    return outs
+
+
+def gemm_alltoall_comm(comm, a, w, counts, out_rows=None, w_layout="kn", out=None):
+    """One rank per process (nccl transport): the body of fco.gemm_alltoall(..., impl="triton")."""
+    return gemm_alltoall([comm], [a], [w], [counts], out_rows, w_layout=w_layout,
+                         outs=None if out is None else [out])[0]
