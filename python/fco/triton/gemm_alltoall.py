@@ -268,7 +268,9 @@ def _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK: tl.constexpr, BLOCK_M: tl.c
     return acc
 
 
-@triton.jit
+# Sizes that change between calls are not specialised (a new value would mean a new compile,
+# and the occupancy probe at B = 2 would not be the kernel launched); K and N are (alignment).
+@triton.jit(do_not_specialize=["a_rows", "out_rows", "B", "P_host", "need"])
 def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N, B, P_host,
                          need, L: tl.constexpr, DTYPE: tl.constexpr, ES: tl.constexpr,
                          W_NK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -658,7 +660,6 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     bound = max(1, min(2 ** 30, (a_rows // bm + 1) * nN))
     if blocks_per_rank is None:
         if on_gpu and not fl.INTERPRET:
-            # B = 2 for the probe: 1 would be specialised as a constant (another kernel)
             B = _blocks(targs + (a_rows, out_rows, K, N, 2, P, need), dict(kw, PHASES=7), L, dev,
                         nw, ns, bound)
         else:
