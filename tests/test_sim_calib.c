@@ -222,9 +222,17 @@ static void validate_ops(void) {
   p.gemv_x_gbs = 1000;
   ASSERT_EQ(sim_validate(&p, &c, &v), 0);
   /* embedding: 4 + one wave whose tiles are half self, half the peer's (remote-first, so the
-   * wave signals: its share 1/2 x 2 us = 1) + 28 + 0.5 x 5.24288 interference; then the
-   * 524288 B cross the link (5.24288 + 1); then the 524288 B received are landed: 2 x 0.524288 */
+   * wave signals: its share 1/2 x 2 us, once per ea_sig_every = 4 tiles: 0.25) + 28 + 0.5 x
+   * 5.24288 interference; then the 524288 B cross the link (5.24288 + 1). The 524288 B
+   * received are landed (2 x 0.524288 us) alongside the self tiles, which start half-way
+   * through the wave (at 15.43572): hidden */
+  ASSERT_NEAR(v.row[2].model_us, 4 + 0.25 + 28 + 2.62144 + 5.24288 + 1, 1e-9);
+  /* the kernel before ed0108a (every tile signals, landing after the tiles) */
+  p.ea_sig_every = 1, p.ea_land_overlap = 0;
+  sim_val_free(&v);
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
   ASSERT_NEAR(v.row[2].model_us, 4 + 1 + 28 + 2.62144 + 5.24288 + 1 + 1.048576, 1e-9);
+  p.ea_sig_every = 4, p.ea_land_overlap = 1;
   /* gemv: x re-reads 512 x 8 x 4096 x 2 = 33554432 B at 1000 GB/s = 33.554432 us > 18: the
    * loop is 33.554432 in 4 waves of 8.388608, each + 2 (signals) + 0.5 x 0.65536; the last
    * wave's partials then take 0.65536 + 1; then the sum 0.65536 */

@@ -198,7 +198,8 @@ static void validation(void) {
   sim_val_free(&v);
   sim_calib_free(&c);
 
-  /* fused embedding + All-to-All, bf16: 3 fit and 4 hold-out rows, all within 10% */
+  /* fused embedding + All-to-All, bf16 (run ed0108a38b78): 3 fit and 4 hold-out rows, all
+   * within 10% */
   t_context("validation against calib/h200-x2-embedding_alltoall.json");
   ASSERT_EQ(sim_calib_load("calib/h200-x2-embedding_alltoall.json", &c, err, sizeof err), 0);
   ASSERT_EQ(sim_validate(&p, &c, &v), 0);
@@ -214,21 +215,47 @@ static void validation(void) {
   sim_val_free(&v);
   sim_calib_free(&c);
 
-  /* fused GEMV + AllReduce (one-shot), bf16: 8 fit rows (N 8192) within 10%; of the 8 hold-out
-   * rows (N 4096, 16384) one is not: M 4 N 4096, +10.7% (cuBLAS, the compute input, is slow
-   * at N 4096; the fused kernel is not) */
+  /* GEMV + AllReduce, bf16: the fused one-shot's 8 fit rows (N 8192) and 8 hold-out rows
+   * (N 4096, 16384) within 10%; cuBLAS + fco's one-shot all-reduce (impl 3, what AUTO and the
+   * decode model run above M 8 or N 4096) within 10% on all 16 shapes */
   t_context("validation against calib/h200-x2-gemv_allreduce.json");
   ASSERT_EQ(sim_calib_load("calib/h200-x2-gemv_allreduce.json", &c, err, sizeof err), 0);
   ASSERT_EQ(sim_validate(&p, &c, &v), 0);
   ASSERT_TRUE(v.max_err_fit <= 10.0);
-  int over = 0;
+  ASSERT_TRUE(v.max_err_holdout <= 10.0);
+  int impl3 = 0;
   for (int i = 0; i < v.num; i++)
-    if (v.row[i].kind == SIM_VAL_HOLDOUT && fabs(v.row[i].error_pct) > 10.0) {
-      over++;
-      ASSERT_STR_EQ(v.row[i].shape, "M4 N4096 K14336");
+    if (!strcmp(v.row[i].impl, "cublas_oneshot")) {
+      impl3++;
+      ASSERT_TRUE(fabs(v.row[i].error_pct) <= 10.0);
     }
-  ASSERT_TRUE(over <= 1);
-  ASSERT_TRUE(v.max_err_holdout <= 11.0);
+  ASSERT_EQ(impl3, 16);
+  sim_val_free(&v);
+  sim_calib_free(&c);
+
+  /* fused embedding + All-to-All, f32 (all hold-out): 5 of 7 within 10%. The two that are not
+   * (+11.0%, +11.4%) send 67 MB with bags of 8 and 4 rows: there the kernel hides 19-27% of its
+   * NVLink time, on every other workload none, and the model has one interference constant
+   * (fitted 1.05 on bf16 rows; docs/fco-sim.md). Pinned with their bound. */
+  t_context("validation against the f32 embedding rows of run ed0108a38b78");
+  ASSERT_EQ(sim_calib_load("bench/results/2026-11-30_nvidia-h200-x2_ed0108a38b78/"
+                           "bench-embedding_alltoall-nccl-graph-f32.json",
+                           &c, err, sizeof err),
+            0);
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  int hold32 = 0, over = 0;
+  for (int i = 0; i < v.num; i++) {
+    if (v.row[i].kind != SIM_VAL_HOLDOUT) continue;
+    hold32++;
+    if (fabs(v.row[i].error_pct) > 10.0) {
+      over++;
+      ASSERT_TRUE(!strcmp(v.row[i].shape, "B65536 T8 D64 L8") ||
+                  !strcmp(v.row[i].shape, "B131072 T8 D32 L4"));
+    }
+  }
+  ASSERT_EQ(hold32, 7);
+  ASSERT_TRUE(over <= 2);
+  ASSERT_TRUE(v.max_err_holdout <= 12.0);
   sim_val_free(&v);
   sim_calib_free(&c);
 }

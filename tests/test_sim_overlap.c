@@ -4,8 +4,9 @@
  * the effect of the tile order (remote-first hides the NIC transfer; local-first leaves it at
  * the tail, no better than unfused), broadcast ops, waves, a fused op over all ranks, and the
  * fused-kernel terms fitted on measurements: interference (compute stalls on the kernel's own
- * puts), signal stalls per wave, the landing copy, the fused GEMV's x re-reads and the
- * embedding kernel's tile size.
+ * puts), signal stalls per wave, the landing copy, the fused GEMV's x re-reads, the
+ * embedding kernel's tile (tables x samples) and its design since ed0108a (signals batched per
+ * 4 remote tiles, landing alongside its local tiles).
  *   make test   or   build/tests/test_sim_overlap
  */
 #include "model.h"
@@ -91,7 +92,8 @@ static void broadcast_and_all(void) {
   double u[4] = {4e6, 4e6, 4e6, 4e6}, v[4] = {.25, .25, .25, .25};
   double start[4] = {0, 0, 5, 0}, comp[4] = {40, 40, 40, 40}, tiles[4] = {1, 1, 1, 1}, kend[4];
   double longest;
-  double arrive = sim_fused_all(&p, t, u, v, start, comp, tiles, kend, &longest);
+  double arrive =
+      sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u, v, start, comp, tiles, kend, &longest);
   ASSERT_NEAR(arrive, 76, 1e-9);
   ASSERT_NEAR(kend[0], 71, 1e-9);
   ASSERT_NEAR(kend[2], 76, 1e-9);
@@ -99,7 +101,7 @@ static void broadcast_and_all(void) {
   /* receiver-bound: nobody computes; ranks 1-3 each send 4e7 B to rank 0 (400 us + 1 each),
    * but rank 0 takes in 1.2e8 B through its one NVLink port: 1200 us + 1 */
   double u3[4] = {0, 4e7, 4e7, 4e7}, v3[4] = {1, 0, 0, 0}, z[4] = {0, 0, 0, 0};
-  arrive = sim_fused_all(&p, t, u3, v3, z, z, tiles, NULL, NULL);
+  arrive = sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u3, v3, z, z, tiles, NULL, NULL);
   ASSERT_NEAR(arrive, 1201, 1e-6);
 }
 
@@ -194,10 +196,11 @@ static void fused_terms(void) {
   sim_fused_from_rank1(t, u, v, 1, 40, 1, &op);
   ASSERT_NEAR(op.land_bytes, 3e6, 1e-6);
   double z[4] = {0, 0, 0, 0}, comp[4] = {40, 40, 40, 40}, tiles[4] = {1, 1, 1, 1};
-  ASSERT_NEAR(sim_fused_all(&p, t, u, v, z, comp, tiles, NULL, NULL), 77, 1e-9);
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u, v, z, comp, tiles, NULL, NULL), 77, 1e-9);
   /* the receiver bound lands too: 3 x 4e7 B into rank 0 (1200 + 1) + 2 x 1.2e8 B at HBM */
   double u3[4] = {0, 4e7, 4e7, 4e7}, v3[4] = {1, 0, 0, 0};
-  ASSERT_NEAR(sim_fused_all(&p, t, u3, v3, z, z, tiles, NULL, NULL), 1201 + 240, 1e-6);
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u3, v3, z, z, tiles, NULL, NULL),
+              1201 + 240, 1e-6);
 }
 
 /* The embedding kernel's tile (samples per tile) and the fused GEMV loop. */
@@ -205,17 +208,43 @@ static void kernel_shapes(void) {
   sim_params_t p;
   sim_test_params(&p);
   t_context("embedding tile rule, fused GEMV loop");
-  /* 8 warps x 32/G bags x 4, G = lanes per bag = pow2 >= 16-byte vectors per row, <= 32 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 128, 2), 64, 0);   /* 256 B: 16 vectors, G 16 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 64, 2), 128, 0);   /* G 8 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 32, 2), 256, 0);   /* G 4 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 16, 2), 512, 0);   /* G 2 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 8, 2), 1024, 0);   /* one vector: G 1 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 128, 4), 32, 0);   /* 512 B: G 32 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 1024, 4), 32, 0);  /* G capped at 32 */
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 48, 2), 128, 0);   /* 96 B: 6 vectors, G 8 */
-  p.tile_rows = 100;
-  ASSERT_NEAR(sim_ea_tile_rows(&p, 128, 2), 100, 0);
+  /* C = 8 warps x 32/G bags x 4, G = lanes per bag = pow2 >= 16-byte vectors per row, <= 32;
+   * a tile: nt = min(tables, 32/G) tables x floor(C / nt) samples */
+  double nt, ns;
+  sim_ea_tile(&p, 128, 2, 8, &nt, &ns); /* 256 B: 16 vectors, G 16: C 64, 2 tables x 32 */
+  ASSERT_NEAR(nt, 2, 0);
+  ASSERT_NEAR(ns, 32, 0);
+  sim_ea_tile(&p, 128, 2, 1, &nt, &ns); /* one table: 1 x 64 */
+  ASSERT_NEAR(nt, 1, 0);
+  ASSERT_NEAR(ns, 64, 0);
+  sim_ea_tile(&p, 64, 2, 8, &nt, &ns); /* G 8: C 128, 4 tables x 32 */
+  ASSERT_NEAR(nt, 4, 0);
+  ASSERT_NEAR(ns, 32, 0);
+  sim_ea_tile(&p, 16, 2, 3, &nt, &ns); /* G 2: C 512, 3 tables (< 16) x floor(512/3) = 170 */
+  ASSERT_NEAR(nt, 3, 0);
+  ASSERT_NEAR(ns, 170, 0);
+  sim_ea_tile(&p, 8, 2, 64, &nt, &ns); /* one vector, G 1: C 1024, 32 tables x 32 */
+  ASSERT_NEAR(nt, 32, 0);
+  ASSERT_NEAR(ns, 32, 0);
+  sim_ea_tile(&p, 128, 4, 8, &nt, &ns); /* 512 B: G 32, C 32: 1 table x 32 */
+  ASSERT_NEAR(nt, 1, 0);
+  ASSERT_NEAR(ns, 32, 0);
+  sim_ea_tile(&p, 1024, 4, 8, &nt, &ns); /* G capped at 32 */
+  ASSERT_NEAR(ns, 32, 0);
+  sim_ea_tile(&p, 48, 2, 1, &nt, &ns); /* 96 B: 6 vectors, G 8: C 128 */
+  ASSERT_NEAR(ns, 128, 0);
+  /* tiles for one destination: ceil(tables / nt) x ceil(samples / ns) */
+  ASSERT_NEAR(sim_ea_tiles(&p, 128, 2, 8, 8192), 4 * 256, 0);  /* the (16384,8,128,32) */
+  ASSERT_NEAR(sim_ea_tiles(&p, 128, 2, 16, 2048), 8 * 64, 0);  /* (4096,16,128,64) */
+  ASSERT_NEAR(sim_ea_tiles(&p, 16, 2, 3, 1000), 1 * 6, 0);     /* 1000 / 170: 6 chunks */
+  ASSERT_NEAR(sim_ea_tiles(&p, 128, 2, 3, 100), 2 * 4, 0);     /* 3 tables: 2 x ceil(100/32) */
+  ASSERT_NEAR(sim_ea_tiles(&p, 128, 2, 0, 100), 0, 0);
+  p.tile_rows = 100; /* override: one table x 100 samples */
+  sim_ea_tile(&p, 128, 2, 8, &nt, &ns);
+  ASSERT_NEAR(nt, 1, 0);
+  ASSERT_NEAR(ns, 100, 0);
+  ASSERT_NEAR(sim_ea_tiles(&p, 128, 2, 8, 250), 8 * 3, 0);
+  p.tile_rows = 0;
   /* fused GEMV: x re-read once per 16-column tile: M 64, N 8192, K 4096, bf16:
    * 512 x 64 x 4096 x 2 = 268435456 B at 1000 GB/s = 268.435456 us > the GEMV's 18 */
   p.gemv_x_gbs = 1000;
@@ -226,12 +255,105 @@ static void kernel_shapes(void) {
   ASSERT_NEAR(sim_fused_gemv_us(&p, 0, 1, 8200, 4096, 2), 513 * 8192 / 1e6, 1e-9);
 }
 
+/* The embedding kernel's design since ed0108a: signals batched per ea_sig_every remote tiles,
+ * landing alongside its local (self) tiles rather than after them. */
+static void embedding_kernel(void) {
+  sim_params_t p;
+  sim_test_params(&p);
+  t_context("embedding kernel: batched signals, overlapped landing");
+  sim_fused_op_t op;
+  memset(&op, 0, sizeof op);
+  /* the kinds: GEMM + All-to-All signals every tile and lands after; embedding per 4, alongside */
+  sim_fused_kernel(&p, SIM_FUSED_GEMM_A2A, &op);
+  ASSERT_NEAR(op.sig_every, 1, 0);
+  ASSERT_EQ(op.land_overlap, 0);
+  p.ea_sig_every = 4, p.ea_land_overlap = 1;
+  sim_fused_kernel(&p, SIM_FUSED_EMBEDDING, &op);
+  ASSERT_NEAR(op.sig_every, 4, 0);
+  ASSERT_EQ(op.land_overlap, 1);
+  p.ea_land_overlap = 0;
+  sim_fused_kernel(&p, SIM_FUSED_EMBEDDING, &op);
+  ASSERT_EQ(op.land_overlap, 0);
+
+  /* 100 us of compute in 4 waves; half the tiles to a node peer: 5e6 B at 100 GB/s = 50 us.
+   * Remote-first: waves 1-2 (0-50) hold the peer's tiles, their bytes cross 25-75 (+1), the
+   * self tiles compute 50-100: the ideal pipeline ends at 100. */
+  op.compute_us = 100;
+  op.tiles = 4 * p.sms;
+  op.frac[SIM_DEST_SELF] = 0.5;
+  op.frac[SIM_DEST_NODE] = 0.5;
+  op.bytes[SIM_DEST_NODE] = 5e6;
+  op.peers[SIM_DEST_NODE] = 1;
+  sim_fused_detail_t d;
+  op.sig_every = 1, op.land_overlap = 0;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 100, 1e-9);
+  ASSERT_NEAR(d.self_start_us, 50, 1e-9);
+  /* signals: waves 1 and 2 signal; 2 us a wave per tile signalled: 50 + 4 + 50 = 104 */
+  p.fco_sig_us = 2;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 104, 1e-9);
+  ASSERT_NEAR(d.sig_us, 4, 1e-9);
+  ASSERT_NEAR(d.self_start_us, 54, 1e-9);
+  /* one signal per 4 tiles: 2 x 2 / 4 = 1 us: 101 */
+  op.sig_every = 4;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 101, 1e-9);
+  ASSERT_NEAR(d.sig_us, 1, 1e-9);
+  p.fco_sig_us = 0;
+  /* landing 2e7 B received: 2 x 2e7 B at 1000 GB/s = 40 us. After the tiles: 100 + 40 */
+  p.fco_land = 1;
+  op.land_bytes = 2e7;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 140, 1e-9);
+  ASSERT_NEAR(d.land_us, 40, 1e-9);
+  /* alongside the self tiles (50-100): 40 us fit inside them, nothing shows */
+  op.land_overlap = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 100, 1e-9);
+  ASSERT_NEAR(d.land_us, 0, 0);
+  /* 6e7 B: 120 us from 50 on, 70 after the pipeline's 100: 170 (after the tiles: 220) */
+  op.land_bytes = 6e7;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 170, 1e-9);
+  ASSERT_NEAR(d.land_us, 70, 1e-9);
+  /* a self share inside a wave: 1/8 self over 4 waves of 25 us: the self tiles start at
+   * 3.5 waves = 87.5; landing 40 us -> 127.5 (the link, 7/8 x 5e6 B in the waves' shares,
+   * ends at 100 + 7.14 + 1: earlier) */
+  op.land_bytes = 2e7;
+  op.frac[SIM_DEST_SELF] = 0.125;
+  op.frac[SIM_DEST_NODE] = 0.875;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 127.5, 1e-9);
+  ASSERT_NEAR(d.self_start_us, 87.5, 1e-9);
+  /* local-first: the self tiles run before anything has arrived: landing after. The self
+   * 1/8 comes first, so the last wave is all the peer's: 5e6 x 2/7 B from 100 (+ 1), then 40:
+   * 100 + 100/7 + 1 + 40 */
+  p.remote_first = 0;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 141 + 100.0 / 7, 1e-9);
+  p.remote_first = 1;
+
+  /* over all ranks, the receiver bound lands as units arrive: 3 x 4e7 B into rank 0 over its
+   * NVLink port (1200 + 1), landing 2 x 1.2e8 B at 1000 GB/s = 240 alongside: max(1201, 240);
+   * the GEMM + All-to-All kernel lands after: 1201 + 240 */
+  sim_topo_t t = {1, 4};
+  double u3[4] = {0, 4e7, 4e7, 4e7}, v3[4] = {1, 0, 0, 0}, z[4] = {0, 0, 0, 0};
+  double tiles[4] = {1, 1, 1, 1};
+  p.ea_land_overlap = 1;
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_EMBEDDING, t, u3, v3, z, z, tiles, NULL, NULL), 1201,
+              1e-6);
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u3, v3, z, z, tiles, NULL, NULL),
+              1201 + 240, 1e-6);
+  /* a receiver whose landing outlasts its links: 3 x 4e5 B = 1.2e6 B in (12 + 1 us), landed
+   * at HBM 100 GB/s: 2 x 1.2e6 B = 24 us: alongside max(13, 24) = 24, after 13 + 24 = 37 */
+  double u4[4] = {0, 4e5, 4e5, 4e5};
+  p.hbm_gbs = 100;
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_EMBEDDING, t, u4, v3, z, z, tiles, NULL, NULL), 24,
+              1e-9);
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u4, v3, z, z, tiles, NULL, NULL), 37,
+              1e-9);
+}
+
 int main(void) {
   pipeline();
   tile_order();
   broadcast_and_all();
   fused_terms();
   kernel_shapes();
+  embedding_kernel();
   printf("test_sim_overlap: ok\n");
   return 0;
 }

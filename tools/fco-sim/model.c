@@ -83,15 +83,16 @@ sim_coll_t sim_baseline_allreduce(const sim_env_t* env, sim_topo_t t, double byt
   return sim_nccl_allreduce(p, t, bytes);
 }
 
-double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const double* v,
-                     const double* start, const double* compute, const double* tiles,
-                     double* kend, double* longest) {
+double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double* u,
+                     const double* v, const double* start, const double* compute,
+                     const double* tiles, double* kend, double* longest) {
   int P = sim_topo_ranks(t);
   double arrive = 0, min_start = INFINITY, lk = 0, Un = 0;
   int pxn = p->fco_pxn && t.nodes > 1 && t.gpn > 1;
   for (int r = 0; r < P; r++) {
     sim_fused_op_t op;
     sim_fused_from_rank1(t, u, v, r, compute[r], tiles[r], &op);
+    sim_fused_kernel(p, kind, &op);
     if (pxn) {
       /* relaying lends rank r the node's NICs in proportion to its share of the node's sends */
       if (r % t.gpn == 0) {
@@ -110,7 +111,10 @@ double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const
   }
   if (!p->comm_off && P > 1) {
     /* a receiver cannot finish before its incoming bytes have crossed its own links and
-     * been landed into its output */
+     * been landed into its output (as they arrive, for a kernel that lands alongside) */
+    sim_fused_op_t kop;
+    memset(&kop, 0, sizeof kop);
+    sim_fused_kernel(p, kind, &kop);
     for (int d = 0; d < P; d++) {
       sim_vol_t vol;
       sim_direct_volume(t, u, v, d, &vol);
@@ -122,7 +126,8 @@ double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const
         }
       double in = vol.recv[SIM_LINK_NVL] + vol.recv[SIM_LINK_NET];
       double land = p->fco_land ? 2 * sim_xfer_us(in, p->hbm_gbs) : 0;
-      double bound = min_start + p->fco_launch_us + rb + land;
+      double bound = min_start + p->fco_launch_us +
+                     (kop.land_overlap && p->remote_first ? fmax(rb, land) : rb + land);
       if (bound > arrive) arrive = bound;
     }
   }
@@ -166,12 +171,25 @@ void sim_row_finish(sim_row_t* row) {
   row->exp_fused_pct = row->fused_us > 0 && ef > 0 ? 100.0 * ef / row->fused_us : 0.0;
 }
 
-double sim_ea_tile_rows(const sim_params_t* p, double dim, double eb) {
-  if (p->tile_rows > 0) return p->tile_rows;
+void sim_ea_tile(const sim_params_t* p, double dim, double eb, double tables, double* nt,
+                 double* ns) {
+  if (p->tile_rows > 0) {
+    *nt = 1, *ns = p->tile_rows;
+    return;
+  }
   double vec = ceil(dim * eb / 16.0); /* 16-byte vectors of a row */
   double lanes = 1;
   while (lanes < vec && lanes < 32) lanes *= 2;
-  return 8 * (32 / lanes) * 4;
+  double per_warp = 32 / lanes, bags = 8 * per_warp * 4;
+  *nt = tables < 1 ? 1 : tables < per_warp ? floor(tables) : per_warp;
+  *ns = floor(bags / *nt);
+}
+
+double sim_ea_tiles(const sim_params_t* p, double dim, double eb, double tables, double samples) {
+  if (!(tables > 0 && samples > 0)) return 0;
+  double nt, ns;
+  sim_ea_tile(p, dim, eb, tables, &nt, &ns);
+  return ceil(tables / nt - 1e-9) * ceil(samples / ns - 1e-9);
 }
 
 double sim_fused_gemv_us(const sim_params_t* p, double gemv_us, double M, double N, double K,

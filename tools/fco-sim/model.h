@@ -74,18 +74,26 @@ double sim_jitter(const sim_params_t* p, int phase, int rank);
  * one node of exactly this many GPUs, else the NCCL model. */
 sim_coll_t sim_baseline_allreduce(const sim_env_t* env, sim_topo_t t, double bytes, double eb);
 
-/* Fused producer op on every rank (rank-1 traffic u, v): rank r starts at start[r] and
- * computes compute[r] us in tiles[r] tiles. kend[r] (may be NULL): when rank r's kernel ends.
- * Returns when every byte has arrived everywhere (also bounded below by each receiver's
- * incoming bytes over its links). *longest: the longest single-rank kernel (may be NULL). */
-double sim_fused_all(const sim_params_t* p, sim_topo_t t, const double* u, const double* v,
-                     const double* start, const double* compute, const double* tiles,
-                     double* kend, double* longest);
+/* Fused producer op on every rank (rank-1 traffic u, v) of kernel `kind` (SIM_FUSED_*,
+ * overlap.h): rank r starts at start[r] and computes compute[r] us in tiles[r] tiles. kend[r]
+ * (may be NULL): when rank r's kernel ends. Returns when every byte has arrived everywhere
+ * (also bounded below by each receiver's incoming bytes over its links, then landed: after
+ * them, or alongside them for a kernel that lands as units arrive). *longest: the longest
+ * single-rank kernel (may be NULL). */
+double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double* u,
+                     const double* v, const double* start, const double* compute,
+                     const double* tiles, double* kend, double* longest);
 
-/* Samples per tile of fco's fused embedding kernel for rows of `dim` elements of eb bytes:
- * tile_rows when set, else the kernel's rule: 8 warps x 32/G bags x 4, G = lanes per bag = the
- * power of two >= the row's 16-byte vectors, at most 32 (D = 128 bf16: 64 samples). */
-double sim_ea_tile_rows(const sim_params_t* p, double dim, double eb);
+/* The tile of fco's fused embedding kernel (src/cuda/embedding_alltoall.cu, since ed0108a) on
+ * a rank holding `tables` tables of rows of `dim` elements of eb bytes: C = 8 warps x 32/G x 4
+ * bags, G = lanes per bag = the power of two >= the row's 16-byte vectors, at most 32; a tile
+ * covers nt = min(tables, 32/G) tables x ns = floor(C / nt) samples (D = 128 bf16, 8 tables:
+ * 2 tables x 32 samples). tile_rows when set: 1 table x tile_rows samples. */
+void sim_ea_tile(const sim_params_t* p, double dim, double eb, double tables, double* nt,
+                 double* ns);
+/* Tiles of that kernel for one destination of `samples` samples:
+ * ceil(tables / nt) x ceil(samples / ns); 0 without tables or samples. */
+double sim_ea_tiles(const sim_params_t* p, double dim, double eb, double tables, double samples);
 
 /* Compute time of fco's fused GEMV tile loop (y [M x N] = x [M x K] W^T, K this rank's): the
  * weights stream as fast as a GEMV alone (`gemv_us`, without kernel_us), but every tile of

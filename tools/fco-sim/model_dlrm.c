@@ -17,9 +17,10 @@
  *            owners | bottom MLP backward -> embedding backward + row-wise optimizer;
  *            dense gradient AllReduce (DDP: overlapping the rest of the backward pass, after
  *            the All-to-All has freed the network) -> dense optimizer.
- * Fused schedule: embedding lookup + All-to-All is one fco kernel (tile = a shard's bags of
- * sim_ea_tile_rows samples, put to the sample's owner as soon as it is pooled, landed by the
- * owner from its workspace into its output at the end); with fuse_bwd also the
+ * Fused schedule: embedding lookup + All-to-All is one fco kernel (tile = the bags of up to
+ * 32/G of the rank's shards of one width x C/nt samples, sim_ea_tile; put to the samples' owner
+ * as soon as it is pooled, signalled in batches, landed by the owner from its workspace into
+ * its output alongside its own tiles: SIM_FUSED_EMBEDDING); with fuse_bwd also the
  * interaction's last backward GEMM + the gradient All-to-All (fco's GEMM + All-to-All).
  * Not modelled: the index All-to-All (TorchRec pipelines it with the previous iteration),
  * data loading, the loss, and HBM capacity (reported, not enforced).
@@ -41,6 +42,7 @@ typedef struct {
   int P, num_shards, used_gpus;
   double *dims, *lookups, *gather, *shards, *mem; /* per rank; per sample except mem */
   double* tiles; /* per rank: fused-kernel tiles per destination (B samples), all shards */
+  double* width; /* per rank x SIM_DLRM_WIDTHS: shards of width emb_dim / 2^k             */
   double* raw_gather; /* per rank and sample: pooling x dim x esize (no access rounding) */
   double max_mem_gb;
 } plan_t;
@@ -53,6 +55,7 @@ static void plan_free(plan_t* pl) {
   free(pl->shards);
   free(pl->mem);
   free(pl->tiles);
+  free(pl->width);
 }
 
 static double row_bytes(const sim_params_t* p, double dim, double eb) {
@@ -68,6 +71,13 @@ static double shard_hbm(const sim_params_t* p, const shard_t* s, double eb) {
 }
 static double shard_comm(const sim_params_t* p, sim_topo_t t, const shard_t* s, double eb) {
   return 2 * s->dim * eb / sim_link_gbs(p, t.nodes > 1 ? SIM_LINK_NET : SIM_LINK_NVL);
+}
+
+/* Shards are emb_dim / 2^k wide (column halving); k, capped at SIM_DLRM_WIDTHS - 1. */
+#define SIM_DLRM_WIDTHS 16
+static int width_class(const sim_config_t* c, double dim) {
+  int k = (int)lround(log2(c->emb_dim / dim));
+  return k < 0 ? 0 : k >= SIM_DLRM_WIDTHS ? SIM_DLRM_WIDTHS - 1 : k;
 }
 
 static int cmp_cost(const void* a, const void* b) {
@@ -96,10 +106,11 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
   pl->mem = calloc((size_t)P, sizeof(double));
   pl->raw_gather = calloc((size_t)P, sizeof(double));
   pl->tiles = calloc((size_t)P, sizeof(double));
+  pl->width = calloc((size_t)P * SIM_DLRM_WIDTHS, sizeof(double));
   double* load = calloc((size_t)P, sizeof(double));
   int* order = calloc((size_t)P, sizeof(int));
   if (!s || !pl->dims || !pl->lookups || !pl->gather || !pl->shards || !pl->mem ||
-      !pl->raw_gather || !pl->tiles || !load || !order) {
+      !pl->raw_gather || !pl->tiles || !pl->width || !load || !order) {
     free(s);
     free(load);
     free(order);
@@ -147,10 +158,15 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
     pl->gather[r] += s[i].pooling * row_bytes(run_p, s[i].dim, eb);
     pl->raw_gather[r] += s[i].pooling * s[i].dim * eb;
     pl->shards[r] += 1;
-    pl->tiles[r] += ceil(B / sim_ea_tile_rows(run_p, s[i].dim, eb));
+    pl->width[(size_t)r * SIM_DLRM_WIDTHS + width_class(c, s[i].dim)] += 1;
     pl->mem[r] += s[i].rows * (s[i].dim * eb + 4.0); /* + row-wise Adagrad state */
   }
   pl->num_shards = n;
+  /* the kernel tiles a rank's shards of one width together (up to 32/G of them a tile) */
+  for (int r = 0; r < P; r++)
+    for (int k = 0; k < SIM_DLRM_WIDTHS; k++)
+      pl->tiles[r] += sim_ea_tiles(run_p, c->emb_dim / ldexp(1, k), eb,
+                                   pl->width[(size_t)r * SIM_DLRM_WIDTHS + k], B);
   for (int r = 0; r < P; r++) {
     if (pl->shards[r] > 0) pl->used_gpus++;
     if (pl->mem[r] / 1e9 > pl->max_mem_gb) pl->max_mem_gb = pl->mem[r] / 1e9;
@@ -325,7 +341,8 @@ static double dlrm_iterate(const sim_env_t* env, const dlrm_t* d, int fused, sim
   } else {
     for (int r = 0; r < P; r++) c[r] = d->emb_fwd[r] * sim_jitter(p, PH_EMB_FWD, r);
     double longest;
-    double F = sim_fused_all(p, d->t, d->u_f, d->v_f, t, c, d->tiles_f, k, &longest);
+    double F =
+        sim_fused_all(p, SIM_FUSED_EMBEDDING, d->t, d->u_f, d->v_f, t, c, d->tiles_f, k, &longest);
     for (int r = 0; r < P; r++) t[r] = fmax(F, k[r] + d->bot_fwd * sim_jitter(p, PH_BOT_FWD, r));
     if (record) sim_row_part(row, "fused emb+a2a fwd", 0, F);
   }
@@ -336,7 +353,7 @@ static double dlrm_iterate(const sim_env_t* env, const dlrm_t* d, int fused, sim
   double A_end;
   if (fused && p->fuse_bwd) {
     for (int r = 0; r < P; r++) e[r] = d->inter_last * sim_jitter(p, PH_INTER_LAST, r);
-    A_end = sim_fused_all(p, d->t, d->u_b, d->v_b, t, e, d->tiles_b, k, NULL);
+    A_end = sim_fused_all(p, SIM_FUSED_GEMM_A2A, d->t, d->u_b, d->v_b, t, e, d->tiles_b, k, NULL);
     for (int r = 0; r < P; r++) c[r] = k[r] + d->bot_bwd * sim_jitter(p, PH_BOT_BWD, r);
     if (record) sim_row_part(row, "fused gemm+a2a bwd", 0, A_end - sim_max(t, P));
   } else {

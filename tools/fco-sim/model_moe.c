@@ -55,7 +55,7 @@ static double moe_step(const sim_env_t* env, sim_topo_t t, const moe_t* m, int f
   } else {
     for (int r = 0; r < P; r++) c[r] = m->down[r] * sim_jitter(p, PH_DOWN, r);
     double longest;
-    T = sim_fused_all(p, t, m->u_c, m->v_c, clk, c, m->tiles, NULL, &longest);
+    T = sim_fused_all(p, SIM_FUSED_GEMM_A2A, t, m->u_c, m->v_c, clk, c, m->tiles, NULL, &longest);
     if (record) sim_row_part(row, "fused gemm+a2a combine", 0, longest);
   }
   for (int r = 0; r < P; r++) clk[r] = T + m->unpermute * sim_jitter(p, PH_UNPERMUTE, r);

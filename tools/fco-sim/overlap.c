@@ -63,6 +63,11 @@ void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
   op->land_bytes = vol.recv[SIM_LINK_NVL] + vol.recv[SIM_LINK_NET];
 }
 
+void sim_fused_kernel(const sim_params_t* p, int kind, sim_fused_op_t* op) {
+  op->sig_every = kind == SIM_FUSED_EMBEDDING ? p->ea_sig_every : 1;
+  op->land_overlap = kind == SIM_FUSED_EMBEDDING && p->ea_land_overlap != 0;
+}
+
 static int dest_link(int dest) {
   return dest == SIM_DEST_NODE ? SIM_LINK_NVL : dest == SIM_DEST_REMOTE ? SIM_LINK_NET : -1;
 }
@@ -111,8 +116,9 @@ double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused
       }
     }
     /* the chunk's SMs stall on their own puts and on their signals (n chunks = waves/n waves;
-     * a rank without tiles signals nothing) */
-    double stall = op->tiles > 0 ? sig_share * p->fco_sig_us * waves / n : 0;
+     * one stall per sig_every signalling tiles; a rank without tiles signals nothing) */
+    double per = op->sig_every > 1 ? op->sig_every : 1;
+    double stall = op->tiles > 0 ? sig_share * p->fco_sig_us * waves / n / per : 0;
     sig_us += stall;
     for (int l = 0; l < SIM_NUM_LINKS; l++) {
       double x = interf[l] * sim_xfer_us(ch[k].bytes[l], links.gbs[l]);
@@ -122,8 +128,23 @@ double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused
     ch[k].compute_us += stall;
   }
   sim_pipe_t pipe = sim_pipeline(ch, n, &links);
+  /* the self tiles start once the tiles before them (remote-first: all the others) have
+   * been computed: chunk compute summed up to position (1 - self share) x n */
+  double self_start = pipe.compute_end_us;
+  if (p->remote_first && !op->broadcast) {
+    double x = (1.0 - (fsum > 0 ? op->frac[SIM_DEST_SELF] / fsum : 1.0)) * n, acc = 0;
+    for (int k = 0; k < n && x > 0; k++) {
+      double part = x >= 1 ? 1 : x;
+      acc += part * ch[k].compute_us;
+      x -= part;
+    }
+    self_start = acc;
+  }
   free(ch);
   double land = p->comm_off || !p->fco_land ? 0 : 2 * sim_xfer_us(op->land_bytes, p->hbm_gbs);
+  /* landing alongside the self tiles: only what outlasts the pipeline shows */
+  if (op->land_overlap && p->remote_first && land > 0)
+    land = fmax(0, self_start + land - pipe.end_us);
   double fixed = p->fco_launch_us + (p->comm_off ? 0 : peers * p->fco_peer_us);
   if (detail) {
     detail->pipe = pipe;
@@ -131,6 +152,7 @@ double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused
     detail->sig_us = sig_us;
     detail->land_us = land;
     detail->fixed_us = fixed;
+    detail->self_start_us = self_start;
   }
   return fixed + pipe.end_us + land;
 }

@@ -17,9 +17,16 @@
  *                 (fused_interf_net x its NIC time for NIC puts). 0 = the ideal pipeline,
  *                 1 = compute and NVLink puts serialize.
  *   signals       every wave of tiles that signal a peer (release fence + flag) stalls
- *                 fco_sig_us (per wave: the SMs stall in parallel).
+ *                 fco_sig_us (per wave: the SMs stall in parallel); a kernel that signals
+ *                 once per sig_every tiles (the embedding kernel since ed0108a: one fence per
+ *                 batch of 4 remote tiles) stalls fco_sig_us / sig_every per such wave.
  *   landing       staged receivers (fco's all-to-all kernels) copy what they received from
- *                 the workspace into their output after their tiles: 2 x bytes / HBM.
+ *                 the workspace into their output: 2 x bytes / HBM. After their tiles (the
+ *                 GEMM + All-to-All kernel), or, with land_overlap (the embedding kernel since
+ *                 ed0108a: land units polled between its local tiles, spread over all
+ *                 blocks), from the start of its self tiles on, alongside them: the kernel
+ *                 ends at max(pipeline end, self phase start + landing). Remote-first only
+ *                 (local-first: nothing has arrived when the self tiles run; after them).
  *   fixed         fco_launch_us per kernel, fco_peer_us per destination.
  */
 #ifndef FCO_SIM_OVERLAP_H_
@@ -64,15 +71,30 @@ typedef struct {
                               /* GPUs' NICs; 0 or 1: its own NIC only)                    */
   double relay_frac;          /* share of remote bytes that first cross NVLink (relay)    */
   double land_bytes;          /* bytes this rank copies from its staging into its output  */
-                              /* after its tiles (read + write: 2 x land_bytes / HBM)     */
+                              /* (read + write: 2 x land_bytes / HBM)                     */
+  double sig_every;           /* tiles per signal (batch); <= 1: every tile signals       */
+  int land_overlap;           /* land alongside the self tiles, not after every tile      */
 } sim_fused_op_t;
+
+/* Fused kernels whose design the model distinguishes (sim_fused_kernel):
+ *   SIM_FUSED_GEMM_A2A   fco's GEMM + All-to-All (src/cuda/gemm_alltoall_fused.cu): every
+ *                        tile signals; lands after its tiles;
+ *   SIM_FUSED_EMBEDDING  fco's embedding lookup + All-to-All (src/cuda/embedding_alltoall.cu,
+ *                        since ed0108a): one signal per ea_sig_every remote tiles; lands
+ *                        alongside its local tiles (ea_land_overlap). */
+enum { SIM_FUSED_GEMM_A2A = 0, SIM_FUSED_EMBEDDING = 1 };
+
+/* Set op's signalling and landing to those of kernel `kind` (params: ea_sig_every,
+ * ea_land_overlap). */
+void sim_fused_kernel(const sim_params_t* p, int kind, sim_fused_op_t* op);
 
 /* The parts of one fused kernel's time (sim_fused_time), in us. */
 typedef struct {
   sim_pipe_t pipe;     /* the pipeline (stalls included in its compute)             */
   double interf_us;    /* compute stall on the kernel's own puts (interference)     */
   double sig_us;       /* signal stalls                                             */
-  double land_us;      /* landing copy after the pipeline                           */
+  double land_us;      /* landing copy: the part that ends after the pipeline       */
+  double self_start_us; /* when the self tiles start (remote-first; compute end if none) */
   double fixed_us;     /* fco_launch_us + per-destination costs                     */
 } sim_fused_detail_t;
 

@@ -39,7 +39,8 @@ int sim_param_find(const char* flag) {
 
 static int is_toggle(const char* name) {
   return !strcmp(name, "remote_first") || !strcmp(name, "fco_pxn") || !strcmp(name, "baseline_overlap") ||
-         !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd") || !strcmp(name, "fco_land");
+         !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd") || !strcmp(name, "fco_land") ||
+         !strcmp(name, "ea_land_overlap");
 }
 
 static int is_fraction(const char* name) {

@@ -6,7 +6,7 @@
  * bench/results/2026-11-30_nvidia-h200-x2_fe93fe66a60f, or an assumption) is in its help text
  * and in docs/fco-sim.md. The three fused-kernel constants marked "fitted" (fused_interf,
  * fco_sig_us, gemv_x_gbs) are the output of `fco-sim fit --calib calib/h200-x2-embedding_
- * alltoall.json,calib/h200-x2-gemv_allreduce.json` (run 96ce29513f90; fit set in validate.c);
+ * alltoall.json,calib/h200-x2-gemv_allreduce.json` (run ed0108a38b78; fit set in validate.c);
  * tools/fco-sim/expected/fit-h200-x2.txt checks that they still are.
  */
 #ifndef FCO_SIM_PARAMS_H_
@@ -47,20 +47,22 @@
   /* fco fused operators */                                                                       \
   XX(fco_launch_us, 4.3, "us", "fused kernel launch+completion (fitted, fco one-shot allreduce)") \
   XX(fco_peer_us, 0.02, "us", "fused kernel cost per destination (signal put; assumption)")      \
-  XX(fused_interf, 0.85, "", "share of its NVLink put time a fused kernel's compute stalls (fitted)") \
+  XX(fused_interf, 1.05, "", "share of its NVLink put time a fused kernel's compute stalls (fitted)") \
   XX(fused_interf_net, 0.0, "", "the same for NIC puts (0: the NIC moves them, DMA; assumption)") \
-  XX(fco_sig_us, 0.85, "us", "stall per wave of tiles that signal a peer (release, flag; fitted)") \
+  XX(fco_sig_us, 0.70, "us", "stall per wave of tiles that signal a peer (release, flag; fitted)") \
   XX(fco_land, 1.0, "0|1", "fused all-to-alls land staged data in the output (2 x bytes, HBM)") \
+  XX(ea_land_overlap, 1.0, "0|1", "embedding kernel lands alongside its local tiles (0: after)") \
+  XX(ea_sig_every, 4.0, "tiles", "embedding kernel: remote tiles per signal (FCO_EA_SIGNAL_EVERY)") \
   XX(fused_penalty, 0.0, "", "further compute slowdown in a fused kernel (the fit finds none)") \
   XX(sms, 132.0, "", "tiles in flight at once (H200 SMs, one tile per SM): one wave")             \
   XX(remote_first, 1.0, "0|1", "fused kernels compute tiles bound for other nodes first")         \
   XX(fco_pxn, 0.0, "0|1", "fused kernels relay remote tiles through the rail GPU (not built yet)") \
-  XX(tile_rows, 0.0, "rows", "embedding tile: samples per tile x one shard (0: fco's rule, by D)") \
+  XX(tile_rows, 0.0, "rows", "embedding tile: samples x one table (0: fco's rule, by D, tables)") \
   XX(gemm_tile, 128.0, "", "GEMM output tile edge (tile = gemm_tile x gemm_tile)")                \
   XX(gemv_tile_cols, 16.0, "cols", "GEMV output columns per tile (fco's fused GEMV: 16)")         \
   XX(gemv_auto_max_m, 8.0, "rows", "fco's AUTO fuses GEMV+AllReduce up to this M (else + fco_allreduce)") \
   XX(gemv_auto_max_n, 4096.0, "cols", "... and up to this N (one tile per block; else + fco_allreduce)") \
-  XX(gemv_x_gbs, 6600.0, "GB/s", "fco's fused GEMV re-reads x per tile at this rate (fitted)") \
+  XX(gemv_x_gbs, 6800.0, "GB/s", "fco's fused GEMV re-reads x per tile at this rate (fitted)") \
   /* skew and schedule */                                                                         \
   XX(jitter, 0.03, "", "per-rank compute-time jitter (coefficient of variation, each kernel)")    \
   XX(seed, 1.0, "", "seed of the jitter draws (deterministic)")                                   \

@@ -14,8 +14,11 @@
  *
  * The fused models take, from the calibration row, only what was measured without the fused
  * kernel: compute_us (the lookup / cuBLAS GEMV alone) and the shape; the rest is the link
- * model (NVLink 364 GB/s, 0.6 us), HBM 4300 GB/s, tile counts of the kernels, fco_launch_us
- * (from the one-shot allreduce rows) and the fitted constants.
+ * model (NVLink 364 GB/s, 0.6 us), HBM 4300 GB/s, tile counts and design of the kernels
+ * (the embedding kernel's signal batches and overlapped landing: overlap.h), fco_launch_us
+ * (from the one-shot allreduce rows) and the fitted constants. gemv_allreduce impl 3 (cuBLAS,
+ * then fco's one-shot allreduce: what AUTO and the decode model run above M 8 or N 4096) is a
+ * pred row: compute_us + the one-shot allreduce model.
  */
 #include <math.h>
 #include <stdio.h>
@@ -45,7 +48,8 @@ static int in_fit_set(const sim_calib_entry_t* e) {
         return 1;
     return 0;
   }
-  if (!strcmp(e->op, "gemv_allreduce")) return sim_calib_shape(e, "N", 0) == kFitGemvN;
+  if (!strcmp(e->op, "gemv_allreduce"))
+    return !strcmp(e->impl, "oneshot") && sim_calib_shape(e, "N", 0) == kFitGemvN;
   return 0;
 }
 
@@ -104,9 +108,10 @@ static int val_embedding(const sim_params_t* p, sim_topo_t t, const sim_calib_en
   } else if (e->impl_id >= 1) {
     /* the lookup alone, less its own launch: the fused kernel pays fco_launch_us instead */
     double compute = fmax(0, e->compute_us - p->kernel_us);
-    double tiles = T * P * ceil(b / sim_ea_tile_rows(p, D, es));
+    double tiles = P * sim_ea_tiles(p, D, es, T, b);
     sim_fused_op_t op;
     sim_fused_from_rank1(t, u, w, 0, compute, tiles, &op);
+    sim_fused_kernel(p, SIM_FUSED_EMBEDDING, &op);
     add_row(v, e, e->impl, e->time_us, sim_fused_time(p, &op, NULL), 1, fused_kind(e), shape);
     done = 1;
   }
@@ -128,6 +133,11 @@ static int val_gemv(const sim_params_t* p, sim_topo_t t, const sim_calib_entry_t
   snprintf(shape, sizeof shape, "M%g N%g K%g", M, N, K);
   if (e->impl_id == 0) {
     add_row(v, e, e->impl, e->time_us, e->compute_us + sim_nccl_allreduce(p, t, S).us, 0,
+            SIM_VAL_PRED, shape);
+    return 1;
+  }
+  if (e->impl_id == 3) { /* cuBLAS, then fco's one-shot allreduce of y (AUTO's unfused path) */
+    add_row(v, e, e->impl, e->time_us, e->compute_us + sim_fco_oneshot_allreduce(p, t, S), 1,
             SIM_VAL_PRED, shape);
     return 1;
   }
@@ -208,6 +218,10 @@ static void print_fused_model(FILE* f, const sim_params_t* p) {
              "fused_interf %g, fco_sig_us %g us per signalling wave, gemv_x_gbs %g GB/s\n",
           p->fco_launch_us, p->kernel_us, p->nvl_gbs, p->nvl_lat_us, p->hbm_gbs, p->fused_interf,
           p->fco_sig_us, p->gemv_x_gbs);
+  fprintf(f, "# embedding kernel (since ed0108a): one signal per %g remote tiles (ea_sig_every), "
+             "landing %s (ea_land_overlap %g); tiles of min(T, 32/G) tables x C/nt samples\n",
+          p->ea_sig_every, p->ea_land_overlap ? "alongside its local tiles" : "after its tiles",
+          p->ea_land_overlap);
   fprintf(f, "# fit set: embedding_alltoall 2-byte (B,T,D,L) = (16384,8,128,32) (65536,8,64,8) "
              "(4096,16,128,64) uniform; gemv_allreduce 2-byte N = 8192; every other fused row is "
              "a hold-out\n");
@@ -278,7 +292,8 @@ static int fit_errors(const sim_params_t* p, const sim_calib_t* const* c, int nc
     for (int i = 0; i < c[k]->num; i++) {
       if (!in_fit_set(&c[k]->e[i])) continue;
       scratch->num = 0;
-      if (val_entry(p, t, &c[k]->e[i], scratch, &f32) == 1 && scratch->num > 0 && n < cap)
+      if (val_entry(p, t, &c[k]->e[i], scratch, &f32) == 1 && scratch->num > 0 && n < cap &&
+          scratch->row[scratch->num - 1].kind == SIM_VAL_FIT)
         err[n++] = scratch->row[scratch->num - 1].error_pct;
     }
   }
