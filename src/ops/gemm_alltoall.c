@@ -43,19 +43,19 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
   return NULL;
 }
 
-/* AUTO (GPU transports): impl 0 whenever it can run, else impl 2, else impl 1 (the only impl
- * that captures without counts_host). Why: on the first GPU run (bench/results/
- * 2026-11-30_nvidia-h200-x2_5d8387a3b75e-wip, bench-gemm_alltoall-local.txt, bf16, 2 virtual
- * ranks on one H200) impl 0 was the fastest on all five workloads: µs copy / tiles / chunks =
- * 2260 / 9576 / 2310 (4096,14336,4096,8,2), 613 / 2403 / 805 (1024,14336,4096,8,2),
- * 529 / 1302 / 743 (512,2048,7168,32,8), 772 / 3603 / 894 (skewed), 416 / 1076 / 438
- * (128,2048,7168,32,8). Confirmed after the fixes (bench/results/2026-11-30_nvidia-h200-x2_
- * 96ce29513f90, same file, 0 wrong): copy / tiles / chunks = 2287 / 8232 / 2357, 624 / 2086 /
- * 639, 530 / 1127 / 678, 762 / 3105 / 875, 413 / 990 / 445. So AUTO is never slower than impl 0
- * on the measured shapes. Change the
- * rule (per shape, with the run that shows it) once a fused impl wins somewhere; until then
- * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
- * depends only on agreed values and on whether hints are passed / the stream captures. */
+/* AUTO (GPU transports). nccl: impl 2 (chunks) whenever it can run, else impl 0, else impl 1
+ * (the only impl that captures without counts_host). local: impl 0, else 2, else 1.
+ * Why, nccl: on 2×H200 with CUDA graphs (bench/results/2026-11-30_nvidia-h200-x2_462750b,
+ * bench-gemm_alltoall-nccl-graph.txt, bf16, 0 wrong) chunks beat impl 0 on all five workloads:
+ * µs nccl / tiles / chunks = 1418 / 4175 / 1366 (4096,14336,4096,8,2), 366 / 1069 / 334
+ * (1024,14336,4096,8,2), 392 / 613 / 375 (512,2048,7168,32,8), 549 / 2102 / 502 (skewed),
+ * 249 / 511 / 232 (128,2048,7168,32,8): 1.04–1.10×. local (2 virtual ranks on one H200, whose
+ * "all-to-all" is a copy inside one HBM; bench/results/2026-11-30_nvidia-h200-x2_96ce29513f90,
+ * bench-gemm_alltoall-local.txt): impl 0 was the fastest everywhere, copy / tiles / chunks =
+ * 2287 / 8232 / 2357, 624 / 2086 / 639, 530 / 1127 / 678, 762 / 3105 / 875, 413 / 990 / 445.
+ * So AUTO is never slower than impl 0 on the measured shapes. FCO_GEMM_A2A_AUTO=<impl> forces
+ * a choice for experiments (when that impl can run). The rule depends only on agreed values
+ * and on whether hints are passed / the stream captures. */
 static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
@@ -63,8 +63,9 @@ static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl,
   if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS &&
       !impl_blocked(comm, a, (int)forced, capturing))
     return (int)forced;
-  if (!impl_blocked(comm, a, 0, capturing)) return 0;
-  if (!impl_blocked(comm, a, 2, capturing)) return 2;
+  const int first = comm->transport == FCO_TRANSPORT_NCCL ? 2 : 0;
+  if (!impl_blocked(comm, a, first, capturing)) return first;
+  if (!impl_blocked(comm, a, 2 - first, capturing)) return 2 - first;
   return 1;
 }
 
