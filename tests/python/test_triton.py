@@ -377,9 +377,35 @@ def test_gemm_plan(monkeypatch):
     from fco.triton import gemm_alltoall as GA
 
     monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
+    monkeypatch.delenv("FCO_TRITON_GA_ORDER", raising=False)
     assert GA.plan(2, 4096, 8192, 4, 2) == (128, 256, 64, 8, 3)   # big segments
-    assert GA.plan(2, 7168, 1024, 16, 2) == (64, 128, 64, 4, 3)   # decode: ~32 rows each
+    # few rows per expert: the same tile (its M tiles span the expert's rows of every source)
+    assert GA.plan(2, 7168, 1024, 16, 2) == (128, 256, 64, 8, 3)
+    assert GA.plan(2, 1024, 1024, 16, 2) == (128, 128, 64, 8, 3)  # narrow N
     assert GA.plan(4, 4096, 8192, 4, 2) == (64, 64, 32, 4, 3)     # f32: FFMA
+    # tile order: split (peers' tiles first) when compute-bound, merged (W read once) when not
+    assert GA.tile_order(2, 8192, 4) == 1      # 2048 rows per expert
+    assert GA.tile_order(2, 2928, 4) == 1      # skewed: 732 on average
+    assert GA.tile_order(2, 2048, 4) == 0      # 512
+    assert GA.tile_order(2, 1024, 16) == 0     # 64: decode
+    assert GA.tile_order(4, 1024, 16) == 1     # f32: FFMA, compute-bound
+    assert GA.tile_order(2, 8192, 4, interpret=True) == 0
+    monkeypatch.setenv("FCO_TRITON_GA_ORDER", "split")
+    assert GA.tile_order(2, 1024, 16) == 1
+    monkeypatch.setenv("FCO_TRITON_GA_ORDER", "merged")
+    assert GA.tile_order(2, 8192, 4) == 0
+    monkeypatch.setenv("FCO_TRITON_GA_ORDER", "fast")
+    with pytest.raises(fco.FcoError) as e:
+        GA.tile_order(2, 8192, 4)
+    assert "FCO_TRITON_GA_ORDER" in e.value.message
+    # the grid: every co-resident program, not lowered to even out an upper bound of tiles
+    assert GA._full_grid(272, 1, 132, 1) == 132   # was 91 (3 waves for 256 real tiles)
+    assert GA._full_grid(10, 1, 132, 1) == 10     # at most one per tile of the bound
+    assert GA._full_grid(10 ** 6, 1, 132, 32) == L.SIG_SLOTS - 2
+    assert GA._full_grid(1000, 4, 132, 1) == 33   # 4 virtual ranks in one launch
+    with pytest.raises(fco.FcoError) as e:
+        GA._full_grid(8, 8, 4, 1)
+    assert e.value.name == "UNSUPPORTED"
     assert GA.plan(2, 100, 8, 1, 1, interpret=True)[:3] == (16, 16, 16)
     monkeypatch.setenv("FCO_TRITON_GA_TILE", "128,128,64,8,4")
     assert GA.plan(2, 4096, 8192, 4, 2) == (128, 128, 64, 8, 4)
@@ -390,7 +416,7 @@ def test_gemm_plan(monkeypatch):
     assert GA.workspace_bytes(2, 100, 10, 2) == 2 * GA.half_need(2, 100, 10, 2)
 
 
-def _compile_gemm(dtype, nk, tile, L=2):
+def _compile_gemm(dtype, nk, tile, L=2, split=0):
     import triton
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
@@ -406,7 +432,7 @@ def _compile_gemm(dtype, nk, tile, L=2):
     consts = dict(L=L, DTYPE=dt, ES=4 if dtype == "fp32" else 2, W_NK=nk, BLOCK_M=bm,
                   BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=True,
                   PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
-                  COPY_BLOCK=2048, UPCAST=False)
+                  COPY_BLOCK=2048, UPCAST=False, SPLIT=split)
     sig.update({k: "constexpr" for k in consts})
     # what a launch with 16-byte aligned tensors and K, N multiples of 16 specialises
     attrs = {(arg, i): [["tt.divisibility", 16]] for arg in (1, 2, 3, 4) for i in range(L)}
@@ -418,10 +444,11 @@ def _compile_gemm(dtype, nk, tile, L=2):
 
 
 @needs_triton
-@pytest.mark.parametrize("dtype,nk,tile", [("bf16", True, (128, 256, 64, 8, 3)),
-                                           ("fp16", False, (64, 128, 64, 4, 3)),
-                                           ("fp32", False, (64, 64, 32, 4, 3))])
-def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile):
+@pytest.mark.parametrize("dtype,nk,tile,split", [("bf16", True, (128, 256, 64, 8, 3), 0),
+                                                 ("bf16", True, (128, 256, 64, 8, 3), 1),
+                                                 ("fp16", False, (128, 128, 64, 8, 3), 0),
+                                                 ("fp32", False, (64, 64, 32, 4, 3), 1)])
+def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split):
     """The fused GEMM + All-to-All goes through Triton and ptxas for sm_90 with the memory-model
     pieces (release flags, acquire waits, the bound, block-uniform decisions, .cg reads, the
     first-error CAS) and, for 16-bit types, Hopper tensor cores (wgmma) fed by a cp.async
@@ -429,7 +456,7 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile):
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         pytest.skip("TRITON_INTERPRET is set")
     try:
-        c = _compile_gemm(dtype, nk, tile)
+        c = _compile_gemm(dtype, nk, tile, split=split)
     except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
         if "ptxas" in str(e).lower():
             pytest.skip(f"cannot run ptxas here: {e}")
@@ -471,6 +498,112 @@ def test_op_impl_triton_on_cpu(pool2):
 
 
 # ---- Triton's CPU interpreter ------------------------------------------------------------------
+# The GEMM + All-to-All's tile orders (FCO_TRITON_GA_ORDER): experts of up to 120 rows in 16-row M
+# tiles (tiles that span sources, local-only tiles), against float64; then each rank's plan area
+# (local-only M tiles [jl0, jl1) hold only its own rows, and in "split" all of them), the header
+# (B flags announced per destination with rows) and one flag sig_value(call, 0) per part and peer.
+_GA_ORDER_CASE = r"""
+import os
+import sys
+
+import torch
+
+import _triton_interp as T
+from fco.triton import gemm_alltoall as GA, layout as L
+
+order = sys.argv[1]
+os.environ["FCO_TRITON_GA_ORDER"] = order
+BM = BN = 16
+n = 0
+classes = set()
+for P in (2, 3):
+    w = T.World(P)
+    calls = 0
+    for dt, K, N, layout, bpr in ((torch.float32, 24, 40, "nk", None),
+                                  (torch.bfloat16, 16, 16, "kn", 3),
+                                  (torch.float32, 40, 33, "kn", 1),
+                                  (torch.float16, 16, 20, "nk", 5)):
+        n += 1
+        As, Ws, Cs = T._ga_data(P, dt, K, N, layout, seed=200 + n, max_count=40)
+        refs = T._ga_ref(As, Ws, Cs, layout)
+        out_rows = max(r.shape[0] for r in refs) + 3
+        outs = [torch.full((out_rows, N), float("nan")).to(dt) for _ in range(P)]
+        GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, w_layout=layout, outs=outs,
+                         blocks_per_rank=bpr, tile=(BM, BN, 16, 1, 1))
+        calls += 1
+        T._ga_check(outs, refs, dt, (order, P, dt, layout, K, N, bpr))
+        assert [d.epoch for d in w.devs] == [calls] * P
+        assert all(d.arrive == 0 for d in w.devs)
+        assert all(e.code == 0 for e in w.errs), [(e.code, e.slot) for e in w.errs]
+        es = As[0].element_size()
+        nN = -(-N // BN)
+        half = L.half_offset(w.devs[0].ws_bytes, calls)
+        hb = GA.hdr_bytes(P)
+        for me in range(P):
+            C = [[int(x) for x in row] for row in Cs[me].tolist()]
+            E = len(C)
+            ws = w.ws[me]
+            plan = half + GA.off_staging(P) + L.round_up(out_rows * N * es, 256)
+            i32 = ws[plan:plan + 6400 + 2048 * P].view(torch.int32).tolist()
+            arow, rows, jl0, jl1, tbr, tbl = (i32[k * 256:k * 256 + E] for k in range(6))
+            t_r, total = i32[1536], i32[1537]
+            cnt = i32[1600:1600 + E * P]
+            dloc = i32[1600 + 256 * P:1600 + 256 * P + E * P]
+            hdr = ws[half + me * hb:half + me * hb + 8 * (4 + 3 * P)].view(torch.int64).tolist()
+            B = hdr[2]
+            tot = [sum(C[e][s] for e in range(E)) for s in range(P)]
+            assert hdr[4 + P:4 + 2 * P] == [B if x else 0 for x in tot], (hdr, tot, B)
+            a0, t_rem, t_loc = 0, 0, 0
+            for e in range(E):
+                R = sum(C[e])
+                assert (arow[e], rows[e]) == (a0, R)
+                assert cnt[e * P:(e + 1) * P] == C[e]
+                assert dloc[e * P:(e + 1) * P] == [sum(C[x][s] for x in range(e))
+                                                   for s in range(P)]
+                l0 = sum(C[e][:me])
+                l1 = l0 + C[e][me]
+                nM = -(-R // BM)
+                only = [j for j in range(nM) if l0 <= j * BM and min(R, (j + 1) * BM) <= l1]
+                want = (only[0], only[-1] + 1) if order == "split" and only else None
+                # only tiles of my own rows may run after the flags; split: all of them do
+                assert all(l0 <= j * BM and min(R, (j + 1) * BM) <= l1
+                           for j in range(jl0[e], jl1[e])), (e, jl0[e], jl1[e], l0, l1, R)
+                if want:
+                    assert (jl0[e], jl1[e]) == want, (e, jl0[e], jl1[e], want)
+                    classes.add("local")
+                else:
+                    assert jl1[e] - jl0[e] == 0 or order == "split"
+                if sum(1 for s in range(P) if C[e][s]) > 1 and nM:
+                    classes.add("mixed")
+                assert tbr[e] == t_rem
+                t_rem += (nM - (jl1[e] - jl0[e])) * nN
+                a0 += R
+            for e in range(E):
+                assert tbl[e] == t_rem + t_loc
+                t_loc += (jl1[e] - jl0[e]) * nN
+            assert (t_r, total) == (t_rem, t_rem + t_loc)
+            # one flag per part and peer with rows, sig_value(call, 0)
+            for s in range(P):
+                if s != me and tot[s]:
+                    got = w.sig[s][me * L.SIG_SLOTS:me * L.SIG_SLOTS + B].tolist()
+                    assert got == [L.sig_value(calls, 0)] * B, (me, s, got)
+assert classes == ({"local", "mixed"} if order == "split" else {"mixed"}), classes
+print("ok", order)
+"""
+
+
+@needs_triton
+@pytest.mark.parametrize("order", ["split", "merged"])
+def test_interpreter_gemm_tile_order(order):
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env.pop("FCO_TRITON_GA_TILE", None)
+    r = subprocess.run([sys.executable, "-c", _GA_ORDER_CASE, order], env=env, cwd=HERE,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-6000:]
+    assert f"ok {order}" in r.stdout
+
+
+# ---- Triton's CPU interpreter: the cases of _triton_interp.py ------------------------------
 @needs_triton
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table", "gemm",
                                   "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",

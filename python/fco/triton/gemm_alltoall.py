@@ -11,24 +11,30 @@ accumulation (tl.dot: wgmma on sm_90), f32 in fp32 (input_precision "ieee", no T
 
 Design (one persistent launch; program → (local rank li = pid // B, part b = pid % B)):
   1. header    part 0 reads the device counts and builds, with exclusive prefix sums
-               (tl.cumsum), the segment table — one segment per (destination s, expert e): rows,
-               first A row, first row among my rows at s, first tile — in the private plan area
-               of this call's half, then puts its header {valid, E, B, why, tot[s], tiles[s],
-               tstart[s]} into slot [me] of every rank's header area (its own included) and
-               release-signals sig[me][1023] there. The release also publishes the segment
-               table to the rank's other programs.
+               (tl.cumsum), the tile plan in the private plan area of this call's half: per
+               expert its first A row, its rows (every source's: they are contiguous in A),
+               its local-only M tiles [jl0, jl1) and first tiles, per (expert, source) the rows
+               and the first row among them at the source. Then it puts its header {valid, E,
+               B, why, tot[s], tiles[s] = B where tot[s] > 0, tstart[s]} into slot [me] of
+               every rank's header area (its own included) and release-signals sig[me][1023]
+               there. The release also publishes the plan to the rank's other programs.
   2. verdict   every program waits for all P headers (acquire, bounded) and derives from them
                alone — so every rank reaches the same — the verdict (all valid, Σ_r tot_r[s] ≤
                out_rows for every s; else FCO_ERR_INVALID_ARGUMENT on every rank, nothing
                written), base[s] (where my rows start in s's out) and what each peer sends me.
-  3. tiles     t = b, b + B, ... of the rank's tile list: destinations me+1, me+2, ..., me
-               (remote first), experts in order, groups of GROUP_M M tiles (L2 reuse of W).
-               tl.dot tile (fp32 accumulator), rounded, stored straight at its final rows:
-               into `out` (own rows) or into the destination's staging (laid out as its out);
-               a remote tile is then signalled on slot [me][b] with sig_value(e, j), j = tiles
-               this program sent to that destination before.
-  4. land      from each peer r: part q of r sent count_mod(tstart, tstart + tiles, q, G_r)
-               tiles here (r's header); every program waits for all those flags (a vector of
+  3. tiles     t = b, b + B, ... of the rank's tile list: M tiles over an expert's rows of
+               every source (W read once per tile row, not once per destination: few rows
+               per expert make one M tile, not one per source) × N tiles, groups of GROUP_M M
+               tiles (L2 reuse of W). SPLIT (compute-bound shapes): first every expert's tiles
+               that touch a peer's rows, then the local-only ones; else every expert's tiles
+               in one run. tl.dot tile (fp32 accumulator), rounded, each source's rows stored
+               straight at their final rows: into `out` (own rows) or into the destination's
+               staging (laid out as its out). Before its first local-only tile (or at the end)
+               part b raises sig_value(e, 0) on slot [me][b] of every peer it has rows for:
+               one flag per part and peer, so the header's tiles[s] = B makes count_mod give
+               every part exactly 1 and impl 1's receivers count it unchanged.
+  4. land      from each peer r: part q of r raised count_mod(tstart, tstart + tiles, q, G_r)
+               flags here (r's header); every program waits for all those flags (a vector of
                acquire loads), then copies its slice of r's rows from staging into out.
   end          the last program of each rank advances the epoch.
 Workspace: exactly impl 1's (src/ops/gemm_alltoall.h): half h = e & 1 holds the header area,
@@ -38,7 +44,7 @@ Workspace: exactly impl 1's (src/ops/gemm_alltoall.h): half h = e & 1 holds the 
 Launch requirements: every rank runs the same sequence of epoch-advancing calls with the same
   a_rows, out_rows, K, N, dtype, w_layout; all num_local·B programs co-resident (B from the
   compiled kernel's occupancy); B ≤ 1022 (slots 1022 / 1023 are impl 2's "done" and the header).
-  Tile sizes may differ between ranks (receivers only count tiles).
+  Tile sizes and orders may differ between ranks (receivers only count flags).
   split_phases=True launches steps 1, 2-3 and 2-4 as three kernels (no co-residency need, no
   overlap): what Triton's CPU interpreter runs, where programs execute one after another.
 """
@@ -108,25 +114,39 @@ def _count_mod(t0, t1, q, g):
 
 @triton.jit
 def _plan_ptrs(dev, plan_off, P):
-    """The private segment table (structure of arrays, 28 bytes per segment ≤ impl 1's 32):
-    tile_begin int64, rows, a_row, d_local, s, e int32, each 256·P entries."""
+    """The private plan (int32 arrays; 6400 + 2048·P bytes ≤ plan_bytes(P)): per expert e
+    (256 entries each) a_row (first A row), rows (R_e, all sources), jl0 / jl1 (its local-only
+    M tiles [jl0, jl1)), tbr / tbl (first tile of its remote and of its local-only tiles);
+    scalars sc[0] = T_R (tiles touching a peer's rows, listed first), sc[1] = total; per
+    (e, s) at e·P + s: cnt (rows of e from s) and dloc (rows of earlier experts for s)."""
     base = fl.peer_base(dev, fl.rank(dev)) + plan_off
-    ns = tl.cast(P, tl.int64) * 256
-    tb = base.to(tl.pointer_type(tl.int64))
-    rows = (base + 8 * ns).to(tl.pointer_type(tl.int32))
-    arow = (base + 12 * ns).to(tl.pointer_type(tl.int32))
-    dloc = (base + 16 * ns).to(tl.pointer_type(tl.int32))
-    dst = (base + 20 * ns).to(tl.pointer_type(tl.int32))
-    exp = (base + 24 * ns).to(tl.pointer_type(tl.int32))
-    return tb, rows, arow, dloc, dst, exp
+    P64 = tl.cast(P, tl.int64)
+    i32 = tl.pointer_type(tl.int32)
+    arow = base.to(i32)
+    rows = (base + 1024).to(i32)
+    jl0 = (base + 2048).to(i32)
+    jl1 = (base + 3072).to(i32)
+    tbr = (base + 4096).to(i32)
+    tbl = (base + 5120).to(i32)
+    sc = (base + 6144).to(i32)
+    cnt = (base + 6400).to(i32)
+    dloc = (base + 6400 + 1024 * P64).to(i32)
+    return arow, rows, jl0, jl1, tbr, tbl, sc, cnt, dloc
 
 
 @triton.jit
 def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, E_PAD: tl.constexpr,
-                 P_PAD: tl.constexpr):
-    """Part 0, all threads: segment table from the device counts, then the header to every
-    rank (its own included) and the release flags on slot [me][HDR_SLOT]."""
+                 P_PAD: tl.constexpr, SPLIT: tl.constexpr):
+    """Part 0, all threads: the tile plan from the device counts, then the header to every
+    rank (its own included) and the release flags on slot [me][HDR_SLOT].
+    Tiles: M tiles over each expert's rows of every source at once (they are contiguous in A,
+    so W is read once per tile row, not once per destination), × N tiles. SPLIT: the tiles
+    that touch a peer's rows come first (all experts), the local-only ones after, so the
+    peers can land while the local tiles run; else every expert's tiles in one run (W of an
+    expert read once: memory-bound shapes). Flags: each part raises one flag per peer with
+    rows, after its last tile touching peers' rows, so the header announces tiles[s] = B
+    (count_mod gives every part 1) and receivers stay impl 1's."""
     me = fl.rank(dev)
     P = fl.world_size(dev)
     ev = tl.arange(0, E_PAD)[:, None]
@@ -137,27 +157,47 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
     cm = tl.maximum(c, 0)
     ok = (bad == 0) & (tl.sum(cm) <= a_rows)
     nN = (N + BLOCK_N - 1) // BLOCK_N
-    nt = (cm + BLOCK_M - 1) // BLOCK_M * nN                        # tiles of segment (e, s)
-    rowsum = tl.sum(cm, axis=1)                                    # rows of expert e
-    a_row = (tl.cumsum(rowsum, 0) - rowsum)[:, None] + tl.cumsum(cm, axis=1) - cm
+    rows = tl.sum(cm, axis=1)                                      # [e] rows of expert e
+    a_row = tl.cumsum(rows, 0) - rows                              # its first A row
     d_local = tl.cumsum(cm, axis=0) - cm                           # earlier experts, same s
+    pre = tl.cumsum(cm, axis=1) - cm                               # earlier sources, same e
+    l0 = tl.sum(tl.where(sv == me, pre, 0), axis=1)                # my rows of e: [l0, l1)
+    mine = tl.sum(tl.where(sv == me, cm, 0), axis=1)
+    l1 = l0 + mine
+    nM = (rows + BLOCK_M - 1) // BLOCK_M
+    jl0 = (l0 + BLOCK_M - 1) // BLOCK_M                            # M tiles inside [l0, l1)
+    jl1 = tl.maximum(tl.where(l1 == rows, nM, l1 // BLOCK_M), jl0)
+    loc = (mine > 0) & (SPLIT != 0)
+    jl0 = tl.where(loc, jl0, 0)
+    jl1 = tl.where(loc, jl1, 0)
+    t_rem = (jl0 + nM - jl1) * nN                                  # tiles touching peers' rows
+    t_loc = (jl1 - jl0) * nN
+    T_R = tl.sum(t_rem)
+    tbr = tl.cumsum(t_rem, 0) - t_rem
+    tbl = T_R + tl.cumsum(t_loc, 0) - t_loc
+    total = T_R + tl.sum(t_loc)
+    e1 = tl.arange(0, E_PAD)
+    m1e = (e1 < E) & ok
+    p_arow, p_rows, p_jl0, p_jl1, p_tbr, p_tbl, p_sc, p_cnt, p_dloc = _plan_ptrs(dev, plan_off,
+                                                                                  P)
+    tl.store(p_arow + e1, a_row.to(tl.int32), mask=m1e)
+    tl.store(p_rows + e1, rows.to(tl.int32), mask=m1e)
+    tl.store(p_jl0 + e1, jl0.to(tl.int32), mask=m1e)
+    tl.store(p_jl1 + e1, jl1.to(tl.int32), mask=m1e)
+    tl.store(p_tbr + e1, tbr.to(tl.int32), mask=m1e)
+    tl.store(p_tbl + e1, tbl.to(tl.int32), mask=m1e)
+    tl.store(p_sc, T_R.to(tl.int32), mask=ok)
+    tl.store(p_sc + 1, total.to(tl.int32), mask=ok)
+    ms = m2 & ok
+    tl.store(p_cnt + ev * P + sv, cm.to(tl.int32), mask=ms)
+    tl.store(p_dloc + ev * P + sv, d_local.to(tl.int32), mask=ms)
     s1 = tl.arange(0, P_PAD)
     m1 = s1 < P
     tot = tl.sum(cm, axis=0)
-    tiles = tl.sum(nt, axis=0)
+    tiles = tl.where(tot > 0, tl.cast(B, tl.int64), 0)             # flags: one per part
     rot = (s1 - me - 1 + 2 * P) % P                                # schedule position of s
     tstart = tl.sum(tl.where((rot[None, :] < rot[:, None]) & m1[None, :], tiles[None, :], 0),
                     axis=1)
-    tb = tstart[None, :] + tl.cumsum(nt, axis=0) - nt
-    j = ((sv - me - 1 + 2 * P) % P) * E + ev                       # schedule order
-    p_tb, p_rows, p_arow, p_dloc, p_dst, p_exp = _plan_ptrs(dev, plan_off, P)
-    ms = m2 & ok
-    tl.store(p_tb + j, tb, mask=ms)
-    tl.store(p_rows + j, cm.to(tl.int32), mask=ms)
-    tl.store(p_arow + j, a_row.to(tl.int32), mask=ms)
-    tl.store(p_dloc + j, d_local.to(tl.int32), mask=ms)
-    tl.store(p_dst + j, (sv + 0 * ev).to(tl.int32), mask=ms)
-    tl.store(p_exp + j, (ev + 0 * sv).to(tl.int32), mask=ms)
     okv = ok.to(tl.int64)
     for p in range(0, P):
         h = fl.peer_ptr(dev, p, hoff + tl.cast(me, tl.int64) * hb, tl.int64)
@@ -172,6 +212,16 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
     for p in range(0, P):
         tl.atomic_xchg(fl.sig_ptr(dev, p, me, HDR_SLOT), fl.sig_value(e, 0), sem="release",
                        scope="sys")
+
+
+@triton.jit
+def _signal_peers(dev, sendv, rv, me, P, b, e):
+    """All threads. Part b's one flag of this call to every peer it has rows for: sig_value(e,
+    0) on slot [me][b] there, after (release) every tile of this part that touched its rows."""
+    for s in range(0, P):
+        if s != me:
+            if _pick(sendv, rv, s) > 0:
+                fl.signal(dev, s, b, fl.sig_value(e, 0))
 
 
 @triton.jit
@@ -278,7 +328,8 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                          P_PAD: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
                          PRECISION: tl.constexpr, PHASES: tl.constexpr, VEC: tl.constexpr = False,
                          QV: tl.constexpr = 256,
-                         COPY_BLOCK: tl.constexpr = 2048, UPCAST: tl.constexpr = False):
+                         COPY_BLOCK: tl.constexpr = 2048, UPCAST: tl.constexpr = False,
+                         SPLIT: tl.constexpr = 0):
     # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
     # before the launch, so a CUDA graph captures the call as it is).
     pid = tl.program_id(0)
@@ -320,7 +371,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
         if valid != 0:
             if b == 0:
                 _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, BLOCK_M,
-                             BLOCK_N, E_PAD, P_PAD)
+                             BLOCK_N, E_PAD, P_PAD, SPLIT)
 
     if PHASES & 6:
         # ---- every rank's header: verdict, placement (identical on every rank) ----
@@ -352,54 +403,82 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
         base = tl.sum(tl.where(rv[:, None] < me, T, 0), axis=0)  # [s]: my first row at s
         recv = tl.sum(tl.where(rv[None, :] == me, T, 0), axis=1)  # [r]: rows r sends me
         roff = tl.cumsum(recv, 0) - recv                         # [r]: where they start
-        my_tiles = tl.load(hdr + me * hw + 4 + P + rv, mask=rm1, other=0, cache_modifier=".cg")
-        my_tstart = tl.load(hdr + me * hw + 4 + 2 * P + rv, mask=rm1, other=0,
-                            cache_modifier=".cg")
 
         if PHASES & 2:
-            # ---- tiles: remote destinations first, each stored at its final rows ----
+            # ---- tiles: those touching peers' rows first, each row stored at its final place ----
             if work:
-                total = tl.sum(my_tiles).to(tl.int32)
                 nN = (N + BLOCK_N - 1) // BLOCK_N
-                p_tb, p_rows, p_arow, p_dloc, p_dst, p_exp = _plan_ptrs(dev, plan_off, P)
-                nseg = E * P
-                jv = tl.arange(0, E_PAD * P_PAD)
+                p_arow, p_rows, p_jl0, p_jl1, p_tbr, p_tbl, p_sc, p_cnt, p_dloc = _plan_ptrs(
+                    dev, plan_off, P)
+                ev = tl.arange(0, E_PAD)
+                em = ev < E
+                big = 0x7FFFFFFF
+                tbrv = tl.load(p_tbr + ev, mask=em, other=big, cache_modifier=".cg")
+                tblv = tl.load(p_tbl + ev, mask=em, other=big, cache_modifier=".cg")
+                t_r = tl.load(p_sc, cache_modifier=".cg")
+                total = tl.load(p_sc + 1, cache_modifier=".cg")
+                sendv = tl.sum(tl.where(rv[:, None] == me, T, 0), axis=0)  # [s]: rows I send s
+                # my first tile past the remote ones: the flags go out just before it
+                b64 = tl.cast(b, tl.int64)
+                t_sig = tl.where(b64 >= t_r, b64, b64 + (t_r - b64 + B - 1) // B * B)
                 stg_peer = stg_off  # same offset in every rank's workspace
+                rr = tl.arange(0, BLOCK_M)
+                cn = tl.arange(0, BLOCK_N)
                 for t in range(b, total, B):
-                    tbv = tl.load(p_tb + jv, mask=jv < nseg, other=1 << 62, cache_modifier=".cg")
-                    seg = tl.sum((tbv <= t).to(tl.int32)) - 1      # last segment starting ≤ t
-                    rows = tl.load(p_rows + seg, cache_modifier=".cg")
-                    a_row = tl.load(p_arow + seg, cache_modifier=".cg")
-                    d_local = tl.load(p_dloc + seg, cache_modifier=".cg")
-                    s = tl.load(p_dst + seg, cache_modifier=".cg")
-                    ex = tl.load(p_exp + seg, cache_modifier=".cg")
-                    l = t - tl.load(p_tb + seg, cache_modifier=".cg")
-                    # grouped order: GROUP_M M tiles × every N tile, M fastest
+                    if t == t_sig:
+                        _signal_peers(dev, sendv, rv, me, P, b, e)
+                    inr = t < t_r
+                    tbv = tl.where(inr, tbrv, tblv)
+                    ex = tl.sum((tbv <= t).to(tl.int32)) - 1       # last expert starting ≤ t
+                    tb_r = tl.load(p_tbr + ex, cache_modifier=".cg")
+                    tb_l = tl.load(p_tbl + ex, cache_modifier=".cg")
+                    rows = tl.load(p_rows + ex, cache_modifier=".cg")
+                    a_row = tl.load(p_arow + ex, cache_modifier=".cg")
+                    jl0 = tl.load(p_jl0 + ex, cache_modifier=".cg")
+                    jl1 = tl.load(p_jl1 + ex, cache_modifier=".cg")
+                    cv = tl.load(p_cnt + ex * P + rv, mask=rv < P, other=0, cache_modifier=".cg")
+                    dv = tl.load(p_dloc + ex * P + rv, mask=rv < P, other=0,
+                                 cache_modifier=".cg")
                     nM = (rows + BLOCK_M - 1) // BLOCK_M
+                    nm = tl.where(inr, jl0 + nM - jl1, jl1 - jl0)  # M tiles of this run
+                    l = t - tl.where(inr, tb_r, tb_l)
+                    # grouped order: GROUP_M M tiles × every N tile, M fastest (W shared in L2)
                     grp = l // (GROUP_M * nN)
                     inn = l - grp * GROUP_M * nN
-                    gm = tl.minimum(GROUP_M, nM - grp * GROUP_M)
-                    m0 = ((grp * GROUP_M + inn % gm) * BLOCK_M).to(tl.int32)
+                    gm = tl.minimum(GROUP_M, nm - grp * GROUP_M)
+                    i = grp * GROUP_M + inn % gm
+                    jm = tl.where(inr, tl.where(i < jl0, i, jl1 + i - jl0), jl0 + i)
+                    m0 = (jm * BLOCK_M).to(tl.int32)
                     n0 = ((inn // gm) * BLOCK_N).to(tl.int32)
                     acc = _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK, BLOCK_M, BLOCK_N,
                                 BLOCK_K, EVEN_K, EVEN_N, PRECISION, UPCAST)
-                    drow = _pick(base, rv, s) + d_local + m0           # first row at s
-                    rr = tl.arange(0, BLOCK_M)
-                    cn = tl.arange(0, BLOCK_N)
-                    offs = rr[:, None] * N + cn[None, :]
-                    smask = (rr < rows - m0)[:, None] & (cn < N - n0)[None, :]
                     val = acc.to(DTYPE)
-                    toff = drow * N + n0
-                    if s == me:
-                        tl.store(out + toff + offs, val, mask=smask)
-                    else:
-                        # The staging of every rank starts 256-byte aligned; the hint must be
-                        # inline (on a jit helper's result it is lost when Triton inlines it).
-                        dst = (fl.peer_base(dev, s) + stg_peer).to(tl.pointer_type(DTYPE))
-                        dst = tl.multiple_of(dst, 16)
-                        tl.store(dst + toff + offs, val, mask=smask)
-                        j = _count_mod(_pick(my_tstart, rv, s), t, b, B)
-                        fl.signal(dev, s, b, fl.sig_value(e, j))
+                    cmask = cn < N - n0
+                    end = tl.cumsum(cv, 0)                         # [s]: past s's rows of ex
+                    pre = end - cv                                 # [s]: first row of s in ex
+                    drow = base + dv                               # [s]: its first row at s
+                    # the tile's rows [m0, m0 + BLOCK_M) of expert ex, cut by source rank s
+                    for s in range(0, P):
+                        lo = _pick(pre, rv, s) - m0                # tile rows [lo, hi) are s's
+                        hi = _pick(end, rv, s) - m0
+                        if (hi > lo) & (lo < BLOCK_M) & (hi > 0):
+                            rmask = (rr >= lo) & (rr < hi)
+                            rd = tl.where(rmask, rr - lo, 0)
+                            offs = rd[:, None] * N + cn[None, :]
+                            smask = rmask[:, None] & cmask[None, :]
+                            toff = _pick(drow, rv, s) * N + n0
+                            if s == me:
+                                tl.store(out + toff + offs, val, mask=smask)
+                            else:
+                                # The staging of every rank starts 256-byte aligned; the hint
+                                # must be inline (on a jit helper's result it is lost when
+                                # Triton inlines it).
+                                dst = (fl.peer_base(dev, s) + stg_peer).to(
+                                    tl.pointer_type(DTYPE))
+                                dst = tl.multiple_of(dst, 16)
+                                tl.store(dst + toff + offs, val, mask=smask)
+                if t_sig >= total:
+                    _signal_peers(dev, sendv, rv, me, P, b, e)
 
         if PHASES & 4:
             # ---- land: wait for each peer's tiles, copy my slice of its rows into out ----
@@ -448,7 +527,12 @@ def _next_pow2(n):
 
 def plan(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) from values this process knows on the
-    host (never the device counts). Ranks may differ: receivers only count tiles.
+    host (never the device counts). Ranks may differ: receivers only count flags.
+    16-bit: 128×256×64, 8 warps, 3 stages (128×128 when N < 2048) whatever the rows per expert:
+    M tiles run over an expert's rows of every source at once, so few rows per expert cost
+    one tile row (W read once). The 64×128 tile of 4 warps that segments of ≤ 64 rows had
+    took 1654 µs on 2×H200 where chunks took 239 (128 tokens, K 2048, N 7168, 32 experts,
+    top-8), 4× what this tile took for the same W traffic at 512 tokens.
     FCO_TRITON_GA_TILE="bm,bn,bk,warps,stages" overrides (experiments)."""
     env = os.environ.get("FCO_TRITON_GA_TILE", "")
     if env:
@@ -466,10 +550,27 @@ def plan(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
         return 16, 16, 16, 1, 1
     if dtype_bytes == 4:  # FFMA (no TF32): small tiles
         return 64, 64, 32, 4, 3
-    small = a_rows <= 64 * max(1, e_max) * max(1, nranks)  # ≤ 64 rows per segment on average
-    bm = 64 if small else 128
-    bn = 256 if not small and n >= 2048 else 128
-    return bm, bn, 64, 4 if small else 8, 3
+    return 128, 256 if n >= 2048 else 128, 64, 8, 3
+
+
+def tile_order(dtype_bytes, a_rows, e_max, interpret=False):
+    """SPLIT (1) or not (0), from host values only. 1: the tiles touching peers' rows of every
+    expert first, the local-only ones after — the peers land while the local tiles run, at the
+    price of reading W twice where an expert has both (compute-bound shapes hide it). 0: every
+    expert's tiles in one run, W read once; the landing waits for the last tile (memory-bound
+    shapes: ≤ 512 rows per expert on average, where W traffic sets the time).
+    FCO_TRITON_GA_ORDER=split|merged overrides."""
+    env = os.environ.get("FCO_TRITON_GA_ORDER", "")
+    if env:
+        if env not in ("split", "merged"):
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"FCO_TRITON_GA_ORDER={env!r}: expected split or merged", _NAME)
+        return int(env == "split")
+    if interpret:
+        return 0
+    if dtype_bytes == 4:  # FFMA: compute-bound at any size
+        return 1
+    return int(a_rows > 512 * max(1, e_max))
 
 
 _occ_cache = {}
@@ -497,7 +598,20 @@ def _blocks(args, kwargs, num_local, device, num_warps, num_stages, bound):
     if per_sm < 1:
         raise FcoError(_lib.UNSUPPORTED, "the Triton gemm_alltoall kernel does not fit on an SM",
                        _NAME)
-    return host.blocks_per_rank(bound, num_local, props.multi_processor_count, per_sm, MAX_PARTS)
+    return _full_grid(bound, num_local, props.multi_processor_count, per_sm)
+
+
+def _full_grid(bound, num_local, num_sms, per_sm):
+    """Every co-resident program (at most one per tile of the upper bound, MAX_PARTS). Not
+    lowered to give each program the same number of tiles of the bound: the real tile count
+    comes from the device counts and is usually far below it (1024 tokens, 8 experts, 2 ranks:
+    the bound's 272 tiles made that 91 programs on 132 SMs: 3 waves for 256 tiles, not 2)."""
+    fit = per_sm * num_sms // num_local
+    if fit < 1:
+        raise FcoError(_lib.UNSUPPORTED,
+                       f"{per_sm * num_sms} co-resident programs ({per_sm} per SM × {num_sms} "
+                       f"SMs) cannot give each of {num_local} ranks one", _NAME)
+    return max(1, min(fit, MAX_PARTS, int(bound)))
 
 
 def check_host_args(nranks, a_rows, out_rows, K, N, counts_host=None, recv_rows=None,
@@ -635,6 +749,7 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     esize = as_[0].element_size()
     e_max = max(w.shape[0] for w in ws)
     bm, bn, bk, nw, ns = tile or plan(esize, N, a_rows, e_max, P, fl.INTERPRET)
+    split = tile_order(esize, a_rows, e_max, fl.INTERPRET)
     nN = -(-N // bn)
     if (a_rows // bm + MAX_EXPERTS * P + 1) * nN >= 2 ** 31:
         raise FcoError(_lib.UNSUPPORTED,
@@ -656,8 +771,10 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
               BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=max(2, _next_pow2(e_max)),
               P_PAD=max(2, _next_pow2(P)), EVEN_K=K % bk == 0, EVEN_N=N % bn == 0,
               VEC=N % 8 == 0,
-              PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2)
-    bound = max(1, min(2 ** 30, (a_rows // bm + 1) * nN))
+              PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2,
+              SPLIT=split)
+    # at most this many tiles: every expert adds at most one partial M tile
+    bound = max(1, min(2 ** 30, (a_rows // bm + e_max) * nN))
     if blocks_per_rank is None:
         if on_gpu and not fl.INTERPRET:
             B = _blocks(targs + (a_rows, out_rows, K, N, 2, P, need), dict(kw, PHASES=7), L, dev,
