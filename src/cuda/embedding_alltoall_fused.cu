@@ -1,0 +1,364 @@
+/*
+ * embedding_alltoall_fused.cu — impl 1 of fco_embedding_alltoall: the fused kernel
+ * (ea_kernel_fused: pool tiles stored straight into their destination's workspace, counters
+ * signalled in batches, landing into out) and its launcher (pick_fused, called by
+ * fco_cuda_embedding_alltoall_run). Parameters and tiles: embedding_alltoall.cuh; the pooling:
+ * embedding_alltoall_pool.cuh; impl 0, the host side and the entry points: embedding_alltoall.cu.
+ *
+ * impl 1 — fused (ea_kernel_fused), one persistent grid of num_local × bpr blocks.
+ *   Layout: rank s's workspace holds two halves of R = roundup(max_q b_q · T · D · esize, 256);
+ *     the half of a call with epoch e starts at (e & 1) · fco_ws_half_bytes(ws_bytes) (the
+ *     workspace rule in src/core/internal.h; ≥ R since ws ≥ 2·R) and is laid out exactly as out_s
+ *     [b_s, T, D]: source r's pooled vector for (sample i of s, table t) lands at the place it
+ *     takes in out_s. Every pooled vector crosses NVLink once.
+ *   Counters: source r cuts destination s's samples into chunks of ns_r, the chunks into ≤ 64
+ *     groups of cpg_r. Counter (r, g) of s is slot g of s's signal row r; it ends at
+ *     (e << 32) + tiles of group g = (e << 32) + chunks(g) · ceil(T_r / nt_r).
+ *   Tasks of rank me: pool tiles for destinations me+1, me+2, ..., me-1 (the remote phase), then
+ *     for me (the local phase, straight into out); land units (source, group, slice of about
+ *     FCO_EA_LAND_KB KiB): once the group's counter is complete, copy those rows' source columns
+ *     from the workspace half into out. Block `part` takes pool tiles part, part + bpr, ... and
+ *     land units part, part + bpr, ... (static; sources me-1, me-2, ...: who sent first).
+ *   Signals, in batches: after every FCO_EA_SIGNAL_EVERY remote tiles, and after its last one,
+ *     a block syncs and thread 0 does, for each counter it advanced since the last batch,
+ *     red.max.relaxed(counter, e << 32); then one fence.acq_rel.sys; then
+ *     red.add.relaxed(counter, tiles). bar.sync orders every thread's stores before the fence,
+ *     and fence + relaxed add is a release pattern (the fence also orders the max before the
+ *     add). The max lifts the previous call's value (≤ (e-1) << 32 | n) and, being done by every
+ *     adder before its add, no add is lost; so the counter ends at (e << 32) + tiles. Values
+ *     only grow and keep the (epoch << 32 | n) form of prims.cuh, so slots shared with other
+ *     ops stay consistent. The fence waits until the block's NVLink stores are acknowledged
+ *     (µs); batching pays it once per batch, and only warp 0 waits (the others go on pooling).
+ *   Landing: in the local phase, before each local tile, thread 0 polls the block's next land
+ *     unit (acquire loads of its counters, no wait); ready units are copied at once (8 16-byte
+ *     loads in flight per thread), so landing overlaps the local lookup. After its last pool
+ *     tile a block waits (bounded) for its remaining land units in order.
+ *     FCO_EA_LAND_POLL=0: no polling, every land unit after the block's pool tiles.
+ *   Progress: pool tiles and polls never wait; a block waits only after its last pool tile,
+ *     and only for other ranks' remote-phase tiles, which they finish and signal (at the latest
+ *     at the end of their remote phase) without waiting for anything.
+ *   Presence: block 0 lifts every (destination, group) counter and slot 64 (presence) at start;
+ *     every rank waits for every source's presence each call (the source's first land unit,
+ *     also when it carries no data). So no rank finishes call e+1 before every peer started
+ *     e+1, i.e. finished e: a write of call e+2 into the half of call e never meets a
+ *     destination still landing call e.
+ *   Completion: out is complete when the kernel ends (every land unit of every source ran);
+ *     the last block advances dev->epoch.
+ *   Launch requirements: all blocks co-resident on the local transport (land waits spin on
+ *   other ranks' pool tiles): bpr ≤ occupancy × SMs / num_local. dev->ws_bytes ≥ 2R when P > 1
+ *   (checked on the device: FCO_ERR_INTERNAL). Bad data does not stop the protocol (peers never
+ *   wait in vain), and waits ignore FCO_ERR_INVALID_ARGUMENT, so out is complete (bad entries
+ *   skipped) also then. Every rank must use the same tiling (it does: agreed values only); the
+ *   FCO_EA_* knobs are local choices (batching, land slices, kB) and may differ between ranks.
+ */
+#include <stdint.h>
+
+#include "embedding_alltoall_pool.cuh"
+
+namespace fco {
+namespace ea {
+namespace {
+
+/* ---- work items of rank me (their counts: ea_counts) ------------------------------------ */
+/* Pool tile `task` of rank me: destination d, chunk c (samples [c·ns, +ns) of d), table group
+ * tg (local tables [tg·nt, +nt)). */
+struct EaTile {
+  int d, tg;
+  int64_t c;
+};
+__host__ __device__ __forceinline__ EaTile ea_tile(const EaParams& p, int me, int64_t task,
+                                                   int64_t n_remote) {
+  const int P = p.nranks, ntg = ea_tgroups(p, me);
+  EaTile t;
+  int64_t rem = task;
+  t.d = me;
+  if (task < n_remote) {
+    for (int k = 1; k < P; ++k) {
+      t.d = (me + k) % P;
+      const int64_t n = ea_chunks(p, me, ea_batch(p, t.d)) * ntg;
+      if (rem < n) break;
+      rem -= n;
+    }
+  } else {
+    rem -= n_remote;
+  }
+  t.c = rem / ntg;
+  t.tg = (int)(rem - t.c * ntg);
+  return t;
+}
+
+/* A land unit of destination me: rows [r0, r1) of source src's columns, complete when the
+ * source's counter `slot` reaches `want`; `presence`: also wait for the source's presence. */
+struct LandUnit {
+  int64_t r0, r1;
+  uint64_t want;
+  int32_t src, slot; /* slot < 0: no data (presence only) */
+  bool presence;
+};
+__host__ __device__ __forceinline__ LandUnit ea_land_unit(const EaParams& p, int me, int64_t lu,
+                                                          uint64_t base) {
+  const int P = p.nranks;
+  LandUnit u;
+  int64_t rem = lu;
+  int src = me;
+  for (int k = 1; k < P; ++k) {
+    src = (me - k + P) % P;
+    const int64_t n = ea_land_units(p, src, me);
+    if (rem < n) break;
+    rem -= n;
+  }
+  u.src = src;
+  u.presence = rem == 0;
+  u.slot = -1;
+  u.r0 = u.r1 = 0;
+  u.want = base;
+  const int64_t ng = ea_groups(p, src, me);
+  if (ea_tables(p, src) > 0 && ng > 0) {
+    const int split = p.land_split[src];
+    const int64_t g = rem / split, sl = rem - g * split;
+    const int64_t cpg = p.cpg[src], bme = ea_batch(p, me);
+    const int64_t chunks = ea_min(cpg, ea_chunks(p, src, bme) - g * cpg);
+    u.slot = (int32_t)g;
+    u.want = base + (uint64_t)(chunks * ea_tgroups(p, src));
+    const int64_t g0 = g * cpg * p.tile_s[src], g1 = ea_min(bme, g0 + cpg * p.tile_s[src]);
+    const int64_t per = (g1 - g0 + split - 1) / split;
+    u.r0 = ea_min(g1, g0 + sl * per);
+    u.r1 = ea_min(g1, u.r0 + per);
+  }
+  return u;
+}
+
+/* ---- signals, waits, copies --------------------------------------------------------------- */
+__device__ __forceinline__ void red_max_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void red_add_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void fence_acq_rel_sys() {
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
+/* Bounded wait of thread 0 for *flag >= want; ignores FCO_ERR_INVALID_ARGUMENT (bad data does
+ * not stop the protocol), gives up on a timeout (its own, recorded, or another wait's). */
+__device__ __forceinline__ bool wait_count(const uint64_t* flag, uint64_t want, const RankView& v,
+                                           int32_t peer, int32_t slot) {
+  uint64_t seen = ld_acquire_sys(flag);
+  if (seen >= want) return true;
+  const uint64_t t0 = globaltimer_ns();
+  for (uint32_t spin = 1;; ++spin) {
+    seen = ld_acquire_sys(flag);
+    if (seen >= want) return true;
+    if (spin % kSpinsPerClock == 0) {
+      if (globaltimer_ns() - t0 > v.timeout_ns) {
+        record_error(v.err, FCO_ERR_TIMEOUT, FCO_OP_EMBEDDING_ALLTOALL, peer, slot, want, seen);
+        return false;
+      }
+      if (spin % kSpinsPerErrPoll == 0 && v.err) {
+        const int32_t c = ld_relaxed_sys(&v.err->code);
+        if (c != 0 && c != FCO_ERR_INVALID_ARGUMENT) return false;
+      }
+    }
+  }
+}
+
+template <typename U>
+__device__ __forceinline__ void st_unit(U* p, const U& x) { *p = x; }
+template <>
+__device__ __forceinline__ void st_unit<uint4>(uint4* p, const uint4& x) { st_global_v4(p, x); }
+
+/* Copy rows [r0, r1) × bytes [col, col + seg) of a [*, row] byte matrix from src to dst, units
+ * of U bytes (all of col, seg, row, src, dst multiples of U). All threads of the block;
+ * kLandUnroll loads in flight per thread before their stores. src was written by peers: read
+ * through L2 (ld.global.cg). Rows go in batches that keep the flat unit index in 32 bits. */
+template <typename U>
+__device__ __forceinline__ void copy_cols(char* dst, const char* src, int64_t r0, int64_t r1,
+                                          size_t row, size_t col, size_t seg) {
+  const uint32_t upr = (uint32_t)(seg / sizeof(U));
+  if (upr == 0) return;
+  const int64_t rows_per_batch = upr >= (1u << 30) ? 1 : (int64_t)((1u << 30) / upr);
+  for (int64_t rb = r0; rb < r1; rb += rows_per_batch) {
+    const uint32_t n = (uint32_t)(min(r1, rb + rows_per_batch) - rb) * upr;
+    const char* s = src + (size_t)rb * row + col;
+    char* d = dst + (size_t)rb * row + col;
+    for (uint32_t x0 = threadIdx.x; x0 < n; x0 += kLandUnroll * blockDim.x) {
+      U r[kLandUnroll];
+      size_t off[kLandUnroll];
+#pragma unroll
+      for (int u = 0; u < kLandUnroll; ++u) {
+        const uint32_t x = x0 + (uint32_t)u * blockDim.x;
+        const uint32_t rr = x / upr;
+        off[u] = (size_t)rr * row + (size_t)(x - rr * upr) * sizeof(U);
+        if (x < n) r[u] = __ldcg((const U*)(s + off[u]));
+      }
+#pragma unroll
+      for (int u = 0; u < kLandUnroll; ++u)
+        if (x0 + (uint32_t)u * blockDim.x < n) st_unit((U*)(d + off[u]), r[u]);
+    }
+  }
+}
+__device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_t r0, int64_t r1,
+                                              size_t row, size_t col, size_t seg) {
+  const uintptr_t m = (uintptr_t)dst | (uintptr_t)src | row | col | seg;
+  if (m % 16 == 0) copy_cols<uint4>(dst, src, r0, r1, row, col, seg);
+  else if (m % 4 == 0) copy_cols<uint32_t>(dst, src, r0, r1, row, col, seg);
+  else copy_cols<uint16_t>(dst, src, r0, r1, row, col, seg);
+}
+
+/* ---- impl 1 ------------------------------------------------------------------------------- */
+/* Thread 0: is the unit's data complete (no waiting)? */
+__device__ __forceinline__ bool land_ready(const LandUnit& u, const RankView& v, int me, uint64_t base) {
+  const uint64_t* row = v.peer_sig[me] + (size_t)u.src * FCO_SIG_SLOTS;
+  if (u.presence && ld_acquire_sys(row + kPresenceSlot) < base) return false;
+  return u.slot < 0 || ld_acquire_sys(row + u.slot) >= u.want;
+}
+/* Thread 0: wait (bounded) until it is; false on a timeout or another error. */
+__device__ __forceinline__ bool land_wait(const LandUnit& u, const RankView& v, int me, uint64_t base) {
+  const uint64_t* row = v.peer_sig[me] + (size_t)u.src * FCO_SIG_SLOTS;
+  if (u.presence && !wait_count(row + kPresenceSlot, base, v, u.src, kPresenceSlot)) return false;
+  return u.slot < 0 || wait_count(row + u.slot, u.want, v, u.src, u.slot);
+}
+
+/* All threads: publish the block's remote tiles since the last batch (see the header). */
+__device__ __forceinline__ void signal_batch(uint64_t* const* ctr, const uint32_t* n, int npend,
+                                             uint64_t base) {
+  __syncthreads(); /* every thread's stores before thread 0's fence */
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < npend; ++i) red_max_relaxed_sys(ctr[i], base);
+    fence_acq_rel_sys();
+    for (int i = 0; i < npend; ++i) red_add_relaxed_sys(ctr[i], n[i]);
+  }
+}
+
+/* All threads: land unit lu of destination me — wait for it (blocking) or only test it, then
+ * copy it from the workspace half into out. Returns 1 landed, 0 not ready (only when not
+ * blocking), -1 gave up (timeout or another error). */
+__device__ __forceinline__ int land(const EaParams& p, const RankView& v, char* out, int me,
+                                 int64_t lu, uint64_t base, size_t half, bool blocking) {
+  const LandUnit u = ea_land_unit(p, me, lu, base);
+  bool done = true;
+  if (threadIdx.x == 0)
+    done = blocking ? land_wait(u, v, me, base) : land_ready(u, v, me, base);
+  /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after. */
+  if (__syncthreads_or(!done)) return blocking ? -1 : 0;
+  if (u.r1 > u.r0) {
+    const size_t vec = (size_t)p.D * (size_t)p.esize;
+    copy_cols_any(out, v.peer_data[me] + half, u.r0, u.r1, (size_t)p.T * vec,
+                  (size_t)p.toff[u.src] * vec, (size_t)ea_tables(p, u.src) * vec);
+  }
+  return 1;
+}
+
+template <typename T, bool kVec, int kNV, int kB>
+__global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
+  __shared__ RankView v;
+  __shared__ int err_done;
+  __shared__ uint64_t* pend_ctr[kMaxPending]; /* thread 0's signal batch */
+  __shared__ uint32_t pend_n[kMaxPending];
+  const uint32_t li = blockIdx.x / p.blocks_per_rank;
+  const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
+  const EaRank& rk = p.r[li];
+  fco_dev_rank_t* dev = rk.dev;
+  if (threadIdx.x == 0) err_done = 0;
+  load_rank_view(dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = p.nranks, me = v.rank;
+  const size_t es = sizeof(T);
+  if (v.nranks != P || me != rk.rank || (P > 1 && v.ws_bytes < 2 * p.recv_bytes)) {
+    if (threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, me, -1, 2 * p.recv_bytes,
+                   v.ws_bytes);
+    epoch_end(dev, e, p.blocks_per_rank);
+    return;
+  }
+  const ErrCtx ec{v.err, &err_done, p.toff[me]};
+  /* Halves at 0 and ws/2 whatever this call's size: the workspace rule (src/core/internal.h). */
+  const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
+  const uint64_t base = e << 32;
+  const int64_t bpr = p.blocks_per_rank;
+
+  /* Presence and group counters of every destination lifted to this call. */
+  if (part == 0 && P > 1) {
+    for (int k = 1; k < P; ++k) {
+      const int d = (me + k) % P;
+      const int ng = (int)ea_groups(p, me, d);
+      uint64_t* row = v.peer_sig[d] + (size_t)me * FCO_SIG_SLOTS;
+      for (int g = threadIdx.x; g <= ng; g += blockDim.x)
+        red_max_relaxed_sys(row + (g == ng ? kPresenceSlot : g), base);
+    }
+  }
+
+  const EaCounts n = ea_counts(p, me);
+  const int64_t n_remote = n.n_remote, n_pool = n.n_pool, n_land = n.n_land;
+
+  /* Pool tiles: remote ones first (destinations me+1, me+2, ...; signalled in batches), then
+   * local ones into out, each preceded by the land units that are ready; then the remaining
+   * land units, waiting for each. One loop with one call site each for pool_tile and land
+   * (inlined once: registers). Every branch below is block-uniform. */
+  int64_t task = part, lu = part; /* this block's next pool tile and land unit */
+  bool poll = true;               /* try land units before the next local tile */
+  int npend = 0, since = 0;
+  uint64_t* last = nullptr;
+  for (;;) {
+    const bool pools_left = task < n_pool;
+    if (lu < n_land && (!pools_left || (poll && p.land_poll && task >= n_remote))) {
+      const int r = land(p, v, rk.out, me, lu, base, half, !pools_left);
+      if (r > 0) {
+        lu += bpr;
+        continue;
+      }
+      if (r < 0) break; /* timeout or another error: give up */
+      poll = false;     /* not ready: one more local tile first */
+    }
+    if (!pools_left) break;
+    const bool remote = task < n_remote;
+    const EaTile tile = ea_tile(p, me, task, n_remote);
+    const int d = tile.d;
+    const int64_t c = tile.c;
+    const int t0 = tile.tg * p.tile_t[me];
+    const int64_t i0 = c * p.tile_s[me];
+    const int nt = min(p.tile_t[me], ea_tables(p, me) - t0);
+    const int ns = (int)min((int64_t)p.tile_s[me], ea_batch(p, d) - i0);
+    char* dbase = remote ? v.peer_data[d] + half : rk.out;
+    T* dst = (T*)(dbase + ((size_t)i0 * p.T + (size_t)(p.toff[me] + t0)) * p.D * es);
+    pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, p.bstart[d] + i0, ns, dst, (int64_t)p.T * p.D, ec);
+    if (remote) {
+      uint64_t* ctr = v.peer_sig[d] + (size_t)me * FCO_SIG_SLOTS + (size_t)(c / p.cpg[me]);
+      if (ctr == last) {
+        if (threadIdx.x == 0) ++pend_n[npend - 1];
+      } else {
+        if (threadIdx.x == 0) {
+          pend_ctr[npend] = ctr;
+          pend_n[npend] = 1;
+        }
+        ++npend;
+        last = ctr;
+      }
+      if (++since >= p.sig_every || npend == kMaxPending || task + bpr >= n_remote) {
+        signal_batch(pend_ctr, pend_n, npend, base);
+        npend = since = 0;
+        last = nullptr;
+      }
+    }
+    task += bpr;
+    poll = true;
+  }
+  epoch_end(dev, e, p.blocks_per_rank);
+}
+
+template <typename T, bool kVec, int kNV, int kB>
+struct RunFused {
+  static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
+                          char* err) {
+    /* Persistent: every block of the grid exists at once (land units spin on pool tiles). */
+    return launch<ea_kernel_fused<T, kVec, kNV, kB>>(p, max_tasks, num_local, stream, "fused",
+                                                     err);
+  }
+};
+
+}  // namespace
+
+RunFn pick_fused(fco_dtype_t dt, const Variant& v) { return pick<RunFused>(dt, v); }
+
+}  // namespace ea
+}  // namespace fco
