@@ -84,7 +84,7 @@ double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double
                      const double* v, const double* start, const double* compute,
                      const double* tiles, double* kend, double* longest);
 
-/* The tile of fco's fused embedding kernel (src/cuda/embedding_alltoall.cu, since ed0108a) on
+/* The tile of fco's fused embedding kernel (src/cuda/embedding_alltoall.cuh, since ed0108a) on
  * a rank holding `tables` tables of rows of `dim` elements of eb bytes: C = 8 warps x 32/G x 4
  * bags, G = lanes per bag = the power of two >= the row's 16-byte vectors, at most 32; a tile
  * covers nt = min(tables, 32/G) tables x ns = floor(C / nt) samples (D = 128 bf16, 8 tables:

@@ -79,7 +79,7 @@ typedef struct {
 /* Fused kernels whose design the model distinguishes (sim_fused_kernel):
  *   SIM_FUSED_GEMM_A2A   fco's GEMM + All-to-All (src/cuda/gemm_alltoall_fused.cu): every
  *                        tile signals; lands after its tiles;
- *   SIM_FUSED_EMBEDDING  fco's embedding lookup + All-to-All (src/cuda/embedding_alltoall.cu,
+ *   SIM_FUSED_EMBEDDING  fco's embedding lookup + All-to-All (src/cuda/embedding_alltoall_fused.cu,
  *                        since ed0108a): one signal per ea_sig_every remote tiles; lands
  *                        alongside its local tiles (ea_land_overlap). */
 enum { SIM_FUSED_GEMM_A2A = 0, SIM_FUSED_EMBEDDING = 1 };
