@@ -181,8 +181,9 @@ def _embedding_alltoall_backward(
                       for q in range(size)])
     recv = _common.all_to_all(send, [b * Tr for b in batch_per_rank],
                               [br * t for t in tables_per_rank], group_name, (D,))
-    gw = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
-    gp = weight.new_zeros((indices.numel() if psw_grad else 0,), dtype=torch.float32)
+    acc = torch.promote_types(weight.dtype, torch.float32)  # float32 for fco's dtypes
+    gw = torch.zeros(weight.shape, dtype=acc, device=weight.device)
+    gp = weight.new_zeros((indices.numel() if psw_grad else 0,), dtype=acc)
     if Tr == 0 or indices.numel() == 0:
         return gw.to(weight.dtype), gp
     gb = recv.view(B * Tr, D)  # row b·T_r + t: bag (t, b)
@@ -196,18 +197,18 @@ def _embedding_alltoall_backward(
     rows = torch.tensor(table_rows, device=off.device)
     base = torch.cumsum(rows, 0) - rows
     ok = (idx >= 0) & (idx < rows[t])  # the forward skipped indices outside their table
-    scale = torch.ones(hi - lo, dtype=torch.float32, device=off.device)
+    scale = torch.ones(hi - lo, dtype=acc, device=off.device)
     if per_sample_weights is not None:
         scale = scale * per_sample_weights[lo:hi]
     if pooling == 1:
-        scale = scale / lengths[bag].float()
-    g_entry = gb[b * Tr + t].float()
+        scale = scale / lengths[bag].to(acc)
+    g_entry = gb[b * Tr + t].to(acc)
     r_entry = torch.where(ok, base[t] + idx, 0)
     gw.index_add_(0, r_entry, g_entry * (scale * ok)[:, None])
     if psw_grad:
-        dot = (g_entry * weight[r_entry].float()).sum(-1) * ok
+        dot = (g_entry * weight[r_entry].to(acc)).sum(-1) * ok
         if pooling == 1:
-            dot = dot / lengths[bag].float()
+            dot = dot / lengths[bag].to(acc)
         gp[lo:hi] = dot
     return gw.to(weight.dtype), gp
 
@@ -217,7 +218,8 @@ def _embedding_alltoall_backward_fake(grad, weight, indices, offsets, per_sample
                                       table_rows, tables_per_rank, batch_per_rank, pooling,
                                       group_name, psw_grad):
     return torch.empty_like(weight), weight.new_empty(
-        (indices.numel() if psw_grad else 0,), dtype=torch.float32)
+        (indices.numel() if psw_grad else 0,), dtype=torch.promote_types(weight.dtype,
+                                                                          torch.float32))
 
 
 def _setup_context(ctx, inputs, output):
