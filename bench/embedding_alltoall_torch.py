@@ -21,13 +21,14 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+
+from _torch_bench import init_rank, time_fn
 
 # (global batch B, tables per GPU, D, L, rows per table, zipf) — the list of op_embedding_alltoall.c
 WORKLOADS = [
@@ -62,36 +63,6 @@ def draw(n, rows, zipf, gen, device):
     x = torch.clamp(torch.floor(torch.exp(u * math.log(rows + 1.0))).long() - 1, 0, rows - 1)
     m = 1000003
     return (x * m) % rows if rows % m else x
-
-
-def time_fn(fn, iters, warmup, graph, stream):
-    """Median µs of fn() (slowest rank per iteration)."""
-    torch.cuda.synchronize()
-    with torch.cuda.stream(stream):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.synchronize()
-    g = None
-    if graph:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=stream):
-            fn()
-        torch.cuda.synchronize()
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
-    with torch.cuda.stream(stream):
-        dist.barrier()
-        torch.cuda.synchronize()
-        ev[0].record(stream)
-        for i in range(iters):
-            if g is not None:
-                g.replay()
-            else:
-                fn()
-            ev[i + 1].record(stream)
-    torch.cuda.synchronize()
-    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return statistics.median(t.tolist())
 
 
 def run(args):
@@ -173,12 +144,7 @@ def main():
 
 
 def _worker(idx, args):
-    if idx is not None:
-        os.environ["RANK"] = os.environ["LOCAL_RANK"] = str(idx)
-        os.environ["WORLD_SIZE"] = str(args.nproc)
-    local = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
-    torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    init_rank(idx, args.nproc)
     if dist.get_rank() == 0:
         print(f"# embedding_alltoall_torch: torch {torch.__version__}, {dist.get_world_size()} ranks, "
               f"graph {args.graph}, iters {args.iters}, median us (slowest rank)")

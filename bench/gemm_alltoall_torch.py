@@ -49,7 +49,6 @@ import argparse
 import json
 import os
 import socket
-import statistics
 import sys
 import time
 
@@ -58,6 +57,8 @@ for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
+
+from _torch_bench import init_rank, time_fn  # noqa: E402
 
 PEAK_TFLOPS = 790.0  # fco-bench's bf16 peak for the floor
 LINK_GBPS = 364.0    # SM stores to a peer, per direction, both busy (DESIGN.md)
@@ -132,37 +133,6 @@ def make_inputs(r, wid, rows, E, K, N, dt, dev):
     a = torch.randn(rows, K, device=dev, dtype=torch.float32, generator=gen).to(dt)
     w = (torch.randn(E, N, K, device=dev, dtype=torch.float32, generator=gen) * K ** -0.5).to(dt)
     return a, w
-
-
-def time_fn(fn, iters, warmup, graph, stream):
-    """Median µs of fn() (slowest rank per iteration)."""
-    torch.cuda.synchronize()
-    with torch.cuda.stream(stream):
-        for _ in range(warmup):  # eager first: lazy init (NCCL, cuBLAS) cannot be captured
-            fn()
-    torch.cuda.synchronize()
-    g = None
-    if graph:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=stream):
-            fn()
-        torch.cuda.synchronize()
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
-    with torch.cuda.stream(stream):
-        dist.barrier()
-        torch.cuda.synchronize()
-        ev[0].record(stream)
-        for i in range(iters):
-            if g is not None:
-                g.replay()
-            else:
-                fn()
-            ev[i + 1].record(stream)
-    torch.cuda.synchronize()
-    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    del g
-    return statistics.median(t.tolist())
 
 
 def check(out, per, wid, E, P, K, N, dname, dev, me):
@@ -445,12 +415,7 @@ def main():
 
 
 def _worker(idx, args):
-    if idx is not None:
-        os.environ["RANK"] = os.environ["LOCAL_RANK"] = str(idx)
-        os.environ["WORLD_SIZE"] = str(args.nproc)
-    local = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
-    torch.cuda.set_device(local)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    init_rank(idx, args.nproc)
     names = fco_setup(args)
     if dist.get_rank() == 0:
         print(f"# gemm_alltoall_torch: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "

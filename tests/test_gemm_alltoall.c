@@ -281,6 +281,49 @@ static size_t untouched(const t_world_t* w, const ga_case_t* c, const ga_bufs_t*
 static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
 static const int kImpls[] = {0, 1, 2, FCO_IMPL_AUTO};
 
+/* Upload, poison, one call (impl, with or without the hints), sync: no error anywhere and every
+ * rank's out equal to the reference; frees the case. */
+static void run_checked(const t_world_t* w, ga_case_t* c, int impl, int hints) {
+  ga_bufs_t b;
+  upload(w, c, &b);
+  poison(w, c, &b);
+  ASSERT_OK(issue(w, c, &b, impl, hints, NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(check(w, c, &b), 0);
+  free_bufs(w, c, &b);
+  free_case(c);
+}
+
+/* A call that must be refused (r: what it returned): FCO_ERR_INVALID_ARGUMENT from the call or,
+ * for device-side checks, from some rank's async error, and no byte of any out written. Frees the
+ * case and destroys the world's communicators (unusable after a device-side error; destroy must
+ * still work). */
+static void expect_rejected(t_world_t* w, ga_case_t* c, ga_bufs_t* b, fco_result_t r) {
+  t_sync(w);
+  for (int q = 0; q < w->n && r == FCO_OK; q++) r = fco_comm_get_async_error(w->comms[q]);
+  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(untouched(w, c, b), 0);
+  free_bufs(w, c, b);
+  free_case(c);
+  for (int q = 0; q < w->n; q++) fco_comm_destroy(w->comms[q]);
+}
+
+/* A case with 2 experts per rank and zeroed counts [2][P] for the caller to fill (then
+ * finish_case). */
+static void two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt) {
+  memset(c, 0, sizeof *c);
+  c->P = P;
+  c->K = K;
+  c->N = N;
+  c->layout = layout;
+  c->dtype = dt;
+  for (int r = 0; r < P; r++) {
+    c->E[r] = 2;
+    c->counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+  }
+}
+
 static void one(const t_world_t* w, int K, int N, int layout, fco_dtype_t dt, int impl, int hints,
                 int big) {
   uint64_t seed = t_next_seed();
@@ -288,16 +331,8 @@ static void one(const t_world_t* w, int K, int N, int layout, fco_dtype_t dt, in
             layout ? "W[N,K]" : "W[K,N]", fco_dtype_name(dt), impl, hints, big,
             (unsigned long long)seed);
   ga_case_t c;
-  ga_bufs_t b;
   make_case(&c, w->n, K, N, layout, dt, seed, big, (int)(seed % 3));
-  upload(w, &c, &b);
-  poison(w, &c, &b);
-  ASSERT_OK(issue(w, &c, &b, impl, hints, NULL));
-  t_sync(w);
-  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-  ASSERT_EQ(check(w, &c, &b), 0);
-  free_bufs(w, &c, &b);
-  free_case(&c);
+  run_checked(w, &c, impl, hints);
 }
 
 /* Calls issued back to back without a sync, with allreduces (fused impl 1) between them:
@@ -380,18 +415,7 @@ static void bad_counts(fco_transport_t t, int P, int kind, int impl) {
   if (kind == 2) c.counts[P - 1][0] = -3;
   upload(&w, &c, &b);
   poison(&w, &c, &b);
-  fco_result_t r = issue(&w, &c, &b, impl, 0, NULL);
-  t_sync(&w);
-  if (r == FCO_OK) {
-    r = FCO_OK;
-    for (int q = 0; q < P && r == FCO_OK; q++) r = fco_comm_get_async_error(w.comms[q]);
-  }
-  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
-  ASSERT_EQ(untouched(&w, &c, &b), 0);
-  free_bufs(&w, &c, &b);
-  free_case(&c);
-  /* After a device-side error the communicators are unusable; destroy must still work. */
-  for (int q = 0; q < P; q++) fco_comm_destroy(w.comms[q]);
+  expect_rejected(&w, &c, &b, issue(&w, &c, &b, impl, 0, NULL));
 }
 
 /* Asymmetric routing, fixed counts: rank 0 sends rank 1 42 rows (experts 0, 1: 37 + 5); rank 1
@@ -406,33 +430,17 @@ static void asymmetric(const t_world_t* w) {
       for (int hints = 1; hints >= 0; hints--) {
         if (!hints && t_transport() == FCO_TRANSPORT_NCCL && kImpls[i] == 0) continue;
         ga_case_t c;
-        ga_bufs_t b;
-        memset(&c, 0, sizeof c);
-        c.P = P;
-        c.K = 24;
-        c.N = 40;
-        c.layout = variant;
-        c.dtype = FCO_BF16;
-        for (int r = 0; r < P; r++) {
-          c.E[r] = 2;
-          c.counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+        two_expert_case(&c, P, 24, 40, variant, FCO_BF16);
+        for (int r = 0; r < P; r++)
           for (int e = 0; e < 2; e++)
             for (int s = 0; s < P; s++)
               c.counts[r][e * P + s] = r == 0 && s == 1   ? (e ? 5 : 37)
                                        : r == 1 && s == 0 ? (variant && !e ? 13 : 0)
                                                           : (r + 2 * s + e) % 4;
-        }
         finish_case(&c, t_next_seed(), 1);
         t_context("P=%d asymmetric routing %d (0→1: %d rows, 1→0: %d), impl %d, hints %d", P,
                   variant, c.recv[1][0], c.recv[0][1], kImpls[i], hints);
-        upload(w, &c, &b);
-        poison(w, &c, &b);
-        ASSERT_OK(issue(w, &c, &b, kImpls[i], hints, NULL));
-        t_sync(w);
-        for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-        ASSERT_EQ(check(w, &c, &b), 0);
-        free_bufs(w, &c, &b);
-        free_case(&c);
+        run_checked(w, &c, kImpls[i], hints);
       }
 }
 
@@ -447,30 +455,14 @@ static void large(const t_world_t* w) {
   for (int ii = 0; ii < 3; ii++) {
     const int i = kIdx[ii];
     ga_case_t c;
-    ga_bufs_t b;
-    memset(&c, 0, sizeof c);
-    c.P = P;
-    c.K = 16;
-    c.N = 1024;
-    c.layout = FCO_W_NK;
-    c.dtype = FCO_BF16;
-    for (int r = 0; r < P; r++) {
-      c.E[r] = 2;
-      c.counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+    two_expert_case(&c, P, 16, 1024, FCO_W_NK, FCO_BF16);
+    for (int r = 0; r < P; r++)
       for (int e = 0; e < 2; e++)
         for (int s = 0; s < P; s++) c.counts[r][e * P + s] = 1000 + 37 * e + 11 * s + 5 * r;
-    }
     finish_case(&c, t_next_seed(), 3);
     t_context("P=%d large messages (%d rows 0→%d, %.1f MiB), impl %d", P, c.recv[P - 1][0],
               P - 1, c.recv[P - 1][0] * (double)c.N * 2 / (1 << 20), kImpls[i]);
-    upload(w, &c, &b);
-    poison(w, &c, &b);
-    ASSERT_OK(issue(w, &c, &b, kImpls[i], 1, NULL));
-    t_sync(w);
-    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-    ASSERT_EQ(check(w, &c, &b), 0);
-    free_bufs(w, &c, &b);
-    free_case(&c);
+    run_checked(w, &c, kImpls[i], 1);
   }
 }
 
@@ -502,16 +494,9 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   ASSERT_OK(t_world_init(&w, t, P, NULL));
   ga_case_t c;
   ga_bufs_t b;
-  memset(&c, 0, sizeof c);
-  c.P = P;
-  c.K = 20;
-  c.N = 12;
-  c.dtype = FCO_F32;
-  for (int r = 0; r < P; r++) {
-    c.E[r] = 2;
-    c.counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));
+  two_expert_case(&c, P, 20, 12, 0, FCO_F32);
+  for (int r = 0; r < P; r++)
     for (int i = 0; i < 2 * P; i++) c.counts[r][i] = 2 + (r + 3 * i) % 5;
-  }
   /* Rank 1's first two entries differ (swapping them changes counts_host), and rank 0 gets a
    * different number of rows from rank 1 (13) than from itself (5): swapping those is wrong. */
   c.counts[1][0] = 9;
@@ -537,15 +522,7 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   }
   upload(&w, &c, &b);
   poison(&w, &c, &b);
-  fco_result_t r = issue_hints(&w, &c, &b, impl, &h, NULL);
-  t_sync(&w);
-  if (r == FCO_OK)
-    for (int q = 0; q < P && r == FCO_OK; q++) r = fco_comm_get_async_error(w.comms[q]);
-  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
-  ASSERT_EQ(untouched(&w, &c, &b), 0);
-  free_bufs(&w, &c, &b);
-  free_case(&c);
-  for (int q = 0; q < P; q++) fco_comm_destroy(w.comms[q]);
+  expect_rejected(&w, &c, &b, issue_hints(&w, &c, &b, impl, &h, NULL));
 }
 
 static void bad_args(const t_world_t* w) {
@@ -707,16 +684,10 @@ static void graph_hinted(fco_transport_t t, int P, int impl) {
   poison(&w, &c, &b);
   ASSERT_EQ(cudaGraphLaunch(ge, st), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);
-  r = FCO_OK;
-  for (int q = 0; q < P && r == FCO_OK; q++) r = fco_comm_get_async_error(w.comms[q]);
-  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
-  ASSERT_EQ(untouched(&w, &c, &b), 0);
   cudaGraphExecDestroy(ge);
   cudaGraphDestroy(g);
   cudaStreamDestroy(st);
-  free_bufs(&w, &c, &b);
-  free_case(&c);
-  for (int q = 0; q < P; q++) fco_comm_destroy(w.comms[q]);
+  expect_rejected(&w, &c, &b, FCO_OK);
 }
 #endif
 

@@ -629,23 +629,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
     if (r != FCO_OK) return r;
   }
   if (g->nranks == 1) return FCO_OK;
-  if (fco_ar) {
-    fco_cuda_ar_launch_t l;
-    memset(&l, 0, sizeof l);
-    l.num_local = g->num_local;
-    l.nranks = g->nranks;
-    l.count = a[0].M * a[0].N;
-    l.dtype = a[0].dtype;
-    l.stream = g->stream;
-    for (int i = 0; i < g->num_local; ++i) {
-      l.r[i].in = a[i].y;
-      l.r[i].out = a[i].y;
-      l.r[i].dev = g->r[i].dev;
-      l.r[i].ws = g->r[i].ws;
-    }
-    return fco_cuda_allreduce_oneshot(&l, err);
-  }
-  if (g->transport == FCO_TRANSPORT_NCCL) {
+  if (!fco_ar && g->transport == FCO_TRANSPORT_NCCL) {
     for (int i = 0; i < g->num_local; ++i) {
       const ncclDataType_t t = a[i].dtype == FCO_F32 ? ncclFloat32
                                : a[i].dtype == FCO_F16 ? ncclFloat16
@@ -658,6 +642,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
     }
     return FCO_OK;
   }
+  /* fco's all-reduce of y in place: the one-shot (impl 3) or the local copy (impl 0 on local). */
   fco_cuda_ar_launch_t l;
   memset(&l, 0, sizeof l);
   l.num_local = g->num_local;
@@ -671,7 +656,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
     l.r[i].dev = g->r[i].dev;
     l.r[i].ws = g->r[i].ws;
   }
-  return fco_cuda_allreduce_copy(&l, err);
+  return fco_ar ? fco_cuda_allreduce_oneshot(&l, err) : fco_cuda_allreduce_copy(&l, err);
 }
 
 }  // namespace

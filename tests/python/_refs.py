@@ -87,3 +87,46 @@ def gemm_alltoall(a, w, counts, out_rows, w_layout="kn", group=None):
     recv = a.new_empty((int(out_splits.sum()), N))
     recv = dnn.all_to_all_single(recv, send, out_splits.tolist(), in_splits.tolist(), group=group)
     return torch.cat([recv, recv.new_zeros((out_rows - recv.shape[0], N))])
+
+
+def gemm_data(dtype, E, K, N, seed, layout="kn", cap=256, max_count=20):
+    """Random gemm_alltoall inputs on the GPU for this rank: a [cap, K], w [E, K, N] ("kn") or
+    [E, N, K] ("nk"), device counts [E, P] in 0..max_count (seeded per rank)."""
+    r, P = dist.get_rank(), dist.get_world_size()
+    g = torch.Generator().manual_seed(seed * 13 + r)
+    counts = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
+    a = torch.randn(cap, K, generator=g).to("cuda", dtype)
+    shape = (E, K, N) if layout == "kn" else (E, N, K)
+    w = (torch.randn(shape, generator=g) / K ** 0.5).to("cuda", dtype)
+    return a, w, counts.cuda()
+
+
+def recv_rows(counts):
+    """gemm_alltoall's recv_rows hint on the host: rows each rank sends this one (one exchange)."""
+    sent = counts.sum(0).int()
+    recv = torch.empty_like(sent)
+    dist.all_to_all_single(recv, sent)
+    return recv.cpu()
+
+
+def gemm_alltoall_ref64(As, Ws, Cs, layout):
+    """float64 gemm_alltoall output of every rank, from all ranks' inputs (one process holds
+    them): destination s gets the rows from source r (its experts in order, row order kept)."""
+    P = len(As)
+    Ch = [C.cpu() for C in Cs]
+    N = Ws[0].shape[2] if layout == "kn" else Ws[0].shape[1]
+    outs = []
+    for s in range(P):
+        rows = []
+        for r in range(P):
+            row = 0
+            for e in range(Ch[r].shape[0]):
+                for q in range(P):
+                    n = int(Ch[r][e, q])
+                    if q == s and n:
+                        we = Ws[r][e].double()
+                        rows.append(As[r][row:row + n].double() @ (we if layout == "kn" else we.T))
+                    row += n
+        outs.append(torch.cat(rows) if rows else
+                    torch.zeros(0, N, dtype=torch.float64, device=As[0].device))
+    return outs

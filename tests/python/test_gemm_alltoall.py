@@ -24,16 +24,6 @@ def _data(dtype, E, K, N, seed, layout="kn", cap=None, max_count=4):
     return a, w, counts
 
 
-def _recv_rows(counts):
-    import torch
-    import torch.distributed as dist
-
-    sent = counts.sum(0)
-    recv = torch.empty_like(sent)
-    dist.all_to_all_single(recv, sent)
-    return recv
-
-
 def _w_forward(dtype_name):
     import torch
     import torch.distributed as dist
@@ -52,7 +42,7 @@ def _w_forward(dtype_name):
                 a, w, counts = _data(dtype, E, 8 + n % 3, 5 + n % 4, n, layout, cap=40)
                 kw = {}
                 if hints:
-                    kw = {"counts_host": counts.tolist(), "recv_rows": _recv_rows(counts)}
+                    kw = {"counts_host": counts.tolist(), "recv_rows": _refs.recv_rows(counts)}
                 out = fco.gemm_alltoall(a, w, counts, out_rows=48, w_layout=layout, impl=impl,
                                         **kw)
                 assert out.shape == (48, w.shape[2 if layout == "kn" else 1])
@@ -61,7 +51,7 @@ def _w_forward(dtype_name):
     # out_rows (the same on every rank) exactly filled on one rank; every count zero (nothing
     # moves, the output is all zero)
     a, w, counts = _data(dtype, 2, 16, 8, 77)
-    t = _recv_rows(counts).sum()
+    t = _refs.recv_rows(counts).sum()
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     total = int(t)
     out = fco.gemm_alltoall(a, w, counts, out_rows=total)
@@ -93,7 +83,7 @@ def _w_backward(dtype_name, layout, hints):
     for seed in range(3):
         E = 1 + (seed + r) % 3
         a0, w0, counts = _data(dtype, E, 12, 10, 50 + seed, layout, cap=36)
-        kw = {"counts_host": counts, "recv_rows": _recv_rows(counts)} if hints else {}
+        kw = {"counts_host": counts, "recv_rows": _refs.recv_rows(counts)} if hints else {}
         c = torch.randn(40, 10, generator=torch.Generator().manual_seed(seed + 9 * r))
         grads = []
         for fco_path in (True, False):

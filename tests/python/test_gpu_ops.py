@@ -113,29 +113,6 @@ def test_embedding_alltoall_vs_torch(gpool):
     gpool.run(_g_embedding, timeout=300)
 
 
-def _gemm_data(dtype, E, K, N, seed, layout="kn", cap=256, max_count=20):
-    import torch
-    import torch.distributed as dist
-
-    r, P = dist.get_rank(), dist.get_world_size()
-    g = torch.Generator().manual_seed(seed * 13 + r)
-    counts = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
-    a = torch.randn(cap, K, generator=g).to("cuda", dtype)
-    shape = (E, K, N) if layout == "kn" else (E, N, K)
-    w = (torch.randn(shape, generator=g) / K ** 0.5).to("cuda", dtype)
-    return a, w, counts.cuda()
-
-
-def _recv_rows(counts):
-    import torch
-    import torch.distributed as dist
-
-    sent = counts.sum(0).int()
-    recv = torch.empty_like(sent)
-    dist.all_to_all_single(recv, sent)
-    return recv.cpu()
-
-
 def _g_gemm():
     import torch
 
@@ -148,8 +125,8 @@ def _g_gemm():
             for layout in ("kn", "nk"):
                 for hints in (False, True):
                     n += 1
-                    a, w, counts = _gemm_data(dtype, 1 + n % 3, 256, 384, n, layout)
-                    kw = {"counts_host": counts.cpu(), "recv_rows": _recv_rows(counts)} \
+                    a, w, counts = _refs.gemm_data(dtype, 1 + n % 3, 256, 384, n, layout)
+                    kw = {"counts_host": counts.cpu(), "recv_rows": _refs.recv_rows(counts)} \
                         if hints else {}
                     out = fco.gemm_alltoall(a, w, counts, out_rows=400, w_layout=layout,
                                             impl=impl, **kw)
@@ -242,11 +219,11 @@ def _g_cuda_graph():
                 w, idx, off, rows, tpr, bpr).float(), rtol=2e-2, atol=2e-2)
         res[f"embedding {impl}"] = ok
     # gemm, impl tiles (no host hints): replay with new counts
-    a, w, counts = _gemm_data(torch.bfloat16, 2, 256, 256, 1)
+    a, w, counts = _refs.gemm_data(torch.bfloat16, 2, 256, 256, 1)
     g, out = _capture(lambda: fco.gemm_alltoall(a, w, counts, out_rows=300, impl="tiles"))
     ok = True
     for k in range(3):
-        counts.copy_(_gemm_data(torch.bfloat16, 2, 256, 256, 30 + k)[2])
+        counts.copy_(_refs.gemm_data(torch.bfloat16, 2, 256, 256, 30 + k)[2])
         g.replay()
         torch.cuda.synchronize()
         ok &= torch.allclose(out.float(), _refs.gemm_alltoall(a, w, counts, 300).float(),
@@ -305,7 +282,7 @@ def _g_autograd():
         grads.append((wt.grad, pt.grad))
     out["embedding"] = all(torch.allclose(a, b, rtol=1e-4, atol=1e-4)
                            for a, b in zip(*grads))
-    a0, w0, counts = _gemm_data(torch.float32, 2, 64, 48, 4)
+    a0, w0, counts = _refs.gemm_data(torch.float32, 2, 64, 48, 4)
     cc = torch.randn(300, 48, device="cuda")
     grads = []
     for use_fco in (True, False):

@@ -221,28 +221,9 @@ def _ga_inputs(P, dtype, K, N, layout, seed, max_count=40, zero_frac=0.25, idle_
 
 
 def _ga_ref(As, Ws, Cs, layout):
-    """float64 out of every rank (rows from source r, its experts in order, for destination s)."""
-    import torch
+    import _refs
 
-    P = len(As)
-    Ch = [C.cpu() for C in Cs]
-    N = Ws[0].shape[2] if layout == "kn" else Ws[0].shape[1]
-    outs = []
-    for s in range(P):
-        rows = []
-        for r in range(P):
-            row = 0
-            for e in range(Ch[r].shape[0]):
-                for q in range(P):
-                    n = int(Ch[r][e, q])
-                    if q == s and n:
-                        we = Ws[r][e].double()
-                        rows.append(As[r][row:row + n].double() @ (we if layout == "kn" else we.T))
-                    row += n
-        outs.append(torch.cat(rows) if rows else
-                    torch.zeros(0, N, dtype=torch.float64, device="cuda"))
-    return outs
-
+    return _refs.gemm_alltoall_ref64(As, Ws, Cs, layout)
 
 def _ga_close(outs, refs, dtype, tag):
     """Received rows within tolerance of the reference (max-abs relative), the rest untouched."""
@@ -457,29 +438,6 @@ def gpool(pools):
     return pools(min(2, gpu_count()), "nccl")
 
 
-def _op_data(dtype, E, K, N, seed, layout="kn", cap=256, max_count=20):
-    import torch
-    import torch.distributed as dist
-
-    r, P = dist.get_rank(), dist.get_world_size()
-    g = torch.Generator().manual_seed(seed * 13 + r)
-    counts = torch.randint(0, max_count + 1, (E, P), generator=g, dtype=torch.int32)
-    a = torch.randn(cap, K, generator=g).to("cuda", dtype)
-    shape = (E, K, N) if layout == "kn" else (E, N, K)
-    w = (torch.randn(shape, generator=g) / K ** 0.5).to("cuda", dtype)
-    return a, w, counts.cuda()
-
-
-def _op_recv_rows(counts):
-    import torch
-    import torch.distributed as dist
-
-    sent = counts.sum(0).int()
-    recv = torch.empty_like(sent)
-    dist.all_to_all_single(recv, sent)
-    return recv.cpu()
-
-
 def _g_op_triton():
     import torch
 
@@ -491,8 +449,8 @@ def _g_op_triton():
         for layout in ("kn", "nk"):
             for hints in (False, True):
                 n += 1
-                a, w, counts = _op_data(dtype, 1 + n % 3, 256, 384, n, layout)
-                kw = {"counts_host": counts.cpu(), "recv_rows": _op_recv_rows(counts)} \
+                a, w, counts = _refs.gemm_data(dtype, 1 + n % 3, 256, 384, n, layout)
+                kw = {"counts_host": counts.cpu(), "recv_rows": _refs.recv_rows(counts)} \
                     if hints else {}
                 out = fco.gemm_alltoall(a, w, counts, out_rows=400, w_layout=layout,
                                         impl="triton", **kw)
@@ -501,7 +459,7 @@ def _g_op_triton():
                                           impl="tiles", **kw)
                 _refs.close(out, tiles, dtype, 3)
     # CUDA graph: captured once (after an eager call), replayed with new device counts
-    a, w, counts = _op_data(torch.bfloat16, 2, 256, 256, 1)
+    a, w, counts = _refs.gemm_data(torch.bfloat16, 2, 256, 256, 1)
     cs = torch.cuda.Stream()
     cs.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(cs):
@@ -512,12 +470,12 @@ def _g_op_triton():
         out = fco.gemm_alltoall(a, w, counts, out_rows=300, impl="triton")
     ok = True
     for k in range(3):
-        counts.copy_(_op_data(torch.bfloat16, 2, 256, 256, 30 + k)[2])
+        counts.copy_(_refs.gemm_data(torch.bfloat16, 2, 256, 256, 30 + k)[2])
         out.fill_(float("nan"))
         g.replay()
         torch.cuda.synchronize()
         ref = _refs.gemm_alltoall(a, w, counts, 300)
-        total = int(_op_recv_rows(counts).sum())
+        total = int(_refs.recv_rows(counts).sum())
         ok &= torch.allclose(out[:total].float(), ref[:total].float(), rtol=5e-2, atol=5e-2)
     torch.cuda.synchronize()
     fco.init().check_async_error()

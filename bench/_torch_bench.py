@@ -1,0 +1,49 @@
+"""_torch_bench.py — what the torch comparison scripts under bench/ share: joining the NCCL
+process group (spawned or under torchrun) and timing a function eagerly or as a CUDA graph on a
+side stream, the slowest rank per iteration. Not a script itself."""
+import os
+import statistics
+
+import torch
+import torch.distributed as dist
+
+
+def init_rank(idx, nproc):
+    """Join the process group: idx is the spawned rank (None under torchrun)."""
+    if idx is not None:
+        os.environ["RANK"] = os.environ["LOCAL_RANK"] = str(idx)
+        os.environ["WORLD_SIZE"] = str(nproc)
+    local = int(os.environ.get("LOCAL_RANK", os.environ["RANK"]))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+
+
+def time_fn(fn, iters, warmup, graph, stream):
+    """Median µs of fn() (slowest rank per iteration), replayed from a CUDA graph when graph."""
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):  # eager first: lazy init (NCCL, cuBLAS) cannot be captured
+            fn()
+    torch.cuda.synchronize()
+    g = None
+    if graph:
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=stream):
+            fn()
+        torch.cuda.synchronize()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
+    with torch.cuda.stream(stream):
+        dist.barrier()
+        torch.cuda.synchronize()
+        ev[0].record(stream)
+        for i in range(iters):
+            if g is not None:
+                g.replay()
+            else:
+                fn()
+            ev[i + 1].record(stream)
+    torch.cuda.synchronize()
+    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    del g
+    return statistics.median(t.tolist())
