@@ -98,7 +98,7 @@ __device__ __forceinline__ uint4 load8_guarded(const uint16_t* p, int64_t k, int
 
 /* bf16 / f16 tile. red: this warp's [kMT·8][kTileN] partial. All threads of the block call it
  * (no barrier inside). */
-template <typename T, int kMT>
+template <typename T, int kMT, int kU = kUnroll, int kW = kWarps>
 __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __restrict__ x, int M,
                                          int N, int64_t K, int n0, bool vec,
                                          float (*red)[kTileN]) {
@@ -115,17 +115,17 @@ __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __res
   for (int mt = 0; mt < kMT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
 
   const int64_t nchunks = (K + kChunk - 1) / kChunk;
-  const int64_t ngroups = vec ? (K / kChunk) / kUnroll : 0;
-  for (int64_t gi = warp; gi < ngroups; gi += kWarps) {
-    const int64_t k0 = gi * (kUnroll * kChunk) + tq * 8;
-    uint4 a0[kUnroll], a1[kUnroll];
+  const int64_t ngroups = vec ? (K / kChunk) / kU : 0;
+  for (int64_t gi = warp; gi < ngroups; gi += kW) {
+    const int64_t k0 = gi * (kU * kChunk) + tq * 8;
+    uint4 a0[kU], a1[kU];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
       a0[u] = ld_stream_v4(w0 + k0 + u * kChunk);
       a1[u] = ld_stream_v4(w1 + k0 + u * kChunk);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
+    for (int u = 0; u < kU; ++u)
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
@@ -133,7 +133,7 @@ __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __res
       }
   }
   /* The chunks after the last whole group (or all of them without the vector path). */
-  for (int64_t c = ngroups * kUnroll + warp; c < nchunks; c += kWarps) {
+  for (int64_t c = ngroups * kU + warp; c < nchunks; c += kW) {
     const int64_t k = c * kChunk + tq * 8;
     const uint4 a0 = load8_guarded((const uint16_t*)w0, k, K);
     const uint4 a1 = load8_guarded((const uint16_t*)w1, k, K);

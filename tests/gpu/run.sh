@@ -7,8 +7,10 @@
 # bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records),
 # FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_PYTEST=0 (skip the GPU pytest run),
 # FCO_GPU_BENCH=0 (skip the fco-bench tables), FCO_GPU_TORCH=0 (skip the torch comparison scripts bench/*_torch.py and examples/),
-# FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only these ops; default all).
-# Full logs: $OUT/build.log, kernel-check.log, tests-<transport>.log, bench-<name>.txt/.json.
+# FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only these ops; default all),
+# FCO_GPU_PROBE=1 (also build and run bench/probe/*.cu), FCO_GPU_EXTRA="cmd" (one more step).
+# Full logs: $OUT/build.log, kernel-check.log (and <check>.log per tests/gpu/*.cu),
+# tests-<transport>.log, bench-<name>.txt/.json, probe-<name>.log, extra.log.
 # A failing step does not stop the others; the exit status is 1 when any step failed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,19 +86,41 @@ if [ ! -x "$BIN" ] || [ ! -d build/tests ]; then
   exit 1
 fi
 
-# ---- kernel check (below the library), built as its header says ---------------------------
-KC=tests/gpu/ar_kernel_check.cu
-if [ -f "$KC" ]; then
-  # The header's "Build and run" command: the ` *   nvcc ...` line(s) with their continuations.
-  cmd=$(awk '/^ \*[ \t]+nvcc /{on=1} on{l=$0; sub(/^ \*[ \t]*/, "", l); c=sub(/\\[ \t]*$/, "", l);
-             printf "%s ", l; if(!c) exit}' "$KC")
-  if [ -z "$cmd" ]; then
-    cmd="nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -o /tmp/ar_kernel_check $KC src/cuda/allreduce.cu src/cuda/device.cu && /tmp/ar_kernel_check"
+# ---- kernel checks (below the library): every tests/gpu/*.cu, built and run as its header says --
+# A program's header holds its "nvcc ..." command (continuation lines end in "\\"); when that
+# command builds without running ("-o path" and no "&&"), the binary is run after it.
+header_cmd() { # file -> the header's nvcc command (empty when none)
+  awk '/^ \*[ \t]+nvcc /{on=1} on{l=$0; sub(/^ \*[ \t]*/, "", l); c=sub(/\\[ \t]*$/, "", l);
+       printf "%s ", l; if(!c) exit}' "$1"
+}
+run_program() { # stepname file: build and run a self-contained .cu by its header command
+  local name=$1 f=$2 cmd bin
+  cmd=$(header_cmd "$f")
+  if [ -z "$cmd" ]; then record "$name" 1 0 "no nvcc line in $f"; return 0; fi
+  if [[ $cmd != *"&&"* ]]; then
+    bin=$(sed -n 's/.*-o[ \t]\+\([^ \t]\+\).*/\1/p' <<<"$cmd")
+    [ -n "$bin" ] && cmd="mkdir -p $(dirname "$bin") && $cmd && $bin"
   fi
-  echo "kernel check: $cmd" >"$OUT/kernel-check.cmd"
-  run_step kernel-check "$OUT/kernel-check.log" 240 bash -c "$cmd"
-else
-  record kernel-check 77 0 "no $KC"
+  echo "$cmd" >"$OUT/$name.cmd"
+  run_step "$name" "$OUT/$name.log" 240 bash -c "$cmd"
+}
+for f in tests/gpu/*.cu; do
+  [ -f "$f" ] || continue
+  n=$(basename "$f" .cu)
+  [ "$n" = ar_kernel_check ] && n=kernel-check  # its historical log name
+  run_program "$n" "$f"
+done
+
+# ---- probes (FCO_GPU_PROBE=1): bench/probe/*.cu, kernel-efficiency experiments, same header rule
+if [ "${FCO_GPU_PROBE:-0}" = 1 ]; then
+  for f in bench/probe/*.cu; do
+    [ -f "$f" ] && run_program "probe-$(basename "$f" .cu)" "$f"
+  done
+fi
+
+# ---- FCO_GPU_EXTRA="command": one more step (e.g. an ncu profile), log $OUT/extra.log -------
+if [ -n "${FCO_GPU_EXTRA:-}" ]; then
+  run_step extra "$OUT/extra.log" 300 bash -c "$FCO_GPU_EXTRA"
 fi
 
 # ---- test suite per transport --------------------------------------------------------------

@@ -1,0 +1,290 @@
+/*
+ * gemv_stream_probe.cu — how fast can a GEMV tile stream W on this GPU? (issue 3)
+ *
+ * One GPU, no communication: times variants of the fused GEMV + AllReduce's tile loop
+ * (src/cuda/gemv_tile.cuh, the same tile_mma the operator runs) against a pure streaming read of
+ * the same bytes, so a kernel-efficiency change can be chosen by measurement before it goes into
+ * the operator. Variants differ in chunks per warp step (kU), warps per block (kW), blocks per
+ * SM (launch bounds), a register-pipelined loop (the next step's loads issued before this step's
+ * mmas) and a non-persistent grid (one tile per block). Every variant's y is checked against a
+ * naive fp32 kernel (#wrong). W rotates over buffer sets whose footprint exceeds 3× L2.
+ *
+ * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 30):
+ *   nvcc -O3 -std=c++17 -arch=sm_90 -Isrc/cuda -Iinclude bench/probe/gemv_stream_probe.cu \
+ *     -o build/probe/gemv_stream_probe
+ */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "gemv_tile.cuh"
+
+using bf16 = __nv_bfloat16;
+using fco::gemv::kTileN;
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* Register-pipelined variant of tile_mma (probe only): warp w takes groups w, w + kW, ...;
+ * the loads of its next group are issued before the mmas of the current one. */
+template <int kMT, int kU, int kW>
+__device__ __forceinline__ void tile_pipe(const bf16* __restrict__ w, const bf16* __restrict__ x,
+                                          int M, int N, int64_t K, int n0, float (*red)[kTileN]) {
+  using namespace fco::gemv;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, tq = lane & 3;
+  const bf16* w0 = w + (int64_t)min(n0 + g, N - 1) * K;
+  const bf16* w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K;
+  const bf16* xr[kMT];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) xr[mt] = x + (int64_t)min(mt * 8 + g, M - 1) * K;
+  float acc[kMT][4] = {};
+  const int64_t ngroups = (K / kChunk) / kU; /* probe shapes: K multiple of kU·32 */
+  uint4 a0[kU], a1[kU];
+  int64_t gi = warp;
+  if (gi < ngroups) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      a0[u] = ld_stream_v4(w0 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
+      a1[u] = ld_stream_v4(w1 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
+    }
+  }
+  for (; gi < ngroups; gi += kW) {
+    const int64_t k0 = gi * (kU * kChunk) + tq * 8;
+    const int64_t kn = (gi + kW < ngroups ? gi + kW : gi) * (kU * kChunk) + tq * 8;
+    uint4 b0[kU], b1[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      b0[u] = ld_stream_v4(w0 + kn + u * kChunk);
+      b1[u] = ld_stream_v4(w1 + kn + u * kChunk);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+        mma_chunk<bf16>(acc[mt], a0[u], a1[u], __ldg((const uint4*)(xr[mt] + k0 + u * kChunk)));
+#pragma unroll
+    for (int u = 0; u < kU; ++u) a0[u] = b0[u], a1[u] = b1[u];
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+    const int m = mt * 8 + 2 * tq;
+    if (m < M) red[m][g] = acc[mt][0], red[m][g + 8] = acc[mt][2];
+    if (m + 1 < M) red[m + 1][g] = acc[mt][1], red[m + 1][g + 8] = acc[mt][3];
+  }
+}
+
+/* Tiles t = blockIdx.x, + gridDim.x, ...: tile math, sum of the warps, y (fp32) written. */
+template <int kMT, int kU, int kW, int kMinB, bool kPipe>
+__global__ void __launch_bounds__(kW * 32, kMinB)
+    probe_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int64_t K, int T) {
+  __shared__ __align__(16) float red[kW][kMT * 8][kTileN];
+  const int warp = threadIdx.x >> 5;
+  for (int t = blockIdx.x; t < T; t += gridDim.x) {
+    if constexpr (kPipe)
+      tile_pipe<kMT, kU, kW>(w, x, M, N, K, t * kTileN, red[warp]);
+    else
+      fco::gemv::tile_mma<bf16, kMT, kU, kW>(w, x, M, N, K, t * kTileN, true, red[warp]);
+    __syncthreads();
+    const int i = threadIdx.x;
+    if (i < M * kTileN) {
+      const int m = i / kTileN, n = t * kTileN + i % kTileN;
+      float s = 0.f;
+#pragma unroll
+      for (int wi = 0; wi < kW; ++wi) s += red[wi][m][i % kTileN];
+      if (n < N) y[(int64_t)m * N + n] = s;
+    }
+    __syncthreads();
+  }
+}
+
+/* Pure streaming read of n16 16-byte words (the achievable read bandwidth). */
+template <int kU>
+__global__ void __launch_bounds__(256) read_kernel(const uint4* p, int64_t n16, unsigned* sink) {
+  unsigned acc = 0;
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + (kU - 1) * stride < n16; i += kU * stride) {
+    uint4 v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) v[u] = fco::gemv::ld_stream_v4(p + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < n16; i += stride) {
+    const uint4 v = fco::gemv::ld_stream_v4(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc; /* keeps the loads; practically never stores */
+}
+
+__global__ void ref_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int64_t K) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= N) return;
+  for (int m = 0; m < M; ++m) {
+    float s = 0.f;
+    for (int64_t k = 0; k < K; ++k)
+      s += __bfloat162float(w[(int64_t)n * K + k]) * __bfloat162float(x[(int64_t)m * K + k]);
+    y[(int64_t)m * N + n] = s;
+  }
+}
+
+__global__ void init_kernel(bf16* p, int64_t n, uint32_t seed) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    p[i] = __float2bfloat16(((int)(h & 255) - 128) / 128.0f);
+  }
+}
+
+struct Ctx {
+  int sms, reps;
+  bf16 *pool, *x;
+  float *y, *yref;
+  unsigned* sink;
+  size_t pool_elems;
+  cudaEvent_t ev[2];
+};
+
+static float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/* Times launch(wset) over ctx.reps launches rotating over nsets W sets; median µs. */
+template <class F>
+static float time_it(Ctx& c, int nsets, F launch) {
+  for (int r = 0; r < 3; ++r) launch(r % nsets);
+  std::vector<float> t;
+  for (int r = 0; r < c.reps; ++r) {
+    CK(cudaEventRecord(c.ev[0]));
+    launch(r % nsets);
+    CK(cudaEventRecord(c.ev[1]));
+    CK(cudaEventSynchronize(c.ev[1]));
+    float ms = 0.f;
+    CK(cudaEventElapsedTime(&ms, c.ev[0], c.ev[1]));
+    t.push_back(ms * 1000.f);
+  }
+  CK(cudaGetLastError());
+  return median(t);
+}
+
+struct Shape {
+  int N;
+  int64_t K;
+  const char* what;
+};
+
+template <int kMT, int kU, int kW, int kMinB, bool kPipe>
+static void variant(Ctx& c, const char* name, const Shape& s, int M, int nsets, float t_read,
+                    bool persistent) {
+  auto kern = probe_kernel<kMT, kU, kW, kMinB, kPipe>;
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kW * 32, 0));
+  const int T = (s.N + kTileN - 1) / kTileN;
+  int B = persistent ? std::min(per_sm * c.sms, T) : T;
+  const int per_block = (T + B - 1) / B;
+  B = (T + per_block - 1) / per_block;
+  const size_t wel = (size_t)s.N * s.K;
+  CK(cudaMemset(c.y, 0xff, (size_t)M * s.N * 4));
+  const float us = time_it(c, nsets, [&](int set) {
+    kern<<<B, kW * 32>>>(c.pool + set * wel, c.x, c.y, M, s.N, s.K, T);
+  });
+  /* correctness: the last launch used set (reps - 1) % nsets */
+  const int last = (c.reps - 1) % nsets;
+  ref_kernel<<<(s.N + 127) / 128, 128>>>(c.pool + last * wel, c.x, c.yref, M, s.N, s.K);
+  std::vector<float> a((size_t)M * s.N), b((size_t)M * s.N);
+  CK(cudaMemcpy(a.data(), c.y, a.size() * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(b.data(), c.yref, b.size() * 4, cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(fabsf(a[i] - b[i]) <= 1e-3f * (1.f + fabsf(b[i])))) ++wrong;
+  const double gbs = wel * 2.0 / (us * 1e3);
+  printf("| %-12s | %5d×%-6lld | %2d | %-18s | %3d | %2d | %8.2f | %7.0f | %5.1f | %d |\n", s.what,
+         s.N, (long long)s.K, M, name, B, per_sm, us, gbs, 100.0 * t_read / us, wrong);
+}
+
+template <int kMT>
+static void all_variants(Ctx& c, const Shape& s, int M, int nsets, float t_read) {
+  variant<kMT, 4, 8, 3, false>(c, "base u4 w8 b3", s, M, nsets, t_read, true);
+  variant<kMT, 4, 8, 3, false>(c, "base nonpersist", s, M, nsets, t_read, false);
+  variant<kMT, 8, 8, 2, false>(c, "u8 w8 b2", s, M, nsets, t_read, true);
+  variant<kMT, 8, 8, 3, false>(c, "u8 w8 b3", s, M, nsets, t_read, true);
+  variant<kMT, 2, 8, 4, false>(c, "u2 w8 b4", s, M, nsets, t_read, true);
+  variant<kMT, 4, 4, 6, false>(c, "u4 w4 b6", s, M, nsets, t_read, true);
+  variant<kMT, 8, 4, 4, false>(c, "u8 w4 b4", s, M, nsets, t_read, true);
+  variant<kMT, 4, 16, 1, false>(c, "u4 w16 b1", s, M, nsets, t_read, true);
+  variant<kMT, 4, 16, 2, false>(c, "u4 w16 b2", s, M, nsets, t_read, true);
+  variant<kMT, 4, 8, 2, true>(c, "pipe u4 w8 b2", s, M, nsets, t_read, true);
+  variant<kMT, 2, 8, 3, true>(c, "pipe u2 w8 b3", s, M, nsets, t_read, true);
+  variant<kMT, 4, 4, 4, true>(c, "pipe u4 w4 b4", s, M, nsets, t_read, true);
+}
+
+int main(int argc, char** argv) {
+  Ctx c;
+  c.reps = argc > 1 ? atoi(argv[1]) : 30;
+  int dev = 0, l2 = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&c.sms, cudaDevAttrMultiProcessorCount, dev));
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  const Shape shapes[] = {{8192, 4096, "8192² P=2"},
+                          {8192, 8192, "8192² P=1"},
+                          {8192, 14336, "8192×28672/2"},
+                          {4096, 7168, "4096×14336/2"},
+                          {16384, 8192, "16384²/2"}};
+  size_t maxw = 0;
+  for (const Shape& s : shapes) maxw = std::max(maxw, (size_t)s.N * s.K);
+  const size_t foot = 3 * (size_t)l2; /* bytes the rotation must cover */
+  c.pool_elems = std::max(2 * maxw, foot / 2 + maxw);
+  CK(cudaMalloc(&c.pool, c.pool_elems * 2));
+  CK(cudaMalloc(&c.x, (size_t)64 * 16384 * 2));
+  CK(cudaMalloc(&c.y, (size_t)64 * 16384 * 4));
+  CK(cudaMalloc(&c.yref, (size_t)64 * 16384 * 4));
+  CK(cudaMalloc(&c.sink, 4));
+  init_kernel<<<1024, 256>>>(c.pool, (int64_t)c.pool_elems, 1u);
+  init_kernel<<<64, 256>>>(c.x, (int64_t)64 * 16384, 7u);
+  CK(cudaEventCreate(&c.ev[0]));
+  CK(cudaEventCreate(&c.ev[1]));
+  CK(cudaDeviceSynchronize());
+  printf("# gemv_stream_probe: %s, %d SMs, L2 %d MiB, %d reps (median µs), bf16\n", prop.name,
+         c.sms, l2 >> 20, c.reps);
+  printf("# read%% = pure streaming read of the same bytes (read_kernel) / variant time\n\n");
+  printf("| shape | N×K | M | variant | grid | b/SM | µs | GB/s | read%% | #wrong |\n");
+  printf("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  for (const Shape& s : shapes) {
+    const size_t wel = (size_t)s.N * s.K;
+    const int nsets = (int)std::max<size_t>(1, std::min(c.pool_elems / wel, (foot + wel * 2 - 1) / (wel * 2)));
+    const int64_t n16 = (int64_t)(wel * 2 / 16);
+    float t_read = 1e30f;
+    for (int mult : {2, 4, 8}) {
+      const float us = time_it(c, nsets, [&](int set) {
+        read_kernel<8><<<c.sms * mult, 256>>>((const uint4*)(c.pool + set * wel), n16, c.sink);
+      });
+      t_read = std::min(t_read, us);
+    }
+    printf("| %-12s | %5d×%-6lld | -- | %-18s | -- | -- | %8.2f | %7.0f | 100.0 | -- |\n", s.what,
+           s.N, (long long)s.K, "read (best grid)", t_read, wel * 2.0 / (t_read * 1e3));
+    for (int M : {1, 4, 16}) {
+      if (M <= 8)
+        all_variants<1>(c, s, M, nsets, t_read);
+      else
+        all_variants<2>(c, s, M, nsets, t_read);
+    }
+  }
+  return 0;
+}
