@@ -1,0 +1,284 @@
+/*
+ * gemm_tile_wgmma.cuh — WgmmaTile<T, kBT>: one 128×256 output tile of C = A·B computed by a whole
+ * block with Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only), a drop-in for MmaTile's
+ * aligned path (gemm_tile.cuh) in the fused GEMM + All-to-All kernel (gemm_alltoall_fused.cu).
+ * Check and timing against MmaTile and cuBLAS: tests/gpu/wgmma_tile_check.cu.
+ *
+ * Why: mma.sync tops out far below Hopper's tensor-core rate (MmaTile ran at 24–49 % of cuBLAS);
+ * wgmma reads both operands straight from shared memory through matrix descriptors, runs
+ * asynchronously, and a warpgroup's m64n256k16 keeps all four SM sub-partitions' tensor cores busy.
+ *
+ * Design (256 threads = 2 warpgroups, no producer warp: the caller's kernel is 256 threads):
+ *   - warpgroup g computes rows 64g..64g+63 × all 256 columns: m64n256k16, 128 fp32 accumulators
+ *     per thread; 4 wgmma per BK = 64 k-slab, committed as one group.
+ *   - shared memory per stage: A [128 rows][64 k] and B, both in the 128-byte swizzle (a 1024-byte
+ *     atom = 8 rows of 128 bytes, 16-byte chunk c of row r stored at chunk c ^ (r & 7)), stages
+ *     1024-byte aligned (the swizzle is a function of the address bits).
+ *       A, and B when kBT ([N][K]): K-major, rows of 64 k; descriptor SBO = 1024 (next 8 rows),
+ *         LBO unused; the k16 step advances the start address by 32 bytes.
+ *       B [K][N]: N-major ("transposed", imm-trans-b = 1): 4 blocks of 64 n, each [64 k][64 n];
+ *         LBO = 8192 (next 64 n), SBO = 1024 (next 8 k); the k16 step advances by 2048 bytes.
+ *   - 4-stage cp.async pipeline (16-byte chunks, zero-filled out of range: rows ≥ rows, k ≥ K,
+ *     n ≥ N), all 256 threads load. Per k-slab kt: wait for slab kt's copies, fence.proxy.async
+ *     (cp.async writes are generic-proxy, wgmma reads through the async proxy), barrier; issue
+ *     kt's wgmma group; wgmma.wait_group 1 (kt - 1 retired for this warpgroup); barrier (so for
+ *     both); copy slab kt + 3 into kt - 1's stage. The tensor cores always have kt queued behind
+ *     kt - 1 while the barriers and copies run, and 3 slabs of copies are in flight.
+ *   - epilogue: accumulators → C[BM][kCPitch] as T in shared memory (reusing the pipeline; the
+ *     pitch makes the 4-byte stores conflict-free), __syncthreads.
+ * Requirements (as MmaTile's kAligned): K and N multiples of 8, A and W bases 16-byte aligned;
+ * kSmemBytes (193 KB + 1 KB for aligning) of dynamic shared memory; compiled for sm_90a — on any
+ * other target run() traps, and FCO_WGMMA_COMPILED (below) tells device code which it got.
+ * Status: compiles; not yet measured on GPU.
+ */
+#ifndef FCO_CUDA_GEMM_TILE_WGMMA_CUH_
+#define FCO_CUDA_GEMM_TILE_WGMMA_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "gemm_tile.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FCO_WGMMA_COMPILED 1 /* this device pass has wgmma (sm_90a) */
+#else
+#define FCO_WGMMA_COMPILED 0
+#endif
+
+namespace fco {
+namespace tile {
+
+/* 64-bit shared-memory matrix descriptor, 128-byte swizzle (layout type 1 in bits 62-63);
+ * address, LBO and SBO in 16-byte units. */
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
+         ((uint64_t)(sbo >> 4) << 32) | (1ull << 62);
+}
+
+#define FCO_WG_D8(i)                                                                   \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),          \
+      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define FCO_WG_ACC                                                                     \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "            \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "   \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "   \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "   \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "   \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "   \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "   \
+  "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, " \
+  "%124, %125, %126, %127}"
+#define FCO_WG_OPS                                                                     \
+  FCO_WG_D8(0), FCO_WG_D8(8), FCO_WG_D8(16), FCO_WG_D8(24), FCO_WG_D8(32), FCO_WG_D8(40), \
+      FCO_WG_D8(48), FCO_WG_D8(56), FCO_WG_D8(64), FCO_WG_D8(72), FCO_WG_D8(80),      \
+      FCO_WG_D8(88), FCO_WG_D8(96), FCO_WG_D8(104), FCO_WG_D8(112), FCO_WG_D8(120)
+
+/* d (64×256 fp32, the m64nNk16 accumulator fragment) += A(desc, K-major) · B(desc); kTransB:
+ * B N-major. scale-d = 1 always (the caller zeroes d). */
+template <typename T, bool kTransB>
+struct Wgmma256;
+template <bool kTransB>
+struct Wgmma256<__nv_bfloat16, kTransB> {
+  __device__ static __forceinline__ void run(float* d, uint64_t da, uint64_t db) {
+#if FCO_WGMMA_COMPILED
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " FCO_WG_ACC
+                 ", %128, %129, 1, 1, 1, 0, %130;\n"
+                 : FCO_WG_OPS
+                 : "l"(da), "l"(db), "n"(kTransB ? 1 : 0));
+#endif
+  }
+};
+template <bool kTransB>
+struct Wgmma256<__half, kTransB> {
+  __device__ static __forceinline__ void run(float* d, uint64_t da, uint64_t db) {
+#if FCO_WGMMA_COMPILED
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " FCO_WG_ACC
+                 ", %128, %129, 1, 1, 1, 0, %130;\n"
+                 : FCO_WG_OPS
+                 : "l"(da), "l"(db), "n"(kTransB ? 1 : 0));
+#endif
+  }
+};
+#undef FCO_WG_OPS
+#undef FCO_WG_ACC
+#undef FCO_WG_D8
+
+__device__ __forceinline__ void wgmma_fence() {
+#if FCO_WGMMA_COMPILED
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if FCO_WGMMA_COMPILED
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int kN>
+__device__ __forceinline__ void wgmma_wait() {
+#if FCO_WGMMA_COMPILED
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kN) : "memory");
+#endif
+}
+/* The accumulators as asm operands: keeps the compiler from touching them between the issue
+ * of a wgmma group and its wait (it cannot see that wgmma writes them asynchronously). */
+__device__ __forceinline__ void wgmma_hold(float* d) {
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+/* Make this thread's generic-proxy shared-memory writes (cp.async) visible to the async proxy. */
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+__device__ __forceinline__ void bar_sync_all(int threads) {
+  asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
+}
+
+template <typename T, bool kBT>
+struct WgmmaTile {
+  using Elem = T;
+  static constexpr int BM = 128, BN = 256, BK = 64, kStages = 4, kThreads = 256;
+  static constexpr int kCPitch = BN + 8; /* elements; rows stay 16-byte aligned */
+  static constexpr int kABytes = BM * BK * 2;          /* 16 KB */
+  static constexpr int kBBytes = BK * BN * 2;          /* 32 KB */
+  static constexpr int kStageBytes = kABytes + kBBytes; /* 48 KB, a multiple of 1024 */
+  static constexpr int kPipeBytes = kStages * kStageBytes + 1024; /* + aligning to 1024 */
+  static constexpr int kCBytes = BM * kCPitch * 2;
+  static constexpr int kSmemBytes = kPipeBytes > kCBytes ? kPipeBytes : kCBytes;
+  static constexpr int kAChunks = BM * 8 / kThreads, kBChunks = BK * BN / 8 / kThreads;
+  static_assert(sizeof(T) == 2, "bf16 / f16 only");
+
+  /* Byte offset of 16-byte chunk ch (0..7) of row r in a [rows][64] 128-byte-swizzled tile. */
+  __device__ static __forceinline__ uint32_t sw128(int r, int ch) {
+    return (uint32_t)(r * 128 + ((ch ^ (r & 7)) << 4));
+  }
+
+  /* One thread's share of a stage's copies. Chunk i of A (and of B when kBT) is row
+   * tid / 8 + 32 i, 16-byte chunk tid % 8; of B [K][N] k-row tid / 32 + 8 i, chunk tid % 32.
+   * The swizzle term (row & 7) is the same for every i, so each chunk's shared offset is the
+   * first one plus a constant; pointers advance with k. */
+  struct Loader {
+    const T* pa; /* A at (row tid / 8, k = 8 (tid % 8)); chunk i: + i·32·K */
+    const T* pb; /* B at this thread's first chunk, k = 0 */
+    size_t b_step;                 /* elements between chunks i and i + 1 of B */
+    uint32_t off_a, off_b;         /* shared offset of chunk 0 within A / B of a stage */
+    uint32_t a_ok, b_ok;           /* bit i: chunk i's row (A) / column or row (B) in range */
+    int ka, kb;                    /* k of chunk 0 relative to the slab start (A, B) */
+
+    __device__ __forceinline__ void init(const T* a, int rows, const T* w, int K, int N, int n0) {
+      const int tid = threadIdx.x, r = tid >> 3, ch = tid & 7;
+      ka = ch * 8;
+      pa = a + (size_t)r * K + ka;
+      off_a = sw128(r, ch);
+      a_ok = 0;
+#pragma unroll
+      for (int i = 0; i < kAChunks; ++i) a_ok |= (r + 32 * i < rows ? 1u : 0u) << i;
+      b_ok = 0;
+      if constexpr (kBT) {
+        kb = ka;
+        pb = w + (size_t)(n0 + r) * K + kb;
+        b_step = (size_t)32 * K;
+        off_b = sw128(r, ch);
+#pragma unroll
+        for (int i = 0; i < kBChunks; ++i) b_ok |= (n0 + r + 32 * i < N ? 1u : 0u) << i;
+      } else {
+        const int kr = tid >> 5, c = tid & 31;
+        kb = kr;
+        pb = w + (size_t)kr * N + n0 + c * 8;
+        b_step = (size_t)8 * N;
+        off_b = (uint32_t)(c >> 3) * (BK * 128) + sw128(kr, c & 7);
+        b_ok = n0 + c * 8 < N ? (1u << kBChunks) - 1 : 0u;
+      }
+    }
+    /* cp.async k-slab k0 into the stage at shared address st (A then B); out-of-range chunks
+     * are zero-filled (K, N multiples of 8: a chunk is wholly in or out). */
+    __device__ __forceinline__ void load(uint32_t st, const T* a0, const T* w0, int K, int N,
+                                         int k0) const {
+      const bool ka_ok = k0 + ka < K;
+#pragma unroll
+      for (int i = 0; i < kAChunks; ++i) {
+        const bool ok = ka_ok && (a_ok >> i & 1);
+        cp_async16(st + off_a + i * (32 * 128), ok ? pa + (size_t)i * 32 * K + k0 : a0,
+                   ok ? 16 : 0);
+      }
+      const uint32_t sb = st + kABytes + off_b;
+#pragma unroll
+      for (int i = 0; i < kBChunks; ++i) {
+        bool ok;
+        const T* src;
+        if constexpr (kBT) {
+          ok = k0 + kb < K && (b_ok >> i & 1);
+          src = pb + i * b_step + k0;
+        } else {
+          ok = k0 + kb + 8 * i < K && (b_ok >> i & 1);
+          src = pb + i * b_step + (size_t)k0 * N;
+        }
+        /* kBT: chunk i is n-row + 32 i (32 rows of 128 bytes further); else k-row + 8 i. */
+        cp_async16(sb + i * (kBT ? 32 * 128 : 8 * 128), ok ? src : w0, ok ? 16 : 0);
+      }
+    }
+  };
+  __device__ static void run(char* smem, const T* a, int rows, const T* w, int K, int N, int n0) {
+#if FCO_WGMMA_COMPILED
+    const int tid = threadIdx.x, wg = tid >> 7;
+    const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+    const int num_k = (K + BK - 1) / BK;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+
+    Loader ld;
+    ld.init(a, rows, w, K, N, n0);
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < num_k) ld.load(pipe + s * kStageBytes, a, w, K, N, s * BK);
+      cp_async_commit();
+    }
+    for (int kt = 0; kt < num_k; ++kt) {
+      cp_async_wait<kStages - 2>(); /* this thread's copies of slab kt landed */
+      fence_proxy_async_smem();
+      __syncthreads(); /* everyone's */
+      const uint32_t sa = pipe + (kt % kStages) * kStageBytes + wg * (64 * 128);
+      const uint32_t sb = pipe + (kt % kStages) * kStageBytes + kABytes;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        const uint64_t da = wgmma_desc(sa + kk * 32, 16, 1024);
+        const uint64_t db = kBT ? wgmma_desc(sb + kk * 32, 16, 1024)
+                                : wgmma_desc(sb + kk * 16 * 128, BK * 128, 1024);
+        Wgmma256<T, !kBT>::run(d, da, db);
+      }
+      wgmma_commit();
+      wgmma_wait<1>(); /* my slab kt - 1 retired */
+      bar_sync_all(kThreads); /* both warpgroups': its stage is free */
+      const int nk = kt + kStages - 1;
+      if (nk < num_k) ld.load(pipe + (nk % kStages) * kStageBytes, a, w, K, N, nk * BK);
+      cp_async_commit();
+    }
+    wgmma_wait<0>();
+    wgmma_hold(d);
+    cp_async_wait<0>();
+    __syncthreads(); /* every warpgroup is done with the pipeline: reuse it for C */
+
+    /* m64nNk16 accumulator fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2),
+     * column 8j + 2·(lane % 4) + q % 2. */
+    uint32_t* cs = reinterpret_cast<uint32_t*>(smem);
+    const int lane = tid & 31, row0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2);
+    const int col0 = 2 * (lane & 3);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = j * 8 + col0;
+      cs[(row0 * kCPitch + col) >> 1] = MmaOp<T>::pack2(d[4 * j], d[4 * j + 1]);
+      cs[((row0 + 8) * kCPitch + col) >> 1] = MmaOp<T>::pack2(d[4 * j + 2], d[4 * j + 3]);
+    }
+    __syncthreads();
+#else
+    __trap(); /* not built for sm_90a: the launcher must not pick this tile */
+#endif
+  }
+};
+
+}  // namespace tile
+}  // namespace fco
+
+#endif /* FCO_CUDA_GEMM_TILE_WGMMA_CUH_ */
