@@ -66,6 +66,11 @@ $(BUILD)/obj/%.o: %.cu $(wildcard include/*.h src/*/*.h src/*/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
+# impl 1's wgmma tile (src/cuda/gemm_tile_wgmma.cuh) needs the arch-specific sm_90a: the fused
+# GEMM file gets it in place of sm_90 (same GPUs); its launcher checks which image was loaded.
+comma := ,
+$(BUILD)/obj/src/cuda/gemm_alltoall_fused.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
+
 $(LIB_SO): $(OBJ)
 	@mkdir -p $(dir $@)
 	$(LD) -shared -o $@ $(OBJ) $(CUDA_LIBS) $(LDLIBS)

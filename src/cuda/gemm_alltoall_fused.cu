@@ -1,8 +1,12 @@
 /*
  * gemm_alltoall_fused.cu — the peer-table side of fco_gemm_alltoall:
  *   impl 1 "tiles": one persistent kernel per call (ga_kernel_tiles) whose blocks compute output
- *     tiles with tensor cores (gemm_tile.cuh) and store each finished tile straight into the
- *     destination rank's rows, then signal it;
+ *     tiles with tensor cores and store each finished tile straight into the destination rank's
+ *     rows, then signal it. Tile math: WgmmaTile (gemm_tile_wgmma.cuh, wgmma, 193 KB of shared
+ *     memory) for bf16 / f16 with K, N multiples of 8 and 16-byte aligned pointers on compute
+ *     capability 9.0 when the sm_90a image is loaded (wgmma_usable); MmaTile (gemm_tile.cuh,
+ *     mma.sync) otherwise or with FCO_GA_TILE=mma; FfmaTile for f32. Both tensor-core tiles are
+ *     128×256 and 256 threads, so the plan, tile order and flags do not depend on the choice;
  *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
  *     gemm_alltoall.cu.
  *
@@ -53,11 +57,13 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <atomic>
 
 #include "gemm_alltoall.cuh"
 #include "gemm_tile.cuh"
+#include "gemm_tile_wgmma.cuh"
 
 namespace fco {
 namespace ga {
@@ -543,6 +549,56 @@ LaunchFn pick_mma(bool bt, bool aligned) {
   return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
                  : launch_tiles_t<tile::MmaTile<T, false, false>>;
 }
+template <typename T>
+LaunchFn pick_tile(bool bt, bool aligned, bool wgmma) {
+  if (wgmma && aligned)
+    return bt ? launch_tiles_t<tile::WgmmaTile<T, true>> : launch_tiles_t<tile::WgmmaTile<T, false>>;
+  return pick_mma<T>(bt, aligned);
+}
+
+/* Which image of this file the driver loaded for the device: the sm_90a pass (WgmmaTile real)
+ * gives this kernel 16 bytes of static shared memory, any other pass none (either may add the
+ * 1 KB the system reserves per block, hence the test modulo 1024). Never launched;
+ * cudaFuncGetAttributes reports the loaded image without touching a stream (capture-safe). */
+__global__ void ga_kernel_wgmma_probe(int* out) {
+#if FCO_WGMMA_COMPILED
+  __shared__ int s[4];
+  s[threadIdx.x & 3] = (int)threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = s[(threadIdx.x + 1) & 3];
+#endif
+}
+
+/* WgmmaTile for impl 1: compute capability 9.0 with the sm_90a image loaded (the Makefile builds
+ * this file for sm_90a where CUDA_ARCH asks for sm_90), unless FCO_GA_TILE=mma. Cached per
+ * device. */
+fco_result_t wgmma_usable(char* err, bool* usable) {
+  static std::atomic<int> cache[kMaxDevices]; /* 0 unknown, 1 no, 2 yes */
+  *usable = false;
+  const char* env = getenv("FCO_GA_TILE");
+  if (env && !strcmp(env, "mma")) return FCO_OK;
+  int device = 0, sms = 0;
+  fco_result_t r = current_device(err, &device, &sms);
+  if (r != FCO_OK) return r;
+  int v = device < kMaxDevices ? cache[device].load() : 0;
+  if (v == 0) {
+    int major = 0, minor = 0;
+    cudaError_t ce = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (ce == cudaSuccess)
+      ce = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall tiles: compute capability");
+    v = 1;
+    if (major == 9 && minor == 0) {
+      cudaFuncAttributes fa;
+      ce = cudaFuncGetAttributes(&fa, ga_kernel_wgmma_probe);
+      if (ce == cudaSuccess && fa.sharedSizeBytes % 1024 == 4 * sizeof(int)) v = 2;
+      if (ce != cudaSuccess) (void)cudaGetLastError(); /* no image for this device: not sticky */
+    }
+    if (device < kMaxDevices) cache[device].store(v);
+  }
+  *usable = v == 2;
+  return FCO_OK;
+}
 
 }  // namespace
 
@@ -554,10 +610,15 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
     const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
     if (((uintptr_t)a->a | (uintptr_t)a->w | (uintptr_t)a->out) % 16) aligned = false;
   }
+  bool wgmma = false;
+  if (aligned && (a0->dtype == FCO_BF16 || a0->dtype == FCO_F16)) {
+    fco_result_t r = wgmma_usable(err, &wgmma);
+    if (r != FCO_OK) return r;
+  }
   LaunchFn fn = nullptr;
   switch (a0->dtype) {
-    case FCO_BF16: fn = pick_mma<__nv_bfloat16>(bt, aligned); break;
-    case FCO_F16: fn = pick_mma<__half>(bt, aligned); break;
+    case FCO_BF16: fn = pick_tile<__nv_bfloat16>(bt, aligned, wgmma); break;
+    case FCO_F16: fn = pick_tile<__half>(bt, aligned, wgmma); break;
     case FCO_F32:
       fn = bt ? launch_tiles_t<tile::FfmaTile<true>> : launch_tiles_t<tile::FfmaTile<false>>;
       break;
@@ -659,6 +720,8 @@ fco_result_t preload_kernels(char* err) {
   }
   int cap = 0;
   if ((r = coresident<ga_kernel_finish>(err, 0, &cap)) != FCO_OK) return r;
+  bool wgmma = false; /* decide (and load the probe) before any capture or spinning kernel */
+  if ((r = wgmma_usable(err, &wgmma)) != FCO_OK) return r;
   if (device < kMaxDevices) done[device].store(1);
   return FCO_OK;
 }
