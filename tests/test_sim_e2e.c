@@ -181,8 +181,8 @@ static void json_and_svg(void) {
 }
 
 /* The issue's validation target: at the measured scale, model within 10% of measurement.
- * What is not within 10% is pinned here with its bound, so neither the model nor the
- * threshold can drift silently (docs/fco-sim.md says why each exception is off). */
+ * Every modelled operator row of the shipped calibrations and of the f32 run is checked, so
+ * neither the model nor the threshold can drift silently (docs/fco-sim.md). */
 static void validation(void) {
   sim_params_t p;
   sim_calib_t c;
@@ -233,29 +233,26 @@ static void validation(void) {
   sim_val_free(&v);
   sim_calib_free(&c);
 
-  /* fused embedding + All-to-All, f32 (all hold-out): 5 of 7 within 10%. The two that are not
-   * (+11.0%, +11.4%) send 67 MB with bags of 8 and 4 rows: there the kernel hides 19-27% of its
-   * NVLink time, on every other workload none, and the model has one interference constant
-   * (fitted 1.05 on bf16 rows; docs/fco-sim.md). Pinned with their bound. */
+  /* fused embedding + All-to-All, f32 (all hold-out): 7 of 7 within 10%. The two rows that
+   * were not before the switch-drain term (+11.0%, +11.4%: the 67 MB ones, beyond the fit
+   * set's bytes) are named, so a model change that loses them shows (docs/fco-sim.md). */
   t_context("validation against the f32 embedding rows of run ed0108a38b78");
   ASSERT_EQ(sim_calib_load("bench/results/2026-11-30_nvidia-h200-x2_ed0108a38b78/"
                            "bench-embedding_alltoall-nccl-graph-f32.json",
                            &c, err, sizeof err),
             0);
   ASSERT_EQ(sim_validate(&p, &c, &v), 0);
-  int hold32 = 0, over = 0;
+  int hold32 = 0, named = 0;
   for (int i = 0; i < v.num; i++) {
     if (v.row[i].kind != SIM_VAL_HOLDOUT) continue;
     hold32++;
-    if (fabs(v.row[i].error_pct) > 10.0) {
-      over++;
-      ASSERT_TRUE(!strcmp(v.row[i].shape, "B65536 T8 D64 L8") ||
-                  !strcmp(v.row[i].shape, "B131072 T8 D32 L4"));
-    }
+    ASSERT_TRUE(fabs(v.row[i].error_pct) <= 10.0);
+    named += !strcmp(v.row[i].shape, "B65536 T8 D64 L8") ||
+             !strcmp(v.row[i].shape, "B131072 T8 D32 L4");
   }
   ASSERT_EQ(hold32, 7);
-  ASSERT_TRUE(over <= 2);
-  ASSERT_TRUE(v.max_err_holdout <= 12.0);
+  ASSERT_EQ(named, 2);
+  ASSERT_TRUE(v.max_err_holdout <= 10.0);
   sim_val_free(&v);
   sim_calib_free(&c);
 }

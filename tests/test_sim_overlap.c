@@ -326,6 +326,44 @@ static void embedding_kernel(void) {
   ASSERT_NEAR(sim_fused_time(&p, &op, &d), 141 + 100.0 / 7, 1e-9);
   p.remote_first = 1;
 
+  /* switch drain: before its first self tile every block waits for the NVLink puts of its
+   * last signal batch. Back to half self, 4 waves of 25 us, no landing: 4 x sms tiles, half
+   * of them (2 x sms) NVLink tiles of 5e6 B; pending: sms x 2 blocks x (4 + 1)/2 tiles = 5 x
+   * sms > 2 x sms, so all 5e6 B: 50 us at 100 GB/s, where the self tiles start (50 -> 100):
+   * 150 */
+  op.land_bytes = 0;
+  op.frac[SIM_DEST_SELF] = 0.5;
+  op.frac[SIM_DEST_NODE] = 0.5;
+  p.ea_drain = 1, p.ea_blocks_per_sm = 2;
+  sim_fused_kernel(&p, SIM_FUSED_EMBEDDING, &op);
+  ASSERT_EQ(op.switch_drain, 1);
+  ASSERT_NEAR(op.sig_every, 4, 0);
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 150, 1e-9);
+  ASSERT_NEAR(d.drain_us, 50, 1e-9);
+  ASSERT_NEAR(d.self_start_us, 100, 1e-9);
+  /* one signal per tile, one block per SM: pending sms x 1 x 1 = half the NVLink tiles:
+   * 2.5e6 B = 25 us: 125 */
+  op.sig_every = 1, p.ea_blocks_per_sm = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 125, 1e-9);
+  ASSERT_NEAR(d.drain_us, 25, 1e-9);
+  /* no self tiles, local-first, or the GEMM + All-to-All kernel: no switch, no drain */
+  op.frac[SIM_DEST_SELF] = 0;
+  op.frac[SIM_DEST_NODE] = 1;
+  /* (all tiles the peer's: the last wave's 1.25e6 B cross 100-112.5, + 1) */
+  ASSERT_NEAR(sim_fused_time(&p, &op, &d), 113.5, 1e-9);
+  ASSERT_NEAR(d.drain_us, 0, 0);
+  op.frac[SIM_DEST_SELF] = 0.5;
+  op.frac[SIM_DEST_NODE] = 0.5;
+  p.remote_first = 0;
+  sim_fused_time(&p, &op, &d);
+  ASSERT_NEAR(d.drain_us, 0, 0);
+  p.remote_first = 1;
+  sim_fused_kernel(&p, SIM_FUSED_GEMM_A2A, &op);
+  ASSERT_EQ(op.switch_drain, 0);
+  sim_fused_time(&p, &op, &d);
+  ASSERT_NEAR(d.drain_us, 0, 0);
+  p.ea_drain = 0, p.ea_blocks_per_sm = 2;
+
   /* over all ranks, the receiver bound lands as units arrive: 3 x 4e7 B into rank 0 over its
    * NVLink port (1200 + 1), landing 2 x 1.2e8 B at 1000 GB/s = 240 alongside: max(1201, 240);
    * the GEMM + All-to-All kernel lands after: 1201 + 240 */

@@ -28,8 +28,9 @@
 
 /* Parameters for hand-computed cases: NVLink 100 GB/s 1 us, NIC 50 GB/s (400 Gb/s x 1) 3 us,
  * HBM 1000 GB/s; NCCL: Simple only (LL/LL128 priced out), base 10 us, hop x5, full efficiency;
- * no peer costs, no fused launch/penalty/interference/signal stalls/landing copy, fused GEMV x
- * re-reads free (gemv_x_gbs 1e9), no jitter. Tests of those terms switch them on one by one. */
+ * no peer costs, no fused launch/penalty/interference/signal stalls/landing copy/switch drain,
+ * fused GEMV x re-reads free (gemv_x_gbs 1e9), no jitter. Tests of those terms switch them on
+ * one by one. */
 static inline void sim_test_params(sim_params_t* p) {
   sim_params_default(p);
   p->nvl_gbs = 100, p->nvl_lat_us = 1, p->nic_gbps = 400, p->nic_eff = 1, p->nic_lat_us = 3;
@@ -38,6 +39,7 @@ static inline void sim_test_params(sim_params_t* p) {
   p->nvl_simple_eff = p->net_simple_eff = 1, p->tree_eff = 1;
   p->nccl_peer_us = 0, p->fco_peer_us = 0, p->fco_launch_us = 0, p->fused_penalty = 0;
   p->fused_interf = 0, p->fused_interf_net = 0, p->fco_sig_us = 0, p->fco_land = 0;
+  p->ea_drain = 0;
   p->gemv_x_gbs = 1e9;
   p->jitter = 0;
 }

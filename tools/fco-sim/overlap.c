@@ -66,6 +66,7 @@ void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
 void sim_fused_kernel(const sim_params_t* p, int kind, sim_fused_op_t* op) {
   op->sig_every = kind == SIM_FUSED_EMBEDDING ? p->ea_sig_every : 1;
   op->land_overlap = kind == SIM_FUSED_EMBEDDING && p->ea_land_overlap != 0;
+  op->switch_drain = kind == SIM_FUSED_EMBEDDING && p->ea_drain != 0;
 }
 
 static int dest_link(int dest) {
@@ -127,19 +128,33 @@ double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused
     }
     ch[k].compute_us += stall;
   }
-  sim_pipe_t pipe = sim_pipeline(ch, n, &links);
   /* the self tiles start once the tiles before them (remote-first: all the others) have
-   * been computed: chunk compute summed up to position (1 - self share) x n */
-  double self_start = pipe.compute_end_us;
+   * been computed: chunk compute summed up to position (1 - self share) x n; with
+   * switch_drain the blocks first wait for the NVLink puts of their last signal batch */
+  double self_start = -1, drain = 0;
   if (p->remote_first && !op->broadcast) {
-    double x = (1.0 - (fsum > 0 ? op->frac[SIM_DEST_SELF] / fsum : 1.0)) * n, acc = 0;
+    double fself = fsum > 0 ? op->frac[SIM_DEST_SELF] / fsum : 1.0;
+    double x = (1.0 - fself) * n, acc = 0;
+    int kb = (int)floor(x);
     for (int k = 0; k < n && x > 0; k++) {
       double part = x >= 1 ? 1 : x;
       acc += part * ch[k].compute_us;
       x -= part;
     }
     self_start = acc;
+    double nvl_tiles = fsum > 0 ? op->tiles * op->frac[SIM_DEST_NODE] / fsum : 0;
+    if (op->switch_drain && !p->comm_off && fself > 0 && nvl_tiles > 0 &&
+        op->bytes[SIM_DEST_NODE] > 0) {
+      double per = op->sig_every > 1 ? op->sig_every : 1;
+      double pending = p->sms * p->ea_blocks_per_sm * (per + 1) / 2;
+      drain = sim_xfer_us(op->bytes[SIM_DEST_NODE] * fmin(1.0, pending / nvl_tiles),
+                          links.gbs[SIM_LINK_NVL]);
+      ch[kb < n ? kb : n - 1].compute_us += drain;
+      self_start += drain;
+    }
   }
+  sim_pipe_t pipe = sim_pipeline(ch, n, &links);
+  if (self_start < 0) self_start = pipe.compute_end_us;
   free(ch);
   double land = p->comm_off || !p->fco_land ? 0 : 2 * sim_xfer_us(op->land_bytes, p->hbm_gbs);
   /* landing alongside the self tiles: only what outlasts the pipeline shows */
@@ -151,6 +166,7 @@ double sim_fused_time(const sim_params_t* p, const sim_fused_op_t* op, sim_fused
     detail->interf_us = interf_us;
     detail->sig_us = sig_us;
     detail->land_us = land;
+    detail->drain_us = drain;
     detail->fixed_us = fixed;
     detail->self_start_us = self_start;
   }

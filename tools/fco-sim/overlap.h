@@ -27,6 +27,16 @@
  *                 blocks), from the start of its self tiles on, alongside them: the kernel
  *                 ends at max(pipeline end, self phase start + landing). Remote-first only
  *                 (local-first: nothing has arrived when the self tiles run; after them).
+ *   switch drain  (switch_drain: the embedding kernel) a block's last remote tiles end in a
+ *                 signal batch whose fence waits until the batch's NVLink stores are
+ *                 acknowledged, and its first local tile starts with a block-wide sync (the
+ *                 land poll): every block waits for its pending puts. About (sig_every + 1)/2
+ *                 tiles a block are pending (the phase ends anywhere in a batch), for every
+ *                 co-resident block (sms x ea_blocks_per_sm), as a share of the NVLink tiles
+ *                 (at most all of them): drain = that share x NVLink bytes / NVLink GB/s,
+ *                 added where the self tiles start. A constant of the kernel's design, not of
+ *                 the workload: its tiles are 16 KB whatever D and dtype (C bags x row bytes),
+ *                 so at 2 GPUs it is 2.5 x 16 KB x 264 / 364 GB/s = 29.7 us per call.
  *   fixed         fco_launch_us per kernel, fco_peer_us per destination.
  */
 #ifndef FCO_SIM_OVERLAP_H_
@@ -74,6 +84,8 @@ typedef struct {
                               /* (read + write: 2 x land_bytes / HBM)                     */
   double sig_every;           /* tiles per signal (batch); <= 1: every tile signals       */
   int land_overlap;           /* land alongside the self tiles, not after every tile      */
+  int switch_drain;           /* before its first self tile a block waits until the puts  */
+                              /* of its last signal batch are acknowledged (see above)    */
 } sim_fused_op_t;
 
 /* Fused kernels whose design the model distinguishes (sim_fused_kernel):
@@ -84,8 +96,8 @@ typedef struct {
  *                        alongside its local tiles (ea_land_overlap). */
 enum { SIM_FUSED_GEMM_A2A = 0, SIM_FUSED_EMBEDDING = 1 };
 
-/* Set op's signalling and landing to those of kernel `kind` (params: ea_sig_every,
- * ea_land_overlap). */
+/* Set op's signalling, landing and switch drain to those of kernel `kind` (params:
+ * ea_sig_every, ea_land_overlap, ea_drain). */
 void sim_fused_kernel(const sim_params_t* p, int kind, sim_fused_op_t* op);
 
 /* The parts of one fused kernel's time (sim_fused_time), in us. */
@@ -94,6 +106,7 @@ typedef struct {
   double interf_us;    /* compute stall on the kernel's own puts (interference)     */
   double sig_us;       /* signal stalls                                             */
   double land_us;      /* landing copy: the part that ends after the pipeline       */
+  double drain_us;     /* switch to the self tiles: wait for the last batch's puts     */
   double self_start_us; /* when the self tiles start (remote-first; compute end if none) */
   double fixed_us;     /* fco_launch_us + per-destination costs                     */
 } sim_fused_detail_t;

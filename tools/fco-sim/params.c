@@ -40,7 +40,7 @@ int sim_param_find(const char* flag) {
 static int is_toggle(const char* name) {
   return !strcmp(name, "remote_first") || !strcmp(name, "fco_pxn") || !strcmp(name, "baseline_overlap") ||
          !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd") || !strcmp(name, "fco_land") ||
-         !strcmp(name, "ea_land_overlap");
+         !strcmp(name, "ea_land_overlap") || !strcmp(name, "ea_drain");
 }
 
 static int is_fraction(const char* name) {
@@ -51,7 +51,7 @@ static int is_fraction(const char* name) {
 int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
   static const char* const kPositive[] = {"nvl_gbs", "nic_gbps", "hbm_gbs", "tflops", "sms",
                                           "gemm_tile", "gemv_tile_cols", "gemv_x_gbs",
-                                          "access_bytes"};
+                                          "access_bytes", "ea_blocks_per_sm"};
   for (int i = 0; i < sim_num_params; i++) {
     const char* name = sim_param_info[i].name;
     double v = sim_param_get(p, i);

@@ -47,12 +47,14 @@
   /* fco fused operators */                                                                       \
   XX(fco_launch_us, 4.3, "us", "fused kernel launch+completion (fitted, fco one-shot allreduce)") \
   XX(fco_peer_us, 0.02, "us", "fused kernel cost per destination (signal put; assumption)")      \
-  XX(fused_interf, 1.05, "", "share of its NVLink put time a fused kernel's compute stalls (fitted)") \
+  XX(fused_interf, 0.65, "", "share of its NVLink put time a fused kernel's compute stalls (fitted)") \
   XX(fused_interf_net, 0.0, "", "the same for NIC puts (0: the NIC moves them, DMA; assumption)") \
-  XX(fco_sig_us, 0.70, "us", "stall per wave of tiles that signal a peer (release, flag; fitted)") \
+  XX(fco_sig_us, 0.75, "us", "stall per wave of tiles that signal a peer (release, flag; fitted)") \
   XX(fco_land, 1.0, "0|1", "fused all-to-alls land staged data in the output (2 x bytes, HBM)") \
   XX(ea_land_overlap, 1.0, "0|1", "embedding kernel lands alongside its local tiles (0: after)") \
   XX(ea_sig_every, 4.0, "tiles", "embedding kernel: remote tiles per signal (FCO_EA_SIGNAL_EVERY)") \
+  XX(ea_drain, 1.0, "0|1", "embedding kernel waits for its last signal batch's NVLink puts before its local tiles") \
+  XX(ea_blocks_per_sm, 2.0, "", "co-resident blocks per SM of the embedding kernel (launch bounds 256, 2)") \
   XX(fused_penalty, 0.0, "", "further compute slowdown in a fused kernel (the fit finds none)") \
   XX(sms, 132.0, "", "tiles in flight at once (H200 SMs, one tile per SM): one wave")             \
   XX(remote_first, 1.0, "0|1", "fused kernels compute tiles bound for other nodes first")         \
@@ -62,7 +64,7 @@
   XX(gemv_tile_cols, 16.0, "cols", "GEMV output columns per tile (fco's fused GEMV: 16)")         \
   XX(gemv_auto_max_m, 8.0, "rows", "fco's AUTO fuses GEMV+AllReduce up to this M (else + fco_allreduce)") \
   XX(gemv_auto_max_n, 4096.0, "cols", "... and up to this N (one tile per block; else + fco_allreduce)") \
-  XX(gemv_x_gbs, 6800.0, "GB/s", "fco's fused GEMV re-reads x per tile at this rate (fitted)") \
+  XX(gemv_x_gbs, 6600.0, "GB/s", "fco's fused GEMV re-reads x per tile at this rate (fitted)") \
   /* skew and schedule */                                                                         \
   XX(jitter, 0.03, "", "per-rank compute-time jitter (coefficient of variation, each kernel)")    \
   XX(seed, 1.0, "", "seed of the jitter draws (deterministic)")                                   \

@@ -15,7 +15,8 @@
  * The fused models take, from the calibration row, only what was measured without the fused
  * kernel: compute_us (the lookup / cuBLAS GEMV alone) and the shape; the rest is the link
  * model (NVLink 364 GB/s, 0.6 us), HBM 4300 GB/s, tile counts and design of the kernels
- * (the embedding kernel's signal batches and overlapped landing: overlap.h), fco_launch_us
+ * (the embedding kernel's signal batches, overlapped landing and the drain of its last signal
+ * batch before its local tiles: overlap.h), fco_launch_us
  * (from the one-shot allreduce rows) and the fitted constants. gemv_allreduce impl 3 (cuBLAS,
  * then fco's one-shot allreduce: what AUTO and the decode model run above M 8 or N 4096) is a
  * pred row: compute_us + the one-shot allreduce model.
@@ -222,6 +223,10 @@ static void print_fused_model(FILE* f, const sim_params_t* p) {
              "landing %s (ea_land_overlap %g); tiles of min(T, 32/G) tables x C/nt samples\n",
           p->ea_sig_every, p->ea_land_overlap ? "alongside its local tiles" : "after its tiles",
           p->ea_land_overlap);
+  fprintf(f, "# embedding kernel switch drain (ea_drain %g): before its local tiles every block "
+             "waits for the NVLink puts of its last signal batch, (ea_sig_every + 1)/2 tiles x "
+             "%g blocks/SM x %g SMs of them (not fitted)\n",
+          p->ea_drain, p->ea_blocks_per_sm, p->sms);
   fprintf(f, "# fit set: embedding_alltoall 2-byte (B,T,D,L) = (16384,8,128,32) (65536,8,64,8) "
              "(4096,16,128,64) uniform; gemv_allreduce 2-byte N = 8192; every other fused row is "
              "a hold-out\n");
