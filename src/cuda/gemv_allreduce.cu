@@ -53,7 +53,7 @@
  * Launch requirements: every rank runs the same sequence of epoch-advancing kernels with the
  *   same M, N, dtype, bias presence and impl, on the same GPU model, so B and the tile plan
  *   agree (they do not depend on K); all num_local·B blocks co-resident (B ≤ occupancy × SMs /
- *   num_local, B ≤ kMaxBlocks so flags fit FCO_SIG_SLOTS; then B is lowered so every block gets
+ *   num_local, B ≤ max_blocks(impl) so flags fit FCO_SIG_SLOTS; then B is lowered so every block gets
  *   the same number of tiles, ceil(T / B)); dev->ws_bytes ≥ 2 × half (checked on the device:
  *   FCO_ERR_INTERNAL otherwise). W, x and K·esize 16-byte aligned for the vector path (per
  *   rank; else the scalar path, correct and slow).
@@ -74,13 +74,24 @@
 namespace fco {
 namespace {
 
-using gemv::kThreads;
 using gemv::kTileN;
-using gemv::kWarps;
 
-/* Partial flags use slots [0, B), gather flags [B, 2B), the argument check the last slot. */
+/* Partial flags use slots [0, B), gather flags (impl 2) [B, 2B), the argument check the last
+ * slot. */
 constexpr int kCheckSlot = FCO_SIG_SLOTS - 1;
-constexpr int kMaxBlocks = (FCO_SIG_SLOTS - 1) / 2;
+constexpr int max_blocks(int impl) { return impl == 2 ? (FCO_SIG_SLOTS - 1) / 2 : FCO_SIG_SLOTS - 1; }
+
+/* Block shape per m-tiles (kMT = ceil(M / 8)), chosen with bench/probe/gemv_stream_probe.cu on
+ * H200 (run 098826b, bench/results/2026-11-30_nvidia-h200-x2_098826b): up to M = 16, blocks of
+ * 4 warps taking 8 chunks per step (8 KB of W in flight per warp) at 4 blocks per SM streamed W
+ * 2-6 % faster at M ≤ 4 and 8-15 % faster at M = 16 than 8 warps of 4 chunks at 3 blocks per SM;
+ * the register-hungry large-M tiles keep 8 warps of 4 chunks. */
+template <int kMT>
+constexpr int kWarpsOf = kMT <= 2 ? 4 : 8;
+template <int kMT>
+constexpr int kUnrollOf = kMT <= 2 ? 8 : 4;
+template <int kMT>
+constexpr int kMinBlocksOf = kMT <= 2 ? 4 : kMT == 4 ? 2 : 1;
 
 struct GarParams {
   const void* x[FCO_MAX_GPU_RANKS];
@@ -134,27 +145,27 @@ struct Ctx {
   size_t hoff; /* offset of this call's half */
 };
 
-template <int kM>
+template <int kMT>
 struct Smem {
   RankView v;
-  __align__(16) float red[kWarps][kM][kTileN];
+  __align__(16) float red[kWarpsOf<kMT>][kMT * 8][kTileN];
 };
 
 /* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
  * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
 template <typename T, int kMT>
-__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                                int t) {
   const int warp = threadIdx.x >> 5;
-  gemv::tile<T, kMT>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, t * kTileN, c.vec,
-                     s.red[warp]);
+  gemv::tile<T, kMT, kUnrollOf<kMT>, kWarpsOf<kMT>>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K,
+                                                 t * kTileN, c.vec, s.red[warp]);
   __syncthreads();
   float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
   const int i = threadIdx.x;
   if (i < 4 * p.M) {
     const int m = i >> 2, q = (i & 3) * 4;
 #pragma unroll
-    for (int wi = 0; wi < kWarps; ++wi) {
+    for (int wi = 0; wi < kWarpsOf<kMT>; ++wi) {
       const float4 v = *reinterpret_cast<const float4*>(&s.red[wi][m][q]);
       r.x += v.x;
       r.y += v.y;
@@ -220,7 +231,7 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
 }
 
 template <typename T, int kMT>
-__device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+__device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                             const WaitCtx& wc) {
   const RankView& v = s.v;
   const int i = threadIdx.x;
@@ -257,7 +268,7 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
 }
 
 template <typename T, int kMT>
-__device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT * 8>& s,
+__device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                              const WaitCtx& wc) {
   using V = typename Raw4<T>::V;
   const RankView& v = s.v;
@@ -344,18 +355,12 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
   }
 }
 
-/* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). */
-/* Occupancy target: 3 blocks (24 warps) per SM up to M = 16, where the kernel must stream W at
- * HBM speed; fewer for the register-hungry large-M tiles. */
-template <int kMT>
-constexpr int min_blocks() {
-  return kMT <= 2 ? 3 : kMT == 4 ? 2 : 1;
-}
-
+/* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). Threads:
+ * kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of kMT ≤ 2, ≥ 4·M = 256 otherwise). */
 template <typename T, int kMT, int kImpl>
-__global__ void __launch_bounds__(kThreads, min_blocks<kMT>())
+__global__ void __launch_bounds__(kWarpsOf<kMT> * 32, kMinBlocksOf<kMT>)
     gemv_allreduce_kernel(const GarParams p) {
-  __shared__ Smem<kMT * 8> s;
+  __shared__ Smem<kMT> s;
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
   fco_dev_rank_t* dev = p.dev[li];
@@ -417,11 +422,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
+  constexpr int kThreads = kWarpsOf<kMT> * 32;
   res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl>>(err, device, sms, kThreads, &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   int B = cap / g->num_local;
-  if (B > kMaxBlocks) B = kMaxBlocks;
+  if (B > max_blocks(kImpl)) B = max_blocks(kImpl);
   if (B > T_) B = T_;
   /* Balance: every block gets the same number of tiles (512 tiles on 396 slots would leave
    * the 116 blocks with a second tile as the critical path: 2 tile times instead of 1.3). */

@@ -3,10 +3,12 @@
  * (src/cuda/gemv_allreduce.cu): one block computes the fp32 partial of one 16-column output
  * tile, p[m][n] = Σ_k x[m][k] · W[n0 + n][k] for m < M ≤ 64, n < 16, over this rank's K.
  *
- * Layout: W [N][K] and x [M][K] row-major (k contiguous). The block's 8 warps split K: warp w
- * takes groups of kUnroll consecutive 32-element chunks, w, w + 8, w + 16, ... (each row is read
- * in 256-byte runs, 2·kUnroll 16-byte loads in flight per thread), and leaves its partial in
- * red[w][m][16]; the caller sums the 8 warps in warp order (deterministic).
+ * Layout: W [N][K] and x [M][K] row-major (k contiguous). The block's kW warps split K: warp w
+ * takes groups of kU consecutive 32-element chunks, w, w + kW, w + 2kW, ... (each row is read
+ * in kU·64-byte runs, 2·kU 16-byte loads in flight per thread), and leaves its partial in
+ * red[w][m][16]; the caller sums the kW warps in warp order (deterministic). kU and kW are
+ * template parameters (defaults kUnroll, kWarps); the caller picks them per M
+ * (gemv_allreduce.cu; bench/probe/gemv_stream_probe.cu measures the choices).
  *
  * bf16 / f16: tensor cores, mma.sync m16n8k16 (fp32 accumulate) with W as the row-major A
  *   (16 rows = the tile's columns) and x as the column-major B (8 columns = 8 rows of x per
@@ -158,7 +160,7 @@ __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __res
 
 /* f32 tile on CUDA cores: the warp walks the 16 rows; per row, lanes take float4s of its K
  * share (chunks of 128 = 32 lanes × 4), then a shuffle tree sums the lanes. kM ≥ M. */
-template <int kM>
+template <int kM, int kW = kWarps>
 __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const float* __restrict__ x,
                                          int M, int N, int64_t K, int n0, bool vec,
                                          float (*red)[kTileN]) {
@@ -171,7 +173,7 @@ __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const floa
 #pragma unroll
     for (int m = 0; m < kM; ++m) acc[m] = 0.f;
 #pragma unroll 2
-    for (int64_t c = warp; c < nfull; c += kWarps) {
+    for (int64_t c = warp; c < nfull; c += kW) {
       const int64_t k = c * kC + lane * 4;
       const float4 wv = ld_stream_f4(wr + k);
 #pragma unroll
@@ -181,7 +183,7 @@ __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const floa
           acc[m] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
         }
     }
-    for (int64_t k = nfull * kC + warp * 32 + lane; k < K; k += kThreads) {
+    for (int64_t k = nfull * kC + warp * 32 + lane; k < K; k += kW * 32) {
       const float wv = __ldg(wr + k);
 #pragma unroll
       for (int m = 0; m < kM; ++m)
@@ -198,14 +200,14 @@ __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const floa
   }
 }
 
-/* Dispatch on the element type: red is this warp's slice of the block's [kWarps][8·kMT][16]. */
-template <typename T, int kMT>
+/* Dispatch on the element type: red is this warp's slice of the block's [kW][8·kMT][16]. */
+template <typename T, int kMT, int kU = kUnroll, int kW = kWarps>
 __device__ __forceinline__ void tile(const T* w, const T* x, int M, int N, int64_t K, int n0,
                                      bool vec, float (*red)[kTileN]) {
   if constexpr (sizeof(T) == 4)
-    tile_f32<kMT * 8>((const float*)w, (const float*)x, M, N, K, n0, vec, red);
+    tile_f32<kMT * 8, kW>((const float*)w, (const float*)x, M, N, K, n0, vec, red);
   else
-    tile_mma<T, kMT>(w, x, M, N, K, n0, vec, red);
+    tile_mma<T, kMT, kU, kW>(w, x, M, N, K, n0, vec, red);
 }
 
 }  // namespace gemv
