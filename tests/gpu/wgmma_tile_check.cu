@@ -4,8 +4,8 @@
  * (gemm_tile_wgmma.cuh, sm_90a) and MmaTile (gemm_tile.cuh) against a float64 CPU reference and
  * against cuBLAS.
  *
- * Build and run (from the repository root, on an H100 / H200):
- *   nvcc -O3 -std=c++17 -arch=sm_90a -Isrc/cuda -Iinclude tests/gpu/wgmma_tile_check.cu -lcublas -o build/wgmma_tile_check && build/wgmma_tile_check
+ * Build from the repository root, then run build/wgmma_tile_check on an H100 / H200 (< 60 s):
+ *   nvcc -O3 -std=c++17 -arch=sm_90a -Isrc/cuda -Iinclude tests/gpu/wgmma_tile_check.cu -lcublas -o build/wgmma_tile_check
  * Options: -c (correctness only), -t (timing only), -n reps (default 20), -w warm-up (default 3).
  * Exit 0 pass, 1 fail, 77 skip (no compute capability 9.0 device).
  *
@@ -176,11 +176,53 @@ __global__ void sumsq_kernel(const T* p, size_t n, double* out) {
 static int g_sms = 0;
 
 /* ---- (a) correctness ------------------------------------------------------------------------- */
+/* Run Tile on the case (output poisoned first) and compare with ref; one PASS / FAIL line. */
 template <typename T, bool kBT, class Tile>
-static bool check_case(const char* tile_name, int rows, int K, int N, int E, uint64_t seed) {
+static bool run_case(const char* tile_name, const T* da, const T* dw, int rows, int K, int N,
+                     int E, const std::vector<double>& ref, double rms) {
+  const size_t nc = (size_t)E * rows * N, guard = 4096; /* guard: past the end, untouched */
+  std::vector<T> hc(nc + guard);
+  T* dc;
+  CUDA_CHECK(cudaMalloc(&dc, (nc + guard) * sizeof(T)));
+  CUDA_CHECK(cudaMemset(dc, 0xFF, (nc + guard) * sizeof(T))); /* NaN in bf16 and f16 */
+  Problem<T> p{da, dw, dc, rows, K, N, E};
+  launch_grouped<Tile>(p, 3, 0); /* few blocks: several tiles each, smem reused */
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemcpy(hc.data(), dc, (nc + guard) * sizeof(T), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaFree(dc));
+  size_t wrong = 0, guard_bad = 0;
+  double max_rel = 0;
+  for (size_t i = 0; i < nc; ++i) {
+    const double g = to_f(hc[i]), rel = fabs(g - ref[i]) / std::max(fabs(ref[i]), rms);
+    if (!(rel <= kTol)) {
+      if (wrong < 5) {
+        const size_t row = i / N;
+        fprintf(stderr, "   mismatch %s: expert %zu row %zu col %zu: got %g want %g\n", tile_name,
+                row / rows, row % rows, i % N, g, ref[i]);
+      }
+      ++wrong;
+    }
+    if (rel == rel) max_rel = std::max(max_rel, rel);
+  }
+  for (size_t i = nc; i < nc + guard; ++i) {
+    uint16_t bits;
+    memcpy(&bits, &hc[i], 2);
+    if (bits != 0xFFFF) ++guard_bad;
+  }
+  const bool ok = wrong == 0 && guard_bad == 0;
+  printf("%-4s %-9s %-6s rows %4d K %5d N %4d E %d  max_rel %.2e  wrong %zu  past-end %zu  %s\n",
+         ok ? "PASS" : "FAIL", tile_name, tname<T>(), rows, K, N, E, max_rel, wrong, guard_bad,
+         kBT ? "[N][K]" : "[K][N]");
+  fflush(stdout);
+  return ok;
+}
+
+/* Fresh inputs and the float64 reference; MmaTile (the control) and WgmmaTile on them. Returns
+ * the number of failing tiles. */
+template <typename T, bool kBT>
+static int check_case(int rows, int K, int N, int E, uint64_t seed) {
   const size_t na = (size_t)E * rows * K, nw = (size_t)E * K * N, nc = (size_t)E * rows * N;
-  const size_t guard = 4096; /* elements past the output that must stay untouched */
-  std::vector<T> ha(na), hw(nw), hc(nc + guard);
+  std::vector<T> ha(na), hw(nw);
   std::vector<float> fa(na), fw(nw);
   for (size_t i = 0; i < na; ++i) {
     ha[i] = from_f<T>(2.f * (hash32(seed * 3 + i) >> 8) / 16777216.f - 1.f);
@@ -190,17 +232,11 @@ static bool check_case(const char* tile_name, int rows, int K, int N, int E, uin
     hw[i] = from_f<T>(2.f * (hash32(seed * 3 + 1 + (i << 20)) >> 8) / 16777216.f - 1.f);
     fw[i] = to_f(hw[i]);
   }
-  T *da, *dw, *dc;
+  T *da, *dw;
   CUDA_CHECK(cudaMalloc(&da, na * sizeof(T)));
   CUDA_CHECK(cudaMalloc(&dw, nw * sizeof(T)));
-  CUDA_CHECK(cudaMalloc(&dc, (nc + guard) * sizeof(T)));
   CUDA_CHECK(cudaMemcpy(da, ha.data(), na * sizeof(T), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(dw, hw.data(), nw * sizeof(T), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(dc, 0xFF, (nc + guard) * sizeof(T))); /* NaN in bf16 and f16 */
-  Problem<T> p{da, dw, dc, rows, K, N, E};
-  launch_grouped<Tile>(p, 3, 0); /* few blocks: several tiles each, smem reused */
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CUDA_CHECK(cudaMemcpy(hc.data(), dc, (nc + guard) * sizeof(T), cudaMemcpyDeviceToHost));
 
   std::vector<double> ref(nc);
   double ss = 0;
@@ -218,33 +254,12 @@ static bool check_case(const char* tile_name, int rows, int K, int N, int E, uin
         ss += s * s;
       }
   const double rms = sqrt(ss / (double)nc);
-  size_t wrong = 0, guard_bad = 0;
-  double max_rel = 0;
-  for (size_t i = 0; i < nc; ++i) {
-    const double g = to_f(hc[i]), rel = fabs(g - ref[i]) / std::max(fabs(ref[i]), rms);
-    if (!(rel <= kTol)) {
-      if (wrong < 5) {
-        const size_t row = i / N;
-        fprintf(stderr, "   mismatch: expert %zu row %zu col %zu: got %g want %g\n",
-                row / rows, row % rows, i % N, g, ref[i]);
-      }
-      ++wrong;
-    }
-    if (rel == rel) max_rel = std::max(max_rel, rel);
-  }
-  for (size_t i = nc; i < nc + guard; ++i) {
-    uint16_t bits;
-    memcpy(&bits, &hc[i], 2);
-    if (bits != 0xFFFF) ++guard_bad;
-  }
-  const bool ok = wrong == 0 && guard_bad == 0;
-  printf("%-4s %-9s %-6s rows %4d K %5d N %4d E %d  max_rel %.2e  wrong %zu  past-end %zu  %s\n",
-         ok ? "PASS" : "FAIL", tile_name, tname<T>(), rows, K, N, E, max_rel, wrong, guard_bad,
-         kBT ? "[N][K]" : "[K][N]");
+  int fails = 0;
+  fails += !run_case<T, kBT, MmaTile<T, kBT, true>>("MmaTile", da, dw, rows, K, N, E, ref, rms);
+  fails += !run_case<T, kBT, WgmmaTile<T, kBT>>("WgmmaTile", da, dw, rows, K, N, E, ref, rms);
   CUDA_CHECK(cudaFree(da));
   CUDA_CHECK(cudaFree(dw));
-  CUDA_CHECK(cudaFree(dc));
-  return ok;
+  return fails;
 }
 
 template <typename T, bool kBT>
@@ -256,11 +271,7 @@ static int check_all() {
   };
   int fails = 0;
   uint64_t seed = 1;
-  for (const C& c : cases) {
-    fails += !check_case<T, kBT, MmaTile<T, kBT, true>>("MmaTile", c.rows, c.K, c.N, c.E, seed);
-    fails += !check_case<T, kBT, WgmmaTile<T, kBT>>("WgmmaTile", c.rows, c.K, c.N, c.E, seed);
-    ++seed;
-  }
+  for (const C& c : cases) fails += check_case<T, kBT>(c.rows, c.K, c.N, c.E, seed++);
   return fails;
 }
 
