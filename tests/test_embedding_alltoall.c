@@ -337,6 +337,21 @@ static void sweep(const t_world_t* w, int quick) {
                1, kImpls[ii]);
 }
 
+/* The fused kernel's launch knobs (read at every launch, src/cuda/embedding_alltoall.cu): every
+ * non-default setting must give the same exact result (only the default runs in the sweep). */
+static void knobs(const t_world_t* w) {
+  static const char* const kKnobs[][2] = {
+      {"FCO_EA_LAND_POLL", "1"}, {"FCO_EA_SIGNAL_EVERY", "1"}, {"FCO_EA_SIGNAL_EVERY", "16"},
+      {"FCO_EA_LAND_KB", "4"},   {"FCO_EA_BAGS", "1"},         {"FCO_EA_BAGS", "4"}};
+  for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
+    t_context("knob %s=%s", kKnobs[k][0], kKnobs[k][1]);
+    setenv(kKnobs[k][0], kKnobs[k][1], 1);
+    one_call(w, k % 2 ? 64 : 3, k % 3 == 2 ? FCO_F32 : FCO_BF16, kCombos[k % 4].it,
+             kCombos[k % 4].weighted, kCombos[k % 4].pool, 0, 1);
+    unsetenv(kKnobs[k][0]);
+  }
+}
+
 /* K calls issued back to back (no synchronisation between), each with its own shape, inputs and
  * outputs, then every output checked: epochs, workspace halves, growth between calls. */
 static void back_to_back(const t_world_t* w) {
@@ -612,6 +627,7 @@ int main(void) {
     t_context("P=%d: fco_comm_init_all", P);
     ASSERT_OK(t_world_init(&w, t, P, NULL));
     sweep(&w, quick);
+    knobs(&w);
     back_to_back(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);

@@ -20,7 +20,7 @@
  * Knobs (read on the host at every launch; defaults are guesses to confirm on 2×H200):
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
- *   FCO_EA_LAND_POLL     1 = land between local tiles (default), 0 = only after them
+ *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
  *   FCO_EA_BAGS          bags per lane group in flight: 0 = auto (default), 1 or 4
  */
 #include <stdint.h>
@@ -185,7 +185,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   }
   long long sig_every = fco_env_int("FCO_EA_SIGNAL_EVERY", kDefaultSignalEvery);
   p->sig_every = (int32_t)(sig_every < 1 ? 1 : sig_every > kMaxPending ? kMaxPending : sig_every);
-  p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 1) != 0;
+  p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 0) != 0;
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   int32_t nb = 0;

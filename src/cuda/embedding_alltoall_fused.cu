@@ -29,11 +29,13 @@
  *     only grow and keep the (epoch << 32 | n) form of prims.cuh, so slots shared with other
  *     ops stay consistent. The fence waits until the block's NVLink stores are acknowledged
  *     (µs); batching pays it once per batch, and only warp 0 waits (the others go on pooling).
- *   Landing: in the local phase, before each local tile, thread 0 polls the block's next land
- *     unit (acquire loads of its counters, no wait); ready units are copied at once (8 16-byte
- *     loads in flight per thread), so landing overlaps the local lookup. After its last pool
- *     tile a block waits (bounded) for its remaining land units in order.
- *     FCO_EA_LAND_POLL=0: no polling, every land unit after the block's pool tiles.
+ *   Landing: after its last pool tile a block waits (bounded) for its land units in order and
+ *     copies each (8 16-byte loads in flight per thread) while other blocks still pool.
+ *     FCO_EA_LAND_POLL=1: also, in the local phase, before each local tile thread 0 polls the
+ *     block's next land unit (acquire loads of its counters, no wait) and ready units are
+ *     copied at once. Measured on 2×H200 (run 6a09520, bf16, the 7 fco-bench workloads) polling
+ *     was 0.3-4 % slower everywhere: the poll's block-wide sync makes every warp wait for the
+ *     fence of the block's last signal batch (its NVLink puts), so 0 is the default.
  *   Progress: pool tiles and polls never wait; a block waits only after its last pool tile,
  *     and only for other ranks' remote-phase tiles, which they finish and signal (at the latest
  *     at the end of their remote phase) without waiting for anything.
