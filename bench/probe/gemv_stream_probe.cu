@@ -6,7 +6,8 @@
  * the same bytes, so a kernel-efficiency change can be chosen by measurement before it goes into
  * the operator. Variants differ in chunks per warp step (kU), warps per block (kW), blocks per
  * SM (launch bounds), a register-pipelined loop (the next step's loads issued before this step's
- * mmas) and a non-persistent grid (one tile per block). Every variant's y is checked against a
+ * mmas), and the fused one-shot kernel's P = 1 schedule (partials through a workspace and
+ * flags, with and without the system-scope release). Every variant's y is checked against a
  * naive fp32 kernel (#wrong). W rotates over buffer sets whose footprint exceeds 3× L2.
  *
  * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 30):
@@ -84,27 +85,55 @@ __device__ __forceinline__ void tile_pipe(const bf16* __restrict__ w, const bf16
   }
 }
 
-/* Tiles t = blockIdx.x, + gridDim.x, ...: tile math, sum of the warps, y (fp32) written. */
-template <int kMT, int kU, int kW, int kMinB, bool kPipe>
+/* Tiles t = blockIdx.x, + gridDim.x, ...: tile math, sum of the warps, y (fp32) written.
+ * kMode 0: plain; 1: register-pipelined tile; 2 / 3: the fused one-shot kernel's P = 1 schedule
+ * without a peer: each tile's partial is stored to a workspace slot and flagged (2: release
+ * store at system scope after a block barrier, as prims.cuh's signal_block; 3: relaxed store,
+ * no fence), then, after all tiles, per tile the flag is acquired, the partial read back (ld.cg)
+ * and y written. 2 - 3 is the cost of the fences, 3 - 0 of the second pass. */
+template <int kMT, int kU, int kW, int kMinB, int kMode>
 __global__ void __launch_bounds__(kW * 32, kMinB)
-    probe_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int64_t K, int T) {
+    probe_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int64_t K, int T,
+                 float* ws, unsigned long long* flags, unsigned long long e) {
   __shared__ __align__(16) float red[kW][kMT * 8][kTileN];
-  const int warp = threadIdx.x >> 5;
+  const int warp = threadIdx.x >> 5, i = threadIdx.x;
   for (int t = blockIdx.x; t < T; t += gridDim.x) {
-    if constexpr (kPipe)
+    if constexpr (kMode == 1)
       tile_pipe<kMT, kU, kW>(w, x, M, N, K, t * kTileN, red[warp]);
     else
       fco::gemv::tile_mma<bf16, kMT, kU, kW>(w, x, M, N, K, t * kTileN, true, red[warp]);
     __syncthreads();
-    const int i = threadIdx.x;
     if (i < M * kTileN) {
       const int m = i / kTileN, n = t * kTileN + i % kTileN;
       float s = 0.f;
 #pragma unroll
       for (int wi = 0; wi < kW; ++wi) s += red[wi][m][i % kTileN];
-      if (n < N) y[(int64_t)m * N + n] = s;
+      if constexpr (kMode >= 2)
+        __stcg(ws + (int64_t)t * M * kTileN + i, s);
+      else if (n < N)
+        y[(int64_t)m * N + n] = s;
     }
     __syncthreads();
+    if constexpr (kMode == 2) {
+      if (i == 0) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flags + t), "l"(e) : "memory");
+    } else if constexpr (kMode == 3) {
+      if (i == 0) asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(flags + t), "l"(e) : "memory");
+    }
+  }
+  if constexpr (kMode >= 2) {
+    for (int t = blockIdx.x; t < T; t += gridDim.x) {
+      if (i == 0) {
+        unsigned long long v;
+        do {
+          asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flags + t) : "memory");
+        } while (v < e);
+      }
+      __syncthreads();
+      if (i < M * kTileN) {
+        const int m = i / kTileN, n = t * kTileN + i % kTileN;
+        if (n < N) y[(int64_t)m * N + n] = __ldcg(ws + (int64_t)t * M * kTileN + i);
+      }
+    }
   }
 }
 
@@ -153,7 +182,9 @@ __global__ void init_kernel(bf16* p, int64_t n, uint32_t seed) {
 struct Ctx {
   int sms, reps;
   bf16 *pool, *x;
-  float *y, *yref;
+  float *y, *yref, *ws;
+  unsigned long long* flags;
+  unsigned long long epoch;
   unsigned* sink;
   size_t pool_elems;
   cudaEvent_t ev[2];
@@ -214,10 +245,10 @@ struct Shape {
   const char* what;
 };
 
-template <int kMT, int kU, int kW, int kMinB, bool kPipe>
+template <int kMT, int kU, int kW, int kMinB, int kMode>
 static void variant(Ctx& c, const char* name, const Shape& s, int M, int nsets, Times t_read,
                     bool persistent) {
-  auto kern = probe_kernel<kMT, kU, kW, kMinB, kPipe>;
+  auto kern = probe_kernel<kMT, kU, kW, kMinB, kMode>;
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kW * 32, 0));
   const int T = (s.N + kTileN - 1) / kTileN;
@@ -227,11 +258,12 @@ static void variant(Ctx& c, const char* name, const Shape& s, int M, int nsets, 
   const size_t wel = (size_t)s.N * s.K;
   CK(cudaMemset(c.y, 0xff, (size_t)M * s.N * 4));
   const Times us = time_it(c, nsets, [&](int set, cudaStream_t st) {
-    kern<<<B, kW * 32, 0, st>>>(c.pool + set * wel, c.x, c.y, M, s.N, s.K, T);
+    kern<<<B, kW * 32, 0, st>>>(c.pool + set * wel, c.x, c.y, M, s.N, s.K, T, c.ws, c.flags,
+                                ++c.epoch);
   });
   CK(cudaDeviceSynchronize());
   /* correctness: the last launch used set (reps - 1) % nsets */
-  const int last = (c.reps - 1) % nsets;
+  const int last = (kGraphLaunches - 1) % nsets; /* the graph's last launch */
   ref_kernel<<<(s.N + 127) / 128, 128>>>(c.pool + last * wel, c.x, c.yref, M, s.N, s.K);
   std::vector<float> a((size_t)M * s.N), b((size_t)M * s.N);
   CK(cudaMemcpy(a.data(), c.y, a.size() * 4, cudaMemcpyDeviceToHost));
@@ -249,18 +281,13 @@ static void variant(Ctx& c, const char* name, const Shape& s, int M, int nsets, 
 
 template <int kMT>
 static void all_variants(Ctx& c, const Shape& s, int M, int nsets, Times t_read) {
-  variant<kMT, 4, 8, 3, false>(c, "base u4 w8 b3", s, M, nsets, t_read, true);
-  variant<kMT, 4, 8, 3, false>(c, "base nonpersist", s, M, nsets, t_read, false);
-  variant<kMT, 8, 8, 2, false>(c, "u8 w8 b2", s, M, nsets, t_read, true);
-  variant<kMT, 8, 8, 3, false>(c, "u8 w8 b3", s, M, nsets, t_read, true);
-  variant<kMT, 2, 8, 4, false>(c, "u2 w8 b4", s, M, nsets, t_read, true);
-  variant<kMT, 4, 4, 6, false>(c, "u4 w4 b6", s, M, nsets, t_read, true);
-  variant<kMT, 8, 4, 4, false>(c, "u8 w4 b4", s, M, nsets, t_read, true);
-  variant<kMT, 4, 16, 1, false>(c, "u4 w16 b1", s, M, nsets, t_read, true);
-  variant<kMT, 4, 16, 2, false>(c, "u4 w16 b2", s, M, nsets, t_read, true);
-  variant<kMT, 4, 8, 2, true>(c, "pipe u4 w8 b2", s, M, nsets, t_read, true);
-  variant<kMT, 2, 8, 3, true>(c, "pipe u2 w8 b3", s, M, nsets, t_read, true);
-  variant<kMT, 4, 4, 4, true>(c, "pipe u4 w4 b4", s, M, nsets, t_read, true);
+  variant<kMT, 4, 8, 3, 0>(c, "base u4 w8 b3", s, M, nsets, t_read, true);
+  variant<kMT, 8, 8, 2, 0>(c, "u8 w8 b2", s, M, nsets, t_read, true);
+  variant<kMT, 2, 8, 4, 0>(c, "u2 w8 b4", s, M, nsets, t_read, true);
+  variant<kMT, 8, 4, 4, 0>(c, "u8 w4 b4", s, M, nsets, t_read, true);
+  variant<kMT, 4, 4, 4, 1>(c, "pipe u4 w4 b4", s, M, nsets, t_read, true);
+  variant<kMT, 8, 4, 4, 2>(c, "u8 w4 b4 +ws+release", s, M, nsets, t_read, true);
+  variant<kMT, 8, 4, 4, 3>(c, "u8 w4 b4 +ws+relaxed", s, M, nsets, t_read, true);
 }
 
 int main(int argc, char** argv) {
@@ -286,6 +313,10 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&c.y, (size_t)64 * 16384 * 4));
   CK(cudaMalloc(&c.yref, (size_t)64 * 16384 * 4));
   CK(cudaMalloc(&c.sink, 4));
+  CK(cudaMalloc(&c.ws, (size_t)64 * 16384 * 4));
+  CK(cudaMalloc(&c.flags, (size_t)16384 / kTileN * 8));
+  CK(cudaMemset(c.flags, 0, (size_t)16384 / kTileN * 8));
+  c.epoch = 0;
   init_kernel<<<1024, 256>>>(c.pool, (int64_t)c.pool_elems, 1u);
   init_kernel<<<64, 256>>>(c.x, (int64_t)64 * 16384, 7u);
   CK(cudaEventCreate(&c.ev[0]));
@@ -315,7 +346,7 @@ int main(int argc, char** argv) {
     printf("| %-12s | %5d×%-6lld | -- | %-18s | -- | -- | %8.2f | 100.0 | %8.2f | %7.0f | 100.0 | -- |\n",
            s.what, s.N, (long long)s.K, "read (best grid)", t_read.event, t_read.graph,
            wel * 2.0 / (t_read.graph * 1e3));
-    for (int M : {1, 4, 16}) {
+    for (int M : {1, 16}) {
       if (M <= 8)
         all_variants<1>(c, s, M, nsets, t_read);
       else
