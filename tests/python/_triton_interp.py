@@ -342,6 +342,37 @@ def case_gemm_bad_table():
     assert all(torch.isnan(o).all() for o in outs)
 
 
+def case_profile():
+    """prof= (the diagnostics' compile): the outputs are the same, every program wrote its
+    8 fields (timestamps in order, %smid 0 here), and the waits ran with and without backoff."""
+    torch.manual_seed(5)
+    w = World(2)
+    xs = [torch.randn(3, 16) for _ in range(2)]
+    ws = [torch.randn(100, 16) for _ in range(2)]
+    y0 = G.gemv_allreduce(w.states, xs, ws, blocks_per_rank=2, wait_ns=0)
+    prof = torch.full((8 * 2 * 4,), -1, dtype=torch.int64)
+    y1 = G.gemv_allreduce(w.states, xs, ws, blocks_per_rank=2, prof=prof)
+    assert torch.equal(y0[0], y1[0]) and torch.equal(y0[1], y1[1])
+    B = G.last_launch["blocks_per_rank"]
+    p = prof.view(-1, 8)[:2 * B]
+    assert bool((p[:, 0] > 0).all()) and bool((p[:, 0] <= p[:, 3]).all()), p
+    assert bool((p[:, 2] <= p[:, 3]).all()) and bool((p[:, 5] == 0).all()), p
+    assert bool((prof.view(-1, 8)[2 * B:] == -1).all())
+    As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=6)
+    o0 = GA.gemm_alltoall(w.states, As, Ws, Cs, 64, wait_ns=0, order="split")
+    prof = torch.full((8 * 2 * 3,), -1, dtype=torch.int64)
+    o1 = GA.gemm_alltoall(w.states, As, Ws, Cs, 64, prof=prof, blocks_per_rank=3)
+    n = sum(int(c.sum()) for c in Cs)  # rows sent in all
+    got = sum(int(c.sum(0)[r]) for c in Cs for r in range(2))
+    assert n == got
+    for r in range(2):
+        k = int(sum(c.sum(0)[r] for c in Cs))  # rows rank r receives
+        assert torch.allclose(o0[r][:k], o1[r][:k], rtol=1e-5, atol=1e-5)
+    p = prof.view(-1, 8)
+    assert bool((p[:, 0] > 0).all()) and bool((p[:, :5].diff(dim=1) >= 0).all()), p
+    assert GA.last_launch["order"] == "merged" and GA.last_launch["blocks_per_rank"] == 3
+
+
 if __name__ == "__main__":
     globals()["case_" + sys.argv[1]]()
     print("ok", sys.argv[1])

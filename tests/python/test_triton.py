@@ -244,7 +244,12 @@ def test_gemv_kernel_compiles_for_sm90(dtype):
            "ys": (ptr, ptr), "Ks": ("i64", "i64"), "M": "i32", "N": "i32", "T": "i32", "B": "i32",
            "slot_bytes": "i32"}
     consts = {"L": 2, "DTYPE": dt, "HAS_BIAS": True, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64,
-              "PRECISION": "ieee" if dtype == "fp32" else "tf32", "PHASES": 3, "UPCAST": False}
+              "PRECISION": "ieee" if dtype == "fp32" else "tf32", "PHASES": 3, "UPCAST": False,
+              "WAIT_NS": 512, "PROFILE": False, "prof": None}
+    if dtype == "bf16":  # the diagnostics' compile: per-program timestamps and %smid
+        consts.update(PROFILE=True)
+        del consts["prof"]
+        sig["prof"] = "*i64"
     sig.update({k: "constexpr" for k in consts})
     src = triton.compiler.ASTSource(fn=G.gemv_allreduce_kernel, signature=sig, constexprs=consts)
     try:
@@ -257,8 +262,11 @@ def test_gemv_kernel_compiles_for_sm90(dtype):
     assert c.asm.get("cubin")
     for needle in ("atom.global.sys.release.exch.b64", "ld.acquire.sys.global.u64",
                    "%globaltimer", "bar.red.and.pred", "bar.red.or.pred", "ld.global.cg",
-                   "atom.global.relaxed.sys.cas.b32", "ld.relaxed.sys.global.s32"):
+                   "atom.global.relaxed.sys.cas.b32", "ld.relaxed.sys.global.s32",
+                   # the waits' poll: first warp only, relaxed, with a nanosleep backoff
+                   "ld.relaxed.sys.global.u64", "%tid.x", "nanosleep.u32"):
         assert needle in ptx, needle
+    assert ("%smid" in ptx) == (dtype == "bf16")
 
 
 # ---- GEMM + All-to-All: layout, checks, plan, sm_90 code -------------------------------------------
@@ -386,7 +394,8 @@ def test_gemm_plan(monkeypatch):
     # tile order: split (peers' tiles first) when compute-bound, merged (W read once) when not
     assert GA.tile_order(2, 8192, 4) == 1      # 2048 rows per expert
     assert GA.tile_order(2, 2928, 4) == 1      # skewed: 732 on average
-    assert GA.tile_order(2, 2048, 4) == 0      # 512
+    assert GA.tile_order(2, 2048, 4) == 1      # 512: 1024 tokens (merged took 2148 us)
+    assert GA.tile_order(2, 4096, 16) == 0     # 256: 512 tokens, 32 experts, top-8
     assert GA.tile_order(2, 1024, 16) == 0     # 64: decode
     assert GA.tile_order(4, 1024, 16) == 1     # f32: FFMA, compute-bound
     assert GA.tile_order(2, 8192, 4, interpret=True) == 0
@@ -414,9 +423,20 @@ def test_gemm_plan(monkeypatch):
         GA.plan(2, 4096, 8192, 4, 2)
     assert "FCO_TRITON_GA_TILE" in e.value.message
     assert GA.workspace_bytes(2, 100, 10, 2) == 2 * GA.half_need(2, 100, 10, 2)
+    # the whole per-shape choice, and the waits' backoff cap (FCO_TRITON_WAIT_NS)
+    monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
+    monkeypatch.delenv("FCO_TRITON_GA_ORDER", raising=False)
+    monkeypatch.delenv("FCO_TRITON_WAIT_NS", raising=False)
+    assert GA.config(2, 4096, 2048, 4, 2) == dict(tile=(128, 256, 64, 8, 3), split=1,
+                                                   wait_ns=512)
+    monkeypatch.setenv("FCO_TRITON_WAIT_NS", "0")
+    assert GA.config(2, 7168, 4096, 16, 2)["split"] == 0
+    assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 0
+    monkeypatch.setenv("FCO_TRITON_WAIT_NS", "junk")
+    assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 512
 
 
-def _compile_gemm(dtype, nk, tile, L=2, split=0):
+def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False):
     import triton
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
@@ -432,7 +452,11 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0):
     consts = dict(L=L, DTYPE=dt, ES=4 if dtype == "fp32" else 2, W_NK=nk, BLOCK_M=bm,
                   BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=True,
                   PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
-                  COPY_BLOCK=2048, UPCAST=False, SPLIT=split)
+                  COPY_BLOCK=2048, UPCAST=False, SPLIT=split, WAIT_NS=wait_ns, PROFILE=profile)
+    if profile:
+        sig["prof"] = "*i64"
+    else:
+        consts["prof"] = None
     sig.update({k: "constexpr" for k in consts})
     # what a launch with 16-byte aligned tensors and K, N multiples of 16 specialises
     attrs = {(arg, i): [["tt.divisibility", 16]] for arg in (1, 2, 3, 4) for i in range(L)}
@@ -444,11 +468,12 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0):
 
 
 @needs_triton
-@pytest.mark.parametrize("dtype,nk,tile,split", [("bf16", True, (128, 256, 64, 8, 3), 0),
-                                                 ("bf16", True, (128, 256, 64, 8, 3), 1),
-                                                 ("fp16", False, (128, 128, 64, 8, 3), 0),
-                                                 ("fp32", False, (64, 64, 32, 4, 3), 1)])
-def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split):
+@pytest.mark.parametrize("dtype,nk,tile,split,profile", [
+    ("bf16", True, (128, 256, 64, 8, 3), 0, False),
+    ("bf16", True, (128, 256, 64, 8, 3), 1, True),
+    ("fp16", False, (128, 128, 64, 8, 3), 0, False),
+    ("fp32", False, (64, 64, 32, 4, 3), 1, False)])
+def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile):
     """The fused GEMM + All-to-All goes through Triton and ptxas for sm_90 with the memory-model
     pieces (release flags, acquire waits, the bound, block-uniform decisions, .cg reads, the
     first-error CAS) and, for 16-bit types, Hopper tensor cores (wgmma) fed by a cp.async
@@ -456,7 +481,7 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split):
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         pytest.skip("TRITON_INTERPRET is set")
     try:
-        c = _compile_gemm(dtype, nk, tile, split=split)
+        c = _compile_gemm(dtype, nk, tile, split=split, profile=profile)
     except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
         if "ptxas" in str(e).lower():
             pytest.skip(f"cannot run ptxas here: {e}")
@@ -465,8 +490,11 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split):
     assert c.asm.get("cubin")
     for needle in ("atom.global.sys.release.exch.b64", "ld.acquire.sys.global.u64",
                    "%globaltimer", "bar.red.or.pred", "ld.global.cg",
-                   "atom.global.relaxed.sys.cas.b32", "ld.relaxed.sys.global.s32"):
+                   "atom.global.relaxed.sys.cas.b32", "ld.relaxed.sys.global.s32",
+                   # the waits poll with relaxed / volatile loads and a nanosleep backoff
+                   "ld.relaxed.sys.global.u64", "ld.volatile.global", "nanosleep.u32"):
         assert needle in ptx, needle
+    assert ("%smid" in ptx) == profile
     if dtype != "fp32":
         for needle in ("wgmma.mma_async", "cp.async", "st.global.v4"):
             assert needle in ptx, needle
@@ -607,7 +635,7 @@ def test_interpreter_gemm_tile_order(order):
 @needs_triton
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table", "gemm",
                                   "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
-                                  "gemm_bad_table"])
+                                  "gemm_bad_table", "profile"])
 def test_interpreter(case):
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp.py"), case], env=env,

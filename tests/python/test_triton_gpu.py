@@ -318,6 +318,55 @@ def test_gemm_vs_reference_and_c(ga_world, dtype, layout):
                     assert _rel(ot[s][:m].double(), oc[s][:m].double()) < 2 * GA_TOL[dtype]
 
 
+def test_gemm_1024_token_class():
+    """The shape class of 1024 tokens, top-2, 8 experts on 2 ranks (4 experts × 256 rows from
+    each source, 512 per expert; K cut to 1024 to stay cheap): config() picks the split order
+    there; split and merged, with and without the waits' backoff, give the same bits, within
+    the float64 tolerance; a profiled call (prof=) fills every program's timeline in order,
+    on SMs of this GPU, with every tile of both ranks counted once."""
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    P, E, K, N = 2, 4, 1024, 4096
+    comms = _local_world(P, timeout_ms=20000)
+    try:
+        assert GA.config(2, N, E * 256 * P, E, P)["split"] == 1
+        gd = torch.Generator(device="cuda").manual_seed(11)
+        Cs = [torch.full((E, P), 256, dtype=torch.int32, device="cuda") for _ in range(P)]
+        As = [torch.randn(E * 256 * P, K, device="cuda", generator=gd).to(torch.bfloat16)
+              for _ in range(P)]
+        Ws = [(torch.randn(E, N, K, device="cuda", generator=gd) / K ** 0.5).to(torch.bfloat16)
+              for _ in range(P)]
+        refs = _ga_ref(As, Ws, Cs, "nk")
+        out_rows = refs[0].shape[0]
+        first = None
+        for kw in ({}, dict(wait_ns=0), dict(order="merged"), dict(order="merged", wait_ns=0)):
+            outs = GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk",
+                                    outs=_poisoned(P, out_rows, N, "bfloat16"), **kw)
+            torch.cuda.synchronize()
+            _no_async_errors(comms)
+            _ga_close(outs, refs, "bfloat16", ("1024-class", kw))
+            if first is None:
+                first = [o.clone() for o in outs]
+                assert GA.last_launch["order"] == "split", GA.last_launch
+            for s in range(P):
+                assert torch.equal(outs[s], first[s]), (kw, s)
+        B = GA.last_launch["blocks_per_rank"]
+        prof = torch.full((8 * P * B,), -1, dtype=torch.int64, device="cuda")
+        outs = GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk", prof=prof)
+        torch.cuda.synchronize()
+        _no_async_errors(comms)
+        assert all(torch.equal(o, f) for o, f in zip(outs, first))
+        p = prof.view(P * B, 8).cpu()
+        assert bool((p[:, :5].diff(dim=1) >= 0).all()), p[:4]
+        nsm = torch.cuda.get_device_properties(0).multi_processor_count
+        assert bool(((p[:, 5] >= 0) & (p[:, 5] < nsm)).all())
+        assert int(p[:, 6].sum()) == P * E * (512 // 128) * (N // 256)
+    finally:
+        _destroy(comms)
+
+
 def test_gemm_many_calls_alternate_halves(ga_world):
     """200 back-to-back calls (both workspace halves, epochs advancing), a C impl 1 call every
     25: the same bits every time, no async error."""

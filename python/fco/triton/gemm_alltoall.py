@@ -25,9 +25,9 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
   3. tiles     t = b, b + B, ... of the rank's tile list: M tiles over an expert's rows of
                every source (W read once per tile row, not once per destination: few rows
                per expert make one M tile, not one per source) × N tiles, groups of GROUP_M M
-               tiles (L2 reuse of W). SPLIT (compute-bound shapes): first every expert's tiles
-               that touch a peer's rows, then the local-only ones; else every expert's tiles
-               in one run. tl.dot tile (fp32 accumulator), rounded, each source's rows stored
+               tiles (L2 reuse of W). SPLIT (compute-bound shapes, > 256 rows per expert on
+               average): first every expert's tiles that touch a peer's rows, then the
+               local-only ones; else every expert's tiles in one run. tl.dot tile (fp32 accumulator), rounded, each source's rows stored
                straight at their final rows: into `out` (own rows) or into the destination's
                staging (laid out as its out). Before its first local-only tile (or at the end)
                part b raises sig_value(e, 0) on slot [me][b] of every peer it has rows for:
@@ -35,7 +35,8 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
                every part exactly 1 and impl 1's receivers count it unchanged.
   4. land      from each peer r: part q of r raised count_mod(tstart, tstart + tiles, q, G_r)
                flags here (r's header); every program waits for all those flags (a vector of
-               acquire loads), then copies its slice of r's rows from staging into out.
+               acquire loads; polled with volatile loads and a nanosleep backoff of up to
+               WAIT_NS ns), then copies its slice of r's rows from staging into out.
   end          the last program of each rank advances the epoch.
 Workspace: exactly impl 1's (src/ops/gemm_alltoall.h): half h = e & 1 holds the header area,
   staging (out_rows × N) — what peers write — then the private plan area. Need 2·(R + plan)
@@ -225,25 +226,31 @@ def _signal_peers(dev, sendv, rv, me, P, b, e):
 
 
 @triton.jit
-def _wait_vec(dev, flags, want, need, peer, q):
+def _wait_vec(dev, flags, want, need, peer, q, WAIT_NS: tl.constexpr):
     """All threads. Spin until flags[i] >= want[i] for every i with need[i] (acquire, system
     scope), bounded by the table's timeout as fl.wait_flag. Returns int32 1, or 0 after
     recording FCO_ERR_TIMEOUT (peer, the first missing slot q, want, seen) or when another wait
-    of this rank failed."""
+    of this rank failed. While waiting: volatile loads of the needed flags only (warps whose
+    flags are all unneeded issue none), a backoff of up to WAIT_NS ns between polls, and one
+    acquire load per flag at the end."""
     limit = fl.timeout_ns(dev)
     seen = fl.ld_acquire_u64(flags)
     status = tl.min(tl.where(need & (seen < want), 0, 1))  # a reduction: block-uniform
-    t0 = fl.globaltimer()
-    spins = 0
-    while status == 0:
-        seen = fl.ld_acquire_u64(flags)
-        spins += 1
-        bad = (fl.globaltimer() - t0) > limit
-        if spins % fl.SPINS_PER_ERR_POLL == 0:
-            bad = bad | (fl.error_set(dev) != 0)
-        got = tl.min(tl.where(need & (seen < want), 0, 1))
-        late = fl.block_any(bad)
-        status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))
+    if status == 0:
+        t0 = fl.globaltimer()
+        spins = 0
+        ns = tl.full((), 32, tl.int32)
+        while status == 0:
+            ns = fl.backoff(ns, WAIT_NS)
+            seen = tl.load(flags, mask=need, other=0, volatile=True)
+            spins += 1
+            bad = (fl.globaltimer() - t0) > limit
+            if spins % fl.SPINS_PER_ERR_POLL == 0:
+                bad = bad | (fl.error_set(dev) != 0)
+            got = tl.min(tl.where(need & (seen < want), 0, 1))
+            late = fl.block_any(bad)
+            status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))
+        seen = fl.ld_acquire_u64(flags)  # the acquire of every flag (values only grow)
     if status == 2:
         first = tl.min(tl.where(need & (seen < want), q, 1 << 30))
         fl.record_error(dev, fl.ERR_TIMEOUT, OP, peer, first,
@@ -253,7 +260,7 @@ def _wait_vec(dev, flags, want, need, peer, q):
 
 
 @triton.jit
-def _wait_tiles(dev, r, g, t0, n, e, QV: tl.constexpr):
+def _wait_tiles(dev, r, g, t0, n, e, QV: tl.constexpr, WAIT_NS: tl.constexpr):
     """All threads. Wait for every tile peer r sends here: its part q raised sig[r][q] once per
     tile, count_mod(t0, t0 + n, q, g) times in all."""
     me = fl.rank(dev)
@@ -265,7 +272,7 @@ def _wait_tiles(dev, r, g, t0, n, e, QV: tl.constexpr):
             need = (q < g) & (cnt > 0)
             want = fl.sig_value(e, tl.maximum(cnt - 1, 0))
             flags = fl.sig_ptr(dev, me, r, tl.minimum(q, fl.SIG_SLOTS - 1))
-            ok = _wait_vec(dev, flags, want, need, r, q)
+            ok = _wait_vec(dev, flags, want, need, r, q, WAIT_NS)
     return ok
 
 
@@ -329,12 +336,16 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                          PRECISION: tl.constexpr, PHASES: tl.constexpr, VEC: tl.constexpr = False,
                          QV: tl.constexpr = 256,
                          COPY_BLOCK: tl.constexpr = 2048, UPCAST: tl.constexpr = False,
-                         SPLIT: tl.constexpr = 0):
+                         SPLIT: tl.constexpr = 0, WAIT_NS: tl.constexpr = fl.WAIT_NS,
+                         PROFILE: tl.constexpr = False, prof=None):
     # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
     # before the launch, so a CUDA graph captures the call as it is).
     pid = tl.program_id(0)
     li = pid // B
     b = pid - li * B
+    if PROFILE:  # prof[pid]: 8 int64 (bench/triton_diag.py reads them; PROF_FIELDS)
+        t_start = fl.globaltimer()
+        tl.store(prof + pid * 8 + 5, fl.smid().to(tl.int64))
     dev = tl.cast(devs[0], tl.int64)
     a = as_[0]
     w = ws[0]
@@ -378,7 +389,12 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
         ok = valid
         for q in range(0, P):
             if ok != 0:
-                ok = fl.wait(dev, q, HDR_SLOT, fl.sig_value(e, 0), OP)
+                ok = fl.wait(dev, q, HDR_SLOT, fl.sig_value(e, 0), OP, WAIT_NS)
+        if PROFILE:
+            t_hdr = fl.globaltimer()
+            t_tiles = t_hdr
+            t_land = t_hdr
+            n_done = 0
         hdr = fl.peer_ptr(dev, me, hoff, tl.int64)
         hw = hb // 8
         rv = tl.arange(0, P_PAD)
@@ -477,8 +493,13 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                                     tl.pointer_type(DTYPE))
                                 dst = tl.multiple_of(dst, 16)
                                 tl.store(dst + toff + offs, val, mask=smask)
+                    if PROFILE:
+                        n_done += 1
                 if t_sig >= total:
                     _signal_peers(dev, sendv, rv, me, P, b, e)
+            if PROFILE:
+                t_tiles = fl.globaltimer()
+                t_land = t_tiles
 
         if PHASES & 4:
             # ---- land: wait for each peer's tiles, copy my slice of its rows into out ----
@@ -492,7 +513,9 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                         g = tl.load(hdr + r * hw + 2, cache_modifier=".cg")
                         t0 = tl.load(hdr + r * hw + 4 + 2 * P + me, cache_modifier=".cg")
                         nt = tl.load(hdr + r * hw + 4 + P + me, cache_modifier=".cg")
-                        okw = _wait_tiles(dev, r, g, t0, nt, e, QV)
+                        okw = _wait_tiles(dev, r, g, t0, nt, e, QV, WAIT_NS)
+                        if PROFILE:
+                            t_land = fl.globaltimer()
                         work = work & (okw != 0)
                         if okw != 0:
                             nel = n_r * N
@@ -510,6 +533,13 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                                 m = ci < lim
                                 v = tl.load(stg + x0 + ci, mask=m, cache_modifier=".cg")
                                 tl.store(out + x0 + ci, v, mask=m)
+            if PROFILE:
+                tl.store(prof + pid * 8 + 0, t_start.to(tl.int64))
+                tl.store(prof + pid * 8 + 1, t_hdr.to(tl.int64))
+                tl.store(prof + pid * 8 + 2, t_tiles.to(tl.int64))
+                tl.store(prof + pid * 8 + 3, t_land.to(tl.int64))
+                tl.store(prof + pid * 8 + 4, fl.globaltimer().to(tl.int64))
+                tl.store(prof + pid * 8 + 6, tl.cast(n_done, tl.int64))
             fl.epoch_end(dev, e, B)
 
 
@@ -555,10 +585,14 @@ def plan(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
 
 def tile_order(dtype_bytes, a_rows, e_max, interpret=False):
     """SPLIT (1) or not (0), from host values only. 1: the tiles touching peers' rows of every
-    expert first, the local-only ones after — the peers land while the local tiles run, at the
-    price of reading W twice where an expert has both (compute-bound shapes hide it). 0: every
-    expert's tiles in one run, W read once; the landing waits for the last tile (memory-bound
-    shapes: ≤ 512 rows per expert on average, where W traffic sets the time).
+    expert first, the local-only ones after — the flags go out after the first of them and the
+    peers land while the local tiles run, at the price of reading W twice where an expert has
+    both (hidden where the GEMM is compute-bound). 0: every expert's tiles in one run, W read
+    once; every flag goes out after the part's last tile, so the landing waits for the last
+    tile of the peer's slowest part: right for memory-bound shapes only, ≤ 256 rows per expert
+    on average (arithmetic intensity rows FLOP/byte of W against the H200's ridge of ~184).
+    Between 256 and 512 rows (1024 tokens, top-2, 8 experts: 512) it used to be merged, and
+    that workload took 2148 µs where the remote-first order of run 462750b took 490.
     FCO_TRITON_GA_ORDER=split|merged overrides."""
     env = os.environ.get("FCO_TRITON_GA_ORDER", "")
     if env:
@@ -570,21 +604,36 @@ def tile_order(dtype_bytes, a_rows, e_max, interpret=False):
         return 0
     if dtype_bytes == 4:  # FFMA: compute-bound at any size
         return 1
-    return int(a_rows > 512 * max(1, e_max))
+    return int(a_rows > 256 * max(1, e_max))
+
+
+def config(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
+    """The whole per-shape choice, from host values only (never the device counts): tile
+    (plan()), tile order (tile_order()) and the waits' backoff cap in ns
+    (fl.wait_ns_default()). → dict(tile=(bm, bn, bk, warps, stages), split=0|1, wait_ns=int)."""
+    return dict(tile=plan(dtype_bytes, n, a_rows, e_max, nranks, interpret),
+                split=tile_order(dtype_bytes, a_rows, e_max, interpret),
+                wait_ns=fl.wait_ns_default())
 
 
 _occ_cache = {}
 
 
+# What the last launch of this process chose (bench/triton_diag.py prints it): tile, order,
+# grid, occupancy and the compiled kernel's registers / spills / shared memory.
+last_launch = {}
+
+
 def _blocks(args, kwargs, num_local, device, num_warps, num_stages, bound):
-    """B for a co-resident launch, from the compiled kernel's registers and shared memory."""
+    """B for a co-resident launch, from the compiled kernel's registers and shared memory
+    (the kernel probed is the one launched: the sizes that vary are not specialised)."""
     import torch
 
-    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items())), num_warps,
-           num_stages)
+    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items() if k != "prof")),
+           num_warps, num_stages)
     props = torch.cuda.get_device_properties(device)
-    per_sm = _occ_cache.get(key)
-    if per_sm is None:
+    hit = _occ_cache.get(key)
+    if hit is None:
         ck = gemm_alltoall_kernel.warmup(*args, grid=(1,), num_warps=num_warps,
                                          num_stages=num_stages, **kwargs)
         ck._init_handles()
@@ -593,8 +642,11 @@ def _blocks(args, kwargs, num_local, device, num_warps, num_stages, bound):
             regs_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
             smem_per_sm=getattr(props, "shared_memory_per_multiprocessor", 233472),
             threads_per_sm=getattr(props, "max_threads_per_multi_processor", 2048))
-        per_sm = min(per_sm, 4)
-        _occ_cache[key] = per_sm
+        hit = (min(per_sm, 4), dict(n_regs=ck.n_regs, n_spills=ck.n_spills,
+                                    shared=ck.metadata.shared))
+        _occ_cache[key] = hit
+    per_sm, res = hit
+    last_launch.update(res, per_sm=per_sm, num_sms=props.multi_processor_count)
     if per_sm < 1:
         raise FcoError(_lib.UNSUPPORTED, "the Triton gemm_alltoall kernel does not fit on an SM",
                        _NAME)
@@ -704,7 +756,8 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
 
 
 def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=None,
-                  tile=None, blocks_per_rank=None, split_phases=None):
+                  tile=None, blocks_per_rank=None, split_phases=None, order=None, wait_ns=None,
+                  prof=None):
     """The ranks this process drives, in one launch: one per process on the nccl transport
     (comms=[comm]), or every virtual rank of a local-transport world (fco_comm_init_all).
 
@@ -716,6 +769,11 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     out_rows capacity of the output (the same on every rank; default a_rows)
     outs     optional [out_rows, N] outputs to write into (else new, uninitialised tensors)
     tile     optional (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of plan()'s
+    order    optional "split" / "merged" instead of tile_order()'s; wait_ns: the waits' backoff
+             cap in ns instead of fl.wait_ns_default()'s (0: spin); experiments and diagnostics
+    prof     optional int64 tensor of ≥ 8·L·B elements: per program [start, header waited,
+             tiles done, landing waited, end (%globaltimer ns), %smid, tiles, 0] (diagnostics;
+             a separate compile)
     → list of out [out_rows, N]: rows past the received total are not written. Runs on the
       current stream; CUDA-graph capturable once the shape ran eagerly (workspace growth and
       compilation happen then), replays may change the device counts freely. Collective.
@@ -748,8 +806,13 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
         split_phases = fl.INTERPRET
     esize = as_[0].element_size()
     e_max = max(w.shape[0] for w in ws)
-    bm, bn, bk, nw, ns = tile or plan(esize, N, a_rows, e_max, P, fl.INTERPRET)
-    split = tile_order(esize, a_rows, e_max, fl.INTERPRET)
+    cfg = config(esize, N, a_rows, e_max, P, fl.INTERPRET)
+    bm, bn, bk, nw, ns = tile or cfg["tile"]
+    split = cfg["split"] if order is None else {"split": 1, "merged": 0}.get(order, order)
+    if split not in (0, 1):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"order {order!r} is not 'split' or 'merged'",
+                       _NAME)
+    wns = cfg["wait_ns"] if wait_ns is None else max(0, int(wait_ns))
     nN = -(-N // bn)
     if (a_rows // bm + MAX_EXPERTS * P + 1) * nN >= 2 ** 31:
         raise FcoError(_lib.UNSUPPORTED,
@@ -772,7 +835,9 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
               P_PAD=max(2, _next_pow2(P)), EVEN_K=K % bk == 0, EVEN_N=N % bn == 0,
               VEC=N % 8 == 0,
               PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2,
-              SPLIT=split)
+              SPLIT=split, WAIT_NS=wns)
+    if prof is not None:
+        kw.update(PROFILE=True, prof=prof)
     # at most this many tiles: every expert adds at most one partial M tile
     bound = max(1, min(2 ** 30, (a_rows // bm + e_max) * nN))
     if blocks_per_rank is None:
@@ -787,6 +852,11 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
             raise FcoError(_lib.INVALID_ARGUMENT,
                            f"blocks_per_rank {B} is not in 1..{MAX_PARTS}", _NAME)
     grid = (L * B,)
+    if prof is not None and prof.numel() < 8 * L * B:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"prof has {prof.numel()} elements; expected >= {8 * L * B}", _NAME)
+    last_launch.update(tile=(bm, bn, bk, nw, ns), order="split" if split else "merged",
+                       wait_ns=wns, blocks_per_rank=B, bound=bound, num_local=L)
     sargs = targs + (a_rows, out_rows, K, N, B, P, need)
     if split_phases:
         for ph in (1, 2, 4):

@@ -57,17 +57,24 @@ def _partial_tile(x, w, M, N, K, t, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
     return acc
 
 
-@triton.jit
+# B is not specialised: the occupancy probe (B = 1) must compile the kernel that is launched.
+@triton.jit(do_not_specialize=["B"])
 def gemv_allreduce_kernel(devs, xs, ws, biases, ys, Ks, M, N, T, B, slot_bytes,
                           L: tl.constexpr, DTYPE: tl.constexpr, HAS_BIAS: tl.constexpr,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                           PRECISION: tl.constexpr, PHASES: tl.constexpr,
-                          UPCAST: tl.constexpr = False):
+                          UPCAST: tl.constexpr = False, WAIT_NS: tl.constexpr = fl.WAIT_NS,
+                          PROFILE: tl.constexpr = False, prof=None):
     # Per-rank arguments arrive as tuples of L (kernel arguments by value: nothing to copy to
     # the device first, so a CUDA graph captures the call as it is).
     pid = tl.program_id(0)
     li = pid // B
     b = pid - li * B
+    if PROFILE:  # prof[pid]: 8 int64 [start, pushed, waited, end, 0, %smid, tiles, 0]
+        t_start = fl.globaltimer()
+        t_push = t_start
+        t_wait = t_start
+        n_done = 0
     dev = tl.cast(devs[0], tl.int64)
     x = xs[0]
     w = ws[0]
@@ -110,13 +117,19 @@ def gemv_allreduce_kernel(devs, xs, ws, biases, ys, Ks, M, N, T, B, slot_bytes,
                 for k in range(1, P + 1):
                     fl.put(dev, (me + k) % P, off, idx, acc, rows_ok)
                 fl.signal_all(dev, b, fl.sig_value(e, j))
+                if PROFILE:
+                    n_done += 1
+        if PROFILE:
+            t_push = fl.globaltimer()
 
     if PHASES & 2:
         ok = valid
         for t in range(b, T, B):
             j = (t - b) // B
             if ok != 0:
-                ok = fl.wait_all(dev, b, fl.sig_value(e, j), OP)
+                ok = fl.wait_all(dev, b, fl.sig_value(e, j), OP, WAIT_NS)
+            if PROFILE:
+                t_wait = fl.globaltimer()
             if ok != 0:
                 off = hoff + tl.cast(t, tl.int64) * tile_bytes
                 acc = fl.get(dev, off, idx, tl.float32, rows_ok)
@@ -127,6 +140,13 @@ def gemv_allreduce_kernel(devs, xs, ws, biases, ys, Ks, M, N, T, B, slot_bytes,
                     acc += tl.load(bias + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
                 tl.store(y + rm[:, None] * N + rn[None, :], acc.to(DTYPE),
                          mask=rows_ok & (rn[None, :] < N))
+        if PROFILE:
+            tl.store(prof + pid * 8 + 0, t_start.to(tl.int64))
+            tl.store(prof + pid * 8 + 1, t_push.to(tl.int64))
+            tl.store(prof + pid * 8 + 2, t_wait.to(tl.int64))
+            tl.store(prof + pid * 8 + 3, fl.globaltimer().to(tl.int64))
+            tl.store(prof + pid * 8 + 5, fl.smid().to(tl.int64))
+            tl.store(prof + pid * 8 + 6, tl.cast(n_done, tl.int64))
         fl.epoch_end(dev, e, B)
 
 
@@ -162,25 +182,36 @@ def workspace_bytes(nranks, M, N, block_n):
 
 
 _occ_cache = {}
+# What the last launch of this process chose (bench/triton_diag.py prints it).
+last_launch = {}
+PER_SM_MAX = 2  # co-resident programs per SM the grid relies on at most (see _blocks)
 
 
 def _blocks(kernel_args, kwargs, grid_tiles, num_local, device, num_warps):
-    """B for a co-resident launch, from the compiled kernel's registers and shared memory."""
+    """B for a co-resident launch, from the compiled kernel's registers and shared memory (+
+    the 1 KB per block the driver reserves), probed on the kernel that is launched (B is not
+    specialised; every other argument is the launch's). At most PER_SM_MAX programs per SM:
+    the grid never leans on the last program slots of an SM (the driver's shared-memory
+    carveout, another kernel still draining), and T = 256 tiles on 132 SMs stay one wave."""
     import torch
 
-    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items())), num_warps)
-    per_sm = _occ_cache.get(key)
+    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items() if k != "prof")),
+           num_warps, tuple(a for a in kernel_args if isinstance(a, int)))
+    hit = _occ_cache.get(key)
     props = torch.cuda.get_device_properties(device)
-    if per_sm is None:
+    if hit is None:
         ck = gemv_allreduce_kernel.warmup(*kernel_args, grid=(1,), num_warps=num_warps, **kwargs)
         ck._init_handles()
         per_sm = host.programs_per_sm(
-            ck.n_regs, ck.metadata.shared, num_warps,
+            ck.n_regs, ck.metadata.shared + 1024, num_warps,
             regs_per_sm=getattr(props, "regs_per_multiprocessor", 65536),
             smem_per_sm=getattr(props, "shared_memory_per_multiprocessor", 233472),
             threads_per_sm=getattr(props, "max_threads_per_multi_processor", 2048))
-        per_sm = min(per_sm, 4)  # streaming W: a few programs per SM are enough
-        _occ_cache[key] = per_sm
+        hit = (min(per_sm, PER_SM_MAX), dict(n_regs=ck.n_regs, n_spills=ck.n_spills,
+                                             shared=ck.metadata.shared, per_sm_fit=per_sm))
+        _occ_cache[key] = hit
+    per_sm, res = hit
+    last_launch.update(res, per_sm=per_sm, num_sms=props.multi_processor_count)
     if per_sm < 1:
         raise FcoError(_lib.UNSUPPORTED, "the Triton gemv_allreduce kernel does not fit on an SM",
                        _NAME)
@@ -231,7 +262,7 @@ def _check_inputs(L, xs, ws, biases):
 
 
 def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=None,
-                   split_phases=None):
+                   split_phases=None, wait_ns=None, prof=None):
     """The ranks this process drives, in one launch: one per process on the nccl transport
     (comms=[comm]), or every virtual rank of a local-transport world (fco_comm_init_all).
 
@@ -240,6 +271,9 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
     xs      [..., K_r] per rank, ws [N, K_r] per rank (torch Linear layout), biases [N] per
             rank or None (the same on every rank, added once); one dtype (f32, f16, bf16),
             contiguous, one device; M = x.numel() / K_r ≤ 64 and N equal on every rank
+    wait_ns the waits' backoff cap in ns instead of fl.wait_ns_default()'s (0: spin)
+    prof    optional int64 tensor of ≥ 8·L·B elements: per program [start, pushed, waited, end
+            (%globaltimer ns), 0, %smid, tiles, 0] (diagnostics; a separate compile)
     → list of y [..., N], identical on every rank. Runs on the current stream; CUDA-graph
       capturable once the shape ran eagerly (workspace growth and compilation happen then).
       Collective: every rank calls it with the same M, N, dtype and bias presence. Device-side failures (a peer that never
@@ -280,7 +314,10 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
              tuple(int(x.shape[-1]) for x in xs))
     kw = dict(L=L, DTYPE=_tl_dtype(xs[0].dtype), HAS_BIAS=biases is not None, BLOCK_M=block_m,
               BLOCK_N=block_n, BLOCK_K=block_k,
-              PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2)
+              PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2,
+              WAIT_NS=fl.wait_ns_default() if wait_ns is None else max(0, int(wait_ns)))
+    if prof is not None:
+        kw.update(PROFILE=True, prof=prof)
     if blocks_per_rank is None:
         if on_gpu and not fl.INTERPRET:
             args = targs + (M, N, T, 1, S)
@@ -290,6 +327,11 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
     else:
         B = host.blocks_per_rank(T, L, int(blocks_per_rank), 1, int(blocks_per_rank))
     grid = (L * B,)
+    if prof is not None and prof.numel() < 8 * L * B:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"prof has {prof.numel()} elements; expected >= {8 * L * B}", _NAME)
+    last_launch.update(block=(block_m, block_n, block_k), tiles=T, blocks_per_rank=B,
+                       num_warps=num_warps, wait_ns=kw["WAIT_NS"], num_local=L)
     if split_phases:
         gemv_allreduce_kernel[grid](*targs, M, N, T, B, S, PHASES=1, num_warps=num_warps, **kw)
         gemv_allreduce_kernel[grid](*targs, M, N, T, B, S, PHASES=2, num_warps=num_warps, **kw)

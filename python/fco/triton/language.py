@@ -17,11 +17,16 @@ symmetric workspace, peer table, epoch-numbered signals, timeout rule and async 
   signal    tl.debug_barrier (bar.sync: every thread's earlier stores are ordered before
             thread 0), then thread 0 does an atomic exchange with release semantics at system
             scope (Triton lowers a scalar atomic to thread 0; release is cumulative).
-  wait      every thread spins on ld.acquire.sys; the loop decision is made block-uniform with
-            bar.red (so a thread's own acquire covers its later reads); the bound is
-            timeout_ns of the table (0: 30 s) measured with %globaltimer; on expiry
+  wait      every thread loads the flag with ld.acquire.sys once; while it is short, only the
+            first warp polls (ld.relaxed.sys: no L1 invalidation per poll), with a nanosleep
+            backoff (32 ns doubling up to WAIT_NS, 512 by default; 0: spin without sleeping),
+            and once it arrived every thread loads it again with ld.acquire.sys (so a thread's
+            own acquire covers its later reads); the loop decision is made block-uniform with
+            bar.red. A spinning program then costs the memory system one request per backoff,
+            not one per thread and spin: the peers' stores and flags land in the same L2. The
+            bound is timeout_ns of the table (0: 30 s) measured with %globaltimer; on expiry
             FCO_ERR_TIMEOUT goes into the async error record (first error wins: atomicCAS at
-            system scope, then the details, then `op` with release). Every 256 spins the
+            system scope, then the details, then `op` with release). Every 256 polls the
             record is polled so a wait gives up once another wait failed.
   reads of peer-written data use cache_modifier=".cg" (L2), as the C kernels' __ldcg.
   epoch_end bar.sync; thread 0 counts the block in `arrive`; the last block of the rank resets
@@ -31,8 +36,9 @@ must be reached by every program's threads alike: call them outside data-depende
 under conditions that are scalars of the program (uniform), as in the examples.
 
 Under TRITON_INTERPRET=1 (Triton's CPU interpreter: one "thread" per program, programs run one
-after another) the inline PTX is replaced by equivalents: acquire loads by atomic adds of 0,
-%globaltimer by time.monotonic_ns, bar.red by the identity. The choice is made at import from the
+after another) the inline PTX is replaced by equivalents: acquire and polling loads by atomic
+adds of 0, %globaltimer by time.monotonic_ns, bar.red by the identity, nanosleep and %smid by
+nothing / 0. The choice is made at import from the
 environment, as Triton makes its own.
 """
 import os
@@ -83,6 +89,17 @@ DEFAULT_TIMEOUT_NS = tl.constexpr(L.DEFAULT_TIMEOUT_MS * 1000000)
 ERR_TIMEOUT = tl.constexpr(L.ERR_TIMEOUT)
 ERR_INTERNAL = tl.constexpr(L.ERR_INTERNAL)
 SPINS_PER_ERR_POLL = tl.constexpr(256)
+WAIT_NS = 512  # default backoff cap of the waits (ns); FCO_TRITON_WAIT_NS overrides (host side)
+
+
+def wait_ns_default():
+    """The backoff cap (ns) the operators pass as their WAIT_NS constexpr: FCO_TRITON_WAIT_NS
+    (0: spin without sleeping, the behaviour before the backoff), else WAIT_NS."""
+    v = os.environ.get("FCO_TRITON_WAIT_NS", "")
+    try:
+        return max(0, min(int(v), 1 << 20)) if v else WAIT_NS
+    except ValueError:
+        return WAIT_NS
 
 
 # ---- addresses -------------------------------------------------------------------------------
@@ -109,6 +126,18 @@ if INTERPRET:
         return tl.atomic_add(ptr, 0, sem="relaxed", scope="sys")
 
     @triton.jit
+    def poll_u64(ptr):
+        return tl.atomic_add(ptr, 0, sem="relaxed", scope="sys")
+
+    @triton.jit
+    def pause(ns):
+        return ns
+
+    @triton.jit
+    def smid():
+        return tl.full((), 0, tl.int32)
+
+    @triton.jit
     def globaltimer():
         return tl.full((), time.monotonic_ns(), tl.uint64)
 
@@ -131,6 +160,29 @@ else:
         """ld.relaxed.sys of an int32 (per thread): the async error word."""
         return tl.inline_asm_elementwise("ld.relaxed.sys.global.s32 $0, [$1];", "=r,l", [ptr],
                                          dtype=tl.int32, is_pure=False, pack=1)
+
+    @triton.jit
+    def poll_u64(ptr):
+        """ld.relaxed.sys of a uint64 by the threads of the first warp; 0 in the others. A
+        wait's poll: one request per program (a warp's loads of one address coalesce), and no
+        L1 invalidation (which ld.acquire does on every load)."""
+        return tl.inline_asm_elementwise(
+            "{ .reg .pred p; .reg .u32 t; mov.u32 t, %tid.x; setp.lt.u32 p, t, 32; "
+            "mov.u64 $0, 0; @p ld.relaxed.sys.global.u64 $0, [$1]; }",
+            "=l,l", [ptr], dtype=tl.uint64, is_pure=False, pack=1)
+
+    @triton.jit
+    def pause(ns):
+        """nanosleep of about ns (0..2·ns) nanoseconds (per thread)."""
+        return tl.inline_asm_elementwise("nanosleep.u32 $1; mov.u32 $0, $1;", "=r,r",
+                                         [tl.cast(ns, tl.int32)], dtype=tl.int32, is_pure=False,
+                                         pack=1)
+
+    @triton.jit
+    def smid():
+        """%smid: the SM this program runs on (profiling)."""
+        return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32,
+                                         is_pure=False, pack=1)
 
     @triton.jit
     def globaltimer():
@@ -300,39 +352,52 @@ def record_error(dev, code, op, peer, slot, want, seen):
 
 
 @triton.jit
-def wait_flag(dev, flag, want, op, peer, slot):
+def backoff(ns, WAIT_NS: tl.constexpr):
+    """Sleep about ns nanoseconds when WAIT_NS > 0; the next delay: doubled, at most WAIT_NS."""
+    if WAIT_NS > 0:
+        pause(ns)
+    return tl.minimum(ns * 2, WAIT_NS)
+
+
+@triton.jit
+def wait_flag(dev, flag, want, op, peer, slot, WAIT_NS: tl.constexpr = WAIT_NS):
     """All threads. Spin until *flag >= want (acquire, system scope), bounded by the table's
     timeout. Returns int32 1 (arrived) or 0 (timed out — FCO_ERR_TIMEOUT recorded with peer,
     slot, want and the last value seen — or another wait already failed): then skip the rest
-    of the call's work but still reach epoch_end."""
+    of the call's work but still reach epoch_end. While waiting, the first warp polls with a
+    backoff of up to WAIT_NS ns (0: no sleep); every thread acquires the flag at the end."""
     limit = timeout_ns(dev)
     seen = ld_acquire_u64(flag)
     status = block_all(seen >= want)  # 1 arrived, 0 waiting, 2 failed
-    t0 = globaltimer()
-    spins = 0
-    while status == 0:
-        seen = ld_acquire_u64(flag)
-        spins += 1
-        bad = (globaltimer() - t0) > limit
-        if spins % SPINS_PER_ERR_POLL == 0:
-            bad = bad | (error_set(dev) != 0)
-        got = block_all(seen >= want)
-        late = block_any(bad)
-        status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))
+    if status == 0:
+        t0 = globaltimer()
+        spins = 0
+        ns = tl.full((), 32, tl.int32)
+        while status == 0:
+            ns = backoff(ns, WAIT_NS)
+            seen = poll_u64(flag)
+            spins += 1
+            bad = (globaltimer() - t0) > limit
+            if spins % SPINS_PER_ERR_POLL == 0:
+                bad = bad | (error_set(dev) != 0)
+            got = block_any(seen >= want)  # the first warp polled
+            late = block_any(bad)
+            status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))
+        seen = ld_acquire_u64(flag)  # every thread: its own acquire (values only grow)
     if status == 2:
         record_error(dev, ERR_TIMEOUT, op, peer, slot, want, seen)
     return (status == 1).to(tl.int32)
 
 
 @triton.jit
-def wait(dev, src, slot, want, op):
+def wait(dev, src, slot, want, op, WAIT_NS: tl.constexpr = WAIT_NS):
     """All threads. Wait until source rank `src` raised this rank's sig[src][slot] >= want."""
     me = rank(dev)
-    return wait_flag(dev, sig_ptr(dev, me, src, slot), want, op, src, slot)
+    return wait_flag(dev, sig_ptr(dev, me, src, slot), want, op, src, slot, WAIT_NS)
 
 
 @triton.jit
-def wait_all(dev, slot, want, op):
+def wait_all(dev, slot, want, op, WAIT_NS: tl.constexpr = WAIT_NS):
     """All threads. wait() for every peer but this rank, in rank order; stops at the first
     failure. Returns int32 1 when all arrived."""
     me = rank(dev)
@@ -341,7 +406,7 @@ def wait_all(dev, slot, want, op):
     for q in range(0, P):
         if ok != 0:
             if q != me:
-                ok = wait_flag(dev, sig_ptr(dev, me, q, slot), want, op, q, slot)
+                ok = wait_flag(dev, sig_ptr(dev, me, q, slot), want, op, q, slot, WAIT_NS)
     return ok
 
 

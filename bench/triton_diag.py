@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""triton_diag.py — times fco.triton's two operators alone on the shapes where they misbehaved
+(issue 8), prints the config each shape gets and a per-program timeline of one call, and checks
+the outputs against fco's C impl 0. Runs in well under 90 s on 2×H200.
+
+    python3 bench/triton_diag.py --nproc 2            (spawns the ranks; one GPU each)
+    torchrun --nproc_per_node=2 bench/triton_diag.py
+
+GEMM + All-to-All: the five workloads of bench/gemm_alltoall_torch.py (same routing and
+inputs), bf16, w "nk". Per workload: impl 0 and chunks (the C references, µs), then the Triton
+kernel with the config fco.triton picks ("auto") and variants that isolate one choice each:
+  spin     the waits without their backoff (wait_ns 0: every thread spins, as before the fix)
+  split / merged   the other tile order
+Then one call of "auto" with per-program timestamps (prof=): per rank, the programs (B), the
+SMs they ran on, and medians / maxima in µs of each phase, counted from the rank's first
+program start: start (when a program began: a late one was not co-resident), hdr (header
+wait), tiles (tile loop, with its flags), land (wait for the peers' flags), copy (landing).
+GEMV + AllReduce: the three shapes with ~700 µs outliers in run f922e95 and two normal ones,
+K split over the ranks, a CUDA graph of 8 calls over 2 input sets (W not L2-hot, as
+bench/gemv_allreduce_torch.py); "auto" and "spin" as above, then a profiled call (start,
+push = tile + puts + flags, wait, reduce).
+Every Triton output is checked against impl 0's (#wrong: elements off by more than
+2e-2·|ref| + 2e-2·max|ref| for the gemm, 2e-2·max|ref| for the gemv, summed over ranks).
+Times: median µs over --iters CUDA-graph replays, slowest rank per replay (_torch_bench).
+Environment as tests/gpu/run.sh (NCCL_NVLS_ENABLE=0 ... set here if unset); --quick skips the
+variants.
+"""
+import argparse
+import os
+import socket
+import statistics
+import sys
+import time
+
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+               ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(_k, _v)
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
+
+from _torch_bench import init_rank, time_fn  # noqa: E402
+from gemm_alltoall_torch import WORKLOADS, make_inputs, route  # noqa: E402
+
+GEMV_SHAPES = [  # (N, K before the split, M, why)
+    (8192, 8192, 4, "outlier"), (8192, 28672, 1, "outlier"), (16384, 16384, 64, "outlier"),
+    (8192, 8192, 1, "normal"), (4096, 14336, 16, "normal")]
+
+
+def log(msg):
+    if dist.get_rank() == 0:
+        print(msg, flush=True)
+
+
+def all_sum(x):
+    t = torch.tensor([float(x)], device="cuda", dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.item()
+
+
+def timed(fn, args, stream):
+    """Median µs (slowest rank) or None, and the error text, agreed by every rank."""
+    err = ""
+    try:
+        us = time_fn(fn, args.iters, args.warmup, True, stream)
+    except Exception as e:  # noqa: BLE001 — a failed variant must not stop the others
+        us, err = None, f"{type(e).__name__}: {str(e)[:200]}"
+    bad = torch.tensor([1.0 if us is None else 0.0], device="cuda")
+    dist.all_reduce(bad)
+    return (us if bad.item() == 0 else None), err
+
+
+def fmt(v, w=9):
+    return f"{v:{w}.1f}" if v is not None else f"{'-':>{w}s}"
+
+
+def wrong_count(got, ref, rel, absfrac):
+    g, r = got.float(), ref.float()
+    tol = rel * r.abs() + absfrac * r.abs().max()
+    return int((~((g - r).abs() <= tol)).sum().item())
+
+
+def prof_summary(p, fields):
+    """p [programs, 8] int64 timestamps of one rank → one line (µs from its first start)."""
+    p = p.double()
+    t0 = p[:, 0].min()
+    sms = p[:, 5].long()
+    per_sm = int(torch.bincount(sms).max().item()) if sms.numel() else 0
+    out = [f"B {p.shape[0]:4d} SMs {int(sms.unique().numel()):3d} (max {per_sm}/SM)"]
+    cols = [("start", (p[:, 0] - t0))] + [
+        (name, p[:, b] - p[:, a]) for name, a, b in fields]
+    for name, v in cols:
+        v = v / 1e3
+        out.append(f"{name} {v.median().item():7.1f}/{v.max().item():7.1f}")
+    out.append(f"end {(p[:, fields[-1][2]].max() - t0).item() / 1e3:7.1f}")
+    if p[:, 6].max() > 0:
+        out.append(f"tiles {int(p[:, 6].min())}..{int(p[:, 6].max())}")
+    return "  ".join(out)
+
+
+def profile(call, nprog, fields, stream, calls=3):
+    """A CUDA graph of `calls` back-to-back profiled calls, replayed twice; the last replay's
+    middle call, summarised per rank (rank 0 prints every rank's line)."""
+    bufs = [torch.zeros(8 * nprog, dtype=torch.int64, device="cuda") for _ in range(calls)]
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        call(bufs[0])  # eager: compile, workspace
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=stream):
+        for b in bufs:
+            call(b)
+    with torch.cuda.stream(stream):
+        dist.barrier()
+        for _ in range(2):
+            g.replay()
+    torch.cuda.synchronize()
+    del g
+    line = prof_summary(bufs[calls // 2].view(-1, 8).cpu(), fields)
+    lines = [None] * dist.get_world_size()
+    dist.all_gather_object(lines, line)
+    for r, s in enumerate(lines):
+        log(f"#   prof rank {r}: {s}")
+
+
+def gemm_part(args, fco, GA, comm, stream):
+    rank, P = dist.get_rank(), dist.get_world_size()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    dt = torch.bfloat16
+    log("# ---- GEMM + All-to-All (bf16, w nk), median us; #wrong vs impl 0 -------------------")
+    log(f"# {'tokens,K,N,E,topk,skew':24s} {'variant':>8s} {'us':>9s} {'#wrong':>7s}  config "
+        "(tile bm,bn,bk,warps,stages; order; wait_ns; B; per_sm; regs/spills/shared)")
+    fields = [("hdr", 0, 1), ("tiles", 1, 2), ("land", 2, 3), ("copy", 3, 4)]
+    for wid, (tokens, K, N, Eg, topk, skew) in enumerate(WORKLOADS):
+        if Eg % P:
+            continue
+        E = Eg // P
+        name = f"{tokens},{K},{N},{Eg},{topk},{skew:g}"
+        per = route(tokens, topk, Eg, skew)
+        mine = per[rank * E:(rank + 1) * E]
+        rows = sum(mine) * P
+        a, w = make_inputs(rank, wid, rows, E, K, N, dt, dev)
+        recv = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
+        cap = max(recv) * P
+        a_pad = torch.zeros(cap, K, device=dev, dtype=dt)
+        a_pad[:rows].copy_(a)
+        del a
+        ch = torch.tensor([[mine[e]] * P for e in range(E)], dtype=torch.int32)
+        counts = ch.to(dev)
+        rr = torch.tensor(recv, dtype=torch.int32)
+        out_rows = sum(recv)
+        n_out = sum(recv)
+
+        def c_impl(impl):
+            return fco.gemm_alltoall(a_pad, w, counts, out_rows=out_rows, counts_host=ch,
+                                     recv_rows=rr, w_layout="nk", impl=impl)
+
+        with torch.cuda.stream(stream):
+            ref = c_impl("baseline").clone()
+        torch.cuda.synchronize()
+        for impl in ("baseline", "chunks"):
+            us, err = timed(lambda: c_impl(impl), args, stream)
+            log(f"  {name:24s} {'C ' + ('impl0' if impl == 'baseline' else impl):>8s} "
+                f"{fmt(us)} {'':>7s}  {err}")
+        auto = GA.config(2, N, cap, E, P)
+        other = "merged" if auto["split"] else "split"
+        variants = [("auto", {})]
+        if not args.quick:
+            variants += [("spin", dict(wait_ns=0)), (other, dict(order=other))]
+        for vname, kw in variants:
+            def tri(prof=None, kw=kw):
+                return GA.gemm_alltoall([comm], [a_pad], [w], [counts], out_rows,
+                                        w_layout="nk", prof=prof, **kw)[0]
+            us, err = timed(tri, args, stream)
+            info = dict(GA.last_launch)
+            wrong = -1
+            if us is not None:
+                with torch.cuda.stream(stream):
+                    out = tri()
+                torch.cuda.synchronize()
+                comm.check_async_error()
+                wrong = wrong_count(out[:n_out], ref[:n_out], 2e-2, 2e-2)
+                del out
+            wrong = int(all_sum(wrong))
+            cfg = (f"{','.join(map(str, info.get('tile', ())))}; {info.get('order')}; "
+                   f"{info.get('wait_ns')}; B {info.get('blocks_per_rank')}; "
+                   f"{info.get('per_sm')}/SM; {info.get('n_regs')}/{info.get('n_spills')}/"
+                   f"{info.get('shared')}")
+            log(f"  {name:24s} {vname:>8s} {fmt(us)} {wrong:7d}  {cfg} {err}")
+            if vname == "auto" and us is not None:
+                nprog = info["blocks_per_rank"]
+                profile(lambda b: tri(prof=b), nprog, fields, stream)
+        del a_pad, w, ref
+        torch.cuda.empty_cache()
+
+
+def gemv_part(args, fco, G, comm, stream):
+    rank, P = dist.get_rank(), dist.get_world_size()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    dt = torch.bfloat16
+    log("# ---- GEMV + AllReduce (bf16), graph of 8 calls over 2 input sets, median us per call --")
+    log(f"# {'N x K, M':24s} {'variant':>8s} {'us':>9s} {'#wrong':>7s}  config "
+        "(block m,n,k; tiles; B; per_sm (fits); warps; regs/spills/shared; wait_ns)")
+    fields = [("push", 0, 1), ("wait", 1, 2), ("reduce", 2, 3)]
+    for N, Kf, M, why in GEMV_SHAPES:
+        Kr = Kf // P
+        name = f"{N}x{Kf}, M={M} ({why})"
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(77 + rank)
+        xs = [torch.randn(M, Kr, device=dev, generator=gen).to(dt) for _ in range(2)]
+        ws = [(torch.randn(N, Kr, device=dev, generator=gen) * Kr ** -0.5).to(dt)
+              for _ in range(2)]
+        with torch.cuda.stream(stream):
+            ref = fco.gemv_allreduce(xs[0], ws[0], impl="baseline").clone()
+        torch.cuda.synchronize()
+
+        def c8():
+            for i in range(8):
+                fco.gemv_allreduce(xs[i % 2], ws[i % 2], impl="oneshot")
+        us, err = timed(c8, args, stream)
+        log(f"  {name:24s} {'C fused':>8s} {fmt(None if us is None else us / 8)} {'':>7s}  {err}")
+        variants = [("auto", {})] + ([] if args.quick else [("spin", dict(wait_ns=0))])
+        for vname, kw in variants:
+            def tri8(kw=kw):
+                for i in range(8):
+                    G.gemv_allreduce([comm], [xs[i % 2]], [ws[i % 2]], **kw)
+            us, err = timed(tri8, args, stream)
+            info = dict(G.last_launch)
+            wrong = -1
+            if us is not None:
+                with torch.cuda.stream(stream):
+                    y = G.gemv_allreduce([comm], [xs[0]], [ws[0]], **kw)[0]
+                torch.cuda.synchronize()
+                comm.check_async_error()
+                wrong = wrong_count(y, ref, 0.0, 2e-2)
+            wrong = int(all_sum(wrong))
+            cfg = (f"{','.join(map(str, info.get('block', ())))}; T {info.get('tiles')}; "
+                   f"B {info.get('blocks_per_rank')}; {info.get('per_sm')} "
+                   f"({info.get('per_sm_fit')})/SM; {info.get('num_warps')}w; "
+                   f"{info.get('n_regs')}/{info.get('n_spills')}/{info.get('shared')}; "
+                   f"{info.get('wait_ns')}")
+            log(f"  {name:24s} {vname:>8s} {fmt(None if us is None else us / 8)} {wrong:7d}  "
+                f"{cfg} {err}")
+            if vname == "auto" and us is not None:
+                profile(lambda b: G.gemv_allreduce([comm], [xs[0]], [ws[0]], prof=b),
+                        info["blocks_per_rank"], fields, stream, calls=5)
+        del xs, ws, ref
+        torch.cuda.empty_cache()
+
+
+def _worker(idx, args):
+    init_rank(idx, args.nproc)
+    import fco
+    from fco.triton import gemm_alltoall as GA
+    from fco.triton import gemv_allreduce as G
+
+    comm = fco.init()
+    stream = torch.cuda.Stream()
+    t0 = time.time()
+    log(f"# triton_diag: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
+        f"{dist.get_world_size()} ranks, iters {args.iters}, fco {fco.lib_path()}")
+    log(f"# FCO_TRITON_WAIT_NS={os.environ.get('FCO_TRITON_WAIT_NS', '')!r} "
+        f"FCO_TRITON_GA_ORDER={os.environ.get('FCO_TRITON_GA_ORDER', '')!r} "
+        f"FCO_TRITON_GA_TILE={os.environ.get('FCO_TRITON_GA_TILE', '')!r}")
+    if args.part in ("all", "gemm"):
+        gemm_part(args, fco, GA, comm, stream)
+    if args.part in ("all", "gemv"):
+        gemv_part(args, fco, G, comm, stream)
+    log(f"# done in {time.time() - t0:.0f} s")
+    dist.barrier()
+    fco.shutdown()
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nproc", "--nprocs", dest="nproc", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--part", default="all", choices=("all", "gemm", "gemv"))
+    ap.add_argument("--quick", action="store_true", help="the auto config only, no variants")
+    args = ap.parse_args()
+    if "RANK" not in os.environ:
+        if torch.cuda.device_count() < args.nproc:
+            print(f"SKIP: {args.nproc} ranks need {args.nproc} GPUs, "
+                  f"{torch.cuda.device_count()} visible", file=sys.stderr)
+            return 77
+        import torch.multiprocessing as mp
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", str(free_port()))
+        mp.spawn(_worker, args=(args,), nprocs=args.nproc, join=True)
+        return 0
+    _worker(None, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
