@@ -23,28 +23,31 @@
 _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit the op record");
 
 /* AUTO, from fco-bench gemv_allreduce on 2×H200 with CUDA graphs, every impl side by side in
- * one run (bench/results/2026-11-30_nvidia-h200-x2_ed0108a38b78, bench-gemv_allreduce-nccl-
- * graph*.txt):
+ * one run (bench/results/2026-11-30_nvidia-h200-x2_6a09520, bench-gemv_allreduce-nccl-graph.txt,
+ * after the fused tile moved to 4-warp blocks at 4 per SM; the f32 and M = 64 rows from
+ * ..._ed0108a38b78):
  *  - cpu transport: 1 (every impl is the same reference there);
  *  - P == 1: 0 (nothing to reduce: cuBLAS alone);
- *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (8) and N ≤ FCO_GEMV_AR_FUSED_MAX_N (4096):
- *    fused. There every block of the persistent grid has a single 16-column tile, and the
- *    fused kernel beat cuBLAS + fco's one-shot all-reduce (impl 3): 4096×14336 M = 1: 23.1 vs
- *    25.6 µs (impl 0: 30.5). With two tiles per block (N = 8192, 16384) impl 3 was faster:
- *    8192×8192 M = 1: 25.8 vs 26.7; 16384×16384: 71.8 vs 74.0; 8192×28672: a tie (64.9 / 64.8).
+ *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (16) and N ≤ FCO_GEMV_AR_FUSED_MAX_N (8192):
+ *    fused. There every block of the persistent grid (≤ 4 per SM: 528 on H200) has a single
+ *    16-column tile, and the fused kernel beat cuBLAS + fco's one-shot all-reduce (impl 3) at
+ *    all 9 such shapes: 8192×8192 M = 1/4/16: 25.2/25.4/26.7 vs 25.8/25.7/26.8 µs;
+ *    8192×28672: 64.4/64.7/65.1 vs 65.9/66.0/67.4; 4096×14336: 23.3/23.3/25.5 vs
+ *    25.6/25.6/26.3 (impl 0: 30.5–73.9). With two tiles per block (N = 16384) impl 3 was
+ *    faster: 72.2/72.8/74.0 vs 73.8/73.1/75.1; at M = 64 (x re-read per tile) by 2×.
  *    One-shot (1) while the bytes each rank pushes, (P−1)·M·N·4, stay ≤
  *    FCO_GEMV_AR_ONESHOT_MAX (4 MiB), two-phase (2) above;
  *  - otherwise unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's AUTO
- *    would take its one-shot for y's bytes, else 0. impl 3 vs impl 0: 1.07–1.30× for bf16 at
+ *    would take its one-shot for y's bytes, else 0. impl 3 vs impl 0: 1.07–1.31× for bf16 at
  *    every listed shape, 1.03–1.21× for f32 (whose CUDA-core fused tile ran 0.03–0.71× of
- *    impl 0: never fused). M ≥ 16 re-reads x per 16-column tile in the fused kernel.
+ *    impl 0: never fused).
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
-  long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 8);
-  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", 4096);
+  long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
+  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", 8192);
   if ((long long)M > max_m || (long long)N > max_n)
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
