@@ -34,8 +34,10 @@
 #ifndef FCO_CUDA_GEMM_TILE_WGMMA_CUH_
 #define FCO_CUDA_GEMM_TILE_WGMMA_CUH_
 
+#include <cuda.h> /* CUtensorMap (types only: encoded through the runtime's driver entry point) */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "gemm_tile.cuh"
@@ -274,6 +276,251 @@ struct WgmmaTile {
     __syncthreads();
 #else
     __trap(); /* not built for sm_90a: the launcher must not pick this tile */
+#endif
+  }
+};
+
+/* ---- TMA + mbarrier variant ------------------------------------------------------------------ */
+
+/* mbarrier and TMA helpers (shared addresses as 32-bit). */
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_inval(uint32_t bar) {
+  asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+/* Wait for the phase of the given parity to complete. A tile that waits for more than ~2^31
+ * cycles has a protocol bug: trap (a launch error) rather than hang. */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p, q;\n .reg .u32 n;\n mov.u32 n, 0;\n"
+      "FCO_MBAR_WAIT:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @p bra FCO_MBAR_DONE;\n"
+      " add.u32 n, n, 1;\n"
+      " setp.lt.u32 q, n, 0x4000000;\n"
+      " @q bra FCO_MBAR_WAIT;\n"
+      " trap;\n"
+      "FCO_MBAR_DONE:\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint32_t bar, int c0,
+                                            int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const void* map, uint32_t bar, int c0,
+                                            int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
+/* The host half: encode CUtensorMaps through the driver entry point (no -lcuda). */
+using TmaEncodeFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+inline TmaEncodeFn tma_encode_fn() {
+  static TmaEncodeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<TmaEncodeFn>(p);
+  }();
+  return fn;
+}
+
+/*
+ * WgmmaTileTma<T, kBT>: WgmmaTile's math (128×256×64, two consumer warpgroups of m64n256k16,
+ * 128-byte swizzle, the same shared layouts and descriptors) with the operands brought in by TMA
+ * (cp.async.bulk.tensor) instead of 256 threads' cp.async:
+ *   - one thread (thread 0) issues a stage's copies: A's box {64 k, 128 rows}, and W's box
+ *     {64 k, 256 n} ([N][K]) or four boxes {64 n, 64 k} ([K][N], one per 64-column block). TMA
+ *     writes the 128-byte swizzle itself and zero-fills outside the tensor (k ≥ K, n ≥ N, rows
+ *     past A's end), so no predicates and no per-thread addresses.
+ *   - per stage a "full" mbarrier (thread 0's arrive + the copies' bytes) and an "empty" one
+ *     (one arrival per warp once its wgmma reading the stage retired). All four stages are
+ *     filled up front; after slab kt - 1 retired, thread 0 refills its stage with slab kt + 3,
+ *     so three slabs of copies stay in flight behind the one the tensor cores run, with no block
+ *     barrier in the k loop.
+ *   - the warpgroups keep one wgmma group in flight (kt queued behind kt - 1), as WgmmaTile.
+ *   - epilogue as WgmmaTile: accumulators → C[BM][kCPitch] at the start of smem, __syncthreads.
+ * A is addressed through a map of the whole [a_rows][K] matrix: a tile starting at row a_row0
+ * reads 128 rows even when its segment has fewer; the extra rows are other segments' (or zeros
+ * past a_rows) and their outputs are never stored. W's map is [E][K][N] / [E][N][K], so k ≥ K
+ * reads zeros, never the next expert.
+ * Maps: encode() on the host, one pair per (A, W) tensor, passed to the kernel as
+ * __grid_constant__ parameters (TMA needs them in param / const / global space).
+ * Requirements: K, N multiples of 8, A, W 16-byte aligned (TMA strides), sm_90a, kSmemBytes of
+ * dynamic shared memory, 256 threads.
+ */
+template <typename T, bool kBT>
+struct WgmmaTileTma {
+  using Elem = T;
+  static constexpr int BM = 128, BN = 256, BK = 64, kStages = 4, kThreads = 256;
+  static constexpr int kCPitch = BN + 8;
+  static constexpr int kABytes = BM * BK * 2, kBBytes = BK * BN * 2;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kBarOff = kStages * kStageBytes; /* from the aligned pipeline base */
+  static constexpr int kPipeBytes = kBarOff + 2 * kStages * 8 + 1024;
+  static constexpr int kCBytes = BM * kCPitch * 2;
+  static constexpr int kSmemBytes = kPipeBytes > kCBytes ? kPipeBytes : kCBytes;
+  static_assert(sizeof(T) == 2, "bf16 / f16 only");
+
+  /* Host: maps of A [a_rows][K] and W (E experts of [K][N], or [N][K] when kBT). Returns
+   * nullptr on success, else what failed. */
+  static const char* encode(CUtensorMap* ma, CUtensorMap* mw, const void* a, long long a_rows,
+                            const void* w, int K, int N, int E) {
+    TmaEncodeFn fn = tma_encode_fn();
+    if (!fn) return "cuTensorMapEncodeTiled not found";
+    const CUtensorMapDataType dt = CU_TENSOR_MAP_DATA_TYPE_UINT16; /* a copy: bits are bits */
+    const cuuint32_t one[3] = {1, 1, 1};
+    {
+      const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)(a_rows > 0 ? a_rows : 1)};
+      const cuuint64_t stride[1] = {(cuuint64_t)K * 2};
+      const cuuint32_t box[2] = {BK, BM};
+      if (fn(ma, dt, 2, const_cast<void*>(a), dim, stride, box, one,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return "cuTensorMapEncodeTiled(A)";
+    }
+    {
+      const cuuint64_t inner = kBT ? K : N, outer = kBT ? N : K;
+      const cuuint64_t dim[3] = {inner, outer, (cuuint64_t)(E > 0 ? E : 1)};
+      const cuuint64_t stride[2] = {inner * 2, inner * outer * 2};
+      const cuuint32_t box[3] = {64, kBT ? (cuuint32_t)BN : (cuuint32_t)BK, 1};
+      if (fn(mw, dt, 3, const_cast<void*>(w), dim, stride, box, one,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return "cuTensorMapEncodeTiled(W)";
+    }
+    return nullptr;
+  }
+
+  /* Thread 0: slab `slab` into stage `st` (shared address), completion on `bar`. [K][N] boxes
+   * wholly past N are skipped (their columns are never stored). */
+  __device__ static __forceinline__ void produce(uint32_t st, uint32_t bar, const CUtensorMap* ma,
+                                                 int a_row0, const CUtensorMap* mw, int ex, int N,
+                                                 int n0, int slab) {
+    const int k0 = slab * BK;
+    if constexpr (kBT) {
+      mbar_arrive_expect_tx(bar, kStageBytes);
+      tma_load_2d(st, ma, bar, k0, a_row0);
+      tma_load_3d(st + kABytes, mw, bar, k0, n0, ex);
+    } else {
+      const int nb = min(4, (N - n0 + 63) / 64);
+      mbar_arrive_expect_tx(bar, kABytes + nb * (BK * 128));
+      tma_load_2d(st, ma, bar, k0, a_row0);
+      for (int b = 0; b < nb; ++b)
+        tma_load_3d(st + kABytes + b * (BK * 128), mw, bar, n0 + 64 * b, k0, ex);
+    }
+  }
+
+  __device__ static void run(char* smem, const CUtensorMap* ma, int a_row0, const CUtensorMap* mw,
+                             int ex, int K, int N, int n0) {
+#if FCO_WGMMA_COMPILED
+    const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+    const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+    const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
+    const int num_k = (K + BK - 1) / BK;
+
+    /* The last tile's C staging was read through the generic proxy; TMA writes through the
+     * async proxy: order them (each thread its own reads), then the barrier. */
+    fence_proxy_async_smem();
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) {
+        mbar_init(full + 8 * s, 1);
+        mbar_init(empty + 8 * s, kThreads / 32);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (tid == 0)
+      for (int s = 0; s < kStages && s < num_k; ++s)
+        produce(pipe + s * kStageBytes, full + 8 * s, ma, a_row0, mw, ex, N, n0, s);
+
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    for (int kt = 0; kt < num_k; ++kt) {
+      const int s = kt % kStages;
+      mbar_wait(full + 8 * s, (uint32_t)(kt / kStages) & 1u);
+      const uint32_t sa = pipe + s * kStageBytes + wg * (64 * 128);
+      const uint32_t sb = pipe + s * kStageBytes + kABytes;
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        const uint64_t da = wgmma_desc(sa + kk * 32, 16, 1024);
+        const uint64_t db = kBT ? wgmma_desc(sb + kk * 32, 16, 1024)
+                                : wgmma_desc(sb + kk * 16 * 128, BK * 128, 1024);
+        Wgmma256<T, !kBT>::run(d, da, db);
+      }
+      wgmma_commit();
+      wgmma_wait<1>(); /* my slab kt - 1 retired */
+      if (kt > 0) {
+        const int ps = (kt - 1) % kStages;
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty + 8 * ps);
+        const int nk = kt - 1 + kStages; /* refill kt - 1's stage */
+        if (tid == 0 && nk < num_k) {
+          mbar_wait(empty + 8 * ps, (uint32_t)(nk / kStages - 1) & 1u);
+          produce(pipe + ps * kStageBytes, full + 8 * ps, ma, a_row0, mw, ex, N, n0, nk);
+        }
+      }
+    }
+    wgmma_wait<0>();
+    wgmma_hold(d);
+    __syncthreads(); /* every wgmma and copy done: the pipeline becomes C */
+    if (tid == 0) {
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) {
+        mbar_inval(full + 8 * s);
+        mbar_inval(empty + 8 * s);
+      }
+    }
+    uint32_t* cs = reinterpret_cast<uint32_t*>(smem);
+    const int row0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), col0 = 2 * (lane & 3);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = j * 8 + col0;
+      cs[(row0 * kCPitch + col) >> 1] = MmaOp<T>::pack2(d[4 * j], d[4 * j + 1]);
+      cs[((row0 + 8) * kCPitch + col) >> 1] = MmaOp<T>::pack2(d[4 * j + 2], d[4 * j + 3]);
+    }
+    __syncthreads();
+#else
+    __trap();
 #endif
   }
 };

@@ -1,8 +1,8 @@
 /*
  * wgmma_tile_check.cu — check and time the tensor-core tiles of the fused GEMM + All-to-All
- * (impl 1 "tiles", src/cuda/gemm_alltoall_fused.cu) below the library: WgmmaTile
- * (gemm_tile_wgmma.cuh, sm_90a) and MmaTile (gemm_tile.cuh) against a float64 CPU reference and
- * against cuBLAS.
+ * (impl 1 "tiles", src/cuda/gemm_alltoall_fused.cu) below the library: WgmmaTile and
+ * WgmmaTileTma (gemm_tile_wgmma.cuh, sm_90a; cp.async vs TMA + mbarrier loads) and MmaTile
+ * (gemm_tile.cuh) against a float64 CPU reference and against cuBLAS.
  *
  * Build from the repository root, then run build/wgmma_tile_check on an H100 / H200 (< 60 s):
  *   nvcc -O3 -std=c++17 -arch=sm_90a -Isrc/cuda -Iinclude tests/gpu/wgmma_tile_check.cu -lcublas -o build/wgmma_tile_check
@@ -17,9 +17,10 @@
  * (b) timing: the grouped GEMM over E experts with equal rows per expert, computed as
  *     ga_kernel_tiles does (a persistent grid of one block per SM, tiles over the experts in
  *     order, groups of 8 M tiles, M fastest; each tile stored from shared memory to global with
- *     store_tile) for WgmmaTile and MmaTile, and by cuBLAS (cublasGemmStridedBatchedEx, fp32
+ *     store_tile) for each tile (columns wgmma = WgmmaTile, tma = WgmmaTileTma, mma = MmaTile:
+ *     µs, TF/s, cuBLAS time / tile time), and by cuBLAS (cublasGemmStridedBatchedEx, fp32
  *     compute). Median of -n reps after -w warm-up; bf16; both B layouts. Each tile's output is
- *     compared with cuBLAS's (#wrong = elements off by more than the tolerance above).
+ *     compared with cuBLAS's (wrong = elements off by more than the tolerance above).
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -57,6 +58,7 @@
 
 using fco::tile::MmaTile;
 using fco::tile::WgmmaTile;
+using fco::tile::WgmmaTileTma;
 
 constexpr int kGroupM = 8; /* as gemm_alltoall_fused.cu */
 constexpr double kTol = 1e-2;
@@ -90,6 +92,69 @@ __global__ void __launch_bounds__(256, 1) grouped_kernel(const Problem<typename 
     fco::tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst, rb);
     __syncthreads();
   }
+}
+
+/* The same loop for WgmmaTileTma: A and W through tensor maps (a kernel parameter). */
+template <typename T>
+struct TmaProblem {
+  CUtensorMap ma, mw;
+  T* c;
+  int rows, K, N, E;
+};
+template <class Tile>
+__global__ void __launch_bounds__(256, 1)
+    grouped_kernel_tma(const __grid_constant__ TmaProblem<typename Tile::Elem> p) {
+  using T = typename Tile::Elem;
+  extern __shared__ __align__(16) char smem[];
+  const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN, nM = (p.rows + Tile::BM - 1) / Tile::BM;
+  const int64_t per_expert = nM * nN, total = per_expert * p.E;
+  const size_t rb = (size_t)p.N * sizeof(T);
+  for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
+    const int ex = (int)(t / per_expert);
+    const int64_t l = t - ex * per_expert, grp = l / (kGroupM * nN);
+    const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
+    const int m0 = (int)(grp * kGroupM + in % gm) * Tile::BM, n0 = (int)(in / gm) * Tile::BN;
+    const int rows = min(Tile::BM, p.rows - m0), cols = min(Tile::BN, p.N - n0);
+    Tile::run(smem, &p.ma, ex * p.rows + m0, &p.mw, ex, p.K, p.N, n0);
+    char* dst = reinterpret_cast<char*>(p.c) + ((size_t)ex * p.rows + m0) * rb + (size_t)n0 * sizeof(T);
+    fco::tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst, rb);
+    __syncthreads();
+  }
+}
+
+template <class Tile>
+void launch_grouped(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st);
+
+/* Tiles with tensor maps: encode the maps of p's A and W, launch grouped_kernel_tma. */
+template <class Tile>
+struct TmaLaunch {
+  static void launch(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st) {
+    static bool attr = false;
+    if (!attr) {
+      CUDA_CHECK(cudaFuncSetAttribute(grouped_kernel_tma<Tile>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      Tile::kSmemBytes));
+      attr = true;
+    }
+    TmaProblem<typename Tile::Elem> q;
+    memset(&q, 0, sizeof q);
+    const char* why = Tile::encode(&q.ma, &q.mw, p.a, (long long)p.E * p.rows, p.w, p.K, p.N, p.E);
+    if (why) {
+      fprintf(stderr, "tensor maps: %s\n", why);
+      exit(1);
+    }
+    q.c = p.c;
+    q.rows = p.rows;
+    q.K = p.K;
+    q.N = p.N;
+    q.E = p.E;
+    grouped_kernel_tma<Tile><<<grid, Tile::kThreads, Tile::kSmemBytes, st>>>(q);
+    CUDA_CHECK(cudaGetLastError());
+  }
+};
+template <typename T, bool kBT>
+void launch_grouped_tma(const Problem<T>& p, int grid, cudaStream_t st) {
+  TmaLaunch<WgmmaTileTma<T, kBT>>::launch(p, grid, st);
 }
 
 template <class Tile>
@@ -177,8 +242,11 @@ static int g_sms = 0;
 
 /* ---- (a) correctness ------------------------------------------------------------------------- */
 /* Run Tile on the case (output poisoned first) and compare with ref; one PASS / FAIL line. */
-template <typename T, bool kBT, class Tile>
-static bool run_case(const char* tile_name, const T* da, const T* dw, int rows, int K, int N,
+template <typename T>
+using LaunchFn = void (*)(const Problem<T>&, int, cudaStream_t);
+
+template <typename T, bool kBT>
+static bool run_case(const char* tile_name, LaunchFn<T> launch, const T* da, const T* dw, int rows, int K, int N,
                      int E, const std::vector<double>& ref, double rms) {
   const size_t nc = (size_t)E * rows * N, guard = 4096; /* guard: past the end, untouched */
   std::vector<T> hc(nc + guard);
@@ -186,7 +254,7 @@ static bool run_case(const char* tile_name, const T* da, const T* dw, int rows, 
   CUDA_CHECK(cudaMalloc(&dc, (nc + guard) * sizeof(T)));
   CUDA_CHECK(cudaMemset(dc, 0xFF, (nc + guard) * sizeof(T))); /* NaN in bf16 and f16 */
   Problem<T> p{da, dw, dc, rows, K, N, E};
-  launch_grouped<Tile>(p, 3, 0); /* few blocks: several tiles each, smem reused */
+  launch(p, 3, 0); /* few blocks: several tiles each, smem reused */
   CUDA_CHECK(cudaDeviceSynchronize());
   CUDA_CHECK(cudaMemcpy(hc.data(), dc, (nc + guard) * sizeof(T), cudaMemcpyDeviceToHost));
   CUDA_CHECK(cudaFree(dc));
@@ -210,7 +278,7 @@ static bool run_case(const char* tile_name, const T* da, const T* dw, int rows, 
     if (bits != 0xFFFF) ++guard_bad;
   }
   const bool ok = wrong == 0 && guard_bad == 0;
-  printf("%-4s %-9s %-6s rows %4d K %5d N %4d E %d  max_rel %.2e  wrong %zu  past-end %zu  %s\n",
+  printf("%-4s %-12s %-6s rows %4d K %5d N %4d E %d  max_rel %.2e  wrong %zu  past-end %zu  %s\n",
          ok ? "PASS" : "FAIL", tile_name, tname<T>(), rows, K, N, E, max_rel, wrong, guard_bad,
          kBT ? "[N][K]" : "[K][N]");
   fflush(stdout);
@@ -255,8 +323,12 @@ static int check_case(int rows, int K, int N, int E, uint64_t seed) {
       }
   const double rms = sqrt(ss / (double)nc);
   int fails = 0;
-  fails += !run_case<T, kBT, MmaTile<T, kBT, true>>("MmaTile", da, dw, rows, K, N, E, ref, rms);
-  fails += !run_case<T, kBT, WgmmaTile<T, kBT>>("WgmmaTile", da, dw, rows, K, N, E, ref, rms);
+  fails += !run_case<T, kBT>("MmaTile", launch_grouped<MmaTile<T, kBT, true>>, da, dw, rows, K,
+                             N, E, ref, rms);
+  fails += !run_case<T, kBT>("WgmmaTile", launch_grouped<WgmmaTile<T, kBT>>, da, dw, rows, K, N,
+                             E, ref, rms);
+  fails += !run_case<T, kBT>("WgmmaTileTma", launch_grouped_tma<T, kBT>, da, dw, rows, K, N, E,
+                             ref, rms);
   CUDA_CHECK(cudaFree(da));
   CUDA_CHECK(cudaFree(dw));
   return fails;
@@ -315,20 +387,33 @@ static CmpResult compare_dev(const T* got, const T* ref, size_t n, float rms) {
   return r;
 }
 
+/* The tiles timed, in table order (MmaTile last: the slow control). */
+template <typename T, bool kBT>
+struct Timed {
+  const char* name;
+  LaunchFn<T> launch;
+};
+template <typename T, bool kBT>
+static std::vector<Timed<T, kBT>> timed_tiles() {
+  return {{"wgmma", launch_grouped<WgmmaTile<T, kBT>>},
+          {"tma", launch_grouped_tma<T, kBT>},
+          {"mma", launch_grouped<MmaTile<T, kBT, true>>}};
+}
+static const char* const kTimedNames[] = {"wgmma", "tma", "mma"};
+constexpr int kNumTimed = 3;
+
 template <bool kBT>
 static int time_shape(cublasHandle_t h, int rows, int K, int N, int E, int reps, int warm) {
   using T = __nv_bfloat16;
   const size_t na = (size_t)E * rows * K, nw = (size_t)E * K * N, nc = (size_t)E * rows * N;
-  T *a, *w, *c_ref, *c_wg, *c_mma;
+  const auto tiles = timed_tiles<T, kBT>();
+  T *a, *w, *c_ref, *c_t;
   CUDA_CHECK(cudaMalloc(&a, na * sizeof(T)));
   CUDA_CHECK(cudaMalloc(&w, nw * sizeof(T)));
   CUDA_CHECK(cudaMalloc(&c_ref, nc * sizeof(T)));
-  CUDA_CHECK(cudaMalloc(&c_wg, nc * sizeof(T)));
-  CUDA_CHECK(cudaMalloc(&c_mma, nc * sizeof(T)));
+  CUDA_CHECK(cudaMalloc(&c_t, nc * sizeof(T)));
   fill_kernel<<<4 * g_sms, 256>>>(a, na, 11);
   fill_kernel<<<4 * g_sms, 256>>>(w, nw, 12);
-  CUDA_CHECK(cudaMemset(c_wg, 0xFF, nc * sizeof(T)));
-  CUDA_CHECK(cudaMemset(c_mma, 0xFF, nc * sizeof(T)));
   CUDA_CHECK(cudaGetLastError());
   cudaStream_t st = 0;
 
@@ -341,15 +426,8 @@ static int time_shape(cublasHandle_t h, int rows, int K, int N, int E, int reps,
         kBT ? K : N, (long long)K * N, a, CUDA_R_16BF, K, (long long)rows * K, &beta, c_ref,
         CUDA_R_16BF, N, (long long)rows * N, E, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
-  Problem<T> pw{a, w, c_wg, rows, K, N, E}, pm{a, w, c_mma, rows, K, N, E};
-  auto wg = [&] { launch_grouped<WgmmaTile<T, kBT>>(pw, g_sms, st); };
-  auto mma = [&] { launch_grouped<MmaTile<T, kBT, true>>(pm, g_sms, st); };
-
   const float t_cub = time_median(reps, warm, st, cublas);
-  const float t_wg = time_median(reps, warm, st, wg);
-  const float t_mma = time_median(reps, warm, st, mma);
   CUDA_CHECK(cudaDeviceSynchronize());
-
   double* dss;
   double ss = 0;
   CUDA_CHECK(cudaMalloc(&dss, sizeof *dss));
@@ -358,20 +436,31 @@ static int time_shape(cublasHandle_t h, int rows, int K, int N, int E, int reps,
   CUDA_CHECK(cudaMemcpy(&ss, dss, sizeof ss, cudaMemcpyDeviceToHost));
   CUDA_CHECK(cudaFree(dss));
   const float rms = (float)sqrt(ss / (double)nc);
-  const CmpResult ew = compare_dev(c_wg, c_ref, nc, rms), em = compare_dev(c_mma, c_ref, nc, rms);
 
   const double flop = 2.0 * E * rows * (double)K * N;
   auto tf = [&](float ms) { return flop / (ms * 1e-3) / 1e12; };
-  printf("%6d %6d %6d %4d %-6s %10.1f %8.1f %10.1f %8.1f %10.1f %8.1f %7.2f %7.2f %9llu %9llu\n",
-         rows, K, N, E, kBT ? "[N][K]" : "[K][N]", t_wg * 1e3, tf(t_wg), t_mma * 1e3, tf(t_mma),
-         t_cub * 1e3, tf(t_cub), t_cub / t_wg, t_cub / t_mma, ew.wrong, em.wrong);
+  printf("%6d %6d %6d %4d %-6s %9.1f %6.1f", rows, K, N, E, kBT ? "[N][K]" : "[K][N]", t_cub * 1e3,
+         tf(t_cub));
+  int fails = 0;
+  std::vector<unsigned long long> wrong;
+  for (const auto& tl : tiles) {
+    CUDA_CHECK(cudaMemset(c_t, 0xFF, nc * sizeof(T)));
+    Problem<T> p{a, w, c_t, rows, K, N, E};
+    const float t = time_median(reps, warm, st, [&] { tl.launch(p, g_sms, st); });
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const CmpResult r = compare_dev(c_t, c_ref, nc, rms);
+    printf(" %9.1f %6.1f %6.2f", t * 1e3, tf(t), t_cub / t);
+    wrong.push_back(r.wrong);
+    fails += r.wrong != 0;
+  }
+  for (unsigned long long x : wrong) printf(" %6llu", x);
+  printf("\n");
   fflush(stdout);
   CUDA_CHECK(cudaFree(a));
   CUDA_CHECK(cudaFree(w));
   CUDA_CHECK(cudaFree(c_ref));
-  CUDA_CHECK(cudaFree(c_wg));
-  CUDA_CHECK(cudaFree(c_mma));
-  return (ew.wrong != 0) + (em.wrong != 0);
+  CUDA_CHECK(cudaFree(c_t));
+  return fails;
 }
 
 int main(int argc, char** argv) {
@@ -397,9 +486,10 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
   g_sms = prop.multiProcessorCount;
   printf("# wgmma_tile_check: %s, cc %d.%d, %d SMs, smem opt-in %zu B; WgmmaTile smem %d B, "
-         "MmaTile %d B\n",
+         "WgmmaTileTma %d B, MmaTile %d B\n",
          prop.name, prop.major, prop.minor, g_sms, prop.sharedMemPerBlockOptin,
          WgmmaTile<__nv_bfloat16, false>::kSmemBytes,
+         WgmmaTileTma<__nv_bfloat16, false>::kSmemBytes,
          MmaTile<__nv_bfloat16, false, true>::kSmemBytes);
   if (prop.major != 9 || prop.minor != 0) {
     printf("# SKIP: sm_90a code needs compute capability 9.0\n");
@@ -419,11 +509,13 @@ int main(int argc, char** argv) {
     printf("# (b) grouped GEMM, bf16, persistent grid of %d blocks (one per SM), median of %d "
            "after %d warm-up; cuBLAS = cublasGemmStridedBatchedEx\n",
            g_sms, reps, warm);
-    printf("# %4s %6s %6s %4s %-6s %10s %8s %10s %8s %10s %8s %7s %7s %9s %9s\n", "rows", "K", "N",
-           "E", "B", "wgmma", "wgmma", "mma", "mma", "cublas", "cublas", "wg/cub", "mma/cub",
-           "wg_wrong", "mma_wrong");
-    printf("# %4s %6s %6s %4s %-6s %10s %8s %10s %8s %10s %8s %7s %7s %9s %9s\n", "", "", "", "",
-           "", "(us)", "(TF/s)", "(us)", "(TF/s)", "(us)", "(TF/s)", "", "", "", "");
+    printf("# %4s %6s %6s %4s %-6s %9s %6s", "rows", "K", "N", "E", "B", "cublas", "cublas");
+    for (const char* n : kTimedNames) printf(" %9s %6s %6s", n, n, n);
+    for (const char* n : kTimedNames) printf(" %6s", n);
+    printf("\n# %4s %6s %6s %4s %-6s %9s %6s", "", "", "", "", "", "(us)", "(TF/s)");
+    for (int i = 0; i < kNumTimed; ++i) printf(" %9s %6s %6s", "(us)", "(TF/s)", "/cub");
+    for (int i = 0; i < kNumTimed; ++i) printf(" %6s", "wrong");
+    printf("\n");
     struct S { int rows, K, N, E; };
     const S shapes[] = {{2048, 14336, 4096, 4}, {512, 14336, 4096, 4}, {128, 2048, 7168, 32},
                         {32, 2048, 7168, 32}};
