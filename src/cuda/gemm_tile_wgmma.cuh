@@ -359,20 +359,64 @@ inline TmaEncodeFn tma_encode_fn() {
   return fn;
 }
 
+/* Cluster helpers (a launch with cluster dimensions). */
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+/* Arrive on the mbarrier at the same shared offset in CTA `cta` of the cluster. */
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
+      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const void* map, uint32_t bar, int c0,
+                                               int c1, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d_mc(uint32_t dst, const void* map, uint32_t bar, int c0,
+                                               int c1, int c2, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+      : "memory");
+}
+
 /*
- * WgmmaTileTma<T, kBT>: WgmmaTile's math (128×256×64, two consumer warpgroups of m64n256k16,
- * 128-byte swizzle, the same shared layouts and descriptors) with the operands brought in by TMA
- * (cp.async.bulk.tensor) instead of 256 threads' cp.async:
- *   - one thread (thread 0) issues a stage's copies: A's box {64 k, 128 rows}, and W's box
- *     {64 k, 256 n} ([N][K]) or four boxes {64 n, 64 k} ([K][N], one per 64-column block). TMA
- *     writes the 128-byte swizzle itself and zero-fills outside the tensor (k ≥ K, n ≥ N, rows
- *     past A's end), so no predicates and no per-thread addresses.
+ * WgmmaTileTma<T, kBT, kCta>: WgmmaTile's math (128×256×64, two consumer warpgroups of
+ * m64n256k16, 128-byte swizzle, the same shared layouts and descriptors) with the operands
+ * brought in by TMA (cp.async.bulk.tensor) instead of 256 threads' cp.async:
+ *   - one thread (thread 0) issues a stage's copies: A as two boxes {64 k, 64 rows}, W as two
+ *     boxes {64 k, 128 n} ([N][K]) or up to four boxes {64 n, 64 k} ([K][N], one per 64-column
+ *     block). TMA writes the 128-byte swizzle itself and zero-fills outside the tensor (k ≥ K,
+ *     n ≥ N, rows past A's end): no predicates, no per-thread addresses.
  *   - per stage a "full" mbarrier (thread 0's arrive + the copies' bytes) and an "empty" one
- *     (one arrival per warp once its wgmma reading the stage retired). All four stages are
- *     filled up front; after slab kt - 1 retired, thread 0 refills its stage with slab kt + 3,
- *     so three slabs of copies stay in flight behind the one the tensor cores run, with no block
- *     barrier in the k loop.
+ *     (one arrival per consumer warp once its wgmma reading the stage retired). All four stages
+ *     are filled up front; after slab kt - 1 retired, thread 0 refills its stage with slab
+ *     kt + 3, so three slabs of copies stay in flight behind the one the tensor cores run, with
+ *     no block barrier in the k loop.
  *   - the warpgroups keep one wgmma group in flight (kt queued behind kt - 1), as WgmmaTile.
+ *   - kCta = 2: the block is one of a cluster of 2 (launched with cluster dimensions (2,1,1))
+ *     whose blocks run tiles together; `share` says what the pair has in common: 1 = the same W
+ *     columns (same expert and n0: block r loads half of W's boxes, multicast to both), 2 = the
+ *     same A rows (same a_row0: block r loads A's rows 64r..64r+63 for both), 0 = nothing. Each
+ *     stage is refilled only when the consumers of both blocks released it (empty barriers count
+ *     both blocks' warps), so the L2 → SM traffic of the shared operand halves. Both blocks must
+ *     call run() the same number of times with the same K and share (a block without a tile
+ *     computes its partner's with share 0 and stores nothing); run() begins and ends with a
+ *     cluster barrier (barrier init visible to the peer / no peer traffic left before re-init).
  *   - epilogue as WgmmaTile: accumulators → C[BM][kCPitch] at the start of smem, __syncthreads.
  * A is addressed through a map of the whole [a_rows][K] matrix: a tile starting at row a_row0
  * reads 128 rows even when its segment has fewer; the extra rows are other segments' (or zeros
@@ -383,7 +427,7 @@ inline TmaEncodeFn tma_encode_fn() {
  * Requirements: K, N multiples of 8, A, W 16-byte aligned (TMA strides), sm_90a, kSmemBytes of
  * dynamic shared memory, 256 threads.
  */
-template <typename T, bool kBT>
+template <typename T, bool kBT, int kCta = 1>
 struct WgmmaTileTma {
   using Elem = T;
   static constexpr int BM = 128, BN = 256, BK = 64, kStages = 4, kThreads = 256;
@@ -394,7 +438,9 @@ struct WgmmaTileTma {
   static constexpr int kPipeBytes = kBarOff + 2 * kStages * 8 + 1024;
   static constexpr int kCBytes = BM * kCPitch * 2;
   static constexpr int kSmemBytes = kPipeBytes > kCBytes ? kPipeBytes : kCBytes;
+  static constexpr int kConsumerWarps = kThreads / 32;
   static_assert(sizeof(T) == 2, "bf16 / f16 only");
+  static_assert(kCta == 1 || kCta == 2, "a block alone or a pair");
 
   /* Host: maps of A [a_rows][K] and W (E experts of [K][N], or [N][K] when kBT). Returns
    * nullptr on success, else what failed. */
@@ -407,7 +453,7 @@ struct WgmmaTileTma {
     {
       const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)(a_rows > 0 ? a_rows : 1)};
       const cuuint64_t stride[1] = {(cuuint64_t)K * 2};
-      const cuuint32_t box[2] = {BK, BM};
+      const cuuint32_t box[2] = {BK, BM / 2};
       if (fn(ma, dt, 2, const_cast<void*>(a), dim, stride, box, one,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -418,7 +464,7 @@ struct WgmmaTileTma {
       const cuuint64_t inner = kBT ? K : N, outer = kBT ? N : K;
       const cuuint64_t dim[3] = {inner, outer, (cuuint64_t)(E > 0 ? E : 1)};
       const cuuint64_t stride[2] = {inner * 2, inner * outer * 2};
-      const cuuint32_t box[3] = {64, kBT ? (cuuint32_t)BN : (cuuint32_t)BK, 1};
+      const cuuint32_t box[3] = {64, kBT ? (cuuint32_t)(BN / 2) : (cuuint32_t)BK, 1};
       if (fn(mw, dt, 3, const_cast<void*>(w), dim, stride, box, one,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -428,32 +474,44 @@ struct WgmmaTileTma {
     return nullptr;
   }
 
-  /* Thread 0: slab `slab` into stage `st` (shared address), completion on `bar`. [K][N] boxes
-   * wholly past N are skipped (their columns are never stored). */
+  /* Thread 0: slab `slab` into stage `st` (shared address), completion on `bar` (and on the
+   * peer's at the same offset for multicast boxes). [K][N] boxes wholly past N are skipped
+   * (their columns are never stored). */
   __device__ static __forceinline__ void produce(uint32_t st, uint32_t bar, const CUtensorMap* ma,
                                                  int a_row0, const CUtensorMap* mw, int ex, int N,
-                                                 int n0, int slab) {
+                                                 int n0, int slab, int share, uint32_t rank) {
     const int k0 = slab * BK;
-    if constexpr (kBT) {
-      mbar_arrive_expect_tx(bar, kStageBytes);
-      tma_load_2d(st, ma, bar, k0, a_row0);
-      tma_load_3d(st + kABytes, mw, bar, k0, n0, ex);
-    } else {
-      const int nb = min(4, (N - n0 + 63) / 64);
-      mbar_arrive_expect_tx(bar, kABytes + nb * (BK * 128));
-      tma_load_2d(st, ma, bar, k0, a_row0);
-      for (int b = 0; b < nb; ++b)
-        tma_load_3d(st + kABytes + b * (BK * 128), mw, bar, n0 + 64 * b, k0, ex);
+    const int nb = kBT ? 2 : min(4, (N - n0 + 63) / 64);
+    mbar_arrive_expect_tx(bar, kABytes + nb * (kBBytes / (kBT ? 2 : 4)));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t dst = st + h * (kABytes / 2);
+      if (kCta == 2 && share == 2) {
+        if (h == (int)rank) tma_load_2d_mc(dst, ma, bar, k0, a_row0 + 64 * h, 3);
+      } else {
+        tma_load_2d(dst, ma, bar, k0, a_row0 + 64 * h);
+      }
+    }
+    for (int b = 0; b < nb; ++b) {
+      const uint32_t dst = st + kABytes + b * (kBBytes / (kBT ? 2 : 4));
+      const int c0 = kBT ? k0 : n0 + 64 * b, c1 = kBT ? n0 + 128 * b : k0;
+      if (kCta == 2 && share == 1) {
+        if ((b & 1) == (int)rank) tma_load_3d_mc(dst, mw, bar, c0, c1, ex, 3);
+      } else {
+        tma_load_3d(dst, mw, bar, c0, c1, ex);
+      }
     }
   }
 
   __device__ static void run(char* smem, const CUtensorMap* ma, int a_row0, const CUtensorMap* mw,
-                             int ex, int K, int N, int n0) {
+                             int ex, int K, int N, int n0, int share = 0) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
     const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
     const int num_k = (K + BK - 1) / BK;
+    const uint32_t rank = kCta == 2 ? cluster_ctarank() : 0u;
+    if (kCta == 1) share = 0;
 
     /* The last tile's C staging was read through the generic proxy; TMA writes through the
      * async proxy: order them (each thread its own reads), then the barrier. */
@@ -462,14 +520,15 @@ struct WgmmaTileTma {
 #pragma unroll
       for (int s = 0; s < kStages; ++s) {
         mbar_init(full + 8 * s, 1);
-        mbar_init(empty + 8 * s, kThreads / 32);
+        mbar_init(empty + 8 * s, kConsumerWarps * kCta);
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    if (kCta == 2) cluster_sync(); /* both blocks' barriers exist before any peer traffic */
+    else __syncthreads();
     if (tid == 0)
       for (int s = 0; s < kStages && s < num_k; ++s)
-        produce(pipe + s * kStageBytes, full + 8 * s, ma, a_row0, mw, ex, N, n0, s);
+        produce(pipe + s * kStageBytes, full + 8 * s, ma, a_row0, mw, ex, N, n0, s, share, rank);
 
     float d[128];
 #pragma unroll
@@ -492,17 +551,24 @@ struct WgmmaTileTma {
       if (kt > 0) {
         const int ps = (kt - 1) % kStages;
         __syncwarp();
-        if (lane == 0) mbar_arrive(empty + 8 * ps);
+        if (lane == 0) {
+          mbar_arrive(empty + 8 * ps);
+          if (kCta == 2) mbar_arrive_cluster(empty + 8 * ps, rank ^ 1u);
+        }
         const int nk = kt - 1 + kStages; /* refill kt - 1's stage */
         if (tid == 0 && nk < num_k) {
           mbar_wait(empty + 8 * ps, (uint32_t)(nk / kStages - 1) & 1u);
-          produce(pipe + ps * kStageBytes, full + 8 * ps, ma, a_row0, mw, ex, N, n0, nk);
+          produce(pipe + ps * kStageBytes, full + 8 * ps, ma, a_row0, mw, ex, N, n0, nk, share,
+                  rank);
         }
       }
     }
     wgmma_wait<0>();
     wgmma_hold(d);
-    __syncthreads(); /* every wgmma and copy done: the pipeline becomes C */
+    /* Every wgmma and copy of this block done; with a pair, also every arrival and multicast
+     * of the peer into this block: the barriers can go, the pipeline becomes C. */
+    if (kCta == 2) cluster_sync();
+    else __syncthreads();
     if (tid == 0) {
 #pragma unroll
       for (int s = 0; s < kStages; ++s) {

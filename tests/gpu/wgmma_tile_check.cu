@@ -61,6 +61,7 @@ using fco::tile::WgmmaTile;
 using fco::tile::WgmmaTileTma;
 
 constexpr int kGroupM = 8; /* as gemm_alltoall_fused.cu */
+static int g_sms = 0;     /* SMs of the device */
 constexpr double kTol = 1e-2;
 
 /* ---- the harness: ga_kernel_tiles' tile loop without the communication ---------------------- */
@@ -122,6 +123,46 @@ __global__ void __launch_bounds__(256, 1)
   }
 }
 
+/* Pairs of blocks (clusters of 2): cluster c runs the tile pairs (2q, 2q + 1), q = c, c + #clusters,
+ * ..., block rank r tile 2q + r; what the pair shares (same expert and n0: W, same rows: A) is
+ * multicast. A block whose tile is past the end computes its partner's and stores nothing. */
+struct TileAt {
+  int ex, m0, n0;
+};
+__device__ __forceinline__ TileAt tile_at(int64_t t, int64_t nM, int64_t nN, int bm, int bn) {
+  const int64_t per_expert = nM * nN;
+  const int ex = (int)(t / per_expert);
+  const int64_t l = t - ex * per_expert, grp = l / (kGroupM * nN);
+  const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
+  return {ex, (int)(grp * kGroupM + in % gm) * bm, (int)(in / gm) * bn};
+}
+template <class Tile>
+__global__ void __launch_bounds__(256, 1)
+    grouped_kernel_tma_pair(const __grid_constant__ TmaProblem<typename Tile::Elem> p) {
+  using T = typename Tile::Elem;
+  extern __shared__ __align__(16) char smem[];
+  const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN, nM = (p.rows + Tile::BM - 1) / Tile::BM;
+  const int64_t total = nM * nN * p.E, pairs = (total + 1) / 2;
+  const size_t rb = (size_t)p.N * sizeof(T);
+  const int rank = (int)(blockIdx.x & 1);
+  for (int64_t q = blockIdx.x >> 1; q < pairs; q += gridDim.x >> 1) {
+    const TileAt t0 = tile_at(2 * q, nM, nN, Tile::BM, Tile::BN);
+    const bool two = 2 * q + 1 < total;
+    const TileAt t1 = two ? tile_at(2 * q + 1, nM, nN, Tile::BM, Tile::BN) : t0;
+    const int share = !two || t0.ex != t1.ex ? 0 : t0.n0 == t1.n0 ? 1 : t0.m0 == t1.m0 ? 2 : 0;
+    const TileAt t = rank ? t1 : t0;
+    Tile::run(smem, &p.ma, t.ex * p.rows + t.m0, &p.mw, t.ex, p.K, p.N, t.n0, share);
+    if (rank == 0 || two) {
+      const int rows = min(Tile::BM, p.rows - t.m0), cols = min(Tile::BN, p.N - t.n0);
+      char* dst = reinterpret_cast<char*>(p.c) + ((size_t)t.ex * p.rows + t.m0) * rb +
+                  (size_t)t.n0 * sizeof(T);
+      fco::tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst,
+                                              rb);
+    }
+    __syncthreads();
+  }
+}
+
 template <class Tile>
 void launch_grouped(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st);
 
@@ -152,9 +193,59 @@ struct TmaLaunch {
     CUDA_CHECK(cudaGetLastError());
   }
 };
+template <class Tile>
+struct TmaPairLaunch {
+  static void launch(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st) {
+    static int max_pairs = 0;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = 2;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(Tile::kThreads);
+    cfg.dynamicSmemBytes = Tile::kSmemBytes;
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    if (!max_pairs) {
+      CUDA_CHECK(cudaFuncSetAttribute(grouped_kernel_tma_pair<Tile>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      Tile::kSmemBytes));
+      cfg.gridDim = dim3(2 * g_sms);
+      CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_pairs, grouped_kernel_tma_pair<Tile>, &cfg));
+      if (max_pairs < 1) {
+        fprintf(stderr, "no cluster of 2 blocks fits\n");
+        exit(1);
+      }
+    }
+    int pairs = grid / 2;
+    if (pairs < 1) pairs = 1;
+    if (pairs > max_pairs) pairs = max_pairs;
+    cfg.gridDim = dim3(2 * pairs);
+    TmaProblem<typename Tile::Elem> q;
+    memset(&q, 0, sizeof q);
+    const char* why = Tile::encode(&q.ma, &q.mw, p.a, (long long)p.E * p.rows, p.w, p.K, p.N, p.E);
+    if (why) {
+      fprintf(stderr, "tensor maps: %s\n", why);
+      exit(1);
+    }
+    q.c = p.c;
+    q.rows = p.rows;
+    q.K = p.K;
+    q.N = p.N;
+    q.E = p.E;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, grouped_kernel_tma_pair<Tile>, q));
+  }
+};
 template <typename T, bool kBT>
 void launch_grouped_tma(const Problem<T>& p, int grid, cudaStream_t st) {
   TmaLaunch<WgmmaTileTma<T, kBT>>::launch(p, grid, st);
+}
+template <typename T, bool kBT>
+void launch_grouped_tma2(const Problem<T>& p, int grid, cudaStream_t st) {
+  TmaPairLaunch<WgmmaTileTma<T, kBT, 2>>::launch(p, grid, st);
 }
 
 template <class Tile>
@@ -238,8 +329,6 @@ __global__ void sumsq_kernel(const T* p, size_t n, double* out) {
   atomicAdd(out, s);
 }
 
-static int g_sms = 0;
-
 /* ---- (a) correctness ------------------------------------------------------------------------- */
 /* Run Tile on the case (output poisoned first) and compare with ref; one PASS / FAIL line. */
 template <typename T>
@@ -278,7 +367,7 @@ static bool run_case(const char* tile_name, LaunchFn<T> launch, const T* da, con
     if (bits != 0xFFFF) ++guard_bad;
   }
   const bool ok = wrong == 0 && guard_bad == 0;
-  printf("%-4s %-12s %-6s rows %4d K %5d N %4d E %d  max_rel %.2e  wrong %zu  past-end %zu  %s\n",
+  printf("%-4s %-13s %-6s rows %4d K %5d N %4d E %d  max_rel %.2e  wrong %zu  past-end %zu  %s\n",
          ok ? "PASS" : "FAIL", tile_name, tname<T>(), rows, K, N, E, max_rel, wrong, guard_bad,
          kBT ? "[N][K]" : "[K][N]");
   fflush(stdout);
@@ -328,6 +417,8 @@ static int check_case(int rows, int K, int N, int E, uint64_t seed) {
   fails += !run_case<T, kBT>("WgmmaTile", launch_grouped<WgmmaTile<T, kBT>>, da, dw, rows, K, N,
                              E, ref, rms);
   fails += !run_case<T, kBT>("WgmmaTileTma", launch_grouped_tma<T, kBT>, da, dw, rows, K, N, E,
+                             ref, rms);
+  fails += !run_case<T, kBT>("WgmmaTileTma2", launch_grouped_tma2<T, kBT>, da, dw, rows, K, N, E,
                              ref, rms);
   CUDA_CHECK(cudaFree(da));
   CUDA_CHECK(cudaFree(dw));
@@ -397,10 +488,11 @@ template <typename T, bool kBT>
 static std::vector<Timed<T, kBT>> timed_tiles() {
   return {{"wgmma", launch_grouped<WgmmaTile<T, kBT>>},
           {"tma", launch_grouped_tma<T, kBT>},
+          {"tma2", launch_grouped_tma2<T, kBT>},
           {"mma", launch_grouped<MmaTile<T, kBT, true>>}};
 }
-static const char* const kTimedNames[] = {"wgmma", "tma", "mma"};
-constexpr int kNumTimed = 3;
+static const char* const kTimedNames[] = {"wgmma", "tma", "tma2", "mma"};
+constexpr int kNumTimed = 4;
 
 template <bool kBT>
 static int time_shape(cublasHandle_t h, int rows, int K, int N, int E, int reps, int warm) {
