@@ -5,8 +5,10 @@
  *     rows, then signal it. Tile math: WgmmaTile (gemm_tile_wgmma.cuh, wgmma, 193 KB of shared
  *     memory) for bf16 / f16 with K, N multiples of 8 and 16-byte aligned pointers on compute
  *     capability 9.0 when the sm_90a image is loaded (wgmma_usable); MmaTile (gemm_tile.cuh,
- *     mma.sync) otherwise or with FCO_GA_TILE=mma; FfmaTile for f32. Both tensor-core tiles are
- *     128×256 and 256 threads, so the plan, tile order and flags do not depend on the choice;
+ *     mma.sync) otherwise or with FCO_GA_TILE=mma; WgmmaTileTma (TMA loads, tensor maps encoded
+ *     per rank by the launcher) in WgmmaTile's place with FCO_GA_TILE=tma; FfmaTile for f32.
+ *     The tensor-core tiles are 128×256 and 256 threads, so the plan, tile order and flags do
+ *     not depend on the choice;
  *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
  *     gemm_alltoall.cu.
  *
@@ -73,6 +75,7 @@ struct TilesParams {
   RankArgs r[kMaxP];
   int64_t a_rows, out_rows;
   int32_t K, N, P, blocks_per_rank;
+  CUtensorMap ma[kMaxP], mw[kMaxP]; /* per local rank: A and W for TMA tiles (else unused) */
 };
 
 constexpr int kGroupM = 8; /* M tiles per group of the tile order (L2 reuse of W) */
@@ -176,7 +179,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
 }
 
 template <class Tile>
-__global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams p) {
+__global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_constant__ TilesParams p) {
   using T = typename Tile::Elem;
   extern __shared__ __align__(16) char smem[];
   __shared__ RankView v;
@@ -238,7 +241,10 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const TilesParams
     const int rows = min(Tile::BM, sg.x - m0), cols = min(Tile::BN, p.N - n0);
     const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)sg.y + m0) * p.K;
     const T* w = reinterpret_cast<const T*>(ra.w) + (size_t)ex * p.K * p.N;
-    Tile::run(smem, a, rows, w, p.K, p.N, n0);
+    if constexpr (tile::IsTmaTile<Tile>::value)
+      Tile::run(smem, &p.ma[li], sg.y + m0, &p.mw[li], ex, p.K, p.N, n0);
+    else
+      Tile::run(smem, a, rows, w, p.K, p.N, n0);
     const int s = sg.w;
     const int64_t drow = c.base[s] + sg.z + m0;
     char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
@@ -533,6 +539,14 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
   p.N = (int32_t)a0->n;
   p.P = l->nranks;
   p.blocks_per_rank = bpr;
+  if constexpr (tile::IsTmaTile<Tile>::value) {
+    for (int i = 0; i < l->num_local; ++i) {
+      const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
+      const char* why = Tile::encode(&p.ma[i], &p.mw[i], a->a, (long long)a->a_rows, a->w,
+                                     (int)a->k, (int)a->n, a->num_experts);
+      if (why) return fail(err, FCO_ERR_CUDA, "gemm_alltoall tiles: %s failed", why);
+    }
+  }
   const unsigned grid = (unsigned)bpr * (unsigned)l->num_local;
   ga_kernel_tiles<Tile><<<grid, kThreads, Tile::kSmemBytes, (cudaStream_t)l->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
@@ -549,8 +563,13 @@ LaunchFn pick_mma(bool bt, bool aligned) {
   return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
                  : launch_tiles_t<tile::MmaTile<T, false, false>>;
 }
+/* FCO_GA_TILE=tma: WgmmaTileTma (TMA loads) in place of WgmmaTile, for A/B runs. */
 template <typename T>
 LaunchFn pick_tile(bool bt, bool aligned, bool wgmma) {
+  const char* env = getenv("FCO_GA_TILE");
+  if (wgmma && aligned && env && !strcmp(env, "tma"))
+    return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true>>
+              : launch_tiles_t<tile::WgmmaTileTma<T, false>>;
   if (wgmma && aligned)
     return bt ? launch_tiles_t<tile::WgmmaTile<T, true>> : launch_tiles_t<tile::WgmmaTile<T, false>>;
   return pick_mma<T>(bt, aligned);

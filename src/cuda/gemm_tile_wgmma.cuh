@@ -591,6 +591,17 @@ struct WgmmaTileTma {
   }
 };
 
+/* Whether a tile reads its operands through tensor maps (run(smem, &map_a, a_row0, &map_w,
+ * expert, K, N, n0[, share])) rather than pointers (run(smem, a, rows, w, K, N, n0)). */
+template <class Tile>
+struct IsTmaTile {
+  static constexpr bool value = false;
+};
+template <typename T, bool kBT, int kCta>
+struct IsTmaTile<WgmmaTileTma<T, kBT, kCta>> {
+  static constexpr bool value = true;
+};
+
 }  // namespace tile
 }  // namespace fco
 
