@@ -542,6 +542,7 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
   if constexpr (tile::IsTmaTile<Tile>::value) {
     for (int i = 0; i < l->num_local; ++i) {
       const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
+      if (a->a_rows <= 0) continue; /* no tiles read the maps */
       const char* why = Tile::encode(&p.ma[i], &p.mw[i], a->a, (long long)a->a_rows, a->w,
                                      (int)a->k, (int)a->n, a->num_experts);
       if (why) return fail(err, FCO_ERR_CUDA, "gemm_alltoall tiles: %s failed", why);
