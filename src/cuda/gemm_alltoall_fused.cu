@@ -223,28 +223,60 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   if ((int)threadIdx.x < P) s_sent[threadIdx.x] = 0;
   const size_t off_staging = half + fco_ga_off_staging(P);
   __syncthreads();
-  for (int64_t t = part; t < total; t += p.blocks_per_rank) {
+  /* Where tile t lies: its segment (binary search on tile_begin) and grouped position. */
+  struct Loc {
+    int4 sg; /* rows, a_row, d_local, s */
+    int ex, m0, n0;
+  };
+  auto locate = [&](int64_t t) {
     int lo = 0, hi = nseg - 1; /* last segment with tile_begin <= t */
     while (lo < hi) {
       const int mid = (lo + hi + 1) >> 1;
       if (__ldcg((const long long*)&segs[mid].tile_begin) <= t) lo = mid;
       else hi = mid - 1;
     }
-    const int4 sg = __ldcg(reinterpret_cast<const int4*>(&segs[lo])); /* rows, a_row, d_local, s */
-    const int ex = __ldcg(&segs[lo].e);
+    Loc L;
+    L.sg = __ldcg(reinterpret_cast<const int4*>(&segs[lo]));
+    L.ex = __ldcg(&segs[lo].e);
     const int64_t l = t - __ldcg((const long long*)&segs[lo].tile_begin);
     /* Grouped order within the segment: kGroupM M tiles × every N tile, M fastest, so the
      * blocks running at once share W's column tiles in L2 (W of an expert exceeds L2). */
-    const int64_t nM = (sg.x + Tile::BM - 1) / Tile::BM, grp = l / (kGroupM * nN);
+    const int64_t nM = (L.sg.x + Tile::BM - 1) / Tile::BM, grp = l / (kGroupM * nN);
     const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
-    const int m0 = (int)(grp * kGroupM + in % gm) * Tile::BM, n0 = (int)(in / gm) * Tile::BN;
+    L.m0 = (int)(grp * kGroupM + in % gm) * Tile::BM;
+    L.n0 = (int)(in / gm) * Tile::BN;
+    return L;
+  };
+  /* kCta = 2 (cluster pairs): blocks 2c, 2c + 1 of a rank run tiles 2q, 2q + 1, q = c, c + G/2,
+   * ...: tile t is still block t % G's, so the receivers' counts are unchanged. A block whose
+   * tile is past the end computes its partner's (the pair's barriers need both) and stores
+   * nothing. */
+  constexpr int kCta = tile::TileCta<Tile>::value;
+  const int rank_in_pair = part % kCta;
+  const int64_t slots = (total + kCta - 1) / kCta, slot_step = p.blocks_per_rank / kCta;
+  for (int64_t q = part / kCta; q < slots; q += slot_step) {
+    const int64_t t_first = q * kCta;
+    const bool mine = t_first + rank_in_pair < total;
+    const Loc L = locate(mine ? t_first + rank_in_pair : t_first);
+    const int4 sg = L.sg;
+    const int ex = L.ex, m0 = L.m0, n0 = L.n0;
     const int rows = min(Tile::BM, sg.x - m0), cols = min(Tile::BN, p.N - n0);
-    const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)sg.y + m0) * p.K;
-    const T* w = reinterpret_cast<const T*>(ra.w) + (size_t)ex * p.K * p.N;
-    if constexpr (tile::IsTmaTile<Tile>::value)
-      Tile::run(smem, &p.ma[li], sg.y + m0, &p.mw[li], ex, p.K, p.N, n0);
-    else
+    if constexpr (tile::IsTmaTile<Tile>::value) {
+      int share = 0; /* what the pair's tiles have in common: 1 W columns, 2 A rows */
+      if (kCta == 2 && t_first + 1 < total) {
+        const Loc o = locate(t_first + (rank_in_pair ^ 1));
+        share = o.ex == ex && o.n0 == n0 ? 1 : o.sg.y + o.m0 == sg.y + m0 ? 2 : 0;
+      }
+      Tile::run(smem, &p.ma[li], sg.y + m0, &p.mw[li], ex, p.K, p.N, n0, share);
+    } else {
+      const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)sg.y + m0) * p.K;
+      const T* w = reinterpret_cast<const T*>(ra.w) + (size_t)ex * p.K * p.N;
       Tile::run(smem, a, rows, w, p.K, p.N, n0);
+    }
+    if (!mine) { /* kCta = 2 only */
+      __syncthreads();
+      continue;
+    }
     const int s = sg.w;
     const int64_t drow = c.base[s] + sg.z + m0;
     char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
@@ -494,6 +526,45 @@ fco_result_t coresident(char* err, int smem, int* blocks) {
   return FCO_OK;
 }
 
+/* Launch configuration of a grid of clusters of 2 blocks (kThreads each). */
+void pair_config(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* at, unsigned grid, int smem,
+                 cudaStream_t stream) {
+  *cfg = cudaLaunchConfig_t{};
+  *at = cudaLaunchAttribute{};
+  at->id = cudaLaunchAttributeClusterDimension;
+  at->val.clusterDim.x = 2;
+  at->val.clusterDim.y = 1;
+  at->val.clusterDim.z = 1;
+  cfg->gridDim = dim3(grid);
+  cfg->blockDim = dim3(kThreads);
+  cfg->dynamicSmemBytes = (size_t)smem;
+  cfg->stream = stream;
+  cfg->attrs = at;
+  cfg->numAttrs = 1;
+}
+
+/* coresident for clusters of 2: blocks in co-resident clusters (cached per kernel and device). */
+template <auto kKernel>
+fco_result_t coresident_pairs(char* err, int smem, int* blocks) {
+  static std::atomic<int> cache[kMaxDevices];
+  int device = 0, sms = 0;
+  fco_result_t r = current_device(err, &device, &sms);
+  if (r != FCO_OK) return r;
+  int clusters = device < kMaxDevices ? cache[device].load() : 0;
+  if (clusters == 0) {
+    cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaFuncSetAttribute(max dynamic smem)");
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[1];
+    pair_config(&cfg, at, 2u * (unsigned)sms, smem, 0);
+    ce = cudaOccupancyMaxActiveClusters(&clusters, kKernel, &cfg);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveClusters");
+    if (device < kMaxDevices) cache[device].store(clusters);
+  }
+  *blocks = 2 * clusters;
+  return FCO_OK;
+}
+
 void fill_ranks(const fco_gpu_launch_t* l, RankArgs* out) {
   for (int i = 0; i < l->num_local; ++i) {
     const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
@@ -510,17 +581,20 @@ void fill_ranks(const fco_gpu_launch_t* l, RankArgs* out) {
 template <class Tile>
 fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
+  constexpr int kCta = tile::TileCta<Tile>::value;
   int cap = 0;
-  fco_result_t r = coresident<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap);
+  fco_result_t r = kCta == 1 ? coresident<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap)
+                             : coresident_pairs<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap);
   if (r != FCO_OK) return r;
   int bpr = cap / l->num_local;
   int want = env_int("FCO_GA_TILES_BLOCKS", 0);
   if (want > 0 && want < bpr) bpr = want;
   if (bpr > kMaxParts) bpr = kMaxParts;
-  if (bpr < 1)
+  bpr -= bpr % kCta; /* whole clusters per rank */
+  if (bpr < kCta)
     return fail(err, FCO_ERR_UNSUPPORTED,
-                "gemm_alltoall tiles: %d co-resident blocks cannot give each of %d ranks one", cap,
-                l->num_local);
+                "gemm_alltoall tiles: %d co-resident blocks cannot give each of %d ranks %d", cap,
+                l->num_local, kCta);
   /* Tile indices and per-block tile counts must fit the 32-bit halves of the flags. */
   const double nN = (double)((a0->n + Tile::BN - 1) / Tile::BN);
   const double tiles = ((double)a0->a_rows / Tile::BM + (double)FCO_GEMM_ALLTOALL_MAX_EXPERTS *
@@ -549,8 +623,16 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
     }
   }
   const unsigned grid = (unsigned)bpr * (unsigned)l->num_local;
-  ga_kernel_tiles<Tile><<<grid, kThreads, Tile::kSmemBytes, (cudaStream_t)l->stream>>>(p);
-  cudaError_t ce = cudaGetLastError();
+  cudaError_t ce;
+  if constexpr (kCta == 1) {
+    ga_kernel_tiles<Tile><<<grid, kThreads, Tile::kSmemBytes, (cudaStream_t)l->stream>>>(p);
+    ce = cudaGetLastError();
+  } else {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[1];
+    pair_config(&cfg, at, grid, Tile::kSmemBytes, (cudaStream_t)l->stream);
+    ce = cudaLaunchKernelEx(&cfg, ga_kernel_tiles<Tile>, p);
+  }
   if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall tiles: kernel launch");
   return FCO_OK;
 }
@@ -564,13 +646,17 @@ LaunchFn pick_mma(bool bt, bool aligned) {
   return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
                  : launch_tiles_t<tile::MmaTile<T, false, false>>;
 }
-/* FCO_GA_TILE=tma: WgmmaTileTma (TMA loads) in place of WgmmaTile, for A/B runs. */
+/* FCO_GA_TILE=tma: WgmmaTileTma (TMA loads) in place of WgmmaTile, tma2: its cluster-pair
+ * form (multicast of what a pair of tiles shares); for A/B runs. */
 template <typename T>
 LaunchFn pick_tile(bool bt, bool aligned, bool wgmma) {
   const char* env = getenv("FCO_GA_TILE");
   if (wgmma && aligned && env && !strcmp(env, "tma"))
     return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true>>
               : launch_tiles_t<tile::WgmmaTileTma<T, false>>;
+  if (wgmma && aligned && env && !strcmp(env, "tma2"))
+    return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 2>>
+              : launch_tiles_t<tile::WgmmaTileTma<T, false, 2>>;
   if (wgmma && aligned)
     return bt ? launch_tiles_t<tile::WgmmaTile<T, true>> : launch_tiles_t<tile::WgmmaTile<T, false>>;
   return pick_mma<T>(bt, aligned);

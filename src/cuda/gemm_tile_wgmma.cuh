@@ -601,6 +601,15 @@ template <typename T, bool kBT, int kCta>
 struct IsTmaTile<WgmmaTileTma<T, kBT, kCta>> {
   static constexpr bool value = true;
 };
+/* Blocks per cluster a tile runs in (clusters of 2: WgmmaTileTma<T, kBT, 2>). */
+template <class Tile>
+struct TileCta {
+  static constexpr int value = 1;
+};
+template <typename T, bool kBT, int kCta>
+struct TileCta<WgmmaTileTma<T, kBT, kCta>> {
+  static constexpr int value = kCta;
+};
 
 }  // namespace tile
 }  // namespace fco
