@@ -29,7 +29,9 @@
  * Requirements (as MmaTile's kAligned): K and N multiples of 8, A and W bases 16-byte aligned;
  * kSmemBytes (193 KB + 1 KB for aligning) of dynamic shared memory; compiled for sm_90a — on any
  * other target run() traps, and FCO_WGMMA_COMPILED (below) tells device code which it got.
- * Status: compiles; not yet measured on GPU.
+ * Status: WgmmaTile passes every case of the check on H200 at 0.57–0.95 of cuBLAS (W [K][N] at
+ * 2048 rows lowest). WgmmaTileTma (below: TMA + mbarriers, optionally cluster pairs with
+ * multicast) compiles, not yet run on GPU.
  */
 #ifndef FCO_CUDA_GEMM_TILE_WGMMA_CUH_
 #define FCO_CUDA_GEMM_TILE_WGMMA_CUH_
