@@ -342,8 +342,7 @@ static void sweep(const t_world_t* w, int quick) {
 static void knobs(const t_world_t* w) {
   static const char* const kKnobs[][2] = {
       {"FCO_EA_LAND_POLL", "1"}, {"FCO_EA_SIGNAL_EVERY", "1"}, {"FCO_EA_SIGNAL_EVERY", "16"},
-      {"FCO_EA_LAND_KB", "4"},   {"FCO_EA_BAGS", "1"},         {"FCO_EA_BAGS", "4"},
-      {"FCO_EA_MIX", "100"},     {"FCO_EA_MIX", "37"}};
+      {"FCO_EA_LAND_KB", "4"},   {"FCO_EA_BAGS", "1"},         {"FCO_EA_BAGS", "4"}};
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
     t_context("knob %s=%s", kKnobs[k][0], kKnobs[k][1]);
     setenv(kKnobs[k][0], kKnobs[k][1], 1);

@@ -22,8 +22,6 @@
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
  *   FCO_EA_BAGS          bags per lane group in flight: 0 = auto (default), 1 or 4
- *   FCO_EA_MIX           0..100: remote pool tiles spread over the first mix % of the block
- *                        order (0 = all remote tiles first; default kDefaultMix)
  *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic)
  */
 #include <stdint.h>
@@ -44,7 +42,6 @@ namespace {
 /* Knob defaults (see the header). */
 constexpr int kDefaultSignalEvery = 4;
 constexpr int kDefaultLandKiB = 64;
-constexpr int kDefaultMix = 0; /* FCO_EA_MIX: remote tiles first (the issue's order) */
 constexpr int kAutoBagsMaxLen = 16; /* FCO_EA_BAGS=0: kB = 4 when the mean bag length is ≤ this */
 
 /* ---- impl 0 ------------------------------------------------------------------------------- */
@@ -193,8 +190,6 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   long long sig_every = fco_env_int("FCO_EA_SIGNAL_EVERY", kDefaultSignalEvery);
   p->sig_every = (int32_t)(sig_every < 1 ? 1 : sig_every > kMaxPending ? kMaxPending : sig_every);
   p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 0) != 0;
-  long long mix = fco_env_int("FCO_EA_MIX", kDefaultMix);
-  p->mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   int32_t nb = 0;

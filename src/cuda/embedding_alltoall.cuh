@@ -77,7 +77,6 @@ struct EaParams {
   int32_t esize;
   int32_t sig_every;                     /* remote tiles per signal batch, 1..kMaxPending */
   int32_t land_poll;                     /* land between local tiles */
-  int32_t mix;                           /* FCO_EA_MIX: % of the pool order remote tiles span */
   uint64_t* prof;                        /* FCO_EA_PROFILE: [grid][kProfSlots] globaltimer ns */
   int64_t row_base[kRowBaseCap];
 };

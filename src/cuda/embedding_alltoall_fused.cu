@@ -89,31 +89,6 @@ __host__ __device__ __forceinline__ EaTile ea_tile(const EaParams& p, int me, in
   return t;
 }
 
-/* Pool order (FCO_EA_MIX): position k of [0, n_pool) → task. The n_remote remote tasks are
- * spread evenly (Bresenham) over the first W positions, W = max(n_remote, ceil(mix% · n_pool)),
- * in their own order; local tasks fill the other positions in theirs. mix = 0: W = n_remote,
- * every remote task first (the issue's remote-first order); mix = 100: remote tasks spread over
- * the whole order, so NVLink pushes overlap the HBM-bound local pooling instead of running as a
- * phase of their own (which small-D workloads spend NVLink-bound: FCO_EA_PROFILE, run 054dd36).
- * Remote tasks before position k: r(k) = floor(k · n_remote / W) for k ≤ W, n_remote after. */
-struct EaOrder {
-  int64_t n_remote, n_pool, w;
-};
-__host__ __device__ __forceinline__ EaOrder ea_order(int64_t n_remote, int64_t n_pool, int mix) {
-  int64_t w = (n_pool * (int64_t)mix + 99) / 100;
-  if (w < n_remote) w = n_remote;
-  if (w > n_pool) w = n_pool;
-  return EaOrder{n_remote, n_pool, w};
-}
-__host__ __device__ __forceinline__ int64_t ea_remote_before(const EaOrder& o, int64_t k) {
-  return k >= o.w ? o.n_remote : o.w == 0 ? 0 : k * o.n_remote / o.w;
-}
-/* Task at position k: remote task r(k) when position k takes one, else local task. */
-__host__ __device__ __forceinline__ int64_t ea_task_at(const EaOrder& o, int64_t k) {
-  const int64_t r = ea_remote_before(o, k);
-  return ea_remote_before(o, k + 1) > r ? r : o.n_remote + (k - r);
-}
-
 /* A land unit of destination me: rows [r0, r1) of source src's columns, complete when the
  * source's counter `slot` reaches `want`; `presence`: also wait for the source's presence. */
 struct LandUnit {
@@ -326,22 +301,16 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
   const EaCounts n = ea_counts(p, me);
   const int64_t n_remote = n.n_remote, n_pool = n.n_pool, n_land = n.n_land;
 
-  /* Pool tiles in the order of ea_task_at (remote ones — destinations me+1, me+2, ..., signalled
-   * in batches, the last batch after the block's last remote tile — first or spread, per
-   * FCO_EA_MIX; local ones into out, with FCO_EA_LAND_POLL each preceded by the land units that
-   * are ready); then the remaining land units, waiting for each. One loop with one call site
-   * each for pool_tile and land (inlined once: registers). Every branch below is
-   * block-uniform. */
-  int64_t pos = part, lu = part; /* this block's next pool position and land unit */
-  const EaOrder ord = ea_order(n_remote, n_pool, p.mix);
-  int64_t remote_left = 0; /* this block's remote tiles not yet pooled (for the last batch) */
-  for (int64_t k = part; k < n_pool; k += bpr) remote_left += ea_task_at(ord, k) < n_remote;
-  bool poll = true;              /* try land units before the next local tile */
+  /* Pool tiles: remote ones first (destinations me+1, me+2, ...; signalled in batches), then
+   * local ones into out, each preceded by the land units that are ready; then the remaining
+   * land units, waiting for each. One loop with one call site each for pool_tile and land
+   * (inlined once: registers). Every branch below is block-uniform. */
+  int64_t task = part, lu = part; /* this block's next pool tile and land unit */
+  bool poll = true;               /* try land units before the next local tile */
   int npend = 0, since = 0;
   uint64_t* last = nullptr;
   for (;;) {
-    const bool pools_left = pos < n_pool;
-    const int64_t task = pools_left ? ea_task_at(ord, pos) : n_pool;
+    const bool pools_left = task < n_pool;
     if (lu < n_land && (!pools_left || (poll && p.land_poll && task >= n_remote))) {
       const int r = land(p, v, rk.out, me, lu, base, half, !pools_left);
       if (r > 0) {
@@ -364,7 +333,6 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
     T* dst = (T*)(dbase + ((size_t)i0 * p.T + (size_t)(p.toff[me] + t0)) * p.D * es);
     pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, p.bstart[d] + i0, ns, dst, (int64_t)p.T * p.D, ec);
     if (remote) {
-      --remote_left;
       uint64_t* ctr = v.peer_sig[d] + (size_t)me * FCO_SIG_SLOTS + (size_t)(c / p.cpg[me]);
       if (ctr == last) {
         if (threadIdx.x == 0) ++pend_n[npend - 1];
@@ -376,18 +344,18 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
         ++npend;
         last = ctr;
       }
-      if (++since >= p.sig_every || npend == kMaxPending || remote_left == 0) {
+      if (++since >= p.sig_every || npend == kMaxPending || task + bpr >= n_remote) {
         signal_batch(pend_ctr, pend_n, npend, base);
         npend = since = 0;
         last = nullptr;
-        if (remote_left == 0) prof_stamp(p, 1);
+        if (task + bpr >= n_remote) prof_stamp(p, 1);
       }
     }
-    pos += bpr;
+    task += bpr;
     poll = true;
-    if (pos >= n_pool) prof_stamp(p, 2);
+    if (task >= n_pool) prof_stamp(p, 2);
   }
-  if (pos < n_pool) prof_stamp(p, 2); /* gave up early */
+  if (task < n_pool) prof_stamp(p, 2); /* gave up early */
   prof_stamp(p, 3);
   epoch_end(dev, e, p.blocks_per_rank);
 }
