@@ -2,13 +2,18 @@
  * gemm_alltoall_fused.cu — the peer-table side of fco_gemm_alltoall:
  *   impl 1 "tiles": one persistent kernel per call (ga_kernel_tiles) whose blocks compute output
  *     tiles with tensor cores and store each finished tile straight into the destination rank's
- *     rows, then signal it. Tile math: WgmmaTile (gemm_tile_wgmma.cuh, wgmma, 193 KB of shared
- *     memory) for bf16 / f16 with K, N multiples of 8 and 16-byte aligned pointers on compute
- *     capability 9.0 when the sm_90a image is loaded (wgmma_usable); MmaTile (gemm_tile.cuh,
- *     mma.sync) otherwise or with FCO_GA_TILE=mma; WgmmaTileTma (TMA loads, tensor maps encoded
- *     per rank by the launcher) in WgmmaTile's place with FCO_GA_TILE=tma; FfmaTile for f32.
- *     The tensor-core tiles are 128×256 and 256 threads, so the plan, tile order and flags do
- *     not depend on the choice;
+ *     rows, then signal it. Tile math (pick_tile): for bf16 / f16 with K, N multiples of 8 and
+ *     16-byte aligned pointers on compute capability 9.0 when the sm_90a image is loaded
+ *     (wgmma_usable), WgmmaTileTma (gemm_tile_wgmma.cuh: wgmma, TMA loads, tensor maps encoded
+ *     per rank by the launcher, 193 KB of shared memory); if a map cannot be encoded, WgmmaTile
+ *     (wgmma, cp.async loads) instead. FCO_GA_TILE=wgmma forces WgmmaTile, =tma2 WgmmaTileTma in
+ *     cluster pairs, =mma MmaTile (gemm_tile.cuh, mma.sync), which also runs wherever wgmma
+ *     cannot; FfmaTile for f32. The tensor-core tiles are 128×256 and 256 threads, so the plan,
+ *     tile order and flags do not depend on the choice.
+ *     Status (2×H200, run 054dd36, bench/results/2026-11-30_nvidia-h200-x2_054dd36): with
+ *     WgmmaTileTma, µs impl 0 / tiles = 1416 / 1455 (4096,14336,4096,8,2), 367 / 365 (1024,...),
+ *     395 / 339 (512,2048,7168,32,8), 545 / 654 (skew 4), 249 / 275 (128,2048,7168,32,8), 0 wrong;
+ *     test_gemm_alltoall passes on the local transport with tma and tma2;
  *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
  *     gemm_alltoall.cu.
  *
@@ -578,10 +583,27 @@ void fill_ranks(const fco_gpu_launch_t* l, RankArgs* out) {
   }
 }
 
+/* Launches impl 1 with `Tile`. A TMA tile first encodes its tensor maps (host only, nothing
+ * issued yet): when that fails for any local rank, *no_maps says what failed and nothing is
+ * launched, so the caller can fall back to a pointer tile. */
 template <class Tile>
-fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
+fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err, const char** no_maps) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   constexpr int kCta = tile::TileCta<Tile>::value;
+  TilesParams p;
+  memset(&p, 0, sizeof p);
+  if constexpr (tile::IsTmaTile<Tile>::value) {
+    for (int i = 0; i < l->num_local; ++i) {
+      const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
+      if (a->a_rows <= 0) continue; /* no tiles read the maps */
+      const char* why = Tile::encode(&p.ma[i], &p.mw[i], a->a, (long long)a->a_rows, a->w,
+                                     (int)a->k, (int)a->n, a->num_experts);
+      if (why) {
+        *no_maps = why;
+        return FCO_ERR_UNSUPPORTED;
+      }
+    }
+  }
   int cap = 0;
   fco_result_t r = kCta == 1 ? coresident<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap)
                              : coresident_pairs<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap);
@@ -604,8 +626,6 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
                 "gemm_alltoall tiles: up to %.3g output tiles (a_rows %lld, n %lld): more than the "
                 "2^31 the flags count",
                 tiles, (long long)a0->a_rows, (long long)a0->n);
-  TilesParams p;
-  memset(&p, 0, sizeof p);
   fill_ranks(l, p.r);
   p.a_rows = a0->a_rows;
   p.out_rows = a0->out_rows;
@@ -613,15 +633,6 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
   p.N = (int32_t)a0->n;
   p.P = l->nranks;
   p.blocks_per_rank = bpr;
-  if constexpr (tile::IsTmaTile<Tile>::value) {
-    for (int i = 0; i < l->num_local; ++i) {
-      const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
-      if (a->a_rows <= 0) continue; /* no tiles read the maps */
-      const char* why = Tile::encode(&p.ma[i], &p.mw[i], a->a, (long long)a->a_rows, a->w,
-                                     (int)a->k, (int)a->n, a->num_experts);
-      if (why) return fail(err, FCO_ERR_CUDA, "gemm_alltoall tiles: %s failed", why);
-    }
-  }
   const unsigned grid = (unsigned)bpr * (unsigned)l->num_local;
   cudaError_t ce;
   if constexpr (kCta == 1) {
@@ -637,7 +648,7 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err) {
   return FCO_OK;
 }
 
-using LaunchFn = fco_result_t (*)(const fco_gpu_launch_t*, char*);
+using LaunchFn = fco_result_t (*)(const fco_gpu_launch_t*, char*, const char**);
 
 template <typename T>
 LaunchFn pick_mma(bool bt, bool aligned) {
@@ -646,20 +657,26 @@ LaunchFn pick_mma(bool bt, bool aligned) {
   return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
                  : launch_tiles_t<tile::MmaTile<T, false, false>>;
 }
-/* FCO_GA_TILE=tma: WgmmaTileTma (TMA loads) in place of WgmmaTile, tma2: its cluster-pair
- * form (multicast of what a pair of tiles shares); for A/B runs. */
+/* The tile of impl 1 (*fallback: what runs when the chosen TMA tile's maps cannot be encoded).
+ * Where wgmma runs (bf16 / f16, aligned, wgmma_usable): WgmmaTileTma by default (0.81–0.96 of
+ * cuBLAS in tests/gpu/wgmma_tile_check.cu on H200, run 054dd36, against WgmmaTile's 0.61–0.95);
+ * FCO_GA_TILE=wgmma WgmmaTile (cp.async), =tma2 WgmmaTileTma in cluster pairs (0.50–0.77: slower,
+ * kept for A/B runs), =mma MmaTile (wgmma_usable says no); unset, =tma (the former opt-in) or
+ * any other value: the default. Elsewhere MmaTile. */
 template <typename T>
-LaunchFn pick_tile(bool bt, bool aligned, bool wgmma) {
+LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
+  *fallback = pick_mma<T>(bt, aligned);
+  if (!wgmma || !aligned) return *fallback;
+  const LaunchFn cp = bt ? launch_tiles_t<tile::WgmmaTile<T, true>>
+                         : launch_tiles_t<tile::WgmmaTile<T, false>>;
   const char* env = getenv("FCO_GA_TILE");
-  if (wgmma && aligned && env && !strcmp(env, "tma"))
-    return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true>>
-              : launch_tiles_t<tile::WgmmaTileTma<T, false>>;
-  if (wgmma && aligned && env && !strcmp(env, "tma2"))
+  if (env && !strcmp(env, "wgmma")) return cp;
+  *fallback = cp;
+  if (env && !strcmp(env, "tma2"))
     return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 2>>
               : launch_tiles_t<tile::WgmmaTileTma<T, false, 2>>;
-  if (wgmma && aligned)
-    return bt ? launch_tiles_t<tile::WgmmaTile<T, true>> : launch_tiles_t<tile::WgmmaTile<T, false>>;
-  return pick_mma<T>(bt, aligned);
+  return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true>>
+            : launch_tiles_t<tile::WgmmaTileTma<T, false>>;
 }
 
 /* Which image of this file the driver loaded for the device: the sm_90a pass (WgmmaTile real)
@@ -675,9 +692,9 @@ __global__ void ga_kernel_wgmma_probe(int* out) {
 #endif
 }
 
-/* WgmmaTile for impl 1: compute capability 9.0 with the sm_90a image loaded (the Makefile builds
- * this file for sm_90a where CUDA_ARCH asks for sm_90), unless FCO_GA_TILE=mma. Cached per
- * device. */
+/* The wgmma tiles for impl 1: compute capability 9.0 with the sm_90a image loaded (the Makefile
+ * builds this file for sm_90a where CUDA_ARCH asks for sm_90), unless FCO_GA_TILE=mma. Cached
+ * per device. */
 fco_result_t wgmma_usable(char* err, bool* usable) {
   static std::atomic<int> cache[kMaxDevices]; /* 0 unknown, 1 no, 2 yes */
   *usable = false;
@@ -721,17 +738,28 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
     fco_result_t r = wgmma_usable(err, &wgmma);
     if (r != FCO_OK) return r;
   }
-  LaunchFn fn = nullptr;
+  LaunchFn fn = nullptr, fallback = nullptr;
   switch (a0->dtype) {
-    case FCO_BF16: fn = pick_tile<__nv_bfloat16>(bt, aligned, wgmma); break;
-    case FCO_F16: fn = pick_tile<__half>(bt, aligned, wgmma); break;
+    case FCO_BF16: fn = pick_tile<__nv_bfloat16>(bt, aligned, wgmma, &fallback); break;
+    case FCO_F16: fn = pick_tile<__half>(bt, aligned, wgmma, &fallback); break;
     case FCO_F32:
       fn = bt ? launch_tiles_t<tile::FfmaTile<true>> : launch_tiles_t<tile::FfmaTile<false>>;
       break;
     default: break;
   }
   if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "gemm_alltoall tiles: dtype %d", (int)a0->dtype);
-  return fn(l, err);
+  const char* no_maps = nullptr;
+  fco_result_t r = fn(l, err, &no_maps);
+  if (!no_maps) return r;
+  /* Tensor maps refused (cuTensorMapEncodeTiled missing or rejecting a stride / address):
+   * nothing was launched; the same plan with the cp.async tile. The tile never changes the
+   * plan, tile order or flags, so ranks that chose differently still agree. */
+  fco_log(l->r[0].op->comm, "gemm_alltoall tiles: %s failed, falling back to the cp.async tile",
+          no_maps);
+  no_maps = nullptr;
+  r = fallback(l, err, &no_maps);
+  if (no_maps) return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall tiles: %s failed", no_maps);
+  return r;
 }
 
 fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
