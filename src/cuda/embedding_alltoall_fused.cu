@@ -251,13 +251,6 @@ __device__ __forceinline__ int land(const EaParams& p, const RankView& v, char* 
   return 1;
 }
 
-/* FCO_EA_PROFILE: thread 0 stamps phase k of this block (p.prof read from the parameter space
- * each time: no register held across the loop). */
-__device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
-  if (p.prof && threadIdx.x == 0 && blockIdx.x < kProfMaxBlocks)
-    p.prof[(size_t)blockIdx.x * kProfSlots + k] = globaltimer_ns();
-}
-
 template <typename T, bool kVec, int kNV, int kB>
 __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
@@ -281,7 +274,6 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
     return;
   }
   const ErrCtx ec{v.err, &err_done, p.toff[me]};
-  for (int k = 0; k < 3; ++k) prof_stamp(p, k);
   /* Halves at 0 and ws/2 whatever this call's size: the workspace rule (src/core/internal.h). */
   const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
   const uint64_t base = e << 32;
@@ -348,15 +340,11 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
         signal_batch(pend_ctr, pend_n, npend, base);
         npend = since = 0;
         last = nullptr;
-        if (task + bpr >= n_remote) prof_stamp(p, 1);
       }
     }
     task += bpr;
     poll = true;
-    if (task >= n_pool) prof_stamp(p, 2);
   }
-  if (task < n_pool) prof_stamp(p, 2); /* gave up early */
-  prof_stamp(p, 3);
   epoch_end(dev, e, p.blocks_per_rank);
 }
 
