@@ -142,6 +142,22 @@ __device__ __forceinline__ void bar_sync_all(int threads) {
   asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
 }
 
+/* One 64-wide k-slab of a warpgroup's 64×256 tile, issued as one wgmma group: A at sa (K-major,
+ * 128-byte swizzle, 8-row groups 1024 bytes apart), B at sb (kBT: [N][K], K-major like A; else
+ * [K][N] as 64-column blocks, MN-major). Shared by WgmmaTile and WgmmaTileTma. */
+template <typename T, bool kBT, int BK>
+__device__ __forceinline__ void wgmma_slab(float* d, uint32_t sa, uint32_t sb) {
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BK / 16; ++kk) {
+    const uint64_t da = wgmma_desc(sa + kk * 32, 16, 1024);
+    const uint64_t db = kBT ? wgmma_desc(sb + kk * 32, 16, 1024)
+                            : wgmma_desc(sb + kk * 16 * 128, BK * 128, 1024);
+    Wgmma256<T, !kBT>::run(d, da, db);
+  }
+  wgmma_commit();
+}
+
 template <typename T, bool kBT>
 struct WgmmaTile {
   using Elem = T;
@@ -248,15 +264,7 @@ struct WgmmaTile {
       __syncthreads(); /* everyone's */
       const uint32_t sa = pipe + (kt % kStages) * kStageBytes + wg * (64 * 128);
       const uint32_t sb = pipe + (kt % kStages) * kStageBytes + kABytes;
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        const uint64_t da = wgmma_desc(sa + kk * 32, 16, 1024);
-        const uint64_t db = kBT ? wgmma_desc(sb + kk * 32, 16, 1024)
-                                : wgmma_desc(sb + kk * 16 * 128, BK * 128, 1024);
-        Wgmma256<T, !kBT>::run(d, da, db);
-      }
-      wgmma_commit();
+      wgmma_slab<T, kBT, BK>(d, sa, sb);
       wgmma_wait<1>(); /* my slab kt - 1 retired */
       bar_sync_all(kThreads); /* both warpgroups': its stage is free */
       const int nk = kt + kStages - 1;
@@ -544,15 +552,7 @@ struct WgmmaTileTma {
       mbar_wait(full + 8 * s, (uint32_t)(kt / kStages) & 1u);
       const uint32_t sa = pipe + s * kStageBytes + wg * (64 * 128);
       const uint32_t sb = pipe + s * kStageBytes + kABytes;
-      wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk) {
-        const uint64_t da = wgmma_desc(sa + kk * 32, 16, 1024);
-        const uint64_t db = kBT ? wgmma_desc(sb + kk * 32, 16, 1024)
-                                : wgmma_desc(sb + kk * 16 * 128, BK * 128, 1024);
-        Wgmma256<T, !kBT>::run(d, da, db);
-      }
-      wgmma_commit();
+      wgmma_slab<T, kBT, BK>(d, sa, sb);
       wgmma_wait<1>(); /* my slab kt - 1 retired */
       if (kt > 0) {
         const int ps = (kt - 1) % kStages;
