@@ -167,6 +167,24 @@ template <class Tile>
 void launch_grouped(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st);
 
 /* Tiles with tensor maps: encode the maps of p's A and W, launch grouped_kernel_tma. */
+/* The kernel arguments of a TMA tile for problem p: its tensor maps over the experts' A rows and
+ * weights (exits when the driver refuses to encode them). */
+template <class Tile>
+TmaProblem<typename Tile::Elem> tma_problem(const Problem<typename Tile::Elem>& p) {
+  TmaProblem<typename Tile::Elem> q;
+  memset(&q, 0, sizeof q);
+  const char* why = Tile::encode(&q.ma, &q.mw, p.a, (long long)p.E * p.rows, p.w, p.K, p.N, p.E);
+  if (why) {
+    fprintf(stderr, "tensor maps: %s\n", why);
+    exit(1);
+  }
+  q.c = p.c;
+  q.rows = p.rows;
+  q.K = p.K;
+  q.N = p.N;
+  q.E = p.E;
+  return q;
+}
 template <class Tile>
 struct TmaLaunch {
   static void launch(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st) {
@@ -177,18 +195,7 @@ struct TmaLaunch {
                                       Tile::kSmemBytes));
       attr = true;
     }
-    TmaProblem<typename Tile::Elem> q;
-    memset(&q, 0, sizeof q);
-    const char* why = Tile::encode(&q.ma, &q.mw, p.a, (long long)p.E * p.rows, p.w, p.K, p.N, p.E);
-    if (why) {
-      fprintf(stderr, "tensor maps: %s\n", why);
-      exit(1);
-    }
-    q.c = p.c;
-    q.rows = p.rows;
-    q.K = p.K;
-    q.N = p.N;
-    q.E = p.E;
+    const TmaProblem<typename Tile::Elem> q = tma_problem<Tile>(p);
     grouped_kernel_tma<Tile><<<grid, Tile::kThreads, Tile::kSmemBytes, st>>>(q);
     CUDA_CHECK(cudaGetLastError());
   }
@@ -224,18 +231,7 @@ struct TmaPairLaunch {
     if (pairs < 1) pairs = 1;
     if (pairs > max_pairs) pairs = max_pairs;
     cfg.gridDim = dim3(2 * pairs);
-    TmaProblem<typename Tile::Elem> q;
-    memset(&q, 0, sizeof q);
-    const char* why = Tile::encode(&q.ma, &q.mw, p.a, (long long)p.E * p.rows, p.w, p.K, p.N, p.E);
-    if (why) {
-      fprintf(stderr, "tensor maps: %s\n", why);
-      exit(1);
-    }
-    q.c = p.c;
-    q.rows = p.rows;
-    q.K = p.K;
-    q.N = p.N;
-    q.E = p.E;
+    const TmaProblem<typename Tile::Elem> q = tma_problem<Tile>(p);
     CUDA_CHECK(cudaLaunchKernelEx(&cfg, grouped_kernel_tma_pair<Tile>, q));
   }
 };
