@@ -22,10 +22,14 @@
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
  *   FCO_EA_BAGS          bags per lane group in flight: 0 = auto (default), 1 or 4
+ *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <algorithm>
+#include <vector>
 
 #include <nccl.h>
 
@@ -287,6 +291,55 @@ fco_result_t check_launch(const fco_gpu_launch_t* l, char* err) {
 using namespace fco;
 using namespace fco::ea;
 
+/* ---- FCO_EA_PROFILE=1: the fused kernel's per-block timeline, printed to stderr --------------
+ * A diagnostic (fco-bench -G 0 -n few): the kernel's thread 0 of every block writes kProfSlots
+ * globaltimer stamps into pinned host memory; a host function queued after the kernel prints,
+ * per local rank, the median / max over blocks of each phase end, from the first block's
+ * start. One buffer per device, reused call after call (the stream orders kernel, print, next
+ * kernel). Works in graph capture too (the print is a host node). */
+struct ProfCtx {
+  uint64_t* buf;
+  int device, num_local, bpr, ranks[FCO_MAX_GPU_RANKS];
+};
+ProfCtx g_prof[kMaxDevices];
+
+double prof_pct(std::vector<double>& v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[(size_t)(q * (double)(v.size() - 1))];
+}
+
+void CUDART_CB prof_print(void* arg) {
+  const ProfCtx* c = (const ProfCtx*)arg;
+  for (int li = 0; li < c->num_local; li++) {
+    if ((int64_t)(li + 1) * c->bpr > kProfMaxBlocks) break;
+    const uint64_t* b = c->buf + (size_t)li * c->bpr * kProfSlots;
+    uint64_t t0 = UINT64_MAX;
+    for (int i = 0; i < c->bpr; i++) t0 = b[i * kProfSlots] < t0 ? b[i * kProfSlots] : t0;
+    std::vector<double> ph[kProfSlots];
+    for (int i = 0; i < c->bpr; i++)
+      for (int k = 0; k < kProfSlots; k++) ph[k].push_back((double)(b[i * kProfSlots + k] - t0) / 1e3);
+    fprintf(stderr,
+            "ea-prof dev %d rank %d blocks %d (us from the first start, median/max over blocks): "
+            "start %.1f/%.1f remote-done %.1f/%.1f pools-done %.1f/%.1f end %.1f/%.1f\n",
+            c->device, c->ranks[li], c->bpr, prof_pct(ph[0], 0.5), prof_pct(ph[0], 1.0),
+            prof_pct(ph[1], 0.5), prof_pct(ph[1], 1.0), prof_pct(ph[2], 0.5), prof_pct(ph[2], 1.0),
+            prof_pct(ph[3], 0.5), prof_pct(ph[3], 1.0));
+  }
+}
+
+/* p.prof for this launch (nullptr when FCO_EA_PROFILE is unset or the buffer fails). */
+uint64_t* prof_buffer(int device) {
+  if (fco_env_int("FCO_EA_PROFILE", 0) == 0 || device < 0 || device >= kMaxDevices) return nullptr;
+  ProfCtx* c = &g_prof[device];
+  if (!c->buf &&
+      cudaHostAlloc(&c->buf, (size_t)kProfMaxBlocks * kProfSlots * 8, cudaHostAllocMapped |
+                    cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    c->buf = nullptr;
+  }
+  return c->buf;
+}
+
 extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* l, char* err) {
   fco_result_t res = check_launch(l, err);
   if (res != FCO_OK) return res;
@@ -302,7 +355,19 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   if (op0->impl == 1) {
     RunFn fn = pick_fused(a0->dtype, v);
     if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
-    return fn(p, max_tasks(p, true), l->num_local, l->stream, err);
+    int device = -1;
+    (void)cudaGetDevice(&device);
+    p.prof = prof_buffer(device);
+    res = fn(p, max_tasks(p, true), l->num_local, l->stream, err);
+    if (res == FCO_OK && p.prof) {
+      ProfCtx* c = &g_prof[device];
+      c->device = device;
+      c->num_local = l->num_local;
+      c->bpr = (int)p.blocks_per_rank;
+      for (int i = 0; i < l->num_local; i++) c->ranks[i] = p.r[i].rank;
+      (void)cudaLaunchHostFunc((cudaStream_t)l->stream, prof_print, c);
+    }
+    return res;
   }
   if (op0->impl != 0)
     return fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_embedding_alltoall: impl %d does not exist",

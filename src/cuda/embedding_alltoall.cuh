@@ -78,7 +78,14 @@ struct EaParams {
   int32_t sig_every;                     /* remote tiles per signal batch, 1..kMaxPending */
   int32_t land_poll;                     /* land between local tiles */
   int64_t row_base[kRowBaseCap];
+  /* Last, so the other fields keep their parameter offsets: FCO_EA_PROFILE's [grid][kProfSlots]
+   * globaltimer stamps (pinned host memory), or NULL. Read only by the kProf kernel variant. */
+  uint64_t* prof;
 };
+/* FCO_EA_PROFILE timeline of the fused kernel, per block: start, end of its remote pool tiles
+ * (their last signal batch issued), end of all its pool tiles, end (land units copied). */
+constexpr int kProfSlots = 4;
+constexpr int kProfMaxBlocks = 4096; /* blocks beyond it write no stamps */
 
 /* ---- tiling arithmetic, shared by the kernels and the host ------------------------------- */
 __host__ __device__ __forceinline__ int64_t ea_batch(const EaParams& p, int d) {

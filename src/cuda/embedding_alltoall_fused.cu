@@ -251,7 +251,19 @@ __device__ __forceinline__ int land(const EaParams& p, const RankView& v, char* 
   return 1;
 }
 
-template <typename T, bool kVec, int kNV, int kB>
+/* FCO_EA_PROFILE: thread 0 stamps phase k of this block. A template variant of the kernel
+ * (kProf): checks of p.prof in the one kernel changed its register allocation and cost the
+ * D = 128 variant 10-15 % even when off (run 4388610); kProf = false compiles to the kernel
+ * without them. */
+template <bool kProf>
+__device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
+  if constexpr (kProf) {
+    if (threadIdx.x == 0 && blockIdx.x < kProfMaxBlocks)
+      p.prof[(size_t)blockIdx.x * kProfSlots + k] = globaltimer_ns();
+  }
+}
+
+template <typename T, bool kVec, int kNV, int kB, bool kProf>
 __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;
@@ -274,6 +286,7 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
     return;
   }
   const ErrCtx ec{v.err, &err_done, p.toff[me]};
+  for (int k = 0; k < 3; ++k) prof_stamp<kProf>(p, k);
   /* Halves at 0 and ws/2 whatever this call's size: the workspace rule (src/core/internal.h). */
   const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
   const uint64_t base = e << 32;
@@ -340,11 +353,15 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
         signal_batch(pend_ctr, pend_n, npend, base);
         npend = since = 0;
         last = nullptr;
+        if (task + bpr >= n_remote) prof_stamp<kProf>(p, 1);
       }
     }
     task += bpr;
     poll = true;
+    if (task >= n_pool) prof_stamp<kProf>(p, 2);
   }
+  if (task < n_pool) prof_stamp<kProf>(p, 2); /* gave up early */
+  prof_stamp<kProf>(p, 3);
   epoch_end(dev, e, p.blocks_per_rank);
 }
 
@@ -353,8 +370,11 @@ struct RunFused {
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {
     /* Persistent: every block of the grid exists at once (land units spin on pool tiles). */
-    return launch<ea_kernel_fused<T, kVec, kNV, kB>>(p, max_tasks, num_local, stream, "fused",
-                                                     err);
+    if (p.prof)
+      return launch<ea_kernel_fused<T, kVec, kNV, kB, true>>(p, max_tasks, num_local, stream,
+                                                             "fused", err);
+    return launch<ea_kernel_fused<T, kVec, kNV, kB, false>>(p, max_tasks, num_local, stream,
+                                                            "fused", err);
   }
 };
 
