@@ -73,18 +73,28 @@ struct Problem {
   int rows, K, N, E;
 };
 
+/* Tile t of the grouped order (as ga_kernel_tiles): expert, then groups of kGroupM M tiles × every
+ * N tile, M fastest. */
+struct TileAt {
+  int ex, m0, n0;
+};
+__device__ __forceinline__ TileAt tile_at(int64_t t, int64_t nM, int64_t nN, int bm, int bn) {
+  const int64_t per_expert = nM * nN;
+  const int ex = (int)(t / per_expert);
+  const int64_t l = t - ex * per_expert, grp = l / (kGroupM * nN);
+  const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
+  return {ex, (int)(grp * kGroupM + in % gm) * bm, (int)(in / gm) * bn};
+}
 template <class Tile>
 __global__ void __launch_bounds__(256, 1) grouped_kernel(const Problem<typename Tile::Elem> p) {
   using T = typename Tile::Elem;
   extern __shared__ __align__(16) char smem[];
   const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN, nM = (p.rows + Tile::BM - 1) / Tile::BM;
-  const int64_t per_expert = nM * nN, total = per_expert * p.E;
+  const int64_t total = nM * nN * p.E;
   const size_t rb = (size_t)p.N * sizeof(T);
   for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-    const int ex = (int)(t / per_expert);
-    const int64_t l = t - ex * per_expert, grp = l / (kGroupM * nN);
-    const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
-    const int m0 = (int)(grp * kGroupM + in % gm) * Tile::BM, n0 = (int)(in / gm) * Tile::BN;
+    const TileAt at = tile_at(t, nM, nN, Tile::BM, Tile::BN);
+    const int ex = at.ex, m0 = at.m0, n0 = at.n0;
     const int rows = min(Tile::BM, p.rows - m0), cols = min(Tile::BN, p.N - n0);
     const T* a = p.a + ((size_t)ex * p.rows + m0) * p.K;
     const T* w = p.w + (size_t)ex * p.K * p.N;
@@ -108,13 +118,11 @@ __global__ void __launch_bounds__(256, 1)
   using T = typename Tile::Elem;
   extern __shared__ __align__(16) char smem[];
   const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN, nM = (p.rows + Tile::BM - 1) / Tile::BM;
-  const int64_t per_expert = nM * nN, total = per_expert * p.E;
+  const int64_t total = nM * nN * p.E;
   const size_t rb = (size_t)p.N * sizeof(T);
   for (int64_t t = blockIdx.x; t < total; t += gridDim.x) {
-    const int ex = (int)(t / per_expert);
-    const int64_t l = t - ex * per_expert, grp = l / (kGroupM * nN);
-    const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
-    const int m0 = (int)(grp * kGroupM + in % gm) * Tile::BM, n0 = (int)(in / gm) * Tile::BN;
+    const TileAt at = tile_at(t, nM, nN, Tile::BM, Tile::BN);
+    const int ex = at.ex, m0 = at.m0, n0 = at.n0;
     const int rows = min(Tile::BM, p.rows - m0), cols = min(Tile::BN, p.N - n0);
     Tile::run(smem, &p.ma, ex * p.rows + m0, &p.mw, ex, p.K, p.N, n0);
     char* dst = reinterpret_cast<char*>(p.c) + ((size_t)ex * p.rows + m0) * rb + (size_t)n0 * sizeof(T);
@@ -126,16 +134,6 @@ __global__ void __launch_bounds__(256, 1)
 /* Pairs of blocks (clusters of 2): cluster c runs the tile pairs (2q, 2q + 1), q = c, c + #clusters,
  * ..., block rank r tile 2q + r; what the pair shares (same expert and n0: W, same rows: A) is
  * multicast. A block whose tile is past the end computes its partner's and stores nothing. */
-struct TileAt {
-  int ex, m0, n0;
-};
-__device__ __forceinline__ TileAt tile_at(int64_t t, int64_t nM, int64_t nN, int bm, int bn) {
-  const int64_t per_expert = nM * nN;
-  const int ex = (int)(t / per_expert);
-  const int64_t l = t - ex * per_expert, grp = l / (kGroupM * nN);
-  const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
-  return {ex, (int)(grp * kGroupM + in % gm) * bm, (int)(in / gm) * bn};
-}
 template <class Tile>
 __global__ void __launch_bounds__(256, 1)
     grouped_kernel_tma_pair(const __grid_constant__ TmaProblem<typename Tile::Elem> p) {
@@ -166,7 +164,6 @@ __global__ void __launch_bounds__(256, 1)
 template <class Tile>
 void launch_grouped(const Problem<typename Tile::Elem>& p, int grid, cudaStream_t st);
 
-/* Tiles with tensor maps: encode the maps of p's A and W, launch grouped_kernel_tma. */
 /* The kernel arguments of a TMA tile for problem p: its tensor maps over the experts' A rows and
  * weights (exits when the driver refuses to encode them). */
 template <class Tile>
