@@ -1,11 +1,38 @@
-"""_torch_bench.py — what the torch comparison scripts under bench/ share: joining the NCCL
-process group (spawned or under torchrun) and timing a function eagerly or as a CUDA graph on a
-side stream, the slowest rank per iteration. Not a script itself."""
+"""_torch_bench.py — what the torch comparison scripts under bench/ share: starting the ranks
+(spawned, or under torchrun), joining the NCCL process group, and timing a function eagerly or as
+a CUDA graph on a side stream, the slowest rank per iteration. Not a script itself."""
 import os
+import socket
 import statistics
+import sys
 
 import torch
 import torch.distributed as dist
+
+
+def free_port():
+    """A free TCP port on localhost for the spawned ranks' rendezvous."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(worker, args, nproc):
+    """Run worker(idx, args) on every rank: in this process under torchrun (idx None), else
+    spawn nproc ranks on localhost. Returns the exit status: 77 (skip) when fewer than nproc
+    GPUs are visible."""
+    if "RANK" in os.environ:
+        worker(None, args)
+        return 0
+    if torch.cuda.device_count() < nproc:
+        print(f"SKIP: {nproc} ranks need {nproc} GPUs, {torch.cuda.device_count()} visible",
+              file=sys.stderr)
+        return 77
+    import torch.multiprocessing as mp
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
+    mp.spawn(worker, args=(args,), nprocs=nproc, join=True)
+    return 0
 
 
 def init_rank(idx, nproc):

@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from _torch_bench import init_rank, time_fn
+from _torch_bench import init_rank, launch, time_fn
 
 # (global batch B, tables per GPU, D, L, rows per table, zipf) — the list of op_embedding_alltoall.c
 WORKLOADS = [
@@ -134,13 +134,7 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--nproc", type=int, default=2, help="ranks to spawn when not under torchrun")
     args = ap.parse_args()
-    if "RANK" not in os.environ:
-        import torch.multiprocessing as mp
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
-        mp.spawn(_worker, args=(args,), nprocs=args.nproc, join=True)
-        return
-    _worker(None, args)
+    return launch(_worker, args, args.nproc)
 
 
 def _worker(idx, args):

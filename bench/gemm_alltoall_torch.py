@@ -48,7 +48,6 @@ if unset).
 import argparse
 import json
 import os
-import socket
 import sys
 import time
 
@@ -58,7 +57,7 @@ for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from _torch_bench import init_rank, time_fn  # noqa: E402
+from _torch_bench import init_rank, launch, time_fn  # noqa: E402
 
 PEAK_TFLOPS = 790.0  # fco-bench's bf16 peak for the floor
 LINK_GBPS = 364.0    # SM stores to a peer, per direction, both busy (DESIGN.md)
@@ -373,11 +372,6 @@ def to_json(res):
     return recs
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -400,18 +394,7 @@ def main():
     for d in args.dtypes.split(","):
         if d not in DTYPES:
             ap.error(f"--dtypes: {d} is not one of {', '.join(DTYPES)}")
-    if "RANK" not in os.environ:
-        if torch.cuda.device_count() < args.nproc:
-            print(f"SKIP: {args.nproc} ranks need {args.nproc} GPUs, "
-                  f"{torch.cuda.device_count()} visible", file=sys.stderr)
-            return 77
-        import torch.multiprocessing as mp
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", str(free_port()))
-        mp.spawn(_worker, args=(args,), nprocs=args.nproc, join=True)
-        return 0
-    _worker(None, args)
-    return 0
+    return launch(_worker, args, args.nproc)
 
 
 def _worker(idx, args):

@@ -42,7 +42,6 @@ import argparse
 import json
 import math
 import os
-import socket
 import statistics
 import sys
 import time
@@ -54,6 +53,8 @@ for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+
+from _torch_bench import free_port  # noqa: E402
 
 HBM_GBPS = 4300.0   # H200 HBM copy (DESIGN.md)
 LINK_GBPS = 364.0   # SM stores to a peer, per direction, both busy (DESIGN.md)
@@ -77,11 +78,6 @@ def parse_args(argv=None):
                    help="1: fco columns fco / fco_fused / fco_triton beside torch's; 0: torch only")
     return p.parse_args(argv)
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def enable_symm_mem(symm_mem, gname):

@@ -27,8 +27,6 @@ variants.
 """
 import argparse
 import os
-import socket
-import statistics
 import sys
 import time
 
@@ -43,7 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
 
-from _torch_bench import init_rank, time_fn  # noqa: E402
+from _torch_bench import init_rank, launch, time_fn  # noqa: E402
 from gemm_alltoall_torch import WORKLOADS, make_inputs, route  # noqa: E402
 
 GEMV_SHAPES = [  # (N, K before the split, M, why)
@@ -276,11 +274,6 @@ def _worker(idx, args):
     dist.destroy_process_group()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -290,18 +283,7 @@ def main():
     ap.add_argument("--part", default="all", choices=("all", "gemm", "gemv"))
     ap.add_argument("--quick", action="store_true", help="the auto config only, no variants")
     args = ap.parse_args()
-    if "RANK" not in os.environ:
-        if torch.cuda.device_count() < args.nproc:
-            print(f"SKIP: {args.nproc} ranks need {args.nproc} GPUs, "
-                  f"{torch.cuda.device_count()} visible", file=sys.stderr)
-            return 77
-        import torch.multiprocessing as mp
-        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-        os.environ.setdefault("MASTER_PORT", str(free_port()))
-        mp.spawn(_worker, args=(args,), nprocs=args.nproc, join=True)
-        return 0
-    _worker(None, args)
-    return 0
+    return launch(_worker, args, args.nproc)
 
 
 if __name__ == "__main__":
