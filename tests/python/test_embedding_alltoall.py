@@ -85,7 +85,7 @@ def _w_backward(dtype_name, mode, weighted):
 
     dtype = getattr(torch, dtype_name)
     r, P = dist.get_rank(), dist.get_world_size()
-    tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}[dtype]
+    tol = _refs.GRAD_TOL[dtype]
     for k, (tpr, bpr) in enumerate(LAYOUTS[P]):
         w0, idx, off, rows, psw0 = _data(dtype, tpr, bpr, 8, 40 + k, max_bag=5)
         c = torch.randn(bpr[r], sum(tpr), 8, generator=torch.Generator().manual_seed(k + r))
