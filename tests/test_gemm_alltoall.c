@@ -727,6 +727,20 @@ int main(void) {
     one(&w, 17, 136, 1, FCO_F16, 2, 0, 1);
     unsetenv("FCO_GA_CHUNK_ROWS");
     unsetenv("FCO_GA_PUSH_BLOCKS");
+    /* impl 1's asynchronous epilogue (FCO_GA_EPI=async: the TMA tile drains C with bulk copies
+     * while the next tile computes; read per call, the same path elsewhere): 16-byte rows
+     * (N 24, 136, 256) in both layouts and dtypes, several tiles per block and segments
+     * spanning tiles, then calls back to back with other ops. */
+    setenv("FCO_GA_EPI", "async", 1);
+    for (int i = 0; i < 4; i++)
+      one(&w, i < 2 ? 64 : 40, i < 2 ? 136 : 24, i % 2, i % 3 ? FCO_BF16 : FCO_F16, 1, i & 1, 1);
+    one(&w, 256, 256, 1, FCO_BF16, 1, 0, 1);
+    setenv("FCO_GA_TILES_BLOCKS", "3", 1); /* many tiles per block: flags raised one tile late */
+    one(&w, 64, 136, 0, FCO_BF16, 1, 0, 1);
+    one(&w, 256, 256, 1, FCO_F16, 1, 1, 1);
+    unsetenv("FCO_GA_TILES_BLOCKS");
+    back_to_back(&w);
+    unsetenv("FCO_GA_EPI");
     back_to_back(&w);
     asymmetric(&w);
     large(&w);

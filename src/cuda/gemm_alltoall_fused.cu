@@ -257,6 +257,17 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
    * tile is past the end computes its partner's (the pair's barriers need both) and stores
    * nothing. */
   constexpr int kCta = tile::TileCta<Tile>::value;
+  constexpr bool kAsync = tile::AsyncC<Tile>::value;
+  /* kAsync: the destination of this block's last tile while warp 0's bulk copies of it may
+   * still be in flight, when that is a peer (its flag is raised once they are done); else -1. */
+  int pend = -1;
+  auto signal = [&](int s) {
+    if (threadIdx.x == 0) {
+      st_release_sys(v.peer_sig[s] + (size_t)me * FCO_SIG_SLOTS + part,
+                     sig_value(e, (uint32_t)s_sent[s]));
+      s_sent[s]++;
+    }
+  };
   const int rank_in_pair = part % kCta;
   const int64_t slots = (total + kCta - 1) / kCta, slot_step = p.blocks_per_rank / kCta;
   for (int64_t q = part / kCta; q < slots; q += slot_step) {
@@ -286,13 +297,32 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     const int64_t drow = c.base[s] + sg.z + m0;
     char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
                 (size_t)n0 * es;
-    tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst, rb);
-    __syncthreads(); /* stores done (and smem free for the next tile) before the flag */
-    if (s != me && threadIdx.x == 0) {
-      st_release_sys(v.peer_sig[s] + (size_t)me * FCO_SIG_SLOTS + part,
-                     sig_value(e, (uint32_t)s_sent[s]));
-      s_sent[s]++;
+    const T* cs = reinterpret_cast<const T*>(smem + tile::AsyncC<Tile>::off);
+    if constexpr (kAsync) {
+      /* run() waited for the previous tile's copies (warp 0) before its barrier: flag it. */
+      if (pend >= 0) signal(pend);
+      pend = -1;
+      const uint32_t cb = (uint32_t)cols * (uint32_t)es;
+      if (((uintptr_t)dst | rb | cb) % 16 == 0) {
+        /* Warp 0 hands C to the TMA unit, a row per copy, and the block goes on with the next
+         * tile's mainloop while the rows drain (over NVLink for a peer). */
+        if (threadIdx.x < 32) {
+          for (int r = threadIdx.x; r < rows; r += 32)
+            tile::bulk_store(dst + (size_t)r * rb, cs + r * Tile::kCPitch, cb);
+          tile::bulk_commit();
+        }
+        if (s != me) pend = s;
+        continue;
+      }
     }
+    tile::store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
+    __syncthreads(); /* stores done (and smem free for the next tile) before the flag */
+    if (s != me) signal(s);
+  }
+  if constexpr (kAsync) { /* the last tile's copies */
+    if (threadIdx.x < 32) tile::bulk_wait_all();
+    __syncthreads();
+    if (pend >= 0) signal(pend);
   }
 
   /* ---- receive: wait for each peer's tiles, copy my slice of its rows into out ---- */
@@ -663,6 +693,13 @@ LaunchFn pick_mma(bool bt, bool aligned) {
  * FCO_GA_TILE=wgmma WgmmaTile (cp.async), =tma2 WgmmaTileTma in cluster pairs (0.50–0.77: slower,
  * kept for A/B runs), =mma MmaTile (wgmma_usable says no); unset, =tma (the former opt-in) or
  * any other value: the default. Elsewhere MmaTile. */
+/* The epilogue of the TMA tile: FCO_GA_EPI=async (C in its own shared memory, drained by bulk
+ * copies while the next tile computes, 3 pipeline stages) or =sync (the stores from registers'
+ * staging, in the pipeline's bytes, 4 stages). */
+bool async_epilogue() {
+  const char* env = getenv("FCO_GA_EPI");
+  return env && !strcmp(env, "async");
+}
 template <typename T>
 LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
   *fallback = pick_mma<T>(bt, aligned);
@@ -675,6 +712,9 @@ LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
   if (env && !strcmp(env, "tma2"))
     return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 2>>
               : launch_tiles_t<tile::WgmmaTileTma<T, false, 2>>;
+  if (async_epilogue())
+    return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 1, true>>
+              : launch_tiles_t<tile::WgmmaTileTma<T, false, 1, true>>;
   return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true>>
             : launch_tiles_t<tile::WgmmaTileTma<T, false>>;
 }

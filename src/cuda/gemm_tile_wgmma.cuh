@@ -138,6 +138,24 @@ __device__ __forceinline__ void wgmma_hold(float* d) {
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+/* 1-D bulk copies (TMA, async proxy) from this block's shared memory to global memory — also a
+ * peer GPU's memory mapped into this address space (NVLink) — tracked per thread in bulk groups:
+ * bytes and both addresses multiples of 16. */
+__device__ __forceinline__ void bulk_store(void* gdst, const void* ssrc, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst),
+               "r"((uint32_t)__cvta_generic_to_shared(ssrc)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+/* Every bulk group of this thread complete (its writes performed, the source readable again),
+ * then ordered before this thread's later generic-proxy accesses (a release that follows,
+ * by this thread or after a barrier, covers them). */
+__device__ __forceinline__ void bulk_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
 __device__ __forceinline__ void bar_sync_all(int threads) {
   asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
 }
@@ -441,20 +459,27 @@ __device__ __forceinline__ void tma_load_3d_mc(uint32_t dst, const void* map, ui
  * Requirements: K, N multiples of 8, A, W 16-byte aligned (TMA strides), sm_90a, kSmemBytes of
  * dynamic shared memory, 256 threads.
  */
-template <typename T, bool kBT, int kCta = 1>
+template <typename T, bool kBT, int kCta = 1, bool kAsyncC = false>
 struct WgmmaTileTma {
   using Elem = T;
-  static constexpr int BM = 128, BN = 256, BK = 64, kStages = 4, kThreads = 256;
-  static constexpr int kCPitch = BN + 8;
+  static constexpr int BM = 128, BN = 256, BK = 64, kThreads = 256;
+  /* kAsyncC: C gets its own shared memory after the pipeline (one stage fewer), so the caller
+   * can drain it with bulk copies while the next tile's mainloop runs (see run()). */
+  static constexpr int kStages = kAsyncC ? 3 : 4;
+  static constexpr int kCPitch = BN + 8; /* 528-byte rows: 16-byte aligned for bulk copies */
   static constexpr int kABytes = BM * BK * 2, kBBytes = BK * BN * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBarOff = kStages * kStageBytes; /* from the aligned pipeline base */
   static constexpr int kPipeBytes = kBarOff + 2 * kStages * 8 + 1024;
   static constexpr int kCBytes = BM * kCPitch * 2;
-  static constexpr int kSmemBytes = kPipeBytes > kCBytes ? kPipeBytes : kCBytes;
+  static constexpr int kCOff = kAsyncC ? (kPipeBytes + 127) / 128 * 128 : 0;
+  static constexpr int kSmemBytes =
+      kAsyncC ? kCOff + kCBytes : (kPipeBytes > kCBytes ? kPipeBytes : kCBytes);
   static constexpr int kConsumerWarps = kThreads / 32;
   static_assert(sizeof(T) == 2, "bf16 / f16 only");
   static_assert(kCta == 1 || kCta == 2, "a block alone or a pair");
+  static_assert(!kAsyncC || kCta == 1, "the asynchronous epilogue runs in single blocks");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 
   /* Host: maps of A [a_rows][K] and W (E experts of [K][N], or [N][K] when kBT). Returns
    * nullptr on success, else what failed. */
@@ -571,8 +596,12 @@ struct WgmmaTileTma {
     }
     wgmma_wait<0>();
     wgmma_hold(d);
+    /* kAsyncC: the caller's bulk copies of the previous C (issued by warp 0) done before C is
+     * rewritten; after the barrier below the caller may signal that tile. */
+    if (kAsyncC && tid < 32) bulk_wait_all();
     /* Every wgmma and copy of this block done; with a pair, also every arrival and multicast
-     * of the peer into this block: the barriers can go, the pipeline becomes C. */
+     * of the peer into this block: the barriers can go, the pipeline becomes C (kAsyncC: C
+     * has its own bytes at kCOff). */
     if (kCta == 2) cluster_sync();
     else __syncthreads();
     if (tid == 0) {
@@ -582,7 +611,7 @@ struct WgmmaTileTma {
         mbar_inval(empty + 8 * s);
       }
     }
-    uint32_t* cs = reinterpret_cast<uint32_t*>(smem);
+    uint32_t* cs = reinterpret_cast<uint32_t*>(smem + kCOff);
     const int row0 = wg * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2), col0 = 2 * (lane & 3);
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j) {
@@ -590,6 +619,7 @@ struct WgmmaTileTma {
       cs[(row0 * kCPitch + col) >> 1] = MmaOp<T>::pack2(d[4 * j], d[4 * j + 1]);
       cs[((row0 + 8) * kCPitch + col) >> 1] = MmaOp<T>::pack2(d[4 * j + 2], d[4 * j + 3]);
     }
+    if (kAsyncC) fence_proxy_async_smem(); /* C's generic writes before the bulk copies read it */
     __syncthreads();
 #else
     __trap();
@@ -603,17 +633,31 @@ template <class Tile>
 struct IsTmaTile {
   static constexpr bool value = false;
 };
-template <typename T, bool kBT, int kCta>
-struct IsTmaTile<WgmmaTileTma<T, kBT, kCta>> {
+template <typename T, bool kBT, int kCta, bool kAsyncC>
+struct IsTmaTile<WgmmaTileTma<T, kBT, kCta, kAsyncC>> {
   static constexpr bool value = true;
+};
+/* Where a tile leaves C in the caller's shared memory (bytes from its base), and whether it
+ * has C apart from its pipeline (WgmmaTileTma<..., kAsyncC = true>): then the caller may drain
+ * C asynchronously (bulk_store by warp 0, one bulk group per lane), and the next run() waits
+ * for those copies (warp 0) before its barrier and rewrites C only after it. */
+template <class Tile>
+struct AsyncC {
+  static constexpr bool value = false;
+  static constexpr int off = 0;
+};
+template <typename T, bool kBT, int kCta, bool kAsyncC>
+struct AsyncC<WgmmaTileTma<T, kBT, kCta, kAsyncC>> {
+  static constexpr bool value = kAsyncC;
+  static constexpr int off = WgmmaTileTma<T, kBT, kCta, kAsyncC>::kCOff;
 };
 /* Blocks per cluster a tile runs in (clusters of 2: WgmmaTileTma<T, kBT, 2>). */
 template <class Tile>
 struct TileCta {
   static constexpr int value = 1;
 };
-template <typename T, bool kBT, int kCta>
-struct TileCta<WgmmaTileTma<T, kBT, kCta>> {
+template <typename T, bool kBT, int kCta, bool kAsyncC>
+struct TileCta<WgmmaTileTma<T, kBT, kCta, kAsyncC>> {
   static constexpr int value = kCta;
 };
 

@@ -17,7 +17,9 @@
  * (b) timing: the grouped GEMM over E experts with equal rows per expert, computed as
  *     ga_kernel_tiles does (a persistent grid of one block per SM, tiles over the experts in
  *     order, groups of 8 M tiles, M fastest; each tile stored from shared memory to global with
- *     store_tile) for each tile (columns wgmma = WgmmaTile, tma = WgmmaTileTma, mma = MmaTile:
+ *     store_tile) for each tile (columns wgmma = WgmmaTile, tma = WgmmaTileTma, tma2 = its cluster
+ *     pairs, tmaA = WgmmaTileTma with the asynchronous epilogue (3 stages, C drained by bulk
+ *     copies while the next tile computes, as impl 1 with FCO_GA_EPI=async), mma = MmaTile:
  *     µs, TF/s, cuBLAS time / tile time), and by cuBLAS (cublasGemmStridedBatchedEx, fp32
  *     compute). Median of -n reps after -w warm-up; bf16; both B layouts. Each tile's output is
  *     compared with cuBLAS's (wrong = elements off by more than the tolerance above).
@@ -126,9 +128,22 @@ __global__ void __launch_bounds__(256, 1)
     const int rows = min(Tile::BM, p.rows - m0), cols = min(Tile::BN, p.N - n0);
     Tile::run(smem, &p.ma, ex * p.rows + m0, &p.mw, ex, p.K, p.N, n0);
     char* dst = reinterpret_cast<char*>(p.c) + ((size_t)ex * p.rows + m0) * rb + (size_t)n0 * sizeof(T);
-    fco::tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst, rb);
-    __syncthreads();
+    const T* cs = reinterpret_cast<const T*>(smem + fco::tile::AsyncC<Tile>::off);
+    if constexpr (fco::tile::AsyncC<Tile>::value) {
+      /* As ga_kernel_tiles: warp 0 drains C with bulk copies, the next run() waits for them. */
+      if (threadIdx.x < 32) {
+        for (int r = threadIdx.x; r < rows; r += 32)
+          fco::tile::bulk_store(dst + (size_t)r * rb, cs + r * Tile::kCPitch,
+                                (uint32_t)(cols * sizeof(T)));
+        fco::tile::bulk_commit();
+      }
+    } else {
+      fco::tile::store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
+      __syncthreads();
+    }
   }
+  if constexpr (fco::tile::AsyncC<Tile>::value)
+    if (threadIdx.x < 32) fco::tile::bulk_wait_all();
 }
 
 /* Pairs of blocks (clusters of 2): cluster c runs the tile pairs (2q, 2q + 1), q = c, c + #clusters,
@@ -235,6 +250,10 @@ struct TmaPairLaunch {
 template <typename T, bool kBT>
 void launch_grouped_tma(const Problem<T>& p, int grid, cudaStream_t st) {
   TmaLaunch<WgmmaTileTma<T, kBT>>::launch(p, grid, st);
+}
+template <typename T, bool kBT>
+void launch_grouped_tma_async(const Problem<T>& p, int grid, cudaStream_t st) {
+  TmaLaunch<WgmmaTileTma<T, kBT, 1, true>>::launch(p, grid, st);
 }
 template <typename T, bool kBT>
 void launch_grouped_tma2(const Problem<T>& p, int grid, cudaStream_t st) {
@@ -413,6 +432,8 @@ static int check_case(int rows, int K, int N, int E, uint64_t seed) {
                              ref, rms);
   fails += !run_case<T, kBT>("WgmmaTileTma2", launch_grouped_tma2<T, kBT>, da, dw, rows, K, N, E,
                              ref, rms);
+  fails += !run_case<T, kBT>("WgmmaTileTmaA", launch_grouped_tma_async<T, kBT>, da, dw, rows, K,
+                             N, E, ref, rms);
   CUDA_CHECK(cudaFree(da));
   CUDA_CHECK(cudaFree(dw));
   return fails;
@@ -482,10 +503,11 @@ static std::vector<Timed<T, kBT>> timed_tiles() {
   return {{"wgmma", launch_grouped<WgmmaTile<T, kBT>>},
           {"tma", launch_grouped_tma<T, kBT>},
           {"tma2", launch_grouped_tma2<T, kBT>},
+          {"tmaA", launch_grouped_tma_async<T, kBT>},
           {"mma", launch_grouped<MmaTile<T, kBT, true>>}};
 }
-static const char* const kTimedNames[] = {"wgmma", "tma", "tma2", "mma"};
-constexpr int kNumTimed = 4;
+static const char* const kTimedNames[] = {"wgmma", "tma", "tma2", "tmaA", "mma"};
+constexpr int kNumTimed = 5;
 
 template <bool kBT>
 static int time_shape(cublasHandle_t h, int rows, int K, int N, int E, int reps, int warm) {
