@@ -15,7 +15,8 @@
  * all valid and Σ_r tot_r[s] ≤ out_rows for every s. Otherwise every rank records
  * FCO_ERR_INVALID_ARGUMENT (peer = the offending rank, slot = kind) and writes nothing.
  *
- * Signal slots of a source rank at a receiver: 0..blocks-1 tile parts (impl 1), kDoneSlot
+ * Signal slots of a source rank at a receiver: 0..blocks-1 parts (impl 1: one flag each when all
+ * its tiles are stored), kDoneSlot
  * (impl 2: all chunks pushed; impl 0 on nccl: barrier), kHdrSlot (header). Values
  * sig_value(e, j): never reset.
  */
@@ -226,11 +227,6 @@ __device__ __forceinline__ void copy_cg(char* dst, const char* src, size_t nbyte
   for (size_t b = idx0; b < nbytes; b += stride) dst[b] = __ldcg(src + b);
 }
 
-/* Number of t in [t0, t1) with t ≡ q (mod g). */
-__device__ __forceinline__ int64_t count_mod(int64_t t0, int64_t t1, int64_t q, int64_t g) {
-  auto below = [&](int64_t x) -> int64_t { return x > q ? (x - q + g - 1) / g : 0; };
-  return below(t1) - below(t0);
-}
 
 /* ---- host-side entry points shared by the two .cu files -------------------------------- */
 /* Load every kernel of this op on the current device and cache co-residency (once per

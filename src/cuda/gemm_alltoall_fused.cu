@@ -24,15 +24,17 @@
  *      the private plan area of half h, and posts the header (gemm_alltoall.cuh) to every rank.
  *   2. every block waits for all headers: verdict (bad counts → FCO_ERR_INVALID_ARGUMENT on every
  *      rank, nothing written), base[s] = where my rows start in s's out.
- *   3. tiles t = part, part + G, ... of the tile list: destinations in the order me+1, me+2, ...,
- *      me (remote first), experts in order, M tiles, N tiles. A tile for a peer is stored into
- *      the peer's staging of half h (laid out as its out) and signalled on slot [me][part] with
- *      sig_value(e, j), j = tiles this block sent there before; a tile for me goes to out.
- *      Within a segment tiles go in groups of kGroupM M tiles, M fastest (L2 reuse of W); the
- *      receiver only counts tiles, so the order is free.
- *   4. receive: from each peer r, part q of r sent count_mod(tstart, tstart + tiles, q, G_r)
- *      tiles here (all known from r's header); every block waits for those flags, then copies
- *      its slice (slice_of: the slices cover every byte) of r's rows from staging into out.
+ *   3. tiles t = part, part + G, ... of the tile list: experts in order; within an expert its
+ *      segments for destinations me+1, me+2, ..., me form one run of M tiles, taken in groups of
+ *      kGroupM M tiles × every N tile, M fastest (the blocks running at once share W's column
+ *      tiles in L2, across destinations too; remote and local tiles alternate over the whole
+ *      kernel instead of all remote tiles first, so NVLink and the tensor cores work together).
+ *      A tile for a peer is stored into the peer's staging of half h (laid out as its out), a
+ *      tile for me into out. When all its tiles are stored, the block raises sig_value(e, 0)
+ *      on slot [me][part] of every peer (one release for all its stores).
+ *   4. receive: every block waits for the flags of all G_r blocks of each peer r that sends me
+ *      rows (G_r from r's header), then copies its slice (slice_of: the slices cover every
+ *      byte) of r's rows from staging into out. The order of tiles is free.
  * Why staging and not the peer's out: only the workspace is mapped by peers; the copy costs one
  * read and write of the received rows in HBM, overlapped with the other blocks' tiles.
  * Launch: one grid of G · num_local blocks, every block co-resident (G from occupancy).
@@ -92,15 +94,18 @@ struct Seg { /* FCO_GA_SEG_BYTES; the first four words are read as one int4 */
 };
 static_assert(sizeof(Seg) == FCO_GA_SEG_BYTES, "segment entry size");
 
-__device__ __forceinline__ int sched_of(int e, int s, int me, int P, int E) {
-  return ((s - me - 1 + 2 * P) % P) * E + e;
+/* Schedule position of segment (expert e, destination s): expert-major, destinations me + 1,
+ * me + 2, ..., me within an expert (so an expert's tiles for every destination run together and
+ * share its W columns in L2, and remote and local tiles alternate over the whole order). */
+__device__ __forceinline__ int sched_of(int e, int s, int me, int P) {
+  return e * P + (s - me - 1 + 2 * P) % P;
 }
 
 /* Part 0 of a rank, all threads: segment table + header, then post it. */
 template <int kBM, int kBN>
 __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankView& v, uint64_t e,
                            char* smem, Seg* segs) {
-  __shared__ unsigned long long s_tot[kMaxP], s_tiles[kMaxP];
+  __shared__ unsigned long long s_tot[kMaxP];
   __shared__ long long s_sum;
   __shared__ int s_bad;
   __shared__ int64_t s_totpre[kMaxP];
@@ -109,7 +114,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
   const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
   const int64_t nN = (p.N + kBN - 1) / kBN;
   int* cnt = reinterpret_cast<int*>(smem);
-  if ((int)threadIdx.x < P) s_tot[threadIdx.x] = s_tiles[threadIdx.x] = 0;
+  if ((int)threadIdx.x < P) s_tot[threadIdx.x] = 0;
   if (threadIdx.x == 0) {
     s_sum = 0;
     s_bad = 0;
@@ -122,7 +127,6 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
       s_bad = 1;
     } else {
       atomicAdd(&s_tot[i % P], (unsigned long long)x);
-      atomicAdd(&s_tiles[i % P], (unsigned long long)(((int64_t)x + kBM - 1) / kBM * nN));
       atomicAdd((unsigned long long*)&s_sum, (unsigned long long)x);
     }
   }
@@ -139,13 +143,19 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
     hdr[FCO_GA_H_E] = E;
     hdr[FCO_GA_H_BLOCKS] = p.blocks_per_rank;
     hdr[3] = valid ? 0 : kBadCounts;
+    /* Flags, not tiles: every block raises one flag per peer (step 3), announced as the
+     * Triton operator does — tiles[s] = blocks where I send s rows, tstart[s] their running
+     * sum in the order me+1, me+2, ... — so that count_mod(tstart, tstart + tiles, q, blocks)
+     * is 1 for every part q, and a Triton receiver (python/fco/triton/gemm_alltoall.py) counts
+     * a C sender's flags unchanged. */
     int64_t t = 0;
     for (int j = 0; j < P; ++j) {
       const int s = (me + 1 + j) % P;
+      const int64_t f = valid && s_tot[s] > 0 ? p.blocks_per_rank : 0;
       hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
-      hdr[FCO_GA_H_TILES(P, s)] = valid ? (int64_t)s_tiles[s] : 0;
+      hdr[FCO_GA_H_TILES(P, s)] = f;
       hdr[FCO_GA_H_TSTART(P, s)] = t;
-      if (valid) t += (int64_t)s_tiles[s];
+      t += f;
     }
   }
   __syncthreads();
@@ -155,7 +165,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
         n, [&](int i) -> int64_t { return cnt[i]; },
         [&](int i, int64_t pre) {
           const int ex = i / P, s = i - ex * P;
-          Seg* g = segs + sched_of(ex, s, me, P, E);
+          Seg* g = segs + sched_of(ex, s, me, P);
           g->rows = cnt[i];
           g->a_row = (int32_t)pre;
           g->s = s;
@@ -167,14 +177,14 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
         n, [&](int i) -> int64_t { return cnt[(i % E) * P + i / E]; },
         [&](int i, int64_t pre) {
           const int s = i / E, ex = i - s * E;
-          segs[sched_of(ex, s, me, P, E)].d_local = (int32_t)(pre - s_totpre[s]);
+          segs[sched_of(ex, s, me, P)].d_local = (int32_t)(pre - s_totpre[s]);
         },
         tmp);
     /* First tile: schedule order. */
     block_scan(
         n,
         [&](int j) -> int64_t {
-          const int jj = j / E, ex = j - jj * E, s = (me + 1 + jj) % P;
+          const int ex = j / P, s = (me + 1 + j - ex * P) % P;
           return ((int64_t)cnt[ex * P + s] + kBM - 1) / kBM * nN;
         },
         [&](int j, int64_t pre) { segs[j].tile_begin = pre; }, tmp);
@@ -189,7 +199,6 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   extern __shared__ __align__(16) char smem[];
   __shared__ RankView v;
   __shared__ Ctl c;
-  __shared__ int64_t s_sent[kMaxP];
   const int li = blockIdx.x / p.blocks_per_rank;
   const int part = blockIdx.x - li * p.blocks_per_rank;
   const RankArgs& ra = p.r[li];
@@ -223,9 +232,8 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   /* ---- tiles ---- */
   const int E = ra.num_experts, nseg = E * P;
   const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN;
-  int64_t total = 0;
-  for (int s = 0; s < P; ++s) total += c.h[me][FCO_GA_H_TILES(P, s)];
-  if ((int)threadIdx.x < P) s_sent[threadIdx.x] = 0;
+  const int64_t total = __ldcg((const long long*)&segs[nseg - 1].tile_begin) +
+                        (__ldcg(&segs[nseg - 1].rows) + Tile::BM - 1) / Tile::BM * nN;
   const size_t off_staging = half + fco_ga_off_staging(P);
   __syncthreads();
   /* Where tile t lies: its segment (binary search on tile_begin) and grouped position. */
@@ -240,15 +248,26 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
       if (__ldcg((const long long*)&segs[mid].tile_begin) <= t) lo = mid;
       else hi = mid - 1;
     }
+    /* Its expert's P segments x0 .. x0 + P - 1 (one per destination) are one run of M tiles:
+     * grouped order over that run, kGroupM M tiles × every N tile, M fastest, so the blocks
+     * running at once share W's column tiles in L2 (W of an expert exceeds L2) across the
+     * destinations too. */
+    const int x0 = lo - lo % P;
+    const int64_t l = t - __ldcg((const long long*)&segs[x0].tile_begin);
+    int mt[kMaxP];
+    int64_t nM = 0;
+    for (int j = 0; j < P; ++j) {
+      mt[j] = (__ldcg(&segs[x0 + j].rows) + Tile::BM - 1) / Tile::BM;
+      nM += mt[j];
+    }
+    const int64_t grp = l / (kGroupM * nN), in = l - grp * kGroupM * nN;
+    const int64_t gm = min((int64_t)kGroupM, nM - grp * kGroupM);
+    int mi = (int)(grp * kGroupM + in % gm), j = 0;
+    while (mi >= mt[j]) mi -= mt[j++]; /* the segment of M tile mi */
     Loc L;
-    L.sg = __ldcg(reinterpret_cast<const int4*>(&segs[lo]));
-    L.ex = __ldcg(&segs[lo].e);
-    const int64_t l = t - __ldcg((const long long*)&segs[lo].tile_begin);
-    /* Grouped order within the segment: kGroupM M tiles × every N tile, M fastest, so the
-     * blocks running at once share W's column tiles in L2 (W of an expert exceeds L2). */
-    const int64_t nM = (L.sg.x + Tile::BM - 1) / Tile::BM, grp = l / (kGroupM * nN);
-    const int64_t in = l - grp * kGroupM * nN, gm = min((int64_t)kGroupM, nM - grp * kGroupM);
-    L.m0 = (int)(grp * kGroupM + in % gm) * Tile::BM;
+    L.sg = __ldcg(reinterpret_cast<const int4*>(&segs[x0 + j]));
+    L.ex = __ldcg(&segs[x0 + j].e);
+    L.m0 = mi * Tile::BM;
     L.n0 = (int)(in / gm) * Tile::BN;
     return L;
   };
@@ -258,16 +277,6 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
    * nothing. */
   constexpr int kCta = tile::TileCta<Tile>::value;
   constexpr bool kAsync = tile::AsyncC<Tile>::value;
-  /* kAsync: the destination of this block's last tile while warp 0's bulk copies of it may
-   * still be in flight, when that is a peer (its flag is raised once they are done); else -1. */
-  int pend = -1;
-  auto signal = [&](int s) {
-    if (threadIdx.x == 0) {
-      st_release_sys(v.peer_sig[s] + (size_t)me * FCO_SIG_SLOTS + part,
-                     sig_value(e, (uint32_t)s_sent[s]));
-      s_sent[s]++;
-    }
-  };
   const int rank_in_pair = part % kCta;
   const int64_t slots = (total + kCta - 1) / kCta, slot_step = p.blocks_per_rank / kCta;
   for (int64_t q = part / kCta; q < slots; q += slot_step) {
@@ -299,9 +308,6 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
                 (size_t)n0 * es;
     const T* cs = reinterpret_cast<const T*>(smem + tile::AsyncC<Tile>::off);
     if constexpr (kAsync) {
-      /* run() waited for the previous tile's copies (warp 0) before its barrier: flag it. */
-      if (pend >= 0) signal(pend);
-      pend = -1;
       const uint32_t cb = (uint32_t)cols * (uint32_t)es;
       if (((uintptr_t)dst | rb | cb) % 16 == 0) {
         /* Warp 0 hands C to the TMA unit, a row per copy, and the block goes on with the next
@@ -311,34 +317,28 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
             tile::bulk_store(dst + (size_t)r * rb, cs + r * Tile::kCPitch, cb);
           tile::bulk_commit();
         }
-        if (s != me) pend = s;
-        continue;
+        continue; /* the next run() waits for these copies before it rewrites C */
       }
     }
     tile::store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
-    __syncthreads(); /* stores done (and smem free for the next tile) before the flag */
-    if (s != me) signal(s);
+    __syncthreads(); /* stores done and smem free for the next tile */
   }
-  if constexpr (kAsync) { /* the last tile's copies */
-    if (threadIdx.x < 32) tile::bulk_wait_all();
-    __syncthreads();
-    if (pend >= 0) signal(pend);
-  }
+  /* One flag per peer when all this block's tiles are stored (one release covers them all):
+   * receivers wait for every block of every sender, whatever the tile order. */
+  if (kAsync && threadIdx.x < 32) tile::bulk_wait_all();
+  __syncthreads();
+  if ((int)threadIdx.x < P && (int)threadIdx.x != me)
+    st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + part, sig_value(e, 0));
 
   /* ---- receive: wait for each peer's tiles, copy my slice of its rows into out ---- */
   const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
   for (int k = 1; k < P; ++k) {
     const int r = (me + k) % P;
     if (c.recv[r] == 0) continue;
-    const int64_t g = c.h[r][FCO_GA_H_BLOCKS], t0 = c.h[r][FCO_GA_H_TSTART(P, me)];
-    const int64_t t1 = t0 + c.h[r][FCO_GA_H_TILES(P, me)];
+    const int64_t g = c.h[r][FCO_GA_H_BLOCKS];
     bool ok = true;
-    for (int64_t q = threadIdx.x; q < g && ok; q += blockDim.x) {
-      const int64_t cnt = count_mod(t0, t1, q, g);
-      if (cnt > 0)
-        ok = wait_ge(v.peer_sig[me] + (size_t)r * FCO_SIG_SLOTS + q,
-                     sig_value(e, (uint32_t)(cnt - 1)), ctx, r, (int)q);
-    }
+    for (int64_t q = threadIdx.x; q < g && ok; q += blockDim.x)
+      ok = wait_ge(v.peer_sig[me] + (size_t)r * FCO_SIG_SLOTS + q, sig_value(e, 0), ctx, r, (int)q);
     if (__syncthreads_or(!ok)) break;
     const size_t bytes = (size_t)c.recv[r] * rb, off = (size_t)c.roff[r] * rb;
     size_t b0, b1;

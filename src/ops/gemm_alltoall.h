@@ -12,11 +12,16 @@
  *                                   sends:  [0] valid (1: r's counts are sane)  [1] E_r
  *                                   [2] blocks per rank (impl 1)  [3] why invalid (FCO_GA_WHY_*)
  *                                   [4 + s]      tot[s]    rows r sends to rank s
- *                                   [4 + P + s]  tiles[s]  impl 1: output tiles r sends to s;
+ *                                   [4 + P + s]  tiles[s]  impl 1 (C and Triton): flags r
+ *                                                          raises at s (blocks when tot[s] > 0,
+ *                                                          else 0: one per block);
  *                                                          cpu: recv[s] = r's recv_rows_host[s]
  *                                                          (−1: no hint), checked against
  *                                                          tot_s[r] by every rank
- *                                   [4 + 2P + s] tstart[s] impl 1: r's first tile index for s
+ *                                   [4 + 2P + s] tstart[s] impl 1: running sum of tiles[] in
+ *                                                          the order r+1, r+2, ... (so part q
+ *                                                          of r raises count_mod(tstart, tstart
+ *                                                          + tiles, q, blocks) = 1 flag at s)
  *     h·H + staging        staging  out_rows × N elements laid out like `out`: rows from peers
  *                                   land here; the receiver copies them into `out` once they
  *                                   arrived (peers cannot write `out`: only the workspace is
