@@ -11,6 +11,11 @@ inputs), bf16, w "nk". Per workload: impl 0 and chunks (the C references, µs), 
 kernel with the config fco.triton picks ("auto") and variants that isolate one choice each:
   spin     the waits without their backoff (wait_ns 0: every thread spins, as before the fix)
   split / merged   the other tile order
+  sk on / sk off   the stream-K tail the other way round from auto (FCO_TRITON_GA_STREAMK; off
+           by default until measured): the last partial wave's tiles cut along K over the idle
+           programs; `sk` in the config column: split tiles × slices the device did on each
+           rank (read back from its counters), "-" when it split nothing
+  sk<n>    stream-K with at most n slices a tile (--streamk-slices n,...)
 Then one call of "auto" with per-program timestamps (prof=): per rank, the programs (B), the
 SMs they ran on, and medians / maxima in µs of each phase, counted from the rank's first
 program start: start (when a program began: a late one was not co-resident), hdr (header
@@ -125,14 +130,29 @@ def profile(call, nprog, fields, stream, calls=3):
         log(f"#   prof rank {r}: {s}")
 
 
+def sk_summary(GA, comm, info, out_rows, N):
+    """'split tiles x slices' the device did in this rank's last call (its counters), per rank."""
+    sk = info.get("streamk") or {}
+    mine = "-"
+    if sk.get("on"):
+        got = GA.streamk_counters(comm, out_rows, N, 2, sk["items"])
+        nsp = sum(1 for x in got if x)
+        mine = f"{nsp}x{max(got)}" if nsp else "-"
+    lines = [None] * dist.get_world_size()
+    dist.all_gather_object(lines, mine)
+    return "/".join(lines)
+
+
 def gemm_part(args, fco, GA, comm, stream):
     rank, P = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", torch.cuda.current_device())
     dt = torch.bfloat16
     log("# ---- GEMM + All-to-All (bf16, w nk), median us; #wrong vs impl 0 -------------------")
     log(f"# {'tokens,K,N,E,topk,skew':24s} {'variant':>8s} {'us':>9s} {'#wrong':>7s}  config "
-        "(tile bm,bn,bk,warps,stages; order; wait_ns; B; per_sm; regs/spills/shared)")
+        "(tile bm,bn,bk,warps,stages; order; wait_ns; B; per_sm; regs/spills/shared; sk: split "
+        "tiles x slices per rank)")
     fields = [("hdr", 0, 1), ("tiles", 1, 2), ("land", 2, 3), ("copy", 3, 4)]
+    ab = []  # stream-K A/B summary rows
     for wid, (tokens, K, N, Eg, topk, skew) in enumerate(WORKLOADS):
         if Eg % P:
             continue
@@ -160,15 +180,22 @@ def gemm_part(args, fco, GA, comm, stream):
         with torch.cuda.stream(stream):
             ref = c_impl("baseline").clone()
         torch.cuda.synchronize()
+        c_us = {}
         for impl in ("baseline", "chunks"):
             us, err = timed(lambda: c_impl(impl), args, stream)
+            c_us[impl] = us
             log(f"  {name:24s} {'C ' + ('impl0' if impl == 'baseline' else impl):>8s} "
                 f"{fmt(us)} {'':>7s}  {err}")
         auto = GA.config(2, N, cap, E, P)
         other = "merged" if auto["split"] else "split"
+        sk_auto = GA.streamk_config(None, -(-K // auto["tile"][2]))["on"]
         variants = [("auto", {})]
         if not args.quick:
             variants += [("spin", dict(wait_ns=0)), (other, dict(order=other))]
+        # stream-K the other way round (a column of its own even with --quick)
+        variants += [("sk off" if sk_auto else "sk on", dict(streamk=0 if sk_auto else 1))]
+        variants += [(f"sk{n}", dict(streamk=n)) for n in args.streamk_slices]
+        t_us = {}
         for vname, kw in variants:
             def tri(prof=None, kw=kw):
                 return GA.gemm_alltoall([comm], [a_pad], [w], [counts], out_rows,
@@ -176,6 +203,7 @@ def gemm_part(args, fco, GA, comm, stream):
             us, err = timed(tri, args, stream)
             info = dict(GA.last_launch)
             wrong = -1
+            sks = "?"
             if us is not None:
                 with torch.cuda.stream(stream):
                     out = tri()
@@ -183,17 +211,34 @@ def gemm_part(args, fco, GA, comm, stream):
                 comm.check_async_error()
                 wrong = wrong_count(out[:n_out], ref[:n_out], 2e-2, 2e-2)
                 del out
+                with torch.cuda.stream(stream):
+                    sks = sk_summary(GA, comm, info, out_rows, N)
             wrong = int(all_sum(wrong))
             cfg = (f"{','.join(map(str, info.get('tile', ())))}; {info.get('order')}; "
                    f"{info.get('wait_ns')}; B {info.get('blocks_per_rank')}; "
                    f"{info.get('per_sm')}/SM; {info.get('n_regs')}/{info.get('n_spills')}/"
-                   f"{info.get('shared')}")
+                   f"{info.get('shared')}; sk {sks}")
             log(f"  {name:24s} {vname:>8s} {fmt(us)} {wrong:7d}  {cfg} {err}")
-            if vname == "auto" and us is not None:
+            t_us[vname] = us
+            if (vname == "auto" or vname.startswith("sk")) and us is not None:
                 nprog = info["blocks_per_rank"]
                 profile(lambda b: tri(prof=b), nprog, fields, stream)
+        best_c = min((v for v in c_us.values() if v is not None), default=None)
+        off, on = (t_us.get("sk off"), t_us.get("auto")) if sk_auto else \
+            (t_us.get("auto"), t_us.get("sk on"))
+        ab.append((name, best_c, off, on))
         del a_pad, w, ref
         torch.cuda.empty_cache()
+
+    def ratio(a, b):
+        return f"{a / b:8.2f}" if a is not None and b else f"{'-':>8s}"
+
+    log("# stream-K A/B (us; tri_c = best C / Triton: the issue's >= 0.90 target)")
+    log(f"# {'tokens,K,N,E,topk,skew':24s} {'best C':>9s} {'sk off':>9s} {'sk on':>9s} "
+        f"{'on/off':>8s} {'tri_c off':>9s} {'tri_c on':>9s}")
+    for name, best_c, off, on in ab:
+        log(f"  {name:24s} {fmt(best_c)} {fmt(off)} {fmt(on)} {ratio(on, off)} "
+            f"{ratio(best_c, off):>9s} {ratio(best_c, on):>9s}")
 
 
 def gemv_part(args, fco, G, comm, stream):
@@ -263,7 +308,8 @@ def _worker(idx, args):
         f"{dist.get_world_size()} ranks, iters {args.iters}, fco {fco.lib_path()}")
     log(f"# FCO_TRITON_WAIT_NS={os.environ.get('FCO_TRITON_WAIT_NS', '')!r} "
         f"FCO_TRITON_GA_ORDER={os.environ.get('FCO_TRITON_GA_ORDER', '')!r} "
-        f"FCO_TRITON_GA_TILE={os.environ.get('FCO_TRITON_GA_TILE', '')!r}")
+        f"FCO_TRITON_GA_TILE={os.environ.get('FCO_TRITON_GA_TILE', '')!r} "
+        f"FCO_TRITON_GA_STREAMK={os.environ.get('FCO_TRITON_GA_STREAMK', '')!r}")
     if args.part in ("all", "gemm"):
         gemm_part(args, fco, GA, comm, stream)
     if args.part in ("all", "gemv"):
@@ -281,7 +327,10 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--part", default="all", choices=("all", "gemm", "gemv"))
-    ap.add_argument("--quick", action="store_true", help="the auto config only, no variants")
+    ap.add_argument("--quick", action="store_true",
+                    help="the auto config and stream-K the other way round only")
+    ap.add_argument("--streamk-slices", type=lambda v: [int(x) for x in v.split(",") if x],
+                    default=[], help="also stream-K with at most n slices a tile, e.g. 4,16")
     args = ap.parse_args()
     return launch(_worker, args, args.nproc)
 

@@ -342,6 +342,97 @@ def case_gemm_bad_table():
     assert all(torch.isnan(o).all() for o in outs)
 
 
+def _ga_skewed(P, dt, K, N, layout, seed):
+    """Like _ga_data, with expert 0 of every rank taking about 4× the rows of the others."""
+    As, Ws, Cs = _ga_data(P, dt, K, N, layout, seed, max_count=12)
+    for C in Cs:
+        C[0] = C[0] * 4 + 3
+    g = torch.Generator().manual_seed(seed + 1)
+    cap = max(int(C.sum()) for C in Cs) + 2
+    As = [torch.randn(cap, K, generator=g).to(dt) for _ in range(P)]
+    return As, Ws, Cs
+
+
+def _sk_counters(w, P, out_rows, N, es, items):
+    """Each rank's stream-K counters of the last call (in its half; reset at a call's start)."""
+    got = []
+    for r in range(P):
+        off = (L.half_offset(w.devs[r].ws_bytes, w.devs[r].epoch) + GA.peer_bytes(P, out_rows, N, es)
+               + GA.plan_bytes(P))
+        got.append(w.ws[r][off:off + 4 * items].view(torch.int32).tolist())
+    return got
+
+
+def case_gemm_streamk():
+    """The stream-K tail (streamk=, forced with small slices and a small grid): skewed ragged
+    counts, P = 1..3, every dtype, both weight layouts and tile orders (merged: the split tiles
+    touch peers' rows, so the last slice pushes and the flags follow it; split: also local-only
+    ones), K a multiple of BLOCK_K or not. Against float64, against the unsplit path (same
+    inputs, streamk=0: fp32 sums in another order, so close, not equal), the same bits when
+    repeated; each rank's counters say what the device split (streamk_split(): S per split
+    tile, 0 past them), with the counters poisoned before a call (part 0 resets them)."""
+    BM = BN = BK = 16
+    items = 16
+    sk = dict(min_ksteps=1, max_slices=4, min_slices=2, items=items)
+    skc = dict(sk, on=1)
+    tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}
+    n = 0
+    seen = set()
+    for P in (1, 2, 3):
+        w = World(P, ws_bytes=8 << 20)
+        for dt, K, N, layout, order in ((torch.float32, 72, 40, "kn", "merged"),
+                                        (torch.bfloat16, 64, 33, "nk", "split"),
+                                        (torch.float16, 80, 16, "kn", "split"),
+                                        (torch.float32, 64, 48, "nk", "split"),
+                                        (torch.bfloat16, 72, 24, "kn", "merged")):
+            n += 1
+            As, Ws, Cs = _ga_skewed(P, dt, K, N, layout, seed=300 + n)
+            nk = -(-K // BK)
+            tot = [GA.tile_total(C, BM, BN, N) for C in Cs]
+            # the smallest grid where some rank splits its tail
+            B = next(b for b in range(2, 40)
+                     if any(GA.streamk_split(t, b, nk, skc)[1] for t in tot))
+            want = [GA.streamk_split(t, B, nk, skc) for t in tot]
+            refs = _ga_ref(As, Ws, Cs, layout)
+            out_rows = max(r.shape[0] for r in refs) + 3
+            es = As[0].element_size()
+            kw = dict(w_layout=layout, blocks_per_rank=B, tile=(BM, BN, BK, 1, 1), order=order)
+            runs = []
+            for streamk in (sk, sk, 0):
+                if streamk:  # garbage where the counters live, in both halves
+                    off = GA.peer_bytes(P, out_rows, N, es) + GA.plan_bytes(P)
+                    H = L.ws_half_bytes(w.devs[0].ws_bytes)
+                    for ws in w.ws:
+                        for h in (0, H):
+                            ws[h + off:h + off + 4 * items].view(torch.int32).fill_(7)
+                outs = [torch.full((out_rows, N), float("nan")).to(dt) for _ in range(P)]
+                GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, outs=outs, streamk=streamk,
+                                 **kw)
+                tag = (P, dt, K, N, layout, order, B, bool(streamk))
+                assert all(e.code == 0 for e in w.errs), (tag, [(e.code, e.slot) for e in w.errs])
+                assert all(d.arrive == 0 for d in w.devs)
+                _ga_check(outs, refs, dt, tag)
+                assert GA.last_launch["streamk"]["on"] == (1 if streamk else 0)
+                if streamk:
+                    got = _sk_counters(w, P, out_rows, N, es, items)
+                    for r in range(P):
+                        t_full, nsp, S = want[r]
+                        assert got[r] == [S] * nsp + [0] * (items - nsp), (tag, r, want[r], got[r])
+                        assert GA.streamk_counters(w.states[r], out_rows, N, es, items) == got[r]
+                        if nsp:
+                            seen.add((P > 1, order))
+                    assert sum(w[1] for w in want) > 0
+                runs.append(outs)
+            for r in range(P):
+                m = refs[r].shape[0]
+                assert torch.equal(runs[0][r][:m], runs[1][r][:m]), (n, r, "not deterministic")
+                if m:
+                    a, b = runs[0][r][:m].double(), runs[2][r][:m].double()
+                    scale = max(refs[r].abs().max().item(), 1e-3)
+                    assert (a - b).abs().max().item() / scale < tol[dt], (n, r, "split vs unsplit")
+    assert seen == {(False, "merged"), (False, "split"), (True, "merged"), (True, "split")}, seen
+
+
 def case_profile():
     """prof= (the diagnostics' compile): the outputs are the same, every program wrote its
     8 fields (timestamps in order, %smid 0 here), and the waits ran with and without backoff."""

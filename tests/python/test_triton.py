@@ -436,7 +436,61 @@ def test_gemm_plan(monkeypatch):
     assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 512
 
 
-def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False):
+@needs_triton
+def test_gemm_streamk_rule(monkeypatch):
+    """Stream-K's host side: the knob (argument, FCO_TRITON_GA_STREAMK, off by default), its
+    checks, the scratch it adds to the workspace, and the device rule's mirror at the five
+    workloads' tile counts (only the skewed one splits: 400 tiles on 132 programs)."""
+    from fco.triton import gemm_alltoall as GA
+
+    monkeypatch.delenv("FCO_TRITON_GA_STREAMK", raising=False)
+    assert GA.streamk_config(None, 224) == GA.SK_OFF          # off until measured
+    on = GA.streamk_config(1, 224)
+    assert on == dict(GA.SK_DEFAULTS, on=1)
+    assert GA.streamk_config(True, 224) == on
+    assert GA.streamk_config(16, 224)["max_slices"] == 16
+    assert GA.streamk_config(0, 224) == GA.streamk_config(False, 224) == GA.SK_OFF
+    assert GA.streamk_config(1, 31) == GA.SK_OFF   # K 1984 / 64: never 4 slices of 8 K tiles
+    assert GA.streamk_config(1, 32)["on"] == 1
+    assert GA.streamk_config(dict(min_ksteps=1, min_slices=2), 2)["on"] == 1
+    monkeypatch.setenv("FCO_TRITON_GA_STREAMK", "1")
+    assert GA.streamk_config(None, 224) == on
+    monkeypatch.setenv("FCO_TRITON_GA_STREAMK", "12")
+    assert GA.streamk_config(None, 224)["max_slices"] == 12
+    assert GA.streamk_config(0, 224) == GA.SK_OFF           # the argument wins
+    for bad_env in ("yes", "-1", "65"):
+        monkeypatch.setenv("FCO_TRITON_GA_STREAMK", bad_env)
+        with pytest.raises(fco.FcoError) as e:
+            GA.streamk_config(None, 224)
+        assert "FCO_TRITON_GA_STREAMK" in e.value.message
+    for bad in ("on", dict(slices=4), dict(items=48), dict(min_slices=9), dict(min_ksteps=0), -3):
+        with pytest.raises(fco.FcoError) as e:
+            GA.streamk_config(bad, 224)
+        assert e.value.name == "INVALID_ARGUMENT"
+    # scratch: counters (256-byte rounded) + items fp32 tiles, per half; none when off
+    assert GA.sk_scratch_bytes(GA.SK_OFF, 128, 256) == 0
+    assert GA.sk_scratch_bytes(on, 128, 256) == 256 + 64 * 128 * 256 * 4
+    assert GA.workspace_bytes(2, 100, 10, 2, 4096) == 2 * (GA.half_need(2, 100, 10, 2) + 4096)
+    # the rule: (t_full, split tiles, slices)
+    assert GA.streamk_split(400, 132, 224, on) == (396, 4, 8)    # skewed: 4 tiles × 8 slices
+    assert GA.streamk_split(400, 132, 224, dict(on, max_slices=16)) == (396, 4, 16)
+    assert GA.streamk_split(400, 66, 224, on) == (396, 4, 8)     # 2 virtual ranks, one GPU
+    assert GA.streamk_split(400, 132, 224, GA.SK_OFF) == (400, 0, 1)
+    for tiles in (1024, 256, 896, 448):   # the other four workloads: no split
+        assert GA.streamk_split(tiles, 132, 224, on)[1] == 0, tiles
+    assert GA.streamk_split(264, 132, 224, on) == (264, 0, 1)    # no partial wave
+    assert GA.streamk_split(4, 132, 224, on) == (0, 4, 8)        # one partial wave
+    assert GA.streamk_split(140, 132, 16, on) == (140, 0, 1)     # 16 K tiles: 2 slices < 4
+    assert GA.streamk_split(132 + 20, 132, 224, on) == (152, 0, 1)  # 64 items // 20 = 3 < 4
+    assert GA.streamk_split(132 + 16, 132, 224, on) == (132, 16, 4)
+    # tile_total: the device plan's count (M tiles per expert over every source, × N tiles)
+    import torch
+
+    c = torch.tensor([[1024, 1024], [146, 146], [147, 146], [146, 147]], dtype=torch.int32)
+    assert GA.tile_total(c, 128, 256, 4096) == 400
+
+
+def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=0):
     import triton
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
@@ -452,7 +506,9 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False):
     consts = dict(L=L, DTYPE=dt, ES=4 if dtype == "fp32" else 2, W_NK=nk, BLOCK_M=bm,
                   BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=True,
                   PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
-                  COPY_BLOCK=2048, UPCAST=False, SPLIT=split, WAIT_NS=wait_ns, PROFILE=profile)
+                  COPY_BLOCK=2048, UPCAST=False, SPLIT=split, WAIT_NS=wait_ns, PROFILE=profile,
+                  SK=sk, SK_MAX_SLICES=8, SK_MIN_SLICES=4, SK_MIN_KSTEPS=8, SK_ITEMS=64,
+                  SK_RB=min(32, bm))
     if profile:
         sig["prof"] = "*i64"
     else:
@@ -468,20 +524,23 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False):
 
 
 @needs_triton
-@pytest.mark.parametrize("dtype,nk,tile,split,profile", [
-    ("bf16", True, (128, 256, 64, 8, 3), 0, False),
-    ("bf16", True, (128, 256, 64, 8, 3), 1, True),
-    ("fp16", False, (128, 128, 64, 8, 3), 0, False),
-    ("fp32", False, (64, 64, 32, 4, 3), 1, False)])
-def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile):
+@pytest.mark.parametrize("dtype,nk,tile,split,profile,sk", [
+    ("bf16", True, (128, 256, 64, 8, 3), 0, False, 0),
+    ("bf16", True, (128, 256, 64, 8, 3), 1, True, 0),
+    ("bf16", True, (128, 256, 64, 8, 3), 1, False, 1),
+    ("fp16", False, (128, 128, 64, 8, 3), 0, False, 1),
+    ("fp32", False, (64, 64, 32, 4, 3), 1, False, 0)])
+def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk):
     """The fused GEMM + All-to-All goes through Triton and ptxas for sm_90 with the memory-model
     pieces (release flags, acquire waits, the bound, block-uniform decisions, .cg reads, the
     first-error CAS) and, for 16-bit types, Hopper tensor cores (wgmma) fed by a cp.async
-    pipeline, and 16-byte tile stores (local out and peer staging)."""
+    pipeline, and 16-byte tile stores (local out and peer staging). Stream-K (sk): the slice
+    counter's acq_rel atomic (gpu scope) and 16-byte partial stores / .cg loads; without it
+    none of its code is there (SK=0 compiles to the SASS of the kernel before stream-K)."""
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         pytest.skip("TRITON_INTERPRET is set")
     try:
-        c = _compile_gemm(dtype, nk, tile, split=split, profile=profile)
+        c = _compile_gemm(dtype, nk, tile, split=split, profile=profile, sk=sk)
     except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
         if "ptxas" in str(e).lower():
             pytest.skip(f"cannot run ptxas here: {e}")
@@ -498,6 +557,9 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile):
     if dtype != "fp32":
         for needle in ("wgmma.mma_async", "cp.async", "st.global.v4"):
             assert needle in ptx, needle
+    assert ("atom.global.gpu.acq_rel.add" in ptx) == bool(sk)
+    if sk:
+        assert "ld.global.cg.v4" in ptx
 
 
 def _w_op_triton_on_cpu():
@@ -635,7 +697,7 @@ def test_interpreter_gemm_tile_order(order):
 @needs_triton
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table", "gemm",
                                   "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
-                                  "gemm_bad_table", "profile"])
+                                  "gemm_bad_table", "gemm_streamk", "profile"])
 def test_interpreter(case):
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp.py"), case], env=env,

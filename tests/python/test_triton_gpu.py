@@ -367,6 +367,130 @@ def test_gemm_1024_token_class():
         _destroy(comms)
 
 
+def _skew_route(total, experts, skew):
+    """Rows each source sends to each global expert: expert 0 skew × the average, the others
+    the rest evenly, largest remainder (bench/gemm_alltoall_torch.py's route())."""
+    x = [total * skew / experts if g == 0 else
+         total * (experts - skew) / (experts * (experts - 1)) for g in range(experts)]
+    per = [int(v) for v in x]
+    rem = [v - p for v, p in zip(x, per)]
+    for _ in range(total - sum(per)):
+        best = max(range(experts), key=lambda g: (rem[g], -g))
+        per[best] += 1
+        rem[best] = -1.0
+    return per
+
+
+def test_gemm_streamk_skew_class():
+    """The stream-K tail at the skewed workload's shape class (1024 tokens, top-2, 8 experts on 2
+    ranks, expert 0 with 4× the average: 2928 rows and 400 tiles of 128×256 on the busy rank;
+    K cut to 2048 to stay cheap), on a grid where its tail splits: the device's counters say
+    what streamk_split() predicts; against float64; the same bits over repeated calls (both
+    workspace halves, a C impl 1 call between them); against the unsplit path on the same grid:
+    every element outside the split tiles bit-identical, the split tiles within tolerance
+    (their fp32 sums run in another order); then a CUDA graph of a split call replayed with
+    other skews (the device decides the split again each replay) against float64."""
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    P, Eg, K, N = 2, 8, 2048, 4096
+    E = Eg // P
+    skews = (4.0, 1.0, 2.5, 4.0, 6.0)
+
+    def counts_for(skew):
+        per = _skew_route(1024 * 2, Eg, skew)
+        return [torch.tensor([[per[E * r + e]] * P for e in range(E)], dtype=torch.int32)
+                for r in range(P)]
+
+    comms = _local_world(P, timeout_ms=20000)
+    try:
+        a_rows = max(int(C.sum()) for sk in skews for C in counts_for(sk))
+        Ch = counts_for(4.0)
+        assert int(Ch[0].sum()) == 2928
+        Cs = [C.cuda() for C in Ch]
+        gd = torch.Generator(device="cuda").manual_seed(29)
+        As = [torch.randn(a_rows, K, device="cuda", generator=gd).to(torch.bfloat16)
+              for _ in range(P)]
+        Ws = [(torch.randn(E, N, K, device="cuda", generator=gd) / K ** 0.5).to(torch.bfloat16)
+              for _ in range(P)]
+        refs = _ga_ref(As, Ws, Cs, "nk")
+        out_rows = 1024 * 2  # every rank gets its 2048 rows back, whatever the skew
+
+        def run(**kw):
+            outs = GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk",
+                                    outs=_poisoned(P, out_rows, N, "bfloat16"), **kw)
+            torch.cuda.synchronize()
+            _no_async_errors(comms)
+            return outs
+
+        unsplit = run(streamk=0)
+        _ga_close(unsplit, refs, "bfloat16", "unsplit")
+        B0 = GA.last_launch["blocks_per_rank"]
+        bm, bn, bk = GA.last_launch["tile"][:3]
+        nk = -(-K // bk)
+        tot = [GA.tile_total(C, bm, bn, N) for C in Ch]
+        assert tot[0] == 400, tot
+        for streamk in (1, dict(min_ksteps=2)):
+            sk = GA.streamk_config(streamk, nk)
+            assert sk["on"], sk
+            # the largest co-resident grid on which the busy rank's tail splits
+            B = next(b for b in range(B0, 1, -1) if GA.streamk_split(tot[0], b, nk, sk)[1])
+            want = [GA.streamk_split(t, B, nk, sk) for t in tot]
+            tag = ("streamk", streamk, B, want)
+            base = run(streamk=0, blocks_per_rank=B)
+            first = None
+            for i in range(3):
+                outs = run(streamk=streamk, blocks_per_rank=B)
+                assert GA.last_launch["need"] > GA.half_need(P, out_rows, N, 2), tag
+                for r in range(P):
+                    _, nsp, S = want[r]
+                    got = GA.streamk_counters(comms[r], out_rows, N, 2, sk["items"])
+                    assert got == [S] * nsp + [0] * (sk["items"] - nsp), (tag, r, got)
+                _ga_close(outs, refs, "bfloat16", tag + (i,))
+                if first is None:
+                    first = [o.clone() for o in outs]
+                for r in range(P):
+                    assert torch.equal(outs[r], first[r]), (tag, i, r, "not deterministic")
+                _c_gemm_a2a(comms, As, Ws, Cs, out_rows, "nk", 1)
+            split_el = sum(nsp for _, nsp, _ in want) * bm * bn
+            diff = sum(int((f != b).sum()) for f, b in zip(first, base))
+            assert diff <= split_el, (tag, diff, split_el, "rows outside the split tiles differ")
+            for r in range(P):
+                assert _rel(first[r].double(), base[r].double()) < GA_TOL["bfloat16"], (tag, r)
+        # a CUDA graph of a split call, replayed with other routings
+        B = next(b for b in range(B0, 1, -1) if GA.streamk_split(tot[0], b, nk,
+                                                                   GA.streamk_config(1, nk))[1])
+        outs = _poisoned(P, out_rows, N, "bfloat16")
+        GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk", outs=outs, streamk=1,
+                         blocks_per_rank=B)
+        torch.cuda.synchronize()
+        st = torch.cuda.Stream()
+        st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=st):
+                GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk", outs=outs,
+                                 streamk=1, blocks_per_rank=B)
+        torch.cuda.current_stream().wait_stream(st)
+        for skew in skews:
+            for C, c in zip(Cs, counts_for(skew)):
+                C.copy_(c)
+            for o in outs:
+                o.fill_(float("nan"))
+            g.replay()
+            torch.cuda.synchronize()
+            _ga_close(outs, _ga_ref(As, Ws, Cs, "nk"), "bfloat16", ("replay", skew))
+            sk = GA.streamk_config(1, nk)
+            for r, c in enumerate(counts_for(skew)):
+                _, nsp, S = GA.streamk_split(GA.tile_total(c, bm, bn, N), B, nk, sk)
+                got = GA.streamk_counters(comms[r], out_rows, N, 2, sk["items"])
+                assert got == [S] * nsp + [0] * (sk["items"] - nsp), (skew, r, got)
+        _no_async_errors(comms)
+    finally:
+        _destroy(comms)
+
+
 def test_gemm_many_calls_alternate_halves(ga_world):
     """200 back-to-back calls (both workspace halves, epochs advancing), a C impl 1 call every
     25: the same bits every time, no async error."""

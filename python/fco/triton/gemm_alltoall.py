@@ -33,6 +33,16 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
                part b raises sig_value(e, 0) on slot [me][b] of every peer it has rows for:
                one flag per part and peer, so the header's tiles[s] = B makes count_mod give
                every part exactly 1 and impl 1's receivers count it unchanged.
+               Stream-K tail (SK, streamk=; off by default until measured): with the tile count
+               known on the device, the last wave's R = total mod B tiles, when R is small
+               against B (S = min(B // R, K tiles // min_ksteps, max_slices, items // R) >=
+               min_slices), are cut into S K-slices: R·S work items, at most one per program,
+               after its full tiles. A slice stores its fp32 partial into the private scratch
+               and counts it (atomic acq_rel, a counter per split tile that part 0 zeroes
+               before the header's release); the last of the S to arrive sums the partials in
+               slice order (deterministic) and stores the tile as an unsplit tile is stored.
+               The flags go out before a program's first item of a local-only tile, else after
+               its last item: still one per part and peer, after every peer row it stored.
   4. land      from each peer r: part q of r raised count_mod(tstart, tstart + tiles, q, G_r)
                flags here (r's header); every program waits for all those flags (a vector of
                acquire loads; polled with volatile loads and a nanosleep backoff of up to
@@ -42,10 +52,14 @@ Workspace: exactly impl 1's (src/ops/gemm_alltoall.h): half h = e & 1 holds the 
   staging (out_rows × N) — what peers write — then the private plan area. Need 2·(R + plan)
   bytes per rank, fco_gemm_alltoall_workspace(impl 1). Header, slots and flag values are impl
   1's too, so a C rank and a Triton rank can even run one call together (one process each).
+  With stream-K on, each half also holds the private scratch after the plan (sk_scratch_bytes:
+  the counters, then `items` fp32 tiles): need 2·(R + plan + scratch); it depends on the tile
+  and the knob, so every rank must choose them alike (workspace growth is collective).
 Launch requirements: every rank runs the same sequence of epoch-advancing calls with the same
   a_rows, out_rows, K, N, dtype, w_layout; all num_local·B programs co-resident (B from the
   compiled kernel's occupancy); B ≤ 1022 (slots 1022 / 1023 are impl 2's "done" and the header).
-  Tile sizes and orders may differ between ranks (receivers only count flags).
+  Tile sizes and orders may differ between ranks (receivers only count flags), but with
+  stream-K on the scratch, hence the workspace need, follows the tile: choose it alike there.
   split_phases=True launches steps 1, 2-3 and 2-4 as three kernels (no co-residency need, no
   overlap): what Triton's CPU interpreter runs, where programs execute one after another.
 """
@@ -88,14 +102,101 @@ def plan_bytes(P):
     return layout.round_up(MAX_EXPERTS * int(P) * 32 + 1024, 256)
 
 
-def half_need(P, out_rows, n, es):
-    """Bytes one half must hold: fco_ga_half_need(impl 1)."""
-    return peer_bytes(P, out_rows, n, es) + plan_bytes(P)
+def half_need(P, out_rows, n, es, scratch=0):
+    """Bytes one half must hold: fco_ga_half_need(impl 1), + the stream-K scratch if any."""
+    return peer_bytes(P, out_rows, n, es) + plan_bytes(P) + int(scratch)
 
 
-def workspace_bytes(P, out_rows, n, es):
-    """Data workspace per rank: 2 halves (= fco_gemm_alltoall_workspace(..., impl 1))."""
-    return 2 * half_need(P, out_rows, n, es)
+def workspace_bytes(P, out_rows, n, es, scratch=0):
+    """Data workspace per rank: 2 halves (= fco_gemm_alltoall_workspace(..., impl 1) without
+    stream-K; scratch = sk_scratch_bytes(...) of the launch when it is on)."""
+    return 2 * half_need(P, out_rows, n, es, scratch)
+
+
+# ---- stream-K tail (split the last partial wave's tiles along K) -------------------------------
+# Private scratch after the plan area of the call's half, at h·H + R + plan_bytes(P):
+#   [0, sk_cnt_bytes)            int32 counters, one per split tile (reset by part 0 each call)
+#   [sk_cnt_bytes, + items·tile) fp32 partial tiles [BLOCK_M, BLOCK_N], slot = tile·S + slice
+# Peers never write there (it lies past R), and only this call's programs use it.
+SK_DEFAULTS = dict(max_slices=8, min_slices=4, min_ksteps=8, items=64)
+SK_OFF = dict(on=0, **SK_DEFAULTS)
+
+
+def sk_cnt_bytes(items):
+    return layout.round_up(4 * int(items), 256)
+
+
+def sk_scratch_bytes(sk, bm, bn):
+    """Bytes of the stream-K scratch in each half (0 when off)."""
+    if not sk or not sk["on"]:
+        return 0
+    return sk_cnt_bytes(sk["items"]) + int(sk["items"]) * int(bm) * int(bn) * 4
+
+
+def streamk_config(streamk, nk):
+    """The stream-K choice from host values: dict(on, max_slices, min_slices, min_ksteps, items).
+    streamk: None (FCO_TRITON_GA_STREAMK: "" / "0" off, "1" on, "n" on with at most n slices a
+    tile), False / 0, True / 1, an int n >= 2 (on,
+    max_slices n), or a dict overriding SK_DEFAULTS' keys (on; tests force small values). Off
+    until measured on a GPU. nk = K tiles (ceil(K / BLOCK_K)): when no tile could ever be cut
+    into min_slices slices of min_ksteps K tiles it is off (no scratch)."""
+    def bad(msg):
+        raise FcoError(_lib.INVALID_ARGUMENT, msg, _NAME)
+
+    if streamk is None:
+        env = os.environ.get("FCO_TRITON_GA_STREAMK", "").strip()
+        try:
+            streamk = int(env) if env else 0
+        except ValueError:
+            bad(f"FCO_TRITON_GA_STREAMK={env!r}: expected 0 (off), 1 (on) or the most slices "
+                "per tile (2..64)")
+        if streamk < 0 or streamk > 64:
+            bad(f"FCO_TRITON_GA_STREAMK={env!r}: expected 0 (off), 1 (on) or the most slices "
+                "per tile (2..64)")
+    if isinstance(streamk, dict):
+        unknown = set(streamk) - set(SK_DEFAULTS)
+        if unknown:
+            bad(f"streamk has keys {sorted(unknown)}; expected some of {sorted(SK_DEFAULTS)}")
+        sk = dict(SK_DEFAULTS, **{k: int(v) for k, v in streamk.items()}, on=1)
+    elif streamk in (False, 0, None):
+        return dict(SK_OFF)
+    elif streamk is True or streamk == 1:
+        sk = dict(SK_DEFAULTS, on=1)
+    elif isinstance(streamk, int) and streamk >= 2:
+        sk = dict(SK_DEFAULTS, max_slices=int(streamk), on=1)
+    else:
+        bad(f"streamk {streamk!r}: expected None, 0/False, 1/True, the most slices (>= 2) or "
+            "a dict")
+    it = sk["items"]
+    if not (2 <= it <= 1024 and it & (it - 1) == 0 and 2 <= sk["min_slices"] <= sk["max_slices"]
+            <= it and sk["min_ksteps"] >= 1):
+        bad(f"streamk {sk}: expected items a power of two in 2..1024, 2 <= min_slices <= "
+            "max_slices <= items, min_ksteps >= 1")
+    if int(nk) // sk["min_ksteps"] < sk["min_slices"]:
+        return dict(SK_OFF)
+    return sk
+
+
+def streamk_split(total, B, nk, sk):
+    """The device's rule, mirrored (tests, diagnostics): (t_full, nsplit, S). With R = total mod
+    B tiles in the last wave, S = min(B // R, nk // min_ksteps, max_slices, items // R) slices;
+    when S >= min_slices the last R tiles are split into S K-slices each (R·S <= B work items,
+    one per program), else nothing is (t_full = total, nsplit 0, S 1)."""
+    if not sk or not sk["on"]:
+        return total, 0, 1
+    rem = total % B
+    if rem == 0:
+        return total, 0, 1
+    S = min(B // rem, nk // sk["min_ksteps"], sk["max_slices"], sk["items"] // rem)
+    if S < sk["min_slices"]:
+        return total, 0, 1
+    return total - rem, rem, S
+
+
+def tile_total(counts, bm, bn, N):
+    """Output tiles of one rank from its counts [E, P] (host copy): the device plan's total."""
+    c = [[max(0, int(x)) for x in row] for row in counts.tolist()]
+    return -(-int(N) // bn) * sum(-(-sum(row) // bm) for row in c)
 
 
 # ---- device code --------------------------------------------------------------------------------
@@ -136,9 +237,10 @@ def _plan_ptrs(dev, plan_off, P):
 
 
 @triton.jit
-def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
+def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, E_PAD: tl.constexpr,
-                 P_PAD: tl.constexpr, SPLIT: tl.constexpr):
+                 P_PAD: tl.constexpr, SPLIT: tl.constexpr, SK: tl.constexpr,
+                 SK_ITEMS: tl.constexpr):
     """Part 0, all threads: the tile plan from the device counts, then the header to every
     rank (its own included) and the release flags on slot [me][HDR_SLOT].
     Tiles: M tiles over each expert's rows of every source at once (they are contiguous in A,
@@ -147,7 +249,11 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
     peers can land while the local tiles run; else every expert's tiles in one run (W of an
     expert read once: memory-bound shapes). Flags: each part raises one flag per peer with
     rows, after its last tile touching peers' rows, so the header announces tiles[s] = B
-    (count_mod gives every part 1) and receivers stay impl 1's."""
+    (count_mod gives every part 1) and receivers stay impl 1's.
+    SK: the stream-K counters are zeroed here, before the release that publishes the plan:
+    every program acquires this header before it counts a slice, so a call never sees a
+    count of an earlier call (or garbage another op left in the private area), whatever ran
+    on this half before — back-to-back calls and graph replays alike."""
     me = fl.rank(dev)
     P = fl.world_size(dev)
     ev = tl.arange(0, E_PAD)[:, None]
@@ -200,6 +306,10 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off,
     tstart = tl.sum(tl.where((rot[None, :] < rot[:, None]) & m1[None, :], tiles[None, :], 0),
                     axis=1)
     okv = ok.to(tl.int64)
+    if SK:
+        zi = tl.arange(0, SK_ITEMS)
+        tl.store(fl.peer_ptr(dev, me, sk_off, tl.int32) + zi, tl.zeros((SK_ITEMS,), tl.int32),
+                 mask=(zi < SK_ITEMS) & ok)
     for p in range(0, P):
         h = fl.peer_ptr(dev, p, hoff + tl.cast(me, tl.int64) * hb, tl.int64)
         tl.store(h + 0, okv)
@@ -277,10 +387,12 @@ def _wait_tiles(dev, r, g, t0, n, e, QV: tl.constexpr, WAIT_NS: tl.constexpr):
 
 
 @triton.jit
-def _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK: tl.constexpr, BLOCK_M: tl.constexpr,
-          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
-          EVEN_N: tl.constexpr, PRECISION: tl.constexpr, UPCAST: tl.constexpr):
-    """fp32 [BLOCK_M, BLOCK_N] = A[a_row + m0 .., :] · W_ex[:, n0 ..]. Rows past the segment
+def _tile(a, w, a_row, rows, m0, n0, ex, K, N, k_lo, k_hi, W_NK: tl.constexpr,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+          EVEN_K: tl.constexpr, EVEN_N: tl.constexpr, PRECISION: tl.constexpr,
+          UPCAST: tl.constexpr):
+    """fp32 [BLOCK_M, BLOCK_N] = A[a_row + m0 .., k_lo:k_hi] · W_ex[k_lo:k_hi, n0 ..] (k_lo a
+    multiple of BLOCK_K; 0, K: the whole tile; a stream-K slice otherwise). Rows past the segment
     read its last row again (no mask on A; the store masks them), columns past N read 0.
     Scalar int64 bases, int32 offsets inside the tile (host: BLOCK·K, BLOCK·N < 2^31): half
     the registers of 64-bit pointer tensors."""
@@ -290,19 +402,19 @@ def _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK: tl.constexpr, BLOCK_M: tl.c
     rk = tl.arange(0, BLOCK_K)
     K64 = tl.cast(K, tl.int64)
     N64 = tl.cast(N, tl.int64)
-    a_blk = a + tl.cast(a_row + m0, tl.int64) * K64
+    a_blk = a + tl.cast(a_row + m0, tl.int64) * K64 + k_lo
     a_off = rr[:, None] * K + rk[None, :]
     if W_NK:  # W_ex [N, K]: the [BLOCK_K, BLOCK_N] block at (k0, n0)
-        w_blk = w + tl.cast(ex, tl.int64) * K64 * N64 + tl.cast(n0, tl.int64) * K64
+        w_blk = w + tl.cast(ex, tl.int64) * K64 * N64 + tl.cast(n0, tl.int64) * K64 + k_lo
         w_off = cn[None, :] * K + rk[:, None]
         w_step = BLOCK_K
     else:     # W_ex [K, N]
-        w_blk = w + tl.cast(ex, tl.int64) * K64 * N64 + n0
+        w_blk = w + tl.cast(ex, tl.int64) * K64 * N64 + n0 + tl.cast(k_lo, tl.int64) * N64
         w_off = rk[:, None] * N + cn[None, :]
         w_step = BLOCK_K * N64
     nin = cn < N - n0
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_lo, k_hi, BLOCK_K):
         if EVEN_K:
             xa = tl.load(a_blk + a_off)
             if EVEN_N:
@@ -325,6 +437,33 @@ def _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK: tl.constexpr, BLOCK_M: tl.c
     return acc
 
 
+@triton.jit
+def _store_rows(val, r0, out, dev, stg_peer, me, P, rv, pre, end, drow, m0, n0, N, cmask,
+                RB: tl.constexpr, BLOCK_N: tl.constexpr, DTYPE: tl.constexpr):
+    """Rows [r0, r0 + RB) of a finished tile (val [RB, BLOCK_N], DTYPE) of the M tile at m0 of
+    an expert, cut by source rank s (its rows [pre[s], end[s]) of the expert, first row drow[s]
+    at s): each at its final row, into `out` (own rows) or into s's staging (laid out as out)."""
+    rr = r0 + tl.arange(0, RB)
+    cn = tl.arange(0, BLOCK_N)
+    for s in range(0, P):
+        lo = _pick(pre, rv, s) - m0                # tile rows [lo, hi) are s's
+        hi = _pick(end, rv, s) - m0
+        if (hi > lo) & (lo < r0 + RB) & (hi > r0):
+            rmask = (rr >= lo) & (rr < hi)
+            rd = tl.where(rmask, rr - lo, 0)
+            offs = rd[:, None] * N + cn[None, :]
+            smask = rmask[:, None] & cmask[None, :]
+            toff = _pick(drow, rv, s) * N + n0
+            if s == me:
+                tl.store(out + toff + offs, val, mask=smask)
+            else:
+                # The staging of every rank starts 256-byte aligned; the hint must be inline
+                # (on a jit helper's result it is lost when Triton inlines it).
+                dst = (fl.peer_base(dev, s) + stg_peer).to(tl.pointer_type(DTYPE))
+                dst = tl.multiple_of(dst, 16)
+                tl.store(dst + toff + offs, val, mask=smask)
+
+
 # Sizes that change between calls are not specialised (a new value would mean a new compile,
 # and the occupancy probe at B = 2 would not be the kernel launched); K and N are (alignment).
 @triton.jit(do_not_specialize=["a_rows", "out_rows", "B", "P_host", "need"])
@@ -337,6 +476,9 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                          QV: tl.constexpr = 256,
                          COPY_BLOCK: tl.constexpr = 2048, UPCAST: tl.constexpr = False,
                          SPLIT: tl.constexpr = 0, WAIT_NS: tl.constexpr = fl.WAIT_NS,
+                         SK: tl.constexpr = 0, SK_MAX_SLICES: tl.constexpr = 8,
+                         SK_MIN_SLICES: tl.constexpr = 4, SK_MIN_KSTEPS: tl.constexpr = 8,
+                         SK_ITEMS: tl.constexpr = 64, SK_RB: tl.constexpr = 32,
                          PROFILE: tl.constexpr = False, prof=None):
     # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
     # before the launch, so a CUDA graph captures the call as it is).
@@ -377,12 +519,13 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
     stg_off = hoff + (P64 * hb + 255) // 256 * 256              # staging, laid out as out
     rb = tl.cast(N, tl.int64) * ES
     plan_off = stg_off + (tl.cast(out_rows, tl.int64) * rb + 255) // 256 * 256
+    sk_off = plan_off + (8192 * P64 + 1024 + 255) // 256 * 256  # + plan_bytes(P): stream-K
 
     if PHASES & 1:
         if valid != 0:
             if b == 0:
-                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, BLOCK_M,
-                             BLOCK_N, E_PAD, P_PAD, SPLIT)
+                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off,
+                             BLOCK_M, BLOCK_N, E_PAD, P_PAD, SPLIT, SK, SK_ITEMS)
 
     if PHASES & 6:
         # ---- every rank's header: verdict, placement (identical on every rank) ----
@@ -438,11 +581,45 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                 b64 = tl.cast(b, tl.int64)
                 t_sig = tl.where(b64 >= t_r, b64, b64 + (t_r - b64 + B - 1) // B * B)
                 stg_peer = stg_off  # same offset in every rank's workspace
-                rr = tl.arange(0, BLOCK_M)
                 cn = tl.arange(0, BLOCK_N)
-                for t in range(b, total, B):
-                    if t == t_sig:
+                n_it = total
+                if SK:
+                    # Stream-K tail: the last wave's R = total mod B tiles, when R is small
+                    # against B, become R·S work items (S K-slices each, R·S <= B: one per
+                    # program, after its full tiles). streamk_split() mirrors this rule.
+                    nk = (K + BLOCK_K - 1) // BLOCK_K
+                    rem = total % B
+                    rem1 = tl.maximum(rem, 1)
+                    S = tl.minimum(tl.minimum(B // rem1, nk // SK_MIN_KSTEPS),
+                                   tl.minimum(SK_MAX_SLICES, SK_ITEMS // rem1))
+                    nsp = tl.where((rem > 0) & (S >= SK_MIN_SLICES), rem, 0)
+                    S = tl.where(nsp > 0, S, 1)
+                    nsp1 = tl.maximum(nsp, 1)
+                    t_full = total - nsp  # a multiple of B: item t_full + b is program b's
+                    n_it = t_full + nsp * S
+                    # the flags: before the first full tile past the remote ones, else before
+                    # a tail item of a local-only tile, else after the last item
+                    t_sig = tl.where(t_sig < t_full, t_sig,
+                                     tl.where((b < nsp * S) & (t_full + b % nsp1 >= t_r),
+                                              t_full + b, n_it))
+                    cnt_p = fl.peer_ptr(dev, me, sk_off, tl.int32)
+                    part_p = fl.peer_ptr(dev, me, sk_off + (4 * SK_ITEMS + 255) // 256 * 256,
+                                         tl.float32)
+                for it in range(b, n_it, B):
+                    if it == t_sig:
                         _signal_peers(dev, sendv, rv, me, P, b, e)
+                    if SK:
+                        u = it - t_full
+                        sk = u >= 0
+                        ti = u % nsp1                              # split tile t_full + ti
+                        sl = u // nsp1                             # its K slice
+                        t = tl.where(sk, t_full + ti, it)
+                        k_lo = tl.where(sk, sl * nk // S * BLOCK_K, 0)
+                        k_hi = tl.where(sk, (sl + 1) * nk // S * BLOCK_K, K)
+                    else:
+                        t = it
+                        k_lo = 0
+                        k_hi = K
                     inr = t < t_r
                     tbv = tl.where(inr, tbrv, tblv)
                     ex = tl.sum((tbv <= t).to(tl.int32)) - 1       # last expert starting ≤ t
@@ -466,36 +643,52 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                     jm = tl.where(inr, tl.where(i < jl0, i, jl1 + i - jl0), jl0 + i)
                     m0 = (jm * BLOCK_M).to(tl.int32)
                     n0 = ((inn // gm) * BLOCK_N).to(tl.int32)
-                    acc = _tile(a, w, a_row, rows, m0, n0, ex, K, N, W_NK, BLOCK_M, BLOCK_N,
-                                BLOCK_K, EVEN_K, EVEN_N, PRECISION, UPCAST)
-                    val = acc.to(DTYPE)
+                    acc = _tile(a, w, a_row, rows, m0, n0, ex, K, N, k_lo, k_hi, W_NK, BLOCK_M,
+                                BLOCK_N, BLOCK_K, EVEN_K, EVEN_N, PRECISION, UPCAST)
                     cmask = cn < N - n0
                     end = tl.cumsum(cv, 0)                         # [s]: past s's rows of ex
                     pre = end - cv                                 # [s]: first row of s in ex
                     drow = base + dv                               # [s]: its first row at s
                     # the tile's rows [m0, m0 + BLOCK_M) of expert ex, cut by source rank s
-                    for s in range(0, P):
-                        lo = _pick(pre, rv, s) - m0                # tile rows [lo, hi) are s's
-                        hi = _pick(end, rv, s) - m0
-                        if (hi > lo) & (lo < BLOCK_M) & (hi > 0):
-                            rmask = (rr >= lo) & (rr < hi)
-                            rd = tl.where(rmask, rr - lo, 0)
-                            offs = rd[:, None] * N + cn[None, :]
-                            smask = rmask[:, None] & cmask[None, :]
-                            toff = _pick(drow, rv, s) * N + n0
-                            if s == me:
-                                tl.store(out + toff + offs, val, mask=smask)
-                            else:
-                                # The staging of every rank starts 256-byte aligned; the hint
-                                # must be inline (on a jit helper's result it is lost when
-                                # Triton inlines it).
-                                dst = (fl.peer_base(dev, s) + stg_peer).to(
-                                    tl.pointer_type(DTYPE))
-                                dst = tl.multiple_of(dst, 16)
-                                tl.store(dst + toff + offs, val, mask=smask)
+                    fin = 1
+                    if SK:
+                        if sk:
+                            # my slice's fp32 partial into slot ti·S + sl, then count it
+                            # (release: bar.sync orders every thread's stores before thread
+                            # 0's atomic); the last of the S slices to arrive (acquire: it
+                            # sees every partial) sums the S partials in slice order
+                            # (deterministic, whatever the arrival order) and stores the tile
+                            # as an unsplit tile is stored.
+                            tile_el = BLOCK_M * BLOCK_N
+                            ro = tl.arange(0, BLOCK_M)
+                            pp = part_p + tl.cast(ti * S + sl, tl.int64) * tile_el
+                            pp = tl.multiple_of(pp, 16)  # 256-byte aligned slots (inline hint)
+                            tl.store(pp + ro[:, None] * BLOCK_N + cn[None, :], acc)
+                            tl.debug_barrier()
+                            old = tl.atomic_add(cnt_p + ti, 1, sem="acq_rel", scope="gpu")
+                            fin = (old == S - 1).to(tl.int32)
+                            if fin != 0:
+                                p0 = part_p + tl.cast(ti * S, tl.int64) * tile_el
+                                p0 = tl.multiple_of(p0, 16)
+                                for c0 in range(0, BLOCK_M, SK_RB):
+                                    rc = c0 + tl.arange(0, SK_RB)
+                                    offs = rc[:, None] * BLOCK_N + cn[None, :]
+                                    v = tl.load(p0 + offs, cache_modifier=".cg")
+                                    for q in range(1, S):
+                                        v += tl.load(p0 + q * tile_el + offs,
+                                                     cache_modifier=".cg")
+                                    _store_rows(v.to(DTYPE), c0, out, dev, stg_peer, me, P, rv,
+                                                pre, end, drow, m0, n0, N, cmask, SK_RB,
+                                                BLOCK_N, DTYPE)
+                        else:
+                            _store_rows(acc.to(DTYPE), 0, out, dev, stg_peer, me, P, rv, pre,
+                                        end, drow, m0, n0, N, cmask, BLOCK_M, BLOCK_N, DTYPE)
+                    else:
+                        _store_rows(acc.to(DTYPE), 0, out, dev, stg_peer, me, P, rv, pre, end,
+                                    drow, m0, n0, N, cmask, BLOCK_M, BLOCK_N, DTYPE)
                     if PROFILE:
-                        n_done += 1
-                if t_sig >= total:
+                        n_done += fin
+                if t_sig >= n_it:
                     _signal_peers(dev, sendv, rv, me, P, b, e)
             if PROFILE:
                 t_tiles = fl.globaltimer()
@@ -541,6 +734,15 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                 tl.store(prof + pid * 8 + 4, fl.globaltimer().to(tl.int64))
                 tl.store(prof + pid * 8 + 6, tl.cast(n_done, tl.int64))
             fl.epoch_end(dev, e, B)
+
+
+@triton.jit
+def _read_sk_counters(dev, rel_off, out, ITEMS: tl.constexpr):
+    """The stream-K counters of this rank's last call (they stay until the next call using
+    that half resets them)."""
+    base = fl.peer_base(dev, fl.rank(dev)) + fl.half_offset(dev, fl.epoch(dev)) + rel_off
+    i = tl.arange(0, ITEMS)
+    tl.store(out + i, tl.load(base.to(tl.pointer_type(tl.int32)) + i, cache_modifier=".cg"))
 
 
 # ---- host side ---------------------------------------------------------------------------------
@@ -757,7 +959,7 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
 
 def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=None,
                   tile=None, blocks_per_rank=None, split_phases=None, order=None, wait_ns=None,
-                  prof=None):
+                  streamk=None, prof=None):
     """The ranks this process drives, in one launch: one per process on the nccl transport
     (comms=[comm]), or every virtual rank of a local-transport world (fco_comm_init_all).
 
@@ -771,6 +973,9 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     tile     optional (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of plan()'s
     order    optional "split" / "merged" instead of tile_order()'s; wait_ns: the waits' backoff
              cap in ns instead of fl.wait_ns_default()'s (0: spin); experiments and diagnostics
+    streamk  the stream-K tail (streamk_config(): None = FCO_TRITON_GA_STREAMK, off by
+             default; 0 / 1; the most slices per tile; a dict of SK_DEFAULTS' keys). On, the
+             workspace need grows by 2·sk_scratch_bytes() (every rank must choose alike)
     prof     optional int64 tensor of ≥ 8·L·B elements: per program [start, header waited,
              tiles done, landing waited, end (%globaltimer ns), %smid, tiles, 0] (diagnostics;
              a separate compile)
@@ -813,12 +1018,13 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
         raise FcoError(_lib.INVALID_ARGUMENT, f"order {order!r} is not 'split' or 'merged'",
                        _NAME)
     wns = cfg["wait_ns"] if wait_ns is None else max(0, int(wait_ns))
+    sk = streamk_config(streamk, -(-K // bk))
     nN = -(-N // bn)
     if (a_rows // bm + MAX_EXPERTS * P + 1) * nN >= 2 ** 31:
         raise FcoError(_lib.UNSUPPORTED,
                        f"a_rows {a_rows}, n {N}: more output tiles than the 2^31 the flags "
                        "count", _NAME)
-    need = half_need(P, out_rows, N, esize)
+    need = half_need(P, out_rows, N, esize, sk_scratch_bytes(sk, bm, bn))
     handles = [s.handle for s in states if s.handle]
     if handles:
         host.ensure_workspace(handles, 2 * need, capturing)
@@ -836,6 +1042,9 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
               VEC=N % 8 == 0,
               PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2,
               SPLIT=split, WAIT_NS=wns)
+    if sk["on"]:
+        kw.update(SK=1, SK_MAX_SLICES=sk["max_slices"], SK_MIN_SLICES=sk["min_slices"],
+                  SK_MIN_KSTEPS=sk["min_ksteps"], SK_ITEMS=sk["items"], SK_RB=min(32, bm))
     if prof is not None:
         kw.update(PROFILE=True, prof=prof)
     # at most this many tiles: every expert adds at most one partial M tile
@@ -856,7 +1065,8 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
         raise FcoError(_lib.INVALID_ARGUMENT,
                        f"prof has {prof.numel()} elements; expected >= {8 * L * B}", _NAME)
     last_launch.update(tile=(bm, bn, bk, nw, ns), order="split" if split else "merged",
-                       wait_ns=wns, blocks_per_rank=B, bound=bound, num_local=L)
+                       wait_ns=wns, blocks_per_rank=B, bound=bound, num_local=L, streamk=sk,
+                       need=need)
     sargs = targs + (a_rows, out_rows, K, N, B, P, need)
     if split_phases:
         for ph in (1, 2, 4):
@@ -864,6 +1074,22 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     else:
         gemm_alltoall_kernel[grid](*sargs, PHASES=7, num_warps=nw, num_stages=ns, **kw)
     return outs
+
+
+def streamk_counters(comm, out_rows, n, es, items=SK_DEFAULTS["items"], device=None):
+    """Diagnostics and tests: what the device split in this rank's last call, which must have
+    had stream-K on with these out_rows, N, element size and items: the slices counted per
+    split tile ([S] × split tiles, then 0s; all 0 when nothing was split). comm: a
+    communicator, fco_comm_t or host.DeviceState. Runs a small kernel on the current stream
+    and waits for it."""
+    import torch
+
+    st = comm if isinstance(comm, host.DeviceState) else host.device_state(comm)
+    out = torch.zeros(int(items), dtype=torch.int32,
+                      device=device or ("cpu" if fl.INTERPRET else "cuda"))
+    rel = peer_bytes(st.nranks, out_rows, n, es) + plan_bytes(st.nranks)
+    _read_sk_counters[(1,)](st.addr, rel, out, ITEMS=int(items))
+    return out.tolist()
 
 
 def gemm_alltoall_comm(comm, a, w, counts, out_rows=None, w_layout="kn", out=None):
