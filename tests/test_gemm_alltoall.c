@@ -451,7 +451,7 @@ static void asymmetric(const t_world_t* w) {
  * while every smaller case passed. Fixed counts, a different number per (rank, expert, source). */
 static void large(const t_world_t* w) {
   const int P = w->n;
-  static const int kIdx[] = {0, 2, 3}; /* impls 0, 2 and AUTO (2 on nccl), with the hints */
+  static const int kIdx[] = {0, 2, 3}; /* impls 0, 2 and AUTO (1 on GPUs: K ≤ 2048), with the hints */
   for (int ii = 0; ii < 3; ii++) {
     const int i = kIdx[ii];
     ga_case_t c;

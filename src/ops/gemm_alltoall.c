@@ -43,41 +43,34 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
   return NULL;
 }
 
-/* AUTO (GPU transports). nccl: impl 1 (tiles) for fine-grained MoE with many tokens (below),
- * else impl 2 (chunks) whenever it can run, else impl 0, else impl 1 (the only impl that
- * captures without counts_host). local: impl 0, else 2, else 1.
- * Measured on 2×H200, CUDA graphs, bf16, 0 wrong, µs impl 0 / tiles / chunks (tiles and impl 0
- * from the FCO_GA_TILE=tma run: WgmmaTileTma, now impl 1's default; impl 0 within 1.3 % in the
- * default run; bench/results/2026-11-30_nvidia-h200-x2_054dd36, extra.txt and
- * bench-gemm_alltoall-nccl-graph.txt):
- *   4096,14336,4096,8,2   1416 / 1455 / 1369     1024,14336,4096,8,2 skew 4   545 / 654 / 501
- *   1024,14336,4096,8,2    367 /  365 /  338     128,2048,7168,32,8 (decode)  249 / 275 / 231
- *   512,2048,7168,32,8     395 /  339 /  377
- * Tiles win only where the all-to-all is a large share of the GEMM (K small: a2a alone 126 µs
- * against GEMM alone 207 µs at 512 tokens, K 2048) and there are rows enough to fill the tiles
- * (at 128 tokens an expert has 64 rows, half a 128-row tile, the GEMM is bound by reading W, and
- * chunks win). The host knows neither the routing nor the rows without a sync (counts are
- * device-side; counts_host is an optional hint and may be NULL), so the rule reads agreed values
- * only (shape[] is compared across ranks): dtype, k, n, out_rows, and P > 1. out_rows, not
- * a_rows: a rank gets back exactly tokens·top-k rows, so out_rows = tokens·top-k in practice,
- * while a_rows is a capacity sized for the routing (often its worst case). Tiles when bf16 / f16
- * (tensor-core tile), k and n multiples of 8 (the wgmma tiles' requirement), k ≤ 2048 and
- * out_rows ≥ 4096: the 512-token case (out_rows 4096) picks tiles, 339 µs against chunks 377 and
- * impl 0 395 (1.16×); decode (out_rows 1024, same K, N, E) and every K = 14336 case keep chunks.
- * Both thresholds are measured points, not interpolated crossovers. Unmeasured: K between 2048
- * and 14336, out_rows between 1024 and 4096, skewed routing at K 2048, P > 2, devices without
- * wgmma (the default build, sm_90, runs only on compute capability 9.x, where impl 1 has the
- * wgmma tiles; a rank with unaligned pointers or FCO_GA_TILE=mma runs impl 1 with a slower tile).
- * Outside the rule, impl = 1 remains the caller's choice for fine-grained MoE with many tokens.
- * local (2 virtual ranks on one H200, whose "all-to-all" is a copy inside one HBM; same run,
- * bench-gemm_alltoall-local.txt, tiles with WgmmaTile): impl 0 fastest or tied everywhere,
- * copy / tiles / chunks = 2248 / 2986 / 2326, 610 / 735 / 627, 529 / 571 / 682, 744 / 1210 /
- * 780, 415 / 513 / 443. So AUTO is never slower than impl 0 on the measured shapes.
+/* AUTO (GPU transports): impl 1 (tiles) where the GEMM reads W more than it computes (K ≤ 2048,
+ * below), else on nccl impl 2 (chunks) whenever it can run, else impl 0, else impl 1 (the only
+ * impl that captures without counts_host); on local impl 0, else 2, else 1.
+ * Measured on 2×H200, CUDA graphs, bf16, 0 wrong, µs impl 0 / tiles / chunks, impl 1 with
+ * WgmmaTileTma and its expert-major tile order (bench/results/2026-11-30_nvidia-h200-x2_0f4e81f):
+ *   4096,14336,4096,8,2   1413 / 1451 / 1375     1024,14336,4096,8,2 skew 4   547 / 649 / 516
+ *   1024,14336,4096,8,2    366 /  337 / 334      128,2048,7168,32,8 (decode)  249 / 206 / 232
+ *   512,2048,7168,32,8     393 /  249 / 376
+ * local (2 virtual ranks on one H200, same run, copy / tiles / chunks): 2353 / 2472 / 2372,
+ * 615 / 637 / 634, 533 / 444 / 681, 745 / 1068 / 777, 418 / 386 / 448.
+ * Tiles win where K is small (2048: W of 32 experts is read once per call, the GEMM is bound by
+ * reading it, and the tiles' stores to peers hide behind those reads: 1.58× impl 0 at 512 tokens,
+ * 1.21× at decode) and tie or lose by up to 5 % at K = 14336 (compute-bound: cuBLAS's GEMM is
+ * faster than the tile there) and under skew. The host knows neither the routing nor the rows
+ * without a sync (counts are device-side; counts_host is an optional hint and may be NULL), so
+ * the rule reads agreed values only (shape[] is compared across ranks): dtype, k, n and P > 1.
+ * Tiles when bf16 / f16 (tensor-core tile), k and n multiples of 8 (the wgmma tiles'
+ * requirement) and k ≤ 2048. The threshold is a measured point, not an interpolated crossover:
+ * K between 2048 and 14336 is unmeasured, as are skewed routing at K 2048, P > 2 and devices
+ * without wgmma (the default build, sm_90, runs only on compute capability 9.x, where impl 1 has
+ * the wgmma tiles; a rank with unaligned pointers or FCO_GA_TILE=mma runs impl 1 with a slower
+ * tile). Outside the rule, impl = 1 remains the caller's choice. So AUTO is never slower than
+ * impl 0 on the measured shapes (nccl and local).
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures. */
 static int tiles_win(const fco_gemm_a2a_args_t* a) {
   return (a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0 &&
-         a->k <= 2048 && a->out_rows >= 4096;
+         a->k <= 2048;
 }
 
 static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
@@ -87,7 +80,7 @@ static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl,
   if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS &&
       !impl_blocked(comm, a, (int)forced, capturing))
     return (int)forced;
-  if (comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 && tiles_win(a)) return 1;
+  if (comm->nranks > 1 && tiles_win(a)) return 1;
   const int first = comm->transport == FCO_TRANSPORT_NCCL ? 2 : 0;
   if (!impl_blocked(comm, a, first, capturing)) return first;
   if (!impl_blocked(comm, a, 2 - first, capturing)) return 2 - first;
