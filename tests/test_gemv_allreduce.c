@@ -10,6 +10,11 @@
  *   Then back-to-back calls without a sync (epochs), bad arguments with their codes and
  *   messages (nothing written), a mismatch of M across ranks, and on GPU transports a CUDA
  *   graph replayed 100 times and FCO_CHECK_ARGS=1 (on nccl also the device-side mismatch).
+ *   GPU transports also run the LL one-shot (FCO_GEMV_AR_LL=1, impl 1 and AUTO): a sweep of
+ *   M (up to 17: the fallback), N, K; calls whose LL half holds stale words of earlier LL
+ *   calls of other shapes / inputs, with other ops (gemv impl 0/2/3, fco_allreduce) issued in
+ *   between without a sync; a CUDA graph; FCO_CHECK_ARGS; and a silent peer (timeout, not a
+ *   hang). FCO_TEST_LL=only runs just that part on GPU transports (quick A/B of the knob).
  *   make test   or   build/tests/test_gemv_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 makes the loops shorter.
  */
@@ -207,8 +212,10 @@ static size_t check(const t_world_t* w, bufs_t* b) {
 static void one_call(const t_world_t* w, bufs_t* b, size_t M, size_t N, size_t kt, fco_dtype_t dt,
                      int has_bias, int impl) {
   uint64_t seed = t_next_seed();
-  t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d seed=0x%016llx", w->n, M, N, kt,
-            fco_dtype_name(dt), has_bias ? "bias" : "no bias", impl, (unsigned long long)seed);
+  const char* ll = getenv("FCO_GEMV_AR_LL");
+  t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s seed=0x%016llx", w->n, M, N, kt,
+            fco_dtype_name(dt), has_bias ? "bias" : "no bias", impl,
+            ll && atoi(ll) > 0 ? " LL" : "", (unsigned long long)seed);
   prepare(b, M, N, kt, dt, has_bias, seed);
   ASSERT_OK(issue(w, b, impl, NULL));
   t_sync(w);
@@ -389,6 +396,190 @@ static void graph(const t_world_t* w, bufs_t* b, int impl) {
   CK(cudaEventDestroy(fork));
 }
 
+/* ---- LL one-shot (FCO_GEMV_AR_LL=1) --------------------------------------------------- */
+static void ll_set(int on) {
+  if (on) setenv("FCO_GEMV_AR_LL", "1", 1);
+  else unsetenv("FCO_GEMV_AR_LL");
+}
+
+/* Every M of both LL kernels and the first past them (17: the plain one-shot), N, K. */
+static void ll_sweep(const t_world_t* w, bufs_t* b) {
+  static const size_t ms[] = {1, 2, 3, 8, 9, 16, 17};
+  static const size_t ns[] = {1, 7, 33, 1000};
+  static const size_t ks[] = {1, 33, 1000};
+  unsigned k = 0;
+  ll_set(1);
+  for (size_t mi = 0; mi < 7; mi++)
+    for (size_t ni = 0; ni < 4; ni++)
+      for (size_t ki = 0; ki < 3; ki++, k++)
+        one_call(w, b, ms[mi], ns[ni], ks[ki], kDtypes[(k + ni) % 3], (int)((k / 3) % 2),
+                 k % 5 == 4 ? FCO_IMPL_AUTO : 1);
+  ll_set(0);
+}
+
+/* Another op on ranks' y2 (not y), issued without a sync: a gemv of another shape and impl
+ * (workspace halves, and impl 0/3's all-reduce) or an in-place fco_allreduce. None may touch
+ * the LL area; the next LL call must not be fooled by whatever they leave. */
+static void other_op(const t_world_t* w, bufs_t* b, void* const* y2, int k) {
+  void* y[T_MAX_RANKS];
+  size_t M = b->M, N = b->N;
+  fco_dtype_t dt = b->dt;
+  int has_bias = b->has_bias;
+  memcpy(y, b->y, sizeof y);
+  memcpy(b->y, y2, sizeof y);
+  b->has_bias = 0;
+  switch (k % 5) {
+    case 0: b->M = 8, b->N = 500; ASSERT_OK(issue(w, b, 2, NULL)); break;
+    case 1: b->M = 3, b->N = 1000; ASSERT_OK(issue(w, b, 3, NULL)); break;
+    case 2: b->M = 16, b->N = 999; ASSERT_OK(issue(w, b, 0, NULL)); break;
+    case 3: b->M = 2, b->N = 640; ASSERT_OK(issue(w, b, 1, NULL)); break; /* LL as well */
+    default: {
+      fco_result_t first = FCO_OK;
+      ASSERT_OK(fco_group_start());
+      for (int r = 0; r < w->n; r++) {
+        fco_result_t e = fco_allreduce(w->comms[r], y2[r], y2[r], 16 * 1000, FCO_BF16,
+                                       FCO_IMPL_AUTO, NULL);
+        if (e != FCO_OK && first == FCO_OK) first = e;
+      }
+      fco_result_t e = fco_group_end();
+      ASSERT_OK(first != FCO_OK ? first : e);
+    }
+  }
+  memcpy(b->y, y, sizeof y);
+  b->M = M, b->N = N, b->dt = dt, b->has_bias = has_bias;
+}
+
+/* Fresh inputs per LL call (so an earlier call's words differ from this call's), shapes that
+ * repeat (same addresses, stale words of the same layout) and vary (other layouts), 0-3 other
+ * ops before and one after each LL call, no sync until the check: a stale word taken for this
+ * call's would show as a wrong y, a lost word as a timeout. */
+static void ll_stale(const t_world_t* w, bufs_t* b, void* const* y2, int calls) {
+  static const size_t shapes[][2] = {{16, 1000}, {1, 1000}, {3, 33}, {16, 1000}, {9, 7},
+                                     {1, 1}, {5, 1000}, {16, 999}};
+  ll_set(1);
+  for (int i = 0; i < calls; i++) {
+    const size_t M = shapes[i % 8][0], N = shapes[i % 8][1];
+    const fco_dtype_t dt = kDtypes[i % 3];
+    uint64_t seed = t_next_seed();
+    t_context("P=%d LL call %d among other ops: M=%zu N=%zu %s seed=0x%016llx", w->n, i, M, N,
+              fco_dtype_name(dt), (unsigned long long)seed);
+    prepare(b, M, N, 1000, dt, i % 2, seed);
+    for (int j = 0; j < i % 4; j++) other_op(w, b, y2, i + j);
+    ASSERT_OK(issue(w, b, i % 3 == 2 ? FCO_IMPL_AUTO : 1, NULL));
+    other_op(w, b, y2, i * 7 + 1);
+    t_sync(w);
+    for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    ASSERT_EQ(check(w, b), 0);
+  }
+  ll_set(0);
+}
+
+/* Back to back without any sync: LL calls of changing shapes (each LL half keeps the words of
+ * other layouts) and other ops; only the last call, (16, 1000), is checked, and the LL call
+ * before it of the same parity has another shape. */
+static void ll_back_to_back(const t_world_t* w, bufs_t* b, void* const* y2, int calls) {
+  static const size_t shapes[][2] = {{1, 1000}, {16, 333}, {4, 1000}, {15, 1000}, {7, 999}};
+  uint64_t seed = t_next_seed();
+  t_context("P=%d LL %d back-to-back calls seed=0x%016llx", w->n, calls, (unsigned long long)seed);
+  ll_set(1);
+  prepare(b, 16, 1000, 517, FCO_BF16, 1, seed); /* inputs for every shape below */
+  for (int i = 0; i < calls; i++) {
+    b->M = shapes[i % 5][0];
+    b->N = shapes[i % 5][1];
+    if (i % 6 == 5) other_op(w, b, y2, i);
+    ASSERT_OK(issue(w, b, i % 4 == 3 ? FCO_IMPL_AUTO : 1, NULL));
+  }
+  b->M = 15, b->N = 1000; /* same parity as the last call: another layout */
+  ASSERT_OK(issue(w, b, 1, NULL));
+  b->M = 7, b->N = 999;
+  ASSERT_OK(issue(w, b, 1, NULL));
+  b->M = 16, b->N = 1000;
+  ASSERT_OK(issue(w, b, 1, NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(check(w, b), 0);
+  ll_set(0);
+}
+
+/* A peer that never calls: the LL wait ends in FCO_ERR_TIMEOUT naming peer 1, within the
+ * bound, y untouched; the communicator is then destroyed. nccl: only rank 0's op is issued;
+ * local: the transport's hook FCO_FAULT_SKIP_RANK=1 leaves rank 1 out of the launch. */
+static void ll_silent_peer(fco_transport_t t) {
+  fco_config_t cfg;
+  t_world_t w;
+  bufs_t b;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.timeout_ms = 300;
+  t_context("LL, silent peer (%s)", fco_transport_name(t));
+  ASSERT_OK(t_world_init(&w, t, 2, &cfg));
+  bufs_alloc(&b, &w);
+  one_call(&w, &b, 4, 1000, 1000, FCO_BF16, 1, 1); /* epochs past 0, workspace grown */
+  t_context("LL, silent peer (%s)", fco_transport_name(t));
+  ll_set(1);
+  prepare(&b, 4, 1000, 1000, FCO_BF16, 1, t_next_seed());
+  size_t need = 0;
+  ASSERT_OK(fco_gemv_allreduce_workspace(w.comms[0], 4, 1000, b.K[0], FCO_BF16, 1, &need));
+  ASSERT_OK(fco_comm_reserve(w.comms[0], need)); /* growth would wait for the silent peer */
+  double t0 = t_now_ms();
+  if (t == FCO_TRANSPORT_LOCAL) {
+    setenv("FCO_FAULT_SKIP_RANK", "1", 1);
+    ASSERT_OK(issue(&w, &b, 1, NULL));
+    unsetenv("FCO_FAULT_SKIP_RANK");
+  } else {
+    ASSERT_OK(fco_gemv_allreduce(w.comms[0], b.x[0], b.w[0], b.bias[0], b.y[0], 4, 1000, b.K[0],
+                                 FCO_BF16, 1, NULL));
+  }
+  t_sync_device(t, t_rank_device(t, 0));
+  double ms = t_now_ms() - t0;
+  fco_result_t r = fco_comm_get_async_error(w.comms[0]);
+  printf("LL silent peer: rank 0 got %s after %.0f ms: %s\n", fco_result_string(r), ms,
+         fco_last_error(w.comms[0]));
+  ASSERT_RES(r, FCO_ERR_TIMEOUT);
+  ASSERT_LT(ms, 6000.0);
+  if (!t_contains_word(fco_last_error(w.comms[0]), "peer 1"))
+    t_fail(__FILE__, __LINE__, "the timeout message does not name peer 1");
+  ll_set(0);
+  t_sync(&w);
+  {
+    size_t n = b.M * b.N * fco_dtype_size(b.dt);
+    t_get(t, t_rank_device(t, 0), b.hy, b.y[0], n + T_GUARD);
+    for (size_t i = 0; i < n + T_GUARD; i++)
+      if (b.hy[i] != (i < n ? T_POISON : T_GUARD_BYTE))
+        t_fail(__FILE__, __LINE__, "rank 0: the timed-out LL call wrote byte %zu of y", i);
+  }
+  bufs_free(&b);
+  t_world_destroy(&w, 0);
+}
+
+static void ll_tests(const t_world_t* w, bufs_t* b, int quick) {
+  t_context("P=%d LL workspace", w->n);
+  size_t plain = 0, ll = 0;
+  ASSERT_OK(fco_gemv_allreduce_workspace(w->comms[0], 16, 1000, 1000, FCO_BF16, 1, &plain));
+  ll_set(1);
+  ASSERT_OK(fco_gemv_allreduce_workspace(w->comms[0], 16, 1000, 1000, FCO_BF16, 1, &ll));
+  ll_set(0);
+  /* 2·P·SL, SL = roundup(T·16·M·8, 256) with T = 63 (internal layout, docs/gemv_allreduce.md) */
+  if (w->n > 1) ASSERT_EQ(ll, 2 * (size_t)w->n * ((63 * 16 * 16 * 8 + 255) / 256 * 256));
+  else ASSERT_EQ(ll, plain);
+  void* y2[T_MAX_RANKS];
+  for (int r = 0; r < w->n; r++)
+    y2[r] = t_alloc(w->transport, t_rank_device(w->transport, r), y_bytes());
+  ll_sweep(w, b);
+  ll_stale(w, b, y2, quick ? 16 : 48);
+  ll_back_to_back(w, b, y2, quick ? 100 : 1000);
+  ll_set(1);
+  graph(w, b, 1);
+  graph(w, b, FCO_IMPL_AUTO);
+  setenv("FCO_CHECK_ARGS", "1", 1);
+  one_call(w, b, 3, 1000, 1000, FCO_BF16, 1, 1);
+  one_call(w, b, 16, 7, 33, FCO_F32, 0, 1);
+  unsetenv("FCO_CHECK_ARGS");
+  ll_set(0);
+  /* The plain one-shot right after LL calls (its flags were not raised by them). */
+  one_call(w, b, 3, 1000, 1000, FCO_F16, 1, 1);
+  for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
+}
+
 /* nccl: ranks issued one at a time (no group, so no host comparison): with FCO_CHECK_ARGS=1
  * the kernels must find that M differs, write nothing, and report it on both ranks. */
 static void device_mismatch(t_world_t* w, bufs_t* b) {
@@ -418,6 +609,29 @@ int main(void) {
   t_require_ranks(t, 1);
   int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
   int max = t_max_ranks(t) < 4 ? t_max_ranks(t) : 4;
+  const char* ll_only = getenv("FCO_TEST_LL");
+  if (ll_only && !strcmp(ll_only, "only")) {
+#ifdef FCO_HAVE_CUDA
+    if (t_is_gpu(t)) {
+      for (int p = 1; p <= max; p++) {
+        t_world_t w;
+        bufs_t b;
+        t_context("P=%d: fco_comm_init_all", p);
+        ASSERT_OK(t_world_init(&w, t, p, NULL));
+        bufs_alloc(&b, &w);
+        ll_tests(&w, &b, quick);
+        bufs_free(&b);
+        t_world_destroy(&w, 0);
+        printf("P=%d: LL ok\n", p);
+      }
+      if (max >= 2) ll_silent_peer(t);
+      printf("PASS\n");
+      return 0;
+    }
+#endif
+    printf("FCO_TEST_LL=only: the LL one-shot runs on GPU transports only\n");
+    return 77;
+  }
   for (int p = 1; p <= max; p++) {
     t_world_t w;
     bufs_t b;
@@ -430,6 +644,7 @@ int main(void) {
     bad_args(&w, &b);
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
+      ll_tests(&w, &b, quick);
       for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) graph(&w, &b, i);
       setenv("FCO_CHECK_ARGS", "1", 1);
       for (int i = 1; i <= 2; i++) one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);
@@ -448,6 +663,9 @@ int main(void) {
     printf("P=%d: ok (%.0f ms)\n", p, t_now_ms() - t0);
     fflush(stdout);
   }
+#ifdef FCO_HAVE_CUDA
+  if (t_is_gpu(t) && max >= 2) ll_silent_peer(t);
+#endif
   if (max < 4)
     printf("ranks %d..4 not run: transport %s has %d here\n", max + 1, fco_transport_name(t), max);
   printf("PASS\n");

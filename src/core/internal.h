@@ -199,6 +199,45 @@ static inline FCO_HOST_DEVICE size_t fco_ws_half_bytes(size_t ws_bytes) {
   return (ws_bytes / 2) & ~(size_t)255;
 }
 
+/* LL area (GPU transports; used by fco_gemv_allreduce impl 1 with FCO_GEMV_AR_LL=1). Every
+ * rank's workspace allocation holds, past its ws_bytes of data workspace, L =
+ * fco_ws_ll_bytes(ws_bytes) more bytes at [O, O + L), O = fco_ws_ll_offset(ws_bytes). It is
+ * outside the workspace rule above: ws_bytes and fco_ws_half_bytes do not include it, and no
+ * op, Triton kernel or user kernel may write there except through LL words:
+ *   (3) only LL words are ever stored in the LL area: 64-bit words {low 32: data, high 32:
+ *   fco_ll_flag(e)}, each written by one single-copy-atomic 64-bit store (st .u64 or .v2.u64:
+ *   the PTX model makes each 64-bit element atomic), no fence, no separate signal; the receiver
+ *   polls the words until their flags are its call's. The transport zeroes the area at every
+ *   (re)allocation (flag 0, which fco_ll_flag never gives). The call with epoch e stores only
+ *   into LL half (e & 1): [O + (e & 1)·LH, O + (e & 1)·LH + LH), LH = fco_ws_ll_half_bytes(
+ *   ws_bytes), whatever the op or size.
+ * So a word a call reads carries this call's flag only if a peer stored it in this call: else
+ * it is 0 or the flag of an earlier LL call of the same parity, equal only if e − e' is a
+ * multiple of 2^32 − 1 with no LL store to that word in between (the one residual risk: flags
+ * have 32 bits). Rule (2) still holds: an LL receiver waits for every word its peers store to
+ * it in the call, and those words are signals raised in that call; so a peer is at most one
+ * call ahead and stores into the other LL half. Every LL user must use fco_ll_flag (else stale
+ * words of one op could carry another op's current flag). Size: ws_bytes, at most
+ * FCO_WS_LL_MAX_BYTES; allocated (and zeroed) even when no LL op runs. */
+#define FCO_WS_LL_MAX_BYTES ((size_t)16 << 20)
+static inline FCO_HOST_DEVICE size_t fco_ws_ll_bytes(size_t ws_bytes) {
+  return (ws_bytes < FCO_WS_LL_MAX_BYTES ? ws_bytes : FCO_WS_LL_MAX_BYTES) & ~(size_t)255;
+}
+static inline FCO_HOST_DEVICE size_t fco_ws_ll_half_bytes(size_t ws_bytes) {
+  return (fco_ws_ll_bytes(ws_bytes) / 2) & ~(size_t)255;
+}
+static inline FCO_HOST_DEVICE size_t fco_ws_ll_offset(size_t ws_bytes) {
+  return (ws_bytes + 255) & ~(size_t)255; /* ws_bytes need not be (cfg.max_workspace_bytes) */
+}
+/* Bytes a GPU transport allocates for a data workspace of ws_bytes (the LL area included). */
+static inline FCO_HOST_DEVICE size_t fco_ws_alloc_bytes(size_t ws_bytes) {
+  return fco_ws_ll_offset(ws_bytes) + fco_ws_ll_bytes(ws_bytes);
+}
+/* The flag of the call with epoch e: 1 + e mod (2^32 − 1), never 0 (a zeroed word). */
+static inline FCO_HOST_DEVICE uint32_t fco_ll_flag(uint64_t e) {
+  return (uint32_t)(e % 0xffffffffull) + 1u;
+}
+
 /* Propagate an error upward, logging the frame (as NCCL's NCCLCHECK). */
 #define FCO_CHECK(call)                                                                   \
   do {                                                                                    \

@@ -31,6 +31,12 @@
  *   y. Every rank sums the same fp32 values in the same order: y is bit-identical on all ranks.
  *   Peers' tiles arrive while this block (and every other block) still computes.
  *
+ * impl 1 LL (FCO_GEMV_AR_LL=1 where fco_gemv_ar_ll_applies: P > 1, M ≤ 16): the same schedule,
+ *   but each partial goes out as 64-bit LL words {fp32 bits, fco_ll_flag(e)} into the LL area
+ *   past the data workspace (src/core/internal.h "LL area"; only LL words are ever stored
+ *   there), half (e & 1), slot `me`; no bar.sync + release + flag: the receiving threads poll
+ *   the words themselves until they carry this call's flag (run_oneshot_ll).
+ *
  * impl 2 — two-phase: tile (b, j) is owned by rank (b + j) mod P. Per block: (1) compute the
  *   tiles owned by other ranks first and push each partial to its owner only (flag
  *   sig[me][b] on the owner, value (e << 32) | (j' + 1) where j' counts this block's tiles for
@@ -105,6 +111,7 @@ struct GarParams {
   int blocks_per_rank;            /* B */
   uint64_t slot_bytes;            /* S: one rank's fp32 partial tiles */
   uint64_t half_bytes;            /* one epoch half */
+  uint64_t ll_slot_bytes;         /* SL: one rank's partial tiles as LL words (LL kernels) */
   int check_args;
   uint32_t arg_hash;
 };
@@ -142,7 +149,8 @@ struct Ctx {
   bool vec;
   int b, B, P, me;
   uint64_t e;
-  size_t hoff; /* offset of this call's half */
+  size_t hoff;  /* offset of this call's half */
+  size_t lloff; /* LL kernels: offset of this call's LL half (past the data workspace) */
 };
 
 template <int kMT>
@@ -267,6 +275,107 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   }
 }
 
+/* ---- LL one-shot (FCO_GEMV_AR_LL=1): partials as LL words, no fence, no flag ----------- */
+/* 16 bytes = two LL words, each a single-copy-atomic 64-bit element (PTX: a vector access is
+ * one access per element), relaxed at system scope: no release, nothing to order. */
+__device__ __forceinline__ void st_ll2(char* p, uint64_t a, uint64_t b) {
+  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+__device__ __forceinline__ void ld_ll2(const char* p, uint64_t& a, uint64_t& b) {
+  asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(a), "=l"(b)
+               : "l"(p)
+               : "memory");
+}
+__device__ __forceinline__ uint64_t ll_word(uint64_t hi, float f) {
+  return hi | (uint64_t)__float_as_uint(f);
+}
+
+/* Per thread. Poll the 4 LL words at p (32 bytes) until all carry `flag`; their data into
+ * *out. False after timeout_ns (FCO_ERR_TIMEOUT with the peer, the tile, the flag wanted and
+ * the first stale word's) or when another wait has recorded an error. */
+__device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const WaitCtx& wc,
+                                         int32_t peer, int32_t tile, float4* out) {
+  uint64_t w[4];
+  uint64_t t0 = 0;
+  for (uint32_t spin = 0;; ++spin) {
+    ld_ll2(p, w[0], w[1]);
+    ld_ll2(p + 16, w[2], w[3]);
+    const bool ready = (uint32_t)(w[0] >> 32) == flag && (uint32_t)(w[1] >> 32) == flag &&
+                       (uint32_t)(w[2] >> 32) == flag && (uint32_t)(w[3] >> 32) == flag;
+    if (ready) break;
+    if (spin == 0) t0 = globaltimer_ns();
+    if (spin % kSpinsPerClock == kSpinsPerClock - 1) {
+      if (globaltimer_ns() - t0 > wc.timeout_ns) {
+        uint32_t seen = (uint32_t)(w[0] >> 32);
+        for (int k = 3; k >= 0; --k)
+          if ((uint32_t)(w[k] >> 32) != flag) seen = (uint32_t)(w[k] >> 32);
+        record_error(wc.err, FCO_ERR_TIMEOUT, FCO_OP_GEMV_ALLREDUCE, peer, tile, flag, seen);
+        return false;
+      }
+      if (spin % kSpinsPerErrPoll == kSpinsPerErrPoll - 1 && error_set(wc.err)) return false;
+    }
+  }
+  *out = make_float4(__uint_as_float((uint32_t)w[0]), __uint_as_float((uint32_t)w[1]),
+                     __uint_as_float((uint32_t)w[2]), __uint_as_float((uint32_t)w[3]));
+  return true;
+}
+
+/* impl 1 through the LL area: as run_oneshot, but each partial float4 of thread i < 4M goes to
+ * every rank as 4 LL words {fp32 bits, fco_ll_flag(e)} (two 16-byte stores; slot `me` of the
+ * LL half, tile t at t·M·16·8, thread i at i·32), and the receiver polls those words instead
+ * of a flag: no bar.sync + release before a signal, no signal round trip after the data. The
+ * block's last tile stays in registers for its own slot (the common case: one tile per block).
+ * Sums in rank order 0..P-1 as run_oneshot: the same bits. No barrier after the tile loop: a
+ * thread whose wait fails simply stops (epoch_end's barrier is reached by every thread). */
+template <typename T, int kMT>
+__device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c, Smem<kMT>& s,
+                                               const WaitCtx& wc) {
+  const RankView& v = s.v;
+  const int i = threadIdx.x;
+  const uint32_t flag = fco_ll_flag(c.e);
+  const uint64_t hi = (uint64_t)flag << 32;
+  const size_t tile_ll = (size_t)p.M * kTileN * 8;
+  const size_t mine_off = c.lloff + (size_t)c.me * p.ll_slot_bytes + (size_t)i * 32;
+  float4 last = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int t = c.b; t < p.T; t += c.B) {
+    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    const bool more = t + c.B < p.T;
+    if (i < 4 * p.M) {
+      const uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
+                     w3 = ll_word(hi, r.w);
+      const size_t off = mine_off + (size_t)t * tile_ll;
+      for (int k = 1; k < c.P; ++k) { /* peers me+1, me+2, ...; our own slot below */
+        char* d = v.peer_data[(c.me + k) % c.P] + off;
+        st_ll2(d, w0, w1);
+        st_ll2(d + 16, w2, w3);
+      }
+      if (more) {
+        char* d = v.peer_data[c.me] + off;
+        st_ll2(d, w0, w1);
+        st_ll2(d + 16, w2, w3);
+      } else {
+        last = r;
+      }
+    }
+    if (more) __syncthreads(); /* red is rewritten by the next tile */
+  }
+  if (i >= 4 * p.M) return;
+  const char* mine = v.peer_data[c.me] + c.lloff + (size_t)i * 32;
+  for (int t = c.b; t < p.T; t += c.B) {
+    const bool more = t + c.B < p.T;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int q = 0; q < c.P; ++q) {
+      float4 x = last;
+      if ((q != c.me || more) &&
+          !ll_wait4(mine + (size_t)q * p.ll_slot_bytes + (size_t)t * tile_ll, flag, wc, q, t, &x))
+        return;
+      acc = q == 0 ? x : add4(acc, x);
+    }
+    finish4<T>(p, c, t, acc);
+  }
+}
+
 template <typename T, int kMT>
 __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                              const WaitCtx& wc) {
@@ -355,11 +464,13 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
   }
 }
 
-/* kImpl 1 = one-shot, 2 = two-phase. Block → (local rank blockIdx.x / B, part b). Threads:
- * kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of kMT ≤ 2, ≥ 4·M = 256 otherwise). */
-template <typename T, int kMT, int kImpl>
+/* kImpl 1 = one-shot, 2 = two-phase; kLL: impl 1 through the LL area (kMT ≤ 2 only). Block →
+ * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
+ * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
+template <typename T, int kMT, int kImpl, bool kLL>
 __global__ void __launch_bounds__(kWarpsOf<kMT> * 32, kMinBlocksOf<kMT>)
     gemv_allreduce_kernel(const GarParams p) {
+  static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
   __shared__ Smem<kMT> s;
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
@@ -380,18 +491,23 @@ __global__ void __launch_bounds__(kWarpsOf<kMT> * 32, kMinBlocksOf<kMT>)
   /* Halves at a fixed offset (half the workspace), not at this call's size: consecutive calls
    * of other shapes or ops then never overlap the half a slow peer may still be reading. */
   c.hoff = (size_t)(c.e & 1) * (size_t)(s.v.ws_bytes / 2 / 256 * 256);
+  /* LL: the LL area follows the data workspace; its halves at fixed offsets too (internal.h). */
+  c.lloff = fco_ws_ll_offset(s.v.ws_bytes) +
+            (size_t)(c.e & 1) * fco_ws_ll_half_bytes(s.v.ws_bytes);
   /* A table that does not match the launch must not turn into writes past a workspace. */
-  if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P ||
-      s.v.ws_bytes < 2 * p.half_bytes) {
+  const uint64_t need = kLL ? 2 * (uint64_t)c.P * p.ll_slot_bytes : 2 * p.half_bytes;
+  const uint64_t have = kLL ? 2 * (uint64_t)fco_ws_ll_half_bytes(s.v.ws_bytes) : s.v.ws_bytes;
+  if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P || have < need) {
     if (threadIdx.x == 0)
-      record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, 2 * p.half_bytes,
-                   s.v.ws_bytes);
+      record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, need, have);
     epoch_end(dev, c.e, B);
     return;
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
-    if constexpr (kImpl == 1)
+    if constexpr (kLL)
+      run_oneshot_ll<T, kMT>(p, c, s, wc);
+    else if constexpr (kImpl == 1)
       run_oneshot<T, kMT>(p, c, s, wc);
     else
       run_twophase<T, kMT>(p, c, s, wc);
@@ -416,14 +532,15 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kImpl>
+template <typename T, int kMT, int kImpl, bool kLL = false>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr int kThreads = kWarpsOf<kMT> * 32;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl>>(err, device, sms, kThreads, &cap);
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL>>(err, device, sms, kThreads,
+                                                                       &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   int B = cap / g->num_local;
@@ -464,6 +581,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
   /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
+  p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
@@ -473,9 +591,10 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)impl);
   h = fnv1a(h, (uint64_t)B);
   h = fnv1a(h, (uint64_t)T_);
+  h = fnv1a(h, (uint64_t)kLL); /* FCO_GEMV_AR_LL set differently: reported, not a timeout */
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
-  gemv_allreduce_kernel<T, kMT, kImpl><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
+  gemv_allreduce_kernel<T, kMT, kImpl, kLL><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     char what[128];
@@ -489,7 +608,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
 template <typename T, int kImpl>
-FusedFn pick_mt(size_t M) {
+FusedFn pick_mt(size_t M, bool ll) {
+  if constexpr (kImpl == 1) {
+    static_assert(FCO_GEMV_AR_LL_MAX_M == 16, "LL kernels: kMT 1 and 2");
+    if (ll && M <= 8) return launch_fused<T, 1, 1, true>;
+    if (ll && M <= 16) return launch_fused<T, 2, 1, true>;
+  }
   if (M <= 8) return launch_fused<T, 1, kImpl>;
   if (M <= 16) return launch_fused<T, 2, kImpl>;
   if (M <= 32) return launch_fused<T, 4, kImpl>;
@@ -498,11 +622,11 @@ FusedFn pick_mt(size_t M) {
 }
 
 template <int kImpl>
-FusedFn pick_fused(fco_dtype_t dt, size_t M) {
+FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll) {
   switch (dt) {
-    case FCO_F32: return pick_mt<float, kImpl>(M);
-    case FCO_F16: return pick_mt<__half, kImpl>(M);
-    case FCO_BF16: return pick_mt<__nv_bfloat16, kImpl>(M);
+    case FCO_F32: return pick_mt<float, kImpl>(M, ll);
+    case FCO_F16: return pick_mt<__half, kImpl>(M, ll);
+    case FCO_BF16: return pick_mt<__nv_bfloat16, kImpl>(M, ll);
     default: return nullptr;
   }
 }
@@ -685,8 +809,11 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   if (impl == 0 || impl == 3) return fco::run_baseline(g, impl == 3, err);
   if (impl == 2 && fco_gemv_ar_tiles(a0.N) < (size_t)g->nranks) impl = 1; /* see the header */
   fco::FusedFn fn = nullptr;
-  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M);
-  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M);
+  /* LL only where the op layer found it applies (impl 1 asked, shape fits the LL area). */
+  const bool ll = a0.ll && op0->impl == 1 && g->nranks > 1 &&
+                  fco_gemv_ar_ll_applies(g->transport, 1, g->nranks, a0.M, a0.N);
+  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll);
+  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false);
   else
     return fco::fail(err, FCO_ERR_INVALID_ARGUMENT,
                      "fco_gemv_allreduce: impl %d is not available on the %s transport", impl,

@@ -6,11 +6,19 @@
  * Workspace (data bytes per rank), T = ceil(N/16), S = roundup(T·16·M·4, 256),
  * Sg = roundup(T·16·M·esize, 256):
  *   impl 1 (one-shot):   2 · P · S         fp32 partial tiles, a slot per source rank, 2 halves
+ *   impl 1 LL:           2 · P · SL        SL = roundup(T·16·M·8, 256): sizes the LL area
+ *                                          past the workspace, where the partials travel
  *   impl 2 (two-phase):  2 · (P · S + Sg)  + the gather area of reduced tiles
  *   impl 3 (cuBLAS + fco one-shot all-reduce), P > 1: 2 · P · roundup(M·N·esize, 256)
  *   impl 0 local:        roundup(M·N·esize, 256)   (the copy allreduce)
  *   impl 0 nccl:         0
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
+ *
+ * FCO_GEMV_AR_LL=1 (read at every call, default 0; set it alike on every rank: a mismatch
+ * times out, or FCO_CHECK_ARGS=1 reports it): impl 1 (also when AUTO picks it) sends its
+ * partials as LL words {fp32, flag} through the LL area (src/core/internal.h) where
+ * fco_gemv_ar_ll_applies (GPU transports, P > 1, M ≤ 16, ≤ 16 MiB of LL words), else the
+ * plain one-shot runs.
  *
  * shape[] = {M, N, dtype, bias present}: compared across ranks by the local (same group) and
  * cpu (shared memory) transports at every call; on nccl, FCO_CHECK_ARGS=1 makes the fused
@@ -55,11 +63,20 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   return pushed <= oneshot_max ? 1 : 2;
 }
 
+/* FCO_GEMV_AR_LL=1 and the LL one-shot applies to this call. */
+static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
+  return fco_env_int("FCO_GEMV_AR_LL", 0) > 0 &&
+         fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N);
+}
+
 static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   size_t es = fco_dtype_size(dtype);
   int P = comm->nranks;
   if (comm->transport == FCO_TRANSPORT_CPU)
     return 2 * (size_t)P * fco_round_up(M * N * 4, 256);
+  /* The LL area is the data workspace's size up to FCO_WS_LL_MAX_BYTES: asking for 2·P·SL of
+   * workspace makes it hold both LL halves (use_ll checked that they fit the maximum). */
+  if (use_ll(comm, M, N, impl)) return 2 * (size_t)P * fco_gemv_ar_ll_slot_bytes(M, N);
   if (impl == 1 || impl == 2) return 2 * fco_gemv_ar_half_bytes(impl, P, M, N, es);
   if (impl == 3) return P > 1 ? 2 * (size_t)P * fco_round_up(M * N * es, 256) : 0;
   if (comm->transport == FCO_TRANSPORT_LOCAL && P > 1) return fco_round_up(M * N * es, 256);
@@ -164,6 +181,7 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   a.K = K;
   a.dtype = dtype;
   a.check_args = fco_env_int("FCO_CHECK_ARGS", 0) > 0;
+  a.ll = use_ll(comm, M, N, op.impl);
   memcpy(op.u.raw, &a, sizeof a);
   op.shape[FCO_GEMV_SHAPE_M] = (int64_t)M;
   op.shape[FCO_GEMV_SHAPE_N] = (int64_t)N;

@@ -16,6 +16,13 @@
  *   cpu (every impl):  2 · P · roundup(M · N · 4, 256)
  * A half holds P slots of S bytes (slot p: rank p's fp32 partial tiles, [T][M][16]) and, for
  * impl 2, after them the gather area of Sg bytes (reduced tiles in the dtype, [T][M][16]).
+ *
+ * LL one-shot (impl 1 with FCO_GEMV_AR_LL=1 where fco_gemv_ar_ll_applies): the partials travel
+ * through the LL area past the data workspace (src/core/internal.h: LL area), not the halves
+ * above. LL half (e & 1) holds P slots of SL = roundup(T · 16 · M · 8, 256) bytes: slot p =
+ * rank p's partial tiles as LL words, [T][M][16] × {fp32 bits, flag}. The data workspace the
+ * call asks for is 2 · P · SL (≥ impl 1's 2 · P · S), which makes the LL area ≥ 2 · P · SL as
+ * long as that is ≤ FCO_WS_LL_MAX_BYTES (else the call runs the plain one-shot).
  */
 #ifndef FCO_OPS_GEMV_ALLREDUCE_H_
 #define FCO_OPS_GEMV_ALLREDUCE_H_
@@ -38,6 +45,7 @@ typedef struct {
   size_t M, N, K;    /* K: this rank's slice; may differ across ranks                     */
   fco_dtype_t dtype;
   int check_args;    /* FCO_CHECK_ARGS=1: kernels compare (M, N, dtype, bias, impl) across ranks */
+  int ll;            /* impl 1 via the LL area (FCO_GEMV_AR_LL=1, fco_gemv_ar_ll_applies) */
 } fco_gemv_ar_args_t;
 
 /* shape[] of the op record: what every rank must agree on (K may differ). */
@@ -59,6 +67,19 @@ static inline size_t fco_gemv_ar_half_bytes(int impl, int P, size_t M, size_t N,
   size_t h = (size_t)P * fco_gemv_ar_slot_bytes(M, N);
   if (impl == 2) h += fco_gemv_ar_gather_bytes(M, N, esize);
   return h;
+}
+
+/* SL: bytes of one rank's partial tiles as LL words (8 bytes per fp32). */
+static inline size_t fco_gemv_ar_ll_slot_bytes(size_t M, size_t N) {
+  return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * 8, 256);
+}
+/* Largest M of the LL one-shot (the kernels with one or two m-tiles). */
+#define FCO_GEMV_AR_LL_MAX_M 16
+/* Does the LL one-shot apply? GPU transports, impl 1, P > 1, M ≤ 16, both LL halves ≤ the
+ * largest LL area. A function of the call's shape only: every rank decides alike. */
+static inline int fco_gemv_ar_ll_applies(fco_transport_t t, int impl, int P, size_t M, size_t N) {
+  return t != FCO_TRANSPORT_CPU && impl == 1 && P > 1 && M <= FCO_GEMV_AR_LL_MAX_M &&
+         2 * (size_t)P * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_WS_LL_MAX_BYTES;
 }
 
 #ifdef __cplusplus

@@ -26,7 +26,7 @@
 typedef struct {
   fco_gpu_rank_t g;
   void* sig; /* FCO_SIG_BYTES of signal slots */
-  void* ws;  /* data workspace, comm->ws_bytes bytes */
+  void* ws;  /* data workspace, comm->ws_bytes bytes, then the LL area (internal.h) */
 } local_rank_t;
 
 /* comm->world->shared: orders the virtual ranks' streams around the single launch. */
@@ -129,8 +129,11 @@ static fco_result_t local_grow(fco_comm_t* comms, int n, size_t bytes) {
   for (int i = 0; i < n; i++) FCO_CHECK_GOTO(free_ws(comms[i]), r, fail);
   for (int i = 0; i < n; i++) {
     void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
-    FCO_CUDA_CHECK_GOTO(comms[i], cudaMalloc(&ws, target), r, fail);
+    /* + the LL area past the data workspace, zeroed (src/core/internal.h: LL area). */
+    FCO_CUDA_CHECK_GOTO(comms[i], cudaMalloc(&ws, fco_ws_alloc_bytes(target)), r, fail);
     lr(comms[i])->ws = ws;
+    FCO_CUDA_CHECK_GOTO(comms[i], cudaMemset((char*)ws + fco_ws_ll_offset(target), 0,
+                                             fco_ws_ll_bytes(target)), r, fail);
   }
   for (int i = 0; i < n; i++) comms[i]->ws_bytes = target;
   FCO_CHECK_GOTO(write_tables(comms, n), r, fail);

@@ -40,7 +40,7 @@ typedef struct {
   ncclWindow_t sig_win;
   ncclDevComm dev_comm;
   int have_dev_comm;
-  void* ws;                /* ncclMemAlloc, comm->ws_bytes                                  */
+  void* ws;                /* ncclMemAlloc, comm->ws_bytes + the LL area (internal.h)      */
   ncclWindow_t ws_win;
 } nccl_rank_t;
 
@@ -357,9 +357,14 @@ static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
     if (x == FCO_OK) x = release_ws(c);
     if (x == FCO_OK) {
       void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
-      ncclResult_t a = ncclMemAlloc(&ws, target);
+      /* + the LL area past the data workspace, zeroed before any peer can reach it (the
+       * agreements below are the barrier; src/core/internal.h: LL area). */
+      ncclResult_t a = ncclMemAlloc(&ws, fco_ws_alloc_bytes(target));
       if (a != ncclSuccess) x = nccl_fail(c, a, "ncclMemAlloc (data workspace)");
       else nr(c)->ws = ws;
+      if (x == FCO_OK)
+        FCO_CUDA_CHECK_KEEP(c, cudaMemset((char*)ws + fco_ws_ll_offset(target), 0,
+                                          fco_ws_ll_bytes(target)), x);
     }
     if (x != FCO_OK) {
       r = x;
@@ -377,7 +382,7 @@ static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
   {
     auto reg_ws = [&](int i) {
       nccl_rank_t* me = nr(comms[i]);
-      return ncclCommWindowRegister(me->nccl, me->ws, target, &me->ws_win,
+      return ncclCommWindowRegister(me->nccl, me->ws, fco_ws_alloc_bytes(target), &me->ws_win,
                                     NCCL_WIN_COLL_SYMMETRIC);
     };
     FCO_CHECK_GOTO(nccl_group(comms, n, "ncclCommWindowRegister (data workspace)", reg_ws), r,

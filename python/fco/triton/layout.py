@@ -5,7 +5,9 @@ Pure Python (no triton, no torch): CPU tests check it against a ctypes mirror of
 LAYOUT_VERSION must equal what fco_comm_device_state reports (FCO_DEVICE_STATE_VERSION); bump
 both whenever dev.h changes. The workspace rule (src/core/internal.h) and the signal values
 (src/cuda/prims.cuh) are repeated here because Triton kernels must follow them exactly to share
-a communicator with the C kernels.
+a communicator with the C kernels. The GPU transports' allocation continues past ws_bytes with
+the LL area (src/core/internal.h, rule (3)): only 64-bit LL words {data, flag} of the C kernels
+go there, so a Triton kernel must never write at or past ws_bytes.
 """
 import ctypes
 
