@@ -357,8 +357,8 @@ def _sk_counters(w, P, out_rows, N, es, items):
     """Each rank's stream-K counters of the last call (in its half; reset at a call's start)."""
     got = []
     for r in range(P):
-        off = (L.half_offset(w.devs[r].ws_bytes, w.devs[r].epoch) + GA.peer_bytes(P, out_rows, N, es)
-               + GA.plan_bytes(P))
+        off = (L.half_offset(w.devs[r].ws_bytes, w.devs[r].epoch)
+               + GA.peer_bytes(P, out_rows, N, es) + GA.plan_bytes(P))
         got.append(w.ws[r][off:off + 4 * items].view(torch.int32).tolist())
     return got
 
@@ -373,7 +373,7 @@ def case_gemm_streamk():
     tile, 0 past them), with the counters poisoned before a call (part 0 resets them)."""
     BM = BN = BK = 16
     items = 16
-    sk = dict(min_ksteps=1, max_slices=4, min_slices=2, items=items)
+    sk = dict(min_ksteps=1, max_slices=4, min_slices=2, items=items, rows=4)  # 4 sum chunks
     skc = dict(sk, on=1)
     tol = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}
     n = 0

@@ -463,7 +463,8 @@ def test_gemm_streamk_rule(monkeypatch):
         with pytest.raises(fco.FcoError) as e:
             GA.streamk_config(None, 224)
         assert "FCO_TRITON_GA_STREAMK" in e.value.message
-    for bad in ("on", dict(slices=4), dict(items=48), dict(min_slices=9), dict(min_ksteps=0), -3):
+    for bad in ("on", dict(slices=4), dict(items=48), dict(min_slices=9), dict(min_ksteps=0),
+                dict(rows=48), -3):
         with pytest.raises(fco.FcoError) as e:
             GA.streamk_config(bad, 224)
         assert e.value.name == "INVALID_ARGUMENT"
@@ -508,7 +509,7 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
                   PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
                   COPY_BLOCK=2048, UPCAST=False, SPLIT=split, WAIT_NS=wait_ns, PROFILE=profile,
                   SK=sk, SK_MAX_SLICES=8, SK_MIN_SLICES=4, SK_MIN_KSTEPS=8, SK_ITEMS=64,
-                  SK_RB=min(32, bm))
+                  SK_RB=min(64, bm))
     if profile:
         sig["prof"] = "*i64"
     else:

@@ -118,7 +118,7 @@ def workspace_bytes(P, out_rows, n, es, scratch=0):
 #   [0, sk_cnt_bytes)            int32 counters, one per split tile (reset by part 0 each call)
 #   [sk_cnt_bytes, + items·tile) fp32 partial tiles [BLOCK_M, BLOCK_N], slot = tile·S + slice
 # Peers never write there (it lies past R), and only this call's programs use it.
-SK_DEFAULTS = dict(max_slices=8, min_slices=4, min_ksteps=8, items=64)
+SK_DEFAULTS = dict(max_slices=8, min_slices=4, min_ksteps=8, items=64, rows=64)
 SK_OFF = dict(on=0, **SK_DEFAULTS)
 
 
@@ -167,11 +167,12 @@ def streamk_config(streamk, nk):
     else:
         bad(f"streamk {streamk!r}: expected None, 0/False, 1/True, the most slices (>= 2) or "
             "a dict")
-    it = sk["items"]
+    it, rows = sk["items"], sk["rows"]
     if not (2 <= it <= 1024 and it & (it - 1) == 0 and 2 <= sk["min_slices"] <= sk["max_slices"]
-            <= it and sk["min_ksteps"] >= 1):
+            <= it and sk["min_ksteps"] >= 1 and 1 <= rows <= 256 and rows & (rows - 1) == 0):
         bad(f"streamk {sk}: expected items a power of two in 2..1024, 2 <= min_slices <= "
-            "max_slices <= items, min_ksteps >= 1")
+            "max_slices <= items, min_ksteps >= 1, rows (of the last slice's sum at a time) a "
+            "power of two in 1..256")
     if int(nk) // sk["min_ksteps"] < sk["min_slices"]:
         return dict(SK_OFF)
     return sk
@@ -478,7 +479,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                          SPLIT: tl.constexpr = 0, WAIT_NS: tl.constexpr = fl.WAIT_NS,
                          SK: tl.constexpr = 0, SK_MAX_SLICES: tl.constexpr = 8,
                          SK_MIN_SLICES: tl.constexpr = 4, SK_MIN_KSTEPS: tl.constexpr = 8,
-                         SK_ITEMS: tl.constexpr = 64, SK_RB: tl.constexpr = 32,
+                         SK_ITEMS: tl.constexpr = 64, SK_RB: tl.constexpr = 64,
                          PROFILE: tl.constexpr = False, prof=None):
     # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
     # before the launch, so a CUDA graph captures the call as it is).
@@ -1044,7 +1045,7 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
               SPLIT=split, WAIT_NS=wns)
     if sk["on"]:
         kw.update(SK=1, SK_MAX_SLICES=sk["max_slices"], SK_MIN_SLICES=sk["min_slices"],
-                  SK_MIN_KSTEPS=sk["min_ksteps"], SK_ITEMS=sk["items"], SK_RB=min(32, bm))
+                  SK_MIN_KSTEPS=sk["min_ksteps"], SK_ITEMS=sk["items"], SK_RB=min(sk["rows"], bm))
     if prof is not None:
         kw.update(PROFILE=True, prof=prof)
     # at most this many tiles: every expert adds at most one partial M tile
