@@ -384,12 +384,13 @@ def _skew_route(total, experts, skew):
 def test_gemm_streamk_skew_class():
     """The stream-K tail at the skewed workload's shape class (1024 tokens, top-2, 8 experts on 2
     ranks, expert 0 with 4× the average: 2928 rows and 400 tiles of 128×256 on the busy rank;
-    K cut to 2048 to stay cheap), on a grid where its tail splits: the device's counters say
-    what streamk_split() predicts; against float64; the same bits over repeated calls (both
-    workspace halves, a C impl 1 call between them); against the unsplit path on the same grid:
-    every element outside the split tiles bit-identical, the split tiles within tolerance
-    (their fp32 sums run in another order); then a CUDA graph of a split call replayed with
-    other skews (the device decides the split again each replay) against float64."""
+    K cut to 2048 to stay cheap), on a grid where its tail splits, in the auto (split) and the
+    merged tile order: the device's counters say what streamk_split() predicts; against
+    float64; the same bits over repeated calls (both workspace halves, a C impl 1 call between
+    them); against the unsplit path on the same grid: every element outside the split tiles
+    bit-identical, the split tiles within tolerance (their fp32 sums run in another order);
+    then a CUDA graph of a split call replayed with other skews (the device decides the split
+    again each replay) against float64."""
     import torch
 
     from fco.triton import gemm_alltoall as GA
@@ -431,17 +432,19 @@ def test_gemm_streamk_skew_class():
         nk = -(-K // bk)
         tot = [GA.tile_total(C, bm, bn, N) for C in Ch]
         assert tot[0] == 400, tot
-        for streamk in (1, dict(min_ksteps=2)):
+        # the auto order (split: the tail tiles hold only the busy rank's own rows) and merged
+        # (the tail tiles hold a peer's rows: the last slice pushes them, the flags follow)
+        for order, streamk in ((None, 1), (None, dict(min_ksteps=2)), ("merged", 1)):
             sk = GA.streamk_config(streamk, nk)
             assert sk["on"], sk
             # the largest co-resident grid on which the busy rank's tail splits
             B = next(b for b in range(B0, 1, -1) if GA.streamk_split(tot[0], b, nk, sk)[1])
             want = [GA.streamk_split(t, B, nk, sk) for t in tot]
-            tag = ("streamk", streamk, B, want)
-            base = run(streamk=0, blocks_per_rank=B)
+            tag = ("streamk", order, streamk, B, want)
+            base = run(streamk=0, blocks_per_rank=B, order=order)
             first = None
             for i in range(3):
-                outs = run(streamk=streamk, blocks_per_rank=B)
+                outs = run(streamk=streamk, blocks_per_rank=B, order=order)
                 assert GA.last_launch["need"] > GA.half_need(P, out_rows, N, 2), tag
                 for r in range(P):
                     _, nsp, S = want[r]
