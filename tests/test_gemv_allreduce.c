@@ -11,10 +11,11 @@
  *   messages (nothing written), a mismatch of M across ranks, and on GPU transports a CUDA
  *   graph replayed 100 times and FCO_CHECK_ARGS=1 (on nccl also the device-side mismatch).
  *   GPU transports also run the LL one-shot (FCO_GEMV_AR_LL=1, impl 1 and AUTO): a sweep of
- *   M (up to 17: the fallback), N, K; calls whose LL half holds stale words of earlier LL
- *   calls of other shapes / inputs, with other ops (gemv impl 0/2/3, fco_allreduce) issued in
- *   between without a sync; a CUDA graph; FCO_CHECK_ARGS; and a silent peer (timeout, not a
- *   hang). FCO_TEST_LL=only runs just that part on GPU transports (quick A/B of the knob).
+ *   M (up to 17: the fallback), N, K; y bit-identical to the plain one-shot's; calls whose LL
+ *   half holds stale words of earlier LL calls of other shapes / inputs, with other ops (gemv
+ *   impl 0/1/2/3, fco_allreduce) issued in between without a sync; back-to-back LL calls of
+ *   changing shapes; a CUDA graph; FCO_CHECK_ARGS; a silent peer (timeout, not a hang).
+ *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   make test   or   build/tests/test_gemv_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 makes the loops shorter.
  */
@@ -417,6 +418,37 @@ static void ll_sweep(const t_world_t* w, bufs_t* b) {
   ll_set(0);
 }
 
+/* Exact: the LL one-shot sums the same fp32 partials in the same rank order as the plain one,
+ * so every rank's y must equal the plain one-shot's bit for bit (same inputs, y poisoned). */
+static void ll_vs_plain(const t_world_t* w, bufs_t* b) {
+  static const size_t shapes[][3] = {{1, 1000, 1000}, {4, 999, 517}, {16, 1000, 33}, {9, 17, 1000}};
+  unsigned char* plain = (unsigned char*)malloc(y_bytes());
+  ASSERT_NOT_NULL(plain);
+  for (int i = 0; i < 4 * 3; i++) {
+    const size_t M = shapes[i % 4][0], N = shapes[i % 4][1], kt = shapes[i % 4][2];
+    const fco_dtype_t dt = kDtypes[i % 3];
+    const size_t n = M * N * fco_dtype_size(dt);
+    uint64_t seed = t_next_seed();
+    t_context("P=%d LL vs plain one-shot, bit for bit: M=%zu N=%zu K=%zu %s seed=0x%016llx", w->n,
+              M, N, kt, fco_dtype_name(dt), (unsigned long long)seed);
+    prepare(b, M, N, kt, dt, i % 2, seed);
+    ASSERT_OK(issue(w, b, 1, NULL)); /* FCO_GEMV_AR_LL unset: plain */
+    t_sync(w);
+    t_get(b->t, t_rank_device(b->t, 0), plain, b->y[0], n);
+    for (int r = 0; r < w->n; r++)
+      t_memset(b->t, t_rank_device(b->t, r), b->y[r], T_POISON, n);
+    ll_set(1);
+    ASSERT_OK(issue(w, b, 1, NULL));
+    ll_set(0);
+    t_sync(w);
+    for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    ASSERT_EQ(check(w, b), 0); /* reference, guards, ranks identical */
+    if (memcmp(b->hy0, plain, n))
+      t_fail(__FILE__, __LINE__, "the LL one-shot's y differs from the plain one-shot's");
+  }
+  free(plain);
+}
+
 /* Another op on ranks' y2 (not y), issued without a sync: a gemv of another shape and impl
  * (workspace halves, and impl 0/3's all-reduce) or an in-place fco_allreduce. None may touch
  * the LL area; the next LL call must not be fooled by whatever they leave. */
@@ -565,6 +597,7 @@ static void ll_tests(const t_world_t* w, bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++)
     y2[r] = t_alloc(w->transport, t_rank_device(w->transport, r), y_bytes());
   ll_sweep(w, b);
+  ll_vs_plain(w, b);
   ll_stale(w, b, y2, quick ? 16 : 48);
   ll_back_to_back(w, b, y2, quick ? 100 : 1000);
   ll_set(1);
