@@ -741,17 +741,6 @@ int main(void) {
     unsetenv("FCO_GA_TILES_BLOCKS");
     back_to_back(&w);
     unsetenv("FCO_GA_EPI");
-    /* impl 2's direct mode (FCO_GA_CHUNKS=direct: one cuBLAS GEMM per (expert, source) storing
-     * straight into out / the destination's staging through device pointer arrays): every
-     * layout and dtype, with and without hints, ragged and spanning segments, back to back. */
-    setenv("FCO_GA_CHUNKS", "direct", 1);
-    for (int sh = 0; sh < nshapes; sh++)
-      for (int d = 0; d < 3; d++)
-        one(&w, kShapes[sh][0], kShapes[sh][1], (sh + d) % 2, kDtypes[d], 2, (sh + d) % 3 != 0, 0);
-    one(&w, 40, 24, 1, FCO_BF16, 2, 1, 1);
-    back_to_back(&w);
-    asymmetric(&w);
-    unsetenv("FCO_GA_CHUNKS");
     back_to_back(&w);
     asymmetric(&w);
     large(&w);
@@ -770,15 +759,6 @@ int main(void) {
     if (t == FCO_TRANSPORT_LOCAL) bad_counts(t, pb, kind, 0);
   }
   printf("bad counts: ok\n");
-  /* The same for impl 2's direct mode: its pointer arrays must stay in bounds. */
-  setenv("FCO_GA_CHUNKS", "direct", 1);
-  for (int kind = 0; kind < 3 && t != FCO_TRANSPORT_CPU; kind++) bad_counts(t, pb, kind, 2);
-  if (pb >= 2 && t == FCO_TRANSPORT_LOCAL) bad_hints(t, pb, 1, 2);
-#ifdef FCO_HAVE_CUDA
-  if (t == FCO_TRANSPORT_LOCAL) graph_hinted(t, max, 2);
-#endif
-  unsetenv("FCO_GA_CHUNKS");
-  printf("impl 2 direct: bad counts, bad hints, graphs: ok\n");
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
     for (int kind = 0; kind < 3; kind++) {

@@ -140,27 +140,6 @@ fco_result_t gemm(DevRes* res, cudaStream_t st, const fco_gemm_a2a_args_t* a,
   return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmEx");
 }
 
-/* The same GEMM with its three pointers read from device arrays (one entry each, written by a
- * kernel earlier on the stream): cublasGemmBatchedEx with one batch. */
-fco_result_t gemm_ptrs(DevRes* res, cudaStream_t st, const fco_gemm_a2a_args_t* a,
-                       const void* const* W, const void* const* A, void* const* Y, int64_t m,
-                       char* err) {
-  cublasHandle_t h = res->blas;
-  if (m <= 0) return FCO_OK;
-  cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
-                                                                            : CUDA_R_16BF;
-  const float one = 1.f, zero = 0.f;
-  const int N = (int)a->n, K = (int)a->k;
-  const bool nk = a->w_layout == FCO_W_NK;
-  cublasStatus_t s = cublasSetStream(h, st);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetWorkspace(h, res->blas_ws, kBlasWs);
-  if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasSetStream/Workspace");
-  s = cublasGemmBatchedEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
-                          nk ? K : N, A, t, K, &zero, Y, t, N, 1, CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT);
-  return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmBatchedEx");
-}
-
 const fco_gemm_a2a_args_t* args(const fco_gpu_launch_t* l, int i) {
   return (const fco_gemm_a2a_args_t*)l->r[i].op->u.raw;
 }
@@ -533,41 +512,6 @@ struct PendingPush {
   std::vector<std::array<int64_t, 4>> pieces;
 };
 
-/* impl 2, direct mode (FCO_GA_CHUNKS=direct): the exchange first, on the user stream (it writes
- * the GEMMs' pointer arrays: output rows straight into out or the destination's staging), then
- * one cuBLAS GEMM per (expert, source) segment with rows, whose epilogue stores the rows where
- * they belong (over NVLink for a peer, while the next tiles compute), then the finish kernel.
- * No y, no push kernels, no second stream. The exchange is launched for every local rank before
- * any cuBLAS call, so a lazily loaded cuBLAS kernel never waits behind a kernel that needs a
- * later launch. */
-fco_result_t run_direct(const fco_gpu_launch_t* l, DevRes* res, const RankArgs* ra,
-                        const std::vector<int32_t>* hc, char* err) {
-  const int P = l->nranks;
-  cudaStream_t st = (cudaStream_t)l->stream;
-  fco_result_t r = launch_exchange(l, ra, (void*)st, true, err);
-  if (r != FCO_OK) return r;
-  for (int i = 0; i < l->num_local; ++i) {
-    const fco_gemm_a2a_args_t* a = args(l, i);
-    const int E = a->num_experts;
-    int64_t tot[kMaxP];
-    if (!rank_valid(hc[i], E, P, a->a_rows, tot)) continue; /* the exchange reports them */
-    const size_t es = fco_dtype_size(a->dtype);
-    const void* const* wp = reinterpret_cast<const void* const*>(
-        ra[i].ws + fco_ga_off_ptrs(P, a->a_rows, a->out_rows, a->n, es));
-    const void* const* ap = wp + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P;
-    void* const* cp = const_cast<void* const*>(ap + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P);
-    int slot = 0;
-    for (int j = 0; j < E * P; ++j) {
-      const int32_t m = hc[i][(size_t)j];
-      if (m <= 0) continue;
-      r = gemm_ptrs(res, st, a, wp + slot, ap + slot, cp + slot, m, err);
-      if (r != FCO_OK) return r;
-      ++slot;
-    }
-  }
-  return launch_finish(l, ra, err);
-}
-
 fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = args(l, 0);
   const int P = l->nranks;
@@ -588,8 +532,6 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
                      (char*)l->r[i].ws, a->num_experts,
                      fco_ga_digest_host(hc[i].data(), a->num_experts, P)};
   }
-  const char* mode = getenv("FCO_GA_CHUNKS");
-  if (mode && !strcmp(mode, "direct")) return run_direct(l, res, ra, hc, err);
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
   const char* env = getenv("FCO_GA_CHUNK_ROWS");
@@ -653,7 +595,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     }
   }
   /* 2. Exchange, then the pushes, on the push stream. */
-  if ((r = launch_exchange(l, ra, (void*)side, false, err)) != FCO_OK) return r;
+  if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;
   for (const PendingPush& pp : pushes) {
     cudaError_t ce = cudaStreamWaitEvent(side, pp.ev, 0);
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall chunks: wait for a chunk");

@@ -239,7 +239,7 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err);
 /* impl 2's exchange, push and finish kernels (gemm_alltoall_fused.cu, next to impl 1's
  * protocol). */
 fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
-                             bool direct, char* err);
+                             char* err);
 fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err);
 /* impl 0 on nccl, after its send/recv: every rank signals every peer and waits for all, then
  * advances the epoch (one block; gemm_alltoall.h says why). */

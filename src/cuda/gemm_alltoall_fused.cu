@@ -354,69 +354,8 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
 struct ExParams {
   RankArgs r[kMaxP];
   int64_t a_rows, out_rows;
-  int32_t K, N, P, es;
-  int32_t direct; /* also write cuBLAS's pointer arrays (fco_ga_off_ptrs) */
+  int32_t N, P, es;
 };
-
-/* Direct mode, all threads of the exchange block after the verdict: per (expert, source)
- * segment with rows, in the host's order (experts, then sources; empty ones skipped), the
- * pointers of its GEMM: W_e, its first A row, and where its output rows go — out (own rows)
- * or the destination's staging of this call's half, at base[s] + rows of earlier experts for
- * s. With a bad verdict (counts bad, or unlike the host's) every entry points at W, A and
- * the private y, where any GEMM the host sized fits (its rows ≤ a_rows): nothing is written
- * outside this rank's own scratch. */
-__device__ void write_ptrs(const ExParams& p, const RankArgs& ra, const RankView& v, uint64_t e,
-                           const Ctl& c, bool good, const unsigned long long* tot, int64_t* tmp) {
-  __shared__ int64_t s_arow[FCO_GEMM_ALLTOALL_MAX_EXPERTS * kMaxP];
-  __shared__ int64_t s_dl[FCO_GEMM_ALLTOALL_MAX_EXPERTS * kMaxP];
-  const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
-  const size_t es = (size_t)p.es, rb = (size_t)p.N * es;
-  const void** wp = reinterpret_cast<const void**>(
-      ra.ws + fco_ga_off_ptrs(P, p.a_rows, p.out_rows, p.N, es));
-  const void** ap = wp + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P;
-  void** cp = const_cast<void**>(ap + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P);
-  if (!good) {
-    char* y = ra.ws + fco_ga_off_y(P, p.out_rows, p.N, es);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      wp[i] = ra.w;
-      ap[i] = ra.a;
-      cp[i] = y;
-    }
-    return;
-  }
-  int64_t totpre[kMaxP]; /* rows for earlier destinations */
-  int64_t run = 0;
-  for (int s = 0; s < P; ++s) {
-    totpre[s] = run;
-    run += (int64_t)tot[s];
-  }
-  /* First A row of each segment: A is expert-major, then source. */
-  block_scan(
-      n, [&](int i) -> int64_t { return ra.counts[i]; },
-      [&](int i, int64_t pre) { s_arow[i] = pre; }, tmp);
-  /* Rows of earlier experts for the same destination: destination-major scan. */
-  block_scan(
-      n, [&](int i) -> int64_t { return ra.counts[(i % E) * P + i / E]; },
-      [&](int i, int64_t pre) {
-        const int s = i / E, ex = i - s * E;
-        s_dl[ex * P + s] = pre - totpre[s];
-      },
-      tmp);
-  __syncthreads();
-  const size_t staging = fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
-  /* Slots: the segments with rows, in order. */
-  block_scan(
-      n, [&](int i) -> int64_t { return ra.counts[i] > 0 ? 1 : 0; },
-      [&](int i, int64_t slot) {
-        if (ra.counts[i] <= 0) return;
-        const int ex = i / P, s = i - ex * P;
-        wp[slot] = ra.w + (size_t)ex * p.K * p.N * es;
-        ap[slot] = ra.a + (size_t)s_arow[i] * p.K * es;
-        cp[slot] = (s == me ? ra.out : v.peer_data[s] + staging) +
-                   (size_t)(c.base[s] + s_dl[i]) * rb;
-      },
-      tmp);
-}
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p) {
   __shared__ RankView v;
@@ -466,10 +405,6 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   }
   post_header(v, e, hdr); /* syncs first */
   const bool ok = gather_headers(v, e, p.out_rows, &c);
-  if (p.direct) {
-    __shared__ int64_t tmp[kThreads / 32 + 1];
-    write_ptrs(p, ra, v, e, c, ok && c.verdict == 0, s_tot, tmp);
-  }
   if (threadIdx.x == 0) {
     plan->verdict = !ok ? -1 : c.verdict;
     for (int s = 0; s < P && ok; ++s) {
@@ -868,18 +803,16 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
 }
 
 fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
-                             bool direct, char* err) {
+                             char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   ExParams p;
   memset(&p, 0, sizeof p);
   for (int i = 0; i < l->num_local; ++i) p.r[i] = ra[i];
   p.a_rows = a0->a_rows;
   p.out_rows = a0->out_rows;
-  p.K = (int32_t)a0->k;
   p.N = (int32_t)a0->n;
   p.P = l->nranks;
   p.es = (int32_t)fco_dtype_size(a0->dtype);
-  p.direct = direct ? 1 : 0;
   ga_kernel_exchange<<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: exchange launch");

@@ -34,10 +34,6 @@
  *                                   and no peer can start the next call (whose data may fill
  *                                   the other half) before this rank signalled "all pushed",
  *                                   i.e. before the last read of y.
- *     0·H + R + plan + y   ptrs     private, impl 2 only: cuBLAS's pointer arrays (direct
- *                                   mode: W, A, C of each (expert, source) GEMM, C straight
- *                                   into out or the destination's staging), written by the
- *                                   exchange kernel of the call, read by its GEMMs.
  *   impl 0 (GPU transports): private scratch only, from the workspace start:
  *     0                    y        a_rows × N: the GEMM result
  *     S(a_rows)            send     nccl: y packed destination-major for ncclSend
@@ -125,15 +121,6 @@ static inline FCO_GA_HD size_t fco_ga_plan_bytes(int P) {
 static inline FCO_GA_HD size_t fco_ga_off_y(int P, int64_t out_rows, int64_t n, size_t es) {
   return fco_ga_peer_bytes(P, out_rows, n, es) + fco_ga_plan_bytes(P);
 }
-/* impl 2 direct (FCO_GA_CHUNKS=direct): cuBLAS's device pointer arrays, W, A and C of each
- * (expert, source) GEMM, FCO_GEMM_ALLTOALL_MAX_EXPERTS · P entries each, right after y. */
-static inline FCO_GA_HD size_t fco_ga_ptr_bytes(int P) {
-  return fco_ga_round((size_t)3 * 8 * FCO_GEMM_ALLTOALL_MAX_EXPERTS * (size_t)P);
-}
-static inline FCO_GA_HD size_t fco_ga_off_ptrs(int P, int64_t a_rows, int64_t out_rows, int64_t n,
-                                               size_t es) {
-  return fco_ga_off_y(P, out_rows, n, es) + fco_ga_rows_bytes(a_rows, n, es);
-}
 /* impl 0's scratch: y at 0, send after it, then the totals of the AllGather. */
 static inline FCO_GA_HD size_t fco_ga_base_off_send(int64_t a_rows, int64_t n, size_t es) {
   return fco_ga_rows_bytes(a_rows, n, es);
@@ -155,7 +142,7 @@ static inline FCO_GA_HD size_t fco_ga_half_need(int impl, int nccl, int P, int64
     return nccl ? fco_ga_base_off_recv(P, a_rows, n, es) + fco_ga_rows_bytes(out_rows, n, es)
                 : fco_ga_rows_bytes(a_rows, n, es);
   size_t h = fco_ga_peer_bytes(P, out_rows, n, es) + fco_ga_plan_bytes(P);
-  return impl == 2 ? h + fco_ga_rows_bytes(a_rows, n, es) + fco_ga_ptr_bytes(P) : h;
+  return impl == 2 ? h + fco_ga_rows_bytes(a_rows, n, es) : h;
 }
 
 /* Start of this call's half (fused impls, cpu): (e & 1)·H. */
