@@ -160,7 +160,10 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they
  * need more; growth allocates, so it cannot happen while a stream is being captured into a
- * CUDA graph: call fco_comm_reserve before capturing. Collective (same bytes on every rank);
+ * CUDA graph: call fco_comm_reserve before capturing. GPU transports allocate, past the data
+ * workspace, an LL area of min(data bytes, 16 MiB) per rank (src/core/internal.h, rule 3:
+ * the LL one-shot of fco_gemv_allreduce), not counted by max_workspace_bytes or
+ * fco_comm_workspace_bytes. Collective (same bytes on every rank);
  * on a communicator of fco_comm_init_all it reserves for every rank of that group at once.
  * [IN] bytes: data workspace bytes per rank to have at least. */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
@@ -226,7 +229,9 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              transport: the copy allreduce; cpu: the reference), 1 = fused one-shot (each
  *              16-column tile's fp32 partial is pushed to every peer as soon as it is
  *              computed; every rank sums all tiles in rank order: bit-identical on all
- *              ranks), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
+ *              ranks; for M ≤ 16 on GPUs the partials travel as LL words {value, flag}
+ *              polled by the receiver, no fence or flag: FCO_GEMV_AR_LL=0 turns that off,
+ *              the result is the same bits), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
  *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the

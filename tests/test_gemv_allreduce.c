@@ -398,10 +398,7 @@ static void graph(const t_world_t* w, bufs_t* b, int impl) {
 }
 
 /* ---- LL one-shot (FCO_GEMV_AR_LL=1) --------------------------------------------------- */
-static void ll_set(int on) {
-  if (on) setenv("FCO_GEMV_AR_LL", "1", 1);
-  else unsetenv("FCO_GEMV_AR_LL");
-}
+static void ll_set(int on) { setenv("FCO_GEMV_AR_LL", on ? "1" : "0", 1); }
 
 /* Every M of both LL kernels and the first past them (17: the plain one-shot), N, K. */
 static void ll_sweep(const t_world_t* w, bufs_t* b) {
@@ -672,8 +669,10 @@ int main(void) {
     t_context("P=%d: fco_comm_init_all", p);
     ASSERT_OK(t_world_init(&w, t, p, NULL));
     bufs_alloc(&b, &w);
-    sweep(&w, &b);
+    sweep(&w, &b); /* impl 1 with the LL one-shot where it applies (the default) */
+    setenv("FCO_GEMV_AR_LL", "0", 1); /* and the plain one-shot */
     back_to_back(&w, &b, quick ? 100 : 1000);
+    unsetenv("FCO_GEMV_AR_LL");
     bad_args(&w, &b);
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {

@@ -14,11 +14,16 @@
  *   impl 0 nccl:         0
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
  *
- * FCO_GEMV_AR_LL=1 (read at every call, default 0; set it alike on every rank: a mismatch
- * times out, or FCO_CHECK_ARGS=1 reports it): impl 1 (also when AUTO picks it) sends its
- * partials as LL words {fp32, flag} through the LL area (src/core/internal.h) where
- * fco_gemv_ar_ll_applies (GPU transports, P > 1, M ≤ 16, ≤ 16 MiB of LL words), else the
- * plain one-shot runs.
+ * LL one-shot, the default (FCO_GEMV_AR_LL=0 turns it off; read at every call, set it alike on
+ * every rank: a mismatch times out, or FCO_CHECK_ARGS=1 reports it): impl 1 (also when AUTO
+ * picks it) sends its partials as LL words {fp32, flag} through the LL area
+ * (src/core/internal.h) where fco_gemv_ar_ll_applies (GPU transports, P > 1, M ≤ 16, ≤ 16 MiB
+ * of LL words), else the plain one-shot runs. Measured on 2×H200 (run 6583ba3, CUDA graphs,
+ * bf16, µs plain / LL, impl 0 in brackets): 8192×8192 M = 1/4/16 24.82 / 22.17, 25.49 / 22.39,
+ * 26.27 / 23.35 (30.58, 31.65, 33.25: LL 1.38–1.42× impl 0); 4096×14336 23.29 / 20.81,
+ * 23.28 / 20.97, 25.29 / 22.13; 8192×28672 63.87 / 61.07, 63.69 / 61.21, 64.81 / 63.66;
+ * 16384×16384 (AUTO takes impl 3 there) 73.02 / 69.64, 72.85 / 69.42, 74.06 / 72.59. LL was
+ * faster at every shape it applies to.
  *
  * shape[] = {M, N, dtype, bias present}: compared across ranks by the local (same group) and
  * cpu (shared memory) transports at every call; on nccl, FCO_CHECK_ARGS=1 makes the fused
@@ -63,9 +68,9 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   return pushed <= oneshot_max ? 1 : 2;
 }
 
-/* FCO_GEMV_AR_LL=1 and the LL one-shot applies to this call. */
+/* The LL one-shot applies to this call and FCO_GEMV_AR_LL is not 0. */
 static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
-  return fco_env_int("FCO_GEMV_AR_LL", 0) > 0 &&
+  return fco_env_int("FCO_GEMV_AR_LL", 1) > 0 &&
          fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N);
 }
 
