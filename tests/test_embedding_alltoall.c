@@ -72,9 +72,11 @@ static int64_t boff(const prob_t* p, int r) {
   return s;
 }
 
-/* A random problem: T_r ∈ [0, 3] (T ≥ 1), b_s ∈ [0, 6] (B ≥ 1), rows ∈ [1, 40], bags of 0..6. */
-static void prob_make(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
-                      int weighted, fco_emb_pooling_t pool, int real, uint64_t seed) {
+/* A random problem: T_r ∈ [0, 3] (T ≥ 1), b_s ∈ [0, 6] (B ≥ 1), rows ∈ [1, 40], bags of 0..6.
+ * prob_make_n with bmax > 0, a big one: T_r ∈ [2, 3], b_s ∈ [bmax/2, bmax]. */
+static void prob_make_n(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
+                        int weighted, fco_emb_pooling_t pool, int real, uint64_t seed,
+                        int64_t bmax) {
   memset(p, 0, sizeof *p);
   g_rng = seed;
   p->P = P;
@@ -87,8 +89,8 @@ static void prob_make(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index
   do {
     p->T = p->B = 0;
     for (int r = 0; r < P; r++) {
-      p->tpr[r] = (int32_t)rnd_in(0, 3);
-      p->bpr[r] = rnd_in(0, 6);
+      p->tpr[r] = (int32_t)rnd_in(bmax ? 2 : 0, 3);
+      p->bpr[r] = bmax ? rnd_in(bmax / 2, bmax) : rnd_in(0, 6);
       p->T += p->tpr[r];
       p->B += p->bpr[r];
     }
@@ -123,6 +125,10 @@ static void prob_make(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index
     }
     free(len);
   }
+}
+static void prob_make(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
+                      int weighted, fco_emb_pooling_t pool, int real, uint64_t seed) {
+  prob_make_n(p, P, D, dt, it, weighted, pool, real, seed, 0);
 }
 
 static void prob_free(const t_world_t* w, prob_t* p) {
@@ -298,11 +304,11 @@ static const int64_t kDims[] = {1, 3, 64, 130};
 static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
 
 static void one_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
-                     int weighted, fco_emb_pooling_t pool, int real, int impl) {
+                     int weighted, fco_emb_pooling_t pool, int real, int impl, int64_t bmax) {
   prob_t p;
   uint64_t seed = t_next_seed();
-  prob_make(&p, w->n, D, dt, it, weighted, pool, real, seed);
-  describe(&p, impl, seed, "sweep");
+  prob_make_n(&p, w->n, D, dt, it, weighted, pool, real, seed, bmax);
+  describe(&p, impl, seed, bmax ? "sweep (big)" : "sweep");
   prob_upload(w, &p);
   ASSERT_OK(prob_run(w, &p, impl, NULL));
   t_sync(w);
@@ -328,27 +334,53 @@ static void sweep(const t_world_t* w, int quick) {
         for (int c = 0; c < 4; c++) {
           if (quick && (c + di + ti + ii) % 2) continue;
           one_call(w, kDims[di], kDtypes[ti], kCombos[c].it, kCombos[c].weighted,
-                   kCombos[c].pool, 0, kImpls[ii]);
+                   kCombos[c].pool, 0, kImpls[ii], 0);
         }
   /* Random real values against float64, by relative error. */
   for (int ti = 0; ti < 3; ti++)
     for (int ii = 0; ii < 2; ii++)
       one_call(w, 64, kDtypes[ti], FCO_EMB_INDEX_I64, ti != 1, ti == 2 ? FCO_EMB_POOL_MEAN : FCO_EMB_POOL_SUM,
-               1, kImpls[ii]);
+               1, kImpls[ii], 0);
 }
 
 /* The fused kernel's launch knobs (read at every launch, src/cuda/embedding_alltoall.cu): every
- * non-default setting must give the same exact result (only the default runs in the sweep). */
+ * non-default setting must give the same exact result (only the default runs in the sweep).
+ * FCO_EA_MIX reorders each block's pool tiles: on GPUs it runs on big problems, where blocks
+ * have several remote and local tiles to interleave (and signal batches that span local tiles):
+ * rows of ≥ 500 B (32 bags a tile) and b_s up to 24576/P (nccl: a rank per GPU, 264 blocks on
+ * an H200) or 12288/P (local: 264/P blocks per virtual rank), T_r ∈ [2, 3], give about 5.5
+ * (P = 2) to 11 (P = 4, local) pool tiles per block. The 16-byte path with kB = 4 (f32 D = 128,
+ * bf16 D = 256) and the element path with kNV = 4 (f32 D = 125). */
 static void knobs(const t_world_t* w) {
-  static const char* const kKnobs[][2] = {
-      {"FCO_EA_LAND_POLL", "1"}, {"FCO_EA_SIGNAL_EVERY", "1"}, {"FCO_EA_SIGNAL_EVERY", "16"},
-      {"FCO_EA_LAND_KB", "4"},   {"FCO_EA_BAGS", "1"},         {"FCO_EA_BAGS", "4"}};
+  static const struct {
+    const char *name, *value, *name2, *value2; /* name2: a second knob set with it, or NULL */
+    int64_t D;                                 /* 0: 64 or 3 on a small problem; else big */
+    fco_dtype_t dt;
+  } kKnobs[] = {
+      {"FCO_EA_LAND_POLL", "1", NULL, NULL, 0, FCO_BF16},
+      {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16},
+      {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32},
+      {"FCO_EA_LAND_KB", "4", NULL, NULL, 0, FCO_BF16},
+      {"FCO_EA_BAGS", "1", NULL, NULL, 0, FCO_BF16},
+      {"FCO_EA_BAGS", "4", NULL, NULL, 0, FCO_F32},
+      {"FCO_EA_MIX", "100", NULL, NULL, 128, FCO_F32},
+      {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32},
+      {"FCO_EA_MIX", "0", NULL, NULL, 256, FCO_BF16},
+      {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32}};
+  const int64_t bmax =
+      t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
-    t_context("knob %s=%s", kKnobs[k][0], kKnobs[k][1]);
-    setenv(kKnobs[k][0], kKnobs[k][1], 1);
-    one_call(w, k % 2 ? 64 : 3, k % 3 == 2 ? FCO_F32 : FCO_BF16, kCombos[k % 4].it,
-             kCombos[k % 4].weighted, kCombos[k % 4].pool, 0, 1);
-    unsetenv(kKnobs[k][0]);
+    const int64_t D = kKnobs[k].D > 0 ? kKnobs[k].D : k % 2 ? 64 : 3;
+    const int64_t b = kKnobs[k].D > 0 ? bmax : 0;
+    t_context("knob %s=%s%s%s%s%s", kKnobs[k].name, kKnobs[k].value, kKnobs[k].name2 ? " " : "",
+              kKnobs[k].name2 ? kKnobs[k].name2 : "", kKnobs[k].name2 ? "=" : "",
+              kKnobs[k].name2 ? kKnobs[k].value2 : "");
+    setenv(kKnobs[k].name, kKnobs[k].value, 1);
+    if (kKnobs[k].name2) setenv(kKnobs[k].name2, kKnobs[k].value2, 1);
+    one_call(w, D, kKnobs[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted, kCombos[k % 4].pool,
+             0, 1, b);
+    unsetenv(kKnobs[k].name);
+    if (kKnobs[k].name2) unsetenv(kKnobs[k].name2);
   }
 }
 

@@ -22,6 +22,10 @@
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
  *   FCO_EA_BAGS          bags per lane group in flight: 0 = auto (default), 1 or 4
+ *   FCO_EA_MIX           unset = remote pool tiles first (default); 0..100 = the kernel variant
+ *                        that interleaves each block's remote tiles evenly with mix % of its
+ *                        local ones (100: over its whole order; 0: remote first as by default,
+ *                        through the variant: its own cost)
  *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic)
  */
 #include <stdint.h>
@@ -190,6 +194,8 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   long long sig_every = fco_env_int("FCO_EA_SIGNAL_EVERY", kDefaultSignalEvery);
   p->sig_every = (int32_t)(sig_every < 1 ? 1 : sig_every > kMaxPending ? kMaxPending : sig_every);
   p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 0) != 0;
+  const long long mix = fco_env_int("FCO_EA_MIX", -1);
+  p->mix = (int32_t)(mix < 0 ? -1 : mix > 100 ? 100 : mix);
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   int32_t nb = 0;
@@ -358,7 +364,9 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
     int device = -1;
     (void)cudaGetDevice(&device);
     p.prof = prof_buffer(device);
-    res = fn(p, max_tasks(p, true), l->num_local, l->stream, err);
+    const int64_t tasks = max_tasks(p, true);
+    if (tasks >= INT32_MAX) p.mix = -1; /* the kMix variant counts a block's tiles in 32 bits */
+    res = fn(p, tasks, l->num_local, l->stream, err);
     if (res == FCO_OK && p.prof) {
       ProfCtx* c = &g_prof[device];
       c->device = device;

@@ -78,9 +78,12 @@ struct EaParams {
   int32_t sig_every;                     /* remote tiles per signal batch, 1..kMaxPending */
   int32_t land_poll;                     /* land between local tiles */
   int64_t row_base[kRowBaseCap];
-  /* Last, so the other fields keep their parameter offsets: FCO_EA_PROFILE's [grid][kProfSlots]
-   * globaltimer stamps (pinned host memory), or NULL. Read only by the kProf kernel variant. */
+  /* The last two, so the other fields keep their parameter offsets (the default kernel's SASS).
+   * FCO_EA_PROFILE's [grid][kProfSlots] globaltimer stamps (pinned host memory), or NULL; read
+   * only by the kProf kernel variant. FCO_EA_MIX: 0..100, the % of each block's local tiles its
+   * remote ones are interleaved with, or -1 (unset: remote first); read only by kMix. */
   uint64_t* prof;
+  int32_t mix;
 };
 /* FCO_EA_PROFILE timeline of the fused kernel, per block: start, end of its remote pool tiles
  * (their last signal batch issued), end of all its pool tiles, end (land units copied). */

@@ -19,6 +19,9 @@
  *     FCO_EA_LAND_KB KiB): once the group's counter is complete, copy those rows' source columns
  *     from the workspace half into out. Block `part` takes pool tiles part, part + bpr, ... and
  *     land units part, part + bpr, ... (static; sources me-1, me-2, ...: who sent first).
+ *     FCO_EA_MIX (a kernel variant, kMix): a block pools the same tiles, its remote ones spread
+ *     evenly among its local ones (ea_mix), so its NVLink stores overlap HBM-bound local pooling
+ *     instead of forming a phase of their own.
  *   Signals, in batches: after every FCO_EA_SIGNAL_EVERY remote tiles, and after its last one,
  *     a block syncs and thread 0 does, for each counter it advanced since the last batch,
  *     red.max.relaxed(counter, e << 32); then one fence.acq_rel.sys; then
@@ -87,6 +90,29 @@ __host__ __device__ __forceinline__ EaTile ea_tile(const EaParams& p, int me, in
   t.c = rem / ntg;
   t.tg = (int)(rem - t.c * ntg);
   return t;
+}
+
+/* FCO_EA_MIX's order of one block (the kMix kernel variant): the block keeps its tiles — part,
+ * part + bpr, ... — and pools its nr remote ones (in their order) spread evenly over the first
+ * w of its nj positions, local ones (in theirs) in the others; w = nr + ceil(mix% · (nj − nr)):
+ * mix % of the local tiles are interleaved. 0 is remote first, 100 spreads the remote tiles
+ * over the whole order, and every value between changes the order whatever the remote share
+ * (83683bd's w = max(nr, mix% · nj) left mix ≤ 50 remote-first at P = 2). Computed once per
+ * block; in the loop a Bresenham step (err += nr, wrap at w; remote while err < nr) decides
+ * with adds and compares only: remote at position k iff (k · nr) mod w < nr, exactly nr of the
+ * first w positions, the first one included, gaps ⌊w/nr⌋ or ⌈w/nr⌉. 32 bits (fewer registers
+ * live across the pooling): n_pool < 2^31 (the launcher runs the variant only then), so the
+ * local cursor and err + nr < 2w fit unsigned. */
+struct EaMix {
+  uint32_t ltask; /* the block's first local tile */
+  uint32_t nr, w;
+};
+__host__ __device__ __forceinline__ EaMix ea_mix(int64_t n_remote, int64_t n_pool, int64_t part,
+                                                 int64_t bpr, int mix) {
+  const int64_t nr = part < n_remote ? (n_remote - part + bpr - 1) / bpr : 0;
+  const int64_t nj = part < n_pool ? (n_pool - part + bpr - 1) / bpr : 0;
+  const int64_t w = nr + ((nj - nr) * mix + 99) / 100;
+  return EaMix{(uint32_t)(part + nr * bpr), (uint32_t)nr, (uint32_t)w};
 }
 
 /* A land unit of destination me: rows [r0, r1) of source src's columns, complete when the
@@ -263,7 +289,7 @@ __device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
   }
 }
 
-template <typename T, bool kVec, int kNV, int kB, bool kProf>
+template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
 __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;
@@ -308,15 +334,23 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
 
   /* Pool tiles: remote ones first (destinations me+1, me+2, ...; signalled in batches), then
    * local ones into out, each preceded by the land units that are ready; then the remaining
-   * land units, waiting for each. One loop with one call site each for pool_tile and land
-   * (inlined once: registers). Every branch below is block-uniform. */
+   * land units, waiting for each. kMix (FCO_EA_MIX): the same tiles, remote ones spread over
+   * the block's order (ea_mix); `task` walks the remote ones, mx.ltask the local ones, and a
+   * batch still ends at the block's last remote tile. One loop with one call site each for
+   * pool_tile and land (inlined once: registers). Every branch below is block-uniform. */
   int64_t task = part, lu = part; /* this block's next pool tile and land unit */
   bool poll = true;               /* try land units before the next local tile */
   int npend = 0, since = 0;
   uint64_t* last = nullptr;
+  EaMix mx{};
+  uint32_t err = 0; /* Bresenham: (position · nr) mod w */
+  if constexpr (kMix) mx = ea_mix(n_remote, n_pool, part, bpr, p.mix);
   for (;;) {
-    const bool pools_left = task < n_pool;
-    if (lu < n_land && (!pools_left || (poll && p.land_poll && task >= n_remote))) {
+    int64_t cur = task; /* the tile of this step */
+    if constexpr (kMix)
+      cur = task < n_remote && (err < mx.nr || mx.ltask >= n_pool) ? task : (int64_t)mx.ltask;
+    const bool pools_left = cur < n_pool;
+    if (lu < n_land && (!pools_left || (poll && p.land_poll && cur >= n_remote))) {
       const int r = land(p, v, rk.out, me, lu, base, half, !pools_left);
       if (r > 0) {
         lu += bpr;
@@ -326,8 +360,8 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
       poll = false;     /* not ready: one more local tile first */
     }
     if (!pools_left) break;
-    const bool remote = task < n_remote;
-    const EaTile tile = ea_tile(p, me, task, n_remote);
+    const bool remote = cur < n_remote;
+    const EaTile tile = ea_tile(p, me, cur, n_remote);
     const int d = tile.d;
     const int64_t c = tile.c;
     const int t0 = tile.tg * p.tile_t[me];
@@ -356,11 +390,19 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
         if (task + bpr >= n_remote) prof_stamp<kProf>(p, 1);
       }
     }
-    task += bpr;
+    if constexpr (kMix) {
+      if (remote) task += bpr;
+      else mx.ltask += bpr;
+      err += mx.nr;
+      if (err >= mx.w) err -= mx.w;
+    } else {
+      task += bpr;
+    }
     poll = true;
-    if (task >= n_pool) prof_stamp<kProf>(p, 2);
+    if (kMix ? task >= n_remote && mx.ltask >= n_pool : task >= n_pool) prof_stamp<kProf>(p, 2);
   }
-  if (task < n_pool) prof_stamp<kProf>(p, 2); /* gave up early */
+  if (kMix ? task < n_remote || mx.ltask < n_pool : task < n_pool)
+    prof_stamp<kProf>(p, 2); /* gave up early */
   prof_stamp<kProf>(p, 3);
   epoch_end(dev, e, p.blocks_per_rank);
 }
@@ -369,12 +411,21 @@ template <typename T, bool kVec, int kNV, int kB>
 struct RunFused {
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {
-    /* Persistent: every block of the grid exists at once (land units spin on pool tiles). */
+    /* Persistent: every block of the grid exists at once (land units spin on pool tiles).
+     * The diagnostic (kProf) and FCO_EA_MIX (kMix) variants only when asked for: the default
+     * kernel stays the one without them (SASS). */
+    const bool mix = p.mix >= 0;
+    if (p.prof && mix)
+      return launch<ea_kernel_fused<T, kVec, kNV, kB, true, true>>(p, max_tasks, num_local,
+                                                                   stream, "fused", err);
     if (p.prof)
-      return launch<ea_kernel_fused<T, kVec, kNV, kB, true>>(p, max_tasks, num_local, stream,
-                                                             "fused", err);
-    return launch<ea_kernel_fused<T, kVec, kNV, kB, false>>(p, max_tasks, num_local, stream,
-                                                            "fused", err);
+      return launch<ea_kernel_fused<T, kVec, kNV, kB, true, false>>(p, max_tasks, num_local,
+                                                                    stream, "fused", err);
+    if (mix)
+      return launch<ea_kernel_fused<T, kVec, kNV, kB, false, true>>(p, max_tasks, num_local,
+                                                                    stream, "fused", err);
+    return launch<ea_kernel_fused<T, kVec, kNV, kB, false, false>>(p, max_tasks, num_local,
+                                                                   stream, "fused", err);
   }
 };
 
