@@ -54,7 +54,7 @@
  *   (checked on the device: FCO_ERR_INTERNAL). Bad data does not stop the protocol (peers never
  *   wait in vain), and waits ignore FCO_ERR_INVALID_ARGUMENT, so out is complete (bad entries
  *   skipped) also then. Every rank must use the same tiling (it does: agreed values only); the
- *   FCO_EA_* knobs are local choices (batching, land slices, kB) and may differ between ranks.
+ *   FCO_EA_* knobs are local choices (batching, land slices, kB, order) and may differ between ranks.
  */
 #include <stdint.h>
 
