@@ -403,10 +403,10 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * one rank per thread (it then exchanges the totals with ncclAllGather and synchronises).
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
- * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): on nccl impl 1 for bf16/f16
- * with k ≤ 2048 and out_rows ≥ 4096 (k, n multiples of 8: fine-grained MoE with many tokens,
- * where it was fastest on 2×H200), else impl 2 wherever it can run, else 0; on local impl 0
- * first; else 1.
+ * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): with P > 1, impl 1 for
+ * bf16/f16 with k ≤ 2048 (k, n multiples of 8: fine-grained MoE, where the GEMM is bound by
+ * reading W and impl 1 was fastest on 2×H200); else on nccl impl 2 wherever it can run, else 0;
+ * on local impl 0 first; else 1.
  * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
  * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
 #define FCO_GEMM_ALLTOALL_NUM_IMPLS 3
