@@ -597,7 +597,7 @@ struct WgmmaTileTma {
     wgmma_wait<0>();
     wgmma_hold(d);
     /* kAsyncC: the caller's bulk copies of the previous C (issued by warp 0) done before C is
-     * rewritten; after the barrier below the caller may signal that tile. */
+     * rewritten below. */
     if (kAsyncC && tid < 32) bulk_wait_all();
     /* Every wgmma and copy of this block done; with a pair, also every arrival and multicast
      * of the peer into this block: the barriers can go, the pipeline becomes C (kAsyncC: C
