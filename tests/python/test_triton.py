@@ -580,6 +580,20 @@ def _w_op_triton_on_cpu():
     assert e.value.name == "UNSUPPORTED" and "CUDA" in e.value.message
     assert f.gemm_alltoall_workspace_bytes(a, w, 12, impl="triton") == \
         f.gemm_alltoall_workspace_bytes(a, w, 12, impl="tiles")
+    # With FCO_TRITON_GA_STREAMK on, the launch's stream-K scratch is counted (K 4096: 64 K
+    # tiles, enough to split), so reserving this much before capturing a graph is enough.
+    from fco.triton import gemm_alltoall as tg
+
+    a2, w2 = torch.zeros(8, 4096), torch.zeros(2, 4096, 3)
+    plain = f.gemm_alltoall_workspace_bytes(a2, w2, 12, impl="triton")
+    os.environ["FCO_TRITON_GA_STREAMK"] = "1"
+    try:
+        with_sk = f.gemm_alltoall_workspace_bytes(a2, w2, 12, impl="triton")
+        bm, bn, bk = tg.config(4, 3, 8, 2, 2)["tile"][:3]
+        scratch = tg.sk_scratch_bytes(tg.streamk_config(None, -(-4096 // bk)), bm, bn)
+    finally:
+        del os.environ["FCO_TRITON_GA_STREAMK"]
+    assert scratch > 0 and with_sk == plain + 2 * scratch, (plain, with_sk, scratch)
     return True
 
 

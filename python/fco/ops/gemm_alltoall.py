@@ -283,8 +283,12 @@ def workspace_bytes(a, w, out_rows=None, w_layout="kn", group=None, impl="auto")
     comm = _comm.get(_common.group_name(group), a.device)
     if _common.impl_id(impl, IMPLS, _OP) == IMPL_TRITON:  # impl 1's layout
         from ..triton import gemm_alltoall as tg
+        # The stream-K scratch of the launch (FCO_TRITON_GA_STREAMK, read as the op reads it),
+        # for the tile the op will pick: reserving this before capturing is then enough.
+        bm, bn, bk = tg.config(a.element_size(), N, a.shape[0], w.shape[0], comm.size)["tile"][:3]
+        scratch = tg.sk_scratch_bytes(tg.streamk_config(None, -(-K // bk)), bm, bn)
         return tg.workspace_bytes(comm.size, a.shape[0] if out_rows is None else out_rows, N,
-                                  a.element_size())
+                                  a.element_size(), scratch)
     out = ctypes.c_size_t()
     i64 = ctypes.c_int64
     f = _lib.bind("fco_gemm_alltoall_workspace", [_lib.comm_t, i64, i64, i64, i64, ctypes.c_int,
