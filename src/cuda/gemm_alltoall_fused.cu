@@ -10,10 +10,11 @@
  *     cluster pairs, =mma MmaTile (gemm_tile.cuh, mma.sync), which also runs wherever wgmma
  *     cannot; FfmaTile for f32. The tensor-core tiles are 128×256 and 256 threads, so the plan,
  *     tile order and flags do not depend on the choice.
- *     Status (2×H200, run 054dd36, bench/results/2026-11-30_nvidia-h200-x2_054dd36): with
- *     WgmmaTileTma, µs impl 0 / tiles = 1416 / 1455 (4096,14336,4096,8,2), 367 / 365 (1024,...),
- *     395 / 339 (512,2048,7168,32,8), 545 / 654 (skew 4), 249 / 275 (128,2048,7168,32,8), 0 wrong;
- *     test_gemm_alltoall passes on the local transport with tma and tma2;
+ *     Status (2×H200, run 0f4e81f, bench/results/2026-11-30_nvidia-h200-x2_0f4e81f): with
+ *     WgmmaTileTma and the expert-major order, µs impl 0 / tiles = 1413 / 1451
+ *     (4096,14336,4096,8,2), 366 / 337 (1024,...), 393 / 250 (512,2048,7168,32,8), 547 / 662
+ *     (skew 4), 249 / 206 (128,2048,7168,32,8), 0 wrong; test_gemm_alltoall passes on local
+ *     (tma, tma2, wgmma, mma tiles) and nccl;
  *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
  *     gemm_alltoall.cu.
  *
@@ -36,7 +37,9 @@
  *      rows (G_r from r's header), then copies its slice (slice_of: the slices cover every
  *      byte) of r's rows from staging into out. The order of tiles is free.
  * Why staging and not the peer's out: only the workspace is mapped by peers; the copy costs one
- * read and write of the received rows in HBM, overlapped with the other blocks' tiles.
+ * read and write of the received rows in HBM. With remote and local tiles interleaved a peer's
+ * rows are complete only when its last block ends, so the copy runs after the tiles (15–20 µs
+ * at 512 tokens: what keeps the kernel above the overlap bound).
  * Launch: one grid of G · num_local blocks, every block co-resident (G from occupancy).
  *
  * impl 2, per call (e = epoch + 1 in every kernel: only the finish kernel's end advances it):
@@ -826,19 +829,20 @@ LaunchFn pick_mma(bool bt, bool aligned) {
   return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
                  : launch_tiles_t<tile::MmaTile<T, false, false>>;
 }
+/* The epilogue of the TMA tile: FCO_GA_EPI=async (C in its own shared memory, drained by bulk
+ * copies while the next tile computes, 3 pipeline stages; measured slower, runs 689b8cb and
+ * 0f4e81f) or anything else (the default: stores from the C staging in the pipeline's bytes,
+ * 4 stages). */
+bool async_epilogue() {
+  const char* env = getenv("FCO_GA_EPI");
+  return env && !strcmp(env, "async");
+}
 /* The tile of impl 1 (*fallback: what runs when the chosen TMA tile's maps cannot be encoded).
  * Where wgmma runs (bf16 / f16, aligned, wgmma_usable): WgmmaTileTma by default (0.81–0.96 of
  * cuBLAS in tests/gpu/wgmma_tile_check.cu on H200, run 054dd36, against WgmmaTile's 0.61–0.95);
  * FCO_GA_TILE=wgmma WgmmaTile (cp.async), =tma2 WgmmaTileTma in cluster pairs (0.50–0.77: slower,
  * kept for A/B runs), =mma MmaTile (wgmma_usable says no); unset, =tma (the former opt-in) or
  * any other value: the default. Elsewhere MmaTile. */
-/* The epilogue of the TMA tile: FCO_GA_EPI=async (C in its own shared memory, drained by bulk
- * copies while the next tile computes, 3 pipeline stages) or =sync (the stores from registers'
- * staging, in the pipeline's bytes, 4 stages). */
-bool async_epilogue() {
-  const char* env = getenv("FCO_GA_EPI");
-  return env && !strcmp(env, "async");
-}
 template <typename T>
 LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
   *fallback = pick_mma<T>(bt, aligned);
