@@ -73,10 +73,11 @@ static int64_t boff(const prob_t* p, int r) {
 }
 
 /* A random problem: T_r ∈ [0, 3] (T ≥ 1), b_s ∈ [0, 6] (B ≥ 1), rows ∈ [1, 40], bags of 0..6.
- * prob_make_n with bmax > 0, a big one: T_r ∈ [2, 3], b_s ∈ [bmax/2, bmax]. */
-static void prob_make_n(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
-                        int weighted, fco_emb_pooling_t pool, int real, uint64_t seed,
-                        int64_t bmax) {
+ * prob_make_n with bmax > 0, a big one: T_r ∈ [2, 3], b_s ∈ [bmax/2, bmax]; prob_make_shape:
+ * the given T_r and b_s (T ≥ 1, B ≥ 1). */
+static void prob_make_shape(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
+                            int weighted, fco_emb_pooling_t pool, int real, uint64_t seed,
+                            int64_t bmax, const int32_t* tpr, const int64_t* bpr) {
   memset(p, 0, sizeof *p);
   g_rng = seed;
   p->P = P;
@@ -89,8 +90,8 @@ static void prob_make_n(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_ind
   do {
     p->T = p->B = 0;
     for (int r = 0; r < P; r++) {
-      p->tpr[r] = (int32_t)rnd_in(bmax ? 2 : 0, 3);
-      p->bpr[r] = bmax ? rnd_in(bmax / 2, bmax) : rnd_in(0, 6);
+      p->tpr[r] = tpr ? tpr[r] : (int32_t)rnd_in(bmax ? 2 : 0, 3);
+      p->bpr[r] = bpr ? bpr[r] : bmax ? rnd_in(bmax / 2, bmax) : rnd_in(0, 6);
       p->T += p->tpr[r];
       p->B += p->bpr[r];
     }
@@ -125,6 +126,11 @@ static void prob_make_n(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_ind
     }
     free(len);
   }
+}
+static void prob_make_n(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
+                        int weighted, fco_emb_pooling_t pool, int real, uint64_t seed,
+                        int64_t bmax) {
+  prob_make_shape(p, P, D, dt, it, weighted, pool, real, seed, bmax, NULL, NULL);
 }
 static void prob_make(prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
                       int weighted, fco_emb_pooling_t pool, int real, uint64_t seed) {
@@ -303,18 +309,23 @@ static const int kImpls[] = {0, 1, FCO_IMPL_AUTO};
 static const int64_t kDims[] = {1, 3, 64, 130};
 static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
 
-static void one_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
-                     int weighted, fco_emb_pooling_t pool, int real, int impl, int64_t bmax) {
+static void shape_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
+                       int weighted, fco_emb_pooling_t pool, int real, int impl, int64_t bmax,
+                       const int32_t* tpr, const int64_t* bpr, const char* what) {
   prob_t p;
   uint64_t seed = t_next_seed();
-  prob_make_n(&p, w->n, D, dt, it, weighted, pool, real, seed, bmax);
-  describe(&p, impl, seed, bmax ? "sweep (big)" : "sweep");
+  prob_make_shape(&p, w->n, D, dt, it, weighted, pool, real, seed, bmax, tpr, bpr);
+  describe(&p, impl, seed, what ? what : bmax ? "sweep (big)" : "sweep");
   prob_upload(w, &p);
   ASSERT_OK(prob_run(w, &p, impl, NULL));
   t_sync(w);
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
   ASSERT_EQ(prob_check(w, &p), 0);
   prob_free(w, &p);
+}
+static void one_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_index_t it,
+                     int weighted, fco_emb_pooling_t pool, int real, int impl, int64_t bmax) {
+  shape_call(w, D, dt, it, weighted, pool, real, impl, bmax, NULL, NULL, NULL);
 }
 
 /* (index type, weights, pooling) combinations, pairwise covering all of them. */
@@ -366,7 +377,10 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_MIX", "100", NULL, NULL, 128, FCO_F32},
       {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32},
       {"FCO_EA_MIX", "0", NULL, NULL, 256, FCO_BF16},
-      {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32}};
+      {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32},
+      {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
+      {"FCO_EA_DECODE", "old", NULL, NULL, 256, FCO_BF16},
+      {"FCO_EA_DECODE", "old", "FCO_EA_MIX", "100", 125, FCO_F32}};
   const int64_t bmax =
       t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
@@ -381,6 +395,53 @@ static void knobs(const t_world_t* w) {
              0, 1, b);
     unsetenv(kKnobs[k].name);
     if (kKnobs[k].name2) unsetenv(kKnobs[k].name2);
+  }
+}
+
+/* The fused kernel's tile cursor (ea_kernel_fused32, the default; FCO_EA_DECODE=old: the
+ * previous kernel, also the launcher's fallback beyond the cursor's 32-bit bounds) on ragged
+ * shapes, exact: a rank without tables (no pool tiles, lands only), a destination without
+ * samples (a position of zero chunks the cursor steps over), T_r = 5 (f32 D = 128: one table a
+ * tile, so a block's step bpr = bq · 5 + br carries in tg; bf16 D = 64: 4 tables a tile, the
+ * last group of 1), and on GPUs b_s up to 24576/P (nccl) or 12288/P (local) so blocks step
+ * across destinations. Both kernels, and kMix with the cursor. On cpu the knob does nothing:
+ * small shapes. */
+static void decode_edges(const t_world_t* w) {
+  const int P = w->n;
+  const int64_t bmax =
+      t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / P : 6;
+  int32_t tpr[MAX_P];
+  int64_t bpr[MAX_P];
+  for (int r = 0; r < P; r++) {
+    tpr[r] = r == 0 && P > 1 ? 0 : r % 2 ? 1 : 5;
+    bpr[r] = r == 1 ? 0 : bmax - 7 * r > 1 ? bmax - 7 * r : 1;
+  }
+  if (P == 2) bpr[0] += bmax / 3; /* unequal: rank 1 has none */
+  static const struct {
+    const char *name, *value, *name2, *value2;
+    int64_t D;
+    fco_dtype_t dt;
+  } kRuns[] = {{NULL, NULL, NULL, NULL, 128, FCO_F32},
+               {NULL, NULL, NULL, NULL, 64, FCO_BF16},
+               {NULL, NULL, NULL, NULL, 3, FCO_F32},
+               {"FCO_EA_MIX", "100", NULL, NULL, 128, FCO_F32},
+               {"FCO_EA_MIX", "50", NULL, NULL, 64, FCO_BF16},
+               {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
+               {"FCO_EA_DECODE", "old", NULL, NULL, 64, FCO_BF16},
+               {"FCO_EA_DECODE", "old", "FCO_EA_MIX", "50", 3, FCO_F32}};
+  for (size_t k = 0; k < sizeof kRuns / sizeof kRuns[0]; k++) {
+    char what[128];
+    snprintf(what, sizeof what, "decode edges (%s%s%s%s%s%s)",
+             kRuns[k].name ? kRuns[k].name : "default", kRuns[k].name ? "=" : "",
+             kRuns[k].value ? kRuns[k].value : "", kRuns[k].name2 ? " " : "",
+             kRuns[k].name2 ? kRuns[k].name2 : "", kRuns[k].name2 ? "=" : "");
+    if (kRuns[k].name2) strncat(what, kRuns[k].value2, sizeof what - strlen(what) - 1);
+    if (kRuns[k].name) setenv(kRuns[k].name, kRuns[k].value, 1);
+    if (kRuns[k].name2) setenv(kRuns[k].name2, kRuns[k].value2, 1);
+    shape_call(w, kRuns[k].D, kRuns[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted,
+               kCombos[k % 4].pool, 0, 1, bmax, tpr, bpr, what);
+    if (kRuns[k].name) unsetenv(kRuns[k].name);
+    if (kRuns[k].name2) unsetenv(kRuns[k].name2);
   }
 }
 
@@ -660,6 +721,7 @@ int main(void) {
     ASSERT_OK(t_world_init(&w, t, P, NULL));
     sweep(&w, quick);
     knobs(&w);
+    decode_edges(&w);
     back_to_back(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);

@@ -30,6 +30,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -196,6 +197,8 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 0) != 0;
   const long long mix = fco_env_int("FCO_EA_MIX", -1);
   p->mix = (int32_t)(mix < 0 ? -1 : mix > 100 ? 100 : mix);
+  const char* dec = getenv("FCO_EA_DECODE"); /* "old" or "0": the previous tile decoding */
+  p->decode = !(dec && (strcmp(dec, "old") == 0 || strcmp(dec, "0") == 0));
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   int32_t nb = 0;

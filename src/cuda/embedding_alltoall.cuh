@@ -84,6 +84,7 @@ struct EaParams {
    * remote ones are interleaved with, or -1 (unset: remote first); read only by kMix. */
   uint64_t* prof;
   int32_t mix;
+  int32_t decode; /* FCO_EA_DECODE: 1 (default) the 32-bit tile cursor kernel, 0 the previous one */
 };
 /* FCO_EA_PROFILE timeline of the fused kernel, per block: start, end of its remote pool tiles
  * (their last signal batch issued), end of all its pool tiles, end (land units copied). */
@@ -130,6 +131,23 @@ __host__ __device__ __forceinline__ EaCounts ea_counts(const EaParams& p, int me
   }
   n.n_pool = n.n_remote + ea_chunks(p, me, ea_batch(p, me)) * ntg;
   return n;
+}
+
+/* Division by an invariant divisor 1 <= d < 2^31, exact for numerators n < 2^31: q = (n · m) >>
+ * (31 + l), l = ceil(log2 d), m = ceil(2^(31+l) / d). Granlund & Montgomery (1994), thm 4.2 with
+ * N = 31: exact when 2^(31+l) <= m·d <= 2^(31+l) + 2^l, and m·d − 2^(31+l) < d <= 2^l. m < 2^32:
+ * d > 2^(l-1) gives 2^(31+l)/d < 2^32 (d = 1: m = 2^31). One IMAD.WIDE.U32 and a shift. */
+struct FastDiv {
+  uint32_t m, s; /* s = 31 + l */
+};
+__host__ __device__ __forceinline__ FastDiv fast_div(uint32_t d) {
+  uint32_t l = 0;
+  while (l < 31 && (1u << l) < d) ++l;
+  const uint64_t one = 1;
+  return FastDiv{(uint32_t)(((one << (31 + l)) + d - 1) / d), 31 + l};
+}
+__host__ __device__ __forceinline__ uint32_t fast_div(uint32_t n, FastDiv f) {
+  return (uint32_t)(((uint64_t)n * f.m) >> f.s);
 }
 
 /* ---- host side, shared by the launchers ------------------------------------------------- */

@@ -407,25 +407,256 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
   epoch_end(dev, e, p.blocks_per_rank);
 }
 
+/* ---- impl 1, the 32-bit tile cursor (FCO_EA_DECODE, default) ---------------------------- */
+/* The same protocol, tiles, order, batches and pool_tile as ea_kernel_fused; only the way a
+ * block finds its next tile differs. ea_kernel_fused decodes every tile from its 64-bit number
+ * (ea_tile: a loop over the destinations with a 64-bit division each, then two more, and the
+ * group by another), and keeps n_remote, n_pool, the task, the last counter pointer, ... live
+ * across pool_tile: the tile loop spilled (SASS). Here the destinations' constants are in
+ * shared memory (EaDest, once per block), and a block walks its tiles part, part + bpr, ...
+ * with a cursor (k, c, tg): destination position k (0..P-2 remote me+1.., P-1 me, P done),
+ * chunk c, table group tg; stepping by bpr = bq·ntg + br adds and carries, with no division.
+ * 32 bits: c < chunks of a destination < 2^31 and bpr < 2^31, so c + bq + 1 < 2^32, and the
+ * counter group c / cpg is a multiply-shift (FastDiv, exact below 2^31); land units number <
+ * 2^31. ea_dec32_ok checks these on the host; otherwise the launcher runs ea_kernel_fused. */
+struct EaDest {
+  char* dst;     /* where its tiles go: (peer workspace half or out) + toff_me · D · esize */
+  uint64_t* ctr; /* me's counter row at the destination (remote only) */
+  int64_t b0;    /* bstart of the destination */
+  int64_t b;     /* its batch b_d */
+  uint32_t nch;  /* chunks of rank me's tiles for it */
+};
+struct EaCur {
+  uint32_t k, c, tg;
+};
+/* The 32-bit bounds of ea_kernel_fused32 for rank me (bpr < 2^31: a grid dimension). */
+__host__ __device__ __forceinline__ bool ea_dec32_ok(const EaParams& p, int me) {
+  const int64_t lim = (int64_t)1 << 31;
+  for (int q = 0; q < p.nranks; ++q)
+    if (ea_chunks(p, me, ea_batch(p, q)) >= lim) return false;
+  return ea_counts(p, me).n_land < lim;
+}
+/* The cursor of tile `task` (once per block: 64-bit arithmetic); k = P when past the end. */
+__device__ __forceinline__ EaCur ea_cur_at(const EaDest* ds, int P, uint32_t ntg, int64_t task) {
+  EaCur u{0, 0, 0};
+  int64_t rem = task;
+  while ((int)u.k < P && rem >= (int64_t)ds[u.k].nch * ntg)
+    rem -= (int64_t)ds[u.k].nch * ntg, ++u.k;
+  if ((int)u.k < P) {
+    u.c = (uint32_t)(rem / ntg);
+    u.tg = (uint32_t)(rem - (int64_t)u.c * ntg);
+  }
+  return u;
+}
+/* Step a cursor by bpr = bq · ntg + br tiles (see above: no overflow). */
+__device__ __forceinline__ void ea_cur_step(EaCur& u, const EaDest* ds, int P, uint32_t ntg,
+                                            uint32_t bq, uint32_t br) {
+  u.tg += br;
+  u.c += bq;
+  if (u.tg >= ntg) u.tg -= ntg, ++u.c;
+  while ((int)u.k < P && u.c >= ds[u.k].nch) u.c -= ds[u.k].nch, ++u.k;
+}
+
+/* Block constants of ea_kernel_fused32, in shared memory: read where used, not held in
+ * registers across pool_tile (which needs all 128). */
+struct EaBlk {
+  uint64_t base; /* e << 32 */
+  size_t half;   /* this call's workspace half */
+  FastDiv gdiv;  /* chunk → counter group (cpg of rank me) */
+  uint32_t ntg, bq, br; /* table groups; bpr = bq · ntg + br */
+  uint32_t n_land;
+};
+
+template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
+__global__ void __launch_bounds__(kThreads, 2)
+    ea_kernel_fused32(const __grid_constant__ EaParams p) {
+  __shared__ RankView v;
+  __shared__ int err_done;
+  __shared__ uint64_t* pend_ctr[kMaxPending]; /* thread 0's signal batch */
+  __shared__ uint32_t pend_n[kMaxPending];
+  __shared__ EaDest dest[FCO_MAX_GPU_RANKS];  /* by position k: destination me+1+k mod P */
+  __shared__ EaBlk blk;
+  __shared__ uint32_t save[kMix ? 11 : 7][kThreads]; /* per thread: loop state across pool_tile */
+  const uint32_t li = blockIdx.x / p.blocks_per_rank;
+  const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
+  const EaRank& rk = p.r[li];
+  fco_dev_rank_t* dev = rk.dev;
+  if (threadIdx.x == 0) err_done = 0;
+  load_rank_view(dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = p.nranks;
+  const size_t es = sizeof(T);
+  if (v.nranks != P || v.rank != rk.rank || (P > 1 && v.ws_bytes < 2 * p.recv_bytes)) {
+    if (threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, v.rank, -1,
+                   2 * p.recv_bytes, v.ws_bytes);
+    epoch_end(dev, e, p.blocks_per_rank);
+    return;
+  }
+  /* Rank me is read as rk.rank (= v.rank, checked above) at every use and, in the loop, e from
+   * blk: parameter and shared-memory loads where used. Held in registers across pool_tile
+   * (const int me = rk.rank), they cost the 16-byte path's row loop 10 % more instructions
+   * (moves, SASS). */
+  const ErrCtx ec{v.err, &err_done, p.toff[rk.rank]};
+  for (int k = 0; k < 3; ++k) prof_stamp<kProf>(p, k);
+  const uint32_t bpr = p.blocks_per_rank;
+  {
+    const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
+    if (part == 0 && P > 1) {
+      for (int k = 1; k < P; ++k) {
+        const int d = (rk.rank + k) % P;
+        const int ng = (int)ea_groups(p, rk.rank, d);
+        uint64_t* row = v.peer_sig[d] + (size_t)rk.rank * FCO_SIG_SLOTS;
+        for (int g = threadIdx.x; g <= ng; g += blockDim.x)
+          red_max_relaxed_sys(row + (g == ng ? kPresenceSlot : g), e << 32);
+      }
+    }
+    if ((int)threadIdx.x < P) {
+      const int k = threadIdx.x, d = (rk.rank + 1 + k) % P;
+      EaDest x;
+      x.dst = (k < P - 1 ? v.peer_data[d] + half : rk.out) + (size_t)p.toff[rk.rank] * p.D * es;
+      x.ctr = v.peer_sig[d] + (size_t)rk.rank * FCO_SIG_SLOTS;
+      x.b0 = p.bstart[d];
+      x.b = ea_batch(p, d);
+      x.nch = (uint32_t)ea_chunks(p, rk.rank, x.b);
+      dest[k] = x;
+    } else if (threadIdx.x == kThreads - 1) {
+      EaBlk b;
+      b.base = e << 32;
+      b.half = half;
+      b.gdiv = fast_div((uint32_t)p.cpg[rk.rank]);
+      b.ntg = (uint32_t)ea_tgroups(p, rk.rank);
+      b.bq = b.ntg ? bpr / b.ntg : 0;
+      b.br = bpr - b.bq * b.ntg;
+      b.n_land = (uint32_t)ea_counts(p, rk.rank).n_land;
+      blk = b;
+    }
+    __syncthreads();
+  }
+
+  /* As ea_kernel_fused: remote tiles first (positions 0..P-2), then local ones (P-1); kMix: the
+   * remote cursor rc and the local one lc, interleaved by the Bresenham step of ea_mix. The
+   * cursor steps before pool_tile, so only it, the counter key and the batch state stay live
+   * across it. */
+  EaCur rc = ea_cur_at(dest, P, blk.ntg, part);
+  EaCur lc{};
+  uint32_t lu = part; /* this block's next land unit */
+  bool poll = true;
+  int npend = 0, since = 0;
+  uint32_t last = ~0u; /* key k · kMaxGroups + group of the batch's last counter */
+  EaMix mx{};
+  uint32_t err = 0;
+  if constexpr (kMix) {
+    const EaCounts n = ea_counts(p, rk.rank);
+    mx = ea_mix(n.n_remote, n.n_pool, part, bpr, p.mix);
+    lc = ea_cur_at(dest, P, blk.ntg, mx.ltask);
+  }
+  for (;;) {
+    const bool use_rc = !kMix || ((int)rc.k < P - 1 && (err < mx.nr || (int)lc.k >= P));
+    const EaCur cur = use_rc ? rc : lc;
+    const bool pools_left = (int)cur.k < P;
+    const bool remote = (int)cur.k < P - 1;
+    if (lu < blk.n_land && (!pools_left || (poll && p.land_poll && !remote))) {
+      const int r = land(p, v, rk.out, rk.rank, lu, blk.base, blk.half, !pools_left);
+      if (r > 0) {
+        lu += bpr;
+        continue;
+      }
+      if (r < 0) break;
+      poll = false;
+    }
+    if (!pools_left) break;
+    const EaDest& ds = dest[cur.k];
+    const int t0 = (int)cur.tg * p.tile_t[rk.rank];
+    const int64_t i0 = (int64_t)((uint64_t)cur.c * (uint32_t)p.tile_s[rk.rank]);
+    const int nt = min(p.tile_t[rk.rank], ea_tables(p, rk.rank) - t0);
+    const int ns = (int)min((int64_t)p.tile_s[rk.rank], ds.b - i0);
+    T* dst = (T*)(ds.dst + ((size_t)i0 * p.T + (size_t)t0) * p.D * es);
+    const int64_t b0 = ds.b0 + i0;
+    uint32_t key = remote ? cur.k * kMaxGroups + fast_div(cur.c, blk.gdiv) : ~0u;
+    if (use_rc) ea_cur_step(rc, dest, P, blk.ntg, blk.bq, blk.br);
+    else ea_cur_step(lc, dest, P, blk.ntg, blk.bq, blk.br);
+    {
+      /* The loop state waits in this thread's shared slots while pool_tile runs (the compiler
+       * barrier forces the reload): pool_tile keeps all 128 registers, as in the lookup. */
+      uint32_t* sv = &save[0][threadIdx.x];
+      const uint32_t fl = (uint32_t)poll | (uint32_t)npend << 8 | (uint32_t)since << 16;
+      sv[0 * kThreads] = rc.k, sv[1 * kThreads] = rc.c, sv[2 * kThreads] = rc.tg;
+      sv[3 * kThreads] = lu, sv[4 * kThreads] = fl, sv[5 * kThreads] = last;
+      sv[6 * kThreads] = key;
+      if constexpr (kMix) {
+        sv[7 * kThreads] = lc.k, sv[8 * kThreads] = lc.c, sv[9 * kThreads] = lc.tg;
+        sv[10 * kThreads] = err;
+      }
+      pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, dst, (int64_t)p.T * p.D, ec);
+      asm volatile("" ::: "memory");
+      rc.k = sv[0 * kThreads], rc.c = sv[1 * kThreads], rc.tg = sv[2 * kThreads];
+      lu = sv[3 * kThreads];
+      const uint32_t f2 = sv[4 * kThreads];
+      poll = f2 & 1, npend = (f2 >> 8) & 0xff, since = f2 >> 16;
+      last = sv[5 * kThreads];
+      key = sv[6 * kThreads];
+      if constexpr (kMix) {
+        lc.k = sv[7 * kThreads], lc.c = sv[8 * kThreads], lc.tg = sv[9 * kThreads];
+        err = sv[10 * kThreads];
+      }
+    }
+    if (remote) {
+      if (key == last) {
+        if (threadIdx.x == 0) ++pend_n[npend - 1];
+      } else {
+        if (threadIdx.x == 0) {
+          pend_ctr[npend] = dest[key / kMaxGroups].ctr + key % kMaxGroups;
+          pend_n[npend] = 1;
+        }
+        ++npend;
+        last = key;
+      }
+      const bool last_remote = (int)rc.k >= P - 1; /* the block's last remote tile */
+      if (++since >= p.sig_every || npend == kMaxPending || last_remote) {
+        signal_batch(pend_ctr, pend_n, npend, blk.base);
+        npend = since = 0;
+        last = ~0u;
+        if (last_remote) prof_stamp<kProf>(p, 1);
+      }
+    }
+    if constexpr (kMix) {
+      err += mx.nr;
+      if (err >= mx.w) err -= mx.w;
+    }
+    poll = true;
+    if (kMix ? (int)rc.k >= P - 1 && (int)lc.k >= P : (int)rc.k >= P) prof_stamp<kProf>(p, 2);
+  }
+  if (kMix ? (int)rc.k < P - 1 || (int)lc.k < P : (int)rc.k < P)
+    prof_stamp<kProf>(p, 2); /* gave up early */
+  prof_stamp<kProf>(p, 3);
+  epoch_end(rk.dev, blk.base >> 32, p.blocks_per_rank);
+}
+
 template <typename T, bool kVec, int kNV, int kB>
 struct RunFused {
+  template <bool kProf, bool kMix>
+  static fco_result_t go(const EaParams& p, bool dec, int64_t max_tasks, int num_local,
+                         void* stream, char* err) {
+    if (dec)
+      return launch<ea_kernel_fused32<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
+                                                                      stream, "fused", err);
+    return launch<ea_kernel_fused<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
+                                                                  stream, "fused", err);
+  }
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {
     /* Persistent: every block of the grid exists at once (land units spin on pool tiles).
      * The diagnostic (kProf) and FCO_EA_MIX (kMix) variants only when asked for: the default
-     * kernel stays the one without them (SASS). */
+     * kernel stays the one without them (SASS). The 32-bit cursor kernel (ea_kernel_fused32)
+     * unless FCO_EA_DECODE=old or a local rank's counts pass its bounds (ea_dec32_ok). */
+    bool dec = p.decode != 0;
+    for (int i = 0; i < num_local && dec; ++i) dec = ea_dec32_ok(p, p.r[i].rank);
     const bool mix = p.mix >= 0;
-    if (p.prof && mix)
-      return launch<ea_kernel_fused<T, kVec, kNV, kB, true, true>>(p, max_tasks, num_local,
-                                                                   stream, "fused", err);
-    if (p.prof)
-      return launch<ea_kernel_fused<T, kVec, kNV, kB, true, false>>(p, max_tasks, num_local,
-                                                                    stream, "fused", err);
-    if (mix)
-      return launch<ea_kernel_fused<T, kVec, kNV, kB, false, true>>(p, max_tasks, num_local,
-                                                                    stream, "fused", err);
-    return launch<ea_kernel_fused<T, kVec, kNV, kB, false, false>>(p, max_tasks, num_local,
-                                                                   stream, "fused", err);
+    if (p.prof && mix) return go<true, true>(p, dec, max_tasks, num_local, stream, err);
+    if (p.prof) return go<true, false>(p, dec, max_tasks, num_local, stream, err);
+    if (mix) return go<false, true>(p, dec, max_tasks, num_local, stream, err);
+    return go<false, false>(p, dec, max_tasks, num_local, stream, err);
   }
 };
 
