@@ -9,10 +9,7 @@
  * messages per peer (nccl impl 0: NCCL's SIMPLE protocol, not LL), bad counts
  * (out capacity too small, sum over a_rows, negative) and host hints unlike the counts (also:
  * changed between the call and fco_group_end) that must write nothing, bad arguments, and on
- * the local transport CUDA-graph replays with changing device counts. impl 2's direct mode
- * (FCO_GA_CHUNKS=direct, set by the test around its cases; the cpu transport ignores it):
- * the same shapes, hints, back to back, asymmetric routing, bad counts / hints, graphs, and its
- * workspace need.
+ * the local transport CUDA-graph replays with changing device counts.
  *   make test   or   build/tests/test_gemm_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs fewer shapes.
  *
@@ -487,9 +484,8 @@ static void clobber_hints(void* arg) {
  * one row less from rank 1 and one more from itself), kind 1 counts_host (rank 1's first two
  * entries swapped: same totals), kind 2 recv_rows_host rewritten after the submits, before
  * fco_group_end. Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the
- * host, counts_host by the digest; local impl 2, and impl 2's direct mode on nccl too:
- * counts_host): FCO_ERR_INVALID_ARGUMENT, nothing written. nccl cannot check recv_rows_host
- * without an exchange: kinds 0 and 2 are not run there. */
+ * host, counts_host by the digest; local impl 2: counts_host): FCO_ERR_INVALID_ARGUMENT, nothing
+ * written. nccl cannot check recv_rows_host without an exchange: not run there. */
 static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   static const char* kinds[] = {"recv_rows_host off by one", "counts_host unlike counts",
                                 "recv_rows_host rewritten before fco_group_end"};
@@ -565,31 +561,6 @@ static void bad_args(const t_world_t* w) {
   ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 2), "chunks");
   ASSERT_NULL(fco_gemm_alltoall_impl_name(c, 3));
   t_free(w->transport, dev_of(w, 0), p);
-}
-
-/* FCO_GA_CHUNKS=direct sizes impl 2 for one staging area per source rank (P·a_rows rows per
- * half, src/ops/gemm_alltoall.h) on GPU transports, read at every call; the cpu transport
- * ignores it. a_rows 1000 ≫ out_rows 10, so the direct need exceeds the chunks one. */
-static void direct_workspace(const t_world_t* w) {
-  const int64_t a_rows = 1000, out_rows = 10, n = 64;
-  size_t chunks = 0, direct = 0, autows = 0, again = 0;
-  t_context("P=%d direct-mode workspace", w->n);
-  unsetenv("FCO_GA_CHUNKS");
-  ASSERT_OK(fco_gemm_alltoall_workspace(w->comms[0], a_rows, out_rows, 16, n, FCO_BF16, 2, &chunks));
-  setenv("FCO_GA_CHUNKS", "direct", 1);
-  ASSERT_OK(fco_gemm_alltoall_workspace(w->comms[0], a_rows, out_rows, 16, n, FCO_BF16, 2, &direct));
-  ASSERT_OK(fco_gemm_alltoall_workspace(w->comms[0], a_rows, out_rows, 16, n, FCO_BF16,
-                                        FCO_IMPL_AUTO, &autows));
-  unsetenv("FCO_GA_CHUNKS");
-  ASSERT_OK(fco_gemm_alltoall_workspace(w->comms[0], a_rows, out_rows, 16, n, FCO_BF16, 2, &again));
-  ASSERT_EQ(again, chunks);
-  if (w->transport == FCO_TRANSPORT_CPU) {
-    ASSERT_EQ(direct, chunks);
-  } else {
-    ASSERT_GE(direct, (size_t)2 * w->n * a_rows * n * 2); /* two halves of P areas */
-    ASSERT_GE(direct, chunks + 1);
-    ASSERT_GE(autows, direct);
-  }
 }
 
 #ifdef FCO_HAVE_CUDA
@@ -756,26 +727,6 @@ int main(void) {
     one(&w, 17, 136, 1, FCO_F16, 2, 0, 1);
     unsetenv("FCO_GA_CHUNK_ROWS");
     unsetenv("FCO_GA_PUSH_BLOCKS");
-    /* impl 2's direct mode (FCO_GA_CHUNKS=direct: a pointer kernel, then one cuBLAS GEMM per
-     * (expert, source) storing straight into the destination's area for this source; the
-     * exchange and finish after every GEMM): every shape, dtype and layout, with and without
-     * hints, segments spanning tiles, back to back with the other impls and allreduces,
-     * asymmetric routing. On nccl the world is one thread driving every GPU
-     * (fco_comm_init_all), and these are the first cublasGemmBatchedEx calls of the process, at
-     * new shapes: cuBLAS loads its kernels lazily here while the previous rank's exchange and
-     * finish spin on its GPU. The reverted 6583ba3 deadlocked exactly there (its exchange ran
-     * before the GEMMs); this order cannot (src/cuda/gemm_alltoall.cu, run_direct). */
-    setenv("FCO_GA_CHUNKS", "direct", 1);
-    for (int sh = 0; sh < nshapes; sh++)
-      for (int d = 0; d < 3; d++)
-        one(&w, kShapes[sh][0], kShapes[sh][1], (sh + d) % 2, kDtypes[d], 2, (sh + d) % 3 != 0, 0);
-    one(&w, 40, 24, 1, FCO_BF16, 2, 1, 1);
-    one(&w, 17, 136, 0, FCO_F16, 2, 0, 1);
-    one(&w, 256, 256, 1, FCO_BF16, 2, 1, 1);
-    back_to_back(&w);
-    asymmetric(&w);
-    unsetenv("FCO_GA_CHUNKS");
-    direct_workspace(&w);
     /* impl 1's asynchronous epilogue (FCO_GA_EPI=async: the TMA tile drains C with bulk copies
      * while the next tile computes; read per call, the same path elsewhere): 16-byte rows
      * (N 24, 136, 256) in both layouts and dtypes, several tiles per block and segments
@@ -808,18 +759,6 @@ int main(void) {
     if (t == FCO_TRANSPORT_LOCAL) bad_counts(t, pb, kind, 0);
   }
   printf("bad counts: ok\n");
-  /* impl 2's direct mode: a rank's GEMMs store into peers before any verdict, so its pointers
-   * must stay in bounds on their own: bad counts (its own, a peer's, or a receiver's capacity),
-   * counts_host unlike the device counts (every pointer → private scratch; also on nccl), and
-   * graph replays with hints (new inputs right; other device counts rejected). */
-  setenv("FCO_GA_CHUNKS", "direct", 1);
-  for (int kind = 0; kind < 3 && t != FCO_TRANSPORT_CPU; kind++) bad_counts(t, pb, kind, 2);
-  if (pb >= 2 && t != FCO_TRANSPORT_CPU) bad_hints(t, pb, 1, 2);
-#ifdef FCO_HAVE_CUDA
-  if (t == FCO_TRANSPORT_LOCAL) graph_hinted(t, max, 2);
-#endif
-  unsetenv("FCO_GA_CHUNKS");
-  if (t != FCO_TRANSPORT_CPU) printf("impl 2 direct: bad counts, bad hints, graphs: ok\n");
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
     for (int kind = 0; kind < 3; kind++) {

@@ -42,13 +42,6 @@
  *   experts are grouped until a group has T rows, T = max(rows that fill the GPU twice with
  *   128×128 tiles, rows/4) (FCO_GA_CHUNK_ROWS overrides T): each GEMM keeps cuBLAS's speed and
  *   a push follows each chunk (the old per-expert eighths made GEMMs too small to fill the GPU).
- * impl 2 "direct" mode (FCO_GA_CHUNKS=direct at submit, fco_gemm_a2a_args_t.direct; off by
- *   default, not yet run on a GPU): no y, no push kernels. Each destination's half holds one
- *   area per source rank, so a GEMM's destination needs only this rank's counts and the epoch:
- *   a pointer kernel (waits for nothing) writes cuBLAS's pointer arrays, then one
- *   cublasGemmBatchedEx per (expert, source) segment stores its rows straight into its area at
- *   the destination (NVLink for a peer); exchange on the push stream; finish lands every area,
- *   own included (run_direct: the order, and why it cannot deadlock).
  * Graph capture: impl 1 always; impls 0 and 2 need counts_host (impl 0 on nccl with several
  * ranks per thread or while capturing also recv_rows_host); src/ops rejects the rest with
  * FCO_ERR_INVALID_USAGE before anything is issued.
@@ -145,27 +138,6 @@ fco_result_t gemm(DevRes* res, cudaStream_t st, const fco_gemm_a2a_args_t* a,
   s = cublasGemmEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
                    nk ? K : N, A, t, K, &zero, Y, t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmEx");
-}
-
-/* The same GEMM with its three pointers read from device arrays (one entry each, written by
- * the pointer kernel earlier on the stream): cublasGemmBatchedEx with one batch. */
-fco_result_t gemm_ptrs(DevRes* res, cudaStream_t st, const fco_gemm_a2a_args_t* a,
-                       const void* const* W, const void* const* A, void* const* Y, int64_t m,
-                       char* err) {
-  cublasHandle_t h = res->blas;
-  if (m <= 0) return FCO_OK;
-  cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
-                                                                            : CUDA_R_16BF;
-  const float one = 1.f, zero = 0.f;
-  const int N = (int)a->n, K = (int)a->k;
-  const bool nk = a->w_layout == FCO_W_NK;
-  cublasStatus_t s = cublasSetStream(h, st);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetWorkspace(h, res->blas_ws, kBlasWs);
-  if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasSetStream/Workspace");
-  s = cublasGemmBatchedEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
-                          nk ? K : N, A, t, K, &zero, Y, t, N, 1, CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT);
-  return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmBatchedEx");
 }
 
 const fco_gemm_a2a_args_t* args(const fco_gpu_launch_t* l, int i) {
@@ -540,58 +512,6 @@ struct PendingPush {
   std::vector<std::array<int64_t, 4>> pieces;
 };
 
-/* impl 2, direct mode (FCO_GA_CHUNKS=direct; file comment). Host order per call:
- *   1. fork the push stream from the user stream (after the user's prior work);
- *   2. user stream: the pointer kernel of every local rank (waits for nothing), then every
- *      cuBLAS GEMM of every local rank, one cublasGemmBatchedEx per (expert, source) segment
- *      with rows, whose epilogue stores the rows straight into their area at the destination
- *      (over NVLink for a peer) — no y, no push kernels;
- *   3. push stream: the exchange kernel (headers, verdict, plan), which may run while the GEMMs
- *      do; join;
- *   4. user stream: the finish kernel ("all pushed" → peers, wait, land every area).
- * Why this cannot deadlock when one thread drives several GPUs (fco_comm_init_all, fco-bench):
- * a cuBLAS call that loads its kernel lazily (CUDA_MODULE_LOADING=LAZY) may block the host
- * thread until the kernels running on that device end. At every cuBLAS call of rank i the only
- * kernels of this call issued on i's device are pointer kernels (they wait for nothing) and
- * earlier GEMMs; what runs from earlier calls was issued completely for every rank, so it ends
- * without the host. Every kernel that waits for a peer (exchange, finish) is issued after the
- * last GEMM of its rank; rank i + 1's GEMMs are issued while rank i's waiting kernels run on
- * another device, exactly as in the chunks mode (run 4388610: test_gemm_alltoall 15/15 on
- * nccl). The reverted 6583ba3 launched the exchange (waiting for rank 1's header) before rank
- * 0's GEMMs, because its pointers needed the peers' counts: rank 0's lazily loading GEMM then
- * blocked the thread that had yet to launch rank 1's exchange. Here the pointers need no peer
- * data: one area per source rank at every destination. */
-fco_result_t run_direct(const fco_gpu_launch_t* l, DevRes* res, const RankArgs* ra,
-                        const std::vector<int32_t>* hc, char* err) {
-  const int P = l->nranks;
-  cudaStream_t st = (cudaStream_t)l->stream, side = res->side;
-  fco_result_t r = join(res, st, side, err); /* fork: after the user's prior work */
-  if (r != FCO_OK) return r;
-  if ((r = launch_pointers(l, ra, (void*)st, err)) != FCO_OK) return r;
-  for (int i = 0; i < l->num_local; ++i) {
-    const fco_gemm_a2a_args_t* a = args(l, i);
-    const int E = a->num_experts;
-    int64_t tot[kMaxP];
-    /* Bad counts: no GEMM; the exchange reports them (the same on every rank). */
-    if (!rank_valid(hc[i], E, P, a->a_rows, tot)) continue;
-    const size_t es = fco_dtype_size(a->dtype);
-    const void* const* wp = reinterpret_cast<const void* const*>(
-        ra[i].ws + fco_ga_off_ptrs_direct(P, a->a_rows, a->n, es));
-    const void* const* ap = wp + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P;
-    void* const* cp = const_cast<void* const*>(ap + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P);
-    int slot = 0; /* the pointer kernel's slot order: segments with rows, experts then sources */
-    for (int j = 0; j < E * P; ++j) {
-      const int32_t m = hc[i][(size_t)j];
-      if (m <= 0) continue;
-      if ((r = gemm_ptrs(res, st, a, wp + slot, ap + slot, cp + slot, m, err)) != FCO_OK) return r;
-      ++slot;
-    }
-  }
-  if ((r = launch_exchange(l, ra, (void*)side, true, err)) != FCO_OK) return r;
-  if ((r = join(res, side, st, err)) != FCO_OK) return r;
-  return launch_finish(l, ra, true, err);
-}
-
 fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = args(l, 0);
   const int P = l->nranks;
@@ -612,7 +532,6 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
                      (char*)l->r[i].ws, a->num_experts,
                      fco_ga_digest_host(hc[i].data(), a->num_experts, P)};
   }
-  if (a0->direct) return run_direct(l, res, ra, hc, err);
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
   const char* env = getenv("FCO_GA_CHUNK_ROWS");
@@ -676,7 +595,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     }
   }
   /* 2. Exchange, then the pushes, on the push stream. */
-  if ((r = launch_exchange(l, ra, (void*)side, false, err)) != FCO_OK) return r;
+  if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;
   for (const PendingPush& pp : pushes) {
     cudaError_t ce = cudaStreamWaitEvent(side, pp.ev, 0);
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall chunks: wait for a chunk");
@@ -692,7 +611,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   }
   /* 3. Join, then land. */
   if ((r = join(res, side, st, err)) != FCO_OK) return r;
-  return launch_finish(l, ra, false, err);
+  return launch_finish(l, ra, err);
 }
 
 }  // namespace

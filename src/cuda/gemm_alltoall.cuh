@@ -43,7 +43,6 @@ constexpr int kBadCounts = 1;    /* negative count or Σ > a_rows on rank `peer`
 constexpr int kBadCapacity = 2;  /* rank `peer` would receive more than out_rows */
 constexpr int kBadPlan = 3;      /* a push would leave the destination (inconsistent hints) */
 constexpr int kCountsChanged = 4; /* device counts differ from counts_host (graph replay) */
-constexpr int kModeMismatch = 5;  /* impl 2: rank `peer` is not in direct mode and I am */
 
 /* One local rank of a launch. */
 struct RankArgs {
@@ -238,14 +237,10 @@ fco_result_t preload_kernels(char* err);
 /* impl 1 (gemm_alltoall_fused.cu). */
 fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err);
 /* impl 2's exchange, push and finish kernels (gemm_alltoall_fused.cu, next to impl 1's
- * protocol); `direct`: the direct mode's variants (per-source areas, own rows landed too). */
+ * protocol). */
 fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
-                             bool direct, char* err);
-fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, bool direct, char* err);
-/* impl 2 direct: one block per local rank writes cuBLAS's pointer arrays (fco_ga_off_ptrs_direct)
- * from this rank's own device counts and the epoch; waits for nothing. */
-fco_result_t launch_pointers(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
                              char* err);
+fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err);
 /* impl 0 on nccl, after its send/recv: every rank signals every peer and waits for all, then
  * advances the epoch (one block; gemm_alltoall.h says why). */
 fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err);
@@ -271,12 +266,6 @@ struct Plan {
 __device__ __forceinline__ char* plan_area(char* ws, size_t ws_bytes, uint64_t e, int P,
                                            int64_t out_rows, int64_t n, size_t es) {
   return ws + fco_ga_half_off(ws_bytes, e) + fco_ga_peer_bytes(P, out_rows, n, es);
-}
-
-/* impl 2 direct: the plan sits after the per-source areas. */
-__device__ __forceinline__ char* plan_area_direct(char* ws, size_t ws_bytes, uint64_t e, int P,
-                                                  int64_t a_rows, int64_t n, size_t es) {
-  return ws + fco_ga_half_off(ws_bytes, e) + fco_ga_peer_bytes_direct(P, a_rows, n, es);
 }
 
 }  // namespace ga

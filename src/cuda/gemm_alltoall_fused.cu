@@ -51,12 +51,6 @@
  *   finish (grid of ≤ 64 blocks per rank): after every push of this rank (stream order), part 0
  *     release-signals kDoneSlot to every peer; every block waits for every peer's, then copies
  *     its slice of the received rows from staging into out, and the last block ends the epoch.
- * impl 2 direct mode (FCO_GA_CHUNKS=direct; gemm_alltoall.cu run_direct, layout in
- *   src/ops/gemm_alltoall.h): ga_kernel_ptrs (one block per rank, waits for nothing) writes the
- *   cuBLAS GEMMs' pointer arrays from this rank's own counts and the epoch, every row going to
- *   the area for this rank at its destination; exchange<true> as above plus header [2] = 1
- *   (every rank must be in direct mode); finish<true> lands every source's area, own included.
- *   The <false> instantiations are the chunks mode's kernels, SASS unchanged.
  *
  * Back-to-back calls, of this op or any other, without a handshake at the start (the first
  * version made every rank wait for each peer's "I started this call" before writing to it: a
@@ -366,9 +360,6 @@ struct ExParams {
   int32_t N, P, es;
 };
 
-/* kDirect: direct mode (per-source areas; header [2] = 1, every rank must say so). The
- * instantiation <false> is the chunks mode's kernel as it was before direct mode existed. */
-template <bool kDirect>
 __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p) {
   __shared__ RankView v;
   __shared__ Ctl c;
@@ -380,11 +371,9 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   load_rank_view(ra.dev, &v);
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
-  const size_t need = kDirect ? fco_ga_half_need_direct(p.P, p.a_rows, p.N, p.es)
-                              : fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
+  const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
   Plan* plan = reinterpret_cast<Plan*>(
-      kDirect ? plan_area_direct(ra.ws, v.ws_bytes, e, p.P, p.a_rows, p.N, p.es)
-              : plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.N, p.es));
+      plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.N, p.es));
   if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
     /* The launcher checked the workspace: only a corrupted table gets here. Peers time out. */
     if (threadIdx.x == 0)
@@ -414,18 +403,11 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
                                               : 0;
     hdr[FCO_GA_H_VALID] = why == 0;
     hdr[FCO_GA_H_E] = E;
-    if (kDirect) hdr[FCO_GA_H_BLOCKS] = 1;
     hdr[3] = why;
     for (int s = 0; s < P; ++s) hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
   }
   post_header(v, e, hdr); /* syncs first */
   const bool ok = gather_headers(v, e, p.out_rows, &c);
-  if (kDirect && ok && threadIdx.x == 0) /* every direct-mode rank reaches the same verdict */
-    for (int r = 0; r < P && !c.verdict; ++r)
-      if (c.h[r][FCO_GA_H_BLOCKS] != 1) {
-        c.verdict = kModeMismatch;
-        c.bad_rank = r;
-      }
   if (threadIdx.x == 0) {
     plan->verdict = !ok ? -1 : c.verdict;
     for (int s = 0; s < P && ok; ++s) {
@@ -437,87 +419,6 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
       record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict, 0,
                    0);
   }
-}
-
-/* ---- impl 2 direct: cuBLAS's pointer arrays ---------------------------------------------- */
-struct PtrParams {
-  RankArgs r[kMaxP];
-  int64_t a_rows;
-  int32_t K, N, P, es;
-};
-
-/* One block per local rank; waits for NOTHING, so it may precede the GEMMs (which read what it
- * writes) without a lazily loaded cuBLAS kernel ever waiting behind it. Per (expert, source)
- * segment with rows, in the host's order (experts, then sources; empty ones skipped): W_e, the
- * segment's first A row, and C(e, s) = s's workspace (mine when s == me) + half(epoch) +
- * area(me) + dl(e, s) rows, dl(e, s) = Σ_{e' < e} counts[e'][s] — this rank's own counts and
- * the epoch only. dl(e, s) + counts[e][s] ≤ Σ counts ≤ a_rows: inside area(me) whenever the
- * counts are sane. When they are not (a negative count, Σ > a_rows) or differ from the
- * counts_host the host sized the GEMMs from (digest), every entry points at W, A and the
- * private y (a_rows rows; every host GEMM has ≤ a_rows rows, rank_valid): the GEMMs stay in
- * this rank's scratch, and the exchange (same predicates on the same counts) reports it. */
-__global__ void __launch_bounds__(kThreads) ga_kernel_ptrs(const PtrParams p) {
-  constexpr int kMaxN = FCO_GEMM_ALLTOALL_MAX_EXPERTS * kMaxP;
-  __shared__ RankView v;
-  __shared__ int32_t s_c[kMaxN];
-  __shared__ int64_t s_arow[kMaxN], s_dl[kMaxN];
-  __shared__ int64_t tmp[kThreads / 32 + 1];
-  __shared__ unsigned long long s_digest;
-  const RankArgs& ra = p.r[blockIdx.x];
-  load_rank_view(ra.dev, &v);
-  const uint64_t e = v.epoch + 1;
-  const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
-  const size_t es = (size_t)p.es, rb = (size_t)p.N * es;
-  if (P != p.P || me < 0 || me >= P || E < 1 || E > FCO_GEMM_ALLTOALL_MAX_EXPERTS ||
-      fco_ws_half_bytes(v.ws_bytes) < fco_ga_half_need_direct(p.P, p.a_rows, p.N, es)) {
-    /* The host checked all of this and sized the workspace for direct mode: only a corrupted
-     * table gets here. */
-    if (threadIdx.x == 0)
-      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -2,
-                   2 * fco_ga_half_need_direct(p.P, p.a_rows, p.N, es), v.ws_bytes);
-    return;
-  }
-  const void** wp = reinterpret_cast<const void**>(
-      ra.ws + fco_ga_off_ptrs_direct(P, p.a_rows, p.N, es));
-  const void** ap = wp + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P;
-  void** cp = const_cast<void**>(ap + (size_t)FCO_GEMM_ALLTOALL_MAX_EXPERTS * P);
-  bool bad = false;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    s_c[i] = ra.counts[i];
-    bad |= s_c[i] < 0;
-  }
-  bad = __syncthreads_or(bad);
-  const uint64_t digest = block_digest(s_c, E, P, &s_digest); /* syncs */
-  /* First A row of each segment (A is expert-major, then source); the total. */
-  const int64_t sum = block_scan(
-      n, [&](int i) -> int64_t { return s_c[i] > 0 ? s_c[i] : 0; },
-      [&](int i, int64_t pre) { s_arow[i] = pre; }, tmp);
-  if (bad || sum > p.a_rows || digest != ra.digest) {
-    char* y = ra.ws + fco_ga_off_y_direct(P, p.a_rows, p.N, es);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      wp[i] = ra.w;
-      ap[i] = ra.a;
-      cp[i] = y;
-    }
-    return;
-  }
-  /* dl: a scan in destination-major order (i = s·E + e) minus the prefix at the column's start
-   * (e = 0, kept at s_dl[s]). block_scan's writes are visible after it returns (it syncs). */
-  block_scan(
-      n, [&](int i) -> int64_t { return s_c[(i % E) * P + i / E]; },
-      [&](int i, int64_t pre) { s_dl[(i % E) * P + i / E] = pre; }, tmp);
-  const size_t dst = fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_area(P, me, p.a_rows, p.N, es);
-  /* Slots: the segments with rows, in order (the host's loop). */
-  block_scan(
-      n, [&](int i) -> int64_t { return s_c[i] > 0 ? 1 : 0; },
-      [&](int i, int64_t slot) {
-        if (s_c[i] <= 0) return;
-        const int ex = i / P, s = i - ex * P;
-        wp[slot] = ra.w + (size_t)ex * (size_t)p.K * (size_t)p.N * es;
-        ap[slot] = ra.a + (size_t)s_arow[i] * (size_t)p.K * es;
-        cp[slot] = v.peer_data[s] + dst + (size_t)(s_dl[i] - s_dl[s]) * rb;
-      },
-      tmp);
 }
 
 struct PushPiece {
@@ -567,13 +468,8 @@ struct FinishParams {
   RankArgs r[kMaxP];
   int64_t out_rows, n, row_bytes;
   int32_t P, es, blocks_per_rank;
-  int64_t a_rows; /* direct mode only (appended: the chunks kernel's parameters keep their place) */
 };
 
-/* kDirect = false: chunks mode (unchanged). kDirect: direct mode — every GEMM of this rank
- * stored its rows straight into its area at each destination (own area included) and precedes
- * this kernel in stream order; land every source's area [0, recv[r]) into out at roff[r]. */
-template <bool kDirect>
 __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams p) {
   __shared__ RankView v;
   __shared__ Plan pl;
@@ -589,8 +485,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   }
   { /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
     const Plan* g = reinterpret_cast<const Plan*>(
-        kDirect ? plan_area_direct(ra.ws, v.ws_bytes, e, p.P, p.a_rows, p.n, p.es)
-                : plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+        plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
     if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
     if ((int)threadIdx.x < kMaxP) {
       pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
@@ -603,57 +498,23 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
     return;
   }
   /* "All my pushes landed": they precede this kernel in stream order and each push kernel
-   * ended with a system fence.
-   * Direct mode: the stores to peers are cuBLAS's epilogue stores, in kernels we cannot add a
-   * fence to. What makes them visible at the peer before this flag is the kernel boundary: a
-   * kernel starts only after the earlier kernels of its stream completed, and a grid completes
-   * only once its memory operations are performed (a stream sync makes them visible to the host
-   * the same way); the fence below, in the flag-writing thread, orders what that thread can
-   * observe (cumulative) before the release. The chunks push kernels' own fences were belt and
-   * braces over the same boundary. This is the pattern of torch's SymmetricMemory (user kernel
-   * stores through peer pointers, then a separate barrier kernel release-signals) and of NCCL's
-   * device-API examples; not yet run on a GPU with cuBLAS as the writer. */
-  if (part == 0 && (int)threadIdx.x < P && (int)threadIdx.x != me) {
-    if (kDirect) __threadfence_system();
+   * ended with a system fence. */
+  if (part == 0 && (int)threadIdx.x < P && (int)threadIdx.x != me)
     st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + kDoneSlot,
                    sig_value(e, 0));
-  }
   const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
   bool ok = true;
   if ((int)threadIdx.x < P && (int)threadIdx.x != me)
     ok = wait_ge(v.peer_sig[me] + (size_t)threadIdx.x * FCO_SIG_SLOTS + kDoneSlot,
                  sig_value(e, 0), ctx, (int)threadIdx.x, kDoneSlot);
   if (!__syncthreads_or(!ok)) {
-    if (kDirect) {
-      const char* half = v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e);
-      for (int r = 0; r < P; ++r) {
-        if (pl.recv[r] <= 0) continue;
-        if (pl.recv[r] > p.a_rows || pl.roff[r] < 0 || pl.roff[r] + pl.recv[r] > p.out_rows) {
-          /* the verdict rules this out (valid headers: Σ ≤ a_rows, Σ recv ≤ out_rows) */
-          if (part == 0 && threadIdx.x == 0)
-            record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, r, kBadPlan,
-                         (uint64_t)pl.recv[r], (uint64_t)p.a_rows);
-          continue;
-        }
-        const char* src = half + fco_ga_off_area(P, r, p.a_rows, p.n, (size_t)p.es);
-        const size_t bytes = (size_t)pl.recv[r] * p.row_bytes,
-                     off = (size_t)pl.roff[r] * p.row_bytes;
-        size_t b0, b1;
-        slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
-        if (b1 > b0) copy_cg(ra.out + off + b0, src + b0, b1 - b0, threadIdx.x, blockDim.x);
-      }
-    } else {
-      const char* staging =
-          v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
-      for (int r = 0; r < P; ++r) {
-        if (r == me || pl.recv[r] == 0) continue;
-        const size_t bytes = (size_t)pl.recv[r] * p.row_bytes,
-                     off = (size_t)pl.roff[r] * p.row_bytes;
-        size_t b0, b1;
-        slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
-        if (b1 > b0)
-          copy_cg(ra.out + off + b0, staging + off + b0, b1 - b0, threadIdx.x, blockDim.x);
-      }
+    const char* staging = v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
+    for (int r = 0; r < P; ++r) {
+      if (r == me || pl.recv[r] == 0) continue;
+      const size_t bytes = (size_t)pl.recv[r] * p.row_bytes, off = (size_t)pl.roff[r] * p.row_bytes;
+      size_t b0, b1;
+      slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
+      if (b1 > b0) copy_cg(ra.out + off + b0, staging + off + b0, b1 - b0, threadIdx.x, blockDim.x);
     }
   }
   epoch_end(ra.dev, e, p.blocks_per_rank);
@@ -946,7 +807,7 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
 }
 
 fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
-                             bool direct, char* err) {
+                             char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   ExParams p;
   memset(&p, 0, sizeof p);
@@ -956,10 +817,7 @@ fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void
   p.N = (int32_t)a0->n;
   p.P = l->nranks;
   p.es = (int32_t)fco_dtype_size(a0->dtype);
-  if (direct)
-    ga_kernel_exchange<true><<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)stream>>>(p);
-  else
-    ga_kernel_exchange<false><<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)stream>>>(p);
+  ga_kernel_exchange<<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: exchange launch");
 }
@@ -993,11 +851,10 @@ fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_r
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: push launch");
 }
 
-fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, bool direct, char* err) {
+fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   int cap = 0;
-  fco_result_t r = direct ? coresident<ga_kernel_finish<true>>(err, 0, &cap)
-                          : coresident<ga_kernel_finish<false>>(err, 0, &cap);
+  fco_result_t r = coresident<ga_kernel_finish>(err, 0, &cap);
   if (r != FCO_OK) return r;
   /* Every block waits for each peer's "all pushed", raised by the peer's part 0: on the local
    * transport that is a block of this grid, so the grid must be co-resident. */
@@ -1015,29 +872,9 @@ fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, bool d
   p.row_bytes = a0->n * (int64_t)p.es;
   p.P = l->nranks;
   p.blocks_per_rank = bpr;
-  p.a_rows = a0->a_rows;
-  if (direct)
-    ga_kernel_finish<true><<<(unsigned)(bpr * l->num_local), kThreads, 0, (cudaStream_t)l->stream>>>(p);
-  else
-    ga_kernel_finish<false><<<(unsigned)(bpr * l->num_local), kThreads, 0, (cudaStream_t)l->stream>>>(p);
+  ga_kernel_finish<<<(unsigned)(bpr * l->num_local), kThreads, 0, (cudaStream_t)l->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: finish launch");
-}
-
-fco_result_t launch_pointers(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
-                             char* err) {
-  const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
-  PtrParams p;
-  memset(&p, 0, sizeof p);
-  for (int i = 0; i < l->num_local; ++i) p.r[i] = ra[i];
-  p.a_rows = a0->a_rows;
-  p.K = (int32_t)a0->k;
-  p.N = (int32_t)a0->n;
-  p.P = l->nranks;
-  p.es = (int32_t)fco_dtype_size(a0->dtype);
-  ga_kernel_ptrs<<<(unsigned)l->num_local, kThreads, 0, (cudaStream_t)stream>>>(p);
-  cudaError_t ce = cudaGetLastError();
-  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall direct: pointer kernel launch");
 }
 
 fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err) {
@@ -1053,17 +890,14 @@ fco_result_t preload_kernels(char* err) {
   if (r != FCO_OK) return r;
   if (device < kMaxDevices && done[device].load()) return FCO_OK;
   cudaFuncAttributes fa;
-  const void* fns[] = {(const void*)ga_kernel_exchange<false>, (const void*)ga_kernel_push,
-                       (const void*)ga_kernel_finish<false>, (const void*)ga_kernel_barrier,
-                       (const void*)ga_kernel_exchange<true>, (const void*)ga_kernel_finish<true>,
-                       (const void*)ga_kernel_ptrs};
+  const void* fns[] = {(const void*)ga_kernel_exchange, (const void*)ga_kernel_push,
+                       (const void*)ga_kernel_finish, (const void*)ga_kernel_barrier};
   for (const void* f : fns) {
     cudaError_t ce = cudaFuncGetAttributes(&fa, f);
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: cudaFuncGetAttributes");
   }
   int cap = 0;
-  if ((r = coresident<ga_kernel_finish<false>>(err, 0, &cap)) != FCO_OK) return r;
-  if ((r = coresident<ga_kernel_finish<true>>(err, 0, &cap)) != FCO_OK) return r;
+  if ((r = coresident<ga_kernel_finish>(err, 0, &cap)) != FCO_OK) return r;
   bool wgmma = false; /* decide (and load the probe) before any capture or spinning kernel */
   if ((r = wgmma_usable(err, &wgmma)) != FCO_OK) return r;
   if (device < kMaxDevices) done[device].store(1);

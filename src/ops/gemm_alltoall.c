@@ -10,8 +10,6 @@
  * R = headers + S(out_rows):
  *   impl 1 (and cpu, every impl):  2·(R + plan)             two halves (the workspace rule)
  *   impl 2:                         2·(R + plan + S(a_rows))
- *           direct mode (FCO_GA_CHUNKS=direct, GPU transports): 2·(R_d + plan + S(a_rows) +
- *                                   ptrs), R_d = headers + P·S(a_rows) (one area per source)
  *   impl 0: local                   S(a_rows)                private scratch, no halves
  *           nccl                    2·S(a_rows) + totals + S(out_rows) (receives into the
  *                                   workspace: gemm_alltoall.h says why)
@@ -23,7 +21,6 @@
  * (the kernels compare a digest and report FCO_ERR_INVALID_ARGUMENT otherwise). impl 0 on nccl
  * also needs recv_rows_host while capturing or when one thread drives several ranks.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "../core/internal.h"
@@ -90,17 +87,8 @@ static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl,
   return 1;
 }
 
-/* impl 2's direct mode (FCO_GA_CHUNKS=direct; docs/gemm_alltoall.md): read at every call (at
- * submit, and by fco_gemm_alltoall_workspace), kept in the op's arguments, so the workspace and
- * the launch agree. Every rank must set it alike (gemm_alltoall.h: what a mismatch does). The
- * cpu transport ignores it. */
-static int chunks_direct(fco_comm_t comm) {
-  const char* m = getenv("FCO_GA_CHUNKS");
-  return comm->transport != FCO_TRANSPORT_CPU && m && strcmp(m, "direct") == 0;
-}
-
 static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t n,
-                        fco_dtype_t dtype, int impl, int direct) {
+                        fco_dtype_t dtype, int impl) {
   const int P = comm->nranks, nccl = comm->transport == FCO_TRANSPORT_NCCL;
   const size_t es = fco_dtype_size(dtype);
   if (comm->transport == FCO_TRANSPORT_CPU) impl = 1;
@@ -108,8 +96,7 @@ static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64
   for (int i = 0; i < FCO_GEMM_ALLTOALL_NUM_IMPLS; i++)
     if (impl == FCO_IMPL_AUTO || impl == i) {
       /* Fused impls: two halves. impl 0: private scratch from offset 0, no halves. */
-      size_t h = i == 2 && direct ? 2 * fco_ga_half_need_direct(P, a_rows, n, es)
-                 : fco_ga_half_need(i, nccl, P, a_rows, out_rows, n, es) * (i == 0 ? 1 : 2);
+      size_t h = fco_ga_half_need(i, nccl, P, a_rows, out_rows, n, es) * (i == 0 ? 1 : 2);
       if (h > most) most = h;
     }
   return most;
@@ -147,7 +134,7 @@ fco_result_t fco_gemm_alltoall_workspace(fco_comm_t comm, int64_t a_rows, int64_
   if (!bytes)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "fco_gemm_alltoall_workspace: bytes is NULL");
-  *bytes = workspace(comm, a_rows, out_rows, n, dtype, impl, chunks_direct(comm));
+  *bytes = workspace(comm, a_rows, out_rows, n, dtype, impl);
   return FCO_OK;
 }
 
@@ -253,8 +240,7 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE, "%s: impl %d cannot run here: %s", fn,
                          op.impl, why);
   op.stream = stream;
-  g->direct = op.impl == 2 && chunks_direct(comm);
-  op.ws_bytes = workspace(comm, a_rows, out_rows, n, dtype, op.impl, g->direct);
+  op.ws_bytes = workspace(comm, a_rows, out_rows, n, dtype, op.impl);
   op.shape[0] = k;
   op.shape[1] = n;
   op.shape[2] = (int64_t)dtype;

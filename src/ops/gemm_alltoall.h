@@ -10,8 +10,7 @@
  *     h·H + 0              hdr      P slots × hdr_bytes: slot r holds rank r's header for this
  *                                   rank (written by r, then signalled). A header says what r
  *                                   sends:  [0] valid (1: r's counts are sane)  [1] E_r
- *                                   [2] blocks per rank (impl 1; impl 2: 1 in direct mode, else 0)
- *                                   [3] why invalid (FCO_GA_WHY_*)
+ *                                   [2] blocks per rank (impl 1)  [3] why invalid (FCO_GA_WHY_*)
  *                                   [4 + s]      tot[s]    rows r sends to rank s
  *                                   [4 + P + s]  tiles[s]  impl 1 (C and Triton): flags r
  *                                                          raises at s (blocks when tot[s] > 0,
@@ -35,31 +34,6 @@
  *                                   and no peer can start the next call (whose data may fill
  *                                   the other half) before this rank signalled "all pushed",
  *                                   i.e. before the last read of y.
- *   impl 2 in direct mode (FCO_GA_CHUNKS=direct, fco_gemm_a2a_args_t.direct; GPU transports):
- *   the cuBLAS GEMMs store straight into the destination, one area per SOURCE rank, so where a
- *   GEMM stores depends only on this rank's own counts and the epoch (no peer data first):
- *     h·H + 0              hdr      as above
- *     h·H + area(r)        area r   a_rows × N elements, r = 0..P-1, area(r) = staging +
- *                                   r·S(a_rows): source r's rows for this rank, laid out as r's
- *                                   block of `out` (r's expert 0 rows for me, expert 1's, ...),
- *                                   written by r's GEMMs (r == me: by mine). The finish kernel
- *                                   copies [0, recv[r]) of area r into out at roff[r], own area
- *                                   included. Rows ≤ a_rows: in bounds whenever r's counts are
- *                                   sane (Σ ≤ a_rows; the pointer kernel checks before r's GEMMs).
- *                          -- R_d = hdr + P·S(a_rows) = peer_bytes: written by peers --
- *     h·H + R_d            plan     private, as above
- *     0·H + R_d + plan     y        private: where every GEMM of a rank whose counts are bad or
- *                                   unlike counts_host stores (nothing leaves its scratch)
- *     ... + S(a_rows)      ptrs     private: cuBLAS's device pointer arrays (W, A, C of each
- *                                   (expert, source) GEMM), written by the pointer kernel of
- *                                   the call, read by its GEMMs (both on the user stream, so the
- *                                   next call's pointer kernel runs after them). y and ptrs
- *                                   avoid both halves' peer bytes [0, R_d) and [H, H + R_d).
- *   Ranks must agree on the mode (the knob is read at every call, at submit): a rank in direct
- *   mode writes a layout a chunks-mode peer does not read. Direct-mode headers carry [2] = 1 and
- *   a direct rank whose peer's header says otherwise reports FCO_ERR_INVALID_ARGUMENT (slot 5);
- *   the chunks-mode peer then times out waiting for its "all pushed". Best effort: the direct
- *   rank's stores may already have landed in the peer's half.
  *   impl 0 (GPU transports): private scratch only, from the workspace start:
  *     0                    y        a_rows × N: the GEMM result
  *     S(a_rows)            send     nccl: y packed destination-major for ncclSend
@@ -110,8 +84,6 @@ typedef struct {
   int64_t a_rows, out_rows, k, n;
   int32_t num_experts, w_layout;
   fco_dtype_t dtype;
-  int32_t direct; /* impl 2 on a GPU transport: FCO_GA_CHUNKS=direct when submitted (the
-                   * workspace was sized for it); 0 otherwise */
 } fco_gemm_a2a_args_t;
 
 /* Header fields (int64 each). */
@@ -148,26 +120,6 @@ static inline FCO_GA_HD size_t fco_ga_plan_bytes(int P) {
 /* impl 2's y, from the workspace start (in half 0, after its peer bytes and plan). */
 static inline FCO_GA_HD size_t fco_ga_off_y(int P, int64_t out_rows, int64_t n, size_t es) {
   return fco_ga_peer_bytes(P, out_rows, n, es) + fco_ga_plan_bytes(P);
-}
-/* impl 2 direct: area of source r within a half, the peer bytes, y, the pointer arrays
- * (W, A, C: FCO_GEMM_ALLTOALL_MAX_EXPERTS · P entries each), and what one half must hold. */
-static inline FCO_GA_HD size_t fco_ga_off_area(int P, int r, int64_t a_rows, int64_t n, size_t es) {
-  return fco_ga_off_staging(P) + (size_t)r * fco_ga_rows_bytes(a_rows, n, es);
-}
-static inline FCO_GA_HD size_t fco_ga_peer_bytes_direct(int P, int64_t a_rows, int64_t n, size_t es) {
-  return fco_ga_off_area(P, P, a_rows, n, es);
-}
-static inline FCO_GA_HD size_t fco_ga_off_y_direct(int P, int64_t a_rows, int64_t n, size_t es) {
-  return fco_ga_peer_bytes_direct(P, a_rows, n, es) + fco_ga_plan_bytes(P);
-}
-static inline FCO_GA_HD size_t fco_ga_ptr_bytes(int P) {
-  return fco_ga_round((size_t)3 * 8 * FCO_GEMM_ALLTOALL_MAX_EXPERTS * (size_t)P);
-}
-static inline FCO_GA_HD size_t fco_ga_off_ptrs_direct(int P, int64_t a_rows, int64_t n, size_t es) {
-  return fco_ga_off_y_direct(P, a_rows, n, es) + fco_ga_rows_bytes(a_rows, n, es);
-}
-static inline FCO_GA_HD size_t fco_ga_half_need_direct(int P, int64_t a_rows, int64_t n, size_t es) {
-  return fco_ga_off_ptrs_direct(P, a_rows, n, es) + fco_ga_ptr_bytes(P);
 }
 /* impl 0's scratch: y at 0, send after it, then the totals of the AllGather. */
 static inline FCO_GA_HD size_t fco_ga_base_off_send(int64_t a_rows, int64_t n, size_t es) {
