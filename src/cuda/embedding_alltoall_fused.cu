@@ -49,6 +49,9 @@
  *     destination still landing call e.
  *   Completion: out is complete when the kernel ends (every land unit of every source ran);
  *     the last block advances dev->epoch.
+ *   FCO_EA_DECODE=new: ea_kernel_fused32, the same kernel but for how a block finds its next
+ *     tile (a 32-bit cursor instead of decoding the tile number) and where its loop state
+ *     waits while it pools (see there).
  *   Launch requirements: all blocks co-resident on the local transport (land waits spin on
  *   other ranks' pool tiles): bpr ≤ occupancy × SMs / num_local. dev->ws_bytes ≥ 2R when P > 1
  *   (checked on the device: FCO_ERR_INTERNAL). Bad data does not stop the protocol (peers never
@@ -407,18 +410,25 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
   epoch_end(dev, e, p.blocks_per_rank);
 }
 
-/* ---- impl 1, the 32-bit tile cursor (FCO_EA_DECODE, default) ---------------------------- */
-/* The same protocol, tiles, order, batches and pool_tile as ea_kernel_fused; only the way a
- * block finds its next tile differs. ea_kernel_fused decodes every tile from its 64-bit number
- * (ea_tile: a loop over the destinations with a 64-bit division each, then two more, and the
- * group by another), and keeps n_remote, n_pool, the task, the last counter pointer, ... live
- * across pool_tile: the tile loop spilled (SASS). Here the destinations' constants are in
- * shared memory (EaDest, once per block), and a block walks its tiles part, part + bpr, ...
- * with a cursor (k, c, tg): destination position k (0..P-2 remote me+1.., P-1 me, P done),
+/* ---- impl 1, the 32-bit tile cursor (FCO_EA_DECODE=new) ---------------------------------- */
+/* ea_kernel_fused32: the same protocol, tiles, order, batches and pool_tile as ea_kernel_fused;
+ * only the way a block finds its next tile differs. ea_kernel_fused decodes every tile from its
+ * 64-bit number (ea_tile: a loop over the destinations with a 64-bit division each, then two
+ * more, and the group by another), and keeps n_remote, n_pool, the task, the last counter
+ * pointer, ... live across pool_tile: the tile loop spilled (SASS). Here the destinations'
+ * constants are in shared memory (EaDest, once per block), and a block walks its tiles part,
+ * part + bpr, ... with a cursor (k, c, tg): destination position k (0..P-2 remote me+1.., P-1 me, P done),
  * chunk c, table group tg; stepping by bpr = bq·ntg + br adds and carries, with no division.
  * 32 bits: c < chunks of a destination < 2^31 and bpr < 2^31, so c + bq + 1 < 2^32, and the
  * counter group c / cpg is a multiply-shift (FastDiv, exact below 2^31); land units number <
- * 2^31. ea_dec32_ok checks these on the host; otherwise the launcher runs ea_kernel_fused. */
+ * 2^31. ea_dec32_ok checks these on the host; otherwise the launcher runs ea_kernel_fused.
+ * Registers: the block constants are in shared memory (EaBlk), rank me is read as rk.rank where
+ * used, and the loop state waits in per-thread shared slots while pool_tile runs, so pool_tile
+ * has the registers it has in the lookup kernel. SASS (sm_90, CUDA 13; docs/embedding_alltoall.md
+ * has the tables): the per-tile code outside pool_tile's loops is ~150 instructions and ~50
+ * local-memory spill operations shorter, without 64-bit division calls; the row loops are the
+ * same length (±2 %), but the kB = 4 chunk level has 4-7 % more instructions (moves, parameter
+ * reloads). Not yet measured on a GPU: opt-in (FCO_EA_DECODE=new) until an A/B run decides. */
 struct EaDest {
   char* dst;     /* where its tiles go: (peer workspace half or out) + toff_me · D · esize */
   uint64_t* ctr; /* me's counter row at the destination (remote only) */
@@ -648,8 +658,9 @@ struct RunFused {
                           char* err) {
     /* Persistent: every block of the grid exists at once (land units spin on pool tiles).
      * The diagnostic (kProf) and FCO_EA_MIX (kMix) variants only when asked for: the default
-     * kernel stays the one without them (SASS). The 32-bit cursor kernel (ea_kernel_fused32)
-     * unless FCO_EA_DECODE=old or a local rank's counts pass its bounds (ea_dec32_ok). */
+     * kernel stays the one without them (SASS). FCO_EA_DECODE=new: the 32-bit cursor kernel
+     * (ea_kernel_fused32) where every local rank's counts are within its bounds (ea_dec32_ok),
+     * else ea_kernel_fused (the fallback). */
     bool dec = p.decode != 0;
     for (int i = 0; i < num_local && dec; ++i) dec = ea_dec32_ok(p, p.r[i].rank);
     const bool mix = p.mix >= 0;
