@@ -413,22 +413,22 @@ __global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_cons
 /* ---- impl 1, the 32-bit tile cursor (FCO_EA_DECODE=new) ---------------------------------- */
 /* ea_kernel_fused32: the same protocol, tiles, order, batches and pool_tile as ea_kernel_fused;
  * only the way a block finds its next tile differs. ea_kernel_fused decodes every tile from its
- * 64-bit number (ea_tile: a loop over the destinations with a 64-bit division each, then two
- * more, and the group by another), and keeps n_remote, n_pool, the task, the last counter
- * pointer, ... live across pool_tile: the tile loop spilled (SASS). Here the destinations'
- * constants are in shared memory (EaDest, once per block), and a block walks its tiles part,
- * part + bpr, ... with a cursor (k, c, tg): destination position k (0..P-2 remote me+1.., P-1 me, P done),
- * chunk c, table group tg; stepping by bpr = bq·ntg + br adds and carries, with no division.
- * 32 bits: c < chunks of a destination < 2^31 and bpr < 2^31, so c + bq + 1 < 2^32, and the
- * counter group c / cpg is a multiply-shift (FastDiv, exact below 2^31); land units number <
- * 2^31. ea_dec32_ok checks these on the host; otherwise the launcher runs ea_kernel_fused.
- * Registers: the block constants are in shared memory (EaBlk), rank me is read as rk.rank where
- * used, and the loop state waits in per-thread shared slots while pool_tile runs, so pool_tile
- * has the registers it has in the lookup kernel. SASS (sm_90, CUDA 13; docs/embedding_alltoall.md
- * has the tables): the per-tile code outside pool_tile's loops is ~150 instructions and ~50
- * local-memory spill operations shorter, without 64-bit division calls; the row loops are the
- * same length (±2 %), but the kB = 4 chunk level has 4-7 % more instructions (moves, parameter
- * reloads). Not yet measured on a GPU: opt-in (FCO_EA_DECODE=new) until an A/B run decides. */
+ * 64-bit number (ea_tile: a loop over the destinations with a 64-bit division each, then two more,
+ * and the group by another), and keeps n_remote, n_pool, the task, the last counter pointer, ...
+ * live across pool_tile: the tile loop spilled (SASS). Here the destinations' constants are in
+ * shared memory (EaDest, once per block), and a block walks its tiles part, part + bpr, ... with a
+ * cursor (k, c, tg): destination position k (0..P-2 remote me+1.., P-1 me, P done), chunk c, table
+ * group tg; stepping by bpr = bq·ntg + br adds and carries, with no division. 32 bits: c < chunks
+ * of a destination < 2^31 and bpr < 2^31, so c + bq + 1 < 2^32, and the counter group c / cpg is a
+ * multiply-shift (FastDiv, exact below 2^31); land units number < 2^31. ea_dec32_ok checks these
+ * on the host; otherwise the launcher runs ea_kernel_fused. Registers: the block constants are in
+ * shared memory (EaBlk), rank me is read as rk.rank where used, and the loop state waits in per-
+ * thread shared slots while pool_tile runs, so pool_tile has the registers it has in the lookup
+ * kernel. SASS (sm_90, CUDA 13; docs/embedding_alltoall.md has the tables): the per-tile code
+ * outside pool_tile's loops is ~150 instructions and ~50 local-memory spill operations shorter,
+ * without 64-bit division calls; the row loops are the same length (±2 %), but the kB = 4 chunk
+ * level has 4-7 % more instructions (moves, parameter reloads). Not yet measured on a GPU: opt-in
+ * (FCO_EA_DECODE=new) until an A/B run decides. */
 struct EaDest {
   char* dst;     /* where its tiles go: (peer workspace half or out) + toff_me · D · esize */
   uint64_t* ctr; /* me's counter row at the destination (remote only) */
