@@ -378,9 +378,9 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32},
       {"FCO_EA_MIX", "0", NULL, NULL, 256, FCO_BF16},
       {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32},
-      {"FCO_EA_DECODE", "new", NULL, NULL, 128, FCO_F32},
-      {"FCO_EA_DECODE", "new", NULL, NULL, 256, FCO_BF16},
-      {"FCO_EA_DECODE", "new", "FCO_EA_MIX", "100", 125, FCO_F32}};
+      {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
+      {"FCO_EA_DECODE", "old", NULL, NULL, 256, FCO_BF16},
+      {"FCO_EA_DECODE", "old", "FCO_EA_MIX", "100", 125, FCO_F32}};
   const int64_t bmax =
       t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
@@ -398,13 +398,13 @@ static void knobs(const t_world_t* w) {
   }
 }
 
-/* The fused kernel's two forms, ea_kernel_fused (default; also the fallback beyond the
- * cursor's 32-bit bounds) and ea_kernel_fused32 (FCO_EA_DECODE=new: the 32-bit tile cursor),
- * on ragged shapes, exact: a rank without tables (no pool tiles, lands only), a destination without
- * samples (a position of zero chunks the cursor steps over), T_r = 5 (f32 D = 128: one table a
- * tile, so a block's step bpr = bq · 5 + br carries in tg; bf16 D = 64: 4 tables a tile, the
- * last group of 1), and on GPUs b_s up to 24576/P (nccl) or 12288/P (local) so blocks step
- * across destinations. Both kernels, and kMix with the cursor. On cpu the knob does nothing:
+/* The fused kernel's two forms, ea_kernel_fused32 (the default: the 32-bit tile cursor) and
+ * ea_kernel_fused (FCO_EA_DECODE=old; also the launcher's fallback beyond the cursor's 32-bit
+ * bounds), on ragged shapes, exact: a rank without tables (no pool tiles, lands only), a
+ * destination without samples (a position of zero chunks the cursor steps over), T_r = 5 (f32 D =
+ * 128: one table a tile, so a block's step bpr = bq · 5 + br carries in tg; bf16 D = 64: 4 tables
+ * a tile, the last group of 1), and on GPUs b_s up to 24576/P (nccl) or 12288/P (local) so blocks
+ * step across destinations. Both kernels, and kMix with the cursor. On cpu the knob does nothing:
  * small shapes. */
 static void decode_edges(const t_world_t* w) {
   const int P = w->n;
@@ -424,12 +424,11 @@ static void decode_edges(const t_world_t* w) {
   } kRuns[] = {{NULL, NULL, NULL, NULL, 128, FCO_F32},
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
-               {"FCO_EA_DECODE", "new", NULL, NULL, 128, FCO_F32},
-               {"FCO_EA_DECODE", "new", NULL, NULL, 64, FCO_BF16},
-               {"FCO_EA_DECODE", "new", NULL, NULL, 3, FCO_F32},
-               {"FCO_EA_DECODE", "new", "FCO_EA_MIX", "100", 128, FCO_F32},
-               {"FCO_EA_DECODE", "new", "FCO_EA_MIX", "50", 64, FCO_BF16},
-               {"FCO_EA_MIX", "50", NULL, NULL, 3, FCO_F32}};
+               {"FCO_EA_MIX", "100", NULL, NULL, 128, FCO_F32},
+               {"FCO_EA_MIX", "50", NULL, NULL, 64, FCO_BF16},
+               {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
+               {"FCO_EA_DECODE", "old", NULL, NULL, 64, FCO_BF16},
+               {"FCO_EA_DECODE", "old", "FCO_EA_MIX", "50", 3, FCO_F32}};
   for (size_t k = 0; k < sizeof kRuns / sizeof kRuns[0]; k++) {
     char what[128];
     snprintf(what, sizeof what, "decode edges (%s%s%s%s%s%s)",

@@ -84,7 +84,7 @@ struct EaParams {
    * remote ones are interleaved with, or -1 (unset: remote first); read only by kMix. */
   uint64_t* prof;
   int32_t mix;
-  int32_t decode; /* FCO_EA_DECODE=new: 1, the 32-bit tile cursor kernel; 0 (default) the other */
+  int32_t decode; /* 1 (default): the 32-bit tile cursor kernel; 0 (FCO_EA_DECODE=old) the other */
 };
 /* FCO_EA_PROFILE timeline of the fused kernel, per block: start, end of its remote pool tiles
  * (their last signal batch issued), end of all its pool tiles, end (land units copied). */
