@@ -135,6 +135,8 @@ static fco_result_t local_grow(fco_comm_t* comms, int n, size_t bytes) {
     FCO_CUDA_CHECK_GOTO(comms[i], cudaMemset((char*)ws + fco_ws_ll_offset(target), 0,
                                              fco_ws_ll_bytes(target)), r, fail);
   }
+  /* cudaMemset is asynchronous: the zeros land before any rank's kernel can store LL words. */
+  FCO_CUDA_CHECK_GOTO(comms[0], cudaDeviceSynchronize(), r, fail);
   for (int i = 0; i < n; i++) comms[i]->ws_bytes = target;
   FCO_CHECK_GOTO(write_tables(comms, n), r, fail);
   fco_log(c0, "local: workspace %zu bytes per virtual rank (%zu needed)", target, bytes);

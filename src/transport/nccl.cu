@@ -365,6 +365,8 @@ static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
       if (x == FCO_OK)
         FCO_CUDA_CHECK_KEEP(c, cudaMemset((char*)ws + fco_ws_ll_offset(target), 0,
                                           fco_ws_ll_bytes(target)), x);
+      /* cudaMemset is asynchronous: the zeros land before a peer can store LL words here. */
+      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
     }
     if (x != FCO_OK) {
       r = x;
