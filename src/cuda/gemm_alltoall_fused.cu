@@ -309,22 +309,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     const int64_t drow = c.base[s] + sg.z + m0;
     char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
                 (size_t)n0 * es;
-    const T* cs = reinterpret_cast<const T*>(smem + tile::AsyncC<Tile>::off);
-    if constexpr (kAsync) {
-      const uint32_t cb = (uint32_t)cols * (uint32_t)es;
-      if (((uintptr_t)dst | rb | cb) % 16 == 0) {
-        /* Warp 0 hands C to the TMA unit, a row per copy, and the block goes on with the next
-         * tile's mainloop while the rows drain (over NVLink for a peer). */
-        if (threadIdx.x < 32) {
-          for (int r = threadIdx.x; r < rows; r += 32)
-            tile::bulk_store(dst + (size_t)r * rb, cs + r * Tile::kCPitch, cb);
-          tile::bulk_commit();
-        }
-        continue; /* the next run() waits for these copies before it rewrites C */
-      }
-    }
-    tile::store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
-    __syncthreads(); /* stores done and smem free for the next tile */
+    tile::store_c<Tile>(smem, rows, cols, dst, rb); /* kAsync: drains while the next computes */
   }
   /* One flag per peer when all this block's tiles are stored (one release covers them all):
    * receivers wait for every block of every sender, whatever the tile order. */

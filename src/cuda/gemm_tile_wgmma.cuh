@@ -651,6 +651,32 @@ struct AsyncC<WgmmaTileTma<T, kBT, kCta, kAsyncC>> {
   static constexpr bool value = kAsyncC;
   static constexpr int off = WgmmaTileTma<T, kBT, kCta, kAsyncC>::kCOff;
 };
+/* All threads: the block's finished tile — C in this block's shared memory at AsyncC<Tile>::off,
+ * rows × cols — to dst (rows rb bytes apart). A tile with its own C (AsyncC) and 16-byte rows:
+ * warp 0 hands the rows to the TMA unit (a bulk group per lane) and the block goes on at once;
+ * the next run() waits for those copies before it rewrites C, and whatever needs the stores
+ * done calls bulk_wait_all() (warp 0) and syncs. Otherwise every thread stores, then the block
+ * syncs (stores done, C free for the next tile). */
+template <class Tile>
+__device__ __forceinline__ void store_c(const char* smem, int rows, int cols, char* dst,
+                                        size_t rb) {
+  using T = typename Tile::Elem;
+  const T* cs = reinterpret_cast<const T*>(smem + AsyncC<Tile>::off);
+  if constexpr (AsyncC<Tile>::value) {
+    const uint32_t cb = (uint32_t)cols * (uint32_t)sizeof(T);
+    if (((uintptr_t)dst | rb | cb) % 16 == 0) {
+      if (threadIdx.x < 32) {
+        for (int r = threadIdx.x; r < rows; r += 32)
+          bulk_store(dst + (size_t)r * rb, cs + r * Tile::kCPitch, cb);
+        bulk_commit();
+      }
+      return;
+    }
+  }
+  store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
+  __syncthreads();
+}
+
 /* Blocks per cluster a tile runs in (clusters of 2: WgmmaTileTma<T, kBT, 2>). */
 template <class Tile>
 struct TileCta {

@@ -128,19 +128,7 @@ __global__ void __launch_bounds__(256, 1)
     const int rows = min(Tile::BM, p.rows - m0), cols = min(Tile::BN, p.N - n0);
     Tile::run(smem, &p.ma, ex * p.rows + m0, &p.mw, ex, p.K, p.N, n0);
     char* dst = reinterpret_cast<char*>(p.c) + ((size_t)ex * p.rows + m0) * rb + (size_t)n0 * sizeof(T);
-    const T* cs = reinterpret_cast<const T*>(smem + fco::tile::AsyncC<Tile>::off);
-    if constexpr (fco::tile::AsyncC<Tile>::value) {
-      /* As ga_kernel_tiles: warp 0 drains C with bulk copies, the next run() waits for them. */
-      if (threadIdx.x < 32) {
-        for (int r = threadIdx.x; r < rows; r += 32)
-          fco::tile::bulk_store(dst + (size_t)r * rb, cs + r * Tile::kCPitch,
-                                (uint32_t)(cols * sizeof(T)));
-        fco::tile::bulk_commit();
-      }
-    } else {
-      fco::tile::store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
-      __syncthreads();
-    }
+    fco::tile::store_c<Tile>(smem, rows, cols, dst, rb); /* as ga_kernel_tiles */
   }
   if constexpr (fco::tile::AsyncC<Tile>::value)
     if (threadIdx.x < 32) fco::tile::bulk_wait_all();
