@@ -20,19 +20,23 @@
  *
  * impl 1, per call (e = epoch + 1, h = e & 1), blocks_per_rank = G blocks per rank, part = block
  * in rank:
- *   1. part 0 reads the device counts, builds the segment table (one segment per (destination,
- *      expert): rows, first A row, first row among my rows at the destination, first tile) in
- *      the private plan area of half h, and posts the header (gemm_alltoall.cuh) to every rank.
+ *   1. part 0 reads the device counts, builds the segment table (one segment per (expert,
+ *      destination), in A's row order: rows, first A row, first row among my rows at the
+ *      destination; per expert its rows and first tile) in the private plan area of half h, and
+ *      posts the header (gemm_alltoall.cuh) to every rank.
  *   2. every block waits for all headers: verdict (bad counts → FCO_ERR_INVALID_ARGUMENT on every
  *      rank, nothing written), base[s] = where my rows start in s's out.
- *   3. tiles t = part, part + G, ... of the tile list: experts in order; within an expert its
- *      segments for destinations me+1, me+2, ..., me form one run of M tiles, taken in groups of
- *      kGroupM M tiles × every N tile, M fastest (the blocks running at once share W's column
- *      tiles in L2, across destinations too; remote and local tiles alternate over the whole
- *      kernel instead of all remote tiles first, so NVLink and the tensor cores work together).
- *      A tile for a peer is stored into the peer's staging of half h (laid out as its out), a
- *      tile for me into out. When all its tiles are stored, the block raises sig_value(e, 0)
- *      on slot [me][part] of every peer (one release for all its stores).
+ *   3. tiles t = part, part + G, ... of the tile list: experts in order; an expert's M tiles run
+ *      over its rows of every destination at once (A holds them contiguously: one tile may hold
+ *      rows for two destinations, and the store cuts it), so a segment of few rows costs no tile
+ *      row of its own (decode: 32 rows per segment, 64 per expert at P = 2 — one 128-row tile
+ *      per N tile instead of two); taken in groups of kGroupM M tiles × every N tile, M fastest
+ *      (the blocks running at once share W's column tiles in L2). Remote and local rows
+ *      alternate over the whole kernel instead of all remote tiles first, so NVLink and the
+ *      tensor cores work together. A piece for a peer is stored into the peer's staging of
+ *      half h (laid out as its out), a piece for me into out. When all its tiles are stored,
+ *      the block raises sig_value(e, 0) on slot [me][part] of every peer (one release for all
+ *      its stores).
  *   4. receive: every block waits for the flags of all G_r blocks of each peer r that sends me
  *      rows (G_r from r's header), then copies its slice (slice_of: the slices cover every
  *      byte) of r's rows from staging into out. The order of tiles is free.
@@ -90,19 +94,14 @@ struct TilesParams {
 
 constexpr int kGroupM = 8; /* M tiles per group of the tile order (L2 reuse of W) */
 
+/* Segment (local expert e, destination s) at index e·P + s: the order of A's rows. The first
+ * segment of each expert also holds the expert's first tile and rows (tile_begin, erows). */
 struct Seg { /* FCO_GA_SEG_BYTES; the first four words are read as one int4 */
   int32_t rows, a_row, d_local, s;
   int64_t tile_begin;
-  int32_t e, pad;
+  int32_t e, erows;
 };
 static_assert(sizeof(Seg) == FCO_GA_SEG_BYTES, "segment entry size");
-
-/* Schedule position of segment (expert e, destination s): expert-major, destinations me + 1,
- * me + 2, ..., me within an expert (so an expert's tiles for every destination run together and
- * share its W columns in L2, and remote and local tiles alternate over the whole order). */
-__device__ __forceinline__ int sched_of(int e, int s, int me, int P) {
-  return e * P + (s - me - 1 + 2 * P) % P;
-}
 
 /* Part 0 of a rank, all threads: segment table + header, then post it. */
 template <int kBM, int kBN>
@@ -168,7 +167,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
         n, [&](int i) -> int64_t { return cnt[i]; },
         [&](int i, int64_t pre) {
           const int ex = i / P, s = i - ex * P;
-          Seg* g = segs + sched_of(ex, s, me, P);
+          Seg* g = segs + i;
           g->rows = cnt[i];
           g->a_row = (int32_t)pre;
           g->s = s;
@@ -180,17 +179,26 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
         n, [&](int i) -> int64_t { return cnt[(i % E) * P + i / E]; },
         [&](int i, int64_t pre) {
           const int s = i / E, ex = i - s * E;
-          segs[sched_of(ex, s, me, P)].d_local = (int32_t)(pre - s_totpre[s]);
+          segs[ex * P + s].d_local = (int32_t)(pre - s_totpre[s]);
         },
         tmp);
-    /* First tile: schedule order. */
+    /* Each expert's M tiles run over its rows of every destination at once (one tile may hold
+     * rows for two destinations: the store splits it), so few rows per segment cost one tile
+     * row per expert, not one per segment. First tile of each expert: expert order. */
     block_scan(
-        n,
-        [&](int j) -> int64_t {
-          const int ex = j / P, s = (me + 1 + j - ex * P) % P;
-          return ((int64_t)cnt[ex * P + s] + kBM - 1) / kBM * nN;
+        E,
+        [&](int ex) -> int64_t {
+          int64_t r = 0;
+          for (int s = 0; s < P; ++s) r += cnt[ex * P + s];
+          return (r + kBM - 1) / kBM * nN;
         },
-        [&](int j, int64_t pre) { segs[j].tile_begin = pre; }, tmp);
+        [&](int ex, int64_t pre) {
+          int64_t r = 0;
+          for (int s = 0; s < P; ++s) r += cnt[ex * P + s];
+          segs[ex * P].tile_begin = pre;
+          segs[ex * P].erows = (int32_t)r;
+        },
+        tmp);
   }
   /* The release in post_header publishes the segment table to this rank's other blocks. */
   post_header(v, e, hdr);
@@ -233,44 +241,37 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   }
 
   /* ---- tiles ---- */
-  const int E = ra.num_experts, nseg = E * P;
+  const int E = ra.num_experts;
   const int64_t nN = (p.N + Tile::BN - 1) / Tile::BN;
-  const int64_t total = __ldcg((const long long*)&segs[nseg - 1].tile_begin) +
-                        (__ldcg(&segs[nseg - 1].rows) + Tile::BM - 1) / Tile::BM * nN;
+  const Seg* last = segs + (E - 1) * P;
+  const int64_t total = __ldcg((const long long*)&last->tile_begin) +
+                        (__ldcg(&last->erows) + Tile::BM - 1) / Tile::BM * nN;
   const size_t off_staging = half + fco_ga_off_staging(P);
   __syncthreads();
-  /* Where tile t lies: its segment (binary search on tile_begin) and grouped position. */
+  /* Where tile t lies: its expert (binary search on tile_begin) and grouped position. */
   struct Loc {
-    int4 sg; /* rows, a_row, d_local, s */
-    int ex, m0, n0;
+    int ex, erows, a_row, m0, n0; /* a_row: the expert's first A row; m0: row in the expert */
   };
   auto locate = [&](int64_t t) {
-    int lo = 0, hi = nseg - 1; /* last segment with tile_begin <= t */
+    int lo = 0, hi = E - 1; /* last expert with tile_begin <= t (experts without rows share
+                               their successor's tile_begin: the last one is the one with t) */
     while (lo < hi) {
       const int mid = (lo + hi + 1) >> 1;
-      if (__ldcg((const long long*)&segs[mid].tile_begin) <= t) lo = mid;
+      if (__ldcg((const long long*)&segs[mid * P].tile_begin) <= t) lo = mid;
       else hi = mid - 1;
     }
-    /* Its expert's P segments x0 .. x0 + P - 1 (one per destination) are one run of M tiles:
-     * grouped order over that run, kGroupM M tiles × every N tile, M fastest, so the blocks
-     * running at once share W's column tiles in L2 (W of an expert exceeds L2) across the
-     * destinations too. */
-    const int x0 = lo - lo % P;
-    const int64_t l = t - __ldcg((const long long*)&segs[x0].tile_begin);
-    int mt[kMaxP];
-    int64_t nM = 0;
-    for (int j = 0; j < P; ++j) {
-      mt[j] = (__ldcg(&segs[x0 + j].rows) + Tile::BM - 1) / Tile::BM;
-      nM += mt[j];
-    }
+    /* Grouped order over the expert's M tiles, kGroupM M tiles × every N tile, M fastest, so
+     * the blocks running at once share W's column tiles in L2 (W of an expert exceeds L2). */
+    const Seg* g = segs + lo * P;
+    Loc L;
+    L.ex = lo;
+    L.erows = __ldcg(&g->erows);
+    L.a_row = __ldcg(&g->a_row);
+    const int64_t l = t - __ldcg((const long long*)&g->tile_begin);
+    const int64_t nM = (L.erows + Tile::BM - 1) / Tile::BM;
     const int64_t grp = l / (kGroupM * nN), in = l - grp * kGroupM * nN;
     const int64_t gm = min((int64_t)kGroupM, nM - grp * kGroupM);
-    int mi = (int)(grp * kGroupM + in % gm), j = 0;
-    while (mi >= mt[j]) mi -= mt[j++]; /* the segment of M tile mi */
-    Loc L;
-    L.sg = __ldcg(reinterpret_cast<const int4*>(&segs[x0 + j]));
-    L.ex = __ldcg(&segs[x0 + j].e);
-    L.m0 = mi * Tile::BM;
+    L.m0 = (int)(grp * kGroupM + in % gm) * Tile::BM;
     L.n0 = (int)(in / gm) * Tile::BN;
     return L;
   };
@@ -286,18 +287,17 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     const int64_t t_first = q * kCta;
     const bool mine = t_first + rank_in_pair < total;
     const Loc L = locate(mine ? t_first + rank_in_pair : t_first);
-    const int4 sg = L.sg;
     const int ex = L.ex, m0 = L.m0, n0 = L.n0;
-    const int rows = min(Tile::BM, sg.x - m0), cols = min(Tile::BN, p.N - n0);
+    const int rows = min(Tile::BM, L.erows - m0), cols = min(Tile::BN, p.N - n0);
     if constexpr (tile::IsTmaTile<Tile>::value) {
       int share = 0; /* what the pair's tiles have in common: 1 W columns, 2 A rows */
       if (kCta == 2 && t_first + 1 < total) {
         const Loc o = locate(t_first + (rank_in_pair ^ 1));
-        share = o.ex == ex && o.n0 == n0 ? 1 : o.sg.y + o.m0 == sg.y + m0 ? 2 : 0;
+        share = o.ex == ex && o.n0 == n0 ? 1 : o.a_row + o.m0 == L.a_row + m0 ? 2 : 0;
       }
-      Tile::run(smem, &p.ma[li], sg.y + m0, &p.mw[li], ex, p.K, p.N, n0, share);
+      Tile::run(smem, &p.ma[li], L.a_row + m0, &p.mw[li], ex, p.K, p.N, n0, share);
     } else {
-      const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)sg.y + m0) * p.K;
+      const T* a = reinterpret_cast<const T*>(ra.a) + ((size_t)L.a_row + m0) * p.K;
       const T* w = reinterpret_cast<const T*>(ra.w) + (size_t)ex * p.K * p.N;
       Tile::run(smem, a, rows, w, p.K, p.N, n0);
     }
@@ -305,11 +305,21 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
       __syncthreads();
       continue;
     }
-    const int s = sg.w;
-    const int64_t drow = c.base[s] + sg.z + m0;
-    char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
-                (size_t)n0 * es;
-    tile::store_c<Tile>(smem, rows, cols, dst, rb); /* kAsync: drains while the next computes */
+    /* The tile's rows [m0, m0 + rows) of the expert, cut by destination (the expert's
+     * segments, in A order): each piece to its destination's rows. */
+    for (int j = 0; j < P; ++j) {
+      const int4 sg = __ldcg(reinterpret_cast<const int4*>(segs + ex * P + j));
+      const int off = sg.y - L.a_row; /* the segment's first row in the expert */
+      const int r0 = max(m0, off), r1 = min(m0 + rows, off + sg.x);
+      if (r1 <= r0) continue;
+      const int s = sg.w;
+      const int64_t drow = c.base[s] + sg.z + (r0 - off);
+      char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
+                  (size_t)n0 * es;
+      tile::store_c_part<Tile>(smem, r0 - m0, r1 - m0, cols, dst, rb); /* kAsync: drains while
+                                                                          the next computes */
+    }
+    tile::store_c_done<Tile>();
   }
   /* One flag per peer when all this block's tiles are stored (one release covers them all):
    * receivers wait for every block of every sender, whatever the tile order. */

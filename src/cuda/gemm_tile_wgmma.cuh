@@ -651,17 +651,19 @@ struct AsyncC<WgmmaTileTma<T, kBT, kCta, kAsyncC>> {
   static constexpr bool value = kAsyncC;
   static constexpr int off = WgmmaTileTma<T, kBT, kCta, kAsyncC>::kCOff;
 };
-/* All threads: the block's finished tile — C in this block's shared memory at AsyncC<Tile>::off,
- * rows × cols — to dst (rows rb bytes apart). A tile with its own C (AsyncC) and 16-byte rows:
- * warp 0 hands the rows to the TMA unit (a bulk group per lane) and the block goes on at once;
- * the next run() waits for those copies before it rewrites C, and whatever needs the stores
- * done calls bulk_wait_all() (warp 0) and syncs. Otherwise every thread stores, then the block
- * syncs (stores done, C free for the next tile). */
+/* All threads: rows [r0, r1) of the block's finished tile — C in this block's shared memory at
+ * AsyncC<Tile>::off — cols wide, to dst (the destination of row r0; rows rb bytes apart). A tile
+ * with its own C (AsyncC) and 16-byte rows: warp 0 hands the rows to the TMA unit (a bulk group
+ * per lane) and the block goes on at once; the next run() waits for those copies before it
+ * rewrites C, and whatever needs the stores done calls bulk_wait_all() (warp 0) and syncs.
+ * Otherwise every thread stores and nothing syncs: call store_c_done after the last part (a
+ * tile's rows may go to several destinations, one call each). */
 template <class Tile>
-__device__ __forceinline__ void store_c(const char* smem, int rows, int cols, char* dst,
-                                        size_t rb) {
+__device__ __forceinline__ void store_c_part(const char* smem, int r0, int r1, int cols, char* dst,
+                                             size_t rb) {
   using T = typename Tile::Elem;
-  const T* cs = reinterpret_cast<const T*>(smem + AsyncC<Tile>::off);
+  const T* cs = reinterpret_cast<const T*>(smem + AsyncC<Tile>::off) + r0 * Tile::kCPitch;
+  const int rows = r1 - r0;
   if constexpr (AsyncC<Tile>::value) {
     const uint32_t cb = (uint32_t)cols * (uint32_t)sizeof(T);
     if (((uintptr_t)dst | rb | cb) % 16 == 0) {
@@ -674,7 +676,18 @@ __device__ __forceinline__ void store_c(const char* smem, int rows, int cols, ch
     }
   }
   store_tile<T, Tile::kCPitch>(cs, rows, cols, dst, rb);
+}
+/* After a tile's store_c_part calls: the stores are issued and C may be rewritten. */
+template <class Tile>
+__device__ __forceinline__ void store_c_done() {
   __syncthreads();
+}
+/* The whole tile's rows [0, rows) to dst. */
+template <class Tile>
+__device__ __forceinline__ void store_c(const char* smem, int rows, int cols, char* dst,
+                                        size_t rb) {
+  store_c_part<Tile>(smem, 0, rows, cols, dst, rb);
+  store_c_done<Tile>();
 }
 
 /* Blocks per cluster a tile runs in (clusters of 2: WgmmaTileTma<T, kBT, 2>). */
