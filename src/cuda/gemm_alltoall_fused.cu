@@ -10,11 +10,11 @@
  *     cluster pairs, =mma MmaTile (gemm_tile.cuh, mma.sync), which also runs wherever wgmma
  *     cannot; FfmaTile for f32. The tensor-core tiles are 128×256 and 256 threads, so the plan,
  *     tile order and flags do not depend on the choice.
- *     Status (2×H200, run 0f4e81f, bench/results/2026-11-30_nvidia-h200-x2_0f4e81f): with
- *     WgmmaTileTma and the expert-major order, µs impl 0 / tiles = 1413 / 1451
- *     (4096,14336,4096,8,2), 366 / 337 (1024,...), 393 / 250 (512,2048,7168,32,8), 547 / 662
- *     (skew 4), 249 / 206 (128,2048,7168,32,8), 0 wrong; test_gemm_alltoall passes on local
- *     (tma, tma2, wgmma, mma tiles) and nccl;
+ *     Status (2×H200, run ad0463c, bench/results/2026-11-30_nvidia-h200-x2_ad0463c): with
+ *     WgmmaTileTma, the expert-major order and M tiles per expert, µs impl 0 / tiles = 1433 /
+ *     1453 (4096,14336,4096,8,2), 374 / 335 (1024,...), 394 / 241 (512,2048,7168,32,8), 552 /
+ *     650 (skew 4), 249 / 161 (128,2048,7168,32,8), 0 wrong; test_gemm_alltoall passes on local
+ *     and nccl (the tma2, wgmma and mma tiles last checked in run 0f4e81f);
  *   impl 2 "chunks": the exchange, push and finish kernels around the cuBLAS chunks issued by
  *     gemm_alltoall.cu.
  *
