@@ -433,6 +433,68 @@ def case_gemm_streamk():
     assert seen == {(False, "merged"), (False, "split"), (True, "merged"), (True, "split")}, seen
 
 
+def case_gemm_tma():
+    """The TMA path (tma=1: tensor descriptors, which the interpreter emulates with the same
+    coordinates and zero fill): 16-bit, P = 1..3, both weight layouts, K and N multiples of 8
+    but not of the 16×16×16 tile, an idle expert on each side whose weights are inf and the
+    spare rows of A inf (a block that read them into a stored row — the next expert's W past
+    N or K, A's rows past a segment — would turn it NaN), stream-K slices, repeated calls. Each
+    against float64 and bit for bit against the pointer path (tma=0, the same dots in the same
+    order). Then what falls back to the pointer path, never an error: f32, K or N not a
+    multiple of 8; and FCO_TRITON_GA_TMA's parsing."""
+    BM = BN = BK = 16
+    n = 0
+    sk = dict(min_ksteps=1, max_slices=4, min_slices=2, items=16, rows=4)
+    for P in (1, 2, 3):
+        w = World(P, ws_bytes=8 << 20)
+        for dt, K, N, layout in ((torch.bfloat16, 24, 40, "kn"), (torch.float16, 40, 24, "nk"),
+                                 (torch.bfloat16, 32, 8, "nk"), (torch.float16, 56, 32, "kn")):
+            n += 1
+            As, Ws, Cs = _ga_data(P, dt, K, N, layout, seed=500 + n, max_count=20)
+            for r in range(P):  # experts 0 and E+1: inf weights, no rows
+                C = Cs[r]
+                inf_w = torch.full((1,) + tuple(Ws[r].shape[1:]), float("inf")).to(dt)
+                Ws[r] = torch.cat([inf_w, Ws[r], inf_w]).contiguous()
+                Cs[r] = torch.cat([torch.zeros(1, P, dtype=torch.int32), C,
+                                   torch.zeros(1, P, dtype=torch.int32)]).contiguous()
+                As[r][int(Cs[r].sum()):] = float("inf")
+            refs = _ga_ref(As, Ws, Cs, layout)
+            out_rows = max(r.shape[0] for r in refs) + 3
+            runs = {}
+            for tma, streamk, bpr in ((0, 0, None), (1, 0, None), (1, 0, 2), (1, sk, 3),
+                                      (0, sk, 3)):
+                outs = [torch.full((out_rows, N), float("nan")).to(dt) for _ in range(P)]
+                GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, w_layout=layout, outs=outs,
+                                 blocks_per_rank=bpr, tile=(BM, BN, BK, 1, 1), tma=tma,
+                                 streamk=streamk)
+                tag = (P, dt, K, N, layout, tma, bool(streamk), bpr)
+                assert GA.last_launch["tma"] == tma, (tag, GA.last_launch["tma_why"])
+                assert all(e.code == 0 for e in w.errs), (tag, [(e.code, e.slot) for e in w.errs])
+                _ga_check(outs, refs, dt, tag)
+                runs[(tma, bool(streamk))] = outs
+            for r in range(P):
+                m = refs[r].shape[0]
+                for k in (False, True):
+                    assert torch.equal(runs[(1, k)][r][:m], runs[(0, k)][r][:m]), (n, r, k)
+    # what runs the pointer path (and says why), never an error
+    w = World(2)
+    for dt, K, N, why in ((torch.float32, 24, 40, "f32"), (torch.bfloat16, 20, 40, "multiples"),
+                          (torch.float16, 24, 36, "multiples")):
+        As, Ws, Cs = _ga_data(2, dt, K, N, "nk", seed=K + N)
+        refs = _ga_ref(As, Ws, Cs, "nk")
+        out_rows = max(r.shape[0] for r in refs)
+        outs = [torch.full((out_rows, N), float("nan")).to(dt) for _ in range(2)]
+        os.environ["FCO_TRITON_GA_TMA"] = "1"
+        try:
+            GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, w_layout="nk", outs=outs)
+        finally:
+            del os.environ["FCO_TRITON_GA_TMA"]
+        assert GA.last_launch["tma"] == 0 and why in GA.last_launch["tma_why"], GA.last_launch
+        _ga_check(outs, refs, dt, ("fallback", dt, K, N))
+    GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, w_layout="nk")
+    assert GA.last_launch["tma"] == 0 and GA.last_launch["tma_why"] == "off"
+
+
 def case_profile():
     """prof= (the diagnostics' compile): the outputs are the same, every program wrote its
     8 fields (timestamps in order, %smid 0 here), and the waits ran with and without backoff."""

@@ -491,7 +491,7 @@ def test_gemm_streamk_rule(monkeypatch):
     assert GA.tile_total(c, 128, 256, 4096) == 400
 
 
-def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=0):
+def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=0, tma=False):
     import triton
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
@@ -509,7 +509,7 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
                   PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
                   COPY_BLOCK=2048, UPCAST=False, SPLIT=split, WAIT_NS=wait_ns, PROFILE=profile,
                   SK=sk, SK_MAX_SLICES=8, SK_MIN_SLICES=4, SK_MIN_KSTEPS=8, SK_ITEMS=64,
-                  SK_RB=min(64, bm))
+                  SK_RB=min(64, bm), TMA=tma)
     if profile:
         sig["prof"] = "*i64"
     else:
@@ -525,13 +525,16 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
 
 
 @needs_triton
-@pytest.mark.parametrize("dtype,nk,tile,split,profile,sk", [
-    ("bf16", True, (128, 256, 64, 8, 3), 0, False, 0),
-    ("bf16", True, (128, 256, 64, 8, 3), 1, True, 0),
-    ("bf16", True, (128, 256, 64, 8, 3), 1, False, 1),
-    ("fp16", False, (128, 128, 64, 8, 3), 0, False, 1),
-    ("fp32", False, (64, 64, 32, 4, 3), 1, False, 0)])
-def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk):
+@pytest.mark.parametrize("dtype,nk,tile,split,profile,sk,tma", [
+    ("bf16", True, (128, 256, 64, 8, 3), 0, False, 0, False),
+    ("bf16", True, (128, 256, 64, 8, 3), 1, True, 0, False),
+    ("bf16", True, (128, 256, 64, 8, 3), 1, False, 1, False),
+    ("fp16", False, (128, 128, 64, 8, 3), 0, False, 1, False),
+    ("fp32", False, (64, 64, 32, 4, 3), 1, False, 0, False),
+    ("bf16", True, (128, 256, 64, 8, 3), 1, False, 0, True),
+    ("bf16", True, (128, 256, 64, 8, 4), 1, False, 1, True),
+    ("fp16", False, (128, 256, 64, 8, 4), 0, True, 0, True)])
+def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk, tma):
     """The fused GEMM + All-to-All goes through Triton and ptxas for sm_90 with the memory-model
     pieces (release flags, acquire waits, the bound, block-uniform decisions, .cg reads, the
     first-error CAS) and, for 16-bit types, Hopper tensor cores (wgmma) fed by a cp.async
@@ -541,7 +544,7 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk):
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         pytest.skip("TRITON_INTERPRET is set")
     try:
-        c = _compile_gemm(dtype, nk, tile, split=split, profile=profile, sk=sk)
+        c = _compile_gemm(dtype, nk, tile, split=split, profile=profile, sk=sk, tma=tma)
     except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
         if "ptxas" in str(e).lower():
             pytest.skip(f"cannot run ptxas here: {e}")
@@ -561,6 +564,59 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk):
     assert ("atom.global.gpu.acq_rel.add" in ptx) == bool(sk)
     if sk:
         assert "ld.global.cg.v4" in ptx
+    # TMA: the A and W blocks come through tensor descriptors made on the device (tensormap
+    # writes + the proxy fence, 2 × 128 bytes of Triton's global scratch per program), pipelined
+    # num_stages deep with mbarriers; no per-thread cp.async is left in the tile loop.
+    assert ("cp.async.bulk.tensor" in ptx) == tma
+    assert ("fence.proxy.tensormap" in ptx) == tma
+    assert (c.metadata.global_scratch_size > 0) == tma
+    if tma:
+        assert "mbarrier.try_wait" in ptx and "cp.async.cg" not in ptx
+        # (stages - 1) × 2 prologue copies, 2 in the loop
+        assert ptx.count("cp.async.bulk.tensor") == 2 * tile[4], ptx.count("cp.async.bulk.tensor")
+
+
+def test_gemm_tma_config(monkeypatch):
+    """FCO_TRITON_GA_TMA / tma=: off by default until measured; on only for 16-bit, K and N
+    multiples of 8, 16-byte aligned bases; anything else runs the pointer path (a reason, no
+    error); a bad env value is an INVALID_ARGUMENT."""
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    monkeypatch.delenv("FCO_TRITON_GA_TMA", raising=False)
+    api = GA.tma_api()
+    on = (1, "on") if api else (0, "no tensor descriptors in this Triton")
+    assert GA.tma_config(None, 2, 14336, 4096) == (0, "off")
+    assert GA.tma_config(1, 2, 14336, 4096) == on
+    assert GA.tma_config(True, 2, 2048, 7168) == on
+    assert GA.tma_config(0, 2, 2048, 7168) == (0, "off")
+    monkeypatch.setenv("FCO_TRITON_GA_TMA", "1")
+    assert GA.tma_config(None, 2, 14336, 4096) == on
+    assert GA.tma_config(0, 2, 14336, 4096) == (0, "off")  # the argument wins
+    assert GA.tma_config(None, 4, 14336, 4096)[0] == 0      # f32: the FFMA tiles
+    assert GA.tma_config(None, 2, 14340, 4096)[0] == 0      # K not a multiple of 8
+    assert GA.tma_config(None, 2, 14336, 4100)[0] == 0      # N
+    t = torch.zeros(64, dtype=torch.bfloat16)
+    assert GA.tma_config(None, 2, 64, 64, [t, t[8:]]) == on
+    assert GA.tma_config(None, 2, 64, 64, [t, t[1:]])[0] == 0  # a 2-byte aligned base
+    monkeypatch.setenv("FCO_TRITON_GA_TMA", "0")
+    assert GA.tma_config(None, 2, 14336, 4096) == (0, "off")
+    for bad in ("2", "yes"):
+        monkeypatch.setenv("FCO_TRITON_GA_TMA", bad)
+        with pytest.raises(fco.FcoError) as e:
+            GA.tma_config(None, 2, 64, 64)
+        assert "FCO_TRITON_GA_TMA" in e.value.message
+    # no tensor descriptors in this Triton: one warning, then the pointer path quietly
+    monkeypatch.setattr(GA, "tma_api", lambda: False)
+    monkeypatch.setattr(GA, "_tma_warned", set())
+    with pytest.warns(RuntimeWarning, match="pointer path"):
+        assert GA.tma_config(1, 2, 64, 64)[0] == 0
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert GA.tma_config(1, 2, 64, 64)[0] == 0
 
 
 def _w_op_triton_on_cpu():
@@ -712,7 +768,7 @@ def test_interpreter_gemm_tile_order(order):
 @needs_triton
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table", "gemm",
                                   "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
-                                  "gemm_bad_table", "gemm_streamk", "profile"])
+                                  "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile"])
 def test_interpreter(case):
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp.py"), case], env=env,

@@ -494,6 +494,141 @@ def test_gemm_streamk_skew_class():
         _destroy(comms)
 
 
+def _inf_guarded(As, Ws, Cs, P):
+    """An idle expert with inf weights before and after each rank's experts, and A's spare rows
+    (past the counted ones) inf: a tile block that read them into a stored element (the next
+    expert's W past N or K, rows past a segment) turns it NaN."""
+    import torch
+
+    Ws2, Cs2 = [], []
+    for r in range(P):
+        inf_w = torch.full((1,) + tuple(Ws[r].shape[1:]), float("inf"), device="cuda",
+                           dtype=Ws[r].dtype)
+        Ws2.append(torch.cat([inf_w, Ws[r], inf_w]).contiguous())
+        z = torch.zeros(1, P, dtype=torch.int32, device="cuda")
+        Cs2.append(torch.cat([z, Cs[r], z]).contiguous())
+        As[r][int(Cs2[r].sum()):] = float("inf")
+    return As, Ws2, Cs2
+
+
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_gemm_tma(ga_world, dtype, layout):
+    """The TMA tile loop (tma=1; FCO_TRITON_GA_TMA=1): ragged counts, rows not multiples of the
+    tile, K and N multiples of 8 but not of the tile (K 200, N 136 / 600 / 1000), 128×256×64
+    with 3 and 4 stages and the planned tile, inf weights and rows where only a wrong block
+    would read them; poisoned outputs; against float64, the C impl 1 and the pointer path
+    (tma=0) on the same communicators; repeated calls give the same bits; then stream-K slices
+    with TMA, and a CUDA graph of a TMA call (its descriptors' scratch from the allocator
+    during the capture) replayed with new device counts; a K not a multiple of 8 runs the
+    pointer path (last_launch says why)."""
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    if not GA.tma_api() or torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("no tensor descriptors in this Triton or no TMA on this GPU")
+    P, dt = len(ga_world), getattr(torch, dtype)
+    cases = [(256, 512, 40, None, (128, 256, 64, 8, 3)),
+             (200, 136, 40, 1, (128, 256, 64, 8, 4)),
+             (72, 1000, 300, None, None),
+             (2048, 600, 300, 0, (128, 256, 64, 8, 4))]
+    for n, (K, N, maxc, idle, tile) in enumerate(cases):
+        As, Ws, Cs = _ga_inputs(P, dt, K, N, layout, seed=41 * n + P, max_count=maxc,
+                                idle_rank=idle)
+        if n:  # the first case is the C operator's comparison: finite inputs
+            As, Ws, Cs = _inf_guarded(As, Ws, Cs, P)
+        refs = _ga_ref(As, Ws, Cs, layout)
+        out_rows = max(r.shape[0] for r in refs) + 7
+        tag = (P, dtype, layout, K, N, tile)
+        runs = []
+        for tma in (1, 1, 0):
+            outs = GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout,
+                                    outs=_poisoned(P, out_rows, N, dtype), tile=tile, tma=tma)
+            torch.cuda.synchronize()
+            _no_async_errors(ga_world)
+            assert GA.last_launch["tma"] == tma, (tag, GA.last_launch["tma_why"])
+            _ga_close(outs, refs, dtype, tag + (tma,))
+            runs.append(outs)
+        others = [runs[2]]
+        if n == 0:
+            others.append(_c_gemm_a2a(ga_world, As, Ws, Cs, out_rows, layout, 1))
+            torch.cuda.synchronize()
+            _no_async_errors(ga_world)
+        for s in range(P):
+            m = refs[s].shape[0]
+            assert torch.equal(runs[0][s][:m], runs[1][s][:m]), (tag, s, "not deterministic")
+            if m:
+                for i, other in enumerate(others):
+                    err = _rel(runs[0][s][:m].double(), other[:m].double())
+                    assert err < 2 * GA_TOL[dtype], (tag, s, ("pointer path", "C impl 1")[i], err)
+    # stream-K slices through TMA: a small grid and short slices so the tails split
+    As, Ws, Cs = _ga_inputs(P, dt, 1024, 512, layout, seed=97, max_count=200)
+    refs = _ga_ref(As, Ws, Cs, layout)
+    out_rows = max(r.shape[0] for r in refs)
+    tile = (128, 256, 64, 8, 4)
+    sk = dict(min_ksteps=2, min_slices=2)
+    skc = GA.streamk_config(sk, 1024 // 64)
+    tot = [GA.tile_total(C.cpu(), 128, 256, 512) for C in Cs]
+    # co-resident: one program per SM at this tile, P ranks on one GPU
+    b_max = torch.cuda.get_device_properties(0).multi_processor_count // P
+    B = next(b for b in range(b_max, 1, -1)
+             if any(GA.streamk_split(t, b, 16, skc)[1] for t in tot))
+    first = None
+    for tma in (1, 1, 0):
+        outs = GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout,
+                                outs=_poisoned(P, out_rows, 512, dtype), tile=tile, tma=tma,
+                                streamk=sk, blocks_per_rank=B)
+        torch.cuda.synchronize()
+        _no_async_errors(ga_world)
+        assert GA.last_launch["tma"] == tma
+        _ga_close(outs, refs, dtype, ("streamk", tma, B))
+        for r in range(P):
+            want = GA.streamk_split(tot[r], B, 16, skc)
+            got = GA.streamk_counters(ga_world[r], out_rows, 512, 2, skc["items"])
+            assert got == [want[2]] * want[1] + [0] * (skc["items"] - want[1]), (r, got, want)
+        if first is None:
+            first = [o.clone() for o in outs]
+        elif tma:
+            assert all(torch.equal(o, f) for o, f in zip(outs, first)), "not deterministic"
+    # a CUDA graph of a TMA call, replayed with new counts
+    As, Ws, Cs = _ga_inputs(P, dt, 256, 512, layout, seed=13, max_count=30)
+    a_rows = As[0].shape[0]
+    out_rows = P * 3 * 30 + 8
+    outs = _poisoned(P, out_rows, 512, dtype)
+    GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout, outs=outs, tma=1)
+    torch.cuda.synchronize()
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=st):
+            GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout, outs=outs, tma=1)
+    torch.cuda.current_stream().wait_stream(st)
+    gen = torch.Generator().manual_seed(5)
+    for it in range(4):
+        for C in Cs:
+            new = torch.randint(0, 31, tuple(C.shape), generator=gen, dtype=torch.int32)
+            while int(new.sum()) > a_rows:
+                new //= 2
+            C.copy_(new)
+        for o in outs:
+            o.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        _ga_close(outs, _ga_ref(As, Ws, Cs, layout), dtype, ("tma graph", it))
+    _no_async_errors(ga_world)
+    # K not a multiple of 8: the pointer path, and why
+    As, Ws, Cs = _ga_inputs(P, dt, 100, 512, layout, seed=3)
+    refs = _ga_ref(As, Ws, Cs, layout)
+    out_rows = max(r.shape[0] for r in refs)
+    outs = GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout,
+                            outs=_poisoned(P, out_rows, 512, dtype), tma=1)
+    torch.cuda.synchronize()
+    assert GA.last_launch["tma"] == 0 and "multiples of 8" in GA.last_launch["tma_why"]
+    _ga_close(outs, refs, dtype, "K 100")
+
+
 def test_gemm_many_calls_alternate_halves(ga_world):
     """200 back-to-back calls (both workspace halves, epochs advancing), a C impl 1 call every
     25: the same bits every time, no async error."""

@@ -194,6 +194,87 @@ def streamk_split(total, B, nk, sk):
     return total - rem, rem, S
 
 
+# ---- TMA (tensor descriptors) for the tile loop -------------------------------------------------
+_tma_warned = set()
+
+
+def _tma_warn(key, msg):
+    if key not in _tma_warned:
+        _tma_warned.add(key)
+        import warnings
+
+        warnings.warn(f"{_NAME}: {msg}; FCO_TRITON_GA_TMA falls back to the pointer path",
+                      RuntimeWarning, stacklevel=3)
+
+
+def tma_api():
+    """Whether this Triton has device-side tensor descriptors (tl.make_tensor_descriptor, with
+    triton.set_allocator for their global scratch: Triton >= 3.4)."""
+    return hasattr(tl, "make_tensor_descriptor") and hasattr(triton, "set_allocator")
+
+
+def tma_config(tma, esize, K, N, tensors=(), device=None):
+    """(on, why): whether the tile loop reads A and W through TMA tensor descriptors.
+    tma: None (FCO_TRITON_GA_TMA, read per call: "" / "0" off, "1" on; off until measured on
+    a GPU), 0 / False, 1 / True. Asked for but not possible → (0, the reason), never an error:
+    16-bit dtypes only (f32 keeps its FFMA tiles), K and N multiples of 8 (16-byte strides),
+    every tensor's base 16-byte aligned, a Triton with tensor descriptors and a GPU with TMA
+    (sm_90+); the last two warn once. Under the interpreter descriptors are emulated (no TMA):
+    it runs the same index math, which is what the CPU tests check."""
+    if tma is None:
+        env = os.environ.get("FCO_TRITON_GA_TMA", "").strip()
+        if env not in ("", "0", "1"):
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"FCO_TRITON_GA_TMA={env!r}: expected 0 (off) or 1 (on)", _NAME)
+        tma = env == "1"
+    if tma not in (0, 1, False, True):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"tma {tma!r}: expected None, 0 or 1", _NAME)
+    if not tma:
+        return 0, "off"
+    if int(esize) != 2:
+        return 0, "f32 (TMA path is 16-bit only)"
+    if int(K) % 8 or int(N) % 8:
+        return 0, f"K {K} / N {N} not multiples of 8 (TMA strides must be 16-byte multiples)"
+    if any(t.data_ptr() % 16 for t in tensors):
+        return 0, "a tensor's base is not 16-byte aligned"
+    if not tma_api():
+        _tma_warn("api", f"Triton {triton.__version__} has no tl.make_tensor_descriptor / "
+                  "triton.set_allocator")
+        return 0, "no tensor descriptors in this Triton"
+    if device is not None and getattr(device, "type", "") == "cuda" and not fl.INTERPRET:
+        import torch
+
+        cap = torch.cuda.get_device_capability(device)
+        if cap[0] < 9:
+            _tma_warn(("cap", cap), f"sm_{cap[0]}{cap[1]} has no TMA")
+            return 0, f"sm_{cap[0]}{cap[1]} has no TMA"
+    return 1, "on"
+
+
+def _torch_scratch(size, alignment, stream):
+    """Triton's global scratch (device-side TMA descriptors: 128 bytes each per program) from
+    torch's caching allocator on the current device and stream (CUDA-graph safe: a capture
+    takes it from the graph's pool)."""
+    import torch
+
+    return torch.empty(int(size), dtype=torch.int8, device="cuda")
+
+
+def ensure_allocator():
+    """Kernels that make tensor descriptors on the device need triton.set_allocator; set
+    fco's (torch's caching allocator) unless the caller set one. Per thread (Triton keeps
+    it in a ContextVar), so checked at every TMA launch."""
+    try:
+        from triton.runtime import _allocation as al
+
+        cur = al._allocator.get()
+        if not isinstance(cur, al.NullAllocator):
+            return
+    except (ImportError, AttributeError):
+        pass
+    triton.set_allocator(_torch_scratch)
+
+
 def tile_total(counts, bm, bn, N):
     """Output tiles of one rank from its counts [E, P] (host copy): the device plan's total."""
     c = [[max(0, int(x)) for x in row] for row in counts.tolist()]
@@ -439,6 +520,53 @@ def _tile(a, w, a_row, rows, m0, n0, ex, K, N, k_lo, k_hi, W_NK: tl.constexpr,
 
 
 @triton.jit
+def _tma_descs(a, w, a_rows, E, K, N, W_NK: tl.constexpr, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """TMA tensor descriptors (made on the device: 128 bytes each in Triton's global scratch,
+    the host launcher's allocator) of this rank's A [a_rows, K] and W: [E, N, K] / [E, K, N]
+    as 3-D, so a block past an expert's N (or K) is zero-filled, never the next expert's
+    weights. Host: 16-bit, 16-byte aligned bases, K and N multiples of 8 (16-byte strides)."""
+    K64 = tl.cast(K, tl.int64)
+    N64 = tl.cast(N, tl.int64)
+    a_desc = tl.make_tensor_descriptor(a, shape=[tl.maximum(a_rows, 1), K], strides=[K64, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    if W_NK:
+        w_desc = tl.make_tensor_descriptor(w, shape=[E, N, K], strides=[N64 * K64, K64, 1],
+                                           block_shape=[1, BLOCK_N, BLOCK_K])
+    else:
+        w_desc = tl.make_tensor_descriptor(w, shape=[E, K, N], strides=[N64 * K64, N64, 1],
+                                           block_shape=[1, BLOCK_K, BLOCK_N])
+    return a_desc, w_desc
+
+
+@triton.jit
+def _tile_tma(a_desc, w_desc, a_row, m0, n0, ex, k_lo, k_hi, W_NK: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+              PRECISION: tl.constexpr, UPCAST: tl.constexpr):
+    """_tile through TMA: the A block [BLOCK_M, BLOCK_K] at (a_row + m0, k0) and the W block,
+    copied by the tensor-memory accelerator straight into the swizzled shared memory wgmma
+    reads (Triton's pipeliner multi-buffers them num_stages deep, with mbarriers): no address
+    registers, no cp.async per thread. Rows past the expert's segment read the next rows of A
+    (zero past A's end) and columns / K past the end read 0: the store masks the rows."""
+    r0 = tl.cast(a_row + m0, tl.int32)  # TMA coordinates are 32-bit
+    e0 = tl.cast(ex, tl.int32)
+    c0 = tl.cast(n0, tl.int32)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BLOCK_K):
+        kc = tl.cast(k0, tl.int32)
+        xa = a_desc.load([r0, kc])
+        if W_NK:
+            wb = w_desc.load([e0, c0, kc]).reshape(BLOCK_N, BLOCK_K).T
+        else:
+            wb = w_desc.load([e0, kc, c0]).reshape(BLOCK_K, BLOCK_N)
+        if UPCAST:
+            acc = tl.dot(xa.to(tl.float32), wb.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(xa, wb, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
 def _store_rows(val, r0, out, dev, stg_peer, me, P, rv, pre, end, drow, m0, n0, N, cmask,
                 RB: tl.constexpr, BLOCK_N: tl.constexpr, DTYPE: tl.constexpr):
     """Rows [r0, r0 + RB) of a finished tile (val [RB, BLOCK_N], DTYPE) of the M tile at m0 of
@@ -480,7 +608,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                          SK: tl.constexpr = 0, SK_MAX_SLICES: tl.constexpr = 8,
                          SK_MIN_SLICES: tl.constexpr = 4, SK_MIN_KSTEPS: tl.constexpr = 8,
                          SK_ITEMS: tl.constexpr = 64, SK_RB: tl.constexpr = 64,
-                         PROFILE: tl.constexpr = False, prof=None):
+                         TMA: tl.constexpr = False, PROFILE: tl.constexpr = False, prof=None):
     # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
     # before the launch, so a CUDA graph captures the call as it is).
     pid = tl.program_id(0)
@@ -583,6 +711,9 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                 t_sig = tl.where(b64 >= t_r, b64, b64 + (t_r - b64 + B - 1) // B * B)
                 stg_peer = stg_off  # same offset in every rank's workspace
                 cn = tl.arange(0, BLOCK_N)
+                if TMA:  # once per program, before its first tile
+                    a_desc, w_desc = _tma_descs(a, w, a_rows, E, K, N, W_NK, BLOCK_M, BLOCK_N,
+                                                BLOCK_K)
                 n_it = total
                 if SK:
                     # Stream-K tail: the last wave's R = total mod B tiles, when R is small
@@ -644,8 +775,12 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                     jm = tl.where(inr, tl.where(i < jl0, i, jl1 + i - jl0), jl0 + i)
                     m0 = (jm * BLOCK_M).to(tl.int32)
                     n0 = ((inn // gm) * BLOCK_N).to(tl.int32)
-                    acc = _tile(a, w, a_row, rows, m0, n0, ex, K, N, k_lo, k_hi, W_NK, BLOCK_M,
-                                BLOCK_N, BLOCK_K, EVEN_K, EVEN_N, PRECISION, UPCAST)
+                    if TMA:
+                        acc = _tile_tma(a_desc, w_desc, a_row, m0, n0, ex, k_lo, k_hi, W_NK,
+                                        BLOCK_M, BLOCK_N, BLOCK_K, PRECISION, UPCAST)
+                    else:
+                        acc = _tile(a, w, a_row, rows, m0, n0, ex, K, N, k_lo, k_hi, W_NK,
+                                    BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, EVEN_N, PRECISION, UPCAST)
                     cmask = cn < N - n0
                     end = tl.cumsum(cv, 0)                         # [s]: past s's rows of ex
                     pre = end - cv                                 # [s]: first row of s in ex
@@ -960,7 +1095,7 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
 
 def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=None,
                   tile=None, blocks_per_rank=None, split_phases=None, order=None, wait_ns=None,
-                  streamk=None, prof=None):
+                  streamk=None, tma=None, prof=None):
     """The ranks this process drives, in one launch: one per process on the nccl transport
     (comms=[comm]), or every virtual rank of a local-transport world (fco_comm_init_all).
 
@@ -977,6 +1112,10 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     streamk  the stream-K tail (streamk_config(): None = FCO_TRITON_GA_STREAMK, off by
              default; 0 / 1; the most slices per tile; a dict of SK_DEFAULTS' keys). On, the
              workspace need grows by 2·sk_scratch_bytes() (every rank must choose alike)
+    tma      the tile loop through TMA tensor descriptors (tma_config(): None =
+             FCO_TRITON_GA_TMA, off by default until measured; 0 / 1). Where it cannot run
+             (f32, K or N not multiples of 8, unaligned bases, an old Triton, no TMA on the
+             GPU) the pointer path runs; last_launch["tma"] / ["tma_why"] say which ran
     prof     optional int64 tensor of ≥ 8·L·B elements: per program [start, header waited,
              tiles done, landing waited, end (%globaltimer ns), %smid, tiles, 0] (diagnostics;
              a separate compile)
@@ -1020,6 +1159,8 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
                        _NAME)
     wns = cfg["wait_ns"] if wait_ns is None else max(0, int(wait_ns))
     sk = streamk_config(streamk, -(-K // bk))
+    use_tma, tma_why = tma_config(tma, esize, K, N,
+                                  [t for t in as_ + ws if t.numel()] if on_gpu else (), dev)
     nN = -(-N // bn)
     if (a_rows // bm + MAX_EXPERTS * P + 1) * nN >= 2 ** 31:
         raise FcoError(_lib.UNSUPPORTED,
@@ -1043,6 +1184,10 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
               VEC=N % 8 == 0,
               PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2,
               SPLIT=split, WAIT_NS=wns)
+    if use_tma:
+        kw.update(TMA=True)
+        if on_gpu and not fl.INTERPRET:
+            ensure_allocator()
     if sk["on"]:
         kw.update(SK=1, SK_MAX_SLICES=sk["max_slices"], SK_MIN_SLICES=sk["min_slices"],
                   SK_MIN_KSTEPS=sk["min_ksteps"], SK_ITEMS=sk["items"], SK_RB=min(sk["rows"], bm))
@@ -1067,7 +1212,7 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
                        f"prof has {prof.numel()} elements; expected >= {8 * L * B}", _NAME)
     last_launch.update(tile=(bm, bn, bk, nw, ns), order="split" if split else "merged",
                        wait_ns=wns, blocks_per_rank=B, bound=bound, num_local=L, streamk=sk,
-                       need=need)
+                       need=need, tma=use_tma, tma_why=tma_why)
     sargs = targs + (a_rows, out_rows, K, N, B, P, need)
     if split_phases:
         for ph in (1, 2, 4):
