@@ -29,6 +29,23 @@ Every Triton output is checked against impl 0's (#wrong: elements off by more th
 Times: median µs over --iters CUDA-graph replays, slowest rank per replay (_torch_bench).
 Environment as tests/gpu/run.sh (NCCL_NVLS_ENABLE=0 ... set here if unset); --quick skips the
 variants.
+
+Sweep (--variants, gemm only): the Triton GEMM + All-to-All under a list of env settings on
+chosen workloads (--workloads, indices into WORKLOADS; default 3,0,2: the skewed one, 4096
+tokens at K 14336, 512 tokens at K 2048), one table at the end:
+
+    python3 bench/triton_diag.py --nproc 2 --part gemm \
+        --variants 'tma=0,tile=128,256,64,8,3;tma=1,tile=128,256,64,8,3;tma=1,tile=128,256,64,8,4'
+
+A variant is key=value pairs split by ',' (a tile's own commas stay with it): tma (0/1,
+FCO_TRITON_GA_TMA), tile (bm,bn,bk,warps,stages, FCO_TRITON_GA_TILE), sk (0/1/n,
+FCO_TRITON_GA_STREAMK), order (split/merged, FCO_TRITON_GA_ORDER), wait (ns,
+FCO_TRITON_WAIT_NS); what it leaves out keeps the process's env. Per workload the C impl 0 and
+chunks are timed once (best C = the faster), then every variant: Triton µs, tri_c = best C /
+Triton (issue 8's target: >= 0.90), #wrong against impl 0, whether TMA ran (and why not),
+registers / spills / shared bytes of the compiled kernel, B, and the stream-K split (split
+tiles x slices per rank). No profiled calls: about 60-100 s on 2×H200 for 5 variants × 3
+workloads (a Triton compile per variant and expert count dominates).
 """
 import argparse
 import os
@@ -241,6 +258,118 @@ def gemm_part(args, fco, GA, comm, stream):
             f"{ratio(best_c, off):>9s} {ratio(best_c, on):>9s}")
 
 
+VARIANT_ENV = {"tma": "FCO_TRITON_GA_TMA", "tile": "FCO_TRITON_GA_TILE",
+               "sk": "FCO_TRITON_GA_STREAMK", "order": "FCO_TRITON_GA_ORDER",
+               "wait": "FCO_TRITON_WAIT_NS"}
+
+
+def parse_variants(text):
+    """'tma=1,tile=128,256,64,8,4;tma=0' → [(name, {ENV: value})]: ';' between variants, ','
+    between pairs; a token without '=' continues the previous value (a tile's commas)."""
+    out = []
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        kv = []
+        for tok in (t.strip() for t in part.split(",")):
+            if "=" in tok:
+                k, v = tok.split("=", 1)
+                if k.strip() not in VARIANT_ENV:
+                    raise SystemExit(f"triton_diag: unknown variant key {k!r} in {part!r}; "
+                                     f"expected some of {sorted(VARIANT_ENV)}")
+                kv.append([k.strip(), v.strip()])
+            elif kv and tok:
+                kv[-1][1] += "," + tok
+            elif tok:
+                raise SystemExit(f"triton_diag: {tok!r} in {part!r} is not key=value")
+        out.append((part.replace(" ", ""), {VARIANT_ENV[k]: v for k, v in kv}))
+    return out
+
+
+def sweep_part(args, fco, GA, comm, stream):
+    """--variants: every variant (env settings) on every chosen workload; one table."""
+    rank, P = dist.get_rank(), dist.get_world_size()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    dt = torch.bfloat16
+    variants = parse_variants(args.variants)
+    log(f"# ---- sweep: GEMM + All-to-All (bf16, w nk), {len(variants)} variants, median us ----")
+    rows = []
+    for wid in args.workloads:
+        tokens, K, N, Eg, topk, skew = WORKLOADS[wid]
+        if Eg % P:
+            continue
+        E = Eg // P
+        name = f"{tokens},{K},{N},{Eg},{topk},{skew:g}"
+        per = route(tokens, topk, Eg, skew)
+        mine = per[rank * E:(rank + 1) * E]
+        nrows = sum(mine) * P
+        a, w = make_inputs(rank, wid, nrows, E, K, N, dt, dev)
+        recv = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
+        cap = max(recv) * P
+        a_pad = torch.zeros(cap, K, device=dev, dtype=dt)
+        a_pad[:nrows].copy_(a)
+        del a
+        ch = torch.tensor([[mine[e]] * P for e in range(E)], dtype=torch.int32)
+        counts = ch.to(dev)
+        rr = torch.tensor(recv, dtype=torch.int32)
+        out_rows = n_out = sum(recv)
+
+        def c_impl(impl):
+            return fco.gemm_alltoall(a_pad, w, counts, out_rows=out_rows, counts_host=ch,
+                                     recv_rows=rr, w_layout="nk", impl=impl)
+
+        with torch.cuda.stream(stream):
+            ref = c_impl("baseline").clone()
+        torch.cuda.synchronize()
+        c_us = [timed(lambda impl=impl: c_impl(impl), args, stream)[0]
+                for impl in ("baseline", "chunks")]
+        best_c = min((v for v in c_us if v is not None), default=None)
+        log(f"  {name:24s} C impl0 {fmt(c_us[0])}  chunks {fmt(c_us[1])}")
+        for vname, env in variants:
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            try:
+                def tri():
+                    return GA.gemm_alltoall([comm], [a_pad], [w], [counts], out_rows,
+                                            w_layout="nk")[0]
+                us, err = timed(tri, args, stream)
+                info = dict(GA.last_launch)
+                wrong, sks = -1, "?"
+                if us is not None:
+                    with torch.cuda.stream(stream):
+                        out = tri()
+                    torch.cuda.synchronize()
+                    comm.check_async_error()
+                    wrong = wrong_count(out[:n_out], ref[:n_out], 2e-2, 2e-2)
+                    del out
+                    with torch.cuda.stream(stream):
+                        sks = sk_summary(GA, comm, info, out_rows, N)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            wrong = int(all_sum(wrong))
+            tri_c = f"{best_c / us:6.2f}" if us and best_c else f"{'-':>6s}"
+            tma = "on" if info.get("tma") else f"off ({info.get('tma_why', '?')})"
+            res = (f"{info.get('n_regs')}/{info.get('n_spills')}/{info.get('shared')}")
+            row = (f"  {vname:34s} {name:24s} {fmt(us)} {fmt(best_c)} {tri_c} {wrong:7d}  "
+                   f"{res:16s} B {info.get('blocks_per_rank')}; "
+                   f"{','.join(map(str, info.get('tile', ())))}; {info.get('order')}; "
+                   f"tma {tma}; sk {sks} {err}")
+            log(row)
+            rows.append(row)
+        del a_pad, w, ref
+        torch.cuda.empty_cache()
+    log("# sweep (us; tri_c = best C / Triton, issue 8's target >= 0.90; regs/spills/shared "
+        "bytes of the compiled kernel; B programs per rank)")
+    log(f"# {'variant':34s} {'tokens,K,N,E,topk,skew':24s} {'Triton':>9s} {'best C':>9s} "
+        f"{'tri_c':>6s} {'#wrong':>7s}  {'regs/spill/smem':16s} config")
+    for row in rows:  # grouped by workload (the outer loop)
+        log(row)
+
+
 def gemv_part(args, fco, G, comm, stream):
     rank, P = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", torch.cuda.current_device())
@@ -309,10 +438,14 @@ def _worker(idx, args):
     log(f"# FCO_TRITON_WAIT_NS={os.environ.get('FCO_TRITON_WAIT_NS', '')!r} "
         f"FCO_TRITON_GA_ORDER={os.environ.get('FCO_TRITON_GA_ORDER', '')!r} "
         f"FCO_TRITON_GA_TILE={os.environ.get('FCO_TRITON_GA_TILE', '')!r} "
-        f"FCO_TRITON_GA_STREAMK={os.environ.get('FCO_TRITON_GA_STREAMK', '')!r}")
-    if args.part in ("all", "gemm"):
+        f"FCO_TRITON_GA_STREAMK={os.environ.get('FCO_TRITON_GA_STREAMK', '')!r} "
+        f"FCO_TRITON_GA_TMA={os.environ.get('FCO_TRITON_GA_TMA', '')!r}; triton "
+        f"{GA.triton.__version__}")
+    if args.variants:
+        sweep_part(args, fco, GA, comm, stream)
+    elif args.part in ("all", "gemm"):
         gemm_part(args, fco, GA, comm, stream)
-    if args.part in ("all", "gemv"):
+    if args.part in ("all", "gemv") and not args.variants:
         gemv_part(args, fco, G, comm, stream)
     log(f"# done in {time.time() - t0:.0f} s")
     dist.barrier()
@@ -331,7 +464,18 @@ def main():
                     help="the auto config and stream-K the other way round only")
     ap.add_argument("--streamk-slices", type=lambda v: [int(x) for x in v.split(",") if x],
                     default=[], help="also stream-K with at most n slices a tile, e.g. 4,16")
+    ap.add_argument("--variants", default="",
+                    help="gemm sweep: env settings per variant, e.g. "
+                    "'tma=0,tile=128,256,64,8,3;tma=1,tile=128,256,64,8,4' (keys tma, tile, sk, "
+                    "order, wait); runs only the sweep")
+    ap.add_argument("--workloads", type=lambda v: [int(x) for x in v.split(",") if x],
+                    default=[3, 0, 2], help="with --variants: indices into WORKLOADS "
+                    "(default 3,0,2: skewed, 4096 tokens K 14336, 512 tokens K 2048)")
     args = ap.parse_args()
+    if args.variants:
+        parse_variants(args.variants)  # a typo fails here, before the ranks start
+        if any(not 0 <= i < len(WORKLOADS) for i in args.workloads):
+            ap.error(f"--workloads: indices 0..{len(WORKLOADS) - 1}")
     return launch(_worker, args, args.nproc)
 
 

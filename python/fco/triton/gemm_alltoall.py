@@ -27,8 +27,10 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
                per expert make one M tile, not one per source) × N tiles, groups of GROUP_M M
                tiles (L2 reuse of W). SPLIT (compute-bound shapes, > 256 rows per expert on
                average): first every expert's tiles that touch a peer's rows, then the
-               local-only ones; else every expert's tiles in one run. tl.dot tile (fp32 accumulator), rounded, each source's rows stored
-               straight at their final rows: into `out` (own rows) or into the destination's
+               local-only ones; else every expert's tiles in one run. tl.dot tile (fp32
+               accumulator; A and W blocks by pointer loads, a cp.async pipeline, or with
+               TMA=1 through device-side tensor descriptors: FCO_TRITON_GA_TMA, off until
+               measured), rounded, each source's rows stored straight at their final rows: into `out` (own rows) or into the destination's
                staging (laid out as its out). Before its first local-only tile (or at the end)
                part b raises sig_value(e, 0) on slot [me][b] of every peer it has rows for:
                one flag per part and peer, so the header's tiles[s] = B makes count_mod give
