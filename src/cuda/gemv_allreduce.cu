@@ -56,6 +56,51 @@
  *   flag round trip. Every rank must set FCO_CHECK_ARGS alike (else the checking rank waits
  *   and times out).
  *
+ * PDL (FCO_GEMV_PDL=1, read at every call; impls 1 (plain and LL) and 2, every dtype and M,
+ *   local and nccl): the fused kernel is launched with cudaLaunchKernelEx and
+ *   cudaLaunchAttributeProgrammaticStreamSerialization = 1, as a separate instantiation (kPdl)
+ *   so the default kernels are unchanged. It lets this call's grid be scheduled before the
+ *   previous kernel of the stream has finished (under stream capture the edge becomes a
+ *   programmatic graph edge, CUDA >= 12.3), to hide the launch gap and the previous call's tail
+ *   (last pushes, peer poll, reduce, block exit, during which HBM idles). Per block, first:
+ *   (1) cp.async.bulk.prefetch.L2 of the first FCO_GEMV_PDL_PREFETCH bytes (default 32 KB, the
+ *   grid's total at most kPdlL2Budget) of ITS first tile's W strip, in the order the tile reads
+ *   it (gemv::prefetch_tile); (2) griddepcontrol.wait; (3) griddepcontrol.launch_dependents.
+ *   Only then the rank table (epoch, arrive, peer pointers, error), x, bias, y, the workspace,
+ *   the LL area and the signals are touched. Why this is safe:
+ *   - Before the wait the block reads only kernel parameters and asks L2 for W. A prefetch
+ *     loads nothing into registers, shared memory or L1, and L2 is the device's point of
+ *     coherence: a line prefetched while the previous kernel still writes W (a kernel that
+ *     produces this layer's weights, or the chained test) is updated by that write in L2, so
+ *     the loads after the wait see the final bytes. W on the peers is never read.
+ *   - griddepcontrol.wait returns once the previous grid has COMPLETED and its memory
+ *     operations are performed and visible to this grid (PTX ISA), so everything after it sees
+ *     the previous call exactly as with a plain launch: its epoch_end (epoch, arrive), its y,
+ *     its LL words and flags. Cross-GPU ordering is unchanged: call e+1 still starts its real
+ *     work after call e completed on this GPU, so a peer is still at most one call ahead (the
+ *     two-halves argument). A previous op that is not a kernel (a memcpy/memset, an event wait,
+ *     a workspace growth, which also synchronises the device) gives a normal full dependency.
+ *   - Co-residency. launch_dependents lets the runtime schedule a PDL-launched next grid "as
+ *     soon as all other CTAs in the grid issue the same instruction or have completed" (PTX
+ *     ISA, griddepcontrol): a CTA issues it only while resident, so when any block of the next
+ *     grid is placed, every block of this grid is resident or done. Blocks of the next grid
+ *     that sit in griddepcontrol.wait on SMs freed by our exited blocks therefore never keep
+ *     one of our blocks from becoming resident, and our blocks spin only on our own blocks and
+ *     the peers' (whose grids are resident by the same argument). The same holds for this
+ *     grid as the next one: it is placed only after the previous grid's blocks all triggered
+ *     or exited, it waits before spinning on anything, and once that grid completes, all B ·
+ *     num_local blocks fit (B from the occupancy of an otherwise empty GPU, as before). The
+ *     trigger is issued after the wait, so at most two of our grids (one running, one waiting)
+ *     share the GPU.
+ *   - A following kernel that is not PDL-launched (cuBLAS, NCCL, the all-reduce kernels, a
+ *     user's kernel, our kernels with the knob off) waits for this grid's completion as
+ *     always: the trigger only affects kernels launched with the attribute, and those must
+ *     call griddepcontrol.wait before consuming anything (the attribute's contract).
+ *   - Without the attribute (a kernel before ours that never triggers) the wait simply returns
+ *     when that kernel completes; impls 0 and 3 (cuBLAS + NCCL / fco's all-reduce) ignore the
+ *     knob and are launched as before.
+ *   Ranks may set FCO_GEMV_PDL differently (no byte that moves changes; not in the hash).
+ *
  * Launch requirements: every rank runs the same sequence of epoch-advancing kernels with the
  *   same M, N, dtype, bias presence and impl, on the same GPU model, so B and the tile plan
  *   agree (they do not depend on K); all num_local·B blocks co-resident (B ≤ occupancy × SMs /
@@ -86,6 +131,8 @@ using gemv::kTileN;
  * slot. */
 constexpr int kCheckSlot = FCO_SIG_SLOTS - 1;
 constexpr int max_blocks(int impl) { return impl == 2 ? (FCO_SIG_SLOTS - 1) / 2 : FCO_SIG_SLOTS - 1; }
+/* FCO_GEMV_PDL: the W prefetch of the whole grid stays within this, well below H200's L2. */
+constexpr uint64_t kPdlL2Budget = (uint64_t)24 << 20;
 
 /* Block shape per m-tiles (kMT = ceil(M / 8)), chosen with bench/probe/gemv_stream_probe.cu on
  * H200 (run 098826b, bench/results/2026-11-30_nvidia-h200-x2_098826b): up to M = 16, blocks of
@@ -114,6 +161,7 @@ struct GarParams {
   uint64_t ll_slot_bytes;         /* SL: one rank's partial tiles as LL words (LL kernels) */
   int check_args;
   uint32_t arg_hash;
+  uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */
@@ -214,6 +262,22 @@ __device__ __forceinline__ typename Raw4<T>::V finish4(const GarParams& p, const
   else
     v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
   return v;
+}
+
+/* griddepcontrol (PTX ISA, sm_90): wait = until the grids this one depends on (the previous
+ * kernel of the stream, when launched with programmatic stream serialization) have completed
+ * and their memory is visible to this thread; no-op otherwise. launch_dependents = this block
+ * lets a PDL-launched next kernel be scheduled once every block of this grid has issued it or
+ * exited; no-op when nothing was launched that way. */
+__device__ __forceinline__ void grid_dep_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_dep_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 
 /* All threads. FCO_CHECK_ARGS: exchange the argument hash with every peer (see the header). */
@@ -467,13 +531,24 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
 /* kImpl 1 = one-shot, 2 = two-phase; kLL: impl 1 through the LL area (kMT ≤ 2 only). Block →
  * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
  * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
-template <typename T, int kMT, int kImpl, bool kLL>
+template <typename T, int kMT, int kImpl, bool kLL, bool kPdl>
 __global__ void __launch_bounds__(kWarpsOf<kMT> * 32, kMinBlocksOf<kMT>)
     gemv_allreduce_kernel(const GarParams p) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
   __shared__ Smem<kMT> s;
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
+  if constexpr (kPdl) {
+    /* PDL (see the header): until griddepcontrol.wait returns, the previous kernel of the
+     * stream may still run; touch nothing but the kernel parameters and W, and W only through
+     * L2 prefetches (L2 is the device's point of coherence: a prefetched line can never be
+     * stale, even if that kernel writes W). Block b's first tile is b. */
+    if (p.prefetch_bytes)
+      gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li], (int)(blockIdx.x - li * B) * kTileN,
+                             p.vec[li] != 0, p.prefetch_bytes);
+    grid_dep_wait();
+    grid_dep_launch_dependents();
+  }
   fco_dev_rank_t* dev = p.dev[li];
   load_rank_view(dev, &s.v);
   Ctx c;
@@ -532,14 +607,14 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kImpl, bool kLL = false>
+template <typename T, int kMT, int kImpl, bool kLL, bool kPdl>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr int kThreads = kWarpsOf<kMT> * 32;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL>>(err, device, sms, kThreads,
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl>>(err, device, sms, kThreads,
                                                                        &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
@@ -594,12 +669,36 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)kLL); /* FCO_GEMV_AR_LL set differently: reported, not a timeout */
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
-  gemv_allreduce_kernel<T, kMT, kImpl, kLL><<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
-  cudaError_t ce = cudaGetLastError();
+  /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
+   * prefetch: the knob's bytes per block, at most kPdlL2Budget for the whole grid (so the
+   * prefetched lines stay well inside L2), in whole 256-byte steps (16 rows × 16 bytes). */
+  if (kPdl && a0->pdl_prefetch > 0) {
+    uint64_t per_block = a0->pdl_prefetch;
+    if (per_block > kPdlL2Budget / grid) per_block = kPdlL2Budget / grid;
+    p.prefetch_bytes = (uint32_t)(per_block / 256 * 256);
+  }
+  cudaError_t ce;
+  if constexpr (kPdl) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at[1] = {};
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = (cudaStream_t)g->stream;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl>, p);
+  } else {
+    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl>
+        <<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
+    ce = cudaGetLastError();
+  }
   if (ce != cudaSuccess) {
-    char what[128];
-    snprintf(what, sizeof what, "fco_gemv_allreduce: launch of %u blocks x %d threads", grid,
-             kThreads);
+    char what[160];
+    snprintf(what, sizeof what, "fco_gemv_allreduce: launch of %u blocks x %d threads%s", grid,
+             kThreads, kPdl ? " with programmatic stream serialization (FCO_GEMV_PDL=1)" : "");
     return cuda_fail(err, ce, what);
   }
   return FCO_OK;
@@ -607,26 +706,30 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
-template <typename T, int kImpl>
+template <typename T, int kImpl, bool kPdl>
 FusedFn pick_mt(size_t M, bool ll) {
   if constexpr (kImpl == 1) {
     static_assert(FCO_GEMV_AR_LL_MAX_M == 16, "LL kernels: kMT 1 and 2");
-    if (ll && M <= 8) return launch_fused<T, 1, 1, true>;
-    if (ll && M <= 16) return launch_fused<T, 2, 1, true>;
+    if (ll && M <= 8) return launch_fused<T, 1, 1, true, kPdl>;
+    if (ll && M <= 16) return launch_fused<T, 2, 1, true, kPdl>;
   }
-  if (M <= 8) return launch_fused<T, 1, kImpl>;
-  if (M <= 16) return launch_fused<T, 2, kImpl>;
-  if (M <= 32) return launch_fused<T, 4, kImpl>;
-  if (M <= 64) return launch_fused<T, 8, kImpl>;
+  if (M <= 8) return launch_fused<T, 1, kImpl, false, kPdl>;
+  if (M <= 16) return launch_fused<T, 2, kImpl, false, kPdl>;
+  if (M <= 32) return launch_fused<T, 4, kImpl, false, kPdl>;
+  if (M <= 64) return launch_fused<T, 8, kImpl, false, kPdl>;
   return nullptr;
 }
 
+/* pdl: FCO_GEMV_PDL=1, the kernels with the PDL prologue (kPdl), a separate instantiation so
+ * that the default kernels stay exactly as they were. */
 template <int kImpl>
-FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll) {
+FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll, bool pdl) {
   switch (dt) {
-    case FCO_F32: return pick_mt<float, kImpl>(M, ll);
-    case FCO_F16: return pick_mt<__half, kImpl>(M, ll);
-    case FCO_BF16: return pick_mt<__nv_bfloat16, kImpl>(M, ll);
+    case FCO_F32: return pdl ? pick_mt<float, kImpl, true>(M, ll) : pick_mt<float, kImpl, false>(M, ll);
+    case FCO_F16: return pdl ? pick_mt<__half, kImpl, true>(M, ll) : pick_mt<__half, kImpl, false>(M, ll);
+    case FCO_BF16:
+      return pdl ? pick_mt<__nv_bfloat16, kImpl, true>(M, ll)
+                 : pick_mt<__nv_bfloat16, kImpl, false>(M, ll);
     default: return nullptr;
   }
 }
@@ -812,8 +915,9 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   /* LL only where the op layer found it applies (impl 1 asked, shape fits the LL area). */
   const bool ll = a0.ll && op0->impl == 1 && g->nranks > 1 &&
                   fco_gemv_ar_ll_applies(g->transport, 1, g->nranks, a0.M, a0.N);
-  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll);
-  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false);
+  const bool pdl = a0.pdl != 0;
+  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl);
+  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl);
   else
     return fco::fail(err, FCO_ERR_INVALID_ARGUMENT,
                      "fco_gemv_allreduce: impl %d is not available on the %s transport", impl,

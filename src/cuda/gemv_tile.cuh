@@ -24,6 +24,8 @@
  * Rows ≥ N and x rows ≥ M are clamped to the last valid row (read, never stored); k ≥ K is
  * read as zero (scalar path). The vector path needs W, x and K·esize 16-byte aligned; `vec`
  * false takes the scalar path for every chunk (slow, correct).
+ * prefetch_tile asks L2 (bulk prefetch, nothing else touched) for the first bytes of a tile's
+ * W in the order the tile reads them: the PDL prologue of the fused kernels (FCO_GEMV_PDL=1).
  */
 #ifndef FCO_CUDA_GEMV_TILE_CUH_
 #define FCO_CUDA_GEMV_TILE_CUH_
@@ -197,6 +199,44 @@ __device__ __forceinline__ void tile_f32(const float* __restrict__ w, const floa
       for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
       if (lane == 0) red[m][rr] = s;
     }
+  }
+}
+
+/* Asynchronous L2 prefetch of [p, p + bytes) (bulk, Hopper's TMA path; nothing lands in
+ * registers, shared memory or L1): p 16-byte aligned, bytes a multiple of 16. */
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
+/* All threads (none of them waits). Ask L2 for the first ~`bytes` of W that tile(.., n0, ..)
+ * will read, in the order it reads them: the mma tile advances its 16 rows together (each
+ * warp step reads kU·64 bytes of every row), so each row's first bytes/16; the f32 tile walks
+ * the rows one after another, so the strip's first `bytes` (pieces of 4 KB, one per thread:
+ * bytes ≤ 4 KB × blockDim). Rows ≥ N are skipped, nothing past a row's K is asked for. Only
+ * the vector path (W 16-byte aligned, K·esize % 16 == 0); `vec` false: nothing. */
+template <typename T>
+__device__ __forceinline__ void prefetch_tile(const T* w, int N, int64_t K, int n0, bool vec,
+                                              uint32_t bytes) {
+  if (!vec || bytes == 0) return;
+  const int i = threadIdx.x;
+  const uint64_t row_bytes = (uint64_t)K * sizeof(T);
+  if constexpr (sizeof(T) == 4) {
+    constexpr uint32_t kPiece = 4096;
+    const uint64_t rows = (uint64_t)min(kTileN, N - n0);
+    uint64_t len = rows * row_bytes;
+    if (len > bytes) len = bytes;
+    const uint64_t off = (uint64_t)i * kPiece;
+    if (off < len)
+      prefetch_l2_bulk((const char*)(w + (int64_t)n0 * K) + off,
+                       (uint32_t)(len - off < kPiece ? len - off : kPiece));
+  } else {
+    if (i >= kTileN || n0 + i >= N) return;
+    uint64_t len = bytes / kTileN;
+    if (len > row_bytes) len = row_bytes;
+    len &= ~(uint64_t)15;
+    if (len) prefetch_l2_bulk(w + (int64_t)(n0 + i) * K, (uint32_t)len);
   }
 }
 

@@ -46,7 +46,14 @@ typedef struct {
   fco_dtype_t dtype;
   int check_args;    /* FCO_CHECK_ARGS=1: kernels compare (M, N, dtype, bias, impl) across ranks */
   int ll;            /* impl 1 via the LL area (FCO_GEMV_AR_LL=1, fco_gemv_ar_ll_applies) */
+  int pdl;           /* fused impls: programmatic dependent launch (FCO_GEMV_PDL=1)       */
+  size_t pdl_prefetch; /* with pdl: bytes of W per block prefetched into L2 before the wait */
 } fco_gemv_ar_args_t;
+
+/* FCO_GEMV_PDL_PREFETCH: default and largest bytes per block (the launcher also keeps the
+ * whole grid's prefetch within a budget well below L2). */
+#define FCO_GEMV_PDL_PREFETCH_DEFAULT ((size_t)32 << 10)
+#define FCO_GEMV_PDL_PREFETCH_MAX ((size_t)256 << 10)
 
 /* shape[] of the op record: what every rank must agree on (K may differ). */
 enum { FCO_GEMV_SHAPE_M = 0, FCO_GEMV_SHAPE_N, FCO_GEMV_SHAPE_DTYPE, FCO_GEMV_SHAPE_BIAS };
