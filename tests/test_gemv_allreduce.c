@@ -16,6 +16,13 @@
  *   impl 0/1/2/3, fco_allreduce) issued in between without a sync; back-to-back LL calls of
  *   changing shapes; a CUDA graph; FCO_CHECK_ARGS; a silent peer (timeout, not a hang).
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
+ *   Every transport runs the chain: a call that reads the previous call's y (not yet synced)
+ *   as its x and W. GPU transports then repeat much of the above with FCO_GEMV_PDL=1
+ *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
+ *   prefetch knob's edges, back-to-back calls with PDL switched per call and among other ops,
+ *   the chain eagerly and captured in CUDA graphs (a programmatic edge into a data dependency),
+ *   graphs of single calls, FCO_CHECK_ARGS. FCO_TEST_PDL=only runs just that part (the chain
+ *   alone on cpu).
  *   make test   or   build/tests/test_gemv_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 makes the loops shorter.
  */
@@ -123,6 +130,13 @@ static void split_k(size_t kt, int P, size_t* K) {
     if (r < P - 1 && used + K[r] > kt - (size_t)(P - 1 - r)) K[r] = 1;
     used += K[r];
   }
+}
+
+/* The largest K ≤ MAX_KT whose split (split_k) gives every rank a multiple of 8: K_r · esize
+ * % 16 == 0 in every dtype, so every rank takes the vector path (and the PDL prefetch). */
+static size_t vec_kt(int P) {
+  size_t unit = 8 * (size_t)P * (P + 1) / 2;
+  return unit * (MAX_KT / unit);
 }
 
 /* Fresh inputs, poisoned outputs (and their guards). */
@@ -248,6 +262,95 @@ static void back_to_back(const t_world_t* w, bufs_t* b, int calls) {
   ASSERT_EQ(check(w, b), 0);
 }
 
+/* ---- PDL chain (FCO_GEMV_PDL=1 on GPU transports; the same semantics everywhere) ---------- */
+/* Call 1 (b's inputs, M1 = 16, N1 = 1000) writes y; call 2 reads that y, viewed as W2
+ * [N2][K2] (N2 · K2 = 16 000: K2 = 128, the vector path for both calls, or 125, the scalar
+ * one), and its
+ * first M2 · K2 elements as x2 [M2][K2], on every rank, and writes y2; issued back to back
+ * without a sync. With PDL, call 2's blocks are scheduled (and prefetch W2 = y into L2) while
+ * call 1 still writes y: a read of x or W before griddepcontrol.wait, or a stale prefetched
+ * line, shows as a wrong y2. y2 = Σ_r x2 · W2^T (every rank's y is the same), checked by the
+ * same reference as any call, from the y that call 1 left (itself checked first). */
+typedef struct {
+  int impl1, impl2;
+  fco_dtype_t dt;
+  size_t M2, K2;
+  int bias1;
+} chain_t;
+
+static fco_result_t issue_chain2(const t_world_t* w, const bufs_t* b, void* const* y2,
+                                 const chain_t* c, void* const* streams) {
+  const size_t N2 = 16 * 1000 / c->K2;
+  fco_result_t first = FCO_OK;
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < w->n; r++) {
+    fco_result_t e = fco_gemv_allreduce(w->comms[r], b->y[r], b->y[r], NULL, y2[r], c->M2, N2,
+                                        c->K2, c->dt, c->impl2, streams ? streams[r] : NULL);
+    if (e != FCO_OK && first == FCO_OK) first = e;
+  }
+  fco_result_t e = fco_group_end();
+  return first != FCO_OK ? first : e;
+}
+
+/* Before the calls: call 1's inputs, y and y2 poisoned (with their guards). */
+static void chain_prepare(const t_world_t* w, bufs_t* b, void* const* y2, const chain_t* c,
+                          uint64_t seed) {
+  prepare(b, 16, 1000, c->K2 == 128 ? vec_kt(w->n) : 777, c->dt, c->bias1, seed);
+  const size_t n2 = c->M2 * (16 * 1000 / c->K2) * fco_dtype_size(c->dt);
+  for (int r = 0; r < w->n; r++) {
+    int d = t_rank_device(w->transport, r);
+    t_memset(w->transport, d, y2[r], T_POISON, n2);
+    t_memset(w->transport, d, (char*)y2[r] + n2, T_GUARD_BYTE, T_GUARD);
+  }
+}
+
+/* After the sync: check call 1 (b), then call 2 against y as its inputs (b's host copies are
+ * overwritten: b describes call 2 afterwards, with y = y2). */
+static void chain_check(const t_world_t* w, bufs_t* b, void* const* y2, const chain_t* c) {
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(check(w, b), 0); /* call 1; rank 0's y now in hy0 (every rank's is the same) */
+  const size_t N2 = 16 * 1000 / c->K2;
+  for (int r = 0; r < w->n; r++) {
+    for (size_t i = 0; i < c->M2 * c->K2; i++) b->hx[r][i] = t_get_elem(c->dt, b->hy0, i);
+    for (size_t i = 0; i < N2 * c->K2; i++) b->hw[r][i] = t_get_elem(c->dt, b->hy0, i);
+    b->K[r] = c->K2;
+    b->y[r] = y2[r];
+  }
+  for (size_t n = 0; n < N2; n++) b->hb[n] = 0.f;
+  b->M = c->M2;
+  b->N = N2;
+  b->has_bias = 0;
+  ASSERT_EQ(check(w, b), 0);
+}
+
+static void chain(const t_world_t* w, bufs_t* b, void* const* y2, const chain_t* c) {
+  void* y1[T_MAX_RANKS];
+  memcpy(y1, b->y, sizeof y1);
+  uint64_t seed = t_next_seed();
+  const char* pdl = getenv("FCO_GEMV_PDL");
+  t_context("P=%d chain: impl %d then impl %d reading its y as x and W, %s M2=%zu K2=%zu%s%s "
+            "seed=0x%016llx", w->n, c->impl1, c->impl2, fco_dtype_name(c->dt), c->M2, c->K2,
+            c->bias1 ? " bias" : "", pdl && atoi(pdl) > 0 ? " PDL" : "",
+            (unsigned long long)seed);
+  chain_prepare(w, b, y2, c, seed);
+  ASSERT_OK(issue(w, b, c->impl1, NULL));
+  ASSERT_OK(issue_chain2(w, b, y2, c, NULL));
+  t_sync(w);
+  chain_check(w, b, y2, c);
+  memcpy(b->y, y1, sizeof y1);
+}
+
+static void chains(const t_world_t* w, bufs_t* b, void* const* y2) {
+  static const int impls[][2] = {{1, 1}, {1, 2}, {2, 1}, {FCO_IMPL_AUTO, FCO_IMPL_AUTO},
+                                 {0, 1}, {1, 0}, {3, 2}, {2, 3}};
+  static const size_t m2s[] = {1, 16, 5, 64};
+  for (int i = 0; i < 8; i++) {
+    chain_t c = {impls[i][0], impls[i][1], kDtypes[i % 3], m2s[i % 4], i % 3 == 1 ? 125 : 128,
+                 i % 2};
+    chain(w, b, y2, &c);
+  }
+}
+
 /* Every rank's y is still poison and its guard intact. */
 static void assert_untouched(const t_world_t* w, bufs_t* b, int line) {
   size_t n = b->M * b->N * fco_dtype_size(b->dt);
@@ -338,63 +441,126 @@ static void bad_args(const t_world_t* w, bufs_t* b) {
     if (e_ != cudaSuccess) t_fail(__FILE__, __LINE__, "%s: %s", #call, cudaGetErrorString(e_)); \
   } while (0)
 
+/* Streams for a capture: one per rank (nccl) or one (local), every rank's stream forked from
+ * rank 0's inside the capture and joined back at its end. */
+typedef struct {
+  int n, nstreams;
+  fco_transport_t t;
+  cudaStream_t st[T_MAX_RANKS];
+  void* sp[T_MAX_RANKS]; /* per rank, for issue() */
+  cudaEvent_t fork, join[T_MAX_RANKS];
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+} capture_t;
+
+static void capture_init(capture_t* c, const t_world_t* w) {
+  memset(c, 0, sizeof *c);
+  c->n = w->n;
+  c->t = w->transport;
+  c->nstreams = w->transport == FCO_TRANSPORT_LOCAL ? 1 : w->n;
+  for (int s = 0; s < c->nstreams; s++) {
+    CK(cudaSetDevice(t_rank_device(c->t, s)));
+    CK(cudaStreamCreateWithFlags(&c->st[s], cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&c->join[s], cudaEventDisableTiming));
+  }
+  for (int r = 0; r < c->n; r++) c->sp[r] = c->st[c->nstreams == 1 ? 0 : r];
+  CK(cudaSetDevice(t_rank_device(c->t, 0)));
+  CK(cudaEventCreateWithFlags(&c->fork, cudaEventDisableTiming));
+}
+
+static void capture_sync(const capture_t* c) {
+  for (int s = 0; s < c->nstreams; s++) {
+    CK(cudaSetDevice(t_rank_device(c->t, s)));
+    CK(cudaStreamSynchronize(c->st[s]));
+  }
+  CK(cudaSetDevice(t_rank_device(c->t, 0)));
+}
+
+static void capture_begin(capture_t* c) {
+  CK(cudaSetDevice(t_rank_device(c->t, 0)));
+  CK(cudaStreamBeginCapture(c->st[0], cudaStreamCaptureModeThreadLocal));
+  CK(cudaEventRecord(c->fork, c->st[0]));
+  for (int s = 1; s < c->nstreams; s++) CK(cudaStreamWaitEvent(c->st[s], c->fork, 0));
+}
+
+static void capture_end(capture_t* c) {
+  for (int s = 1; s < c->nstreams; s++) {
+    CK(cudaSetDevice(t_rank_device(c->t, s)));
+    CK(cudaEventRecord(c->join[s], c->st[s]));
+    CK(cudaStreamWaitEvent(c->st[0], c->join[s], 0));
+  }
+  CK(cudaSetDevice(t_rank_device(c->t, 0)));
+  CK(cudaStreamEndCapture(c->st[0], &c->g));
+  CK(cudaGraphInstantiate(&c->ge, c->g, 0));
+}
+
+static void capture_replay(capture_t* c, int times) {
+  CK(cudaSetDevice(t_rank_device(c->t, 0)));
+  for (int i = 0; i < times; i++) CK(cudaGraphLaunch(c->ge, c->st[0]));
+  CK(cudaStreamSynchronize(c->st[0]));
+}
+
+static void capture_free(capture_t* c) {
+  CK(cudaGraphExecDestroy(c->ge));
+  CK(cudaGraphDestroy(c->g));
+  for (int s = 0; s < c->nstreams; s++) {
+    CK(cudaSetDevice(t_rank_device(c->t, s)));
+    CK(cudaStreamDestroy(c->st[s]));
+    CK(cudaEventDestroy(c->join[s]));
+  }
+  CK(cudaSetDevice(t_rank_device(c->t, 0)));
+  CK(cudaEventDestroy(c->fork));
+}
+
 /* Capture one call per impl into a CUDA graph (every rank's stream forked from rank 0's),
  * replay 100 times; poison y before the last replay, then check. */
 static void graph(const t_world_t* w, bufs_t* b, int impl) {
-  int n = w->n, nstreams = w->transport == FCO_TRANSPORT_LOCAL ? 1 : n;
-  cudaStream_t st[T_MAX_RANKS];
-  void* sp[T_MAX_RANKS];
-  cudaEvent_t fork, join[T_MAX_RANKS];
-  for (int s = 0; s < nstreams; s++) {
-    CK(cudaSetDevice(t_rank_device(w->transport, s)));
-    CK(cudaStreamCreateWithFlags(&st[s], cudaStreamNonBlocking));
-    CK(cudaEventCreateWithFlags(&join[s], cudaEventDisableTiming));
-  }
-  for (int r = 0; r < n; r++) sp[r] = st[nstreams == 1 ? 0 : r];
-  CK(cudaSetDevice(t_rank_device(w->transport, 0)));
-  CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  capture_t c;
+  capture_init(&c, w);
   uint64_t seed = t_next_seed();
-  t_context("P=%d CUDA graph impl=%d seed=0x%016llx", n, impl, (unsigned long long)seed);
+  t_context("P=%d CUDA graph impl=%d seed=0x%016llx", w->n, impl, (unsigned long long)seed);
   prepare(b, 16, 1000, 1000, FCO_BF16, 1, seed);
-  ASSERT_OK(issue(w, b, impl, sp)); /* eager: workspace growth, cuBLAS handle */
-  for (int s = 0; s < nstreams; s++) {
-    CK(cudaSetDevice(t_rank_device(w->transport, s)));
-    CK(cudaStreamSynchronize(st[s]));
-  }
-  CK(cudaSetDevice(t_rank_device(w->transport, 0)));
-  CK(cudaStreamBeginCapture(st[0], cudaStreamCaptureModeThreadLocal));
-  CK(cudaEventRecord(fork, st[0]));
-  for (int s = 1; s < nstreams; s++) CK(cudaStreamWaitEvent(st[s], fork, 0));
-  ASSERT_OK(issue(w, b, impl, sp));
-  for (int s = 1; s < nstreams; s++) {
-    CK(cudaSetDevice(t_rank_device(w->transport, s)));
-    CK(cudaEventRecord(join[s], st[s]));
-    CK(cudaStreamWaitEvent(st[0], join[s], 0));
-  }
-  CK(cudaSetDevice(t_rank_device(w->transport, 0)));
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  CK(cudaStreamEndCapture(st[0], &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  for (int i = 0; i < 99; i++) CK(cudaGraphLaunch(ge, st[0]));
-  CK(cudaStreamSynchronize(st[0]));
+  ASSERT_OK(issue(w, b, impl, c.sp)); /* eager: workspace growth, cuBLAS handle */
+  capture_sync(&c);
+  capture_begin(&c);
+  ASSERT_OK(issue(w, b, impl, c.sp));
+  capture_end(&c);
+  capture_replay(&c, 99);
   size_t es = fco_dtype_size(b->dt);
-  for (int r = 0; r < n; r++)
+  for (int r = 0; r < w->n; r++)
     t_memset(w->transport, t_rank_device(w->transport, r), b->y[r], T_POISON, b->M * b->N * es);
-  CK(cudaSetDevice(t_rank_device(w->transport, 0)));
-  CK(cudaGraphLaunch(ge, st[0]));
-  CK(cudaStreamSynchronize(st[0]));
-  for (int r = 0; r < n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  capture_replay(&c, 1);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
   ASSERT_EQ(check(w, b), 0);
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  for (int s = 0; s < nstreams; s++) {
-    CK(cudaSetDevice(t_rank_device(w->transport, s)));
-    CK(cudaStreamDestroy(st[s]));
-    CK(cudaEventDestroy(join[s]));
-  }
-  CK(cudaSetDevice(t_rank_device(w->transport, 0)));
-  CK(cudaEventDestroy(fork));
+  capture_free(&c);
+}
+
+/* The chain (above) captured into one CUDA graph, on the capture's streams: with
+ * FCO_GEMV_PDL=1 call 2 hangs off call 1 by a programmatic edge. Replayed 50 times; y and y2
+ * poisoned before the last replay, then both checked. */
+static void graph_chain(const t_world_t* w, bufs_t* b, void* const* y2, const chain_t* ch) {
+  capture_t c;
+  void* y1[T_MAX_RANKS];
+  memcpy(y1, b->y, sizeof y1);
+  capture_init(&c, w);
+  uint64_t seed = t_next_seed();
+  t_context("P=%d CUDA graph of the chain: impl %d then impl %d, %s M2=%zu K2=%zu seed=0x%016llx",
+            w->n, ch->impl1, ch->impl2, fco_dtype_name(ch->dt), ch->M2, ch->K2,
+            (unsigned long long)seed);
+  chain_prepare(w, b, y2, ch, seed);
+  ASSERT_OK(issue(w, b, ch->impl1, c.sp)); /* eager: workspace growth, cuBLAS handle */
+  ASSERT_OK(issue_chain2(w, b, y2, ch, c.sp));
+  capture_sync(&c);
+  capture_begin(&c);
+  ASSERT_OK(issue(w, b, ch->impl1, c.sp));
+  ASSERT_OK(issue_chain2(w, b, y2, ch, c.sp));
+  capture_end(&c);
+  capture_replay(&c, 49);
+  chain_prepare(w, b, y2, ch, seed); /* the same inputs, y and y2 poisoned again */
+  capture_replay(&c, 1);
+  chain_check(w, b, y2, ch);
+  memcpy(b->y, y1, sizeof y1);
+  capture_free(&c);
 }
 
 /* ---- LL one-shot (FCO_GEMV_AR_LL=1) --------------------------------------------------- */
@@ -610,6 +776,86 @@ static void ll_tests(const t_world_t* w, bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
+/* ---- PDL (FCO_GEMV_PDL=1) ------------------------------------------------------------------ */
+static void pdl_set(int on) {
+  if (on) setenv("FCO_GEMV_PDL", "1", 1);
+  else unsetenv("FCO_GEMV_PDL");
+}
+
+/* Back to back without a sync, FCO_GEMV_PDL switched from call to call (kernels with and
+ * without the PDL prologue, cuBLAS and NCCL / the all-reduce kernels follow each other), impls
+ * 0..3 and AUTO, LL as by default; inputs fixed, only the last y is checked. */
+static void pdl_back_to_back(const t_world_t* w, bufs_t* b, int calls) {
+  static const int impls[] = {1, 2, FCO_IMPL_AUTO, 0, 1, 3, 2};
+  uint64_t seed = t_next_seed();
+  t_context("P=%d %d back-to-back calls, PDL on and off, seed=0x%016llx", w->n, calls,
+            (unsigned long long)seed);
+  prepare(b, 5, 333, vec_kt(w->n), FCO_BF16, 1, seed);
+  for (int i = 0; i < calls; i++) {
+    pdl_set(i % 3 != 1);
+    ASSERT_OK(issue(w, b, impls[i % 7], NULL));
+  }
+  pdl_set(1);
+  ASSERT_OK(issue(w, b, 1, NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(check(w, b), 0);
+}
+
+/* Everything with FCO_GEMV_PDL=1: every fused kernel family (kMT 1, 2, 4, 8; LL, plain
+ * one-shot, two-phase; every dtype; N < 16 and K off the vector path), the prefetch knob's
+ * edges, back-to-back calls (among other ops, PDL switched per call, LL), the chain (a call
+ * reading the previous call's y as x and W) eagerly and in CUDA graphs, graphs of single
+ * calls, FCO_CHECK_ARGS. Exact checks as everywhere else. */
+static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
+  static const size_t ms[] = {1, 9, 17, 64};
+  static const size_t ns[] = {7, 1000};
+  const size_t ks[] = {33, vec_kt(w->n)}; /* K_r off and on the vector path */
+  static const int impls[] = {1, 2, FCO_IMPL_AUTO};
+  static const char* const prefetch[] = {"0", "1", "4096", "262144", "1073741824", "-5"};
+  void* y2[T_MAX_RANKS];
+  for (int r = 0; r < w->n; r++)
+    y2[r] = t_alloc(w->transport, t_rank_device(w->transport, r), y_bytes());
+  unsetenv("FCO_GEMV_AR_LL");
+  pdl_set(1);
+  unsigned k = 0;
+  for (size_t mi = 0; mi < 4; mi++)
+    for (size_t ni = 0; ni < 2; ni++)
+      for (size_t ki = 0; ki < 2; ki++)
+        for (int ii = 0; ii < 3; ii++, k++) {
+          if (k % 4 == 3) ll_set(0); /* the plain one-shot too */
+          one_call(w, b, ms[mi], ns[ni], ks[ki], kDtypes[(k + ni) % 3], (int)(k % 2), impls[ii]);
+          unsetenv("FCO_GEMV_AR_LL");
+        }
+  for (int i = 0; i < 6; i++) {
+    setenv("FCO_GEMV_PDL_PREFETCH", prefetch[i], 1);
+    one_call(w, b, 3, 1000, vec_kt(w->n), FCO_BF16, 1, 1);
+    one_call(w, b, 16, 999, vec_kt(w->n), FCO_F32, 0, 2);
+  }
+  unsetenv("FCO_GEMV_PDL_PREFETCH");
+  back_to_back(w, b, quick ? 100 : 1000);
+  pdl_back_to_back(w, b, quick ? 100 : 1000);
+  ll_back_to_back(w, b, y2, quick ? 50 : 300);
+  ll_stale(w, b, y2, quick ? 8 : 24);
+  unsetenv("FCO_GEMV_AR_LL");
+  pdl_set(1);
+  chains(w, b, y2);
+  {
+    const chain_t g[] = {{1, 1, FCO_BF16, 16, 128, 1},
+                         {2, FCO_IMPL_AUTO, FCO_F16, 3, 128, 0},
+                         {FCO_IMPL_AUTO, 2, FCO_F32, 1, 125, 1}};
+    for (int i = 0; i < 3; i++) graph_chain(w, b, y2, &g[i]);
+  }
+  graph(w, b, 1);
+  graph(w, b, 2);
+  graph(w, b, FCO_IMPL_AUTO);
+  setenv("FCO_CHECK_ARGS", "1", 1);
+  for (int i = 1; i <= 2; i++) one_call(w, b, 3, 1000, 1000, FCO_BF16, 1, i);
+  unsetenv("FCO_CHECK_ARGS");
+  pdl_set(0);
+  for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
+}
+
 /* nccl: ranks issued one at a time (no group, so no host comparison): with FCO_CHECK_ARGS=1
  * the kernels must find that M differs, write nothing, and report it on both ranks. */
 static void device_mismatch(t_world_t* w, bufs_t* b) {
@@ -639,6 +885,37 @@ int main(void) {
   t_require_ranks(t, 1);
   int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
   int max = t_max_ranks(t) < 4 ? t_max_ranks(t) : 4;
+  const char* pdl_only = getenv("FCO_TEST_PDL");
+  if (pdl_only && !strcmp(pdl_only, "only")) {
+    for (int p = 1; p <= max; p++) {
+      t_world_t w;
+      bufs_t b;
+      t_context("P=%d: fco_comm_init_all", p);
+      ASSERT_OK(t_world_init(&w, t, p, NULL));
+      bufs_alloc(&b, &w);
+#ifdef FCO_HAVE_CUDA
+      if (t_is_gpu(t)) pdl_tests(&w, &b, quick);
+#endif
+      if (!t_is_gpu(t)) { /* no PDL here: the chain's semantics alone */
+        void* y2[T_MAX_RANKS];
+        for (int r = 0; r < w.n; r++) y2[r] = t_alloc(t, t_rank_device(t, r), y_bytes());
+        chains(&w, &b, y2);
+        for (int r = 0; r < w.n; r++) t_free(t, t_rank_device(t, r), y2[r]);
+      }
+      bufs_free(&b);
+      t_world_destroy(&w, 0);
+      printf("P=%d: PDL part ok\n", p);
+    }
+#ifdef FCO_HAVE_CUDA
+    if (t_is_gpu(t) && max >= 2) {
+      pdl_set(1);
+      ll_silent_peer(t);
+      pdl_set(0);
+    }
+#endif
+    printf("PASS\n");
+    return 0;
+  }
   const char* ll_only = getenv("FCO_TEST_LL");
   if (ll_only && !strcmp(ll_only, "only")) {
 #ifdef FCO_HAVE_CUDA
@@ -674,6 +951,12 @@ int main(void) {
     back_to_back(&w, &b, quick ? 100 : 1000);
     unsetenv("FCO_GEMV_AR_LL");
     bad_args(&w, &b);
+    {
+      void* y2[T_MAX_RANKS];
+      for (int r = 0; r < w.n; r++) y2[r] = t_alloc(t, t_rank_device(t, r), y_bytes());
+      chains(&w, &b, y2); /* FCO_GEMV_PDL as the caller set it (unset: off) */
+      for (int r = 0; r < w.n; r++) t_free(t, t_rank_device(t, r), y2[r]);
+    }
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
       ll_tests(&w, &b, quick);
@@ -681,6 +964,7 @@ int main(void) {
       setenv("FCO_CHECK_ARGS", "1", 1);
       for (int i = 1; i <= 2; i++) one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);
       unsetenv("FCO_CHECK_ARGS");
+      pdl_tests(&w, &b, quick); /* FCO_GEMV_PDL=1, then unset */
       if (t == FCO_TRANSPORT_NCCL && p == 2) {
         device_mismatch(&w, &b); /* leaves the comms unusable: last */
         bufs_free(&b);
@@ -696,7 +980,12 @@ int main(void) {
     fflush(stdout);
   }
 #ifdef FCO_HAVE_CUDA
-  if (t_is_gpu(t) && max >= 2) ll_silent_peer(t);
+  if (t_is_gpu(t) && max >= 2) {
+    ll_silent_peer(t);
+    pdl_set(1); /* the timeout stays bounded with the PDL prologue too */
+    ll_silent_peer(t);
+    pdl_set(0);
+  }
 #endif
   if (max < 4)
     printf("ranks %d..4 not run: transport %s has %d here\n", max + 1, fco_transport_name(t), max);
