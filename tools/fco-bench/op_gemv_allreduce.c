@@ -14,11 +14,15 @@
  * Columns: gemv = cuBLAS GEMM alone on every rank, no communication (compute_us);
  * allreduce = fco_allreduce (AUTO: our best all-reduce) of the M×N output alone (comm_us);
  * then impl 0 (cuBLAS + ncclAllReduce / copy), oneshot, twophase, cublas_oneshot,
- * oneshot_ll, auto. oneshot_ll is a bench-only column (impl_id 4 in the JSON, -D oneshot_ll):
- * impl 1 with FCO_GEMV_AR_LL=1 (partials as LL words, src/core/internal.h "LL area"), while
- * the oneshot column runs with FCO_GEMV_AR_LL=0, so one run A/Bs the knob; "-" where the LL
- * one-shot does not apply (cpu, P = 1, M > 16, more than 16 MiB of LL words). The other
- * columns (auto included) see FCO_GEMV_AR_LL as the caller set it.
+ * oneshot_ll, oneshot_ll_pdl, auto. oneshot_ll is a bench-only column (impl_id 4 in the JSON,
+ * -D oneshot_ll): impl 1 with FCO_GEMV_AR_LL=1 (partials as LL words, src/core/internal.h "LL
+ * area"), while the oneshot column runs with FCO_GEMV_AR_LL=0, so one run A/Bs the knob; "-"
+ * where the LL one-shot does not apply (cpu, P = 1, M > 16, more than 16 MiB of LL words).
+ * oneshot_ll_pdl (impl_id 5, -D oneshot_ll_pdl) is oneshot_ll with FCO_GEMV_PDL=1 as well
+ * (programmatic dependent launch + W prefetch, src/cuda/gemv_allreduce.cu "PDL"): beside
+ * oneshot_ll it A/Bs PDL in one run. The other columns (auto included) see FCO_GEMV_AR_LL and
+ * FCO_GEMV_PDL as the caller set them (run twice, with and without FCO_GEMV_PDL=1, to A/B PDL
+ * on those; oneshot_ll then also follows the caller's FCO_GEMV_PDL).
  * Floor: max(bytes of W_r / 4300 GB/s, bytes a rank must send / 364 GB/s) on nccl, where a
  * rank must send at least 2·(P−1)/P·M·N·esize (reduce-scatter + all-gather of y in the dtype;
  * = M·N·esize for P = 2); local: (P · W_r + 2·P·M·N·esize) bytes over 4300 GB/s (one HBM).
@@ -156,13 +160,16 @@ static float get_elem(const void* buf, fco_dtype_t dt, size_t i) {
   }
 }
 
-/* The bench-only column: impl 1 with FCO_GEMV_AR_LL=1. */
+/* The bench-only columns: impl 1 with FCO_GEMV_AR_LL=1, and the same with FCO_GEMV_PDL=1. */
 #define GAR_IMPL_LL FCO_GEMV_ALLREDUCE_NUM_IMPLS
+#define GAR_IMPL_LL_PDL (FCO_GEMV_ALLREDUCE_NUM_IMPLS + 1)
 
 static const char* gar_impl_name(bench_ctx_t* ctx, int impl) {
   if (impl == GAR_IMPL_LL) return "oneshot_ll";
+  if (impl == GAR_IMPL_LL_PDL) return "oneshot_ll_pdl";
   return fco_gemv_allreduce_impl_name(ctx->comms[0], impl);
 }
+static int is_ll_column(int impl) { return impl == GAR_IMPL_LL || impl == GAR_IMPL_LL_PDL; }
 
 /* fco_gemv_ar_ll_applies (src/ops/gemv_allreduce.h), repeated: the library silently runs the
  * plain one-shot where it does not apply, which this column must not report as LL. */
@@ -172,24 +179,35 @@ static int ll_applies(const bench_ctx_t* ctx, size_t M, size_t N) {
          2 * (size_t)ctx->nranks * sl <= ((size_t)16 << 20);
 }
 
-/* FCO_GEMV_AR_LL for one column: "1" (oneshot_ll), "0" (oneshot), the caller's value (others).
- * Set before the workspace query and the issue (the library reads it at every call); a
- * captured CUDA graph keeps the kernel chosen at capture. */
-static char g_ll_saved[32];
-static int g_ll_had, g_ll_pushed;
+/* The env of one column: FCO_GEMV_AR_LL "1" (oneshot_ll, oneshot_ll_pdl), "0" (oneshot), the
+ * caller's value (others); FCO_GEMV_PDL "1" (oneshot_ll_pdl), the caller's value (others).
+ * Set before the workspace query and the issue (the library reads both at every call); a
+ * captured CUDA graph keeps the kernel and launch chosen at capture. */
+typedef struct {
+  const char* name;
+  char saved[32];
+  int had, pushed;
+} gar_env_t;
+static gar_env_t g_env[2] = {{"FCO_GEMV_AR_LL", "", 0, 0}, {"FCO_GEMV_PDL", "", 0, 0}};
+static void env_set(gar_env_t* e, const char* v) {
+  const char* old = getenv(e->name);
+  e->had = old != NULL;
+  snprintf(e->saved, sizeof e->saved, "%s", old ? old : "");
+  setenv(e->name, v, 1);
+  e->pushed = 1;
+}
 static void ll_push(int impl) {
-  if (impl != 1 && impl != GAR_IMPL_LL) return;
-  const char* v = getenv("FCO_GEMV_AR_LL");
-  g_ll_had = v != NULL;
-  snprintf(g_ll_saved, sizeof g_ll_saved, "%s", v ? v : "");
-  setenv("FCO_GEMV_AR_LL", impl == GAR_IMPL_LL ? "1" : "0", 1);
-  g_ll_pushed = 1;
+  if (impl == 1 || is_ll_column(impl)) env_set(&g_env[0], impl == 1 ? "0" : "1");
+  if (impl == GAR_IMPL_LL_PDL) env_set(&g_env[1], "1");
 }
 static void ll_pop(void) {
-  if (!g_ll_pushed) return;
-  if (g_ll_had) setenv("FCO_GEMV_AR_LL", g_ll_saved, 1);
-  else unsetenv("FCO_GEMV_AR_LL");
-  g_ll_pushed = 0;
+  for (int i = 0; i < 2; i++) {
+    gar_env_t* e = &g_env[i];
+    if (!e->pushed) continue;
+    if (e->had) setenv(e->name, e->saved, 1);
+    else unsetenv(e->name);
+    e->pushed = 0;
+  }
 }
 
 static fco_result_t gar_issue(bench_ctx_t* ctx, void* arg, int iter) {
@@ -273,12 +291,12 @@ static fco_result_t gar_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, be
 
 static fco_result_t gar_time(bench_ctx_t* ctx, void* state, int impl, double* us) {
   gar_state_t* st = (gar_state_t*)state;
-  if (impl == GAR_IMPL_LL && !ll_applies(ctx, st->M, st->N))
+  if (is_ll_column(impl) && !ll_applies(ctx, st->M, st->N))
     return bench_fail(ctx, FCO_ERR_UNSUPPORTED,
                       "the LL one-shot (FCO_GEMV_AR_LL=1) runs on GPU transports with P > 1, "
                       "M <= 16 and at most 16 MiB of LL words");
   ll_push(impl);
-  const int lib_impl = impl == GAR_IMPL_LL ? 1 : impl;
+  const int lib_impl = is_ll_column(impl) ? 1 : impl;
   size_t ws = 0;
   fco_result_t r = fco_gemv_allreduce_workspace(ctx->comms[0], st->M, st->N, st->Kr[0], st->dtype,
                                                 lib_impl, &ws);
@@ -314,7 +332,7 @@ static fco_result_t gar_check(bench_ctx_t* ctx, void* state, int impl, long long
   }
   for (int rk = 0; rk < ctx->nranks; rk++)
     if ((r = bench_poison(ctx, rk, y_ptr(ctx, st, rk, 0), yb)) != FCO_OK) return r;
-  st->impl = impl == GAR_IMPL_LL ? 1 : impl;
+  st->impl = is_ll_column(impl) ? 1 : impl;
   ll_push(impl);
   r = gar_issue(ctx, st, 0);
   ll_pop();
@@ -486,7 +504,7 @@ static void gar_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, 
 
 const bench_op_t bench_op_gemv_allreduce = {
     .name = "gemv_allreduce",
-    .num_impls = FCO_GEMV_ALLREDUCE_NUM_IMPLS + 1, /* + oneshot_ll (GAR_IMPL_LL) */
+    .num_impls = FCO_GEMV_ALLREDUCE_NUM_IMPLS + 2, /* + oneshot_ll, oneshot_ll_pdl */
     .impl_name = gar_impl_name,
     .setup = gar_setup,
     .time = gar_time,
