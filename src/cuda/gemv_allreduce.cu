@@ -132,7 +132,7 @@ using gemv::kTileN;
 constexpr int kCheckSlot = FCO_SIG_SLOTS - 1;
 constexpr int max_blocks(int impl) { return impl == 2 ? (FCO_SIG_SLOTS - 1) / 2 : FCO_SIG_SLOTS - 1; }
 /* FCO_GEMV_PDL: the W prefetch of the whole grid stays within this, well below H200's L2. */
-constexpr uint64_t kPdlL2Budget = (uint64_t)24 << 20;
+constexpr uint64_t kPdlL2Budget = (uint64_t)32 << 20;
 
 /* Block shape per m-tiles (kMT = ceil(M / 8)), chosen with bench/probe/gemv_stream_probe.cu on
  * H200 (run 098826b, bench/results/2026-11-30_nvidia-h200-x2_098826b): up to M = 16, blocks of
