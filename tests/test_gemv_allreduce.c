@@ -228,9 +228,12 @@ static void one_call(const t_world_t* w, bufs_t* b, size_t M, size_t N, size_t k
                      int has_bias, int impl) {
   uint64_t seed = t_next_seed();
   const char* ll = getenv("FCO_GEMV_AR_LL");
-  t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s seed=0x%016llx", w->n, M, N, kt,
+  const char* pdl = getenv("FCO_GEMV_PDL");
+  const char* pf = getenv("FCO_GEMV_PDL_PREFETCH");
+  t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s%s%s%s seed=0x%016llx", w->n, M, N, kt,
             fco_dtype_name(dt), has_bias ? "bias" : "no bias", impl,
-            ll && atoi(ll) > 0 ? " LL" : "", (unsigned long long)seed);
+            ll && atoi(ll) > 0 ? " LL" : "", pdl && atoi(pdl) > 0 ? " PDL" : "",
+            pf ? " prefetch=" : "", pf ? pf : "", (unsigned long long)seed);
   prepare(b, M, N, kt, dt, has_bias, seed);
   ASSERT_OK(issue(w, b, impl, NULL));
   t_sync(w);
