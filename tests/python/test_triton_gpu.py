@@ -560,7 +560,7 @@ def test_gemm_tma(ga_world, dtype, layout):
             assert torch.equal(runs[0][s][:m], runs[1][s][:m]), (tag, s, "not deterministic")
             if m:
                 for i, other in enumerate(others):
-                    err = _rel(runs[0][s][:m].double(), other[:m].double())
+                    err = _rel(runs[0][s][:m].double(), other[s][:m].double())
                     assert err < 2 * GA_TOL[dtype], (tag, s, ("pointer path", "C impl 1")[i], err)
     # stream-K slices through TMA: a small grid and short slices so the tails split
     As, Ws, Cs = _ga_inputs(P, dt, 1024, 512, layout, seed=97, max_count=200)
