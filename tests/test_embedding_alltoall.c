@@ -378,9 +378,10 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LAND_KB", "4", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_BAGS", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_BAGS", "4", NULL, NULL, 0, FCO_F32},
-      {"FCO_EA_MIX", "100", NULL, NULL, 128, FCO_F32},
+      /* rows > 256 B run the old kernel by default: the cursor kernel asked for by name */
+      {"FCO_EA_MIX", "100", "FCO_EA_DECODE", "cursor", 128, FCO_F32},
       {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32},
-      {"FCO_EA_MIX", "0", NULL, NULL, 256, FCO_BF16},
+      {"FCO_EA_MIX", "0", "FCO_EA_DECODE", "1", 256, FCO_BF16},
       {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32},
       {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
       {"FCO_EA_DECODE", "old", NULL, NULL, 256, FCO_BF16},
@@ -425,10 +426,10 @@ static void decode_edges(const t_world_t* w) {
     const char *name, *value, *name2, *value2;
     int64_t D;
     fco_dtype_t dt;
-  } kRuns[] = {{NULL, NULL, NULL, NULL, 128, FCO_F32},
+  } kRuns[] = {{"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
-               {"FCO_EA_MIX", "100", NULL, NULL, 128, FCO_F32},
+               {"FCO_EA_MIX", "100", "FCO_EA_DECODE", "cursor", 128, FCO_F32},
                {"FCO_EA_MIX", "50", NULL, NULL, 64, FCO_BF16},
                {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
                {"FCO_EA_DECODE", "old", NULL, NULL, 64, FCO_BF16},
@@ -775,11 +776,11 @@ static void push_pass(t_world_t* w, int quick) {
     int64_t D;
     fco_dtype_t dt;
     int quick; /* also in the quick run */
-  } kBig[] = {{NULL, NULL, NULL, NULL, 128, FCO_F32, 1},
+  } kBig[] = {{"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32, 1}, /* > 256 B: by name */
               {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 64, FCO_BF16, 1},
               {"FCO_EA_SIGNAL_EVERY", "2", "FCO_EA_MIX", "100", 16, FCO_BF16, 1},
               {"FCO_EA_BAGS", "1", "FCO_EA_SIGNAL_EVERY", "1", 8, FCO_F16, 1},
-              {NULL, NULL, NULL, NULL, 256, FCO_BF16, 0},
+              {"FCO_EA_DECODE", "cursor", NULL, NULL, 256, FCO_BF16, 0},
               {"FCO_EA_SIGNAL_EVERY", "1", "FCO_EA_MIX", "50", 4, FCO_F32, 0},
               {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 32, FCO_F32, 0},
               {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 64, FCO_F16, 0},

@@ -232,7 +232,7 @@ static void one_call(const t_world_t* w, bufs_t* b, size_t M, size_t N, size_t k
   const char* pf = getenv("FCO_GEMV_PDL_PREFETCH");
   t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s%s%s%s seed=0x%016llx", w->n, M, N, kt,
             fco_dtype_name(dt), has_bias ? "bias" : "no bias", impl,
-            ll && atoi(ll) > 0 ? " LL" : "", pdl && atoi(pdl) > 0 ? " PDL" : "",
+            ll && atoi(ll) > 0 ? " LL" : "", pdl && atoi(pdl) <= 0 ? " PDL off" : " PDL (GPUs)",
             pf ? " prefetch=" : "", pf ? pf : "", (unsigned long long)seed);
   prepare(b, M, N, kt, dt, has_bias, seed);
   ASSERT_OK(issue(w, b, impl, NULL));
@@ -784,10 +784,9 @@ static void ll_tests(const t_world_t* w, bufs_t* b, int quick) {
 }
 
 /* ---- PDL (FCO_GEMV_PDL=1) ------------------------------------------------------------------ */
-static void pdl_set(int on) {
-  if (on) setenv("FCO_GEMV_PDL", "1", 1);
-  else unsetenv("FCO_GEMV_PDL");
-}
+/* PDL is on by default (unset): the parts before pdl_tests run with it; off is "0", which
+ * the parts after pdl_tests keep, so both kernel families run the whole suite's other cases. */
+static void pdl_set(int on) { setenv("FCO_GEMV_PDL", on ? "1" : "0", 1); }
 
 /* Back to back without a sync, FCO_GEMV_PDL switched from call to call (kernels with and
  * without the PDL prologue, cuBLAS and NCCL / the all-reduce kernels follow each other), impls

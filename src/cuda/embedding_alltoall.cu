@@ -26,9 +26,13 @@
  *                        that interleaves each block's remote tiles evenly with mix % of its
  *                        local ones (100: over its whole order; 0: remote first as by default,
  *                        through the variant: its own cost)
- *   FCO_EA_DECODE        unset = ea_kernel_fused32, the fused kernel with a 32-bit tile cursor
- *                        (default since run 2ee934f: 1-13 % faster); old = ea_kernel_fused, the
- *                        previous one (embedding_alltoall_fused.cu)
+ *   FCO_EA_DECODE        unset = ea_kernel_fused32 (the fused kernel with a 32-bit tile cursor;
+ *                        run 2ee934f: 1-13 % faster) for rows of <= 256 bytes, ea_kernel_fused
+ *                        (the previous one) for longer rows (run ad0463c: the cursor 7-14 %
+ *                        slower with f32 D = 128); cursor / 1 = always the cursor kernel; old /
+ *                        0 = always the previous one (embedding_alltoall_fused.cu)
+ *   FCO_EA_PUSH          bulk = the kPush variant (remote tiles by bulk copies; run 63585a1:
+ *                        1-12 % slower on every bf16 workload, so off)
  *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic)
  */
 #include <stdint.h>
@@ -200,8 +204,14 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 0) != 0;
   const long long mix = fco_env_int("FCO_EA_MIX", -1);
   p->mix = (int32_t)(mix < 0 ? -1 : mix > 100 ? 100 : mix);
-  const char* dec = getenv("FCO_EA_DECODE"); /* "old" or "0": the previous fused kernel */
-  p->decode = !(dec && (strcmp(dec, "old") == 0 || strcmp(dec, "0") == 0));
+  /* FCO_EA_DECODE: "old" / "0" the previous fused kernel, "cursor" / "1" the 32-bit cursor
+   * kernel; unset: the cursor kernel for rows of at most 256 bytes, the previous one for longer
+   * rows (run ad0463c, f32 D = 128 — 512-byte rows: the cursor kernel 7–14 % slower, even
+   * slower than impl 0; rows of ≤ 256 bytes, bf16 and f32: 1–13 % faster). */
+  const char* dec = getenv("FCO_EA_DECODE");
+  if (dec && (strcmp(dec, "old") == 0 || strcmp(dec, "0") == 0)) p->decode = 0;
+  else if (dec && (strcmp(dec, "cursor") == 0 || strcmp(dec, "1") == 0)) p->decode = 1;
+  else p->decode = (double)a0->dim * (double)es <= 256.0;
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   int32_t nb = 0;

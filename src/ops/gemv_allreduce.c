@@ -25,12 +25,15 @@
  * 16384×16384 (AUTO takes impl 3 there) 73.02 / 69.64, 72.85 / 69.42, 74.06 / 72.59. LL was
  * faster at every shape it applies to.
  *
- * PDL, opt-in until measured (FCO_GEMV_PDL=1, read at every call like FCO_GEMV_AR_LL; ranks
- * need not agree): the fused kernels (impls 1, 2, also when AUTO picks them) are launched with
- * programmatic stream serialization and first prefetch FCO_GEMV_PDL_PREFETCH bytes (default
- * 32768, 0 = none, at most 256 KiB) of their W into L2 before waiting for the previous kernel
- * of the stream (src/cuda/gemv_allreduce.cu: "PDL", why it is safe). The cpu transport and
- * impls 0, 3 ignore it. Not yet measured on a GPU.
+ * PDL, on by default since run 63585a1 (FCO_GEMV_PDL=0 turns it off; read at every call like
+ * FCO_GEMV_AR_LL; ranks need not agree): the fused kernels (impls 1, 2, also when AUTO picks
+ * them) are launched with programmatic stream serialization and first prefetch
+ * FCO_GEMV_PDL_PREFETCH bytes (default 32768, 0 = none, at most 256 KiB) of their W into L2
+ * before waiting for the previous kernel of the stream (src/cuda/gemv_allreduce.cu: "PDL", why
+ * it is safe). The cpu transport and impls 0, 3 ignore it. Measured on 2×H200 (run 63585a1,
+ * back-to-back calls in CUDA graphs, LL one-shot µs without / with): 8192×8192 M = 1, 4, 16
+ * 22.16 / 20.96, 22.76 / 20.96, 23.31 / 22.17; 4096×14336 20.99 / 20.02, 21.01 / 20.92,
+ * 23.03 / 22.34; 8192×28672 61.24 / 59.25, 61.26 / 60.00, 63.64 / 62.80.
  *
  * shape[] = {M, N, dtype, bias present}: compared across ranks by the local (same group) and
  * cpu (shared memory) transports at every call; on nccl, FCO_CHECK_ARGS=1 makes the fused
@@ -194,7 +197,7 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   a.dtype = dtype;
   a.check_args = fco_env_int("FCO_CHECK_ARGS", 0) > 0;
   a.ll = use_ll(comm, M, N, op.impl);
-  a.pdl = fco_env_int("FCO_GEMV_PDL", 0) > 0;
+  a.pdl = fco_env_int("FCO_GEMV_PDL", 1) > 0; /* on unless FCO_GEMV_PDL=0 (run 63585a1) */
   if (a.pdl) {
     long long pf = fco_env_int("FCO_GEMV_PDL_PREFETCH", (long long)FCO_GEMV_PDL_PREFETCH_DEFAULT);
     a.pdl_prefetch = pf <= 0 ? 0

@@ -438,13 +438,18 @@ def test_gemm_plan(monkeypatch):
 
 @needs_triton
 def test_gemm_streamk_rule(monkeypatch):
-    """Stream-K's host side: the knob (argument, FCO_TRITON_GA_STREAMK, off by default), its
+    """Stream-K's host side: the knob (argument, FCO_TRITON_GA_STREAMK, on by default on GPUs), its
     checks, the scratch it adds to the workspace, and the device rule's mirror at the five
     workloads' tile counts (only the skewed one splits: 400 tiles on 132 programs)."""
     from fco.triton import gemm_alltoall as GA
 
     monkeypatch.delenv("FCO_TRITON_GA_STREAMK", raising=False)
-    assert GA.streamk_config(None, 224) == GA.SK_OFF          # off until measured
+    # unset: on for GPU launches (measured, run 63585a1), off under the interpreter
+    assert GA.streamk_config(None, 224, interpret=True) == GA.SK_OFF
+    assert GA.streamk_config(None, 224, interpret=False) == dict(GA.SK_DEFAULTS, on=1)
+    monkeypatch.setenv("FCO_TRITON_GA_STREAMK", "0")
+    assert GA.streamk_config(None, 224, interpret=False) == GA.SK_OFF
+    monkeypatch.delenv("FCO_TRITON_GA_STREAMK", raising=False)
     on = GA.streamk_config(1, 224)
     assert on == dict(GA.SK_DEFAULTS, on=1)
     assert GA.streamk_config(True, 224) == on
@@ -577,7 +582,7 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk, tma)
 
 
 def test_gemm_tma_config(monkeypatch):
-    """FCO_TRITON_GA_TMA / tma=: off by default until measured; on only for 16-bit, K and N
+    """FCO_TRITON_GA_TMA / tma=: on by default on GPUs (off interpreted); only for 16-bit, K and N
     multiples of 8, 16-byte aligned bases; anything else runs the pointer path (a reason, no
     error); a bad env value is an INVALID_ARGUMENT."""
     import torch
@@ -587,7 +592,13 @@ def test_gemm_tma_config(monkeypatch):
     monkeypatch.delenv("FCO_TRITON_GA_TMA", raising=False)
     api = GA.tma_api()
     on = (1, "on") if api else (0, "no tensor descriptors in this Triton")
-    assert GA.tma_config(None, 2, 14336, 4096) == (0, "off")
+    # unset: on for GPU launches where it can run (measured, run 63585a1), off when interpreted
+    assert GA.tma_config(None, 2, 14336, 4096, interpret=True) == (0, "off")
+    assert GA.tma_config(None, 2, 14336, 4096, interpret=False) == on
+    assert GA.tma_config(None, 4, 14336, 4096, interpret=False)[0] == 0   # f32: FFMA tiles
+    monkeypatch.setenv("FCO_TRITON_GA_TMA", "0")
+    assert GA.tma_config(None, 2, 14336, 4096, interpret=False) == (0, "off")
+    monkeypatch.delenv("FCO_TRITON_GA_TMA", raising=False)
     assert GA.tma_config(1, 2, 14336, 4096) == on
     assert GA.tma_config(True, 2, 2048, 7168) == on
     assert GA.tma_config(0, 2, 2048, 7168) == (0, "off")
@@ -641,7 +652,13 @@ def _w_op_triton_on_cpu():
     from fco.triton import gemm_alltoall as tg
 
     a2, w2 = torch.zeros(8, 4096), torch.zeros(2, 4096, 3)
-    plain = f.gemm_alltoall_workspace_bytes(a2, w2, 12, impl="triton")
+    os.environ["FCO_TRITON_GA_STREAMK"] = "0"
+    try:
+        plain = f.gemm_alltoall_workspace_bytes(a2, w2, 12, impl="triton")
+    finally:
+        del os.environ["FCO_TRITON_GA_STREAMK"]
+    # unset = on for GPU launches (this process does not interpret): the same as "1"
+    assert f.gemm_alltoall_workspace_bytes(a2, w2, 12, impl="triton") > plain
     os.environ["FCO_TRITON_GA_STREAMK"] = "1"
     try:
         with_sk = f.gemm_alltoall_workspace_bytes(a2, w2, 12, impl="triton")

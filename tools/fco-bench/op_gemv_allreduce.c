@@ -18,11 +18,11 @@
  * -D oneshot_ll): impl 1 with FCO_GEMV_AR_LL=1 (partials as LL words, src/core/internal.h "LL
  * area"), while the oneshot column runs with FCO_GEMV_AR_LL=0, so one run A/Bs the knob; "-"
  * where the LL one-shot does not apply (cpu, P = 1, M > 16, more than 16 MiB of LL words).
- * oneshot_ll_pdl (impl_id 5, -D oneshot_ll_pdl) is oneshot_ll with FCO_GEMV_PDL=1 as well
- * (programmatic dependent launch + W prefetch, src/cuda/gemv_allreduce.cu "PDL"): beside
- * oneshot_ll it A/Bs PDL in one run. The other columns (auto included) see FCO_GEMV_AR_LL and
- * FCO_GEMV_PDL as the caller set them (run twice, with and without FCO_GEMV_PDL=1, to A/B PDL
- * on those; oneshot_ll then also follows the caller's FCO_GEMV_PDL).
+ * oneshot_ll runs with FCO_GEMV_PDL=0 and oneshot_ll_pdl (impl_id 5, -D oneshot_ll_pdl) with
+ * FCO_GEMV_PDL=1 (programmatic dependent launch + W prefetch, src/cuda/gemv_allreduce.cu
+ * "PDL"; the library's default): the two A/B PDL in one run. The other columns (auto
+ * included) see FCO_GEMV_AR_LL and FCO_GEMV_PDL as the caller set them (run twice, with and
+ * without FCO_GEMV_PDL=0, to A/B PDL on those).
  * Floor: max(bytes of W_r / 4300 GB/s, bytes a rank must send / 364 GB/s) on nccl, where a
  * rank must send at least 2·(P−1)/P·M·N·esize (reduce-scatter + all-gather of y in the dtype;
  * = M·N·esize for P = 2); local: (P · W_r + 2·P·M·N·esize) bytes over 4300 GB/s (one HBM).
@@ -160,7 +160,8 @@ static float get_elem(const void* buf, fco_dtype_t dt, size_t i) {
   }
 }
 
-/* The bench-only columns: impl 1 with FCO_GEMV_AR_LL=1, and the same with FCO_GEMV_PDL=1. */
+/* The bench-only columns: impl 1 with FCO_GEMV_AR_LL=1 and FCO_GEMV_PDL=0, and the same with
+ * FCO_GEMV_PDL=1. */
 #define GAR_IMPL_LL FCO_GEMV_ALLREDUCE_NUM_IMPLS
 #define GAR_IMPL_LL_PDL (FCO_GEMV_ALLREDUCE_NUM_IMPLS + 1)
 
@@ -180,7 +181,8 @@ static int ll_applies(const bench_ctx_t* ctx, size_t M, size_t N) {
 }
 
 /* The env of one column: FCO_GEMV_AR_LL "1" (oneshot_ll, oneshot_ll_pdl), "0" (oneshot), the
- * caller's value (others); FCO_GEMV_PDL "1" (oneshot_ll_pdl), the caller's value (others).
+ * caller's value (others); FCO_GEMV_PDL "0" (oneshot_ll), "1" (oneshot_ll_pdl), the caller's
+ * value (others: PDL is on by default since run 63585a1, so oneshot_ll is the A/B's "off").
  * Set before the workspace query and the issue (the library reads both at every call); a
  * captured CUDA graph keeps the kernel and launch chosen at capture. */
 typedef struct {
@@ -198,7 +200,7 @@ static void env_set(gar_env_t* e, const char* v) {
 }
 static void ll_push(int impl) {
   if (impl == 1 || is_ll_column(impl)) env_set(&g_env[0], impl == 1 ? "0" : "1");
-  if (impl == GAR_IMPL_LL_PDL) env_set(&g_env[1], "1");
+  if (is_ll_column(impl)) env_set(&g_env[1], impl == GAR_IMPL_LL_PDL ? "1" : "0");
 }
 static void ll_pop(void) {
   for (int i = 0; i < 2; i++) {

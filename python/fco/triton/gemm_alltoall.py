@@ -29,13 +29,13 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
                average): first every expert's tiles that touch a peer's rows, then the
                local-only ones; else every expert's tiles in one run. tl.dot tile (fp32
                accumulator; A and W blocks by pointer loads, a cp.async pipeline, or with
-               TMA=1 through device-side tensor descriptors: FCO_TRITON_GA_TMA, off until
-               measured), rounded, each source's rows stored straight at their final rows: into `out` (own rows) or into the destination's
+               TMA=1 through device-side tensor descriptors: FCO_TRITON_GA_TMA, on by default
+               on GPUs since run 63585a1), rounded, each source's rows stored straight at their final rows: into `out` (own rows) or into the destination's
                staging (laid out as its out). Before its first local-only tile (or at the end)
                part b raises sig_value(e, 0) on slot [me][b] of every peer it has rows for:
                one flag per part and peer, so the header's tiles[s] = B makes count_mod give
                every part exactly 1 and impl 1's receivers count it unchanged.
-               Stream-K tail (SK, streamk=; off by default until measured): with the tile count
+               Stream-K tail (SK, streamk=; on by default on GPUs since run 63585a1): with the tile count
                known on the device, the last wave's R = total mod B tiles, when R is small
                against B (S = min(B // R, K tiles // min_ksteps, max_slices, items // R) >=
                min_slices), are cut into S K-slices: R·S work items, at most one per program,
@@ -135,12 +135,13 @@ def sk_scratch_bytes(sk, bm, bn):
     return sk_cnt_bytes(sk["items"]) + int(sk["items"]) * int(bm) * int(bn) * 4
 
 
-def streamk_config(streamk, nk):
+def streamk_config(streamk, nk, interpret=None):
     """The stream-K choice from host values: dict(on, max_slices, min_slices, min_ksteps, items).
-    streamk: None (FCO_TRITON_GA_STREAMK: "" / "0" off, "1" on, "n" on with at most n slices a
-    tile), False / 0, True / 1, an int n >= 2 (on,
-    max_slices n), or a dict overriding SK_DEFAULTS' keys (on; tests force small values). Off
-    until measured on a GPU. nk = K tiles (ceil(K / BLOCK_K)): when no tile could ever be cut
+    streamk: None (FCO_TRITON_GA_STREAMK: "0" off, "1" on, "n" on with at most n slices a
+    tile; unset / "": on for GPU launches — measured in run 63585a1 with the TMA tile loop, see
+    docs/triton.md — and off under the interpreter, interpret = fl.INTERPRET by default), False /
+    0, True / 1, an int n >= 2 (on, max_slices n), or a dict overriding SK_DEFAULTS' keys (on;
+    tests force small values). nk = K tiles (ceil(K / BLOCK_K)): when no tile could ever be cut
     into min_slices slices of min_ksteps K tiles it is off (no scratch)."""
     def bad(msg):
         raise FcoError(_lib.INVALID_ARGUMENT, msg, _NAME)
@@ -148,7 +149,8 @@ def streamk_config(streamk, nk):
     if streamk is None:
         env = os.environ.get("FCO_TRITON_GA_STREAMK", "").strip()
         try:
-            streamk = int(env) if env else 0
+            streamk = int(env) if env else int(not (fl.INTERPRET if interpret is None
+                                                    else interpret))
         except ValueError:
             bad(f"FCO_TRITON_GA_STREAMK={env!r}: expected 0 (off), 1 (on) or the most slices "
                 "per tile (2..64)")
@@ -215,10 +217,13 @@ def tma_api():
     return hasattr(tl, "make_tensor_descriptor") and hasattr(triton, "set_allocator")
 
 
-def tma_config(tma, esize, K, N, tensors=(), device=None):
+def tma_config(tma, esize, K, N, tensors=(), device=None, interpret=None):
     """(on, why): whether the tile loop reads A and W through TMA tensor descriptors.
-    tma: None (FCO_TRITON_GA_TMA, read per call: "" / "0" off, "1" on; off until measured on
-    a GPU), 0 / False, 1 / True. Asked for but not possible → (0, the reason), never an error:
+    tma: None (FCO_TRITON_GA_TMA, read per call: "0" off, "1" on; unset / "": on for GPU
+    launches where it can run — measured in run 63585a1, docs/triton.md — and off under the
+    interpreter, interpret = fl.INTERPRET by default), 0 / False, 1 / True. Asked for but not
+    possible → (0, the reason), never an error (the default falls back silently, an explicit
+    request warns once where the Triton or the GPU lacks TMA):
     16-bit dtypes only (f32 keeps its FFMA tiles), K and N multiples of 8 (16-byte strides),
     every tensor's base 16-byte aligned, a Triton with tensor descriptors and a GPU with TMA
     (sm_90+); the last two warn once. Under the interpreter descriptors are emulated (no TMA):
@@ -228,7 +233,10 @@ def tma_config(tma, esize, K, N, tensors=(), device=None):
         if env not in ("", "0", "1"):
             raise FcoError(_lib.INVALID_ARGUMENT,
                            f"FCO_TRITON_GA_TMA={env!r}: expected 0 (off) or 1 (on)", _NAME)
-        tma = env == "1"
+        explicit = env != ""
+        tma = env == "1" if explicit else not (fl.INTERPRET if interpret is None else interpret)
+    else:
+        explicit = True
     if tma not in (0, 1, False, True):
         raise FcoError(_lib.INVALID_ARGUMENT, f"tma {tma!r}: expected None, 0 or 1", _NAME)
     if not tma:
@@ -240,15 +248,17 @@ def tma_config(tma, esize, K, N, tensors=(), device=None):
     if any(t.data_ptr() % 16 for t in tensors):
         return 0, "a tensor's base is not 16-byte aligned"
     if not tma_api():
-        _tma_warn("api", f"Triton {triton.__version__} has no tl.make_tensor_descriptor / "
-                  "triton.set_allocator")
+        if explicit:
+            _tma_warn("api", f"Triton {triton.__version__} has no tl.make_tensor_descriptor / "
+                      "triton.set_allocator")
         return 0, "no tensor descriptors in this Triton"
     if device is not None and getattr(device, "type", "") == "cuda" and not fl.INTERPRET:
         import torch
 
         cap = torch.cuda.get_device_capability(device)
         if cap[0] < 9:
-            _tma_warn(("cap", cap), f"sm_{cap[0]}{cap[1]} has no TMA")
+            if explicit:
+                _tma_warn(("cap", cap), f"sm_{cap[0]}{cap[1]} has no TMA")
             return 0, f"sm_{cap[0]}{cap[1]} has no TMA"
     return 1, "on"
 
@@ -1111,11 +1121,13 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     tile     optional (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of plan()'s
     order    optional "split" / "merged" instead of tile_order()'s; wait_ns: the waits' backoff
              cap in ns instead of fl.wait_ns_default()'s (0: spin); experiments and diagnostics
-    streamk  the stream-K tail (streamk_config(): None = FCO_TRITON_GA_STREAMK, off by
-             default; 0 / 1; the most slices per tile; a dict of SK_DEFAULTS' keys). On, the
-             workspace need grows by 2·sk_scratch_bytes() (every rank must choose alike)
+    streamk  the stream-K tail (streamk_config(): None = FCO_TRITON_GA_STREAMK, on by
+             default on GPUs, off under the interpreter; 0 / 1; the most slices per tile; a
+             dict of SK_DEFAULTS' keys). On, the workspace need grows by 2·sk_scratch_bytes()
+             (every rank must choose alike)
     tma      the tile loop through TMA tensor descriptors (tma_config(): None =
-             FCO_TRITON_GA_TMA, off by default until measured; 0 / 1). Where it cannot run
+             FCO_TRITON_GA_TMA, on by default on GPUs, off under the interpreter; 0 / 1; with
+             plan()'s 128×256×64 tile it runs 4 stages instead of 3). Where it cannot run
              (f32, K or N not multiples of 8, unaligned bases, an old Triton, no TMA on the
              GPU) the pointer path runs; last_launch["tma"] / ["tma_why"] say which ran
     prof     optional int64 tensor of ≥ 8·L·B elements: per program [start, header waited,
@@ -1163,6 +1175,9 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     sk = streamk_config(streamk, -(-K // bk))
     use_tma, tma_why = tma_config(tma, esize, K, N,
                                   [t for t in as_ + ws if t.numel()] if on_gpu else (), dev)
+    if use_tma and tile is None and not os.environ.get("FCO_TRITON_GA_TILE", "") and \
+            (bm, bn, bk, ns) == (128, 256, 64, 3):
+        ns = 4  # TMA frees the registers of the pointer loads: 4 stages (196 KB; run 63585a1)
     nN = -(-N // bn)
     if (a_rows // bm + MAX_EXPERTS * P + 1) * nN >= 2 ** 31:
         raise FcoError(_lib.UNSUPPORTED,
