@@ -590,7 +590,9 @@ def test_gemm_tma(ga_world, dtype, layout):
         if first is None:
             first = [o.clone() for o in outs]
         elif tma:
-            assert all(torch.equal(o, f) for o, f in zip(outs, first)), "not deterministic"
+            # rows past a rank's received total stay NaN (poison): compare the written ones
+            assert all(torch.equal(o[:r.shape[0]], f[:r.shape[0]])
+                       for o, f, r in zip(outs, first, refs)), "not deterministic"
     # a CUDA graph of a TMA call, replayed with new counts
     As, Ws, Cs = _ga_inputs(P, dt, 256, 512, layout, seed=13, max_count=30)
     a_rows = As[0].shape[0]
