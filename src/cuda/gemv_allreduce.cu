@@ -31,6 +31,10 @@
  *   y. Every rank sums the same fp32 values in the same order: y is bit-identical on all ranks.
  *   Peers' tiles arrive while this block (and every other block) still computes.
  *
+ * impl 1 LL, wide blocks (FCO_GEMV_WIDE, on unless 0): where the tiles fill at most half of the
+ *   4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks (kWideWarps, 2 per SM) so each SM
+ *   keeps as many W bytes in flight as at N = 8192; B = T either way.
+ *
  * impl 1 LL (FCO_GEMV_AR_LL=1 where fco_gemv_ar_ll_applies: P > 1, M ≤ 16): the same schedule,
  *   but each partial goes out as 64-bit LL words {fp32 bits, fco_ll_flag(e)} into the LL area
  *   past the data workspace (src/core/internal.h "LL area"; only LL words are ever stored
@@ -201,19 +205,25 @@ struct Ctx {
   size_t lloff; /* LL kernels: offset of this call's LL half (past the data workspace) */
 };
 
-template <int kMT>
+/* Wide LL blocks (kW = kWideWarps, 2 blocks per SM): where the tiles fill at most half of the
+ * narrow blocks' slots (N ≤ 16·SMs·2, e.g. 4096 at 4096×14336: 256 tiles, one block each, ~2
+ * narrow blocks of 4 warps per SM), 8 warps per block keep twice the W bytes in flight per SM
+ * (the 8192×8192 case's 16 warps per SM). FCO_GEMV_WIDE=0 turns it off. */
+constexpr int kWideWarps = 8;
+
+template <int kMT, int kW = kWarpsOf<kMT>>
 struct Smem {
   RankView v;
-  __align__(16) float red[kWarpsOf<kMT>][kMT * 8][kTileN];
+  __align__(16) float red[kW][kMT * 8][kTileN];
 };
 
 /* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
  * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
-template <typename T, int kMT>
-__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c, Smem<kMT>& s,
-                                               int t) {
+template <typename T, int kMT, int kW = kWarpsOf<kMT>>
+__device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c,
+                                               Smem<kMT, kW>& s, int t) {
   const int warp = threadIdx.x >> 5;
-  gemv::tile<T, kMT, kUnrollOf<kMT>, kWarpsOf<kMT>>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K,
+  gemv::tile<T, kMT, kUnrollOf<kMT>, kW>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K,
                                                  t * kTileN, c.vec, s.red[warp]);
   __syncthreads();
   float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -221,7 +231,7 @@ __device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c,
   if (i < 4 * p.M) {
     const int m = i >> 2, q = (i & 3) * 4;
 #pragma unroll
-    for (int wi = 0; wi < kWarpsOf<kMT>; ++wi) {
+    for (int wi = 0; wi < kW; ++wi) {
       const float4 v = *reinterpret_cast<const float4*>(&s.red[wi][m][q]);
       r.x += v.x;
       r.y += v.y;
@@ -392,9 +402,9 @@ __device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const Wai
  * block's last tile stays in registers for its own slot (the common case: one tile per block).
  * Sums in rank order 0..P-1 as run_oneshot: the same bits. No barrier after the tile loop: a
  * thread whose wait fails simply stops (epoch_end's barrier is reached by every thread). */
-template <typename T, int kMT>
-__device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c, Smem<kMT>& s,
-                                               const WaitCtx& wc) {
+template <typename T, int kMT, int kW = kWarpsOf<kMT>>
+__device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
+                                               Smem<kMT, kW>& s, const WaitCtx& wc) {
   const RankView& v = s.v;
   const int i = threadIdx.x;
   const uint32_t flag = fco_ll_flag(c.e);
@@ -403,7 +413,7 @@ __device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
   const size_t mine_off = c.lloff + (size_t)c.me * p.ll_slot_bytes + (size_t)i * 32;
   float4 last = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int t = c.b; t < p.T; t += c.B) {
-    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    const float4 r = compute_tile<T, kMT, kW>(p, c, s, t);
     const bool more = t + c.B < p.T;
     if (i < 4 * p.M) {
       const uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
@@ -531,11 +541,12 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
 /* kImpl 1 = one-shot, 2 = two-phase; kLL: impl 1 through the LL area (kMT ≤ 2 only). Block →
  * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
  * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
-template <typename T, int kMT, int kImpl, bool kLL, bool kPdl>
-__global__ void __launch_bounds__(kWarpsOf<kMT> * 32, kMinBlocksOf<kMT>)
+template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, int kW = kWarpsOf<kMT>>
+__global__ void __launch_bounds__(kW * 32, kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
     gemv_allreduce_kernel(const GarParams p) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
-  __shared__ Smem<kMT> s;
+  static_assert(kW == kWarpsOf<kMT> || kLL, "wide blocks: the LL one-shot only");
+  __shared__ Smem<kMT, kW> s;
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
   if constexpr (kPdl) {
@@ -581,7 +592,7 @@ __global__ void __launch_bounds__(kWarpsOf<kMT> * 32, kMinBlocksOf<kMT>)
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kLL)
-      run_oneshot_ll<T, kMT>(p, c, s, wc);
+      run_oneshot_ll<T, kMT, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
       run_oneshot<T, kMT>(p, c, s, wc);
     else
@@ -607,17 +618,29 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kImpl, bool kLL, bool kPdl>
+template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, int kW = kWarpsOf<kMT>>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  constexpr int kThreads = kWarpsOf<kMT> * 32;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl>>(err, device, sms, kThreads,
-                                                                       &cap);
+  constexpr int kThreads = kW * 32;
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kW>>(
+      err, device, sms, kThreads, &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
+  if constexpr (kLL && kW == kWarpsOf<kMT>) {
+    /* Wide blocks (kWideWarps, see Smem) where the tiles fill at most half the narrow slots and
+     * one wide block per tile fits: then B = T either way (ranks need not agree on the knob). */
+    if (fco_env_int("FCO_GEMV_WIDE", 1) > 0 && 2 * T_ <= cap / g->num_local) {
+      int cap_wide = 0;
+      res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kWideWarps>>(
+          err, device, sms, kWideWarps * 32, &cap_wide);
+      if (res != FCO_OK) return res;
+      if (T_ <= cap_wide / g->num_local && T_ <= max_blocks(kImpl))
+        return launch_fused<T, kMT, kImpl, kLL, kPdl, kWideWarps>(g, a0, impl, err);
+    }
+  }
   int B = cap / g->num_local;
   if (B > max_blocks(kImpl)) B = max_blocks(kImpl);
   if (B > T_) B = T_;
@@ -689,9 +712,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     cfg.stream = (cudaStream_t)g->stream;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl>, p);
+    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kW>, p);
   } else {
-    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl>
+    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kW>
         <<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
     ce = cudaGetLastError();
   }
