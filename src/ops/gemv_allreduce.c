@@ -57,7 +57,10 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    all 9 such shapes: 8192×8192 M = 1/4/16: 25.2/25.4/26.7 vs 25.8/25.7/26.8 µs;
  *    8192×28672: 64.4/64.7/65.1 vs 65.9/66.0/67.4; 4096×14336: 23.3/23.3/25.5 vs
  *    25.6/25.6/26.3 (impl 0: 30.5–73.9). With two tiles per block (N = 16384) impl 3 was
- *    faster: 72.2/72.8/74.0 vs 73.8/73.1/75.1; at M = 64 (x re-read per tile) by 2×.
+ *    faster: 72.2/72.8/74.0 vs 73.8/73.1/75.1 — until the LL words and PDL: run a70f468
+ *    (2×H200, graphs) gave the fused LL one-shot 68.86/69.02/72.57 µs at 16384×16384 M =
+ *    1/4/16 against impl 3's 71.55/71.64/72.81, so N ≤ 16384 (FCO_GEMV_AR_FUSED_MAX_N) is fused
+ *    since; at M = 64 (x re-read per tile) impl 3 wins by 2×.
  *    One-shot (1) while the bytes each rank pushes, (P−1)·M·N·4, stay ≤
  *    FCO_GEMV_AR_ONESHOT_MAX (4 MiB), two-phase (2) above;
  *  - otherwise unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's AUTO
@@ -70,7 +73,7 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
   long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
-  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", 8192);
+  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", 16384);
   if ((long long)M > max_m || (long long)N > max_n)
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
