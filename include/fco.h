@@ -231,12 +231,18 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              computed; every rank sums all tiles in rank order: bit-identical on all
  *              ranks; for M ≤ 16 on GPUs the partials travel as LL words {value, flag}
  *              polled by the receiver, no fence or flag: FCO_GEMV_AR_LL=0 turns that off,
- *              the result is the same bits), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
+ *              the same bits; where N ≤ 32·SMs its blocks have 8 warps instead of 4,
+ *              FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, still the same bits
+ *              on every rank), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
  *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
  *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its
- *              measurements)
+ *              measurements). The fused impls are launched with programmatic dependent launch
+ *              (sm_90: the next call's blocks prefetch their W into L2 while this call ends;
+ *              FCO_GEMV_PDL=0 turns it off). They let a next kernel that is itself launched
+ *              with programmatic stream serialization start early: such a kernel must call
+ *              cudaGridDependencySynchronize() before it reads y (the PDL contract).
  * [IN]  stream cudaStream_t or NULL
  * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
  * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S; impl 2: 2·(P·S + Sg); impl 3 (P > 1):
