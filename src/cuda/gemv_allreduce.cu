@@ -60,8 +60,9 @@
  *   flag round trip. Every rank must set FCO_CHECK_ARGS alike (else the checking rank waits
  *   and times out).
  *
- * PDL (FCO_GEMV_PDL: on unless 0, the default since run 63585a1; read at every call; impls 1 (plain and LL) and 2, every dtype and M,
- *   local and nccl): the fused kernel is launched with cudaLaunchKernelEx and
+ * PDL (FCO_GEMV_PDL: on unless 0, the default since run 63585a1; read at every call; impls 1
+ *   (plain and LL) and 2, every dtype and M, local and nccl): the fused kernel is launched with
+ *   cudaLaunchKernelEx and
  *   cudaLaunchAttributeProgrammaticStreamSerialization = 1, as a separate instantiation (kPdl)
  *   so the default kernels are unchanged. It lets this call's grid be scheduled before the
  *   previous kernel of the stream has finished (under stream capture the edge becomes a
