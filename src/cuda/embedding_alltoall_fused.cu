@@ -66,6 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bulk_copy.cuh"
 #include "embedding_alltoall_pool.cuh"
 
 namespace fco {
@@ -517,7 +518,7 @@ struct EaBlk {
  *   the issuing thread through wait_group (not .read), is followed by an implicit
  *   generic-async proxy fence, so the writes are then visible to that thread's generic proxy
  *   as if it had performed them; the explicit fence.proxy.async.global adds the same ordering
- *   in so many words (as in gemm_tile_wgmma.cuh's bulk_wait_all; once per batch, cheap). The
+ *   in so many words (bulk_copy.cuh's bulk_wait; once per batch, cheap). The
  *   lane's wait precedes the bar.sync in program order, thread 0's fence.acq_rel.sys follows it,
  *   and fence + relaxed red.add at system scope is a release pattern, cumulative over what
  *   precedes it in causality order: a receiver whose ld.acquire.sys sees the counter complete
@@ -528,27 +529,8 @@ struct EaPushDesc {                /* per warp: where its current remote tile go
   char* dst;
   int32_t nt, ns;
 };
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-__device__ __forceinline__ void bulk_put(void* gdst, const void* ssrc, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(gdst),
-               "r"((uint32_t)__cvta_generic_to_shared(ssrc)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-/* This thread's bulk groups but the newest N have read their shared-memory source. */
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-/* This thread's bulk groups but the newest N are complete (written), then ordered before its
- * later generic accesses (see above). */
-template <int N>
-__device__ __forceinline__ void bulk_wait_written() {
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-  asm volatile("fence.proxy.async.global;" ::: "memory");
-}
+/* Bulk copies and proxy fences: bulk_copy.cuh (bulk_wait<N>: wait_group N, then
+ * fence.proxy.async.global). */
 /* Warp: issue the bulk copies of this warp's bags of a tile of nbags = ns · nt bags (bag b =
  * i · nt + t, staged at stage + b · rb, going to dst + i · sb + t · rb), one per run, by the
  * lane of the run's first bag; then every lane commits one group. Bags of warp w: step s holds
@@ -566,7 +548,7 @@ __device__ __forceinline__ void push_warp(const char* stage, char* dst, int nt, 
     const int i = bag / nt, t = bag - i * nt;
     if (o != 0 && t != 0) continue; /* not the first bag of a run */
     const int end = min(min(seg + m, nbags), (i + 1) * nt);
-    bulk_put(dst + (size_t)i * sb + (size_t)t * rb, stage + (size_t)bag * rb,
+    bulk_store(dst + (size_t)i * sb + (size_t)t * rb, stage + (size_t)bag * rb,
              (uint32_t)(end - bag) * rb);
   }
   bulk_commit();
@@ -732,14 +714,14 @@ __global__ void __launch_bounds__(kThreads, 2)
       if constexpr (kPush) {
         /* This thread's stage writes before the async proxy reads them; the warp's copies;
          * then a deferred batch, whose tiles are the copies before these (see kPush). */
-        fence_proxy_async_shared();
+        fence_proxy_async_smem();
         __syncwarp();
         const EaPushDesc pd = pdesc[threadIdx.x >> 5];
         push_warp((const char*)&stage[par * (kStageBytes / 16)], pd.dst, pd.nt, pd.nt * pd.ns,
                   (uint32_t)(p.D * es), (size_t)p.T * p.D * es, p.lanes);
         par ^= 1;
         if (deferred) {
-          bulk_wait_written<1>();
+          bulk_wait<1>();
           signal_batch(pend_ctr, pend_n, npend, blk.base);
           npend = since = 0;
           last = ~0u;
@@ -761,7 +743,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         if (kPush && !last_remote) {
           deferred = true; /* published after the next remote tile's copies are issued */
         } else {
-          if constexpr (kPush) bulk_wait_written<0>();
+          if constexpr (kPush) bulk_wait<0>();
           signal_batch(pend_ctr, pend_n, npend, blk.base);
           npend = since = 0;
           last = ~0u;
@@ -778,7 +760,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   if (kMix ? (int)rc.k < P - 1 || (int)lc.k < P : (int)rc.k < P)
     prof_stamp<kProf>(p, 2); /* gave up early */
-  if constexpr (kPush) bulk_wait_written<0>(); /* gave up early: no copy left in flight */
+  if constexpr (kPush) bulk_wait<0>(); /* gave up early: no copy left in flight */
   prof_stamp<kProf>(p, 3);
   epoch_end(rk.dev, blk.base >> 32, p.blocks_per_rank);
 }

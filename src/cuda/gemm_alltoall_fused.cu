@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   }
   /* One flag per peer when all this block's tiles are stored (one release covers them all):
    * receivers wait for every block of every sender, whatever the tile order. */
-  if (kAsync && threadIdx.x < 32) tile::bulk_wait_all();
+  if (kAsync && threadIdx.x < 32) bulk_wait_all();
   __syncthreads();
   if ((int)threadIdx.x < P && (int)threadIdx.x != me)
     st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + part, sig_value(e, 0));

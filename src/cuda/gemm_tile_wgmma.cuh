@@ -46,6 +46,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "bulk_copy.cuh"
 #include "gemm_tile.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -134,28 +135,7 @@ __device__ __forceinline__ void wgmma_hold(float* d) {
 #pragma unroll
   for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-/* Make this thread's generic-proxy shared-memory writes (cp.async) visible to the async proxy. */
-__device__ __forceinline__ void fence_proxy_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-/* 1-D bulk copies (TMA, async proxy) from this block's shared memory to global memory — also a
- * peer GPU's memory mapped into this address space (NVLink) — tracked per thread in bulk groups:
- * bytes and both addresses multiples of 16. */
-__device__ __forceinline__ void bulk_store(void* gdst, const void* ssrc, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst),
-               "r"((uint32_t)__cvta_generic_to_shared(ssrc)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-/* Every bulk group of this thread complete (its writes performed, the source readable again),
- * then ordered before this thread's later generic-proxy accesses (a release that follows,
- * by this thread or after a barrier, covers them). */
-__device__ __forceinline__ void bulk_wait_all() {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
+/* fence_proxy_async_smem, bulk_store, bulk_commit, bulk_wait_all: bulk_copy.cuh. */
 __device__ __forceinline__ void bar_sync_all(int threads) {
   asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
 }

@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(256, 1)
     fco::tile::store_c<Tile>(smem, rows, cols, dst, rb); /* as ga_kernel_tiles */
   }
   if constexpr (fco::tile::AsyncC<Tile>::value)
-    if (threadIdx.x < 32) fco::tile::bulk_wait_all();
+    if (threadIdx.x < 32) fco::bulk_wait_all();
 }
 
 /* Pairs of blocks (clusters of 2): cluster c runs the tile pairs (2q, 2q + 1), q = c, c + #clusters,
