@@ -725,10 +725,6 @@ int main(void) {
     setenv("FCO_GA_PUSH_BLOCKS", "3", 1);
     one(&w, 40, 24, 0, FCO_BF16, 2, 1, 1);
     one(&w, 17, 136, 1, FCO_F16, 2, 0, 1);
-    setenv("FCO_GA_SM_RESERVE", "8", 1); /* the GEMMs on sms − 8 SMs, pushes beside them */
-    one(&w, 40, 24, 1, FCO_F16, 2, 1, 1);
-    one(&w, 256, 256, 0, FCO_BF16, 2, 1, 1);
-    unsetenv("FCO_GA_SM_RESERVE");
     unsetenv("FCO_GA_CHUNK_ROWS");
     unsetenv("FCO_GA_PUSH_BLOCKS");
     /* impl 1's asynchronous epilogue (FCO_GA_EPI=async: the TMA tile drains C with bulk copies

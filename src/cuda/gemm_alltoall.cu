@@ -42,11 +42,10 @@
  *   experts are grouped until a group has T rows, T = max(rows that fill the GPU twice with
  *   128×128 tiles, rows/4) (FCO_GA_CHUNK_ROWS overrides T): each GEMM keeps cuBLAS's speed and
  *   a push follows each chunk (the old per-expert eighths made GEMMs too small to fill the GPU).
- *   FCO_GA_SM_RESERVE=r: the chunk GEMMs target sms − r SMs (cublasSetSmCountTarget), leaving r
- *   SMs where the push and exchange kernels run beside a GEMM (cuBLAS's Hopper GEMMs take every
- *   SM's registers, so otherwise a push waits for the GEMM it follows to end). Off (0): run
- *   83e233a (2×H200, K 14336 workloads, chunks µs for r = 0 / 4 / 8): 1292.7 / 1324.3 / 1467.4
- *   (4096 tokens), 339.5 / 339.2 / 347.7 (1024), 508.4 / 503.8 / 516.6 (skew) — no gain.
+ *   Tried and removed: the chunk GEMMs on sms − r SMs (cublasSetSmCountTarget), so the push
+ *   kernels run beside a GEMM instead of between GEMMs — run 83e233a (2×H200, K 14336, chunks
+ *   µs for r = 0 / 4 / 8): 1292.7 / 1324.3 / 1467.4 (4096 tokens), 339.5 / 339.2 / 347.7 (1024),
+ *   508.4 / 503.8 / 516.6 (skew): no gain beyond the spread.
  * Graph capture: impl 1 always; impls 0 and 2 need counts_host (impl 0 on nccl with several
  * ranks per thread or while capturing also recv_rows_host); src/ops rejects the rest with
  * FCO_ERR_INVALID_USAGE before anything is issued.
@@ -543,23 +542,6 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const int64_t env_rows = env && *env ? atoll(env) : 0;
   const char* envb = getenv("FCO_GA_PUSH_BLOCKS");
   const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : 16;
-  /* FCO_GA_SM_RESERVE=r: the chunk GEMMs target sms − r SMs (cublasSetSmCountTarget), so the
-   * push kernels (and the exchange kernel) find r SMs free beside a running GEMM instead of
-   * waiting for it to end; 0 (default until measured): cuBLAS's own choice. */
-  const char* envr = getenv("FCO_GA_SM_RESERVE");
-  const int reserve = envr && *envr && atoi(envr) > 0 && atoi(envr) < sms ? atoi(envr) : 0;
-  struct SmTarget { /* restores the handle's default however run_chunks returns */
-    cublasHandle_t h;
-    bool set;
-    ~SmTarget() {
-      if (set) cublasSetSmCountTarget(h, 0);
-    }
-  } sm_target{res->blas, false};
-  if (reserve > 0) {
-    cublasStatus_t s = cublasSetSmCountTarget(res->blas, sms - reserve);
-    if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasSetSmCountTarget");
-    sm_target.set = true;
-  }
   /* Rows that give 2 waves of 128×128 tiles at this N. */
   const int64_t fill = ((2 * (int64_t)sms * 128 * 128 / a0->n + 127) / 128) * 128;
   const int max_chunks = (kNumEvents - 2) / l->num_local;
