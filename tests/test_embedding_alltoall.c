@@ -7,9 +7,6 @@
  * inputs each), a CUDA-graph replay (local transport), bad data (an index outside its table,
  * decreasing offsets, offsets past num_indices: FCO_ERR_INVALID_ARGUMENT naming the table and
  * position, with the bad entries skipped and nothing written past out) and bad arguments.
- * Then the same kinds of cases again under FCO_EA_PUSH=bulk (the fused kernel's bulk-copy
- * variant; dims it can take, big problems with several remote tiles per block, knobs, the
- * ineligible fallbacks): push_pass.
  *   make test   or   build/tests/test_embedding_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs fewer combinations.
  *
@@ -341,19 +338,18 @@ static const struct {
                {FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN},
                {FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN}};
 
-/* dims: 4 of them; impls: the first nimpl of kImpls. */
-static void sweep(const t_world_t* w, int quick, const int64_t* dims, int nimpl) {
+static void sweep(const t_world_t* w, int quick) {
   for (int di = 0; di < 4; di++)
     for (int ti = 0; ti < 3; ti++)
-      for (int ii = 0; ii < nimpl; ii++)
+      for (int ii = 0; ii < 3; ii++)
         for (int c = 0; c < 4; c++) {
           if (quick && (c + di + ti + ii) % 2) continue;
-          one_call(w, dims[di], kDtypes[ti], kCombos[c].it, kCombos[c].weighted,
+          one_call(w, kDims[di], kDtypes[ti], kCombos[c].it, kCombos[c].weighted,
                    kCombos[c].pool, 0, kImpls[ii], 0);
         }
   /* Random real values against float64, by relative error. */
   for (int ti = 0; ti < 3; ti++)
-    for (int ii = 0; ii < (nimpl < 2 ? nimpl : 2); ii++)
+    for (int ii = 0; ii < 2; ii++)
       one_call(w, 64, kDtypes[ti], FCO_EMB_INDEX_I64, ti != 1, ti == 2 ? FCO_EMB_POOL_MEAN : FCO_EMB_POOL_SUM,
                1, kImpls[ii], 0);
 }
@@ -452,13 +448,13 @@ static void decode_edges(const t_world_t* w) {
 
 /* K calls issued back to back (no synchronisation between), each with its own shape, inputs and
  * outputs, then every output checked: epochs, workspace halves, growth between calls. */
-static void back_to_back(const t_world_t* w, const int64_t* dims) {
+static void back_to_back(const t_world_t* w) {
   enum { K = 8 };
   prob_t p[K];
   uint64_t seeds[K];
   for (int k = 0; k < K; k++) {
     seeds[k] = t_next_seed();
-    prob_make(&p[k], w->n, dims[k % 4], kDtypes[k % 3], kCombos[k % 4].it,
+    prob_make(&p[k], w->n, kDims[k % 4], kDtypes[k % 3], kCombos[k % 4].it,
               kCombos[k % 4].weighted, kCombos[k % 4].pool, 0, seeds[k]);
     prob_upload(w, &p[k]);
   }
@@ -535,14 +531,14 @@ static void graph_replay(const t_world_t* w) {
  * skipped (the reference skips them too), nothing written past out. `kind`: 0 index = rows,
  * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. Destroys the world (GPU
  * errors are sticky) and makes a new one. */
-static void bad_data(t_world_t* w, int impl, int kind, int64_t D) {
+static void bad_data(t_world_t* w, int impl, int kind) {
   prob_t p;
   uint64_t seed = t_next_seed();
   int found = 0, r = 0;
   int64_t pos = 0, table = 0;
   for (int attempt = 0; attempt < 100 && !found; attempt++) {
     if (attempt) prob_free(w, &p);
-    prob_make(&p, w->n, D, FCO_F32, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
+    prob_make(&p, w->n, 3, FCO_F32, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
               FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
     for (r = 0; r < p.P && !found; r++) {
       int64_t nb = (int64_t)p.tpr[r] * p.B;
@@ -713,100 +709,6 @@ static void bad_args(const t_world_t* w) {
   prob_free(w, &p);
 }
 
-/* FCO_EA_PUSH=bulk: the fused kernel's kPush variant (remote tiles pooled into shared memory
- * and pushed with bulk copies, their signals one remote tile late). It takes the 16-byte path
- * with rows of ≤ 512 B (D · esize a multiple of 16), so the pass uses such dims — 16-byte rows
- * (f32 D = 4, f16 / bf16 D = 8: one lane a bag, 32 bags a warp step, runs split at samples), 32,
- * 128, 256 and 512 B — plus dims it cannot take (the launch runs the st path) — and runs impl 1
- * only (impl 0 has no such variant). Small random shapes (sweep, back to back, CUDA graph, bad
- * data), the decode_edges shapes, then big problems sized so that each block has about three
- * remote tiles or more (both stage buffers, a buffer reused after its copies were read, deferred
- * batches), T_r = 6 / 5 (table groups of 1..6 tables), with the knobs that change its schedule.
- * On cpu the knob does nothing: small problems only. */
-static const int64_t kPushDims[] = {4, 8, 64, 128};
-
-/* Blocks per rank of the fused grid (2 per SM; local: the virtual ranks share the GPU). */
-static int64_t fused_blocks_per_rank(const t_world_t* w) {
-  int sms = 132;
-#ifdef FCO_HAVE_CUDA
-  if (t_is_gpu(w->transport)) {
-    int v = 0;
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess && v > 0)
-      sms = v;
-  }
-#endif
-  return w->transport == FCO_TRANSPORT_LOCAL ? 2 * sms / w->n : 2 * sms;
-}
-
-/* A big push problem: T_r = 6 (5 on rank 1), every b_s such that a rank's remote tiles number
- * about 3 per block (the tiling of src/cuda/embedding_alltoall.cuh: C = 8 · 32/G · 4 bags, G the
- * lanes of a row's 16-byte vectors). */
-static void push_big(const t_world_t* w, int64_t D, fco_dtype_t dt, int k, const char* what) {
-  const int P = w->n;
-  int32_t tpr[MAX_P];
-  int64_t bpr[MAX_P];
-  int64_t b = 5;
-  if (t_is_gpu(w->transport) && P > 1) {
-    const int64_t bytes = D * (int64_t)fco_dtype_size(dt);
-    const int64_t units = bytes % 16 == 0 ? bytes / 16 : D;
-    int64_t G = 1;
-    while (G < units && G < 32) G *= 2;
-    const int64_t m = 32 / G, C = 8 * m * 4, nt = 6 < m ? 6 : m, ntg = (6 + nt - 1) / nt;
-    const int64_t tiles = (3 * fused_blocks_per_rank(w) + (P - 1) * ntg - 1) / ((P - 1) * ntg);
-    b = tiles * (C / nt);
-  }
-  for (int r = 0; r < P; r++) {
-    tpr[r] = r == 1 ? 5 : 6;
-    bpr[r] = b + 7 * r;
-  }
-  shape_call(w, D, dt, kCombos[k % 4].it, kCombos[k % 4].weighted, kCombos[k % 4].pool, 0, 1, 0,
-             tpr, bpr, what);
-}
-
-static void push_pass(t_world_t* w, int quick) {
-  setenv("FCO_EA_PUSH", "bulk", 1);
-  sweep(w, quick, kPushDims, 1);
-  decode_edges(w);
-  back_to_back(w, kPushDims);
-#ifdef FCO_HAVE_CUDA
-  if (w->transport == FCO_TRANSPORT_LOCAL) graph_replay(w);
-#endif
-  static const struct {
-    const char *name, *value, *name2, *value2;
-    int64_t D;
-    fco_dtype_t dt;
-    int quick; /* also in the quick run */
-  } kBig[] = {{"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32, 1}, /* > 256 B: by name */
-              {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 64, FCO_BF16, 1},
-              {"FCO_EA_SIGNAL_EVERY", "2", "FCO_EA_MIX", "100", 16, FCO_BF16, 1},
-              {"FCO_EA_BAGS", "1", "FCO_EA_SIGNAL_EVERY", "1", 8, FCO_F16, 1},
-              {"FCO_EA_DECODE", "cursor", NULL, NULL, 256, FCO_BF16, 0},
-              {"FCO_EA_SIGNAL_EVERY", "1", "FCO_EA_MIX", "50", 4, FCO_F32, 0},
-              {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 32, FCO_F32, 0},
-              {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 64, FCO_F16, 0},
-              {"FCO_EA_DECODE", "old", NULL, NULL, 64, FCO_BF16, 0}, /* not taken: old kernel */
-              {NULL, NULL, NULL, NULL, 130, FCO_F32, 0},  /* not taken: element path */
-              {NULL, NULL, NULL, NULL, 512, FCO_BF16, 0}}; /* not taken: rows > 512 B */
-  for (size_t k = 0; k < sizeof kBig / sizeof kBig[0]; k++) {
-    if (quick && !kBig[k].quick) continue;
-    char what[160];
-    snprintf(what, sizeof what, "push big (FCO_EA_PUSH=bulk%s%s%s%s%s%s%s%s)",
-             kBig[k].name ? " " : "", kBig[k].name ? kBig[k].name : "", kBig[k].name ? "=" : "",
-             kBig[k].value ? kBig[k].value : "", kBig[k].name2 ? " " : "",
-             kBig[k].name2 ? kBig[k].name2 : "", kBig[k].name2 ? "=" : "",
-             kBig[k].value2 ? kBig[k].value2 : "");
-    if (kBig[k].name) setenv(kBig[k].name, kBig[k].value, 1);
-    if (kBig[k].name2) setenv(kBig[k].name2, kBig[k].value2, 1);
-    push_big(w, kBig[k].D, kBig[k].dt, (int)k, what);
-    if (kBig[k].name) unsetenv(kBig[k].name);
-    if (kBig[k].name2) unsetenv(kBig[k].name2);
-  }
-  /* Bad data (an index outside its table, decreasing offsets) with 16-byte rows (f32 D = 4). */
-  bad_data(w, 1, 0, 4);
-  bad_data(w, 1, 2, 4);
-  unsetenv("FCO_EA_PUSH");
-}
-
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -818,17 +720,16 @@ int main(void) {
     double t0 = t_now_ms();
     t_context("P=%d: fco_comm_init_all", P);
     ASSERT_OK(t_world_init(&w, t, P, NULL));
-    sweep(&w, quick, kDims, 3);
+    sweep(&w, quick);
     knobs(&w);
     decode_edges(&w);
-    back_to_back(&w, kDims);
+    back_to_back(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif
     bad_args(&w);
     for (int impl = 0; impl < 2; impl++)
-      for (int kind = 0; kind < 4; kind++) bad_data(&w, impl, kind, 3);
-    push_pass(&w, quick);
+      for (int kind = 0; kind < 4; kind++) bad_data(&w, impl, kind);
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
     fflush(stdout);

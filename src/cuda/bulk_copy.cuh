@@ -2,8 +2,7 @@
  * bulk_copy.cuh — 1-D bulk copies (TMA, the async proxy) from a block's shared memory to global
  * memory, also a peer GPU's memory mapped into this address space (NVLink), tracked per thread
  * in bulk groups; and the proxy fences around them. Used by the gemm tile's asynchronous C
- * epilogue (gemm_tile_wgmma.cuh) and the embedding kernel's kPush variant
- * (embedding_alltoall_fused.cu). Bytes and both addresses multiples of 16. sm_90.
+ * epilogue (gemm_tile_wgmma.cuh). Bytes and both addresses multiples of 16. sm_90.
  */
 #ifndef FCO_CUDA_BULK_COPY_CUH_
 #define FCO_CUDA_BULK_COPY_CUH_

@@ -31,8 +31,6 @@
  *                        (the previous one) for longer rows (run ad0463c: the cursor 7-14 %
  *                        slower with f32 D = 128); cursor / 1 = always the cursor kernel; old /
  *                        0 = always the previous one (embedding_alltoall_fused.cu)
- *   FCO_EA_PUSH          bulk = the kPush variant (remote tiles by bulk copies; run 63585a1:
- *                        1-12 % slower on every bf16 workload, so off)
  *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic)
  */
 #include <stdint.h>

@@ -52,9 +52,6 @@
  *   ea_kernel_fused32 (the default; FCO_EA_DECODE=old runs ea_kernel_fused): the same kernel
  *     but for how a block finds its next tile (a 32-bit cursor instead of decoding the tile
  *     number) and where its loop state waits while it pools (see there).
- *   FCO_EA_PUSH=bulk (a variant of ea_kernel_fused32, kPush; not yet measured): remote tiles
- *     are pooled into shared memory and pushed by bulk copies (TMA) instead of NVLink stores;
- *     their batches are published one remote tile late (see "FCO_EA_PUSH" below).
  *   Launch requirements: all blocks co-resident on the local transport (land waits spin on
  *   other ranks' pool tiles): bpr ≤ occupancy × SMs / num_local. dev->ws_bytes ≥ 2R when P > 1
  *   (checked on the device: FCO_ERR_INTERNAL). Bad data does not stop the protocol (peers never
@@ -63,10 +60,7 @@
  *   FCO_EA_* knobs are local choices (batching, land slices, kB, order) and may differ between ranks.
  */
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "bulk_copy.cuh"
 #include "embedding_alltoall_pool.cuh"
 
 namespace fco {
@@ -484,80 +478,9 @@ struct EaBlk {
   uint32_t n_land;
 };
 
-/* ---- FCO_EA_PUSH=bulk: remote tiles through shared memory and bulk copies (kPush) ---------- */
-/* ea_kernel_fused32's kPush variant pools a remote tile into a shared-memory stage (generic
- * 16-byte stores, fp32 -> dtype as for out) and each warp hands its own pooled rows to the TMA
- * unit (cp.async.bulk.global.shared::cta, shared -> the peer's workspace over NVLink), so no
- * warp issues NVLink stores itself: the hypothesis (docs/embedding_alltoall.md) is that those
- * stores fill the memory pipeline and delay the gathers. Only the 16-byte path with one vector
- * chunk per lane (kVec, kNV = 1: rows ≤ 512 B) is eligible: a tile then holds C = 8 warps ·
- * (32/G) · 4 bags of D·esize = 16·units ≤ 16·G bytes, ≤ 16 KiB, and every row, run and address
- * is a multiple of 16 bytes (the bulk copy's rule); the launcher checks it, otherwise the launch
- * takes the st path (ea_kernel_fused32 without kPush).
- *   Per warp, no block-wide barrier per tile: pool_tile gives warp w the bags b with
- *   (b mod per_step) / (32/G) = w (per_step = 8 · 32/G), so a warp reads back only rows it
- *   wrote. Stage = 2 buffers of 16 KiB, alternating per remote tile (parity `par`). Every lane
- *   commits exactly one bulk group per remote tile (empty when it issued nothing), so before a
- *   remote tile is pooled into a buffer, each lane's cp.async.bulk.wait_group.read 1 (all its
- *   groups but the newest, i.e. those of the remote tile before last, which used this buffer,
- *   have read it) and __syncwarp free the warp's rows of it. After pooling: each lane's
- *   fence.proxy.async.shared::cta (its generic writes to the stage before the async proxy reads
- *   them), __syncwarp, then push_warp issues one bulk copy per run of the warp's bags that is
- *   contiguous in the destination (one sample's tables within one step's 32/G bags: ≤ 512 B,
- *   the same runs as the st path's warp stores).
- *   Signals: the counters are advanced by the same batches, but a batch that closes on a tile
- *   other than the block's last remote tile is deferred to the next remote tile, after that
- *   tile's copies are issued: every lane then does cp.async.bulk.wait_group 1 (its groups but
- *   the newest complete: the batch's tiles are written) and fence.proxy.async.global, and
- *   signal_batch follows (bar.sync, then thread 0: red.max, fence.acq_rel.sys, red.add). The
- *   block's last remote tile closes its batch at once, after wait_group 0. So no warp waits
- *   for copies it just issued (but at the last remote tile), and every batch is published by
- *   the block's last remote tile: pool tiles still never wait (progress as before).
- *   Why the data is visible before the counter (PTX ISA, memory consistency model, async
- *   proxy): a bulk copy's writes are performed by the async proxy; its completion, observed by
- *   the issuing thread through wait_group (not .read), is followed by an implicit
- *   generic-async proxy fence, so the writes are then visible to that thread's generic proxy
- *   as if it had performed them; the explicit fence.proxy.async.global adds the same ordering
- *   in so many words (bulk_copy.cuh's bulk_wait; once per batch, cheap). The
- *   lane's wait precedes the bar.sync in program order, thread 0's fence.acq_rel.sys follows it,
- *   and fence + relaxed red.add at system scope is a release pattern, cumulative over what
- *   precedes it in causality order: a receiver whose ld.acquire.sys sees the counter complete
- *   sees every byte of the batch. The same chain as the st path's, with wait_group standing in
- *   for the stores' program order. */
-constexpr int kStageBytes = 16384; /* one buffer: a tile of the eligible variants */
-struct EaPushDesc {                /* per warp: where its current remote tile goes */
-  char* dst;
-  int32_t nt, ns;
-};
-/* Bulk copies and proxy fences: bulk_copy.cuh (bulk_wait<N>: wait_group N, then
- * fence.proxy.async.global). */
-/* Warp: issue the bulk copies of this warp's bags of a tile of nbags = ns · nt bags (bag b =
- * i · nt + t, staged at stage + b · rb, going to dst + i · sb + t · rb), one per run, by the
- * lane of the run's first bag; then every lane commits one group. Bags of warp w: step s holds
- * [s · per_step + w · m, + m), m = 32/G (pool_tile's order); a run ends at a step's end or a
- * sample's last table. */
-__device__ __forceinline__ void push_warp(const char* stage, char* dst, int nt, int nbags,
-                                          uint32_t rb, size_t sb, int G) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int m = 32 / G, per_step = kWarps * m;
-  const int slots = (nbags + per_step - 1) / per_step * m;
-  for (int x = lane; x < slots; x += 32) {
-    const int s = x / m, o = x - s * m;
-    const int seg = s * per_step + warp * m, bag = seg + o;
-    if (bag >= nbags) break; /* bag grows with x */
-    const int i = bag / nt, t = bag - i * nt;
-    if (o != 0 && t != 0) continue; /* not the first bag of a run */
-    const int end = min(min(seg + m, nbags), (i + 1) * nt);
-    bulk_store(dst + (size_t)i * sb + (size_t)t * rb, stage + (size_t)bag * rb,
-             (uint32_t)(end - bag) * rb);
-  }
-  bulk_commit();
-}
-
-template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix, bool kPush>
+template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
 __global__ void __launch_bounds__(kThreads, 2)
     ea_kernel_fused32(const __grid_constant__ EaParams p) {
-  static_assert(!kPush || (kVec && kNV == 1), "FCO_EA_PUSH: 16-byte rows of <= 512 B only");
   __shared__ RankView v;
   __shared__ int err_done;
   __shared__ uint64_t* pend_ctr[kMaxPending]; /* thread 0's signal batch */
@@ -565,9 +488,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   __shared__ EaDest dest[FCO_MAX_GPU_RANKS];  /* by position k: destination me+1+k mod P */
   __shared__ EaBlk blk;
   __shared__ uint32_t save[kMix ? 11 : 7][kThreads]; /* per thread: loop state across pool_tile */
-  /* kPush: the two stage buffers and each warp's push destination (empty arrays otherwise). */
-  __shared__ __align__(128) uint4 stage[kPush ? 2 * kStageBytes / 16 : 1];
-  __shared__ EaPushDesc pdesc[kPush ? kWarps : 1];
   const uint32_t li = blockIdx.x / p.blocks_per_rank;
   const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
   const EaRank& rk = p.r[li];
@@ -635,8 +555,6 @@ __global__ void __launch_bounds__(kThreads, 2)
   bool poll = true;
   int npend = 0, since = 0;
   uint32_t last = ~0u; /* key k · kMaxGroups + group of the batch's last counter */
-  uint32_t par = 0;    /* kPush: the stage buffer of the next remote tile */
-  bool deferred = false; /* kPush: a closed batch waits for the next remote tile's copies */
   EaMix mx{};
   uint32_t err = 0;
   if constexpr (kMix) {
@@ -664,29 +582,16 @@ __global__ void __launch_bounds__(kThreads, 2)
     const int64_t i0 = (int64_t)((uint64_t)cur.c * (uint32_t)p.tile_s[rk.rank]);
     const int nt = min(p.tile_t[rk.rank], ea_tables(p, rk.rank) - t0);
     const int ns = (int)min((int64_t)p.tile_s[rk.rank], ds.b - i0);
-    T* const dst = (T*)(ds.dst + ((size_t)i0 * p.T + (size_t)t0) * p.D * es);
+    T* dst = (T*)(ds.dst + ((size_t)i0 * p.T + (size_t)t0) * p.D * es);
     const int64_t b0 = ds.b0 + i0;
     uint32_t key = remote ? cur.k * kMaxGroups + fast_div(cur.c, blk.gdiv) : ~0u;
-    if constexpr (kPush) {
-      if (remote) {
-        /* The warp's rows of this buffer were read by the copies of the remote tile before
-         * last (each lane: one group per remote tile); then pool into it, compactly. The
-         * __syncwarp also orders the warp's reads of pdesc (last remote tile) before lane 0
-         * rewrites it; the one after pool_tile orders the write before this tile's reads. */
-        bulk_wait_read<1>();
-        __syncwarp();
-        if ((threadIdx.x & 31) == 0) pdesc[threadIdx.x >> 5] = EaPushDesc{(char*)dst, nt, ns};
-      }
-    }
-    const bool staged = kPush && remote; /* kPush: a remote tile goes through the stage */
     if (use_rc) ea_cur_step(rc, dest, P, blk.ntg, blk.bq, blk.br);
     else ea_cur_step(lc, dest, P, blk.ntg, blk.bq, blk.br);
     {
       /* The loop state waits in this thread's shared slots while pool_tile runs (the compiler
        * barrier forces the reload): pool_tile keeps all 128 registers, as in the lookup. */
       uint32_t* sv = &save[0][threadIdx.x];
-      uint32_t fl = (uint32_t)poll | (uint32_t)npend << 8 | (uint32_t)since << 16;
-      if constexpr (kPush) fl |= par << 1 | (uint32_t)deferred << 2;
+      const uint32_t fl = (uint32_t)poll | (uint32_t)npend << 8 | (uint32_t)since << 16;
       sv[0 * kThreads] = rc.k, sv[1 * kThreads] = rc.c, sv[2 * kThreads] = rc.tg;
       sv[3 * kThreads] = lu, sv[4 * kThreads] = fl, sv[5 * kThreads] = last;
       sv[6 * kThreads] = key;
@@ -694,15 +599,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         sv[7 * kThreads] = lc.k, sv[8 * kThreads] = lc.c, sv[9 * kThreads] = lc.tg;
         sv[10 * kThreads] = err;
       }
-      pool_tile<T, kVec, kNV, kB, kPush>(
-          p, rk, t0, nt, b0, ns, staged ? (T*)&stage[par * (kStageBytes / 16)] : dst,
-          staged ? (int64_t)nt * p.D : (int64_t)p.T * p.D, ec);
+      pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, dst, (int64_t)p.T * p.D, ec);
       asm volatile("" ::: "memory");
       rc.k = sv[0 * kThreads], rc.c = sv[1 * kThreads], rc.tg = sv[2 * kThreads];
       lu = sv[3 * kThreads];
       const uint32_t f2 = sv[4 * kThreads];
       poll = f2 & 1, npend = (f2 >> 8) & 0xff, since = f2 >> 16;
-      if constexpr (kPush) par = (f2 >> 1) & 1, deferred = (f2 >> 2) & 1;
       last = sv[5 * kThreads];
       key = sv[6 * kThreads];
       if constexpr (kMix) {
@@ -711,23 +613,6 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
     if (remote) {
-      if constexpr (kPush) {
-        /* This thread's stage writes before the async proxy reads them; the warp's copies;
-         * then a deferred batch, whose tiles are the copies before these (see kPush). */
-        fence_proxy_async_smem();
-        __syncwarp();
-        const EaPushDesc pd = pdesc[threadIdx.x >> 5];
-        push_warp((const char*)&stage[par * (kStageBytes / 16)], pd.dst, pd.nt, pd.nt * pd.ns,
-                  (uint32_t)(p.D * es), (size_t)p.T * p.D * es, p.lanes);
-        par ^= 1;
-        if (deferred) {
-          bulk_wait<1>();
-          signal_batch(pend_ctr, pend_n, npend, blk.base);
-          npend = since = 0;
-          last = ~0u;
-          deferred = false;
-        }
-      }
       if (key == last) {
         if (threadIdx.x == 0) ++pend_n[npend - 1];
       } else {
@@ -740,15 +625,10 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
       const bool last_remote = (int)rc.k >= P - 1; /* the block's last remote tile */
       if (++since >= p.sig_every || npend == kMaxPending || last_remote) {
-        if (kPush && !last_remote) {
-          deferred = true; /* published after the next remote tile's copies are issued */
-        } else {
-          if constexpr (kPush) bulk_wait<0>();
-          signal_batch(pend_ctr, pend_n, npend, blk.base);
-          npend = since = 0;
-          last = ~0u;
-          if (last_remote) prof_stamp<kProf>(p, 1);
-        }
+        signal_batch(pend_ctr, pend_n, npend, blk.base);
+        npend = since = 0;
+        last = ~0u;
+        if (last_remote) prof_stamp<kProf>(p, 1);
       }
     }
     if constexpr (kMix) {
@@ -760,71 +640,35 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
   if (kMix ? (int)rc.k < P - 1 || (int)lc.k < P : (int)rc.k < P)
     prof_stamp<kProf>(p, 2); /* gave up early */
-  if constexpr (kPush) bulk_wait<0>(); /* gave up early: no copy left in flight */
   prof_stamp<kProf>(p, 3);
   epoch_end(rk.dev, blk.base >> 32, p.blocks_per_rank);
 }
 
-/* FCO_EA_PUSH=bulk (host, read at every launch): may this launch run the kPush variant? Only
- * ea_kernel_fused32 has it, and only the 16-byte path with kNV = 1 (rows of ≤ 512 B, so a
- * tile's pooled rows fit one 16 KiB stage buffer; rows, runs and workspace offsets are
- * multiples of 16 bytes; the workspace halves are 256-byte aligned and the transports' windows
- * come from cudaMalloc / ncclMemAlloc). Otherwise the st path, logged under FCO_DEBUG. */
-bool ea_push_wanted() {
-  const char* v = getenv("FCO_EA_PUSH");
-  return v && strcmp(v, "bulk") == 0;
-}
-bool ea_push_ok(const EaParams& p, bool vec_nv1, bool dec, int num_local) {
-  const char* why = nullptr;
-  if (!vec_nv1)
-    why = "rows are not whole 16-byte vectors of <= 512 B (or out / weight misaligned)";
-  else if (!dec)
-    why = "the previous fused kernel runs (FCO_EA_DECODE=old or beyond the cursor's bounds)";
-  else if (p.D * p.esize % 16 != 0 || p.lanes < 1 || p.lanes > 32)
-    why = "rows are not whole 16-byte vectors";
-  for (int i = 0; i < num_local && !why; ++i) {
-    const int me = p.r[i].rank;
-    if ((int64_t)p.tile_s[me] * p.tile_t[me] * p.D * p.esize > kStageBytes)
-      why = "a tile is larger than the stage buffer";
-  }
-  if (why) fco_log(NULL, "fco_embedding_alltoall: FCO_EA_PUSH=bulk not taken: %s; st path", why);
-  return why == nullptr;
-}
-
 template <typename T, bool kVec, int kNV, int kB>
 struct RunFused {
-  template <bool kProf, bool kMix, bool kPush>
+  template <bool kProf, bool kMix>
   static fco_result_t go(const EaParams& p, bool dec, int64_t max_tasks, int num_local,
                          void* stream, char* err) {
     if (dec)
-      return launch<ea_kernel_fused32<T, kVec, kNV, kB, kProf, kMix, kPush>>(
-          p, max_tasks, num_local, stream, "fused", err);
+      return launch<ea_kernel_fused32<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
+                                                                      stream, "fused", err);
     return launch<ea_kernel_fused<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
                                                                   stream, "fused", err);
-  }
-  template <bool kPush>
-  static fco_result_t go_push(const EaParams& p, bool dec, int64_t max_tasks, int num_local,
-                              void* stream, char* err) {
-    const bool mix = p.mix >= 0;
-    if (p.prof && mix) return go<true, true, kPush>(p, dec, max_tasks, num_local, stream, err);
-    if (p.prof) return go<true, false, kPush>(p, dec, max_tasks, num_local, stream, err);
-    if (mix) return go<false, true, kPush>(p, dec, max_tasks, num_local, stream, err);
-    return go<false, false, kPush>(p, dec, max_tasks, num_local, stream, err);
   }
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {
     /* Persistent: every block of the grid exists at once (land units spin on pool tiles).
-     * The diagnostic (kProf), FCO_EA_MIX (kMix) and FCO_EA_PUSH (kPush) variants only when
-     * asked for: the default kernel stays the one without them (SASS). The 32-bit cursor kernel
-     * (ea_kernel_fused32) unless FCO_EA_DECODE=old or a local rank's counts exceed its bounds
-     * (ea_dec32_ok): then ea_kernel_fused. kPush exists for kVec, kNV = 1 only (ea_push_ok). */
+     * The diagnostic (kProf) and FCO_EA_MIX (kMix) variants only when asked for: the default
+     * kernel stays the one without them (SASS). The 32-bit cursor kernel (ea_kernel_fused32)
+     * unless FCO_EA_DECODE=old or a local rank's counts exceed its bounds (ea_dec32_ok): then
+     * ea_kernel_fused. */
     bool dec = p.decode != 0;
     for (int i = 0; i < num_local && dec; ++i) dec = ea_dec32_ok(p, p.r[i].rank);
-    constexpr bool kVecNV1 = kVec && kNV == 1;
-    if (ea_push_wanted() && ea_push_ok(p, kVecNV1, dec, num_local)) {
-      if constexpr (kVecNV1) return go_push<true>(p, dec, max_tasks, num_local, stream, err);
-    }
-    return go_push<false>(p, dec, max_tasks, num_local, stream, err);
+    const bool mix = p.mix >= 0;
+    if (p.prof && mix) return go<true, true>(p, dec, max_tasks, num_local, stream, err);
+    if (p.prof) return go<true, false>(p, dec, max_tasks, num_local, stream, err);
+    if (mix) return go<false, true>(p, dec, max_tasks, num_local, stream, err);
+    return go<false, false>(p, dec, max_tasks, num_local, stream, err);
   }
 };
 

@@ -91,13 +91,6 @@ struct Unit<T, true> {
   __device__ static __forceinline__ void store(T* dst, int u, const float* f) {
     st_global_v4((uint4*)dst + u, Pack<T>::pack(f));
   }
-  /* Through a generic address (global or shared memory: FCO_EA_PUSH's staging, kGenericSt). */
-  __device__ static __forceinline__ void store_generic(T* dst, int u, const float* f) {
-    const uint4 x = Pack<T>::pack(f);
-    asm volatile("st.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"((uint4*)dst + u), "r"(x.x), "r"(x.y),
-                 "r"(x.z), "r"(x.w)
-                 : "memory");
-  }
 };
 template <typename T>
 struct Unit<T, false> {
@@ -124,14 +117,11 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
 }
 
 /* Pool the ns × nt bags (sample b0 + i, local table t0 + t) of a tile into
- * dst + i · stride + t · D (elements). All threads of the block; no synchronisation inside.
- * kGenericSt (16-byte path only): dst may be shared memory too (generic 16-byte stores; the
- * FCO_EA_PUSH variant of the fused kernel stages remote tiles there); otherwise st.global. */
-template <typename T, bool kVec, int kNV, int kB, bool kGenericSt = false>
+ * dst + i · stride + t · D (elements). All threads of the block; no synchronisation inside. */
+template <typename T, bool kVec, int kNV, int kB>
 __device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, int t0, int nt,
                                           int64_t b0, int ns, T* dst, int64_t stride,
                                           const ErrCtx& ec) {
-  static_assert(kVec || !kGenericSt, "generic stores: 16-byte path only");
   using Un = Unit<T, kVec>;
   constexpr int kE = Un::kE;
   /* Rows in flight per lane: kB · kU (as many as fit in 128 registers without spilling in the
@@ -269,10 +259,7 @@ __device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, i
         T* o = dst + (int64_t)i * stride + (int64_t)(bag - i * nt) * D;
 #pragma unroll
         for (int v = 0; v < kNV; ++v)
-          if (u0 + v * G < nunits) {
-            if constexpr (kGenericSt) Un::store_generic(o, u0 + v * G, acc[j][v]);
-            else Un::store(o, u0 + v * G, acc[j][v]);
-          }
+          if (u0 + v * G < nunits) Un::store(o, u0 + v * G, acc[j][v]);
       }
     }
   }
