@@ -13,9 +13,9 @@
  *              (U·32/G per warp, G = lanes per row), nothing pooled, a checksum per warp step:
  *              the ceiling the issue's "≥ 75 % of HBM bandwidth" target must be compared with
  *   (b) pool   (a)'s loads, fixed L (no offsets), rows summed in bag order, out written
- *   (c) fco    fco's own pool_tile (src/cuda/embedding_alltoall_pool.cuh, included) under a
- *              copy of ea_kernel_lookup's tile loop (that kernel sits in an anonymous namespace
- *              of embedding_alltoall.cu), tiling and variant as fill_params / pick_variant:
+ *   (c) fco    fco's own lookup (lookup_tiles, the body of ea_kernel_lookup, and pool_tile:
+ *              src/cuda/embedding_alltoall_pool.cuh, included), tiling and variant as
+ *              embedding_alltoall.cu's fill_params / pick_variant (repeated here):
  *              kB = 4 (FCO_EA_BAGS auto for L ≤ 16) and kB = 1
  *   (d1) stream  CSR streaming: a warp takes a tile of W bags of one table, stages their
  *              offsets in shared memory; each lane group streams its bags' contiguous index
@@ -263,30 +263,10 @@ __global__ void __launch_bounds__(256) gather_flat(const GP p) {
   }
 }
 
-/* ---- (c) fco's lookup: ea_kernel_lookup's body, pool_tile included from the library ------ */
+/* ---- (c) fco's lookup: the library's lookup_tiles (ea_kernel_lookup's body) ---------------- */
 template <typename T, bool kVec, int kNV, int kB>
 __global__ void __launch_bounds__(kThreads, 2) fco_lookup(const __grid_constant__ EaParams p) {
-  __shared__ int err_done;
-  const uint32_t li = blockIdx.x / p.blocks_per_rank;
-  const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
-  const EaRank& rk = p.r[li];
-  if (threadIdx.x == 0) err_done = 0;
-  __syncthreads();
-  const int me = rk.rank;
-  const ErrCtx ec{rk.dev->err, &err_done, p.toff[me]};
-  const int Tme = ea_tables(p, me), ntg = ea_tgroups(p, me);
-  const int tile_t = p.tile_t[me], tile_s = p.tile_s[me];
-  T* base = (T*)(p.nranks > 1 ? rk.ws : rk.out);
-  const int64_t ntask = ea_chunks(p, me, p.B) * ntg;
-  for (int64_t task = part; task < ntask; task += p.blocks_per_rank) {
-    const int64_t c = task / ntg;
-    const int t0 = (int)(task - c * ntg) * tile_t;
-    const int64_t b0 = c * tile_s;
-    const int nt = min(tile_t, Tme - t0);
-    const int ns = (int)min((int64_t)tile_s, p.B - b0);
-    pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, base + (b0 * Tme + t0) * (int64_t)p.D,
-                                (int64_t)Tme * p.D, ec);
-  }
+  lookup_tiles<T, kVec, kNV, kB>(p);
 }
 
 /* ---- (d) CSR streaming ----------------------------------------------------------------- */

@@ -58,27 +58,7 @@ constexpr int kAutoBagsMaxLen = 16; /* FCO_EA_BAGS=0: kB = 4 when the mean bag l
 /* Pooled [B, T_r, D] into ws[0, S) (P > 1) or out (P == 1). Grid: num_local × bpr blocks. */
 template <typename T, bool kVec, int kNV, int kB>
 __global__ void __launch_bounds__(kThreads, 2) ea_kernel_lookup(const __grid_constant__ EaParams p) {
-  __shared__ int err_done;
-  const uint32_t li = blockIdx.x / p.blocks_per_rank;
-  const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
-  const EaRank& rk = p.r[li];
-  if (threadIdx.x == 0) err_done = 0;
-  __syncthreads();
-  const int me = rk.rank;
-  const ErrCtx ec{rk.dev->err, &err_done, p.toff[me]};
-  const int Tme = ea_tables(p, me), ntg = ea_tgroups(p, me);
-  const int tile_t = p.tile_t[me], tile_s = p.tile_s[me];
-  T* base = (T*)(p.nranks > 1 ? rk.ws : rk.out);
-  const int64_t ntask = ea_chunks(p, me, p.B) * ntg;
-  for (int64_t task = part; task < ntask; task += p.blocks_per_rank) {
-    const int64_t c = task / ntg;
-    const int t0 = (int)(task - c * ntg) * tile_t;
-    const int64_t b0 = c * tile_s;
-    const int nt = min(tile_t, Tme - t0);
-    const int ns = (int)min((int64_t)tile_s, p.B - b0);
-    pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, base + (b0 * Tme + t0) * (int64_t)p.D,
-                                (int64_t)Tme * p.D, ec);
-  }
+  lookup_tiles<T, kVec, kNV, kB>(p);
 }
 /* out[i][toff_q + t] = recv_q[i][t] for every source q: recv_q at ws + S + b_me · toff_q · D.
  * One warp per (local rank, row, source). */

@@ -265,6 +265,34 @@ __device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, i
   }
 }
 
+/* impl 0's lookup (ea_kernel_lookup's whole body; also what bench/probe/ea_gather_probe.cu
+ * times): this block's tiles part, part + bpr, ... of its local rank, pooled [B, T_r, D] into
+ * ws[0, S) (P > 1) or out (P == 1). */
+template <typename T, bool kVec, int kNV, int kB>
+__device__ __forceinline__ void lookup_tiles(const EaParams& p) {
+  __shared__ int err_done;
+  const uint32_t li = blockIdx.x / p.blocks_per_rank;
+  const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
+  const EaRank& rk = p.r[li];
+  if (threadIdx.x == 0) err_done = 0;
+  __syncthreads();
+  const int me = rk.rank;
+  const ErrCtx ec{rk.dev->err, &err_done, p.toff[me]};
+  const int Tme = ea_tables(p, me), ntg = ea_tgroups(p, me);
+  const int tile_t = p.tile_t[me], tile_s = p.tile_s[me];
+  T* base = (T*)(p.nranks > 1 ? rk.ws : rk.out);
+  const int64_t ntask = ea_chunks(p, me, p.B) * ntg;
+  for (int64_t task = part; task < ntask; task += p.blocks_per_rank) {
+    const int64_t c = task / ntg;
+    const int t0 = (int)(task - c * ntg) * tile_t;
+    const int64_t b0 = c * tile_s;
+    const int nt = min(tile_t, Tme - t0);
+    const int ns = (int)min((int64_t)tile_s, p.B - b0);
+    pool_tile<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, base + (b0 * Tme + t0) * (int64_t)p.D,
+                                (int64_t)Tme * p.D, ec);
+  }
+}
+
 }  // namespace ea
 }  // namespace fco
 
