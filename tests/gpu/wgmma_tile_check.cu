@@ -102,8 +102,7 @@ __global__ void __launch_bounds__(256, 1) grouped_kernel(const Problem<typename 
     const T* w = p.w + (size_t)ex * p.K * p.N;
     Tile::run(smem, a, rows, w, p.K, p.N, n0);
     char* dst = reinterpret_cast<char*>(p.c) + ((size_t)ex * p.rows + m0) * rb + (size_t)n0 * sizeof(T);
-    fco::tile::store_tile<T, Tile::kCPitch>(reinterpret_cast<const T*>(smem), rows, cols, dst, rb);
-    __syncthreads();
+    fco::tile::store_c<Tile>(smem, rows, cols, dst, rb);
   }
 }
 
