@@ -160,6 +160,27 @@ def sk_summary(GA, comm, info, out_rows, N):
     return "/".join(lines)
 
 
+def ga_workload(wid, rank, P, dt, dev):
+    """Workload wid on this rank (Eg % P == 0): its experts E, name, A padded to the largest
+    rank's rows (cap: a_rows is agreed), W, counts (host ch, device counts), rows received from
+    each rank (rr) and their total (out_rows)."""
+    tokens, K, N, Eg, topk, skew = WORKLOADS[wid]
+    E = Eg // P
+    name = f"{tokens},{K},{N},{Eg},{topk},{skew:g}"
+    per = route(tokens, topk, Eg, skew)
+    mine = per[rank * E:(rank + 1) * E]
+    rows = sum(mine) * P
+    a, w = make_inputs(rank, wid, rows, E, K, N, dt, dev)
+    recv = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
+    cap = max(recv) * P
+    a_pad = torch.zeros(cap, K, device=dev, dtype=dt)
+    a_pad[:rows].copy_(a)
+    del a
+    ch = torch.tensor([[mine[e]] * P for e in range(E)], dtype=torch.int32)
+    rr = torch.tensor(recv, dtype=torch.int32)
+    return E, name, cap, a_pad, w, ch, ch.to(dev), rr, sum(recv)
+
+
 def gemm_part(args, fco, GA, comm, stream):
     rank, P = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", torch.cuda.current_device())
@@ -173,22 +194,8 @@ def gemm_part(args, fco, GA, comm, stream):
     for wid, (tokens, K, N, Eg, topk, skew) in enumerate(WORKLOADS):
         if Eg % P:
             continue
-        E = Eg // P
-        name = f"{tokens},{K},{N},{Eg},{topk},{skew:g}"
-        per = route(tokens, topk, Eg, skew)
-        mine = per[rank * E:(rank + 1) * E]
-        rows = sum(mine) * P
-        a, w = make_inputs(rank, wid, rows, E, K, N, dt, dev)
-        recv = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
-        cap = max(recv) * P
-        a_pad = torch.zeros(cap, K, device=dev, dtype=dt)
-        a_pad[:rows].copy_(a)
-        del a
-        ch = torch.tensor([[mine[e]] * P for e in range(E)], dtype=torch.int32)
-        counts = ch.to(dev)
-        rr = torch.tensor(recv, dtype=torch.int32)
-        out_rows = sum(recv)
-        n_out = sum(recv)
+        E, name, cap, a_pad, w, ch, counts, rr, out_rows = ga_workload(wid, rank, P, dt, dev)
+        n_out = out_rows
 
         def c_impl(impl):
             return fco.gemm_alltoall(a_pad, w, counts, out_rows=out_rows, counts_host=ch,
@@ -298,21 +305,8 @@ def sweep_part(args, fco, GA, comm, stream):
         tokens, K, N, Eg, topk, skew = WORKLOADS[wid]
         if Eg % P:
             continue
-        E = Eg // P
-        name = f"{tokens},{K},{N},{Eg},{topk},{skew:g}"
-        per = route(tokens, topk, Eg, skew)
-        mine = per[rank * E:(rank + 1) * E]
-        nrows = sum(mine) * P
-        a, w = make_inputs(rank, wid, nrows, E, K, N, dt, dev)
-        recv = [sum(per[r * E:(r + 1) * E]) for r in range(P)]
-        cap = max(recv) * P
-        a_pad = torch.zeros(cap, K, device=dev, dtype=dt)
-        a_pad[:nrows].copy_(a)
-        del a
-        ch = torch.tensor([[mine[e]] * P for e in range(E)], dtype=torch.int32)
-        counts = ch.to(dev)
-        rr = torch.tensor(recv, dtype=torch.int32)
-        out_rows = n_out = sum(recv)
+        E, name, cap, a_pad, w, ch, counts, rr, out_rows = ga_workload(wid, rank, P, dt, dev)
+        n_out = out_rows
 
         def c_impl(impl):
             return fco.gemm_alltoall(a_pad, w, counts, out_rows=out_rows, counts_host=ch,
