@@ -22,7 +22,7 @@
  * bf16, µs plain / LL, impl 0 in brackets): 8192×8192 M = 1/4/16 24.82 / 22.17, 25.49 / 22.39,
  * 26.27 / 23.35 (30.58, 31.65, 33.25: LL 1.38–1.42× impl 0); 4096×14336 23.29 / 20.81,
  * 23.28 / 20.97, 25.29 / 22.13; 8192×28672 63.87 / 61.07, 63.69 / 61.21, 64.81 / 63.66;
- * 16384×16384 (AUTO takes impl 3 there) 73.02 / 69.64, 72.85 / 69.42, 74.06 / 72.59. LL was
+ * 16384×16384 (AUTO took impl 3 there then) 73.02 / 69.64, 72.85 / 69.42, 74.06 / 72.59. LL was
  * faster at every shape it applies to.
  *
  * PDL, on by default since run 63585a1 (FCO_GEMV_PDL=0 turns it off; read at every call like

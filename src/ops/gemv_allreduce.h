@@ -46,7 +46,7 @@ typedef struct {
   fco_dtype_t dtype;
   int check_args;    /* FCO_CHECK_ARGS=1: kernels compare (M, N, dtype, bias, impl) across ranks */
   int ll;            /* impl 1 via the LL area (FCO_GEMV_AR_LL=1, fco_gemv_ar_ll_applies) */
-  int pdl;           /* fused impls: programmatic dependent launch (FCO_GEMV_PDL=1)       */
+  int pdl;           /* fused impls: programmatic dependent launch (FCO_GEMV_PDL, on unless 0) */
   size_t pdl_prefetch; /* with pdl: bytes of W per block prefetched into L2 before the wait */
 } fco_gemv_ar_args_t;
 
