@@ -347,6 +347,12 @@ static void sweep(const t_world_t* w, int quick) {
           one_call(w, kDims[di], kDtypes[ti], kCombos[c].it, kCombos[c].weighted,
                    kCombos[c].pool, 0, kImpls[ii], 0);
         }
+  /* The streaming lookup's lane groups at their edges (16-byte rows, FCO_EA_STREAM default):
+   * one lane a row (f16 D = 8) and a group with an idle lane (bf16 D = 24: 3 units, 4 lanes). */
+  for (int ii = 0; ii < 2; ii++) {
+    one_call(w, 8, FCO_F16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], 0);
+    one_call(w, 24, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
+  }
   /* Random real values against float64, by relative error. */
   for (int ti = 0; ti < 3; ti++)
     for (int ii = 0; ii < 2; ii++)
@@ -372,8 +378,11 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32},
       {"FCO_EA_LAND_KB", "4", NULL, NULL, 0, FCO_BF16},
-      {"FCO_EA_BAGS", "1", NULL, NULL, 0, FCO_BF16},
-      {"FCO_EA_BAGS", "4", NULL, NULL, 0, FCO_F32},
+      /* the kB paths (16-byte rows take the streaming path unless FCO_EA_STREAM=0) */
+      {"FCO_EA_BAGS", "1", "FCO_EA_STREAM", "0", 0, FCO_BF16},
+      {"FCO_EA_BAGS", "4", "FCO_EA_STREAM", "0", 0, FCO_F32},
+      {"FCO_EA_STREAM", "0", NULL, NULL, 128, FCO_F32},
+      {"FCO_EA_STREAM", "0", "FCO_EA_DECODE", "cursor", 64, FCO_BF16},
       /* rows > 256 B run the old kernel by default: the cursor kernel asked for by name */
       {"FCO_EA_MIX", "100", "FCO_EA_DECODE", "cursor", 128, FCO_F32},
       {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32},
@@ -529,16 +538,17 @@ static void graph_replay(const t_world_t* w) {
 
 /* Bad data on rank `bad_rank`: the documented error naming table and position, the bad entries
  * skipped (the reference skips them too), nothing written past out. `kind`: 0 index = rows,
- * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. Destroys the world (GPU
- * errors are sticky) and makes a new one. */
-static void bad_data(t_world_t* w, int impl, int kind) {
+ * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
+ * (3 f32: the element path; 16 bf16: 32-byte rows, the streaming lookup). Destroys the world
+ * (GPU errors are sticky) and makes a new one. */
+static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt) {
   prob_t p;
   uint64_t seed = t_next_seed();
   int found = 0, r = 0;
   int64_t pos = 0, table = 0;
   for (int attempt = 0; attempt < 100 && !found; attempt++) {
     if (attempt) prob_free(w, &p);
-    prob_make(&p, w->n, 3, FCO_F32, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
+    prob_make(&p, w->n, D, dt, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
               FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
     for (r = 0; r < p.P && !found; r++) {
       int64_t nb = (int64_t)p.tpr[r] * p.B;
@@ -729,7 +739,10 @@ int main(void) {
 #endif
     bad_args(&w);
     for (int impl = 0; impl < 2; impl++)
-      for (int kind = 0; kind < 4; kind++) bad_data(&w, impl, kind);
+      for (int kind = 0; kind < 4; kind++) {
+        bad_data(&w, impl, kind, 3, FCO_F32);   /* the element path */
+        bad_data(&w, impl, kind, 16, FCO_BF16); /* 32-byte rows: the streaming lookup */
+      }
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
     fflush(stdout);

@@ -21,7 +21,10 @@
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
- *   FCO_EA_BAGS          bags per lane group in flight: 0 = auto (default), 1 or 4
+ *   FCO_EA_STREAM        1 (default) = the streaming lookup (pool_tile_stream: cp.async row
+ *                        ring, runs of bags) for 16-byte rows of <= 512 bytes, in impl 0's lookup
+ *                        and the fused kernel; 0 = the kB paths below everywhere
+ *   FCO_EA_BAGS          the kB paths: bags per lane group in flight: 0 = auto (default), 1 or 4
  *   FCO_EA_MIX           unset = remote pool tiles first (default); 0..100 = the kernel variant
  *                        that interleaves each block's remote tiles evenly with mix % of its
  *                        local ones (100: over its whole order; 0: remote first as by default,
@@ -57,7 +60,8 @@ constexpr int kAutoBagsMaxLen = 16; /* FCO_EA_BAGS=0: kB = 4 when the mean bag l
 /* ---- impl 0 ------------------------------------------------------------------------------- */
 /* Pooled [B, T_r, D] into ws[0, S) (P > 1) or out (P == 1). Grid: num_local × bpr blocks. */
 template <typename T, bool kVec, int kNV, int kB>
-__global__ void __launch_bounds__(kThreads, 2) ea_kernel_lookup(const __grid_constant__ EaParams p) {
+__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
+    ea_kernel_lookup(const __grid_constant__ EaParams p) {
   lookup_tiles<T, kVec, kNV, kB>(p);
 }
 /* out[i][toff_q + t] = recv_q[i][t] for every source q: recv_q at ws + S + b_me · toff_q · D.
@@ -136,6 +140,8 @@ Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t 
   const long long knob = fco_env_int("FCO_EA_BAGS", 0);
   const bool short_bags = nidx <= (int64_t)kAutoBagsMaxLen * nbags; /* mean length */
   v.bags = vec && v.nv == 1 && (knob == 4 || (knob != 1 && short_bags)) ? 4 : 1;
+  /* FCO_EA_STREAM (default on): the streaming path wherever it applies; 0 = the kB paths. */
+  if (vec && v.nv == 1 && fco_env_int("FCO_EA_STREAM", 1) != 0) v.bags = 0;
   return v;
 }
 
@@ -223,7 +229,7 @@ struct RunLookup {
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {
     return launch<ea_kernel_lookup<T, kVec, kNV, kB>>(p, max_tasks, num_local, stream, "lookup",
-                                                      err);
+                                                      err, kB == 0 ? kStreamSmem : 0);
   }
 };
 

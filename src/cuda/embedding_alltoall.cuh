@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <atomic>
+
 #include "../ops/embedding_alltoall.h"
 #include "cuda_ops.h"
 #include "launch.cuh"
@@ -155,17 +157,27 @@ __host__ __device__ __forceinline__ uint32_t fast_div(uint32_t n, FastDiv f) {
 struct Variant {
   bool vec;
   int nv;
-  int bags; /* kB */
+  int bags; /* kB: 1 or 4 bags per lane group, 0 the streaming path (pool_tile_stream) */
   int lanes;
 };
 
+/* smem: the kernel's dynamic shared memory (kB = 0: kStreamSmem, embedding_alltoall_pool.cuh). */
 template <auto kKernel>
 fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
-                    const char* what, char* err) {
+                    const char* what, char* err, int smem = 0) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap);
+  if (smem > 0) {
+    /* Beyond the default 48 KB (static + dynamic) a kernel must opt in, once per device. */
+    static std::atomic<int> opted[kMaxDevices];
+    if (device < 0 || device >= kMaxDevices || !opted[device].load()) {
+      cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaFuncSetAttribute");
+      if (device >= 0 && device < kMaxDevices) opted[device].store(1);
+    }
+  }
+  res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, smem);
   if (res != FCO_OK) return res;
   int64_t bpr = cap / num_local;
   if (bpr < 1)
@@ -177,7 +189,7 @@ fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* s
   EaParams* pp = const_cast<EaParams*>(&p);
   pp->blocks_per_rank = (uint32_t)bpr;
   const unsigned grid = (unsigned)(bpr * num_local);
-  kKernel<<<grid, kThreads, 0, (cudaStream_t)stream>>>(p);
+  kKernel<<<grid, kThreads, smem, (cudaStream_t)stream>>>(p);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     char w[160];
@@ -197,6 +209,7 @@ template <template <typename, bool, int, int> class Run, typename T>
 RunFn pick_t(const Variant& v) {
   if (v.vec) {
     if (v.nv != 1) return Run<T, true, 4, 1>::run;
+    if (v.bags == 0) return Run<T, true, 1, 0>::run;
     return v.bags == 4 ? Run<T, true, 1, 4>::run : Run<T, true, 1, 1>::run;
   }
   return v.nv == 1 ? Run<T, false, 1, 1>::run : Run<T, false, 4, 1>::run;

@@ -293,7 +293,7 @@ __device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
 }
 
 template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
-__global__ void __launch_bounds__(kThreads, 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
+__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocksFused : 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;
   __shared__ uint64_t* pend_ctr[kMaxPending]; /* thread 0's signal batch */
@@ -479,7 +479,7 @@ struct EaBlk {
 };
 
 template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocksFused : 2)
     ea_kernel_fused32(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;
@@ -649,11 +649,12 @@ struct RunFused {
   template <bool kProf, bool kMix>
   static fco_result_t go(const EaParams& p, bool dec, int64_t max_tasks, int num_local,
                          void* stream, char* err) {
+    const int smem = kB == 0 ? kStreamSmem : 0;
     if (dec)
       return launch<ea_kernel_fused32<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
-                                                                      stream, "fused", err);
+                                                                      stream, "fused", err, smem);
     return launch<ea_kernel_fused<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
-                                                                  stream, "fused", err);
+                                                                  stream, "fused", err, smem);
   }
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {

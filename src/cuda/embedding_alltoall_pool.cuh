@@ -30,6 +30,7 @@
 #ifndef FCO_CUDA_EMBEDDING_ALLTOALL_POOL_CUH_
 #define FCO_CUDA_EMBEDDING_ALLTOALL_POOL_CUH_
 
+#include "cp_async.cuh"
 #include "embedding_alltoall.cuh"
 
 namespace fco {
@@ -116,10 +117,211 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
                (uint64_t)pos, (uint64_t)value);
 }
 
+/* ---- the streaming path (kB = 0, FCO_EA_STREAM; rows of ≤ 512 bytes, 16-byte units) ------
+ * A lane group of G lanes (one 16-byte unit of the row per lane) takes a run of consecutive bags
+ * of one table — consecutive samples, so their index ranges are one contiguous range
+ * [off[k0], off[k0 + nb]) — and streams it: chunks of kStreamRows positions, each chunk's rows
+ * gathered by cp.async into a per-thread ring of kStreamStages chunks in shared memory, so
+ * (kStreamStages − 1) · kStreamRows .. kStreamStages · kStreamRows rows are in flight per lane
+ * whatever the bag lengths are (the kB paths keep at most kB · kU, and every bag restarts the
+ * offsets → indices → rows chain). Indices (and weights) are loaded one chunk ahead of their
+ * rows' copies. Rows are consumed in position order, so each bag is still summed in bag order
+ * (fmaf with weights, mean by one division): bit-identical to the kB paths and the CPU. A bag
+ * is stored when the stream crosses its end offset (empty bags as zeros). A thread reads only
+ * ring slots it copied itself: no barrier. bench/probe/ea_gather_probe.cu (variant d2, run
+ * 0174fbf on H200): 72–83 % of 4300 GB/s for 128–512-byte rows at L = 8 and 32, where the
+ * kB paths reached 42–70 %.
+ * Bad data: the run's offsets are checked first (each within [0, num_indices], none below its
+ * predecessor — exactly "every bag valid" of the kB paths); a run with a bad bag is pooled bag
+ * by bag (a bad bag stored as zeros and reported as there). An index outside its table is
+ * skipped (its copy reads nothing) and reported. */
+constexpr int kStreamStages = 3;
+constexpr int kStreamRows = 4;
+/* Dynamic shared memory of a kB = 0 kernel: the ring [stage][row][thread] of 16-byte units. */
+constexpr int kStreamRing = kStreamStages * kStreamRows * kThreads * 16;
+/* + the weights' ring [stage][row][thread] of floats (copied by cp.async as well: registers). */
+constexpr int kStreamSmem = kStreamRing + kStreamStages * kStreamRows * kThreads * 4;
+/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): impl 0's lookup 3 (80
+ * registers; its row loop does not spill, SASS); the fused kernel 2 (128 registers: at 80 its
+ * tile loop state spilled into the row loop). */
+constexpr int kStreamMinBlocks = 3;
+constexpr int kStreamMinBlocksFused = 2;
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+extern __shared__ __align__(16) uint4 g_ea_ring[];
+
+struct StreamRun {
+  const void* idx;  /* rk.indices */
+  const float* psw; /* per-sample weights or nullptr */
+  const void* off;  /* rk.offsets */
+  int idx64;
+  int64_t rows;     /* rows of the table */
+};
+
+/* Pool the bags k0 .. k0 + nb − 1 (positions [qb, qe) of the indices, bag j ending at off[k0 +
+ * j + 1], or at qe when single) into o + j · stride. The G lanes of a group call it together. */
+template <typename T>
+__device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, int64_t k0, int nb,
+                                           int64_t qb, int64_t qe, bool single, T* o,
+                                           int64_t stride, int gl, int nunits, bool mean, int tl,
+                                           const ErrCtx& ec) {
+  using Un = Unit<T, true>;
+  constexpr int kE = Un::kE, kS = kStreamStages, kU = kStreamRows;
+  const uint32_t ring = smem_u32(g_ea_ring + threadIdx.x);
+  const bool lane_on = gl < nunits;
+  const int64_t nch = (qe - qb + kU - 1) / kU;
+  /* bag state: cur, its start and end position */
+  int cur = 0;
+  int64_t bstart = qb;
+  int64_t bend = single ? qe : ix_fix(ld_index_raw(ix_addr(r.off, r.idx64, k0 + 1, true), r.idx64), r.idx64);
+  float acc[kE];
+#pragma unroll
+  for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+  auto flush = [&]() {
+    if (mean && bend > bstart) {
+      const float n = (float)(bend - bstart);
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = acc[e] / n;
+    }
+    if (lane_on) Un::store(o + (int64_t)cur * stride, gl, acc);
+#pragma unroll
+    for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+    ++cur;
+    bstart = bend;
+    if (cur < nb)
+      bend = single || cur + 1 == nb
+                 ? qe
+                 : ix_fix(ld_index_raw(ix_addr(r.off, r.idx64, k0 + cur + 1, true), r.idx64), r.idx64);
+  };
+  /* One chunk ahead: the raw indices of chunk i. */
+  int64_t nx[kU];
+  auto load_ix = [&](int64_t i) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t q = qb + i * kU + u;
+      nx[u] = ld_index_raw(ix_addr(r.idx, r.idx64, q, q < qe), r.idx64);
+    }
+  };
+  /* Issue chunk i's copies (rows from nx, weights) into stage s and keep its valid bits;
+   * always commit (the wait counts groups). */
+  const uint32_t wring = smem_u32((const char*)g_ea_ring + kStreamRing) + threadIdx.x * 4;
+  uint32_t okb = 0; /* bit s·kU + u: row u of stage s is valid */
+  auto issue = [&](int64_t i, int s) {
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t q = qb + i * kU + u;
+      const bool in = q < qe;
+      const int64_t ix = ix_fix(nx[u], r.idx64);
+      const bool ok = in && ix >= 0 && ix < r.rows;
+      if (in && !ok && gl == 0) note_bad(ec, tl, FCO_EA_BAD_INDEX, q, ix);
+      const uint32_t bit = 1u << (s * kU + u);
+      okb = ok ? okb | bit : okb & ~bit;
+      const bool cp = ok && lane_on;
+      const uint32_t slot = (uint32_t)((s * kU + u) * kThreads);
+      cp_async16(ring + slot * 16,
+                 cp ? (const void*)((const uint4*)(table + ix * (int64_t)nunits * kE) + gl)
+                    : (const void*)&g_ea_dummy,
+                 cp ? 16 : 0);
+      if (r.psw) cp_async4(wring + slot * 4, ok ? (const void*)(r.psw + q) : (const void*)&g_ea_dummy, ok ? 4 : 0);
+    }
+    cp_async_commit();
+  };
+  load_ix(0);
+#pragma unroll
+  for (int s = 0; s < kS - 1; ++s) {
+    issue(s, s);
+    load_ix(s + 1);
+  }
+  /* Chunk i is in stage i mod kS. The consuming loops stay rolled: one inlined flush (its
+   * division) instead of one per unrolled row; slots and valid bits are addressed at run time. */
+  int s = 0, s_issue = kS - 1;
+#pragma unroll 1
+  for (int64_t i = 0; i < nch; ++i) {
+    issue(i + kS - 1, s_issue);
+    load_ix(i + kS);
+    cp_async_wait<kS - 1>(); /* chunk i (stage s) landed */
+    const int nq = (int)min((int64_t)kU, qe - (qb + i * kU));
+#pragma unroll 1
+    for (int u = 0; u < nq; ++u) {
+      const int64_t q = qb + i * kU + u;
+      while (q >= bend) flush();
+      const int slot = (s * kU + u) * kThreads + threadIdx.x;
+      if (okb >> (s * kU + u) & 1u) {
+        float f[kE];
+        Un::unpack(g_ea_ring[slot], f);
+        if (r.psw) {
+          const float wt = ((const float*)((const char*)g_ea_ring + kStreamRing))[slot];
+#pragma unroll
+          for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < kE; ++e) acc[e] += f[e];
+        }
+      }
+    }
+    s = s + 1 == kS ? 0 : s + 1;
+    s_issue = s_issue + 1 == kS ? 0 : s_issue + 1;
+  }
+  cp_async_wait<0>();
+  while (cur < nb) flush(); /* the last bag, trailing empty ones */
+}
+
+/* pool_tile's streaming path: the tile's nt × ns bags as runs of one table (see above); run w
+ * = group, group + groups, ...: table t = w mod nt, samples [(w / nt) · per, +per). */
+template <typename T>
+__device__ __forceinline__ void pool_tile_stream(const EaParams& p, const EaRank& rk, int t0,
+                                                 int nt, int64_t b0, int ns, T* dst,
+                                                 int64_t stride, const ErrCtx& ec) {
+  constexpr int kE = Unit<T, true>::kE;
+  const int G = p.lanes, nunits = p.D / kE;
+  const int lane = threadIdx.x & 31;
+  const int groups = kWarps * (32 / G);
+  const int group = (threadIdx.x >> 5) * (32 / G) + lane / G, gl = lane & (G - 1);
+  const int gpt = max(1, groups / nt);           /* runs per table */
+  const int per = (ns + gpt - 1) / gpt;          /* bags per run */
+  const int64_t nidx = rk.num_indices;
+  StreamRun r{rk.indices, rk.psw, rk.offsets, rk.idx64, 0};
+  for (int w = group; w < nt * gpt; w += groups) {
+    const int t = w % nt, i0 = (w / nt) * per;
+    const int nb = min(per, ns - i0);
+    if (nb <= 0) continue;
+    const int64_t row0 = p.row_base[rk.row_base0 + t0 + t];
+    r.rows = p.row_base[rk.row_base0 + t0 + t + 1] - row0;
+    const T* table = (const T*)rk.weight + row0 * (int64_t)p.D;
+    const int64_t k0 = (int64_t)(t0 + t) * p.B + b0 + i0;
+    T* o = dst + (int64_t)i0 * stride + (int64_t)t * p.D;
+    /* The run's offsets: all within [0, nidx] and non-decreasing? (L1 after the first.) */
+    int64_t prev = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0, true), rk.idx64), rk.idx64);
+    const int64_t qb = prev;
+    bool good = prev >= 0 && prev <= nidx;
+    for (int j = 1; j <= nb; ++j) {
+      const int64_t x = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0 + j, true), rk.idx64), rk.idx64);
+      good = good && x >= prev && x <= nidx;
+      prev = x;
+    }
+    /* Good: one run of nb bags. Else bag by bag, a bad bag empty (one call site: registers). */
+    for (int j = 0; j < (good ? 1 : nb); ++j) {
+      int64_t lo = qb, hi = prev;
+      if (!good) {
+        lo = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0 + j, true), rk.idx64), rk.idx64);
+        hi = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0 + j + 1, true), rk.idx64), rk.idx64);
+        if (lo < 0 || hi < lo || hi > nidx) {
+          if (gl == 0) note_bad(ec, t0 + t, FCO_EA_BAD_OFFSETS, k0 + j, hi);
+          lo = hi = 0;
+        }
+      }
+      stream_run<T>(r, table, k0 + j, good ? nb : 1, lo, hi, !good, o + (int64_t)j * stride, stride,
+                    gl, nunits, p.mean, t0 + t, ec);
+    }
+  }
+}
+
 /* Pool the ns × nt bags (sample b0 + i, local table t0 + t) of a tile into
  * dst + i · stride + t · D (elements). All threads of the block; no synchronisation inside. */
 template <typename T, bool kVec, int kNV, int kB>
-__device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, int t0, int nt,
+__device__ __forceinline__ void pool_tile_bags(const EaParams& p, const EaRank& rk, int t0, int nt,
                                           int64_t b0, int ns, T* dst, int64_t stride,
                                           const ErrCtx& ec) {
   using Un = Unit<T, kVec>;
@@ -262,6 +464,20 @@ __device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, i
           if (u0 + v * G < nunits) Un::store(o, u0 + v * G, acc[j][v]);
       }
     }
+  }
+}
+
+/* Pool the ns × nt bags (sample b0 + i, local table t0 + t) of a tile into
+ * dst + i · stride + t · D (elements): kB = 0 the streaming path, else kB bags per lane group. */
+template <typename T, bool kVec, int kNV, int kB>
+__device__ __forceinline__ void pool_tile(const EaParams& p, const EaRank& rk, int t0, int nt,
+                                          int64_t b0, int ns, T* dst, int64_t stride,
+                                          const ErrCtx& ec) {
+  if constexpr (kB == 0) {
+    static_assert(kVec && kNV == 1, "the streaming path: 16-byte units, rows of <= 512 bytes");
+    pool_tile_stream<T>(p, rk, t0, nt, b0, ns, dst, stride, ec);
+  } else {
+    pool_tile_bags<T, kVec, kNV, kB>(p, rk, t0, nt, b0, ns, dst, stride, ec);
   }
 }
 

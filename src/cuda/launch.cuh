@@ -30,14 +30,16 @@ fco_result_t cuda_fail(char* err, cudaError_t ce, const char* what);
 /* Current device and its SM count (cached per device). */
 fco_result_t current_device(char* err, int* device, int* num_sms);
 
-/* Blocks of `kKernel` at `threads` threads that fit on the device at once (occupancy × SMs),
- * cached per (kernel, device). 0 means it cannot launch at all. */
+/* Blocks of `kKernel` at `threads` threads and `smem` bytes of dynamic shared memory that fit
+ * on the device at once (occupancy × SMs), cached per (kernel, device): a kernel is always
+ * launched with the same smem. 0 means it cannot launch at all. */
 template <auto kKernel>
-fco_result_t max_coresident_blocks(char* err, int device, int num_sms, int threads, int* blocks) {
+fco_result_t max_coresident_blocks(char* err, int device, int num_sms, int threads, int* blocks,
+                                   size_t smem = 0) {
   static std::atomic<int> cache[kMaxDevices]; /* 0 = not computed; benign duplicate work */
   int per_sm = device >= 0 && device < kMaxDevices ? cache[device].load() : 0;
   if (per_sm == 0) {
-    cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, 0);
+    cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, threads, smem);
     if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
     if (per_sm > 0 && device >= 0 && device < kMaxDevices) cache[device].store(per_sm);
   }

@@ -1,0 +1,36 @@
+/*
+ * cp_async.cuh — asynchronous 16-byte copies from global to shared memory (cp.async, sm_80+),
+ * tracked per thread in commit groups: the gemm tile's operand pipeline (gemm_tile.cuh) and the
+ * embedding lookup's row ring (embedding_alltoall_pool.cuh).
+ */
+#ifndef FCO_CUDA_CP_ASYNC_CUH_
+#define FCO_CUDA_CP_ASYNC_CUH_
+
+#include <stdint.h>
+
+namespace fco {
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+/* 16 bytes from src to shared address dst, through L2 only (.cg); src_bytes < 16 zero-fills the
+ * rest (0: nothing is read, dst becomes zeros). */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+/* Close this thread's copies issued since the last commit into one group (also when empty). */
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+/* This thread's groups but the newest kN are complete (their shared-memory data readable by
+ * this thread; other threads need a barrier). */
+template <int kN>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kN) : "memory");
+}
+
+}  // namespace fco
+
+#endif /* FCO_CUDA_CP_ASYNC_CUH_ */
