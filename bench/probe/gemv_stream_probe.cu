@@ -5,10 +5,11 @@
  * (src/cuda/gemv_tile.cuh, the same tile_mma the operator runs) against a pure streaming read of
  * the same bytes, so a kernel-efficiency change can be chosen by measurement before it goes into
  * the operator. Variants differ in chunks per warp step (kU), warps per block (kW), blocks per
- * SM (launch bounds), a register-pipelined loop (the next step's loads issued before this step's
- * mmas), and the fused one-shot kernel's P = 1 schedule (partials through a workspace and
- * flags, with and without the system-scope release). Every variant's y is checked against a
- * naive fp32 kernel (#wrong). W rotates over buffer sets whose footprint exceeds 3× L2.
+ * SM (launch bounds), the register-pipelined loop (tile_mma's kPipe: the next step's loads
+ * issued before this step's mmas), and the fused one-shot kernel's P = 1 schedule (partials
+ * through a workspace and flags, with and without the system-scope release). Every variant's y
+ * is checked against a naive fp32 kernel (#wrong). W rotates over buffer sets whose footprint
+ * exceeds 3× L2.
  *
  * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 30):
  *   nvcc -O3 -std=c++17 -arch=sm_90 -Isrc/cuda -Iinclude bench/probe/gemv_stream_probe.cu \
@@ -36,61 +37,13 @@ using fco::gemv::kTileN;
     }                                                                                     \
   } while (0)
 
-/* Register-pipelined variant of tile_mma (probe only): warp w takes groups w, w + kW, ...;
- * the loads of its next group are issued before the mmas of the current one. */
-template <int kMT, int kU, int kW>
-__device__ __forceinline__ void tile_pipe(const bf16* __restrict__ w, const bf16* __restrict__ x,
-                                          int M, int N, int64_t K, int n0, float (*red)[kTileN]) {
-  using namespace fco::gemv;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, tq = lane & 3;
-  const bf16* w0 = w + (int64_t)min(n0 + g, N - 1) * K;
-  const bf16* w1 = w + (int64_t)min(n0 + g + 8, N - 1) * K;
-  const bf16* xr[kMT];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) xr[mt] = x + (int64_t)min(mt * 8 + g, M - 1) * K;
-  float acc[kMT][4] = {};
-  const int64_t ngroups = (K / kChunk) / kU; /* probe shapes: K multiple of kU·32 */
-  uint4 a0[kU], a1[kU];
-  int64_t gi = warp;
-  if (gi < ngroups) {
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      a0[u] = ld_stream_v4(w0 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
-      a1[u] = ld_stream_v4(w1 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
-    }
-  }
-  for (; gi < ngroups; gi += kW) {
-    const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-    const int64_t kn = (gi + kW < ngroups ? gi + kW : gi) * (kU * kChunk) + tq * 8;
-    uint4 b0[kU], b1[kU];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      b0[u] = ld_stream_v4(w0 + kn + u * kChunk);
-      b1[u] = ld_stream_v4(w1 + kn + u * kChunk);
-    }
-#pragma unroll
-    for (int u = 0; u < kU; ++u)
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-        mma_chunk<bf16>(acc[mt], a0[u], a1[u], __ldg((const uint4*)(xr[mt] + k0 + u * kChunk)));
-#pragma unroll
-    for (int u = 0; u < kU; ++u) a0[u] = b0[u], a1[u] = b1[u];
-  }
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt) {
-    const int m = mt * 8 + 2 * tq;
-    if (m < M) red[m][g] = acc[mt][0], red[m][g + 8] = acc[mt][2];
-    if (m + 1 < M) red[m + 1][g] = acc[mt][1], red[m + 1][g + 8] = acc[mt][3];
-  }
-}
-
 /* Tiles t = blockIdx.x, + gridDim.x, ...: tile math, sum of the warps, y (fp32) written.
- * kMode 0: plain; 1: register-pipelined tile; 2 / 3: the fused one-shot kernel's P = 1 schedule
- * without a peer: each tile's partial is stored to a workspace slot and flagged (2: release
- * store at system scope after a block barrier, as prims.cuh's signal_block; 3: relaxed store,
- * no fence), then, after all tiles, per tile the flag is acquired, the partial read back (ld.cg)
- * and y written. 2 - 3 is the cost of the fences, 3 - 0 of the second pass. */
+ * kMode 0: plain; 1: register-pipelined (tile_mma's kPipe, the operator's FCO_GEMV_PIPE loop);
+ * 2 / 3: the fused one-shot kernel's P = 1 schedule without a peer: each tile's partial is
+ * stored to a workspace slot and flagged (2: release store at system scope after a block
+ * barrier, as prims.cuh's signal_block; 3: relaxed store, no fence), then, after all tiles, per
+ * tile the flag is acquired, the partial read back (ld.cg) and y written. 2 - 3 is the cost of
+ * the fences, 3 - 0 of the second pass. */
 template <int kMT, int kU, int kW, int kMinB, int kMode>
 __global__ void __launch_bounds__(kW * 32, kMinB)
     probe_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int64_t K, int T,
@@ -98,10 +51,8 @@ __global__ void __launch_bounds__(kW * 32, kMinB)
   __shared__ __align__(16) float red[kW][kMT * 8][kTileN];
   const int warp = threadIdx.x >> 5, i = threadIdx.x;
   for (int t = blockIdx.x; t < T; t += gridDim.x) {
-    if constexpr (kMode == 1)
-      tile_pipe<kMT, kU, kW>(w, x, M, N, K, t * kTileN, red[warp]);
-    else
-      fco::gemv::tile_mma<bf16, kMT, kU, kW>(w, x, M, N, K, t * kTileN, true, red[warp]);
+    fco::gemv::tile_mma<bf16, kMT, kU, kW, kMode == 1>(w, x, M, N, K, t * kTileN, true,
+                                                       red[warp]);
     __syncthreads();
     if (i < M * kTileN) {
       const int m = i / kTileN, n = t * kTileN + i % kTileN;

@@ -35,6 +35,22 @@
  *   4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks (kWideWarps, 2 per SM) so each SM
  *   keeps as many W bytes in flight as at N = 8192; B = T either way.
  *
+ * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE, on unless 0; read at every call; bf16 / f16,
+ *   kMT = 2, impls 1 (plain, LL, wide LL) and 2): gemv::tile_mma's kPipe loop, which issues a
+ *   warp's next group of W loads before the mmas of its current group, at 4 chunks per group
+ *   instead of 8; blocks as before (4 warps, 4 per SM; wide LL 8 warps, 2 per SM). Why:
+ *   bench/probe/gemv_stream_probe.cu on H200 at M = 16 (bf16, graph-timed µs per launch,
+ *   "pipe u4 w4 b4" vs the plain "u8 w4 b4"): 8192×14336 57.78 vs 58.71, 4096×7168 18.06 vs
+ *   18.66, 16384×8192 68.27 vs 69.07, 8192×4096 19.65 vs 19.67. At M = 1 it was not faster:
+ *   kMT = 1 keeps the plain loop; f32 (tile_f32) is unaffected. The operator-level A/B on a GPU
+ *   is pending. A separate instantiation (kPipe), so FCO_GEMV_PIPE=0 runs exactly the old
+ *   kernels. It changes only the fp32 summation order inside a rank's own partial (K cut into
+ *   runs of 4 chunks per warp instead of 8); the partials that move have the same layout and
+ *   every rank sums the same bytes in rank order, so y stays bit-identical across ranks. B
+ *   follows the kernel's occupancy, which is the same with and without it (128 registers, the
+ *   same shared memory): ranks may set FCO_GEMV_PIPE differently; it is not in the
+ *   FCO_CHECK_ARGS hash (B is, should the occupancy ever differ).
+ *
  * impl 1 LL (FCO_GEMV_AR_LL=1 where fco_gemv_ar_ll_applies: P > 1, M ≤ 16): the same schedule,
  *   but each partial goes out as 64-bit LL words {fp32 bits, fco_ll_flag(e)} into the LL area
  *   past the data workspace (src/core/internal.h "LL area"; only LL words are ever stored
@@ -143,13 +159,16 @@ constexpr uint64_t kPdlL2Budget = (uint64_t)32 << 20;
  * H200 (run 098826b, bench/results/2026-11-30_nvidia-h200-x2_098826b): up to M = 16, blocks of
  * 4 warps taking 8 chunks per step (8 KB of W in flight per warp) at 4 blocks per SM streamed W
  * 2-6 % faster at M ≤ 4 and 8-15 % faster at M = 16 than 8 warps of 4 chunks at 3 blocks per SM;
- * the register-hungry large-M tiles keep 8 warps of 4 chunks. */
+ * the register-hungry large-M tiles keep 8 warps of 4 chunks. kMT = 2 in bf16 / f16 runs the
+ * pipelined loop with kPipeUnroll chunks per step instead (FCO_GEMV_PIPE, see the header). */
 template <int kMT>
 constexpr int kWarpsOf = kMT <= 2 ? 4 : 8;
 template <int kMT>
 constexpr int kUnrollOf = kMT <= 2 ? 8 : 4;
 template <int kMT>
 constexpr int kMinBlocksOf = kMT <= 2 ? 4 : kMT == 4 ? 2 : 1;
+/* FCO_GEMV_PIPE: chunks per step of the pipelined loop (two groups in flight per warp). */
+constexpr int kPipeUnroll = 4;
 
 struct GarParams {
   const void* x[FCO_MAX_GPU_RANKS];
@@ -220,12 +239,12 @@ struct Smem {
 
 /* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
  * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
-template <typename T, int kMT, int kW = kWarpsOf<kMT>>
+template <typename T, int kMT, bool kPipe, int kW = kWarpsOf<kMT>>
 __device__ __forceinline__ float4 compute_tile(const GarParams& p, const Ctx& c,
                                                Smem<kMT, kW>& s, int t) {
   const int warp = threadIdx.x >> 5;
-  gemv::tile<T, kMT, kUnrollOf<kMT>, kW>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K,
-                                                 t * kTileN, c.vec, s.red[warp]);
+  gemv::tile<T, kMT, kPipe ? kPipeUnroll : kUnrollOf<kMT>, kW, kPipe>(
+      (const T*)c.w, (const T*)c.x, p.M, p.N, c.K, t * kTileN, c.vec, s.red[warp]);
   __syncthreads();
   float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
   const int i = threadIdx.x;
@@ -313,7 +332,7 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
   return !__syncthreads_or(!ok);
 }
 
-template <typename T, int kMT>
+template <typename T, int kMT, bool kPipe>
 __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                             const WaitCtx& wc) {
   const RankView& v = s.v;
@@ -323,7 +342,7 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int t = c.b; t < p.T; t += c.B, ++j) {
-    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    const float4 r = compute_tile<T, kMT, kPipe>(p, c, s, t);
     if (i < 4 * p.M) {
       const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
       const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
@@ -403,7 +422,7 @@ __device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const Wai
  * block's last tile stays in registers for its own slot (the common case: one tile per block).
  * Sums in rank order 0..P-1 as run_oneshot: the same bits. No barrier after the tile loop: a
  * thread whose wait fails simply stops (epoch_end's barrier is reached by every thread). */
-template <typename T, int kMT, int kW = kWarpsOf<kMT>>
+template <typename T, int kMT, bool kPipe, int kW = kWarpsOf<kMT>>
 __device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
                                                Smem<kMT, kW>& s, const WaitCtx& wc) {
   const RankView& v = s.v;
@@ -414,7 +433,7 @@ __device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
   const size_t mine_off = c.lloff + (size_t)c.me * p.ll_slot_bytes + (size_t)i * 32;
   float4 last = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int t = c.b; t < p.T; t += c.B) {
-    const float4 r = compute_tile<T, kMT, kW>(p, c, s, t);
+    const float4 r = compute_tile<T, kMT, kPipe, kW>(p, c, s, t);
     const bool more = t + c.B < p.T;
     if (i < 4 * p.M) {
       const uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
@@ -451,7 +470,7 @@ __device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
   }
 }
 
-template <typename T, int kMT>
+template <typename T, int kMT, bool kPipe>
 __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                              const WaitCtx& wc) {
   using V = typename Raw4<T>::V;
@@ -481,7 +500,7 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
     const bool remote = pos < nremote;
     const int jj = nth(remote, remote ? pos : pos - nremote);
     const int t = b + jj * c.B;
-    const float4 r = compute_tile<T, kMT>(p, c, s, t);
+    const float4 r = compute_tile<T, kMT, kPipe>(p, c, s, t);
     if (remote) {
       const int o = owner(jj);
       if (i < 4 * p.M)
@@ -542,11 +561,13 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
 /* kImpl 1 = one-shot, 2 = two-phase; kLL: impl 1 through the LL area (kMT ≤ 2 only). Block →
  * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
  * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
-template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, int kW = kWarpsOf<kMT>>
+template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
+          int kW = kWarpsOf<kMT>>
 __global__ void __launch_bounds__(kW * 32, kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
     gemv_allreduce_kernel(const GarParams p) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
   static_assert(kW == kWarpsOf<kMT> || kLL, "wide blocks: the LL one-shot only");
+  static_assert(!kPipe || (kMT == 2 && sizeof(T) == 2), "FCO_GEMV_PIPE: kMT 2, bf16 / f16");
   __shared__ Smem<kMT, kW> s;
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
@@ -593,11 +614,11 @@ __global__ void __launch_bounds__(kW * 32, kW == kWarpsOf<kMT> ? kMinBlocksOf<kM
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kLL)
-      run_oneshot_ll<T, kMT, kW>(p, c, s, wc);
+      run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
-      run_oneshot<T, kMT>(p, c, s, wc);
+      run_oneshot<T, kMT, kPipe>(p, c, s, wc);
     else
-      run_twophase<T, kMT>(p, c, s, wc);
+      run_twophase<T, kMT, kPipe>(p, c, s, wc);
   }
   epoch_end(dev, c.e, B);
 }
@@ -619,14 +640,15 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, int kW = kWarpsOf<kMT>>
+template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
+          int kW = kWarpsOf<kMT>>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr int kThreads = kW * 32;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kW>>(
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW>>(
       err, device, sms, kThreads, &cap);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
@@ -635,11 +657,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
      * one wide block per tile fits: then B = T either way (ranks need not agree on the knob). */
     if (fco_env_int("FCO_GEMV_WIDE", 1) > 0 && 2 * T_ <= cap / g->num_local) {
       int cap_wide = 0;
-      res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kWideWarps>>(
+      res = max_coresident_blocks<
+          gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kWideWarps>>(
           err, device, sms, kWideWarps * 32, &cap_wide);
       if (res != FCO_OK) return res;
       if (T_ <= cap_wide / g->num_local && T_ <= max_blocks(kImpl))
-        return launch_fused<T, kMT, kImpl, kLL, kPdl, kWideWarps>(g, a0, impl, err);
+        return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, kWideWarps>(g, a0, impl, err);
     }
   }
   int B = cap / g->num_local;
@@ -713,9 +736,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     cfg.stream = (cudaStream_t)g->stream;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kW>, p);
+    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW>, p);
   } else {
-    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kW>
+    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW>
         <<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
     ce = cudaGetLastError();
   }
@@ -730,15 +753,25 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
+/* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe). */
 template <typename T, int kImpl, bool kPdl>
-FusedFn pick_mt(size_t M, bool ll) {
+FusedFn pick_mt(size_t M, bool ll, bool pipe) {
+  constexpr bool kMma = sizeof(T) == 2; /* f32 has no pipelined loop: pipe ignored */
   if constexpr (kImpl == 1) {
     static_assert(FCO_GEMV_AR_LL_MAX_M == 16, "LL kernels: kMT 1 and 2");
     if (ll && M <= 8) return launch_fused<T, 1, 1, true, kPdl>;
-    if (ll && M <= 16) return launch_fused<T, 2, 1, true, kPdl>;
+    if (ll && M <= 16) {
+      if constexpr (kMma)
+        if (pipe) return launch_fused<T, 2, 1, true, kPdl, true>;
+      return launch_fused<T, 2, 1, true, kPdl>;
+    }
   }
   if (M <= 8) return launch_fused<T, 1, kImpl, false, kPdl>;
-  if (M <= 16) return launch_fused<T, 2, kImpl, false, kPdl>;
+  if (M <= 16) {
+    if constexpr (kMma)
+      if (pipe) return launch_fused<T, 2, kImpl, false, kPdl, true>;
+    return launch_fused<T, 2, kImpl, false, kPdl>;
+  }
   if (M <= 32) return launch_fused<T, 4, kImpl, false, kPdl>;
   if (M <= 64) return launch_fused<T, 8, kImpl, false, kPdl>;
   return nullptr;
@@ -747,13 +780,17 @@ FusedFn pick_mt(size_t M, bool ll) {
 /* pdl: FCO_GEMV_PDL=1, the kernels with the PDL prologue (kPdl), a separate instantiation so
  * that the default kernels stay exactly as they were. */
 template <int kImpl>
-FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll, bool pdl) {
+FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll, bool pdl, bool pipe) {
   switch (dt) {
-    case FCO_F32: return pdl ? pick_mt<float, kImpl, true>(M, ll) : pick_mt<float, kImpl, false>(M, ll);
-    case FCO_F16: return pdl ? pick_mt<__half, kImpl, true>(M, ll) : pick_mt<__half, kImpl, false>(M, ll);
+    case FCO_F32:
+      return pdl ? pick_mt<float, kImpl, true>(M, ll, pipe)
+                 : pick_mt<float, kImpl, false>(M, ll, pipe);
+    case FCO_F16:
+      return pdl ? pick_mt<__half, kImpl, true>(M, ll, pipe)
+                 : pick_mt<__half, kImpl, false>(M, ll, pipe);
     case FCO_BF16:
-      return pdl ? pick_mt<__nv_bfloat16, kImpl, true>(M, ll)
-                 : pick_mt<__nv_bfloat16, kImpl, false>(M, ll);
+      return pdl ? pick_mt<__nv_bfloat16, kImpl, true>(M, ll, pipe)
+                 : pick_mt<__nv_bfloat16, kImpl, false>(M, ll, pipe);
     default: return nullptr;
   }
 }
@@ -940,8 +977,9 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   const bool ll = a0.ll && op0->impl == 1 && g->nranks > 1 &&
                   fco_gemv_ar_ll_applies(g->transport, 1, g->nranks, a0.M, a0.N);
   const bool pdl = a0.pdl != 0;
-  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl);
-  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl);
+  const bool pipe = fco_env_int("FCO_GEMV_PIPE", 1) > 0; /* see the header; not in the hash */
+  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe);
+  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe);
   else
     return fco::fail(err, FCO_ERR_INVALID_ARGUMENT,
                      "fco_gemv_allreduce: impl %d is not available on the %s transport", impl,

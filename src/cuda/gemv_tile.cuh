@@ -8,7 +8,9 @@
  * in kU·64-byte runs, 2·kU 16-byte loads in flight per thread), and leaves its partial in
  * red[w][m][16]; the caller sums the kW warps in warp order (deterministic). kU and kW are
  * template parameters (defaults kUnroll, kWarps); the caller picks them per M
- * (gemv_allreduce.cu; bench/probe/gemv_stream_probe.cu measures the choices).
+ * (gemv_allreduce.cu; bench/probe/gemv_stream_probe.cu measures the choices). kPipe (bf16 /
+ * f16) issues a warp's next group's W loads before the current group's mmas (register
+ * pipeline); the chunks per warp and the mma order are those of the plain loop.
  *
  * bf16 / f16: tensor cores, mma.sync m16n8k16 (fp32 accumulate) with W as the row-major A
  *   (16 rows = the tile's columns) and x as the column-major B (8 columns = 8 rows of x per
@@ -100,9 +102,26 @@ __device__ __forceinline__ uint4 load8_guarded(const uint16_t* p, int64_t k, int
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/* The mmas of one group of kU chunks at k0 (W rows g / g+8 in a0 / a1), x read here, in the
+ * order u, then m-tile. */
+template <typename T, int kMT, int kU>
+__device__ __forceinline__ void mma_group(float (&acc)[kMT][4], const uint4 (&a0)[kU],
+                                          const uint4 (&a1)[kU], const T* const (&xr)[kMT],
+                                          int64_t k0) {
+#pragma unroll
+  for (int u = 0; u < kU; ++u)
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
+      mma_chunk<T>(acc[mt], a0[u], a1[u], xv);
+    }
+}
+
 /* bf16 / f16 tile. red: this warp's [kMT·8][kTileN] partial. All threads of the block call it
- * (no barrier inside). */
-template <typename T, int kMT, int kU = kUnroll, int kW = kWarps>
+ * (no barrier inside). kPipe: register-pipelined loop (a warp's next group of W loads in
+ * flight during this group's mmas: 4·kU 16-byte values of W held per thread instead of 2·kU).
+ * Same groups per warp and same mma order as without it: for equal kU / kW the same bits. */
+template <typename T, int kMT, int kU = kUnroll, int kW = kWarps, bool kPipe = false>
 __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __restrict__ x, int M,
                                          int N, int64_t K, int n0, bool vec,
                                          float (*red)[kTileN]) {
@@ -120,21 +139,43 @@ __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __res
 
   const int64_t nchunks = (K + kChunk - 1) / kChunk;
   const int64_t ngroups = vec ? (K / kChunk) / kU : 0;
-  for (int64_t gi = warp; gi < ngroups; gi += kW) {
-    const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-    uint4 a0[kU], a1[kU];
+  if constexpr (!kPipe) {
+    for (int64_t gi = warp; gi < ngroups; gi += kW) {
+      const int64_t k0 = gi * (kU * kChunk) + tq * 8;
+      uint4 a0[kU], a1[kU];
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      a0[u] = ld_stream_v4(w0 + k0 + u * kChunk);
-      a1[u] = ld_stream_v4(w1 + k0 + u * kChunk);
-    }
-#pragma unroll
-    for (int u = 0; u < kU; ++u)
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
-        mma_chunk<T>(acc[mt], a0[u], a1[u], xv);
+      for (int u = 0; u < kU; ++u) {
+        a0[u] = ld_stream_v4(w0 + k0 + u * kChunk);
+        a1[u] = ld_stream_v4(w1 + k0 + u * kChunk);
       }
+      mma_group<T, kMT, kU>(acc, a0, a1, xr, k0);
+    }
+  } else {
+    /* The next group's W loads go out before this group's mmas. On the last step "next" is
+     * this group again (read twice, in bounds): the loads stay unconditional, since a
+     * predicated load becomes a load into a temporary plus a move that waits for it. */
+    uint4 a0[kU], a1[kU];
+    int64_t gi = warp;
+    if (gi < ngroups) {
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        a0[u] = ld_stream_v4(w0 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
+        a1[u] = ld_stream_v4(w1 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
+      }
+    }
+    for (; gi < ngroups; gi += kW) {
+      const int64_t k0 = gi * (kU * kChunk) + tq * 8;
+      const int64_t kn = gi + kW < ngroups ? k0 + kW * (kU * kChunk) : k0;
+      uint4 b0[kU], b1[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        b0[u] = ld_stream_v4(w0 + kn + u * kChunk);
+        b1[u] = ld_stream_v4(w1 + kn + u * kChunk);
+      }
+      mma_group<T, kMT, kU>(acc, a0, a1, xr, k0);
+#pragma unroll
+      for (int u = 0; u < kU; ++u) a0[u] = b0[u], a1[u] = b1[u];
+    }
   }
   /* The chunks after the last whole group (or all of them without the vector path). */
   for (int64_t c = ngroups * kU + warp; c < nchunks; c += kW) {
@@ -241,13 +282,13 @@ __device__ __forceinline__ void prefetch_tile(const T* w, int N, int64_t K, int 
 }
 
 /* Dispatch on the element type: red is this warp's slice of the block's [kW][8·kMT][16]. */
-template <typename T, int kMT, int kU = kUnroll, int kW = kWarps>
+template <typename T, int kMT, int kU = kUnroll, int kW = kWarps, bool kPipe = false>
 __device__ __forceinline__ void tile(const T* w, const T* x, int M, int N, int64_t K, int n0,
                                      bool vec, float (*red)[kTileN]) {
   if constexpr (sizeof(T) == 4)
     tile_f32<kMT * 8, kW>((const float*)w, (const float*)x, M, N, K, n0, vec, red);
   else
-    tile_mma<T, kMT, kU, kW>(w, x, M, N, K, n0, vec, red);
+    tile_mma<T, kMT, kU, kW, kPipe>(w, x, M, N, K, n0, vec, red);
 }
 
 }  // namespace gemv
