@@ -21,9 +21,9 @@
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
- *   FCO_EA_STREAM        1 (default) = the streaming lookup (pool_tile_stream: cp.async row
- *                        ring, runs of bags) for 16-byte rows of <= 512 bytes, in impl 0's lookup
- *                        and the fused kernel; 0 = the kB paths below everywhere
+ *   FCO_EA_STREAM        1 = the streaming lookup (pool_tile_stream: cp.async row ring, runs of
+ *                        bags) for 16-byte rows of <= 512 bytes, in impl 0's lookup and the
+ *                        fused kernel; 0 = the kB paths below everywhere; unset = stream_auto
  *   FCO_EA_BAGS          the kB paths: bags per lane group in flight: 0 = auto (default), 1 or 4
  *   FCO_EA_MIX           unset = remote pool tiles first (default); 0..100 = the kernel variant
  *                        that interleaves each block's remote tiles evenly with mix % of its
@@ -123,7 +123,14 @@ int vec_lanes(int64_t D, size_t es) {
 
 /* kB = 4 only on the 16-byte path with one vector per lane (rows ≤ 512 bytes): elsewhere the
  * rows themselves keep enough bytes in flight, and registers are short. */
-Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t es) {
+/* FCO_EA_STREAM unset: the streaming lookup for impl `impl` and rows of `row_bytes`. */
+bool stream_auto(int impl, int64_t row_bytes) {
+  (void)impl;
+  (void)row_bytes;
+  return true;
+}
+
+Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t es, int impl) {
   bool vec = ((size_t)a0->dim * es) % 16 == 0;
   int64_t nidx = 0, nbags = 0;
   for (int i = 0; i < l->num_local; i++) {
@@ -140,8 +147,10 @@ Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t 
   const long long knob = fco_env_int("FCO_EA_BAGS", 0);
   const bool short_bags = nidx <= (int64_t)kAutoBagsMaxLen * nbags; /* mean length */
   v.bags = vec && v.nv == 1 && (knob == 4 || (knob != 1 && short_bags)) ? 4 : 1;
-  /* FCO_EA_STREAM (default on): the streaming path wherever it applies; 0 = the kB paths. */
-  if (vec && v.nv == 1 && fco_env_int("FCO_EA_STREAM", 1) != 0) v.bags = 0;
+  /* FCO_EA_STREAM: 1 the streaming path wherever it applies, 0 the kB paths, unset: auto. */
+  const long long st = fco_env_int("FCO_EA_STREAM", -1);
+  if (vec && v.nv == 1 && (st > 0 || (st < 0 && stream_auto(impl, (int64_t)a0->dim * (int64_t)es))))
+    v.bags = 0;
   return v;
 }
 
@@ -355,7 +364,7 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   static thread_local EaParams p; /* 9 KB: not on the stack */
   if ((res = fill_params(l, &p, err)) != FCO_OK) return res;
   p.esize = (int32_t)es;
-  const Variant v = pick_variant(l, a0, es);
+  const Variant v = pick_variant(l, a0, es, op0->impl);
   p.lanes = v.lanes;
   const int P = l->nranks;
   if (op0->impl == 1) {

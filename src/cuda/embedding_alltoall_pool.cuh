@@ -124,8 +124,8 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
  * gathered by cp.async into a per-thread ring of kStreamStages chunks in shared memory, so
  * (kStreamStages − 1) · kStreamRows .. kStreamStages · kStreamRows rows are in flight per lane
  * whatever the bag lengths are (the kB paths keep at most kB · kU, and every bag restarts the
- * offsets → indices → rows chain). Indices (and weights) are loaded one chunk ahead of their
- * rows' copies. Rows are consumed in position order, so each bag is still summed in bag order
+ * offsets → indices → rows chain). Indices are loaded one chunk ahead of their rows' copies;
+ * weights are prefetched into L1 with the copies and read when the rows are summed. Rows are consumed in position order, so each bag is still summed in bag order
  * (fmaf with weights, mean by one division): bit-identical to the kB paths and the CPU. A bag
  * is stored when the stream crosses its end offset (empty bags as zeros). A thread reads only
  * ring slots it copied itself: no barrier. bench/probe/ea_gather_probe.cu (variant d2, run
@@ -137,19 +137,14 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
  * skipped (its copy reads nothing) and reported. */
 constexpr int kStreamStages = 3;
 constexpr int kStreamRows = 4;
+static_assert(kStreamStages * kStreamRows <= 32, "the valid bits of a ring fit one word");
 /* Dynamic shared memory of a kB = 0 kernel: the ring [stage][row][thread] of 16-byte units. */
-constexpr int kStreamRing = kStreamStages * kStreamRows * kThreads * 16;
-/* + the weights' ring [stage][row][thread] of floats (copied by cp.async as well: registers). */
-constexpr int kStreamSmem = kStreamRing + kStreamStages * kStreamRows * kThreads * 4;
-/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): impl 0's lookup 3 (80
- * registers; its row loop does not spill, SASS); the fused kernel 2 (128 registers: at 80 its
- * tile loop state spilled into the row loop). */
+constexpr int kStreamSmem = kStreamStages * kStreamRows * kThreads * 16;
+/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): impl 0's lookup
+ * kStreamMinBlocks (the probe's d2 ran 4 a SM), the fused kernel 2 (128 registers: at 80 its
+ * tile-loop state spilled into the row loop). */
 constexpr int kStreamMinBlocks = 3;
 constexpr int kStreamMinBlocksFused = 2;
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
 extern __shared__ __align__(16) uint4 g_ea_ring[];
 
 struct StreamRun {
@@ -204,28 +199,28 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
       nx[u] = ld_index_raw(ix_addr(r.idx, r.idx64, q, q < qe), r.idx64);
     }
   };
-  /* Issue chunk i's copies (rows from nx, weights) into stage s and keep its valid bits;
-   * always commit (the wait counts groups). */
-  const uint32_t wring = smem_u32((const char*)g_ea_ring + kStreamRing) + threadIdx.x * 4;
+  /* Issue chunk i's copies (rows from nx) into stage s, keep its valid bits, prefetch its
+   * weights into L1 (read when the rows are consumed); always commit (the wait counts groups). */
   uint32_t okb = 0; /* bit s·kU + u: row u of stage s is valid */
   auto issue = [&](int64_t i, int s) {
+    uint32_t okc = 0;
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t q = qb + i * kU + u;
       const bool in = q < qe;
       const int64_t ix = ix_fix(nx[u], r.idx64);
-      const bool ok = in && ix >= 0 && ix < r.rows;
+      const bool ok = in && (uint64_t)ix < (uint64_t)r.rows; /* 0 <= ix < rows */
       if (in && !ok && gl == 0) note_bad(ec, tl, FCO_EA_BAD_INDEX, q, ix);
-      const uint32_t bit = 1u << (s * kU + u);
-      okb = ok ? okb | bit : okb & ~bit;
+      okc |= (uint32_t)ok << u;
       const bool cp = ok && lane_on;
       const uint32_t slot = (uint32_t)((s * kU + u) * kThreads);
       cp_async16(ring + slot * 16,
                  cp ? (const void*)((const uint4*)(table + ix * (int64_t)nunits * kE) + gl)
                     : (const void*)&g_ea_dummy,
                  cp ? 16 : 0);
-      if (r.psw) cp_async4(wring + slot * 4, ok ? (const void*)(r.psw + q) : (const void*)&g_ea_dummy, ok ? 4 : 0);
+      if (r.psw && ok) asm volatile("prefetch.global.L1 [%0];" ::"l"(r.psw + q));
     }
+    okb = (okb & ~(((1u << kU) - 1) << (s * kU))) | okc << (s * kU);
     cp_async_commit();
   };
   load_ix(0);
@@ -234,31 +229,45 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
     issue(s, s);
     load_ix(s + 1);
   }
-  /* Chunk i is in stage i mod kS. The consuming loops stay rolled: one inlined flush (its
-   * division) instead of one per unrolled row; slots and valid bits are addressed at run time. */
+  /* Row q (valid) from ring unit x into the bag's sum. */
+  auto take = [&](const uint4& x, int64_t q) {
+    float f[kE];
+    Un::unpack(x, f);
+    if (r.psw) {
+      const float wt = __ldg(r.psw + q);
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] += f[e];
+    }
+  };
+  /* Chunk i is in stage i mod kS. A chunk inside one bag (no bag ends in it: most, for L > kU)
+   * is summed unrolled, its kU ring reads issued together; a chunk that crosses bag ends goes row
+   * by row through a rolled loop, so flush (its division for mean) is inlined once, not per row.
+   * Slots and valid bits are addressed at run time. */
   int s = 0, s_issue = kS - 1;
 #pragma unroll 1
   for (int64_t i = 0; i < nch; ++i) {
     issue(i + kS - 1, s_issue);
     load_ix(i + kS);
     cp_async_wait<kS - 1>(); /* chunk i (stage s) landed */
-    const int nq = (int)min((int64_t)kU, qe - (qb + i * kU));
+    const int64_t q0 = qb + i * kU;
+    const int nq = (int)min((int64_t)kU, qe - q0);
+    const uint32_t okc = okb >> (s * kU);
+    const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
+    if (q0 + nq <= bend) {
+      uint4 x[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (u < nq && (okc >> u & 1u)) take(x[u], q0 + u);
+    } else {
 #pragma unroll 1
-    for (int u = 0; u < nq; ++u) {
-      const int64_t q = qb + i * kU + u;
-      while (q >= bend) flush();
-      const int slot = (s * kU + u) * kThreads + threadIdx.x;
-      if (okb >> (s * kU + u) & 1u) {
-        float f[kE];
-        Un::unpack(g_ea_ring[slot], f);
-        if (r.psw) {
-          const float wt = ((const float*)((const char*)g_ea_ring + kStreamRing))[slot];
-#pragma unroll
-          for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
-        } else {
-#pragma unroll
-          for (int e = 0; e < kE; ++e) acc[e] += f[e];
-        }
+      for (int u = 0; u < nq; ++u) {
+        while (q0 + u >= bend) flush();
+        if (okc >> u & 1u) take(slot0[u * kThreads], q0 + u);
       }
     }
     s = s + 1 == kS ? 0 : s + 1;

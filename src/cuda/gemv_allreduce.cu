@@ -35,15 +35,19 @@
  *   4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks (kWideWarps, 2 per SM) so each SM
  *   keeps as many W bytes in flight as at N = 8192; B = T either way.
  *
- * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE, on unless 0; read at every call; bf16 / f16,
+ * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE: 1 on, 0 off, unset = on where this rank's K
+ *   is ≥ kPipeAutoMinK = 12288; read at every call; bf16 / f16,
  *   kMT = 2, impls 1 (plain, LL, wide LL) and 2): gemv::tile_mma's kPipe loop, which issues a
  *   warp's next group of W loads before the mmas of its current group, at 4 chunks per group
  *   instead of 8; blocks as before (4 warps, 4 per SM; wide LL 8 warps, 2 per SM). Why:
  *   bench/probe/gemv_stream_probe.cu on H200 at M = 16 (bf16, graph-timed µs per launch,
  *   "pipe u4 w4 b4" vs the plain "u8 w4 b4"): 8192×14336 57.78 vs 58.71, 4096×7168 18.06 vs
  *   18.66, 16384×8192 68.27 vs 69.07, 8192×4096 19.65 vs 19.67. At M = 1 it was not faster:
- *   kMT = 1 keeps the plain loop; f32 (tile_f32) is unaffected. The operator-level A/B on a GPU
- *   is pending. A separate instantiation (kPipe), so FCO_GEMV_PIPE=0 runs exactly the old
+ *   kMT = 1 keeps the plain loop; f32 (tile_f32) is unaffected. The operator-level A/B on
+ *   2×H200 (run 41b9bcb, fco-bench AUTO µs at M = 16, PIPE=0 vs 1 side by side) did not follow
+ *   the probe everywhere: 8192×28672 (K_r 14336) 63.38 → 62.05, 16384² (K_r 8192) 72.74 →
+ *   72.43, but 8192² (K_r 4096) 22.24 → 23.34 and 4096×14336 (K_r 7168) 20.91 → 22.03; hence on
+ *   by default only for K_r ≥ 12288. A separate instantiation (kPipe), so FCO_GEMV_PIPE=0 runs exactly the old
  *   kernels. It changes only the fp32 summation order inside a rank's own partial (K cut into
  *   runs of 4 chunks per warp instead of 8); the partials that move have the same layout and
  *   every rank sums the same bytes in rank order, so y stays bit-identical across ranks. B
@@ -167,6 +171,8 @@ template <int kMT>
 constexpr int kUnrollOf = kMT <= 2 ? 8 : 4;
 template <int kMT>
 constexpr int kMinBlocksOf = kMT <= 2 ? 4 : kMT == 4 ? 2 : 1;
+/* FCO_GEMV_PIPE unset: the pipelined loop where the rank's K is at least this (run 41b9bcb). */
+constexpr int64_t kPipeAutoMinK = 12288;
 /* FCO_GEMV_PIPE: chunks per step of the pipelined loop (two groups in flight per warp). */
 constexpr int kPipeUnroll = 4;
 
@@ -977,7 +983,9 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   const bool ll = a0.ll && op0->impl == 1 && g->nranks > 1 &&
                   fco_gemv_ar_ll_applies(g->transport, 1, g->nranks, a0.M, a0.N);
   const bool pdl = a0.pdl != 0;
-  const bool pipe = fco_env_int("FCO_GEMV_PIPE", 1) > 0; /* see the header; not in the hash */
+  /* FCO_GEMV_PIPE: 0 off, 1 on, unset (-1): on where K_r ≥ kPipeAutoMinK (see the header). */
+  const long long pipe_knob = fco_env_int("FCO_GEMV_PIPE", -1);
+  const bool pipe = pipe_knob > 0 || (pipe_knob < 0 && a0.K >= (size_t)fco::kPipeAutoMinK);
   if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe);
   else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe);
   else
