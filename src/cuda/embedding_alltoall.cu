@@ -23,7 +23,8 @@
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
  *   FCO_EA_STREAM        1 = the streaming lookup (pool_tile_stream: cp.async row ring, runs of
  *                        bags) for 16-byte rows of <= 512 bytes, in impl 0's lookup and the
- *                        fused kernel; 0 = the kB paths below everywhere; unset = stream_auto
+ *                        fused kernel; 0 = the kB paths below everywhere; unset = stream_auto:
+ *                        the fused kernel where a mean bag holds <= 256 bytes of rows
  *   FCO_EA_BAGS          the kB paths: bags per lane group in flight: 0 = auto (default), 1 or 4
  *   FCO_EA_MIX           unset = remote pool tiles first (default); 0..100 = the kernel variant
  *                        that interleaves each block's remote tiles evenly with mix % of its
@@ -121,15 +122,20 @@ int vec_lanes(int64_t D, size_t es) {
   return nvec >= 32 ? 32 : pow2_at_least((int)nvec);
 }
 
+/* FCO_EA_STREAM unset: the streaming lookup only in the fused kernel (impl 1) and only where a
+ * mean bag holds at most kStreamAutoBagBytes of rows (row bytes × mean bag length). Run be83f48
+ * (2×H200, both dtypes, FCO_EA_STREAM=1 vs 0 side by side): impl 0's lookup was slower with it
+ * on all 14 workloads (its per-row instruction cost: cp.async bookkeeping for one row a lane
+ * group, where the kB paths share an index load over G rows); the fused kernel was 4–7 % faster
+ * where bags are short — bf16 65536/64/1 186.6 vs 200.1, 131072/32/4 258.9 vs 268.9, 262144/16/2
+ * 119.6 vs 126.3 µs, f32 65536/64/1 357.1 vs 377.0 — and 8–22 % slower for 256–512-byte rows
+ * with L ≥ 8 and f32 131072/32/4 (512-byte bags). bf16 65536/64/8 (1 KB bags: 321.7 vs 330.1)
+ * is the one gain this rule leaves out. */
+constexpr double kStreamAutoBagBytes = 256.0;
+bool stream_auto(int impl, double bag_bytes) { return impl == 1 && bag_bytes <= kStreamAutoBagBytes; }
+
 /* kB = 4 only on the 16-byte path with one vector per lane (rows ≤ 512 bytes): elsewhere the
  * rows themselves keep enough bytes in flight, and registers are short. */
-/* FCO_EA_STREAM unset: the streaming lookup for impl `impl` and rows of `row_bytes`. */
-bool stream_auto(int impl, int64_t row_bytes) {
-  (void)impl;
-  (void)row_bytes;
-  return true;
-}
-
 Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t es, int impl) {
   bool vec = ((size_t)a0->dim * es) % 16 == 0;
   int64_t nidx = 0, nbags = 0;
@@ -149,8 +155,8 @@ Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t 
   v.bags = vec && v.nv == 1 && (knob == 4 || (knob != 1 && short_bags)) ? 4 : 1;
   /* FCO_EA_STREAM: 1 the streaming path wherever it applies, 0 the kB paths, unset: auto. */
   const long long st = fco_env_int("FCO_EA_STREAM", -1);
-  if (vec && v.nv == 1 && (st > 0 || (st < 0 && stream_auto(impl, (int64_t)a0->dim * (int64_t)es))))
-    v.bags = 0;
+  const double bag_bytes = nbags > 0 ? (double)a0->dim * (double)es * (double)nidx / (double)nbags : 0.0;
+  if (vec && v.nv == 1 && (st > 0 || (st < 0 && stream_auto(impl, bag_bytes)))) v.bags = 0;
   return v;
 }
 
