@@ -15,8 +15,19 @@
  *   (b) pool   (a)'s loads, fixed L (no offsets), rows summed in bag order, out written
  *   (c) fco    fco's own lookup (lookup_tiles, the body of ea_kernel_lookup, and pool_tile:
  *              src/cuda/embedding_alltoall_pool.cuh, included), tiling and variant as
- *              embedding_alltoall.cu's fill_params / pick_variant (repeated here):
- *              kB = 4 (FCO_EA_BAGS auto for L ≤ 16) and kB = 1
+ *              embedding_alltoall.cu's fill_params / pick_variant (repeated here), grid as
+ *              embedding_alltoall.cuh's launch(): min(tiles, co-resident blocks); a "#" line
+ *              after each (c) row gives the blocks and tiles per block (the last wave's tail).
+ *              kB = 4 (FCO_EA_BAGS auto for L ≤ 16) and kB = 1, __launch_bounds__(256, 2);
+ *              "kB=0 stream @N": the library's streaming path (kB = 0, pool_tile_stream /
+ *              stream_run, what FCO_EA_STREAM=1 runs: each lane group streams a run of
+ *              consecutive bags of one table of its tile — 4 bags with this tiling — in chunks
+ *              of kStreamRows rows copied by cp.async into a per-thread ring of kStreamStages
+ *              chunks, kStreamSmem bytes of dynamic shared memory: (d2) inside the library,
+ *              with its tiling, int64 positions and bad-data checks), compiled and launched as
+ *              ea_kernel_lookup is: __launch_bounds__(256, kStreamMinBlocks) = @3, the smem
+ *              opt-in (cudaFuncSetAttribute), occupancy with that smem; @2: the same code under
+ *              the fused kernel's bound (kStreamMinBlocksFused), to tell occupancy from code
  *   (d1) stream  CSR streaming: a warp takes a tile of W bags of one table, stages their
  *              offsets in shared memory; each lane group streams its bags' contiguous index
  *              range in chunks of U rows, all U row loads issued before any accumulation and
@@ -30,7 +41,16 @@
  * integer sum / 64 and its one rounding to bf16 (round-to-nearest-even on both sides) is
  * bit-identical: tolerance 0, every output element compared (bitwise, on the GPU, against the
  * CPU-computed reference uploaded). (a): per warp step, the wrapping uint32 sum of every 32-bit
- * word of its rows, against the CPU's.
+ * word of its rows, against the CPU's. (c) also fails a row on an error the lookup records.
+ *
+ * Registers (nvcc 13.0 -Xptxas -v, sm_90; spills: bytes stored / loaded): seq 32; (a) U = 1, 2,
+ * 4, 8, 16: 22, 26, 30, 47, 80; (b) U = 4, 8, 16: 51, 75, 126; (c) kB = 1: 127; kB = 4: 128,
+ * 136 / 128 spilled (80-byte stack); kB = 0 @3: 80, 340 / 356 spilled (280-byte stack); kB = 0
+ * @2: 128, 88 / 112 spilled (72-byte stack) — the (c) kernels are the library's own:
+ * ea_kernel_lookup<bf16, true, 1, 4 / 0> compile to the same counts; (d1) U = 8, 16: 97, 152;
+ * (d2) both 64, no spills. In SASS, kB = 0's chunk loop (issue, wait, sum; about 890
+ * instructions with the rolled flush path, (d2)'s about 430) has no spill at either bound:
+ * @3 spills in the per-run code around it (the run's offset check, stream_run's set-up).
  *
  * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 5; exits
  * 77 when there is no GPU):
@@ -264,8 +284,10 @@ __global__ void __launch_bounds__(256) gather_flat(const GP p) {
 }
 
 /* ---- (c) fco's lookup: the library's lookup_tiles (ea_kernel_lookup's body) ---------------- */
-template <typename T, bool kVec, int kNV, int kB>
-__global__ void __launch_bounds__(kThreads, 2) fco_lookup(const __grid_constant__ EaParams p) {
+/* kMinBlocks: __launch_bounds__'s blocks per SM, as ea_kernel_lookup (2 for kB = 1, 4;
+ * kStreamMinBlocks for kB = 0) or, for kB = 0, the fused kernel's kStreamMinBlocksFused (2). */
+template <typename T, bool kVec, int kNV, int kB, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks) fco_lookup(const __grid_constant__ EaParams p) {
   lookup_tiles<T, kVec, kNV, kB>(p);
 }
 
@@ -617,10 +639,15 @@ static void run_pool(Ctx& c, const Case& cs, const char* what) {
 }
 
 static EaParams g_ep; /* ~9 KB */
-template <int kB>
+/* Launched as embedding_alltoall.cuh's launch() does: kB = 0 with kStreamSmem bytes of dynamic
+ * shared memory (the row ring; opt-in beyond 48 KB), the grid from the occupancy with that
+ * smem, capped at the tiles. */
+template <int kB, int kMinBlocks = 2>
 static void run_fco(Ctx& c, const Case& cs, const char* what, bool autopick) {
-  auto k = fco_lookup<bf16, true, 1, kB>;
-  const int per_sm = occupancy((const void*)k, 0);
+  auto k = fco_lookup<bf16, true, 1, kB, kMinBlocks>;
+  const int smem = kB == 0 ? kStreamSmem : 0;
+  if (smem > 0) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int per_sm = occupancy((const void*)k, (size_t)smem);
   EaParams& p = g_ep;
   memset(&p, 0, sizeof p);
   /* as fill_params / pick_variant for one rank, bf16, sum, int64 indices, no weights */
@@ -659,7 +686,7 @@ static void run_fco(Ctx& c, const Case& cs, const char* what, bool autopick) {
   EaParams* pp = &p;
   const float us = time_it(c, [&](int set) {
     pp->r[0].indices = c.idx[set];
-    k<<<pp->blocks_per_rank, kThreads, 0, c.st>>>(*pp);
+    k<<<pp->blocks_per_rank, kThreads, smem, c.st>>>(*pp);
   });
   fco_async_err_t e;
   CK(cudaMemcpy(&e, c.err, sizeof e, cudaMemcpyDeviceToHost));
@@ -669,9 +696,13 @@ static void run_fco(Ctx& c, const Case& cs, const char* what, bool autopick) {
            e.peer, e.slot, (unsigned long long)e.want, (unsigned long long)e.seen);
     ++wrong;
   }
-  const int kU = kB > 1 ? 1 : 8; /* pool_tile's rows in flight per lane per bag (bf16) */
-  add_row(what, cs, std::string("(c) fco kB=") + std::to_string(kB) + (autopick ? " *" : ""),
-          kB * kU, per_sm, us, true, true, wrong);
+  /* rows in flight per lane: pool_tile's kB · kU (bf16), the stream's ring (as d2's S · U) */
+  const int fly = kB == 0 ? kStreamStages * kStreamRows : kB * (kB > 1 ? 1 : 8);
+  std::string v = std::string("(c) fco kB=") + std::to_string(kB);
+  if (kB == 0) v += " stream @" + std::to_string(kMinBlocks);
+  add_row(what, cs, v + (autopick ? " *" : ""), fly, per_sm, us, true, true, wrong);
+  printf("#   %u blocks (%d a SM), %lld tiles: %.2f a block\n", p.blocks_per_rank, per_sm,
+         (long long)ntask, (double)ntask / p.blocks_per_rank);
 }
 
 /* (d) warp tile W: ≥ 4 chunks of U rows per lane group where bags allow, and ≥ 2 tiles per
@@ -882,6 +913,9 @@ int main(int argc, char** argv) {
         run_fco<1>(c, cs, what, true);
         run_fco<4>(c, cs, what, false);
       }
+      /* the streaming path: as impl 0's lookup is compiled, then as the fused kernel's bound */
+      run_fco<0, kStreamMinBlocks>(c, cs, what, false);
+      run_fco<0, kStreamMinBlocksFused>(c, cs, what, false);
       run_stream<8>(c, cs, what);
       run_stream<16>(c, cs, what);
       run_cpasync<3, 4>(c, cs, what);
@@ -894,8 +928,9 @@ int main(int argc, char** argv) {
          "read above (%.0f GB/s);\n", c.seq_gbs);
   printf("# %%(a) = the best (a) read of the same table set (row bytes, rows, dist) / this variant's time; "
          "all GB/s adds index (8 B/row), offset and out bytes\n");
-  printf("# fly = rows in flight per lane (a, b, d1: U; c: kB·kU; d2: S·U), b/SM = blocks per SM (256 threads); "
-         "* = the fco variant fco picks (FCO_EA_BAGS auto)\n");
+  printf("# fly = rows in flight per lane (a, b, d1: U; c: kB·kU, kB=0 its ring's stages·rows; d2: S·U), "
+         "b/SM = blocks per SM (256 threads); * = the kB fco picks with FCO_EA_STREAM=0 (FCO_EA_BAGS auto); "
+         "kB=0 stream @N = the library's streaming path (FCO_EA_STREAM=1), __launch_bounds__(256, N)\n");
   printf("#wrong: (a) warp-step checksums that differ; others bf16 elements of out that differ from the CPU "
          "reference (tolerance 0)\n\n");
   printf("| rows | dist | row B | L | B | variant | fly | b/SM | us | GB/s | %%4300 | %%seq | %%(a) | all GB/s | #wrong |\n");
