@@ -1,6 +1,7 @@
 /*
  * embedding_alltoall_pool.cuh — the lookup every fco_embedding_alltoall kernel shares: pool_tile
- * (pool the bags of a tile into dst) and its device helpers (index loads, Unit: a 16-byte or
+ * (pool the bags of a tile into dst: the kB paths below, or the streaming path, pool_tile_stream,
+ * where FCO_EA_STREAM picks it) and its device helpers (index loads, Unit: a 16-byte or
  * one-element piece of a row, bad-data reports through ErrCtx). Included by
  * embedding_alltoall.cu (impl 0's lookup) and embedding_alltoall_fused.cu (impl 1); parameters
  * and tiles: embedding_alltoall.cuh.
@@ -61,6 +62,11 @@ __device__ uint4 g_ea_dummy;
 }  // namespace
 __device__ __forceinline__ const void* ix_addr(const void* base, int idx64, int64_t i, bool in) {
   return in ? (const void*)((const char*)base + (i << (idx64 ? 3 : 2))) : (const void*)&g_ea_dummy;
+}
+
+/* One index (or offset) i of base, sign fixed: for loads that are not batched. */
+__device__ __forceinline__ int64_t ld_index(const void* base, int idx64, int64_t i) {
+  return ix_fix(ld_index_raw(ix_addr(base, idx64, i, true), idx64), idx64);
 }
 
 __device__ __forceinline__ int warp_max(int x) { return __reduce_max_sync(0xffffffffu, (unsigned)x); }
@@ -125,12 +131,15 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
  * (kStreamStages − 1) · kStreamRows .. kStreamStages · kStreamRows rows are in flight per lane
  * whatever the bag lengths are (the kB paths keep at most kB · kU, and every bag restarts the
  * offsets → indices → rows chain). Indices are loaded one chunk ahead of their rows' copies;
- * weights are prefetched into L1 with the copies and read when the rows are summed. Rows are consumed in position order, so each bag is still summed in bag order
- * (fmaf with weights, mean by one division): bit-identical to the kB paths and the CPU. A bag
- * is stored when the stream crosses its end offset (empty bags as zeros). A thread reads only
- * ring slots it copied itself: no barrier. bench/probe/ea_gather_probe.cu (variant d2, run
- * 0174fbf on H200): 72–83 % of 4300 GB/s for 128–512-byte rows at L = 8 and 32, where the
- * kB paths reached 42–70 %.
+ * weights are prefetched into L1 with the copies and read when the rows are summed. Rows are
+ * consumed in position order, so each bag is still summed in bag order (fmaf with weights, mean
+ * by one division): bit-identical to the kB paths and the CPU. A bag is stored when the stream
+ * crosses its end offset (empty bags as zeros). A thread reads only ring slots it copied itself:
+ * no barrier. Why: bench/probe/ea_gather_probe.cu's variant d2 (this design, run 0174fbf on H200)
+ * reached 72–81 % of 4300 GB/s for 128–512-byte rows at L = 8 and 32, where the kB paths reached
+ * 42–71 %. This code did not (runs 41b9bcb, be83f48: slower than the kB paths in impl 0's lookup,
+ * faster in the fused kernel only for short bags), so FCO_EA_STREAM's default uses it only there
+ * (stream_auto, embedding_alltoall.cu; docs/embedding_alltoall.md has the numbers).
  * Bad data: the run's offsets are checked first (each within [0, num_indices], none below its
  * predecessor — exactly "every bag valid" of the kB paths); a run with a bad bag is pooled bag
  * by bag (a bad bag stored as zeros and reported as there). An index outside its table is
@@ -140,9 +149,10 @@ constexpr int kStreamRows = 4;
 static_assert(kStreamStages * kStreamRows <= 32, "the valid bits of a ring fit one word");
 /* Dynamic shared memory of a kB = 0 kernel: the ring [stage][row][thread] of 16-byte units. */
 constexpr int kStreamSmem = kStreamStages * kStreamRows * kThreads * 16;
-/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): impl 0's lookup
- * kStreamMinBlocks (the probe's d2 ran 4 a SM), the fused kernel 2 (128 registers: at 80 its
- * tile-loop state spilled into the row loop). */
+/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): impl 0's lookup 3 (80
+ * registers, its row loop spill-free; at 4 — 64 registers, as the probe's d2 ran — the row loop
+ * spilled), the fused kernel 2 (128 registers: at 80 its tile-loop state spilled into the row
+ * loop). SASS, sm_90, CUDA 13. */
 constexpr int kStreamMinBlocks = 3;
 constexpr int kStreamMinBlocksFused = 2;
 extern __shared__ __align__(16) uint4 g_ea_ring[];
@@ -170,7 +180,7 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
   /* bag state: cur, its start and end position */
   int cur = 0;
   int64_t bstart = qb;
-  int64_t bend = single ? qe : ix_fix(ld_index_raw(ix_addr(r.off, r.idx64, k0 + 1, true), r.idx64), r.idx64);
+  int64_t bend = single ? qe : ld_index(r.off, r.idx64, k0 + 1);
   float acc[kE];
 #pragma unroll
   for (int e = 0; e < kE; ++e) acc[e] = 0.f;
@@ -186,9 +196,7 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
     ++cur;
     bstart = bend;
     if (cur < nb)
-      bend = single || cur + 1 == nb
-                 ? qe
-                 : ix_fix(ld_index_raw(ix_addr(r.off, r.idx64, k0 + cur + 1, true), r.idx64), r.idx64);
+      bend = single || cur + 1 == nb ? qe : ld_index(r.off, r.idx64, k0 + cur + 1);
   };
   /* One chunk ahead: the raw indices of chunk i. */
   int64_t nx[kU];
@@ -218,7 +226,7 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
                  cp ? (const void*)((const uint4*)(table + ix * (int64_t)nunits * kE) + gl)
                     : (const void*)&g_ea_dummy,
                  cp ? 16 : 0);
-      if (r.psw && ok) asm volatile("prefetch.global.L1 [%0];" ::"l"(r.psw + q));
+      if (r.psw && ok) asm volatile("prefetch.global.L1 [%0];" ::"l"(r.psw + q)); /* its weight */
     }
     okb = (okb & ~(((1u << kU) - 1) << (s * kU))) | okc << (s * kU);
     cp_async_commit();
@@ -288,8 +296,8 @@ __device__ __forceinline__ void pool_tile_stream(const EaParams& p, const EaRank
   const int lane = threadIdx.x & 31;
   const int groups = kWarps * (32 / G);
   const int group = (threadIdx.x >> 5) * (32 / G) + lane / G, gl = lane & (G - 1);
-  const int gpt = max(1, groups / nt);           /* runs per table */
-  const int per = (ns + gpt - 1) / gpt;          /* bags per run */
+  const int gpt = max(1, groups / nt); /* runs per table */
+  const int per = (ns + gpt - 1) / gpt; /* bags per run */
   const int64_t nidx = rk.num_indices;
   StreamRun r{rk.indices, rk.psw, rk.offsets, rk.idx64, 0};
   for (int w = group; w < nt * gpt; w += groups) {
@@ -302,11 +310,11 @@ __device__ __forceinline__ void pool_tile_stream(const EaParams& p, const EaRank
     const int64_t k0 = (int64_t)(t0 + t) * p.B + b0 + i0;
     T* o = dst + (int64_t)i0 * stride + (int64_t)t * p.D;
     /* The run's offsets: all within [0, nidx] and non-decreasing? (L1 after the first.) */
-    int64_t prev = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0, true), rk.idx64), rk.idx64);
+    int64_t prev = ld_index(rk.offsets, rk.idx64, k0);
     const int64_t qb = prev;
     bool good = prev >= 0 && prev <= nidx;
     for (int j = 1; j <= nb; ++j) {
-      const int64_t x = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0 + j, true), rk.idx64), rk.idx64);
+      const int64_t x = ld_index(rk.offsets, rk.idx64, k0 + j);
       good = good && x >= prev && x <= nidx;
       prev = x;
     }
@@ -314,25 +322,26 @@ __device__ __forceinline__ void pool_tile_stream(const EaParams& p, const EaRank
     for (int j = 0; j < (good ? 1 : nb); ++j) {
       int64_t lo = qb, hi = prev;
       if (!good) {
-        lo = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0 + j, true), rk.idx64), rk.idx64);
-        hi = ix_fix(ld_index_raw(ix_addr(rk.offsets, rk.idx64, k0 + j + 1, true), rk.idx64), rk.idx64);
+        lo = ld_index(rk.offsets, rk.idx64, k0 + j);
+        hi = ld_index(rk.offsets, rk.idx64, k0 + j + 1);
         if (lo < 0 || hi < lo || hi > nidx) {
           if (gl == 0) note_bad(ec, t0 + t, FCO_EA_BAD_OFFSETS, k0 + j, hi);
           lo = hi = 0;
         }
       }
-      stream_run<T>(r, table, k0 + j, good ? nb : 1, lo, hi, !good, o + (int64_t)j * stride, stride,
-                    gl, nunits, p.mean, t0 + t, ec);
+      stream_run<T>(r, table, k0 + j, good ? nb : 1, lo, hi, !good, o + (int64_t)j * stride,
+                    stride, gl, nunits, p.mean, t0 + t, ec);
     }
   }
 }
 
-/* Pool the ns × nt bags (sample b0 + i, local table t0 + t) of a tile into
- * dst + i · stride + t · D (elements). All threads of the block; no synchronisation inside. */
+/* pool_tile's kB paths (kB bags per lane group): pool the ns × nt bags (sample b0 + i, local
+ * table t0 + t) of a tile into dst + i · stride + t · D (elements). All threads of the block; no
+ * synchronisation inside. */
 template <typename T, bool kVec, int kNV, int kB>
-__device__ __forceinline__ void pool_tile_bags(const EaParams& p, const EaRank& rk, int t0, int nt,
-                                          int64_t b0, int ns, T* dst, int64_t stride,
-                                          const ErrCtx& ec) {
+__device__ __forceinline__ void pool_tile_bags(const EaParams& p, const EaRank& rk, int t0,
+                                               int nt, int64_t b0, int ns, T* dst,
+                                               int64_t stride, const ErrCtx& ec) {
   using Un = Unit<T, kVec>;
   constexpr int kE = Un::kE;
   /* Rows in flight per lane: kB · kU (as many as fit in 128 registers without spilling in the
