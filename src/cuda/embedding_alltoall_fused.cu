@@ -293,7 +293,7 @@ __device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
 }
 
 template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
-__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocksFused : 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
+__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;
   __shared__ uint64_t* pend_ctr[kMaxPending]; /* thread 0's signal batch */
@@ -479,7 +479,7 @@ struct EaBlk {
 };
 
 template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
-__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocksFused : 2)
+__global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
     ea_kernel_fused32(const __grid_constant__ EaParams p) {
   __shared__ RankView v;
   __shared__ int err_done;

@@ -149,12 +149,11 @@ constexpr int kStreamRows = 4;
 static_assert(kStreamStages * kStreamRows <= 32, "the valid bits of a ring fit one word");
 /* Dynamic shared memory of a kB = 0 kernel: the ring [stage][row][thread] of 16-byte units. */
 constexpr int kStreamSmem = kStreamStages * kStreamRows * kThreads * 16;
-/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): impl 0's lookup 3 (80
- * registers, its row loop spill-free; at 4 — 64 registers, as the probe's d2 ran — the row loop
- * spilled), the fused kernel 2 (128 registers: at 80 its tile-loop state spilled into the row
- * loop). SASS, sm_90, CUDA 13. */
-constexpr int kStreamMinBlocks = 3;
-constexpr int kStreamMinBlocksFused = 2;
+/* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): 2, 128 registers, impl 0's
+ * lookup and the fused kernel alike. At 3 (80 registers) the run set-up spilled and the gather
+ * probe timed the same code 1.1–1.8× slower than at 2 on every case (run 80deada); at 4 (64) the
+ * row loop spilled too. */
+constexpr int kStreamMinBlocks = 2;
 extern __shared__ __align__(16) uint4 g_ea_ring[];
 
 struct StreamRun {
