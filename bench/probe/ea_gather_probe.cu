@@ -36,22 +36,40 @@
  *              a row crosses its end offset: U rows in flight per lane whatever L is
  *   (d2) cp.async  (d1) with the rows gathered by 16-byte cp.async into a per-thread ring of S
  *              stages × U rows in shared memory: (S−1)·U..S·U rows in flight without registers
+ *   (e) lean   (d2)'s design (W as d2's, S = 3, U = 4, 32-bit tile positions, the tile's offsets
+ *              staged once) with the library's semantics: per-sample weights, mean, int32 or
+ *              int64 indices, bad indices skipped (valid bit per ring slot) and counted, offsets
+ *              checked while staged (a tile with a bad bag pooled bag by bag), __launch_bounds__
+ *              (256, 4): ea_stream_lean.cuh (the kernel, the port candidate for pool_tile_stream).
+ *              Rows: the unweighted sum (int64, checked as the others), and "w+mean": weights
+ *              wq(q)/2 ∈ {1/2, 1, 2} and mean pooling (all GB/s adds 4 B/row of weights). Once per
+ *              table set (its last L), untimed "#" lines: int32 indices and offsets (weights +
+ *              mean), and bad data (weights + mean; bad indices in good tiles, in a tile with a
+ *              bad bag, in a bad bag — not read; offsets that decrease, go negative, pass N),
+ *              checked against cpu_ref_gen including the two counters.
  * Check (#wrong), exact: table element (row g, column d) = (a(g) + c(d)) / 64 with a, c integers
  * in [−64, 63] (hashes), exact in bf16. Every partial sum of ≤ 32 such values is a multiple of
  * 2^−6 below 2^6 in magnitude: exact in fp32 in any order, so the fp32 bag sum equals the CPU's
  * integer sum / 64 and its one rounding to bf16 (round-to-nearest-even on both sides) is
  * bit-identical: tolerance 0, every output element compared (bitwise, on the GPU, against the
  * CPU-computed reference uploaded). (a): per warp step, the wrapping uint32 sum of every 32-bit
- * word of its rows, against the CPU's. (c) also fails a row on an error the lookup records.
+ * word of its rows, against the CPU's. (c) also fails a row on an error the lookup records, (e)
+ * on a bad index or bag it counts in good data. (e) w+mean, exact too: weights are powers of two
+ * (products exact), so a bag's fp32 sum is a multiple of 2^−7 below 2^17 in magnitude (bags of ≤
+ * 2^14 rows): exact in any order, equal to the CPU's integer sum / 128; the mean's one division
+ * (by a power of two here, by 2L + 3 in the bad-data check) is correctly rounded on both sides.
  *
  * Registers (nvcc 13.0 -Xptxas -v, sm_90; spills: bytes stored / loaded): seq 32; (a) U = 1, 2,
  * 4, 8, 16: 22, 26, 30, 47, 80; (b) U = 4, 8, 16: 51, 75, 126; (c) kB = 1: 127; kB = 4: 128,
  * 136 / 128 spilled (80-byte stack); kB = 0 @3: 80, 340 / 356 spilled (280-byte stack); kB = 0
  * @2: 128, 88 / 112 spilled (72-byte stack) — the (c) kernels are the library's own:
  * ea_kernel_lookup<bf16, true, 1, 4 / 0> compile to the same counts; (d1) U = 8, 16: 97, 152;
- * (d2) both 64, no spills. In SASS, kB = 0's chunk loop (issue, wait, sum; about 890
- * instructions with the rolled flush path, (d2)'s about 430) has no spill at either bound:
- * @3 spills in the per-run code around it (the run's offset check, stream_run's set-up).
+ * (d2) both 64, no spills; (e) int64 / int32 indices: 64 / 62 at (256, 4), no spills (stack 0).
+ * In SASS, kB = 0's chunk loop (issue, wait, sum; about 890 instructions with the rolled flush
+ * path, (d2)'s about 430, (e)'s about 590, 205 of them the rolled path with its eight divisions
+ * for mean; without weights (e) branches around the weight copies and syncs) has no spill at
+ * either bound: @3 spills in the per-run code around it (the run's offset check, stream_run's
+ * set-up).
  *
  * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 5; exits
  * 77 when there is no GPU):
@@ -72,6 +90,7 @@
 #include <vector>
 
 #include "embedding_alltoall_pool.cuh"
+#include "ea_stream_lean.cuh"
 
 using bf16 = __nv_bfloat16;
 using namespace fco;
@@ -158,6 +177,23 @@ __global__ void gen_offsets(int64_t* off, int64_t nbags, int L) {
   for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k <= nbags;
        k += (int64_t)gridDim.x * blockDim.x)
     off[k] = k * L;
+}
+
+/* Per-sample weight of position q for the weighted rows: wq(q) / 2 with wq(q) in {1, 2, 4}
+ * (powers of two: every product with a table value is exact). */
+__host__ __device__ inline int wq(int64_t q) {
+  return 1 << (int)(mix64((uint64_t)q ^ (0x77e1ull << 44)) % 3u);
+}
+__global__ void gen_weights(float* w, int64_t n) {
+  for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+       q += (int64_t)gridDim.x * blockDim.x)
+    w[q] = 0.5f * (float)wq(q);
+}
+/* int64 → int32 copy (the (e) int32 check's indices and offsets). */
+__global__ void narrow_i32(const int64_t* a, int32_t* b, int64_t n) {
+  for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < n;
+       q += (int64_t)gridDim.x * blockDim.x)
+    b[q] = (int32_t)a[q];
 }
 
 /* Bitwise compare of n16 16-byte words; mismatching bf16 elements added to *wrong. */
@@ -496,6 +532,9 @@ struct Ctx {
   unsigned long long* wrong;
   fco_dev_rank_t* dev;
   fco_async_err_t* err;
+  float* psw;                 /* (e) weights [max_n] */
+  int32_t *idx32, *off32;     /* (e) int32 check: set 0's indices, the offsets */
+  unsigned long long* nbad;   /* (e) [0] indices skipped, [1] bags pooled as empty */
   uint16_t* h_ref;
   int64_t* h_idx;
   std::vector<uint32_t> h_chk;
@@ -540,6 +579,7 @@ struct Row {
   long long wrong;
 };
 static std::vector<Row> g_rows;
+static long long g_check_wrong; /* failures of the (e) checks that have no row */
 
 static int occupancy(const void* k, size_t smem) {
   int n = 0;
@@ -560,7 +600,7 @@ static void poison(Ctx& c, const Case& cs) {
   CK(cudaMemsetAsync(c.out, 0xff, (size_t)cs.B * kT * cs.D * 2, c.st)); /* bf16 NaN */
 }
 static void add_row(const char* what, const Case& cs, const std::string& v, int inflight, int per_sm,
-                    float us, bool pooled, bool offsets, long long wrong) {
+                    float us, bool pooled, bool offsets, long long wrong, double extra_bytes = 0) {
   Row r;
   r.what = what;
   r.cs = cs;
@@ -570,7 +610,7 @@ static void add_row(const char* what, const Case& cs, const std::string& v, int 
   r.us = us;
   r.gathered = (double)cs.N * cs.rb;
   r.all_bytes = r.gathered + cs.N * 8.0 + (pooled ? (double)cs.B * kT * cs.rb : 0.0) +
-                (offsets ? (cs.B * kT + 1) * 8.0 : 0.0);
+                (offsets ? (cs.B * kT + 1) * 8.0 : 0.0) + extra_bytes;
   r.ref_a = 0;
   r.wrong = wrong;
   g_rows.push_back(r);
@@ -765,6 +805,91 @@ static void run_cpasync(Ctx& c, const Case& cs, const char* what) {
           kS * kU, per_sm, us, true, true, check_out(c, cs));
 }
 
+/* (e): the dynamic shared memory for tile W (ring, offsets, weights: see ea_stream_lean.cuh). */
+static size_t lean_smem(const Case& cs, int W, bool wm, int S, int U) {
+  return (size_t)S * U * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
+         (wm ? (size_t)(kThreads / cs.G) * S * U * 4 : 0);
+}
+/* (e) set-up: smem opt-in, W as (d2)'s (tile_bags with its U), blocks a SM with that smem. */
+template <typename I, int kS, int kU>
+static int lean_setup(Ctx& c, const Case& cs, bool wm, int* per_sm) {
+  auto k = ea_kernel_lean_stream<bf16, I, kS, kU>;
+  const size_t most = lean_smem(cs, kMaxTileBags, wm, kS, kU);
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most));
+  const int W = tile_bags(cs, kU, c.sms * std::max(occupancy((const void*)k, most), 1) * kWarps);
+  *per_sm = occupancy((const void*)k, lean_smem(cs, W, wm, kS, kU));
+  return W;
+}
+static_assert(kT <= kLeanMaxTables, "(e)'s row_base");
+static LeanParams lean_params(Ctx& c, const Case& cs, const void* idx, const void* off, int W,
+                              bool wm) {
+  LeanParams p;
+  memset(&p, 0, sizeof p);
+  p.weight = c.w;
+  p.indices = idx;
+  p.offsets = off;
+  p.psw = wm ? c.psw : nullptr;
+  p.out = c.out;
+  p.nbad = c.nbad;
+  p.num_indices = cs.N;
+  p.B = cs.B;
+  p.stride = (int64_t)kT * cs.D;
+  for (int t = 0; t <= kT; ++t) p.row_base[t] = (int64_t)t * cs.rows;
+  p.T = kT;
+  p.D = cs.D;
+  p.lg_G = ilog2(cs.G);
+  p.W = W;
+  p.mean = wm ? 1 : 0;
+  return p;
+}
+static void read_nbad(Ctx& c, unsigned long long* n) {
+  CK(cudaMemcpy(n, c.nbad, 2 * sizeof *n, cudaMemcpyDeviceToHost));
+}
+/* (e) timed, int64 indices: wm = false the unweighted sum (against cpu_ref), true weights and
+ * mean (against cpu_ref_gen's, computed before). Good data: both counters must stay 0. */
+template <int kS, int kU>
+static void run_lean(Ctx& c, const Case& cs, const char* what, bool wm) {
+  auto k = ea_kernel_lean_stream<bf16, int64_t, kS, kU>;
+  int per_sm = 0;
+  const int W = lean_setup<int64_t, kS, kU>(c, cs, wm, &per_sm);
+  const size_t smem = lean_smem(cs, W, wm, kS, kU);
+  LeanParams p = lean_params(c, cs, c.idx[0], c.off, W, wm);
+  CK(cudaMemsetAsync(c.nbad, 0, 16, c.st));
+  poison(c, cs);
+  const float us = time_it(c, [&](int set) {
+    p.indices = c.idx[set];
+    k<<<c.sms * per_sm, kThreads, smem, c.st>>>(p);
+  });
+  long long wrong = check_out(c, cs);
+  unsigned long long nbad[2];
+  read_nbad(c, nbad);
+  if (nbad[0] || nbad[1]) {
+    printf("# (e) counted bad data in good data: %llu indices, %llu bags\n", nbad[0], nbad[1]);
+    ++wrong;
+  }
+  add_row(what, cs,
+          std::string("(e) lean ") + (wm ? "w+mean " : "") + "S=" + std::to_string(kS) + " U=" +
+              std::to_string(kU) + " W=" + std::to_string(W),
+          kS * kU, per_sm, us, true, true, wrong, wm ? cs.N * 4.0 : 0.0);
+}
+/* One untimed (e) launch with weights and mean on set 0 (idx, off of type I), out poisoned and
+ * the counters zeroed first: #wrong against c.ref, the counters in nbad. */
+template <typename I, int kS, int kU>
+static long long lean_once(Ctx& c, const Case& cs, const void* idx, const void* off,
+                           unsigned long long* nbad) {
+  int per_sm = 0;
+  const int W = lean_setup<I, kS, kU>(c, cs, true, &per_sm);
+  CK(cudaMemsetAsync(c.nbad, 0, 16, c.st));
+  poison(c, cs);
+  auto k = ea_kernel_lean_stream<bf16, I, kS, kU>;
+  k<<<c.sms * per_sm, kThreads, lean_smem(cs, W, true, kS, kU), c.st>>>(
+      lean_params(c, cs, idx, off, W, true));
+  CK(cudaGetLastError());
+  CK(cudaStreamSynchronize(c.st));
+  read_nbad(c, nbad);
+  return check_out(c, cs);
+}
+
 /* CPU reference of set 0 for bag length L: out[b][t][d] = bf16((Σ_l a(g) + L·c(d)) / 64). */
 static void cpu_ref(Ctx& c, const Case& cs) {
   const int64_t nb = cs.B * kT;
@@ -784,6 +909,102 @@ static void cpu_ref(Ctx& c, const Case& cs) {
     });
   for (auto& x : th) x.join();
   CK(cudaMemcpy(c.ref, c.h_ref, (size_t)nb * cs.D * 2, cudaMemcpyHostToDevice));
+}
+
+/* CPU reference of set 0 (c.h_idx) for any offsets off (host), the kernels' semantics: a bag
+ * whose offsets decrease or leave [0, N] is zeros, an index outside [0, rows) is skipped; wm:
+ * weights wq(q) / 2 and mean pooling. Exact as cpu_ref: Σ wq·a and Σ wq over a bag are integers,
+ * the GPU's fp32 sum (multiples of 2^−7 below 2^17 in magnitude for bags of ≤ 2^14 rows) is exact
+ * in any order, and the mean's one division (by the length, skipped rows counted) is correctly
+ * rounded on both sides. bad[0], bad[1]: the skipped indices (in valid bags) and bad bags. */
+static void cpu_ref_gen(Ctx& c, const Case& cs, const int64_t* off, bool wm, long long* bad) {
+  const int64_t nb = cs.B * kT;
+  std::vector<int> cc(cs.D);
+  for (int d = 0; d < cs.D; ++d) cc[d] = val_c(d);
+  unsigned nth = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<long long> bi(nth, 0), bb(nth, 0);
+  std::vector<std::thread> th;
+  for (unsigned i = 0; i < nth; ++i)
+    th.emplace_back([&, i] {
+      for (int64_t k = (int64_t)i; k < nb; k += nth) { /* k = t·B + b */
+        const int64_t t = k / cs.B, b = k - t * cs.B;
+        int64_t lo = off[k], hi = off[k + 1];
+        if (lo < 0 || hi < lo || hi > cs.N) ++bb[i], lo = hi = 0;
+        long long sa = 0, sw = 0;
+        for (int64_t q = lo; q < hi; ++q) {
+          const int64_t ix = c.h_idx[q];
+          if (ix < 0 || ix >= cs.rows) {
+            ++bi[i];
+            continue;
+          }
+          const int w = wm ? wq(q) : 1;
+          sa += (long long)w * val_a(t * cs.rows + ix);
+          sw += w;
+        }
+        uint16_t* o = c.h_ref + (b * kT + t) * cs.D;
+        for (int d = 0; d < cs.D; ++d) {
+          float v = (float)(sa + sw * cc[d]) / (wm ? 128.f : 64.f);
+          if (wm && hi > lo) v = v / (float)(hi - lo);
+          o[d] = bf16_rne(v);
+        }
+      }
+    });
+  for (auto& x : th) x.join();
+  bad[0] = bad[1] = 0;
+  for (unsigned i = 0; i < nth; ++i) bad[0] += bi[i], bad[1] += bb[i];
+  CK(cudaMemcpy(c.ref, c.h_ref, (size_t)nb * cs.D * 2, cudaMemcpyHostToDevice));
+}
+
+/* (e) with int32 indices and offsets (set 0 narrowed), weights and mean: after run_lean's
+ * weighted row (c.ref is its reference). */
+static void check_lean_i32(Ctx& c, const Case& cs, const char* what) {
+  narrow_i32<<<c.sms * 8, 256, 0, c.st>>>(c.idx[0], c.idx32, cs.N);
+  narrow_i32<<<c.sms * 8, 256, 0, c.st>>>(c.off, c.off32, cs.B * kT + 1);
+  unsigned long long n[2];
+  long long wrong = lean_once<int32_t, 3, 4>(c, cs, c.idx32, c.off32, n);
+  wrong += (n[0] || n[1]) ? 1 : 0;
+  printf("# %-10s rb %3d L %2d (e) check: int32 indices, weights + mean: #wrong %lld\n", what, cs.rb,
+         cs.L, wrong);
+  g_check_wrong += wrong;
+}
+
+/* (e) on bad data, weights and mean on, set 0 and the offsets k·L (h_off: the host's copy)
+ * altered: bad indices in a good tile, in a tile with a bad bag (fallback), in a bad bag (not
+ * read: not counted), and offsets that decrease (table 3), go negative (table 6) and pass N (the
+ * last). Against cpu_ref_gen, counters included; set 0 and the offsets restored after. Uploads
+ * on c.st (pageable sources: a plain cudaMemcpy could still be in flight when c.st runs). */
+static void check_lean_bad(Ctx& c, const Case& cs, const char* what, std::vector<int64_t>& h_off) {
+  const int64_t L = cs.L, nbag = cs.B * kT;
+  const int64_t kd = 3 * cs.B + cs.B / 2, kn = 6 * cs.B + cs.B / 3 + 1;
+  const int64_t pos[] = {5, cs.N / 3 + 7, (kd - 1) * L, kn * L, cs.N - 1 - L};
+  const int64_t val[] = {-1, cs.rows, cs.rows + (1ll << 40), -(1ll << 40), cs.rows + 1};
+  constexpr int kBad = 5;
+  int64_t keep[kBad];
+  for (int i = 0; i < kBad; ++i) {
+    keep[i] = c.h_idx[pos[i]];
+    c.h_idx[pos[i]] = val[i];
+    CK(cudaMemcpyAsync(c.idx[0] + pos[i], &val[i], 8, cudaMemcpyHostToDevice, c.st));
+  }
+  h_off[kd] = h_off[kd + 1] + 3;
+  h_off[kn] = -5;
+  h_off[nbag] = cs.N + 1;
+  CK(cudaMemcpyAsync(c.off, h_off.data(), (size_t)(nbag + 1) * 8, cudaMemcpyHostToDevice, c.st));
+  long long want[2];
+  cpu_ref_gen(c, cs, h_off.data(), true, want);
+  unsigned long long n[2];
+  long long wrong = lean_once<int64_t, 3, 4>(c, cs, c.idx[0], c.off, n);
+  if ((long long)n[0] != want[0] || (long long)n[1] != want[1]) ++wrong;
+  printf("# %-10s rb %3d L %2d (e) check: bad data, weights + mean: #wrong %lld, indices skipped %llu "
+         "(want %lld), bags empty %llu (want %lld)\n",
+         what, cs.rb, cs.L, wrong, n[0], want[0], n[1], want[1]);
+  g_check_wrong += wrong;
+  for (int i = 0; i < kBad; ++i) {
+    c.h_idx[pos[i]] = keep[i];
+    CK(cudaMemcpyAsync(c.idx[0] + pos[i], &keep[i], 8, cudaMemcpyHostToDevice, c.st));
+  }
+  for (int64_t k : {kd, kn, nbag}) h_off[k] = k * L;
+  gen_offsets<<<c.sms * 8, 256, 0, c.st>>>(c.off, nbag, cs.L);
+  CK(cudaStreamSynchronize(c.st));
 }
 
 struct Config {
@@ -823,6 +1044,12 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&c.wrong, 8));
   CK(cudaMalloc(&c.err, sizeof(fco_async_err_t)));
   CK(cudaMalloc(&c.dev, sizeof(fco_dev_rank_t)));
+  CK(cudaMalloc(&c.psw, (size_t)max_n * 4));
+  CK(cudaMalloc(&c.idx32, (size_t)max_n * 4));
+  CK(cudaMalloc(&c.off32, (size_t)(max_n + 1) * 4));
+  CK(cudaMalloc(&c.nbad, 16));
+  gen_weights<<<c.sms * 8, 256, 0, c.st>>>(c.psw, max_n);
+  std::vector<int64_t> h_off;
   {
     fco_dev_rank_t d;
     memset(&d, 0, sizeof d);
@@ -902,6 +1129,8 @@ int main(int argc, char** argv) {
       cs.L = L;
       cs.B = cs.N / ((int64_t)kT * L);
       gen_offsets<<<c.sms * 8, 256, 0, c.st>>>(c.off, cs.B * kT, L);
+      h_off.resize((size_t)(cs.B * kT + 1));
+      for (int64_t k = 0; k <= cs.B * kT; ++k) h_off[(size_t)k] = k * L;
       cpu_ref(c, cs);
       const size_t first = g_rows.size();
       run_pool<4>(c, cs, what);
@@ -921,6 +1150,14 @@ int main(int argc, char** argv) {
       run_stream<16>(c, cs, what);
       run_cpasync<3, 4>(c, cs, what);
       run_cpasync<4, 8>(c, cs, what);
+      run_lean<3, 4>(c, cs, what, false);
+      long long nbad_ref[2];
+      cpu_ref_gen(c, cs, h_off.data(), true, nbad_ref); /* the weighted rows' reference */
+      run_lean<3, 4>(c, cs, what, true);
+      if (L == cf.Ls.back()) { /* once a table set: int32, then bad data (its own reference) */
+        check_lean_i32(c, cs, what);
+        check_lean_bad(c, cs, what, h_off);
+      }
       for (size_t i = first; i < g_rows.size(); ++i) g_rows[i].ref_a = best_a;
     }
   }
@@ -929,9 +1166,11 @@ int main(int argc, char** argv) {
          "read above (%.0f GB/s);\n", c.seq_gbs);
   printf("# %%(a) = the best (a) read of the same table set (row bytes, rows, dist) / this variant's time; "
          "all GB/s adds index (8 B/row), offset and out bytes\n");
-  printf("# fly = rows in flight per lane (a, b, d1: U; c: kB·kU, kB=0 its ring's stages·rows; d2: S·U), "
+  printf("# fly = rows in flight per lane (a, b, d1: U; c: kB·kU, kB=0 its ring's stages·rows; d2, e: S·U), "
          "b/SM = blocks per SM (256 threads); * = the kB fco picks with FCO_EA_STREAM=0 (FCO_EA_BAGS auto); "
          "kB=0 stream @N = the library's streaming path (FCO_EA_STREAM=1), __launch_bounds__(256, N)\n");
+  printf("# (e) lean = d2's design with the library's semantics (ea_stream_lean.cuh); w+mean: weights and "
+         "mean pooling on (all GB/s adds 4 B/row of weights)\n");
   printf("#wrong: (a) warp-step checksums that differ; others bf16 elements of out that differ from the CPU "
          "reference (tolerance 0)\n\n");
   printf("| rows | dist | row B | L | B | variant | fly | b/SM | us | GB/s | %%4300 | %%seq | %%(a) | all GB/s | #wrong |\n");
@@ -947,8 +1186,8 @@ int main(int argc, char** argv) {
            r.inflight, r.per_sm, r.us, gbs, 100.0 * gbs / 4300.0, 100.0 * gbs / c.seq_gbs,
            100.0 * r.ref_a / r.us, r.all_bytes / (r.us * 1e3), r.wrong);
   }
-  long long total_wrong = 0;
+  long long total_wrong = g_check_wrong;
   for (const Row& r : g_rows) total_wrong += r.wrong;
-  printf("\n# wrong in all: %lld\n", total_wrong);
+  printf("\n# wrong in all (rows and the (e) checks): %lld\n", total_wrong);
   return total_wrong ? 1 : 0;
 }

@@ -1,0 +1,265 @@
+/*
+ * ea_stream_lean.cuh — variant (e) of bench/probe/ea_gather_probe.cu: the probe's (d2) CSR
+ * streaming (warp tiles, a per-thread cp.async ring) with the library's pooling semantics, to see
+ * whether src/cuda/embedding_alltoall_pool.cuh's streaming path (pool_tile_stream) can have both.
+ * Included by the probe only (after embedding_alltoall_pool.cuh's helpers: g_ea_ring, g_ea_dummy,
+ * Pack, cp_async16).
+ *
+ * Work: a warp takes tiles j = warp, warp + warps, ... of W bags of one table (table t = j / tpt,
+ *   samples [(j mod tpt) · W, +W), tpt = ⌈B / W⌉). It stages the tile's W + 1 offsets in shared
+ *   memory with one coalesced load, as int32 positions relative to the tile's first, checking them
+ *   on the way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31:
+ *   exactly "every bag of the tile valid"). Lane group r (G lanes, one 16-byte unit of the row
+ *   each) owns bags [r · W/RW, +W/RW), RW = 32/G: one contiguous range of positions, streamed in
+ *   chunks of kU rows, chunk i copied by cp.async into stage i mod kS of a per-thread ring (a
+ *   thread reads only the slots it copied itself: no barrier), chunk i + kS − 1 issued before
+ *   chunk i is waited for, indices one chunk ahead of that. A bag is stored when the stream
+ *   crosses its end offset, in bag order (empty bags as zeros). Positions inside the tile are
+ *   32-bit; 64-bit arithmetic: a row's address, a chunk's index (and weight) address.
+ * Semantics (pool_tile's): per-sample weights (fmaf(w, x, acc) in bag order), mean (acc / len
+ *   once at the store, len = hi − lo counting skipped rows), int32 or int64 indices and offsets
+ *   (template I). An index outside [0, rows_t) is skipped: its copy reads nothing (zero-filled)
+ *   and a valid bit per ring slot keeps it out of the sum (its own weight may be NaN or Inf);
+ *   counted in nbad[0] when its chunk is consumed (one popc a chunk, off the issue path: the
+ *   library's note_bad would reload the index there for its report). A tile with a bad bag (or a
+ *   span ≥ 2^31) is pooled by a plain bag-by-bag loop with 64-bit positions (warp vote over the
+ *   staging checks); there a bad bag is stored as zeros and counted in nbad[1], a bad index
+ *   skipped and counted as above. The library would report both through note_bad (first wins).
+ * Weights: the kU weights of a chunk are copied with the rows (4-byte cp.async, lane gl copies
+ *   row u when u mod G = gl) into a per-group ring of kS · kU floats, read by all G lanes after a
+ *   __syncwarp of the group (and a second one before a stage is refilled): no registers held for
+ *   them, 48 bytes a group (6 KB a block at G = 2) instead of 48 a thread.
+ * Shared memory (dynamic): ring [kS][kU][kThreads] uint4, then the offsets [kWarps][W + 1] int32,
+ *   then (weights only) [kThreads / G][kS][kU] float.
+ * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers, no spills with nvcc
+ *   13.0 for int32 and int64), any grid; W a multiple of RW, T ≤ kLeanMaxTables, T · ⌈B / W⌉ +
+ *   warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte units, 16-byte aligned, G = a power
+ *   of two ≥ the row's units.
+ */
+#ifndef FCO_BENCH_EA_STREAM_LEAN_CUH_
+#define FCO_BENCH_EA_STREAM_LEAN_CUH_
+
+#include <stdint.h>
+
+#include "embedding_alltoall_pool.cuh"
+
+namespace fco {
+namespace ea {
+
+constexpr int kLeanMaxTables = 16;
+constexpr int kLeanMinBlocks = 4;
+
+struct LeanParams {
+  const void* weight;        /* T rows; table t = rows [row_base[t], row_base[t + 1]) */
+  const void* indices;       /* I [num_indices] */
+  const void* offsets;       /* I [T · B + 1]; bag (b, t) = k = t · B + b */
+  const float* psw;          /* per-sample weights [num_indices], or nullptr */
+  void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
+  unsigned long long* nbad;  /* [0] indices skipped, [1] bags pooled as empty (bad offsets) */
+  int64_t num_indices, B, stride;
+  int64_t row_base[kLeanMaxTables + 1];
+  int32_t T, D, lg_G, W, mean;
+};
+
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+template <typename T, typename I, int kS, int kU>
+__global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
+    ea_kernel_lean_stream(const __grid_constant__ LeanParams p) {
+  using Un = Unit<T, true>;
+  constexpr int kE = Un::kE;
+  static_assert(kS * kU <= 32 && kU <= 32 / kS, "the valid bits of a ring fit one word");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int G = 1 << p.lg_G, gl = lane & (G - 1), r = lane >> p.lg_G, RW = 32 >> p.lg_G;
+  const bool lane_on = gl < p.D / kE;
+  const bool weighted = p.psw != nullptr;
+  int* const so = (int*)(g_ea_ring + kS * kU * kThreads) + warp * (p.W + 1);
+  const float* const wr = (const float*)(so - warp * (p.W + 1) + kWarps * (p.W + 1)) +
+                          (threadIdx.x >> p.lg_G) * (kS * kU);
+  const uint32_t ring = smem_u32(g_ea_ring + threadIdx.x), wring = smem_u32(wr);
+  /* rows u of a chunk whose weight this lane copies (u mod G = gl), none without weights */
+  uint32_t wmine = 0;
+#pragma unroll
+  for (int u = 0; u < kU; ++u) wmine |= (uint32_t)(weighted && (u & (G - 1)) == gl) << u;
+  const int tpt = (int)((p.B + p.W - 1) / p.W); /* tiles a table; T · tpt < 2^31 (host) */
+  const int nw = (gridDim.x * blockDim.x) >> 5;
+  for (int j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;; j += nw) {
+    const int t = j / tpt;
+    if (t >= p.T) break;
+    const int64_t b0 = (int64_t)(j - t * tpt) * p.W;
+    const int nb = (int)min((int64_t)p.W, p.B - b0);
+    const I* offs = (const I*)p.offsets + ((int64_t)t * p.B + b0);
+    /* Stage and check the tile's offsets; lane 0's predecessor is the last lane's of the step
+     * before. */
+    __syncwarp(); /* the previous tile's offsets are read */
+    const int64_t pfirst = (int64_t)__ldg(offs);
+    bool bad = false;
+    int64_t carry = 0;
+    for (int i0 = 0; i0 <= nb; i0 += 32) {
+      const int i = i0 + lane;
+      const int64_t v = i <= nb ? (int64_t)__ldg(offs + i) : 0;
+      int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
+      if (lane == 0) pv = carry;
+      carry = __shfl_sync(0xffffffffu, v, 31);
+      if (i <= nb) {
+        bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pfirst > INT32_MAX - 64;
+        so[i] = (int)(v - pfirst);
+      }
+    }
+    __syncwarp();
+    const bool bad_tile = __any_sync(0xffffffffu, bad);
+    const int bpg = p.W / RW;
+    const int kb = min(r * bpg, nb), ke = min(kb + bpg, nb);
+    const int64_t row0 = p.row_base[t], rows = p.row_base[t + 1] - row0;
+    /* this lane's unit of row 0 of the table, of the tile's first bag's output */
+    const uint4* const tb = (const uint4*)((const T*)p.weight + row0 * p.D) + gl;
+    T* const ob = (T*)p.out + b0 * p.stride + (int64_t)t * p.D + gl * kE;
+    const int64_t row_units = p.D / kE; /* row stride in uint4 */
+    float acc[kE];
+#pragma unroll
+    for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+    if (bad_tile) {
+      /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge). */
+      for (int k = kb; k < ke; ++k) {
+        int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
+        if (lo < 0 || hi < lo || hi > p.num_indices) {
+          if (gl == 0) atomicAdd(p.nbad + 1, 1ull);
+          lo = hi = 0;
+        }
+        for (int64_t q = lo; q < hi; ++q) {
+          const int64_t ix = (int64_t)__ldg((const I*)p.indices + q);
+          if ((uint64_t)ix >= (uint64_t)rows) {
+            if (gl == 0) atomicAdd(p.nbad, 1ull);
+            continue;
+          }
+          float f[kE];
+          Un::unpack(__ldg(lane_on ? tb + ix * row_units : &g_ea_dummy), f);
+          if (weighted) {
+            const float w = __ldg(p.psw + q);
+#pragma unroll
+            for (int e = 0; e < kE; ++e) acc[e] = fmaf(w, f[e], acc[e]);
+          } else {
+#pragma unroll
+            for (int e = 0; e < kE; ++e) acc[e] += f[e];
+          }
+        }
+        if (p.mean && hi > lo) {
+          const float n = (float)(hi - lo);
+#pragma unroll
+          for (int e = 0; e < kE; ++e) acc[e] = acc[e] / n;
+        }
+        if (lane_on) Un::store(ob + (int64_t)k * p.stride, 0, acc);
+#pragma unroll
+        for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+      }
+      continue;
+    }
+    /* The group's stream: tile positions [so[kb], qe); chunk at q0 in stage s, the chunk at
+     * q0 + (kS − 1)·kU issued into the stage before s, indices of the one after in nx. */
+    const int qe = so[ke];
+    int q0 = so[kb];
+    int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
+    /* Store bag cur (mean: divided by its length, skipped rows included) and clear acc. */
+    auto flush = [&]() {
+      const int len = so[cur + 1] - so[cur];
+      if (p.mean && len > 0) {
+        const float n = (float)len;
+#pragma unroll
+        for (int e = 0; e < kE; ++e) acc[e] = acc[e] / n;
+      }
+      if (lane_on) Un::store(ob + (int64_t)cur * p.stride, 0, acc);
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+    };
+    I nx[kU]; /* raw indices of the next chunk to issue */
+    auto load_ix = [&](int qc) {
+      const I* ip = (const I*)p.indices + (pfirst + qc);
+#pragma unroll
+      for (int u = 0; u < kU; ++u) nx[u] = __ldg(qc + u < qe ? ip + u : (const I*)&g_ea_dummy);
+    };
+    uint32_t okb = 0; /* bit s · kU + u: slot u of stage s holds a row of the sum */
+    /* Copies of the chunk at qc (rows from nx) into stage si; always commit (the wait counts
+     * groups). An index outside the table copies nothing, its valid bit clear. */
+    auto issue = [&](int qc, int si) {
+      uint32_t okc = 0;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int64_t ix = (int64_t)nx[u];
+        const bool ok = qc + u < qe && (uint64_t)ix < (uint64_t)rows;
+        okc |= (uint32_t)ok << u;
+        const bool cp = ok && lane_on;
+        cp_async16(ring + (uint32_t)((si * kU + u) * kThreads * 16),
+                   cp ? (const void*)(tb + ix * row_units) : (const void*)&g_ea_dummy, cp ? 16 : 0);
+      }
+      if (weighted) {
+        const float* w = p.psw + (pfirst + qc);
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if ((okc & wmine) >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u);
+      }
+      okb = (okb & ~(((1u << kU) - 1u) << (si * kU))) | okc << (si * kU);
+      cp_async_commit();
+    };
+    /* fmaf(1, x, acc) is acc + x exactly: one code for both */
+    auto take = [&](const uint4& x, const float* w) {
+      float f[kE];
+      Un::unpack(x, f);
+      const float wt = weighted ? *w : 1.f;
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
+    };
+    load_ix(q0);
+#pragma unroll
+    for (int si = 0; si < kS - 1; ++si) {
+      issue(q0 + si * kU, si);
+      load_ix(q0 + (si + 1) * kU);
+    }
+    /* A chunk inside the current bag (most, for L > kU) is summed unrolled, its kU ring reads
+     * together; one that crosses bag ends goes row by row through a rolled loop, so flush (its
+     * divisions) is inlined once. */
+    int s = 0;
+#pragma unroll 1
+    for (; q0 < qe; q0 += kU) {
+      const uint32_t gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
+      if (weighted) __syncwarp(gmask); /* the stage refilled next: its weights read by the group */
+      issue(q0 + (kS - 1) * kU, s == 0 ? kS - 1 : s - 1);
+      load_ix(q0 + kS * kU);
+      cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
+      if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
+      const int nq = min(kU, qe - q0);
+      const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
+      if (okc != inm && gl == 0) /* rows skipped: bad indices (rare) */
+        atomicAdd(p.nbad, (unsigned long long)__popc(inm & ~okc));
+      const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
+      const float* w0 = wr + s * kU;
+      if (q0 + nq <= next_end) {
+        uint4 x[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (okc >> u & 1u) take(x[u], w0 + u);
+      } else {
+#pragma unroll 1
+        for (int u = 0; u < nq; ++u) {
+          while (q0 + u >= next_end) {
+            flush();
+            ++cur;
+            next_end = so[cur + 1];
+          }
+          if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
+        }
+      }
+      s = s + 1 == kS ? 0 : s + 1;
+    }
+    cp_async_wait<0>();
+    for (; cur < ke; ++cur) flush(); /* the last bag, trailing empty ones */
+  }
+}
+
+}  // namespace ea
+}  // namespace fco
+
+#endif /* FCO_BENCH_EA_STREAM_LEAN_CUH_ */
