@@ -4,6 +4,8 @@
  * whether src/cuda/embedding_alltoall_pool.cuh's streaming path (pool_tile_stream) can have both.
  * Included by the probe only (after embedding_alltoall_pool.cuh's helpers: g_ea_ring, g_ea_dummy,
  * Pack, cp_async16).
+ * Status: compiled (64 registers, no spill) but NOT yet run on a GPU — written at the end of
+ * session 6 with no device time left; its timings and #wrong come from the next probe run.
  *
  * Work: a warp takes tiles j = warp, warp + warps, ... of W bags of one table (table t = j / tpt,
  *   samples [(j mod tpt) · W, +W), tpt = ⌈B / W⌉). It stages the tile's W + 1 offsets in shared
