@@ -160,6 +160,8 @@ void bench_report(bench_ctx_t* ctx, fco_result_t r, const char* what);
 /* Close the group the per-rank calls were issued in; the first failure wins (the group's own
  * failure is attributed to rank 0). */
 fco_result_t bench_group_end(bench_ctx_t* ctx, fco_result_t first);
+/* "# knobs: NAME=value ..." (value "default" when unset): the env knobs a table depends on. */
+void bench_print_knobs(FILE* f, const char* const* names, size_t n);
 /* The #wrong column and the end of a table row: the sum over the checked impls, "-" if none. */
 void bench_print_wrong(FILE* f, const bench_ctx_t* ctx, const bench_row_t* r);
 void bench_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);

@@ -113,6 +113,15 @@ const char* bench_impl_label(bench_ctx_t* ctx, const bench_op_t* op, int idx) {
   return buf[idx];
 }
 
+void bench_print_knobs(FILE* f, const char* const* names, size_t n) {
+  fprintf(f, "# knobs:");
+  for (size_t k = 0; k < n; k++) {
+    const char* v = getenv(names[k]);
+    fprintf(f, " %s=%s", names[k], v && *v ? v : "default");
+  }
+  fprintf(f, "\n");
+}
+
 fco_result_t bench_fail(bench_ctx_t* ctx, fco_result_t code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

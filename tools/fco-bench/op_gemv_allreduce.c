@@ -33,6 +33,7 @@
  * order, so every impl (cuBLAS + NCCL included) must produce exactly the host's integer sum,
  * computed independently on the host. Timing does not depend on the values (every byte of W
  * is streamed either way).
+ * The table header echoes the FCO_GEMV_* kernel and AUTO knobs (as the environment sets them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +470,11 @@ static void gar_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, 
     wt[j] = l + 1 > 9 ? l + 1 : 9;
     if (ctx->impls[j] == FCO_IMPL_AUTO) ac = j;
   }
+  /* The kernel and AUTO knobs (src/cuda/gemv_allreduce.cu, src/ops/gemv_allreduce.c). */
+  static const char* const knobs[] = {"FCO_GEMV_PIPE", "FCO_GEMV_WIDE", "FCO_GEMV_PDL",
+                                      "FCO_GEMV_PDL_PREFETCH", "FCO_GEMV_AR_FUSED_MAX_N",
+                                      "FCO_GEMV_AR_AUTO_MAX_M", "FCO_GEMV_AR_ONESHOT_MAX"};
+  bench_print_knobs(f, knobs, sizeof knobs / sizeof knobs[0]);
   fprintf(f, "# gemv = cuBLAS GEMM alone, allreduce = fco_allreduce (auto) of y alone, same run\n");
   fprintf(f, "#%6s %6s %3s %5s %9s %9s", "N", "K", "M", "dtype", "gemv", "allreduce");
   for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %*s", wt[j], bench_impl_label(ctx, op, j));
