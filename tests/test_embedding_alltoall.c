@@ -347,15 +347,21 @@ static void sweep(const t_world_t* w, int quick) {
           one_call(w, kDims[di], kDtypes[ti], kCombos[c].it, kCombos[c].weighted,
                    kCombos[c].pool, 0, kImpls[ii], 0);
         }
-  /* The streaming lookup (FCO_EA_STREAM=1, whatever the default picks) at its lane groups'
-   * edges: one lane a row (f16 D = 8), a group with an idle lane (bf16 D = 24: 3 units, 4
-   * lanes), and 512-byte rows (f32 D = 128, one group a warp). */
-  setenv("FCO_EA_STREAM", "1", 1);
-  for (int ii = 0; ii < 2; ii++) {
-    t_context("FCO_EA_STREAM=1");
-    one_call(w, 8, FCO_F16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], 0);
-    one_call(w, 24, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
-    one_call(w, 128, FCO_F32, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
+  /* The streaming lookups, whatever the default picks: FCO_EA_STREAM=1 (pool_tile_stream in
+   * both impls) and 2 (impl 0's lookup by the lean kernel), at their lane groups' edges: one
+   * lane a row (f16 D = 8), a group with an idle lane (bf16 D = 24: 3 units, 4 lanes), 512-byte
+   * rows (f32 D = 128, one group a warp); and on GPUs a big problem (many warp tiles). */
+  static const char* const kStream[] = {"1", "2"};
+  const int64_t bbig = t_is_gpu(w->transport) ? 12288 / w->n : 0;
+  for (int sv = 0; sv < 2; sv++) {
+    setenv("FCO_EA_STREAM", kStream[sv], 1);
+    for (int ii = 0; ii < 2; ii++) {
+      t_context("FCO_EA_STREAM=%s", kStream[sv]);
+      one_call(w, 8, FCO_F16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], 0);
+      one_call(w, 24, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
+      one_call(w, 128, FCO_F32, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
+      if (bbig) one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I64, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], bbig);
+    }
   }
   unsetenv("FCO_EA_STREAM");
   /* Random real values against float64, by relative error. */
@@ -546,9 +552,10 @@ static void graph_replay(const t_world_t* w) {
 /* Bad data on rank `bad_rank`: the documented error naming table and position, the bad entries
  * skipped (the reference skips them too), nothing written past out. `kind`: 0 index = rows,
  * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
- * (3 f32: the element path; 16 bf16: 32-byte rows); stream: with FCO_EA_STREAM=1 (the
- * streaming lookup). Destroys the world (GPU errors are sticky) and makes a new one. */
-static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt, int stream) {
+ * (3 f32: the element path; 16 bf16: 32-byte rows); stream: FCO_EA_STREAM's value for the
+ * call, or NULL. Destroys the world (GPU errors are sticky) and makes a new one. */
+static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt,
+                     const char* stream) {
   prob_t p;
   uint64_t seed = t_next_seed();
   int found = 0, r = 0;
@@ -593,7 +600,7 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   if (!found) t_fail(__FILE__, __LINE__, "bad_data: no problem with a place for kind %d", kind);
   describe(&p, impl, seed, "bad data");
   prob_upload(w, &p);
-  if (stream) setenv("FCO_EA_STREAM", "1", 1);
+  if (stream) setenv("FCO_EA_STREAM", stream, 1);
   fco_result_t res = prob_run(w, &p, impl, NULL);
   unsetenv("FCO_EA_STREAM");
   t_sync(w);
@@ -749,8 +756,10 @@ int main(void) {
     bad_args(&w);
     for (int impl = 0; impl < 2; impl++)
       for (int kind = 0; kind < 4; kind++) {
-        bad_data(&w, impl, kind, 3, FCO_F32, 0);   /* the element path */
-        bad_data(&w, impl, kind, 16, FCO_BF16, 1); /* 32-byte rows, FCO_EA_STREAM=1 */
+        bad_data(&w, impl, kind, 3, FCO_F32, NULL); /* the element path */
+        /* 32-byte rows: impl 0 through the lean kernel (FCO_EA_STREAM=2), impl 1 through
+         * pool_tile_stream (FCO_EA_STREAM=1) */
+        bad_data(&w, impl, kind, 16, FCO_BF16, impl == 0 ? "2" : "1");
       }
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);

@@ -40,7 +40,7 @@
  *              staged once) with the library's semantics: per-sample weights, mean, int32 or
  *              int64 indices, bad indices skipped (valid bit per ring slot) and counted, offsets
  *              checked while staged (a tile with a bad bag pooled bag by bag), __launch_bounds__
- *              (256, 4): ea_stream_lean.cuh (the kernel, the port candidate for pool_tile_stream).
+ *              (256, 4): src/cuda/embedding_alltoall_lean.cuh (the kernel; the library runs it as impl 0's lookup with FCO_EA_STREAM=2).
  *              Rows: the unweighted sum (int64, checked as the others), and "w+mean": weights
  *              wq(q)/2 ∈ {1/2, 1, 2} and mean pooling (all GB/s adds 4 B/row of weights). Once per
  *              table set (its last L), untimed "#" lines: int32 indices and offsets (weights +
@@ -90,7 +90,7 @@
 #include <vector>
 
 #include "embedding_alltoall_pool.cuh"
-#include "ea_stream_lean.cuh"
+#include "embedding_alltoall_lean.cuh"
 
 using bf16 = __nv_bfloat16;
 using namespace fco;
@@ -805,7 +805,7 @@ static void run_cpasync(Ctx& c, const Case& cs, const char* what) {
           kS * kU, per_sm, us, true, true, check_out(c, cs));
 }
 
-/* (e): the dynamic shared memory for tile W (ring, offsets, weights: see ea_stream_lean.cuh). */
+/* (e): the dynamic shared memory for tile W (ring, offsets, weights: see embedding_alltoall_lean.cuh). */
 static size_t lean_smem(const Case& cs, int W, bool wm, int S, int U) {
   return (size_t)S * U * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
          (wm ? (size_t)(kThreads / cs.G) * S * U * 4 : 0);
@@ -1169,7 +1169,7 @@ int main(int argc, char** argv) {
   printf("# fly = rows in flight per lane (a, b, d1: U; c: kB·kU, kB=0 its ring's stages·rows; d2, e: S·U), "
          "b/SM = blocks per SM (256 threads); * = the kB fco picks with FCO_EA_STREAM=0 (FCO_EA_BAGS auto); "
          "kB=0 stream @N = the library's streaming path (FCO_EA_STREAM=1), __launch_bounds__(256, N)\n");
-  printf("# (e) lean = d2's design with the library's semantics (ea_stream_lean.cuh); w+mean: weights and "
+  printf("# (e) lean = d2's design with the library's semantics (embedding_alltoall_lean.cuh); w+mean: weights and "
          "mean pooling on (all GB/s adds 4 B/row of weights)\n");
   printf("#wrong: (a) warp-step checksums that differ; others bf16 elements of out that differ from the CPU "
          "reference (tolerance 0)\n\n");

@@ -24,7 +24,9 @@
  *   FCO_EA_STREAM        1 = the streaming lookup (pool_tile_stream: cp.async row ring, runs of
  *                        bags) for 16-byte rows of <= 512 bytes, in impl 0's lookup and the
  *                        fused kernel; 0 = the kB paths below everywhere; unset = stream_auto:
- *                        the fused kernel where a mean bag holds <= 256 bytes of rows
+ *                        the fused kernel where a mean bag holds <= 256 bytes of rows; 2 = as 1
+ *                        in the fused kernel, and impl 0's lookup by the lean streaming kernel
+ *                        (embedding_alltoall_lean.cuh; experimental, not yet run on a GPU)
  *   FCO_EA_BAGS          the kB paths: bags per lane group in flight: 0 = auto (default), 1 or 4
  *   FCO_EA_MIX           unset = remote pool tiles first (default); 0..100 = the kernel variant
  *                        that interleaves each block's remote tiles evenly with mix % of its
@@ -48,6 +50,7 @@
 #include <nccl.h>
 
 #include "embedding_alltoall_pool.cuh"
+#include "embedding_alltoall_lean.cuh"
 
 namespace fco {
 namespace ea {
@@ -248,6 +251,92 @@ struct RunLookup {
   }
 };
 
+/* ---- impl 0 with FCO_EA_STREAM=2: the lean streaming lookup (embedding_alltoall_lean.cuh) -- */
+constexpr int kLeanStages = 3, kLeanRows = 4, kLeanMaxTileBags = 1024;
+/* Dynamic shared memory for tiles of W bags: the row ring, the warps' offsets, the weights. */
+size_t lean_smem(int G, int W) {
+  return (size_t)kLeanStages * kLeanRows * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
+         (size_t)(kThreads / G) * kLeanStages * kLeanRows * 4;
+}
+/* Bags per warp tile (the probe's d2 rule): a power of two ≥ the groups of a warp with at least
+ * 4 chunks per group at the mean bag length, ≤ kLeanMaxTileBags, halved while the tiles would
+ * not give every resident warp two. */
+int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
+  const int RW = 32 / G;
+  int64_t W = 1;
+  while (W < RW || (double)W * mean_len < 4.0 * kLeanRows * RW) W *= 2;
+  if (W > kLeanMaxTileBags) W = kLeanMaxTileBags;
+  while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
+  return (int)W;
+}
+/* Local rank li's lookup into ws (P > 1) or out: one launch of the whole GPU. */
+template <typename T, typename I>
+fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, char* err) {
+  auto k = ea_kernel_lean_stream<T, I, kLeanStages, kLeanRows>;
+  const EaRank& rk = p.r[li];
+  const int me = rk.rank, Tr = ea_tables(p, me), G = p.lanes;
+  if (Tr == 0 || p.B == 0) return FCO_OK;
+  int device = 0, sms = 0;
+  fco_result_t res = current_device(err, &device, &sms);
+  if (res != FCO_OK) return res;
+  const size_t most = lean_smem(G, kLeanMaxTileBags);
+  cudaError_t ce = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaFuncSetAttribute (lean)");
+  int per_sm = 0;
+  ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, most);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const double mean_len = (double)rk.num_indices / ((double)Tr * (double)p.B);
+  const int W = lean_tile_bags(G, mean_len, p.B, Tr, (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);
+  const size_t smem = lean_smem(G, W);
+  ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, smem);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (per_sm < 1)
+    return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: the lean lookup does not fit an SM");
+  static thread_local LeanParams lp; /* 8 KB: not on the stack */
+  memset(&lp, 0, sizeof lp);
+  lp.weight = rk.weight;
+  lp.indices = rk.indices;
+  lp.offsets = rk.offsets;
+  lp.psw = rk.psw;
+  lp.out = p.nranks > 1 ? rk.ws : rk.out;
+  lp.dev = rk.dev;
+  lp.table0 = p.toff[me];
+  lp.num_indices = rk.num_indices;
+  lp.B = p.B;
+  lp.stride = (int64_t)Tr * p.D;
+  for (int t = 0; t <= Tr; t++) lp.row_base[t] = p.row_base[rk.row_base0 + t];
+  lp.T = Tr;
+  lp.D = p.D;
+  int lg = 0;
+  while ((1 << lg) < G) lg++;
+  lp.lg_G = lg;
+  lp.W = W;
+  lp.mean = p.mean;
+  const unsigned grid = (unsigned)(sms * per_sm);
+  k<<<grid, kThreads, smem, (cudaStream_t)stream>>>(lp);
+  ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "fco_embedding_alltoall: lean lookup launch");
+}
+/* Whether the lean lookup takes impl 0's lookup (FCO_EA_STREAM=2, the 16-byte path with one
+ * vector per lane, tile numbers of every local rank in 31 bits). */
+bool lean_applies(const EaParams& p, const Variant& v) {
+  if (fco_env_int("FCO_EA_STREAM", -1) != 2 || !v.vec || v.nv != 1) return false;
+  for (int i = 0; i < p.num_local; i++) {
+    const int Tr = ea_tables(p, p.r[i].rank);
+    if (Tr > kLeanMaxTables || (int64_t)Tr * p.B + 1000000 >= ((int64_t)1 << 31)) return false;
+  }
+  return true;
+}
+template <typename T>
+fco_result_t launch_lean(const EaParams& p, void* stream, char* err) {
+  for (int i = 0; i < p.num_local; i++) {
+    const fco_result_t res = p.r[i].idx64 ? launch_lean_t<T, int64_t>(p, i, stream, err)
+                                          : launch_lean_t<T, int32_t>(p, i, stream, err);
+    if (res != FCO_OK) return res;
+  }
+  return FCO_OK;
+}
+
 fco_result_t launch_permute(const EaParams& p, void* stream, char* err) {
   int64_t warps = 0;
   for (int i = 0; i < p.num_local; i++) {
@@ -395,9 +484,19 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   if (op0->impl != 0)
     return fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_embedding_alltoall: impl %d does not exist",
                 op0->impl);
-  RunFn fn = pick<RunLookup>(a0->dtype, v);
-  if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
-  if ((res = fn(p, max_tasks(p, false), l->num_local, l->stream, err)) != FCO_OK) return res;
+  if (lean_applies(p, v)) {
+    switch (a0->dtype) {
+      case FCO_F32: res = launch_lean<float>(p, l->stream, err); break;
+      case FCO_F16: res = launch_lean<__half>(p, l->stream, err); break;
+      case FCO_BF16: res = launch_lean<__nv_bfloat16>(p, l->stream, err); break;
+      default: return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
+    }
+    if (res != FCO_OK) return res;
+  } else {
+    RunFn fn = pick<RunLookup>(a0->dtype, v);
+    if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
+    if ((res = fn(p, max_tasks(p, false), l->num_local, l->stream, err)) != FCO_OK) return res;
+  }
   if (P == 1) return FCO_OK;
   const size_t vec = (size_t)a0->dim * es;
   cudaStream_t stream = (cudaStream_t)l->stream;

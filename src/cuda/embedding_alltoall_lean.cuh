@@ -1,11 +1,15 @@
 /*
- * ea_stream_lean.cuh — variant (e) of bench/probe/ea_gather_probe.cu: the probe's (d2) CSR
- * streaming (warp tiles, a per-thread cp.async ring) with the library's pooling semantics, to see
- * whether src/cuda/embedding_alltoall_pool.cuh's streaming path (pool_tile_stream) can have both.
- * Included by the probe only (after embedding_alltoall_pool.cuh's helpers: g_ea_ring, g_ea_dummy,
- * Pack, cp_async16).
+ * embedding_alltoall_lean.cuh — the lean streaming lookup (FCO_EA_STREAM=2, impl 0 only; variant
+ * (e) of bench/probe/ea_gather_probe.cu): the probe's (d2) CSR streaming (warp tiles sized to
+ * the work, a per-thread cp.async ring) with the library's pooling semantics — what
+ * pool_tile_stream (embedding_alltoall_pool.cuh) was meant to be: that port of d2 ran 1.3–2.5×
+ * slower than d2 in the probe (run 80deada; docs/embedding_alltoall.md). Included by
+ * embedding_alltoall.cu (ea_kernel_lean_stream, one launch per local rank, as impl 0's lookup
+ * when FCO_EA_STREAM=2) and by the probe, after embedding_alltoall_pool.cuh's helpers
+ * (g_ea_ring, g_ea_dummy, Unit, cp_async16).
  * Status: compiled (64 registers, no spill) but NOT yet run on a GPU — written at the end of
- * session 6 with no device time left; its timings and #wrong come from the next probe run.
+ * session 6 with no device time left; the probe's (e) rows and the C tests with
+ * FCO_EA_STREAM=2 are its first runs.
  *
  * Work: a warp takes tiles j = warp, warp + warps, ... of W bags of one table (table t = j / tpt,
  *   samples [(j mod tpt) · W, +W), tpt = ⌈B / W⌉). It stages the tile's W + 1 offsets in shared
@@ -22,24 +26,32 @@
  *   once at the store, len = hi − lo counting skipped rows), int32 or int64 indices and offsets
  *   (template I). An index outside [0, rows_t) is skipped: its copy reads nothing (zero-filled)
  *   and a valid bit per ring slot keeps it out of the sum (its own weight may be NaN or Inf);
- *   counted in nbad[0] when its chunk is consumed (one popc a chunk, off the issue path: the
- *   library's note_bad would reload the index there for its report). A tile with a bad bag (or a
+ *   counted in nbad[0] when its chunk is consumed (one popc a chunk, off the issue path) and,
+ *   with dev set, reported as the library reports it (record_error: first wins; the index
+ *   reloaded there for the report). A tile with a bad bag (or a
  *   span ≥ 2^31) is pooled by a plain bag-by-bag loop with 64-bit positions (warp vote over the
  *   staging checks); there a bad bag is stored as zeros and counted in nbad[1], a bad index
- *   skipped and counted as above. The library would report both through note_bad (first wins).
+ *   skipped and counted as above; with dev set both are reported (FCO_EA_BAD_OFFSETS: position
+ *   = the bag's offsets entry, value = its end; FCO_EA_BAD_INDEX: position, index).
  * Weights: the kU weights of a chunk are copied with the rows (4-byte cp.async, lane gl copies
  *   row u when u mod G = gl) into a per-group ring of kS · kU floats, read by all G lanes after a
  *   __syncwarp of the group (and a second one before a stage is refilled): no registers held for
  *   them, 48 bytes a group (6 KB a block at G = 2) instead of 48 a thread.
  * Shared memory (dynamic): ring [kS][kU][kThreads] uint4, then the offsets [kWarps][W + 1] int32,
  *   then (weights only) [kThreads / G][kS][kU] float.
+ * The fused kernel (impl 1) cannot take this as it is: its tiles (agreed by every rank, so they
+ *   cannot depend on a local knob) give a lane group ~4 bags, too few to fill the ring at small
+ *   L, and its protocol state needs more than 64 registers. Options: a ring carried from one of
+ *   a block's tiles into the next (positions are contiguous only if a block takes consecutive
+ *   samples of the same tables, and a tile's signal must then wait for its last flush), or each
+ *   warp taking a slice of one table of the tile (≈ nt·ns/8 bags) with this code.
  * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers, no spills with nvcc
  *   13.0 for int32 and int64), any grid; W a multiple of RW, T ≤ kLeanMaxTables, T · ⌈B / W⌉ +
  *   warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte units, 16-byte aligned, G = a power
  *   of two ≥ the row's units.
  */
-#ifndef FCO_BENCH_EA_STREAM_LEAN_CUH_
-#define FCO_BENCH_EA_STREAM_LEAN_CUH_
+#ifndef FCO_CUDA_EMBEDDING_ALLTOALL_LEAN_CUH_
+#define FCO_CUDA_EMBEDDING_ALLTOALL_LEAN_CUH_
 
 #include <stdint.h>
 
@@ -48,7 +60,7 @@
 namespace fco {
 namespace ea {
 
-constexpr int kLeanMaxTables = 16;
+constexpr int kLeanMaxTables = FCO_EMBEDDING_MAX_TABLES; /* row_base by value: ≤ 8 KB */
 constexpr int kLeanMinBlocks = 4;
 
 struct LeanParams {
@@ -57,11 +69,23 @@ struct LeanParams {
   const void* offsets;       /* I [T · B + 1]; bag (b, t) = k = t · B + b */
   const float* psw;          /* per-sample weights [num_indices], or nullptr */
   void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
-  unsigned long long* nbad;  /* [0] indices skipped, [1] bags pooled as empty (bad offsets) */
+  unsigned long long* nbad;  /* [0] indices skipped, [1] bags pooled as empty (bad offsets),
+                                or nullptr */
+  fco_dev_rank_t* dev;       /* bad data reported to dev->err (the library), or nullptr */
+  int32_t table0;            /* global id of table 0 (reports) */
   int64_t num_indices, B, stride;
   int64_t row_base[kLeanMaxTables + 1];
   int32_t T, D, lg_G, W, mean;
 };
+
+/* Bad data at (local table t, kind, position, value): counted and/or reported. */
+__device__ __forceinline__ void lean_bad(const LeanParams& p, int slot, int t, int kind, int64_t pos,
+                                         int64_t value, unsigned long long n) {
+  if (p.nbad) atomicAdd(p.nbad + slot, n);
+  if (p.dev)
+    record_error(p.dev->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_EMBEDDING_ALLTOALL, p.table0 + t, kind,
+                 (uint64_t)pos, (uint64_t)value);
+}
 
 __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
@@ -127,13 +151,13 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
       for (int k = kb; k < ke; ++k) {
         int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
         if (lo < 0 || hi < lo || hi > p.num_indices) {
-          if (gl == 0) atomicAdd(p.nbad + 1, 1ull);
+          if (gl == 0) lean_bad(p, 1, t, FCO_EA_BAD_OFFSETS, (int64_t)t * p.B + b0 + k, hi, 1);
           lo = hi = 0;
         }
         for (int64_t q = lo; q < hi; ++q) {
           const int64_t ix = (int64_t)__ldg((const I*)p.indices + q);
           if ((uint64_t)ix >= (uint64_t)rows) {
-            if (gl == 0) atomicAdd(p.nbad, 1ull);
+            if (gl == 0) lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, ix, 1);
             continue;
           }
           float f[kE];
@@ -232,8 +256,12 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
       if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
       const int nq = min(kU, qe - q0);
       const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
-      if (okc != inm && gl == 0) /* rows skipped: bad indices (rare) */
-        atomicAdd(p.nbad, (unsigned long long)__popc(inm & ~okc));
+      if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
+        const int u = __ffs(inm & ~okc) - 1;
+        const int64_t q = pfirst + q0 + u;
+        lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
+                 (unsigned long long)__popc(inm & ~okc));
+      }
       const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
       const float* w0 = wr + s * kU;
       if (q0 + nq <= next_end) {
@@ -264,4 +292,4 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
 }  // namespace ea
 }  // namespace fco
 
-#endif /* FCO_BENCH_EA_STREAM_LEAN_CUH_ */
+#endif /* FCO_CUDA_EMBEDDING_ALLTOALL_LEAN_CUH_ */
