@@ -160,25 +160,9 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
             if (gl == 0) lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, ix, 1);
             continue;
           }
-          float f[kE];
-          Un::unpack(__ldg(lane_on ? tb + ix * row_units : &g_ea_dummy), f);
-          if (weighted) {
-            const float w = __ldg(p.psw + q);
-#pragma unroll
-            for (int e = 0; e < kE; ++e) acc[e] = fmaf(w, f[e], acc[e]);
-          } else {
-#pragma unroll
-            for (int e = 0; e < kE; ++e) acc[e] += f[e];
-          }
+          bag_add<T>(acc, __ldg(lane_on ? tb + ix * row_units : &g_ea_dummy), p.psw, q);
         }
-        if (p.mean && hi > lo) {
-          const float n = (float)(hi - lo);
-#pragma unroll
-          for (int e = 0; e < kE; ++e) acc[e] = acc[e] / n;
-        }
-        if (lane_on) Un::store(ob + (int64_t)k * p.stride, 0, acc);
-#pragma unroll
-        for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+        bag_store<T>(acc, p.mean, hi - lo, ob + (int64_t)k * p.stride, 0, lane_on);
       }
       continue;
     }
@@ -189,15 +173,7 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
     /* Store bag cur (mean: divided by its length, skipped rows included) and clear acc. */
     auto flush = [&]() {
-      const int len = so[cur + 1] - so[cur];
-      if (p.mean && len > 0) {
-        const float n = (float)len;
-#pragma unroll
-        for (int e = 0; e < kE; ++e) acc[e] = acc[e] / n;
-      }
-      if (lane_on) Un::store(ob + (int64_t)cur * p.stride, 0, acc);
-#pragma unroll
-      for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+      bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * p.stride, 0, lane_on);
     };
     I nx[kU]; /* raw indices of the next chunk to issue */
     auto load_ix = [&](int qc) {

@@ -110,6 +110,37 @@ struct Unit<T, false> {
   __device__ static __forceinline__ void store(T* dst, int u, const float* f) { Pack<T>::store(dst + u, f[0]); }
 };
 
+/* The streaming lookups' per-row and per-bag steps (pool_tile_stream below, and the lean
+ * kernel, embedding_alltoall_lean.cuh): row unit x (valid, at index position q) into the bag's
+ * fp32 sum — fmaf with its weight, else an add — and the bag's store: divided once by its length
+ * for mean (skipped rows counted), stored by the lanes that own a unit (on), acc cleared. */
+template <typename T>
+__device__ __forceinline__ void bag_add(float (&acc)[Pack<T>::kN], const uint4& x,
+                                        const float* psw, int64_t q) {
+  float f[Pack<T>::kN];
+  Pack<T>::unpack(x, f);
+  if (psw) {
+    const float wt = __ldg(psw + q);
+#pragma unroll
+    for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < Pack<T>::kN; ++e) acc[e] += f[e];
+  }
+}
+template <typename T>
+__device__ __forceinline__ void bag_store(float (&acc)[Pack<T>::kN], bool mean, int64_t len,
+                                          T* dst, int unit, bool on) {
+  if (mean && len > 0) {
+    const float n = (float)len;
+#pragma unroll
+    for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = acc[e] / n;
+  }
+  if (on) st_global_v4((uint4*)dst + unit, Pack<T>::pack(acc));
+#pragma unroll
+  for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = 0.f;
+}
+
 struct ErrCtx {
   fco_async_err_t* err;
   int* done;      /* shared: this block already recorded (limits host-memory atomics) */
@@ -184,14 +215,7 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
 #pragma unroll
   for (int e = 0; e < kE; ++e) acc[e] = 0.f;
   auto flush = [&]() {
-    if (mean && bend > bstart) {
-      const float n = (float)(bend - bstart);
-#pragma unroll
-      for (int e = 0; e < kE; ++e) acc[e] = acc[e] / n;
-    }
-    if (lane_on) Un::store(o + (int64_t)cur * stride, gl, acc);
-#pragma unroll
-    for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+    bag_store<T>(acc, mean, bend - bstart, o + (int64_t)cur * stride, gl, lane_on);
     ++cur;
     bstart = bend;
     if (cur < nb)
@@ -236,19 +260,7 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
     issue(s, s);
     load_ix(s + 1);
   }
-  /* Row q (valid) from ring unit x into the bag's sum. */
-  auto take = [&](const uint4& x, int64_t q) {
-    float f[kE];
-    Un::unpack(x, f);
-    if (r.psw) {
-      const float wt = __ldg(r.psw + q);
-#pragma unroll
-      for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < kE; ++e) acc[e] += f[e];
-    }
-  };
+  auto take = [&](const uint4& x, int64_t q) { bag_add<T>(acc, x, r.psw, q); };
   /* Chunk i is in stage i mod kS. A chunk inside one bag (no bag ends in it: most, for L > kU)
    * is summed unrolled, its kU ring reads issued together; a chunk that crosses bag ends goes row
    * by row through a rolled loop, so flush (its division for mean) is inlined once, not per row.
