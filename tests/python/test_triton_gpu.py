@@ -145,13 +145,7 @@ def test_cuda_graph_replay(world):
     xs, ws, b = _inputs(P, 2, 3000, torch.float32, True, seed=3)
     gemv_allreduce(world, xs, ws, b)  # eager first: workspace, compile, argument table
     torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            ys = gemv_allreduce(world, xs, ws, b)
-    torch.cuda.current_stream().wait_stream(s)
+    g, ys = _capture(lambda: gemv_allreduce(world, xs, ws, b))
     for it in range(5):
         for x in xs:
             x.normal_()
@@ -237,6 +231,21 @@ def _ga_close(outs, refs, dtype, tag):
             err = _rel(got, ref)
             assert err < GA_TOL[dtype], (tag, s, err)
         assert bool(torch.isnan(o[n:].float()).all()), (tag, s, "wrote past the received rows")
+
+
+def _capture(fn):
+    """Capture fn() into a CUDA graph on a side stream (after an eager call of the same op has set
+    up the workspace and compiled the kernel); returns (graph, what fn returned)."""
+    import torch
+
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=st):
+            res = fn()
+    torch.cuda.current_stream().wait_stream(st)
+    return g, res
 
 
 def _poisoned(P, out_rows, N, dtype):
@@ -468,14 +477,8 @@ def test_gemm_streamk_skew_class():
         GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk", outs=outs, streamk=1,
                          blocks_per_rank=B)
         torch.cuda.synchronize()
-        st = torch.cuda.Stream()
-        st.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(st):
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=st):
-                GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk", outs=outs,
-                                 streamk=1, blocks_per_rank=B)
-        torch.cuda.current_stream().wait_stream(st)
+        g, _ = _capture(lambda: GA.gemm_alltoall(comms, As, Ws, Cs, out_rows, w_layout="nk",
+                                                 outs=outs, streamk=1, blocks_per_rank=B))
         for skew in skews:
             for C, c in zip(Cs, counts_for(skew)):
                 C.copy_(c)
@@ -600,13 +603,8 @@ def test_gemm_tma(ga_world, dtype, layout):
     outs = _poisoned(P, out_rows, 512, dtype)
     GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout, outs=outs, tma=1)
     torch.cuda.synchronize()
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=st):
-            GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout, outs=outs, tma=1)
-    torch.cuda.current_stream().wait_stream(st)
+    g, _ = _capture(lambda: GA.gemm_alltoall(ga_world, As, Ws, Cs, out_rows, w_layout=layout,
+                                             outs=outs, tma=1))
     gen = torch.Generator().manual_seed(5)
     for it in range(4):
         for C in Cs:
@@ -671,13 +669,7 @@ def test_gemm_cuda_graph_replay_new_counts(ga_world):
     outs = _poisoned(P, out_rows, 512, "bfloat16")
     gemm_alltoall(ga_world, As, Ws, Cs, out_rows, outs=outs)  # eager: workspace, compile
     torch.cuda.synchronize()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, stream=s):
-            gemm_alltoall(ga_world, As, Ws, Cs, out_rows, outs=outs)
-    torch.cuda.current_stream().wait_stream(s)
+    g, _ = _capture(lambda: gemm_alltoall(ga_world, As, Ws, Cs, out_rows, outs=outs))
     gen = torch.Generator().manual_seed(3)
     for it in range(6):
         for r, C in enumerate(Cs):
