@@ -272,18 +272,18 @@ int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_wa
 /* Local rank li's lookup into ws (P > 1) or out: one launch of the whole GPU. */
 template <typename T, typename I>
 fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, char* err) {
-  auto k = ea_kernel_lean_stream<T, I, kLeanStages, kLeanRows>;
+  constexpr auto k = ea_kernel_lean_stream<T, I, kLeanStages, kLeanRows>;
   const EaRank& rk = p.r[li];
   const int me = rk.rank, Tr = ea_tables(p, me), G = p.lanes;
   if (Tr == 0 || p.B == 0) return FCO_OK;
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  const size_t most = lean_smem(G, kLeanMaxTileBags);
-  cudaError_t ce = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)most);
-  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaFuncSetAttribute (lean)");
+  const size_t most = lean_smem(1, kLeanMaxTileBags); /* the most any G and W need */
+  if ((res = opt_in_smem<k>(device, (int)most, err)) != FCO_OK) return res;
   int per_sm = 0;
-  ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, most);
+  cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads,
+                                                                 lean_smem(G, kLeanMaxTileBags));
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   const double mean_len = (double)rk.num_indices / ((double)Tr * (double)p.B);
   const int W = lean_tile_bags(G, mean_len, p.B, Tr, (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);

@@ -161,6 +161,18 @@ struct Variant {
   int lanes;
 };
 
+/* Let kKernel use smem bytes of dynamic shared memory (beyond the default 48 KB, static +
+ * dynamic, a kernel must opt in): once per device, for the largest smem it is ever given. */
+template <auto kKernel>
+fco_result_t opt_in_smem(int device, int smem, char* err) {
+  static std::atomic<int> opted[kMaxDevices];
+  if (device >= 0 && device < kMaxDevices && opted[device].load()) return FCO_OK;
+  cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaFuncSetAttribute");
+  if (device >= 0 && device < kMaxDevices) opted[device].store(1);
+  return FCO_OK;
+}
+
 /* smem: the kernel's dynamic shared memory (kB = 0: kStreamSmem, embedding_alltoall_pool.cuh). */
 template <auto kKernel>
 fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
@@ -168,15 +180,7 @@ fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* s
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  if (smem > 0) {
-    /* Beyond the default 48 KB (static + dynamic) a kernel must opt in, once per device. */
-    static std::atomic<int> opted[kMaxDevices];
-    if (device < 0 || device >= kMaxDevices || !opted[device].load()) {
-      cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaFuncSetAttribute");
-      if (device >= 0 && device < kMaxDevices) opted[device].store(1);
-    }
-  }
+  if (smem > 0 && (res = opt_in_smem<kKernel>(device, smem, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, smem);
   if (res != FCO_OK) return res;
   int64_t bpr = cap / num_local;
