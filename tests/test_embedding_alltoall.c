@@ -48,7 +48,13 @@ typedef struct {
   /* rank buffers (device on GPU transports) */
   void *d_weight[MAX_P], *d_offsets[MAX_P], *d_indices[MAX_P], *d_psw[MAX_P], *d_out[MAX_P];
   size_t out_bytes[MAX_P];
+  size_t shift[MAX_P]; /* d_weight and d_out lie this many bytes past their allocations */
 } prob_t;
+
+/* Bytes by which prob_upload shifts rank g_shift_rank's weight and out off 16-byte alignment
+ * (0: none; ranks < 0: every rank). */
+static size_t g_shift;
+static int g_shift_rank = -1;
 
 static uint64_t g_rng;
 static uint64_t rnd(void) { return g_rng = t_mix(g_rng); }
@@ -145,11 +151,11 @@ static void prob_free(const t_world_t* w, prob_t* p) {
     free(p->offsets[r]);
     free(p->indices[r]);
     free(p->psw[r]);
-    t_free(w->transport, d, p->d_weight[r]);
+    t_free(w->transport, d, p->d_weight[r] ? (char*)p->d_weight[r] - p->shift[r] : NULL);
     t_free(w->transport, d, p->d_offsets[r]);
     t_free(w->transport, d, p->d_indices[r]);
     t_free(w->transport, d, p->d_psw[r]);
-    t_free(w->transport, d, p->d_out[r]);
+    t_free(w->transport, d, p->d_out[r] ? (char*)p->d_out[r] - p->shift[r] : NULL);
   }
   memset(p, 0, sizeof *p);
 }
@@ -196,12 +202,13 @@ static void prob_upload(const t_world_t* w, prob_t* p) {
     size_t nw = (size_t)p->total_rows[r] * (size_t)p->D;
     size_t no = (size_t)p->tpr[r] * (size_t)p->B + 1;
     size_t ni = (size_t)p->nnz[r];
-    p->d_weight[r] = nw ? t_alloc(w->transport, d, nw * es) : NULL;
+    p->shift[r] = g_shift_rank < 0 || g_shift_rank == r ? g_shift : 0;
+    p->d_weight[r] = nw ? (char*)t_alloc(w->transport, d, nw * es + p->shift[r]) + p->shift[r] : NULL;
     p->d_offsets[r] = p->tpr[r] ? t_alloc(w->transport, d, no * is) : NULL;
     p->d_indices[r] = ni ? t_alloc(w->transport, d, ni * is) : NULL;
     p->d_psw[r] = ni && p->weighted ? t_alloc(w->transport, d, ni * sizeof(float)) : NULL;
     p->out_bytes[r] = (size_t)p->bpr[r] * (size_t)p->T * (size_t)p->D * es;
-    p->d_out[r] = t_alloc(w->transport, d, p->out_bytes[r] + T_GUARD);
+    p->d_out[r] = (char*)t_alloc(w->transport, d, p->out_bytes[r] + T_GUARD + p->shift[r]) + p->shift[r];
     upload_inputs(w, p, r);
     poison_out(w, p, r);
   }
@@ -347,23 +354,44 @@ static void sweep(const t_world_t* w, int quick) {
           one_call(w, kDims[di], kDtypes[ti], kCombos[c].it, kCombos[c].weighted,
                    kCombos[c].pool, 0, kImpls[ii], 0);
         }
-  /* The streaming lookups, whatever the default picks: FCO_EA_STREAM=1 (pool_tile_stream in
-   * both impls) and 2 (impl 0's lookup by the lean kernel), at their lane groups' edges: one
-   * lane a row (f16 D = 8), a group with an idle lane (bf16 D = 24: 3 units, 4 lanes), 512-byte
-   * rows (f32 D = 128, one group a warp); and on GPUs a big problem (many warp tiles). */
-  static const char* const kStream[] = {"1", "2"};
+  /* The lean kernels (the default where rows are whole 16-byte units of ≤ 512 bytes: impl 0's
+   * lookup, impl 1's ea_kernel_fused_lean) and the previous kernels' streaming lookup
+   * (FCO_EA_LEAN=0 FCO_EA_STREAM=1: pool_tile_stream in both impls), at their lane groups'
+   * edges: one lane a row (f16 D = 8), a group with an idle lane (bf16 D = 24: 3 units, 4 lanes),
+   * 512-byte rows (f32 D = 128, one group a warp); and on GPUs a big problem (many warp tiles). */
   const int64_t bbig = t_is_gpu(w->transport) ? 12288 / w->n : 0;
   for (int sv = 0; sv < 2; sv++) {
-    setenv("FCO_EA_STREAM", kStream[sv], 1);
+    if (sv) {
+      setenv("FCO_EA_LEAN", "0", 1);
+      setenv("FCO_EA_STREAM", "1", 1);
+    }
     for (int ii = 0; ii < 2; ii++) {
-      t_context("FCO_EA_STREAM=%s", kStream[sv]);
+      t_context(sv ? "FCO_EA_LEAN=0 FCO_EA_STREAM=1" : "lean (default)");
       one_call(w, 8, FCO_F16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], 0);
       one_call(w, 24, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
       one_call(w, 128, FCO_F32, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN, 0, kImpls[ii], 0);
       if (bbig) one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I64, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], bbig);
     }
   }
+  unsetenv("FCO_EA_LEAN");
   unsetenv("FCO_EA_STREAM");
+  /* Weights and out off 16-byte alignment (by one element): on rank 0 only (the fused lean
+   * kernel pools that rank by lean_tile_any, the others by lean_tile, one protocol), then on every
+   * rank; impl 0 takes the previous lookup's element path there. */
+  for (int ii = 0; ii < 2; ii++) {
+    g_shift_rank = 0;
+    g_shift = 2;
+    one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I64, 1, FCO_EMB_POOL_MEAN, 0, kImpls[ii], bbig);
+    g_shift_rank = -1;
+    g_shift = 4;
+    one_call(w, 32, FCO_F32, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_SUM, 0, kImpls[ii], 0);
+    g_shift = 0;
+  }
+  /* The fused lean kernel compiled for 4 blocks a SM (the default is 3). */
+  setenv("FCO_EA_LEAN_BLOCKS", "4", 1);
+  one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, bbig);
+  one_call(w, 16, FCO_F32, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, 1, 0);
+  unsetenv("FCO_EA_LEAN_BLOCKS");
   /* Random real values against float64, by relative error. */
   for (int ti = 0; ti < 3; ti++)
     for (int ii = 0; ii < 2; ii++)
@@ -385,6 +413,9 @@ static void knobs(const t_world_t* w) {
     int64_t D;                                 /* 0: 64 or 3 on a small problem; else big */
     fco_dtype_t dt;
   } kKnobs[] = {
+      /* the lean fused kernel (the others run with FCO_EA_LEAN=0: the previous kernels' knobs) */
+      {"FCO_EA_LEAN", "1", "FCO_EA_LAND_KB", "4", 64, FCO_BF16},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32},
       {"FCO_EA_LAND_POLL", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32},
@@ -407,6 +438,7 @@ static void knobs(const t_world_t* w) {
   const int64_t bmax =
       t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
+    setenv("FCO_EA_LEAN", "0", 1);
     const int64_t D = kKnobs[k].D > 0 ? kKnobs[k].D : k % 2 ? 64 : 3;
     const int64_t b = kKnobs[k].D > 0 ? bmax : 0;
     t_context("knob %s=%s%s%s%s%s", kKnobs[k].name, kKnobs[k].value, kKnobs[k].name2 ? " " : "",
@@ -419,6 +451,7 @@ static void knobs(const t_world_t* w) {
     unsetenv(kKnobs[k].name);
     if (kKnobs[k].name2) unsetenv(kKnobs[k].name2);
   }
+  unsetenv("FCO_EA_LEAN");
 }
 
 /* The fused kernel's two forms, ea_kernel_fused32 (the default: the 32-bit tile cursor) and
@@ -444,7 +477,9 @@ static void decode_edges(const t_world_t* w) {
     const char *name, *value, *name2, *value2;
     int64_t D;
     fco_dtype_t dt;
-  } kRuns[] = {{"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
+  } kRuns[] = {{"FCO_EA_LEAN", "1", NULL, NULL, 128, FCO_F32}, /* the lean kernel: ragged too */
+               {"FCO_EA_LEAN", "1", NULL, NULL, 64, FCO_BF16},
+               {"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
                {"FCO_EA_MIX", "100", "FCO_EA_DECODE", "cursor", 128, FCO_F32},
@@ -459,6 +494,7 @@ static void decode_edges(const t_world_t* w) {
              kRuns[k].value ? kRuns[k].value : "", kRuns[k].name2 ? " " : "",
              kRuns[k].name2 ? kRuns[k].name2 : "", kRuns[k].name2 ? "=" : "");
     if (kRuns[k].name2) strncat(what, kRuns[k].value2, sizeof what - strlen(what) - 1);
+    setenv("FCO_EA_LEAN", "0", 1); /* the previous kernels, unless the run names the lean one */
     if (kRuns[k].name) setenv(kRuns[k].name, kRuns[k].value, 1);
     if (kRuns[k].name2) setenv(kRuns[k].name2, kRuns[k].value2, 1);
     shape_call(w, kRuns[k].D, kRuns[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted,
@@ -466,6 +502,7 @@ static void decode_edges(const t_world_t* w) {
     if (kRuns[k].name) unsetenv(kRuns[k].name);
     if (kRuns[k].name2) unsetenv(kRuns[k].name2);
   }
+  unsetenv("FCO_EA_LEAN");
 }
 
 /* K calls issued back to back (no synchronisation between), each with its own shape, inputs and
@@ -552,8 +589,9 @@ static void graph_replay(const t_world_t* w) {
 /* Bad data on rank `bad_rank`: the documented error naming table and position, the bad entries
  * skipped (the reference skips them too), nothing written past out. `kind`: 0 index = rows,
  * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
- * (3 f32: the element path; 16 bf16: 32-byte rows); stream: FCO_EA_STREAM's value for the
- * call, or NULL. Destroys the world (GPU errors are sticky) and makes a new one. */
+ * (3 f32: the element path; 16 bf16: 32-byte rows, the lean kernels); stream: NULL the
+ * defaults, else the previous kernels (FCO_EA_LEAN=0) with FCO_EA_STREAM = stream. Destroys
+ * the world (GPU errors are sticky) and makes a new one. */
 static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt,
                      const char* stream) {
   prob_t p;
@@ -600,8 +638,12 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   if (!found) t_fail(__FILE__, __LINE__, "bad_data: no problem with a place for kind %d", kind);
   describe(&p, impl, seed, "bad data");
   prob_upload(w, &p);
-  if (stream) setenv("FCO_EA_STREAM", stream, 1);
+  if (stream) {
+    setenv("FCO_EA_LEAN", "0", 1);
+    setenv("FCO_EA_STREAM", stream, 1);
+  }
   fco_result_t res = prob_run(w, &p, impl, NULL);
+  unsetenv("FCO_EA_LEAN");
   unsetenv("FCO_EA_STREAM");
   t_sync(w);
   char want_table[32], want_pos[32];
@@ -757,9 +799,9 @@ int main(void) {
     for (int impl = 0; impl < 2; impl++)
       for (int kind = 0; kind < 4; kind++) {
         bad_data(&w, impl, kind, 3, FCO_F32, NULL); /* the element path */
-        /* 32-byte rows: impl 0 through the lean kernel (FCO_EA_STREAM=2), impl 1 through
-         * pool_tile_stream (FCO_EA_STREAM=1) */
-        bad_data(&w, impl, kind, 16, FCO_BF16, impl == 0 ? "2" : "1");
+        bad_data(&w, impl, kind, 16, FCO_BF16, NULL); /* 32-byte rows: the lean kernels */
+        /* the previous fused kernel's streaming lookup (pool_tile_stream) */
+        if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "1");
       }
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);

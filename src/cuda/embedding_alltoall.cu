@@ -251,24 +251,8 @@ struct RunLookup {
   }
 };
 
-/* ---- impl 0 with FCO_EA_STREAM=2: the lean streaming lookup (embedding_alltoall_lean.cuh) -- */
-constexpr int kLeanStages = 3, kLeanRows = 4, kLeanMaxTileBags = 1024;
-/* Dynamic shared memory for tiles of W bags: the row ring, the warps' offsets, the weights. */
-size_t lean_smem(int G, int W) {
-  return (size_t)kLeanStages * kLeanRows * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
-         (size_t)(kThreads / G) * kLeanStages * kLeanRows * 4;
-}
-/* Bags per warp tile (the probe's d2 rule): a power of two ≥ the groups of a warp with at least
- * 4 chunks per group at the mean bag length, ≤ kLeanMaxTileBags, halved while the tiles would
- * not give every resident warp two. */
-int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
-  const int RW = 32 / G;
-  int64_t W = 1;
-  while (W < RW || (double)W * mean_len < 4.0 * kLeanRows * RW) W *= 2;
-  if (W > kLeanMaxTileBags) W = kLeanMaxTileBags;
-  while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
-  return (int)W;
-}
+/* ---- impl 0's lookup by the lean kernel (embedding_alltoall_lean.cuh; FCO_EA_LEAN=0: the
+ * previous lookup kernel) ------------------------------------------------------------------ */
 /* Local rank li's lookup into ws (P > 1) or out: one launch of the whole GPU. */
 template <typename T, typename I>
 fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, char* err) {
@@ -317,10 +301,10 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, char* err) {
   ce = cudaGetLastError();
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "fco_embedding_alltoall: lean lookup launch");
 }
-/* Whether the lean lookup takes impl 0's lookup (FCO_EA_STREAM=2, the 16-byte path with one
+/* Whether the lean lookup takes impl 0's lookup (FCO_EA_LEAN not 0, the 16-byte path with one
  * vector per lane, tile numbers of every local rank in 31 bits). */
 bool lean_applies(const EaParams& p, const Variant& v) {
-  if (fco_env_int("FCO_EA_STREAM", -1) != 2 || !v.vec || v.nv != 1) return false;
+  if (fco_env_int("FCO_EA_LEAN", 1) == 0 || !v.vec || v.nv != 1) return false;
   for (int i = 0; i < p.num_local; i++) {
     const int Tr = ea_tables(p, p.r[i].rank);
     if (Tr > kLeanMaxTables || (int64_t)Tr * p.B + 1000000 >= ((int64_t)1 << 31)) return false;
@@ -463,6 +447,7 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   p.lanes = v.lanes;
   const int P = l->nranks;
   if (op0->impl == 1) {
+    if (fused_lean_applies(p)) return run_fused_lean(p, a0->dtype, l->num_local, l->stream, err);
     RunFn fn = pick_fused(a0->dtype, v);
     if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
     int device = -1;

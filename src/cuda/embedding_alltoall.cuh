@@ -231,6 +231,11 @@ RunFn pick(fco_dtype_t dt, const Variant& v) {
 /* impl 1's launcher for (dtype, variant), nullptr for a dtype without kernels
  * (embedding_alltoall_fused.cu). */
 RunFn pick_fused(fco_dtype_t dt, const Variant& v);
+/* impl 1 on the lean lookup (embedding_alltoall_fused_lean.cu): whether it takes the call
+ * (rows of whole 16-byte units, ≤ 512 bytes, FCO_EA_LEAN not 0, its bounds: agreed values and the
+ * knob only, never pointer alignment, as every rank must run the same protocol), its launcher. */
+bool fused_lean_applies(const EaParams& p);
+fco_result_t run_fused_lean(const EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err);
 
 }  // namespace ea
 }  // namespace fco

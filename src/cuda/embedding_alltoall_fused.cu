@@ -62,6 +62,7 @@
 #include <stdint.h>
 
 #include "embedding_alltoall_pool.cuh"
+#include "embedding_alltoall_proto.cuh"
 
 namespace fco {
 namespace ea {
@@ -159,83 +160,6 @@ __host__ __device__ __forceinline__ LandUnit ea_land_unit(const EaParams& p, int
   return u;
 }
 
-/* ---- signals, waits, copies --------------------------------------------------------------- */
-__device__ __forceinline__ void red_max_relaxed_sys(uint64_t* p, uint64_t v) {
-  asm volatile("red.relaxed.sys.global.max.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void red_add_relaxed_sys(uint64_t* p, uint64_t v) {
-  asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ void fence_acq_rel_sys() {
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
-
-/* Bounded wait of thread 0 for *flag >= want; ignores FCO_ERR_INVALID_ARGUMENT (bad data does
- * not stop the protocol), gives up on a timeout (its own, recorded, or another wait's). */
-__device__ __forceinline__ bool wait_count(const uint64_t* flag, uint64_t want, const RankView& v,
-                                           int32_t peer, int32_t slot) {
-  uint64_t seen = ld_acquire_sys(flag);
-  if (seen >= want) return true;
-  const uint64_t t0 = globaltimer_ns();
-  for (uint32_t spin = 1;; ++spin) {
-    seen = ld_acquire_sys(flag);
-    if (seen >= want) return true;
-    if (spin % kSpinsPerClock == 0) {
-      if (globaltimer_ns() - t0 > v.timeout_ns) {
-        record_error(v.err, FCO_ERR_TIMEOUT, FCO_OP_EMBEDDING_ALLTOALL, peer, slot, want, seen);
-        return false;
-      }
-      if (spin % kSpinsPerErrPoll == 0 && v.err) {
-        const int32_t c = ld_relaxed_sys(&v.err->code);
-        if (c != 0 && c != FCO_ERR_INVALID_ARGUMENT) return false;
-      }
-    }
-  }
-}
-
-template <typename U>
-__device__ __forceinline__ void st_unit(U* p, const U& x) { *p = x; }
-template <>
-__device__ __forceinline__ void st_unit<uint4>(uint4* p, const uint4& x) { st_global_v4(p, x); }
-
-/* Copy rows [r0, r1) × bytes [col, col + seg) of a [*, row] byte matrix from src to dst, units
- * of U bytes (all of col, seg, row, src, dst multiples of U). All threads of the block;
- * kLandUnroll loads in flight per thread before their stores. src was written by peers: read
- * through L2 (ld.global.cg). Rows go in batches that keep the flat unit index in 32 bits. */
-template <typename U>
-__device__ __forceinline__ void copy_cols(char* dst, const char* src, int64_t r0, int64_t r1,
-                                          size_t row, size_t col, size_t seg) {
-  const uint32_t upr = (uint32_t)(seg / sizeof(U));
-  if (upr == 0) return;
-  const int64_t rows_per_batch = upr >= (1u << 30) ? 1 : (int64_t)((1u << 30) / upr);
-  for (int64_t rb = r0; rb < r1; rb += rows_per_batch) {
-    const uint32_t n = (uint32_t)(min(r1, rb + rows_per_batch) - rb) * upr;
-    const char* s = src + (size_t)rb * row + col;
-    char* d = dst + (size_t)rb * row + col;
-    for (uint32_t x0 = threadIdx.x; x0 < n; x0 += kLandUnroll * blockDim.x) {
-      U r[kLandUnroll];
-      size_t off[kLandUnroll];
-#pragma unroll
-      for (int u = 0; u < kLandUnroll; ++u) {
-        const uint32_t x = x0 + (uint32_t)u * blockDim.x;
-        const uint32_t rr = x / upr;
-        off[u] = (size_t)rr * row + (size_t)(x - rr * upr) * sizeof(U);
-        if (x < n) r[u] = __ldcg((const U*)(s + off[u]));
-      }
-#pragma unroll
-      for (int u = 0; u < kLandUnroll; ++u)
-        if (x0 + (uint32_t)u * blockDim.x < n) st_unit((U*)(d + off[u]), r[u]);
-    }
-  }
-}
-__device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_t r0, int64_t r1,
-                                              size_t row, size_t col, size_t seg) {
-  const uintptr_t m = (uintptr_t)dst | (uintptr_t)src | row | col | seg;
-  if (m % 16 == 0) copy_cols<uint4>(dst, src, r0, r1, row, col, seg);
-  else if (m % 4 == 0) copy_cols<uint32_t>(dst, src, r0, r1, row, col, seg);
-  else copy_cols<uint16_t>(dst, src, r0, r1, row, col, seg);
-}
-
 /* ---- impl 1 ------------------------------------------------------------------------------- */
 /* Thread 0: is the unit's data complete (no waiting)? */
 __device__ __forceinline__ bool land_ready(const LandUnit& u, const RankView& v, int me, uint64_t base) {
@@ -274,7 +198,7 @@ __device__ __forceinline__ int land(const EaParams& p, const RankView& v, char* 
   if (__syncthreads_or(!done)) return blocking ? -1 : 0;
   if (u.r1 > u.r0) {
     const size_t vec = (size_t)p.D * (size_t)p.esize;
-    copy_cols_any(out, v.peer_data[me] + half, u.r0, u.r1, (size_t)p.T * vec,
+    copy_cols_any<>(out, v.peer_data[me] + half, u.r0, u.r1, (size_t)p.T * vec,
                   (size_t)p.toff[u.src] * vec, (size_t)ea_tables(p, u.src) * vec);
   }
   return 1;

@@ -63,23 +63,49 @@ namespace ea {
 constexpr int kLeanMaxTables = FCO_EMBEDDING_MAX_TABLES; /* row_base by value: ≤ 8 KB */
 constexpr int kLeanMinBlocks = 4;
 
-struct LeanParams {
+/* What a warp tile reads and where it reports, for one local rank: the lookup kernel's
+ * LeanParams and the fused kernel's per-rank arguments (embedding_alltoall_fused_lean.cu). */
+struct LeanSrc {
   const void* weight;        /* T rows; table t = rows [row_base[t], row_base[t + 1]) */
   const void* indices;       /* I [num_indices] */
   const void* offsets;       /* I [T · B + 1]; bag (b, t) = k = t · B + b */
   const float* psw;          /* per-sample weights [num_indices], or nullptr */
-  void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
   unsigned long long* nbad;  /* [0] indices skipped, [1] bags pooled as empty (bad offsets),
                                 or nullptr */
   fco_dev_rank_t* dev;       /* bad data reported to dev->err (the library), or nullptr */
+  int64_t num_indices, B;
   int32_t table0;            /* global id of table 0 (reports) */
-  int64_t num_indices, B, stride;
+  int32_t D, lg_G, mean;
+  int32_t W;                 /* bags of a warp tile (at most; the smem), a multiple of 32/G */
+};
+struct LeanParams : LeanSrc {
+  void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
+  int64_t stride;
   int64_t row_base[kLeanMaxTables + 1];
-  int32_t T, D, lg_G, W, mean;
+  int32_t T;
 };
 
+/* ---- host side: the launch shape of both lean kernels ------------------------------------ */
+constexpr int kLeanStages = 3, kLeanRows = 4, kLeanMaxTileBags = 1024;
+/* Dynamic shared memory for tiles of W bags: the row ring, the warps' offsets, the weights. */
+__host__ inline size_t lean_smem(int G, int W) {
+  return (size_t)kLeanStages * kLeanRows * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
+         (size_t)(kThreads / G) * kLeanStages * kLeanRows * 4;
+}
+/* Bags per warp tile (the probe's d2 rule): a power of two ≥ the groups of a warp with at least
+ * 4 chunks per group at the mean bag length, ≤ kLeanMaxTileBags, halved while the tiles would
+ * not give every resident warp two. */
+__host__ inline int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
+  const int RW = 32 / G;
+  int64_t W = 1;
+  /* bounded: with no indices at all (mean_len 0) the second test never ends it */
+  while (W < kLeanMaxTileBags && (W < RW || (double)W * mean_len < 4.0 * kLeanRows * RW)) W *= 2;
+  while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
+  return (int)W;
+}
+
 /* Bad data at (local table t, kind, position, value): counted and/or reported. */
-__device__ __forceinline__ void lean_bad(const LeanParams& p, int slot, int t, int kind, int64_t pos,
+__device__ __forceinline__ void lean_bad(const LeanSrc& p, int slot, int t, int kind, int64_t pos,
                                          int64_t value, unsigned long long n) {
   if (p.nbad) atomicAdd(p.nbad + slot, n);
   if (p.dev)
@@ -91,9 +117,12 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }
 
+/* One warp tile: bags (b0 + i, local table t), i < nb ≤ p.W, pooled by the calling warp (all 32
+ * lanes) into obase + i · stride (elements; obase = bag (b0, t)'s output). Table t's rows are
+ * [row0, row0 + rows) of p.weight. See the header for the algorithm. */
 template <typename T, typename I, int kS, int kU>
-__global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
-    ea_kernel_lean_stream(const __grid_constant__ LeanParams p) {
+__device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, int nb, int64_t row0,
+                                          int64_t rows, T* const obase, int64_t stride) {
   using Un = Unit<T, true>;
   constexpr int kE = Un::kE;
   static_assert(kS * kU <= 32 && kU <= 32 / kS, "the valid bits of a ring fit one word");
@@ -109,6 +138,201 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
   uint32_t wmine = 0;
 #pragma unroll
   for (int u = 0; u < kU; ++u) wmine |= (uint32_t)(weighted && (u & (G - 1)) == gl) << u;
+  const I* offs = (const I*)p.offsets + ((int64_t)t * p.B + b0);
+  /* Stage and check the tile's offsets; lane 0's predecessor is the last lane's of the step
+   * before. */
+  __syncwarp(); /* the previous tile's offsets are read */
+  const int64_t pfirst = (int64_t)__ldg(offs);
+  bool bad = false;
+  int64_t carry = 0;
+  for (int i0 = 0; i0 <= nb; i0 += 32) {
+    const int i = i0 + lane;
+    const int64_t v = i <= nb ? (int64_t)__ldg(offs + i) : 0;
+    int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
+    if (lane == 0) pv = carry;
+    carry = __shfl_sync(0xffffffffu, v, 31);
+    if (i <= nb) {
+      bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pfirst > INT32_MAX - 64;
+      so[i] = (int)(v - pfirst);
+    }
+  }
+  __syncwarp();
+  const bool bad_tile = __any_sync(0xffffffffu, bad);
+  const int bpg = p.W / RW;
+  const int kb = min(r * bpg, nb), ke = min(kb + bpg, nb);
+  /* this lane's unit of row 0 of the table, of the tile's first bag's output */
+  const uint4* const tb = (const uint4*)((const T*)p.weight + row0 * p.D) + gl;
+  T* const ob = obase + gl * kE;
+  const int64_t row_units = p.D / kE; /* row stride in uint4 */
+  float acc[kE];
+#pragma unroll
+  for (int e = 0; e < kE; ++e) acc[e] = 0.f;
+  if (bad_tile) {
+    /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge). */
+    for (int k = kb; k < ke; ++k) {
+      int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
+      if (lo < 0 || hi < lo || hi > p.num_indices) {
+        if (gl == 0) lean_bad(p, 1, t, FCO_EA_BAD_OFFSETS, (int64_t)t * p.B + b0 + k, hi, 1);
+        lo = hi = 0;
+      }
+      for (int64_t q = lo; q < hi; ++q) {
+        const int64_t ix = (int64_t)__ldg((const I*)p.indices + q);
+        if ((uint64_t)ix >= (uint64_t)rows) {
+          if (gl == 0) lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, ix, 1);
+          continue;
+        }
+        bag_add<T>(acc, __ldg(lane_on ? tb + ix * row_units : &g_ea_dummy), p.psw, q);
+      }
+      bag_store<T>(acc, p.mean, hi - lo, ob + (int64_t)k * stride, 0, lane_on);
+    }
+    return;
+  }
+  /* The group's stream: tile positions [so[kb], qe); chunk at q0 in stage s, the chunk at
+   * q0 + (kS − 1)·kU issued into the stage before s, indices of the one after in nx. */
+  const int qe = so[ke];
+  int q0 = so[kb];
+  int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
+  /* Store bag cur (mean: divided by its length, skipped rows included) and clear acc. */
+  auto flush = [&]() {
+    bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
+  };
+  I nx[kU]; /* raw indices of the next chunk to issue */
+  auto load_ix = [&](int qc) {
+    const I* ip = (const I*)p.indices + (pfirst + qc);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) nx[u] = __ldg(qc + u < qe ? ip + u : (const I*)&g_ea_dummy);
+  };
+  uint32_t okb = 0; /* bit s · kU + u: slot u of stage s holds a row of the sum */
+  /* Copies of the chunk at qc (rows from nx) into stage si; always commit (the wait counts
+   * groups). An index outside the table copies nothing, its valid bit clear. */
+  auto issue = [&](int qc, int si) {
+    uint32_t okc = 0;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t ix = (int64_t)nx[u];
+      const bool ok = qc + u < qe && (uint64_t)ix < (uint64_t)rows;
+      okc |= (uint32_t)ok << u;
+      const bool cp = ok && lane_on;
+      cp_async16(ring + (uint32_t)((si * kU + u) * kThreads * 16),
+                 cp ? (const void*)(tb + ix * row_units) : (const void*)&g_ea_dummy, cp ? 16 : 0);
+    }
+    if (weighted) {
+      const float* w = p.psw + (pfirst + qc);
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if ((okc & wmine) >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u);
+    }
+    okb = (okb & ~(((1u << kU) - 1u) << (si * kU))) | okc << (si * kU);
+    cp_async_commit();
+  };
+  /* fmaf(1, x, acc) is acc + x exactly: one code for both */
+  auto take = [&](const uint4& x, const float* w) {
+    float f[kE];
+    Un::unpack(x, f);
+    const float wt = weighted ? *w : 1.f;
+#pragma unroll
+    for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
+  };
+  load_ix(q0);
+#pragma unroll
+  for (int si = 0; si < kS - 1; ++si) {
+    issue(q0 + si * kU, si);
+    load_ix(q0 + (si + 1) * kU);
+  }
+  /* A chunk inside the current bag (most, for L > kU) is summed unrolled, its kU ring reads
+   * together; one that crosses bag ends goes row by row through a rolled loop, so flush (its
+   * divisions) is inlined once. */
+  int s = 0;
+#pragma unroll 1
+  for (; q0 < qe; q0 += kU) {
+    const uint32_t gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
+    if (weighted) __syncwarp(gmask); /* the stage refilled next: its weights read by the group */
+    issue(q0 + (kS - 1) * kU, s == 0 ? kS - 1 : s - 1);
+    load_ix(q0 + kS * kU);
+    cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
+    if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
+    const int nq = min(kU, qe - q0);
+    const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
+    if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
+      const int u = __ffs(inm & ~okc) - 1;
+      const int64_t q = pfirst + q0 + u;
+      lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
+               (unsigned long long)__popc(inm & ~okc));
+    }
+    const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
+    const float* w0 = wr + s * kU;
+    if (q0 + nq <= next_end) {
+      uint4 x[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (okc >> u & 1u) take(x[u], w0 + u);
+    } else {
+#pragma unroll 1
+      for (int u = 0; u < nq; ++u) {
+        while (q0 + u >= next_end) {
+          flush();
+          ++cur;
+          next_end = so[cur + 1];
+        }
+        if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
+      }
+    }
+    s = s + 1 == kS ? 0 : s + 1;
+  }
+  cp_async_wait<0>();
+  for (; cur < ke; ++cur) flush(); /* the last bag, trailing empty ones */
+}
+
+/* The same warp tile for rows or outputs that are not 16-byte aligned (the fused kernel takes
+ * every rank's call, whatever its pointers: its protocol is agreed; embedding_alltoall_fused_lean.cu):
+ * a warp pools one bag at a time, lane l the elements l, l + 32, ... (D ≤ kLeanAnyMaxD), element
+ * loads and stores. Same semantics and reports as lean_tile (fmaf with weights in bag order, one
+ * division for mean, bad bags empty, bad indices skipped); slow, for correctness. */
+constexpr int kLeanAnyPer = 8;                    /* elements a lane */
+constexpr int kLeanAnyMaxD = 32 * kLeanAnyPer;    /* ≥ the lean kernels' rows: 512 B of 16-bit */
+template <typename T, typename I>
+__device__ __forceinline__ void lean_tile_any(const LeanSrc& p, int t, int64_t b0, int nb, int64_t row0,
+                                              int64_t rows, T* const obase, int64_t stride) {
+  const int lane = threadIdx.x & 31;
+  const I* offs = (const I*)p.offsets + ((int64_t)t * p.B + b0);
+  for (int k = 0; k < nb; ++k) {
+    int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
+    if (lo < 0 || hi < lo || hi > p.num_indices) {
+      if (lane == 0) lean_bad(p, 1, t, FCO_EA_BAD_OFFSETS, (int64_t)t * p.B + b0 + k, hi, 1);
+      lo = hi = 0;
+    }
+    float acc[kLeanAnyPer];
+#pragma unroll
+    for (int i = 0; i < kLeanAnyPer; ++i) acc[i] = 0.f;
+    for (int64_t q = lo; q < hi; ++q) {
+      const int64_t ix = (int64_t)__ldg((const I*)p.indices + q);
+      if ((uint64_t)ix >= (uint64_t)rows) {
+        if (lane == 0) lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, ix, 1);
+        continue;
+      }
+      const T* row = (const T*)p.weight + (row0 + ix) * p.D;
+      const float wt = p.psw ? __ldg(p.psw + q) : 1.f;
+#pragma unroll
+      for (int i = 0; i < kLeanAnyPer; ++i) {
+        const int e = lane + 32 * i;
+        if (e < p.D) acc[i] = p.psw ? fmaf(wt, to_f32<T>(__ldg(row + e)), acc[i]) : acc[i] + to_f32<T>(__ldg(row + e));
+      }
+    }
+    const float n = (float)(hi - lo);
+    T* const o = obase + (int64_t)k * stride;
+#pragma unroll
+    for (int i = 0; i < kLeanAnyPer; ++i) {
+      const int e = lane + 32 * i;
+      if (e < p.D) Pack<T>::store(o + e, p.mean && hi > lo ? acc[i] / n : acc[i]);
+    }
+  }
+}
+
+template <typename T, typename I, int kS, int kU>
+__global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
+    ea_kernel_lean_stream(const __grid_constant__ LeanParams p) {
   const int tpt = (int)((p.B + p.W - 1) / p.W); /* tiles a table; T · tpt < 2^31 (host) */
   const int nw = (gridDim.x * blockDim.x) >> 5;
   for (int j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;; j += nw) {
@@ -116,152 +340,8 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     if (t >= p.T) break;
     const int64_t b0 = (int64_t)(j - t * tpt) * p.W;
     const int nb = (int)min((int64_t)p.W, p.B - b0);
-    const I* offs = (const I*)p.offsets + ((int64_t)t * p.B + b0);
-    /* Stage and check the tile's offsets; lane 0's predecessor is the last lane's of the step
-     * before. */
-    __syncwarp(); /* the previous tile's offsets are read */
-    const int64_t pfirst = (int64_t)__ldg(offs);
-    bool bad = false;
-    int64_t carry = 0;
-    for (int i0 = 0; i0 <= nb; i0 += 32) {
-      const int i = i0 + lane;
-      const int64_t v = i <= nb ? (int64_t)__ldg(offs + i) : 0;
-      int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
-      if (lane == 0) pv = carry;
-      carry = __shfl_sync(0xffffffffu, v, 31);
-      if (i <= nb) {
-        bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pfirst > INT32_MAX - 64;
-        so[i] = (int)(v - pfirst);
-      }
-    }
-    __syncwarp();
-    const bool bad_tile = __any_sync(0xffffffffu, bad);
-    const int bpg = p.W / RW;
-    const int kb = min(r * bpg, nb), ke = min(kb + bpg, nb);
-    const int64_t row0 = p.row_base[t], rows = p.row_base[t + 1] - row0;
-    /* this lane's unit of row 0 of the table, of the tile's first bag's output */
-    const uint4* const tb = (const uint4*)((const T*)p.weight + row0 * p.D) + gl;
-    T* const ob = (T*)p.out + b0 * p.stride + (int64_t)t * p.D + gl * kE;
-    const int64_t row_units = p.D / kE; /* row stride in uint4 */
-    float acc[kE];
-#pragma unroll
-    for (int e = 0; e < kE; ++e) acc[e] = 0.f;
-    if (bad_tile) {
-      /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge). */
-      for (int k = kb; k < ke; ++k) {
-        int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
-        if (lo < 0 || hi < lo || hi > p.num_indices) {
-          if (gl == 0) lean_bad(p, 1, t, FCO_EA_BAD_OFFSETS, (int64_t)t * p.B + b0 + k, hi, 1);
-          lo = hi = 0;
-        }
-        for (int64_t q = lo; q < hi; ++q) {
-          const int64_t ix = (int64_t)__ldg((const I*)p.indices + q);
-          if ((uint64_t)ix >= (uint64_t)rows) {
-            if (gl == 0) lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, ix, 1);
-            continue;
-          }
-          bag_add<T>(acc, __ldg(lane_on ? tb + ix * row_units : &g_ea_dummy), p.psw, q);
-        }
-        bag_store<T>(acc, p.mean, hi - lo, ob + (int64_t)k * p.stride, 0, lane_on);
-      }
-      continue;
-    }
-    /* The group's stream: tile positions [so[kb], qe); chunk at q0 in stage s, the chunk at
-     * q0 + (kS − 1)·kU issued into the stage before s, indices of the one after in nx. */
-    const int qe = so[ke];
-    int q0 = so[kb];
-    int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
-    /* Store bag cur (mean: divided by its length, skipped rows included) and clear acc. */
-    auto flush = [&]() {
-      bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * p.stride, 0, lane_on);
-    };
-    I nx[kU]; /* raw indices of the next chunk to issue */
-    auto load_ix = [&](int qc) {
-      const I* ip = (const I*)p.indices + (pfirst + qc);
-#pragma unroll
-      for (int u = 0; u < kU; ++u) nx[u] = __ldg(qc + u < qe ? ip + u : (const I*)&g_ea_dummy);
-    };
-    uint32_t okb = 0; /* bit s · kU + u: slot u of stage s holds a row of the sum */
-    /* Copies of the chunk at qc (rows from nx) into stage si; always commit (the wait counts
-     * groups). An index outside the table copies nothing, its valid bit clear. */
-    auto issue = [&](int qc, int si) {
-      uint32_t okc = 0;
-#pragma unroll
-      for (int u = 0; u < kU; ++u) {
-        const int64_t ix = (int64_t)nx[u];
-        const bool ok = qc + u < qe && (uint64_t)ix < (uint64_t)rows;
-        okc |= (uint32_t)ok << u;
-        const bool cp = ok && lane_on;
-        cp_async16(ring + (uint32_t)((si * kU + u) * kThreads * 16),
-                   cp ? (const void*)(tb + ix * row_units) : (const void*)&g_ea_dummy, cp ? 16 : 0);
-      }
-      if (weighted) {
-        const float* w = p.psw + (pfirst + qc);
-#pragma unroll
-        for (int u = 0; u < kU; ++u)
-          if ((okc & wmine) >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u);
-      }
-      okb = (okb & ~(((1u << kU) - 1u) << (si * kU))) | okc << (si * kU);
-      cp_async_commit();
-    };
-    /* fmaf(1, x, acc) is acc + x exactly: one code for both */
-    auto take = [&](const uint4& x, const float* w) {
-      float f[kE];
-      Un::unpack(x, f);
-      const float wt = weighted ? *w : 1.f;
-#pragma unroll
-      for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
-    };
-    load_ix(q0);
-#pragma unroll
-    for (int si = 0; si < kS - 1; ++si) {
-      issue(q0 + si * kU, si);
-      load_ix(q0 + (si + 1) * kU);
-    }
-    /* A chunk inside the current bag (most, for L > kU) is summed unrolled, its kU ring reads
-     * together; one that crosses bag ends goes row by row through a rolled loop, so flush (its
-     * divisions) is inlined once. */
-    int s = 0;
-#pragma unroll 1
-    for (; q0 < qe; q0 += kU) {
-      const uint32_t gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
-      if (weighted) __syncwarp(gmask); /* the stage refilled next: its weights read by the group */
-      issue(q0 + (kS - 1) * kU, s == 0 ? kS - 1 : s - 1);
-      load_ix(q0 + kS * kU);
-      cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
-      if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
-      const int nq = min(kU, qe - q0);
-      const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
-      if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
-        const int u = __ffs(inm & ~okc) - 1;
-        const int64_t q = pfirst + q0 + u;
-        lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
-                 (unsigned long long)__popc(inm & ~okc));
-      }
-      const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
-      const float* w0 = wr + s * kU;
-      if (q0 + nq <= next_end) {
-        uint4 x[kU];
-#pragma unroll
-        for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
-#pragma unroll
-        for (int u = 0; u < kU; ++u)
-          if (okc >> u & 1u) take(x[u], w0 + u);
-      } else {
-#pragma unroll 1
-        for (int u = 0; u < nq; ++u) {
-          while (q0 + u >= next_end) {
-            flush();
-            ++cur;
-            next_end = so[cur + 1];
-          }
-          if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
-        }
-      }
-      s = s + 1 == kS ? 0 : s + 1;
-    }
-    cp_async_wait<0>();
-    for (; cur < ke; ++cur) flush(); /* the last bag, trailing empty ones */
+    lean_tile<T, I, kS, kU>(p, t, b0, nb, p.row_base[t], p.row_base[t + 1] - p.row_base[t],
+                            (T*)p.out + b0 * p.stride + (int64_t)t * p.D, p.stride);
   }
 }
 

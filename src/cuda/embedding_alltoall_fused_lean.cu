@@ -1,0 +1,364 @@
+/*
+ * embedding_alltoall_fused_lean.cu — impl 1 of fco_embedding_alltoall on the lean lookup
+ * (ea_kernel_fused_lean, the default where rows are whole 16-byte units of ≤ 512 bytes;
+ * FCO_EA_LEAN=0 runs ea_kernel_fused32 / ea_kernel_fused of embedding_alltoall_fused.cu).
+ *
+ * Why: the lean lookup (embedding_alltoall_lean.cuh: a warp streams a tile of consecutive bags
+ *   of one table through a cp.async ring) ran impl 0's lookup 1.2–2.3× faster than the kB paths
+ *   on all 14 fco-bench workloads (run c09f78d, 2×H200), faster than the fused kernel's own
+ *   pooling; the fused kernel's tiles (agreed by every rank, ~4 bags a lane group) cannot feed
+ *   that ring. So this kernel keeps the fused protocol's shape and changes its unit of work.
+ *
+ * Work of rank me: warp tiles (destination position k, local table t, chunk c of W samples):
+ *   positions k = 0..P−2 are destinations me+1, me+2, ... (remote: stores over NVLink into the
+ *   destination's workspace half, laid out as out_d [b_d, T, D], at their final place), k = P−1
+ *   is me (straight into out). Tiles are numbered k-major, then t, then c (a warp's bags are
+ *   consecutive samples of one table: one contiguous index range), and warp w of the rank takes
+ *   tiles w, w + nw, ... (nw = warps of the rank's blocks): remote ones first, as every warp's
+ *   remote tiles come before its local ones. W (a power of two ≤ kLeanMaxTileBags) is a local
+ *   choice (lean_tile_bags: from this rank's mean bag length), so destinations do not count
+ *   tiles but bags.
+ * Counters: slot kLeanSlot of destination d's signal row me counts the bags me pooled for d; it
+ *   ends at (e << 32) + b_d · T_me. A block adds its bags per destination (shared counts, added
+ *   by each warp's lane 0 after each remote tile) once, when all its warps are past their remote
+ *   tiles: bar.sync, then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
+ *   one fence.acq_rel.sys, and red.add.relaxed(bags) — the release pattern of ea_kernel_fused's
+ *   signal batches (embedding_alltoall_fused.cu: the max lifts the previous call's value and no
+ *   add is lost), once a block; only warp 0 waits for the fence, the others pool local tiles.
+ *   A different slot from ea_kernel_fused's group counters (0..63), so ranks that disagree on
+ *   FCO_EA_LEAN end in FCO_ERR_TIMEOUT, never in data landed early.
+ * Presence: block 0 lifts slot kPresenceSlot of every destination at start; every rank waits
+ *   for every source's presence each call (its first land unit), as ea_kernel_fused does — so no
+ *   rank starts call e + 2 (which writes the half of call e) before its peers finished call e.
+ * Landing: land units (source me−1, me−2, ...; slices of about FCO_EA_LAND_KB KiB of the rows
+ *   of out, at least a row; one presence-only unit for a source that sends nothing), dealt
+ *   round-robin over the rank's blocks and run after a block's last pool tile: thread 0 waits
+ *   (bounded) for the source's presence (first unit) and counter, then the block copies the
+ *   source's columns of those rows from the workspace half into out (copy_cols_any).
+ * Progress: pool tiles never wait; a block waits only after its last pool tile, and only for
+ *   counters other ranks complete without waiting (their blocks' signals follow their remote
+ *   tiles). Every block of the grid must be co-resident on the local transport (the launcher
+ *   sizes the grid from the occupancy at this launch's shared memory).
+ * Bad data: lean_tile skips bad indices, pools bad bags as empty and reports through dev->err;
+ *   the tile still counts all its bags, so the protocol completes and out is complete.
+ * Bounds (checked by fused_lean_applies on the host, agreed values only): tiles of a rank
+ *   ≤ T_me · (B + P) < 2^31 (32-bit tile numbers and steps), b_d · T_q < 2^31 (counter values).
+ * Index types may differ between the local ranks of a launch: a block branches once on its
+ *   rank's type (two instances of the tile loop in one kernel).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "embedding_alltoall_pool.cuh"
+#include "embedding_alltoall_lean.cuh"
+#include "embedding_alltoall_proto.cuh"
+
+namespace fco {
+namespace ea {
+namespace {
+
+constexpr int kLeanFusedBlocks = 3; /* FCO_EA_LEAN_BLOCKS default: see run_t */
+constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
+constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
+static_assert(kLeanSlot < FCO_SIG_SLOTS, "the lean counter must fit the signal row");
+static_assert(kThreads > FCO_MAX_GPU_RANKS + 1, "thread FCO_MAX_GPU_RANKS + 1 fills the tables");
+
+/* Per local rank (by index li): its lean source and its land unit size. */
+struct LeanFusedArgs {
+  LeanSrc s[FCO_MAX_GPU_RANKS];
+  int32_t aligned[FCO_MAX_GPU_RANKS]; /* weight and out 16-byte aligned: lean_tile, else lean_tile_any */
+  int64_t land_bytes;
+};
+
+/* The block's tables, filled by one thread before load_rank_view's closing barrier. */
+struct LeanBlk {
+  uint32_t tstart[FCO_MAX_GPU_RANKS + 1]; /* first tile of position k; [P] = all tiles */
+  uint32_t tpk[FCO_MAX_GPU_RANKS];        /* chunks of W samples a table at position k */
+  int64_t lstart[FCO_MAX_GPU_RANKS + 1];  /* first land unit of source position k (1..P−1) */
+  uint32_t sent[FCO_MAX_GPU_RANKS];       /* bags this block pooled for position k */
+  uint32_t park[kWarps][2];               /* a warp's loop state across lean_tile */
+};
+
+/* One thread: the tile and land-unit tables of rank me (see the header). */
+__device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64_t land_bytes,
+                                         LeanBlk* b) {
+  const int P = p.nranks, Tr = ea_tables(p, me);
+  uint32_t n = 0;
+  for (int k = 0; k < P; ++k) {
+    const int d = (me + 1 + k) % P;
+    const int64_t bd = ea_batch(p, d);
+    b->tstart[k] = n;
+    b->tpk[k] = (uint32_t)((bd + W - 1) / W);
+    n += (uint32_t)Tr * b->tpk[k];
+    b->sent[k] = 0;
+  }
+  b->tstart[P] = n;
+  const int64_t bme = ea_batch(p, me), vec = (int64_t)p.D * p.esize;
+  int64_t lu = 0;
+  b->lstart[0] = b->lstart[1] = 0;
+  for (int k = 1; k < P; ++k) {
+    const int src = (me - k + P) % P;
+    const int64_t bytes = bme * ea_tables(p, src) * vec;
+    int64_t units = bytes > 0 ? (bytes + land_bytes - 1) / land_bytes : 1;
+    if (bytes > 0 && units > bme) units = bme;
+    b->lstart[k] = lu;
+    lu += units;
+  }
+  b->lstart[P] = lu;
+}
+
+/* All warps of the block: pool this rank's tiles from warp tile j on (step nw), signal the
+ * block's remote bags once every warp is past its remote tiles. The warp's loop state (j, its
+ * position k, whether it signalled) waits in shared memory while lean_tile runs (the compiler
+ * barriers force the reload), so lean_tile has the registers it has in the lookup kernel: with
+ * the state live across it, ptxas spilled 532 bytes at 64 registers. */
+template <typename T, typename I>
+__device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
+                                              const RankView& v, LeanBlk* b, uint32_t j, bool aligned) {
+  const int P = p.nranks;
+  /* re-read at each use (shared memory, parameters): nothing but the parked state is held */
+  auto epoch = [&]() { return v.epoch + 1; };
+  uint32_t* const park = &b->park[threadIdx.x >> 5][0];
+  uint32_t k = 0;
+  bool signalled = false;
+  for (;; j += p.blocks_per_rank * kWarps) {
+    if (!signalled && j >= b->tstart[P - 1]) {
+      const uint64_t base = epoch() << 32;
+      /* Every warp passes here exactly once: its remote stores are issued before the barrier,
+       * thread 0's fence orders them before the adds. */
+      __syncthreads();
+      const int me = v.rank;
+      if (threadIdx.x == 0 && b->tstart[P - 1] > 0) {
+        bool any = false;
+        for (int q = 0; q < P - 1; ++q)
+          if (b->sent[q]) {
+            red_max_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot, base);
+            any = true;
+          }
+        if (any) {
+          fence_acq_rel_sys();
+          for (int q = 0; q < P - 1; ++q)
+            if (b->sent[q])
+              red_add_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot,
+                                  b->sent[q]);
+        }
+      }
+      signalled = true;
+    }
+    if (j >= b->tstart[P]) break;
+    while (j >= b->tstart[k + 1]) ++k;
+    const int me = v.rank, W = src.W;
+    const int d = (me + 1 + (int)k) % P;
+    const uint32_t jj = j - b->tstart[k], tpk = b->tpk[k];
+    const int t = (int)(jj / tpk);
+    const int64_t i0 = (int64_t)(jj - (uint32_t)t * tpk) * W;
+    const int nb = (int)min((int64_t)W, ea_batch(p, d) - i0);
+    const bool remote = (int)k < P - 1;
+    /* counted before the stores: sent is read only after the barrier above */
+    if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)nb);
+    const size_t half = (size_t)(epoch() & 1) * fco_ws_half_bytes(v.ws_bytes);
+    T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
+                   ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
+    const int64_t row0 = p.row_base[rk.row_base0 + t];
+    park[0] = j;
+    park[1] = k | (uint32_t)signalled << 31;
+    asm volatile("" ::: "memory");
+    if (aligned)
+      lean_tile<T, I, kLeanStages, kLeanRows>(src, t, p.bstart[d] + i0, nb, row0,
+                                             p.row_base[rk.row_base0 + t + 1] - row0, dst,
+                                             (int64_t)p.T * p.D);
+    else
+      lean_tile_any<T, I>(src, t, p.bstart[d] + i0, nb, row0, p.row_base[rk.row_base0 + t + 1] - row0,
+                          dst, (int64_t)p.T * p.D);
+    asm volatile("" ::: "memory");
+    j = park[0];
+    k = park[1] & 0x7fffffffu;
+    signalled = park[1] >> 31;
+  }
+}
+
+/* All threads: this block's land units, part, part + bpr, ...: sources me−1, me−2, ... (see the
+ * header). Not inlined: its copy holds more registers than the pooling loop needs, and inlined
+ * ptxas spilled inside the pooling loops to make room. */
+template <typename T>
+__device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, const RankView& v,
+                                       const LeanBlk& b, size_t half, uint64_t base, uint32_t part,
+                                       uint32_t bpr) {
+  const int P = p.nranks, me = v.rank;
+  const int64_t bme = ea_batch(p, me);
+  const size_t vec = (size_t)p.D * sizeof(T);
+  int k = 1;
+  for (int64_t lu = part; lu < b.lstart[P]; lu += bpr) {
+    while (lu >= b.lstart[k + 1]) ++k;
+    const int s = (me - k + P) % P;
+    const int64_t rem = lu - b.lstart[k], units = b.lstart[k + 1] - b.lstart[k];
+    const int Ts = ea_tables(p, s);
+    const bool data = bme > 0 && Ts > 0;
+    bool done = true;
+    if (threadIdx.x == 0) {
+      const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
+      if (rem == 0) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
+      if (done && data) done = wait_count(row + kLeanSlot, base + (uint64_t)(bme * Ts), v, s, kLeanSlot);
+    }
+    /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after */
+    if (__syncthreads_or(!done)) break; /* timeout or another error: give up */
+    if (data) {
+      const int64_t per = (bme + units - 1) / units;
+      const int64_t r0 = min(bme, rem * per), r1 = min(bme, r0 + per);
+      if (r1 > r0)
+        copy_cols_any<kLeanLandUnroll>(rk.out, v.peer_data[me] + half, r0, r1, (size_t)p.T * vec,
+                      (size_t)p.toff[s] * vec, (size_t)Ts * vec);
+    }
+  }
+}
+
+/* kOne: one local rank (the nccl transport): its arguments are addressed in the parameter bank
+ * (x.s[0], p.r[0]), which lean_tile reads as operands, as in the lookup kernel (64 registers, no
+ * spill). Several (local): the block's rank's LeanSrc is copied to shared memory (ptxas then
+ * spills ~0.5 KB at 64 registers; the local transport is for correctness). */
+template <typename T, bool kOne, int kMinB>
+__global__ void __launch_bounds__(kThreads, kMinB)
+    ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
+  __shared__ RankView v;
+  __shared__ LeanBlk b;
+  __shared__ LeanSrc src_sh;
+  const uint32_t li = kOne ? 0 : blockIdx.x / p.blocks_per_rank;
+  const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
+  const EaRank& rk = p.r[li];
+  const LeanSrc& src = kOne ? x.s[0] : src_sh;
+  fco_dev_rank_t* dev = rk.dev;
+  if (threadIdx.x == FCO_MAX_GPU_RANKS + 1) {
+    if (!kOne) src_sh = x.s[li];
+    lean_blk(p, rk.rank, x.s[li].W, x.land_bytes, &b);
+  }
+  load_rank_view(dev, &v); /* ends with a barrier: b is filled */
+  const uint64_t e = v.epoch + 1;
+  const int P = p.nranks, me = v.rank;
+  if (v.nranks != P || me != rk.rank || (P > 1 && v.ws_bytes < 2 * p.recv_bytes)) {
+    if (threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, me, -1, 2 * p.recv_bytes,
+                   v.ws_bytes);
+    epoch_end(dev, e, p.blocks_per_rank);
+    return;
+  }
+  /* Halves at 0 and ws/2 whatever this call's size: the workspace rule (src/core/internal.h). */
+  const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
+  const uint64_t base = e << 32;
+  const uint32_t bpr = p.blocks_per_rank;
+  if (part == 0 && (int)threadIdx.x < P - 1)
+    red_max_relaxed_sys(v.peer_sig[(me + 1 + threadIdx.x) % P] + (size_t)me * FCO_SIG_SLOTS + kPresenceSlot,
+                        base);
+
+  const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
+  const bool aligned = x.aligned[li] != 0;
+  if (rk.idx64) lean_pool_all<T, int64_t>(p, src, rk, v, &b, j0, aligned);
+  else lean_pool_all<T, int32_t>(p, src, rk, v, &b, j0, aligned);
+
+  lean_land<T>(p, rk, v, b, half, base, part, bpr);
+  epoch_end(dev, e, bpr);
+}
+
+template <typename T, bool kOne, int kMinB>
+fco_result_t launch_t(const EaParams& p0, int num_local, void* stream, char* err) {
+  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB>;
+  int device = 0, sms = 0;
+  fco_result_t res = current_device(err, &device, &sms);
+  if (res != FCO_OK) return res;
+  /* lanes a bag: the 16-byte units of a row, rounded up to a power of two (agreed values; a
+   * rank whose pointers are not 16-byte aligned pools by lean_tile_any, which ignores G) */
+  const int units = (int)((int64_t)p0.D * p0.esize / 16);
+  int G = 1;
+  while (G < units) G *= 2;
+  if ((res = opt_in_smem<kern>(device, (int)lean_smem(1, kLeanMaxTileBags), err)) != FCO_OK) return res;
+  int per_sm = 0;
+  cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads,
+                                                                 lean_smem(G, kLeanMaxTileBags));
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  /* W per local rank from the warps each can have resident (the GPU shared by num_local). */
+  const int64_t warps = (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps / num_local;
+  static thread_local LeanFusedArgs x;
+  memset(&x, 0, sizeof x);
+  long long land_kib = fco_env_int("FCO_EA_LAND_KB", 64);
+  land_kib = land_kib < 4 ? 4 : land_kib > 16384 ? 16384 : land_kib;
+  x.land_bytes = (int64_t)land_kib * 1024;
+  int lg = 0;
+  while ((1 << lg) < G) lg++;
+  int wmax = 1;
+  for (int i = 0; i < num_local; i++) {
+    const EaRank& rk = p0.r[i];
+    const int Tr = ea_tables(p0, rk.rank);
+    const double mean_len = Tr > 0 && p0.B > 0 ? (double)rk.num_indices / ((double)Tr * (double)p0.B) : 0.0;
+    LeanSrc& s = x.s[i];
+    s.weight = rk.weight;
+    s.indices = rk.indices;
+    s.offsets = rk.offsets;
+    s.psw = rk.psw;
+    s.nbad = nullptr;
+    s.dev = rk.dev;
+    s.num_indices = rk.num_indices;
+    s.B = p0.B;
+    s.table0 = p0.toff[rk.rank];
+    s.D = p0.D;
+    s.lg_G = lg;
+    s.mean = p0.mean;
+    s.W = lean_tile_bags(G, mean_len, p0.B, Tr > 0 ? Tr : 1, warps);
+    x.aligned[i] = (uintptr_t)rk.weight % 16 == 0 && (uintptr_t)rk.out % 16 == 0;
+    if (s.W > wmax) wmax = s.W;
+  }
+  const size_t smem = lean_smem(G, wmax);
+  ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t bpr = (int64_t)sms * per_sm / num_local;
+  if (bpr < 1)
+    return fail(err, FCO_ERR_UNSUPPORTED,
+                "fco_embedding_alltoall: %d blocks a SM on %d SMs cannot give each of %d ranks one "
+                "block (lean fused kernel)", per_sm, sms, num_local);
+  static thread_local EaParams p; /* 9 KB: not on the stack */
+  p = p0;
+  p.blocks_per_rank = (uint32_t)bpr;
+  const unsigned grid = (unsigned)(bpr * num_local);
+  kern<<<grid, kThreads, smem, (cudaStream_t)stream>>>(p, x);
+  ce = cudaGetLastError();
+  if (ce != cudaSuccess) {
+    char w[160];
+    snprintf(w, sizeof w, "fco_embedding_alltoall: lean fused launch of %u blocks x %d threads, %zu B smem",
+             grid, kThreads, smem);
+    return cuda_fail(err, ce, w);
+  }
+  return FCO_OK;
+}
+
+template <typename T>
+fco_result_t run_t(const EaParams& p, int num_local, void* stream, char* err) {
+  /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers; spills ~0.1 KB
+   * around the pooling loop) or 3 (80 registers, none). */
+  const bool four = fco_env_int("FCO_EA_LEAN_BLOCKS", kLeanFusedBlocks) == 4;
+  if (num_local == 1)
+    return four ? launch_t<T, true, 4>(p, 1, stream, err) : launch_t<T, true, 3>(p, 1, stream, err);
+  return four ? launch_t<T, false, 4>(p, num_local, stream, err)
+              : launch_t<T, false, 3>(p, num_local, stream, err);
+}
+
+}  // namespace
+
+bool fused_lean_applies(const EaParams& p) {
+  const int64_t row = (int64_t)p.D * p.esize, lim = (int64_t)1 << 31;
+  if (fco_env_int("FCO_EA_LEAN", 1) == 0 || row % 16 != 0 || row > 512) return false;
+  for (int q = 0; q < p.nranks; q++) {
+    const int64_t Tq = ea_tables(p, q);
+    if (Tq > kLeanMaxTables || Tq * (p.B + p.nranks) >= lim) return false;
+  }
+  return true;
+}
+
+fco_result_t run_fused_lean(const EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err) {
+  switch (dt) {
+    case FCO_F32: return run_t<float>(p, num_local, stream, err);
+    case FCO_F16: return run_t<__half>(p, num_local, stream, err);
+    case FCO_BF16: return run_t<__nv_bfloat16>(p, num_local, stream, err);
+    default: return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)dt);
+  }
+}
+
+}  // namespace ea
+}  // namespace fco
