@@ -53,6 +53,22 @@ void t_context(const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(g_context, sizeof g_context, fmt, ap);
   va_end(ap);
+  static int trace = -1; /* FCO_TEST_TRACE=1: every context as it is set (where a hang is) */
+  if (trace < 0) trace = getenv("FCO_TEST_TRACE") && atoi(getenv("FCO_TEST_TRACE")) > 0;
+  if (trace) {
+    fprintf(stderr, "> %s\n", g_context);
+    fflush(stderr);
+  }
+}
+
+/* Killed by the runner's timeout (SIGTERM): say what the test was doing (async-signal-safe). */
+static void on_term(int sig) {
+  static const char k[] = "killed (a hang?) while: ";
+  if (write(2, k, sizeof k - 1) < 0 || write(2, g_context, strnlen(g_context, sizeof g_context)) < 0 ||
+      write(2, "\n", 1) < 0) {
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 int t_contains(const char* h, const char* n) {
@@ -111,6 +127,7 @@ uint64_t t_seed_init(void) {
   }
   g_seed_set = 1;
   g_seed_state = g_seed;
+  signal(SIGTERM, on_term);
   printf("seed 0x%016llx (FCO_TEST_SEED=0x%016llx reproduces this run)\n",
          (unsigned long long)g_seed, (unsigned long long)g_seed);
   fflush(stdout);
