@@ -160,6 +160,11 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
     T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
                    ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
     const int64_t row0 = p.row_base[rk.row_base0 + t];
+    /* Lanes leave lean_tile at different times (their groups' bags differ): every lane has read
+     * the previous tile's parked state before any overwrites it (run ac50ff3 without this: a fast
+     * lane's next j reached a slow lane, the warp split between tiles and hung in lean_tile's
+     * full-warp shuffles). lean_tile starts with __syncwarp, so the reads below see these writes. */
+    __syncwarp();
     park[0] = j;
     park[1] = k | (uint32_t)signalled << 31;
     asm volatile("" ::: "memory");
