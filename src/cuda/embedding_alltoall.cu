@@ -17,16 +17,22 @@
  *   (inside a group, NCCL issues its work only at ncclGroupEnd). P == 1: the lookup writes out.
  *   No signals, no epoch.
  *
- * Knobs (read on the host at every launch; defaults are guesses to confirm on 2×H200):
+ * Knobs (read on the host at every launch; docs/embedding_alltoall.md has their measurements):
+ *   FCO_EA_LEAN          1 (default) = the lean kernels wherever rows are whole 16-byte units of
+ *                        <= 512 bytes: impl 0's lookup (ea_kernel_lean_stream) and impl 1
+ *                        (ea_kernel_fused_lean, embedding_alltoall_fused_lean.cu); 0 = the
+ *                        previous kernels, which the knobs below from FCO_EA_SIGNAL_EVERY on
+ *                        (but FCO_EA_LAND_KB) tune. impl 1's protocol follows it: set it alike on
+ *                        every rank (a mismatch ends in FCO_ERR_TIMEOUT, never in wrong data)
+ *   FCO_EA_LEAN_BLOCKS   the fused lean kernel compiled for 3 (default, 80 registers) or 4 blocks
+ *                        a SM (64 registers; run ac50ff3: 0-7 % slower)
+ *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64), both fused kernels
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
- *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
  *   FCO_EA_STREAM        1 = the streaming lookup (pool_tile_stream: cp.async row ring, runs of
  *                        bags) for 16-byte rows of <= 512 bytes, in impl 0's lookup and the
  *                        fused kernel; 0 = the kB paths below everywhere; unset = stream_auto:
- *                        the fused kernel where a mean bag holds <= 256 bytes of rows; 2 = as 1
- *                        in the fused kernel, and impl 0's lookup by the lean streaming kernel
- *                        (embedding_alltoall_lean.cuh; experimental, not yet run on a GPU)
+ *                        the fused kernel where a mean bag holds <= 256 bytes of rows
  *   FCO_EA_BAGS          the kB paths: bags per lane group in flight: 0 = auto (default), 1 or 4
  *   FCO_EA_MIX           unset = remote pool tiles first (default); 0..100 = the kernel variant
  *                        that interleaves each block's remote tiles evenly with mix % of its

@@ -1,15 +1,18 @@
 /*
- * embedding_alltoall_lean.cuh — the lean streaming lookup (FCO_EA_STREAM=2, impl 0 only; variant
- * (e) of bench/probe/ea_gather_probe.cu): the probe's (d2) CSR streaming (warp tiles sized to
- * the work, a per-thread cp.async ring) with the library's pooling semantics — what
- * pool_tile_stream (embedding_alltoall_pool.cuh) was meant to be: that port of d2 ran 1.3–2.5×
- * slower than d2 in the probe (run 80deada; docs/embedding_alltoall.md). Included by
- * embedding_alltoall.cu (ea_kernel_lean_stream, one launch per local rank, as impl 0's lookup
- * when FCO_EA_STREAM=2) and by the probe, after embedding_alltoall_pool.cuh's helpers
- * (g_ea_ring, g_ea_dummy, Unit, cp_async16).
- * Status: compiled (64 registers, no spill) but NOT yet run on a GPU — written at the end of
- * session 6 with no device time left; the probe's (e) rows and the C tests with
- * FCO_EA_STREAM=2 are its first runs.
+ * embedding_alltoall_lean.cuh — the lean streaming lookup (variant (e) of
+ * bench/probe/ea_gather_probe.cu): the probe's (d2) CSR streaming (warp tiles sized to the work, a
+ * per-thread cp.async ring) with the library's pooling semantics — what pool_tile_stream
+ * (embedding_alltoall_pool.cuh) was meant to be: that port of d2 ran 1.3–2.5× slower than d2 in
+ * the probe (run 80deada; docs/embedding_alltoall.md). The warp tile (lean_tile, and
+ * lean_tile_any for unaligned pointers), the lookup kernel ea_kernel_lean_stream and the launch
+ * shape (lean_smem, lean_tile_bags). Included by embedding_alltoall.cu (impl 0's lookup), by
+ * embedding_alltoall_fused_lean.cu (impl 1) and by the probe, after embedding_alltoall_pool.cuh's
+ * helpers (g_ea_ring, g_ea_dummy, Unit, cp_async16).
+ * Status: the default lookup of impl 0 (one launch per local rank) and, through lean_tile, the
+ *   pooling of impl 1's ea_kernel_fused_lean, wherever rows are whole 16-byte units of ≤ 512
+ *   bytes (FCO_EA_LEAN=0: the previous kernels). First run on a GPU in c09f78d (the probe's (e)
+ *   rows: within 2–12 % of d2; as impl 0's lookup 1.1–2.8× faster than the kB paths on all 14
+ *   fco-bench workloads); tests pass on local and nccl since 3cf8337.
  *
  * Work: a warp takes tiles j = warp, warp + warps, ... of W bags of one table (table t = j / tpt,
  *   samples [(j mod tpt) · W, +W), tpt = ⌈B / W⌉). It stages the tile's W + 1 offsets in shared
@@ -39,12 +42,9 @@
  *   them, 48 bytes a group (6 KB a block at G = 2) instead of 48 a thread.
  * Shared memory (dynamic): ring [kS][kU][kThreads] uint4, then the offsets [kWarps][W + 1] int32,
  *   then (weights only) [kThreads / G][kS][kU] float.
- * The fused kernel (impl 1) cannot take this as it is: its tiles (agreed by every rank, so they
- *   cannot depend on a local knob) give a lane group ~4 bags, too few to fill the ring at small
- *   L, and its protocol state needs more than 64 registers. Options: a ring carried from one of
- *   a block's tiles into the next (positions are contiguous only if a block takes consecutive
- *   samples of the same tables, and a tile's signal must then wait for its last flush), or each
- *   warp taking a slice of one table of the tile (≈ nt·ns/8 bags) with this code.
+ * The fused kernel ea_kernel_fused (impl 1 with FCO_EA_LEAN=0) cannot take this: its tiles
+ *   (agreed by every rank) give a lane group ~4 bags, too few to fill the ring at small L. So
+ *   ea_kernel_fused_lean counts bags, not tiles, and runs these warp tiles (lean_tile).
  * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers, no spills with nvcc
  *   13.0 for int32 and int64), any grid; W a multiple of RW, T ≤ kLeanMaxTables, T · ⌈B / W⌉ +
  *   warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte units, 16-byte aligned, G = a power
