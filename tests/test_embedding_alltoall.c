@@ -416,6 +416,8 @@ static void knobs(const t_world_t* w) {
       /* the lean fused kernel (the others run with FCO_EA_LEAN=0: the previous kernels' knobs) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LAND_KB", "4", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32},
       {"FCO_EA_LAND_POLL", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32},
@@ -479,6 +481,7 @@ static void decode_edges(const t_world_t* w) {
     fco_dtype_t dt;
   } kRuns[] = {{"FCO_EA_LEAN", "1", NULL, NULL, 128, FCO_F32}, /* the lean kernel: ragged too */
                {"FCO_EA_LEAN", "1", NULL, NULL, 64, FCO_BF16},
+               {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "50", 64, FCO_BF16},
                {"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},

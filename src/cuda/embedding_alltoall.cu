@@ -453,15 +453,20 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   p.lanes = v.lanes;
   const int P = l->nranks;
   if (op0->impl == 1) {
-    if (fused_lean_applies(p)) return run_fused_lean(p, a0->dtype, l->num_local, l->stream, err);
-    RunFn fn = pick_fused(a0->dtype, v);
-    if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
+    const bool lean = fused_lean_applies(p);
+    RunFn fn = lean ? nullptr : pick_fused(a0->dtype, v);
+    if (!lean && !fn)
+      return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
     int device = -1;
     (void)cudaGetDevice(&device);
     p.prof = prof_buffer(device);
-    const int64_t tasks = max_tasks(p, true);
-    if (tasks >= INT32_MAX) p.mix = -1; /* the kMix variant counts a block's tiles in 32 bits */
-    res = fn(p, tasks, l->num_local, l->stream, err);
+    if (lean) {
+      res = run_fused_lean(p, a0->dtype, l->num_local, l->stream, err);
+    } else {
+      const int64_t tasks = max_tasks(p, true);
+      if (tasks >= INT32_MAX) p.mix = -1; /* the kMix variant counts a block's tiles in 32 bits */
+      res = fn(p, tasks, l->num_local, l->stream, err);
+    }
     if (res == FCO_OK && p.prof) {
       ProfCtx* c = &g_prof[device];
       c->device = device;

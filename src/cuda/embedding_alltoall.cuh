@@ -235,7 +235,8 @@ RunFn pick_fused(fco_dtype_t dt, const Variant& v);
  * (rows of whole 16-byte units, ≤ 512 bytes, FCO_EA_LEAN not 0, its bounds: agreed values and the
  * knob only, never pointer alignment, as every rank must run the same protocol), its launcher. */
 bool fused_lean_applies(const EaParams& p);
-fco_result_t run_fused_lean(const EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err);
+/* Sets p.blocks_per_rank, and clears p.prof where it does not profile (FCO_EA_PROFILE). */
+fco_result_t run_fused_lean(EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err);
 
 }  // namespace ea
 }  // namespace fco

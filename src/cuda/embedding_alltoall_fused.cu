@@ -204,18 +204,6 @@ __device__ __forceinline__ int land(const EaParams& p, const RankView& v, char* 
   return 1;
 }
 
-/* FCO_EA_PROFILE: thread 0 stamps phase k of this block. A template variant of the kernel
- * (kProf): checks of p.prof in the one kernel changed its register allocation and cost the
- * D = 128 variant 10-15 % even when off (run 4388610); kProf = false compiles to the kernel
- * without them. */
-template <bool kProf>
-__device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
-  if constexpr (kProf) {
-    if (threadIdx.x == 0 && blockIdx.x < kProfMaxBlocks)
-      p.prof[(size_t)blockIdx.x * kProfSlots + k] = globaltimer_ns();
-  }
-}
-
 template <typename T, bool kVec, int kNV, int kB, bool kProf, bool kMix>
 __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2) ea_kernel_fused(const __grid_constant__ EaParams p) {
   __shared__ RankView v;

@@ -68,11 +68,13 @@ struct LeanFusedArgs {
   LeanSrc s[FCO_MAX_GPU_RANKS];
   int32_t aligned[FCO_MAX_GPU_RANKS]; /* weight and out 16-byte aligned: lean_tile, else lean_tile_any */
   int64_t land_bytes;
+  int32_t mix; /* FCO_EA_LEAN_MIX: % of the local tiles the remote ones are spread over (0: remote first) */
 };
 
 /* The block's tables, filled by one thread before load_rank_view's closing barrier. */
 struct LeanBlk {
   uint32_t tstart[FCO_MAX_GPU_RANKS + 1]; /* first tile of position k; [P] = all tiles */
+  uint32_t w;                             /* the remote tiles lie in order positions [0, w) */
   uint32_t tpk[FCO_MAX_GPU_RANKS];        /* chunks of W samples a table at position k */
   int64_t lstart[FCO_MAX_GPU_RANKS + 1];  /* first land unit of source position k (1..P−1) */
   uint32_t sent[FCO_MAX_GPU_RANKS];       /* bags this block pooled for position k */
@@ -81,7 +83,7 @@ struct LeanBlk {
 
 /* One thread: the tile and land-unit tables of rank me (see the header). */
 __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64_t land_bytes,
-                                         LeanBlk* b) {
+                                         int mix, LeanBlk* b) {
   const int P = p.nranks, Tr = ea_tables(p, me);
   uint32_t n = 0;
   for (int k = 0; k < P; ++k) {
@@ -93,6 +95,8 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64
     b->sent[k] = 0;
   }
   b->tstart[P] = n;
+  const uint32_t nR = b->tstart[P - 1], nL = n - nR;
+  b->w = nR > 0 && mix > 0 ? nR + (uint32_t)(((uint64_t)nL * (uint32_t)mix + 99) / 100) : nR;
   const int64_t bme = ea_batch(p, me), vec = (int64_t)p.D * p.esize;
   int64_t lu = 0;
   b->lstart[0] = b->lstart[1] = 0;
@@ -107,22 +111,33 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64
   b->lstart[P] = lu;
 }
 
+/* Tile at order position j (FCO_EA_LEAN_MIX): the nR remote tiles spread evenly over positions
+ * [0, w), the local ones in the others, both in their order — remote at j iff (j·nR) mod w < nR,
+ * then it is remote tile ⌊j·nR/w⌋, else local tile j − 1 − ⌊j·nR/w⌋ (tile nR + that); from w on,
+ * tile j. w = nR (the default): tile j, remote first. (A host-side check of every nR, nL ≤ 60 and
+ * mix ∈ {0, 1, 37, 50, 99, 100}: a bijection, both kinds in order, every remote tile before w.) */
+__device__ __forceinline__ uint32_t lean_order(uint32_t j, uint32_t nR, uint32_t w) {
+  if (j >= w) return j;
+  const uint64_t a = (uint64_t)j * nR;
+  const uint32_t q = (uint32_t)(a / w), rem = (uint32_t)(a - (uint64_t)q * w);
+  return rem < nR ? q : nR + (j - 1 - q);
+}
+
 /* All warps of the block: pool this rank's tiles from warp tile j on (step nw), signal the
  * block's remote bags once every warp is past its remote tiles. The warp's loop state (j, its
  * position k, whether it signalled) waits in shared memory while lean_tile runs (the compiler
  * barriers force the reload), so lean_tile has the registers it has in the lookup kernel: with
  * the state live across it, ptxas spilled 532 bytes at 64 registers. */
-template <typename T, typename I>
+template <typename T, typename I, bool kProf>
 __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t j, bool aligned) {
   const int P = p.nranks;
   /* re-read at each use (shared memory, parameters): nothing but the parked state is held */
   auto epoch = [&]() { return v.epoch + 1; };
   uint32_t* const park = &b->park[threadIdx.x >> 5][0];
-  uint32_t k = 0;
   bool signalled = false;
   for (;; j += p.blocks_per_rank * kWarps) {
-    if (!signalled && j >= b->tstart[P - 1]) {
+    if (!signalled && j >= b->w) {
       const uint64_t base = epoch() << 32;
       /* Every warp passes here exactly once: its remote stores are issued before the barrier,
        * thread 0's fence orders them before the adds. */
@@ -143,13 +158,16 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
                                   b->sent[q]);
         }
       }
+      prof_stamp<kProf>(p, 1);
       signalled = true;
     }
     if (j >= b->tstart[P]) break;
-    while (j >= b->tstart[k + 1]) ++k;
+    const uint32_t tile = lean_order(j, b->tstart[P - 1], b->w);
+    uint32_t k = 0;
+    while (tile >= b->tstart[k + 1]) ++k;
     const int me = v.rank, W = src.W;
     const int d = (me + 1 + (int)k) % P;
-    const uint32_t jj = j - b->tstart[k], tpk = b->tpk[k];
+    const uint32_t jj = tile - b->tstart[k], tpk = b->tpk[k];
     const int t = (int)(jj / tpk);
     const int64_t i0 = (int64_t)(jj - (uint32_t)t * tpk) * W;
     const int nb = (int)min((int64_t)W, ea_batch(p, d) - i0);
@@ -166,7 +184,7 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
      * full-warp shuffles). lean_tile starts with __syncwarp, so the reads below see these writes. */
     __syncwarp();
     park[0] = j;
-    park[1] = k | (uint32_t)signalled << 31;
+    park[1] = (uint32_t)signalled;
     asm volatile("" ::: "memory");
     if (aligned)
       lean_tile<T, I, kLeanStages, kLeanRows>(src, t, p.bstart[d] + i0, nb, row0,
@@ -177,8 +195,7 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
                           dst, (int64_t)p.T * p.D);
     asm volatile("" ::: "memory");
     j = park[0];
-    k = park[1] & 0x7fffffffu;
-    signalled = park[1] >> 31;
+    signalled = park[1] != 0;
   }
 }
 
@@ -221,7 +238,7 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
  * (x.s[0], p.r[0]), which lean_tile reads as operands, as in the lookup kernel (64 registers, no
  * spill). Several (local): the block's rank's LeanSrc is copied to shared memory (ptxas then
  * spills ~0.5 KB at 64 registers; the local transport is for correctness). */
-template <typename T, bool kOne, int kMinB>
+template <typename T, bool kOne, int kMinB, bool kProf>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
   __shared__ RankView v;
@@ -234,7 +251,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   fco_dev_rank_t* dev = rk.dev;
   if (threadIdx.x == FCO_MAX_GPU_RANKS + 1) {
     if (!kOne) src_sh = x.s[li];
-    lean_blk(p, rk.rank, x.s[li].W, x.land_bytes, &b);
+    lean_blk(p, rk.rank, x.s[li].W, x.land_bytes, x.mix, &b);
   }
   load_rank_view(dev, &v); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
@@ -256,16 +273,20 @@ __global__ void __launch_bounds__(kThreads, kMinB)
 
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
   const bool aligned = x.aligned[li] != 0;
-  if (rk.idx64) lean_pool_all<T, int64_t>(p, src, rk, v, &b, j0, aligned);
-  else lean_pool_all<T, int32_t>(p, src, rk, v, &b, j0, aligned);
+  prof_stamp<kProf>(p, 0);
+  if (rk.idx64) lean_pool_all<T, int64_t, kProf>(p, src, rk, v, &b, j0, aligned);
+  else lean_pool_all<T, int32_t, kProf>(p, src, rk, v, &b, j0, aligned);
+  prof_stamp<kProf>(p, 2);
 
   lean_land<T>(p, rk, v, b, half, base, part, bpr);
+  prof_stamp<kProf>(p, 3);
   epoch_end(dev, e, bpr);
 }
 
-template <typename T, bool kOne, int kMinB>
-fco_result_t launch_t(const EaParams& p0, int num_local, void* stream, char* err) {
-  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB>;
+/* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
+template <typename T, bool kOne, int kMinB, bool kProf>
+fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err) {
+  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf>;
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -286,6 +307,8 @@ fco_result_t launch_t(const EaParams& p0, int num_local, void* stream, char* err
   long long land_kib = fco_env_int("FCO_EA_LAND_KB", 64);
   land_kib = land_kib < 4 ? 4 : land_kib > 16384 ? 16384 : land_kib;
   x.land_bytes = (int64_t)land_kib * 1024;
+  const long long mix = fco_env_int("FCO_EA_LEAN_MIX", 0);
+  x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
   int lg = 0;
   while ((1 << lg) < G) lg++;
   int wmax = 1;
@@ -318,11 +341,9 @@ fco_result_t launch_t(const EaParams& p0, int num_local, void* stream, char* err
     return fail(err, FCO_ERR_UNSUPPORTED,
                 "fco_embedding_alltoall: %d blocks a SM on %d SMs cannot give each of %d ranks one "
                 "block (lean fused kernel)", per_sm, sms, num_local);
-  static thread_local EaParams p; /* 9 KB: not on the stack */
-  p = p0;
-  p.blocks_per_rank = (uint32_t)bpr;
+  p0.blocks_per_rank = (uint32_t)bpr;
   const unsigned grid = (unsigned)(bpr * num_local);
-  kern<<<grid, kThreads, smem, (cudaStream_t)stream>>>(p, x);
+  kern<<<grid, kThreads, smem, (cudaStream_t)stream>>>(p0, x);
   ce = cudaGetLastError();
   if (ce != cudaSuccess) {
     char w[160];
@@ -334,14 +355,19 @@ fco_result_t launch_t(const EaParams& p0, int num_local, void* stream, char* err
 }
 
 template <typename T>
-fco_result_t run_t(const EaParams& p, int num_local, void* stream, char* err) {
+fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
   /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers; spills ~0.1 KB
-   * around the pooling loop) or 3 (80 registers, none). */
+   * around the pooling loop) or 3 (80 registers, 0–36 B). FCO_EA_PROFILE (p.prof set): the
+   * kProf variant, built for one local rank at 3 blocks a SM only (the nccl transport's
+   * default); elsewhere p.prof is cleared and nothing is stamped. */
   const bool four = fco_env_int("FCO_EA_LEAN_BLOCKS", kLeanFusedBlocks) == 4;
+  if (p.prof && (num_local != 1 || four)) p.prof = nullptr;
+  if (p.prof) return launch_t<T, true, 3, true>(p, 1, stream, err);
   if (num_local == 1)
-    return four ? launch_t<T, true, 4>(p, 1, stream, err) : launch_t<T, true, 3>(p, 1, stream, err);
-  return four ? launch_t<T, false, 4>(p, num_local, stream, err)
-              : launch_t<T, false, 3>(p, num_local, stream, err);
+    return four ? launch_t<T, true, 4, false>(p, 1, stream, err)
+                : launch_t<T, true, 3, false>(p, 1, stream, err);
+  return four ? launch_t<T, false, 4, false>(p, num_local, stream, err)
+              : launch_t<T, false, 3, false>(p, num_local, stream, err);
 }
 
 }  // namespace
@@ -356,7 +382,7 @@ bool fused_lean_applies(const EaParams& p) {
   return true;
 }
 
-fco_result_t run_fused_lean(const EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err) {
+fco_result_t run_fused_lean(EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err) {
   switch (dt) {
     case FCO_F32: return run_t<float>(p, num_local, stream, err);
     case FCO_F16: return run_t<__half>(p, num_local, stream, err);

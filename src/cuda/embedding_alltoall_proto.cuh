@@ -95,6 +95,18 @@ __device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_
   else copy_cols<uint16_t, kUnroll>(dst, src, r0, r1, row, col, seg);
 }
 
+/* FCO_EA_PROFILE: thread 0 stamps phase k of this block. A template variant of the kernel
+ * (kProf): checks of p.prof in the one kernel changed its register allocation and cost the
+ * D = 128 variant 10-15 % even when off (run 4388610); kProf = false compiles to the kernel
+ * without them. */
+template <bool kProf>
+__device__ __forceinline__ void prof_stamp(const EaParams& p, int k) {
+  if constexpr (kProf) {
+    if (threadIdx.x == 0 && blockIdx.x < kProfMaxBlocks)
+      p.prof[(size_t)blockIdx.x * kProfSlots + k] = globaltimer_ns();
+  }
+}
+
 }  // namespace ea
 }  // namespace fco
 
