@@ -26,27 +26,13 @@ __device__ __forceinline__ void fence_acq_rel_sys() {
   asm volatile("fence.acq_rel.sys;" ::: "memory");
 }
 
-/* Bounded wait of thread 0 for *flag >= want; ignores FCO_ERR_INVALID_ARGUMENT (bad data does
- * not stop the protocol), gives up on a timeout (its own, recorded, or another wait's). */
+/* Bounded wait of thread 0 for *flag >= want (prims.cuh's wait_ge); ignores
+ * FCO_ERR_INVALID_ARGUMENT (bad data does not stop the protocol), gives up on a timeout (its own,
+ * recorded, or another wait's). */
 __device__ __forceinline__ bool wait_count(const uint64_t* flag, uint64_t want, const RankView& v,
                                            int32_t peer, int32_t slot) {
-  uint64_t seen = ld_acquire_sys(flag);
-  if (seen >= want) return true;
-  const uint64_t t0 = globaltimer_ns();
-  for (uint32_t spin = 1;; ++spin) {
-    seen = ld_acquire_sys(flag);
-    if (seen >= want) return true;
-    if (spin % kSpinsPerClock == 0) {
-      if (globaltimer_ns() - t0 > v.timeout_ns) {
-        record_error(v.err, FCO_ERR_TIMEOUT, FCO_OP_EMBEDDING_ALLTOALL, peer, slot, want, seen);
-        return false;
-      }
-      if (spin % kSpinsPerErrPoll == 0 && v.err) {
-        const int32_t c = ld_relaxed_sys(&v.err->code);
-        if (c != 0 && c != FCO_ERR_INVALID_ARGUMENT) return false;
-      }
-    }
-  }
+  const WaitCtx c{v.err, v.timeout_ns, FCO_OP_EMBEDDING_ALLTOALL};
+  return wait_ge(flag, want, c, peer, slot, FCO_ERR_INVALID_ARGUMENT);
 }
 
 template <typename U>

@@ -135,9 +135,11 @@ struct WaitCtx {
 
 /* Per thread. Spin until *flag >= want (acquire, system scope). Returns false (the caller
  * must skip the rest of its work) after timeout_ns — recording FCO_ERR_TIMEOUT with the peer,
- * slot, wanted and last seen value — or when another wait has already recorded an error. */
+ * slot, wanted and last seen value — or when another wait has already recorded an error other
+ * than `ignore` (embedding_alltoall: FCO_ERR_INVALID_ARGUMENT, bad data that does not stop its
+ * protocol; 0 = none ignored). */
 __device__ __forceinline__ bool wait_ge(const uint64_t* flag, uint64_t want, const WaitCtx& c,
-                                        int32_t peer, int32_t slot) {
+                                        int32_t peer, int32_t slot, int32_t ignore = 0) {
   uint64_t seen = ld_acquire_sys(flag);
   if (seen >= want) return true;
   const uint64_t t0 = globaltimer_ns();
@@ -149,7 +151,14 @@ __device__ __forceinline__ bool wait_ge(const uint64_t* flag, uint64_t want, con
         record_error(c.err, FCO_ERR_TIMEOUT, c.op, peer, slot, want, seen);
         return false;
       }
-      if (spin % kSpinsPerErrPoll == 0 && error_set(c.err)) return false;
+      if (spin % kSpinsPerErrPoll == 0) {
+        if (ignore == 0) {
+          if (error_set(c.err)) return false;
+        } else if (c.err) {
+          const int32_t code = ld_relaxed_sys(&c.err->code);
+          if (code != 0 && code != ignore) return false;
+        }
+      }
     }
   }
 }
