@@ -14,14 +14,16 @@
  *   destination's workspace half, laid out as out_d [b_d, T, D], at their final place), k = P−1
  *   is me (straight into out). Tiles are numbered k-major, then t, then c (a warp's bags are
  *   consecutive samples of one table: one contiguous index range), and warp w of the rank takes
- *   tiles w, w + nw, ... (nw = warps of the rank's blocks): remote ones first, as every warp's
- *   remote tiles come before its local ones. W (a power of two ≤ kLeanMaxTileBags) is a local
- *   choice (lean_tile_bags: from this rank's mean bag length), so destinations do not count
- *   tiles but bags.
+ *   order positions w, w + nw, ... (nw = warps of the rank's blocks); position j is tile j by
+ *   default (remote ones first, as every warp's remote tiles come before its local ones), or with
+ *   FCO_EA_LEAN_MIX = m the nR remote tiles spread evenly over the first nR + m % · nL positions
+ *   (lean_order; so NVLink pushes overlap HBM-bound local pooling; not yet measured). W (a power
+ *   of two ≤ kLeanMaxTileBags) is a local choice (lean_tile_bags: from this rank's mean bag
+ *   length), so destinations do not count tiles but bags.
  * Counters: slot kLeanSlot of destination d's signal row me counts the bags me pooled for d; it
  *   ends at (e << 32) + b_d · T_me. A block adds its bags per destination (shared counts, added
- *   by each warp's lane 0 after each remote tile) once, when all its warps are past their remote
- *   tiles: bar.sync, then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
+ *   by each warp's lane 0 with each remote tile) once, when all its warps are past the last remote
+ *   position: bar.sync, then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
  *   one fence.acq_rel.sys, and red.add.relaxed(bags) — the release pattern of ea_kernel_fused's
  *   signal batches (embedding_alltoall_fused.cu: the max lifts the previous call's value and no
  *   add is lost), once a block; only warp 0 waits for the fence, the others pool local tiles.
@@ -123,11 +125,11 @@ __device__ __forceinline__ uint32_t lean_order(uint32_t j, uint32_t nR, uint32_t
   return rem < nR ? q : nR + (j - 1 - q);
 }
 
-/* All warps of the block: pool this rank's tiles from warp tile j on (step nw), signal the
- * block's remote bags once every warp is past its remote tiles. The warp's loop state (j, its
- * position k, whether it signalled) waits in shared memory while lean_tile runs (the compiler
- * barriers force the reload), so lean_tile has the registers it has in the lookup kernel: with
- * the state live across it, ptxas spilled 532 bytes at 64 registers. */
+/* All warps of the block: pool this rank's tiles from order position j on (step nw: the rank's
+ * warps), signal the block's remote bags once every warp is past the last remote position w. The
+ * warp's loop state (j, whether it signalled) waits in shared memory while lean_tile runs (the
+ * compiler barriers force the reload), so lean_tile keeps the registers it has in the lookup
+ * kernel: with the state live across it, ptxas spilled 532 bytes at 64 registers. */
 template <typename T, typename I, bool kProf>
 __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t j, bool aligned) {
@@ -235,9 +237,11 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
 }
 
 /* kOne: one local rank (the nccl transport): its arguments are addressed in the parameter bank
- * (x.s[0], p.r[0]), which lean_tile reads as operands, as in the lookup kernel (64 registers, no
- * spill). Several (local): the block's rank's LeanSrc is copied to shared memory (ptxas then
- * spills ~0.5 KB at 64 registers; the local transport is for correctness). */
+ * (x.s[0], p.r[0]), which lean_tile reads as operands, as in the lookup kernel. Several (local):
+ * the block's rank's LeanSrc is copied to shared memory (more registers: a few more spills; the
+ * local transport is for correctness). kMinB: 3 (80 registers, the default) or 4 blocks a SM
+ * (FCO_EA_LEAN_BLOCKS). kProf: FCO_EA_PROFILE's stamps (start, the block's signal, pool tiles
+ * done, landed), a variant so that the default kernel has none of it. */
 template <typename T, bool kOne, int kMinB, bool kProf>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
