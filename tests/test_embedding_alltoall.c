@@ -418,6 +418,9 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32},
+      /* the timeline variants (stamps to stderr) must pool as the kernels without them */
+      {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
+      {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32},
       {"FCO_EA_LAND_POLL", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16},
       {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32},
