@@ -17,7 +17,7 @@
  *   order positions w, w + nw, ... (nw = warps of the rank's blocks); position j is tile j by
  *   default (remote ones first, as every warp's remote tiles come before its local ones), or with
  *   FCO_EA_LEAN_MIX = m the nR remote tiles spread evenly over the first nR + m % · nL positions
- *   (lean_order; so NVLink pushes overlap HBM-bound local pooling; not yet measured). W (a power
+ *   (fco_ea_lean_order; so NVLink pushes overlap HBM-bound local pooling; not yet measured). W (a power
  *   of two ≤ kLeanMaxTileBags) is a local choice (lean_tile_bags: from this rank's mean bag
  *   length), so destinations do not count tiles but bags.
  * Counters: slot kLeanSlot of destination d's signal row me counts the bags me pooled for d; it
@@ -83,46 +83,23 @@ struct LeanBlk {
   uint32_t park[kWarps][2];               /* a warp's loop state across lean_tile */
 };
 
-/* One thread: the tile and land-unit tables of rank me (see the header). */
+/* One thread: the tile and land-unit tables of rank me (see the header; the arithmetic is
+ * src/ops/embedding_alltoall_plan.h's, checked on the CPU by tests/test_ea_plan.c). */
 __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64_t land_bytes,
                                          int mix, LeanBlk* b) {
-  const int P = p.nranks, Tr = ea_tables(p, me);
-  uint32_t n = 0;
-  for (int k = 0; k < P; ++k) {
-    const int d = (me + 1 + k) % P;
-    const int64_t bd = ea_batch(p, d);
-    b->tstart[k] = n;
-    b->tpk[k] = (uint32_t)((bd + W - 1) / W);
-    n += (uint32_t)Tr * b->tpk[k];
-    b->sent[k] = 0;
-  }
-  b->tstart[P] = n;
-  const uint32_t nR = b->tstart[P - 1], nL = n - nR;
-  b->w = nR > 0 && mix > 0 ? nR + (uint32_t)(((uint64_t)nL * (uint32_t)mix + 99) / 100) : nR;
+  const int P = p.nranks;
+  fco_ea_lean_tiles(P, me, ea_tables(p, me), W, p.bstart, b->tstart, b->tpk);
+  for (int k = 0; k < P; ++k) b->sent[k] = 0;
+  const uint32_t nR = b->tstart[P - 1];
+  b->w = fco_ea_lean_w(nR, b->tstart[P] - nR, mix);
   const int64_t bme = ea_batch(p, me), vec = (int64_t)p.D * p.esize;
   int64_t lu = 0;
   b->lstart[0] = b->lstart[1] = 0;
   for (int k = 1; k < P; ++k) {
-    const int src = (me - k + P) % P;
-    const int64_t bytes = bme * ea_tables(p, src) * vec;
-    int64_t units = bytes > 0 ? (bytes + land_bytes - 1) / land_bytes : 1;
-    if (bytes > 0 && units > bme) units = bme;
     b->lstart[k] = lu;
-    lu += units;
+    lu += fco_ea_lean_land_units(bme, ea_tables(p, (me - k + P) % P), vec, land_bytes);
   }
   b->lstart[P] = lu;
-}
-
-/* Tile at order position j (FCO_EA_LEAN_MIX): the nR remote tiles spread evenly over positions
- * [0, w), the local ones in the others, both in their order — remote at j iff (j·nR) mod w < nR,
- * then it is remote tile ⌊j·nR/w⌋, else local tile j − 1 − ⌊j·nR/w⌋ (tile nR + that); from w on,
- * tile j. w = nR (the default): tile j, remote first. (A host-side check of every nR, nL ≤ 60 and
- * mix ∈ {0, 1, 37, 50, 99, 100}: a bijection, both kinds in order, every remote tile before w.) */
-__device__ __forceinline__ uint32_t lean_order(uint32_t j, uint32_t nR, uint32_t w) {
-  if (j >= w) return j;
-  const uint64_t a = (uint64_t)j * nR;
-  const uint32_t q = (uint32_t)(a / w), rem = (uint32_t)(a - (uint64_t)q * w);
-  return rem < nR ? q : nR + (j - 1 - q);
 }
 
 /* All warps of the block: pool this rank's tiles from order position j on (step nw: the rank's
@@ -164,16 +141,13 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
       signalled = true;
     }
     if (j >= b->tstart[P]) break;
-    const uint32_t tile = lean_order(j, b->tstart[P - 1], b->w);
-    uint32_t k = 0;
-    while (tile >= b->tstart[k + 1]) ++k;
     const int me = v.rank, W = src.W;
-    const int d = (me + 1 + (int)k) % P;
-    const uint32_t jj = tile - b->tstart[k], tpk = b->tpk[k];
-    const int t = (int)(jj / tpk);
-    const int64_t i0 = (int64_t)(jj - (uint32_t)t * tpk) * W;
+    int k, t;
+    int64_t i0;
+    fco_ea_lean_decode(fco_ea_lean_order(j, b->tstart[P - 1], b->w), b->tstart, b->tpk, W, &k, &t, &i0);
+    const int d = (me + 1 + k) % P;
     const int nb = (int)min((int64_t)W, ea_batch(p, d) - i0);
-    const bool remote = (int)k < P - 1;
+    const bool remote = k < P - 1;
     /* counted before the stores: sent is read only after the barrier above */
     if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)nb);
     const size_t half = (size_t)(epoch() & 1) * fco_ws_half_bytes(v.ws_bytes);
@@ -227,8 +201,8 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
     /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after */
     if (__syncthreads_or(!done)) break; /* timeout or another error: give up */
     if (data) {
-      const int64_t per = (bme + units - 1) / units;
-      const int64_t r0 = min(bme, rem * per), r1 = min(bme, r0 + per);
+      int64_t r0, r1;
+      fco_ea_lean_land_rows(bme, units, rem, &r0, &r1);
       if (r1 > r0)
         copy_cols_any<kLeanLandUnroll>(rk.out, v.peer_data[me] + half, r0, r1, (size_t)p.T * vec,
                       (size_t)p.toff[s] * vec, (size_t)Ts * vec);

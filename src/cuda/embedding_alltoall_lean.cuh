@@ -55,6 +55,7 @@
 
 #include <stdint.h>
 
+#include "../ops/embedding_alltoall_plan.h"
 #include "embedding_alltoall_pool.cuh"
 
 namespace fco {
@@ -85,23 +86,14 @@ struct LeanParams : LeanSrc {
   int32_t T;
 };
 
-/* ---- host side: the launch shape of both lean kernels ------------------------------------ */
-constexpr int kLeanStages = 3, kLeanRows = 4, kLeanMaxTileBags = 1024;
-/* Dynamic shared memory for tiles of W bags: the row ring, the warps' offsets, the weights. */
-__host__ inline size_t lean_smem(int G, int W) {
-  return (size_t)kLeanStages * kLeanRows * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
-         (size_t)(kThreads / G) * kLeanStages * kLeanRows * 4;
-}
-/* Bags per warp tile (the probe's d2 rule): a power of two ≥ the groups of a warp with at least
- * 4 chunks per group at the mean bag length, ≤ kLeanMaxTileBags, halved while the tiles would
- * not give every resident warp two. */
+/* ---- the launch shape of both lean kernels: src/ops/embedding_alltoall_plan.h (plain C, tested
+ * on the CPU by tests/test_ea_plan.c) ------------------------------------------------------- */
+constexpr int kLeanStages = FCO_EA_LEAN_STAGES, kLeanRows = FCO_EA_LEAN_ROWS,
+              kLeanMaxTileBags = FCO_EA_LEAN_MAX_TILE_BAGS;
+static_assert(FCO_EA_LEAN_THREADS == kThreads, "the plan's block size");
+__host__ inline size_t lean_smem(int G, int W) { return fco_ea_lean_smem(G, W); }
 __host__ inline int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
-  const int RW = 32 / G;
-  int64_t W = 1;
-  /* bounded: with no indices at all (mean_len 0) the second test never ends it */
-  while (W < kLeanMaxTileBags && (W < RW || (double)W * mean_len < 4.0 * kLeanRows * RW)) W *= 2;
-  while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
-  return (int)W;
+  return fco_ea_lean_tile_bags(G, mean_len, B, T, resident_warps);
 }
 
 /* Bad data at (local table t, kind, position, value): counted and/or reported. */

@@ -1,0 +1,127 @@
+/*
+ * embedding_alltoall_plan.h — the arithmetic of the lean kernels' work plan (plain C, no
+ * device code): warp-tile size, the tiles of a rank and their order, land units. Included by
+ * src/cuda/embedding_alltoall_lean.cuh and src/cuda/embedding_alltoall_fused_lean.cu (host and
+ * device), and by tests/test_ea_plan.c, which checks on the CPU that the plan covers every bag
+ * exactly once, in the promised order, and that every land unit's rows partition the output —
+ * what the kernels rely on for their counters to complete.
+ *
+ * Plan of rank me (ea_kernel_fused_lean): positions k = 0..P−1 stand for destinations
+ * (me + 1 + k) mod P (k = P−1 is me: local); position k has T_me · ⌈b_d / W⌉ tiles, numbered
+ * k-major, then table t, then chunk c (samples [c·W, c·W + W) of d). tstart[k] = first tile of
+ * position k, tstart[P] = all tiles; the first nR = tstart[P−1] are remote. Warps take order
+ * positions; order position j is tile fco_ea_lean_order(j, nR, w).
+ */
+#ifndef FCO_OPS_EMBEDDING_ALLTOALL_PLAN_H_
+#define FCO_OPS_EMBEDDING_ALLTOALL_PLAN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define FCO_EA_HD static inline __host__ __device__
+#else
+#define FCO_EA_HD static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+  FCO_EA_LEAN_THREADS = 256,        /* threads a block (kThreads)                          */
+  FCO_EA_LEAN_STAGES = 3,           /* cp.async ring stages                                */
+  FCO_EA_LEAN_ROWS = 4,             /* rows a chunk                                        */
+  FCO_EA_LEAN_MAX_TILE_BAGS = 1024  /* W at most (shared memory for the staged offsets)    */
+};
+
+/* Dynamic shared memory of a block for tiles of W bags and G lanes a bag: the row ring, the
+ * warps' offsets, the weights' ring. */
+FCO_EA_HD size_t fco_ea_lean_smem(int G, int W) {
+  const size_t warps = FCO_EA_LEAN_THREADS / 32;
+  return (size_t)FCO_EA_LEAN_STAGES * FCO_EA_LEAN_ROWS * FCO_EA_LEAN_THREADS * 16 +
+         warps * (size_t)(W + 1) * 4 +
+         (size_t)(FCO_EA_LEAN_THREADS / G) * FCO_EA_LEAN_STAGES * FCO_EA_LEAN_ROWS * 4;
+}
+
+/* Bags a warp tile holds (the probe's d2 rule): the smallest power of two that is ≥ the lane
+ * groups of a warp (32/G) and gives a group ≥ 4 chunks at the mean bag length, at most
+ * FCO_EA_LEAN_MAX_TILE_BAGS (which also ends the doubling when there are no indices: mean 0),
+ * then halved while T · ⌈B / W⌉ tiles would not give every resident warp two (never below
+ * 32/G). A power of two, a multiple of 32/G. */
+FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
+  const int64_t RW = 32 / G;
+  int64_t W = 1;
+  while (W < FCO_EA_LEAN_MAX_TILE_BAGS &&
+         (W < RW || (double)W * mean_len < 4.0 * FCO_EA_LEAN_ROWS * (double)RW))
+    W *= 2;
+  while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
+  return (int)W;
+}
+
+/* tstart[0..P] and tpk[0..P−1] (chunks a table at position k) of rank me with Tr local tables,
+ * tiles of W samples; bstart: the prefix of the per-rank batches [P + 1]. */
+FCO_EA_HD void fco_ea_lean_tiles(int P, int me, int Tr, int W, const int64_t* bstart,
+                                 uint32_t* tstart, uint32_t* tpk) {
+  uint32_t n = 0;
+  for (int k = 0; k < P; ++k) {
+    const int d = (me + 1 + k) % P;
+    const int64_t bd = bstart[d + 1] - bstart[d];
+    tstart[k] = n;
+    tpk[k] = (uint32_t)((bd + W - 1) / W);
+    n += (uint32_t)Tr * tpk[k];
+  }
+  tstart[P] = n;
+}
+
+/* The order's end of the remote tiles: w = nR (mix 0: remote first) or nR + ⌈mix % · nL⌉
+ * (FCO_EA_LEAN_MIX = mix, 1..100), nR remote and nL local tiles; nR = 0: 0. */
+FCO_EA_HD uint32_t fco_ea_lean_w(uint32_t nR, uint32_t nL, int mix) {
+  if (nR == 0 || mix <= 0) return nR;
+  if (mix > 100) mix = 100;
+  return nR + (uint32_t)(((uint64_t)nL * (uint32_t)mix + 99) / 100);
+}
+
+/* Tile at order position j: the nR remote tiles spread evenly over positions [0, w), the local
+ * ones in the others, both kinds in their order — remote at j iff (j·nR) mod w < nR, then remote
+ * tile ⌊j·nR/w⌋, else local tile nR + j − 1 − ⌊j·nR/w⌋; from w on, tile j. w = nR: tile j. */
+FCO_EA_HD uint32_t fco_ea_lean_order(uint32_t j, uint32_t nR, uint32_t w) {
+  if (j >= w) return j;
+  const uint64_t a = (uint64_t)j * nR;
+  const uint32_t q = (uint32_t)(a / w), rem = (uint32_t)(a - (uint64_t)q * w);
+  return rem < nR ? q : nR + (j - 1 - q);
+}
+
+/* Tile → its position k, local table t and first sample i0 (of the destination's batch). */
+FCO_EA_HD void fco_ea_lean_decode(uint32_t tile, const uint32_t* tstart, const uint32_t* tpk, int W,
+                                  int* k, int* t, int64_t* i0) {
+  int kk = 0;
+  while (tile >= tstart[kk + 1]) ++kk;
+  const uint32_t jj = tile - tstart[kk], n = tpk[kk];
+  const uint32_t tt = jj / n;
+  *k = kk;
+  *t = (int)tt;
+  *i0 = (int64_t)(jj - tt * n) * W;
+}
+
+/* Land units of one source at a destination with bme samples: slices of about land_bytes of the
+ * source's Ts tables of vec bytes each, at least a row each (≤ bme); 1 (presence only) when the
+ * source sends nothing. */
+FCO_EA_HD int64_t fco_ea_lean_land_units(int64_t bme, int64_t Ts, int64_t vec, int64_t land_bytes) {
+  const int64_t bytes = bme * Ts * vec;
+  if (bytes <= 0) return 1;
+  const int64_t units = (bytes + land_bytes - 1) / land_bytes;
+  return units > bme ? bme : units;
+}
+/* Rows [*r0, *r1) of unit rem of `units` over bme rows (contiguous; the last ones may be empty). */
+FCO_EA_HD void fco_ea_lean_land_rows(int64_t bme, int64_t units, int64_t rem, int64_t* r0, int64_t* r1) {
+  const int64_t per = (bme + units - 1) / units;
+  *r0 = rem * per < bme ? rem * per : bme;
+  *r1 = *r0 + per < bme ? *r0 + per : bme;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FCO_OPS_EMBEDDING_ALLTOALL_PLAN_H_ */

@@ -1,0 +1,175 @@
+/*
+ * test_ea_plan.c — the lean embedding kernels' work plan (src/ops/embedding_alltoall_plan.h), on
+ * the CPU, the same code the GPU kernels run: warp-tile sizes (a power of two, a multiple of the
+ * lane groups, bounded — a rank without indices once looped forever on the host, run c09f78d);
+ * the order of the tiles (FCO_EA_LEAN_MIX: a bijection, both kinds in their order, every remote
+ * tile before w); a whole plan of random worlds (every rank's tiles cover each (destination
+ * sample, source table) bag exactly once, and the bags a source sends a destination add up to
+ * what the destination's counter waits for, b_d · T_src); land units (their rows partition the
+ * output). Transport-independent: the same checks on every transport.
+ *   make test   or   build/tests/test_ea_plan
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/ops/embedding_alltoall_plan.h"
+#include "test.h"
+
+static uint64_t g_rng;
+static uint64_t rnd(void) { return g_rng = t_mix(g_rng); }
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+static void tile_bags(void) {
+  static const double kMean[] = {0.0, 0.25, 1.0, 2.0, 8.0, 64.0, 1e6};
+  static const int64_t kB[] = {0, 1, 5, 1000, 1000000};
+  static const int64_t kWarps[] = {1, 8, 3168, 1 << 20};
+  for (int G = 1; G <= 32; G *= 2)
+    for (size_t m = 0; m < sizeof kMean / sizeof kMean[0]; m++)
+      for (size_t b = 0; b < sizeof kB / sizeof kB[0]; b++)
+        for (int T = 1; T <= 9; T += 4)
+          for (size_t w = 0; w < sizeof kWarps / sizeof kWarps[0]; w++) {
+            t_context("tile_bags G=%d mean=%g B=%lld T=%d warps=%lld", G, kMean[m], (long long)kB[b],
+                      T, (long long)kWarps[w]);
+            const int W = fco_ea_lean_tile_bags(G, kMean[m], kB[b], T, kWarps[w]);
+            ASSERT_TRUE(W > 0 && (W & (W - 1)) == 0);
+            ASSERT_GE(W, 32 / G);
+            ASSERT_LE(W, FCO_EA_LEAN_MAX_TILE_BAGS);
+            ASSERT_EQ(W % (32 / G), 0);
+            /* long bags, few warps: the smallest tile with 4 chunks a group */
+            if (kMean[m] >= 64.0 && kWarps[w] == 1) ASSERT_EQ(W, 32 / G);
+          }
+  /* the shared memory grows with W and shrinks with G (its weights ring) */
+  ASSERT_LT(fco_ea_lean_smem(8, 16), fco_ea_lean_smem(8, 1024));
+  ASSERT_LT(fco_ea_lean_smem(16, 64), fco_ea_lean_smem(1, 64));
+}
+
+static void order(void) {
+  static const int kMix[] = {0, 1, 37, 50, 99, 100, 250};
+  uint32_t* seen = (uint32_t*)malloc(sizeof(uint32_t) * 400);
+  for (uint32_t nR = 0; nR <= 70; nR += 1 + nR / 8)
+    for (uint32_t nL = 0; nL <= 70; nL += 1 + nL / 8)
+      for (size_t m = 0; m < sizeof kMix / sizeof kMix[0]; m++) {
+        t_context("order nR=%u nL=%u mix=%d", nR, nL, kMix[m]);
+        const uint32_t w = fco_ea_lean_w(nR, nL, kMix[m]), n = nR + nL;
+        ASSERT_GE(w, nR);
+        ASSERT_LE(w, n);
+        if (kMix[m] <= 0 || nR == 0) ASSERT_EQ(w, nR);
+        if (kMix[m] >= 100 && nR > 0) ASSERT_EQ(w, n);
+        memset(seen, 0, sizeof(uint32_t) * 400);
+        uint32_t next_r = 0, next_l = nR;
+        for (uint32_t j = 0; j < n; j++) {
+          const uint32_t t = fco_ea_lean_order(j, nR, w);
+          ASSERT_LT(t, n);
+          ASSERT_EQ(seen[t], 0);
+          seen[t] = 1;
+          if (t < nR) { /* remote: in order, before w */
+            ASSERT_EQ(t, next_r);
+            next_r++;
+            ASSERT_LT(j, w);
+          } else {
+            ASSERT_EQ(t, next_l);
+            next_l++;
+          }
+          if (w == nR) ASSERT_EQ(t, j);
+        }
+        ASSERT_EQ(next_r, nR);
+        ASSERT_EQ(next_l, n);
+      }
+  free(seen);
+}
+
+/* A random world; every rank's plan through the kernels' functions; each bag of each
+ * destination must be pooled exactly once, by its source, and the bags a source sends a
+ * destination must add up to b_d · T_src. */
+static void plans(void) {
+  enum { MAXP = 8 };
+  for (int it = 0; it < 300; it++) {
+    const int P = (int)rnd_in(1, MAXP);
+    int32_t T[MAXP];
+    int64_t bstart[MAXP + 1];
+    int W[MAXP];
+    bstart[0] = 0;
+    for (int r = 0; r < P; r++) {
+      T[r] = (int32_t)rnd_in(0, 5);
+      bstart[r + 1] = bstart[r] + (rnd() % 4 == 0 ? 0 : rnd_in(1, 300));
+      W[r] = 1 << rnd_in(0, 7);
+    }
+    const int mix = rnd() % 2 ? 0 : (int)rnd_in(1, 100);
+    t_context("plan it=%d P=%d mix=%d", it, P, mix);
+    const int64_t B = bstart[P];
+    int32_t toff[MAXP + 1];
+    toff[0] = 0;
+    for (int r = 0; r < P; r++) toff[r + 1] = toff[r] + T[r];
+    /* cover[d's sample i][global table] */
+    unsigned char* cover = (unsigned char*)calloc((size_t)(B > 0 ? B : 1) * (size_t)(toff[P] > 0 ? toff[P] : 1), 1);
+    for (int me = 0; me < P; me++) {
+      uint32_t tstart[MAXP + 1], tpk[MAXP];
+      fco_ea_lean_tiles(P, me, T[me], W[me], bstart, tstart, tpk);
+      const uint32_t nR = tstart[P - 1], n = tstart[P], w = fco_ea_lean_w(nR, n - nR, mix);
+      int64_t sent[MAXP] = {0};
+      for (uint32_t j = 0; j < n; j++) {
+        int k, t;
+        int64_t i0;
+        fco_ea_lean_decode(fco_ea_lean_order(j, nR, w), tstart, tpk, W[me], &k, &t, &i0);
+        ASSERT_TRUE(k >= 0 && k < P);
+        const int d = (me + 1 + k) % P;
+        const int64_t bd = bstart[d + 1] - bstart[d];
+        ASSERT_TRUE(t >= 0 && t < T[me]);
+        ASSERT_TRUE(i0 >= 0 && i0 < bd);
+        ASSERT_EQ(i0 % W[me], 0);
+        const int64_t nb = bd - i0 < W[me] ? bd - i0 : W[me];
+        if (k < P - 1) { /* remote: before w, for d != me */
+          ASSERT_NE(d, me);
+          ASSERT_LT(j, w);
+        } else {
+          ASSERT_EQ(d, me);
+        }
+        sent[d] += nb;
+        for (int64_t i = i0; i < i0 + nb; i++) {
+          unsigned char* c = &cover[(size_t)(bstart[d] + i) * (size_t)toff[P] + (size_t)(toff[me] + t)];
+          ASSERT_EQ(*c, 0);
+          *c = 1;
+        }
+      }
+      for (int d = 0; d < P; d++) ASSERT_EQ(sent[d], (bstart[d + 1] - bstart[d]) * T[me]);
+    }
+    for (int64_t i = 0; i < B * toff[P]; i++) ASSERT_EQ(cover[i], 1);
+    free(cover);
+  }
+}
+
+static void land(void) {
+  for (int it = 0; it < 2000; it++) {
+    const int64_t bme = rnd() % 5 == 0 ? 0 : rnd_in(1, 5000), Ts = rnd_in(0, 6);
+    const int64_t vec = 16 * rnd_in(1, 32), land_bytes = 1024 * rnd_in(4, 256);
+    t_context("land bme=%lld Ts=%lld vec=%lld land=%lld", (long long)bme, (long long)Ts,
+              (long long)vec, (long long)land_bytes);
+    const int64_t units = fco_ea_lean_land_units(bme, Ts, vec, land_bytes);
+    ASSERT_GE(units, 1);
+    if (bme * Ts == 0) {
+      ASSERT_EQ(units, 1);
+      continue;
+    }
+    ASSERT_LE(units, bme);
+    int64_t at = 0;
+    for (int64_t u = 0; u < units; u++) {
+      int64_t r0, r1;
+      fco_ea_lean_land_rows(bme, units, u, &r0, &r1);
+      ASSERT_EQ(r0, at); /* contiguous, in order, no overlap */
+      ASSERT_LE(r0, r1);
+      ASSERT_LE((r1 - r0) * Ts * vec, land_bytes + Ts * vec); /* about land_bytes, ≥ a row */
+      at = r1;
+    }
+    ASSERT_EQ(at, bme);
+  }
+}
+
+int main(void) {
+  g_rng = t_seed_init();
+  tile_bags();
+  order();
+  plans();
+  land();
+  printf("PASS\n");
+  return 0;
+}
