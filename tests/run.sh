@@ -3,6 +3,10 @@
 #   BUILD=build tests/run.sh              (BUILD: the make build directory; default build)
 #   FCO_TRANSPORT=local tests/run.sh      (transport under test; cpu when unset)
 #   TEST_TIMEOUT=120 VERBOSE=1 tests/run.sh [test_name ...]
+# Test programs read: FCO_TEST_SEED (reproduce a run), FCO_TEST_QUICK=1 (fewer cases),
+# FCO_TEST_MAX_RANKS (largest world of the rank loops, default 4, up to 8: the scale-up runs),
+# FCO_TEST_TRACE=1 (print every test context to stderr as it is set: where a hang is; a test
+# killed by the timeout also says what it was doing).
 # Each test runs under `timeout`; exit 0 = PASS, 77 = SKIP, anything else = FAIL (its output is
 # printed). Full logs go to $BUILD/tests/logs/<transport>/. The run fails when any test failed,
 # or when none passed (a run that executes nothing proves nothing).

@@ -788,7 +788,7 @@ int main(void) {
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
   int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
-  int max = t_max_ranks(t) < 4 ? t_max_ranks(t) : 4;
+  int max = t_test_max_ranks(t);
   for (int P = 1; P <= max; P++) {
     t_world_t w;
     double t0 = t_now_ms();
@@ -813,8 +813,9 @@ int main(void) {
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
     fflush(stdout);
   }
-  if (max < 4)
-    printf("ranks %d..4 not run: transport %s has %d here\n", max + 1, fco_transport_name(t), max);
+  if (max < t_test_rank_cap())
+    printf("ranks %d..%d not run: transport %s has %d here\n", max + 1, t_test_rank_cap(),
+           fco_transport_name(t), max);
   printf("PASS\n");
   return 0;
 }

@@ -147,6 +147,10 @@ fco_transport_t t_transport(void);
 /* Ranks a world of `t` can have here: cpu 64; local 8 with a GPU; nccl min(GPUs, 8);
  * 0 when the build or machine cannot run it. */
 int t_max_ranks(fco_transport_t t);
+/* The largest world a test's rank loop runs: t_max_ranks(t), at most FCO_TEST_MAX_RANKS (default
+ * 4, 1..8; 8 for the scale-up runs of 4 and 8 GPUs). */
+int t_test_max_ranks(fco_transport_t t);
+int t_test_rank_cap(void); /* FCO_TEST_MAX_RANKS as used above (default 4) */
 /* Skip (77) when a world of `n` ranks of transport t cannot run here. */
 void t_require_ranks(fco_transport_t t, int n);
 int t_is_gpu(fco_transport_t t);

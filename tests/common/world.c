@@ -62,6 +62,17 @@ int t_max_ranks(fco_transport_t t) {
   }
 }
 
+int t_test_rank_cap(void) {
+  const char* e = getenv("FCO_TEST_MAX_RANKS");
+  const int cap = e && *e ? atoi(e) : 4;
+  return cap < 1 ? 1 : cap > 8 ? 8 : cap;
+}
+
+int t_test_max_ranks(fco_transport_t t) {
+  const int m = t_max_ranks(t), cap = t_test_rank_cap();
+  return m < cap ? m : cap;
+}
+
 void t_require_ranks(fco_transport_t t, int n) {
   int m = t_max_ranks(t);
   if (m >= n) return;

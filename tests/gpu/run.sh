@@ -83,6 +83,8 @@ run_step() {
 cat "$OUT/meta.txt"
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 NGPU=${NGPU:-0}
+# 4 or 8 GPUs (issue 7's scale-up runs): the C suites' rank loops go up to every GPU
+[ "$NGPU" -gt 4 ] && export FCO_TEST_MAX_RANKS=${FCO_TEST_MAX_RANKS:-$NGPU}
 
 # ---- build --------------------------------------------------------------------------------
 # FCO_GPU_PREBUILT=1: the objects under build/obj were built on the CPU machine with the same
