@@ -763,14 +763,17 @@ static void bad_args(const t_world_t* w) {
       t_fail(__FILE__, __LINE__, "a rejected call wrote byte %zu of out", i);
   free(h);
 
-  /* Ranks that disagree (dim): every transport refuses, naming the field. */
+  /* Ranks that disagree (dim): every transport refuses, naming the field. The others' dim is
+   * one less (p.D = 4): with one more, the rank's own argument checks could see its out or weight
+   * run into a neighbouring allocation (they are sized for p.D) and refuse before the group,
+   * leaving its peers to time out — a flake, depending on where the allocator put them. */
   if (w->n > 1) {
     t_context("bad arguments: dim differs across ranks");
     fco_result_t first = FCO_OK;
     ASSERT_OK(fco_group_start());
     for (int r = 0; r < w->n; r++) {
       fco_result_t e = fco_embedding_alltoall(
-          w->comms[r], p.d_weight[r], p.rows[r], p.tpr, p.bpr, r == 0 ? p.D : p.D + 1, p.dt,
+          w->comms[r], p.d_weight[r], p.rows[r], p.tpr, p.bpr, r == 0 ? p.D : p.D - 1, p.dt,
           p.d_offsets[r], p.d_indices[r], p.nnz[r], p.it, NULL, p.pool,
           p.bpr[r] ? p.d_out[r] : NULL, 1, NULL);
       if (e != FCO_OK && first == FCO_OK) first = e;
