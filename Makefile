@@ -1,7 +1,7 @@
 # Makefile — builds libfco (shared + static), tools/fco-bench and the tests.
 #   make            build everything into build/
 #   make test       build and run the test suite (cpu transport without a GPU; see tests/run.sh)
-#   make bench      build and run the A/B benchmark (fco-bench) with defaults
+#   make bench      build and run the A/B benchmark (fco-bench) of every operator with defaults
 # CUDA code is built when nvcc is found ($(CUDA_HOME)/bin/nvcc); otherwise a CPU-only library.
 # Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD.
 
@@ -110,8 +110,12 @@ test: all
 	BUILD=$(BUILD) ./tests/run.sh
 	BUILD=$(BUILD) ./tests/python/run.sh
 
+# Every operator, one fco-bench table each, fco-bench's defaults (transport auto: nccl with a GPU,
+# else the cpu transport, which the tables' header says; fco-bench -h). BENCH_OPS / BENCH_ARGS
+# narrow it, e.g. make bench BENCH_OPS=embedding_alltoall BENCH_ARGS="-d bf16 -G 1".
+BENCH_OPS ?= gemv_allreduce embedding_alltoall gemm_alltoall allreduce
 bench: all
-	$(BUILD_RUN)/bin/fco-bench $(BENCH_ARGS)
+	@for op in $(BENCH_OPS); do $(BUILD_RUN)/bin/fco-bench $$op $(BENCH_ARGS) || exit 1; done
 
 clean:
 	rm -rf $(BUILD)
