@@ -39,8 +39,12 @@
  *   source's columns of those rows from the workspace half into out (copy_cols_any).
  * Progress: pool tiles never wait; a block waits only after its last pool tile, and only for
  *   counters other ranks complete without waiting (their blocks' signals follow their remote
- *   tiles). Every block of the grid must be co-resident on the local transport (the launcher
- *   sizes the grid from the occupancy at this launch's shared memory).
+ *   tiles). Every block of the grid must be co-resident (the launcher sizes the grid from the
+ *   occupancy at this launch's shared memory): on the local transport because the virtual ranks
+ *   wait for each other inside one grid; on nccl because blocks waiting for a peer's counter
+ *   hold SMs this rank's not-yet-started blocks need, while the peer waits for this rank's
+ *   counter the same way — if other work keeps part of the grid from being resident (another
+ *   stream's kernels, MPS), both can wait until FCO_ERR_TIMEOUT, as ea_kernel_fused can.
  * Bad data: lean_tile skips bad indices, pools bad bags as empty and reports through dev->err;
  *   the tile still counts all its bags, so the protocol completes and out is complete.
  * Bounds (checked by fused_lean_applies on the host, agreed values only): tiles of a rank
@@ -116,6 +120,12 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
   uint32_t* const park = &b->park[threadIdx.x >> 5][0];
   bool signalled = false;
   for (;; j += p.blocks_per_rank * kWarps) {
+    /* Lanes leave lean_tile at different times (their groups' bags differ). Reconverge here:
+     * every lane has read the parked state (below) before any lane overwrites it in this
+     * iteration (run ac50ff3 without a sync: a fast lane's next j reached a slow lane, the warp
+     * split between tiles and hung in lean_tile's full-warp shuffles), and the warp reaches the
+     * block barrier below converged. */
+    __syncwarp();
     if (!signalled && j >= b->w) {
       const uint64_t base = epoch() << 32;
       /* Every warp passes here exactly once: its remote stores are issued before the barrier,
@@ -154,11 +164,7 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
     T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
                    ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
     const int64_t row0 = p.row_base[rk.row_base0 + t];
-    /* Lanes leave lean_tile at different times (their groups' bags differ): every lane has read
-     * the previous tile's parked state before any overwrites it (run ac50ff3 without this: a fast
-     * lane's next j reached a slow lane, the warp split between tiles and hung in lean_tile's
-     * full-warp shuffles). lean_tile starts with __syncwarp, so the reads below see these writes. */
-    __syncwarp();
+    /* (every lane writes the same values, and reads back what it wrote or an equal value) */
     park[0] = j;
     park[1] = (uint32_t)signalled;
     asm volatile("" ::: "memory");
@@ -173,6 +179,7 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
     j = park[0];
     signalled = park[1] != 0;
   }
+  __syncwarp(); /* converged into the landing's block barriers */
 }
 
 /* All threads: this block's land units, part, part + bpr, ...: sources me−1, me−2, ... (see the
