@@ -87,12 +87,13 @@ static void plans(void) {
     const int P = (int)rnd_in(1, MAXP);
     int32_t T[MAXP];
     int64_t bstart[MAXP + 1];
-    int W[MAXP];
+    int W[MAXP], nt[MAXP];
     bstart[0] = 0;
     for (int r = 0; r < P; r++) {
-      T[r] = (int32_t)rnd_in(0, 5);
+      T[r] = (int32_t)rnd_in(0, 9);
       bstart[r + 1] = bstart[r] + (rnd() % 4 == 0 ? 0 : rnd_in(1, 300));
       W[r] = 1 << rnd_in(0, 7);
+      nt[r] = 1 << rnd_in(0, 2); /* FCO_EA_LEAN_TABLES: warp tiles of nt tables */
     }
     const int mix = rnd() % 2 ? 0 : (int)rnd_in(1, 100);
     t_context("plan it=%d P=%d mix=%d", it, P, mix);
@@ -104,7 +105,7 @@ static void plans(void) {
     unsigned char* cover = (unsigned char*)calloc((size_t)(B > 0 ? B : 1) * (size_t)(toff[P] > 0 ? toff[P] : 1), 1);
     for (int me = 0; me < P; me++) {
       uint32_t tstart[MAXP + 1], tpk[MAXP];
-      fco_ea_lean_tiles(P, me, T[me], W[me], bstart, tstart, tpk);
+      fco_ea_lean_tiles(P, me, (T[me] + nt[me] - 1) / nt[me], W[me], bstart, tstart, tpk);
       const uint32_t nR = tstart[P - 1], n = tstart[P], w = fco_ea_lean_w(nR, n - nR, mix);
       int64_t sent[MAXP] = {0};
       for (uint32_t j = 0; j < n; j++) {
@@ -114,7 +115,9 @@ static void plans(void) {
         ASSERT_TRUE(k >= 0 && k < P);
         const int d = (me + 1 + k) % P;
         const int64_t bd = bstart[d + 1] - bstart[d];
-        ASSERT_TRUE(t >= 0 && t < T[me]);
+        /* a group of nt tables, ntab of them present (the kernel's t0 = t · nt) */
+        const int t0 = t * nt[me], ntab = T[me] - t0 < nt[me] ? T[me] - t0 : nt[me];
+        ASSERT_TRUE(t0 >= 0 && ntab >= 1);
         ASSERT_TRUE(i0 >= 0 && i0 < bd);
         ASSERT_EQ(i0 % W[me], 0);
         const int64_t nb = bd - i0 < W[me] ? bd - i0 : W[me];
@@ -124,12 +127,14 @@ static void plans(void) {
         } else {
           ASSERT_EQ(d, me);
         }
-        sent[d] += nb;
-        for (int64_t i = i0; i < i0 + nb; i++) {
-          unsigned char* c = &cover[(size_t)(bstart[d] + i) * (size_t)toff[P] + (size_t)(toff[me] + t)];
-          ASSERT_EQ(*c, 0);
-          *c = 1;
-        }
+        sent[d] += nb * ntab;
+        for (int u = 0; u < ntab; u++)
+          for (int64_t i = i0; i < i0 + nb; i++) {
+            unsigned char* c =
+                &cover[(size_t)(bstart[d] + i) * (size_t)toff[P] + (size_t)(toff[me] + t0 + u)];
+            ASSERT_EQ(*c, 0);
+            *c = 1;
+          }
       }
       for (int d = 0; d < P; d++) ASSERT_EQ(sent[d], (bstart[d + 1] - bstart[d]) * T[me]);
     }

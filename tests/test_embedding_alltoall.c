@@ -387,6 +387,15 @@ static void sweep(const t_world_t* w, int quick) {
     one_call(w, 32, FCO_F32, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_SUM, 0, kImpls[ii], 0);
     g_shift = 0;
   }
+  /* Warp tiles of several tables (FCO_EA_LEAN_TABLES) with rank 0's pointers off alignment: its
+   * tiles pooled table by table by lean_tile_any, the others' by the multi-table lean_tile. */
+  setenv("FCO_EA_LEAN_TABLES", "4", 1);
+  g_shift_rank = 0;
+  g_shift = 2;
+  one_call(w, 16, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN, 0, 1, bbig);
+  g_shift = 0;
+  g_shift_rank = -1;
+  unsetenv("FCO_EA_LEAN_TABLES");
   /* The fused lean kernel compiled for 4 blocks a SM (the default is 3). */
   setenv("FCO_EA_LEAN_BLOCKS", "4", 1);
   one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, bbig);
@@ -418,6 +427,10 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32},
+      /* warp tiles of several tables (experimental): 32-byte rows (16 lane groups a warp) and
+       * 256-byte rows (2 groups: nt ≤ 2) */
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "2", 64, FCO_F32},
       /* the timeline variants (stamps to stderr) must pool as the kernels without them */
       {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32},
@@ -485,6 +498,7 @@ static void decode_edges(const t_world_t* w) {
   } kRuns[] = {{"FCO_EA_LEAN", "1", NULL, NULL, 128, FCO_F32}, /* the lean kernel: ragged too */
                {"FCO_EA_LEAN", "1", NULL, NULL, 64, FCO_BF16},
                {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "50", 64, FCO_BF16},
+               {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16}, /* 5 tables: 4 + 1 */
                {"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
@@ -596,8 +610,9 @@ static void graph_replay(const t_world_t* w) {
  * skipped (the reference skips them too), nothing written past out. `kind`: 0 index = rows,
  * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
  * (3 f32: the element path; 16 bf16: 32-byte rows, the lean kernels); stream: NULL the
- * defaults, else the previous kernels (FCO_EA_LEAN=0) with FCO_EA_STREAM = stream. Destroys
- * the world (GPU errors are sticky) and makes a new one. */
+ * defaults, "T<n>" the lean kernels with FCO_EA_LEAN_TABLES = n, else the previous kernels
+ * (FCO_EA_LEAN=0) with FCO_EA_STREAM = stream. Destroys the world (GPU errors are sticky) and
+ * makes a new one. */
 static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt,
                      const char* stream) {
   prob_t p;
@@ -644,13 +659,16 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   if (!found) t_fail(__FILE__, __LINE__, "bad_data: no problem with a place for kind %d", kind);
   describe(&p, impl, seed, "bad data");
   prob_upload(w, &p);
-  if (stream) {
+  if (stream && stream[0] == 'T') {
+    setenv("FCO_EA_LEAN_TABLES", stream + 1, 1);
+  } else if (stream) {
     setenv("FCO_EA_LEAN", "0", 1);
     setenv("FCO_EA_STREAM", stream, 1);
   }
   fco_result_t res = prob_run(w, &p, impl, NULL);
   unsetenv("FCO_EA_LEAN");
   unsetenv("FCO_EA_STREAM");
+  unsetenv("FCO_EA_LEAN_TABLES");
   t_sync(w);
   char want_table[32], want_pos[32];
   snprintf(want_table, sizeof want_table, "table %lld", (long long)table);
@@ -811,6 +829,8 @@ int main(void) {
         bad_data(&w, impl, kind, 16, FCO_BF16, NULL); /* 32-byte rows: the lean kernels */
         /* the previous fused kernel's streaming lookup (pool_tile_stream) */
         if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "1");
+        /* the fused lean kernel's multi-table warp tiles (FCO_EA_LEAN_TABLES=4) */
+        if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "T4");
       }
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);

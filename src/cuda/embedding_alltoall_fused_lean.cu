@@ -89,10 +89,11 @@ struct LeanBlk {
 
 /* One thread: the tile and land-unit tables of rank me (see the header; the arithmetic is
  * src/ops/embedding_alltoall_plan.h's, checked on the CPU by tests/test_ea_plan.c). */
-__device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64_t land_bytes,
-                                         int mix, LeanBlk* b) {
+__device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x_nt,
+                                         int64_t land_bytes, int mix, LeanBlk* b) {
   const int P = p.nranks;
-  fco_ea_lean_tiles(P, me, ea_tables(p, me), W, p.bstart, b->tstart, b->tpk);
+  const int nt = x_nt < 1 ? 1 : x_nt;
+  fco_ea_lean_tiles(P, me, (ea_tables(p, me) + nt - 1) / nt, W, p.bstart, b->tstart, b->tpk);
   for (int k = 0; k < P; ++k) b->sent[k] = 0;
   const uint32_t nR = b->tstart[P - 1];
   b->w = fco_ea_lean_w(nR, b->tstart[P] - nR, mix);
@@ -111,7 +112,7 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int64
  * warp's loop state (j, whether it signalled) waits in shared memory while lean_tile runs (the
  * compiler barriers force the reload), so lean_tile keeps the registers it has in the lookup
  * kernel: with the state live across it, ptxas spilled 532 bytes at 64 registers. */
-template <typename T, typename I, bool kProf>
+template <typename T, typename I, bool kProf, bool kMT>
 __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t j, bool aligned) {
   const int P = p.nranks;
@@ -158,8 +159,12 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
     const int d = (me + 1 + k) % P;
     const int nb = (int)min((int64_t)W, ea_batch(p, d) - i0);
     const bool remote = k < P - 1;
+    /* kMT: t is a group of nt tables, ntab of them present */
+    const int nt = kMT ? src.nt : 1;
+    if constexpr (kMT) t *= nt;
+    const int ntab = kMT ? min(nt, ea_tables(p, me) - t) : 1;
     /* counted before the stores: sent is read only after the barrier above */
-    if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)nb);
+    if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)(nb * ntab));
     const size_t half = (size_t)(epoch() & 1) * fco_ws_half_bytes(v.ws_bytes);
     T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
                    ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
@@ -168,13 +173,20 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
     park[0] = j;
     park[1] = (uint32_t)signalled;
     asm volatile("" ::: "memory");
-    if (aligned)
-      lean_tile<T, I, kLeanStages, kLeanRows>(src, t, p.bstart[d] + i0, nb, row0,
-                                             p.row_base[rk.row_base0 + t + 1] - row0, dst,
-                                             (int64_t)p.T * p.D);
-    else
+    if (aligned) {
+      lean_tile<T, I, kLeanStages, kLeanRows, kMT>(src, t, p.bstart[d] + i0, nb, row0,
+                                                  p.row_base[rk.row_base0 + t + 1] - row0, dst,
+                                                  (int64_t)p.T * p.D, nt, ntab,
+                                                  p.row_base + rk.row_base0);
+    } else if constexpr (kMT) {
+      for (int u = 0; u < ntab; ++u)
+        lean_tile_any<T, I>(src, t + u, p.bstart[d] + i0, nb, p.row_base[rk.row_base0 + t + u],
+                            p.row_base[rk.row_base0 + t + u + 1] - p.row_base[rk.row_base0 + t + u],
+                            dst + (size_t)u * p.D, (int64_t)p.T * p.D);
+    } else {
       lean_tile_any<T, I>(src, t, p.bstart[d] + i0, nb, row0, p.row_base[rk.row_base0 + t + 1] - row0,
                           dst, (int64_t)p.T * p.D);
+    }
     asm volatile("" ::: "memory");
     j = park[0];
     signalled = park[1] != 0;
@@ -223,7 +235,7 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
  * local transport is for correctness). kMinB: 3 (80 registers, the default) or 4 blocks a SM
  * (FCO_EA_LEAN_BLOCKS). kProf: FCO_EA_PROFILE's stamps (start, the block's signal, pool tiles
  * done, landed), a variant so that the default kernel has none of it. */
-template <typename T, bool kOne, int kMinB, bool kProf>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
   __shared__ RankView v;
@@ -236,7 +248,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   fco_dev_rank_t* dev = rk.dev;
   if (threadIdx.x == FCO_MAX_GPU_RANKS + 1) {
     if (!kOne) src_sh = x.s[li];
-    lean_blk(p, rk.rank, x.s[li].W, x.land_bytes, x.mix, &b);
+    lean_blk(p, rk.rank, x.s[li].W, kMT ? x.s[li].nt : 1, x.land_bytes, x.mix, &b);
   }
   load_rank_view(dev, &v); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
@@ -259,8 +271,8 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
   const bool aligned = x.aligned[li] != 0;
   prof_stamp<kProf>(p, 0);
-  if (rk.idx64) lean_pool_all<T, int64_t, kProf>(p, src, rk, v, &b, j0, aligned);
-  else lean_pool_all<T, int32_t, kProf>(p, src, rk, v, &b, j0, aligned);
+  if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
+  else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
   prof_stamp<kProf>(p, 2);
 
   lean_land<T>(p, rk, v, b, half, base, part, bpr);
@@ -269,9 +281,9 @@ __global__ void __launch_bounds__(kThreads, kMinB)
 }
 
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
-template <typename T, bool kOne, int kMinB, bool kProf>
-fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err) {
-  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf>;
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false>
+fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int nt_knob = 1) {
+  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT>;
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -280,7 +292,9 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err) {
   const int units = (int)((int64_t)p0.D * p0.esize / 16);
   int G = 1;
   while (G < units) G *= 2;
-  if ((res = opt_in_smem<kern>(device, (int)lean_smem(1, kLeanMaxTileBags), err)) != FCO_OK) return res;
+  /* the most any G, W and nt need (kMT: W · nt ≤ kLeanMaxTileBags, so nt·(W + 1) ≤ that + 32) */
+  const int most = (int)(lean_smem(1, kLeanMaxTileBags) + (size_t)kWarps * 32 * 4);
+  if ((res = opt_in_smem<kern>(device, most, err)) != FCO_OK) return res;
   int per_sm = 0;
   cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads,
                                                                  lean_smem(G, kLeanMaxTileBags));
@@ -296,7 +310,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err) {
   x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
   int lg = 0;
   while ((1 << lg) < G) lg++;
-  int wmax = 1;
+  int wmax = 1, slots = 1; /* slots: staged offsets a warp, the most of any local rank */
   for (int i = 0; i < num_local; i++) {
     const EaRank& rk = p0.r[i];
     const int Tr = ea_tables(p0, rk.rank);
@@ -314,11 +328,19 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err) {
     s.D = p0.D;
     s.lg_G = lg;
     s.mean = p0.mean;
-    s.W = lean_tile_bags(G, mean_len, p0.B, Tr > 0 ? Tr : 1, warps);
+    /* kMT: nt tables a tile (a power of two ≤ the groups of a warp and ≤ T_r), the groups of a
+     * table 32/G/nt, W sized for them, its staged offsets nt·(W + 1) ≤ kLeanMaxTileBags + nt */
+    int nt = 1;
+    if (kMT)
+      while (nt * 2 <= nt_knob && nt * 2 <= 32 / G && nt * 2 <= Tr) nt *= 2;
+    s.nt = nt;
+    s.W = lean_tile_bags(G * nt, mean_len, p0.B, Tr > 0 ? (Tr + nt - 1) / nt : 1, warps);
+    while (kMT && s.W > 32 / G / nt && (int64_t)s.W * nt > kLeanMaxTileBags) s.W /= 2;
+    if (s.nt * (s.W + 1) > slots) slots = s.nt * (s.W + 1);
     x.aligned[i] = (uintptr_t)rk.weight % 16 == 0 && (uintptr_t)rk.out % 16 == 0;
     if (s.W > wmax) wmax = s.W;
   }
-  const size_t smem = lean_smem(G, wmax);
+  const size_t smem = lean_smem(G, wmax) + (size_t)kWarps * (size_t)(slots - (wmax + 1)) * 4;
   ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   const int64_t bpr = (int64_t)sms * per_sm / num_local;
@@ -346,6 +368,14 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * kProf variant, built for one local rank at 3 blocks a SM only (the nccl transport's
    * default); elsewhere p.prof is cleared and nothing is stamped. */
   const bool four = fco_env_int("FCO_EA_LEAN_BLOCKS", kLeanFusedBlocks) == 4;
+  /* FCO_EA_LEAN_TABLES = nt > 1: the kMT variant (3 blocks a SM, no profile); experimental */
+  const long long nt = fco_env_int("FCO_EA_LEAN_TABLES", 1);
+  if (nt > 1) {
+    p.prof = nullptr;
+    const int n = (int)(nt > 32 ? 32 : nt);
+    return num_local == 1 ? launch_t<T, true, 3, false, true>(p, 1, stream, err, n)
+                          : launch_t<T, false, 3, false, true>(p, num_local, stream, err, n);
+  }
   if (p.prof && (num_local != 1 || four)) p.prof = nullptr;
   if (p.prof) return launch_t<T, true, 3, true>(p, 1, stream, err);
   if (num_local == 1)

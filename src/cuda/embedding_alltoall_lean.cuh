@@ -78,6 +78,7 @@ struct LeanSrc {
   int32_t table0;            /* global id of table 0 (reports) */
   int32_t D, lg_G, mean;
   int32_t W;                 /* bags of a warp tile (at most; the smem), a multiple of 32/G */
+  int32_t nt;                /* tables a warp tile (FCO_EA_LEAN_TABLES, the fused kernel's kMT) */
 };
 struct LeanParams : LeanSrc {
   void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
@@ -111,10 +112,18 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
 
 /* One warp tile: bags (b0 + i, local table t), i < nb ≤ p.W, pooled by the calling warp (all 32
  * lanes) into obase + i · stride (elements; obase = bag (b0, t)'s output). Table t's rows are
- * [row0, row0 + rows) of p.weight. See the header for the algorithm. */
-template <typename T, typename I, int kS, int kU>
+ * [row0, row0 + rows) of p.weight. See the header for the algorithm.
+ * kMT (FCO_EA_LEAN_TABLES = nt > 1, the fused kernel only; experimental): the tile spans the ntab
+ * ≤ nt tables t, t + 1, ... of the same samples; lane group r takes table t + r mod nt (idle
+ * when that is ≥ ntab) and the (r / nt)-th slice of its bags, so the groups that store in the
+ * same instruction write neighbouring tables of a sample — runs of up to nt rows instead of rows
+ * T·D apart (small rows over NVLink). Rows of table u are [rb[u], rb[u + 1]); row0 and rows are
+ * unused; the warp's staged offsets take nt · (p.W + 1) slots (lean_smem_nt). kMT = false
+ * compiles to the single-table tile. */
+template <typename T, typename I, int kS, int kU, bool kMT = false>
 __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, int nb, int64_t row0,
-                                          int64_t rows, T* const obase, int64_t stride) {
+                                          int64_t rows, T* const obase, int64_t stride, int nt = 1,
+                                          int ntab = 1, const int64_t* rb = nullptr) {
   using Un = Unit<T, true>;
   constexpr int kE = Un::kE;
   static_assert(kS * kU <= 32 && kU <= 32 / kS, "the valid bits of a ring fit one word");
@@ -122,39 +131,74 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
   const int G = 1 << p.lg_G, gl = lane & (G - 1), r = lane >> p.lg_G, RW = 32 >> p.lg_G;
   const bool lane_on = gl < p.D / kE;
   const bool weighted = p.psw != nullptr;
-  int* const so = (int*)(g_ea_ring + kS * kU * kThreads) + warp * (p.W + 1);
-  const float* const wr = (const float*)(so - warp * (p.W + 1) + kWarps * (p.W + 1)) +
-                          (threadIdx.x >> p.lg_G) * (kS * kU);
+  /* kMT: this lane group's table t + tt (idle past ntab), its slice rq of RWq a table */
+  const int tt = kMT ? r & (nt - 1) : 0, rq = kMT ? r / nt : r, RWq = kMT ? RW / nt : RW;
+  const bool idle = kMT && tt >= ntab;
+  const int tl = t + (idle ? 0 : tt);
+  const int sw = kMT ? nt * (p.W + 1) : p.W + 1; /* staged offsets a warp */
+  int* const so_w = (int*)(g_ea_ring + kS * kU * kThreads) + warp * sw;
+  int* const so = kMT ? so_w + (idle ? 0 : tt) * (p.W + 1)
+                      : (int*)(g_ea_ring + kS * kU * kThreads) + warp * (p.W + 1);
+  const float* const wr = kMT ? (const float*)((int*)(g_ea_ring + kS * kU * kThreads) + kWarps * sw) +
+                                    (threadIdx.x >> p.lg_G) * (kS * kU)
+                              : (const float*)(so - warp * (p.W + 1) + kWarps * (p.W + 1)) +
+                                    (threadIdx.x >> p.lg_G) * (kS * kU);
   const uint32_t ring = smem_u32(g_ea_ring + threadIdx.x), wring = smem_u32(wr);
   /* rows u of a chunk whose weight this lane copies (u mod G = gl), none without weights */
   uint32_t wmine = 0;
 #pragma unroll
   for (int u = 0; u < kU; ++u) wmine |= (uint32_t)(weighted && (u & (G - 1)) == gl) << u;
-  const I* offs = (const I*)p.offsets + ((int64_t)t * p.B + b0);
-  /* Stage and check the tile's offsets; lane 0's predecessor is the last lane's of the step
-   * before. */
+  const I* offs = (const I*)p.offsets + ((int64_t)tl * p.B + b0);
+  /* Stage and check the tile's offsets (each table's, kMT); lane 0's predecessor is the last
+   * lane's of the step before. */
   __syncwarp(); /* the previous tile's offsets are read */
-  const int64_t pfirst = (int64_t)__ldg(offs);
+  int64_t pfirst = 0;
   bool bad = false;
-  int64_t carry = 0;
-  for (int i0 = 0; i0 <= nb; i0 += 32) {
-    const int i = i0 + lane;
-    const int64_t v = i <= nb ? (int64_t)__ldg(offs + i) : 0;
-    int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
-    if (lane == 0) pv = carry;
-    carry = __shfl_sync(0xffffffffu, v, 31);
-    if (i <= nb) {
-      bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pfirst > INT32_MAX - 64;
-      so[i] = (int)(v - pfirst);
+  if constexpr (kMT) {
+    for (int t2 = 0; t2 < ntab; ++t2) {
+      const I* const o2 = (const I*)p.offsets + ((int64_t)(t + t2) * p.B + b0);
+      int* const s2 = so_w + t2 * (p.W + 1);
+      const int64_t pf = (int64_t)__ldg(o2);
+      if (t2 == tt) pfirst = pf;
+      int64_t carry = 0;
+      for (int i0 = 0; i0 <= nb; i0 += 32) {
+        const int i = i0 + lane;
+        const int64_t v = i <= nb ? (int64_t)__ldg(o2 + i) : 0;
+        int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
+        if (lane == 0) pv = carry;
+        carry = __shfl_sync(0xffffffffu, v, 31);
+        if (i <= nb) {
+          bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pf > INT32_MAX - 64;
+          s2[i] = (int)(v - pf);
+        }
+      }
+    }
+  } else {
+    pfirst = (int64_t)__ldg(offs);
+    int64_t carry = 0;
+    for (int i0 = 0; i0 <= nb; i0 += 32) {
+      const int i = i0 + lane;
+      const int64_t v = i <= nb ? (int64_t)__ldg(offs + i) : 0;
+      int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
+      if (lane == 0) pv = carry;
+      carry = __shfl_sync(0xffffffffu, v, 31);
+      if (i <= nb) {
+        bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pfirst > INT32_MAX - 64;
+        so[i] = (int)(v - pfirst);
+      }
     }
   }
   __syncwarp();
   const bool bad_tile = __any_sync(0xffffffffu, bad);
-  const int bpg = p.W / RW;
-  const int kb = min(r * bpg, nb), ke = min(kb + bpg, nb);
+  const int bpg = p.W / RWq;
+  const int kb = idle ? 0 : min(rq * bpg, nb), ke = idle ? 0 : min(kb + bpg, nb);
+  if constexpr (kMT) {
+    row0 = rb[tl];
+    rows = rb[tl + 1] - row0;
+  }
   /* this lane's unit of row 0 of the table, of the tile's first bag's output */
   const uint4* const tb = (const uint4*)((const T*)p.weight + row0 * p.D) + gl;
-  T* const ob = obase + gl * kE;
+  T* const ob = obase + (kMT ? (tl - t) * p.D : 0) + gl * kE;
   const int64_t row_units = p.D / kE; /* row stride in uint4 */
   float acc[kE];
 #pragma unroll
@@ -164,13 +208,13 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     for (int k = kb; k < ke; ++k) {
       int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
       if (lo < 0 || hi < lo || hi > p.num_indices) {
-        if (gl == 0) lean_bad(p, 1, t, FCO_EA_BAD_OFFSETS, (int64_t)t * p.B + b0 + k, hi, 1);
+        if (gl == 0) lean_bad(p, 1, tl, FCO_EA_BAD_OFFSETS, (int64_t)tl * p.B + b0 + k, hi, 1);
         lo = hi = 0;
       }
       for (int64_t q = lo; q < hi; ++q) {
         const int64_t ix = (int64_t)__ldg((const I*)p.indices + q);
         if ((uint64_t)ix >= (uint64_t)rows) {
-          if (gl == 0) lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, ix, 1);
+          if (gl == 0) lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, ix, 1);
           continue;
         }
         bag_add<T>(acc, __ldg(lane_on ? tb + ix * row_units : &g_ea_dummy), p.psw, q);
@@ -248,7 +292,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
       const int u = __ffs(inm & ~okc) - 1;
       const int64_t q = pfirst + q0 + u;
-      lean_bad(p, 0, t, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
+      lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
                (unsigned long long)__popc(inm & ~okc));
     }
     const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
