@@ -27,8 +27,10 @@
  *   FCO_EA_LEAN_BLOCKS   the fused lean kernel compiled for 3 (default, 80 registers) or 4 blocks
  *                        a SM (64 registers; run ac50ff3: 0-7 % slower)
  *   FCO_EA_LEAN_MIX      the fused lean kernel: 0..100 (default 0 = remote tiles first), the % of
- *                        the local tiles its remote ones are spread over (lean_order; not yet
- *                        measured)
+ *                        the local tiles its remote ones are spread over (fco_ea_lean_order; not
+ *                        yet measured)
+ *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
+ *                        (kernel variant kMT; not yet measured)
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64), both fused kernels
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them
