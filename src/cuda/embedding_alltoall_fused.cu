@@ -219,10 +219,7 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2) ea_k
   const uint64_t e = v.epoch + 1;
   const int P = p.nranks, me = v.rank;
   const size_t es = sizeof(T);
-  if (v.nranks != P || me != rk.rank || (P > 1 && v.ws_bytes < 2 * p.recv_bytes)) {
-    if (threadIdx.x == 0)
-      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, me, -1, 2 * p.recv_bytes,
-                   v.ws_bytes);
+  if (!ea_view_ok(p, v, rk.rank)) {
     epoch_end(dev, e, p.blocks_per_rank);
     return;
   }
@@ -409,10 +406,7 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
   const uint64_t e = v.epoch + 1;
   const int P = p.nranks;
   const size_t es = sizeof(T);
-  if (v.nranks != P || v.rank != rk.rank || (P > 1 && v.ws_bytes < 2 * p.recv_bytes)) {
-    if (threadIdx.x == 0)
-      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, v.rank, -1,
-                   2 * p.recv_bytes, v.ws_bytes);
+  if (!ea_view_ok(p, v, rk.rank)) {
     epoch_end(dev, e, p.blocks_per_rank);
     return;
   }

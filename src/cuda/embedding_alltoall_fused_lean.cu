@@ -253,10 +253,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   load_rank_view(dev, &v); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
   const int P = p.nranks, me = v.rank;
-  if (v.nranks != P || me != rk.rank || (P > 1 && v.ws_bytes < 2 * p.recv_bytes)) {
-    if (threadIdx.x == 0)
-      record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, me, -1, 2 * p.recv_bytes,
-                   v.ws_bytes);
+  if (!ea_view_ok(p, v, rk.rank)) {
     epoch_end(dev, e, p.blocks_per_rank);
     return;
   }
@@ -310,7 +307,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
   int lg = 0;
   while ((1 << lg) < G) lg++;
-  int wmax = 1, slots = 1; /* slots: staged offsets a warp, the most of any local rank */
+  int slots = 2; /* staged offsets a warp, the most of any local rank: nt · (W + 1) */
   for (int i = 0; i < num_local; i++) {
     const EaRank& rk = p0.r[i];
     const int Tr = ea_tables(p0, rk.rank);
@@ -338,9 +335,8 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
     while (kMT && s.W > 32 / G / nt && (int64_t)s.W * nt > kLeanMaxTileBags) s.W /= 2;
     if (s.nt * (s.W + 1) > slots) slots = s.nt * (s.W + 1);
     x.aligned[i] = (uintptr_t)rk.weight % 16 == 0 && (uintptr_t)rk.out % 16 == 0;
-    if (s.W > wmax) wmax = s.W;
   }
-  const size_t smem = lean_smem(G, wmax) + (size_t)kWarps * (size_t)(slots - (wmax + 1)) * 4;
+  const size_t smem = lean_smem(G, slots - 1); /* lean_smem(G, W) holds W + 1 offsets a warp */
   ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kThreads, smem);
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   const int64_t bpr = (int64_t)sms * per_sm / num_local;

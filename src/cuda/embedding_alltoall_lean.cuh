@@ -118,7 +118,8 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
  * when that is ≥ ntab) and the (r / nt)-th slice of its bags, so the groups that store in the
  * same instruction write neighbouring tables of a sample — runs of up to nt rows instead of rows
  * T·D apart (small rows over NVLink). Rows of table u are [rb[u], rb[u + 1]); row0 and rows are
- * unused; the warp's staged offsets take nt · (p.W + 1) slots (lean_smem_nt). kMT = false
+ * unused; the warp's staged offsets take nt · (p.W + 1) slots (the launcher sizes the shared
+ * memory as lean_smem(G, nt · (W + 1) − 1)). kMT = false
  * compiles to the single-table tile. */
 template <typename T, typename I, int kS, int kU, bool kMT = false>
 __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, int nb, int64_t row0,
@@ -152,41 +153,33 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
   /* Stage and check the tile's offsets (each table's, kMT); lane 0's predecessor is the last
    * lane's of the step before. */
   __syncwarp(); /* the previous tile's offsets are read */
-  int64_t pfirst = 0;
   bool bad = false;
-  if constexpr (kMT) {
-    for (int t2 = 0; t2 < ntab; ++t2) {
-      const I* const o2 = (const I*)p.offsets + ((int64_t)(t + t2) * p.B + b0);
-      int* const s2 = so_w + t2 * (p.W + 1);
-      const int64_t pf = (int64_t)__ldg(o2);
-      if (t2 == tt) pfirst = pf;
-      int64_t carry = 0;
-      for (int i0 = 0; i0 <= nb; i0 += 32) {
-        const int i = i0 + lane;
-        const int64_t v = i <= nb ? (int64_t)__ldg(o2 + i) : 0;
-        int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
-        if (lane == 0) pv = carry;
-        carry = __shfl_sync(0xffffffffu, v, 31);
-        if (i <= nb) {
-          bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pf > INT32_MAX - 64;
-          s2[i] = (int)(v - pf);
-        }
-      }
-    }
-  } else {
-    pfirst = (int64_t)__ldg(offs);
+  /* Stage the nb + 1 offsets at o into sd as positions relative to pf, checking them. */
+  auto stage = [&](const I* o, int* sd, int64_t pf) {
     int64_t carry = 0;
     for (int i0 = 0; i0 <= nb; i0 += 32) {
       const int i = i0 + lane;
-      const int64_t v = i <= nb ? (int64_t)__ldg(offs + i) : 0;
+      const int64_t v = i <= nb ? (int64_t)__ldg(o + i) : 0;
       int64_t pv = __shfl_up_sync(0xffffffffu, v, 1);
       if (lane == 0) pv = carry;
       carry = __shfl_sync(0xffffffffu, v, 31);
       if (i <= nb) {
-        bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pfirst > INT32_MAX - 64;
-        so[i] = (int)(v - pfirst);
+        bad |= v < 0 || v > p.num_indices || (i > 0 && v < pv) || v - pf > INT32_MAX - 64;
+        sd[i] = (int)(v - pf);
       }
     }
+  };
+  int64_t pfirst = 0;
+  if constexpr (kMT) {
+    for (int t2 = 0; t2 < ntab; ++t2) {
+      const I* const o2 = (const I*)p.offsets + ((int64_t)(t + t2) * p.B + b0);
+      const int64_t pf = (int64_t)__ldg(o2);
+      if (t2 == tt) pfirst = pf;
+      stage(o2, so_w + t2 * (p.W + 1), pf);
+    }
+  } else {
+    pfirst = (int64_t)__ldg(offs);
+    stage(offs, so, pfirst);
   }
   __syncwarp();
   const bool bad_tile = __any_sync(0xffffffffu, bad);

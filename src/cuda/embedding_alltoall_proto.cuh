@@ -81,6 +81,18 @@ __device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_
   else copy_cols<uint16_t, kUnroll>(dst, src, r0, r1, row, col, seg);
 }
 
+/* All threads, after load_rank_view: can this rank's view run a fused kernel — the world it was
+ * made for, a workspace of two halves of R? If not, thread 0 records FCO_ERR_INTERNAL (the caller
+ * then ends its epoch and returns). */
+__device__ __forceinline__ bool ea_view_ok(const EaParams& p, const RankView& v, int rank) {
+  const int P = p.nranks;
+  if (v.nranks == P && v.rank == rank && (P == 1 || v.ws_bytes >= 2 * p.recv_bytes)) return true;
+  if (threadIdx.x == 0)
+    record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_EMBEDDING_ALLTOALL, v.rank, -1, 2 * p.recv_bytes,
+                 v.ws_bytes);
+  return false;
+}
+
 /* FCO_EA_PROFILE: thread 0 stamps phase k of this block. A template variant of the kernel
  * (kProf): checks of p.prof in the one kernel changed its register allocation and cost the
  * D = 128 variant 10-15 % even when off (run 4388610); kProf = false compiles to the kernel

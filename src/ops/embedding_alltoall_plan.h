@@ -59,11 +59,6 @@ FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, in
   return (int)W;
 }
 
-/* The same with nt tables a warp tile (FCO_EA_LEAN_TABLES): nt · (W + 1) staged offsets a warp. */
-FCO_EA_HD size_t fco_ea_lean_smem_nt(int G, int W, int nt) {
-  return fco_ea_lean_smem(G, W) + (size_t)(FCO_EA_LEAN_THREADS / 32) * (size_t)(nt - 1) * (size_t)(W + 1) * 4;
-}
-
 /* tstart[0..P] and tpk[0..P−1] (chunks a table group at position k) of rank me with Tg local
  * table groups (its tables, or ⌈T_me / nt⌉ groups of nt with FCO_EA_LEAN_TABLES), tiles of W
  * samples; bstart: the prefix of the per-rank batches [P + 1]. */
