@@ -431,6 +431,13 @@ static void knobs(const t_world_t* w) {
        * 256-byte rows (2 groups: nt ≤ 2) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "2", 64, FCO_F32},
+      /* claimed tiles (experimental, kernel variant kDyn): three calls in a row, so the queues'
+       * counters carry older epochs (the first claims lift them); remote first on half the SMs,
+       * on none, on all (the default); and its timeline variant */
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "0", 128, FCO_F32},
+      {"FCO_EA_LEAN_DYN", "1", NULL, NULL, 16, FCO_BF16},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       /* the timeline variants (stamps to stderr) must pool as the kernels without them */
       {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32},
@@ -456,7 +463,8 @@ static void knobs(const t_world_t* w) {
   const int64_t bmax =
       t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
-    setenv("FCO_EA_LEAN", "0", 1);
+    /* FCO_EA_LEAN_* knobs are the lean kernel's: it runs; the others are the previous kernels' */
+    setenv("FCO_EA_LEAN", strncmp(kKnobs[k].name, "FCO_EA_LEAN_", 12) == 0 ? "1" : "0", 1);
     const int64_t D = kKnobs[k].D > 0 ? kKnobs[k].D : k % 2 ? 64 : 3;
     const int64_t b = kKnobs[k].D > 0 ? bmax : 0;
     t_context("knob %s=%s%s%s%s%s", kKnobs[k].name, kKnobs[k].value, kKnobs[k].name2 ? " " : "",
@@ -499,6 +507,7 @@ static void decode_edges(const t_world_t* w) {
                {"FCO_EA_LEAN", "1", NULL, NULL, 64, FCO_BF16},
                {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "50", 64, FCO_BF16},
                {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16}, /* 5 tables: 4 + 1 */
+               {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16},
                {"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
@@ -514,7 +523,8 @@ static void decode_edges(const t_world_t* w) {
              kRuns[k].value ? kRuns[k].value : "", kRuns[k].name2 ? " " : "",
              kRuns[k].name2 ? kRuns[k].name2 : "", kRuns[k].name2 ? "=" : "");
     if (kRuns[k].name2) strncat(what, kRuns[k].value2, sizeof what - strlen(what) - 1);
-    setenv("FCO_EA_LEAN", "0", 1); /* the previous kernels, unless the run names the lean one */
+    /* the previous kernels, unless the run names the lean one or one of its knobs */
+    setenv("FCO_EA_LEAN", kRuns[k].name && strncmp(kRuns[k].name, "FCO_EA_LEAN_", 12) == 0 ? "1" : "0", 1);
     if (kRuns[k].name) setenv(kRuns[k].name, kRuns[k].value, 1);
     if (kRuns[k].name2) setenv(kRuns[k].name2, kRuns[k].value2, 1);
     shape_call(w, kRuns[k].D, kRuns[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted,
@@ -819,6 +829,13 @@ int main(void) {
     knobs(&w);
     decode_edges(&w);
     back_to_back(&w);
+    /* the claimed tiles (FCO_EA_LEAN_DYN, experimental) back to back: each call's queues start
+     * from the previous call's counters */
+    setenv("FCO_EA_LEAN_DYN", "1", 1);
+    setenv("FCO_EA_LEAN_SPLIT", "50", 1);
+    back_to_back(&w);
+    unsetenv("FCO_EA_LEAN_DYN");
+    unsetenv("FCO_EA_LEAN_SPLIT");
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif

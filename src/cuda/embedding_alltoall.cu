@@ -31,6 +31,10 @@
  *                        yet measured)
  *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
  *                        (kernel variant kMT; not yet measured)
+ *   FCO_EA_LEAN_DYN      the fused lean kernel: 1 = warps claim tiles from two queues (remote,
+ *                        local; one atomic a tile) instead of a fixed order (kernel variant kDyn;
+ *                        MIX ignored); FCO_EA_LEAN_SPLIT = s (default 100): the blocks on the
+ *                        first s % of the SMs take remote tiles first, the others local first
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64), both fused kernels
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them

@@ -66,7 +66,8 @@ namespace {
 constexpr int kLeanFusedBlocks = 3; /* FCO_EA_LEAN_BLOCKS default: see run_t */
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
-static_assert(kLeanSlot < FCO_SIG_SLOTS, "the lean counter must fit the signal row");
+constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
+static_assert(kLeanQueueSlot + 1 < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
 static_assert(kThreads > FCO_MAX_GPU_RANKS + 1, "thread FCO_MAX_GPU_RANKS + 1 fills the tables");
 
 /* Per local rank (by index li): its lean source and its land unit size. */
@@ -75,6 +76,7 @@ struct LeanFusedArgs {
   int32_t aligned[FCO_MAX_GPU_RANKS]; /* weight and out 16-byte aligned: lean_tile, else lean_tile_any */
   int64_t land_bytes;
   int32_t mix; /* FCO_EA_LEAN_MIX: % of the local tiles the remote ones are spread over (0: remote first) */
+  int32_t split; /* FCO_EA_LEAN_SPLIT (kDyn): % of the SMs whose blocks take remote tiles first */
 };
 
 /* The block's tables, filled by one thread before load_rank_view's closing barrier. */
@@ -107,6 +109,73 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x
   b->lstart[P] = lu;
 }
 
+/* Thread 0, once all warps of the block are past their remote tiles (after a bar.sync): the
+ * block's remote bags to each destination's counter (see the header: max, one fence, adds). */
+__device__ __forceinline__ void lean_signal(const EaParams& p, const RankView& v, const LeanBlk* b,
+                                            uint64_t base) {
+  const int P = p.nranks, me = v.rank;
+  if (threadIdx.x != 0 || b->tstart[P - 1] == 0) return;
+  bool any = false;
+  for (int q = 0; q < P - 1; ++q)
+    if (b->sent[q]) {
+      red_max_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot, base);
+      any = true;
+    }
+  if (any) {
+    fence_acq_rel_sys();
+    for (int q = 0; q < P - 1; ++q)
+      if (b->sent[q])
+        red_add_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot,
+                            b->sent[q]);
+  }
+}
+
+/* One warp tile (all lanes): tile number `tile` of the rank (k-major, then table, then chunk),
+ * its bags counted for the block's signal when remote, pooled by lean_tile / lean_tile_any at
+ * their final place. park() saves the caller's loop state to shared memory just before the
+ * pooling (the compiler barriers force its reload after): lean_tile keeps the registers it has
+ * in the lookup kernel. */
+template <typename T, typename I, bool kMT, typename Park>
+__device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& src, const EaRank& rk,
+                                              const RankView& v, LeanBlk* b, uint32_t tile,
+                                              bool aligned, Park park) {
+  const int P = p.nranks;
+  const int me = v.rank, W = src.W;
+  int k, t;
+  int64_t i0;
+  fco_ea_lean_decode(tile, b->tstart, b->tpk, W, &k, &t, &i0);
+  const int d = (me + 1 + k) % P;
+  const int nb = (int)min((int64_t)W, ea_batch(p, d) - i0);
+  const bool remote = k < P - 1;
+  /* kMT: t is a group of nt tables, ntab of them present */
+  const int nt = kMT ? src.nt : 1;
+  if constexpr (kMT) t *= nt;
+  const int ntab = kMT ? min(nt, ea_tables(p, me) - t) : 1;
+  /* counted before the stores: sent is read only after the signal's barrier */
+  if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)(nb * ntab));
+  const size_t half = (size_t)((v.epoch + 1) & 1) * fco_ws_half_bytes(v.ws_bytes);
+  T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
+                 ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
+  const int64_t row0 = p.row_base[rk.row_base0 + t];
+  park();
+  asm volatile("" ::: "memory");
+  if (aligned) {
+    lean_tile<T, I, kLeanStages, kLeanRows, kMT>(src, t, p.bstart[d] + i0, nb, row0,
+                                                p.row_base[rk.row_base0 + t + 1] - row0, dst,
+                                                (int64_t)p.T * p.D, nt, ntab,
+                                                p.row_base + rk.row_base0);
+  } else if constexpr (kMT) {
+    for (int u = 0; u < ntab; ++u)
+      lean_tile_any<T, I>(src, t + u, p.bstart[d] + i0, nb, p.row_base[rk.row_base0 + t + u],
+                          p.row_base[rk.row_base0 + t + u + 1] - p.row_base[rk.row_base0 + t + u],
+                          dst + (size_t)u * p.D, (int64_t)p.T * p.D);
+  } else {
+    lean_tile_any<T, I>(src, t, p.bstart[d] + i0, nb, row0, p.row_base[rk.row_base0 + t + 1] - row0,
+                        dst, (int64_t)p.T * p.D);
+  }
+  asm volatile("" ::: "memory");
+}
+
 /* All warps of the block: pool this rank's tiles from order position j on (step nw: the rank's
  * warps), signal the block's remote bags once every warp is past the last remote position w. The
  * warp's loop state (j, whether it signalled) waits in shared memory while lean_tile runs (the
@@ -116,8 +185,6 @@ template <typename T, typename I, bool kProf, bool kMT>
 __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t j, bool aligned) {
   const int P = p.nranks;
-  /* re-read at each use (shared memory, parameters): nothing but the parked state is held */
-  auto epoch = [&]() { return v.epoch + 1; };
   uint32_t* const park = &b->park[threadIdx.x >> 5][0];
   bool signalled = false;
   for (;; j += p.blocks_per_rank * kWarps) {
@@ -128,68 +195,81 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
      * block barrier below converged. */
     __syncwarp();
     if (!signalled && j >= b->w) {
-      const uint64_t base = epoch() << 32;
       /* Every warp passes here exactly once: its remote stores are issued before the barrier,
        * thread 0's fence orders them before the adds. */
       __syncthreads();
-      const int me = v.rank;
-      if (threadIdx.x == 0 && b->tstart[P - 1] > 0) {
-        bool any = false;
-        for (int q = 0; q < P - 1; ++q)
-          if (b->sent[q]) {
-            red_max_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot, base);
-            any = true;
-          }
-        if (any) {
-          fence_acq_rel_sys();
-          for (int q = 0; q < P - 1; ++q)
-            if (b->sent[q])
-              red_add_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot,
-                                  b->sent[q]);
-        }
-      }
+      lean_signal(p, v, b, (v.epoch + 1) << 32);
       prof_stamp<kProf>(p, 1);
       signalled = true;
     }
     if (j >= b->tstart[P]) break;
-    const int me = v.rank, W = src.W;
-    int k, t;
-    int64_t i0;
-    fco_ea_lean_decode(fco_ea_lean_order(j, b->tstart[P - 1], b->w), b->tstart, b->tpk, W, &k, &t, &i0);
-    const int d = (me + 1 + k) % P;
-    const int nb = (int)min((int64_t)W, ea_batch(p, d) - i0);
-    const bool remote = k < P - 1;
-    /* kMT: t is a group of nt tables, ntab of them present */
-    const int nt = kMT ? src.nt : 1;
-    if constexpr (kMT) t *= nt;
-    const int ntab = kMT ? min(nt, ea_tables(p, me) - t) : 1;
-    /* counted before the stores: sent is read only after the barrier above */
-    if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)(nb * ntab));
-    const size_t half = (size_t)(epoch() & 1) * fco_ws_half_bytes(v.ws_bytes);
-    T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
-                   ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
-    const int64_t row0 = p.row_base[rk.row_base0 + t];
     /* (every lane writes the same values, and reads back what it wrote or an equal value) */
-    park[0] = j;
-    park[1] = (uint32_t)signalled;
-    asm volatile("" ::: "memory");
-    if (aligned) {
-      lean_tile<T, I, kLeanStages, kLeanRows, kMT>(src, t, p.bstart[d] + i0, nb, row0,
-                                                  p.row_base[rk.row_base0 + t + 1] - row0, dst,
-                                                  (int64_t)p.T * p.D, nt, ntab,
-                                                  p.row_base + rk.row_base0);
-    } else if constexpr (kMT) {
-      for (int u = 0; u < ntab; ++u)
-        lean_tile_any<T, I>(src, t + u, p.bstart[d] + i0, nb, p.row_base[rk.row_base0 + t + u],
-                            p.row_base[rk.row_base0 + t + u + 1] - p.row_base[rk.row_base0 + t + u],
-                            dst + (size_t)u * p.D, (int64_t)p.T * p.D);
-    } else {
-      lean_tile_any<T, I>(src, t, p.bstart[d] + i0, nb, row0, p.row_base[rk.row_base0 + t + 1] - row0,
-                          dst, (int64_t)p.T * p.D);
-    }
-    asm volatile("" ::: "memory");
+    lean_one_tile<T, I, kMT>(p, src, rk, v, b, fco_ea_lean_order(j, b->tstart[P - 1], b->w), aligned,
+                             [&]() {
+                               park[0] = j;
+                               park[1] = (uint32_t)signalled;
+                             });
     j = park[0];
     signalled = park[1] != 0;
+  }
+  __syncwarp(); /* converged into the landing's block barriers */
+}
+
+/* FCO_EA_LEAN_DYN: the next index of queue ctr (lane 0; the others get it by shuffle). The
+ * queue is a 64-bit counter (epoch << 32) + claims in the rank's own signal row (no peer writes
+ * there); the first claims of a call find an older epoch, lift it with max (claims that lost the
+ * race retry: a value carries this call's epoch only after the max) — no reset between calls. */
+__device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t base) {
+  uint32_t i = 0xffffffffu;
+  if ((threadIdx.x & 31) == 0) {
+    for (;;) {
+      const unsigned long long old = atomicAdd(ctr, 1ull);
+      if ((old >> 32) == (base >> 32)) { i = (uint32_t)old; break; }
+      if ((old >> 32) > (base >> 32)) break; /* a later epoch: cannot happen; end the queue */
+      atomicMax(ctr, (unsigned long long)base);
+    }
+  }
+  return __shfl_sync(0xffffffffu, i, 0);
+}
+
+/* FCO_EA_LEAN_DYN = 1 (experimental): warps claim tiles from two queues of the rank — its
+ * remote tiles and its local ones — one atomic a tile, so blocks finish within a tile of each
+ * other whatever their speed; a warp takes its preferred queue (remote when pref_remote) until
+ * empty, then the other. Every warp sees the remote queue empty exactly once (a remote-first warp
+ * before its local tiles, a local-first one at its end): there it meets the block barrier and
+ * the block signals, as lean_pool_all at w. The loop state (queue, whether it switched,
+ * signalled) is parked around the pooling as there. */
+template <typename T, typename I, bool kProf, bool kMT>
+__device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& src, const EaRank& rk,
+                                              const RankView& v, LeanBlk* b, bool aligned,
+                                              bool pref_remote) {
+  const int P = p.nranks;
+  uint32_t* const park = &b->park[threadIdx.x >> 5][0];
+  /* re-read at each use (shared memory): nothing but the parked state is held across a tile */
+  auto base = [&]() { return (v.epoch + 1) << 32; };
+  auto queue = [&](uint32_t q) {
+    return (unsigned long long*)(v.peer_sig[v.rank] + (size_t)v.rank * FCO_SIG_SLOTS + kLeanQueueSlot + q);
+  };
+  uint32_t st = pref_remote ? 0u : 1u; /* bit 0: the queue (1 local); bit 1: switched; bit 2: signalled */
+  for (;;) {
+    __syncwarp(); /* as lean_pool_all: the parked state read by all lanes, converged */
+    const uint32_t q = st & 1u;
+    const uint32_t nR = b->tstart[P - 1];
+    const uint32_t n = q ? b->tstart[P] - nR : nR;
+    const uint32_t i = lean_claim(queue(q), base());
+    if (i >= n) {
+      if (q == 0 && !(st & 4u)) {
+        __syncthreads();
+        lean_signal(p, v, b, base());
+        prof_stamp<kProf>(p, 1);
+        st |= 4u;
+      }
+      if (st & 2u) break;
+      st = (st ^ 1u) | 2u;
+      continue;
+    }
+    lean_one_tile<T, I, kMT>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; });
+    st = park[0];
   }
   __syncwarp(); /* converged into the landing's block barriers */
 }
@@ -234,8 +314,9 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
  * the block's rank's LeanSrc is copied to shared memory (more registers: a few more spills; the
  * local transport is for correctness). kMinB: 3 (80 registers, the default) or 4 blocks a SM
  * (FCO_EA_LEAN_BLOCKS). kProf: FCO_EA_PROFILE's stamps (start, the block's signal, pool tiles
- * done, landed), a variant so that the default kernel has none of it. */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT>
+ * done, landed), a variant so that the default kernel has none of it. kDyn: FCO_EA_LEAN_DYN's
+ * queues (lean_pool_dyn; the blocks on the first x.split % of the SMs take remote tiles first). */
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, bool kDyn>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
   __shared__ RankView v;
@@ -268,8 +349,17 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
   const bool aligned = x.aligned[li] != 0;
   prof_stamp<kProf>(p, 0);
-  if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
-  else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
+  if constexpr (kDyn) {
+    uint32_t smid, nsmid;
+    asm("mov.u32 %0, %%smid;" : "=r"(smid));
+    asm("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
+    const bool pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
+    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote);
+    else lean_pool_dyn<T, int32_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote);
+  } else {
+    if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
+    else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
+  }
   prof_stamp<kProf>(p, 2);
 
   lean_land<T>(p, rk, v, b, half, base, part, bpr);
@@ -278,9 +368,9 @@ __global__ void __launch_bounds__(kThreads, kMinB)
 }
 
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false>
 fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int nt_knob = 1) {
-  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT>;
+  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT, kDyn>;
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -305,6 +395,8 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   x.land_bytes = (int64_t)land_kib * 1024;
   const long long mix = fco_env_int("FCO_EA_LEAN_MIX", 0);
   x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
+  const long long split = fco_env_int("FCO_EA_LEAN_SPLIT", 100);
+  x.split = (int32_t)(split < 0 ? 0 : split > 100 ? 100 : split);
   int lg = 0;
   while ((1 << lg) < G) lg++;
   int slots = 2; /* staged offsets a warp, the most of any local rank: nt · (W + 1) */
@@ -371,6 +463,15 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     const int n = (int)(nt > 32 ? 32 : nt);
     return num_local == 1 ? launch_t<T, true, 3, false, true>(p, 1, stream, err, n)
                           : launch_t<T, false, 3, false, true>(p, num_local, stream, err, n);
+  }
+  /* FCO_EA_LEAN_DYN = 1: the kDyn variant (3 blocks a SM; the profile for one local rank) */
+  if (fco_env_int("FCO_EA_LEAN_DYN", 0) == 1) {
+    if (num_local != 1) {
+      p.prof = nullptr;
+      return launch_t<T, false, 3, false, false, true>(p, num_local, stream, err);
+    }
+    return p.prof ? launch_t<T, true, 3, true, false, true>(p, 1, stream, err)
+                  : launch_t<T, true, 3, false, false, true>(p, 1, stream, err);
   }
   if (p.prof && (num_local != 1 || four)) p.prof = nullptr;
   if (p.prof) return launch_t<T, true, 3, true>(p, 1, stream, err);
