@@ -470,8 +470,9 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
       p.prof = nullptr;
       return launch_t<T, false, 3, false, false, true>(p, num_local, stream, err);
     }
-    return p.prof ? launch_t<T, true, 3, true, false, true>(p, 1, stream, err)
-                  : launch_t<T, true, 3, false, false, true>(p, 1, stream, err);
+    if (p.prof) return launch_t<T, true, 3, true, false, true>(p, 1, stream, err);
+    return four ? launch_t<T, true, 4, false, false, true>(p, 1, stream, err)
+                : launch_t<T, true, 3, false, false, true>(p, 1, stream, err);
   }
   if (p.prof && (num_local != 1 || four)) p.prof = nullptr;
   if (p.prof) return launch_t<T, true, 3, true>(p, 1, stream, err);
