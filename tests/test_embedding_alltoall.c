@@ -431,13 +431,16 @@ static void knobs(const t_world_t* w) {
        * 256-byte rows (2 groups: nt ≤ 2) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "2", 64, FCO_F32},
-      /* claimed tiles (experimental, kernel variant kDyn): three calls in a row, so the queues'
-       * counters carry older epochs (the first claims lift them); remote first on half the SMs,
-       * on none, on all (the default); and its timeline variant */
+      /* claimed tiles (kernel variant kDyn; the default where bags hold ≤ 16 rows on average,
+       * as here): calls in a row, so the queues' counters carry older epochs (the first claims
+       * lift them); remote first on half the SMs, on none, on all; its timeline variant; the
+       * static order (FCO_EA_LEAN_DYN=0) and its timeline variant */
       {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16},
       {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "0", 128, FCO_F32},
-      {"FCO_EA_LEAN_DYN", "1", NULL, NULL, 16, FCO_BF16},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "100", 16, FCO_BF16},
       {"FCO_EA_LEAN_DYN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
+      {"FCO_EA_LEAN_DYN", "0", NULL, NULL, 64, FCO_BF16},
+      {"FCO_EA_LEAN_DYN", "0", "FCO_EA_PROFILE", "1", 128, FCO_F32},
       /* the timeline variants (stamps to stderr) must pool as the kernels without them */
       {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32},
@@ -508,6 +511,7 @@ static void decode_edges(const t_world_t* w) {
                {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "50", 64, FCO_BF16},
                {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16}, /* 5 tables: 4 + 1 */
                {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16},
+               {"FCO_EA_LEAN_DYN", "0", NULL, NULL, 64, FCO_BF16},
                {"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
@@ -829,8 +833,10 @@ int main(void) {
     knobs(&w);
     decode_edges(&w);
     back_to_back(&w);
-    /* the claimed tiles (FCO_EA_LEAN_DYN, experimental) back to back: each call's queues start
-     * from the previous call's counters */
+    /* the lean fused kernel's two tile orders back to back (the default claims tiles where bags
+     * are short, as here: each call's queues start from the previous call's counters) */
+    setenv("FCO_EA_LEAN_DYN", "0", 1);
+    back_to_back(&w);
     setenv("FCO_EA_LEAN_DYN", "1", 1);
     setenv("FCO_EA_LEAN_SPLIT", "50", 1);
     back_to_back(&w);

@@ -64,6 +64,7 @@ namespace ea {
 namespace {
 
 constexpr int kLeanFusedBlocks = 3; /* FCO_EA_LEAN_BLOCKS default: see run_t */
+constexpr double kLeanDynMaxLen = 16.0; /* FCO_EA_LEAN_DYN's default: bags of ≤ 16 rows (run_t) */
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
 constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
@@ -367,6 +368,12 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   epoch_end(dev, e, bpr);
 }
 
+/* Rows a bag on local rank i, on average over its tables and the global batch (0: none). */
+inline double lean_mean_len(const EaParams& p, int i) {
+  const int Tr = ea_tables(p, p.r[i].rank);
+  return Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
+}
+
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
 template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false>
 fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int nt_knob = 1) {
@@ -395,7 +402,8 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   x.land_bytes = (int64_t)land_kib * 1024;
   const long long mix = fco_env_int("FCO_EA_LEAN_MIX", 0);
   x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
-  const long long split = fco_env_int("FCO_EA_LEAN_SPLIT", 100);
+  /* run 07fcd7a (2×H200, bags of 1–8 rows): 60 within 3 % of the best of 50..80, both dtypes */
+  const long long split = fco_env_int("FCO_EA_LEAN_SPLIT", 60);
   x.split = (int32_t)(split < 0 ? 0 : split > 100 ? 100 : split);
   int lg = 0;
   while ((1 << lg) < G) lg++;
@@ -403,7 +411,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   for (int i = 0; i < num_local; i++) {
     const EaRank& rk = p0.r[i];
     const int Tr = ea_tables(p0, rk.rank);
-    const double mean_len = Tr > 0 && p0.B > 0 ? (double)rk.num_indices / ((double)Tr * (double)p0.B) : 0.0;
+    const double mean_len = lean_mean_len(p0, i);
     LeanSrc& s = x.s[i];
     s.weight = rk.weight;
     s.indices = rk.indices;
@@ -464,8 +472,20 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     return num_local == 1 ? launch_t<T, true, 3, false, true>(p, 1, stream, err, n)
                           : launch_t<T, false, 3, false, true>(p, num_local, stream, err, n);
   }
-  /* FCO_EA_LEAN_DYN = 1: the kDyn variant (3 blocks a SM; the profile for one local rank) */
-  if (fco_env_int("FCO_EA_LEAN_DYN", 0) == 1) {
+  /* FCO_EA_LEAN_DYN: the kDyn variant (claimed tiles, remote first on FCO_EA_LEAN_SPLIT % of
+   * the SMs) where bags are short — by default (unset or -1) when every local rank's bags hold
+   * ≤ kLeanDynMaxLen rows on average: there a rank's remote bytes are ≥ 1/16 of the bytes it
+   * gathers, and the remote-first order's first phase is NVLink-bound (run 1fc5c61's timeline:
+   * 65536/8/64/8 bf16 pushed 325 GB/s with all SMs on remote tiles, HBM at 2.6 TB/s); with long
+   * bags the static order is as fast or faster (Zipf bags: 1.0–1.3× slower claimed, run 07fcd7a).
+   * A local choice (the protocol is the same): ranks may differ. 1 / 0: always / never. */
+  long long dyn = fco_env_int("FCO_EA_LEAN_DYN", -1);
+  if (dyn < 0) { /* (FCO_EA_LEAN_MIX set: the static order it spreads) */
+    dyn = fco_env_int("FCO_EA_LEAN_MIX", 0) > 0 ? 0 : 1;
+    for (int i = 0; i < num_local; i++)
+      if (lean_mean_len(p, i) > kLeanDynMaxLen) dyn = 0;
+  }
+  if (dyn == 1) {
     if (num_local != 1) {
       p.prof = nullptr;
       return launch_t<T, false, 3, false, false, true>(p, num_local, stream, err);
