@@ -26,15 +26,16 @@
  *                        every rank (a mismatch ends in FCO_ERR_TIMEOUT, never in wrong data)
  *   FCO_EA_LEAN_BLOCKS   the fused lean kernel compiled for 3 (default, 80 registers) or 4 blocks
  *                        a SM (64 registers; run ac50ff3: 0-7 % slower)
- *   FCO_EA_LEAN_MIX      the fused lean kernel: 0..100 (default 0 = remote tiles first), the % of
- *                        the local tiles its remote ones are spread over (fco_ea_lean_order; not
- *                        yet measured)
+ *   FCO_EA_LEAN_DYN      the fused lean kernel's tile order: 1 = claimed (two queues, remote and
+ *                        local, one atomic a tile; kernel variant kDyn), 0 = static; unset =
+ *                        claimed where every local rank's bags hold <= 16 rows on average
+ *   FCO_EA_LEAN_SPLIT    claimed order: the blocks on the first s % of the SMs (default 60) take
+ *                        remote tiles first, the others local first
+ *   FCO_EA_LEAN_MIX      static order: 0..100 (default 0 = remote tiles first), the % of the local
+ *                        tiles its remote ones are spread over (fco_ea_lean_order; run 7d1cf97)
  *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
- *                        (kernel variant kMT; not yet measured)
- *   FCO_EA_LEAN_DYN      the fused lean kernel: 1 = warps claim tiles from two queues (remote,
- *                        local; one atomic a tile) instead of a fixed order (kernel variant kDyn;
- *                        MIX ignored); FCO_EA_LEAN_SPLIT = s (default 100): the blocks on the
- *                        first s % of the SMs take remote tiles first, the others local first
+ *                        (kernel variant kMT, static order; run 7d1cf97: not faster but for
+ *                        32-byte rows)
  *   FCO_EA_LAND_KB       land unit size in KiB, 4..16384 (default 64), both fused kernels
  *   FCO_EA_SIGNAL_EVERY  remote tiles per counter batch, 1..16 (default 4)
  *   FCO_EA_LAND_POLL     0 = land only after the local tiles (default), 1 = also between them

@@ -13,17 +13,21 @@
  *   positions k = 0..P−2 are destinations me+1, me+2, ... (remote: stores over NVLink into the
  *   destination's workspace half, laid out as out_d [b_d, T, D], at their final place), k = P−1
  *   is me (straight into out). Tiles are numbered k-major, then t, then c (a warp's bags are
- *   consecutive samples of one table: one contiguous index range), and warp w of the rank takes
- *   order positions w, w + nw, ... (nw = warps of the rank's blocks); position j is tile j by
- *   default (remote ones first, as every warp's remote tiles come before its local ones), or with
+ *   consecutive samples of one table: one contiguous index range). Order (a local choice):
+ *   claimed (lean_pool_dyn, FCO_EA_LEAN_DYN; the default where bags hold ≤ 16 rows on average):
+ *   warps claim tiles from the rank's remote and local queues, blocks on FCO_EA_LEAN_SPLIT % of
+ *   the SMs remote first, the others local first, so NVLink pushes and HBM-bound pooling run at
+ *   once (run 07fcd7a: 1.1–1.3× where bags hold 1–4 rows). Static (lean_pool_all): warp w of the
+ *   rank takes order positions w, w + nw, ... (nw = warps of the rank's blocks); position j is
+ *   tile j (remote ones first, as every warp's remote tiles come before its local ones), or with
  *   FCO_EA_LEAN_MIX = m the nR remote tiles spread evenly over the first nR + m % · nL positions
- *   (fco_ea_lean_order; so NVLink pushes overlap HBM-bound local pooling; not yet measured). W (a power
+ *   (fco_ea_lean_order). W (a power
  *   of two ≤ kLeanMaxTileBags) is a local choice (lean_tile_bags: from this rank's mean bag
  *   length), so destinations do not count tiles but bags.
  * Counters: slot kLeanSlot of destination d's signal row me counts the bags me pooled for d; it
  *   ends at (e << 32) + b_d · T_me. A block adds its bags per destination (shared counts, added
- *   by each warp's lane 0 with each remote tile) once, when all its warps are past the last remote
- *   position: bar.sync, then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
+ *   by each warp's lane 0 with each remote tile) once, when all its warps are past their remote
+ *   tiles (static: the last remote position; claimed: the remote queue found empty): bar.sync, then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
  *   one fence.acq_rel.sys, and red.add.relaxed(bags) — the release pattern of ea_kernel_fused's
  *   signal batches (embedding_alltoall_fused.cu: the max lifts the previous call's value and no
  *   add is lost), once a block; only warp 0 waits for the fence, the others pool local tiles.
