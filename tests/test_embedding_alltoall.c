@@ -441,13 +441,6 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LEAN_DYN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       {"FCO_EA_LEAN_DYN", "0", NULL, NULL, 64, FCO_BF16},
       {"FCO_EA_LEAN_DYN", "0", "FCO_EA_PROFILE", "1", 128, FCO_F32},
-      /* warps land claimed units between their pool tiles (FCO_EA_LEAN_LAND, claimed order):
-       * default units (8 KiB), the smallest (many units a source), remote first everywhere (the
-       * sources complete early), the timeline variant */
-      {"FCO_EA_LEAN_LAND", "1", NULL, NULL, 64, FCO_BF16},
-      {"FCO_EA_LEAN_LAND", "1", "FCO_EA_LAND_KB", "4", 128, FCO_F32},
-      {"FCO_EA_LEAN_LAND", "1", "FCO_EA_LEAN_SPLIT", "100", 16, FCO_BF16},
-      {"FCO_EA_LEAN_LAND", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       /* the timeline variants (stamps to stderr) must pool as the kernels without them */
       {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
       {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32},
@@ -519,8 +512,6 @@ static void decode_edges(const t_world_t* w) {
                {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16}, /* 5 tables: 4 + 1 */
                {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16},
                {"FCO_EA_LEAN_DYN", "0", NULL, NULL, 64, FCO_BF16},
-               {"FCO_EA_LEAN_LAND", "1", NULL, NULL, 64, FCO_BF16},
-               {"FCO_EA_LEAN_LAND", "1", "FCO_EA_LAND_KB", "4", 128, FCO_F32},
                {"FCO_EA_DECODE", "cursor", NULL, NULL, 128, FCO_F32}, /* > 256 B: not default */
                {NULL, NULL, NULL, NULL, 64, FCO_BF16},
                {NULL, NULL, NULL, NULL, 3, FCO_F32},
@@ -634,8 +625,8 @@ static void graph_replay(const t_world_t* w) {
  * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
  * (3 f32: the element path; 16 bf16: 32-byte rows, the lean kernels); stream: NULL the
  * defaults, "T<n>" the lean kernels with FCO_EA_LEAN_TABLES = n, "S" the lean fused kernel's
- * static order (FCO_EA_LEAN_DYN=0), "L" its claimed landing (FCO_EA_LEAN_LAND=1), else the
- * previous kernels (FCO_EA_LEAN=0) with FCO_EA_STREAM = stream. Destroys the world (GPU errors are sticky) and
+ * static order (FCO_EA_LEAN_DYN=0), else the previous kernels (FCO_EA_LEAN=0) with
+ * FCO_EA_STREAM = stream. Destroys the world (GPU errors are sticky) and
  * makes a new one. */
 static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt,
                      const char* stream) {
@@ -687,8 +678,6 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
     setenv("FCO_EA_LEAN_TABLES", stream + 1, 1);
   } else if (stream && stream[0] == 'S') {
     setenv("FCO_EA_LEAN_DYN", "0", 1);
-  } else if (stream && stream[0] == 'L') {
-    setenv("FCO_EA_LEAN_LAND", "1", 1);
   } else if (stream) {
     setenv("FCO_EA_LEAN", "0", 1);
     setenv("FCO_EA_STREAM", stream, 1);
@@ -698,7 +687,6 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   unsetenv("FCO_EA_STREAM");
   unsetenv("FCO_EA_LEAN_TABLES");
   unsetenv("FCO_EA_LEAN_DYN");
-  unsetenv("FCO_EA_LEAN_LAND");
   t_sync(w);
   char want_table[32], want_pos[32];
   snprintf(want_table, sizeof want_table, "table %lld", (long long)table);
@@ -856,18 +844,10 @@ int main(void) {
     setenv("FCO_EA_LEAN_DYN", "1", 1);
     setenv("FCO_EA_LEAN_SPLIT", "50", 1);
     back_to_back(&w);
-    setenv("FCO_EA_LEAN_LAND", "1", 1); /* and the claimed landing */
-    back_to_back(&w);
-    unsetenv("FCO_EA_LEAN_LAND");
     unsetenv("FCO_EA_LEAN_DYN");
     unsetenv("FCO_EA_LEAN_SPLIT");
 #ifdef FCO_HAVE_CUDA
-    if (t == FCO_TRANSPORT_LOCAL) {
-      graph_replay(&w);
-      setenv("FCO_EA_LEAN_LAND", "1", 1); /* the claimed queues across replays */
-      graph_replay(&w);
-      unsetenv("FCO_EA_LEAN_LAND");
-    }
+    if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif
     bad_args(&w);
     for (int impl = 0; impl < 2; impl++)
@@ -878,9 +858,8 @@ int main(void) {
         if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "1");
         /* the fused lean kernel's multi-table warp tiles (FCO_EA_LEAN_TABLES=4) */
         if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "T4");
-        /* its static order and its claimed landing (the default claims tiles on short bags) */
+        /* its static order (the default claims tiles on short bags, as here) */
         if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "S");
-        if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "L");
       }
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);

@@ -72,8 +72,7 @@ constexpr double kLeanDynMaxLen = 16.0; /* FCO_EA_LEAN_DYN's default: bags of �
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
 constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
-constexpr int kLeanLandSlot = kLeanQueueSlot + 2; /* FCO_EA_LEAN_LAND: the land-unit queue, same row */
-static_assert(kLeanLandSlot < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
+static_assert(kLeanQueueSlot + 1 < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
 static_assert(kThreads > FCO_MAX_GPU_RANKS + 1, "thread FCO_MAX_GPU_RANKS + 1 fills the tables");
 
 /* Per local rank (by index li): its lean source and its land unit size. */
@@ -221,86 +220,6 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
   __syncwarp(); /* converged into the landing's block barriers */
 }
 
-/* Land unit lu of the rank (see the header): its source position k (1..P−1), the source s,
- * the unit's index rem within the source's units. */
-__device__ __forceinline__ int lean_unit_pos(const LeanBlk& b, int64_t lu) {
-  int k = 1;
-  while (lu >= b.lstart[k + 1]) ++k;
-  return k;
-}
-
-/* Land unit lu: the calling thread 0 of the block (kWarp: lane 0 of the warp) waits (bounded) for
- * the source's presence (its first unit) and counter, then the block (kWarp: the warp) copies the
- * source's columns of the unit's rows from the workspace half into out. false: a wait gave up
- * (timeout or another error, recorded). */
-template <typename T, bool kWarp>
-__device__ __forceinline__ bool lean_land_unit(const EaParams& p, const EaRank& rk, const RankView& v,
-                                               const LeanBlk& b, size_t half, uint64_t base, int64_t lu) {
-  const int P = p.nranks, me = v.rank;
-  const int64_t bme = ea_batch(p, me);
-  const size_t vec = (size_t)p.D * sizeof(T);
-  const int k = lean_unit_pos(b, lu);
-  const int s = (me - k + P) % P;
-  const int64_t rem = lu - b.lstart[k], units = b.lstart[k + 1] - b.lstart[k];
-  const int Ts = ea_tables(p, s);
-  const bool data = bme > 0 && Ts > 0;
-  bool done = true;
-  if ((kWarp ? threadIdx.x & 31 : threadIdx.x) == 0) {
-    const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
-    if (rem == 0) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
-    if (done && data) done = wait_count(row + kLeanSlot, base + (uint64_t)(bme * Ts), v, s, kLeanSlot);
-  }
-  /* the acquire of thread (lane) 0, then the barrier: every thread's reads of the unit come after */
-  if constexpr (kWarp) {
-    done = __shfl_sync(0xffffffffu, done, 0);
-    __syncwarp();
-    if (!done) return false;
-  } else {
-    if (__syncthreads_or(!done)) return false;
-  }
-  if (data) {
-    int64_t r0, r1;
-    fco_ea_lean_land_rows(bme, units, rem, &r0, &r1);
-    if (r1 > r0)
-      copy_cols_any<kLeanLandUnroll, kWarp>(rk.out, v.peer_data[me] + half, r0, r1, (size_t)p.T * vec,
-                                            (size_t)p.toff[s] * vec, (size_t)Ts * vec);
-  }
-  return true;
-}
-
-/* All threads: this block's land units, part, part + bpr, ...: sources me−1, me−2, ... (see the
- * header). Not inlined: its copy holds more registers than the pooling loop needs, and inlined
- * ptxas spilled inside the pooling loops to make room. */
-template <typename T>
-__device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, const RankView& v,
-                                       const LeanBlk& b, size_t half, uint64_t base, uint32_t part,
-                                       uint32_t bpr) {
-  for (int64_t lu = part; lu < b.lstart[p.nranks]; lu += bpr)
-    if (!lean_land_unit<T, false>(p, rk, v, b, half, base, lu)) break;
-}
-
-/* The calling warp lands unit lu (FCO_EA_LEAN_LAND=1's claimed units); not inlined, as lean_land. */
-template <typename T>
-__device__ __noinline__ bool lean_land_warp(const EaParams& p, const EaRank& rk, const RankView& v,
-                                            const LeanBlk& b, int64_t lu) {
-  const uint64_t e = v.epoch + 1;
-  return lean_land_unit<T, true>(p, rk, v, b, (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes), e << 32, lu);
-}
-
-/* Lane 0: could unit lu be landed now — the source's presence (first unit) and counter complete?
- * (Relaxed peeks; the landing's own waits acquire.) */
-__device__ __forceinline__ bool lean_unit_ready(const EaParams& p, const RankView& v, const LeanBlk& b,
-                                                uint64_t base, int64_t lu) {
-  const int P = p.nranks, me = v.rank;
-  const int k = lean_unit_pos(b, lu);
-  const int s = (me - k + P) % P;
-  const int64_t bme = ea_batch(p, me);
-  const int Ts = ea_tables(p, s);
-  const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
-  if (lu == b.lstart[k] && ld_acquire_sys(row + kPresenceSlot) < base) return false;
-  return bme <= 0 || Ts <= 0 || ld_acquire_sys(row + kLeanSlot) >= base + (uint64_t)(bme * Ts);
-}
-
 /* FCO_EA_LEAN_DYN: the next index of queue ctr (lane 0; the others get it by shuffle). The
  * queue is a 64-bit counter (epoch << 32) + claims in the rank's own signal row (no peer writes
  * there); the first claims of a call find an older epoch, lift it with max (claims that lost the
@@ -325,7 +244,7 @@ __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t
  * before its local tiles, a local-first one at its end): there it meets the block barrier and
  * the block signals, as lean_pool_all at w. The loop state (queue, whether it switched,
  * signalled) is parked around the pooling as there. */
-template <typename T, typename I, bool kProf, bool kMT, bool kLand>
+template <typename T, typename I, bool kProf, bool kMT>
 __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, bool aligned,
                                               bool pref_remote) {
@@ -336,33 +255,9 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
   auto queue = [&](uint32_t q) {
     return (unsigned long long*)(v.peer_sig[v.rank] + (size_t)v.rank * FCO_SIG_SLOTS + kLeanQueueSlot + q);
   };
-  auto lands = [&]() {
-    return (unsigned long long*)(v.peer_sig[v.rank] + (size_t)v.rank * FCO_SIG_SLOTS + kLeanLandSlot);
-  };
-  /* bit 0: the queue (1 local); bit 1: switched; bit 2: signalled; bit 3: no land unit left */
-  uint32_t st = pref_remote ? 0u : 1u;
+  uint32_t st = pref_remote ? 0u : 1u; /* bit 0: the queue (1 local); bit 1: switched; bit 2: signalled */
   for (;;) {
     __syncwarp(); /* as lean_pool_all: the parked state read by all lanes, converged */
-    if constexpr (kLand) {
-      /* Once past the signal: the next land unit, if it can be landed now (peeked; never waited
-       * for here — pool tiles first), then this warp lands it. */
-      if ((st & 12u) == 4u) {
-        const int64_t units = b->lstart[P];
-        uint32_t r = 0; /* 1: ready, 2: none left */
-        if ((threadIdx.x & 31) == 0) {
-          const unsigned long long h = *(volatile unsigned long long*)lands();
-          const int64_t lu = (h >> 32) == (base() >> 32) ? (int64_t)(uint32_t)h : 0;
-          r = lu >= units ? 2u : lean_unit_ready(p, v, *b, base(), lu) ? 1u : 0u;
-        }
-        r = __shfl_sync(0xffffffffu, r, 0);
-        if (r == 2u) st |= 8u;
-        if (r == 1u) {
-          const uint32_t lu = lean_claim(lands(), base());
-          if (lu >= units || !lean_land_warp<T>(p, rk, v, *b, lu)) st |= 8u;
-          continue;
-        }
-      }
-    }
     const uint32_t q = st & 1u;
     const uint32_t nR = b->tstart[P - 1];
     const uint32_t n = q ? b->tstart[P] - nR : nR;
@@ -381,15 +276,42 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
     lean_one_tile<T, I, kMT>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; });
     st = park[0];
   }
-  if constexpr (kLand) {
-    /* the rest of the land units, waiting for each (the block's prof stamp 2 comes after) */
-    if (!(st & 8u))
-      for (;;) {
-        const uint32_t lu = lean_claim(lands(), base());
-        if (lu >= b->lstart[P] || !lean_land_warp<T>(p, rk, v, *b, lu)) break;
-      }
-  }
   __syncwarp(); /* converged into the landing's block barriers */
+}
+
+/* All threads: this block's land units, part, part + bpr, ...: sources me−1, me−2, ... (see the
+ * header). Not inlined: its copy holds more registers than the pooling loop needs, and inlined
+ * ptxas spilled inside the pooling loops to make room. */
+template <typename T>
+__device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, const RankView& v,
+                                       const LeanBlk& b, size_t half, uint64_t base, uint32_t part,
+                                       uint32_t bpr) {
+  const int P = p.nranks, me = v.rank;
+  const int64_t bme = ea_batch(p, me);
+  const size_t vec = (size_t)p.D * sizeof(T);
+  int k = 1;
+  for (int64_t lu = part; lu < b.lstart[P]; lu += bpr) {
+    while (lu >= b.lstart[k + 1]) ++k;
+    const int s = (me - k + P) % P;
+    const int64_t rem = lu - b.lstart[k], units = b.lstart[k + 1] - b.lstart[k];
+    const int Ts = ea_tables(p, s);
+    const bool data = bme > 0 && Ts > 0;
+    bool done = true;
+    if (threadIdx.x == 0) {
+      const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
+      if (rem == 0) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
+      if (done && data) done = wait_count(row + kLeanSlot, base + (uint64_t)(bme * Ts), v, s, kLeanSlot);
+    }
+    /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after */
+    if (__syncthreads_or(!done)) break; /* timeout or another error: give up */
+    if (data) {
+      int64_t r0, r1;
+      fco_ea_lean_land_rows(bme, units, rem, &r0, &r1);
+      if (r1 > r0)
+        copy_cols_any<kLeanLandUnroll>(rk.out, v.peer_data[me] + half, r0, r1, (size_t)p.T * vec,
+                      (size_t)p.toff[s] * vec, (size_t)Ts * vec);
+    }
+  }
 }
 
 /* kOne: one local rank (the nccl transport): its arguments are addressed in the parameter bank
@@ -399,7 +321,7 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
  * (FCO_EA_LEAN_BLOCKS). kProf: FCO_EA_PROFILE's stamps (start, the block's signal, pool tiles
  * done, landed), a variant so that the default kernel has none of it. kDyn: FCO_EA_LEAN_DYN's
  * queues (lean_pool_dyn; the blocks on the first x.split % of the SMs take remote tiles first). */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, int kDyn>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, bool kDyn>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
   __shared__ RankView v;
@@ -432,20 +354,20 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
   const bool aligned = x.aligned[li] != 0;
   prof_stamp<kProf>(p, 0);
-  if constexpr (kDyn > 0) {
+  if constexpr (kDyn) {
     uint32_t smid, nsmid;
     asm("mov.u32 %0, %%smid;" : "=r"(smid));
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
     const bool pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
-    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT, kDyn == 2>(p, src, rk, v, &b, aligned, pref_remote);
-    else lean_pool_dyn<T, int32_t, kProf, kMT, kDyn == 2>(p, src, rk, v, &b, aligned, pref_remote);
+    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote);
+    else lean_pool_dyn<T, int32_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote);
   } else {
     if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
     else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
   }
   prof_stamp<kProf>(p, 2);
 
-  if constexpr (kDyn != 2) lean_land<T>(p, rk, v, b, half, base, part, bpr);
+  lean_land<T>(p, rk, v, b, half, base, part, bpr);
   prof_stamp<kProf>(p, 3);
   epoch_end(dev, e, bpr);
 }
@@ -457,7 +379,7 @@ inline double lean_mean_len(const EaParams& p, int i) {
 }
 
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, int kDyn = 0>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false>
 fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int nt_knob = 1) {
   constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT, kDyn>;
   int device = 0, sms = 0;
@@ -479,8 +401,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   const int64_t warps = (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps / num_local;
   static thread_local LeanFusedArgs x;
   memset(&x, 0, sizeof x);
-  /* (a warp lands a claimed unit: smaller ones) */
-  long long land_kib = fco_env_int("FCO_EA_LAND_KB", kDyn == 2 ? 8 : 64);
+  long long land_kib = fco_env_int("FCO_EA_LAND_KB", 64);
   land_kib = land_kib < 4 ? 4 : land_kib > 16384 ? 16384 : land_kib;
   x.land_bytes = (int64_t)land_kib * 1024;
   const long long mix = fco_env_int("FCO_EA_LEAN_MIX", 0);
@@ -569,19 +490,13 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
       if (lean_mean_len(p, i) > kLeanDynMaxLen) dyn = 0;
   }
   if (dyn == 1) {
-    /* 3 blocks a SM (4 was slower everywhere, run 07fcd7a). FCO_EA_LEAN_LAND = 1: warps land
-     * claimed units as soon as a source is complete, between their pool tiles (kDyn = 2). */
-    const bool land = fco_env_int("FCO_EA_LEAN_LAND", 0) == 1;
     if (num_local != 1) {
       p.prof = nullptr;
-      return land ? launch_t<T, false, 3, false, false, 2>(p, num_local, stream, err)
-                  : launch_t<T, false, 3, false, false, 1>(p, num_local, stream, err);
+      return launch_t<T, false, 3, false, false, true>(p, num_local, stream, err);
     }
-    if (land)
-      return p.prof ? launch_t<T, true, 3, true, false, 2>(p, 1, stream, err)
-                    : launch_t<T, true, 3, false, false, 2>(p, 1, stream, err);
-    return p.prof ? launch_t<T, true, 3, true, false, 1>(p, 1, stream, err)
-                  : launch_t<T, true, 3, false, false, 1>(p, 1, stream, err);
+    if (p.prof) return launch_t<T, true, 3, true, false, true>(p, 1, stream, err);
+    return four ? launch_t<T, true, 4, false, false, true>(p, 1, stream, err)
+                : launch_t<T, true, 3, false, false, true>(p, 1, stream, err);
   }
   if (p.prof && (num_local != 1 || four)) p.prof = nullptr;
   if (p.prof) return launch_t<T, true, 3, true>(p, 1, stream, err);

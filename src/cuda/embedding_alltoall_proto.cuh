@@ -41,13 +41,12 @@ template <>
 __device__ __forceinline__ void st_unit<uint4>(uint4* p, const uint4& x) { st_global_v4(p, x); }
 
 /* Copy rows [r0, r1) × bytes [col, col + seg) of a [*, row] byte matrix from src to dst, units
- * of U bytes (all of col, seg, row, src, dst multiples of U). All threads of the block, or with
- * kWarp the 32 lanes of the calling warp; kUnroll loads in flight per thread before their stores. src was written by peers: read
+ * of U bytes (all of col, seg, row, src, dst multiples of U). All threads of the block;
+ * kUnroll loads in flight per thread before their stores. src was written by peers: read
  * through L2 (ld.global.cg). Rows go in batches that keep the flat unit index in 32 bits. */
-template <typename U, int kUnroll, bool kWarp = false>
+template <typename U, int kUnroll>
 __device__ __forceinline__ void copy_cols(char* dst, const char* src, int64_t r0, int64_t r1,
                                           size_t row, size_t col, size_t seg) {
-  const uint32_t tid = kWarp ? threadIdx.x & 31 : threadIdx.x, nth = kWarp ? 32 : blockDim.x;
   const uint32_t upr = (uint32_t)(seg / sizeof(U));
   if (upr == 0) return;
   const int64_t rows_per_batch = upr >= (1u << 30) ? 1 : (int64_t)((1u << 30) / upr);
@@ -55,31 +54,31 @@ __device__ __forceinline__ void copy_cols(char* dst, const char* src, int64_t r0
     const uint32_t n = (uint32_t)(min(r1, rb + rows_per_batch) - rb) * upr;
     const char* s = src + (size_t)rb * row + col;
     char* d = dst + (size_t)rb * row + col;
-    for (uint32_t x0 = tid; x0 < n; x0 += kUnroll * nth) {
+    for (uint32_t x0 = threadIdx.x; x0 < n; x0 += kUnroll * blockDim.x) {
       U r[kUnroll];
       size_t off[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        const uint32_t x = x0 + (uint32_t)u * nth;
+        const uint32_t x = x0 + (uint32_t)u * blockDim.x;
         const uint32_t rr = x / upr;
         off[u] = (size_t)rr * row + (size_t)(x - rr * upr) * sizeof(U);
         if (x < n) r[u] = __ldcg((const U*)(s + off[u]));
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u)
-        if (x0 + (uint32_t)u * nth < n) st_unit((U*)(d + off[u]), r[u]);
+        if (x0 + (uint32_t)u * blockDim.x < n) st_unit((U*)(d + off[u]), r[u]);
     }
   }
 }
 /* kUnroll: loads in flight per thread (ea_kernel_fused: kLandUnroll; the lean kernel, at 64
- * registers, fewer). kWarp: the calling warp copies (the lean kernel's claimed landing). */
-template <int kUnroll = kLandUnroll, bool kWarp = false>
+ * registers, fewer). */
+template <int kUnroll = kLandUnroll>
 __device__ __forceinline__ void copy_cols_any(char* dst, const char* src, int64_t r0, int64_t r1,
                                               size_t row, size_t col, size_t seg) {
   const uintptr_t m = (uintptr_t)dst | (uintptr_t)src | row | col | seg;
-  if (m % 16 == 0) copy_cols<uint4, kUnroll, kWarp>(dst, src, r0, r1, row, col, seg);
-  else if (m % 4 == 0) copy_cols<uint32_t, kUnroll, kWarp>(dst, src, r0, r1, row, col, seg);
-  else copy_cols<uint16_t, kUnroll, kWarp>(dst, src, r0, r1, row, col, seg);
+  if (m % 16 == 0) copy_cols<uint4, kUnroll>(dst, src, r0, r1, row, col, seg);
+  else if (m % 4 == 0) copy_cols<uint32_t, kUnroll>(dst, src, r0, r1, row, col, seg);
+  else copy_cols<uint16_t, kUnroll>(dst, src, r0, r1, row, col, seg);
 }
 
 /* All threads, after load_rank_view: can this rank's view run a fused kernel — the world it was
