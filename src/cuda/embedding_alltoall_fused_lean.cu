@@ -82,6 +82,7 @@ struct LeanFusedArgs {
   int64_t land_bytes;
   int32_t mix; /* FCO_EA_LEAN_MIX: % of the local tiles the remote ones are spread over (0: remote first) */
   int32_t split; /* FCO_EA_LEAN_SPLIT (kDyn): % of the SMs whose blocks take remote tiles first */
+  int32_t fake;  /* FCO_EA_PROFILE=2 (kProf only): remote tiles stored locally, see run_t */
 };
 
 /* The block's tables, filled by one thread before load_rank_view's closing barrier. */
@@ -143,7 +144,7 @@ __device__ __forceinline__ void lean_signal(const EaParams& p, const RankView& v
 template <typename T, typename I, bool kMT, typename Park>
 __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t tile,
-                                              bool aligned, Park park) {
+                                              bool aligned, Park park, bool fake = false) {
   const int P = p.nranks;
   const int me = v.rank, W = src.W;
   int k, t;
@@ -159,7 +160,7 @@ __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& 
   /* counted before the stores: sent is read only after the signal's barrier */
   if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)(nb * ntab));
   const size_t half = (size_t)((v.epoch + 1) & 1) * fco_ws_half_bytes(v.ws_bytes);
-  T* const dst = (T*)(remote ? v.peer_data[d] + half : rk.out) +
+  T* const dst = (T*)(remote ? v.peer_data[fake ? me : d] + half : rk.out) +
                  ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
   const int64_t row0 = p.row_base[rk.row_base0 + t];
   park();
@@ -188,7 +189,8 @@ __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& 
  * kernel: with the state live across it, ptxas spilled 532 bytes at 64 registers. */
 template <typename T, typename I, bool kProf, bool kMT>
 __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
-                                              const RankView& v, LeanBlk* b, uint32_t j, bool aligned) {
+                                              const RankView& v, LeanBlk* b, uint32_t j, bool aligned,
+                                              bool fake) {
   const int P = p.nranks;
   uint32_t* const park = &b->park[threadIdx.x >> 5][0];
   bool signalled = false;
@@ -213,7 +215,7 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
                              [&]() {
                                park[0] = j;
                                park[1] = (uint32_t)signalled;
-                             });
+                             }, kProf && fake);
     j = park[0];
     signalled = park[1] != 0;
   }
@@ -247,7 +249,7 @@ __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t
 template <typename T, typename I, bool kProf, bool kMT>
 __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, bool aligned,
-                                              bool pref_remote) {
+                                              bool pref_remote, bool fake) {
   const int P = p.nranks;
   uint32_t* const park = &b->park[threadIdx.x >> 5][0];
   /* re-read at each use (shared memory): nothing but the parked state is held across a tile */
@@ -273,7 +275,8 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
       st = (st ^ 1u) | 2u;
       continue;
     }
-    lean_one_tile<T, I, kMT>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; });
+    lean_one_tile<T, I, kMT>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; },
+                             kProf && fake);
     st = park[0];
   }
   __syncwarp(); /* converged into the landing's block barriers */
@@ -353,17 +356,20 @@ __global__ void __launch_bounds__(kThreads, kMinB)
 
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
   const bool aligned = x.aligned[li] != 0;
+  /* FCO_EA_PROFILE=2 (diagnostic, kProf only): remote tiles go to this rank's own workspace half
+   * (same offsets, local HBM) — the peers land garbage — to time pooling without NVLink stores */
+  const bool fake = kProf && x.fake != 0;
   prof_stamp<kProf>(p, 0);
   if constexpr (kDyn) {
     uint32_t smid, nsmid;
     asm("mov.u32 %0, %%smid;" : "=r"(smid));
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
     const bool pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
-    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote);
-    else lean_pool_dyn<T, int32_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote);
+    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote, fake);
+    else lean_pool_dyn<T, int32_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote, fake);
   } else {
-    if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
-    else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned);
+    if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned, fake);
+    else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned, fake);
   }
   prof_stamp<kProf>(p, 2);
 
@@ -409,6 +415,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   /* run 07fcd7a (2×H200, bags of 1–8 rows): 60 within 3 % of the best of 50..80, both dtypes */
   const long long split = fco_env_int("FCO_EA_LEAN_SPLIT", 60);
   x.split = (int32_t)(split < 0 ? 0 : split > 100 ? 100 : split);
+  x.fake = kProf && fco_env_int("FCO_EA_PROFILE", 0) == 2;
   int lg = 0;
   while ((1 << lg) < G) lg++;
   int slots = 2; /* staged offsets a warp, the most of any local rank: nt · (W + 1) */
