@@ -40,6 +40,10 @@ static void tile_bags(void) {
           }
   /* the shared memory grows with W and shrinks with G (its weights ring) */
   ASSERT_LT(fco_ea_lean_smem(8, 16), fco_ea_lean_smem(8, 1024));
+  /* a deeper ring: 16 bytes a thread and row, 4 bytes a lane group and row more a stage */
+  ASSERT_EQ(fco_ea_lean_smem_s(8, 16, 4) - fco_ea_lean_smem_s(8, 16, 3),
+            (size_t)FCO_EA_LEAN_ROWS * (FCO_EA_LEAN_THREADS * 16 + FCO_EA_LEAN_THREADS / 8 * 4));
+  ASSERT_EQ(fco_ea_lean_smem(8, 16), fco_ea_lean_smem_s(8, 16, FCO_EA_LEAN_STAGES));
   ASSERT_LT(fco_ea_lean_smem(16, 64), fco_ea_lean_smem(1, 64));
 }
 

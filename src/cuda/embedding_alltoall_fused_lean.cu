@@ -141,7 +141,7 @@ __device__ __forceinline__ void lean_signal(const EaParams& p, const RankView& v
  * their final place. park() saves the caller's loop state to shared memory just before the
  * pooling (the compiler barriers force its reload after): lean_tile keeps the registers it has
  * in the lookup kernel. */
-template <typename T, typename I, bool kMT, typename Park>
+template <typename T, typename I, bool kMT, int kS, typename Park>
 __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t tile,
                                               bool aligned, Park park, bool fake = false) {
@@ -166,7 +166,7 @@ __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& 
   park();
   asm volatile("" ::: "memory");
   if (aligned) {
-    lean_tile<T, I, kLeanStages, kLeanRows, kMT>(src, t, p.bstart[d] + i0, nb, row0,
+    lean_tile<T, I, kS, kLeanRows, kMT>(src, t, p.bstart[d] + i0, nb, row0,
                                                 p.row_base[rk.row_base0 + t + 1] - row0, dst,
                                                 (int64_t)p.T * p.D, nt, ntab,
                                                 p.row_base + rk.row_base0);
@@ -187,7 +187,7 @@ __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& 
  * warp's loop state (j, whether it signalled) waits in shared memory while lean_tile runs (the
  * compiler barriers force the reload), so lean_tile keeps the registers it has in the lookup
  * kernel: with the state live across it, ptxas spilled 532 bytes at 64 registers. */
-template <typename T, typename I, bool kProf, bool kMT>
+template <typename T, typename I, bool kProf, bool kMT, int kS>
 __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, uint32_t j, bool aligned,
                                               bool fake) {
@@ -211,7 +211,7 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
     }
     if (j >= b->tstart[P]) break;
     /* (every lane writes the same values, and reads back what it wrote or an equal value) */
-    lean_one_tile<T, I, kMT>(p, src, rk, v, b, fco_ea_lean_order(j, b->tstart[P - 1], b->w), aligned,
+    lean_one_tile<T, I, kMT, kS>(p, src, rk, v, b, fco_ea_lean_order(j, b->tstart[P - 1], b->w), aligned,
                              [&]() {
                                park[0] = j;
                                park[1] = (uint32_t)signalled;
@@ -246,7 +246,7 @@ __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t
  * before its local tiles, a local-first one at its end): there it meets the block barrier and
  * the block signals, as lean_pool_all at w. The loop state (queue, whether it switched,
  * signalled) is parked around the pooling as there. */
-template <typename T, typename I, bool kProf, bool kMT>
+template <typename T, typename I, bool kProf, bool kMT, int kS>
 __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, bool aligned,
                                               bool pref_remote, bool fake) {
@@ -275,7 +275,7 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
       st = (st ^ 1u) | 2u;
       continue;
     }
-    lean_one_tile<T, I, kMT>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; },
+    lean_one_tile<T, I, kMT, kS>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; },
                              kProf && fake);
     st = park[0];
   }
@@ -324,7 +324,7 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
  * (FCO_EA_LEAN_BLOCKS). kProf: FCO_EA_PROFILE's stamps (start, the block's signal, pool tiles
  * done, landed), a variant so that the default kernel has none of it. kDyn: FCO_EA_LEAN_DYN's
  * queues (lean_pool_dyn; the blocks on the first x.split % of the SMs take remote tiles first). */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, bool kDyn>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, bool kDyn, int kS>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
   __shared__ RankView v;
@@ -365,11 +365,11 @@ __global__ void __launch_bounds__(kThreads, kMinB)
     asm("mov.u32 %0, %%smid;" : "=r"(smid));
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
     const bool pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
-    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote, fake);
-    else lean_pool_dyn<T, int32_t, kProf, kMT>(p, src, rk, v, &b, aligned, pref_remote, fake);
+    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
+    else lean_pool_dyn<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
   } else {
-    if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned, fake);
-    else lean_pool_all<T, int32_t, kProf, kMT>(p, src, rk, v, &b, j0, aligned, fake);
+    if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
+    else lean_pool_all<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
   }
   prof_stamp<kProf>(p, 2);
 
@@ -385,9 +385,11 @@ inline double lean_mean_len(const EaParams& p, int i) {
 }
 
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false,
+          int kS = kLeanStages>
 fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int nt_knob = 1) {
-  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT, kDyn>;
+  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT, kDyn, kS>;
+  auto lean_smem = [](int G, int W) { return fco_ea_lean_smem_s(G, W, kS); };
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -496,17 +498,27 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     for (int i = 0; i < num_local; i++)
       if (lean_mean_len(p, i) > kLeanDynMaxLen) dyn = 0;
   }
+  /* FCO_EA_LEAN_STAGES = 4 (experimental): a 4-stage cp.async ring (65 KB a block, still 3
+   * blocks a SM) — a third more rows in flight a warp, against the 24 warps a SM that 80
+   * registers leave (impl 0's lookup runs 32 at 64: at P = 1 it pools 10 % faster, ncu run
+   * 27eeceb). The 3-block kernels without the profile. */
+  const bool deep = fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) == 4 && !four && !p.prof;
   if (dyn == 1) {
     if (num_local != 1) {
       p.prof = nullptr;
-      return launch_t<T, false, 3, false, false, true>(p, num_local, stream, err);
+      return deep ? launch_t<T, false, 3, false, false, true, 4>(p, num_local, stream, err)
+                  : launch_t<T, false, 3, false, false, true>(p, num_local, stream, err);
     }
+    if (deep) return launch_t<T, true, 3, false, false, true, 4>(p, 1, stream, err);
     if (p.prof) return launch_t<T, true, 3, true, false, true>(p, 1, stream, err);
     return four ? launch_t<T, true, 4, false, false, true>(p, 1, stream, err)
                 : launch_t<T, true, 3, false, false, true>(p, 1, stream, err);
   }
   if (p.prof && (num_local != 1 || four)) p.prof = nullptr;
   if (p.prof) return launch_t<T, true, 3, true>(p, 1, stream, err);
+  if (deep)
+    return num_local == 1 ? launch_t<T, true, 3, false, false, false, 4>(p, 1, stream, err)
+                          : launch_t<T, false, 3, false, false, false, 4>(p, num_local, stream, err);
   if (num_local == 1)
     return four ? launch_t<T, true, 4, false>(p, 1, stream, err)
                 : launch_t<T, true, 3, false>(p, 1, stream, err);

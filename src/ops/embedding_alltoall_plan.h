@@ -35,14 +35,15 @@ enum {
   FCO_EA_LEAN_MAX_TILE_BAGS = 1024  /* W at most (shared memory for the staged offsets)    */
 };
 
-/* Dynamic shared memory of a block for tiles of W bags and G lanes a bag: the row ring, the
- * warps' offsets, the weights' ring. */
-FCO_EA_HD size_t fco_ea_lean_smem(int G, int W) {
+/* Dynamic shared memory of a block for tiles of W bags and G lanes a bag with a ring of S stages:
+ * the row ring, the warps' offsets, the weights' ring. */
+FCO_EA_HD size_t fco_ea_lean_smem_s(int G, int W, int S) {
   const size_t warps = FCO_EA_LEAN_THREADS / 32;
-  return (size_t)FCO_EA_LEAN_STAGES * FCO_EA_LEAN_ROWS * FCO_EA_LEAN_THREADS * 16 +
-         warps * (size_t)(W + 1) * 4 +
-         (size_t)(FCO_EA_LEAN_THREADS / G) * FCO_EA_LEAN_STAGES * FCO_EA_LEAN_ROWS * 4;
+  return (size_t)S * FCO_EA_LEAN_ROWS * FCO_EA_LEAN_THREADS * 16 + warps * (size_t)(W + 1) * 4 +
+         (size_t)(FCO_EA_LEAN_THREADS / G) * S * FCO_EA_LEAN_ROWS * 4;
 }
+/* ... with the default FCO_EA_LEAN_STAGES. */
+FCO_EA_HD size_t fco_ea_lean_smem(int G, int W) { return fco_ea_lean_smem_s(G, W, FCO_EA_LEAN_STAGES); }
 
 /* Bags a warp tile holds (the probe's d2 rule): the smallest power of two that is ≥ the lane
  * groups of a warp (32/G) and gives a group ≥ 4 chunks at the mean bag length, at most
