@@ -33,6 +33,8 @@
  *                        remote tiles first, the others local first
  *   FCO_EA_LEAN_MIX      static order: 0..100 (default 0 = remote tiles first), the % of the local
  *                        tiles its remote ones are spread over (fco_ea_lean_order; run 7d1cf97)
+ *   FCO_EA_LEAN_STAGES   the fused lean kernel's cp.async ring: 3 (default) or 4 stages (run
+ *                        61b33ef: bf16 2-6 % faster on short rows, f32 up to 3.5 % slower)
  *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
  *                        (kernel variant kMT, static order; run 7d1cf97: not faster but for
  *                        32-byte rows)
@@ -53,7 +55,9 @@
  *                        (the previous one) for longer rows (run ad0463c: the cursor 7-14 %
  *                        slower with f32 D = 128); cursor / 1 = always the cursor kernel; old /
  *                        0 = always the previous one (embedding_alltoall_fused.cu)
- *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic)
+ *   FCO_EA_PROFILE       1 = print the fused kernel's per-block timeline to stderr (diagnostic);
+ *                        2 = the same with the lean kernel's remote tiles stored locally (wrong
+ *                        results by design: times the pooling without NVLink stores)
  */
 #include <stdint.h>
 #include <stdio.h>
