@@ -45,7 +45,8 @@ LIB_SO := $(BUILD)/lib/libfco.so
 LIB_A  := $(BUILD)/lib/libfco.a
 RPATH  := -Wl,-rpath,$(abspath $(BUILD)/lib)
 
-FCO_GIT_COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+# "-dirty" when the tree differs from HEAD (e.g. a device copy whose .git lags the files it runs)
+FCO_GIT_COMMIT ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null)
 BENCH := $(BUILD)/bin/fco-bench
 BENCH_SRC := $(wildcard tools/fco-bench/*.c)
 TEST_COMMON := $(wildcard tests/common/*.c)

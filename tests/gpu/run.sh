@@ -28,7 +28,9 @@ mkdir -p "$OUT"
 # One libnccl.so.2 per process: build against the one torch loads.
 NCCL_HOME=${NCCL_HOME:-$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')}
 export NCCL_HOME
-export FCO_COMMIT=${FCO_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+# (pass FCO_COMMIT from the machine that made the tree: a device copy's .git can lag the files it
+# runs — "-dirty" marks that case)
+export FCO_COMMIT=${FCO_COMMIT:-$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)}
 BIN=build/bin/fco-bench
 T_START=$(date +%s)
 
