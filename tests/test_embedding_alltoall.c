@@ -425,6 +425,12 @@ static void knobs(const t_world_t* w) {
       /* the lean fused kernel (the others run with FCO_EA_LEAN=0: the previous kernels' knobs) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LAND_KB", "4", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32},
+      /* 4 blocks a SM, aligned one-rank calls: the kernels specialized to the index type (kIdx),
+       * both orders; consecutive entries take int32 and int64 indices (kCombos) */
+      {"FCO_EA_LEAN_BLOCKS", "4", NULL, NULL, 64, FCO_BF16},
+      {"FCO_EA_LEAN_BLOCKS", "4", NULL, NULL, 64, FCO_BF16},
+      {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16},
+      {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32},
       /* warp tiles of several tables (experimental): 32-byte rows (16 lane groups a warp) and

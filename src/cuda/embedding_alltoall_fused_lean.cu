@@ -322,9 +322,12 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
  * the block's rank's LeanSrc is copied to shared memory (more registers: a few more spills; the
  * local transport is for correctness). kMinB: 3 (80 registers, the default) or 4 blocks a SM
  * (FCO_EA_LEAN_BLOCKS). kProf: FCO_EA_PROFILE's stamps (start, the block's signal, pool tiles
- * done, landed), a variant so that the default kernel has none of it. kDyn: FCO_EA_LEAN_DYN's
+ * done, landed), a variant so that the default kernel has none of it. kIdx: 0 = any index type
+ * and alignment (a branch each); 32 / 64 = one local rank whose pointers are aligned and whose
+ * indices are int32 / int64 — lean_tile alone, one instance: at 64 registers (4 blocks a SM) the
+ * branches' code cost ~90 B of spills, this ~4 (ptxas). kDyn: FCO_EA_LEAN_DYN's
  * queues (lean_pool_dyn; the blocks on the first x.split % of the SMs take remote tiles first). */
-template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, bool kDyn, int kS>
+template <typename T, bool kOne, int kMinB, bool kProf, bool kMT, bool kDyn, int kS, int kIdx>
 __global__ void __launch_bounds__(kThreads, kMinB)
     ea_kernel_fused_lean(const __grid_constant__ EaParams p, const __grid_constant__ LeanFusedArgs x) {
   __shared__ RankView v;
@@ -365,10 +368,14 @@ __global__ void __launch_bounds__(kThreads, kMinB)
     asm("mov.u32 %0, %%smid;" : "=r"(smid));
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
     const bool pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
-    if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
+    if constexpr (kIdx == 64) lean_pool_dyn<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, true, pref_remote, fake);
+    else if constexpr (kIdx == 32) lean_pool_dyn<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, true, pref_remote, fake);
+    else if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
     else lean_pool_dyn<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
   } else {
-    if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
+    if constexpr (kIdx == 64) lean_pool_all<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, true, fake);
+    else if constexpr (kIdx == 32) lean_pool_all<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, true, fake);
+    else if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
     else lean_pool_all<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
   }
   prof_stamp<kProf>(p, 2);
@@ -386,9 +393,9 @@ inline double lean_mean_len(const EaParams& p, int i) {
 
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
 template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false,
-          int kS = kLeanStages>
+          int kS = kLeanStages, int kIdx = 0>
 fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int nt_knob = 1) {
-  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT, kDyn, kS>;
+  constexpr auto kern = ea_kernel_fused_lean<T, kOne, kMinB, kProf, kMT, kDyn, kS, kIdx>;
   auto lean_smem = [](int G, int W) { return fco_ea_lean_smem_s(G, W, kS); };
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
@@ -472,11 +479,16 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
 
 template <typename T>
 fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
-  /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers; spills ~0.1 KB
-   * around the pooling loop) or 3 (80 registers, 0–36 B). FCO_EA_PROFILE (p.prof set): the
+  /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers; the generic
+   * kernel spills ~0.1 KB around the pooling loop, the aligned one-rank kernels specialized to
+   * the index type 0–4 B: added after the last device run of session 8, not yet run on a GPU)
+   * or 3 (80 registers, 0–36 B). FCO_EA_PROFILE (p.prof set): the
    * kProf variant, built for one local rank at 3 blocks a SM only (the nccl transport's
    * default); elsewhere p.prof is cleared and nothing is stamped. */
   const bool four = fco_env_int("FCO_EA_LEAN_BLOCKS", kLeanFusedBlocks) == 4;
+  /* 4 blocks a SM, one local rank with 16-byte aligned weight and out: the kernel specialized
+   * to its index type (kIdx; ptxas: ~4 B of spills at 64 registers instead of ~90) */
+  const bool spec = num_local == 1 && (uintptr_t)p.r[0].weight % 16 == 0 && (uintptr_t)p.r[0].out % 16 == 0;
   /* FCO_EA_LEAN_TABLES = nt > 1: the kMT variant (3 blocks a SM, no profile); experimental */
   const long long nt = fco_env_int("FCO_EA_LEAN_TABLES", 1);
   if (nt > 1) {
@@ -511,6 +523,9 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     }
     if (deep) return launch_t<T, true, 3, false, false, true, 4>(p, 1, stream, err);
     if (p.prof) return launch_t<T, true, 3, true, false, true>(p, 1, stream, err);
+    if (four && spec)
+      return p.r[0].idx64 ? launch_t<T, true, 4, false, false, true, kLeanStages, 64>(p, 1, stream, err)
+                          : launch_t<T, true, 4, false, false, true, kLeanStages, 32>(p, 1, stream, err);
     return four ? launch_t<T, true, 4, false, false, true>(p, 1, stream, err)
                 : launch_t<T, true, 3, false, false, true>(p, 1, stream, err);
   }
@@ -519,6 +534,9 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
   if (deep)
     return num_local == 1 ? launch_t<T, true, 3, false, false, false, 4>(p, 1, stream, err)
                           : launch_t<T, false, 3, false, false, false, 4>(p, num_local, stream, err);
+  if (num_local == 1 && four && spec)
+    return p.r[0].idx64 ? launch_t<T, true, 4, false, false, false, kLeanStages, 64>(p, 1, stream, err)
+                        : launch_t<T, true, 4, false, false, false, kLeanStages, 32>(p, 1, stream, err);
   if (num_local == 1)
     return four ? launch_t<T, true, 4, false>(p, 1, stream, err)
                 : launch_t<T, true, 3, false>(p, 1, stream, err);
