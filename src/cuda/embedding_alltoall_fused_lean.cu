@@ -27,7 +27,8 @@
  * Counters: slot kLeanSlot of destination d's signal row me counts the bags me pooled for d; it
  *   ends at (e << 32) + b_d · T_me. A block adds its bags per destination (shared counts, added
  *   by each warp's lane 0 with each remote tile) once, when all its warps are past their remote
- *   tiles (static: the last remote position; claimed: the remote queue found empty): bar.sync, then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
+ *   tiles (static: the last remote position; claimed: the remote queue found empty): bar.sync,
+ *   then thread 0 does red.max.relaxed(e << 32) on each counter it advances,
  *   one fence.acq_rel.sys, and red.add.relaxed(bags) — the release pattern of ea_kernel_fused's
  *   signal batches (embedding_alltoall_fused.cu: the max lifts the previous call's value and no
  *   add is lost), once a block; only warp 0 waits for the fence, the others pool local tiles.
@@ -239,10 +240,10 @@ __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t
   return __shfl_sync(0xffffffffu, i, 0);
 }
 
-/* FCO_EA_LEAN_DYN = 1 (experimental): warps claim tiles from two queues of the rank — its
- * remote tiles and its local ones — one atomic a tile, so blocks finish within a tile of each
- * other whatever their speed; a warp takes its preferred queue (remote when pref_remote) until
- * empty, then the other. Every warp sees the remote queue empty exactly once (a remote-first warp
+/* The claimed order (FCO_EA_LEAN_DYN; the default where bags are short): warps claim tiles from
+ * two queues of the rank — its remote tiles and its local ones — one atomic a tile, so blocks
+ * finish within a tile of each other whatever their speed; a warp takes its preferred queue
+ * (remote when pref_remote) until empty, then the other. Every warp sees the remote queue empty exactly once (a remote-first warp
  * before its local tiles, a local-first one at its end): there it meets the block barrier and
  * the block signals, as lean_pool_all at w. The loop state (queue, whether it switched,
  * signalled) is parked around the pooling as there. */
