@@ -8,6 +8,10 @@
  * symmetric signal window; a sender s writes peer_sig[p][s * FCO_SIG_SLOTS + slot].
  * Values only grow: a call uses values derived from the epoch (calls completed on this
  * communicator), so flags never need resetting and CUDA-graph replays stay correct.
+ * Known limit (not guarded yet): the values put the epoch in the upper 32 bits (sig_value,
+ * the embedding counters and queues), so they grow only for 2^32 calls of one communicator —
+ * about 6 days at 8000 calls a second; past that a wait could be satisfied by a stale value.
+ * Re-create a communicator before then; a device-side check (error at epoch 2^32 − 1) is to do.
  */
 #ifndef FCO_CUDA_DEV_H_
 #define FCO_CUDA_DEV_H_
