@@ -6,9 +6,12 @@
  * tile before w); a whole plan of random worlds (every rank's tiles cover each (destination
  * sample, source table) bag exactly once, and the bags a source sends a destination add up to
  * what the destination's counter waits for, b_d · T_src); land units (their rows partition the
- * output). Transport-independent: the same checks on every transport.
+ * output); the claim protocol of the claimed tile order (FCO_EA_LEAN_DYN: threads racing for a
+ * queue's indices across calls of skipped and repeated epochs get every index exactly once).
+ * Transport-independent: the same checks on every transport.
  *   make test   or   build/tests/test_ea_plan
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,8 +176,59 @@ static void land(void) {
   }
 }
 
+/* ---- fco_ea_claim: kThreads threads (a call's warps) drain a queue of n indices; a call's
+ * threads are joined before the next call (the kernel boundary). Epochs grow by 1..3 between
+ * calls (other operators' calls in between); before some calls an older value is written into
+ * the counter, as another operator's signal into the same slot would be. Every call: each index
+ * in [0, n) claimed exactly once, every thread ends on an index >= n. */
+enum { kClaimThreads = 8 };
+typedef struct {
+  unsigned long long* ctr;
+  uint64_t base;
+  uint32_t n;
+  unsigned char* seen; /* [n] */
+  int bad;             /* a claim past n + threads, or 0xffffffff */
+} claim_call_t;
+static void* claim_worker(void* arg) {
+  claim_call_t* c = (claim_call_t*)arg;
+  for (;;) {
+    const uint32_t i = fco_ea_claim(c->ctr, c->base);
+    if (i == 0xffffffffu || i > c->n + 64u * kClaimThreads) {
+      __atomic_store_n(&c->bad, 1, __ATOMIC_RELAXED);
+      return NULL;
+    }
+    if (i >= c->n) return NULL;
+    __atomic_fetch_add(&c->seen[i], 1, __ATOMIC_RELAXED);
+  }
+}
+static void claims(void) {
+  unsigned long long ctr = 0;
+  uint64_t e = 1;
+  for (int call = 0; call < 200; call++) {
+    e += 1 + rnd() % 3;
+    if (rnd() % 4 == 0) ctr = ((e - 1) << 32) | (rnd() & 0xffffu); /* an older epoch's value */
+    claim_call_t c;
+    c.ctr = &ctr;
+    c.base = e << 32;
+    c.n = (uint32_t)(rnd() % 3 == 0 ? rnd() % 4 : rnd() % 5000);
+    c.seen = (unsigned char*)calloc(c.n + 1, 1);
+    c.bad = 0;
+    pthread_t th[kClaimThreads];
+    for (int t = 0; t < kClaimThreads; t++) ASSERT_EQ(pthread_create(&th[t], NULL, claim_worker, &c), 0);
+    for (int t = 0; t < kClaimThreads; t++) pthread_join(th[t], NULL);
+    ASSERT_EQ(c.bad, 0);
+    for (uint32_t i = 0; i < c.n; i++) ASSERT_EQ(c.seen[i], 1);
+    ASSERT_EQ(ctr >> 32, e); /* the counter carries this call's epoch */
+    free(c.seen);
+  }
+  /* a later epoch in the counter (cannot happen): the queue ends, nothing claimed */
+  ctr = (uint64_t)(e + 5) << 32;
+  ASSERT_EQ(fco_ea_claim(&ctr, e << 32), 0xffffffffu);
+}
+
 int main(void) {
   g_rng = t_seed_init();
+  claims();
   tile_bags();
   order();
   plans();

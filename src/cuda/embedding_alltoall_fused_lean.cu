@@ -223,20 +223,13 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
   __syncwarp(); /* converged into the landing's block barriers */
 }
 
-/* FCO_EA_LEAN_DYN: the next index of queue ctr (lane 0; the others get it by shuffle). The
- * queue is a 64-bit counter (epoch << 32) + claims in the rank's own signal row (no peer writes
- * there); the first claims of a call find an older epoch, lift it with max (claims that lost the
- * race retry: a value carries this call's epoch only after the max) — no reset between calls. */
+/* FCO_EA_LEAN_DYN: the next index of queue ctr, claimed by lane 0 (fco_ea_claim of the plan
+ * header: the queue is a 64-bit counter (epoch << 32) + claims in the rank's own signal row, no
+ * peer writes there, lifted to this call's epoch by its first claims — no reset between calls);
+ * the other lanes get it by shuffle. */
 __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t base) {
   uint32_t i = 0xffffffffu;
-  if ((threadIdx.x & 31) == 0) {
-    for (;;) {
-      const unsigned long long old = atomicAdd(ctr, 1ull);
-      if ((old >> 32) == (base >> 32)) { i = (uint32_t)old; break; }
-      if ((old >> 32) > (base >> 32)) break; /* a later epoch: cannot happen; end the queue */
-      atomicMax(ctr, (unsigned long long)base);
-    }
-  }
+  if ((threadIdx.x & 31) == 0) i = fco_ea_claim(ctr, base);
   return __shfl_sync(0xffffffffu, i, 0);
 }
 

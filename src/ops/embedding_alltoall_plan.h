@@ -122,6 +122,34 @@ FCO_EA_HD void fco_ea_lean_land_rows(int64_t bme, int64_t units, int64_t rem, in
   *r1 = *r0 + per < bme ? *r0 + per : bme;
 }
 
+/* One claim from a queue of the claimed tile order (FCO_EA_LEAN_DYN): the queue is a 64-bit
+ * counter (epoch << 32) + claims, never reset; base = this call's epoch << 32. The first claims of
+ * a call find an older epoch: they lift the counter to base with max and retry (a claim counts
+ * only once the counter carries this call's epoch, so no index is lost or given twice). Returns
+ * the claimed index, or 0xffffffff when the counter carries a later epoch (cannot happen: epochs
+ * only grow). The GPU kernel's lane 0 runs it (device atomics); tests/test_ea_plan.c runs it
+ * from host threads. */
+FCO_EA_HD uint32_t fco_ea_claim(unsigned long long* ctr, uint64_t base) {
+  for (;;) {
+#if defined(__CUDA_ARCH__)
+    const unsigned long long old = atomicAdd(ctr, 1ull);
+#else
+    const unsigned long long old = __atomic_fetch_add(ctr, 1ull, __ATOMIC_RELAXED);
+#endif
+    if ((old >> 32) == (base >> 32)) return (uint32_t)old;
+    if ((old >> 32) > (base >> 32)) return 0xffffffffu;
+#if defined(__CUDA_ARCH__)
+    atomicMax(ctr, (unsigned long long)base);
+#else
+    unsigned long long cur = __atomic_load_n(ctr, __ATOMIC_RELAXED);
+    while (cur < base &&
+           !__atomic_compare_exchange_n(ctr, &cur, (unsigned long long)base, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+#endif
+  }
+}
+
 #ifdef __cplusplus
 }
 #endif
