@@ -137,6 +137,16 @@ __device__ __forceinline__ void lean_signal(const EaParams& p, const RankView& v
   }
 }
 
+/* All warps of the block, each once, when it is past its remote tiles: the barrier (its remote
+ * stores are issued before it; thread 0's fence orders them before the adds), the signal, the
+ * profile's stamp 1. */
+template <bool kProf>
+__device__ __forceinline__ void lean_block_signal(const EaParams& p, const RankView& v, const LeanBlk* b) {
+  __syncthreads();
+  lean_signal(p, v, b, (v.epoch + 1) << 32);
+  prof_stamp<kProf>(p, 1);
+}
+
 /* One warp tile (all lanes): tile number `tile` of the rank (k-major, then table, then chunk),
  * its bags counted for the block's signal when remote, pooled by lean_tile / lean_tile_any at
  * their final place. park() saves the caller's loop state to shared memory just before the
@@ -202,12 +212,8 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
      * split between tiles and hung in lean_tile's full-warp shuffles), and the warp reaches the
      * block barrier below converged. */
     __syncwarp();
-    if (!signalled && j >= b->w) {
-      /* Every warp passes here exactly once: its remote stores are issued before the barrier,
-       * thread 0's fence orders them before the adds. */
-      __syncthreads();
-      lean_signal(p, v, b, (v.epoch + 1) << 32);
-      prof_stamp<kProf>(p, 1);
+    if (!signalled && j >= b->w) { /* every warp passes here exactly once */
+      lean_block_signal<kProf>(p, v, b);
       signalled = true;
     }
     if (j >= b->tstart[P]) break;
@@ -260,9 +266,7 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
     const uint32_t i = lean_claim(queue(q), base());
     if (i >= n) {
       if (q == 0 && !(st & 4u)) {
-        __syncthreads();
-        lean_signal(p, v, b, base());
-        prof_stamp<kProf>(p, 1);
+        lean_block_signal<kProf>(p, v, b);
         st |= 4u;
       }
       if (st & 2u) break;
@@ -357,21 +361,26 @@ __global__ void __launch_bounds__(kThreads, kMinB)
    * (same offsets, local HBM) — the peers land garbage — to time pooling without NVLink stores */
   const bool fake = kProf && x.fake != 0;
   prof_stamp<kProf>(p, 0);
+  bool pref_remote = false; /* claimed order: this block's SM takes remote tiles first */
   if constexpr (kDyn) {
     uint32_t smid, nsmid;
     asm("mov.u32 %0, %%smid;" : "=r"(smid));
     asm("mov.u32 %0, %%nsmid;" : "=r"(nsmid));
-    const bool pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
-    if constexpr (kIdx == 64) lean_pool_dyn<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, true, pref_remote, fake);
-    else if constexpr (kIdx == 32) lean_pool_dyn<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, true, pref_remote, fake);
-    else if (rk.idx64) lean_pool_dyn<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
-    else lean_pool_dyn<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, aligned, pref_remote, fake);
-  } else {
-    if constexpr (kIdx == 64) lean_pool_all<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, true, fake);
-    else if constexpr (kIdx == 32) lean_pool_all<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, true, fake);
-    else if (rk.idx64) lean_pool_all<T, int64_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
-    else lean_pool_all<T, int32_t, kProf, kMT, kS>(p, src, rk, v, &b, j0, aligned, fake);
+    pref_remote = (uint64_t)smid * 100 < (uint64_t)x.split * nsmid;
   }
+  /* the pooling loop for index type I (of the tag) and alignment al */
+  auto pool = [&](auto tag, bool al) {
+    using I = decltype(tag);
+    if constexpr (kDyn) {
+      lean_pool_dyn<T, I, kProf, kMT, kS>(p, src, rk, v, &b, al, pref_remote, fake);
+    } else {
+      lean_pool_all<T, I, kProf, kMT, kS>(p, src, rk, v, &b, j0, al, fake);
+    }
+  };
+  if constexpr (kIdx == 64) pool(int64_t{}, true);
+  else if constexpr (kIdx == 32) pool(int32_t{}, true);
+  else if (rk.idx64) pool(int64_t{}, aligned);
+  else pool(int32_t{}, aligned);
   prof_stamp<kProf>(p, 2);
 
   lean_land<T>(p, rk, v, b, half, base, part, bpr);

@@ -15,8 +15,8 @@
 /* AUTO: the fused kernel wherever there is something to exchange. It writes every pooled
  * vector once (NVLink for remote samples) and lands it locally, where impl 0 writes the send
  * buffer, moves it, and permutes it (three passes over the output bytes). Measured on 2×H200
- * (runs 3cf8337, ac50ff3: both impls on the lean lookup): faster than impl 0 on all 14 fco-bench
- * workloads, 1.06–1.65×. On the local transport (one GPU) it can be slower where bags are long
+ * (run 7912d0f: both impls on the lean lookup): faster than impl 0 on all 14 fco-bench
+ * workloads, 1.06–2.02×. On the local transport (one GPU) it can be slower where bags are long
  * (docs/embedding_alltoall.md, Known limits). */
 static int resolve_impl(fco_comm_t comm, int impl) {
   (void)comm;

@@ -465,7 +465,8 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
   static const char* const knobs[] = {"FCO_EA_SIGNAL_EVERY", "FCO_EA_LAND_KB", "FCO_EA_LAND_POLL",
                                       "FCO_EA_BAGS",         "FCO_EA_STREAM",  "FCO_EA_MIX",
                                       "FCO_EA_DECODE",       "FCO_EA_LEAN",    "FCO_EA_LEAN_BLOCKS",
-                                      "FCO_EA_LEAN_MIX",     "FCO_EA_LEAN_TABLES"};
+                                      "FCO_EA_LEAN_MIX",     "FCO_EA_LEAN_TABLES", "FCO_EA_LEAN_DYN",
+                                      "FCO_EA_LEAN_SPLIT",   "FCO_EA_LEAN_STAGES"};
   bench_print_knobs(f, knobs, sizeof knobs / sizeof knobs[0]);
   fprintf(f, "# lookup: ours alone (compute_us); a2a: %s alone (comm_us); speedup = %s / fused; "
           "ovl = max(lookup, a2a) + 0.2 min; hbm%% = gathered bytes / lookup / %.0f GB/s\n",
