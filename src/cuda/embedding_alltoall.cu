@@ -24,8 +24,10 @@
  *                        previous kernels, which the knobs below from FCO_EA_SIGNAL_EVERY on
  *                        (but FCO_EA_LAND_KB) tune. impl 1's protocol follows it: set it alike on
  *                        every rank (a mismatch ends in FCO_ERR_TIMEOUT, never in wrong data)
- *   FCO_EA_LEAN_BLOCKS   the fused lean kernel compiled for 3 (default, 80 registers) or 4 blocks
- *                        a SM (64 registers; run ac50ff3: 0-7 % slower)
+ *   FCO_EA_LEAN_BLOCKS   the fused lean kernel compiled for 3 (80 registers) or 4 blocks a SM (64
+ *                        registers); unset: 4 for the static order of one local rank with aligned
+ *                        pointers (index-type kernels, run c32d1a1: 2-7 % faster on long bags),
+ *                        else 3
  *   FCO_EA_LEAN_DYN      the fused lean kernel's tile order: 1 = claimed (two queues, remote and
  *                        local, one atomic a tile; kernel variant kDyn), 0 = static; unset =
  *                        claimed where every local rank's bags hold <= 16 rows on average

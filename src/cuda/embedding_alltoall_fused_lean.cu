@@ -68,7 +68,6 @@ namespace fco {
 namespace ea {
 namespace {
 
-constexpr int kLeanFusedBlocks = 3; /* FCO_EA_LEAN_BLOCKS default: see run_t */
 constexpr double kLeanDynMaxLen = 16.0; /* FCO_EA_LEAN_DYN's default: bags of ≤ 16 rows (run_t) */
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
@@ -482,15 +481,8 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
 
 template <typename T>
 fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
-  /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers; the generic
-   * kernel spills ~0.1 KB around the pooling loop, the aligned one-rank kernels specialized to
-   * the index type 0–4 B: added after the last device run of session 8, not yet run on a GPU)
-   * or 3 (80 registers, 0–36 B). FCO_EA_PROFILE (p.prof set): the
-   * kProf variant, built for one local rank at 3 blocks a SM only (the nccl transport's
-   * default); elsewhere p.prof is cleared and nothing is stamped. */
-  const bool four = fco_env_int("FCO_EA_LEAN_BLOCKS", kLeanFusedBlocks) == 4;
-  /* 4 blocks a SM, one local rank with 16-byte aligned weight and out: the kernel specialized
-   * to its index type (kIdx; ptxas: ~4 B of spills at 64 registers instead of ~90) */
+  /* 4 blocks a SM possible for one local rank with 16-byte aligned weight and out: the kernel
+   * specialized to its index type (kIdx; ptxas: ~4 B of spills at 64 registers instead of ~90) */
   const bool spec = num_local == 1 && (uintptr_t)p.r[0].weight % 16 == 0 && (uintptr_t)p.r[0].out % 16 == 0;
   /* FCO_EA_LEAN_TABLES = nt > 1: the kMT variant (3 blocks a SM, no profile); experimental */
   const long long nt = fco_env_int("FCO_EA_LEAN_TABLES", 1);
@@ -513,6 +505,16 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     for (int i = 0; i < num_local; i++)
       if (lean_mean_len(p, i) > kLeanDynMaxLen) dyn = 0;
   }
+  /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers) or 3 (80 registers,
+   * 0–36 B of spills). Default (unset or -1): 4 for the static order where the kIdx kernel
+   * applies (spec), else 3 — run c32d1a1 (2×H200, P = 2): 4 blocks pooled the long-bag
+   * workloads 2–7 % faster (bf16 16384/8/128/32 292.0 vs 312.7 µs, Zipf 278.0 vs 296.7; f32
+   * 563.9 vs 571.3, Zipf 468.0 vs 489.9; 4096/16/128/64 bf16 −2.7 %, f32 +1.5 %) and the
+   * claimed order's short bags ±3.6 % (f32 65536/8/64/8 391.4 vs 377.7). The generic
+   * 64-register kernel (not spec) spills ~0.1 KB and was 0–12 % slower (runs ac50ff3, 07fcd7a). */
+  const long long blocks = fco_env_int("FCO_EA_LEAN_BLOCKS", -1);
+  const bool four = blocks == 4 || (blocks < 0 && dyn == 0 && spec && !p.prof &&
+                                    fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) != 4);
   /* FCO_EA_LEAN_STAGES = 4 (experimental): a 4-stage cp.async ring (65 KB a block, still 3
    * blocks a SM) — a third more rows in flight a warp, against the 24 warps a SM that 80
    * registers leave (impl 0's lookup runs 32 at 64: at P = 1 it pools 10 % faster, ncu run
