@@ -180,6 +180,24 @@ fco_result_t fco_comm_workspace_bytes(fco_comm_t comm, size_t* bytes);
 fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* bytes,
                                    uint32_t* version);
 
+/* Symmetric buffers: device memory of this rank that the peers of comm can store into over
+ * NVLink (nccl: ncclMemAlloc + a symmetric NCCL window; local: cudaMalloc on the one GPU; cpu:
+ * ordinary host memory). An operator output (`out`) that lies inside such a buffer is written by
+ * the peers in place: no staging in the workspace and no landing copy (fco_gemm_alltoall impls
+ * 1 and 2 so far; other operators and the cpu transport treat it as ordinary memory). Ranks may
+ * differ: each rank announces in every call whether its own output is symmetric.
+ * fco_mem_alloc is collective: every rank calls it with the same bytes, in the same order of
+ * fco_mem_alloc calls; on a communicator of fco_comm_init_all the first rank's call allocates
+ * the buffer of every rank of that group and each other rank's call of the same order returns
+ * its own (the same bytes are checked). At most FCO_MAX_SYMMETRIC buffers live a communicator.
+ * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
+ * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
+ * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call
+ * of any rank still writes into it; fco_comm_destroy frees the buffers left. */
+#define FCO_MAX_SYMMETRIC 16
+fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr);
+fco_result_t fco_mem_free(fco_comm_t comm, void* ptr);
+
 /* Group calls (like ncclGroupStart/End), per thread, nestable. Between them, operations are
  * recorded; fco_group_end issues them together: on the local transport as one grid covering
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.

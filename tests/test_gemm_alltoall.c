@@ -45,7 +45,15 @@ typedef struct {
   void *a[MAXP], *w[MAXP], *out[MAXP];
   int32_t* counts[MAXP]; /* device */
   size_t out_bytes[MAXP];
+  void* sym[MAXP]; /* fco_mem_alloc'd buffers (g_sym_mask != 0), NULL otherwise */
 } ga_bufs_t;
+
+/* Symmetric outputs (fco_mem_alloc): when g_sym_mask != 0 every rank allocates a symmetric
+ * buffer (collective) and rank r's out lies in it, 256·(r + 1) bytes in (offsets differ by rank:
+ * each header carries its own), iff bit r is set; the others keep an ordinary out. Peers then
+ * store straight into the symmetric outs (impls 1 and 2 on the GPU transports). */
+static unsigned g_sym_mask;
+#define SYM_PAD (256 * (MAXP + 1))
 
 static int dev_of(const t_world_t* w, int r) { return t_rank_device(w->transport, r); }
 
@@ -129,13 +137,18 @@ static void free_case(ga_case_t* c) {
 
 static void upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
   size_t es = fco_dtype_size(c->dtype);
+  memset(b->sym, 0, sizeof b->sym);
+  for (int r = 0; r < c->P && g_sym_mask; r++) /* every rank, in rank order: collective */
+    ASSERT_OK(fco_mem_alloc(w->comms[r], (size_t)c->out_rows * c->N * es + T_GUARD + SYM_PAD,
+                            &b->sym[r]));
   for (int r = 0; r < c->P; r++) {
     int d = dev_of(w, r);
     size_t na = (size_t)c->a_rows * c->K, nw = (size_t)c->E[r] * c->K * c->N;
     b->a[r] = t_alloc(w->transport, d, na * es + T_GUARD);
     b->w[r] = t_alloc(w->transport, d, nw * es + T_GUARD);
     b->out_bytes[r] = (size_t)c->out_rows * c->N * es;
-    b->out[r] = t_alloc(w->transport, d, b->out_bytes[r] + T_GUARD);
+    b->out[r] = (g_sym_mask >> r) & 1 ? (char*)b->sym[r] + 256 * (r + 1)
+                                      : t_alloc(w->transport, d, b->out_bytes[r] + T_GUARD);
     b->counts[r] = (int32_t*)t_alloc(w->transport, d, (size_t)c->E[r] * c->P * 4 + 16);
     void* h = malloc((na > nw ? na : nw) * es + 1);
     for (size_t i = 0; i < na; i++) t_set_elem(c->dtype, h, i, c->a[r][i]);
@@ -160,9 +173,11 @@ static void free_bufs(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
     int d = dev_of(w, r);
     t_free(w->transport, d, b->a[r]);
     t_free(w->transport, d, b->w[r]);
-    t_free(w->transport, d, b->out[r]);
+    if (!b->sym[r] || (g_sym_mask >> r & 1) == 0) t_free(w->transport, d, b->out[r]);
     t_free(w->transport, d, b->counts[r]);
   }
+  for (int r = 0; r < c->P; r++)
+    if (b->sym[r]) ASSERT_OK(fco_mem_free(w->comms[r], b->sym[r]));
 }
 
 /* Host hints of one call (rank r's counts_host / recv_rows_host), NULL = none. The library
@@ -327,8 +342,8 @@ static void two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_d
 static void one(const t_world_t* w, int K, int N, int layout, fco_dtype_t dt, int impl, int hints,
                 int big) {
   uint64_t seed = t_next_seed();
-  t_context("P=%d K=%d N=%d %s %s impl=%d hints=%d big=%d seed=0x%016llx", w->n, K, N,
-            layout ? "W[N,K]" : "W[K,N]", fco_dtype_name(dt), impl, hints, big,
+  t_context("P=%d K=%d N=%d %s %s impl=%d hints=%d big=%d sym=0x%x seed=0x%016llx", w->n, K, N,
+            layout ? "W[N,K]" : "W[K,N]", fco_dtype_name(dt), impl, hints, big, g_sym_mask,
             (unsigned long long)seed);
   ga_case_t c;
   make_case(&c, w->n, K, N, layout, dt, seed, big, (int)(seed % 3));
@@ -383,6 +398,31 @@ static void back_to_back(const t_world_t* w) {
     ASSERT_EQ(t_ar_check(w, &ar[j], ar_seed[j]), 0);
     t_ar_free(w, &ar[j]);
   }
+}
+
+/* Outputs in symmetric buffers (fco_mem_alloc): every rank's, rank 0's only, every rank's but
+ * rank 0's — peers store straight into a symmetric out and stage for the others, in one call —
+ * for the fused impls and AUTO; with FCO_GA_DIRECT=0 (staging despite symmetric outs); then calls
+ * back to back (halves alternate, other ops between) with every out symmetric. */
+static void sym_outputs(const t_world_t* w) {
+  const unsigned all = (1u << w->n) - 1, masks[3] = {all, 1u, all & ~1u};
+  static const int impls[] = {1, 2, FCO_IMPL_AUTO};
+  for (int m = 0; m < 3; m++) {
+    if (!masks[m] || (m > 0 && masks[m] == all)) continue;
+    g_sym_mask = masks[m];
+    for (int i = 0; i < 3; i++) {
+      t_context("P=%d symmetric outs mask 0x%x impl %d", w->n, g_sym_mask, impls[i]);
+      one(w, 40, 24, i % 2, i == 1 ? FCO_F16 : FCO_BF16, impls[i], 1, 1);
+    }
+    one(w, 64, 136, 1, FCO_F32, 1, 0, 0);
+  }
+  g_sym_mask = all;
+  setenv("FCO_GA_DIRECT", "0", 1);
+  one(w, 40, 24, 0, FCO_BF16, 1, 1, 1);
+  one(w, 17, 136, 1, FCO_F16, 2, 1, 1);
+  unsetenv("FCO_GA_DIRECT");
+  back_to_back(w);
+  g_sym_mask = 0;
 }
 
 /* Bad counts on a fresh world: the call fails (cpu, or host-side checks) or reports
@@ -742,6 +782,7 @@ int main(void) {
     back_to_back(&w);
     unsetenv("FCO_GA_EPI");
     back_to_back(&w);
+    sym_outputs(&w);
     asymmetric(&w);
     large(&w);
 #ifdef FCO_HAVE_CUDA

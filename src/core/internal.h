@@ -36,6 +36,16 @@ typedef struct fco_world {
   void* shared;  /* transport state shared by the world (owned by the transport)     */
 } fco_world_t;
 
+/* A symmetric buffer slot of a rank (src/core/sym.c, fco_mem_alloc). Slot k of every rank
+ * comes from the same collective allocation, so a rank announcing "my out is in slot k at
+ * offset o" is enough for a peer to store there (its table: peer p's slot k). */
+typedef enum { FCO_SYM_FREE = 0, FCO_SYM_PENDING = 1, FCO_SYM_TAKEN = 2 } fco_sym_state_t;
+typedef struct {
+  void* ptr;    /* this rank's buffer                                                    */
+  size_t bytes;
+  int state;    /* fco_sym_state_t; PENDING: allocated by a world peer's call, not handed out */
+} fco_sym_t;
+
 struct fco_comm {
   int rank, nranks;
   int device;                 /* CUDA device; -1 on the cpu transport                   */
@@ -49,7 +59,18 @@ struct fco_comm {
   uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
   fco_result_t async_error;   /* sticky: once set, every later call returns it          */
   char last_error[FCO_ERRMSG_LEN];
+  fco_sym_t sym[FCO_MAX_SYMMETRIC];
+  /* GPU transports: device array [FCO_MAX_SYMMETRIC][FCO_MAX_GPU_RANKS] of peer p's slot k
+   * as this rank sees it (NULL where none); allocated by the transport's first sym_alloc. */
+  void** sym_dev;
 };
+
+/* Slot k of a TAKEN symmetric buffer of comm holding [p, p + bytes), its offset in *off;
+ * -1 when none (src/core/sym.c). */
+int fco_sym_find(fco_comm_t comm, const void* p, size_t bytes, size_t* off);
+/* Free every symmetric buffer comm still holds (called by the transports' destroy, device
+ * idle); returns the first failure. */
+fco_result_t fco_sym_free_all(fco_comm_t comm);
 
 /* Layout of fco_unique_id_t. */
 #define FCO_UID_MAGIC 0x31434f46u /* "FCO1" */
@@ -148,6 +169,12 @@ struct fco_transport_ops {
   fco_result_t (*poll_error)(fco_comm_t comm);
   /* Is `stream` being captured into a CUDA graph (then growth is impossible)? */
   int (*capturing)(fco_comm_t comm, void* stream);
+  /* Collective: slot k (FREE on every comm given) of comms[0..n) (n == 1, or all ranks of a
+   * world) gets a zeroed buffer of `bytes` each: sets sym[k].ptr/bytes (not the state) and the
+   * peer tables. On failure no comm holds slot k. */
+  fco_result_t (*sym_alloc)(fco_comm_t* comms, int n, int k, size_t bytes);
+  /* Local: free slot k of comm (after its device is idle); clears its table row k. */
+  fco_result_t (*sym_free)(fco_comm_t comm, int k);
 };
 
 extern const fco_transport_ops_t fco_transport_cpu;

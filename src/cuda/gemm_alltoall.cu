@@ -535,6 +535,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     ra[i] = RankArgs{(const char*)a->a, (const char*)a->w, (char*)a->out, a->counts, l->r[i].dev,
                      (char*)l->r[i].ws, a->num_experts,
                      fco_ga_digest_host(hc[i].data(), a->num_experts, P)};
+    rank_sym(l, i, &ra[i]);
   }
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */

@@ -36,7 +36,7 @@ constexpr int kHdrSlot = FCO_SIG_SLOTS - 1;
 constexpr int kDoneSlot = FCO_SIG_SLOTS - 2;
 constexpr int kMaxParts = FCO_SIG_SLOTS - 2; /* tile-part slots available to impl 1 */
 constexpr int kMaxP = FCO_MAX_GPU_RANKS;
-constexpr int kHdrWords = 4 + 3 * kMaxP;
+constexpr int kHdrWords = FCO_GA_HDR_WORDS(kMaxP);
 static_assert(kThreads > FCO_MAX_GPU_RANKS, "load_rank_view and the per-peer threads");
 /* Error "slot" values: which check failed. */
 constexpr int kBadCounts = 1;    /* negative count or Σ > a_rows on rank `peer` */
@@ -54,7 +54,52 @@ struct RankArgs {
   char* ws; /* this rank's workspace (host-usable device pointer) */
   int32_t num_experts;
   uint64_t digest; /* impl 2: fco_ga_digest_host(counts_host) the GEMMs were sized from */
+  void* const* sym; /* the comm's symmetric-buffer table [FCO_MAX_SYMMETRIC][kMaxP] (device) */
+  int32_t out_sym;  /* slot k of the symmetric buffer holding out, −1: none (or FCO_GA_DIRECT=0) */
+  int64_t out_off;  /* out's byte offset in it */
 };
+
+/* Host: the symmetric-buffer fields of local rank i's RankArgs — out_sym = the slot of the
+ * comm's symmetric buffer that holds all of out (out_rows × N elements), −1 when none or with
+ * FCO_GA_DIRECT=0 (peers then stage, as for an ordinary out: the A/B of the direct stores). */
+inline void rank_sym(const fco_gpu_launch_t* l, int i, RankArgs* ra) {
+  const fco_op_t* op = l->r[i].op;
+  const fco_gemm_a2a_args_t* a = (const fco_gemm_a2a_args_t*)op->u.raw;
+  size_t off = 0;
+  const size_t bytes = (size_t)a->out_rows * (size_t)a->n * fco_dtype_size(a->dtype);
+  ra->sym = (void* const*)op->comm->sym_dev;
+  ra->out_sym = fco_env_int("FCO_GA_DIRECT", 1) != 0 && op->comm->sym_dev
+                    ? fco_sym_find(op->comm, a->out, bytes, &off)
+                    : -1;
+  ra->out_off = ra->out_sym >= 0 ? (int64_t)off : 0;
+}
+
+/* Header words that announce where peers may store this rank's rows (FCO_GA_H_SYM). */
+__device__ __forceinline__ void header_sym(const RankArgs& ra, int P, int64_t* h) {
+  h[FCO_GA_H_SYM(P)] = ra.out_sym >= 0 ? ra.out_sym + 1 : 0;
+  h[FCO_GA_H_SYM_OFF(P)] = ra.out_sym >= 0 ? ra.out_off : 0;
+}
+
+/* After gather_headers, thread 0: where my rows for s start — my out (s == me), s's out when
+ * s announced a symmetric one and my table has it, else s's staging of this call's half
+ * (`staging`: its offset in a workspace). NULL where s announced a slot my table lacks (the
+ * buffer was freed here: a usage error, recorded; nothing is stored to s). */
+__device__ __forceinline__ void dest_rows(const RankView& v, const RankArgs& ra, size_t staging,
+                                          const int64_t (*h)[kHdrWords], char** dst) {
+  const int P = v.nranks, me = v.rank;
+  for (int s = 0; s < P; ++s) {
+    const int64_t k = h[s][FCO_GA_H_SYM(P)] - 1;
+    if (s == me) {
+      dst[s] = ra.out;
+    } else if (k < 0 || k >= FCO_MAX_SYMMETRIC) {
+      dst[s] = v.peer_data[s] + staging;
+    } else {
+      char* b = (char*)ra.sym[k * kMaxP + s];
+      dst[s] = b ? b + h[s][FCO_GA_H_SYM_OFF(P)] : nullptr;
+      if (!b) record_error(v.err, FCO_ERR_INVALID_USAGE, FCO_OP_GEMM_ALLTOALL, s, (int)k, 0, 0);
+    }
+  }
+}
 
 /* What every block of a rank knows after the exchange. */
 struct Ctl {
@@ -62,6 +107,7 @@ struct Ctl {
   int64_t base[kMaxP];         /* where my rows start in s's out */
   int64_t roff[kMaxP];         /* where r's rows start in my out */
   int64_t recv[kMaxP];         /* rows r sends me */
+  char* dst[kMaxP];            /* where my rows for s start (dest_rows) */
   int32_t verdict;             /* 0 ok, else kBad* */
   int32_t bad_rank;
   int32_t fail;                /* a wait failed (timeout / other error) */
@@ -128,7 +174,7 @@ __device__ __forceinline__ uint64_t block_digest(const int32_t* counts, int E, i
  * release also publishes what this block wrote before (impl 1's segment table) to the rank's
  * other blocks, which acquire it through their own rank's slot. */
 __device__ __forceinline__ void post_header(const RankView& v, uint64_t e, const int64_t* h) {
-  const int P = v.nranks, me = v.rank, words = 4 + 3 * P, p = threadIdx.x;
+  const int P = v.nranks, me = v.rank, words = FCO_GA_HDR_WORDS(P), p = threadIdx.x;
   __syncthreads(); /* h complete */
   if (p < P) {
     int64_t* dst = fco_ga_hdr(v.peer_data[p], v.ws_bytes, P, e, me);
@@ -141,7 +187,7 @@ __device__ __forceinline__ void post_header(const RankView& v, uint64_t e, const
  * offsets. Returns false when a wait failed (c->fail set; the caller skips to epoch_end). */
 __device__ __forceinline__ bool gather_headers(const RankView& v, uint64_t e, int64_t out_rows,
                                                Ctl* c) {
-  const int P = v.nranks, me = v.rank, words = 4 + 3 * P;
+  const int P = v.nranks, me = v.rank, words = FCO_GA_HDR_WORDS(P);
   const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
   bool ok = true;
   if ((int)threadIdx.x < P)
@@ -259,6 +305,7 @@ struct Plan {
   int64_t base[kMaxP];
   int64_t roff[kMaxP];
   int64_t recv[kMaxP];
+  char* dst[kMaxP]; /* dest_rows */
 };
 
 /* impl 2: this call's plan (private, in half e & 1 right after the peer bytes). The call's e is

@@ -145,6 +145,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
     hdr[FCO_GA_H_E] = E;
     hdr[FCO_GA_H_BLOCKS] = p.blocks_per_rank;
     hdr[3] = valid ? 0 : kBadCounts;
+    header_sym(ra, P, hdr);
     /* Flags, not tiles: every block raises one flag per peer (step 3), announced as the
      * Triton operator does — tiles[s] = blocks where I send s rows, tstart[s] their running
      * sum in the order me+1, me+2, ... — so that count_mod(tstart, tstart + tiles, q, blocks)
@@ -247,6 +248,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   const int64_t total = __ldcg((const long long*)&last->tile_begin) +
                         (__ldcg(&last->erows) + Tile::BM - 1) / Tile::BM * nN;
   const size_t off_staging = half + fco_ga_off_staging(P);
+  if (threadIdx.x == 0) dest_rows(v, ra, off_staging, c.h, c.dst);
   __syncthreads();
   /* Where tile t lies: its expert (binary search on tile_begin) and grouped position. */
   struct Loc {
@@ -314,8 +316,8 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
       if (r1 <= r0) continue;
       const int s = sg.w;
       const int64_t drow = c.base[s] + sg.z + (r0 - off);
-      char* dst = (s == me ? ra.out : v.peer_data[s] + off_staging) + (size_t)drow * rb +
-                  (size_t)n0 * es;
+      if (!c.dst[s]) continue; /* a freed symmetric buffer (recorded by dest_rows) */
+      char* dst = c.dst[s] + (size_t)drow * rb + (size_t)n0 * es;
       tile::store_c_part<Tile>(smem, r0 - m0, r1 - m0, cols, dst, rb); /* kAsync: drains while
                                                                           the next computes */
     }
@@ -328,7 +330,9 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   if ((int)threadIdx.x < P && (int)threadIdx.x != me)
     st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + part, sig_value(e, 0));
 
-  /* ---- receive: wait for each peer's tiles, copy my slice of its rows into out ---- */
+  /* ---- receive: wait for each peer's tiles, copy my slice of its rows into out (nothing
+   * to copy when my out is symmetric: the peers stored into it) ---- */
+  const bool land = ra.out_sym < 0;
   const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
   for (int k = 1; k < P; ++k) {
     const int r = (me + k) % P;
@@ -338,6 +342,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     for (int64_t q = threadIdx.x; q < g && ok; q += blockDim.x)
       ok = wait_ge(v.peer_sig[me] + (size_t)r * FCO_SIG_SLOTS + q, sig_value(e, 0), ctx, r, (int)q);
     if (__syncthreads_or(!ok)) break;
+    if (!land) continue;
     const size_t bytes = (size_t)c.recv[r] * rb, off = (size_t)c.roff[r] * rb;
     size_t b0, b1;
     slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
@@ -400,15 +405,18 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
     hdr[FCO_GA_H_E] = E;
     hdr[3] = why;
     for (int s = 0; s < P; ++s) hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
+    header_sym(ra, P, hdr);
   }
   post_header(v, e, hdr); /* syncs first */
   const bool ok = gather_headers(v, e, p.out_rows, &c);
   if (threadIdx.x == 0) {
     plan->verdict = !ok ? -1 : c.verdict;
+    if (ok) dest_rows(v, ra, fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P), c.h, c.dst);
     for (int s = 0; s < P && ok; ++s) {
       plan->base[s] = c.base[s];
       plan->roff[s] = c.roff[s];
       plan->recv[s] = c.recv[s];
+      plan->dst[s] = c.dst[s];
     }
     if (ok && c.verdict)
       record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict, 0,
@@ -440,7 +448,6 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
   const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
-  const size_t staging = fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(p.P);
   for (int i = 0; i < p.npieces; ++i) {
     const PushPiece pc = p.pc[i];
     const int64_t drow = *(volatile const int64_t*)&plan->base[pc.s] + pc.d_local;
@@ -450,7 +457,9 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
                      (uint64_t)(drow + pc.rows), (uint64_t)p.out_rows);
       continue;
     }
-    char* dst = pc.s == v.rank ? p.out : v.peer_data[pc.s] + staging;
+    /* my out, the destination's symmetric out or its staging (dest_rows); NULL: skipped */
+    char* dst = pc.s == v.rank ? p.out : *(char* const volatile*)&plan->dst[pc.s];
+    if (!dst) continue;
     copy_cg(dst + (size_t)drow * p.row_bytes, p.y + (size_t)pc.y_row * p.row_bytes,
             (size_t)pc.rows * p.row_bytes, idx0, stride);
   }
@@ -502,7 +511,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   if ((int)threadIdx.x < P && (int)threadIdx.x != me)
     ok = wait_ge(v.peer_sig[me] + (size_t)threadIdx.x * FCO_SIG_SLOTS + kDoneSlot,
                  sig_value(e, 0), ctx, (int)threadIdx.x, kDoneSlot);
-  if (!__syncthreads_or(!ok)) {
+  if (!__syncthreads_or(!ok) && ra.out_sym < 0) { /* symmetric out: the peers stored into it */
     const char* staging = v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
     for (int r = 0; r < P; ++r) {
       if (r == me || pl.recv[r] == 0) continue;
@@ -608,6 +617,7 @@ void fill_ranks(const fco_gpu_launch_t* l, RankArgs* out) {
     out[i].dev = l->r[i].dev;
     out[i].ws = (char*)l->r[i].ws;
     out[i].num_experts = a->num_experts;
+    rank_sym(l, i, &out[i]);
   }
 }
 

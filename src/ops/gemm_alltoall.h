@@ -22,10 +22,21 @@
  *                                                          the order r+1, r+2, ... (so part q
  *                                                          of r raises count_mod(tstart, tstart
  *                                                          + tiles, q, blocks) = 1 flag at s)
+ *                                   [4 + 3P]     sym       GPU impls 1, 2: 1 + k when r's own
+ *                                                          `out` lies in its symmetric buffer
+ *                                                          of slot k (fco_mem_alloc), else 0
+ *                                   [5 + 3P]     sym_off   its byte offset in that buffer
  *     h·H + staging        staging  out_rows × N elements laid out like `out`: rows from peers
  *                                   land here; the receiver copies them into `out` once they
- *                                   arrived (peers cannot write `out`: only the workspace is
- *                                   mapped). Rows a rank sends itself go to `out` directly.
+ *                                   arrived (peers cannot write an ordinary `out`: only the
+ *                                   workspace is mapped). Rows a rank sends itself go to `out`
+ *                                   directly, and so do a peer's when the receiver's header
+ *                                   says its `out` is symmetric (sym ≠ 0): then the sender
+ *                                   stores at its table's slot k of the receiver + sym_off,
+ *                                   and the receiver copies nothing. Safe without more
+ *                                   handshake: a sender stores only after it read the
+ *                                   receiver's header of this call, posted when the receiver's
+ *                                   call began (its stream's earlier readers of `out` done).
  *                          -- R = peer_bytes: everything above is written by peers --
  *     h·H + R              plan     private: impl 1's segment table, impl 2's placement
  *     0·H + R + plan       y        private, impl 2 only: the chunks' GEMM output, at a fixed
@@ -95,6 +106,9 @@ typedef struct {
 #define FCO_GA_H_TSTART(P, s) (4 + 2 * (P) + (s))
 #define FCO_GA_H_WHY 3
 #define FCO_GA_H_RECV(P, s) (4 + (P) + (s)) /* cpu backend only (impl 1's tiles slot) */
+#define FCO_GA_H_SYM(P) (4 + 3 * (P))
+#define FCO_GA_H_SYM_OFF(P) (5 + 3 * (P))
+#define FCO_GA_HDR_WORDS(P) (6 + 3 * (P))
 
 /* Why a header is invalid ([3]; the kernels' kBadCounts / kCountsChanged are the same numbers). */
 #define FCO_GA_WHY_BAD_COUNTS 1     /* a negative count, or Σ counts > a_rows */
@@ -104,7 +118,7 @@ typedef struct {
 #define FCO_GA_SEG_BYTES 32
 
 static inline FCO_GA_HD size_t fco_ga_round(size_t x) { return (x + 255) / 256 * 256; }
-static inline FCO_GA_HD size_t fco_ga_hdr_bytes(int P) { return (8 * (4 + 3 * (size_t)P) + 127) / 128 * 128; }
+static inline FCO_GA_HD size_t fco_ga_hdr_bytes(int P) { return (8 * (size_t)FCO_GA_HDR_WORDS(P) + 127) / 128 * 128; }
 static inline FCO_GA_HD size_t fco_ga_hdr_area(int P) { return fco_ga_round((size_t)P * fco_ga_hdr_bytes(P)); }
 static inline FCO_GA_HD size_t fco_ga_rows_bytes(int64_t rows, int64_t n, size_t es) {
   return fco_ga_round((size_t)rows * (size_t)n * es);

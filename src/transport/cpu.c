@@ -492,8 +492,33 @@ static fco_result_t cpu_run(fco_op_t* ops, int n) {
 }
 
 /* ---- the rest ---------------------------------------------------------------------------- */
+/* Symmetric buffers: ordinary host memory (the CPU operators stage and copy anyway). */
+static fco_result_t cpu_sym_alloc(fco_comm_t* comms, int n, int k, size_t bytes) {
+  for (int i = 0; i < n; i++) {
+    void* p = NULL;
+    if (posix_memalign(&p, 256, bytes) != 0 || !p) {
+      for (int j = 0; j < i; j++) {
+        free(comms[j]->sym[k].ptr);
+        comms[j]->sym[k].ptr = NULL;
+      }
+      return fco_set_error(comms[i], FCO_ERR_OUT_OF_MEMORY,
+                           "fco_mem_alloc: %zu bytes of host memory", bytes);
+    }
+    memset(p, 0, bytes);
+    comms[i]->sym[k].ptr = p;
+  }
+  return FCO_OK;
+}
+
+static fco_result_t cpu_sym_free(fco_comm_t comm, int k) {
+  free(comm->sym[k].ptr);
+  comm->sym[k].ptr = NULL;
+  return FCO_OK;
+}
+
 static fco_result_t cpu_destroy(fco_comm_t comm) {
   cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  (void)fco_sym_free_all(comm);
   if (tp) {
     /* Ops are synchronous, so nothing is in flight; peers keep the segments alive through
      * their own mappings. No barrier: destroy must never hang. */
@@ -528,4 +553,6 @@ const fco_transport_ops_t fco_transport_cpu = {
     .run = cpu_run,
     .poll_error = cpu_poll_error,
     .capturing = cpu_capturing,
+    .sym_alloc = cpu_sym_alloc,
+    .sym_free = cpu_sym_free,
 };

@@ -38,6 +38,11 @@ fco_result_t fco_gpu_rank_create(fco_comm_t comm, fco_gpu_rank_t* g) {
   g->dev = dev;
   FCO_CUDA_CHECK(comm, cudaMemset(g->dev, 0, sizeof *g->dev)); /* epoch/arrive start at 0 */
   comm->dev_state = dev; /* fco_comm_device_state (Triton and other external kernels) */
+  void** sym = NULL; /* the symmetric buffers' peer table (comm->sym_dev), all NULL */
+  const size_t sym_bytes = (size_t)FCO_MAX_SYMMETRIC * FCO_MAX_GPU_RANKS * sizeof(void*);
+  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&sym, sym_bytes));
+  comm->sym_dev = sym;
+  FCO_CUDA_CHECK(comm, cudaMemset(sym, 0, sym_bytes));
   /* Portable: with several ranks in one process each device's kernels may see the record. */
   FCO_CUDA_CHECK(comm, cudaHostAlloc((void**)&err, sizeof *err,
                                      cudaHostAllocMapped | cudaHostAllocPortable));
@@ -67,7 +72,17 @@ fco_result_t fco_gpu_rank_destroy(fco_comm_t comm, fco_gpu_rank_t* g) {
   if (g->dev) FCO_CUDA_CHECK_KEEP(comm, cudaFree(g->dev), r);
   g->dev = NULL;
   comm->dev_state = NULL;
+  if (comm->sym_dev) FCO_CUDA_CHECK_KEEP(comm, cudaFree(comm->sym_dev), r);
+  comm->sym_dev = NULL;
   return r;
+}
+
+fco_result_t fco_gpu_sym_row(fco_comm_t comm, int k, void* const* peers, int n) {
+  void* row[FCO_MAX_GPU_RANKS] = {0};
+  for (int p = 0; p < n && p < FCO_MAX_GPU_RANKS; p++) row[p] = peers ? peers[p] : NULL;
+  FCO_CUDA_CHECK(comm, cudaMemcpy(comm->sym_dev + (size_t)k * FCO_MAX_GPU_RANKS, row, sizeof row,
+                                  cudaMemcpyHostToDevice));
+  return FCO_OK;
 }
 
 size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes) {

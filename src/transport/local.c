@@ -153,6 +153,47 @@ fail: {
 }
 }
 
+/* Symmetric buffers (fco_mem_alloc): one cudaMalloc a virtual rank; every rank's table row k
+ * holds all of them (one device: plain pointers). */
+static fco_result_t local_sym_alloc(fco_comm_t* comms, int n, int k, size_t bytes) {
+  fco_result_t r = FCO_OK;
+  void* ptrs[FCO_MAX_GPU_RANKS] = {0};
+  for (int i = 0; i < n; i++)
+    if (!comms[i] || !comms[i]->tp)
+      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE, "fco_mem_alloc: rank %d was destroyed", i);
+  FCO_CUDA_CHECK_GOTO(comms[0], cudaSetDevice(comms[0]->device), r, fail);
+  for (int i = 0; i < n; i++) {
+    FCO_CUDA_CHECK_GOTO(comms[i], cudaMalloc(&ptrs[i], bytes), r, fail);
+    FCO_CUDA_CHECK_GOTO(comms[i], cudaMemset(ptrs[i], 0, bytes), r, fail);
+  }
+  for (int i = 0; i < n; i++) FCO_CHECK_GOTO(fco_gpu_sym_row(comms[i], k, ptrs, n), r, fail);
+  FCO_CUDA_CHECK_GOTO(comms[0], cudaDeviceSynchronize(), r, fail);
+  for (int i = 0; i < n; i++) comms[i]->sym[k].ptr = ptrs[i];
+  return FCO_OK;
+fail:
+  for (int i = 0; i < n; i++) {
+    if (ptrs[i]) (void)cudaFree(ptrs[i]);
+    (void)fco_gpu_sym_row(comms[i], k, NULL, 0);
+  }
+  (void)cudaGetLastError();
+  fco_gpu_share_error(comms, n);
+  return r;
+}
+
+static fco_result_t local_sym_free(fco_comm_t comm, int k) {
+  fco_result_t r = FCO_OK;
+  FCO_CUDA_CHECK_KEEP(comm, cudaSetDevice(comm->device), r);
+  /* Every virtual rank shares the device: no kernel may still store into the buffer. */
+  FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
+  if (comm->sym[k].ptr) FCO_CUDA_CHECK_KEEP(comm, cudaFree(comm->sym[k].ptr), r);
+  comm->sym[k].ptr = NULL;
+  if (comm->sym_dev) {
+    fco_result_t x = fco_gpu_sym_row(comm, k, NULL, 0);
+    if (r == FCO_OK) r = x;
+  }
+  return r;
+}
+
 /* One grid for every virtual rank (minus the fault-injected one, if any). */
 static fco_result_t launch(const fco_op_t* const* by_rank, int P, void* stream, fco_comm_t c0) {
   const fco_op_t* a = by_rank[0];
@@ -244,7 +285,9 @@ static fco_result_t local_destroy(fco_comm_t comm) {
     FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
   }
   if (me) {
-    fco_result_t x = free_ws(comm);
+    fco_result_t x = fco_sym_free_all(comm);
+    if (r == FCO_OK) r = x;
+    x = free_ws(comm);
     if (r == FCO_OK) r = x;
     if (me->sig) FCO_CUDA_CHECK_KEEP(comm, cudaFree(me->sig), r);
     x = fco_gpu_rank_destroy(comm, &me->g);
@@ -274,4 +317,6 @@ const fco_transport_ops_t fco_transport_local = {
     .run = local_run,
     .poll_error = local_poll_error,
     .capturing = fco_gpu_capturing,
+    .sym_alloc = local_sym_alloc,
+    .sym_free = local_sym_free,
 };

@@ -42,6 +42,7 @@ typedef struct {
   int have_dev_comm;
   void* ws;                /* ncclMemAlloc, comm->ws_bytes + the LL area (internal.h)      */
   ncclWindow_t ws_win;
+  ncclWindow_t sym_win[FCO_MAX_SYMMETRIC]; /* fco_mem_alloc's buffers (comm->sym[k].ptr)   */
 } nccl_rank_t;
 
 static nccl_rank_t* nr(fco_comm_t c) { return (nccl_rank_t*)c->tp; }
@@ -431,6 +432,120 @@ fail: {
 }
 }
 
+/* Symmetric buffers (fco_mem_alloc): ncclMemAlloc + a symmetric window each, row k of the
+ * table from the window's LSA pointers (as the workspace's). */
+__global__ void fill_sym_row_kernel(void** row, ncclWindow_t win, int nranks) {
+  const int p = threadIdx.x;
+  if (p < nranks) row[p] = ncclGetLsaPointer(win, 0, p);
+}
+
+/* Local release of slot k (deregistration does not wait for peers). */
+static fco_result_t release_sym(fco_comm_t comm, int k) {
+  fco_result_t r = FCO_OK;
+  nccl_rank_t* me = nr(comm);
+  if (me->sym_win[k]) NCCL_CHECK_KEEP(comm, ncclCommWindowDeregister(me->nccl, me->sym_win[k]), r);
+  me->sym_win[k] = NULL;
+  if (comm->sym[k].ptr) NCCL_CHECK_KEEP(comm, ncclMemFree(comm->sym[k].ptr), r);
+  comm->sym[k].ptr = NULL;
+  if (comm->sym_dev) {
+    fco_result_t x = fco_gpu_sym_row(comm, k, NULL, 0);
+    if (r == FCO_OK) r = x;
+  }
+  return r;
+}
+
+static fco_result_t nccl_sym_free(fco_comm_t comm, int k) {
+  fco_result_t r = FCO_OK;
+  FCO_CUDA_CHECK_KEEP(comm, cudaSetDevice(comm->device), r);
+  FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
+  fco_result_t x = release_sym(comm, k);
+  return r == FCO_OK ? x : r;
+}
+
+/* Collective, as nccl_grow: allocate, agree, register (collective), fill the rows, agree. */
+static fco_result_t nccl_sym_alloc(fco_comm_t* comms, int n, int k, size_t bytes) {
+  fco_result_t r = FCO_OK;
+  int ok = 1, all_ok = 0;
+  for (int i = 0; i < n; i++)
+    if (!comms[i] || !comms[i]->tp)
+      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE, "fco_mem_alloc: rank %d was destroyed", i);
+  for (int i = 0; i < n && ok; i++) {
+    fco_comm_t c = comms[i];
+    fco_result_t x = FCO_OK;
+    FCO_CUDA_CHECK_KEEP(c, cudaSetDevice(c->device), x);
+    if (x == FCO_OK) {
+      void* p = NULL;
+      ncclResult_t a = ncclMemAlloc(&p, bytes);
+      if (a != ncclSuccess) x = nccl_fail(c, a, "ncclMemAlloc (fco_mem_alloc)");
+      else c->sym[k].ptr = p;
+      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaMemset(p, 0, bytes), x);
+      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
+    }
+    if (x != FCO_OK) {
+      r = x;
+      ok = 0;
+    }
+  }
+  FCO_CHECK_GOTO(agree(comms, n, ok, &all_ok), r, fail);
+  if (!all_ok) {
+    if (r == FCO_OK)
+      r = fco_set_error(comms[0], FCO_ERR_OUT_OF_MEMORY,
+                        "rank %d: another rank could not allocate its %zu-byte symmetric buffer "
+                        "(see its error)", comms[0]->rank, bytes);
+    goto fail;
+  }
+  {
+    auto reg = [&](int i) {
+      return ncclCommWindowRegister(nr(comms[i])->nccl, comms[i]->sym[k].ptr, bytes,
+                                    &nr(comms[i])->sym_win[k], NCCL_WIN_COLL_SYMMETRIC);
+    };
+    FCO_CHECK_GOTO(nccl_group(comms, n, "ncclCommWindowRegister (fco_mem_alloc)", reg), r, fail);
+  }
+  for (int i = 0; i < n; i++) {
+    fco_comm_t c = comms[i];
+    fco_result_t x = FCO_OK;
+    if (!nr(c)->sym_win[k])
+      x = fco_set_error(c, FCO_ERR_UNSUPPORTED,
+                        "rank %d: ncclCommWindowRegister gave no window for fco_mem_alloc",
+                        c->rank);
+    if (x == FCO_OK) {
+      FCO_CUDA_CHECK_KEEP(c, cudaSetDevice(c->device), x);
+      if (x == FCO_OK) {
+        fill_sym_row_kernel<<<1, FCO_MAX_GPU_RANKS>>>(c->sym_dev + (size_t)k * FCO_MAX_GPU_RANKS,
+                                                      nr(c)->sym_win[k], c->nranks);
+        FCO_CUDA_CHECK_KEEP(c, cudaGetLastError(), x);
+      }
+      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
+    }
+    if (x != FCO_OK) {
+      if (r == FCO_OK) r = x;
+      ok = 0;
+    }
+  }
+  FCO_CHECK_GOTO(agree(comms, n, ok, &all_ok), r, fail);
+  if (!all_ok) {
+    if (r == FCO_OK)
+      r = fco_set_error(comms[0], FCO_ERR_CUDA,
+                        "rank %d: another rank failed to register its symmetric buffer (see its "
+                        "error)", comms[0]->rank);
+    goto fail;
+  }
+  return FCO_OK;
+fail: {
+  char msg[FCO_ERRMSG_LEN];
+  memcpy(msg, fco_last_error(NULL), sizeof msg);
+  for (int i = 0; i < n; i++) {
+    (void)cudaSetDevice(comms[i]->device);
+    (void)cudaDeviceSynchronize();
+    (void)release_sym(comms[i], k);
+  }
+  (void)cudaGetLastError();
+  fco_set_error(NULL, r, "%s", msg);
+  fco_gpu_share_error(comms, n);
+  return r;
+}
+}
+
 static fco_result_t nccl_run(fco_op_t* ops, int n) {
   for (int i = 1; i < n; i++) FCO_CHECK(fco_op_check_same(&ops[0], &ops[i]));
   /* One launch per GPU: ranks are on different devices, so their spinning kernels run side by
@@ -505,7 +620,9 @@ static fco_result_t nccl_destroy(fco_comm_t comm) {
     FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
   }
   /* Reverse order of allocation. */
-  fco_result_t x = release_ws(comm);
+  fco_result_t x = fco_sym_free_all(comm);
+  if (r == FCO_OK) r = x;
+  x = release_ws(comm);
   if (r == FCO_OK) r = x;
   if (me->have_dev_comm) NCCL_CHECK_KEEP(comm, ncclDevCommDestroy(me->nccl, &me->dev_comm), r);
   me->have_dev_comm = 0;
@@ -542,4 +659,6 @@ extern "C" const fco_transport_ops_t fco_transport_nccl = {
     /* run */ nccl_run,
     /* poll_error */ nccl_poll_error,
     /* capturing */ fco_gpu_capturing,
+    /* sym_alloc */ nccl_sym_alloc,
+    /* sym_free */ nccl_sym_free,
 };

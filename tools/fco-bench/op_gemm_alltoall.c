@@ -23,6 +23,9 @@
  * A and W of a rank exceed L2 by far (decode: W). A stuck peer cannot hang the bench: every wait
  * of the fused kernels ends after FCO_TIMEOUT_MS with FCO_ERR_TIMEOUT (reported, bench stops).
  *
+ * Env FCO_BENCH_SYM=1: every rank's out is a symmetric buffer (fco_mem_alloc), so the fused
+ * impls store peers' rows straight into it (no staging, no landing copy; FCO_GA_DIRECT=0 turns
+ * that off with the same buffers); the a2a column then receives into an ordinary buffer.
  * Columns: gemm = cuBLAS GEMM per expert alone, every rank (compute_us); a2a = the all-to-all
  * alone (nccl: grouped ncclSend/ncclRecv of the same rows on communicators of the bench's own;
  * local: the same rows by cudaMemcpyAsync) (comm_us); impl 0, tiles, chunks, auto; best;
@@ -71,6 +74,11 @@ typedef struct {
   int64_t rows[GA_MAXP];     /* rows rank r computes */
   int64_t a_rows, out_rows;
   void *a[GA_MAXP], *wt[GA_MAXP], *out[GA_MAXP], *dcounts[GA_MAXP], *scratch[GA_MAXP];
+  /* FCO_BENCH_SYM=1: out comes from fco_mem_alloc (peers store into it directly) and the
+   * all-to-all column receives into plain_out (NCCL's send/recv wants both sides registered
+   * alike: src/ops/gemm_alltoall.h); else plain_out is NULL and that column uses out */
+  int sym;
+  void* plain_out[GA_MAXP];
   int impl;
   double flops_max, flops_all, bytes_max, bytes_all; /* per rank max / all ranks */
 } ga_state_t;
@@ -166,8 +174,12 @@ static void route(const ga_work_t* w, int64_t* per_expert) {
 static void free_state(bench_ctx_t* ctx, ga_state_t* st) {
   for (int r = 0; r < st->P; r++) {
     free(st->counts[r]);
-    void* p[] = {st->a[r], st->wt[r], st->out[r], st->dcounts[r], st->scratch[r]};
-    for (int i = 0; i < 5; i++) {
+    if (st->sym && st->out[r]) {
+      (void)fco_mem_free(ctx->comms[r], st->out[r]);
+      st->out[r] = NULL;
+    }
+    void* p[] = {st->a[r], st->wt[r], st->out[r], st->dcounts[r], st->scratch[r], st->plain_out[r]};
+    for (int i = 0; i < 6; i++) {
       if (!p[i]) continue;
 #ifdef FCO_HAVE_CUDA
       if (ctx->on_gpu) {
@@ -240,6 +252,7 @@ static fco_result_t ga_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   st->w = *w;
   st->dtype = dtype;
   st->P = P;
+  st->sym = getenv("FCO_BENCH_SYM") && atoi(getenv("FCO_BENCH_SYM")) > 0;
   st->E = w->experts / P;
   st->es = fco_dtype_size(dtype);
   int64_t* per = (int64_t*)calloc((size_t)w->experts, sizeof(int64_t));
@@ -273,7 +286,16 @@ static fco_result_t ga_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
     size_t no = (size_t)st->out_rows * w->n;
     if ((res = alloc_buf(ctx, r, na * st->es, &st->a[r])) != FCO_OK) break;
     if ((res = alloc_buf(ctx, r, nw * st->es, &st->wt[r])) != FCO_OK) break;
-    if ((res = alloc_buf(ctx, r, no * st->es, &st->out[r])) != FCO_OK) break;
+    if (st->sym) {
+      if ((res = fco_mem_alloc(ctx->comms[r], no * st->es, &st->out[r])) != FCO_OK) {
+        bench_fail(ctx, res, "fco_mem_alloc(%zu) on rank %d: %s", no * st->es, r,
+                   fco_last_error(ctx->comms[r]));
+        break;
+      }
+      if ((res = alloc_buf(ctx, r, no * st->es, &st->plain_out[r])) != FCO_OK) break;
+    } else if ((res = alloc_buf(ctx, r, no * st->es, &st->out[r])) != FCO_OK) {
+      break;
+    }
     if ((res = alloc_buf(ctx, r, (size_t)st->a_rows * w->n * st->es, &st->scratch[r])) != FCO_OK) break;
     if ((res = alloc_buf(ctx, r, (size_t)st->E * P * 4, &st->dcounts[r])) != FCO_OK) break;
     if ((res = fill(ctx, r, 0, st->a[r], na, dtype)) != FCO_OK) break;
@@ -467,7 +489,7 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
         if (send > 0)
           bad = ncclSend((char*)st->scratch[r] + soff * rb, (size_t)send * st->w.n, t, s, g_nccl[r], sr);
         if (recv > 0 && bad == ncclSuccess)
-          bad = ncclRecv((char*)st->out[r] + roff * rb, (size_t)recv * st->w.n, t, s, g_nccl[r], sr);
+          bad = ncclRecv((char*)(st->plain_out[r] ? st->plain_out[r] : st->out[r]) + roff * rb, (size_t)recv * st->w.n, t, s, g_nccl[r], sr);
         soff += send;
         roff += recv;
       }
@@ -487,7 +509,7 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
         for (int q = 0; q < P; q++) {
           int64_t n = st->counts[r][e * P + q];
           if (q == s && n > 0) {
-            if (cudaMemcpyAsync((char*)st->out[s] + drow * rb, (char*)st->scratch[r] + arow * rb,
+            if (cudaMemcpyAsync((char*)(st->plain_out[s] ? st->plain_out[s] : st->out[s]) + drow * rb, (char*)st->scratch[r] + arow * rb,
                                 (size_t)n * rb, cudaMemcpyDeviceToDevice, s0) != cudaSuccess)
               return bench_fail(ctx, FCO_ERR_CUDA, "cudaMemcpyAsync");
             drow += n;

@@ -89,7 +89,7 @@ _NAME = "fco.triton.gemm_alltoall"
 
 # ---- workspace layout (src/ops/gemm_alltoall.h, mirrored) -------------------------------------
 def hdr_bytes(P):
-    return (8 * (4 + 3 * int(P)) + 127) // 128 * 128
+    return (8 * (6 + 3 * int(P)) + 127) // 128 * 128   # FCO_GA_HDR_WORDS(P) int64 words
 
 
 def off_staging(P):
@@ -413,6 +413,9 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off,
         tl.store(h + 4 + s1, tot, mask=m1)
         tl.store(h + 4 + P + s1, tiles * okv, mask=m1)
         tl.store(h + 4 + 2 * P + s1, tstart * okv, mask=m1)
+        # FCO_GA_H_SYM / SYM_OFF: this operator's out is never stored into by peers (staging)
+        tl.store(h + 4 + 3 * P, tl.cast(0, tl.int64))
+        tl.store(h + 5 + 3 * P, tl.cast(0, tl.int64))
     tl.debug_barrier()  # every thread's stores before the release (cumulative)
     for p in range(0, P):
         tl.atomic_xchg(fl.sig_ptr(dev, p, me, HDR_SLOT), fl.sig_value(e, 0), sem="release",
@@ -656,7 +659,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
         if b == 0:
             fl.record_error(dev, fl.ERR_INTERNAL, OP, me, -1, 2 * tl.cast(need, tl.int64), have)
     P64 = tl.cast(P, tl.int64)
-    hb = (8 * (4 + 3 * P64) + 127) // 128 * 128                # header slot bytes
+    hb = (8 * (6 + 3 * P64) + 127) // 128 * 128                # header slot bytes
     stg_off = hoff + (P64 * hb + 255) // 256 * 256              # staging, laid out as out
     rb = tl.cast(N, tl.int64) * ES
     plan_off = stg_off + (tl.cast(out_rows, tl.int64) * rb + 255) // 256 * 256

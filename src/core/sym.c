@@ -1,0 +1,116 @@
+/*
+ * sym.c — symmetric buffers (fco_mem_alloc / fco_mem_free): the slot bookkeeping every
+ * transport shares; the transport allocates, maps and frees (sym_alloc / sym_free hooks).
+ *
+ * Slot k of every rank comes from the same collective call: the k-th fco_mem_alloc when ranks
+ * allocate and free in the same order (the contract). On a communicator of fco_comm_init_all
+ * driven by one thread (local, nccl: world_grows_together) the first rank's call allocates
+ * slot k on every rank of the world and marks it PENDING on the others; their own call of the
+ * same order takes it (TAKEN). The cpu transport allocates per rank (nothing is mapped).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define NEED_COMM(comm, what)                                                          \
+  do {                                                                                 \
+    if (!(comm))                                                                       \
+      return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "%s: comm is NULL", what);  \
+  } while (0)
+
+int fco_sym_find(fco_comm_t comm, const void* p, size_t bytes, size_t* off) {
+  const char* q = (const char*)p;
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
+    const fco_sym_t* s = &comm->sym[k];
+    if (s->state != FCO_SYM_TAKEN || !s->ptr) continue;
+    const char* b = (const char*)s->ptr;
+    if (q >= b && q < b + s->bytes && bytes <= (size_t)(b + s->bytes - q)) {
+      if (off) *off = (size_t)(q - b);
+      return k;
+    }
+  }
+  return -1;
+}
+
+fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
+  NEED_COMM(comm, "fco_mem_alloc");
+  if (!ptr) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: ptr is NULL");
+  *ptr = NULL;
+  if (bytes == 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: bytes is 0");
+  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (!comm->tops->sym_alloc)
+    return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "fco_mem_alloc: the %s transport has none",
+                         comm->tops->name);
+  /* A buffer a world peer's call allocated for this rank: take the oldest. */
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
+    fco_sym_t* s = &comm->sym[k];
+    if (s->state != FCO_SYM_PENDING) continue;
+    if (s->bytes != bytes)
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "fco_mem_alloc: rank %d asks %zu bytes, but another rank of its "
+                           "fco_comm_init_all group allocated this call's buffers with %zu "
+                           "(every rank must pass the same bytes, in the same order)",
+                           comm->rank, bytes, s->bytes);
+    s->state = FCO_SYM_TAKEN;
+    *ptr = s->ptr;
+    return FCO_OK;
+  }
+  const int world = comm->world && comm->tops->world_grows_together;
+  fco_comm_t* comms = world ? comm->world->comms : &comm;
+  const int n = world ? comm->world->n : 1;
+  for (int i = 0; i < n; i++)
+    if (!comms[i])
+      return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                           "fco_mem_alloc: needs every rank of the fco_comm_init_all group, but "
+                           "rank %d was destroyed", i);
+  int k = 0; /* the lowest slot free on every rank allocated together */
+  for (; k < FCO_MAX_SYMMETRIC; k++) {
+    int free_all = 1;
+    for (int i = 0; i < n; i++) free_all &= comms[i]->sym[k].state == FCO_SYM_FREE;
+    if (free_all) break;
+  }
+  if (k == FCO_MAX_SYMMETRIC)
+    return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                         "fco_mem_alloc: rank %d holds FCO_MAX_SYMMETRIC = %d symmetric buffers "
+                         "(free one with fco_mem_free)", comm->rank, FCO_MAX_SYMMETRIC);
+  fco_result_t r = comm->tops->sym_alloc(comms, n, k, bytes);
+  if (r != FCO_OK) {
+    if (comm->last_error[0] == 0) fco_set_error(comm, r, "%s", fco_last_error(NULL));
+    return r;
+  }
+  for (int i = 0; i < n; i++) {
+    comms[i]->sym[k].bytes = bytes;
+    comms[i]->sym[k].state = comms[i] == comm ? FCO_SYM_TAKEN : FCO_SYM_PENDING;
+  }
+  *ptr = comm->sym[k].ptr;
+  fco_log(comm, "fco_mem_alloc: slot %d, %zu bytes a rank, %d rank(s) at once", k, bytes, n);
+  return FCO_OK;
+}
+
+fco_result_t fco_mem_free(fco_comm_t comm, void* ptr) {
+  NEED_COMM(comm, "fco_mem_free");
+  if (!ptr) return FCO_OK;
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
+    fco_sym_t* s = &comm->sym[k];
+    if (s->state != FCO_SYM_TAKEN || s->ptr != ptr) continue;
+    fco_result_t r = comm->tops->sym_free(comm, k);
+    memset(s, 0, sizeof *s); /* freed (or lost) either way */
+    return r;
+  }
+  return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                       "fco_mem_free: %p is not a buffer fco_mem_alloc returned to rank %d (or "
+                       "it was freed already)", ptr, comm->rank);
+}
+
+/* For the transports' destroy: free every slot still held (TAKEN or PENDING). */
+fco_result_t fco_sym_free_all(fco_comm_t comm) {
+  fco_result_t first = FCO_OK;
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
+    if (comm->sym[k].state == FCO_SYM_FREE) continue;
+    fco_result_t r = comm->tops->sym_free ? comm->tops->sym_free(comm, k) : FCO_OK;
+    if (first == FCO_OK) first = r;
+    memset(&comm->sym[k], 0, sizeof comm->sym[k]);
+  }
+  return first;
+}
