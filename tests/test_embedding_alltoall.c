@@ -49,7 +49,14 @@ typedef struct {
   void *d_weight[MAX_P], *d_offsets[MAX_P], *d_indices[MAX_P], *d_psw[MAX_P], *d_out[MAX_P];
   size_t out_bytes[MAX_P];
   size_t shift[MAX_P]; /* d_weight and d_out lie this many bytes past their allocations */
+  void* d_sym[MAX_P];  /* fco_mem_alloc'd buffers (g_sym_mask != 0), NULL otherwise */
 } prob_t;
+
+/* Symmetric outputs (fco_mem_alloc): when g_sym_mask != 0 every rank allocates a symmetric
+ * buffer (collective, the same bytes: the largest out) and rank r's out lies in it, 256·(r + 1)
+ * bytes in (offsets differ: each rank announces its own), iff bit r is set; the others keep an
+ * ordinary out. Peers then store straight into the symmetric outs (the fused lean kernel). */
+static unsigned g_sym_mask;
 
 /* Bytes by which prob_upload shifts rank g_shift_rank's weight and out off 16-byte alignment
  * (0: none; ranks < 0: every rank). */
@@ -155,8 +162,11 @@ static void prob_free(const t_world_t* w, prob_t* p) {
     t_free(w->transport, d, p->d_offsets[r]);
     t_free(w->transport, d, p->d_indices[r]);
     t_free(w->transport, d, p->d_psw[r]);
-    t_free(w->transport, d, p->d_out[r] ? (char*)p->d_out[r] - p->shift[r] : NULL);
+    if (!p->d_sym[r] || (g_sym_mask >> r & 1) == 0)
+      t_free(w->transport, d, p->d_out[r] ? (char*)p->d_out[r] - p->shift[r] : NULL);
   }
+  for (int r = 0; r < p->P; r++)
+    if (p->d_sym[r]) ASSERT_OK(fco_mem_free(w->comms[r], p->d_sym[r]));
   memset(p, 0, sizeof *p);
 }
 
@@ -197,6 +207,16 @@ static void poison_out(const t_world_t* w, prob_t* p, int r) {
 
 static void prob_upload(const t_world_t* w, prob_t* p) {
   size_t es = fco_dtype_size(p->dt), is = p->it == FCO_EMB_INDEX_I64 ? 8 : 4;
+  memset(p->d_sym, 0, sizeof p->d_sym);
+  if (g_sym_mask) {
+    size_t most = 0;
+    for (int r = 0; r < p->P; r++) {
+      size_t ob = (size_t)p->bpr[r] * (size_t)p->T * (size_t)p->D * es;
+      if (ob > most) most = ob;
+    }
+    for (int r = 0; r < p->P; r++) /* every rank, in rank order: collective */
+      ASSERT_OK(fco_mem_alloc(w->comms[r], most + T_GUARD + 256 * (MAX_P + 1) + 64, &p->d_sym[r]));
+  }
   for (int r = 0; r < p->P; r++) {
     int d = t_rank_device(w->transport, r);
     size_t nw = (size_t)p->total_rows[r] * (size_t)p->D;
@@ -208,7 +228,10 @@ static void prob_upload(const t_world_t* w, prob_t* p) {
     p->d_indices[r] = ni ? t_alloc(w->transport, d, ni * is) : NULL;
     p->d_psw[r] = ni && p->weighted ? t_alloc(w->transport, d, ni * sizeof(float)) : NULL;
     p->out_bytes[r] = (size_t)p->bpr[r] * (size_t)p->T * (size_t)p->D * es;
-    p->d_out[r] = (char*)t_alloc(w->transport, d, p->out_bytes[r] + T_GUARD + p->shift[r]) + p->shift[r];
+    p->d_out[r] = (g_sym_mask >> r & 1 ? (char*)p->d_sym[r] + 256 * (r + 1)
+                                        : (char*)t_alloc(w->transport, d, p->out_bytes[r] + T_GUARD +
+                                                                          p->shift[r])) +
+                  p->shift[r];
     upload_inputs(w, p, r);
     poison_out(w, p, r);
   }
@@ -580,6 +603,45 @@ static void back_to_back(const t_world_t* w) {
   }
 }
 
+/* Outputs in symmetric buffers (fco_mem_alloc): every rank's, rank 0's only, every rank's but
+ * rank 0's — peers store straight into a symmetric out and stage for the others, in one call —
+ * on the fused lean kernel's both tile orders (short bags: claimed; long: static), 32- and
+ * 128-byte rows, unaligned outs (the generic kernel), impl 0 and AUTO, the previous fused kernel
+ * (rows of 130 f32 and FCO_EA_LEAN=0: staging whatever the out), FCO_EA_DIRECT=0; then calls back
+ * to back with every out symmetric. */
+static void sym_outputs(const t_world_t* w) {
+  const unsigned all = (1u << w->n) - 1, masks[3] = {all, 1u, all & ~1u};
+  static const int32_t tpr4[4] = {2, 1, 3, 2};
+  static const int64_t bpr4[4] = {37, 64, 5, 90};
+  for (int m = 0; m < 3; m++) {
+    if (!masks[m] || (m > 0 && masks[m] == all)) continue;
+    g_sym_mask = masks[m];
+    for (int i = 0; i < 3; i++) {
+      one_call(w, 64, FCO_BF16, kCombos[i].it, kCombos[i].weighted, kCombos[i].pool, 0, kImpls[i], 0);
+      one_call(w, 16, FCO_F32, kCombos[i + 1].it, kCombos[i + 1].weighted, kCombos[i + 1].pool, 0,
+               1, 40);
+    }
+    shape_call(w, 32, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_SUM, 0, 1, 0, tpr4, bpr4,
+               "symmetric outs, ragged");
+    setenv("FCO_EA_LEAN_DYN", "0", 1); /* the static order */
+    one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, 40);
+    unsetenv("FCO_EA_LEAN_DYN");
+    one_call(w, 130, FCO_F32, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_MEAN, 0, 1, 0); /* not lean */
+  }
+  g_sym_mask = all;
+  g_shift = 4; /* unaligned outs and weights on every rank: the generic fused kernel */
+  one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_SUM, 0, 1, 0);
+  g_shift = 0;
+  setenv("FCO_EA_LEAN", "0", 1);
+  one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I64, 1, FCO_EMB_POOL_SUM, 0, 1, 0);
+  unsetenv("FCO_EA_LEAN");
+  setenv("FCO_EA_DIRECT", "0", 1);
+  one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_MEAN, 0, 1, 0);
+  unsetenv("FCO_EA_DIRECT");
+  back_to_back(w);
+  g_sym_mask = 0;
+}
+
 #ifdef FCO_HAVE_CUDA
 /* Local transport: capture impl 1 and impl 0 into one CUDA graph, replay it with fresh table
  * values each time (the epoch is re-read by every replay). */
@@ -852,6 +914,7 @@ int main(void) {
     back_to_back(&w);
     unsetenv("FCO_EA_LEAN_DYN");
     unsetenv("FCO_EA_LEAN_SPLIT");
+    sym_outputs(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif

@@ -257,6 +257,21 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
     r->row_base0 = nb;
     r->rank = a->rank;
     r->idx64 = a->index_type == FCO_EMB_INDEX_I64;
+    { /* symmetric out (fco_mem_alloc): see EaRank::sym_bits */
+      fco_comm_t comm = l->r[i].op->comm;
+      int64_t T = 0;
+      for (int q = 0; q < P; q++) T += a->tables_per_rank[q];
+      const size_t out_bytes = (size_t)a->batch_per_rank[a->rank] * (size_t)T * (size_t)a->dim * es;
+      size_t off = 0;
+      int k = -1, cap = 0;
+      if (comm->sym_dev && fco_env_int("FCO_EA_DIRECT", 1) != 0) {
+        k = fco_sym_find(comm, a->out, out_bytes, &off);
+        for (int q = 0; q < FCO_MAX_SYMMETRIC; q++) cap |= comm->sym[q].state != FCO_SYM_FREE;
+      }
+      r->sym = (void* const*)comm->sym_dev;
+      r->out_off = k >= 0 ? (int64_t)off : 0;
+      r->sym_bits = ((k + 1) << 1) | cap;
+    }
     p->row_base[nb] = 0;
     for (int t = 0; t < Tr; t++) p->row_base[nb + t + 1] = p->row_base[nb + t] + a->table_rows[t];
     nb += Tr + 1;

@@ -72,7 +72,8 @@ constexpr double kLeanDynMaxLen = 16.0; /* FCO_EA_LEAN_DYN's default: bags of �
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
 constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
-static_assert(kLeanQueueSlot + 1 < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
+constexpr int kOutOffSlot = kLeanQueueSlot + 2; /* a symmetric out's byte offset (see Presence) */
+static_assert(kOutOffSlot < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
 static_assert(kThreads > FCO_MAX_GPU_RANKS + 1, "thread FCO_MAX_GPU_RANKS + 1 fills the tables");
 
 /* Per local rank (by index li): its lean source and its land unit size. */
@@ -93,13 +94,19 @@ struct LeanBlk {
   int64_t lstart[FCO_MAX_GPU_RANKS + 1];  /* first land unit of source position k (1..P−1) */
   uint32_t sent[FCO_MAX_GPU_RANKS];       /* bags this block pooled for position k */
   uint32_t park[kWarps][2];               /* a warp's loop state across lean_tile */
+  char* rdst[FCO_MAX_GPU_RANKS];          /* cap: where position k's rows go (lean_remote_base) */
+  int32_t cap;                            /* this rank stores into peers' symmetric outs */
+  int32_t direct_me;                      /* this rank's out is symmetric */
 };
 
 /* One thread: the tile and land-unit tables of rank me (see the header; the arithmetic is
  * src/ops/embedding_alltoall_plan.h's, checked on the CPU by tests/test_ea_plan.c). */
 __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x_nt,
-                                         int64_t land_bytes, int mix, LeanBlk* b) {
+                                         int64_t land_bytes, int mix, int32_t sym_bits, LeanBlk* b) {
   const int P = p.nranks;
+  b->cap = sym_bits & 1;
+  b->direct_me = (sym_bits >> 1) != 0;
+  for (int k = 0; k < P; ++k) b->rdst[k] = nullptr;
   const int nt = x_nt < 1 ? 1 : x_nt;
   fco_ea_lean_tiles(P, me, (ea_tables(p, me) + nt - 1) / nt, W, p.bstart, b->tstart, b->tpk);
   for (int k = 0; k < P; ++k) b->sent[k] = 0;
@@ -146,6 +153,42 @@ __device__ __forceinline__ void lean_block_signal(const EaParams& p, const RankV
   prof_stamp<kProf>(p, 1);
 }
 
+/* All lanes of a warp, the first remote tile of the block for position k (destination d) when
+ * the rank stores into symmetric outs (b->cap): lane 0 waits for d's presence of this call (d
+ * began it: its stream's earlier readers of out are done), whose low bits say whether d's out
+ * is symmetric (slot kk − 1, offset in d's kOutOffSlot, stored before the presence with a
+ * fence); then d's out as this rank's table maps it, else `staging`. Kept in b->rdst[k] (warps
+ * of the block may race here: they store the same value). Not inlined: the pool loop's
+ * registers stay as they are. */
+__device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k, int d,
+                                           void* const* sym, char* staging) {
+  char* r = staging;
+  if ((threadIdx.x & 31) == 0) {
+    const uint64_t* row = v.peer_sig[v.rank] + (size_t)d * FCO_SIG_SLOTS;
+    const uint64_t e = v.epoch + 1;
+    if (wait_count(row + kPresenceSlot, e << 32, v, d, kPresenceSlot)) {
+      const uint64_t pres = ld_acquire_sys(row + kPresenceSlot);
+      const int kk = (int)((pres >> 1) & 31);
+      if (kk > 0) {
+        char* q = (char*)sym[(size_t)(kk - 1) * FCO_MAX_GPU_RANKS + d];
+        if (q) r = q + __ldcg((const long long*)(row + kOutOffSlot));
+        else record_error(v.err, FCO_ERR_INVALID_USAGE, FCO_OP_EMBEDDING_ALLTOALL, d, kk - 1, 0, 0);
+      }
+    }
+    b->rdst[k] = r;
+  }
+  return (char*)__shfl_sync(0xffffffffu, (unsigned long long)r, 0);
+}
+
+/* Where position k's rows start: staging (d's workspace half, laid out as out_d) unless the rank
+ * stores into symmetric outs (b->cap), then lean_resolve's answer. */
+__device__ __forceinline__ char* lean_remote_base(const RankView& v, LeanBlk* b, const EaRank& rk,
+                                                  int k, int d, char* staging) {
+  if (!b->cap) return staging;
+  char* r = *(char* volatile*)&b->rdst[k];
+  return r ? r : lean_resolve(v, b, k, d, rk.sym, staging);
+}
+
 /* One warp tile (all lanes): tile number `tile` of the rank (k-major, then table, then chunk),
  * its bags counted for the block's signal when remote, pooled by lean_tile / lean_tile_any at
  * their final place. park() saves the caller's loop state to shared memory just before the
@@ -170,8 +213,10 @@ __device__ __forceinline__ void lean_one_tile(const EaParams& p, const LeanSrc& 
   /* counted before the stores: sent is read only after the signal's barrier */
   if (remote && (threadIdx.x & 31) == 0) atomicAdd(&b->sent[k], (uint32_t)(nb * ntab));
   const size_t half = (size_t)((v.epoch + 1) & 1) * fco_ws_half_bytes(v.ws_bytes);
-  T* const dst = (T*)(remote ? v.peer_data[fake ? me : d] + half : rk.out) +
-                 ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
+  char* const rbase = remote ? (fake ? v.peer_data[me] + half
+                                     : lean_remote_base(v, b, rk, k, d, v.peer_data[d] + half))
+                             : rk.out;
+  T* const dst = (T*)rbase + ((size_t)i0 * p.T + (size_t)(p.toff[me] + t)) * p.D;
   const int64_t row0 = p.row_base[rk.row_base0 + t];
   park();
   asm volatile("" ::: "memory");
@@ -296,15 +341,18 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
     const int64_t rem = lu - b.lstart[k], units = b.lstart[k + 1] - b.lstart[k];
     const int Ts = ea_tables(p, s);
     const bool data = bme > 0 && Ts > 0;
-    bool done = true;
+    bool done = true, direct = false;
     if (threadIdx.x == 0) {
       const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
-      if (rem == 0) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
+      /* my out symmetric: did s store into it (its presence's bit 0)? then nothing to copy */
+      if (rem == 0 || b.direct_me) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
+      if (done && b.direct_me) direct = (ld_acquire_sys(row + kPresenceSlot) & 1) != 0;
       if (done && data) done = wait_count(row + kLeanSlot, base + (uint64_t)(bme * Ts), v, s, kLeanSlot);
     }
     /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after */
     if (__syncthreads_or(!done)) break; /* timeout or another error: give up */
-    if (data) {
+    if (b.direct_me) direct = __syncthreads_or(direct);
+    if (data && !direct) {
       int64_t r0, r1;
       fco_ea_lean_land_rows(bme, units, rem, &r0, &r1);
       if (r1 > r0)
@@ -337,7 +385,8 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   fco_dev_rank_t* dev = rk.dev;
   if (threadIdx.x == FCO_MAX_GPU_RANKS + 1) {
     if (!kOne) src_sh = x.s[li];
-    lean_blk(p, rk.rank, x.s[li].W, kMT ? x.s[li].nt : 1, x.land_bytes, x.mix, &b);
+    lean_blk(p, rk.rank, x.s[li].W, kMT ? x.s[li].nt : 1, x.land_bytes, x.mix,
+             kProf && x.fake ? 0 : rk.sym_bits, &b);
   }
   load_rank_view(dev, &v); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
@@ -350,9 +399,16 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
   const uint64_t base = e << 32;
   const uint32_t bpr = p.blocks_per_rank;
-  if (part == 0 && (int)threadIdx.x < P - 1)
-    red_max_relaxed_sys(v.peer_sig[(me + 1 + threadIdx.x) % P] + (size_t)me * FCO_SIG_SLOTS + kPresenceSlot,
-                        base);
+  if (part == 0 && (int)threadIdx.x < P - 1) {
+    /* presence, its low bits b.cap | (1 + my out's symmetric slot) << 1 (the offset before it) */
+    uint64_t* row = v.peer_sig[(me + 1 + threadIdx.x) % P] + (size_t)me * FCO_SIG_SLOTS;
+    const uint32_t bits = (uint32_t)b.cap | (b.direct_me ? (uint32_t)(rk.sym_bits & ~1) : 0u);
+    if (b.direct_me) {
+      *(volatile uint64_t*)(row + kOutOffSlot) = (uint64_t)rk.out_off;
+      fence_acq_rel_sys();
+    }
+    red_max_relaxed_sys(row + kPresenceSlot, base | bits);
+  }
 
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);
   const bool aligned = x.aligned[li] != 0;

@@ -23,6 +23,9 @@
  * on nccl, P · bytes gathered / 4300 GB/s on local (one HBM); ovl = the overlap target
  * max(lookup, a2a) + 0.2 · min(lookup, a2a); hbm% = bytes gathered / lookup time / 4300 GB/s.
  *
+ * Env FCO_BENCH_SYM=1: every rank's out in a symmetric buffer (fco_mem_alloc): the fused lean
+ * kernel's peers store into it directly, no landing copy (FCO_EA_DIRECT=0: staged as before).
+ *
  * Check (#wrong), exact: table element (packed row g, column d) = A(g) + C(d) with
  * A(g) = ((g mod 1021)·5 mod 9) − 4 and C(d) = (d mod 5) − 2, so a bag of L rows sums to
  * Σ A(g_k) + L·C(d): an integer of magnitude ≤ 6·L, exact in fp32, rounded once to the dtype on
@@ -71,6 +74,10 @@ typedef struct {
   int64_t* trows; /* [tpg], the same for every rank */
   size_t off_w, off_o, off_i[EA_SETS], off_out[EA_SETS], off_scr, off_recv, total;
   int64_t* h_idx[BENCH_MAX_RANKS]; /* set 0, for the check */
+  /* FCO_BENCH_SYM=1: each rank's out sets in one fco_mem_alloc'd buffer (peers store into it
+   * directly: no landing copy); NULL: in the pool */
+  void* sym[BENCH_MAX_RANKS];
+  size_t out_set_bytes;
   int impl;
   fco_comm_t solo[BENCH_MAX_RANKS]; /* one-rank communicators: the lookup alone */
   int32_t solo_tpr[1];
@@ -133,6 +140,10 @@ static const char* ea_impl_name(bench_ctx_t* ctx, int impl) {
 }
 
 static char* at(bench_ctx_t* ctx, int r, size_t off) { return (char*)ctx->pool[r] + off; }
+/* Rank r's out of input set `set`. */
+static char* out_at(bench_ctx_t* ctx, const ea_state_t* st, int r, int set) {
+  return st->sym[r] ? (char*)st->sym[r] + (size_t)set * st->out_set_bytes : at(ctx, r, st->off_out[set]);
+}
 
 static fco_result_t ea_issue(bench_ctx_t* ctx, void* arg, int iter) {
   ea_state_t* st = (ea_state_t*)arg;
@@ -143,7 +154,7 @@ static fco_result_t ea_issue(bench_ctx_t* ctx, void* arg, int iter) {
     fco_result_t e = fco_embedding_alltoall(
         ctx->comms[r], at(ctx, r, st->off_w), st->trows, st->tpr, st->bpr, st->w.D, st->dt,
         at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx, FCO_EMB_INDEX_I64, NULL,
-        FCO_EMB_POOL_SUM, at(ctx, r, st->off_out[set]), st->impl, bench_stream(ctx, r));
+        FCO_EMB_POOL_SUM, out_at(ctx, st, r, set), st->impl, bench_stream(ctx, r));
     if (e != FCO_OK && first == FCO_OK) {
       first = e;
       ctx->err_rank = r;
@@ -283,6 +294,11 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   st->total = off;
   fco_result_t r = bench_pool_reserve(ctx, st->total);
   if (r != FCO_OK) return r;
+  st->out_set_bytes = ((size_t)st->bpr[0] * (size_t)st->T * st->vec + 255) / 256 * 256;
+  if (getenv("FCO_BENCH_SYM") && atoi(getenv("FCO_BENCH_SYM")) > 0)
+    for (int rk = 0; rk < P; rk++)
+      if ((r = fco_mem_alloc(ctx->comms[rk], EA_SETS * st->out_set_bytes, &st->sym[rk])) != FCO_OK)
+        return bench_fail(ctx, r, "fco_mem_alloc on rank %d: %s", rk, fco_last_error(ctx->comms[rk]));
 
   /* Tables: EA_PERIOD rows of the pattern, then doubled in place up to every packed row. */
   const int64_t nrows = (int64_t)tpg * st->w.rows;
@@ -324,7 +340,7 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   if (r != FCO_OK) return r;
   for (int rk = 0; rk < P && r == FCO_OK; rk++)
     for (int s = 0; s < EA_SETS && r == FCO_OK; s++)
-      r = bench_poison(ctx, rk, at(ctx, rk, st->off_out[s]), (size_t)st->bpr[0] * (size_t)st->T * st->vec);
+      r = bench_poison(ctx, rk, out_at(ctx, st, rk, s), (size_t)st->bpr[0] * (size_t)st->T * st->vec);
   if (r != FCO_OK) return r;
 
   /* One-rank communicators (lookup alone) and, on nccl, our own NCCL ones (a2a alone). */
@@ -370,7 +386,7 @@ static fco_result_t ea_check(bench_ctx_t* ctx, void* state, int impl, long long*
   const size_t vec = st->vec, D = (size_t)st->w.D, B = (size_t)st->w.B, L = (size_t)st->w.L;
   fco_result_t r;
   for (int rk = 0; rk < ctx->nranks; rk++)
-    if ((r = bench_poison(ctx, rk, at(ctx, rk, st->off_out[0]), (size_t)st->bpr[rk] * (size_t)st->T * vec)) != FCO_OK)
+    if ((r = bench_poison(ctx, rk, out_at(ctx, st, rk, 0), (size_t)st->bpr[rk] * (size_t)st->T * vec)) != FCO_OK)
       return r;
   st->impl = impl;
   if ((r = ea_issue(ctx, st, 0)) != FCO_OK) return r;
@@ -382,7 +398,7 @@ static fco_result_t ea_check(bench_ctx_t* ctx, void* state, int impl, long long*
   if (!host) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", obytes);
   for (int s = 0; s < ctx->nranks; s++) {
     size_t nb = (size_t)st->bpr[s] * (size_t)st->T * vec;
-    if ((r = bench_download(ctx, s, host, at(ctx, s, st->off_out[0]), nb)) != FCO_OK) break;
+    if ((r = bench_download(ctx, s, host, out_at(ctx, st, s, 0), nb)) != FCO_OK) break;
     for (int64_t i = 0; i < st->bpr[s]; i++) {
       const size_t b = (size_t)(st->bstart[s] + i);
       for (int64_t tg = 0; tg < st->T; tg++) {
@@ -440,6 +456,7 @@ static void ea_teardown(bench_ctx_t* ctx, void* state) {
   for (int r = 0; r < BENCH_MAX_RANKS; r++) {
     if (st->solo[r]) fco_comm_destroy(st->solo[r]);
     free(st->h_idx[r]);
+    if (st->sym[r]) (void)fco_mem_free(ctx->comms[r], st->sym[r]);
   }
 #ifdef FCO_HAVE_CUDA
   if (st->have_nccl)
