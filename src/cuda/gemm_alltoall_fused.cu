@@ -446,11 +446,21 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   const Plan* plan = reinterpret_cast<const Plan*>(
       plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
+  /* The plan's placement, read once into shared memory: a load per piece in the loop (one a
+   * thread, dependent, before each piece's copy) cost 40–80 µs a call at 512 tokens (run
+   * 4de9ac2, two loads a piece; one before). */
+  __shared__ int64_t s_base[kMaxP];
+  __shared__ char* s_dst[kMaxP];
+  if ((int)threadIdx.x < p.P) {
+    s_base[threadIdx.x] = __ldcg((const long long*)&plan->base[threadIdx.x]);
+    s_dst[threadIdx.x] = (char*)__ldcg((const unsigned long long*)&plan->dst[threadIdx.x]);
+  }
+  __syncthreads();
   const size_t idx0 = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (int i = 0; i < p.npieces; ++i) {
     const PushPiece pc = p.pc[i];
-    const int64_t drow = *(volatile const int64_t*)&plan->base[pc.s] + pc.d_local;
+    const int64_t drow = s_base[pc.s] + pc.d_local;
     if (drow < 0 || drow + pc.rows > p.out_rows) { /* the verdict rules this out; belt and braces */
       if (idx0 == 0)
         record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, pc.s, kBadPlan,
@@ -458,7 +468,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
       continue;
     }
     /* my out, the destination's symmetric out or its staging (dest_rows); NULL: skipped */
-    char* dst = pc.s == v.rank ? p.out : *(char* const volatile*)&plan->dst[pc.s];
+    char* dst = pc.s == v.rank ? p.out : s_dst[pc.s];
     if (!dst) continue;
     copy_cg(dst + (size_t)drow * p.row_bytes, p.y + (size_t)pc.y_row * p.row_bytes,
             (size_t)pc.rows * p.row_bytes, idx0, stride);
