@@ -8,11 +8,12 @@
     y = fco.gemv_allreduce(x, w_down)          # row-parallel linear (TP decode)
     out = fco.embedding_alltoall(...)          # DLRM model-parallel tables → sample owners
     out = fco.gemm_alltoall(a, w, counts)      # MoE expert GEMM → back to the token owners
+    buf = fco.empty_symmetric(shape, dtype)    # peers store outputs straight into it (out=buf)
 
 libfco.so is found through $FCO_LIB, the repository's build/lib/, or the package directory
 (see fco/_lib.py). Errors raise fco.FcoError carrying libfco's message. Guide: docs/python.md.
 """
-from ._comm import Communicator, communicators, init, shutdown
+from ._comm import Communicator, communicators, empty_symmetric, init, shutdown
 from ._lib import FcoError, FcoLibraryNotFound, lib_path
 from .ops import allreduce as _allreduce_mod
 from .ops import embedding_alltoall as _embedding_alltoall_mod
@@ -25,7 +26,7 @@ from .ops.gemv_allreduce import gemv_allreduce
 
 __all__ = [
     "Communicator", "FcoError", "FcoLibraryNotFound", "allreduce", "allreduce_",
-    "allreduce_workspace_bytes", "communicators", "embedding_alltoall",
+    "allreduce_workspace_bytes", "communicators", "embedding_alltoall", "empty_symmetric",
     "embedding_alltoall_workspace_bytes", "gemm_alltoall", "gemm_alltoall_workspace_bytes",
     "gemv_allreduce", "gemv_allreduce_workspace_bytes", "init", "lib_path", "shutdown",
 ]

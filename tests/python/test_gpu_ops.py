@@ -141,6 +141,49 @@ def test_gemm_alltoall_vs_torch(gpool):
     gpool.run(_g_gemm, timeout=300)
 
 
+def _g_symmetric():
+    """out= in fco.empty_symmetric buffers: the peers store straight into them (nccl, P = 2);
+    results against the torch pipelines, repeated calls into the same buffers (the next call's
+    peers must wait for this rank's start before storing), then the buffers dropped."""
+    import gc
+
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    P, r = dist.get_world_size(), dist.get_rank()
+    tpr, bpr = [1 + q % 2 for q in range(P)], [300 + 40 * q for q in range(P)]
+    T, D = sum(tpr), 64
+    out = fco.empty_symmetric((bpr[r], T, D), torch.bfloat16, nbytes=max(bpr) * T * D * 2 + 512)
+    for n in range(4):
+        w, idx, off, rows, psw = _emb_data(torch.bfloat16, tpr, bpr, D, 100 + n)
+        got = fco.embedding_alltoall(w, idx, off, rows, tpr, bpr, impl="fused", out=out)
+        assert got is out
+        _refs.close(out, _refs.embedding_alltoall(w, idx, off, rows, tpr, bpr), torch.bfloat16, 2)
+    for impl in ("tiles", "chunks", "auto"):
+        a, w, counts = _refs.gemm_data(torch.bfloat16, 2, 256, 384, 7, "nk")
+        buf = fco.empty_symmetric((400, 384), torch.bfloat16)
+        for n in range(3):
+            kw = {"counts_host": counts.cpu(), "recv_rows": _refs.recv_rows(counts)}
+            got = fco.gemm_alltoall(a * (n + 1), w, counts, out_rows=400, w_layout="nk",
+                                    impl=impl, out=buf, **kw)
+            assert got is buf
+            _refs.close(buf, _refs.gemm_alltoall(a * (n + 1), w, counts, 400, "nk"),
+                        torch.bfloat16, 3)
+        del buf, got
+    torch.cuda.synchronize()
+    fco.init().check_async_error()
+    del out
+    gc.collect()
+    return True
+
+
+def test_symmetric_outputs(gpool):
+    gpool.run(_g_symmetric, timeout=300)
+
+
 def _g_stream_order():
     import torch
 

@@ -151,6 +151,16 @@ def check_index(t, op, arg, ref):
                        f"{tuple(t.stride())}); call .contiguous() first")
 
 
+def check_out(out, like, shape, op):
+    """An `out=` tensor: dense, contiguous, `like`'s dtype and device, shape `shape`."""
+    require_tensor(out, op, "out")
+    if out.dtype != like.dtype or out.device != like.device or tuple(out.shape) != tuple(shape) \
+            or not out.is_contiguous():
+        raise bad(op, f"out is {out.dtype} {tuple(out.shape)} on {out.device} "
+                      f"(contiguous: {out.is_contiguous()}); expected a contiguous {like.dtype} "
+                      f"tensor of shape {tuple(shape)} on {like.device}")
+
+
 def bad(op, msg):
     """The FcoError (INVALID_ARGUMENT) of a failed check; callers build msg only on failure
     (`if not ok: raise bad(op, f"...")`): f-strings cost µs on the hot path."""

@@ -122,14 +122,17 @@ def _check(weight, indices, offsets, psw, table_rows, tables_per_rank, batch_per
 
 
 def _run(weight, indices, offsets, psw, table_rows, tables_per_rank, batch_per_rank, pooling,
-         group_name, impl):
+         group_name, impl, out=None):
     rank, size = _common.rank_size(group_name, weight.device)
     dt, T, B = _check(weight, indices, offsets, psw, table_rows, tables_per_rank, batch_per_rank,
                       pooling, rank, size)
     _common.check_current_device(weight, _OP, "weight")
     comm = _comm.get(group_name, weight.device)
     D = weight.shape[1]
-    out = weight.new_empty((batch_per_rank[rank], T, D))
+    if out is None:
+        out = weight.new_empty((batch_per_rank[rank], T, D))
+    else:  # the caller's (e.g. fco.empty_symmetric: peers store into it)
+        _common.check_out(out, weight, (batch_per_rank[rank], T, D), _OP)
     h = comm.handle
     i64 = ctypes.c_int64
     r = _fn()(h, _common.ptr(weight), _common.int_array(i64, tuple(table_rows)),
@@ -244,7 +247,7 @@ def _ints(v):
 
 
 def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, batch_per_rank,
-                       per_sample_weights=None, mode="sum", group=None, impl="auto"):
+                       per_sample_weights=None, mode="sum", group=None, impl="auto", out=None):
     """Pooled lookup of this rank's tables for the global batch, then the All-to-All that gives
     every rank its own samples' vectors of every table (TorchRec table-wise sharding).
 
@@ -258,6 +261,11 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
     batch_per_rank   P ints: b_s, the samples owned by rank s, in rank order (B = Σ b_s)
     per_sample_weights  [num_indices] or None: w_k multiplies entry k (converted to float32)
     mode             "sum" or "mean" (Σ w_k·row_k / bag length; an empty bag gives zeros)
+    out              optional [b_me, T, D] tensor (weight's dtype and device, contiguous) to
+                     write into and return — from fco.empty_symmetric (nbytes: the largest
+                     rank's), the peers store their vectors straight into it (fused impl on
+                     CUDA: no landing copy). In place in eager calls without gradients; elsewhere
+                     computed as usual and copied into it
     → out            [b_me, T, D] in weight's dtype: out[i, toff_q + t] = pooled bag (t,
                      bstart_me + i) of rank q's table t
     The lists are the same on every rank except table_rows. CUDA: current device and stream,
@@ -280,8 +288,12 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
             gname, iid)
     if _common.direct_ok(weight, indices, offsets) and \
             (per_sample_weights is None or _common.direct_ok(per_sample_weights)):
-        return _run(weight, indices, offsets, per_sample_weights, *args)
-    return torch.ops.fco.embedding_alltoall(weight, indices, offsets, per_sample_weights, *args)
+        return _run(weight, indices, offsets, per_sample_weights, *args, out=out)
+    res = torch.ops.fco.embedding_alltoall(weight, indices, offsets, per_sample_weights, *args)
+    if out is None:
+        return res
+    _common.check_out(out, res, res.shape, _OP)
+    return out.copy_(res)
 
 
 def workspace_bytes(weight, tables_per_rank, batch_per_rank, group=None, impl="auto"):

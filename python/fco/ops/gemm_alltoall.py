@@ -96,12 +96,16 @@ def _check(a, w, counts, counts_host, recv_rows, out_rows, w_layout, size, op=_O
     return dt
 
 
-def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, impl):
+def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, impl, out=None):
     _, size = _common.rank_size(group_name, a.device)
     dt = _check(a, w, counts, counts_host, recv_rows, out_rows, w_layout, size)
     _common.check_current_device(a, _OP, "a")
     N, K = _nk(w, w_layout)
-    if recv_rows is None:  # the received total is unknown on the host: zero everything
+    if out is not None:  # the caller's (e.g. fco.empty_symmetric: peers store into it)
+        _common.check_out(out, a, (out_rows, N), _OP)
+        if recv_rows is None:
+            out.zero_()
+    elif recv_rows is None:  # the received total is unknown on the host: zero everything
         out = a.new_zeros((out_rows, N))
     else:
         out = a.new_empty((out_rows, N))
@@ -229,7 +233,7 @@ def _host_ints(v, op, arg):
 
 
 def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None, w_layout="kn",
-                  group=None, impl="auto"):
+                  group=None, impl="auto", out=None):
     """MoE expert down-projection + combine: every row of `a` times its local expert's weight,
     sent back to the rank the row came from.
 
@@ -249,6 +253,11 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
                  output's tail; needed by impl 0 on nccl under capture
     impl         "auto", "baseline" (0), "tiles" (1), "chunks" (2), an int, or "triton" (CUDA
                  only: fco.triton's tile kernel, device counts only like impl 1)
+    out          optional [out_rows, N] tensor (a's dtype and device, contiguous) to write
+                 into and return — from fco.empty_symmetric, the peers store their rows
+                 straight into it (impls 1, 2 on CUDA: no staging, no landing copy). Written in
+                 place in eager calls without gradients; elsewhere (autograd, torch.compile)
+                 the result is computed as usual and copied into it
     → out        [out_rows, N]: rows from rank 0 (its expert 0's, 1's, ...), then rank 1, ...;
                  rows past the received total are zero
     CUDA: current device and stream; capturable once the shapes ran eagerly (workspace) with
@@ -272,8 +281,12 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     args = (counts_host, recv_rows, out_rows, LAYOUTS[w_layout], gname, iid)
     if _common.direct_ok(a, w, counts):
-        return _run(a, w, counts, *args)
-    return torch.ops.fco.gemm_alltoall(a, w, counts, *args)
+        return _run(a, w, counts, *args, out=out)
+    res = torch.ops.fco.gemm_alltoall(a, w, counts, *args)
+    if out is None:
+        return res
+    _common.check_out(out, res, res.shape, _OP)
+    return out.copy_(res)
 
 
 def workspace_bytes(a, w, out_rows=None, w_layout="kn", group=None, impl="auto"):

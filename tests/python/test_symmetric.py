@@ -1,0 +1,115 @@
+"""test_symmetric.py — fco.empty_symmetric and out= on CPU tensors, 2 and 3 ranks over gloo + the
+cpu transport: the tensor is zero-filled, of the asked shape and dtype, writable, freed when
+dropped (slots come back: more than FCO_MAX_SYMMETRIC allocations in sequence), and usable as
+out= of fco.gemm_alltoall and fco.embedding_alltoall (results equal to out=None, returned tensor
+is out); out= with gradients takes the op and copies; bad out / nbytes raise. The GPU side
+(peers storing into the buffer) is tests/python/test_gpu_ops.py and the C tests.
+Run: pytest tests/python/test_symmetric.py
+"""
+import pytest
+
+
+def _w_alloc():
+    import gc
+
+    import torch
+
+    import fco
+    from fco import FcoError
+
+    t = fco.empty_symmetric((3, 5), torch.bfloat16, device="cpu")
+    assert t.shape == (3, 5) and t.dtype == torch.bfloat16 and t.is_contiguous()
+    assert torch.count_nonzero(t) == 0
+    t.fill_(2.5)
+    assert float(t.float().sum()) == 2.5 * 15
+    for i in range(40):  # > FCO_MAX_SYMMETRIC (16) in sequence: dropped tensors free their slot
+        x = fco.empty_symmetric(7 + i, torch.float32, device="cpu", nbytes=4096)
+        x[:] = i
+        del x
+        gc.collect()
+    views = fco.empty_symmetric((4, 4), torch.float32, device="cpu")[1:]  # a view keeps it
+    gc.collect()
+    views.fill_(1.0)
+    assert float(views.sum()) == 12.0
+    with pytest.raises(FcoError, match="nbytes"):
+        fco.empty_symmetric((4, 4), torch.float32, device="cpu", nbytes=10)
+
+
+def _w_gemm_out():
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+    from fco import FcoError
+
+    r = dist.get_rank()
+    g = torch.Generator().manual_seed(11 + r)
+    P = dist.get_world_size()
+    E, K, N = 2, 8, 6
+    counts = torch.randint(0, 4, (E, P), generator=g, dtype=torch.int32)
+    a = torch.randn(E * P * 4, K, generator=g)
+    w = torch.randn(E, K, N, generator=g) / K ** 0.5
+    out_rows = 40
+    buf = fco.empty_symmetric((out_rows, N), torch.float32, device="cpu")
+    buf.fill_(float("nan"))  # rows past the received total must come back zero
+    for impl in ("auto", "tiles", "chunks", "baseline"):
+        got = fco.gemm_alltoall(a, w, counts, out_rows=out_rows, impl=impl, out=buf)
+        assert got is buf
+        _refs.close(buf, _refs.gemm_alltoall(a, w, counts, out_rows, "kn"), torch.float32)
+    # with gradients: the op runs as usual, then its result is copied into out
+    a2 = a.clone().requires_grad_(True)
+    o2 = fco.empty_symmetric((out_rows, N), torch.float32, device="cpu")
+    got = fco.gemm_alltoall(a2, w, counts, out_rows=out_rows, out=o2)
+    assert got is o2 and got.requires_grad
+    _refs.close(o2.detach(), _refs.gemm_alltoall(a, w, counts, out_rows, "kn"), torch.float32)
+    with pytest.raises(FcoError, match="out is"):
+        fco.gemm_alltoall(a, w, counts, out_rows=out_rows, out=buf[:-1])
+    with pytest.raises(FcoError, match="out is"):
+        fco.gemm_alltoall(a, w, counts, out_rows=out_rows, out=buf.to(torch.bfloat16))
+
+
+def _w_embedding_out():
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    r, P = dist.get_rank(), dist.get_world_size()
+    g = torch.Generator().manual_seed(5 + r)
+    tpr = [2 + (q % 2) for q in range(P)]
+    bpr = [3 + q for q in range(P)]
+    B, T, D = sum(bpr), sum(tpr), 4
+    rows = [10 + 3 * t for t in range(tpr[r])]
+    weight = torch.randn(sum(rows), D, generator=g)
+    lens = torch.randint(0, 4, (tpr[r] * B,), generator=g)
+    offsets = torch.zeros(tpr[r] * B + 1, dtype=torch.int64)
+    offsets[1:] = torch.cumsum(lens, 0)
+    idx = torch.cat([torch.randint(0, rows[t], (int(lens[t * B:(t + 1) * B].sum()),), generator=g)
+                     for t in range(tpr[r])])
+    ref = fco.embedding_alltoall(weight, idx, offsets, rows, tpr, bpr)
+    most = max(bpr) * T * D * 4
+    out = fco.empty_symmetric((bpr[r], T, D), torch.float32, device="cpu", nbytes=most)
+    got = fco.embedding_alltoall(weight, idx, offsets, rows, tpr, bpr, out=out)
+    assert got is out
+    torch.testing.assert_close(out, ref)
+
+
+def test_alloc_2_ranks(pool2):
+    pool2.run(_w_alloc)
+
+
+def test_gemm_out_2_ranks(pool2):
+    pool2.run(_w_gemm_out)
+
+
+def test_gemm_out_3_ranks(pool3):
+    pool3.run(_w_gemm_out)
+
+
+def test_embedding_out_2_ranks(pool2):
+    pool2.run(_w_embedding_out)
+
+
+def test_embedding_out_3_ranks(pool3):
+    pool3.run(_w_embedding_out)
