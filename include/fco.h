@@ -184,7 +184,8 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * NVLink (nccl: ncclMemAlloc + a symmetric NCCL window; local: cudaMalloc on the one GPU; cpu:
  * ordinary host memory). An operator output (`out`) that lies inside such a buffer is written by
  * the peers in place: no staging in the workspace and no landing copy (fco_gemm_alltoall impls
- * 1 and 2 so far; other operators and the cpu transport treat it as ordinary memory). Ranks may
+ * 1 and 2, fco_embedding_alltoall's fused lean kernel; other operators and the cpu transport
+ * treat it as ordinary memory). Ranks may
  * differ: each rank announces in every call whether its own output is symmetric.
  * fco_mem_alloc is collective: every rank calls it with the same bytes, in the same order of
  * fco_mem_alloc calls; on a communicator of fco_comm_init_all the first rank's call allocates
@@ -331,7 +332,9 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  * [IN]  per_sample_weights  device pointer (host on cpu) to floats, 4-byte aligned, or NULL
  * [IN]  pooling           FCO_EMB_POOL_SUM or FCO_EMB_POOL_MEAN
  * [OUT] out               device pointer (host on cpu) [b_s, T, D], aligned to the dtype size;
- *                         NULL only when b_s == 0. Must not overlap the inputs.
+ *                         NULL only when b_s == 0. Must not overlap the inputs. Inside a
+ *                         symmetric buffer (fco_mem_alloc) the fused lean kernel's peers store
+ *                         into it directly (no landing copy); FCO_EA_DIRECT=0 turns that off.
  * [IN]  impl              0 = pooled-lookup kernel into a send buffer [B, T_r, D], the
  *                         All-to-All (grouped ncclSend/ncclRecv on nccl; copies between virtual
  *                         ranks on local; shared memory on cpu), then a permute kernel into out;
@@ -406,7 +409,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  fco_group_end returns.
  * [OUT] out        device [out_rows, N]: rows from rank 0 (its expert 0's, expert 1's, ...), then
  *                  from rank 1, ...; row order kept. Rows past Σ_r Σ_e counts_r[e][me] are not
- *                  written.
+ *                  written. Inside a symmetric buffer (fco_mem_alloc, all out_rows × N of it),
+ *                  impls 1 and 2 have the peers store into it directly (no staging, no landing
+ *                  copy); FCO_GA_DIRECT=0 turns that off.
  * [IN]  out_rows   rows allocated in `out` (capacity); the SAME on every rank. Nothing is ever
  *                  written past it: counts that need more (or negative counts, or counts whose
  *                  sum exceeds a_rows) make every rank write nothing and report

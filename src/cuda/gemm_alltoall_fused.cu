@@ -43,18 +43,24 @@
  * Why staging and not the peer's out: only the workspace is mapped by peers; the copy costs one
  * read and write of the received rows in HBM. With remote and local tiles interleaved a peer's
  * rows are complete only when its last block ends, so the copy runs after the tiles (15–20 µs
- * at 512 tokens: what keeps the kernel above the overlap bound).
+ * at 512 tokens: what kept the kernel above the overlap bound). Unless the receiver's out lies
+ * in a symmetric buffer (fco_mem_alloc): its header says so (FCO_GA_H_SYM: slot, offset), the
+ * senders store there (dest_rows) and it copies nothing — run 4868f9b: 242.0 → 224.3 µs at 512
+ * tokens (under the bound, 233.7), 162.2 → 155.6 at decode. FCO_GA_DIRECT=0: staging anyway.
  * Launch: one grid of G · num_local blocks, every block co-resident (G from occupancy).
  *
  * impl 2, per call (e = epoch + 1 in every kernel: only the finish kernel's end advances it):
  *   exchange (one block per rank): header → every rank, wait for all, verdict; the plan (verdict,
  *     base, roff, recv) into the private plan area of half h. The header is invalid also when
  *     the device counts differ from the counts_host the GEMMs were sized from (digest).
- *   push (per chunk, a few blocks): the chunk's rows from y into out (own) or the destination's
- *     staging of half h at plan.base[s] + row;
+ *   push (per chunk, a few blocks): the chunk's rows from y into out (own) or plan.dst[s] (the
+ *     destination's staging of half h, or its symmetric out) at plan.base[s] + row; the plan's
+ *     placement read once into shared memory (a dependent load a piece cost 40–80 µs a call,
+ *     run 5d02c14);
  *   finish (grid of ≤ 64 blocks per rank): after every push of this rank (stream order), part 0
  *     release-signals kDoneSlot to every peer; every block waits for every peer's, then copies
- *     its slice of the received rows from staging into out, and the last block ends the epoch.
+ *     its slice of the received rows from staging into out (none when its out is symmetric),
+ *     and the last block ends the epoch.
  *
  * Back-to-back calls, of this op or any other, without a handshake at the start (the first
  * version made every rank wait for each peer's "I started this call" before writing to it: a
