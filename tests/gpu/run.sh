@@ -187,6 +187,10 @@ for op in ${OPS_BENCH-$OPS}; do
       if [ "$NGPU" -ge 2 ]; then
         bench "$op-nccl-graph" "$op" -t nccl -g 2 -G 1 -d bf16 -n 20 -w 3
         [ "$QUICK" = 1 ] || bench "$op-nccl-graph-f32" "$op" -t nccl -g 2 -G 1 -d f32 -n 20 -w 3
+        # outputs in symmetric buffers (fco_mem_alloc): the peers store into them in place
+        case $op in embedding_alltoall | gemm_alltoall)
+          FCO_BENCH_SYM=1 bench "$op-nccl-graph-sym" "$op" -t nccl -g 2 -G 1 -d bf16 -n 20 -w 3 ;;
+        esac
       fi
       ;;
   esac
