@@ -336,39 +336,31 @@ static fco_result_t release_ws(fco_comm_t comm) {
   return r;
 }
 
-/* Collective over every rank (this thread: n comms). Each rank quiesces its device, drops its
- * old workspace, allocates the new one, agrees, registers (collective), rebuilds its table and
- * agrees again, so all ranks end with the new workspace or, on any failure, all without one. */
-static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
+/* The collective shape of workspace growth and fco_mem_alloc, over every rank (this thread: n
+ * comms): alloc(c) on each (the buffer stored in the rank's state), agree, register every
+ * rank's buffer in one NCCL group (reg(i)), post(c) on each (window check, peer table), agree
+ * again — so all ranks end with the new buffer or, on any failure anywhere, all without it:
+ * undo(c) on every comm, the first failure's message on all. `what` names the buffer. */
+template <class Alloc, class Reg, class Post, class Undo>
+static fco_result_t collective_register(fco_comm_t* comms, int n, const char* what, Alloc alloc,
+                                        Reg reg, Post post, Undo undo) {
   fco_result_t r = FCO_OK;
   int ok = 1, all_ok = 0;
+  char call[96];
   for (int i = 0; i < n; i++)
     if (!comms[i] || !comms[i]->tp)
       return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
-                           "workspace growth needs every rank driven by this thread, but rank %d "
-                           "was destroyed", i);
-  size_t target = fco_gpu_ws_target(comms[0], bytes);
+                           "allocating the %s needs every rank driven by this thread, but rank %d "
+                           "was destroyed",
+                           what, i);
   for (int i = 0; i < n && ok; i++) {
     fco_comm_t c = comms[i];
     fco_result_t x = FCO_OK;
     FCO_CUDA_CHECK_KEEP(c, cudaSetDevice(c->device), x);
-    /* Work in flight may use the old buffers. Peers' in-flight writes into our old workspace
-     * stay valid: their mapping keeps the memory alive until they drop it here too. */
+    /* Work in flight may use the old buffers. Peers' in-flight writes into our old ones stay
+     * valid: their mapping keeps the memory alive until they drop it too. */
     if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
-    if (x == FCO_OK) x = release_ws(c);
-    if (x == FCO_OK) {
-      void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
-      /* + the LL area past the data workspace, zeroed before any peer can reach it (the
-       * agreements below are the barrier; src/core/internal.h: LL area). */
-      ncclResult_t a = ncclMemAlloc(&ws, fco_ws_alloc_bytes(target));
-      if (a != ncclSuccess) x = nccl_fail(c, a, "ncclMemAlloc (data workspace)");
-      else nr(c)->ws = ws;
-      if (x == FCO_OK)
-        FCO_CUDA_CHECK_KEEP(c, cudaMemset((char*)ws + fco_ws_ll_offset(target), 0,
-                                          fco_ws_ll_bytes(target)), x);
-      /* cudaMemset is asynchronous: the zeros land before a peer can store LL words here. */
-      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
-    }
+    if (x == FCO_OK) x = alloc(c);
     if (x != FCO_OK) {
       r = x;
       ok = 0;
@@ -378,29 +370,14 @@ static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
   if (!all_ok) {
     if (r == FCO_OK)
       r = fco_set_error(comms[0], FCO_ERR_OUT_OF_MEMORY,
-                        "rank %d: another rank could not allocate a %zu-byte workspace (see its "
-                        "error)", comms[0]->rank, target);
+                        "rank %d: another rank could not allocate its %s (see its error)",
+                        comms[0]->rank, what);
     goto fail;
   }
-  {
-    auto reg_ws = [&](int i) {
-      nccl_rank_t* me = nr(comms[i]);
-      return ncclCommWindowRegister(me->nccl, me->ws, fco_ws_alloc_bytes(target), &me->ws_win,
-                                    NCCL_WIN_COLL_SYMMETRIC);
-    };
-    FCO_CHECK_GOTO(nccl_group(comms, n, "ncclCommWindowRegister (data workspace)", reg_ws), r,
-                   fail);
-  }
+  snprintf(call, sizeof call, "ncclCommWindowRegister (%s)", what);
+  FCO_CHECK_GOTO(nccl_group(comms, n, call, reg), r, fail);
   for (int i = 0; i < n; i++) {
-    fco_result_t x = FCO_OK;
-    if (!nr(comms[i])->ws_win)
-      x = fco_set_error(comms[i], FCO_ERR_UNSUPPORTED,
-                        "rank %d: ncclCommWindowRegister gave no window for the workspace",
-                        comms[i]->rank);
-    if (x == FCO_OK) {
-      comms[i]->ws_bytes = target;
-      x = write_table(comms[i]);
-    }
+    fco_result_t x = post(comms[i]);
     if (x != FCO_OK) {
       if (r == FCO_OK) r = x;
       ok = 0;
@@ -410,26 +387,66 @@ static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
   if (!all_ok) {
     if (r == FCO_OK)
       r = fco_set_error(comms[0], FCO_ERR_CUDA,
-                        "rank %d: another rank failed to register its workspace (see its error)",
-                        comms[0]->rank);
+                        "rank %d: another rank failed to register its %s (see its error)",
+                        comms[0]->rank, what);
     goto fail;
   }
-  fco_log(comms[0], "nccl: workspace %zu bytes per rank (%zu needed)", target, bytes);
   return FCO_OK;
 fail: {
   char msg[FCO_ERRMSG_LEN];
   memcpy(msg, fco_last_error(NULL), sizeof msg);
-  for (int i = 0; i < n; i++) { /* consistently no workspace on every rank */
+  for (int i = 0; i < n; i++) {
     (void)cudaSetDevice(comms[i]->device);
     (void)cudaDeviceSynchronize();
-    (void)release_ws(comms[i]);
-    (void)write_table(comms[i]);
+    (void)undo(comms[i]);
   }
   (void)cudaGetLastError();
   fco_set_error(NULL, r, "%s", msg);
   fco_gpu_share_error(comms, n);
   return r;
 }
+}
+
+/* Workspace growth: every rank quiesces its device, drops its old workspace, allocates the new
+ * one (+ the LL area, zeroed before any peer can reach it: the agreements are the barrier;
+ * src/core/internal.h), registers it and rebuilds its table. */
+static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
+  const size_t target = fco_gpu_ws_target(comms[0], bytes);
+  auto alloc = [&](fco_comm_t c) {
+    fco_result_t x = release_ws(c);
+    void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
+    if (x == FCO_OK) {
+      ncclResult_t a = ncclMemAlloc(&ws, fco_ws_alloc_bytes(target));
+      if (a != ncclSuccess) return nccl_fail(c, a, "ncclMemAlloc (data workspace)");
+      nr(c)->ws = ws;
+      FCO_CUDA_CHECK_KEEP(c, cudaMemset((char*)ws + fco_ws_ll_offset(target), 0,
+                                        fco_ws_ll_bytes(target)), x);
+      /* cudaMemset is asynchronous: the zeros land before a peer can store LL words here. */
+      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
+    }
+    return x;
+  };
+  auto reg = [&](int i) {
+    nccl_rank_t* me = nr(comms[i]);
+    return ncclCommWindowRegister(me->nccl, me->ws, fco_ws_alloc_bytes(target), &me->ws_win,
+                                  NCCL_WIN_COLL_SYMMETRIC);
+  };
+  auto post = [&](fco_comm_t c) {
+    if (!nr(c)->ws_win)
+      return fco_set_error(c, FCO_ERR_UNSUPPORTED,
+                           "rank %d: ncclCommWindowRegister gave no window for the workspace",
+                           c->rank);
+    c->ws_bytes = target;
+    return write_table(c);
+  };
+  auto undo = [&](fco_comm_t c) { /* consistently no workspace on every rank */
+    (void)release_ws(c);
+    return write_table(c);
+  };
+  fco_result_t r = collective_register(comms, n, "data workspace", alloc, reg, post, undo);
+  if (r == FCO_OK)
+    fco_log(comms[0], "nccl: workspace %zu bytes per rank (%zu needed)", target, bytes);
+  return r;
 }
 
 /* Symmetric buffers (fco_mem_alloc): ncclMemAlloc + a symmetric window each, row k of the
@@ -462,88 +479,38 @@ static fco_result_t nccl_sym_free(fco_comm_t comm, int k) {
   return r == FCO_OK ? x : r;
 }
 
-/* Collective, as nccl_grow: allocate, agree, register (collective), fill the rows, agree. */
+/* Collective (collective_register): slot k of every rank gets a zeroed buffer and its row. */
 static fco_result_t nccl_sym_alloc(fco_comm_t* comms, int n, int k, size_t bytes) {
-  fco_result_t r = FCO_OK;
-  int ok = 1, all_ok = 0;
-  for (int i = 0; i < n; i++)
-    if (!comms[i] || !comms[i]->tp)
-      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE, "fco_mem_alloc: rank %d was destroyed", i);
-  for (int i = 0; i < n && ok; i++) {
-    fco_comm_t c = comms[i];
+  auto alloc = [&](fco_comm_t c) {
+    void* p = NULL;
+    ncclResult_t a = ncclMemAlloc(&p, bytes);
+    if (a != ncclSuccess) return nccl_fail(c, a, "ncclMemAlloc (fco_mem_alloc)");
+    c->sym[k].ptr = p;
+    fco_result_t x = FCO_OK;
+    FCO_CUDA_CHECK_KEEP(c, cudaMemset(p, 0, bytes), x);
+    if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
+    return x;
+  };
+  auto reg = [&](int i) {
+    return ncclCommWindowRegister(nr(comms[i])->nccl, comms[i]->sym[k].ptr, bytes,
+                                  &nr(comms[i])->sym_win[k], NCCL_WIN_COLL_SYMMETRIC);
+  };
+  auto post = [&](fco_comm_t c) {
+    if (!nr(c)->sym_win[k])
+      return fco_set_error(c, FCO_ERR_UNSUPPORTED,
+                           "rank %d: ncclCommWindowRegister gave no window for fco_mem_alloc",
+                           c->rank);
     fco_result_t x = FCO_OK;
     FCO_CUDA_CHECK_KEEP(c, cudaSetDevice(c->device), x);
-    if (x == FCO_OK) {
-      void* p = NULL;
-      ncclResult_t a = ncclMemAlloc(&p, bytes);
-      if (a != ncclSuccess) x = nccl_fail(c, a, "ncclMemAlloc (fco_mem_alloc)");
-      else c->sym[k].ptr = p;
-      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaMemset(p, 0, bytes), x);
-      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
-    }
-    if (x != FCO_OK) {
-      r = x;
-      ok = 0;
-    }
-  }
-  FCO_CHECK_GOTO(agree(comms, n, ok, &all_ok), r, fail);
-  if (!all_ok) {
-    if (r == FCO_OK)
-      r = fco_set_error(comms[0], FCO_ERR_OUT_OF_MEMORY,
-                        "rank %d: another rank could not allocate its %zu-byte symmetric buffer "
-                        "(see its error)", comms[0]->rank, bytes);
-    goto fail;
-  }
-  {
-    auto reg = [&](int i) {
-      return ncclCommWindowRegister(nr(comms[i])->nccl, comms[i]->sym[k].ptr, bytes,
-                                    &nr(comms[i])->sym_win[k], NCCL_WIN_COLL_SYMMETRIC);
-    };
-    FCO_CHECK_GOTO(nccl_group(comms, n, "ncclCommWindowRegister (fco_mem_alloc)", reg), r, fail);
-  }
-  for (int i = 0; i < n; i++) {
-    fco_comm_t c = comms[i];
-    fco_result_t x = FCO_OK;
-    if (!nr(c)->sym_win[k])
-      x = fco_set_error(c, FCO_ERR_UNSUPPORTED,
-                        "rank %d: ncclCommWindowRegister gave no window for fco_mem_alloc",
-                        c->rank);
-    if (x == FCO_OK) {
-      FCO_CUDA_CHECK_KEEP(c, cudaSetDevice(c->device), x);
-      if (x == FCO_OK) {
-        fill_sym_row_kernel<<<1, FCO_MAX_GPU_RANKS>>>(c->sym_dev + (size_t)k * FCO_MAX_GPU_RANKS,
-                                                      nr(c)->sym_win[k], c->nranks);
-        FCO_CUDA_CHECK_KEEP(c, cudaGetLastError(), x);
-      }
-      if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
-    }
-    if (x != FCO_OK) {
-      if (r == FCO_OK) r = x;
-      ok = 0;
-    }
-  }
-  FCO_CHECK_GOTO(agree(comms, n, ok, &all_ok), r, fail);
-  if (!all_ok) {
-    if (r == FCO_OK)
-      r = fco_set_error(comms[0], FCO_ERR_CUDA,
-                        "rank %d: another rank failed to register its symmetric buffer (see its "
-                        "error)", comms[0]->rank);
-    goto fail;
-  }
-  return FCO_OK;
-fail: {
-  char msg[FCO_ERRMSG_LEN];
-  memcpy(msg, fco_last_error(NULL), sizeof msg);
-  for (int i = 0; i < n; i++) {
-    (void)cudaSetDevice(comms[i]->device);
-    (void)cudaDeviceSynchronize();
-    (void)release_sym(comms[i], k);
-  }
-  (void)cudaGetLastError();
-  fco_set_error(NULL, r, "%s", msg);
-  fco_gpu_share_error(comms, n);
-  return r;
-}
+    if (x != FCO_OK) return x;
+    fill_sym_row_kernel<<<1, FCO_MAX_GPU_RANKS>>>(c->sym_dev + (size_t)k * FCO_MAX_GPU_RANKS,
+                                                  nr(c)->sym_win[k], c->nranks);
+    FCO_CUDA_CHECK_KEEP(c, cudaGetLastError(), x);
+    if (x == FCO_OK) FCO_CUDA_CHECK_KEEP(c, cudaDeviceSynchronize(), x);
+    return x;
+  };
+  auto undo = [&](fco_comm_t c) { return release_sym(c, k); };
+  return collective_register(comms, n, "symmetric buffer", alloc, reg, post, undo);
 }
 
 static fco_result_t nccl_run(fco_op_t* ops, int n) {
