@@ -40,6 +40,10 @@ class Layer:
         self.w2 = (torch.randn(self.El, a.ffn, a.hidden, generator=g) / a.ffn ** 0.5).to(
             dev, dtype)
         self.capacity = a.tokens * a.topk * world  # a_rows: the same on every rank
+        # the combine's output, allocated once in symmetric memory (collective): the peers store
+        # their rows straight into it, no landing copy (--no-symmetric: a new tensor each call)
+        self.out = fco.empty_symmetric((a.tokens * a.topk, a.hidden), dtype, device=dev) \
+            if a.symmetric else None
 
     def dispatch(self, x):
         """Route, send token copies to their experts; returns what both paths share."""
@@ -86,7 +90,7 @@ class Layer:
 
     def down_fco(self, d):
         out = fco.gemm_alltoall(d["h"], self.w2, d["counts"], out_rows=d["T"] * self.k,
-                                counts_host=d["ch"], recv_rows=d["send_rows"])
+                                counts_host=d["ch"], recv_rows=d["send_rows"], out=self.out)
         return out
 
 
@@ -99,6 +103,8 @@ def main():
     p.add_argument("--experts", type=int, default=16, help="experts in total")
     p.add_argument("--topk", type=int, default=2)
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--no-symmetric", dest="symmetric", action="store_false",
+                   help="fco's output in an ordinary tensor (staged and landed by the peers)")
     a = p.parse_args()
     cuda = a.device == "cuda"
     rank, world, dev = _util.setup(a.device)
