@@ -1,6 +1,7 @@
 """test_symmetric.py — fco.empty_symmetric and out= on CPU tensors, 2 and 3 ranks over gloo + the
 cpu transport: the tensor is zero-filled, of the asked shape and dtype, writable, freed when
-dropped (slots come back: more than FCO_MAX_SYMMETRIC allocations in sequence), and usable as
+dropped (slots come back: more than FCO_MAX_SYMMETRIC allocations in sequence) or with its
+communicator (a tensor outliving fco.shutdown is dropped safely), and usable as
 out= of fco.gemm_alltoall and fco.embedding_alltoall (results equal to out=None, returned tensor
 is out); out= with gradients takes the op and copies; bad out / nbytes raise. The GPU side
 (peers storing into the buffer) is tests/python/test_gpu_ops.py and the C tests.
@@ -33,6 +34,14 @@ def _w_alloc():
     assert float(views.sum()) == 12.0
     with pytest.raises(FcoError, match="nbytes"):
         fco.empty_symmetric((4, 4), torch.float32, device="cpu", nbytes=10)
+    # the communicator destroyed first (it frees the buffer): dropping the tensor later is safe,
+    # and the next op makes a new communicator
+    late = fco.empty_symmetric(64, torch.float32, device="cpu")
+    fco.shutdown()
+    del late
+    gc.collect()
+    x = torch.ones(8)
+    torch.testing.assert_close(fco.allreduce(x), x * torch.distributed.get_world_size())
 
 
 def _w_gemm_out():
