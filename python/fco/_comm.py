@@ -73,7 +73,7 @@ class Communicator:
     def empty_symmetric(self, shape, dtype, nbytes=None):
         """A zero-filled tensor in a symmetric buffer of this communicator (fco_mem_alloc): passed
         as `out=` to fco.gemm_alltoall / fco.embedding_alltoall, the peers store their rows
-        straight into it (no staging in the workspace, no landing copy: 8-15 % on short-bag
+        straight into it (no staging in the workspace, no landing copy: 8-14 % on short-bag
         embedding workloads, 7 % on the fine-grained MoE combine, 2×H200).
         Collective: every rank of the group calls it, in the same order, with the same byte
         size: `nbytes` (default: the tensor's bytes; give the largest when shapes differ

@@ -52,7 +52,7 @@
  *   (bounded) for the source's presence (first unit; every unit when my out is symmetric, to
  *   read the source's bit 0) and counter, then the block copies the source's columns of those
  *   rows from the workspace half into out (copy_cols_any) — unless the source stored them into
- *   my symmetric out (run 5d02c14: 8–15 % faster on the short-bag workloads).
+ *   my symmetric out (run 5d02c14: 8–14 % faster on the short-bag workloads).
  * Progress: pool tiles never wait; a block waits only after its last pool tile, and only for
  *   counters other ranks complete without waiting (their blocks' signals follow their remote
  *   tiles). Every block of the grid must be co-resident (the launcher sizes the grid from the
@@ -580,13 +580,13 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * claimed order's short bags ±3.6 % (f32 65536/8/64/8 391.4 vs 377.7). The generic
    * 64-register kernel (not spec) spills ~0.1 KB and was 0–12 % slower (runs ac50ff3, 07fcd7a). */
   const long long blocks = fco_env_int("FCO_EA_LEAN_BLOCKS", -1);
-  const bool four = blocks == 4 || (blocks < 0 && dyn == 0 && spec && !p.prof &&
-                                    fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) != 4);
+  const bool stages4 = fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) == 4;
+  const bool four = blocks == 4 || (blocks < 0 && dyn == 0 && spec && !p.prof && !stages4);
   /* FCO_EA_LEAN_STAGES = 4 (experimental): a 4-stage cp.async ring (65 KB a block, still 3
    * blocks a SM) — a third more rows in flight a warp, against the 24 warps a SM that 80
    * registers leave (impl 0's lookup runs 32 at 64: at P = 1 it pools 10 % faster, ncu run
    * 27eeceb). The 3-block kernels without the profile. */
-  const bool deep = fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) == 4 && !four && !p.prof;
+  const bool deep = stages4 && !four && !p.prof;
   if (dyn == 1) {
     if (num_local != 1) {
       p.prof = nullptr;

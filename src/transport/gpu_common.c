@@ -78,6 +78,7 @@ fco_result_t fco_gpu_rank_destroy(fco_comm_t comm, fco_gpu_rank_t* g) {
 }
 
 fco_result_t fco_gpu_sym_row(fco_comm_t comm, int k, void* const* peers, int n) {
+  if (!comm->sym_dev) return FCO_OK; /* a partly built or destroyed rank: no table */
   void* row[FCO_MAX_GPU_RANKS] = {0};
   for (int p = 0; p < n && p < FCO_MAX_GPU_RANKS; p++) row[p] = peers ? peers[p] : NULL;
   FCO_CUDA_CHECK(comm, cudaMemcpy(comm->sym_dev + (size_t)k * FCO_MAX_GPU_RANKS, row, sizeof row,

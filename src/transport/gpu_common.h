@@ -71,7 +71,7 @@ fco_result_t fco_gpu_rank_write_table(fco_comm_t comm, fco_gpu_rank_t* g);
 fco_result_t fco_gpu_rank_destroy(fco_comm_t comm, fco_gpu_rank_t* g);
 
 /* Row k of comm->sym_dev (allocated by fco_gpu_rank_create, freed by fco_gpu_rank_destroy):
- * peers[0..n) (NULL peers: the row cleared). Synchronous copy. */
+ * peers[0..n) (NULL peers: the row cleared). Synchronous copy; nothing without a table. */
 fco_result_t fco_gpu_sym_row(fco_comm_t comm, int k, void* const* peers, int n);
 
 /* Data workspace bytes to allocate for a need of `bytes`: powers of two up to 256 MiB (so a

@@ -187,11 +187,8 @@ static fco_result_t local_sym_free(fco_comm_t comm, int k) {
   FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
   if (comm->sym[k].ptr) FCO_CUDA_CHECK_KEEP(comm, cudaFree(comm->sym[k].ptr), r);
   comm->sym[k].ptr = NULL;
-  if (comm->sym_dev) {
-    fco_result_t x = fco_gpu_sym_row(comm, k, NULL, 0);
-    if (r == FCO_OK) r = x;
-  }
-  return r;
+  fco_result_t x = fco_gpu_sym_row(comm, k, NULL, 0);
+  return r == FCO_OK ? x : r;
 }
 
 /* One grid for every virtual rank (minus the fault-injected one, if any). */

@@ -464,11 +464,8 @@ static fco_result_t release_sym(fco_comm_t comm, int k) {
   me->sym_win[k] = NULL;
   if (comm->sym[k].ptr) NCCL_CHECK_KEEP(comm, ncclMemFree(comm->sym[k].ptr), r);
   comm->sym[k].ptr = NULL;
-  if (comm->sym_dev) {
-    fco_result_t x = fco_gpu_sym_row(comm, k, NULL, 0);
-    if (r == FCO_OK) r = x;
-  }
-  return r;
+  fco_result_t x = fco_gpu_sym_row(comm, k, NULL, 0);
+  return r == FCO_OK ? x : r;
 }
 
 static fco_result_t nccl_sym_free(fco_comm_t comm, int k) {

@@ -28,10 +28,18 @@ def _w_alloc():
         x[:] = i
         del x
         gc.collect()
+    del t
     views = fco.empty_symmetric((4, 4), torch.float32, device="cpu")[1:]  # a view keeps it
     gc.collect()
     views.fill_(1.0)
     assert float(views.sum()) == 12.0
+    held = []  # the view's buffer still holds its slot: 15 more fit, the 16th is refused
+    with pytest.raises(FcoError, match="FCO_MAX_SYMMETRIC"):
+        while len(held) < 20:
+            held.append(fco.empty_symmetric(4, torch.float32, device="cpu"))
+    assert len(held) == 15
+    del held, views
+    gc.collect()
     with pytest.raises(FcoError, match="nbytes"):
         fco.empty_symmetric((4, 4), torch.float32, device="cpu", nbytes=10)
     # the communicator destroyed first (it frees the buffer): dropping the tensor later is safe,
