@@ -16,6 +16,9 @@
  *   impl 0/1/2/3, fco_allreduce) issued in between without a sync; back-to-back LL calls of
  *   changing shapes; a CUDA graph; FCO_CHECK_ARGS; a silent peer (timeout, not a hang).
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
+ *   GPU transports also run the grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
+ *   value, K_r up to ~4600 so the cp.async ring wraps, K off the vector path, partial groups,
+ *   a refused knob value); FCO_TEST_GROUP=only runs just that part.
  *   Every transport runs the chain: a call that reads the previous call's y (not yet synced)
  *   as its x and W. GPU transports then repeat much of the above with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
@@ -37,7 +40,7 @@
 
 #define MAX_M 64
 #define MAX_N 1000
-#define MAX_KT 1000 /* K before the split */
+#define MAX_KT 4608 /* K before the split (the grouped tiles' tests; the sweeps stay ≤ 1000) */
 
 static const size_t kMs[] = {1, 3, 16, 64};
 static const size_t kNs[] = {1, 7, 33, 1000};
@@ -132,12 +135,13 @@ static void split_k(size_t kt, int P, size_t* K) {
   }
 }
 
-/* The largest K ≤ MAX_KT whose split (split_k) gives every rank a multiple of 8: K_r · esize
+/* The largest K ≤ limit (vec_kt: 1000) whose split (split_k) gives every rank a multiple of 8: K_r · esize
  * % 16 == 0 in every dtype, so every rank takes the vector path (and the PDL prefetch). */
-static size_t vec_kt(int P) {
+static size_t vec_kt_le(int P, size_t limit) {
   size_t unit = 8 * (size_t)P * (P + 1) / 2;
-  return unit * (MAX_KT / unit);
+  return unit * (limit / unit);
 }
+static size_t vec_kt(int P) { return vec_kt_le(P, 1000); }
 
 /* Fresh inputs, poisoned outputs (and their guards). */
 static void prepare(bufs_t* b, size_t M, size_t N, size_t kt, fco_dtype_t dt, int has_bias,
@@ -867,6 +871,38 @@ static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
+/* Grouped tiles (FCO_GEMV_GROUP: impl 1 at M 17..64 in bf16 / f16; unset = 2 or 4 by N): every
+ * knob value (unset, 2, 4, 0 = the one-tile kernels) on M of 3..8 m-tiles, N with a partial
+ * last group (1000, 100) or a single partial tile (15), K_r of many 256-element chunks (the
+ * 3-stage ring wraps, then a tail of 32-element chunks), a shorter vector-path K and K off the
+ * vector path (4095: every rank's chunks through the guarded loads); bf16 and f16, bias on and
+ * off, exact reference checks. PDL as the caller set it. Then FCO_GEMV_GROUP=3 is refused with
+ * nothing written, and the next call is right. */
+static void group_tests(const t_world_t* w, bufs_t* b) {
+  static const char* const knobs[] = {NULL, "2", "4", "0"};
+  static const size_t ms[] = {17, 32, 40, 64};
+  static const size_t ns[] = {1000, 100, 15};
+  const size_t ks[] = {vec_kt_le(w->n, MAX_KT), 4095, vec_kt_le(w->n, 1800)};
+  unsigned k = 0;
+  for (int gi = 0; gi < 4; gi++) {
+    if (knobs[gi]) setenv("FCO_GEMV_GROUP", knobs[gi], 1);
+    else unsetenv("FCO_GEMV_GROUP");
+    for (size_t mi = 0; mi < 4; mi++)
+      for (size_t ni = 0; ni < 3; ni++, k++)
+        one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
+                 (int)((k / 2) % 2), 1);
+  }
+  setenv("FCO_GEMV_GROUP", "3", 1);
+  t_context("P=%d FCO_GEMV_GROUP=3", w->n);
+  prepare(b, 33, 100, 1000, FCO_BF16, 0, t_next_seed());
+  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
+  printf("FCO_GEMV_GROUP=3: %s\n", fco_last_error(w->comms[0]));
+  t_sync(w);
+  assert_untouched(w, b, __LINE__);
+  unsetenv("FCO_GEMV_GROUP");
+  one_call(w, b, 64, 1000, vec_kt_le(w->n, MAX_KT), FCO_BF16, 1, 1);
+}
+
 /* nccl: ranks issued one at a time (no group, so no host comparison): with FCO_CHECK_ARGS=1
  * the kernels must find that M differs, write nothing, and report it on both ranks. */
 static void device_mismatch(t_world_t* w, bufs_t* b) {
@@ -927,6 +963,28 @@ int main(void) {
     printf("PASS\n");
     return 0;
   }
+  const char* group_only = getenv("FCO_TEST_GROUP");
+  if (group_only && !strcmp(group_only, "only")) {
+#ifdef FCO_HAVE_CUDA
+    if (t_is_gpu(t)) {
+      for (int p = 1; p <= max; p++) {
+        t_world_t w;
+        bufs_t b;
+        t_context("P=%d: fco_comm_init_all", p);
+        ASSERT_OK(t_world_init(&w, t, p, NULL));
+        bufs_alloc(&b, &w);
+        group_tests(&w, &b);
+        bufs_free(&b);
+        t_world_destroy(&w, 0);
+        printf("P=%d: grouped tiles ok\n", p);
+      }
+      printf("PASS\n");
+      return 0;
+    }
+#endif
+    printf("FCO_TEST_GROUP=only: the grouped tiles run on GPU transports only\n");
+    return 77;
+  }
   const char* ll_only = getenv("FCO_TEST_LL");
   if (ll_only && !strcmp(ll_only, "only")) {
 #ifdef FCO_HAVE_CUDA
@@ -971,6 +1029,7 @@ int main(void) {
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
       ll_tests(&w, &b, quick);
+      group_tests(&w, &b);
       for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) graph(&w, &b, i);
       setenv("FCO_CHECK_ARGS", "1", 1);
       for (int i = 1; i <= 2; i++) one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);

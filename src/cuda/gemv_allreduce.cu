@@ -140,9 +140,11 @@
 #include <string.h>
 
 #include <mutex>
+#include <type_traits>
 
 #include "../ops/gemv_allreduce.h"
 #include "cuda_ops.h"
+#include "gemv_group_tile.cuh"
 #include "gemv_tile.cuh"
 #include "launch.cuh"
 #include "prims.cuh"
@@ -242,6 +244,9 @@ struct Smem {
   RankView v;
   __align__(16) float red[kW][kMT * 8][kTileN];
 };
+struct SmemView {
+  RankView v;
+};
 
 /* All threads: compute tile t into red, sum the warps. Thread i < 4M returns float4 i of the
  * [M][16] partial (m = i / 4, columns (i % 4)·4 ..). */
@@ -276,13 +281,13 @@ __device__ __forceinline__ float4 add4(float4 a, const float4& b) {
   return a;
 }
 
-/* Thread i < 4M: bias, round, write its 4 outputs of tile t into y (columns < N only);
- * returns them as raw dtype bits for the gather push. */
+/* Thread i < 4M (finish4: i = threadIdx.x): bias, round, write the 4 outputs i of tile t into
+ * y (columns < N only); returns them as raw dtype bits for the gather push. */
 template <typename T>
-__device__ __forceinline__ typename Raw4<T>::V finish4(const GarParams& p, const Ctx& c, int t,
-                                                       float4 acc) {
+__device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, const Ctx& c, int t,
+                                                          int i, float4 acc) {
   using U = typename Raw4<T>::U;
-  const int i = threadIdx.x, m = i >> 2;
+  const int m = i >> 2;
   const int n = t * kTileN + (i & 3) * 4;
   float f[4] = {acc.x, acc.y, acc.z, acc.w};
   U u[4];
@@ -298,6 +303,11 @@ __device__ __forceinline__ typename Raw4<T>::V finish4(const GarParams& p, const
   else
     v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
   return v;
+}
+template <typename T>
+__device__ __forceinline__ typename Raw4<T>::V finish4(const GarParams& p, const Ctx& c, int t,
+                                                       float4 acc) {
+  return finish4_at<T>(p, c, t, threadIdx.x, acc);
 }
 
 /* griddepcontrol (PTX ISA, sm_90): wait = until the grids this one depends on (the previous
@@ -371,6 +381,69 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
       for (int q = 1; q < c.P; ++q)
         acc = add4(acc, __ldcg((const float4*)(mine + (size_t)q * p.slot_bytes + off)));
       finish4<T>(p, c, t, acc);
+    }
+  }
+}
+
+/* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 17..64, bf16 / f16): as run_oneshot, but the
+ * block's unit of work is a group of kG consecutive tiles, q·kG .. q·kG + kG − 1, for groups
+ * q = b, b + B, ... (gemv_group_tile.cuh computes the group, x shared through shared memory).
+ * Per group: sum each tile's kS slices in slice order, store every tile (the same [T][M][16]
+ * slot layout as run_oneshot) into slot `me` of every rank, one flag per group
+ * (sig[me][b] = (e << 32) | (j + 1), j = the group's index in this block). Then per group:
+ * wait for the peers' flags, sum the P slots in rank order, bias, round, write y. Bit-identical
+ * on every rank (every rank sums the same fp32 values in the same order). */
+template <typename T, int kMT, int kG>
+__device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
+                                                  const RankView& v, unsigned char* smem,
+                                                  const WaitCtx& wc) {
+  constexpr int kS = gemv::kGroupWarps / kG;
+  constexpr int kRows = kMT * 8; /* rows of one warp's red */
+  const int i = threadIdx.x;
+  const int per = 4 * p.M; /* float4s per tile */
+  const int Q = (p.T + kG - 1) / kG;
+  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  const float(*red)[kTileN] = reinterpret_cast<const float(*)[kTileN]>(smem);
+  uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
+  if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  uint32_t j = 0;
+  for (int q = c.b; q < Q; q += c.B, ++j) {
+    gemv::group_tile<T, kMT, kG>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
+                                 c.vec, smem);
+    for (int idx = i; idx < kG * per; idx += blockDim.x) {
+      const int tw = idx / per, ii = idx - tw * per;
+      const int t = q * kG + tw;
+      if (t >= p.T) break;
+      const int m = ii >> 2, n = (ii & 3) * 4;
+      float4 r = *reinterpret_cast<const float4*>(&red[tw * kRows + m][n]);
+#pragma unroll
+      for (int sl = 1; sl < kS; ++sl)
+        r = add4(r, *reinterpret_cast<const float4*>(&red[(sl * kG + tw) * kRows + m][n]));
+      const size_t off =
+          c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)ii * 16;
+      const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
+                                 __float_as_uint(r.w));
+      for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+    }
+    signal_block(flag_out, sig_value(c.e, j)); /* also: red read before the next group */
+  }
+  const char* mine = v.peer_data[c.me] + c.hoff;
+  j = 0;
+  for (int q = c.b; q < Q; q += c.B, ++j) {
+    bool ok = true;
+    if (i < c.P && i != c.me)
+      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
+                   c.b);
+    if (__syncthreads_or(!ok)) return;
+    for (int idx = i; idx < kG * per; idx += blockDim.x) {
+      const int tw = idx / per, ii = idx - tw * per;
+      const int t = q * kG + tw;
+      if (t >= p.T) break;
+      const size_t off = (size_t)t * tile_bytes + (size_t)ii * 16;
+      float4 acc = __ldcg((const float4*)(mine + off));
+      for (int r = 1; r < c.P; ++r)
+        acc = add4(acc, __ldcg((const float4*)(mine + (size_t)r * p.slot_bytes + off)));
+      finish4_at<T>(p, c, t, ii, acc);
     }
   }
 }
@@ -568,13 +641,19 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
  * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
  * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
-          int kW = kWarpsOf<kMT>>
-__global__ void __launch_bounds__(kW * 32, kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
+          int kW = kWarpsOf<kMT>, int kG = 1>
+__global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
     gemv_allreduce_kernel(const GarParams p) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
   static_assert(kW == kWarpsOf<kMT> || kLL, "wide blocks: the LL one-shot only");
   static_assert(!kPipe || (kMT == 2 && sizeof(T) == 2), "FCO_GEMV_PIPE: kMT 2, bf16 / f16");
-  __shared__ Smem<kMT, kW> s;
+  static_assert(kG == 1 || (kImpl == 1 && !kLL && !kPipe && sizeof(T) == 2 && kMT >= 4 &&
+                            kW == gemv::kGroupWarps),
+                "grouped tiles: plain one-shot, bf16 / f16, M > 16, 8 warps");
+  /* Grouped tiles keep x and their partials in dynamic shared memory (gemv_group_tile.cuh). */
+  using S = typename std::conditional<(kG > 1), SmemView, Smem<kMT, kW>>::type;
+  __shared__ S s;
+  extern __shared__ __align__(16) unsigned char dyn_smem[];
   const int B = p.blocks_per_rank;
   const int li = blockIdx.x / B;
   if constexpr (kPdl) {
@@ -583,8 +662,9 @@ __global__ void __launch_bounds__(kW * 32, kW == kWarpsOf<kMT> ? kMinBlocksOf<kM
      * L2 prefetches (L2 is the device's point of coherence: a prefetched line can never be
      * stale, even if that kernel writes W). Block b's first tile is b. */
     if (p.prefetch_bytes)
-      gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li], (int)(blockIdx.x - li * B) * kTileN,
-                             p.vec[li] != 0, p.prefetch_bytes);
+      gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li],
+                             (int)(blockIdx.x - li * B) * kG * kTileN, p.vec[li] != 0,
+                             p.prefetch_bytes);
     grid_dep_wait();
     grid_dep_launch_dependents();
   }
@@ -619,7 +699,9 @@ __global__ void __launch_bounds__(kW * 32, kW == kWarpsOf<kMT> ? kMinBlocksOf<kM
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
-    if constexpr (kLL)
+    if constexpr (kG > 1)
+      run_oneshot_group<T, kMT, kG>(p, c, s.v, dyn_smem, wc);
+    else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
       run_oneshot<T, kMT, kPipe>(p, c, s, wc);
@@ -646,18 +728,40 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
+/* Grouped tiles (kG > 1): the kernel's dynamic shared memory, allowed once per process. */
+template <typename T, int kMT, bool kPdl, int kG>
+fco_result_t group_smem_setup(char* err, size_t* bytes) {
+  *bytes = 0;
+  if constexpr (kG > 1) {
+    static std::once_flag once;
+    static cudaError_t ce = cudaSuccess;
+    *bytes = gemv::group_smem_bytes<kMT>();
+    std::call_once(once, [] {
+      ce = cudaFuncSetAttribute(
+          gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, kG>,
+          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gemv::group_smem_bytes<kMT>());
+    });
+    if (ce != cudaSuccess)
+      return cuda_fail(err, ce, "fco_gemv_allreduce: cudaFuncSetAttribute (grouped tiles' shared memory)");
+  }
+  return FCO_OK;
+}
+
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
-          int kW = kWarpsOf<kMT>>
+          int kW = kWarpsOf<kMT>, int kG = 1>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr int kThreads = kW * 32;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW>>(
-      err, device, sms, kThreads, &cap);
+  size_t dyn = 0;
+  if ((res = group_smem_setup<T, kMT, kPdl, kG>(err, &dyn)) != FCO_OK) return res;
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
+      err, device, sms, kThreads, &cap, dyn);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
+  const int units = (T_ + kG - 1) / kG; /* work units: tiles, or groups of kG tiles */
   if constexpr (kLL && kW == kWarpsOf<kMT>) {
     /* Wide blocks (kWideWarps, see Smem) where the tiles fill at most half the narrow slots and
      * one wide block per tile fits: then B = T either way (ranks need not agree on the knob). */
@@ -673,12 +777,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   }
   int B = cap / g->num_local;
   if (B > max_blocks(kImpl)) B = max_blocks(kImpl);
-  if (B > T_) B = T_;
+  if (B > units) B = units;
   /* Balance: every block gets the same number of tiles (512 tiles on 396 slots would leave
    * the 116 blocks with a second tile as the critical path: 2 tile times instead of 1.3). */
   if (B >= 1) {
-    const int per_block = (T_ + B - 1) / B;
-    B = (T_ + per_block - 1) / per_block;
+    const int per_block = (units + B - 1) / B;
+    B = (units + per_block - 1) / per_block;
   }
   if (kImpl == 2 && B < g->nranks)
     return fail(err, FCO_ERR_UNSUPPORTED,
@@ -720,6 +824,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)B);
   h = fnv1a(h, (uint64_t)T_);
   h = fnv1a(h, (uint64_t)kLL); /* FCO_GEMV_AR_LL set differently: reported, not a timeout */
+  h = fnv1a(h, (uint64_t)kG);  /* FCO_GEMV_GROUP set differently: reported, not a timeout */
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
   /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
@@ -738,14 +843,15 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = 0;
+    cfg.dynamicSmemBytes = dyn;
     cfg.stream = (cudaStream_t)g->stream;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW>, p);
+    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>,
+                            p);
   } else {
-    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW>
-        <<<grid, kThreads, 0, (cudaStream_t)g->stream>>>(p);
+    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>
+        <<<grid, kThreads, dyn, (cudaStream_t)g->stream>>>(p);
     ce = cudaGetLastError();
   }
   if (ce != cudaSuccess) {
@@ -758,6 +864,37 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 }
 
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
+
+/* FCO_GEMV_GROUP (impl 1, bf16 / f16, M 17..64): 0 = the one-tile kernels; 2 or 4 = grouped
+ * tiles of that many 16-column tiles; unset (-1) = 4 where the groups fill at least
+ * kGroupFill of the co-resident blocks, else 2 (N = 8192: 128 groups of 4 on 132 SMs; N = 4096:
+ * 128 groups of 2). A function of N, the GPU model and num_local: every rank of one job
+ * decides alike; the choice is in the FCO_CHECK_ARGS hash. */
+constexpr double kGroupFill = 0.75;
+template <typename T, int kMT, bool kPdl>
+fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
+                            char* err) {
+  const long long knob = fco_env_int("FCO_GEMV_GROUP", -1);
+  if (knob == 0) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
+  if (knob == 2) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
+  if (knob == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
+  if (knob > 0)
+    return fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_gemv_allreduce: FCO_GEMV_GROUP=%lld is not 0, 2 or 4",
+                knob);
+  int device = 0, sms = 0, cap = 0;
+  fco_result_t res = current_device(err, &device, &sms);
+  if (res != FCO_OK) return res;
+  size_t dyn = 0;
+  if ((res = group_smem_setup<T, kMT, kPdl, 4>(err, &dyn)) != FCO_OK) return res;
+  res = max_coresident_blocks<
+      gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>>(
+      err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
+  if (res != FCO_OK) return res;
+  const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
+  if (groups4 >= kGroupFill * (double)(cap / g->num_local))
+    return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
+  return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
+}
 
 /* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe). */
 template <typename T, int kImpl, bool kPdl>
@@ -777,6 +914,10 @@ FusedFn pick_mt(size_t M, bool ll, bool pipe) {
     if constexpr (kMma)
       if (pipe) return launch_fused<T, 2, kImpl, false, kPdl, true>;
     return launch_fused<T, 2, kImpl, false, kPdl>;
+  }
+  if constexpr (kImpl == 1 && kMma) {
+    if (M <= 32) return launch_grouped<T, 4, kPdl>;
+    if (M <= 64) return launch_grouped<T, 8, kPdl>;
   }
   if (M <= 32) return launch_fused<T, 4, kImpl, false, kPdl>;
   if (M <= 64) return launch_fused<T, 8, kImpl, false, kPdl>;
