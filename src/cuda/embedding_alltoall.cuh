@@ -167,18 +167,6 @@ struct Variant {
   int lanes;
 };
 
-/* Let kKernel use smem bytes of dynamic shared memory (beyond the default 48 KB, static +
- * dynamic, a kernel must opt in): once per device, for the largest smem it is ever given. */
-template <auto kKernel>
-fco_result_t opt_in_smem(int device, int smem, char* err) {
-  static std::atomic<int> opted[kMaxDevices];
-  if (device >= 0 && device < kMaxDevices && opted[device].load()) return FCO_OK;
-  cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaFuncSetAttribute");
-  if (device >= 0 && device < kMaxDevices) opted[device].store(1);
-  return FCO_OK;
-}
-
 /* smem: the kernel's dynamic shared memory (kB = 0: kStreamSmem, embedding_alltoall_pool.cuh). */
 template <auto kKernel>
 fco_result_t launch(const EaParams& p, int64_t max_tasks, int num_local, void* stream,

@@ -728,25 +728,6 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-/* Grouped tiles (kG > 1): the kernel's dynamic shared memory, allowed once per process. */
-template <typename T, int kMT, bool kPdl, int kG>
-fco_result_t group_smem_setup(char* err, size_t* bytes) {
-  *bytes = 0;
-  if constexpr (kG > 1) {
-    static std::once_flag once;
-    static cudaError_t ce = cudaSuccess;
-    *bytes = gemv::group_smem_bytes<kMT>();
-    std::call_once(once, [] {
-      ce = cudaFuncSetAttribute(
-          gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, kG>,
-          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)gemv::group_smem_bytes<kMT>());
-    });
-    if (ce != cudaSuccess)
-      return cuda_fail(err, ce, "fco_gemv_allreduce: cudaFuncSetAttribute (grouped tiles' shared memory)");
-  }
-  return FCO_OK;
-}
-
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
           int kW = kWarpsOf<kMT>, int kG = 1>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
@@ -755,8 +736,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr int kThreads = kW * 32;
-  size_t dyn = 0;
-  if ((res = group_smem_setup<T, kMT, kPdl, kG>(err, &dyn)) != FCO_OK) return res;
+  /* Grouped tiles keep their ring in dynamic shared memory (the kernel opts in per device). */
+  const size_t dyn = kG > 1 ? gemv::group_smem_bytes<kMT>() : 0;
+  if (kG > 1 &&
+      (res = opt_in_smem<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
+           device, (int)dyn, err)) != FCO_OK)
+    return res;
   res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
       err, device, sms, kThreads, &cap, dyn);
   if (res != FCO_OK) return res;
@@ -884,11 +869,10 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  size_t dyn = 0;
-  if ((res = group_smem_setup<T, kMT, kPdl, 4>(err, &dyn)) != FCO_OK) return res;
-  res = max_coresident_blocks<
-      gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>>(
-      err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
+  constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
+  const size_t dyn = gemv::group_smem_bytes<kMT>();
+  if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
+  res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;
   const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
   if (groups4 >= kGroupFill * (double)(cap / g->num_local))

@@ -30,6 +30,19 @@ fco_result_t cuda_fail(char* err, cudaError_t ce, const char* what);
 /* Current device and its SM count (cached per device). */
 fco_result_t current_device(char* err, int* device, int* num_sms);
 
+/* Let kKernel use smem bytes of dynamic shared memory (beyond the default 48 KB, static +
+ * dynamic, a kernel must opt in; the attribute is per device): once per device, for the
+ * largest smem it is ever given. */
+template <auto kKernel>
+fco_result_t opt_in_smem(int device, int smem, char* err) {
+  static std::atomic<int> opted[kMaxDevices];
+  if (device >= 0 && device < kMaxDevices && opted[device].load()) return FCO_OK;
+  cudaError_t ce = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaFuncSetAttribute (max dynamic shared memory)");
+  if (device >= 0 && device < kMaxDevices) opted[device].store(1);
+  return FCO_OK;
+}
+
 /* Blocks of `kKernel` at `threads` threads and `smem` bytes of dynamic shared memory that fit
  * on the device at once (occupancy × SMs), cached per (kernel, device): a kernel is always
  * launched with the same smem. 0 means it cannot launch at all. */
