@@ -397,13 +397,10 @@ template <typename T, int kMT, int kG>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
                                                   const WaitCtx& wc) {
-  constexpr int kS = gemv::kGroupWarps / kG;
-  constexpr int kRows = kMT * 8; /* rows of one warp's red */
   const int i = threadIdx.x;
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
-  const float(*red)[kTileN] = reinterpret_cast<const float(*)[kTileN]>(smem);
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
@@ -414,11 +411,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       const int tw = idx / per, ii = idx - tw * per;
       const int t = q * kG + tw;
       if (t >= p.T) break;
-      const int m = ii >> 2, n = (ii & 3) * 4;
-      float4 r = *reinterpret_cast<const float4*>(&red[tw * kRows + m][n]);
-#pragma unroll
-      for (int sl = 1; sl < kS; ++sl)
-        r = add4(r, *reinterpret_cast<const float4*>(&red[(sl * kG + tw) * kRows + m][n]));
+      const float4 r = gemv::group_sum4<kMT, kG>(smem, tw, ii >> 2, (ii & 3) * 4);
       const size_t off =
           c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)ii * 16;
       const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
@@ -737,7 +730,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (res != FCO_OK) return res;
   constexpr int kThreads = kW * 32;
   /* Grouped tiles keep their ring in dynamic shared memory (the kernel opts in per device). */
-  const size_t dyn = kG > 1 ? gemv::group_smem_bytes<kMT>() : 0;
+  const size_t dyn = kG > 1 ? gemv::group_smem_bytes<kMT, kG>() : 0;
   if (kG > 1 &&
       (res = opt_in_smem<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
            device, (int)dyn, err)) != FCO_OK)
@@ -870,7 +863,7 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
-  const size_t dyn = gemv::group_smem_bytes<kMT>();
+  const size_t dyn = gemv::group_smem_bytes<kMT, 4>();
   if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;
