@@ -12,16 +12,17 @@
  * Ring: kStages chunks of kGroupKC = 256 elements of K; a chunk holds x [kMT·8 rows][256] and
  * W [kG·16 rows][256], both loaded with cp.async (16 bytes per thread and copy, nothing held
  * in registers), kStages − 1 chunks in flight while one is consumed (64 KB of W per SM at
- * kMT = 8: 3 stages of 64 KB; kMT = 4: 4 stages of 48 KB). Rows ≥ M or ≥ N are zero-filled
- * (cp.async with 0 source bytes: nothing read; never stored). In a chunk the 16-byte unit u of
- * row r sits at u ^ ((r & 1) << 2): the 8 lanes of one 16-byte lds phase (rows g, g + 1,
- * tq 0..3) then hit 8 distinct bank groups.
+ * kMT = 8: 3 stages of 64 KB; kMT = 4: 4 stages of 48 KB). Rows ≥ M or ≥ N repeat the last
+ * valid row (never stored). In a chunk the 16-byte unit u of row r sits at u ^ (r & 7): the 8
+ * row addresses of one ldmatrix phase (8 consecutive rows, one unit) hit 8 distinct bank
+ * groups, and so do a warp's cp.async stores (512 contiguous bytes of a row).
  *
  * Warps: warp w takes the tile pair w % (kG/2) (32 rows of W: two m16 A fragments, so each x
  * fragment read from shared memory feeds both tiles) and the K slice w / (kG/2) of every chunk
- * (kS = 16 / kG slices of kU = kG / 2 32-element mma chunks). Fragments as in gemv_tile.cuh:
- * mma.sync m16n8k16 with W as A and x as B, a thread's 16-byte lds of W rows g / g + 8 and of x
- * row g at the same physical k feed two mmas (the same k permutation in A and B).
+ * (kS = 16 / kG slices of 256 / kS elements). mma.sync m16n8k16 with W as A and x as B, both
+ * fragments loaded with ldmatrix.x4 in the standard layout (no register shuffles: the 16-byte
+ * loads of gemv_tile.cuh's permuted-k fragments need four register moves per mma to build A,
+ * which made the first version of this tile issue-bound).
  *
  * K: whole chunks through the ring (vector path: W, x and K·esize 16-byte aligned); the rest
  * (K % 256, or all of K without the vector path) in 32-element chunks with guarded scalar
@@ -68,24 +69,36 @@ __host__ __device__ constexpr size_t group_smem_bytes() {
 
 /* Byte offset of 16-byte unit u of row r inside a chunk's rows (swizzled, see the header). */
 __device__ __forceinline__ uint32_t group_off(int r, int u) {
-  return (uint32_t)(r * kGroupRowBytes + ((u ^ ((r & 1) << 2)) << 4));
+  return (uint32_t)(r * kGroupRowBytes + ((u ^ (r & 7)) << 4));
 }
 
-/* All threads: cp.async of x[:, k0 .. k0 + 256) and W[n0 .., k0 .. k0 + 256) into a chunk. */
+/* ldmatrix.x4: four 8×8 b16 matrices, lane l giving the row address of matrix l / 8. */
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2,
+                                        uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+/* All threads: cp.async of x[:, k0 .. k0 + 256) and W[n0 .., k0 .. k0 + 256) into a chunk.
+ * Thread (warp r0, lane u) copies unit u of rows r0, r0 + 8, r0 + 16, ... (a warp copies 512
+ * contiguous bytes of one row per step). Rows ≥ M (x) or ≥ N (W) copy the last valid row
+ * instead (never stored: their outputs are dropped), so every copy is one 64-bit add and the
+ * cp.async: the rows' base pointers do not change from chunk to chunk (hoisted). */
 template <typename T, int kMT, int kG>
 __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w, int M, int N,
                                            int n0, int64_t K, int64_t k0) {
-  constexpr int kUnits = kGroupKC / 8; /* 16-byte units per row */
-  constexpr int kRows = kMT * 8 + kG * 16;
-#pragma unroll 4
-  for (int q = threadIdx.x; q < kRows * kUnits; q += kGroupWarps * 32) {
-    const int r = q / kUnits, u = q % kUnits;
-    const bool isx = r < kMT * 8;
-    const int row = isx ? r : n0 + r - kMT * 8;
-    const bool in = isx ? row < M : row < N;
-    const T* src = (isx ? x : w) + (in ? (int64_t)row * K + k0 + u * 8 : 0);
-    cp_async16(dst + group_off(r, u), src, in ? 16 : 0);
-  }
+  static_assert(kGroupKC / 8 == 32, "one lane per 16-byte unit of a row");
+  const int r0 = threadIdx.x >> 5, u = threadIdx.x & 31;
+  const uint32_t d0 = dst + group_off(r0, u); /* rows r0 + 8i have r0's swizzle */
+#pragma unroll
+  for (int i = 0; i < kMT; ++i)
+    cp_async16(d0 + (uint32_t)(i * 8) * kGroupRowBytes,
+               x + (int64_t)min(r0 + 8 * i, M - 1) * K + u * 8 + k0, 16);
+#pragma unroll
+  for (int i = 0; i < 2 * kG; ++i)
+    cp_async16(d0 + (uint32_t)(kMT * 8 + i * 8) * kGroupRowBytes,
+               w + (int64_t)min(n0 + r0 + 8 * i, N - 1) * K + u * 8 + k0, 16);
 }
 
 template <typename T, int kMT, int kG>
@@ -96,14 +109,20 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
   static_assert(kG == 2 || kG == 4, "grouped tile: 2 or 4 tiles");
   constexpr int kPairs = kG / 2;
   constexpr int kS = kGroupWarps / kPairs; /* K slices per chunk */
-  constexpr int kU = kGroupKC / (kS * kChunk);
   constexpr int kStages = group_stages<kMT, kG>();
   constexpr uint32_t kChunkBytes = group_chunk_bytes<kMT, kG>();
   constexpr uint32_t kWBase = (uint32_t)kMT * 8 * kGroupRowBytes; /* W rows in a chunk */
+  constexpr int kSteps = kGroupKC / kS / 16; /* k16 steps per chunk and warp */
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, tq = lane & 3;
   const int tp = warp % kPairs, sl = warp / kPairs;
   const uint32_t ring = smem_u32(smem);
+  /* ldmatrix row addresses of this lane (byte offsets in a chunk) and unit offsets. */
+  const uint32_t l7 = (uint32_t)(lane & 7);
+  const uint32_t a_row = kWBase + (uint32_t)(tp * 32 + (lane & 7) + 8 * ((lane >> 3) & 1)) * kGroupRowBytes;
+  const uint32_t a_u = (uint32_t)(lane >> 4);
+  const uint32_t b_row = (uint32_t)((lane & 7) + 8 * (lane >> 4)) * kGroupRowBytes;
+  const uint32_t b_u = (uint32_t)((lane >> 3) & 1);
   float acc[2][kMT][4];
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -125,24 +144,29 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
       group_load<T, kMT, kG>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
                              M, N, n0, K, (c + kStages - 1) * kGroupKC);
     cp_async_commit();
-    /* Rows mt·8 + g (x) and tp·32 + h·16 + {g, g + 8} (W) have the parity of g: the m-tile and
-     * the tile only add whole 8-row steps (immediates). */
-    const unsigned char* cs = smem + (size_t)(c % kStages) * kChunkBytes;
+    /* k16 steps of this warp's slice: A = the two W tiles (ldmatrix.x4 each: rows 0-7 / 8-15
+     * × k 0-7 / 8-15), B = x rows in pairs of m-tiles (ldmatrix.x4: m-tile 2mp and 2mp + 1
+     * × k 0-7 / 8-15): fragments in the standard mma layout, k in order. Every row address
+     * is lane-row + a multiple of 8, so the swizzle term is lane & 7. */
+    const uint32_t cs = ring + (uint32_t)(c % kStages) * kChunkBytes;
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const uint32_t lo = group_off(g, (sl * (kU * kChunk) + u * kChunk) / 8 + tq);
-      const unsigned char* ws = cs + kWBase + (uint32_t)tp * 32 * kGroupRowBytes + lo;
-      uint4 a[2][2];
+    for (int st = 0; st < kSteps; ++st) {
+      const int u0 = (sl * (kGroupKC / kS) + st * 16) / 8;
+      uint32_t a[2][4];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        a[h][0] = *reinterpret_cast<const uint4*>(ws + (h * 16) * kGroupRowBytes);
-        a[h][1] = *reinterpret_cast<const uint4*>(ws + (h * 16 + 8) * kGroupRowBytes);
-      }
+      for (int h = 0; h < 2; ++h)
+        ldsm_x4(cs + a_row + (uint32_t)(h * 16) * kGroupRowBytes + (((u0 + a_u) ^ l7) << 4),
+                a[h][0], a[h][1], a[h][2], a[h][3]);
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const uint4 xv = *reinterpret_cast<const uint4*>(cs + lo + mt * 8 * kGroupRowBytes);
-        mma_chunk<T>(acc[0][mt], a[0][0], a[0][1], xv);
-        mma_chunk<T>(acc[1][mt], a[1][0], a[1][1], xv);
+      for (int mp = 0; mp < kMT / 2; ++mp) {
+        uint32_t b[4];
+        ldsm_x4(cs + b_row + (uint32_t)(mp * 16) * kGroupRowBytes + (((u0 + b_u) ^ l7) << 4),
+                b[0], b[1], b[2], b[3]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          Mma<T>::run(acc[h][2 * mp], a[h][0], a[h][1], a[h][2], a[h][3], b[0], b[1]);
+          Mma<T>::run(acc[h][2 * mp + 1], a[h][0], a[h][1], a[h][2], a[h][3], b[2], b[3]);
+        }
       }
     }
   }
