@@ -9,23 +9,23 @@
  * Here x goes through shared memory once per group of kG tiles, shared by the kG tiles: x
  * bytes per W byte drop from M/16 to M/(16·kG).
  *
- * Ring: kStages chunks of kGroupKC = 256 elements of K; a chunk holds x [kMT·8 rows][256] and
- * W [kG·16 rows][256], both loaded with cp.async (16 bytes per thread and copy, nothing held
- * in registers), kStages − 1 chunks in flight while one is consumed (64 KB of W per SM at
- * kMT = 8: 3 stages of 64 KB; kMT = 4: 4 stages of 48 KB). Rows ≥ M or ≥ N repeat the last
+ * Ring: kStages chunks of kGroupKC = 128 elements of K; a chunk holds x [kMT·8 rows][128] and
+ * W [kG·16 rows][128], both loaded with cp.async (16 bytes per thread and copy, nothing held
+ * in registers), kStages − 1 chunks in flight while one is consumed (as many chunks as fit
+ * ~200 KB, at most 6: kMT = 8, kG = 4: 6 stages of 32 KB, 80 KB of W in flight per SM). Rows ≥ M or ≥ N repeat the last
  * valid row (never stored). In a chunk the 16-byte unit u of row r sits at u ^ (r & 7): the 8
  * row addresses of one ldmatrix phase (8 consecutive rows, one unit) hit 8 distinct bank
- * groups, and so do a warp's cp.async stores (512 contiguous bytes of a row).
+ * groups.
  *
  * Warps: warp w takes the tile pair w % (kG/2) (32 rows of W: two m16 A fragments, so each x
  * fragment read from shared memory feeds both tiles) and the K slice w / (kG/2) of every chunk
- * (kS = 16 / kG slices of 256 / kS elements). mma.sync m16n8k16 with W as A and x as B, both
+ * (kS = 16 / kG slices of 128 / kS elements). mma.sync m16n8k16 with W as A and x as B, both
  * fragments loaded with ldmatrix.x4 in the standard layout (no register shuffles: the 16-byte
  * loads of gemv_tile.cuh's permuted-k fragments need four register moves per mma to build A,
  * which made the first version of this tile issue-bound).
  *
  * K: whole chunks through the ring (vector path: W, x and K·esize 16-byte aligned); the rest
- * (K % 256, or all of K without the vector path) in 32-element chunks with guarded scalar
+ * (K % 128, or all of K without the vector path) in 32-element chunks with guarded scalar
  * loads from global memory, split over the kS slices as the ring's chunks are.
  * Result: in shared memory aliasing the ring (after a block barrier), read with group_sum4,
  * which sums a tile's kS slices in slice order (deterministic). All threads of the block call
@@ -41,7 +41,7 @@ namespace fco {
 namespace gemv {
 
 constexpr int kGroupWarps = 8;
-constexpr int kGroupKC = 256; /* k elements per ring chunk */
+constexpr int kGroupKC = 128; /* k elements per ring chunk */
 constexpr uint32_t kGroupRowBytes = kGroupKC * 2;
 
 /* One ring chunk: x rows then W rows. */
@@ -80,25 +80,29 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r
                : "r"(addr));
 }
 
-/* All threads: cp.async of x[:, k0 .. k0 + 256) and W[n0 .., k0 .. k0 + 256) into a chunk.
- * Thread (warp r0, lane u) copies unit u of rows r0, r0 + 8, r0 + 16, ... (a warp copies 512
+/* All threads: cp.async of x[:, k0 .. k0 + 128) and W[n0 .., k0 .. k0 + 128) into a chunk.
+ * Thread t copies unit t % 16 of rows t / 16, t / 16 + 16, ... (a half warp copies the 256
  * contiguous bytes of one row per step). Rows ≥ M (x) or ≥ N (W) copy the last valid row
  * instead (never stored: their outputs are dropped), so every copy is one 64-bit add and the
  * cp.async: the rows' base pointers do not change from chunk to chunk (hoisted). */
 template <typename T, int kMT, int kG>
 __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w, int M, int N,
                                            int n0, int64_t K, int64_t k0) {
-  static_assert(kGroupKC / 8 == 32, "one lane per 16-byte unit of a row");
-  const int r0 = threadIdx.x >> 5, u = threadIdx.x & 31;
-  const uint32_t d0 = dst + group_off(r0, u); /* rows r0 + 8i have r0's swizzle */
+  constexpr int kUnits = kGroupKC / 8;                /* 16-byte units per row */
+  constexpr int kRowStep = kGroupWarps * 32 / kUnits; /* rows per copy step */
+  static_assert(kUnits <= 32 && (kMT * 8) % kRowStep == 0 && (kG * 16) % kRowStep == 0 &&
+                    kRowStep % 8 == 0,
+                "whole copy steps, one swizzle per thread");
+  const int r0 = threadIdx.x / kUnits, u = threadIdx.x % kUnits;
+  const uint32_t d0 = dst + group_off(r0, u); /* rows r0 + kRowStep·i have r0's swizzle */
 #pragma unroll
-  for (int i = 0; i < kMT; ++i)
-    cp_async16(d0 + (uint32_t)(i * 8) * kGroupRowBytes,
-               x + (int64_t)min(r0 + 8 * i, M - 1) * K + u * 8 + k0, 16);
+  for (int i = 0; i < kMT * 8 / kRowStep; ++i)
+    cp_async16(d0 + (uint32_t)(i * kRowStep) * kGroupRowBytes,
+               x + (int64_t)min(r0 + kRowStep * i, M - 1) * K + u * 8 + k0, 16);
 #pragma unroll
-  for (int i = 0; i < 2 * kG; ++i)
-    cp_async16(d0 + (uint32_t)(kMT * 8 + i * 8) * kGroupRowBytes,
-               w + (int64_t)min(n0 + r0 + 8 * i, N - 1) * K + u * 8 + k0, 16);
+  for (int i = 0; i < kG * 16 / kRowStep; ++i)
+    cp_async16(d0 + (uint32_t)(kMT * 8 + i * kRowStep) * kGroupRowBytes,
+               w + (int64_t)min(n0 + r0 + kRowStep * i, N - 1) * K + u * 8 + k0, 16);
 }
 
 template <typename T, int kMT, int kG>
