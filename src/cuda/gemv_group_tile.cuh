@@ -134,10 +134,15 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
     for (int mt = 0; mt < kMT; ++mt) acc[h][mt][0] = acc[h][mt][1] = acc[h][mt][2] = acc[h][mt][3] = 0.f;
 
   const int64_t nfull = vec ? K / kGroupKC : 0;
+  /* Blocks start at different chunks (the group's index, mod the chunks): at any moment the
+   * grid reads different x lines and different W columns, instead of every block the same. */
+  const int64_t rot = nfull > 0 ? (int64_t)(n0 / (kG * kTileN)) % nfull : 0;
   __syncthreads(); /* the previous group's partials (aliasing the ring) have been read */
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
-    if (st < nfull) group_load<T, kMT, kG>(ring + st * kChunkBytes, x, w, M, N, n0, K, st * kGroupKC);
+    if (st < nfull)
+      group_load<T, kMT, kG>(ring + st * kChunkBytes, x, w, M, N, n0, K,
+                             ((st + rot) % nfull) * kGroupKC);
     cp_async_commit();
   }
 #pragma unroll 1
@@ -146,7 +151,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
     __syncthreads(); /* chunk c is in the ring; every warp is done with chunk c - 1 */
     if (c + kStages - 1 < nfull)
       group_load<T, kMT, kG>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
-                             M, N, n0, K, (c + kStages - 1) * kGroupKC);
+                             M, N, n0, K, ((c + kStages - 1 + rot) % nfull) * kGroupKC);
     cp_async_commit();
     /* k16 steps of this warp's slice: A = the two W tiles (ldmatrix.x4 each: rows 0-7 / 8-15
      * × k 0-7 / 8-15), B = x rows in pairs of m-tiles (ldmatrix.x4: m-tile 2mp and 2mp + 1
