@@ -71,6 +71,8 @@ $(BUILD)/obj/%.o: %.cu $(wildcard include/*.h src/*/*.h src/*/*.cuh)
 # GEMM file gets it in place of sm_90 (same GPUs); its launcher checks which image was loaded.
 comma := ,
 $(BUILD)/obj/src/cuda/gemm_alltoall_fused.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
+# the grouped GEMV tile (src/cuda/gemv_group_wgmma.cuh) as well.
+$(BUILD)/obj/src/cuda/gemv_allreduce.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
 
 $(LIB_SO): $(OBJ)
 	@mkdir -p $(dir $@)

@@ -871,27 +871,30 @@ static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
-/* Grouped tiles (FCO_GEMV_GROUP: impl 1 at M 17..64 in bf16 / f16; unset = 2 or 4 by N): every
- * knob value (unset, 2, 4, 0 = the one-tile kernels) on M of 3..8 m-tiles, N with a partial
+/* Grouped tiles (FCO_GEMV_GROUP: impl 1 at M 17..64 in bf16 / f16): every knob value (unset,
+ * 2, 4, 0 = the one-tile kernels; 4 again with FCO_GEMV_GROUP_MMA=1, the mma.sync tile instead of
+ * wgmma on the vector path) on M of 3..8 m-tiles, N with a partial
  * last group (1000, 100) or a single partial tile (15), K_r of many 256-element chunks (the
  * 3-stage ring wraps, then a tail of 32-element chunks), a shorter vector-path K and K off the
  * vector path (4095: every rank's chunks through the guarded loads); bf16 and f16, bias on and
  * off, exact reference checks. PDL as the caller set it. Then FCO_GEMV_GROUP=3 is refused with
  * nothing written, and the next call is right. */
 static void group_tests(const t_world_t* w, bufs_t* b) {
-  static const char* const knobs[] = {NULL, "2", "4", "0"};
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4"}; /* the last: mma.sync tile */
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {vec_kt_le(w->n, MAX_KT), 4095, vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 4; gi++) {
+  for (int gi = 0; gi < 5; gi++) {
     if (knobs[gi]) setenv("FCO_GEMV_GROUP", knobs[gi], 1);
     else unsetenv("FCO_GEMV_GROUP");
+    if (gi == 4) setenv("FCO_GEMV_GROUP_MMA", "1", 1);
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++)
         one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
                  (int)((k / 2) % 2), 1);
   }
+  unsetenv("FCO_GEMV_GROUP_MMA");
   setenv("FCO_GEMV_GROUP", "3", 1);
   t_context("P=%d FCO_GEMV_GROUP=3", w->n);
   prepare(b, 33, 100, 1000, FCO_BF16, 0, t_next_seed());

@@ -153,6 +153,7 @@
 #include "../ops/gemv_allreduce.h"
 #include "cuda_ops.h"
 #include "gemv_group_tile.cuh"
+#include "gemv_group_wgmma.cuh"
 #include "gemv_tile.cuh"
 #include "launch.cuh"
 #include "prims.cuh"
@@ -202,6 +203,7 @@ struct GarParams {
   int check_args;
   uint32_t arg_hash;
   uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
+  int group_wgmma; /* grouped tiles: the wgmma tile on the vector path (FCO_GEMV_GROUP_MMA=0) */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */
@@ -413,13 +415,18 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    gemv::group_tile<T, kMT, kG>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
-                                 c.vec, smem);
+    if (c.vec && p.group_wgmma)
+      gemv::GroupWgmma<kG>::run((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
+                                smem);
+    else
+      gemv::group_tile<T, kMT, kG>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
+                                   c.vec, smem);
+    const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
     for (int idx = i; idx < kG * per; idx += blockDim.x) {
       const int tw = idx / per, ii = idx - tw * per;
       const int t = q * kG + tw;
       if (t >= p.T) break;
-      const float4 r = gemv::group_sum4<kMT, kG>(smem, tw, ii >> 2, (ii & 3) * 4);
+      const float4 r = out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)];
       const size_t off =
           c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)ii * 16;
       const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
@@ -729,6 +736,14 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
+/* Grouped tiles: dynamic shared memory for either tile (wgmma or mma.sync). */
+template <int kMT, int kG>
+constexpr size_t group_dyn_smem() {
+  return gemv::group_smem_bytes<kMT, kG>() > gemv::GroupWgmma<kG>::kSmemBytes
+             ? gemv::group_smem_bytes<kMT, kG>()
+             : gemv::GroupWgmma<kG>::kSmemBytes;
+}
+
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
           int kW = kWarpsOf<kMT>, int kG = 1>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
@@ -738,7 +753,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (res != FCO_OK) return res;
   constexpr int kThreads = kW * 32;
   /* Grouped tiles keep their ring in dynamic shared memory (the kernel opts in per device). */
-  const size_t dyn = kG > 1 ? gemv::group_smem_bytes<kMT, kG>() : 0;
+  const size_t dyn = kG > 1 ? group_dyn_smem<kMT, (kG > 1 ? kG : 2)>() : 0;
   if (kG > 1 &&
       (res = opt_in_smem<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
            device, (int)dyn, err)) != FCO_OK)
@@ -801,6 +816,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
   p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
+  p.group_wgmma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) <= 0;
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
   h = fnv1a(h, a0->N);
@@ -875,7 +891,7 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
-  const size_t dyn = gemv::group_smem_bytes<kMT, 4>();
+  const size_t dyn = group_dyn_smem<kMT, 4>();
   if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;

@@ -27,9 +27,10 @@
  * K: whole chunks through the ring (vector path: W, x and K·esize 16-byte aligned); the rest
  * (K % 128, or all of K without the vector path) in 32-element chunks with guarded scalar
  * loads from global memory, split over the kS slices as the ring's chunks are.
- * Result: in shared memory aliasing the ring (after a block barrier), read with group_sum4,
- * which sums a tile's kS slices in slice order (deterministic). All threads of the block call
- * group_tile; it begins and ends with a block barrier.
+ * Result: out [kG][64][16] fp32 at the start of smem (aliasing the ring, after a block
+ * barrier), each tile's kS slices summed in slice order (deterministic); rows ≥ M unspecified.
+ * The same result as gemv_group_wgmma.cuh's tile. All threads of the block call group_tile; it
+ * begins and ends with a block barrier.
  */
 #ifndef FCO_CUDA_GEMV_GROUP_TILE_CUH_
 #define FCO_CUDA_GEMV_GROUP_TILE_CUH_
@@ -56,15 +57,15 @@ __host__ __device__ constexpr int group_stages() {
   return s < 2 ? 2 : s > 6 ? 6 : s;
 }
 /* The partials: [warp][2 tiles][kMT·8 rows][16] fp32. */
-template <int kMT>
+template <int kMT, int kW>
 __host__ __device__ constexpr size_t group_red_bytes() {
-  return (size_t)kGroupWarps * 2 * kMT * 8 * kTileN * 4;
+  return (size_t)kW * 2 * kMT * 8 * kTileN * 4;
 }
-/* Dynamic shared memory of the grouped tile. */
-template <int kMT, int kG>
+/* Dynamic shared memory of the grouped tile (blocks of kW warps). */
+template <int kMT, int kG, int kW = kGroupWarps>
 __host__ __device__ constexpr size_t group_smem_bytes() {
   constexpr size_t ring = (size_t)group_stages<kMT, kG>() * group_chunk_bytes<kMT, kG>();
-  return ring > group_red_bytes<kMT>() ? ring : group_red_bytes<kMT>();
+  return ring > group_red_bytes<kMT, kW>() ? ring : group_red_bytes<kMT, kW>();
 }
 
 /* Byte offset of 16-byte unit u of row r inside a chunk's rows (swizzled, see the header). */
@@ -85,11 +86,11 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r
  * contiguous bytes of one row per step). Rows ≥ M (x) or ≥ N (W) copy the last valid row
  * instead (never stored: their outputs are dropped), so every copy is one 64-bit add and the
  * cp.async: the rows' base pointers do not change from chunk to chunk (hoisted). */
-template <typename T, int kMT, int kG>
+template <typename T, int kMT, int kG, int kW>
 __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w, int M, int N,
                                            int n0, int64_t K, int64_t k0) {
   constexpr int kUnits = kGroupKC / 8;                /* 16-byte units per row */
-  constexpr int kRowStep = kGroupWarps * 32 / kUnits; /* rows per copy step */
+  constexpr int kRowStep = kW * 32 / kUnits; /* rows per copy step */
   static_assert(kUnits <= 32 && (kMT * 8) % kRowStep == 0 && (kG * 16) % kRowStep == 0 &&
                     kRowStep % 8 == 0,
                 "whole copy steps, one swizzle per thread");
@@ -105,14 +106,15 @@ __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w,
                w + (int64_t)min(n0 + r0 + kRowStep * i, N - 1) * K + u * 8 + k0, 16);
 }
 
-template <typename T, int kMT, int kG>
+template <typename T, int kMT, int kG, int kW = kGroupWarps>
 __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __restrict__ x,
                                            int M, int N, int64_t K, int n0, bool vec,
                                            unsigned char* smem) {
   static_assert(sizeof(T) == 2, "grouped tile: bf16 / f16");
   static_assert(kG == 2 || kG == 4, "grouped tile: 2 or 4 tiles");
   constexpr int kPairs = kG / 2;
-  constexpr int kS = kGroupWarps / kPairs; /* K slices per chunk */
+  constexpr int kS = kW / kPairs; /* K slices per chunk */
+  static_assert(kGroupKC / kS >= 16, "at least one k16 step per warp and chunk");
   constexpr int kStages = group_stages<kMT, kG>();
   constexpr uint32_t kChunkBytes = group_chunk_bytes<kMT, kG>();
   constexpr uint32_t kWBase = (uint32_t)kMT * 8 * kGroupRowBytes; /* W rows in a chunk */
@@ -141,7 +143,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
     if (st < nfull)
-      group_load<T, kMT, kG>(ring + st * kChunkBytes, x, w, M, N, n0, K,
+      group_load<T, kMT, kG, kW>(ring + st * kChunkBytes, x, w, M, N, n0, K,
                              ((st + rot) % nfull) * kGroupKC);
     cp_async_commit();
   }
@@ -150,7 +152,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
     cp_async_wait<kStages - 2>();
     __syncthreads(); /* chunk c is in the ring; every warp is done with chunk c - 1 */
     if (c + kStages - 1 < nfull)
-      group_load<T, kMT, kG>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
+      group_load<T, kMT, kG, kW>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
                              M, N, n0, K, ((c + kStages - 1 + rot) % nfull) * kGroupKC);
     cp_async_commit();
     /* k16 steps of this warp's slice: A = the two W tiles (ldmatrix.x4 each: rows 0-7 / 8-15
@@ -223,26 +225,35 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
       }
     }
   __syncthreads();
-}
-
-/* After group_tile: the fp32 partial of tile tw (0..kG-1) of the group, row m, columns
- * n..n+3, summed over the kS K slices in slice order. */
-template <int kMT, int kG>
-__device__ __forceinline__ float4 group_sum4(const unsigned char* smem, int tw, int m, int n) {
-  constexpr int kPairs = kG / 2, kS = kGroupWarps / kPairs;
-  const float(*red)[kTileN] = reinterpret_cast<const float(*)[kTileN]>(smem);
-  float4 r = make_float4(0.f, 0.f, 0.f, 0.f);
+  /* The group's partials, each tile's kS slices summed in slice order, into out [kG][64][16]
+   * at the start of smem (over red: every thread first sums its float4s in registers). */
+  constexpr int kPer = (kG * 64 * kTileN / 4 + kW * 32 - 1) / (kW * 32);
+  float4 sum[kPer];
+  const float(*rd)[kTileN] = reinterpret_cast<const float(*)[kTileN]>(smem);
 #pragma unroll
-  for (int sl = 0; sl < kS; ++sl) {
-    const int warp = sl * kPairs + tw / 2;
-    const float4 v =
-        *reinterpret_cast<const float4*>(&red[(warp * 2 + tw % 2) * kMT * 8 + m][n]);
-    r.x += v.x;
-    r.y += v.y;
-    r.z += v.z;
-    r.w += v.w;
+  for (int j = 0; j < kPer; ++j) {
+    const int idx = threadIdx.x + j * kW * 32; /* float4 idx of out: tile, row, quarter */
+    const int tw = idx / (64 * 4), m = (idx / 4) % 64, n = (idx % 4) * 4;
+    sum[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (idx < kG * 64 * 4 && m < M)
+#pragma unroll
+      for (int q = 0; q < kS; ++q) {
+        const float4 v = *reinterpret_cast<const float4*>(
+            &rd[((q * kPairs + tw / 2) * 2 + tw % 2) * kMT * 8 + m][n]);
+        sum[j].x += v.x;
+        sum[j].y += v.y;
+        sum[j].z += v.z;
+        sum[j].w += v.w;
+      }
   }
-  return r;
+  __syncthreads();
+  float4* out = reinterpret_cast<float4*>(smem);
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int idx = threadIdx.x + j * kW * 32;
+    if (idx < kG * 64 * 4) out[idx] = sum[j];
+  }
+  __syncthreads();
 }
 
 }  // namespace gemv
