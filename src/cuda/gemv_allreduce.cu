@@ -204,7 +204,6 @@ struct GarParams {
   uint32_t arg_hash;
   uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
   int group_wgmma; /* grouped tiles: the wgmma tile on the vector path (FCO_GEMV_GROUP_MMA=0) */
-  int group_sub;   /* wgmma tile: 64-k slabs per pipeline stage (FCO_GEMV_GROUP_SUB: 1, 2, 4) */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */
@@ -418,7 +417,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   for (int q = c.b; q < Q; q += c.B, ++j) {
     if (c.vec && p.group_wgmma)
       gemv::GroupWgmma<kG>::run((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
-                                smem, p.group_sub);
+                                smem);
     else
       gemv::group_tile<T, kMT, kG>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
                                    c.vec, smem);
@@ -818,7 +817,6 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
   p.group_wgmma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) <= 0;
-  p.group_sub = (int)fco_env_int("FCO_GEMV_GROUP_SUB", 2);
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
   h = fnv1a(h, a0->N);

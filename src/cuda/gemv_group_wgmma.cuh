@@ -81,8 +81,7 @@ struct GroupWgmma {
   static constexpr int kXBytes = 64 * 128, kWBytes = BN * 128;
   static constexpr int kStageBytes = kXBytes + kWBytes; /* a multiple of 1024 */
   static constexpr int kFit = (200 * 1024 - 1024) / kStageBytes;
-  static constexpr int kStages = 12; /* slots; a pipeline stage is 1, 2 or 4 of them */
-  static_assert(kFit >= kStages, "12 slots fit");
+  static constexpr int kStages = kFit > 12 ? 12 : kFit;
   static constexpr size_t kOutBytes = (size_t)kG * 64 * kTileN * 4;
   static constexpr size_t kPipeBytes = (size_t)kStages * kStageBytes + 1024;
   static constexpr size_t kSmemBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
@@ -98,7 +97,7 @@ struct GroupWgmma {
   template <typename T>
   __device__ static __forceinline__ void run(const T* __restrict__ w, const T* __restrict__ x,
                                              int M, int N, int64_t K, int n0,
-                                             unsigned char* smem, int sub) {
+                                             unsigned char* smem) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x, wg = tid >> 7;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
@@ -116,7 +115,6 @@ struct GroupWgmma {
 #pragma unroll
     for (int i = 0; i < kWChunks; ++i)
       wp[i] = w + (int64_t)min(n0 + r + 32 * i, N - 1) * K + ch * 8;
-    if (sub != 1 && sub != 2 && sub != 4) sub = 1;
     auto load = [&](uint32_t st, int64_t k0) {
       const bool in = k0 + ch * 8 < K;
 #pragma unroll
@@ -127,41 +125,28 @@ struct GroupWgmma {
         cp_async16(st + kXBytes + off + i * (32 * 128), in ? wp[i] + k0 : w, in ? 16 : 0);
     };
     __syncthreads(); /* the previous group's out (aliasing the pipeline) has been read */
-    /* A stage = `sub` consecutive slots (slabs kt·sub .. kt·sub + sub − 1): fewer, larger steps
-     * of the pipeline (its barriers and waits are per stage). */
-    const int S = kStages / sub;
-    const int64_t num_s = (num_k + sub - 1) / sub;
-    auto load_stage = [&](int64_t s_idx) {
-      const uint32_t st = pipe + (uint32_t)((s_idx % S) * sub) * kStageBytes;
-      for (int j = 0; j < sub; ++j) load(st + j * kStageBytes, (s_idx * sub + j) * BK);
-    };
-    for (int s = 0; s < S - 1; ++s) {
-      if (s < num_s) load_stage(s);
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < num_k) load(pipe + s * kStageBytes, (int64_t)s * BK);
       cp_async_commit();
     }
     const uint32_t b_off = kXBytes + (uint32_t)wg * (BN / 2) * 128;
 #pragma unroll 1
-    for (int64_t kt = 0; kt < num_s; ++kt) {
-      if (S == 12) cp_async_wait<10>();
-      else if (S == 6) cp_async_wait<4>();
-      else cp_async_wait<1>();
+    for (int64_t kt = 0; kt < num_k; ++kt) {
+      cp_async_wait<kStages - 2>();
       fence_proxy_async_smem();
       __syncthreads();
-      const uint32_t st0 = pipe + (uint32_t)((kt % S) * sub) * kStageBytes;
+      const uint32_t st = pipe + (uint32_t)(kt % kStages) * kStageBytes;
       tile::wgmma_fence();
-#pragma unroll 1
-      for (int j = 0; j < sub; ++j) {
-        const uint32_t st = st0 + j * kStageBytes;
 #pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk)
-          WgmmaN<T, BN / 2>::run(d, tile::wgmma_desc(st + kk * 32, 16, 1024),
-                                 tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
-      }
+      for (int kk = 0; kk < BK / 16; ++kk)
+        WgmmaN<T, BN / 2>::run(d, tile::wgmma_desc(st + kk * 32, 16, 1024),
+                               tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
       tile::wgmma_commit();
-      tile::wgmma_wait<1>(); /* stage kt − 1 retired (this warpgroup) */
-      __syncthreads();       /* (both): its slots are free */
-      const int64_t nk = kt + S - 1;
-      if (nk < num_s) load_stage(nk);
+      tile::wgmma_wait<1>(); /* slab kt − 1 retired (this warpgroup) */
+      __syncthreads();       /* (both): its stage is free */
+      const int64_t nk = kt + kStages - 1;
+      if (nk < num_k) load(pipe + (uint32_t)(nk % kStages) * kStageBytes, nk * BK);
       cp_async_commit();
     }
     tile::wgmma_wait<0>();
