@@ -31,13 +31,14 @@
  *   y. Every rank sums the same fp32 values in the same order: y is bit-identical on all ranks.
  *   Peers' tiles arrive while this block (and every other block) still computes.
  *
- * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 17..64; run_oneshot_group and
- *   gemv_group_tile.cuh): the unit of work is a group of kG = 2 or 4 consecutive tiles (group q
- *   → block q mod B), computed by one block of 8 warps with x and W through a cp.async ring in
- *   shared memory, so x is read once per group instead of once per tile; the partials go out
- *   as in the one-shot (same slots and layout), one flag per group. Default: groups of 4 at
- *   M 33..64 where they fill the GPU (N ≥ ~8192 on H200), else the one-tile kernels (see
- *   launch_grouped for the numbers). Not near impl 3 at M > 16 yet (AUTO runs impl 3 there).
+ * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 17..64; run_oneshot_group): the unit of
+ *   work is a group of kG = 2 or 4 consecutive tiles (group q → block q mod B), computed by one
+ *   block of 256 threads with x and W through a cp.async ring in shared memory, so x is read
+ *   once per group instead of once per tile: on the vector path with wgmma (gemv_group_wgmma.cuh,
+ *   this file is built for sm_90a), else with mma.sync (gemv_group_tile.cuh; also
+ *   FCO_GEMV_GROUP_MMA=1). The partials go out as in the one-shot (same slots and layout), one
+ *   flag per group. Default at M 33..64 (launch_grouped has the rule and the numbers); still
+ *   slower than impl 3 there, which AUTO runs.
  *
  * impl 1 LL, wide blocks (FCO_GEMV_WIDE, on unless 0): where the tiles fill at most half of the
  *   4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks (kWideWarps, 2 per SM) so each SM
@@ -868,14 +869,15 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
 using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args_t*, int, char*);
 
 /* FCO_GEMV_GROUP (impl 1, bf16 / f16, M 17..64): 0 = the one-tile kernels; 2 or 4 = grouped
- * tiles of that many 16-column tiles (gemv_group_tile.cuh); unset (-1) = groups of 4 at
- * M 33..64 where they fill at least kGroupFill of the co-resident blocks (N = 8192: 128 groups
- * on 132 SMs), else the one-tile kernels. Why (run b17c1e6, 2×H200, bf16, impl 1 µs, one-tile
- * / grouped by the old rule): M = 64 8192×8192 58.0 / 50.3, 8192×28672 159.4 / 135.2,
- * 16384×16384 198.7 / 168.7, but 4096×14336 (groups of 2) 47.5 / 55.6 and M = 32 everywhere
- * 27.9–99.3 / 38.2–131.0. Neither is near impl 3 (cuBLAS + fco's one-shot, 26.7–80.9), which
- * AUTO runs at M > 16. A function of M, N, the GPU model and num_local: every rank of one job
- * decides alike; the choice is in the FCO_CHECK_ARGS hash. */
+ * tiles of that many 16-column tiles (gemv_group_wgmma.cuh on the vector path, else
+ * gemv_group_tile.cuh); unset (or negative) = at M 33..64 groups of 4 where they fill at least
+ * kGroupFill of the co-resident blocks (N = 8192: 128 groups on 132 SMs), else groups of 2;
+ * at M 17..32 the one-tile kernels. Why (run 429aee0, 2×H200, bf16, impl 1 µs, one-tile /
+ * grouped): M = 64 8192×8192 57.9 / 36.0 (4), 8192×28672 160.3 / 87.9 (4), 16384×16384
+ * 195.2 / 107.9 (4), 4096×14336 47.5 / 45.2 (2; 48.6 with 4); M = 32 the one-tile kernels win
+ * (27.8–99.3 against 38.1–114.9 with 4). impl 3 (cuBLAS + fco's one-shot, 26.7–80.9) is still
+ * faster at M > 16 and is what AUTO runs there. A function of M, N, the GPU model and
+ * num_local: every rank of one job decides alike; the choice is in the FCO_CHECK_ARGS hash. */
 constexpr double kGroupFill = 0.75;
 template <typename T, int kMT, bool kPdl>
 fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
@@ -895,10 +897,11 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;
+  if (kMT != 8) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
   const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
-  if (kMT == 8 && groups4 >= kGroupFill * (double)(cap / g->num_local))
+  if (groups4 >= kGroupFill * (double)(cap / g->num_local))
     return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
-  return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
+  return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
 }
 
 /* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe). */
