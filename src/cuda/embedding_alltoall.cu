@@ -14,8 +14,11 @@
  *   pairs skipped), cudaMemcpyAsync between the virtual ranks' workspaces on local; then
  *   ea_kernel_permute writes out[i][toff_r + t] = recv_r[i][t]. On nccl the permute is
  *   enqueued by fco_cuda_embedding_alltoall_after_group, after the transport's NCCL group ended
- *   (inside a group, NCCL issues its work only at ncclGroupEnd). P == 1: the lookup writes out.
- *   No signals, no epoch.
+ *   (inside a group, NCCL issues its work only at ncclGroupEnd), then a barrier kernel (every
+ *   rank signals every peer and waits for all, advancing the epoch: the staging is outside the
+ *   epoch halves, so no peer may start its next call before this rank's permute has read it;
+ *   found at P = 4, run 39ee289). local: one stream for all ranks, no barrier. P == 1: the
+ *   lookup writes out; no signals, no epoch.
  *
  * Knobs (read on the host at every launch; docs/embedding_alltoall.md has their measurements):
  *   FCO_EA_LEAN          1 (default) = the lean kernels wherever rows are whole 16-byte units of
@@ -92,6 +95,14 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
 }
 /* out[i][toff_q + t] = recv_q[i][t] for every source q: recv_q at ws + S + b_me · toff_q · D.
  * One warp per (local rank, row, source). */
+/* impl 0 on nccl, after the permute: every rank waits for every peer (prims.cuh rank_barrier;
+ * slot FCO_SIG_SLOTS − 2, outside the fused kernels' counter slots 0..68). */
+constexpr int kBarrierSlot = FCO_SIG_SLOTS - 2;
+static_assert(kBarrierSlot > kPresenceSlot + 4, "the barrier slot must not be a counter slot");
+__global__ void __launch_bounds__(kThreads) ea_kernel_barrier(fco_dev_rank_t* dev) {
+  rank_barrier(dev, FCO_OP_EMBEDDING_ALLTOALL, kBarrierSlot);
+}
+
 __global__ void __launch_bounds__(kThreads) ea_kernel_permute(const __grid_constant__ EaParams p) {
   const int esize = p.esize;
   const int lane = threadIdx.x & 31;
@@ -358,6 +369,19 @@ fco_result_t launch_lean(const EaParams& p, void* stream, char* err) {
   return FCO_OK;
 }
 
+fco_result_t preload_barrier(char* err) {
+  static std::atomic<int> done[kMaxDevices];
+  int device = 0, sms = 0;
+  fco_result_t r = current_device(err, &device, &sms);
+  if (r != FCO_OK) return r;
+  if (device < kMaxDevices && done[device].load()) return FCO_OK;
+  cudaFuncAttributes fa;
+  cudaError_t ce = cudaFuncGetAttributes(&fa, ea_kernel_barrier);
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: loading the barrier kernel");
+  if (device < kMaxDevices) done[device].store(1);
+  return FCO_OK;
+}
+
 fco_result_t launch_permute(const EaParams& p, void* stream, char* err) {
   int64_t warps = 0;
   for (int i = 0; i < p.num_local; i++) {
@@ -528,7 +552,11 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   const size_t vec = (size_t)a0->dim * es;
   cudaStream_t stream = (cudaStream_t)l->stream;
   if (l->transport == FCO_TRANSPORT_NCCL) {
-    /* all_to_all_single as grouped send/recv; the permute follows in ..._after_group. */
+    /* Load the barrier kernel now (once per device): launched lazily after the group, its
+     * module load could wait for kernels that spin on peers. */
+    if ((res = preload_barrier(err)) != FCO_OK) return res;
+    /* all_to_all_single as grouped send/recv; the permute and the barrier follow in
+     * ..._after_group. */
     ncclComm_t nc = (ncclComm_t)l->r[0].nccl_comm;
     const int me = p.r[0].rank;
     const int64_t Tme = p.toff[me + 1] - p.toff[me], bme = p.bstart[me + 1] - p.bstart[me];
@@ -583,5 +611,15 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_after_group(const fco_gpu_la
   static thread_local EaParams p;
   if ((res = fill_params(l, &p, err)) != FCO_OK) return res;
   p.esize = (int32_t)fco_dtype_size(fco_ea_args(op0)->dtype);
-  return launch_permute(p, l->stream, err);
+  if ((res = launch_permute(p, l->stream, err)) != FCO_OK) return res;
+  /* The staging (ws[0, 2S)) lies outside the epoch halves and NCCL raises no signal of ours:
+   * without this barrier a peer done with its send/recv could start a fused call that writes
+   * into this rank's workspace while the permute above still reads it (seen at P = 4, run
+   * 39ee289). The same barrier as gemm_alltoall's impl 0. */
+  for (int i = 0; i < l->num_local; i++) {
+    ea_kernel_barrier<<<1, kThreads, 0, (cudaStream_t)l->stream>>>(l->r[i].dev);
+    cudaError_t ce = cudaGetLastError();
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall impl 0: barrier launch");
+  }
+  return FCO_OK;
 }

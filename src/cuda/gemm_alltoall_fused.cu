@@ -542,18 +542,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
 
 /* ---- impl 0 on nccl: barrier after the send/recv ------------------------------------------ */
 __global__ void __launch_bounds__(kThreads) ga_kernel_barrier(fco_dev_rank_t* dev) {
-  __shared__ RankView v;
-  load_rank_view(dev, &v);
-  const uint64_t e = v.epoch + 1;
-  const int P = v.nranks, me = v.rank, p = threadIdx.x;
-  const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
-  if (p < P && p != me) {
-    /* This kernel starts after the send/recv ended (stream order): the scratch is free. */
-    st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + kDoneSlot, sig_value(e, 0));
-    wait_ge(v.peer_sig[me] + (size_t)p * FCO_SIG_SLOTS + kDoneSlot, sig_value(e, 0), ctx, p,
-            kDoneSlot);
-  }
-  epoch_end(dev, e, 1);
+  rank_barrier(dev, FCO_OP_GEMM_ALLTOALL, kDoneSlot);
 }
 
 /* ---- host side -------------------------------------------------------------------------------- */

@@ -185,6 +185,26 @@ __device__ __forceinline__ void epoch_end(fco_dev_rank_t* dev, uint64_t e, uint3
   }
 }
 
+/* All threads of a one-block kernel of ≥ nranks threads: a call that only makes every rank
+ * wait for every peer. Thread p release-signals peer p's `slot` (row me) with sig_value(e, 0)
+ * and waits for p's in its own row; then the epoch advances. The NCCL-based impl 0 of an op
+ * that stages peers' data in the workspace outside the epoch halves ends with it (after its
+ * last read of that staging), so that no peer starts a next call, which may write into this
+ * rank's workspace at once, before this rank is done: workspace rule (2), src/core/internal.h. */
+__device__ __forceinline__ void rank_barrier(fco_dev_rank_t* dev, int32_t op, int slot) {
+  __shared__ RankView v;
+  load_rank_view(dev, &v);
+  const uint64_t e = v.epoch + 1;
+  const int P = v.nranks, me = v.rank, p = threadIdx.x;
+  const WaitCtx ctx{v.err, v.timeout_ns, op};
+  if (p < P && p != me) {
+    /* This kernel starts after the call's reads of its staging ended (stream order). */
+    st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + slot, sig_value(e, 0));
+    wait_ge(v.peer_sig[me] + (size_t)p * FCO_SIG_SLOTS + slot, sig_value(e, 0), ctx, p, slot);
+  }
+  epoch_end(dev, e, 1);
+}
+
 /* ---- put ---------------------------------------------------------------------------------- */
 template <typename U, int kNumDst>
 __device__ __forceinline__ void put_units_(char* const* dst, size_t dst_off, const char* src,
