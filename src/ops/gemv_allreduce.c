@@ -14,11 +14,12 @@
  *   impl 0 nccl:         0
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
  *
- * LL one-shot, the default (FCO_GEMV_AR_LL=0 turns it off; read at every call, set it alike on
- * every rank: a mismatch times out, or FCO_CHECK_ARGS=1 reports it): impl 1 (also when AUTO
- * picks it) sends its partials as LL words {fp32, flag} through the LL area
- * (src/core/internal.h) where fco_gemv_ar_ll_applies (GPU transports, P > 1, M ≤ 16, ≤ 16 MiB
- * of LL words), else the plain one-shot runs. Measured on 2×H200 (run 6583ba3, CUDA graphs,
+ * LL one-shot, the default (FCO_GEMV_AR_LL=0 turns it off, =1 forces it wherever it applies;
+ * unset: where it applies and a rank pushes ≤ 2 MiB of LL words, see use_ll; read at every
+ * call, set it alike on every rank: a mismatch times out, or FCO_CHECK_ARGS=1 reports it):
+ * impl 1 (also when AUTO picks it) sends its partials as LL words {fp32, flag} through the LL
+ * area (src/core/internal.h) where fco_gemv_ar_ll_applies (GPU transports, P > 1, M ≤ 16,
+ * ≤ 16 MiB of LL words), else the plain one-shot runs. Measured on 2×H200 (run 6583ba3, CUDA graphs,
  * bf16, µs plain / LL, impl 0 in brackets): 8192×8192 M = 1/4/16 24.82 / 22.17, 25.49 / 22.39,
  * 26.27 / 23.35 (30.58, 31.65, 33.25: LL 1.38–1.42× impl 0); 4096×14336 23.29 / 20.81,
  * 23.28 / 20.97, 25.29 / 22.13; 8192×28672 63.87 / 61.07, 63.69 / 61.21, 64.81 / 63.66;
@@ -81,10 +82,21 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   return pushed <= oneshot_max ? 1 : 2;
 }
 
-/* The LL one-shot applies to this call and FCO_GEMV_AR_LL is not 0. */
+/* The LL one-shot runs for this call: it applies and FCO_GEMV_AR_LL is 1, or unset and each
+ * rank's LL words to its peers, (P − 1)·SL, stay ≤ FCO_GEMV_AR_LL_AUTO_PUSH. Why the bound (run
+ * 39ee289, 4×H200, the first at P = 4; µs plain one-shot / LL): at P = 4 the LL words (twice the
+ * bytes) cost more than the fence they save once a rank pushes ~3 MiB of them — 8192×8192
+ * M = 16 21.60 / 23.99 (3 MiB), 8192×28672 M = 16 39.48 / 41.72 (3 MiB), 16384² M = 16 46.27 /
+ * 46.51 (6 MiB) — while LL stays ahead at ≤ 1.5 MiB: 8192² M = 1, 4 17.55 / 15.22, 17.56 /
+ * 16.31, 4096×14336 M = 16 19.97 / 18.66, 16384² M = 4 41.73 / 39.54; at P = 2 every listed
+ * shape is ≤ 2 MiB, where LL was faster at all of them (run 6583ba3). Shape and P only: every
+ * rank decides alike. */
+#define FCO_GEMV_AR_LL_AUTO_PUSH ((size_t)2 << 20)
 static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
-  return fco_env_int("FCO_GEMV_AR_LL", 1) > 0 &&
-         fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N);
+  long long knob = fco_env_int("FCO_GEMV_AR_LL", -1);
+  if (knob == 0 || !fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N)) return 0;
+  return knob > 0 ||
+         (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
 }
 
 static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
