@@ -929,6 +929,36 @@ static void device_mismatch(t_world_t* w, bufs_t* b) {
 }
 #endif
 
+/* FCO_TEST_LL=only / FCO_TEST_GROUP=only: one GPU-only part for P = 1..max, then PASS (0), or
+ * 77 (skip) on the cpu transport. */
+enum { PART_LL, PART_GROUP };
+static int gpu_part(fco_transport_t t, int max, int quick, int part) {
+  const char* what = part == PART_LL ? "LL" : "grouped tiles";
+#ifdef FCO_HAVE_CUDA
+  if (t_is_gpu(t)) {
+    for (int p = 1; p <= max; p++) {
+      t_world_t w;
+      bufs_t b;
+      t_context("P=%d: fco_comm_init_all", p);
+      ASSERT_OK(t_world_init(&w, t, p, NULL));
+      bufs_alloc(&b, &w);
+      if (part == PART_LL) ll_tests(&w, &b, quick);
+      else group_tests(&w, &b);
+      bufs_free(&b);
+      t_world_destroy(&w, 0);
+      printf("P=%d: %s ok\n", p, what);
+    }
+    if (part == PART_LL && max >= 2) ll_silent_peer(t);
+    printf("PASS\n");
+    return 0;
+  }
+#endif
+  (void)max, (void)quick;
+  printf("FCO_TEST_%s=only: the %s tests run on GPU transports only\n",
+         part == PART_LL ? "LL" : "GROUP", what);
+  return 77;
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -967,50 +997,9 @@ int main(void) {
     return 0;
   }
   const char* group_only = getenv("FCO_TEST_GROUP");
-  if (group_only && !strcmp(group_only, "only")) {
-#ifdef FCO_HAVE_CUDA
-    if (t_is_gpu(t)) {
-      for (int p = 1; p <= max; p++) {
-        t_world_t w;
-        bufs_t b;
-        t_context("P=%d: fco_comm_init_all", p);
-        ASSERT_OK(t_world_init(&w, t, p, NULL));
-        bufs_alloc(&b, &w);
-        group_tests(&w, &b);
-        bufs_free(&b);
-        t_world_destroy(&w, 0);
-        printf("P=%d: grouped tiles ok\n", p);
-      }
-      printf("PASS\n");
-      return 0;
-    }
-#endif
-    printf("FCO_TEST_GROUP=only: the grouped tiles run on GPU transports only\n");
-    return 77;
-  }
+  if (group_only && !strcmp(group_only, "only")) return gpu_part(t, max, quick, PART_GROUP);
   const char* ll_only = getenv("FCO_TEST_LL");
-  if (ll_only && !strcmp(ll_only, "only")) {
-#ifdef FCO_HAVE_CUDA
-    if (t_is_gpu(t)) {
-      for (int p = 1; p <= max; p++) {
-        t_world_t w;
-        bufs_t b;
-        t_context("P=%d: fco_comm_init_all", p);
-        ASSERT_OK(t_world_init(&w, t, p, NULL));
-        bufs_alloc(&b, &w);
-        ll_tests(&w, &b, quick);
-        bufs_free(&b);
-        t_world_destroy(&w, 0);
-        printf("P=%d: LL ok\n", p);
-      }
-      if (max >= 2) ll_silent_peer(t);
-      printf("PASS\n");
-      return 0;
-    }
-#endif
-    printf("FCO_TEST_LL=only: the LL one-shot runs on GPU transports only\n");
-    return 77;
-  }
+  if (ll_only && !strcmp(ll_only, "only")) return gpu_part(t, max, quick, PART_LL);
   for (int p = 1; p <= max; p++) {
     t_world_t w;
     bufs_t b;
