@@ -398,8 +398,8 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
 
 /* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 17..64, bf16 / f16): as run_oneshot, but the
  * block's unit of work is a group of kG consecutive tiles, q·kG .. q·kG + kG − 1, for groups
- * q = b, b + B, ... (gemv_group_tile.cuh computes the group, x shared through shared memory).
- * Per group: sum each tile's kS slices in slice order, store every tile (the same [T][M][16]
+ * q = b, b + B, ... (gemv_group_wgmma.cuh or gemv_group_tile.cuh computes the group's partials
+ * into shared memory, x shared by its tiles). Per group: store every tile (the same [T][M][16]
  * slot layout as run_oneshot) into slot `me` of every rank, one flag per group
  * (sig[me][b] = (e << 32) | (j + 1), j = the group's index in this block). Then per group:
  * wait for the peers' flags, sum the P slots in rank order, bias, round, write y. Bit-identical
@@ -416,7 +416,8 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    if (c.vec && p.group_wgmma)
+    /* wgmma only where this image has it (sm_90a; another target runs the mma.sync tile). */
+    if (FCO_WGMMA_COMPILED && c.vec && p.group_wgmma)
       gemv::GroupWgmma<kG>::run((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
                                 smem);
     else
@@ -434,7 +435,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
                                  __float_as_uint(r.w));
       for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
     }
-    signal_block(flag_out, sig_value(c.e, j)); /* also: red read before the next group */
+    signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
   }
   const char* mine = v.peer_data[c.me] + c.hoff;
   j = 0;
