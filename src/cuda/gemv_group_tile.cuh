@@ -1,21 +1,24 @@
 /*
- * gemv_group_tile.cuh — the grouped GEMV tile of the fused GEMV + AllReduce one-shot for
- * M 17..64 in bf16 / f16 (src/cuda/gemv_allreduce.cu, FCO_GEMV_GROUP): one block of 8 warps
+ * gemv_group_tile.cuh — the mma.sync grouped GEMV tile of the fused GEMV + AllReduce one-shot
+ * for M 17..64 in bf16 / f16 (src/cuda/gemv_allreduce.cu, FCO_GEMV_GROUP): one block of 8 warps
  * computes the fp32 partials of kG consecutive 16-column tiles at once,
- * p[tile][m][n] = Σ_k x[m][k] · W[n0 + 16·tile + n][k], over this rank's K.
+ * p[tile][m][n] = Σ_k x[m][k] · W[n0 + 16·tile + n][k], over this rank's K. The grouped kernel
+ * runs it off the vector path (and with FCO_GEMV_GROUP_MMA=1); on the vector path it runs
+ * gemv_group_wgmma.cuh's tile, which leaves the same result and is ~1.7× faster (run 429aee0:
+ * this tile's ldmatrix + HMMA at 8 warps per SM cost about cuBLAS's whole GEMM).
  *
- * Why: gemv_tile.cuh's tile_mma reads x (M rows) from L2 for every 16-column tile; at M = 64
- * that is 4× the bytes of the tile's W, and the one-tile kernels run at a third of HBM speed.
- * Here x goes through shared memory once per group of kG tiles, shared by the kG tiles: x
- * bytes per W byte drop from M/16 to M/(16·kG).
+ * Why groups: gemv_tile.cuh's tile_mma reads x (M rows) from L2 for every 16-column tile; at
+ * M = 64 that is 4× the bytes of the tile's W. Here x goes through shared memory once per group
+ * of kG tiles: x bytes per W byte drop from M/16 to M/(16·kG).
  *
  * Ring: kStages chunks of kGroupKC = 128 elements of K; a chunk holds x [kMT·8 rows][128] and
  * W [kG·16 rows][128], both loaded with cp.async (16 bytes per thread and copy, nothing held
  * in registers), kStages − 1 chunks in flight while one is consumed (as many chunks as fit
- * ~200 KB, at most 6: kMT = 8, kG = 4: 6 stages of 32 KB, 80 KB of W in flight per SM). Rows ≥ M or ≥ N repeat the last
- * valid row (never stored). In a chunk the 16-byte unit u of row r sits at u ^ (r & 7): the 8
- * row addresses of one ldmatrix phase (8 consecutive rows, one unit) hit 8 distinct bank
- * groups.
+ * ~200 KB, at most 6: kMT = 8, kG = 4: 6 stages of 32 KB, 80 KB of W in flight per SM); each
+ * group starts at its own chunk of K (rotation), so the blocks do not all read the same x
+ * lines at once. Rows ≥ M or ≥ N repeat the last valid row (never stored). In a chunk the
+ * 16-byte unit u of row r sits at u ^ (r & 7): the 8 row addresses of one ldmatrix phase (8
+ * consecutive rows, one unit) hit 8 distinct bank groups.
  *
  * Warps: warp w takes the tile pair w % (kG/2) (32 rows of W: two m16 A fragments, so each x
  * fragment read from shared memory feeds both tiles) and the K slice w / (kG/2) of every chunk
@@ -23,6 +26,8 @@
  * fragments loaded with ldmatrix.x4 in the standard layout (no register shuffles: the 16-byte
  * loads of gemv_tile.cuh's permuted-k fragments need four register moves per mma to build A,
  * which made the first version of this tile issue-bound).
+ * Also in the file: group_red_bytes / group_smem_bytes (its shared memory), group_off (the
+ * swizzle), group_load (the ring's copies).
  *
  * K: whole chunks through the ring (vector path: W, x and K·esize 16-byte aligned); the rest
  * (K % 128, or all of K without the vector path) in 32-element chunks with guarded scalar
