@@ -872,13 +872,13 @@ static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
 }
 
 /* Grouped tiles (FCO_GEMV_GROUP: impl 1 at M 17..64 in bf16 / f16): every knob value (unset,
- * 2, 4, 0 = the one-tile kernels; 4 again with FCO_GEMV_GROUP_MMA=1, the mma.sync tile instead of
- * wgmma on the vector path) on M of 3..8 m-tiles, N with a partial
- * last group (1000, 100) or a single partial tile (15), K_r of many 256-element chunks (the
- * 3-stage ring wraps, then a tail of 32-element chunks), a shorter vector-path K and K off the
- * vector path (4095: every rank's chunks through the guarded loads); bf16 and f16, bias on and
- * off, exact reference checks. PDL as the caller set it. Then FCO_GEMV_GROUP=3 is refused with
- * nothing written, and the next call is right. */
+ * 2, 4, 0 = the one-tile kernels; 4 again with FCO_GEMV_GROUP_MMA=1, the mma.sync tile instead
+ * of wgmma on the vector path) on M of 3..8 m-tiles, N with a partial last group (1000, 100) or
+ * a single partial tile (15), K_r up to ~4600 (both tiles' rings wrap: wgmma 12 slabs of 64,
+ * mma.sync 6 chunks of 128; then K's tail), a shorter vector-path K and K off the vector path
+ * (4095: every rank's chunks through the guarded loads); bf16 and f16, bias on and off, each
+ * call checked against the float64 reference (check()). PDL as the caller set it. Then
+ * FCO_GEMV_GROUP=3 is refused with nothing written, and the next call is right. */
 static void group_tests(const t_world_t* w, bufs_t* b) {
   static const char* const knobs[] = {NULL, "2", "4", "0", "4"}; /* the last: mma.sync tile */
   static const size_t ms[] = {17, 32, 40, 64};

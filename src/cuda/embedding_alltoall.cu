@@ -375,9 +375,9 @@ fco_result_t preload_barrier(char* err) {
   fco_result_t r = current_device(err, &device, &sms);
   if (r != FCO_OK) return r;
   if (device < kMaxDevices && done[device].load()) return FCO_OK;
-  cudaFuncAttributes fa;
-  cudaError_t ce = cudaFuncGetAttributes(&fa, ea_kernel_barrier);
-  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: loading the barrier kernel");
+  const void* fns[] = {(const void*)ea_kernel_barrier};
+  if ((r = load_kernels(err, fns, 1, "fco_embedding_alltoall: loading the barrier kernel")) != FCO_OK)
+    return r;
   if (device < kMaxDevices) done[device].store(1);
   return FCO_OK;
 }

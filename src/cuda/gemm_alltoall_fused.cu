@@ -899,13 +899,9 @@ fco_result_t preload_kernels(char* err) {
   fco_result_t r = current_device(err, &device, &sms);
   if (r != FCO_OK) return r;
   if (device < kMaxDevices && done[device].load()) return FCO_OK;
-  cudaFuncAttributes fa;
   const void* fns[] = {(const void*)ga_kernel_exchange, (const void*)ga_kernel_push,
                        (const void*)ga_kernel_finish, (const void*)ga_kernel_barrier};
-  for (const void* f : fns) {
-    cudaError_t ce = cudaFuncGetAttributes(&fa, f);
-    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: cudaFuncGetAttributes");
-  }
+  if ((r = load_kernels(err, fns, 4, "gemm_alltoall: cudaFuncGetAttributes")) != FCO_OK) return r;
   int cap = 0;
   if ((r = coresident<ga_kernel_finish>(err, 0, &cap)) != FCO_OK) return r;
   bool wgmma = false; /* decide (and load the probe) before any capture or spinning kernel */

@@ -62,15 +62,15 @@ __host__ __device__ constexpr int group_stages() {
   return s < 2 ? 2 : s > 6 ? 6 : s;
 }
 /* The partials: [warp][2 tiles][kMT·8 rows][16] fp32. */
-template <int kMT, int kW>
+template <int kMT>
 __host__ __device__ constexpr size_t group_red_bytes() {
-  return (size_t)kW * 2 * kMT * 8 * kTileN * 4;
+  return (size_t)kGroupWarps * 2 * kMT * 8 * kTileN * 4;
 }
-/* Dynamic shared memory of the grouped tile (blocks of kW warps). */
-template <int kMT, int kG, int kW = kGroupWarps>
+/* Dynamic shared memory of the grouped tile. */
+template <int kMT, int kG>
 __host__ __device__ constexpr size_t group_smem_bytes() {
   constexpr size_t ring = (size_t)group_stages<kMT, kG>() * group_chunk_bytes<kMT, kG>();
-  return ring > group_red_bytes<kMT, kW>() ? ring : group_red_bytes<kMT, kW>();
+  return ring > group_red_bytes<kMT>() ? ring : group_red_bytes<kMT>();
 }
 
 /* Byte offset of 16-byte unit u of row r inside a chunk's rows (swizzled, see the header). */
@@ -91,11 +91,11 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r
  * contiguous bytes of one row per step). Rows ≥ M (x) or ≥ N (W) copy the last valid row
  * instead (never stored: their outputs are dropped), so every copy is one 64-bit add and the
  * cp.async: the rows' base pointers do not change from chunk to chunk (hoisted). */
-template <typename T, int kMT, int kG, int kW>
+template <typename T, int kMT, int kG>
 __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w, int M, int N,
                                            int n0, int64_t K, int64_t k0) {
   constexpr int kUnits = kGroupKC / 8;                /* 16-byte units per row */
-  constexpr int kRowStep = kW * 32 / kUnits; /* rows per copy step */
+  constexpr int kRowStep = kGroupWarps * 32 / kUnits; /* rows per copy step */
   static_assert(kUnits <= 32 && (kMT * 8) % kRowStep == 0 && (kG * 16) % kRowStep == 0 &&
                     kRowStep % 8 == 0,
                 "whole copy steps, one swizzle per thread");
@@ -111,14 +111,14 @@ __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w,
                w + (int64_t)min(n0 + r0 + kRowStep * i, N - 1) * K + u * 8 + k0, 16);
 }
 
-template <typename T, int kMT, int kG, int kW = kGroupWarps>
+template <typename T, int kMT, int kG>
 __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __restrict__ x,
                                            int M, int N, int64_t K, int n0, bool vec,
                                            unsigned char* smem) {
   static_assert(sizeof(T) == 2, "grouped tile: bf16 / f16");
   static_assert(kG == 2 || kG == 4, "grouped tile: 2 or 4 tiles");
   constexpr int kPairs = kG / 2;
-  constexpr int kS = kW / kPairs; /* K slices per chunk */
+  constexpr int kS = kGroupWarps / kPairs; /* K slices per chunk */
   static_assert(kGroupKC / kS >= 16, "at least one k16 step per warp and chunk");
   constexpr int kStages = group_stages<kMT, kG>();
   constexpr uint32_t kChunkBytes = group_chunk_bytes<kMT, kG>();
@@ -148,7 +148,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
     if (st < nfull)
-      group_load<T, kMT, kG, kW>(ring + st * kChunkBytes, x, w, M, N, n0, K,
+      group_load<T, kMT, kG>(ring + st * kChunkBytes, x, w, M, N, n0, K,
                              ((st + rot) % nfull) * kGroupKC);
     cp_async_commit();
   }
@@ -157,7 +157,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
     cp_async_wait<kStages - 2>();
     __syncthreads(); /* chunk c is in the ring; every warp is done with chunk c - 1 */
     if (c + kStages - 1 < nfull)
-      group_load<T, kMT, kG, kW>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
+      group_load<T, kMT, kG>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
                              M, N, n0, K, ((c + kStages - 1 + rot) % nfull) * kGroupKC);
     cp_async_commit();
     /* k16 steps of this warp's slice: A = the two W tiles (ldmatrix.x4 each: rows 0-7 / 8-15
@@ -232,12 +232,12 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
   __syncthreads();
   /* The group's partials, each tile's kS slices summed in slice order, into out [kG][64][16]
    * at the start of smem (over red: every thread first sums its float4s in registers). */
-  constexpr int kPer = (kG * 64 * kTileN / 4 + kW * 32 - 1) / (kW * 32);
+  constexpr int kPer = (kG * 64 * kTileN / 4 + kGroupWarps * 32 - 1) / (kGroupWarps * 32);
   float4 sum[kPer];
   const float(*rd)[kTileN] = reinterpret_cast<const float(*)[kTileN]>(smem);
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    const int idx = threadIdx.x + j * kW * 32; /* float4 idx of out: tile, row, quarter */
+    const int idx = threadIdx.x + j * kGroupWarps * 32; /* float4 idx of out: tile, row, quarter */
     const int tw = idx / (64 * 4), m = (idx / 4) % 64, n = (idx % 4) * 4;
     sum[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     if (idx < kG * 64 * 4 && m < M)
@@ -255,7 +255,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
   float4* out = reinterpret_cast<float4*>(smem);
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    const int idx = threadIdx.x + j * kW * 32;
+    const int idx = threadIdx.x + j * kGroupWarps * 32;
     if (idx < kG * 64 * 4) out[idx] = sum[j];
   }
   __syncthreads();

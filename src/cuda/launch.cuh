@@ -43,6 +43,19 @@ fco_result_t opt_in_smem(int device, int smem, char* err) {
   return FCO_OK;
 }
 
+/* Load kernels on the current device now (cudaFuncGetAttributes), so none of them is first
+ * launched while a kernel of ours spins on a peer: with CUDA_MODULE_LOADING=LAZY that first
+ * launch would load the module, which may wait for the spinning kernel (a deadlock until the
+ * timeout). No per-device memo: callers keep their own "done" flag. */
+inline fco_result_t load_kernels(char* err, const void* const* fns, int n, const char* what) {
+  cudaFuncAttributes fa;
+  for (int i = 0; i < n; i++) {
+    cudaError_t ce = cudaFuncGetAttributes(&fa, fns[i]);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, what);
+  }
+  return FCO_OK;
+}
+
 /* Blocks of `kKernel` at `threads` threads and `smem` bytes of dynamic shared memory that fit
  * on the device at once (occupancy × SMs), cached per (kernel, device): a kernel is always
  * launched with the same smem. 0 means it cannot launch at all. */

@@ -61,7 +61,8 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    faster: 72.2/72.8/74.0 vs 73.8/73.1/75.1 — until the LL words and PDL: run a70f468
  *    (2×H200, graphs) gave the fused LL one-shot 68.86/69.02/72.57 µs at 16384×16384 M =
  *    1/4/16 against impl 3's 71.55/71.64/72.81, so N ≤ 16384 (FCO_GEMV_AR_FUSED_MAX_N) is fused
- *    since; at M = 64 (x re-read per tile) impl 3 wins by 2×.
+ *    since; at M = 64 impl 3 wins, by 1.15–1.7× over the grouped wgmma tiles of run c616e61
+ *    (src/cuda/gemv_allreduce.cu, launch_grouped).
  *    One-shot (1) while the bytes each rank pushes, (P−1)·M·N·4, stay ≤
  *    FCO_GEMV_AR_ONESHOT_MAX (4 MiB), two-phase (2) above;
  *  - otherwise unfused: 3 (cuBLAS + fco's one-shot all-reduce) where fco_allreduce's AUTO
