@@ -20,6 +20,7 @@
 #define BENCH_MAX_RANKS 64
 #define BENCH_MAX_IMPLS 16 /* columns: impls 0..N-1 plus AUTO */
 #define BENCH_MAX_SETS 64  /* rotating input sets per shape */
+#define BENCH_MAX_ROUNDS 64  /* -R */
 #define BENCH_MIN_GRAPH_OPS 8 /* iterations captured in one CUDA graph, at least */
 
 /* Bandwidths for the floor column (GB/s = 1e9 B/s), from DESIGN.md's measurements. */
@@ -32,6 +33,7 @@ typedef struct {
   size_t step_factor;          /* multiplicative step (>= 2); 0 = default */
   size_t step_bytes;           /* additive step (-i); 0 = use step_factor */
   int iters, warmup;           /* < 0 = transport default */
+  int rounds;                  /* -R: columns timed round after round, median over rounds */
   unsigned dtype_mask;         /* bit (1 << fco_dtype_t); 0 = all */
   const char* impl_spec;       /* -D as given: "all", "1", "oneshot", "0,auto" */
   int graph;                   /* -G: capture iterations into a CUDA graph */

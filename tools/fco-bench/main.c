@@ -1,7 +1,8 @@
 /*
  * main.c — fco-bench: nccl-tests-style A/B benchmark of fco operators.
  *
- *   fco-bench [op] [-b minbytes] [-e maxbytes] [-f factor | -i increment] [-n iters] [-w warmup]
+ *   fco-bench [op] [-b minbytes] [-e maxbytes] [-f factor | -i increment] [-n iters] [-R rounds]
+ *             [-w warmup]
  *             [-d f32|f16|bf16|all] [-D impl|all] [-G 0|1] [-g ranks] [-t auto|nccl|local|cpu]
  *             [-J file.json] [-c 0|1] [-L GB/s] [-M machine] [-h]
  *
@@ -16,6 +17,16 @@
 #include <strings.h>
 
 #include "bench.h"
+
+/* Median of the rounds' values, or -1 when a round has none (< 0: "-"). */
+static double round_median(const double* v, int n) {
+  double t[BENCH_MAX_ROUNDS];
+  for (int i = 0; i < n; i++) {
+    if (v[i] < 0) return -1;
+    t[i] = v[i];
+  }
+  return bench_median(t, n);
+}
 
 /* The op registry: a new op is one op_<name>.c and one line here. */
 static const bench_op_t* const kOps[] = {
@@ -38,6 +49,8 @@ static void usage(FILE* f) {
           "  -f factor           multiply the size by this each step (default 4)\n"
           "  -i increment        add this to the size each step instead\n"
           "  -n iters            timed iterations (default 50 on GPUs, 10 on cpu)\n"
+          "  -R rounds           time every column once per round, R rounds, report the median\n"
+          "                      over rounds (default 1; e.g. -R 5 -n 10 for long GPU runs)\n"
           "  -w warmup           untimed iterations first (default 10 on GPUs, 3 on cpu)\n"
           "  -d f32|f16|bf16|all dtypes, comma list allowed (default all)\n"
           "  -D impl|all         impls by number or name, comma list, 'auto' (default all);\n"
@@ -132,7 +145,7 @@ static int resolve_impls(bench_ctx_t* ctx, const bench_op_t* op, const char* spe
 static void parse_args(int argc, char** argv, bench_opts_t* o, int* graph_set) {
   int c, v;
   const char* dspec = "all";
-  while ((c = getopt(argc, argv, "b:e:f:i:n:w:d:D:G:g:t:J:c:L:M:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:f:i:n:R:w:d:D:G:g:t:J:c:L:M:h")) != -1) {
     switch (c) {
       case 'b':
         if (bench_parse_size(optarg, &o->min_bytes) || !o->min_bytes)
@@ -152,6 +165,10 @@ static void parse_args(int argc, char** argv, bench_opts_t* o, int* graph_set) {
         break;
       case 'n':
         if (parse_int(optarg, 1, 1000000, &o->iters)) USAGE_ERROR("-n %s: want 1..1000000", optarg);
+        break;
+      case 'R':
+        if (parse_int(optarg, 1, BENCH_MAX_ROUNDS, &o->rounds))
+          USAGE_ERROR("-R %s: want 1..%d", optarg, BENCH_MAX_ROUNDS);
         break;
       case 'w':
         if (parse_int(optarg, 0, 1000000, &o->warmup)) USAGE_ERROR("-w %s: want 0..1000000", optarg);
@@ -290,8 +307,8 @@ static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
   } else {
     fprintf(f, "threads of one process\n");
   }
-  fprintf(f, "# op %s  iters %d  warmup %d  graph %d  check %d  time: median of %s\n", op->name,
-          o->iters, o->warmup, o->graph, o->check,
+  fprintf(f, "# op %s  iters %d  rounds %d  warmup %d  graph %d  check %d  time: median of %s\n",
+          op->name, o->iters, o->rounds, o->warmup, o->graph, o->check,
           !ctx->on_gpu ? "clock_gettime around each group"
           : o->graph   ? "CUDA graph replays / iterations per graph"
                        : "CUDA events per iteration (slowest rank)");
@@ -315,6 +332,7 @@ int main(int argc, char** argv) {
   bench_ctx_t* ctx = &ctx_storage;
   bench_opts_t* o = &ctx->opt;
   o->iters = o->warmup = -1;
+  o->rounds = 1;
   o->check = 1;
   o->impl_spec = "all";
   o->transport = FCO_TRANSPORT_AUTO;
@@ -400,42 +418,58 @@ int main(int argc, char** argv) {
         bench_report(ctx, r, what);
         failed = 1;
       }
-      int measured = 0;
-      for (int j = 0; j < ctx->nimpls && !failed; j++) {
-        const char* label = bench_impl_label(ctx, op, j);
-        snprintf(what, sizeof what, "%s %s %zu B impl %s", op->name, fco_dtype_name(dt), row->bytes,
-                 label);
-        ctx->err_rank = -1;
-        ctx->err_msg[0] = 0;
-        double us = -1;
-        if (progress) fprintf(stderr, "# progress: time %s\n", what);
-        r = op->time(ctx, st, ctx->impls[j], &us);
-        if (r == FCO_ERR_UNSUPPORTED) { /* "-" in the table, not a failure */
-          if (!told_unsupported[j]++) bench_report(ctx, r, what);
-          continue;
+      /* -R rounds: every column (impls, then the op's parts alone) is timed once per round,
+       * round after round, and reported as the median over rounds, so slow drift of the GPU's
+       * clock (power, temperature) under long runs lands on every column alike. */
+      int measured = 0, nr = 0;
+      double samp[BENCH_MAX_IMPLS][BENCH_MAX_ROUNDS], comp[BENCH_MAX_ROUNDS],
+          comm[BENCH_MAX_ROUNDS];
+      for (int round = 0; round < o->rounds && !failed; round++, nr++) {
+        for (int j = 0; j < ctx->nimpls && !failed; j++) {
+          samp[j][round] = -1;
+          const char* label = bench_impl_label(ctx, op, j);
+          snprintf(what, sizeof what, "%s %s %zu B impl %s", op->name, fco_dtype_name(dt),
+                   row->bytes, label);
+          ctx->err_rank = -1;
+          ctx->err_msg[0] = 0;
+          double us = -1;
+          if (progress) fprintf(stderr, "# progress: time %s\n", what);
+          r = op->time(ctx, st, ctx->impls[j], &us);
+          if (r == FCO_ERR_UNSUPPORTED) { /* "-" in the table, not a failure */
+            if (!told_unsupported[j]++) bench_report(ctx, r, what);
+            continue;
+          }
+          if (r != FCO_OK) {
+            bench_report(ctx, r, what);
+            failed = 1;
+            break;
+          }
+          row->time_us[j] = samp[j][round] = us;
+          measured = 1;
+          if (!o->check || round > 0) continue;
+          long long wrong = 0;
+          if (progress) fprintf(stderr, "# progress: check %s (%.2f us)\n", what, us);
+          if ((r = op->check(ctx, st, ctx->impls[j], &wrong)) != FCO_OK) {
+            bench_report(ctx, r, what);
+            failed = 1;
+            break;
+          }
+          row->wrong[j] = wrong;
+          total_wrong += wrong;
         }
-        if (r != FCO_OK) {
+        if (progress && !failed)
+          fprintf(stderr, "# progress: finish row (parts alone: compute, comm)\n");
+        if (!failed && (r = op->finish_row(ctx, st, row)) != FCO_OK) {
           bench_report(ctx, r, what);
           failed = 1;
-          break;
         }
-        row->time_us[j] = us;
-        measured = 1;
-        if (!o->check) continue;
-        long long wrong = 0;
-        if (progress) fprintf(stderr, "# progress: check %s (%.2f us)\n", what, us);
-        if ((r = op->check(ctx, st, ctx->impls[j], &wrong)) != FCO_OK) {
-          bench_report(ctx, r, what);
-          failed = 1;
-          break;
-        }
-        row->wrong[j] = wrong;
-        total_wrong += wrong;
+        comp[round] = row->compute_us;
+        comm[round] = row->comm_us;
       }
-      if (progress && !failed) fprintf(stderr, "# progress: finish row (parts alone: compute, comm)\n");
-      if (!failed && (r = op->finish_row(ctx, st, row)) != FCO_OK) {
-        bench_report(ctx, r, what);
-        failed = 1;
+      if (!failed && nr > 1) {
+        for (int j = 0; j < ctx->nimpls; j++) row->time_us[j] = round_median(samp[j], nr);
+        row->compute_us = round_median(comp, nr);
+        row->comm_us = round_median(comm, nr);
       }
       if (st) op->teardown(ctx, st);
       if (measured) nrows++;

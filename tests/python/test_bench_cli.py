@@ -1,0 +1,62 @@
+"""test_bench_cli.py — fco-bench (tools/fco-bench) runs every operator's table on the cpu
+transport with tiny shapes: every element checked (0 wrong), -R rounds reported in the header,
+-J writes JSON with one result per row, bad flags exit 2. Run: pytest tests/python/test_bench_cli.py
+"""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import fco
+
+# Tiny shapes through the bench's own environment knobs (tools/fco-bench/README.md).
+OPS = {
+    "allreduce": ([ "-b", "1K", "-e", "4K"], {}),
+    "gemv_allreduce": ([], {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "1,3"}),
+    "embedding_alltoall": ([], {"FCO_BENCH_EA_WORKLOADS": "0,4", "FCO_BENCH_EA_BATCH_DIV": "2048",
+                                "FCO_BENCH_EA_ROWS": "300"}),
+    "gemm_alltoall": ([], {"FCO_BENCH_GA_SHAPES": "40,72,48,4,2;24,72,40,3,1,4"}),
+}
+
+
+def bench_bin():
+    exe = os.path.join(os.path.dirname(os.path.dirname(fco.lib_path())), "bin", "fco-bench")
+    if not os.path.exists(exe):
+        pytest.fail(f"{exe} missing: `make` builds it next to libfco")
+    return exe
+
+
+def run(args, extra_env=None, timeout=300):
+    env = dict(os.environ)
+    env.update(extra_env or {})
+    env.setdefault("FCO_TIMEOUT_MS", "15000")
+    return subprocess.run([bench_bin()] + args, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_every_op_in_rounds(op, tmp_path):
+    args, env = OPS[op]
+    js = tmp_path / "out.json"
+    p = run([op, "-t", "cpu", "-g", "2", "-n", "2", "-w", "1", "-R", "3", "-d", "f32,bf16",
+             "-J", str(js)] + args, env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "cpu transport" in p.stdout or "threads of one process" in p.stdout
+    assert re.search(r"# op %s\s+iters 2\s+rounds 3\s+warmup 1" % op, p.stdout), p.stdout
+    assert "# wrong elements: 0" in p.stdout, p.stdout
+    rows = [l for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    assert rows, p.stdout
+    doc = json.loads(js.read_text())
+    assert doc["tool"] == "fco-bench"
+    assert len(doc["results"]) >= len(rows) >= 2  # f32 and bf16 rows at least
+    for res in doc["results"]:
+        assert res["op"] == op
+
+
+@pytest.mark.parametrize("flag", [["-R", "0"], ["-R", "65"], ["-R", "x"], ["-n", "0"]])
+def test_bad_flags_exit_2(flag):
+    p = run(["allreduce", "-t", "cpu"] + flag)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "want" in p.stderr, p.stderr
