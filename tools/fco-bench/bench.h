@@ -60,6 +60,8 @@ typedef struct {
   double floor_us;           /* < 0: none */
   double compute_us;         /* < 0: the op has no separate compute part (null) */
   double comm_us;            /* < 0: null */
+  double both_us;            /* < 0: null; compute and comm alone issued at once on two streams
+                              * (no dependency between them: what perfect overlap could reach) */
 } bench_row_t;
 
 /* Issue iteration `iter` of the thing being timed, for every rank (one fco group). */

@@ -263,6 +263,10 @@ int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows
       json_num(f, r->compute_us);
       fputs(",\"comm_us\":", f);
       json_num(f, r->comm_us);
+      if (r->both_us >= 0) {
+        fputs(",\"both_us\":", f);
+        json_num(f, r->both_us);
+      }
       if (r->wrong[j] >= 0) fprintf(f, ",\"wrong\":%lld}", r->wrong[j]);
       else fputs(",\"wrong\":null}", f);
     }

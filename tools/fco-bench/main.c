@@ -395,7 +395,7 @@ int main(int argc, char** argv) {
       memset(row, 0, sizeof *row);
       row->op = op;
       row->dtype = dt;
-      row->floor_us = row->compute_us = row->comm_us = -1;
+      row->floor_us = row->compute_us = row->comm_us = row->both_us = -1;
       for (int j = 0; j < BENCH_MAX_IMPLS; j++) {
         row->time_us[j] = -1;
         row->wrong[j] = -1;
@@ -423,7 +423,7 @@ int main(int argc, char** argv) {
        * clock (power, temperature) under long runs lands on every column alike. */
       int measured = 0, nr = 0;
       double samp[BENCH_MAX_IMPLS][BENCH_MAX_ROUNDS], comp[BENCH_MAX_ROUNDS],
-          comm[BENCH_MAX_ROUNDS];
+          comm[BENCH_MAX_ROUNDS], both[BENCH_MAX_ROUNDS];
       for (int round = 0; round < o->rounds && !failed; round++, nr++) {
         for (int j = 0; j < ctx->nimpls && !failed; j++) {
           samp[j][round] = -1;
@@ -465,11 +465,13 @@ int main(int argc, char** argv) {
         }
         comp[round] = row->compute_us;
         comm[round] = row->comm_us;
+        both[round] = row->both_us;
       }
       if (!failed && nr > 1) {
         for (int j = 0; j < ctx->nimpls; j++) row->time_us[j] = round_median(samp[j], nr);
         row->compute_us = round_median(comp, nr);
         row->comm_us = round_median(comm, nr);
+        row->both_us = round_median(both, nr);
       }
       if (st) op->teardown(ctx, st);
       if (measured) nrows++;
