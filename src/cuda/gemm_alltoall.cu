@@ -32,16 +32,24 @@
  *   2. every cuBLAS GEMM of every local rank on the user stream, in chunks (below), an event
  *      after each chunk;
  *   3. on the push stream: the exchange kernel (headers → plan), then per chunk a wait for its
- *      event and a push kernel (FCO_GA_PUSH_BLOCKS blocks, default 16) that copies the chunk's
- *      rows into out (own) or the destination's staging;
+ *      event and a push kernel (FCO_GA_PUSH_BLOCKS blocks, default half the SMs) that copies
+ *      the chunk's rows into out (own) or the destination's staging;
  *   4. join the push stream back, then the finish kernel ("all pushed" → peers, land).
  *   The GEMMs are issued before the first kernel that waits for a peer, so no cuBLAS kernel is
  *   ever loaded lazily while one of ours spins (a load may wait for running kernels: that
  *   deadlocked until the timeout on the nccl transport); our own kernels are preloaded.
- *   Chunks: experts in order; an expert's GEMM is split only when it has ≥ 2·T rows, and small
- *   experts are grouped until a group has T rows, T = max(rows that fill the GPU twice with
- *   128×128 tiles, rows/4) (FCO_GA_CHUNK_ROWS overrides T): each GEMM keeps cuBLAS's speed and
- *   a push follows each chunk (the old per-expert eighths made GEMMs too small to fill the GPU).
+ *   Chunks: experts in order; an expert's GEMM is split only when it has ≥ 2·Ts rows (pieces of
+ *   about Ts), Ts = max(rows that fill the GPU twice with 128×128 tiles, rows/4), so each GEMM
+ *   keeps cuBLAS's speed (splitting 1024-row experts in 512-row pieces cost 8 % at 4096 tokens ×
+ *   K 14336); experts are grouped until a group has Tg rows, Tg = max(rows/8, about one wave of
+ *   128×128 tiles, rounded down to 128 rows), at most Ts, and a push follows each group: the
+ *   smaller the last group, the less of the all-to-all is left after the last GEMM.
+ *   FCO_GA_CHUNK_ROWS sets both. The push kernels get half the SMs: they run between the chunk
+ *   GEMMs (cuBLAS's kernels hold whole SMs), so a push of 16 blocks (the old default) was still
+ *   running when the next one queued: run 1d0c2e0-sweep (2×H200, K 14336, chunks µs, 4096 /
+ *   1024 / skewed 1024 tokens): 16 blocks, old chunks 1427 / 367 / 529 (run 1d0c2e0); 64 blocks
+ *   1345 / 355 / 548; 64 blocks, Tg = 1024 1335 / 351 / 531; Tg = 512 (splitting at 4096)
+ *   1437 / 343 / 533; 48, 96, 132 blocks within 1 % of 64.
  *   Tried and removed: the chunk GEMMs on sms − r SMs (cublasSetSmCountTarget), so the push
  *   kernels run beside a GEMM instead of between GEMMs — run 83e233a (2×H200, K 14336, chunks
  *   µs for r = 0 / 4 / 8): 1292.7 / 1324.3 / 1467.4 (4096 tokens), 339.5 / 339.2 / 347.7 (1024),
@@ -481,8 +489,8 @@ struct GemmRange {
 using ChunkPlan = std::vector<std::vector<GemmRange>>; /* chunk = GEMMs pushed together */
 
 /* Chunks of one rank (file comment): split experts with ≥ 2T rows into pieces of about T rows
- * (multiples of 128 but the last), group smaller ones until a group reaches T rows. */
-void plan_chunks(const int32_t* c, int E, int P, int64_t T, ChunkPlan* out) {
+ * (multiples of 128 but the last), group smaller ones until a group reaches Tg rows. */
+void plan_chunks(const int32_t* c, int E, int P, int64_t T, int64_t Tg, ChunkPlan* out) {
   out->clear();
   std::vector<GemmRange> cur;
   int64_t g = 0;
@@ -500,7 +508,7 @@ void plan_chunks(const int32_t* c, int E, int P, int64_t T, ChunkPlan* out) {
       }
     } else {
       cur.push_back(GemmRange{e, 0, m});
-      if ((g += m) >= T) {
+      if ((g += m) >= Tg) {
         out->push_back(cur);
         cur.clear();
         g = 0;
@@ -542,9 +550,10 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const char* env = getenv("FCO_GA_CHUNK_ROWS");
   const int64_t env_rows = env && *env ? atoll(env) : 0;
   const char* envb = getenv("FCO_GA_PUSH_BLOCKS");
-  const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : 16;
-  /* Rows that give 2 waves of 128×128 tiles at this N. */
+  const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : std::max(sms / 2, 1);
+  /* Rows that give 2 waves of 128×128 tiles at this N, and about one wave (rounded down). */
   const int64_t fill = ((2 * (int64_t)sms * 128 * 128 / a0->n + 127) / 128) * 128;
+  const int64_t wave = std::max<int64_t>(128, ((int64_t)sms * 128 * 128 / a0->n) / 128 * 128);
   const int max_chunks = (kNumEvents - 2) / l->num_local;
   std::vector<PendingPush> pushes;
 
@@ -560,10 +569,13 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     for (int s = 0; s < P; ++s) total += tot[s];
     int64_t T = env_rows > 0 ? env_rows : std::max<int64_t>(fill, (total + 3) / 4);
     if (T < 1) T = 1;
+    int64_t Tg = env_rows > 0 ? env_rows : std::min(T, std::max<int64_t>(wave, (total + 7) / 8));
     ChunkPlan plan;
-    for (plan_chunks(c, E, P, T, &plan); (int)plan.size() > max_chunks;
-         plan_chunks(c, E, P, T, &plan))
+    for (plan_chunks(c, E, P, T, Tg, &plan); (int)plan.size() > max_chunks;
+         plan_chunks(c, E, P, T, Tg, &plan)) {
       T *= 2;
+      Tg *= 2;
+    }
     /* Per expert: first A row, and rows of earlier experts per destination. */
     std::vector<int64_t> arow(E + 1, 0), dl((size_t)(E + 1) * P, 0);
     for (int e = 0; e < E; ++e) {
