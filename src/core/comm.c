@@ -293,13 +293,17 @@ fco_result_t fco_comm_transport(fco_comm_t comm, fco_transport_t* t) {
   return FCO_OK;
 }
 
-fco_result_t fco_comm_get_async_error(fco_comm_t comm) {
-  NEED_COMM(comm, "fco_comm_get_async_error");
-  if (comm->async_error == FCO_OK && comm->tops) {
+fco_result_t fco_comm_poll_async(fco_comm_t comm) {
+  if (comm->async_error == FCO_OK && comm->tops && comm->tops->poll_error) {
     fco_result_t r = comm->tops->poll_error(comm);
     if (r != FCO_OK) comm->async_error = r;
   }
   return comm->async_error;
+}
+
+fco_result_t fco_comm_get_async_error(fco_comm_t comm) {
+  NEED_COMM(comm, "fco_comm_get_async_error");
+  return fco_comm_poll_async(comm);
 }
 
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {

@@ -80,7 +80,9 @@ fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
 }
 
 fco_result_t fco_op_submit(const fco_op_t* op) {
-  if (op->comm->async_error != FCO_OK) return op->comm->async_error;
+  /* An error the device recorded (a timeout, bad data, the epoch limit) makes every later call
+   * fail: the record is polled here (one read of host-mapped memory). */
+  if (fco_comm_poll_async(op->comm) != FCO_OK) return op->comm->async_error;
   if (g_depth == 0) {
     fco_op_t tmp = *op;
     return fco_ops_execute(&tmp, 1);

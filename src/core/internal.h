@@ -201,6 +201,9 @@ long long fco_env_int(const char* name, long long dflt);
 
 /* Submit an op (group.c): queued while a group is open, else executed now. */
 fco_result_t fco_op_submit(const fco_op_t* op);
+/* comm->async_error, after polling the transport's device-side record when it is still OK
+ * (src/core/comm.c; fco_comm_get_async_error and every submitted call use it). */
+fco_result_t fco_comm_poll_async(fco_comm_t comm);
 /* Grow (collectively) and run ops of one comm or one world. */
 fco_result_t fco_ops_execute(fco_op_t* ops, int n);
 

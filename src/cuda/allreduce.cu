@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kThreads, 1) allreduce_kernel_oneshot(const On
   const uint32_t li = blockIdx.x / p.blocks_per_rank;
   const uint32_t part = blockIdx.x - li * p.blocks_per_rank;
   fco_dev_rank_t* dev = p.dev[li];
-  load_rank_view(dev, &v);
+  load_rank_view(dev, &v, FCO_OP_ALLREDUCE);
   const uint64_t e = v.epoch + 1;
   const int me = v.rank;
   const size_t S = p.slot_bytes;

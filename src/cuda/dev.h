@@ -8,10 +8,13 @@
  * symmetric signal window; a sender s writes peer_sig[p][s * FCO_SIG_SLOTS + slot].
  * Values only grow: a call uses values derived from the epoch (calls completed on this
  * communicator), so flags never need resetting and CUDA-graph replays stay correct.
- * Known limit (not guarded yet): the values put the epoch in the upper 32 bits (sig_value,
- * the embedding counters and queues), so they grow only for 2^32 calls of one communicator —
- * about 6 days at 8000 calls a second; past that a wait could be satisfied by a stale value.
- * Re-create a communicator before then; a device-side check (error at epoch 2^32 − 1) is to do.
+ * Limit: the values put the epoch in the upper 32 bits (sig_value, the embedding counters and
+ * queues), so they grow only for 2^32 calls of one communicator — about 6 days at 8000 calls a
+ * second; past that a wait could be satisfied by a stale value. Guarded: every kernel that
+ * starts at epoch ≥ FCO_EPOCH_LIMIT (2^24 calls before the end, so calls already issued or
+ * captured still run correctly) records FCO_ERR_INVALID_USAGE in slot FCO_ERR_SLOT_EPOCH
+ * (prims.cuh load_rank_view; fco.triton's call_epoch), and every later call of the
+ * communicator returns it: destroy it and create a new one.
  */
 #ifndef FCO_CUDA_DEV_H_
 #define FCO_CUDA_DEV_H_
@@ -24,6 +27,8 @@
 extern "C" {
 #endif
 
+#define FCO_EPOCH_LIMIT (0xffffffffull - (1ull << 24)) /* see the file comment */
+#define FCO_ERR_SLOT_EPOCH (-2) /* fco_async_err_t.slot of the epoch-limit record */
 #define FCO_SIG_SLOTS 1024 /* signal slots per source rank: >= blocks per rank of any kernel */
 #define FCO_SIG_BYTES ((size_t)FCO_MAX_GPU_RANKS * FCO_SIG_SLOTS * sizeof(uint64_t))
 

@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2) ea_k
   const EaRank& rk = p.r[li];
   fco_dev_rank_t* dev = rk.dev;
   if (threadIdx.x == 0) err_done = 0;
-  load_rank_view(dev, &v);
+  load_rank_view(dev, &v, FCO_OP_EMBEDDING_ALLTOALL);
   const uint64_t e = v.epoch + 1;
   const int P = p.nranks, me = v.rank;
   const size_t es = sizeof(T);
@@ -402,7 +402,7 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
   const EaRank& rk = p.r[li];
   fco_dev_rank_t* dev = rk.dev;
   if (threadIdx.x == 0) err_done = 0;
-  load_rank_view(dev, &v);
+  load_rank_view(dev, &v, FCO_OP_EMBEDDING_ALLTOALL);
   const uint64_t e = v.epoch + 1;
   const int P = p.nranks;
   const size_t es = sizeof(T);

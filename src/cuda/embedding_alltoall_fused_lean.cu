@@ -399,7 +399,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
     lean_blk(p, rk.rank, x.s[li].W, kMT ? x.s[li].nt : 1, x.land_bytes, x.mix,
              kProf && x.fake ? 0 : rk.sym_bits, &b);
   }
-  load_rank_view(dev, &v); /* ends with a barrier: b is filled */
+  load_rank_view(dev, &v, FCO_OP_EMBEDDING_ALLTOALL); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
   const int P = p.nranks, me = v.rank;
   if (!ea_view_ok(p, v, rk.rank)) {

@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
   const int li = blockIdx.x / p.blocks_per_rank;
   const int part = blockIdx.x - li * p.blocks_per_rank;
   const RankArgs& ra = p.r[li];
-  load_rank_view(ra.dev, &v);
+  load_rank_view(ra.dev, &v, FCO_OP_GEMM_ALLTOALL);
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank;
   const size_t es = sizeof(T), rb = (size_t)p.N * es;
@@ -374,7 +374,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   __shared__ int s_bad;
   __shared__ int64_t hdr[kHdrWords];
   const RankArgs& ra = p.r[blockIdx.x];
-  load_rank_view(ra.dev, &v);
+  load_rank_view(ra.dev, &v, FCO_OP_GEMM_ALLTOALL);
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
   const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
@@ -447,7 +447,7 @@ struct PushParams {
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   __shared__ RankView v;
-  load_rank_view(p.dev, &v);
+  load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
   const uint64_t e = v.epoch + 1;
   const Plan* plan = reinterpret_cast<const Plan*>(
       plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
@@ -496,7 +496,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   const int li = blockIdx.x / p.blocks_per_rank;
   const int part = blockIdx.x - li * p.blocks_per_rank;
   const RankArgs& ra = p.r[li];
-  load_rank_view(ra.dev, &v);
+  load_rank_view(ra.dev, &v, FCO_OP_GEMM_ALLTOALL);
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank;
   if (P != p.P) { /* the exchange recorded it */

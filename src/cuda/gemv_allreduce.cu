@@ -679,7 +679,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     grid_dep_launch_dependents();
   }
   fco_dev_rank_t* dev = p.dev[li];
-  load_rank_view(dev, &s.v);
+  load_rank_view(dev, &s.v, FCO_OP_GEMV_ALLREDUCE);
   Ctx c;
   c.x = (const char*)p.x[li];
   c.w = (const char*)p.w[li];

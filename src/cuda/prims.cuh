@@ -74,36 +74,6 @@ __device__ __forceinline__ uint64_t sig_value(uint64_t e, uint32_t j) {
   return (e << 32) | (uint64_t)(j + 1u);
 }
 
-/* ---- peer table view -------------------------------------------------------------------- */
-struct RankView {
-  char* peer_data[FCO_MAX_GPU_RANKS];
-  uint64_t* peer_sig[FCO_MAX_GPU_RANKS];
-  uint64_t ws_bytes;
-  uint64_t timeout_ns;
-  uint64_t epoch; /* at kernel start: calls completed before this one */
-  fco_async_err_t* err;
-  int32_t rank, nranks;
-};
-
-/* All threads. One read of the table per block; ends with __syncthreads. The epoch is read
- * volatile: the previous kernel's last block wrote it. */
-__device__ __forceinline__ void load_rank_view(const fco_dev_rank_t* dev, RankView* v) {
-  const int t = threadIdx.x;
-  if (t < FCO_MAX_GPU_RANKS) {
-    v->peer_data[t] = (char*)dev->peer_data[t];
-    v->peer_sig[t] = dev->peer_sig[t];
-  } else if (t == FCO_MAX_GPU_RANKS) {
-    v->ws_bytes = dev->ws_bytes;
-    v->timeout_ns = dev->timeout_ns ? dev->timeout_ns
-                                    : (uint64_t)FCO_DEFAULT_TIMEOUT_MS * 1000000ull;
-    v->epoch = *(volatile const uint64_t*)&dev->epoch;
-    v->err = dev->err;
-    v->rank = dev->rank;
-    v->nranks = dev->nranks;
-  }
-  __syncthreads();
-}
-
 /* ---- errors ----------------------------------------------------------------------------- */
 /* First error wins (atomicCAS_system on code); the winner fills the details. The host sees
  * code first: the details are complete once the stream has synchronised. */
@@ -125,6 +95,43 @@ __device__ __forceinline__ void record_error(fco_async_err_t* err, int32_t code,
 
 __device__ __forceinline__ bool error_set(const fco_async_err_t* err) {
   return err && ld_relaxed_sys(&err->code) != 0;
+}
+
+/* ---- peer table view -------------------------------------------------------------------- */
+struct RankView {
+  char* peer_data[FCO_MAX_GPU_RANKS];
+  uint64_t* peer_sig[FCO_MAX_GPU_RANKS];
+  uint64_t ws_bytes;
+  uint64_t timeout_ns;
+  uint64_t epoch; /* at kernel start: calls completed before this one */
+  fco_async_err_t* err;
+  int32_t rank, nranks;
+};
+
+/* All threads. One read of the table per block; ends with __syncthreads. The epoch is read
+ * volatile: the previous kernel's last block wrote it. From epoch FCO_EPOCH_LIMIT on (dev.h:
+ * the signal values hold the epoch in 32 bits) it records FCO_ERR_INVALID_USAGE for `op`
+ * (slot FCO_ERR_SLOT_EPOCH; the call itself still runs correctly), so the host refuses the
+ * communicator's next call before any value can wrap. */
+__device__ __forceinline__ void load_rank_view(const fco_dev_rank_t* dev, RankView* v,
+                                               int32_t op) {
+  const int t = threadIdx.x;
+  if (t < FCO_MAX_GPU_RANKS) {
+    v->peer_data[t] = (char*)dev->peer_data[t];
+    v->peer_sig[t] = dev->peer_sig[t];
+  } else if (t == FCO_MAX_GPU_RANKS) {
+    v->ws_bytes = dev->ws_bytes;
+    v->timeout_ns = dev->timeout_ns ? dev->timeout_ns
+                                    : (uint64_t)FCO_DEFAULT_TIMEOUT_MS * 1000000ull;
+    v->epoch = *(volatile const uint64_t*)&dev->epoch;
+    v->err = dev->err;
+    if (v->epoch >= FCO_EPOCH_LIMIT && !error_set(dev->err))
+      record_error(dev->err, FCO_ERR_INVALID_USAGE, op, -1, FCO_ERR_SLOT_EPOCH, FCO_EPOCH_LIMIT,
+                   v->epoch);
+    v->rank = dev->rank;
+    v->nranks = dev->nranks;
+  }
+  __syncthreads();
 }
 
 struct WaitCtx {
@@ -193,7 +200,7 @@ __device__ __forceinline__ void epoch_end(fco_dev_rank_t* dev, uint64_t e, uint3
  * rank's workspace at once, before this rank is done: workspace rule (2), src/core/internal.h. */
 __device__ __forceinline__ void rank_barrier(fco_dev_rank_t* dev, int32_t op, int slot) {
   __shared__ RankView v;
-  load_rank_view(dev, &v);
+  load_rank_view(dev, &v, op);
   const uint64_t e = v.epoch + 1;
   const int P = v.nranks, me = v.rank, p = threadIdx.x;
   const WaitCtx ctx{v.err, v.timeout_ns, op};

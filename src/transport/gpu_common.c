@@ -124,6 +124,13 @@ fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
                          "rank %d: timed out after %d ms waiting for peer %d (op %s, slot %d, "
                          "want 0x%llx, seen 0x%llx); the communicator is unusable: destroy it",
                          comm->rank, comm->cfg.timeout_ms, peer, op_name(op), slot, want, seen);
+  if (c == FCO_ERR_INVALID_USAGE && slot == FCO_ERR_SLOT_EPOCH)
+    return fco_set_error(comm, c,
+                         "rank %d: the communicator has run %llu calls (op %s started at that "
+                         "epoch): its signal values hold the epoch in 32 bits, so calls stop "
+                         "2^24 before they would wrap; the calls so far completed correctly: "
+                         "destroy the communicator and create a new one",
+                         comm->rank, seen, op_name(op));
   /* embedding_alltoall bad data: peer = global table id, slot = kind (1 index, 2 offsets; see
    * src/ops/embedding_alltoall.h), want = position, seen = the bad value. */
   if (c == FCO_ERR_INVALID_ARGUMENT && op == FCO_OP_EMBEDDING_ALLTOALL && (slot == 1 || slot == 2))

@@ -103,6 +103,39 @@ def case_timeout():
     assert w.errs[1].code == 0
 
 
+def case_epoch_limit():
+    """The 2^32-call limit (src/cuda/dev.h): epochs moved to EPOCH_LIMIT − 1; the GEMV call that
+    starts below the limit records nothing, the one that starts at it records ERR_INVALID_USAGE
+    (slot ERR_SLOT_EPOCH, op, want the limit, seen the epoch) on every rank; both are exact.
+    Then the GEMM + All-to-All's guard."""
+    torch.manual_seed(3)
+    w = World(2)
+    xs, ws = [torch.randn(3, 24) for _ in range(2)], [torch.randn(40, 24) for _ in range(2)]
+    ref = _ref(xs, ws, None)
+    for d in w.devs:
+        d.epoch = L.EPOCH_LIMIT - 1
+    for call, want_err in ((1, False), (2, True)):
+        ys = G.gemv_allreduce(w.states, xs, ws, None)
+        for y in ys:
+            assert ((y.double() - ref).abs().max() / ref.abs().max()).item() < 1e-5
+        assert [d.epoch for d in w.devs] == [L.EPOCH_LIMIT - 1 + call] * 2
+        for e in w.errs:
+            if not want_err:
+                assert e.code == 0, e.code
+            else:
+                assert e.code == L.ERR_INVALID_USAGE, e.code
+                assert (e.peer, e.slot, e.op) == (-1, L.ERR_SLOT_EPOCH, L.OP_GEMV_ALLREDUCE)
+                assert e.want == L.EPOCH_LIMIT and e.seen == L.EPOCH_LIMIT, (e.want, e.seen)
+    w = World(2)
+    for d in w.devs:
+        d.epoch = L.EPOCH_LIMIT
+    As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=4)
+    GA.gemm_alltoall(w.states, As, Ws, Cs, 64)
+    for e in w.errs:
+        assert e.code == L.ERR_INVALID_USAGE and e.op == L.OP_GEMM_ALLTOALL, (e.code, e.op)
+        assert e.slot == L.ERR_SLOT_EPOCH and e.seen == L.EPOCH_LIMIT
+
+
 def case_bad_table():
     """A workspace smaller than the call needs: FCO_ERR_INTERNAL recorded, nothing written."""
     w = World(2, ws_bytes=1024)

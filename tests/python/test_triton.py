@@ -63,6 +63,8 @@ def test_layout_matches_dev_h(tmp_path):
           'FCO_DEFAULT_TIMEOUT_MS);\n'
         + 'printf("timeout_code %d\\ninternal_code %d\\nop_gemv %d\\nop_kinds %d\\n", '
           'FCO_ERR_TIMEOUT, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, FCO_OP_EXTERNAL);\n'
+        + 'printf("epoch_limit %llu\\nslot_epoch %d\\nusage_code %d\\n", '
+          '(unsigned long long)FCO_EPOCH_LIMIT, FCO_ERR_SLOT_EPOCH, FCO_ERR_INVALID_USAGE);\n'
         + 'printf("half %zu\\n", fco_ws_half_bytes(1000003));\nreturn 0;}\n')
     exe = tmp_path / "off"
     subprocess.run(["gcc", "-std=c11", "-I", os.path.join(ROOT, "include"), "-I",
@@ -82,6 +84,8 @@ def test_layout_matches_dev_h(tmp_path):
     assert got["op_gemv"] == L.OP_GEMV_ALLREDUCE
     assert got["op_kinds"] == L.OP_EXTERNAL, "OP_EXTERNAL must match the C FCO_OP_EXTERNAL"
     assert got["half"] == L.ws_half_bytes(1000003)
+    assert (got["epoch_limit"], got["slot_epoch"], got["usage_code"]) == (
+        L.EPOCH_LIMIT, L.ERR_SLOT_EPOCH, L.ERR_INVALID_USAGE)
 
 
 def test_workspace_rule_and_signal_values():
@@ -783,7 +787,8 @@ def test_interpreter_gemm_tile_order(order):
 
 # ---- Triton's CPU interpreter: the cases of _triton_interp.py ------------------------------
 @needs_triton
-@pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "bad_table", "gemm",
+@pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "epoch_limit",
+                                  "bad_table", "gemm",
                                   "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
                                   "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile"])
 def test_interpreter(case):

@@ -650,6 +650,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
     me = fl.rank(dev)
     P = fl.world_size(dev)
     e = fl.call_epoch(dev)
+    fl.epoch_guard(dev, OP)
     hoff = fl.half_offset(dev, e)
     have = fl.ws_bytes(dev)
     # A table that does not fit the launch must not turn into writes past a workspace.

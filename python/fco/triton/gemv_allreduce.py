@@ -93,6 +93,7 @@ def gemv_allreduce_kernel(devs, xs, ws, biases, ys, Ks, M, N, T, B, slot_bytes,
     me = fl.rank(dev)
     P = fl.world_size(dev)
     e = fl.call_epoch(dev)
+    fl.epoch_guard(dev, OP)
     hoff = fl.half_offset(dev, e)
     S = tl.cast(slot_bytes, tl.int64)
     tile_bytes = tl.cast(M, tl.int64) * BLOCK_N * 4

@@ -7,6 +7,7 @@ symmetric workspace, peer table, epoch-numbered signals, timeout rule and async 
     def k(dev, ...):                 # dev: the int64 address from fco.triton.device_state(comm)
         me, P = fl.rank(dev), fl.world_size(dev)
         e = fl.call_epoch(dev)       # this call's epoch (calls completed + 1)
+        fl.epoch_guard(dev, op)      # the 2^32-call limit of the signal values (dev.h)
         ...                          # fl.peer_ptr / tl.store: push tiles into peers' workspace
         fl.signal_all(dev, slot, fl.sig_value(e, j))          # release, system scope
         ok = fl.wait_all(dev, slot, fl.sig_value(e, j), op)   # acquire, bounded by timeout_ns
@@ -88,6 +89,9 @@ MAX_GPU_RANKS = tl.constexpr(L.MAX_GPU_RANKS)
 DEFAULT_TIMEOUT_NS = tl.constexpr(L.DEFAULT_TIMEOUT_MS * 1000000)
 ERR_TIMEOUT = tl.constexpr(L.ERR_TIMEOUT)
 ERR_INTERNAL = tl.constexpr(L.ERR_INTERNAL)
+ERR_INVALID_USAGE = tl.constexpr(L.ERR_INVALID_USAGE)
+EPOCH_LIMIT = tl.constexpr(L.EPOCH_LIMIT)
+ERR_SLOT_EPOCH = tl.constexpr(L.ERR_SLOT_EPOCH)
 SPINS_PER_ERR_POLL = tl.constexpr(256)
 WAIT_NS = 512  # default backoff cap of the waits (ns); FCO_TRITON_WAIT_NS overrides (host side)
 
@@ -248,6 +252,18 @@ def epoch(dev):
 def call_epoch(dev):
     """This call's epoch e = calls completed + 1 (uint64)."""
     return epoch(dev) + 1
+
+
+@triton.jit
+def epoch_guard(dev, op):
+    """As the C kernels' load_rank_view (src/cuda/prims.cuh): a call that starts at epoch >=
+    EPOCH_LIMIT (2^24 calls before the signal values' epoch field of 32 bits runs out) records
+    ERR_INVALID_USAGE (slot ERR_SLOT_EPOCH, want EPOCH_LIMIT, seen the epoch) for `op`; the call
+    itself still runs correctly, and the host refuses the communicator's next call."""
+    ep = epoch(dev)
+    if ep >= EPOCH_LIMIT:
+        if error_set(dev) == 0:
+            record_error(dev, ERR_INVALID_USAGE, op, -1, ERR_SLOT_EPOCH, ep - ep + EPOCH_LIMIT, ep)
 
 
 @triton.jit

@@ -22,7 +22,12 @@ DEFAULT_TIMEOUT_MS = 30000  # FCO_DEFAULT_TIMEOUT_MS: used when the table's time
 OP_ALLREDUCE, OP_GEMV_ALLREDUCE, OP_EMBEDDING_ALLTOALL, OP_GEMM_ALLTOALL, OP_EXTERNAL = 1, 2, 3, 4, 5
 
 # fco_result_t codes a kernel may record.
-ERR_INVALID_ARGUMENT, ERR_TIMEOUT, ERR_INTERNAL = 1, 8, 9
+ERR_INVALID_ARGUMENT, ERR_INVALID_USAGE, ERR_TIMEOUT, ERR_INTERNAL = 1, 2, 8, 9
+
+# The epoch guard (src/cuda/dev.h): a kernel starting at epoch >= EPOCH_LIMIT records
+# ERR_INVALID_USAGE with slot ERR_SLOT_EPOCH (the signal values hold the epoch in 32 bits).
+EPOCH_LIMIT = 0xffffffff - (1 << 24)
+ERR_SLOT_EPOCH = -2
 
 
 class AsyncErr(ctypes.Structure):
