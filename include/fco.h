@@ -155,7 +155,11 @@ fco_result_t fco_comm_transport(fco_comm_t comm, fco_transport_t* transport);
 
 /* Error found asynchronously (on the device, or by a previous call): FCO_OK when none,
  * FCO_ERR_TIMEOUT when a peer did not signal within the bound, FCO_ERR_INVALID_ARGUMENT for bad
- * data found on the device. Does not wait for the stream. Message via fco_last_error. */
+ * data found on the device, FCO_ERR_INVALID_USAGE when the communicator reached its call limit
+ * (GPU transports: 2^32 − 2^24 calls, about 6 days at 8000 calls a second — its signal values
+ * hold the call count in 32 bits; the calls up to there are correct: destroy it and create a
+ * new one). Does not wait for the stream. Message via fco_last_error. Every call polls the
+ * same record (one read of host-mapped memory) and returns the error once it is there. */
 fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they
