@@ -185,11 +185,12 @@ for op in ${OPS_BENCH-$OPS}; do
     *)
       bench "$op-local" "$op" -t local -g 2 -d bf16 -n 20 -w 3
       if [ "$NGPU" -ge 2 ]; then
-        bench "$op-nccl-graph" "$op" -t nccl -g 2 -G 1 -d bf16 -n 20 -w 3
-        [ "$QUICK" = 1 ] || bench "$op-nccl-graph-f32" "$op" -t nccl -g 2 -G 1 -d f32 -n 20 -w 3
+        # -R 3: the columns timed in three rounds (clock drift under long GEMMs falls on all alike)
+        bench "$op-nccl-graph" "$op" -t nccl -g 2 -G 1 -d bf16 -R 3 -n 10 -w 3
+        [ "$QUICK" = 1 ] || bench "$op-nccl-graph-f32" "$op" -t nccl -g 2 -G 1 -d f32 -R 3 -n 10 -w 3
         # outputs in symmetric buffers (fco_mem_alloc): the peers store into them in place
         case $op in embedding_alltoall | gemm_alltoall)
-          FCO_BENCH_SYM=1 bench "$op-nccl-graph-sym" "$op" -t nccl -g 2 -G 1 -d bf16 -n 20 -w 3 ;;
+          FCO_BENCH_SYM=1 bench "$op-nccl-graph-sym" "$op" -t nccl -g 2 -G 1 -d bf16 -R 3 -n 10 -w 3 ;;
         esac
       fi
       ;;
