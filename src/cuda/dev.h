@@ -13,7 +13,7 @@
  * second; past that a wait could be satisfied by a stale value. Guarded: every kernel that
  * starts at epoch ≥ FCO_EPOCH_LIMIT (2^24 calls before the end, so calls already issued or
  * captured still run correctly) records FCO_ERR_INVALID_USAGE in slot FCO_ERR_SLOT_EPOCH
- * (prims.cuh load_rank_view; fco.triton's call_epoch), and every later call of the
+ * (prims.cuh load_rank_view; fco.triton's epoch_guard), and every later call of the
  * communicator returns it: destroy it and create a new one.
  */
 #ifndef FCO_CUDA_DEV_H_
