@@ -200,8 +200,21 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call
  * of any rank still writes into it; fco_comm_destroy frees the buffers left. */
 #define FCO_MAX_SYMMETRIC 16
+#define FCO_MAX_GPU_RANKS 8 /* ranks of a communicator on the nccl and local transports */
 fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr);
 fco_result_t fco_mem_free(fco_comm_t comm, void* ptr);
+/* Which symmetric buffer of comm holds [ptr, ptr + bytes), for kernels written outside libfco
+ * (fco.triton) that store into peers' outputs as the C operators do. Not collective.
+ * [OUT] slot: its slot k (0..FCO_MAX_SYMMETRIC−1; the same on every rank for buffers of the
+ *       same collective fco_mem_alloc call), −1 when no buffer of comm holds the whole range
+ * [OUT] offset: ptr's byte offset in that buffer (0 when slot is −1)
+ * [OUT] peer_table: NULL, or the device address of this rank's table of every rank's buffers
+ *       as this rank's kernels address them: void* [FCO_MAX_SYMMETRIC][FCO_MAX_GPU_RANKS], entry
+ *       [k][p] = rank p's buffer k (NULL where p has none); NULL on the cpu transport, whose
+ *       buffers peers cannot store into. Valid until fco_comm_destroy; entries change with
+ *       fco_mem_alloc / fco_mem_free. Any of slot, offset, peer_table may be NULL. */
+fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* slot,
+                          size_t* offset, void** peer_table);
 
 /* Group calls (like ncclGroupStart/End), per thread, nestable. Between them, operations are
  * recorded; fco_group_end issues them together: on the local transport as one grid covering

@@ -66,6 +66,43 @@ static void world(fco_transport_t t, int n) {
     alloc_all(&w, k % 4 == 0 ? 1 : (size_t)4096 << (k % 9), col);
     for (int r = 0; r < n; r++) p[r][k] = col[r];
   }
+  t_context("P=%d: fco_mem_find", n);
+  for (int r = 0; r < n; r++) {
+    for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
+      const size_t bytes = k % 4 == 0 ? 1 : (size_t)4096 << (k % 9);
+      int slot = -9;
+      size_t off = 99;
+      void* table = (void*)1;
+      ASSERT_OK(fco_mem_find(w.comms[r], p[r][k], bytes, &slot, &off, &table));
+      ASSERT_EQ(slot, k);
+      ASSERT_EQ(off, 0);
+      if (t == FCO_TRANSPORT_CPU) ASSERT_NULL(table);
+      else ASSERT_NOT_NULL(table);
+      if (bytes > 1) { /* a range inside: its offset; one byte too long: none */
+        ASSERT_OK(fco_mem_find(w.comms[r], (char*)p[r][k] + 16, bytes - 16, &slot, &off, NULL));
+        ASSERT_EQ(slot, k);
+        ASSERT_EQ(off, 16);
+        ASSERT_OK(fco_mem_find(w.comms[r], (char*)p[r][k] + 16, bytes - 15, &slot, &off, NULL));
+        ASSERT_EQ(slot, -1);
+        ASSERT_EQ(off, 0);
+      }
+      if (t != FCO_TRANSPORT_CPU) { /* entry [k][q] of rank r's table: rank q's buffer k */
+        void* row[FCO_MAX_GPU_RANKS];
+        t_get(t, t_rank_device(t, r), row, (void**)table + (size_t)k * FCO_MAX_GPU_RANKS,
+              sizeof row);
+        for (int q = 0; q < n; q++)
+          if (t == FCO_TRANSPORT_LOCAL) ASSERT_TRUE(row[q] == p[q][k]); /* one address space */
+          else ASSERT_NOT_NULL(row[q]); /* nccl: q's buffer mapped into r's space */
+      }
+    }
+    int local = 0, slot = 7;
+    ASSERT_OK(fco_mem_find(w.comms[r], &local, sizeof local, &slot, NULL, NULL));
+    ASSERT_EQ(slot, -1);
+    ASSERT_OK(fco_mem_find(w.comms[r], NULL, 8, &slot, NULL, NULL));
+    ASSERT_EQ(slot, -1);
+  }
+  ASSERT_RES(fco_mem_find(NULL, p[0][0], 1, NULL, NULL, NULL), FCO_ERR_INVALID_ARGUMENT);
+
   t_context("P=%d: the limit", n);
   ASSERT_RES(fco_mem_alloc(w.comms[0], 64, &x), FCO_ERR_INVALID_USAGE);
   ASSERT_MSG(w.comms[0], "FCO_MAX_SYMMETRIC");

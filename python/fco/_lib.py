@@ -117,6 +117,8 @@ def _declare(lib):
         "fco_comm_workspace_bytes": (result_t, [comm_t, c.POINTER(c.c_size_t)]),
         "fco_mem_alloc": (result_t, [comm_t, c.c_size_t, c.POINTER(c.c_void_p)]),
         "fco_mem_free": (result_t, [comm_t, c.c_void_p]),
+        "fco_mem_find": (result_t, [comm_t, c.c_void_p, c.c_size_t, c.POINTER(c.c_int),
+                                    c.POINTER(c.c_size_t), c.POINTER(c.c_void_p)]),
     }
     for name, (res, args) in protos.items():
         f = getattr(lib, name)

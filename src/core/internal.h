@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define FCO_MAX_RANKS 64     /* cpu transport */
-#define FCO_MAX_GPU_RANKS 8  /* nccl (one NVLink domain) and local transports */
+/* FCO_MAX_GPU_RANKS (8: nccl, one NVLink domain, and local transports) is in fco.h */
 #define FCO_ERRMSG_LEN 512
 #define FCO_DEFAULT_TIMEOUT_MS 30000
 

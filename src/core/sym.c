@@ -32,6 +32,17 @@ int fco_sym_find(fco_comm_t comm, const void* p, size_t bytes, size_t* off) {
   return -1;
 }
 
+fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* slot,
+                          size_t* offset, void** peer_table) {
+  NEED_COMM(comm, "fco_mem_find");
+  size_t off = 0;
+  const int k = ptr ? fco_sym_find(comm, ptr, bytes, &off) : -1;
+  if (slot) *slot = k;
+  if (offset) *offset = k >= 0 ? off : 0;
+  if (peer_table) *peer_table = (void*)comm->sym_dev;
+  return FCO_OK;
+}
+
 fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
   NEED_COMM(comm, "fco_mem_alloc");
   if (!ptr) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: ptr is NULL");

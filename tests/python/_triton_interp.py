@@ -298,6 +298,64 @@ def case_gemm():
     assert all(e.code == 0 for e in w.errs) and [d.epoch for d in w.devs] == [3, 3]
 
 
+def case_gemm_sym():
+    """Symmetric outputs (sym=): a rank whose out lies in a symmetric buffer announces (slot,
+    offset) in its header and the peers store its rows there — its staging stays untouched (no
+    landing copy) — while a rank without one is staged for as before. P = 2, 3, ranks mixed,
+    every dtype; then a peer announcing a slot the sender's table lacks: FCO_ERR_INVALID_USAGE
+    (peer, slot) on the sender, nothing stored to that peer."""
+    n = 200
+    for P in (2, 3):
+        for dt in (torch.float32, torch.bfloat16, torch.float16):
+            for direct in ([True] * P, [r % 2 == 1 for r in range(P)]):
+                n += 1
+                w = World(P)
+                As, Ws, Cs = _ga_data(P, dt, 24, 40, "kn", seed=n)
+                refs = _ga_ref(As, Ws, Cs, "kn")
+                out_rows = max(r.shape[0] for r in refs) + 3
+                es = torch.tensor([], dtype=dt).element_size()
+                off = 256  # out at byte 256 of buffer slot 5
+                bufs = [torch.zeros(off + out_rows * 40 * es + 64, dtype=torch.uint8)
+                        for _ in range(P)]
+                table = torch.zeros(L.MAX_SYMMETRIC * L.MAX_GPU_RANKS, dtype=torch.int64)
+                for q in range(P):
+                    table[5 * L.MAX_GPU_RANKS + q] = bufs[q].data_ptr()
+                outs = [bufs[r][off:off + out_rows * 40 * es].view(dt).view(out_rows, 40)
+                        for r in range(P)]
+                for o in outs:
+                    o.fill_(float("nan"))
+                sym = [(table.data_ptr(), 5 if d else -1, off) for d in direct]
+                GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, outs=outs, sym=sym)
+                assert GA.last_launch["sym"] == direct
+                _ga_check(outs, refs, dt, ("sym", P, dt, direct))
+                assert all(e.code == 0 for e in w.errs), [(e.code, e.slot) for e in w.errs]
+                # staging of the call's half (epoch 1: half 1) of a direct rank: never written
+                stg = GA.off_staging(P) + ((w.devs[0].ws_bytes // 2) & ~255)
+                nb = out_rows * 40 * es
+                for r in range(P):
+                    written = bool(w.ws[r][stg:stg + nb].any())
+                    got_remote = any(int(Cs[q][:, r].sum()) > 0 for q in range(P) if q != r)
+                    if direct[r]:
+                        assert not written, ("sym", P, dt, r, "staging written")
+                    elif got_remote:
+                        assert written, ("sym", P, dt, r, "staging not used")
+    # a slot the sender's table lacks
+    w = World(2)
+    As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=7)
+    Cs = [torch.ones_like(c) for c in Cs]
+    table = torch.zeros(L.MAX_SYMMETRIC * L.MAX_GPU_RANKS, dtype=torch.int64)  # all NULL
+    outs = [torch.full((64, 16), float("nan")) for _ in range(2)]
+    GA.gemm_alltoall(w.states, As, Ws, Cs, 64, outs=outs, sym=[None, (table.data_ptr(), 3, 0)])
+    e = w.errs[0]
+    assert (e.code, e.op, e.peer, e.slot) == (L.ERR_INVALID_USAGE, L.OP_GEMM_ALLTOALL, 1, 3), (
+        e.code, e.op, e.peer, e.slot)
+    # rank 1's out: rank 0's rows first (never stored), then its own
+    n1 = sum(int(c[:, 1].sum()) for c in Cs)
+    from0 = int(Cs[0][:, 1].sum())
+    assert torch.isnan(outs[1][:from0]).all() and torch.isfinite(outs[1][from0:n1]).all()
+    assert w.errs[1].code == 0
+
+
 def case_gemm_bad_counts():
     """A negative count on rank 1, then a receiver over capacity: FCO_ERR_INVALID_ARGUMENT on
     every rank (peer = the offending rank, slot = why), nothing written, epochs still advance."""
@@ -350,8 +408,8 @@ def case_gemm_tile_timeout():
 
     def launch(r, ph):
         GA.gemm_alltoall_kernel[(B,)]((w.states[r].addr,), (As[r],), (Ws[r],), (outs[r],),
-                                      (Cs[r],), (Cs[r].shape[0],), a_rows, out_rows, 16, 16, B,
-                                      2, need, PHASES=ph, **kw)
+                                      (Cs[r],), (Cs[r].shape[0],), (0,), (0,), (0,), a_rows,
+                                      out_rows, 16, 16, B, 2, need, PHASES=ph, **kw)
 
     launch(0, 1)
     launch(1, 1)

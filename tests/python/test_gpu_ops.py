@@ -142,7 +142,8 @@ def test_gemm_alltoall_vs_torch(gpool):
 
 
 def _g_symmetric():
-    """out= in fco.empty_symmetric buffers: the peers store straight into them (nccl, P = 2);
+    """out= in fco.empty_symmetric buffers: the peers store straight into them (nccl, P = 2;
+    the C impls and fco.triton's kernel);
     results against the torch pipelines, repeated calls into the same buffers (the next call's
     peers must wait for this rank's start before storing), then the buffers dropped."""
     import gc
@@ -162,7 +163,7 @@ def _g_symmetric():
         got = fco.embedding_alltoall(w, idx, off, rows, tpr, bpr, impl="fused", out=out)
         assert got is out
         _refs.close(out, _refs.embedding_alltoall(w, idx, off, rows, tpr, bpr), torch.bfloat16, 2)
-    for impl in ("tiles", "chunks", "auto"):
+    for impl in ("tiles", "chunks", "auto", "triton"):
         a, w, counts = _refs.gemm_data(torch.bfloat16, 2, 256, 384, 7, "nk")
         buf = fco.empty_symmetric((400, 384), torch.bfloat16)
         for n in range(3):
@@ -170,6 +171,9 @@ def _g_symmetric():
             got = fco.gemm_alltoall(a * (n + 1), w, counts, out_rows=400, w_layout="nk",
                                     impl=impl, out=buf, **kw)
             assert got is buf
+            if impl == "triton":  # the peers stored into buf: no staging (fco.triton, sym=None)
+                from fco.triton import gemm_alltoall as tg
+                assert tg.last_launch["sym"] == [True], tg.last_launch["sym"]
             _refs.close(buf, _refs.gemm_alltoall(a * (n + 1), w, counts, 400, "nk"),
                         torch.bfloat16, 3)
         del buf, got

@@ -65,6 +65,7 @@ def test_layout_matches_dev_h(tmp_path):
           'FCO_ERR_TIMEOUT, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, FCO_OP_EXTERNAL);\n'
         + 'printf("epoch_limit %llu\\nslot_epoch %d\\nusage_code %d\\n", '
           '(unsigned long long)FCO_EPOCH_LIMIT, FCO_ERR_SLOT_EPOCH, FCO_ERR_INVALID_USAGE);\n'
+        + 'printf("max_sym %d\\n", FCO_MAX_SYMMETRIC);\n'
         + 'printf("half %zu\\n", fco_ws_half_bytes(1000003));\nreturn 0;}\n')
     exe = tmp_path / "off"
     subprocess.run(["gcc", "-std=c11", "-I", os.path.join(ROOT, "include"), "-I",
@@ -86,6 +87,7 @@ def test_layout_matches_dev_h(tmp_path):
     assert got["half"] == L.ws_half_bytes(1000003)
     assert (got["epoch_limit"], got["slot_epoch"], got["usage_code"]) == (
         L.EPOCH_LIMIT, L.ERR_SLOT_EPOCH, L.ERR_INVALID_USAGE)
+    assert got["max_sym"] == L.MAX_SYMMETRIC
 
 
 def test_workspace_rule_and_signal_values():
@@ -511,7 +513,8 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
     dt = {"fp32": tl.float32, "bf16": tl.bfloat16, "fp16": tl.float16}[dtype]
     ptr = "*" + dtype
     sig = {"devs": ("i64",) * L, "as_": (ptr,) * L, "ws": (ptr,) * L, "outs": (ptr,) * L,
-           "counts": ("*i32",) * L, "Es": ("i32",) * L, "a_rows": "i32", "out_rows": "i32",
+           "counts": ("*i32",) * L, "Es": ("i32",) * L, "syms": ("i64",) * L,
+           "symks": ("i64",) * L, "symos": ("i64",) * L, "a_rows": "i32", "out_rows": "i32",
            "K": "i32", "N": "i32", "B": "i32", "P_host": "i32", "need": "i64"}
     consts = dict(L=L, DTYPE=dt, ES=4 if dtype == "fp32" else 2, W_NK=nk, BLOCK_M=bm,
                   BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=True,
@@ -526,7 +529,7 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
     sig.update({k: "constexpr" for k in consts})
     # what a launch with 16-byte aligned tensors and K, N multiples of 16 specialises
     attrs = {(arg, i): [["tt.divisibility", 16]] for arg in (1, 2, 3, 4) for i in range(L)}
-    attrs.update({(8,): [["tt.divisibility", 16]], (9,): [["tt.divisibility", 16]]})
+    attrs.update({(11,): [["tt.divisibility", 16]], (12,): [["tt.divisibility", 16]]})  # K, N
     src = triton.compiler.ASTSource(fn=GA.gemm_alltoall_kernel, signature=sig, constexprs=consts,
                                     attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -789,7 +792,7 @@ def test_interpreter_gemm_tile_order(order):
 @needs_triton
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "epoch_limit",
                                   "bad_table", "gemm",
-                                  "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
+                                  "gemm_sym", "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
                                   "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile"])
 def test_interpreter(case):
     env = dict(os.environ, TRITON_INTERPRET="1")

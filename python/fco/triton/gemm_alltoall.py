@@ -84,6 +84,9 @@ WHY_BAD_COUNTS = tl.constexpr(1)     # a negative count, or Σ counts > a_rows
 WHY_BAD_CAPACITY = tl.constexpr(2)   # a receiver would need more than out_rows
 WHY_COUNTS_CHANGED = tl.constexpr(4)  # impl 2's digest (only a C rank posts it)
 ERR_INVALID_ARGUMENT = tl.constexpr(layout.ERR_INVALID_ARGUMENT)
+ERR_INVALID_USAGE = tl.constexpr(layout.ERR_INVALID_USAGE)
+MAXR = tl.constexpr(layout.MAX_GPU_RANKS)   # row length of the symmetric-buffer table
+MAX_SYM = tl.constexpr(layout.MAX_SYMMETRIC)  # its rows
 _NAME = "fco.triton.gemm_alltoall"
 
 
@@ -331,7 +334,7 @@ def _plan_ptrs(dev, plan_off, P):
 
 
 @triton.jit
-def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off,
+def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, symk, symo,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, E_PAD: tl.constexpr,
                  P_PAD: tl.constexpr, SPLIT: tl.constexpr, SK: tl.constexpr,
                  SK_ITEMS: tl.constexpr):
@@ -413,9 +416,10 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off,
         tl.store(h + 4 + s1, tot, mask=m1)
         tl.store(h + 4 + P + s1, tiles * okv, mask=m1)
         tl.store(h + 4 + 2 * P + s1, tstart * okv, mask=m1)
-        # FCO_GA_H_SYM / SYM_OFF: this operator's out is never stored into by peers (staging)
-        tl.store(h + 4 + 3 * P, tl.cast(0, tl.int64))
-        tl.store(h + 5 + 3 * P, tl.cast(0, tl.int64))
+        # FCO_GA_H_SYM / SYM_OFF: slot + 1 of the symmetric buffer holding my out and its
+        # offset there (peers store my rows into it), or 0: stage
+        tl.store(h + 4 + 3 * P, symk)
+        tl.store(h + 5 + 3 * P, symo)
     tl.debug_barrier()  # every thread's stores before the release (cumulative)
     for p in range(0, P):
         tl.atomic_xchg(fl.sig_ptr(dev, p, me, HDR_SLOT), fl.sig_value(e, 0), sem="release",
@@ -582,11 +586,12 @@ def _tile_tma(a_desc, w_desc, a_row, m0, n0, ex, k_lo, k_hi, W_NK: tl.constexpr,
 
 
 @triton.jit
-def _store_rows(val, r0, out, dev, stg_peer, me, P, rv, pre, end, drow, m0, n0, N, cmask,
+def _store_rows(val, r0, out, dbase, me, P, rv, pre, end, drow, m0, n0, N, cmask,
                 RB: tl.constexpr, BLOCK_N: tl.constexpr, DTYPE: tl.constexpr):
     """Rows [r0, r0 + RB) of a finished tile (val [RB, BLOCK_N], DTYPE) of the M tile at m0 of
     an expert, cut by source rank s (its rows [pre[s], end[s]) of the expert, first row drow[s]
-    at s): each at its final row, into `out` (own rows) or into s's staging (laid out as out)."""
+    at s): each at its final row, into `out` (own rows) or at dbase[s] (s's symmetric out, or
+    its staging laid out as out; 0: s is skipped, an error is recorded)."""
     rr = r0 + tl.arange(0, RB)
     cn = tl.arange(0, BLOCK_N)
     for s in range(0, P):
@@ -601,18 +606,21 @@ def _store_rows(val, r0, out, dev, stg_peer, me, P, rv, pre, end, drow, m0, n0, 
             if s == me:
                 tl.store(out + toff + offs, val, mask=smask)
             else:
-                # The staging of every rank starts 256-byte aligned; the hint must be inline
-                # (on a jit helper's result it is lost when Triton inlines it).
-                dst = (fl.peer_base(dev, s) + stg_peer).to(tl.pointer_type(DTYPE))
-                dst = tl.multiple_of(dst, 16)
-                tl.store(dst + toff + offs, val, mask=smask)
+                db = _pick(dbase, rv, s)
+                if db != 0:
+                    # Staging starts 256-byte aligned, a symmetric out is announced only at a
+                    # 16-byte aligned address; the hint must be inline (on a jit helper's
+                    # result it is lost when Triton inlines it).
+                    dst = db.to(tl.pointer_type(DTYPE))
+                    dst = tl.multiple_of(dst, 16)
+                    tl.store(dst + toff + offs, val, mask=smask)
 
 
 # Sizes that change between calls are not specialised (a new value would mean a new compile,
 # and the occupancy probe at B = 2 would not be the kernel launched); K and N are (alignment).
 @triton.jit(do_not_specialize=["a_rows", "out_rows", "B", "P_host", "need"])
-def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N, B, P_host,
-                         need, L: tl.constexpr, DTYPE: tl.constexpr, ES: tl.constexpr,
+def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_rows, out_rows,
+                         K, N, B, P_host, need, L: tl.constexpr, DTYPE: tl.constexpr, ES: tl.constexpr,
                          W_NK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, E_PAD: tl.constexpr,
                          P_PAD: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
@@ -638,6 +646,9 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
     out = outs[0]
     cnts = counts[0]
     E = tl.cast(Es[0], tl.int32)  # a tensor even when Triton specialises a 1 as a constant
+    tbl = tl.cast(syms[0], tl.int64)     # my symmetric-buffer table (0: none)
+    symk = tl.cast(symks[0], tl.int64)   # slot + 1 of the buffer holding my out (0: none)
+    symo = tl.cast(symos[0], tl.int64)   # my out's offset in it
     for x in tl.static_range(1, L):
         if li == x:
             dev = tl.cast(devs[x], tl.int64)
@@ -646,6 +657,9 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
             out = outs[x]
             cnts = counts[x]
             E = tl.cast(Es[x], tl.int32)
+            tbl = tl.cast(syms[x], tl.int64)
+            symk = tl.cast(symks[x], tl.int64)
+            symo = tl.cast(symos[x], tl.int64)
 
     me = fl.rank(dev)
     P = fl.world_size(dev)
@@ -669,8 +683,8 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
     if PHASES & 1:
         if valid != 0:
             if b == 0:
-                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off,
-                             BLOCK_M, BLOCK_N, E_PAD, P_PAD, SPLIT, SK, SK_ITEMS)
+                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, symk,
+                             symo, BLOCK_M, BLOCK_N, E_PAD, P_PAD, SPLIT, SK, SK_ITEMS)
 
     if PHASES & 6:
         # ---- every rank's header: verdict, placement (identical on every rank) ----
@@ -725,7 +739,23 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                 # my first tile past the remote ones: the flags go out just before it
                 b64 = tl.cast(b, tl.int64)
                 t_sig = tl.where(b64 >= t_r, b64, b64 + (t_r - b64 + B - 1) // B * B)
-                stg_peer = stg_off  # same offset in every rank's workspace
+                # where my rows for s go: s's symmetric out when its header announces one
+                # (slot k: entry [k][s] of my table, + its offset), else s's staging (the same
+                # offset in every rank's workspace); 0 when s announced a buffer my table lacks
+                # (freed here: a usage error, recorded; nothing is stored to s)
+                hk = tl.load(hdr + rv * hw + 4 + 3 * P, mask=rm1, other=0, cache_modifier=".cg")
+                ho = tl.load(hdr + rv * hw + 5 + 3 * P, mask=rm1, other=0, cache_modifier=".cg")
+                tbl_ok = (tbl != 0) & (hk > 0) & (hk <= MAX_SYM) & rm1
+                tent = tl.load(fl.addr_ptr(tbl + ((hk - 1) * MAXR + rv) * 8, tl.int64),
+                               mask=tbl_ok, other=0)
+                pbase = tl.load(fl.field_ptr(dev, fl.OFF_PEER_DATA, tl.int64) + rv, mask=rm1,
+                                other=0)
+                dbase = tl.where(hk > 0, tl.where(tent != 0, tent + ho, 0), pbase + stg_off)
+                lost = tl.min(tl.where((hk > 0) & (tent == 0) & rm1 & (rv != me), rv, P_PAD))
+                if lost < P:
+                    if b == 0:
+                        fl.record_error(dev, ERR_INVALID_USAGE, OP, lost,
+                                        _pick(hk, rv, lost) - 1, 0, 0)
                 cn = tl.arange(0, BLOCK_N)
                 if TMA:  # once per program, before its first tile
                     a_desc, w_desc = _tma_descs(a, w, a_rows, E, K, N, W_NK, BLOCK_M, BLOCK_N,
@@ -829,15 +859,15 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                                     for q in range(1, S):
                                         v += tl.load(p0 + q * tile_el + offs,
                                                      cache_modifier=".cg")
-                                    _store_rows(v.to(DTYPE), c0, out, dev, stg_peer, me, P, rv,
-                                                pre, end, drow, m0, n0, N, cmask, SK_RB,
-                                                BLOCK_N, DTYPE)
+                                    _store_rows(v.to(DTYPE), c0, out, dbase, me, P, rv, pre,
+                                                end, drow, m0, n0, N, cmask, SK_RB, BLOCK_N,
+                                                DTYPE)
                         else:
-                            _store_rows(acc.to(DTYPE), 0, out, dev, stg_peer, me, P, rv, pre,
-                                        end, drow, m0, n0, N, cmask, BLOCK_M, BLOCK_N, DTYPE)
+                            _store_rows(acc.to(DTYPE), 0, out, dbase, me, P, rv, pre, end,
+                                        drow, m0, n0, N, cmask, BLOCK_M, BLOCK_N, DTYPE)
                     else:
-                        _store_rows(acc.to(DTYPE), 0, out, dev, stg_peer, me, P, rv, pre, end,
-                                    drow, m0, n0, N, cmask, BLOCK_M, BLOCK_N, DTYPE)
+                        _store_rows(acc.to(DTYPE), 0, out, dbase, me, P, rv, pre, end, drow,
+                                    m0, n0, N, cmask, BLOCK_M, BLOCK_N, DTYPE)
                     if PROFILE:
                         n_done += fin
                 if t_sig >= n_it:
@@ -862,7 +892,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, a_rows, out_rows, K, N
                         if PROFILE:
                             t_land = fl.globaltimer()
                         work = work & (okw != 0)
-                        if okw != 0:
+                        if (okw != 0) & (symk == 0):  # a symmetric out: the peers stored there
                             nel = n_r * N
                             per = ((nel + B - 1) // B + 63) // 64 * 64
                             b0 = tl.minimum(nel, b * per)
@@ -1109,9 +1139,45 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
     return a_rows, K, N
 
 
+def _sym_args(states, outs, nbytes, sym):
+    """Per rank (table address, slot + 1, offset) for the kernel: the table (0: none) serves the
+    stores into peers' symmetric outs; slot + 1 = 0 stages for this rank (its out is not in a
+    symmetric buffer, or not all of it, or not 16-byte aligned there, or it is off)."""
+    L = len(states)
+    if sym is False or os.environ.get("FCO_GA_DIRECT", "1").strip() == "0":
+        return [(0, 0, 0)] * L
+    if sym is not None:
+        sym = list(sym)
+        if len(sym) != L:
+            raise FcoError(_lib.INVALID_ARGUMENT, f"sym has {len(sym)} entries; expected {L}",
+                           _NAME)
+        got = []
+        for x in sym:
+            if x is None:
+                got.append((0, 0, 0))
+                continue
+            t, k, o = (int(v) for v in x)
+            if not -1 <= k < layout.MAX_SYMMETRIC or t == 0 or o < 0:
+                raise FcoError(_lib.INVALID_ARGUMENT, f"sym entry {x!r}: expected (table "
+                               f"address != 0, slot -1..{layout.MAX_SYMMETRIC - 1}, offset >= 0)",
+                               _NAME)
+            got.append((t, k + 1, o) if k >= 0 and o % 16 == 0 else (t, 0, 0))
+        return got
+    got = []
+    for st, o in zip(states, outs):
+        if not st.handle:
+            got.append((0, 0, 0))
+            continue
+        ptr = o.data_ptr() if o.numel() and o.is_contiguous() else 0
+        k, off, table = host.mem_find(st.handle, ptr, nbytes)
+        ok = k >= 0 and table != 0 and off % 16 == 0
+        got.append((table, k + 1, off) if ok else (table, 0, 0))
+    return got
+
+
 def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=None,
                   tile=None, blocks_per_rank=None, split_phases=None, order=None, wait_ns=None,
-                  streamk=None, tma=None, prof=None):
+                  streamk=None, tma=None, prof=None, sym=None):
     """The ranks this process drives, in one launch: one per process on the nccl transport
     (comms=[comm]), or every virtual rank of a local-transport world (fco_comm_init_all).
 
@@ -1137,6 +1203,12 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     prof     optional int64 tensor of ≥ 8·L·B elements: per program [start, header waited,
              tiles done, landing waited, end (%globaltimer ns), %smid, tiles, 0] (diagnostics;
              a separate compile)
+    sym      symmetric outputs (as the C impls 1 and 2): None = each rank's out that lies in a
+             symmetric buffer of its communicator (fco_mem_alloc, fco.empty_symmetric; all
+             out_rows × N of it, 16-byte aligned) is announced in its header and the peers
+             store its rows there — no staging, no landing copy; FCO_GA_DIRECT=0 or False:
+             stage always; or a list of L (peer_table address, slot or −1 for an ordinary
+             out, byte offset) / None (host.DeviceState worlds: tests)
     → list of out [out_rows, N]: rows past the received total are not written. Runs on the
       current stream; CUDA-graph capturable once the shape ran eagerly (workspace growth and
       compilation happen then), replays may change the device counts freely. Collective.
@@ -1194,11 +1266,13 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
 
     if outs is None:
         outs = [a.new_empty((out_rows, N)) for a in as_]
+    syms = _sym_args(states, outs, out_rows * N * esize, sym)
     # Triton refuses a NULL pointer argument: empty tensors (never dereferenced) get a stand-in.
     kas = [a if a.numel() else a.new_empty(1) for a in as_]
     kouts = [o if o.numel() else o.new_empty(1) for o in outs]
     targs = (tuple(st.addr for st in states), tuple(kas), tuple(ws), tuple(kouts), tuple(counts),
-             tuple(int(w.shape[0]) for w in ws))
+             tuple(int(w.shape[0]) for w in ws), tuple(t for t, _, _ in syms),
+             tuple(k for _, k, _ in syms), tuple(o for _, _, o in syms))
     kw = dict(L=L, DTYPE=_tl_dtype(as_[0].dtype), ES=esize, W_NK=wl == 1, BLOCK_M=bm,
               BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=max(2, _next_pow2(e_max)),
               P_PAD=max(2, _next_pow2(P)), EVEN_K=K % bk == 0, EVEN_N=N % bn == 0,
@@ -1231,6 +1305,7 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     if prof is not None and prof.numel() < 8 * L * B:
         raise FcoError(_lib.INVALID_ARGUMENT,
                        f"prof has {prof.numel()} elements; expected >= {8 * L * B}", _NAME)
+    last_launch.update(sym=[k > 0 for _, k, _ in syms])
     last_launch.update(tile=(bm, bn, bk, nw, ns), order="split" if split else "merged",
                        wait_ns=wns, blocks_per_rank=B, bound=bound, num_local=L, streamk=sk,
                        need=need, tma=use_tma, tma_why=tma_why)

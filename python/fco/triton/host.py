@@ -101,6 +101,18 @@ def device_state(comm):
     return DeviceState(ptr.value, r.value, n.value, h, getattr(comm, "device", None))
 
 
+def mem_find(handle, ptr, nbytes):
+    """(slot, offset, peer_table) of the symmetric buffer of the communicator `handle` that holds
+    [ptr, ptr + nbytes) (fco_mem_find): slot −1 when none; peer_table the device address of the
+    rank's table void* [FCO_MAX_SYMMETRIC][MAX_GPU_RANKS] of every rank's buffers (0: none, the
+    cpu transport). Not collective."""
+    slot, off, table = ctypes.c_int(), ctypes.c_size_t(), ctypes.c_void_p()
+    _lib.check(_lib.lib().fco_mem_find(handle, ctypes.c_void_p(int(ptr)), int(nbytes),
+                                       ctypes.byref(slot), ctypes.byref(off),
+                                       ctypes.byref(table)), handle, "fco_mem_find")
+    return slot.value, off.value, table.value or 0
+
+
 def workspace_bytes(comm):
     h = handle_of(comm)
     out = ctypes.c_size_t()

@@ -15,6 +15,7 @@ LAYOUT_VERSION = 1
 
 MAX_GPU_RANKS = 8       # FCO_MAX_GPU_RANKS
 SIG_SLOTS = 1024        # FCO_SIG_SLOTS: signal slots per source rank
+MAX_SYMMETRIC = 16      # FCO_MAX_SYMMETRIC: rows of a symmetric-buffer table (fco_mem_find)
 DEFAULT_TIMEOUT_MS = 30000  # FCO_DEFAULT_TIMEOUT_MS: used when the table's timeout_ns is 0
 
 # fco_op_kind_t (src/core/internal.h): the op recorded in an async error. OP_EXTERNAL is not in
