@@ -339,6 +339,15 @@ def case_gemm_sym():
                         assert not written, ("sym", P, dt, r, "staging written")
                     elif got_remote:
                         assert written, ("sym", P, dt, r, "staging not used")
+    # sym=False: nobody announces (every rank stages), the result is the same
+    w = World(2)
+    As, Ws, Cs = _ga_data(2, torch.bfloat16, 24, 40, "kn", seed=5)
+    refs = _ga_ref(As, Ws, Cs, "kn")
+    outs = [torch.full((max(r.shape[0] for r in refs) + 3, 40), float("nan")).to(torch.bfloat16)
+            for _ in range(2)]
+    GA.gemm_alltoall(w.states, As, Ws, Cs, outs[0].shape[0], outs=outs, sym=False)
+    assert GA.last_launch["sym"] == [False, False]
+    _ga_check(outs, refs, torch.bfloat16, "sym=False")
     # a slot the sender's table lacks
     w = World(2)
     As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=7)

@@ -619,19 +619,19 @@ def _store_rows(val, r0, out, dbase, me, P, rv, pre, end, drow, m0, n0, N, cmask
 # Sizes that change between calls are not specialised (a new value would mean a new compile,
 # and the occupancy probe at B = 2 would not be the kernel launched); K and N are (alignment).
 @triton.jit(do_not_specialize=["a_rows", "out_rows", "B", "P_host", "need"])
-def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_rows, out_rows,
-                         K, N, B, P_host, need, L: tl.constexpr, DTYPE: tl.constexpr, ES: tl.constexpr,
+def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_rows, out_rows, K,
+                         N, B, P_host, need, L: tl.constexpr, DTYPE: tl.constexpr, ES: tl.constexpr,
                          W_NK: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, E_PAD: tl.constexpr,
                          P_PAD: tl.constexpr, EVEN_K: tl.constexpr, EVEN_N: tl.constexpr,
                          PRECISION: tl.constexpr, PHASES: tl.constexpr, VEC: tl.constexpr = False,
-                         QV: tl.constexpr = 256,
-                         COPY_BLOCK: tl.constexpr = 2048, UPCAST: tl.constexpr = False,
-                         SPLIT: tl.constexpr = 0, WAIT_NS: tl.constexpr = fl.WAIT_NS,
-                         SK: tl.constexpr = 0, SK_MAX_SLICES: tl.constexpr = 8,
-                         SK_MIN_SLICES: tl.constexpr = 4, SK_MIN_KSTEPS: tl.constexpr = 8,
-                         SK_ITEMS: tl.constexpr = 64, SK_RB: tl.constexpr = 64,
-                         TMA: tl.constexpr = False, PROFILE: tl.constexpr = False, prof=None):
+                         QV: tl.constexpr = 256, COPY_BLOCK: tl.constexpr = 2048,
+                         UPCAST: tl.constexpr = False, SPLIT: tl.constexpr = 0,
+                         WAIT_NS: tl.constexpr = fl.WAIT_NS, SK: tl.constexpr = 0,
+                         SK_MAX_SLICES: tl.constexpr = 8, SK_MIN_SLICES: tl.constexpr = 4,
+                         SK_MIN_KSTEPS: tl.constexpr = 8, SK_ITEMS: tl.constexpr = 64,
+                         SK_RB: tl.constexpr = 64, TMA: tl.constexpr = False,
+                         PROFILE: tl.constexpr = False, prof=None):
     # Per-rank arguments arrive as tuples of L (by value: nothing is copied to the device
     # before the launch, so a CUDA graph captures the call as it is).
     pid = tl.program_id(0)
@@ -1141,12 +1141,12 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
 
 def _sym_args(states, outs, nbytes, sym):
     """Per rank (table address, slot + 1, offset) for the kernel: the table (0: none) serves the
-    stores into peers' symmetric outs; slot + 1 = 0 stages for this rank (its out is not in a
-    symmetric buffer, or not all of it, or not 16-byte aligned there, or it is off)."""
+    stores into peers' symmetric outs (always: peers may announce theirs); slot + 1 = 0 stages
+    for this rank (its out is not in a symmetric buffer, or not all of it, or not 16-byte
+    aligned there, or announcing is off: sym=False / FCO_GA_DIRECT=0, as the C impls)."""
     L = len(states)
-    if sym is False or os.environ.get("FCO_GA_DIRECT", "1").strip() == "0":
-        return [(0, 0, 0)] * L
-    if sym is not None:
+    announce = sym is not False and os.environ.get("FCO_GA_DIRECT", "1").strip() != "0"
+    if sym is not None and sym is not False:
         sym = list(sym)
         if len(sym) != L:
             raise FcoError(_lib.INVALID_ARGUMENT, f"sym has {len(sym)} entries; expected {L}",
@@ -1161,7 +1161,7 @@ def _sym_args(states, outs, nbytes, sym):
                 raise FcoError(_lib.INVALID_ARGUMENT, f"sym entry {x!r}: expected (table "
                                f"address != 0, slot -1..{layout.MAX_SYMMETRIC - 1}, offset >= 0)",
                                _NAME)
-            got.append((t, k + 1, o) if k >= 0 and o % 16 == 0 else (t, 0, 0))
+            got.append((t, k + 1, o) if announce and k >= 0 and o % 16 == 0 else (t, 0, 0))
         return got
     got = []
     for st, o in zip(states, outs):
@@ -1170,7 +1170,7 @@ def _sym_args(states, outs, nbytes, sym):
             continue
         ptr = o.data_ptr() if o.numel() and o.is_contiguous() else 0
         k, off, table = host.mem_find(st.handle, ptr, nbytes)
-        ok = k >= 0 and table != 0 and off % 16 == 0
+        ok = announce and k >= 0 and table != 0 and off % 16 == 0
         got.append((table, k + 1, off) if ok else (table, 0, 0))
     return got
 
