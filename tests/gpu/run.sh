@@ -232,6 +232,15 @@ for f in "$OUT"/bench-*.txt "$OUT"/torch-*.txt "$OUT"/example-*.txt; do
   echo "---- $(basename "$f")"
   grep -v '^\s*$' "$f" | grep -vi 'warning' | grep -v '^# progress:' || true
 done
+# The issues' targets from the nccl tables (bench/targets.py; the torch comparisons not included)
+shopt -s nullglob
+tjson=("$OUT"/bench-*-nccl-graph*.json)
+if [ ${#tjson[@]} -gt 0 ]; then
+  echo
+  echo "=================================== targets ==================================="
+  python3 bench/targets.py "${tjson[@]}" || true
+fi
+shopt -u nullglob
 echo
 echo "=================================== summary ==================================="
 echo "commit $FCO_COMMIT, $NGPU GPU(s), logs in $OUT, $(($(date +%s) - T_START))s in all"

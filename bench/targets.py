@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""targets.py — the operator issues' benchmark targets, checked from fco-bench JSON files (-J).
+
+    python3 bench/targets.py OUT/bench-gemm_alltoall-nccl-graph.json [more.json ...] [--all]
+
+One line per (shape, dtype, target) with the measured value, the bound, met / MISSED and the
+slack (how far from the bound, positive = met with that much room, negative = missed by that
+much, relative to the bound); --all also lists the targets that do not apply to a row. Only
+results of GPU runs count (machine other than "cpu"); the nccl transport is what the targets
+speak of (2×H200 in the issues), local rows are listed as such. What each target means (the
+issues' texts; "fco" = the fastest fco impl of the row, impl ≥ 1 or auto, named in the line):
+  every op   auto ≥ impl 0 (AUTO never slower than the baseline), 1 % tolerance for timing noise
+  overlap    fco ≤ max(compute alone, comm alone) + 0.2 · min(the two) (compute_us / comm_us of
+             the same run)
+  gemv       M ≤ 16: fco ≤ 1.2 · floor + 3 µs; 1.3× over impl 0 where comm ≥ 20 % of compute
+  embedding  1.3× over impl 0 where comm ≥ 30 % of compute; the lookup alone reads the gathered
+             rows at ≥ 75 % of 4300 GB/s (B · tables · L · D · element size per rank)
+  gemm       1.3× over impl 0 where comm ≥ 30 % of compute
+Targets against torch (the bench/*_torch.py scripts) are not checked here.
+Exit status 0 (a report, not a test), 2 for unreadable input. Pure standard library.
+"""
+import json
+import sys
+
+HBM_GBPS = 4300.0
+ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
+
+
+def _shape_str(op, s):
+    if op == "gemv_allreduce":
+        return f"{s['N']}x{s['K']} M={s['M']}"
+    if op == "embedding_alltoall":
+        return f"{s['B']}/{s['tables_per_gpu']}/{s['D']}/{s['L']} {s.get('dist', '')}".strip()
+    if op == "gemm_alltoall":
+        return f"{s['tokens']},{s['k']},{s['n']},{s['experts']},{s['topk']},{s.get('skew', 1)}"
+    return json.dumps(s, sort_keys=True)
+
+
+def rows_of(doc):
+    """Group a fco-bench JSON document's results into rows: (op, shape, dtype) → results."""
+    rows = {}
+    for r in doc.get("results", []):
+        key = (r["op"], json.dumps(r["shape"], sort_keys=True), r["dtype"])
+        rows.setdefault(key, []).append(r)
+    return rows
+
+
+def check_row(op, shape, dtype, results):
+    """[(target, value, bound, met, note)] for one row; value/bound in the target's unit."""
+    by_id = {r["impl_id"]: r for r in results if r.get("time_us") is not None}
+    base = by_id.get(0)
+    if base is None:
+        return []
+    t0 = base["time_us"]
+    fco = [r for r in results if r["impl_id"] != 0 and r.get("time_us") is not None]
+    best = min(fco, key=lambda r: r["time_us"]) if fco else None
+    c, a = base.get("compute_us"), base.get("comm_us")
+    out = []
+    auto = by_id.get(-1)
+    if auto is not None:
+        out.append(("auto >= impl 0", t0 / auto["time_us"], 0.99, t0 / auto["time_us"] >= 0.99,
+                    "x"))
+    if best is None:
+        return out
+    tb, name = best["time_us"], best["impl"]
+    if c is not None and a is not None and c > 0 and a > 0:
+        bound = max(c, a) + 0.2 * min(c, a)
+        out.append(("overlap", tb, bound, tb <= bound, name))
+    ratio = a / c if c and a else None
+    need = {"gemv_allreduce": 0.2, "embedding_alltoall": 0.3, "gemm_alltoall": 0.3}.get(op)
+    applies = ratio is not None and need is not None and ratio >= need
+    if op == "gemv_allreduce":
+        applies = applies and shape["M"] <= 16
+        fl = best.get("floor_us")
+        if shape["M"] <= 16 and fl:
+            out.append(("1.2 floor + 3", tb, 1.2 * fl + 3, tb <= 1.2 * fl + 3, name))
+    if need is not None:
+        sp = t0 / tb
+        out.append(("1.3x impl 0" if applies else "1.3x impl 0 (n/a)", sp, 1.3,
+                    sp >= 1.3 if applies else None, name))
+    if op == "embedding_alltoall" and c:
+        s = shape
+        gathered = s["B"] * s["tables_per_gpu"] * s["L"] * s["D"] * ESIZE.get(dtype, 4)
+        frac = gathered / (c * 1e-6) / (HBM_GBPS * 1e9)
+        out.append(("lookup hbm >= 75%", frac, 0.75, frac >= 0.75, "lookup"))
+    return out
+
+
+LOWER_IS_BETTER = ("overlap", "1.2 floor + 3")  # times against a bound; the rest: ratios
+
+
+def slack(target, value, bound):
+    """Room to the bound relative to it: > 0 met, < 0 missed."""
+    if not bound:
+        return 0.0
+    return (bound - value) / bound if target in LOWER_IS_BETTER else (value - bound) / bound
+
+
+def report(paths, show_all=False, file=sys.stdout):
+    """Print the table; returns (met, missed) counts."""
+    met = missed = 0
+    print(f"{'op':<19} {'shape':<26} {'dtype':<5} {'target':<18} {'value':>9} {'bound':>9} "
+          f"{'':<6} {'slack':>7}  fco impl", file=file)
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        if doc.get("machine") == "cpu":
+            print(f"# {path}: cpu transport (CPU times): no target applies", file=file)
+            continue
+        tag = f"{doc.get('machine', '?')} {doc.get('transport', '?')} commit {doc.get('commit')}"
+        print(f"# {path}: {tag}", file=file)
+        for (op, sj, dt), results in rows_of(doc).items():
+            shape = json.loads(sj)
+            for target, value, bound, ok, note in check_row(op, shape, dt, results):
+                if ok is None and not show_all:
+                    continue
+                verdict = "n/a" if ok is None else "met" if ok else "MISSED"
+                met += ok is True
+                missed += ok is False
+                print(f"{op:<19} {_shape_str(op, shape):<26} {dt:<5} {target:<18} "
+                      f"{value:>9.3f} {bound:>9.3f} {verdict:<6} "
+                      f"{slack(target, value, bound):>+7.1%}  {note}", file=file)
+    print(f"# targets met {met}, missed {missed}", file=file)
+    return met, missed
+
+
+def main(argv):
+    args = [a for a in argv if a != "--all"]
+    if not args or any(a in ("-h", "--help") for a in args):
+        print(__doc__)
+        return 0 if args else 2
+    try:
+        report(args, "--all" in argv)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"targets.py: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

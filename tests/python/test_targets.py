@@ -1,0 +1,87 @@
+"""test_targets.py — bench/targets.py (the issues' benchmark targets from fco-bench JSON): every
+target on hand-made rows whose verdicts are known, then a recorded run (bench/results,
+399af73: gemm_alltoall on 2×H200), whose numbers the table must reproduce. Pure Python.
+Run: pytest tests/python/test_targets.py
+"""
+import io
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import targets  # noqa: E402
+
+
+def _res(op, shape, impl, impl_id, t, compute=None, comm=None, floor=None, dtype="bf16"):
+    return {"op": op, "shape": shape, "dtype": dtype, "impl": impl, "impl_id": impl_id,
+            "time_us": t, "floor_us": floor, "compute_us": compute, "comm_us": comm}
+
+
+def _checks(results):
+    r0 = results[0]
+    return {c[0]: c for c in targets.check_row(r0["op"], r0["shape"], r0["dtype"], results)}
+
+
+def test_gemv_targets():
+    s = {"M": 16, "N": 8192, "K": 8192}
+    # compute 20, comm 5 (25 %: the 1.3x target applies); bound 20 + 1 = 21; floor 15 → 21
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 30.0, 20.0, 5.0, 15.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 22.0, 20.0, 5.0, 15.0),
+            _res("gemv_allreduce", s, "auto", -1, 20.9, 20.0, 5.0, 15.0)]
+    c = _checks(rows)
+    assert c["overlap"][1:4] == (20.9, 21.0, True) and c["overlap"][4] == "auto"
+    assert c["1.2 floor + 3"][2] == 21.0 and c["1.2 floor + 3"][3] is True
+    assert c["1.3x impl 0"][3] is True and abs(c["1.3x impl 0"][1] - 30 / 20.9) < 1e-12
+    assert c["auto >= impl 0"][3] is True
+    # M = 64: no floor target, no 1.3x target; AUTO slower than impl 0 is caught
+    s64 = dict(s, M=64)
+    rows = [_res("gemv_allreduce", s64, "cublas_nccl", 0, 30.0, 20.0, 5.0, 15.0),
+            _res("gemv_allreduce", s64, "auto", -1, 31.0, 20.0, 5.0, 15.0)]
+    c = _checks(rows)
+    assert "1.2 floor + 3" not in c and c["1.3x impl 0 (n/a)"][3] is None
+    assert c["auto >= impl 0"][3] is False and c["overlap"][3] is False
+
+
+def test_embedding_and_gemm_targets():
+    s = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
+    gathered = 1024 * 2 * 8 * 64 * 2  # bytes per rank, bf16
+    look = gathered / (0.8 * 4300e9) * 1e6  # a lookup at 80 % of HBM
+    rows = [_res("embedding_alltoall", s, "nccl", 0, 3 * look, look, 0.2 * look),
+            _res("embedding_alltoall", s, "fused", 1, 1.03 * look, look, 0.2 * look)]
+    c = _checks(rows)
+    assert abs(c["lookup hbm >= 75%"][1] - 0.8) < 1e-9 and c["lookup hbm >= 75%"][3] is True
+    assert c["1.3x impl 0 (n/a)"][3] is None  # comm 20 % < 30 % of the lookup
+    assert c["overlap"][3] is True  # 1.03 ≤ 1 + 0.2 · 0.2
+    g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 400.0, 200.0, 120.0),
+            _res("gemm_alltoall", g, "tiles", 1, 250.0, 200.0, 120.0),
+            _res("gemm_alltoall", g, "chunks", 2, 380.0, 200.0, 120.0)]
+    c = _checks(rows)
+    assert c["1.3x impl 0"][1] == 1.6 and c["1.3x impl 0"][3] is True
+    assert c["overlap"][1:4] == (250.0, 224.0, False) and c["overlap"][4] == "tiles"
+    assert targets.slack("overlap", 250.0, 224.0) < 0 < targets.slack("1.3x impl 0", 1.6, 1.3)
+
+
+def test_recorded_run_and_cli(tmp_path):
+    path = os.path.join(ROOT, "bench", "results", "2026-12-01_nvidia-h200-x2_399af73", "out",
+                        "ga-sym0.json")
+    buf = io.StringIO()
+    met, missed = targets.report([path], file=buf)
+    text = buf.getvalue()
+    # the README of that run: decode under the bound, 4096 tokens 1336.2 (AUTO) over 1297.4
+    line = [l for l in text.splitlines() if "128,2048,7168" in l and "overlap" in l][0]
+    assert "160.920" in line and "180.026" in line and " met " in line
+    line = [l for l in text.splitlines() if "4096,14336" in l and "overlap" in l][0]
+    assert "1336.210" in line and "1297.360" in line and "MISSED" in line
+    assert met == 7 and missed == 4, text
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps({"tool": "fco-bench", "machine": "cpu", "results": []}))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "targets.py"), str(cpu)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "no target applies" in p.stdout
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "targets.py"),
+                        str(tmp_path / "missing.json")], capture_output=True, text=True)
+    assert p.returncode == 2 and "missing.json" in p.stderr
