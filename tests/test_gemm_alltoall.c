@@ -765,6 +765,20 @@ int main(void) {
     setenv("FCO_GA_PUSH_BLOCKS", "3", 1);
     one(&w, 40, 24, 0, FCO_BF16, 2, 1, 1);
     one(&w, 17, 136, 1, FCO_F16, 2, 0, 1);
+    /* impl 2's early landing (FCO_GA_LAND_EARLY=1): with small chunks each push is followed by
+     * a progress kernel and a land kernel; ordinary outs, then outs symmetric on some ranks
+     * only (those land nothing early), then calls back to back (halves alternate, the
+     * progress flags of one call never read in the next). */
+    setenv("FCO_GA_LAND_EARLY", "1", 1);
+    one(&w, 40, 24, 0, FCO_BF16, 2, 1, 1);
+    one(&w, 17, 136, 1, FCO_F32, 2, 1, 1);
+    if (p > 1) {
+      g_sym_mask = 1u; /* rank 0's out symmetric: its peers store into it, it lands nothing */
+      one(&w, 40, 24, 1, FCO_F16, 2, 1, 1);
+      g_sym_mask = 0;
+    }
+    back_to_back(&w);
+    unsetenv("FCO_GA_LAND_EARLY");
     unsetenv("FCO_GA_CHUNK_ROWS");
     unsetenv("FCO_GA_PUSH_BLOCKS");
     /* impl 1's asynchronous epilogue (FCO_GA_EPI=async: the TMA tile drains C with bulk copies

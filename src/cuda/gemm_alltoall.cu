@@ -34,6 +34,10 @@
  *   3. on the push stream: the exchange kernel (headers → plan), then per chunk a wait for its
  *      event and a push kernel (FCO_GA_PUSH_BLOCKS blocks, default half the SMs) that copies
  *      the chunk's rows into out (own) or the destination's staging;
+ *      With FCO_GA_LAND_EARLY=1 (off until measured) each chunk's push is followed by a
+ *      progress kernel (rows pushed so far → each peer; a snapshot of the peers' counts) and,
+ *      for an ordinary out, a land kernel copying what has arrived from staging into out
+ *      (gemm_alltoall_fused.cu), so the finish kernel lands only the rest;
  *   4. join the push stream back, then the finish kernel ("all pushed" → peers, land).
  *   The GEMMs are issued before the first kernel that waits for a peer, so no cuBLAS kernel is
  *   ever loaded lazily while one of ours spins (a load may wait for running kernels: that
@@ -611,7 +615,11 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       pushes.push_back(std::move(pp));
     }
   }
-  /* 2. Exchange, then the pushes, on the push stream. */
+  /* 2. Exchange, then the pushes, on the push stream (and, FCO_GA_LAND_EARLY=1, after each
+   * chunk's push the progress flags and an early landing: gemm_alltoall_fused.cu). */
+  const bool early = fco_env_int("FCO_GA_LAND_EARLY", 0) > 0;
+  int64_t pushed[kMaxP][kMaxP]; /* [local rank][destination]: rows pushed so far */
+  memset(pushed, 0, sizeof pushed);
   if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;
   for (const PendingPush& pp : pushes) {
     cudaError_t ce = cudaStreamWaitEvent(side, pp.ev, 0);
@@ -623,6 +631,15 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       r = launch_push(ra[pp.rank], y, P, a->out_rows, a->n, (int)es,
                       reinterpret_cast<const int64_t(*)[4]>(pp.pieces[k].data()), np, push_blocks,
                       (void*)side, err);
+      if (r != FCO_OK) return r;
+    }
+    if (early) {
+      for (const std::array<int64_t, 4>& pc : pp.pieces) pushed[pp.rank][pc[0]] += pc[1];
+      const bool snap = ra[pp.rank].out_sym < 0; /* a symmetric out: the peers store into it */
+      r = launch_progress(ra[pp.rank], P, a->out_rows, a->n, (int)es, pushed[pp.rank], snap,
+                          (void*)side, err);
+      if (r == FCO_OK && snap)
+        r = launch_land(ra[pp.rank], P, a->out_rows, a->n, (int)es, push_blocks, (void*)side, err);
       if (r != FCO_OK) return r;
     }
   }

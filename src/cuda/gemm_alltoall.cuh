@@ -298,7 +298,9 @@ fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_r
 constexpr int kMaxPieces = 64; /* pieces per push kernel */
 
 /* The plan impl 2's exchange kernel leaves in the private plan area of the call's half (read
- * by push and finish of the same call). */
+ * by push and finish of the same call). landed / seen: the early landing (FCO_GA_LAND_EARLY,
+ * gemm_alltoall_fused.cu): rows of r's (a prefix) copied into out by the land kernels so far
+ * and rows r had published at the last progress kernel; 0 without it. */
 struct Plan {
   int32_t verdict; /* 0 ok */
   int32_t pad;
@@ -306,7 +308,18 @@ struct Plan {
   int64_t roff[kMaxP];
   int64_t recv[kMaxP];
   char* dst[kMaxP]; /* dest_rows */
+  int64_t landed[kMaxP];
+  int64_t seen[kMaxP];
 };
+/* impl 2's progress flags (early landing): sender s's rows pushed to me so far, slot [s][0] of
+ * my signal area: (e << 32) | (rows + 1). Slot 0 is impl 1's part 0 otherwise; values only grow
+ * across calls either way. */
+constexpr int kProgSlot = 0;
+
+fco_result_t launch_progress(const RankArgs& ra, int P, int64_t out_rows, int64_t n, int es,
+                             const int64_t* rows_to, bool snap, void* stream, char* err);
+fco_result_t launch_land(const RankArgs& ra, int P, int64_t out_rows, int64_t n, int es,
+                         int blocks, void* stream, char* err);
 
 /* impl 2: this call's plan (private, in half e & 1 right after the peer bytes). The call's e is
  * dev->epoch + 1 in all three kernels: only the finish kernel's end advances the epoch. */

@@ -424,6 +424,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
       plan->recv[s] = c.recv[s];
       plan->dst[s] = c.dst[s];
     }
+    for (int s = 0; s < kMaxP; ++s) plan->landed[s] = plan->seen[s] = 0;
     if (ok && c.verdict)
       record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict, 0,
                    0);
@@ -510,6 +511,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
     if ((int)threadIdx.x < kMaxP) {
       pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
       pl.recv[threadIdx.x] = __ldcg((const long long*)&g->recv[threadIdx.x]);
+      pl.seen[threadIdx.x] = __ldcg((const long long*)&g->seen[threadIdx.x]); /* landed early */
     }
     __syncthreads();
   }
@@ -530,14 +532,94 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   if (!__syncthreads_or(!ok) && ra.out_sym < 0) { /* symmetric out: the peers stored into it */
     const char* staging = v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
     for (int r = 0; r < P; ++r) {
-      if (r == me || pl.recv[r] == 0) continue;
-      const size_t bytes = (size_t)pl.recv[r] * p.row_bytes, off = (size_t)pl.roff[r] * p.row_bytes;
+      const int64_t done = min(max(pl.seen[r], (int64_t)0), pl.recv[r]);
+      if (r == me || pl.recv[r] == done) continue;
+      const size_t bytes = (size_t)(pl.recv[r] - done) * p.row_bytes;
+      const size_t off = (size_t)(pl.roff[r] + done) * p.row_bytes;
       size_t b0, b1;
       slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
       if (b1 > b0) copy_cg(ra.out + off + b0, staging + off + b0, b1 - b0, threadIdx.x, blockDim.x);
     }
   }
   epoch_end(ra.dev, e, p.blocks_per_rank);
+}
+
+/* ---- impl 2's early landing (FCO_GA_LAND_EARLY=1) --------------------------------------------
+ * A receiver with an ordinary out copies its staged rows into out at the end of the call (the
+ * finish kernel): one read and write of every received row after the last GEMM. Early, the
+ * rows come in as they are pushed: after each chunk's push kernel, on the push stream,
+ *   progress (one block): the rows this rank has pushed to each peer s so far (a prefix of its
+ *     rows for s: chunks go in expert and row order) → release on slot [me][kProgSlot] at s
+ *     (after the push kernel in stream order, which ended with a system fence: the finish
+ *     kernel's pattern); then, if this rank lands early, it snapshots every peer's published
+ *     count (acquire): landed = seen, seen = the count;
+ *   land (a few blocks): copies rows [landed, seen) of each peer from staging into out.
+ * Nothing waits, so a peer that is behind only leaves more for the finish kernel, which copies
+ * [seen, recv). A peer's next call cannot publish into the slot before this call's finish let
+ * it (rule (2) of src/core/internal.h). Off by default until measured on 2 GPUs. */
+struct ProgParams {
+  fco_dev_rank_t* dev;
+  char* ws;
+  int64_t out_rows, n;
+  int32_t P, es, snap;
+  int64_t rows_to[kMaxP];
+};
+
+__global__ void __launch_bounds__(kThreads) ga_kernel_progress(const ProgParams p) {
+  __shared__ RankView v;
+  load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
+  const uint64_t e = v.epoch + 1;
+  Plan* plan =
+      reinterpret_cast<Plan*>(plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+  if (*(volatile const int32_t*)&plan->verdict != 0 || v.nranks != p.P) return;
+  const int s = threadIdx.x, me = v.rank;
+  if (s >= p.P || s == me) return;
+  st_release_sys(v.peer_sig[s] + (size_t)me * FCO_SIG_SLOTS + kProgSlot,
+                 (e << 32) | (uint64_t)(p.rows_to[s] + 1));
+  if (!p.snap) return;
+  const uint64_t got = ld_acquire_sys(v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS + kProgSlot);
+  int64_t rows = (got >> 32) == e ? (int64_t)(got & 0xffffffffull) - 1 : 0;
+  const int64_t recv = __ldcg((const long long*)&plan->recv[s]);
+  const int64_t prev = __ldcg((const long long*)&plan->seen[s]);
+  rows = min(max(rows, prev), recv);
+  plan->landed[s] = prev;
+  plan->seen[s] = rows;
+}
+
+struct LandParams {
+  fco_dev_rank_t* dev;
+  char* ws;
+  char* out;
+  int64_t out_rows, n, row_bytes;
+  int32_t P, es;
+};
+
+__global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
+  __shared__ RankView v;
+  __shared__ int64_t s_lo[kMaxP], s_hi[kMaxP], s_roff[kMaxP];
+  __shared__ int s_ok;
+  load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
+  const uint64_t e = v.epoch + 1;
+  const Plan* plan =
+      reinterpret_cast<const Plan*>(plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+  if (threadIdx.x == 0) s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;
+  if ((int)threadIdx.x < kMaxP) { /* written by this rank's progress kernel, just before */
+    s_lo[threadIdx.x] = __ldcg((const long long*)&plan->landed[threadIdx.x]);
+    s_hi[threadIdx.x] = __ldcg((const long long*)&plan->seen[threadIdx.x]);
+    s_roff[threadIdx.x] = __ldcg((const long long*)&plan->roff[threadIdx.x]);
+  }
+  __syncthreads();
+  if (!s_ok) return;
+  const char* staging =
+      v.peer_data[v.rank] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(p.P);
+  for (int r = 0; r < p.P; ++r) {
+    if (r == v.rank || s_hi[r] <= s_lo[r]) continue;
+    const size_t bytes = (size_t)(s_hi[r] - s_lo[r]) * p.row_bytes;
+    const size_t off = (size_t)(s_roff[r] + s_lo[r]) * p.row_bytes;
+    size_t b0, b1;
+    slice_of(bytes, gridDim.x, blockIdx.x, &b0, &b1);
+    if (b1 > b0) copy_cg(p.out + off + b0, staging + off + b0, b1 - b0, threadIdx.x, blockDim.x);
+  }
 }
 
 /* ---- impl 0 on nccl: barrier after the send/recv ------------------------------------------ */
@@ -861,6 +943,40 @@ fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_r
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: push launch");
 }
 
+fco_result_t launch_progress(const RankArgs& ra, int P, int64_t out_rows, int64_t n, int es,
+                             const int64_t* rows_to, bool snap, void* stream, char* err) {
+  ProgParams p;
+  memset(&p, 0, sizeof p);
+  p.dev = ra.dev;
+  p.ws = ra.ws;
+  p.out_rows = out_rows;
+  p.n = n;
+  p.P = P;
+  p.es = es;
+  p.snap = snap;
+  for (int s = 0; s < P && s < kMaxP; ++s) p.rows_to[s] = rows_to[s];
+  ga_kernel_progress<<<1, kThreads, 0, (cudaStream_t)stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: progress launch");
+}
+
+fco_result_t launch_land(const RankArgs& ra, int P, int64_t out_rows, int64_t n, int es,
+                         int blocks, void* stream, char* err) {
+  LandParams p;
+  memset(&p, 0, sizeof p);
+  p.dev = ra.dev;
+  p.ws = ra.ws;
+  p.out = ra.out;
+  p.out_rows = out_rows;
+  p.n = n;
+  p.row_bytes = n * es;
+  p.P = P;
+  p.es = es;
+  ga_kernel_land<<<(unsigned)blocks, kThreads, 0, (cudaStream_t)stream>>>(p);
+  cudaError_t ce = cudaGetLastError();
+  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: land launch");
+}
+
 fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   int cap = 0;
@@ -900,8 +1016,9 @@ fco_result_t preload_kernels(char* err) {
   if (r != FCO_OK) return r;
   if (device < kMaxDevices && done[device].load()) return FCO_OK;
   const void* fns[] = {(const void*)ga_kernel_exchange, (const void*)ga_kernel_push,
-                       (const void*)ga_kernel_finish, (const void*)ga_kernel_barrier};
-  if ((r = load_kernels(err, fns, 4, "gemm_alltoall: cudaFuncGetAttributes")) != FCO_OK) return r;
+                       (const void*)ga_kernel_finish, (const void*)ga_kernel_barrier,
+                       (const void*)ga_kernel_progress, (const void*)ga_kernel_land};
+  if ((r = load_kernels(err, fns, 6, "gemm_alltoall: cudaFuncGetAttributes")) != FCO_OK) return r;
   int cap = 0;
   if ((r = coresident<ga_kernel_finish>(err, 0, &cap)) != FCO_OK) return r;
   bool wgmma = false; /* decide (and load the probe) before any capture or spinning kernel */
