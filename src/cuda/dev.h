@@ -8,6 +8,13 @@
  * symmetric signal window; a sender s writes peer_sig[p][s * FCO_SIG_SLOTS + slot].
  * Values only grow: a call uses values derived from the epoch (calls completed on this
  * communicator), so flags never need resetting and CUDA-graph replays stay correct.
+ * Slots of sig[src][·] in use (ops share them: every call waits for values of its own epoch):
+ *   0 .. blocks − 1        allreduce one-shot, gemv (a block's tile flags), gemm impl 1 (a part's
+ *                          flag), embedding (0..63: counters of a source's groups), gemm impl 2
+ *                          (slot 0: progress, FCO_GA_LAND_EARLY), fco.triton's parts
+ *   64 .. 68               embedding fused: presence, bag counter, 2 queues, symmetric out offset
+ *   FCO_SIG_SLOTS − 2      gemm impl 2 "all pushed" and the impl 0 barriers (gemm, embedding)
+ *   FCO_SIG_SLOTS − 1      headers (gemm impls 1 and 2, fco.triton), gemv's FCO_CHECK_ARGS hash
  * Limit: the values put the epoch in the upper 32 bits (sig_value, the embedding counters and
  * queues), so they grow only for 2^32 calls of one communicator — about 6 days at 8000 calls a
  * second; past that a wait could be satisfied by a stale value. Guarded: every kernel that
