@@ -107,6 +107,12 @@ struct bench_ctx {
   void** events[BENCH_MAX_RANKS]; /* per stream: iters + 1 timing events */
   void* fork_event;
   void* join_events[BENCH_MAX_RANKS];
+  /* bench_time_both: a second stream per stream, forked and joined around each iteration;
+   * while on_side, bench_stream() hands out the second streams. */
+  void* side[BENCH_MAX_RANKS];
+  void* side_fork[BENCH_MAX_RANKS];
+  void* side_join[BENCH_MAX_RANKS];
+  int on_side;
   size_t cache_bytes;        /* L2 (GPU) or last-level cache (CPU) that inputs must exceed */
   void* pool[BENCH_MAX_RANKS]; /* per rank: rotating buffers of the current shape */
   size_t pool_bytes;
@@ -143,6 +149,12 @@ fco_result_t bench_poll(bench_ctx_t* ctx);
  * per iteration; max over ranks' streams), or opt.iters replays of a CUDA graph holding
  * max(nsets, BENCH_MIN_GRAPH_OPS) iterations (time / iterations), or clock_gettime on cpu. */
 fco_result_t bench_time(bench_ctx_t* ctx, bench_issue_fn fn, void* arg, int nsets, double* us);
+/* bench_time of `first` and `second` issued at once on two streams per rank, nothing ordering
+ * one after the other (`second` sees bench_stream() give the second streams): the "both"
+ * column — what a perfect overlap of the two parts reaches on the GPU as it is (power cap and
+ * SM sharing included). GPU only (on cpu: *us = −1). */
+fco_result_t bench_time_both(bench_ctx_t* ctx, bench_issue_fn first, bench_issue_fn second,
+                             void* arg, int nsets, double* us);
 
 /* ---- bench_util.c: parsing, metadata, output -------------------------------------------- */
 int bench_parse_size(const char* s, size_t* out);  /* "64M" → 67108864; 0 on success */

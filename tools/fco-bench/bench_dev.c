@@ -53,7 +53,8 @@ void bench_gpu_name(int dev, char* buf, size_t n) {
 
 void* bench_stream(bench_ctx_t* ctx, int rank) {
   if (!ctx->on_gpu) return NULL;
-  return ctx->streams[ctx->nstreams == 1 ? 0 : rank];
+  const int s = ctx->nstreams == 1 ? 0 : rank;
+  return ctx->on_side ? ctx->side[s] : ctx->streams[s];
 }
 
 static size_t cpu_cache_bytes(void) {
@@ -133,6 +134,10 @@ void bench_dev_fini(bench_ctx_t* ctx) {
     ctx->events[s] = NULL;
     if (ctx->join_events[s]) cudaEventDestroy((cudaEvent_t)ctx->join_events[s]);
     if (s == 0 && ctx->fork_event) cudaEventDestroy((cudaEvent_t)ctx->fork_event);
+    if (ctx->side_fork[s]) cudaEventDestroy((cudaEvent_t)ctx->side_fork[s]);
+    if (ctx->side_join[s]) cudaEventDestroy((cudaEvent_t)ctx->side_join[s]);
+    if (ctx->side[s]) cudaStreamDestroy((cudaStream_t)ctx->side[s]);
+    ctx->side[s] = ctx->side_fork[s] = ctx->side_join[s] = NULL;
     if (ctx->streams[s]) cudaStreamDestroy((cudaStream_t)ctx->streams[s]);
     ctx->streams[s] = NULL;
   }
@@ -395,6 +400,63 @@ static fco_result_t time_graph(bench_ctx_t* ctx, bench_issue_fn fn, void* arg, i
   return FCO_OK;
 }
 #endif
+
+/* bench_time_both's iteration: fork, `second` on the side streams, `first` on the streams,
+ * join (always, so a capture ends with every stream joined). */
+static struct {
+  bench_issue_fn first, second;
+  void* arg;
+} g_both;
+
+static fco_result_t both_issue(bench_ctx_t* ctx, void* unused, int iter) {
+  (void)unused;
+#ifdef FCO_HAVE_CUDA
+  for (int s = 0; s < ctx->nstreams; s++) {
+    BENCH_CUDA(ctx, cudaSetDevice(stream_dev(ctx, s)));
+    if (!ctx->side[s]) {
+      cudaStream_t st;
+      cudaEvent_t f, j;
+      BENCH_CUDA(ctx, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      ctx->side[s] = st;
+      BENCH_CUDA(ctx, cudaEventCreateWithFlags(&f, cudaEventDisableTiming));
+      ctx->side_fork[s] = f;
+      BENCH_CUDA(ctx, cudaEventCreateWithFlags(&j, cudaEventDisableTiming));
+      ctx->side_join[s] = j;
+    }
+    BENCH_CUDA(ctx, cudaEventRecord((cudaEvent_t)ctx->side_fork[s],
+                                    (cudaStream_t)ctx->streams[s]));
+    BENCH_CUDA(ctx, cudaStreamWaitEvent((cudaStream_t)ctx->side[s],
+                                        (cudaEvent_t)ctx->side_fork[s], 0));
+  }
+  ctx->on_side = 1;
+  fco_result_t r = g_both.second(ctx, g_both.arg, iter);
+  ctx->on_side = 0;
+  if (r == FCO_OK) r = g_both.first(ctx, g_both.arg, iter);
+  for (int s = 0; s < ctx->nstreams; s++) {
+    cudaSetDevice(stream_dev(ctx, s));
+    cudaError_t e = cudaEventRecord((cudaEvent_t)ctx->side_join[s], (cudaStream_t)ctx->side[s]);
+    if (e == cudaSuccess)
+      e = cudaStreamWaitEvent((cudaStream_t)ctx->streams[s], (cudaEvent_t)ctx->side_join[s], 0);
+    if (e != cudaSuccess && r == FCO_OK)
+      r = bench_fail(ctx, FCO_ERR_CUDA, "both column: join: %s", cudaGetErrorString(e));
+  }
+  return r;
+#else
+  (void)ctx;
+  (void)iter;
+  return FCO_ERR_UNSUPPORTED;
+#endif
+}
+
+fco_result_t bench_time_both(bench_ctx_t* ctx, bench_issue_fn first, bench_issue_fn second,
+                             void* arg, int nsets, double* us) {
+  *us = -1;
+  if (!ctx->on_gpu) return FCO_OK;
+  g_both.first = first;
+  g_both.second = second;
+  g_both.arg = arg;
+  return bench_time(ctx, both_issue, NULL, nsets, us);
+}
 
 fco_result_t bench_time(bench_ctx_t* ctx, bench_issue_fn fn, void* arg, int nsets, double* us) {
   int n = ctx->opt.iters;

@@ -29,9 +29,9 @@
  * Columns: gemm = cuBLAS GEMM per expert alone, every rank (compute_us); a2a = the all-to-all
  * alone (nccl: grouped ncclSend/ncclRecv of the same rows on communicators of the bench's own;
  * local: the same rows by cudaMemcpyAsync) (comm_us); both = the two alone issued at once on
- * two streams per rank, nothing ordering one after the other (both_us, P > 1): what a perfect
- * overlap reaches on this GPU, power and SM sharing included — next to the overlap bound
- * max + 0.2·min, which assumes each part keeps its speed; impl 0, tiles, chunks, auto; best;
+ * two streams per rank, nothing ordering one after the other (both_us, P > 1, bench_time_both:
+ * what two streams give without fusion, power and SM sharing included) — next to the overlap
+ * bound max + 0.2·min, which assumes each part keeps its speed; impl 0, tiles, chunks, auto; best;
  * speedup = impl 0 / best; floor = max(FLOPs / 790 TFLOP/s, bytes sent to peers / 364 GB/s)
  * per rank on nccl (the busiest rank); local: all ranks' FLOPs / 790 and 2× all bytes moved
  * over HBM / 4300 GB/s; TFLOP/s of the best impl (all ranks' FLOPs / time on local).
@@ -438,15 +438,6 @@ static cublasHandle_t g_blas[GA_MAXP];
 static void* g_blas_ws[GA_MAXP];
 static ncclComm_t g_nccl[GA_MAXP];
 static int g_have_nccl;
-/* The "both" column: the all-to-all alone on a second stream per rank, forked from and joined
- * back into the rank's stream around the GEMMs alone (nothing orders one after the other). */
-static cudaStream_t g_side[GA_MAXP];
-static cudaEvent_t g_fork[GA_MAXP], g_join[GA_MAXP];
-static int g_a2a_side; /* a2a_issue: on g_side instead of the rank's stream */
-
-static cudaStream_t a2a_stream(bench_ctx_t* ctx, int r) {
-  return g_a2a_side ? g_side[r] : (cudaStream_t)bench_stream(ctx, r);
-}
 
 static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
   (void)iter;
@@ -497,7 +488,7 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
       int64_t soff = 0, roff = 0;
       for (int s = 0; s < P && bad == ncclSuccess; s++) {
         int64_t send = st->recv[s][r], recv = st->recv[r][s];
-        cudaStream_t sr = a2a_stream(ctx, r);
+        cudaStream_t sr = (cudaStream_t)bench_stream(ctx, r);
         if (send > 0)
           bad = ncclSend((char*)st->scratch[r] + soff * rb, (size_t)send * st->w.n, t, s, g_nccl[r], sr);
         if (recv > 0 && bad == ncclSuccess)
@@ -512,7 +503,7 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
                         ncclGetErrorString(bad != ncclSuccess ? bad : ge));
     return FCO_OK;
   }
-  cudaStream_t s0 = a2a_stream(ctx, 0);
+  cudaStream_t s0 = (cudaStream_t)bench_stream(ctx, 0);
   for (int s = 0; s < P; s++) {
     int64_t drow = 0;
     for (int r = 0; r < P; r++) {
@@ -533,37 +524,6 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
   return FCO_OK;
 }
 
-/* GEMMs alone and the all-to-all alone at once: fork a second stream per rank, the all-to-all
- * there, the GEMMs on the rank's stream, join. The all-to-all reads the scratch the GEMMs write
- * (a race on values nobody checks; the bytes moved are the same). */
-static fco_result_t both_issue(bench_ctx_t* ctx, void* arg, int iter) {
-  ga_state_t* st = (ga_state_t*)arg;
-  const int n = ctx->transport == FCO_TRANSPORT_NCCL ? st->P : 1; /* local: one stream */
-  for (int r = 0; r < n; r++) {
-    if (cudaSetDevice(ctx->devs[r]) != cudaSuccess)
-      return bench_fail(ctx, FCO_ERR_CUDA, "cudaSetDevice(%d)", ctx->devs[r]);
-    if (!g_side[r] && (cudaStreamCreateWithFlags(&g_side[r], cudaStreamNonBlocking) != cudaSuccess ||
-                       cudaEventCreateWithFlags(&g_fork[r], cudaEventDisableTiming) != cudaSuccess ||
-                       cudaEventCreateWithFlags(&g_join[r], cudaEventDisableTiming) != cudaSuccess))
-      return bench_fail(ctx, FCO_ERR_CUDA, "second stream for the both column (rank %d)", r);
-    cudaStream_t sr = (cudaStream_t)bench_stream(ctx, r);
-    if (cudaEventRecord(g_fork[r], sr) != cudaSuccess ||
-        cudaStreamWaitEvent(g_side[r], g_fork[r], 0) != cudaSuccess)
-      return bench_fail(ctx, FCO_ERR_CUDA, "both column: fork (rank %d)", r);
-  }
-  g_a2a_side = 1;
-  fco_result_t res = a2a_issue(ctx, arg, iter);
-  g_a2a_side = 0;
-  if (res == FCO_OK) res = gemm_issue(ctx, arg, iter);
-  for (int r = 0; r < n; r++) { /* always join: a capture must end with every stream joined */
-    cudaSetDevice(ctx->devs[r]);
-    cudaStream_t sr = (cudaStream_t)bench_stream(ctx, r);
-    if ((cudaEventRecord(g_join[r], g_side[r]) != cudaSuccess ||
-         cudaStreamWaitEvent(sr, g_join[r], 0) != cudaSuccess) && res == FCO_OK)
-      res = bench_fail(ctx, FCO_ERR_CUDA, "both column: join (rank %d)", r);
-  }
-  return res;
-}
 #endif
 
 static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
@@ -589,7 +549,9 @@ static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* ro
   }
   r = bench_time(ctx, a2a_issue, st, 1, &row->comm_us);
   if (r != FCO_OK) return r;
-  if (ctx->nranks > 1 && (r = bench_time(ctx, both_issue, st, 1, &row->both_us)) != FCO_OK)
+  /* the all-to-all reads the scratch the GEMMs write: a race on values nobody checks */
+  if (ctx->nranks > 1 && (r = bench_time_both(ctx, gemm_issue, a2a_issue, st, 1,
+                                              &row->both_us)) != FCO_OK)
     return r;
 #else
   (void)ctx;
