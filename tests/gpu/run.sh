@@ -8,6 +8,8 @@
 # FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_PYTEST=0 (skip the GPU pytest run),
 # FCO_GPU_BENCH=0 (skip the fco-bench tables), FCO_GPU_TORCH=0 (skip the torch comparison scripts bench/*_torch.py and examples/),
 # FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only these ops; default all),
+# FCO_GPU_BENCH_RANKS (ranks of the nccl benches; default every GPU when more than 2 — issue 7's
+# P = 4 / 8 runs — else 2),
 # FCO_GPU_PROBE=1 (also build and run bench/probe/*.cu), FCO_GPU_EXTRA="cmd" (one more step),
 # FCO_GPU_PREBUILT=1 (keep the objects of build/obj built on the CPU machine: see the build step).
 # Full logs: $OUT/build.log, kernel-check.log (and <check>.log per tests/gpu/*.cu),
@@ -160,8 +162,11 @@ if [ "${FCO_GPU_PYTEST:-1}" = 1 ]; then
   fi
 fi
 
-# ---- bench: per op, local (virtual ranks on GPU 0) and nccl (2 GPUs, CUDA graphs) ------------
-# FCO_GPU_OPS selects the ops (default: all).
+# ---- bench: per op, local (virtual ranks on GPU 0) and nccl (BR GPUs, CUDA graphs) -----------
+# FCO_GPU_OPS selects the ops (default: all); FCO_GPU_BENCH_RANKS the nccl ranks (BR).
+BR=${FCO_GPU_BENCH_RANKS:-2}
+[ -z "${FCO_GPU_BENCH_RANKS:-}" ] && [ "$NGPU" -gt 2 ] && BR=$NGPU
+PR=""; [ "$BR" = 2 ] || PR="-p$BR"  # P = 2 keeps the historical step names
 export FCO_BENCH_PROGRESS=${FCO_BENCH_PROGRESS:-1}  # a stalled step shows where (stderr, in the log)
 OPS=${FCO_GPU_OPS:-allreduce gemv_allreduce embedding_alltoall gemm_alltoall}
 if [ "$QUICK" = 1 ]; then sizes=(-b 1K -e 4M -f 4); else sizes=(-b 1K -e 64M -f 4); fi
@@ -177,20 +182,22 @@ for op in ${OPS_BENCH-$OPS}; do
       bench ar-local allreduce -t local -g 2 "${sizes[@]}"
       if [ "$NGPU" -ge 2 ]; then
         # The fused path must beat ncclAllReduce up to 1 MB: fine steps there, eager and graphed.
-        bench ar-nccl allreduce -t nccl -g 2 -b 1K -e 64M -f 2 -d bf16
-        bench ar-nccl-graph allreduce -t nccl -g 2 -G 1 -b 1K -e 64M -f 2 -d bf16
-        [ "$QUICK" = 1 ] || bench ar-nccl-graph-all allreduce -t nccl -g 2 -G 1 "${sizes[@]}"
+        bench "ar-nccl$PR" allreduce -t nccl -g "$BR" -b 1K -e 64M -f 2 -d bf16
+        bench "ar-nccl-graph$PR" allreduce -t nccl -g "$BR" -G 1 -b 1K -e 64M -f 2 -d bf16
+        [ "$QUICK" = 1 ] || bench "ar-nccl-graph-all$PR" allreduce -t nccl -g "$BR" -G 1 "${sizes[@]}"
       fi
       ;;
     *)
       bench "$op-local" "$op" -t local -g 2 -d bf16 -n 20 -w 3
       if [ "$NGPU" -ge 2 ]; then
         # -R 3: the columns timed in three rounds (clock drift under long GEMMs falls on all alike)
-        bench "$op-nccl-graph" "$op" -t nccl -g 2 -G 1 -d bf16 -R 3 -n 10 -w 3
-        [ "$QUICK" = 1 ] || bench "$op-nccl-graph-f32" "$op" -t nccl -g 2 -G 1 -d f32 -R 3 -n 10 -w 3
+        bench "$op-nccl-graph$PR" "$op" -t nccl -g "$BR" -G 1 -d bf16 -R 3 -n 10 -w 3
+        [ "$QUICK" = 1 ] ||
+          bench "$op-nccl-graph-f32$PR" "$op" -t nccl -g "$BR" -G 1 -d f32 -R 3 -n 10 -w 3
         # outputs in symmetric buffers (fco_mem_alloc): the peers store into them in place
         case $op in embedding_alltoall | gemm_alltoall)
-          FCO_BENCH_SYM=1 bench "$op-nccl-graph-sym" "$op" -t nccl -g 2 -G 1 -d bf16 -R 3 -n 10 -w 3 ;;
+          FCO_BENCH_SYM=1 bench "$op-nccl-graph-sym$PR" "$op" -t nccl -g "$BR" -G 1 -d bf16 \
+            -R 3 -n 10 -w 3 ;;
         esac
       fi
       ;;
