@@ -5,6 +5,7 @@ communicator (a tensor outliving fco.shutdown is dropped safely), and usable as
 out= of fco.gemm_alltoall and fco.embedding_alltoall (results equal to out=None, returned tensor
 is out); out= with gradients takes the op and copies; bad out / nbytes raise. The GPU side
 (peers storing into the buffer) is tests/python/test_gpu_ops.py and the C tests.
+fco.triton's host.mem_find (fco_mem_find) on cpu buffers.
 Run: pytest tests/python/test_symmetric.py
 """
 import pytest
@@ -110,6 +111,37 @@ def _w_embedding_out():
     got = fco.embedding_alltoall(weight, idx, offsets, rows, tpr, bpr, out=out)
     assert got is out
     torch.testing.assert_close(out, ref)
+
+
+def _w_find():
+    """fco.triton's host.mem_find (fco_mem_find) on the cpu transport: the slot and offset of a
+    range inside a buffer of fco.empty_symmetric, none outside it or past its end, no peer
+    table (cpu buffers are not stored into by peers), and fco.triton's sym_args therefore
+    announcing nothing."""
+    import torch
+
+    import fco
+    from fco.triton import gemm_alltoall as GA
+    from fco.triton import host
+
+    comm = fco.init()
+    t = fco.empty_symmetric((8, 16), torch.float32, device="cpu")
+    k, off, table = host.mem_find(comm.handle, t.data_ptr(), t.numel() * 4)
+    assert k >= 0 and off == 0 and table == 0
+    k2, off2, _ = host.mem_find(comm.handle, t[2:].data_ptr(), t[2:].numel() * 4)
+    assert (k2, off2) == (k, 2 * 16 * 4)
+    assert host.mem_find(comm.handle, t[2:].data_ptr(), t.numel() * 4)[0] == -1  # past its end
+    plain = torch.zeros(8, 16)
+    assert host.mem_find(comm.handle, plain.data_ptr(), plain.numel() * 4)[0] == -1
+    class S:  # what _sym_args reads of a DeviceState
+        handle = comm.handle
+
+    assert GA._sym_args([S()], [t], t.numel() * 4, None) == [(0, 0, 0)]
+    return True
+
+
+def test_mem_find_2_ranks(pool2):
+    pool2.run(_w_find)
 
 
 def test_alloc_2_ranks(pool2):
