@@ -13,7 +13,9 @@
  *          read) into an S-stage ring; "full" mbarriers complete on the bytes, the consumer
  *          warps release a stage through an "empty" mbarrier once their wgmma on it retired;
  *          the slab counter runs on across a block's groups, so the next group's loads start
- *          while this one finishes. No block-wide barrier in the loop. S = 12, 8, 4.
+ *          while this one finishes. No block-wide barrier in the loop. tma4: groups of 4
+ *          tiles (64 columns), S = 12, 8, 4 stages; tma2: groups of 2 tiles, S = 6, 4 (about
+ *          80 KB: two blocks per SM, and twice the groups to give them work).
  *   cublas cublasGemmEx (the operator's impl 0 / 3 GEMM), the reference of the results
  *   read   W alone streamed with 16-byte loads (the ceiling)
  * Shapes M = 64 (and 48) × N × K: 8192 × 8192, 8192 × 4096 (a P = 2 rank's slice), 4096 × 7168,
@@ -72,20 +74,24 @@ __global__ void __launch_bounds__(256, 1)
 }
 
 /* ---- tma: the same math on a TMA + mbarrier ring ------------------------------------------- */
-template <int kS>
+/* kGr tiles of 16 columns a group (4 as the library's default; 2: twice the groups, so two
+ * blocks per SM have work at N = 8192 when the ring is small enough). */
+template <int kS, int kGr>
 struct TmaRing {
-  static constexpr int kXBytes = 64 * 128, kWBytes = kBN * 128, kStageBytes = kXBytes + kWBytes;
+  static constexpr int kCols = kGr * 16;
+  static constexpr int kXBytes = 64 * 128, kWBytes = kCols * 128, kStageBytes = kXBytes + kWBytes;
   static constexpr int kBarOff = kS * kStageBytes;
-  static constexpr int kOutBytes = kG * 64 * 16 * 4;
+  static constexpr int kOutBytes = kGr * 64 * 16 * 4;
   static constexpr int kSmem = 1024 + kBarOff + 2 * kS * 8 + kOutBytes;
 };
 
-template <int kS>
+template <int kS, int kGr>
 __global__ void __launch_bounds__(256, 1)
     tma_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                float* y, int M, int N, int K, int groups) {
 #if FCO_WGMMA_COMPILED
-  using R = TmaRing<kS>;
+  using R = TmaRing<kS, kGr>;
+  constexpr int kC = R::kCols;
   extern __shared__ __align__(1024) unsigned char smem[];
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
@@ -109,26 +115,27 @@ __global__ void __launch_bounds__(256, 1)
     const uint32_t st = pipe + s * R::kStageBytes;
     fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
     fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
-    fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kBN);
+    fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kC);
   };
   if (tid == 0)
     for (long long q = 0; q < kS && q < total; ++q) produce(q);
-  float d[16];
+  float d[kC / 4];
   long long q = 0;
   for (int gi = 0; gi < my_groups; ++gi) {
     const int g = (int)blockIdx.x + gi * (int)gridDim.x;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) d[i] = 0.f;
+    for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
     for (int kt = 0; kt < num_k; ++kt, ++q) {
       const int s = (int)(q % kS);
       fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
       const uint32_t st = pipe + s * R::kStageBytes;
-      const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kBN / 2) * 128;
+      const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
       fco::tile::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk)
-        fco::gemv::WgmmaN<bf16, 32>::run(d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
-                                         fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
+        fco::gemv::WgmmaN<bf16, kC / 2>::run(
+            d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
+            fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
       fco::tile::wgmma_commit();
       fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired */
       if (q > 0) {
@@ -145,19 +152,19 @@ __global__ void __launch_bounds__(256, 1)
     }
     fco::tile::wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < 16; ++i) asm volatile("" : "+f"(d[i])::"memory");
-    /* m64n32 fragment of this warpgroup's 32 columns → out [kG][64][16], then y */
+    for (int i = 0; i < kC / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    /* m64n(kC/2) fragment of this warpgroup's kC/2 columns → out [kGr][64][16], then y */
     const int row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < kC / 16; ++j)
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        const int col = wg * 32 + 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
+        const int col = wg * (kC / 2) + 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
         out[((col / 16) * 64 + row) * 16 + col % 16] = d[4 * j + c];
       }
     __syncthreads();
-    for (int i = tid; i < kG * 64 * 16; i += blockDim.x) {
-      const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kBN + t * 16 + c;
+    for (int i = tid; i < kGr * 64 * 16; i += blockDim.x) {
+      const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kC + t * 16 + c;
       if (m < M && n < N) y[(size_t)m * N + n] = out[i];
     }
     __syncthreads();
@@ -321,30 +328,35 @@ int main(int argc, char** argv) {
       lib(0);
       row("lib", t, check(0));
     }
-    auto tma = [&](auto ring, const char* name) {
-      constexpr int kS = decltype(ring)::value;
-      const int smem = TmaRing<kS>::kSmem;
-      CK(cudaFuncSetAttribute(tma_kernel<kS>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    auto tma = [&](auto ring, auto gr, const char* name) {
+      constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
+      const int smem = TmaRing<kS, kGr>::kSmem, tgroups = (N + kGr * 16 - 1) / (kGr * 16);
+      auto kern = tma_kernel<kS, kGr>;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       std::vector<CUtensorMap> mw(sets);
       CUtensorMap mx;
       bool ok = encode(&mx, x, K, M, 64);
-      for (int s = 0; s < sets && ok; ++s) ok = encode(&mw[s], W[s], K, N, kBN);
+      for (int s = 0; s < sets && ok; ++s) ok = encode(&mw[s], W[s], K, N, kGr * 16);
       if (!ok) {
         printf("#   %s: cuTensorMapEncodeTiled failed\n", name);
         return;
       }
       int per_sm = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tma_kernel<kS>, 256, smem));
-      const int grid = std::min(groups, std::max(1, per_sm) * sms);
-      auto run = [&](int s) { tma_kernel<kS><<<grid, 256, smem>>>(mx, mw[s], y, M, N, K, groups); };
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, smem));
+      const int grid = std::min(tgroups, std::max(1, per_sm) * sms);
+      auto run = [&](int s) { kern<<<grid, 256, smem>>>(mx, mw[s], y, M, N, K, tgroups); };
       const float t = time_us(run, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       run(0);
       row(name, t, check(0));
     };
-    tma(std::integral_constant<int, 12>{}, "tma S=12");
-    tma(std::integral_constant<int, 8>{}, "tma S=8");
-    tma(std::integral_constant<int, 4>{}, "tma S=4");
+    using I = std::integral_constant<int, 4>;
+    using II = std::integral_constant<int, 2>;
+    tma(std::integral_constant<int, 12>{}, I{}, "tma4 S=12");
+    tma(std::integral_constant<int, 8>{}, I{}, "tma4 S=8");
+    tma(std::integral_constant<int, 4>{}, I{}, "tma4 S=4");
+    tma(std::integral_constant<int, 6>{}, II{}, "tma2 S=6");  /* 2 blocks/SM */
+    tma(std::integral_constant<int, 4>{}, II{}, "tma2 S=4");
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {
