@@ -91,19 +91,11 @@
 
 #include "embedding_alltoall_pool.cuh"
 #include "embedding_alltoall_lean.cuh"
+#include "probe.h"
 
 using bf16 = __nv_bfloat16;
 using namespace fco;
 using namespace fco::ea;
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 constexpr int kT = 8;                       /* tables */
 constexpr int64_t kGatherBytes = 256ll << 20; /* rows gathered per case */

@@ -42,18 +42,10 @@
 #include <vector>
 
 #include "gemv_group_wgmma.cuh"
+#include "probe.h"
 
 using bf16 = __nv_bfloat16;
 using fco::smem_u32;
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 constexpr int kG = 4, kBN = kG * 16; /* a group: 4 tiles of 16 columns */
 

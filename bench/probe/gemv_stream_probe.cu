@@ -24,18 +24,10 @@
 #include <vector>
 
 #include "gemv_tile.cuh"
+#include "probe.h"
 
 using bf16 = __nv_bfloat16;
 using fco::gemv::kTileN;
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(1);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 /* Tiles t = blockIdx.x, + gridDim.x, ...: tile math, sum of the warps, y (fp32) written.
  * kMode 0: plain; 1: register-pipelined (tile_mma's kPipe, the operator's FCO_GEMV_PIPE loop);
