@@ -800,7 +800,7 @@ static void run_cpasync(Ctx& c, const Case& cs, const char* what) {
 /* (e): the dynamic shared memory for tile W (ring, offsets, weights: see embedding_alltoall_lean.cuh). */
 static size_t lean_smem(const Case& cs, int W, bool wm, int S, int U) {
   return (size_t)S * U * kThreads * 16 + (size_t)kWarps * (W + 1) * 4 +
-         (wm ? (size_t)(kThreads / cs.G) * S * U * 4 : 0);
+         (wm ? (size_t)(kThreads / cs.G) * S * U * 4 : 0) + FCO_EA_RING_ALIGN; /* ea_ring's slack */
 }
 /* (e) set-up: smem opt-in, W as (d2)'s (tile_bags with its U), blocks a SM with that smem. */
 template <typename I, int kS, int kU>

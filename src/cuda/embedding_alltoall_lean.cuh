@@ -7,7 +7,7 @@
  * lean_tile_any for unaligned pointers), the lookup kernel ea_kernel_lean_stream and the launch
  * shape (lean_smem, lean_tile_bags). Included by embedding_alltoall.cu (impl 0's lookup), by
  * embedding_alltoall_fused_lean.cu (impl 1) and by the probe, after embedding_alltoall_pool.cuh's
- * helpers (g_ea_ring, g_ea_dummy, Unit, cp_async16).
+ * helpers (ea_ring, g_ea_dummy, Unit, cp_async16).
  * Status: the default lookup of impl 0 (one launch per local rank) and, through lean_tile, the
  *   pooling of impl 1's ea_kernel_fused_lean, wherever rows are whole 16-byte units of ≤ 512
  *   bytes (FCO_EA_LEAN=0: the previous kernels). First run on a GPU in c09f78d (the probe's (e)
@@ -137,14 +137,15 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
   const bool idle = kMT && tt >= ntab;
   const int tl = t + (idle ? 0 : tt);
   const int sw = kMT ? nt * (p.W + 1) : p.W + 1; /* staged offsets a warp */
-  int* const so_w = (int*)(g_ea_ring + kS * kU * kThreads) + warp * sw;
+  uint4* const g_ring = ea_ring();
+  int* const so_w = (int*)(g_ring + kS * kU * kThreads) + warp * sw;
   int* const so = kMT ? so_w + (idle ? 0 : tt) * (p.W + 1)
-                      : (int*)(g_ea_ring + kS * kU * kThreads) + warp * (p.W + 1);
-  const float* const wr = kMT ? (const float*)((int*)(g_ea_ring + kS * kU * kThreads) + kWarps * sw) +
+                      : (int*)(g_ring + kS * kU * kThreads) + warp * (p.W + 1);
+  const float* const wr = kMT ? (const float*)((int*)(g_ring + kS * kU * kThreads) + kWarps * sw) +
                                     (threadIdx.x >> p.lg_G) * (kS * kU)
                               : (const float*)(so - warp * (p.W + 1) + kWarps * (p.W + 1)) +
                                     (threadIdx.x >> p.lg_G) * (kS * kU);
-  const uint32_t ring = smem_u32(g_ea_ring + threadIdx.x), wring = smem_u32(wr);
+  const uint32_t ring = smem_u32(g_ring + threadIdx.x), wring = smem_u32(wr);
   /* rows u of a chunk whose weight this lane copies (u mod G = gl), none without weights */
   uint32_t wmine = 0;
 #pragma unroll
@@ -288,7 +289,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
                (unsigned long long)__popc(inm & ~okc));
     }
-    const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
+    const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
     const float* w0 = wr + s * kU;
     if (q0 + nq <= next_end) {
       uint4 x[kU];

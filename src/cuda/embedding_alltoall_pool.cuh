@@ -32,6 +32,7 @@
 #define FCO_CUDA_EMBEDDING_ALLTOALL_POOL_CUH_
 
 #include "cp_async.cuh"
+#include "../ops/embedding_alltoall_plan.h" /* FCO_EA_RING_ALIGN */
 #include "embedding_alltoall.cuh"
 
 namespace fco {
@@ -178,14 +179,27 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
 constexpr int kStreamStages = 3;
 constexpr int kStreamRows = 4;
 static_assert(kStreamStages * kStreamRows <= 32, "the valid bits of a ring fit one word");
-/* Dynamic shared memory of a kB = 0 kernel: the ring [stage][row][thread] of 16-byte units. */
-constexpr int kStreamSmem = kStreamStages * kStreamRows * kThreads * 16;
+/* Dynamic shared memory of a kB = 0 kernel: the ring [stage][row][thread] of 16-byte units, and
+ * the slack that aligns it (ea_ring). */
+constexpr int kStreamSmem = kStreamStages * kStreamRows * kThreads * 16 + FCO_EA_RING_ALIGN;
 /* Blocks per SM a kB = 0 kernel is compiled for (__launch_bounds__): 2, 128 registers, impl 0's
  * lookup and the fused kernel alike. At 3 (80 registers) the run set-up spilled and the gather
  * probe timed the same code 1.1–1.8× slower than at 2 on every case (run 80deada); at 4 (64) the
  * row loop spilled too. */
 constexpr int kStreamMinBlocks = 2;
 extern __shared__ __align__(16) uint4 g_ea_ring[];
+
+/* The rings' base: the dynamic shared memory rounded up to FCO_EA_RING_ALIGN (128) bytes, which
+ * every launch adds to its dynamic size. Dynamic shared memory starts right after a kernel's
+ * static __shared__ variables, 16-byte aligned only: the fused lean kernel's 480 bytes of them
+ * put its ring at 96 mod 128, so every 128-byte line a warp copied with cp.async straddled two
+ * shared-memory wavefronts — twice the LDGSTS wavefronts and twice the L2 requests (same sectors)
+ * of impl 0's lookup, whose ring starts at 0: ncu, run 7bf1d5b-ncu, P = 1 Zipf bf16, 313 vs 235
+ * µs. */
+__device__ __forceinline__ uint4* ea_ring() {
+  const uint32_t a = smem_u32(g_ea_ring);
+  return g_ea_ring + (((0u - a) & (uint32_t)(FCO_EA_RING_ALIGN - 1)) >> 4);
+}
 
 struct StreamRun {
   const void* idx;  /* rk.indices */
@@ -204,7 +218,8 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
                                            const ErrCtx& ec) {
   using Un = Unit<T, true>;
   constexpr int kE = Un::kE, kS = kStreamStages, kU = kStreamRows;
-  const uint32_t ring = smem_u32(g_ea_ring + threadIdx.x);
+  uint4* const g_ring = ea_ring();
+  const uint32_t ring = smem_u32(g_ring + threadIdx.x);
   const bool lane_on = gl < nunits;
   const int64_t nch = (qe - qb + kU - 1) / kU;
   /* bag state: cur, its start and end position */
@@ -274,7 +289,7 @@ __device__ __forceinline__ void stream_run(const StreamRun& r, const T* table, i
     const int64_t q0 = qb + i * kU;
     const int nq = (int)min((int64_t)kU, qe - q0);
     const uint32_t okc = okb >> (s * kU);
-    const uint4* slot0 = g_ea_ring + s * kU * kThreads + threadIdx.x;
+    const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
     if (q0 + nq <= bend) {
       uint4 x[kU];
 #pragma unroll

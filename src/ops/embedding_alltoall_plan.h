@@ -32,15 +32,16 @@ enum {
   FCO_EA_LEAN_THREADS = 256,        /* threads a block (kThreads)                          */
   FCO_EA_LEAN_STAGES = 3,           /* cp.async ring stages                                */
   FCO_EA_LEAN_ROWS = 4,             /* rows a chunk                                        */
-  FCO_EA_LEAN_MAX_TILE_BAGS = 1024  /* W at most (shared memory for the staged offsets)    */
+  FCO_EA_LEAN_MAX_TILE_BAGS = 1024, /* W at most (shared memory for the staged offsets)    */
+  FCO_EA_RING_ALIGN = 128           /* the rings start at a multiple of this (slack added) */
 };
 
 /* Dynamic shared memory of a block for tiles of W bags and G lanes a bag with a ring of S stages:
- * the row ring, the warps' offsets, the weights' ring. */
+ * the row ring, the warps' offsets, the weights' ring, and the slack that aligns the ring. */
 FCO_EA_HD size_t fco_ea_lean_smem_s(int G, int W, int S) {
   const size_t warps = FCO_EA_LEAN_THREADS / 32;
   return (size_t)S * FCO_EA_LEAN_ROWS * FCO_EA_LEAN_THREADS * 16 + warps * (size_t)(W + 1) * 4 +
-         (size_t)(FCO_EA_LEAN_THREADS / G) * S * FCO_EA_LEAN_ROWS * 4;
+         (size_t)(FCO_EA_LEAN_THREADS / G) * S * FCO_EA_LEAN_ROWS * 4 + FCO_EA_RING_ALIGN;
 }
 /* ... with the default FCO_EA_LEAN_STAGES. */
 FCO_EA_HD size_t fco_ea_lean_smem(int G, int W) { return fco_ea_lean_smem_s(G, W, FCO_EA_LEAN_STAGES); }
