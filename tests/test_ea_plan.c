@@ -40,6 +40,11 @@ static void tile_bags(void) {
             ASSERT_EQ(W % (32 / G), 0);
             /* long bags, few warps: the smallest tile with 4 chunks a group */
             if (kMean[m] >= 64.0 && kWarps[w] == 1) ASSERT_EQ(W, 32 / G);
+            /* the default is 4 chunks; more chunks never give a smaller tile */
+            ASSERT_EQ(W, fco_ea_lean_tile_bags_c(G, kMean[m], kB[b], T, kWarps[w], 4));
+            const int W16 = fco_ea_lean_tile_bags_c(G, kMean[m], kB[b], T, kWarps[w], 16);
+            ASSERT_GE(W16, W);
+            ASSERT_LE(W16, FCO_EA_LEAN_MAX_TILE_BAGS);
           }
   /* the shared memory grows with W and shrinks with G (its weights ring) */
   ASSERT_LT(fco_ea_lean_smem(8, 16), fco_ea_lean_smem(8, 1024));

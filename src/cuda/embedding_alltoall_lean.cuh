@@ -93,8 +93,14 @@ constexpr int kLeanStages = FCO_EA_LEAN_STAGES, kLeanRows = FCO_EA_LEAN_ROWS,
               kLeanMaxTileBags = FCO_EA_LEAN_MAX_TILE_BAGS;
 static_assert(FCO_EA_LEAN_THREADS == kThreads, "the plan's block size");
 __host__ inline size_t lean_smem(int G, int W) { return fco_ea_lean_smem(G, W); }
+/* FCO_EA_LEAN_CHUNKS (1..64, default 4): the chunks of kLeanRows rows a lane group's share of a
+ * tile should hold at the mean bag length — larger tiles spread the per-tile work (offset
+ * staging, the ring's fill and drain, the fused kernel's tile decode) over more rows. A local
+ * choice of each rank, read at every launch, by both lean kernels. */
 __host__ inline int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
-  return fco_ea_lean_tile_bags(G, mean_len, B, T, resident_warps);
+  long long c = fco_env_int("FCO_EA_LEAN_CHUNKS", 4);
+  c = c < 1 ? 1 : c > 64 ? 64 : c;
+  return fco_ea_lean_tile_bags_c(G, mean_len, B, T, resident_warps, (int)c);
 }
 
 /* Bad data at (local table t, kind, position, value): counted and/or reported. */

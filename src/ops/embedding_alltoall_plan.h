@@ -47,18 +47,23 @@ FCO_EA_HD size_t fco_ea_lean_smem_s(int G, int W, int S) {
 FCO_EA_HD size_t fco_ea_lean_smem(int G, int W) { return fco_ea_lean_smem_s(G, W, FCO_EA_LEAN_STAGES); }
 
 /* Bags a warp tile holds (the probe's d2 rule): the smallest power of two that is ≥ the lane
- * groups of a warp (32/G) and gives a group ≥ 4 chunks at the mean bag length, at most
+ * groups of a warp (32/G) and gives a group ≥ `chunks` chunks at the mean bag length, at most
  * FCO_EA_LEAN_MAX_TILE_BAGS (which also ends the doubling when there are no indices: mean 0),
  * then halved while T · ⌈B / W⌉ tiles would not give every resident warp two (never below
  * 32/G). A power of two, a multiple of 32/G. */
-FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
+FCO_EA_HD int fco_ea_lean_tile_bags_c(int G, double mean_len, int64_t B, int T, int64_t resident_warps,
+                                      int chunks) {
   const int64_t RW = 32 / G;
   int64_t W = 1;
   while (W < FCO_EA_LEAN_MAX_TILE_BAGS &&
-         (W < RW || (double)W * mean_len < 4.0 * FCO_EA_LEAN_ROWS * (double)RW))
+         (W < RW || (double)W * mean_len < (double)chunks * FCO_EA_LEAN_ROWS * (double)RW))
     W *= 2;
   while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
   return (int)W;
+}
+/* ... with 4 chunks a group (the default; FCO_EA_LEAN_CHUNKS on the GPU). */
+FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
+  return fco_ea_lean_tile_bags_c(G, mean_len, B, T, resident_warps, 4);
 }
 
 /* tstart[0..P] and tpk[0..P−1] (chunks a table group at position k) of rank me with Tg local
