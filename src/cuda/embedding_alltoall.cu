@@ -41,7 +41,8 @@
  *   FCO_EA_LEAN_STAGES   the fused lean kernel's cp.async ring: 3 (default) or 4 stages (run
  *                        61b33ef: bf16 2-6 % faster on short rows, f32 up to 3.5 % slower)
  *   FCO_EA_LEAN_CHUNKS   both lean kernels: the tile size rule's chunks of rows a lane group
- *                        should get at the mean bag length, 1..64 (default 4; lean_tile_bags)
+ *                        should get at the mean bag length, 1..64 (default by the mean bag: 16
+ *                        at >= 16 rows, 8 at >= 8, else 4; lean_tile_bags, run 731ced0)
  *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
  *                        (kernel variant kMT, static order; run 7d1cf97: not faster but for
  *                        32-byte rows)

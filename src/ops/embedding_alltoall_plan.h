@@ -61,7 +61,7 @@ FCO_EA_HD int fco_ea_lean_tile_bags_c(int G, double mean_len, int64_t B, int T, 
   while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
   return (int)W;
 }
-/* ... with 4 chunks a group (the default; FCO_EA_LEAN_CHUNKS on the GPU). */
+/* ... with 4 chunks a group (the GPU launches choose by the mean bag: lean_tile_bags). */
 FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
   return fco_ea_lean_tile_bags_c(G, mean_len, B, T, resident_warps, 4);
 }
