@@ -191,29 +191,19 @@ typedef struct {
   unsigned long long* ctr;
   uint64_t base;
   uint32_t n;
-  uint32_t kc;         /* FCO_EA_LEAN_CLAIM: indices a claim takes far from the end */
   unsigned char* seen; /* [n] */
-  int bad;             /* a claim past n + threads · kc, or 0xffffffff */
+  int bad;             /* a claim past n + threads, or 0xffffffff */
 } claim_call_t;
-/* As lean_pool_dyn's warps: claim fco_ea_claim_amt indices, pool those below n. */
 static void* claim_worker(void* arg) {
   claim_call_t* c = (claim_call_t*)arg;
-  uint32_t next = 0;
   for (;;) {
-    const uint32_t amt = fco_ea_claim_amt(next, c->n, c->kc, kClaimThreads);
-    if (amt < 1 || amt > (c->kc > 1 ? c->kc : 1)) {
-      __atomic_store_n(&c->bad, 1, __ATOMIC_RELAXED);
-      return NULL;
-    }
-    const uint32_t i = c->kc == 1 && amt == 1 ? fco_ea_claim(c->ctr, c->base)
-                                              : fco_ea_claim_n(c->ctr, c->base, amt);
+    const uint32_t i = fco_ea_claim(c->ctr, c->base);
     if (i == 0xffffffffu || i > c->n + 64u * kClaimThreads) {
       __atomic_store_n(&c->bad, 1, __ATOMIC_RELAXED);
       return NULL;
     }
     if (i >= c->n) return NULL;
-    for (uint32_t j = i; j < i + amt && j < c->n; j++) __atomic_fetch_add(&c->seen[j], 1, __ATOMIC_RELAXED);
-    next = i + amt;
+    __atomic_fetch_add(&c->seen[i], 1, __ATOMIC_RELAXED);
   }
 }
 static void claims(void) {
@@ -226,7 +216,6 @@ static void claims(void) {
     c.ctr = &ctr;
     c.base = e << 32;
     c.n = (uint32_t)(rnd() % 3 == 0 ? rnd() % 4 : rnd() % 5000);
-    c.kc = call % 3 == 0 ? 1u : 1u + (uint32_t)(rnd() % 8); /* one at a time, or batches of ≤ 8 */
     c.seen = (unsigned char*)calloc(c.n + 1, 1);
     c.bad = 0;
     pthread_t th[kClaimThreads];
@@ -237,13 +226,6 @@ static void claims(void) {
     ASSERT_EQ(ctr >> 32, e); /* the counter carries this call's epoch */
     free(c.seen);
   }
-  /* the batch size: kc far from the end, 1 within kc · claimers of it, 1 for kc ≤ 1 */
-  ASSERT_EQ(fco_ea_claim_amt(0, 100, 4, 8), 4u);
-  ASSERT_EQ(fco_ea_claim_amt(67, 100, 4, 8), 4u);
-  ASSERT_EQ(fco_ea_claim_amt(68, 100, 4, 8), 1u);
-  ASSERT_EQ(fco_ea_claim_amt(0, 100, 1, 8), 1u);
-  ASSERT_EQ(fco_ea_claim_amt(0, 100, 0, 8), 1u);
-  ASSERT_EQ(fco_ea_claim_amt(0xfffffff0u, 0xffffffffu, 16, 1u << 20), 1u); /* no overflow */
   /* a later epoch in the counter (cannot happen): the queue ends, nothing claimed */
   ctr = (uint64_t)(e + 5) << 32;
   ASSERT_EQ(fco_ea_claim(&ctr, e << 32), 0xffffffffu);

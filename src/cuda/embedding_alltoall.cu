@@ -34,8 +34,6 @@
  *   FCO_EA_LEAN_DYN      the fused lean kernel's tile order: 1 = claimed (two queues, remote and
  *                        local, one atomic a tile; kernel variant kDyn), 0 = static; unset =
  *                        claimed where every local rank's bags hold <= 16 rows on average
- *   FCO_EA_LEAN_CLAIM    claimed order: tiles a claim takes while the queue is far from its end
- *                        (1..16, default 1: one atomic a tile; fco_ea_claim_amt)
  *   FCO_EA_LEAN_SPLIT    claimed order: the blocks on the first s % of the SMs (default 60) take
  *                        remote tiles first, the others local first
  *   FCO_EA_LEAN_MIX      static order: 0..100 (default 0 = remote tiles first), the % of the local

@@ -95,7 +95,6 @@ struct LeanFusedArgs {
   int32_t mix; /* FCO_EA_LEAN_MIX: % of the local tiles the remote ones are spread over (0: remote first) */
   int32_t split; /* FCO_EA_LEAN_SPLIT (kDyn): % of the SMs whose blocks take remote tiles first */
   int32_t fake;  /* FCO_EA_PROFILE=2 (kProf only): remote tiles stored locally, see run_t */
-  int32_t claim; /* FCO_EA_LEAN_CLAIM (kDyn): tiles a claim takes far from a queue's end */
 };
 
 /* The block's tables, filled by one thread before load_rank_view's closing barrier. */
@@ -289,26 +288,23 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
  * header: the queue is a 64-bit counter (epoch << 32) + claims in the rank's own signal row, no
  * peer writes there, lifted to this call's epoch by its first claims — no reset between calls);
  * the other lanes get it by shuffle. */
-__device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t base, uint32_t amt) {
+__device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t base) {
   uint32_t i = 0xffffffffu;
-  if ((threadIdx.x & 31) == 0) i = fco_ea_claim_n(ctr, base, amt);
+  if ((threadIdx.x & 31) == 0) i = fco_ea_claim(ctr, base);
   return __shfl_sync(0xffffffffu, i, 0);
 }
 
 /* The claimed order (FCO_EA_LEAN_DYN; the default where bags are short): warps claim tiles from
- * two queues of the rank — its remote tiles and its local ones — one atomic a claim, so blocks
+ * two queues of the rank — its remote tiles and its local ones — one atomic a tile, so blocks
  * finish within a tile of each other whatever their speed; a warp takes its preferred queue
  * (remote when pref_remote) until empty, then the other. Every warp sees the remote queue empty exactly once (a remote-first warp
  * before its local tiles, a local-first one at its end): there it meets the block barrier and
- * the block signals, as lean_pool_all at w. A claim takes kc = FCO_EA_LEAN_CLAIM consecutive
- * tiles while the queue is far from its end (fco_ea_claim_amt: the last kc · warps tiles go one
- * at a time), so a warp waits for one atomic every kc tiles. The loop state (queue, whether it
- * switched, signalled; the rest of the warp's claim: next tile, tiles left) is parked around the
- * pooling as there. */
+ * the block signals, as lean_pool_all at w. The loop state (queue, whether it switched,
+ * signalled) is parked around the pooling as there. */
 template <typename T, typename I, bool kProf, bool kMT, int kS>
 __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& src, const EaRank& rk,
                                               const RankView& v, LeanBlk* b, bool aligned,
-                                              bool pref_remote, bool fake, uint32_t kc) {
+                                              bool pref_remote, bool fake) {
   const int P = p.nranks;
   uint32_t* const park = &b->park[threadIdx.x >> 5][0];
   /* re-read at each use (shared memory): nothing but the parked state is held across a tile */
@@ -316,23 +312,13 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
   auto queue = [&](uint32_t q) {
     return (unsigned long long*)(v.peer_sig[v.rank] + (size_t)v.rank * FCO_SIG_SLOTS + kLeanQueueSlot + q);
   };
-  /* st bit 0: the queue (1 local); bit 1: switched; bit 2: signalled; bits 3..: tiles of the
-   * claim left after `nx`, the next one */
-  uint32_t st = pref_remote ? 0u : 1u, nx = 0;
+  uint32_t st = pref_remote ? 0u : 1u; /* bit 0: the queue (1 local); bit 1: switched; bit 2: signalled */
   for (;;) {
     __syncwarp(); /* as lean_pool_all: the parked state read by all lanes, converged */
     const uint32_t q = st & 1u;
     const uint32_t nR = b->tstart[P - 1];
     const uint32_t n = q ? b->tstart[P] - nR : nR;
-    uint32_t i;
-    if (st >> 3) {
-      i = nx;
-      st -= 8u;
-    } else {
-      const uint32_t amt = fco_ea_claim_amt(nx, n, kc, p.blocks_per_rank * kWarps);
-      i = lean_claim(queue(q), base(), amt);
-      if (i < n) st |= (min(amt, n - i) - 1u) << 3;
-    }
+    const uint32_t i = lean_claim(queue(q), base());
     if (i >= n) {
       if (q == 0 && !(st & 4u)) {
         lean_block_signal<kProf>(p, v, b);
@@ -340,18 +326,11 @@ __device__ __forceinline__ void lean_pool_dyn(const EaParams& p, const LeanSrc& 
       }
       if (st & 2u) break;
       st = (st ^ 1u) | 2u;
-      nx = 0;
       continue;
     }
-    nx = i + 1;
-    lean_one_tile<T, I, kMT, kS>(p, src, rk, v, b, q ? nR + i : i, aligned,
-                                 [&]() {
-                                   park[0] = st;
-                                   park[1] = nx;
-                                 },
-                                 kProf && fake);
+    lean_one_tile<T, I, kMT, kS>(p, src, rk, v, b, q ? nR + i : i, aligned, [&]() { park[0] = st; },
+                             kProf && fake);
     st = park[0];
-    nx = park[1];
   }
   __syncwarp(); /* converged into the landing's block barriers */
 }
@@ -459,7 +438,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   auto pool = [&](auto tag, bool al) {
     using I = decltype(tag);
     if constexpr (kDyn) {
-      lean_pool_dyn<T, I, kProf, kMT, kS>(p, src, rk, v, &b, al, pref_remote, fake, (uint32_t)x.claim);
+      lean_pool_dyn<T, I, kProf, kMT, kS>(p, src, rk, v, &b, al, pref_remote, fake);
     } else {
       lean_pool_all<T, I, kProf, kMT, kS>(p, src, rk, v, &b, j0, al, fake);
     }
@@ -515,8 +494,6 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   const long long split = fco_env_int("FCO_EA_LEAN_SPLIT", 60);
   x.split = (int32_t)(split < 0 ? 0 : split > 100 ? 100 : split);
   x.fake = kProf && fco_env_int("FCO_EA_PROFILE", 0) == 2;
-  const long long claim = fco_env_int("FCO_EA_LEAN_CLAIM", 1);
-  x.claim = (int32_t)(claim < 1 ? 1 : claim > 16 ? 16 : claim);
   int lg = 0;
   while ((1 << lg) < G) lg++;
   int slots = 2; /* staged offsets a warp, the most of any local rank: nt · (W + 1) */

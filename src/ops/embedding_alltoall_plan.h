@@ -128,19 +128,19 @@ FCO_EA_HD void fco_ea_lean_land_rows(int64_t bme, int64_t units, int64_t rem, in
   *r1 = *r0 + per < bme ? *r0 + per : bme;
 }
 
-/* One claim of amt consecutive indices [i, i + amt) from a queue of the claimed tile order
- * (FCO_EA_LEAN_DYN): the queue is a 64-bit counter (epoch << 32) + indices claimed, never reset;
- * base = this call's epoch << 32. The first claims of a call find an older epoch: they lift the
- * counter to base with max and retry (a claim counts only once the counter carries this call's
- * epoch, so no index is lost or given twice). Returns i (the claimer pools those below the queue's
- * n), or 0xffffffff when the counter carries a later epoch (cannot happen: epochs only grow). The
- * GPU kernel's lane 0 runs it (device atomics); tests/test_ea_plan.c runs it from host threads. */
-FCO_EA_HD uint32_t fco_ea_claim_n(unsigned long long* ctr, uint64_t base, uint32_t amt) {
+/* One claim from a queue of the claimed tile order (FCO_EA_LEAN_DYN): the queue is a 64-bit
+ * counter (epoch << 32) + claims, never reset; base = this call's epoch << 32. The first claims of
+ * a call find an older epoch: they lift the counter to base with max and retry (a claim counts
+ * only once the counter carries this call's epoch, so no index is lost or given twice). Returns
+ * the claimed index, or 0xffffffff when the counter carries a later epoch (cannot happen: epochs
+ * only grow). The GPU kernel's lane 0 runs it (device atomics); tests/test_ea_plan.c runs it
+ * from host threads. */
+FCO_EA_HD uint32_t fco_ea_claim(unsigned long long* ctr, uint64_t base) {
   for (;;) {
 #if defined(__CUDA_ARCH__)
-    const unsigned long long old = atomicAdd(ctr, (unsigned long long)amt);
+    const unsigned long long old = atomicAdd(ctr, 1ull);
 #else
-    const unsigned long long old = __atomic_fetch_add(ctr, (unsigned long long)amt, __ATOMIC_RELAXED);
+    const unsigned long long old = __atomic_fetch_add(ctr, 1ull, __ATOMIC_RELAXED);
 #endif
     if ((old >> 32) == (base >> 32)) return (uint32_t)old;
     if ((old >> 32) > (base >> 32)) return 0xffffffffu;
@@ -154,20 +154,6 @@ FCO_EA_HD uint32_t fco_ea_claim_n(unsigned long long* ctr, uint64_t base, uint32
     }
 #endif
   }
-}
-
-/* ... one index. */
-FCO_EA_HD uint32_t fco_ea_claim(unsigned long long* ctr, uint64_t base) {
-  return fco_ea_claim_n(ctr, base, 1u);
-}
-
-/* How many indices the next claim takes (FCO_EA_LEAN_CLAIM = kc): kc while the queue holds more
- * than kc · claimers indices past `next` (the claimer's previous end, 0 at first), else 1 — so the
- * last kc · claimers indices go one at a time and the claimers still finish within a tile of
- * each other. kc ≤ 1: always 1. */
-FCO_EA_HD uint32_t fco_ea_claim_amt(uint32_t next, uint32_t n, uint32_t kc, uint32_t claimers) {
-  if (kc <= 1) return 1u;
-  return (uint64_t)next + (uint64_t)kc * claimers < (uint64_t)n ? kc : 1u;
 }
 
 #ifdef __cplusplus
