@@ -456,6 +456,11 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32},
+      /* the tile-size rule at its ends (FCO_EA_LEAN_CHUNKS): the smallest tiles, and the largest
+       * (up to FCO_EA_LEAN_MAX_TILE_BAGS bags, the most staged offsets), both orders */
+      {"FCO_EA_LEAN_CHUNKS", "1", NULL, NULL, 64, FCO_BF16},
+      {"FCO_EA_LEAN_CHUNKS", "64", NULL, NULL, 128, FCO_F32},
+      {"FCO_EA_LEAN_CHUNKS", "64", "FCO_EA_LEAN_DYN", "0", 16, FCO_BF16},
       /* warp tiles of several tables (experimental): 32-byte rows (16 lane groups a warp) and
        * 256-byte rows (2 groups: nt ≤ 2) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},
