@@ -28,12 +28,14 @@
  *                        (but FCO_EA_LAND_KB) tune. impl 1's protocol follows it: set it alike on
  *                        every rank (a mismatch ends in FCO_ERR_TIMEOUT, never in wrong data)
  *   FCO_EA_LEAN_BLOCKS   the fused lean kernel compiled for 3 (80 registers) or 4 blocks a SM (64
- *                        registers); unset: 4 for the static order of one local rank with aligned
- *                        pointers (index-type kernels, run c32d1a1: 2-7 % faster on long bags),
- *                        else 3
+ *                        registers); unset: 4 for one local rank with aligned pointers (the
+ *                        index-type kernels) in the static order (run c32d1a1: 2-7 % faster on
+ *                        long bags) and in the claimed order where bags hold > 4 rows on average
+ *                        (run 65443c9), else 3
  *   FCO_EA_LEAN_DYN      the fused lean kernel's tile order: 1 = claimed (two queues, remote and
  *                        local, one atomic a tile; kernel variant kDyn), 0 = static; unset =
- *                        claimed where every local rank's bags hold <= 16 rows on average
+ *                        claimed (but with FCO_EA_LEAN_MIX; until session 12 only where bags held
+ *                        <= 16 rows; run 6cc8f88)
  *   FCO_EA_LEAN_SPLIT    claimed order: the blocks on the first s % of the SMs (default 60) take
  *                        remote tiles first, the others local first
  *   FCO_EA_LEAN_MIX      static order: 0..100 (default 0 = remote tiles first), the % of the local

@@ -14,7 +14,7 @@
  *   destination's workspace half, laid out as out_d [b_d, T, D], at their final place), k = P−1
  *   is me (straight into out). Tiles are numbered k-major, then t, then c (a warp's bags are
  *   consecutive samples of one table: one contiguous index range). Order (a local choice):
- *   claimed (lean_pool_dyn, FCO_EA_LEAN_DYN; the default where bags hold ≤ 16 rows on average):
+ *   claimed (lean_pool_dyn, FCO_EA_LEAN_DYN; the default; before session 12 only where bags held ≤ 16 rows):
  *   warps claim tiles from the rank's remote and local queues, blocks on FCO_EA_LEAN_SPLIT % of
  *   the SMs remote first, the others local first, so NVLink pushes and HBM-bound pooling run at
  *   once (run 07fcd7a: 1.1–1.3× where bags hold 1–4 rows). Static (lean_pool_all): warp w of the
@@ -79,7 +79,7 @@ namespace fco {
 namespace ea {
 namespace {
 
-constexpr double kLeanDynMaxLen = 16.0; /* FCO_EA_LEAN_DYN's default: bags of ≤ 16 rows (run_t) */
+constexpr double kLeanFourMinLen = 4.0; /* the claimed order's 4-block default: bags of > 4 rows (run_t) */
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
 constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
@@ -560,28 +560,34 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
                           : launch_t<T, false, 3, false, true>(p, num_local, stream, err, n);
   }
   /* FCO_EA_LEAN_DYN: the kDyn variant (claimed tiles, remote first on FCO_EA_LEAN_SPLIT % of
-   * the SMs) where bags are short — by default (unset or -1) when every local rank's bags hold
-   * ≤ kLeanDynMaxLen rows on average: there a rank's remote bytes are ≥ 1/16 of the bytes it
-   * gathers, and the remote-first order's first phase is NVLink-bound (run 1fc5c61's timeline:
-   * 65536/8/64/8 bf16 pushed 325 GB/s with all SMs on remote tiles, HBM at 2.6 TB/s); with long
-   * bags the static order is as fast or faster (Zipf bags: 1.0–1.3× slower claimed, run 07fcd7a).
-   * A local choice (the protocol is the same): ranks may differ. 1 / 0: always / never. */
+   * the SMs), by default (unset or -1) everywhere but with FCO_EA_LEAN_MIX (which spreads the
+   * static order). Where bags are short it lets NVLink pushes and HBM-bound pooling run at once
+   * (run 1fc5c61's timeline: 65536/8/64/8 bf16 pushed 325 GB/s with all SMs on remote tiles,
+   * HBM at 2.6 TB/s; 1.1–1.3× faster on bags of 1–4 rows, run 07fcd7a). Until session 12 the
+   * static order ran bags of > 16 rows (Zipf 1.0–1.3× slower claimed, run 07fcd7a) — measured
+   * with the ring misaligned (ea_ring); with it aligned, at P = 1 (run 6cc8f88, 4 blocks a SM)
+   * the claimed order pools long uniform bags within 0.5 % of the static one and Zipf bags 5–7 %
+   * faster (bf16 210.6 vs 222.3 µs, f32 342.0 vs 366.3), so it is the default there too; the
+   * P = 2 comparison on two GPUs is still to be made. A local choice (the protocol is the same):
+   * ranks may differ. 1 / 0: always / never. */
   long long dyn = fco_env_int("FCO_EA_LEAN_DYN", -1);
-  if (dyn < 0) { /* (FCO_EA_LEAN_MIX set: the static order it spreads) */
-    dyn = fco_env_int("FCO_EA_LEAN_MIX", 0) > 0 ? 0 : 1;
-    for (int i = 0; i < num_local; i++)
-      if (lean_mean_len(p, i) > kLeanDynMaxLen) dyn = 0;
-  }
+  if (dyn < 0) dyn = fco_env_int("FCO_EA_LEAN_MIX", 0) > 0 ? 0 : 1;
+  bool longer = true; /* every local rank's bags hold > kLeanFourMinLen rows on average */
+  for (int i = 0; i < num_local; i++)
+    if (lean_mean_len(p, i) <= kLeanFourMinLen) longer = false;
   /* FCO_EA_LEAN_BLOCKS: the kernel compiled for 4 blocks a SM (64 registers) or 3 (80 registers,
-   * 0–36 B of spills). Default (unset or -1): 4 for the static order where the kIdx kernel
-   * applies (spec), else 3 — run c32d1a1 (2×H200, P = 2): 4 blocks pooled the long-bag
-   * workloads 2–7 % faster (bf16 16384/8/128/32 292.0 vs 312.7 µs, Zipf 278.0 vs 296.7; f32
-   * 563.9 vs 571.3, Zipf 468.0 vs 489.9; 4096/16/128/64 bf16 −2.7 %, f32 +1.5 %) and the
-   * claimed order's short bags ±3.6 % (f32 65536/8/64/8 391.4 vs 377.7). The generic
-   * 64-register kernel (not spec) spills ~0.1 KB and was 0–12 % slower (runs ac50ff3, 07fcd7a). */
+   * 0–36 B of spills). Default (unset or -1): 4 where the kIdx kernel applies (spec) for the
+   * static order, and for the claimed one where bags hold > kLeanFourMinLen rows; else 3.
+   * Static: run c32d1a1 (2×H200, P = 2): 4 blocks pooled the long-bag workloads 2–7 % faster
+   * (bf16 16384/8/128/32 292.0 vs 312.7 µs, Zipf 278.0 vs 296.7; f32 563.9 vs 571.3, Zipf 468.0
+   * vs 489.9; 4096/16/128/64 bf16 −2.7 %, f32 +1.5 %). Claimed: run 65443c9 (one H200, P = 1,
+   * the rings aligned): 4 blocks 2–7 % faster where bags hold ≥ 8 rows (65536/8/64/8 bf16 167.5
+   * vs 174.9, f32 293.1 vs 304.6; Zipf f32 344.0 vs 368.5), 1–7 % slower where they hold ≤ 4.
+   * The generic 64-register kernel (not spec) spills ~0.1 KB and was 0–12 % slower (runs
+   * ac50ff3, 07fcd7a). */
   const long long blocks = fco_env_int("FCO_EA_LEAN_BLOCKS", -1);
   const bool stages4 = fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) == 4;
-  const bool four = blocks == 4 || (blocks < 0 && dyn == 0 && spec && !p.prof && !stages4);
+  const bool four = blocks == 4 || (blocks < 0 && (dyn == 0 || longer) && spec && !p.prof && !stages4);
   /* FCO_EA_LEAN_STAGES = 4 (experimental): a 4-stage cp.async ring (65 KB a block, still 3
    * blocks a SM) — a third more rows in flight a warp, against the 24 warps a SM that 80
    * registers leave (impl 0's lookup runs 32 at 64: at P = 1 it pools 10 % faster, ncu run

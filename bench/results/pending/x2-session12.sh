@@ -2,8 +2,8 @@
 # Session 12's two-GPU run (nvidia-h200-x2), written while only one H200 was lent; copied into
 # bench/results/<date>_nvidia-h200-x2_<commit>/cmd.sh when it runs. FCO_COMMIT from the caller.
 # (1) tests on nccl: test_gemm_alltoall default and with the impl 2 early landing, test_embedding_alltoall;
-# (2) embedding P = 2 after the ring alignment (5c6f398) and the tile sizes (947b32b): both dtypes,
-#     ordinary and symmetric outs, -R 3; the long-bag order alternative (claimed + 4 blocks);
+# (2) embedding P = 2 after the ring alignment (5c6f398), the tile sizes (947b32b) and the claimed
+#     order everywhere: both dtypes, ordinary and symmetric outs, -R 3; the previous defaults beside;
 # (3) gemm K 14336 chunks with FCO_GA_LAND_EARLY = 0 / 1, and AUTO vs chunks on the skewed
 #     workload in separate invocations; (4) bench/targets.py on the JSONs.
 set -u
@@ -31,9 +31,10 @@ cat $OUT/tests.txt
     FCO_BENCH_SYM=$s timeout 120 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1,auto -R 3 -n 10 -w 2 \
       -J $OUT/ea-$d-sym$s.json 2>&1 | grep -E "^ +[0-9]|^#  +B|wrong"
   done; done
-  el "embedding long bags, claimed order + 4 blocks, ordinary out"
+  el "embedding: the previous defaults (static order where bags hold > 16 rows; 3 blocks a SM for the claimed order at 8 rows), ordinary out"
   for d in bf16 f32; do
-    FCO_EA_LEAN_DYN=1 FCO_EA_LEAN_BLOCKS=4 FCO_BENCH_EA_WORKLOADS=0,2,3 timeout 60 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1 -R 3 -n 10 -w 2 2>&1 | grep -E "^ +[0-9]|wrong"
+    FCO_EA_LEAN_DYN=0 FCO_BENCH_EA_WORKLOADS=0,2,3 timeout 60 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1 -R 3 -n 10 -w 2 2>&1 | grep -E "^ +[0-9]|wrong"
+    FCO_EA_LEAN_BLOCKS=3 FCO_BENCH_EA_WORKLOADS=1 timeout 60 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1 -R 3 -n 10 -w 2 2>&1 | grep -E "^ +[0-9]|wrong"
   done
 } > $OUT/ea.txt 2>&1
 cat $OUT/ea.txt | cut -c1-175
