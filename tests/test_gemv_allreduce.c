@@ -11,8 +11,9 @@
  *   messages (nothing written), a mismatch of M across ranks, and on GPU transports a CUDA
  *   graph replayed 100 times and FCO_CHECK_ARGS=1 (on nccl also the device-side mismatch).
  *   GPU transports also run the LL one-shot (FCO_GEMV_AR_LL=1, impl 1 and AUTO): a sweep of
- *   M (up to 17: the fallback), N, K; y bit-identical to the plain one-shot's; calls whose LL
- *   half holds stale words of earlier LL calls of other shapes / inputs, with other ops (gemv
+ *   M (up to 17: the fallback), N, K; y bit-identical to the plain one-shot's with fp32 LL
+ *   words (FCO_GEMV_LL_FP32=1; by default bf16 / f16 partials travel rounded to the dtype,
+ *   checked against the reference and across ranks); calls whose LL half holds stale words of earlier LL calls of other shapes / inputs, with other ops (gemv
  *   impl 0/1/2/3, fco_allreduce) issued in between without a sync; back-to-back LL calls of
  *   changing shapes; a CUDA graph; FCO_CHECK_ARGS; a silent peer (timeout, not a hang).
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
@@ -577,7 +578,8 @@ static void graph_chain(const t_world_t* w, bufs_t* b, void* const* y2, const ch
 /* ---- LL one-shot (FCO_GEMV_AR_LL=1) --------------------------------------------------- */
 static void ll_set(int on) { setenv("FCO_GEMV_AR_LL", on ? "1" : "0", 1); }
 
-/* Every M of both LL kernels and the first past them (17: the plain one-shot), N, K. */
+/* Every M of both LL kernels and the first past them (17: the plain one-shot), N, K; bf16 / f16
+ * with the default half-width LL words, and every 4th call with fp32 ones (FCO_GEMV_LL_FP32). */
 static void ll_sweep(const t_world_t* w, bufs_t* b) {
   static const size_t ms[] = {1, 2, 3, 8, 9, 16, 17};
   static const size_t ns[] = {1, 7, 33, 1000};
@@ -586,19 +588,25 @@ static void ll_sweep(const t_world_t* w, bufs_t* b) {
   ll_set(1);
   for (size_t mi = 0; mi < 7; mi++)
     for (size_t ni = 0; ni < 4; ni++)
-      for (size_t ki = 0; ki < 3; ki++, k++)
+      for (size_t ki = 0; ki < 3; ki++, k++) {
+        if (k % 4 == 3) setenv("FCO_GEMV_LL_FP32", "1", 1);
         one_call(w, b, ms[mi], ns[ni], ks[ki], kDtypes[(k + ni) % 3], (int)((k / 3) % 2),
                  k % 5 == 4 ? FCO_IMPL_AUTO : 1);
+        unsetenv("FCO_GEMV_LL_FP32");
+      }
   ll_set(0);
 }
 
-/* Exact: the LL one-shot sums the same fp32 partials in the same rank order as the plain one,
- * so every rank's y must equal the plain one-shot's bit for bit (same inputs, y poisoned) —
- * with the same block shape: the wide LL blocks (FCO_GEMV_WIDE, where N is small) split K over
- * 8 warps instead of 4, another fp32 order (run a70f468 caught it), so this runs with
- * FCO_GEMV_WIDE=0; the wide kernels are checked against the reference everywhere else. */
+/* Exact: with fp32 LL words (FCO_GEMV_LL_FP32=1; by default bf16 / f16 partials travel rounded
+ * to the dtype, which ll_sweep and the rest check against the reference and across ranks) the
+ * LL one-shot sums the same fp32 partials in the same rank order as the plain one, so every
+ * rank's y must equal the plain one-shot's bit for bit (same inputs, y poisoned) — with the
+ * same block shape: the wide LL blocks (FCO_GEMV_WIDE, where N is small) split K over 8 warps
+ * instead of 4, another fp32 order (run a70f468 caught it), so this runs with FCO_GEMV_WIDE=0;
+ * the wide kernels are checked against the reference everywhere else. */
 static void ll_vs_plain(const t_world_t* w, bufs_t* b) {
   setenv("FCO_GEMV_WIDE", "0", 1);
+  setenv("FCO_GEMV_LL_FP32", "1", 1);
   static const size_t shapes[][3] = {{1, 1000, 1000}, {4, 999, 517}, {16, 1000, 33}, {9, 17, 1000}};
   unsigned char* plain = (unsigned char*)malloc(y_bytes());
   ASSERT_NOT_NULL(plain);
@@ -626,6 +634,7 @@ static void ll_vs_plain(const t_world_t* w, bufs_t* b) {
   }
   free(plain);
   unsetenv("FCO_GEMV_WIDE");
+  unsetenv("FCO_GEMV_LL_FP32");
 }
 
 /* Another op on ranks' y2 (not y), issued without a sync: a gemv of another shape and impl

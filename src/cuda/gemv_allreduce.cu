@@ -68,7 +68,12 @@
  *   but each partial goes out as 64-bit LL words {fp32 bits, fco_ll_flag(e)} into the LL area
  *   past the data workspace (src/core/internal.h "LL area"; only LL words are ever stored
  *   there), half (e & 1), slot `me`; no bar.sync + release + flag: the receiving threads poll
- *   the words themselves until they carry this call's flag (run_oneshot_ll).
+ *   the words themselves until they carry this call's flag (run_oneshot_ll). bf16 / f16: two
+ *   partials rounded to the dtype a word {2 × 16 bits, flag} (half the bytes; the sum of the P
+ *   rounded partials is rounded once more at the end — the precision of cuBLAS + an all-reduce
+ *   of y in the dtype, impl 0; the own partial is rounded too, so y stays bit-identical across
+ *   ranks); FCO_GEMV_LL_FP32=1 keeps fp32 partials (set it alike on every rank: it is in the
+ *   FCO_CHECK_ARGS hash).
  *
  * impl 2 — two-phase: tile (b, j) is owned by rank (b + j) mod P. Per block: (1) compute the
  *   tiles owned by other ranks first and push each partial to its owner only (flag
@@ -205,6 +210,7 @@ struct GarParams {
   uint32_t arg_hash;
   uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
   int group_wgmma; /* grouped tiles: the wgmma tile on the vector path (FCO_GEMV_GROUP_MMA=0) */
+  int ll_half;     /* LL kernels, bf16 / f16: partials in the dtype, 2 a word (FCO_GEMV_LL_FP32) */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */
@@ -504,6 +510,55 @@ __device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const Wai
   return true;
 }
 
+/* Half-width LL words (p.ll_half, bf16 / f16): two partials rounded to the dtype in the low 32
+ * bits, the flag in the high ones. */
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+template <typename T>
+__device__ __forceinline__ float2 unpack2(uint32_t u) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value)
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
+  else
+    return __half22float2(*reinterpret_cast<const __half2*>(&u));
+}
+template <typename T>
+__device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
+  const float2 a = unpack2<T>((uint32_t)w0), b = unpack2<T>((uint32_t)w1);
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+/* Per thread, half-width words: poll the 2 LL words at p (16 bytes) until both carry `flag`;
+ * their 4 partials into *out. As ll_wait4 otherwise. */
+template <typename T>
+__device__ __forceinline__ bool ll_wait2(const char* p, uint32_t flag, const WaitCtx& wc,
+                                         int32_t peer, int32_t tile, float4* out) {
+  uint64_t w[2];
+  uint64_t t0 = 0;
+  for (uint32_t spin = 0;; ++spin) {
+    ld_ll2(p, w[0], w[1]);
+    if ((uint32_t)(w[0] >> 32) == flag && (uint32_t)(w[1] >> 32) == flag) break;
+    if (spin == 0) t0 = globaltimer_ns();
+    if (spin % kSpinsPerClock == kSpinsPerClock - 1) {
+      if (globaltimer_ns() - t0 > wc.timeout_ns) {
+        const uint32_t seen = (uint32_t)(w[(uint32_t)(w[0] >> 32) == flag ? 1 : 0] >> 32);
+        record_error(wc.err, FCO_ERR_TIMEOUT, FCO_OP_GEMV_ALLREDUCE, peer, tile, flag, seen);
+        return false;
+      }
+      if (spin % kSpinsPerErrPoll == kSpinsPerErrPoll - 1 && error_set(wc.err)) return false;
+    }
+  }
+  *out = unpack4<T>(w[0], w[1]);
+  return true;
+}
+
 /* impl 1 through the LL area: as run_oneshot, but each partial float4 of thread i < 4M goes to
  * every rank as 4 LL words {fp32 bits, fco_ll_flag(e)} (two 16-byte stores; slot `me` of the
  * LL half, tile t at t·M·16·8, thread i at i·32), and the receiver polls those words instead
@@ -518,41 +573,63 @@ __device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
   const int i = threadIdx.x;
   const uint32_t flag = fco_ll_flag(c.e);
   const uint64_t hi = (uint64_t)flag << 32;
-  const size_t tile_ll = (size_t)p.M * kTileN * 8;
-  const size_t mine_off = c.lloff + (size_t)c.me * p.ll_slot_bytes + (size_t)i * 32;
+  /* p.ll_half: 2 words (16 bytes) a thread instead of 4 (32 bytes): half the bytes that move */
+  const bool half = sizeof(T) == 2 && p.ll_half;
+  const size_t per = half ? 16 : 32;
+  const size_t tile_ll = (size_t)p.M * kTileN * (half ? 4 : 8);
+  const size_t mine_off = c.lloff + (size_t)c.me * p.ll_slot_bytes + (size_t)i * per;
   float4 last = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int t = c.b; t < p.T; t += c.B) {
     const float4 r = compute_tile<T, kMT, kPipe, kW>(p, c, s, t);
     const bool more = t + c.B < p.T;
     if (i < 4 * p.M) {
-      const uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
-                     w3 = ll_word(hi, r.w);
       const size_t off = mine_off + (size_t)t * tile_ll;
-      for (int k = 1; k < c.P; ++k) { /* peers me+1, me+2, ...; our own slot below */
-        char* d = v.peer_data[(c.me + k) % c.P] + off;
-        st_ll2(d, w0, w1);
-        st_ll2(d + 16, w2, w3);
+      if constexpr (sizeof(T) == 2) {
+        if (half) {
+          const uint64_t w0 = hi | pack2<T>(r.x, r.y), w1 = hi | pack2<T>(r.z, r.w);
+          for (int k = 1; k < c.P; ++k) /* peers me+1, me+2, ...; our own slot below */
+            st_ll2(v.peer_data[(c.me + k) % c.P] + off, w0, w1);
+          if (more)
+            st_ll2(v.peer_data[c.me] + off, w0, w1);
+          else
+            last = unpack4<T>(w0, w1); /* rounded as the peers see it: the same bits everywhere */
+        }
       }
-      if (more) {
-        char* d = v.peer_data[c.me] + off;
-        st_ll2(d, w0, w1);
-        st_ll2(d + 16, w2, w3);
-      } else {
-        last = r;
+      if (!half) {
+        const uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
+                       w3 = ll_word(hi, r.w);
+        for (int k = 1; k < c.P; ++k) { /* peers me+1, me+2, ...; our own slot below */
+          char* d = v.peer_data[(c.me + k) % c.P] + off;
+          st_ll2(d, w0, w1);
+          st_ll2(d + 16, w2, w3);
+        }
+        if (more) {
+          char* d = v.peer_data[c.me] + off;
+          st_ll2(d, w0, w1);
+          st_ll2(d + 16, w2, w3);
+        } else {
+          last = r;
+        }
       }
     }
     if (more) __syncthreads(); /* red is rewritten by the next tile */
   }
   if (i >= 4 * p.M) return;
-  const char* mine = v.peer_data[c.me] + c.lloff + (size_t)i * 32;
+  const char* mine = v.peer_data[c.me] + c.lloff + (size_t)i * per;
   for (int t = c.b; t < p.T; t += c.B) {
     const bool more = t + c.B < p.T;
     float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int q = 0; q < c.P; ++q) {
       float4 x = last;
-      if ((q != c.me || more) &&
-          !ll_wait4(mine + (size_t)q * p.ll_slot_bytes + (size_t)t * tile_ll, flag, wc, q, t, &x))
-        return;
+      if (q != c.me || more) {
+        const char* src = mine + (size_t)q * p.ll_slot_bytes + (size_t)t * tile_ll;
+        bool ok;
+        if constexpr (sizeof(T) == 2)
+          ok = half ? ll_wait2<T>(src, flag, wc, q, t, &x) : ll_wait4(src, flag, wc, q, t, &x);
+        else
+          ok = ll_wait4(src, flag, wc, q, t, &x);
+        if (!ok) return;
+      }
       acc = q == 0 ? x : add4(acc, x);
     }
     finish4<T>(p, c, t, acc);
@@ -819,6 +896,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
   p.group_wgmma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) <= 0;
+  p.ll_half = es == 2 && fco_env_int("FCO_GEMV_LL_FP32", 0) <= 0;
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
   h = fnv1a(h, a0->N);
@@ -829,6 +907,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)T_);
   h = fnv1a(h, (uint64_t)kLL); /* FCO_GEMV_AR_LL set differently: reported, not a timeout */
   h = fnv1a(h, (uint64_t)kG);  /* FCO_GEMV_GROUP set differently: reported, not a timeout */
+  if (kLL) h = fnv1a(h, (uint64_t)p.ll_half); /* FCO_GEMV_LL_FP32 set differently: reported */
   p.arg_hash = h;
   const unsigned grid = (unsigned)B * (unsigned)g->num_local;
   /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
