@@ -13,8 +13,9 @@
  *   GPU transports also run the LL one-shot (FCO_GEMV_AR_LL=1, impl 1 and AUTO): a sweep of
  *   M (up to 17: the fallback), N, K; y bit-identical to the plain one-shot's with fp32 LL
  *   words (FCO_GEMV_LL_FP32=1; by default bf16 / f16 partials travel rounded to the dtype,
- *   checked against the reference and across ranks); calls whose LL half holds stale words of earlier LL calls of other shapes / inputs, with other ops (gemv
- *   impl 0/1/2/3, fco_allreduce) issued in between without a sync; back-to-back LL calls of
+ *   checked against the reference and across ranks); calls whose LL half holds stale words of
+ *   earlier LL calls of other shapes / inputs, with other ops (gemv impl 0/1/2/3,
+ *   fco_allreduce) issued in between without a sync; back-to-back LL calls of
  *   changing shapes; a CUDA graph; FCO_CHECK_ARGS; a silent peer (timeout, not a hang).
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   GPU transports also run the grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
