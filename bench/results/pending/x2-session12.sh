@@ -5,8 +5,8 @@
 #     protocol did not change; its tests passed on local);
 # (2) embedding P = 2 after the ring alignment (5c6f398), the tile sizes (947b32b) and the claimed
 #     order everywhere: both dtypes, ordinary outs, -R 2; the previous defaults beside;
-# (3) gemm K 14336 chunks with FCO_GA_LAND_EARLY = 0 / 1; (4) bench/targets.py on the JSONs.
-# About 200 s (trimmed to what one session's device time leaves).
+# (3) gemm K 14336 chunks with FCO_GA_LAND_EARLY = 0 / 1; (4) gemv M 1 / 16 with half-width and fp32
+# LL words; (5) bench/targets.py on the JSONs. About 230 s (trimmed to what one session's device time leaves).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
@@ -45,6 +45,13 @@ cat $OUT/ea.txt | cut -c1-175
   done
 } > $OUT/ga.txt 2>&1
 cat $OUT/ga.txt | cut -c1-175
-python3 bench/targets.py $OUT/ea-*.json > $OUT/targets.txt 2>&1
+{
+  for f in 0 1; do
+    el "gemv bf16 M 1,16, FCO_GEMV_LL_FP32=$f (0: half-width LL words, the default since a5ec08b)"
+    FCO_GEMV_LL_FP32=$f FCO_BENCH_GEMV_M=1,16 timeout 100 build/bin/fco-bench gemv_allreduce -t nccl -g 2 -G 1 -d bf16 -n 20 -w 5 -R 3 -J $OUT/gemv-fp32$f.json 2>&1 | grep -E "^ +[0-9]|^#  +N|wrong"
+  done
+} > $OUT/gemv.txt 2>&1
+cut -c1-220 $OUT/gemv.txt
+python3 bench/targets.py $OUT/ea-*.json $OUT/gemv-fp320.json > $OUT/targets.txt 2>&1
 grep -c met $OUT/targets.txt; grep -v " met" $OUT/targets.txt | head -30
 el all done
