@@ -561,7 +561,9 @@ __device__ __forceinline__ bool ll_wait2(const char* p, uint32_t flag, const Wai
 
 /* impl 1 through the LL area: as run_oneshot, but each partial float4 of thread i < 4M goes to
  * every rank as 4 LL words {fp32 bits, fco_ll_flag(e)} (two 16-byte stores; slot `me` of the
- * LL half, tile t at t·M·16·8, thread i at i·32), and the receiver polls those words instead
+ * LL half, tile t at t·M·16·8, thread i at i·32) — with p.ll_half (bf16 / f16) as 2 words of
+ * two partials rounded to the dtype (one 16-byte store; tile t at t·M·16·4, thread i at i·16)
+ * —, and the receiver polls those words instead
  * of a flag: no bar.sync + release before a signal, no signal round trip after the data. The
  * block's last tile stays in registers for its own slot (the common case: one tile per block).
  * Sums in rank order 0..P-1 as run_oneshot: the same bits. No barrier after the tile loop: a
