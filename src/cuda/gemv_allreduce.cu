@@ -480,24 +480,25 @@ __device__ __forceinline__ uint64_t ll_word(uint64_t hi, float f) {
   return hi | (uint64_t)__float_as_uint(f);
 }
 
-/* Per thread. Poll the 4 LL words at p (32 bytes) until all carry `flag`; their data into
- * *out. False after timeout_ns (FCO_ERR_TIMEOUT with the peer, the tile, the flag wanted and
- * the first stale word's) or when another wait has recorded an error. */
-__device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const WaitCtx& wc,
-                                         int32_t peer, int32_t tile, float4* out) {
-  uint64_t w[4];
+/* Per thread. Poll the kWords LL words at p (8 · kWords bytes) until all carry `flag`; them into
+ * w. False after timeout_ns (FCO_ERR_TIMEOUT with the peer, the tile, the flag wanted and the
+ * first stale word's) or when another wait has recorded an error. */
+template <int kWords>
+__device__ __forceinline__ bool ll_wait(const char* p, uint32_t flag, const WaitCtx& wc,
+                                        int32_t peer, int32_t tile, uint64_t (&w)[kWords]) {
   uint64_t t0 = 0;
   for (uint32_t spin = 0;; ++spin) {
-    ld_ll2(p, w[0], w[1]);
-    ld_ll2(p + 16, w[2], w[3]);
-    const bool ready = (uint32_t)(w[0] >> 32) == flag && (uint32_t)(w[1] >> 32) == flag &&
-                       (uint32_t)(w[2] >> 32) == flag && (uint32_t)(w[3] >> 32) == flag;
-    if (ready) break;
+#pragma unroll
+    for (int k = 0; k < kWords; k += 2) ld_ll2(p + 8 * k, w[k], w[k + 1]);
+    bool ready = (uint32_t)(w[0] >> 32) == flag;
+#pragma unroll
+    for (int k = 1; k < kWords; ++k) ready = ready && (uint32_t)(w[k] >> 32) == flag;
+    if (ready) return true;
     if (spin == 0) t0 = globaltimer_ns();
     if (spin % kSpinsPerClock == kSpinsPerClock - 1) {
       if (globaltimer_ns() - t0 > wc.timeout_ns) {
         uint32_t seen = (uint32_t)(w[0] >> 32);
-        for (int k = 3; k >= 0; --k)
+        for (int k = kWords - 1; k >= 0; --k)
           if ((uint32_t)(w[k] >> 32) != flag) seen = (uint32_t)(w[k] >> 32);
         record_error(wc.err, FCO_ERR_TIMEOUT, FCO_OP_GEMV_ALLREDUCE, peer, tile, flag, seen);
         return false;
@@ -505,6 +506,13 @@ __device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const Wai
       if (spin % kSpinsPerErrPoll == kSpinsPerErrPoll - 1 && error_set(wc.err)) return false;
     }
   }
+}
+
+/* fp32 words: the 4 partials of 4 words into *out. */
+__device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const WaitCtx& wc,
+                                         int32_t peer, int32_t tile, float4* out) {
+  uint64_t w[4];
+  if (!ll_wait<4>(p, flag, wc, peer, tile, w)) return false;
   *out = make_float4(__uint_as_float((uint32_t)w[0]), __uint_as_float((uint32_t)w[1]),
                      __uint_as_float((uint32_t)w[2]), __uint_as_float((uint32_t)w[3]));
   return true;
@@ -535,26 +543,12 @@ __device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
   return make_float4(a.x, a.y, b.x, b.y);
 }
 
-/* Per thread, half-width words: poll the 2 LL words at p (16 bytes) until both carry `flag`;
- * their 4 partials into *out. As ll_wait4 otherwise. */
+/* Half-width words: the 4 partials of 2 words into *out. */
 template <typename T>
 __device__ __forceinline__ bool ll_wait2(const char* p, uint32_t flag, const WaitCtx& wc,
                                          int32_t peer, int32_t tile, float4* out) {
   uint64_t w[2];
-  uint64_t t0 = 0;
-  for (uint32_t spin = 0;; ++spin) {
-    ld_ll2(p, w[0], w[1]);
-    if ((uint32_t)(w[0] >> 32) == flag && (uint32_t)(w[1] >> 32) == flag) break;
-    if (spin == 0) t0 = globaltimer_ns();
-    if (spin % kSpinsPerClock == kSpinsPerClock - 1) {
-      if (globaltimer_ns() - t0 > wc.timeout_ns) {
-        const uint32_t seen = (uint32_t)(w[(uint32_t)(w[0] >> 32) == flag ? 1 : 0] >> 32);
-        record_error(wc.err, FCO_ERR_TIMEOUT, FCO_OP_GEMV_ALLREDUCE, peer, tile, flag, seen);
-        return false;
-      }
-      if (spin % kSpinsPerErrPoll == kSpinsPerErrPoll - 1 && error_set(wc.err)) return false;
-    }
-  }
+  if (!ll_wait<2>(p, flag, wc, peer, tile, w)) return false;
   *out = unpack4<T>(w[0], w[1]);
   return true;
 }
