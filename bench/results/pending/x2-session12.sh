@@ -17,6 +17,12 @@ find build/obj -name '*.o' -exec touch {} +
 make -j16 NCCL_HOME=$NCCL_HOME > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 make -j16 NCCL_HOME=$NCCL_HOME tests >> $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 el build done
+# first: the unfused gemv impls moved to gemv_allreduce_blas.cu in 93a3ca8 after the session's last
+# device call (compiled only): test_gemv_allreduce on local and nccl before anything else
+for t in local nccl; do
+  el "test_gemv_allreduce $t"
+  FCO_TRANSPORT=$t BUILD=build TEST_TIMEOUT=120 FCO_TEST_QUICK=1 timeout 130 tests/run.sh test_gemv_allreduce 2>&1 | tail -2
+done | tee $OUT/tests-gemv.txt
 {
   el "test_gemm_alltoall nccl"
   FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=120 FCO_TEST_QUICK=1 timeout 130 tests/run.sh test_gemm_alltoall 2>&1 | tail -2
