@@ -16,6 +16,9 @@ issues' texts; "fco" = the fastest fco impl of the row, impl ≥ 1 or auto, name
   embedding  1.3× over impl 0 where comm ≥ 30 % of compute; the lookup alone reads the gathered
              rows at ≥ 75 % of 4300 GB/s (B · tables · L · D · element size per rank)
   gemm       1.3× over impl 0 where comm ≥ 30 % of compute
+One rank (a nccl run with gpus = 1: no communication) gets the issues' fallbacks for a machine
+without two GPUs instead: gemv the fused GEMV phase at ≥ 80 % of HBM bandwidth (floor / fco),
+embedding the lookup's ≥ 75 %, gemm variant A's tiles at ≥ 70 % of cuBLAS (compute / tiles).
 Targets against torch (the bench/*_torch.py scripts) are not checked here.
 Exit status 0 (a report, not a test), 2 for unreadable input. Pure standard library.
 """
@@ -45,8 +48,32 @@ def rows_of(doc):
     return rows
 
 
-def check_row(op, shape, dtype, results):
-    """[(target, value, bound, met, note)] for one row; value/bound in the target's unit."""
+def lookup_hbm(shape, dtype, c):
+    """The embedding lookup's gathered bytes over compute_us, as a fraction of HBM_GBPS."""
+    gathered = shape["B"] * shape["tables_per_gpu"] * shape["L"] * shape["D"] * ESIZE.get(dtype, 4)
+    return gathered / (c * 1e-6) / (HBM_GBPS * 1e9)
+
+
+def check_one_rank(op, shape, dtype, results, best, base):
+    """The one-GPU fallbacks of the issues (see the docstring) for a row of a one-rank run."""
+    out = []
+    c = base.get("compute_us")
+    if op == "gemv_allreduce" and best is not None and best.get("floor_us"):
+        frac = best["floor_us"] / best["time_us"]
+        out.append(("gemv hbm >= 80%", frac, 0.8, frac >= 0.8, best["impl"]))
+    if op == "embedding_alltoall" and c:
+        frac = lookup_hbm(shape, dtype, c)
+        out.append(("lookup hbm >= 75%", frac, 0.75, frac >= 0.75, "lookup"))
+    tiles = [r for r in results if r.get("impl") == "tiles" and r.get("time_us") is not None]
+    if op == "gemm_alltoall" and tiles and c:
+        frac = c / tiles[0]["time_us"]
+        out.append(("tiles >= 70% cublas", frac, 0.7, frac >= 0.7, "tiles"))
+    return out
+
+
+def check_row(op, shape, dtype, results, ranks=None):
+    """[(target, value, bound, met, note)] for one row; value/bound in the target's unit.
+    ranks = 1: a one-rank run (check_one_rank's targets only)."""
     by_id = {r["impl_id"]: r for r in results if r.get("time_us") is not None}
     base = by_id.get(0)
     if base is None:
@@ -54,6 +81,8 @@ def check_row(op, shape, dtype, results):
     t0 = base["time_us"]
     fco = [r for r in results if r["impl_id"] != 0 and r.get("time_us") is not None]
     best = min(fco, key=lambda r: r["time_us"]) if fco else None
+    if ranks == 1:
+        return check_one_rank(op, shape, dtype, results, best, base)
     c, a = base.get("compute_us"), base.get("comm_us")
     out = []
     auto = by_id.get(-1)
@@ -79,9 +108,7 @@ def check_row(op, shape, dtype, results):
         out.append(("1.3x impl 0" if applies else "1.3x impl 0 (n/a)", sp, 1.3,
                     sp >= 1.3 if applies else None, name))
     if op == "embedding_alltoall" and c:
-        s = shape
-        gathered = s["B"] * s["tables_per_gpu"] * s["L"] * s["D"] * ESIZE.get(dtype, 4)
-        frac = gathered / (c * 1e-6) / (HBM_GBPS * 1e9)
+        frac = lookup_hbm(shape, dtype, c)
         out.append(("lookup hbm >= 75%", frac, 0.75, frac >= 0.75, "lookup"))
     return out
 
@@ -107,11 +134,14 @@ def report(paths, show_all=False, file=sys.stdout):
         if doc.get("machine") == "cpu":
             print(f"# {path}: cpu transport (CPU times): no target applies", file=file)
             continue
+        ranks = 1 if doc.get("transport") == "nccl" and doc.get("gpus") == 1 else None
         tag = f"{doc.get('machine', '?')} {doc.get('transport', '?')} commit {doc.get('commit')}"
+        if ranks == 1:
+            tag += " (one rank: the issues' one-GPU targets)"
         print(f"# {path}: {tag}", file=file)
         for (op, sj, dt), results in rows_of(doc).items():
             shape = json.loads(sj)
-            for target, value, bound, ok, note in check_row(op, shape, dt, results):
+            for target, value, bound, ok, note in check_row(op, shape, dt, results, ranks):
                 if ok is None and not show_all:
                     continue
                 verdict = "n/a" if ok is None else "met" if ok else "MISSED"

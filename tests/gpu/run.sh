@@ -245,9 +245,10 @@ for f in "$OUT"/bench-*.txt "$OUT"/torch-*.txt "$OUT"/example-*.txt; do
   echo "---- $(basename "$f")"
   grep -v '^\s*$' "$f" | grep -vi 'warning' | grep -v '^# progress:' || true
 done
-# The issues' targets from the nccl tables (bench/targets.py; the torch comparisons not included)
+# The issues' targets from the nccl tables (bench/targets.py; the torch comparisons not included),
+# and their one-GPU fallbacks from the P = 1 tables
 shopt -s nullglob
-tjson=("$OUT"/bench-*-nccl-graph*.json)
+tjson=("$OUT"/bench-*-nccl-graph*.json "$OUT"/bench-*-p1.json)
 if [ ${#tjson[@]} -gt 0 ]; then
   echo
   echo "=================================== targets ==================================="

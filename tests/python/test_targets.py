@@ -1,6 +1,7 @@
 """test_targets.py — bench/targets.py (the issues' benchmark targets from fco-bench JSON): every
-target on hand-made rows whose verdicts are known, then a recorded run (bench/results,
-399af73: gemm_alltoall on 2×H200), whose numbers the table must reproduce. Pure Python.
+target on hand-made rows whose verdicts are known, then recorded runs (bench/results,
+399af73: gemm_alltoall on 2×H200; a40c518: embedding on one rank), whose numbers the table must
+reproduce. Pure Python.
 Run: pytest tests/python/test_targets.py
 """
 import io
@@ -63,6 +64,32 @@ def test_embedding_and_gemm_targets():
     assert c["1.3x impl 0"][1] == 1.6 and c["1.3x impl 0"][3] is True
     assert c["overlap"][1:4] == (250.0, 224.0, False) and c["overlap"][4] == "tiles"
     assert targets.slack("overlap", 250.0, 224.0) < 0 < targets.slack("1.3x impl 0", 1.6, 1.3)
+
+
+def test_one_rank_targets(tmp_path):
+    # one rank (no communication): only the issues' one-GPU fallbacks, no overlap / 1.3x / floor
+    s = {"M": 16, "N": 8192, "K": 8192}
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 20.0, 20.0, None, 15.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 18.0, 20.0, None, 15.0)]
+    c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
+    assert set(c) == {"gemv hbm >= 80%"} and c["gemv hbm >= 80%"][1:4] == (15.0 / 18.0, 0.8, True)
+    rows[1]["time_us"] = 19.0  # 15 / 19 < 0.8
+    c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
+    assert c["gemv hbm >= 80%"][3] is False
+    g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 200.0, 200.0, None),
+            _res("gemm_alltoall", g, "tiles", 1, 250.0, 200.0, None),
+            _res("gemm_alltoall", g, "chunks", 2, 210.0, 200.0, None)]
+    c = {x[0]: x for x in targets.check_row("gemm_alltoall", g, "bf16", rows, ranks=1)}
+    assert set(c) == {"tiles >= 70% cublas"} and c["tiles >= 70% cublas"][1:4] == (0.8, 0.7, True)
+    # a recorded one-rank run (session 12, one H200): the doc's gpus = 1 selects these targets
+    path = os.path.join(ROOT, "bench", "results", "2026-12-01_nvidia-h200_a40c518", "out",
+                        "p1-bf16.json")
+    buf = io.StringIO()
+    met, missed = targets.report([path], file=buf)
+    text = buf.getvalue()
+    assert "one rank" in text and "overlap" not in text and "1.3x" not in text
+    assert met == 4 and missed == 3, text  # the lookup at >= 75 % on the 4 long-bag workloads
 
 
 def test_recorded_run_and_cli(tmp_path):
