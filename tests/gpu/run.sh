@@ -191,10 +191,9 @@ for op in ${OPS_BENCH-$OPS}; do
       bench "$op-local" "$op" -t local -g 2 -d bf16 -n 20 -w 3
       # P = 1 (one rank, no communication): the fused kernel's compute against impl 0's on the
       # same work — where a fused kernel is slower than the unfused one it shares code with, the
-      # gap is the kernel's, not the protocol's (session 12: a misaligned cp.async ring, found so)
-      case $op in embedding_alltoall | gemv_allreduce)
-        bench "$op-p1" "$op" -t nccl -g 1 -G 1 -d bf16 -D 0,1 -n 10 -w 3 ;;
-      esac
+      # gap is the kernel's, not the protocol's (session 12: a misaligned cp.async ring, found so);
+      # also the issues' one-GPU targets (bench/targets.py, summary below)
+      bench "$op-p1" "$op" -t nccl -g 1 -G 1 -d bf16 -D 0,1 -n 10 -w 3
       if [ "$NGPU" -ge 2 ]; then
         # -R 3: the columns timed in three rounds (clock drift under long GEMMs falls on all alike)
         bench "$op-nccl-graph$PR" "$op" -t nccl -g "$BR" -G 1 -d bf16 -R 3 -n 10 -w 3
