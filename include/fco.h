@@ -267,8 +267,11 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              computed; every rank sums all tiles in rank order: bit-identical on all
  *              ranks; for M ≤ 16 on GPUs the partials travel as LL words {value, flag}
  *              polled by the receiver, no fence or flag, where a rank pushes ≤ 2 MiB of
- *              them (FCO_GEMV_AR_LL=1: wherever they fit; =0 turns them off),
- *              the same bits; where N ≤ 32·SMs its blocks have 8 warps instead of 4,
+ *              them (FCO_GEMV_AR_LL=1: wherever they fit; =0 turns them off); bf16 / f16
+ *              partials travel there rounded to the dtype, two a word (half the bytes;
+ *              impl 0's precision, which rounds y before its all-reduce; still the same bits
+ *              on every rank), FCO_GEMV_LL_FP32=1 sends fp32 words: the plain one-shot's
+ *              bits; where N ≤ 32·SMs its blocks have 8 warps instead of 4,
  *              FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, still the same bits
  *              on every rank), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
  *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
