@@ -16,7 +16,8 @@
  *          while this one finishes. No block-wide barrier in the loop. tma4: groups of 4
  *          tiles (64 columns), S = 12, 8, 4 stages; tma2: groups of 2 tiles, S = 6, 4 (about
  *          80 KB: two blocks per SM, and twice the groups to give them work).
- *   cublas cublasGemmEx (the operator's impl 0 / 3 GEMM), the reference of the results
+ *   cublas cublasGemmEx with fp32 y, the reference of the results; "cublas bf16" the operator's
+ *          impl 0 / 3 call (bf16 y, 32 MiB workspace), added after run 7bf1d5b
  *   read   W alone streamed with 16-byte loads (the ceiling)
  * Shapes M = 64 (and 48) × N × K: 8192 × 8192, 8192 × 4096 (a P = 2 rank's slice), 4096 × 7168,
  * 16384 × 8192; bf16, fp32 accumulation. Every kernel's y is compared with cuBLAS's
@@ -27,7 +28,9 @@
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc/cuda -Iinclude \
  *     bench/probe/gemv_group_probe.cu -lcublas -o build/probe/gemv_group_probe
  *
- * Written in session 11 after its last device call: not yet run.
+ * Run 7bf1d5b (session 12, bench/results/2026-12-01_nvidia-h200_7bf1d5b): the TMA tiles 1.5–2.5×
+ * slower than lib at every shape; lib faster than the fp32-y cuBLAS call at N = 8192. The "cublas
+ * bf16" row (the operator's call) has not run yet.
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -301,6 +304,25 @@ int main(int argc, char** argv) {
       wrong_all += wrong;
     };
     row("cublas", t_blas, 0);
+    {
+      /* the operator's call (impl 0 / 3): y in bf16 with a 32 MiB workspace — run 7bf1d5b's
+       * "cublas" row (fp32 y, no workspace) was 1.3–1.4× slower than fco-bench's gemv column */
+      void* ws = nullptr;
+      bf16* y16 = nullptr;
+      CK(cudaMalloc(&ws, (size_t)32 << 20));
+      CK(cudaMalloc(&y16, (size_t)M * N * 2));
+      cublasSetWorkspace(h, ws, (size_t)32 << 20);
+      const float one = 1.f, zero = 0.f;
+      auto blas16 = [&](int s) {
+        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W[s], CUDA_R_16BF, K, x,
+                     CUDA_R_16BF, K, &zero, y16, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT);
+      };
+      row("cublas bf16", time_us(blas16, reps, sets), 0);
+      cublasSetWorkspace(h, nullptr, 0);
+      CK(cudaFree(ws));
+      CK(cudaFree(y16));
+    }
     auto check = [&](int s_used) -> int {
       CK(cudaDeviceSynchronize());
       CK(cudaMemcpy(got.data(), y, got.size() * 4, cudaMemcpyDeviceToHost));
