@@ -33,16 +33,15 @@ static void tile_bags(void) {
           for (size_t w = 0; w < sizeof kWarps / sizeof kWarps[0]; w++) {
             t_context("tile_bags G=%d mean=%g B=%lld T=%d warps=%lld", G, kMean[m], (long long)kB[b],
                       T, (long long)kWarps[w]);
-            const int W = fco_ea_lean_tile_bags(G, kMean[m], kB[b], T, kWarps[w]);
+            const int W = fco_ea_lean_tile_bags(G, kMean[m], kB[b], T, kWarps[w], 4);
             ASSERT_TRUE(W > 0 && (W & (W - 1)) == 0);
             ASSERT_GE(W, 32 / G);
             ASSERT_LE(W, FCO_EA_LEAN_MAX_TILE_BAGS);
             ASSERT_EQ(W % (32 / G), 0);
             /* long bags, few warps: the smallest tile with 4 chunks a group */
             if (kMean[m] >= 64.0 && kWarps[w] == 1) ASSERT_EQ(W, 32 / G);
-            /* the default is 4 chunks; more chunks never give a smaller tile */
-            ASSERT_EQ(W, fco_ea_lean_tile_bags_c(G, kMean[m], kB[b], T, kWarps[w], 4));
-            const int W16 = fco_ea_lean_tile_bags_c(G, kMean[m], kB[b], T, kWarps[w], 16);
+            /* more chunks never give a smaller tile */
+            const int W16 = fco_ea_lean_tile_bags(G, kMean[m], kB[b], T, kWarps[w], 16);
             ASSERT_GE(W16, W);
             ASSERT_LE(W16, FCO_EA_LEAN_MAX_TILE_BAGS);
           }

@@ -94,7 +94,7 @@ constexpr int kLeanStages = FCO_EA_LEAN_STAGES, kLeanRows = FCO_EA_LEAN_ROWS,
 static_assert(FCO_EA_LEAN_THREADS == kThreads, "the plan's block size");
 __host__ inline size_t lean_smem(int G, int W) { return fco_ea_lean_smem(G, W); }
 /* The chunks of kLeanRows rows a lane group's share of a tile should hold at the mean bag length
- * (fco_ea_lean_tile_bags_c): 16 where bags hold ≥ 16 rows on average, 8 where ≥ 8, else 4 —
+ * (fco_ea_lean_tile_bags): 16 where bags hold ≥ 16 rows on average, 8 where ≥ 8, else 4 —
  * larger tiles spread the per-tile work (offset staging, the ring's fill and drain, the fused
  * kernel's tile decode) over more rows. Run 731ced0 (one H200, P = 1, the rings aligned; µs
  * chunks 4 → 16 / 8): Zipf bf16 lookup 224.7 → 213.0, fused 238.0 → 223.1; Zipf f32 392.6 →
@@ -105,7 +105,7 @@ __host__ inline size_t lean_smem(int G, int W) { return fco_ea_lean_smem(G, W); 
 __host__ inline int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
   long long c = fco_env_int("FCO_EA_LEAN_CHUNKS", mean_len >= 16.0 ? 16 : mean_len >= 8.0 ? 8 : 4);
   c = c < 1 ? 1 : c > 64 ? 64 : c;
-  return fco_ea_lean_tile_bags_c(G, mean_len, B, T, resident_warps, (int)c);
+  return fco_ea_lean_tile_bags(G, mean_len, B, T, resident_warps, (int)c);
 }
 
 /* Bad data at (local table t, kind, position, value): counted and/or reported. */

@@ -50,9 +50,10 @@ FCO_EA_HD size_t fco_ea_lean_smem(int G, int W) { return fco_ea_lean_smem_s(G, W
  * groups of a warp (32/G) and gives a group ≥ `chunks` chunks at the mean bag length, at most
  * FCO_EA_LEAN_MAX_TILE_BAGS (which also ends the doubling when there are no indices: mean 0),
  * then halved while T · ⌈B / W⌉ tiles would not give every resident warp two (never below
- * 32/G). A power of two, a multiple of 32/G. */
-FCO_EA_HD int fco_ea_lean_tile_bags_c(int G, double mean_len, int64_t B, int T, int64_t resident_warps,
-                                      int chunks) {
+ * 32/G). A power of two, a multiple of 32/G. The GPU launches choose `chunks` by the mean bag
+ * (lean_tile_bags, src/cuda/embedding_alltoall_lean.cuh). */
+FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps,
+                                    int chunks) {
   const int64_t RW = 32 / G;
   int64_t W = 1;
   while (W < FCO_EA_LEAN_MAX_TILE_BAGS &&
@@ -60,10 +61,6 @@ FCO_EA_HD int fco_ea_lean_tile_bags_c(int G, double mean_len, int64_t B, int T, 
     W *= 2;
   while (W > RW && (B + W - 1) / W * T < 2 * resident_warps) W /= 2;
   return (int)W;
-}
-/* ... with 4 chunks a group (the GPU launches choose by the mean bag: lean_tile_bags). */
-FCO_EA_HD int fco_ea_lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
-  return fco_ea_lean_tile_bags_c(G, mean_len, B, T, resident_warps, 4);
 }
 
 /* tstart[0..P] and tpk[0..P−1] (chunks a table group at position k) of rank me with Tg local
