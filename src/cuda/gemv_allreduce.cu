@@ -41,9 +41,11 @@
  *   flag per group. Default at M 33..64 (launch_grouped has the rule and the numbers); still
  *   slower than impl 3 there, which AUTO runs.
  *
- * impl 1 LL, wide blocks (FCO_GEMV_WIDE, on unless 0): where the tiles fill at most half of the
- *   4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks (kWideWarps, 2 per SM) so each SM
- *   keeps as many W bytes in flight as at N = 8192; B = T either way.
+ * impl 1 (LL and, since session 13, plain), wide blocks (FCO_GEMV_WIDE, on unless 0): where the
+ *   tiles fill at most half of the 4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks
+ *   (kWideWarps, 2 per SM) so each SM keeps as many W bytes in flight as at N = 8192; B = T
+ *   either way. The plain one-shot is what P = 1 (and P > 1 without LL) runs: there too the
+ *   GEMV phase then has the block shape of the two-GPU LL kernel.
  *
  * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE: 1 on, 0 off, unset = on where this rank's K
  *   is ≥ kPipeAutoMinK = 12288; read at every call; bf16 / f16,
@@ -248,7 +250,7 @@ struct Ctx {
   size_t lloff; /* LL kernels: offset of this call's LL half (past the data workspace) */
 };
 
-/* Wide LL blocks (kW = kWideWarps, 2 blocks per SM): where the tiles fill at most half of the
+/* Wide one-shot blocks (kW = kWideWarps, 2 blocks per SM): where the tiles fill at most half of the
  * narrow blocks' slots (N ≤ 16·SMs·2, e.g. 4096 at 4096×14336: 256 tiles, one block each, ~2
  * narrow blocks of 4 warps per SM), 8 warps per block keep twice the W bytes in flight per SM
  * (the 8192×8192 case's 16 warps per SM). FCO_GEMV_WIDE=0 turns it off. */
@@ -363,8 +365,8 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
   return !__syncthreads_or(!ok);
 }
 
-template <typename T, int kMT, bool kPipe>
-__device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT>& s,
+template <typename T, int kMT, bool kPipe, int kW = kWarpsOf<kMT>>
+__device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Smem<kMT, kW>& s,
                                             const WaitCtx& wc) {
   const RankView& v = s.v;
   const int i = threadIdx.x;
@@ -373,7 +375,7 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int t = c.b; t < p.T; t += c.B, ++j) {
-    const float4 r = compute_tile<T, kMT, kPipe>(p, c, s, t);
+    const float4 r = compute_tile<T, kMT, kPipe, kW>(p, c, s, t);
     if (i < 4 * p.M) {
       const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)i * 16;
       const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
@@ -726,7 +728,8 @@ template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = fals
 __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
     gemv_allreduce_kernel(const GarParams p) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
-  static_assert(kW == kWarpsOf<kMT> || kLL, "wide blocks: the LL one-shot only");
+  static_assert(kW == kWarpsOf<kMT> || (kImpl == 1 && kG == 1 && kMT <= 2),
+                "wide blocks: the one-tile one-shot (plain or LL), M <= 16");
   static_assert(!kPipe || (kMT == 2 && sizeof(T) == 2), "FCO_GEMV_PIPE: kMT 2, bf16 / f16");
   static_assert(kG == 1 || (kImpl == 1 && !kLL && !kPipe && sizeof(T) == 2 && kMT >= 4 &&
                             kW == gemv::kGroupWarps),
@@ -785,7 +788,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
-      run_oneshot<T, kMT, kPipe>(p, c, s, wc);
+      run_oneshot<T, kMT, kPipe, kW>(p, c, s, wc);
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   }
@@ -829,7 +832,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   const int units = (T_ + kG - 1) / kG; /* work units: tiles, or groups of kG tiles */
-  if constexpr (kLL && kW == kWarpsOf<kMT>) {
+  if constexpr (kImpl == 1 && kG == 1 && kMT <= 2 && kW == kWarpsOf<kMT>) {
     /* Wide blocks (kWideWarps, see Smem) where the tiles fill at most half the narrow slots and
      * one wide block per tile fits: then B = T either way (ranks need not agree on the knob). */
     if (fco_env_int("FCO_GEMV_WIDE", 1) > 0 && 2 * T_ <= cap / g->num_local) {
