@@ -36,64 +36,45 @@ using fco::gemv::kTileN;
  * barrier, as prims.cuh's signal_block; 3: relaxed store, no fence), then, after all tiles, per
  * tile the flag is acquired, the partial read back (ld.cg) and y written. 2 - 3 is the cost of
  * the fences, 3 - 0 of the second pass. */
-template <int kMT, int kU, int kW, int kMinB, int kMode, int kNT = 1>
+template <int kMT, int kU, int kW, int kMinB, int kMode>
 __global__ void __launch_bounds__(kW * 32, kMinB)
     probe_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int64_t K, int T,
                  float* ws, unsigned long long* flags, unsigned long long e) {
-  static_assert(kNT == 1 || kMode <= 1, "tile pairs: modes 0 and 1");
-  __shared__ __align__(16) float red[kW][kMT * 8][kNT * kTileN];
+  __shared__ __align__(16) float red[kW][kMT * 8][kTileN];
   const int warp = threadIdx.x >> 5, i = threadIdx.x;
-  if constexpr (kNT > 1) {
-    /* units of kNT consecutive tiles (tile_mma's kNT: one x load for kNT tiles) */
-    const int units = (T + kNT - 1) / kNT;
-    for (int t = blockIdx.x; t < units; t += gridDim.x) {
-      fco::gemv::tile_mma<bf16, kMT, kU, kW, kMode == 1, kNT>(w, x, M, N, K, t * kNT * kTileN,
-                                                              true, red[warp]);
-      __syncthreads();
-      for (int j = i; j < M * kNT * kTileN; j += kW * 32) {
-        const int m = j / (kNT * kTileN), c = j % (kNT * kTileN), n = t * kNT * kTileN + c;
-        float s = 0.f;
+  for (int t = blockIdx.x; t < T; t += gridDim.x) {
+    fco::gemv::tile_mma<bf16, kMT, kU, kW, kMode == 1>(w, x, M, N, K, t * kTileN, true,
+                                                       red[warp]);
+    __syncthreads();
+    if (i < M * kTileN) {
+      const int m = i / kTileN, n = t * kTileN + i % kTileN;
+      float s = 0.f;
 #pragma unroll
-        for (int wi = 0; wi < kW; ++wi) s += red[wi][m][c];
-        if (n < N) y[(int64_t)m * N + n] = s;
-      }
-      __syncthreads();
+      for (int wi = 0; wi < kW; ++wi) s += red[wi][m][i % kTileN];
+      if constexpr (kMode >= 2)
+        __stcg(ws + (int64_t)t * M * kTileN + i, s);
+      else if (n < N)
+        y[(int64_t)m * N + n] = s;
     }
-  } else {
+    __syncthreads();
+    if constexpr (kMode == 2) {
+      if (i == 0) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flags + t), "l"(e) : "memory");
+    } else if constexpr (kMode == 3) {
+      if (i == 0) asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(flags + t), "l"(e) : "memory");
+    }
+  }
+  if constexpr (kMode >= 2) {
     for (int t = blockIdx.x; t < T; t += gridDim.x) {
-      fco::gemv::tile_mma<bf16, kMT, kU, kW, kMode == 1>(w, x, M, N, K, t * kTileN, true,
-                                                         red[warp]);
+      if (i == 0) {
+        unsigned long long v;
+        do {
+          asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flags + t) : "memory");
+        } while (v < e);
+      }
       __syncthreads();
       if (i < M * kTileN) {
         const int m = i / kTileN, n = t * kTileN + i % kTileN;
-        float s = 0.f;
-#pragma unroll
-        for (int wi = 0; wi < kW; ++wi) s += red[wi][m][i % kTileN];
-        if constexpr (kMode >= 2)
-          __stcg(ws + (int64_t)t * M * kTileN + i, s);
-        else if (n < N)
-          y[(int64_t)m * N + n] = s;
-      }
-      __syncthreads();
-      if constexpr (kMode == 2) {
-        if (i == 0) asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(flags + t), "l"(e) : "memory");
-      } else if constexpr (kMode == 3) {
-        if (i == 0) asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(flags + t), "l"(e) : "memory");
-      }
-    }
-    if constexpr (kMode >= 2) {
-      for (int t = blockIdx.x; t < T; t += gridDim.x) {
-        if (i == 0) {
-          unsigned long long v;
-          do {
-            asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flags + t) : "memory");
-          } while (v < e);
-        }
-        __syncthreads();
-        if (i < M * kTileN) {
-          const int m = i / kTileN, n = t * kTileN + i % kTileN;
-          if (n < N) y[(int64_t)m * N + n] = __ldcg(ws + (int64_t)t * M * kTileN + i);
-        }
+        if (n < N) y[(int64_t)m * N + n] = __ldcg(ws + (int64_t)t * M * kTileN + i);
       }
     }
   }
@@ -207,17 +188,16 @@ struct Shape {
   const char* what;
 };
 
-template <int kMT, int kU, int kW, int kMinB, int kMode, int kNT = 1>
+template <int kMT, int kU, int kW, int kMinB, int kMode>
 static void variant(Ctx& c, const char* name, const Shape& s, int M, int nsets, Times t_read,
                     bool persistent) {
-  auto kern = probe_kernel<kMT, kU, kW, kMinB, kMode, kNT>;
+  auto kern = probe_kernel<kMT, kU, kW, kMinB, kMode>;
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kW * 32, 0));
   const int T = (s.N + kTileN - 1) / kTileN;
-  const int units = (T + kNT - 1) / kNT;
-  int B = persistent ? std::min(per_sm * c.sms, units) : units;
-  const int per_block = (units + B - 1) / B;
-  B = (units + per_block - 1) / per_block;
+  int B = persistent ? std::min(per_sm * c.sms, T) : T;
+  const int per_block = (T + B - 1) / B;
+  B = (T + per_block - 1) / per_block;
   const size_t wel = (size_t)s.N * s.K;
   CK(cudaMemset(c.y, 0xff, (size_t)M * s.N * 4));
   const Times us = time_it(c, nsets, [&](int set, cudaStream_t st) {
@@ -234,7 +214,7 @@ static void variant(Ctx& c, const char* name, const Shape& s, int M, int nsets, 
   int wrong = 0;
   const int nthreads = kW * 32;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (kNT == 1 && (int)(i / s.N) * kTileN >= nthreads) continue; /* m ≥ threads/16: not reduced */
+    if ((int)(i / s.N) * kTileN >= nthreads) continue; /* rows m ≥ threads/16: not reduced */
     if (!(fabsf(a[i] - b[i]) <= 1e-3f * (1.f + fabsf(b[i])))) ++wrong;
   }
   printf("| %-12s | %5d×%-6lld | %2d | %-18s | %3d | %2d | %8.2f | %5.1f | %8.2f | %7.0f | %5.1f | %d |\n",
@@ -251,12 +231,6 @@ static void all_variants(Ctx& c, const Shape& s, int M, int nsets, Times t_read)
   variant<kMT, 4, 4, 4, 1>(c, "pipe u4 w4 b4", s, M, nsets, t_read, true);
   variant<kMT, 8, 4, 4, 2>(c, "u8 w4 b4 +ws+release", s, M, nsets, t_read, true);
   variant<kMT, 8, 4, 4, 3>(c, "u8 w4 b4 +ws+relaxed", s, M, nsets, t_read, true);
-  /* tile pairs (tile_mma's kNT = 2: one x load feeds two tiles; session 13) */
-  variant<kMT, 8, 8, 2, 0>(c, "u8 w8 b2 (wide)", s, M, nsets, t_read, true);
-  variant<kMT, 4, 4, 4, 0, 2>(c, "pair u4 w4 b4", s, M, nsets, t_read, true);
-  variant<kMT, 4, 8, 2, 0, 2>(c, "pair u4 w8 b2", s, M, nsets, t_read, true);
-  variant<kMT, 2, 4, 4, 1, 2>(c, "pair pipe u2 w4 b4", s, M, nsets, t_read, true);
-  variant<kMT, 2, 8, 2, 1, 2>(c, "pair pipe u2 w8 b2", s, M, nsets, t_read, true);
 }
 
 int main(int argc, char** argv) {

@@ -102,131 +102,103 @@ __device__ __forceinline__ uint4 load8_guarded(const uint16_t* p, int64_t k, int
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-/* The mmas of one group of kU chunks at k0 (tile nt's W rows g / g+8 in a0[nt] / a1[nt]), x
- * read here once per (chunk, m-tile) and used by all kNT tiles, in the order u, m-tile, tile. */
-template <typename T, int kMT, int kU, int kNT>
-__device__ __forceinline__ void mma_group(float (&acc)[kNT][kMT][4], const uint4 (&a0)[kNT][kU],
-                                          const uint4 (&a1)[kNT][kU], const T* const (&xr)[kMT],
+/* The mmas of one group of kU chunks at k0 (W rows g / g+8 in a0 / a1), x read here, in the
+ * order u, then m-tile. */
+template <typename T, int kMT, int kU>
+__device__ __forceinline__ void mma_group(float (&acc)[kMT][4], const uint4 (&a0)[kU],
+                                          const uint4 (&a1)[kU], const T* const (&xr)[kMT],
                                           int64_t k0) {
 #pragma unroll
   for (int u = 0; u < kU; ++u)
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
       const uint4 xv = __ldg((const uint4*)(xr[mt] + k0 + u * kChunk));
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_chunk<T>(acc[nt][mt], a0[nt][u], a1[nt][u], xv);
+      mma_chunk<T>(acc[mt], a0[u], a1[u], xv);
     }
 }
 
-/* bf16 / f16 tile. red: this warp's [kMT·8][kNT·kTileN] partial. All threads of the block call
- * it (no barrier inside). kPipe: register-pipelined loop (a warp's next group of W loads in
+/* bf16 / f16 tile. red: this warp's [kMT·8][kTileN] partial. All threads of the block call it
+ * (no barrier inside). kPipe: register-pipelined loop (a warp's next group of W loads in
  * flight during this group's mmas: 4·kU 16-byte values of W held per thread instead of 2·kU).
- * Same groups per warp and same mma order as without it: for equal kU / kW the same bits.
- * kNT: the warp computes kNT consecutive 16-column tiles (columns n0 .. n0 + 16·kNT − 1) from
- * the same x loads: x traffic per W byte divided by kNT (at M = 16 x is as many bytes as W per
- * chunk); each tile's sums are those of kNT = 1 (same k order), bit for bit. */
-template <typename T, int kMT, int kU = kUnroll, int kW = kWarps, bool kPipe = false, int kNT = 1>
+ * Same groups per warp and same mma order as without it: for equal kU / kW the same bits. */
+template <typename T, int kMT, int kU = kUnroll, int kW = kWarps, bool kPipe = false>
 __device__ __forceinline__ void tile_mma(const T* __restrict__ w, const T* __restrict__ x, int M,
                                          int N, int64_t K, int n0, bool vec,
-                                         float (*red)[kNT * kTileN]) {
+                                         float (*red)[kTileN]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, tq = lane & 3;
-  const T* w0[kNT];
-  const T* w1[kNT];
-#pragma unroll
-  for (int nt = 0; nt < kNT; ++nt) {
-    w0[nt] = w + (int64_t)min(n0 + nt * kTileN + g, N - 1) * K;
-    w1[nt] = w + (int64_t)min(n0 + nt * kTileN + g + 8, N - 1) * K;
-  }
+  const int r0 = min(n0 + g, N - 1), r1 = min(n0 + g + 8, N - 1);
+  const T* w0 = w + (int64_t)r0 * K;
+  const T* w1 = w + (int64_t)r1 * K;
   const T* xr[kMT];
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) xr[mt] = x + (int64_t)min(mt * 8 + g, M - 1) * K;
-  float acc[kNT][kMT][4];
+  float acc[kMT][4];
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-      acc[nt][mt][0] = acc[nt][mt][1] = acc[nt][mt][2] = acc[nt][mt][3] = 0.f;
+  for (int mt = 0; mt < kMT; ++mt) acc[mt][0] = acc[mt][1] = acc[mt][2] = acc[mt][3] = 0.f;
 
   const int64_t nchunks = (K + kChunk - 1) / kChunk;
   const int64_t ngroups = vec ? (K / kChunk) / kU : 0;
   if constexpr (!kPipe) {
     for (int64_t gi = warp; gi < ngroups; gi += kW) {
       const int64_t k0 = gi * (kU * kChunk) + tq * 8;
-      uint4 a0[kNT][kU], a1[kNT][kU];
+      uint4 a0[kU], a1[kU];
 #pragma unroll
-      for (int u = 0; u < kU; ++u)
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          a0[nt][u] = ld_stream_v4(w0[nt] + k0 + u * kChunk);
-          a1[nt][u] = ld_stream_v4(w1[nt] + k0 + u * kChunk);
-        }
-      mma_group<T, kMT, kU, kNT>(acc, a0, a1, xr, k0);
+      for (int u = 0; u < kU; ++u) {
+        a0[u] = ld_stream_v4(w0 + k0 + u * kChunk);
+        a1[u] = ld_stream_v4(w1 + k0 + u * kChunk);
+      }
+      mma_group<T, kMT, kU>(acc, a0, a1, xr, k0);
     }
   } else {
     /* The next group's W loads go out before this group's mmas. On the last step "next" is
      * this group again (read twice, in bounds): the loads stay unconditional, since a
      * predicated load becomes a load into a temporary plus a move that waits for it. */
-    uint4 a0[kNT][kU], a1[kNT][kU];
+    uint4 a0[kU], a1[kU];
     int64_t gi = warp;
     if (gi < ngroups) {
 #pragma unroll
-      for (int u = 0; u < kU; ++u)
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          a0[nt][u] = ld_stream_v4(w0[nt] + gi * (kU * kChunk) + tq * 8 + u * kChunk);
-          a1[nt][u] = ld_stream_v4(w1[nt] + gi * (kU * kChunk) + tq * 8 + u * kChunk);
-        }
+      for (int u = 0; u < kU; ++u) {
+        a0[u] = ld_stream_v4(w0 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
+        a1[u] = ld_stream_v4(w1 + gi * (kU * kChunk) + tq * 8 + u * kChunk);
+      }
     }
     for (; gi < ngroups; gi += kW) {
       const int64_t k0 = gi * (kU * kChunk) + tq * 8;
       const int64_t kn = gi + kW < ngroups ? k0 + kW * (kU * kChunk) : k0;
-      uint4 b0[kNT][kU], b1[kNT][kU];
+      uint4 b0[kU], b1[kU];
 #pragma unroll
-      for (int u = 0; u < kU; ++u)
+      for (int u = 0; u < kU; ++u) {
+        b0[u] = ld_stream_v4(w0 + kn + u * kChunk);
+        b1[u] = ld_stream_v4(w1 + kn + u * kChunk);
+      }
+      mma_group<T, kMT, kU>(acc, a0, a1, xr, k0);
 #pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          b0[nt][u] = ld_stream_v4(w0[nt] + kn + u * kChunk);
-          b1[nt][u] = ld_stream_v4(w1[nt] + kn + u * kChunk);
-        }
-      mma_group<T, kMT, kU, kNT>(acc, a0, a1, xr, k0);
-#pragma unroll
-      for (int u = 0; u < kU; ++u)
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) a0[nt][u] = b0[nt][u], a1[nt][u] = b1[nt][u];
+      for (int u = 0; u < kU; ++u) a0[u] = b0[u], a1[u] = b1[u];
     }
   }
   /* The chunks after the last whole group (or all of them without the vector path). */
   for (int64_t c = ngroups * kU + warp; c < nchunks; c += kW) {
     const int64_t k = c * kChunk + tq * 8;
-    uint4 a0[kNT], a1[kNT];
+    const uint4 a0 = load8_guarded((const uint16_t*)w0, k, K);
+    const uint4 a1 = load8_guarded((const uint16_t*)w1, k, K);
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
-      a0[nt] = load8_guarded((const uint16_t*)w0[nt], k, K);
-      a1[nt] = load8_guarded((const uint16_t*)w1[nt], k, K);
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      const uint4 xv = load8_guarded((const uint16_t*)xr[mt], k, K);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mma_chunk<T>(acc[nt][mt], a0[nt], a1[nt], xv);
-    }
+    for (int mt = 0; mt < kMT; ++mt)
+      mma_chunk<T>(acc[mt], a0, a1, load8_guarded((const uint16_t*)xr[mt], k, K));
   }
   /* C fragment: acc[0..1] = (n g, m 2tq..2tq+1), acc[2..3] = (n g+8, same m). */
 #pragma unroll
-  for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-      const int m = mt * 8 + 2 * tq, n = nt * kTileN + g;
-      if (m < M) {
-        red[m][n] = acc[nt][mt][0];
-        red[m][n + 8] = acc[nt][mt][2];
-      }
-      if (m + 1 < M) {
-        red[m + 1][n] = acc[nt][mt][1];
-        red[m + 1][n + 8] = acc[nt][mt][3];
-      }
+  for (int mt = 0; mt < kMT; ++mt) {
+    const int m = mt * 8 + 2 * tq;
+    if (m < M) {
+      red[m][g] = acc[mt][0];
+      red[m][g + 8] = acc[mt][2];
     }
+    if (m + 1 < M) {
+      red[m + 1][g] = acc[mt][1];
+      red[m + 1][g + 8] = acc[mt][3];
+    }
+  }
 }
 
 /* f32 tile on CUDA cores: the warp walks the 16 rows; per row, lanes take float4s of its K
