@@ -580,32 +580,23 @@ __device__ __forceinline__ void run_oneshot_ll(const GarParams& p, const Ctx& c,
     const bool more = t + c.B < p.T;
     if (i < 4 * p.M) {
       const size_t off = mine_off + (size_t)t * tile_ll;
-      if constexpr (sizeof(T) == 2) {
-        if (half) {
-          const uint64_t w0 = hi | pack2<T>(r.x, r.y), w1 = hi | pack2<T>(r.z, r.w);
-          for (int k = 1; k < c.P; ++k) /* peers me+1, me+2, ...; our own slot below */
-            st_ll2(v.peer_data[(c.me + k) % c.P] + off, w0, w1);
-          if (more)
-            st_ll2(v.peer_data[c.me] + off, w0, w1);
-          else
-            last = unpack4<T>(w0, w1); /* rounded as the peers see it: the same bits everywhere */
-        }
+      /* The thread's words: 4 fp32 ones, or (half) the first 2 as two rounded partials each. */
+      uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
+               w3 = ll_word(hi, r.w);
+      if constexpr (sizeof(T) == 2)
+        if (half) w0 = hi | pack2<T>(r.x, r.y), w1 = hi | pack2<T>(r.z, r.w);
+      /* peers me+1, me+2, ..., then our own slot — unless this is the block's last tile, which
+       * stays in registers (as the peers see it: rounded when half, the same bits everywhere) */
+      for (int k = 1; k <= c.P; ++k) {
+        if (k == c.P && !more) break;
+        char* d = v.peer_data[(c.me + k) % c.P] + off;
+        st_ll2(d, w0, w1);
+        if (!half) st_ll2(d + 16, w2, w3);
       }
-      if (!half) {
-        const uint64_t w0 = ll_word(hi, r.x), w1 = ll_word(hi, r.y), w2 = ll_word(hi, r.z),
-                       w3 = ll_word(hi, r.w);
-        for (int k = 1; k < c.P; ++k) { /* peers me+1, me+2, ...; our own slot below */
-          char* d = v.peer_data[(c.me + k) % c.P] + off;
-          st_ll2(d, w0, w1);
-          st_ll2(d + 16, w2, w3);
-        }
-        if (more) {
-          char* d = v.peer_data[c.me] + off;
-          st_ll2(d, w0, w1);
-          st_ll2(d + 16, w2, w3);
-        } else {
-          last = r;
-        }
+      if (!more) {
+        last = r;
+        if constexpr (sizeof(T) == 2)
+          if (half) last = unpack4<T>(w0, w1);
       }
     }
     if (more) __syncthreads(); /* red is rewritten by the next tile */
