@@ -180,6 +180,109 @@ __global__ void __launch_bounds__(256, 1)
 #endif
 }
 
+/* ---- tmaws: tma with a producer warp (session 13) ------------------------------------------
+ * Run 7bf1d5b's tma kernel let thread 0, a lane of consumer warp 0, wait on a stage's "empty"
+ * barrier before refilling it: warpgroup 0 (whose wgmmas are warpgroup-wide) then waited every
+ * slab for warpgroup 1 to release the previous one — a block barrier per slab by another name.
+ * Here a ninth warp only produces (lane 0: wait empty, expect bytes, two TMA loads), the eight
+ * consumer warps only wait "full", run the wgmmas and release; the output goes through shared
+ * memory under a named barrier of the 256 consumer threads (cuBLAS's nvjet kernel at this shape
+ * runs 384 threads: a producer warpgroup and two consumer warpgroups, ncu run 0b0b1f7). */
+constexpr int kWsThreads = 288;
+template <int kS, int kGr>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
+                  float* y, int M, int N, int K, int groups) {
+#if FCO_WGMMA_COMPILED
+  using R = TmaRing<kS, kGr>;
+  constexpr int kC = R::kCols;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+  const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
+  float* out = reinterpret_cast<float*>(smem + (pipe - smem_u32(smem)) + R::kBarOff + 2 * kS * 8);
+  const int num_k = (K + 63) / 64;
+  const int my_groups = groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
+  const long long total = (long long)my_groups * num_k; /* slabs of this block, all groups */
+  if (tid == 0) {
+    for (int s = 0; s < kS; ++s) {
+      fco::tile::mbar_init(full + 8 * s, 1);
+      fco::tile::mbar_init(empty + 8 * s, 8); /* the 8 consumer warps */
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (tid >= 256) { /* the producer warp */
+    if (tid == 256)
+      for (long long q = 0; q < total; ++q) {
+        const int s = (int)(q % kS);
+        if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
+        const int g = (int)blockIdx.x + (int)(q / num_k) * (int)gridDim.x;
+        const int k0 = (int)(q % num_k) * 64;
+        const uint32_t st = pipe + s * R::kStageBytes;
+        fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
+        fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
+        fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kC);
+      }
+  } else {
+    float d[kC / 4];
+    long long q = 0;
+    for (int gi = 0; gi < my_groups; ++gi) {
+      const int g = (int)blockIdx.x + gi * (int)gridDim.x;
+#pragma unroll
+      for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
+      for (int kt = 0; kt < num_k; ++kt, ++q) {
+        const int s = (int)(q % kS);
+        fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
+        const uint32_t st = pipe + s * R::kStageBytes;
+        const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
+        fco::tile::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          fco::gemv::WgmmaN<bf16, kC / 2>::run(
+              d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
+              fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
+        fco::tile::wgmma_commit();
+        fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired: release its stage */
+        if (q > 0) {
+          __syncwarp();
+          if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
+        }
+      }
+      fco::tile::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kC / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      const int row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
+#pragma unroll
+      for (int j = 0; j < kC / 16; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int col = wg * (kC / 2) + 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
+          out[((col / 16) * 64 + row) * 16 + col % 16] = d[4 * j + c];
+        }
+      asm volatile("bar.sync 1, 256;" ::: "memory");
+      for (int i = tid; i < kGr * 64 * 16; i += 256) {
+        const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kC + t * 16 + c;
+        if (m < M && n < N) y[(size_t)m * N + n] = out[i];
+      }
+      asm volatile("bar.sync 1, 256;" ::: "memory");
+    }
+    if (q > 0) { /* the last slab's release keeps the barrier phases balanced */
+      __syncwarp();
+      if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
+    }
+  }
+  __syncthreads();
+  if (tid == 0)
+    for (int s = 0; s < kS; ++s) {
+      fco::tile::mbar_inval(full + 8 * s);
+      fco::tile::mbar_inval(empty + 8 * s);
+    }
+#else
+  __trap();
+#endif
+}
+
 /* ---- read: W streamed with 16-byte loads --------------------------------------------------- */
 __global__ void read_kernel(const uint4* w, size_t n16, unsigned long long* sink) {
   uint4 acc = make_uint4(0, 0, 0, 0);
@@ -364,8 +467,34 @@ int main(int argc, char** argv) {
       run(0);
       row(name, t, check(0));
     };
+    auto tmaws = [&](auto ring, auto gr, const char* name) {
+      constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
+      const int smem = TmaRing<kS, kGr>::kSmem, tgroups = (N + kGr * 16 - 1) / (kGr * 16);
+      auto kern = tma_ws_kernel<kS, kGr>;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      std::vector<CUtensorMap> mw(sets);
+      CUtensorMap mx;
+      bool ok = encode(&mx, x, K, M, 64);
+      for (int s = 0; s < sets && ok; ++s) ok = encode(&mw[s], W[s], K, N, kGr * 16);
+      if (!ok) {
+        printf("#   %s: cuTensorMapEncodeTiled failed\n", name);
+        return;
+      }
+      int per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWsThreads, smem));
+      const int grid = std::min(tgroups, std::max(1, per_sm) * sms);
+      auto run = [&](int s) { kern<<<grid, kWsThreads, smem>>>(mx, mw[s], y, M, N, K, tgroups); };
+      const float t = time_us(run, reps, sets);
+      CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+      run(0);
+      row(name, t, check(0));
+    };
     using I = std::integral_constant<int, 4>;
     using II = std::integral_constant<int, 2>;
+    tmaws(std::integral_constant<int, 12>{}, I{}, "tmaws4 S=12");
+    tmaws(std::integral_constant<int, 8>{}, I{}, "tmaws4 S=8");
+    tmaws(std::integral_constant<int, 6>{}, II{}, "tmaws2 S=6"); /* 2 blocks/SM */
+    tmaws(std::integral_constant<int, 4>{}, II{}, "tmaws2 S=4");
     tma(std::integral_constant<int, 12>{}, I{}, "tma4 S=12");
     tma(std::integral_constant<int, 8>{}, I{}, "tma4 S=8");
     tma(std::integral_constant<int, 4>{}, I{}, "tma4 S=4");
