@@ -189,7 +189,13 @@ __global__ void __launch_bounds__(256, 1)
  * memory under a named barrier of the 256 consumer threads (cuBLAS's nvjet kernel at this shape
  * runs 384 threads: a producer warpgroup and two consumer warpgroups, ncu run 0b0b1f7). */
 constexpr int kWsThreads = 288;
-template <int kS, int kGr>
+/* kCl > 1: a cluster of kCl blocks (consecutive blockIdx.x, different groups, the same k slabs at
+ * the same time) shares x: block r loads x rows [r·64/kCl, (r+1)·64/kCl) of a slab (mx's box has
+ * 64/kCl rows) multicast to every block of the cluster, as cuBLAS's kernel here (cluster 4x1);
+ * a stage is refilled only when the consumers of all kCl blocks released it (empty barriers
+ * count 8·kCl warps, each warp arrives at every block's). Every block runs the same number of
+ * groups (a block past the last group computes the last one again and stores nothing). */
+template <int kS, int kGr, int kCl = 1>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
@@ -202,29 +208,43 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
   float* out = reinterpret_cast<float*>(smem + (pipe - smem_u32(smem)) + R::kBarOff + 2 * kS * 8);
   const int num_k = (K + 63) / 64;
-  const int my_groups = groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
+  const int my_groups = kCl > 1 ? (groups + gridDim.x - 1) / gridDim.x
+                      : groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
   const long long total = (long long)my_groups * num_k; /* slabs of this block, all groups */
+  const uint32_t crank = kCl > 1 ? fco::tile::cluster_ctarank() : 0;
   if (tid == 0) {
     for (int s = 0; s < kS; ++s) {
       fco::tile::mbar_init(full + 8 * s, 1);
-      fco::tile::mbar_init(empty + 8 * s, 8); /* the 8 consumer warps */
+      fco::tile::mbar_init(empty + 8 * s, 8 * kCl); /* the consumer warps of the cluster */
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
+  if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
     if (tid == 256)
       for (long long q = 0; q < total; ++q) {
         const int s = (int)(q % kS);
         if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
-        const int g = (int)blockIdx.x + (int)(q / num_k) * (int)gridDim.x;
+        const int g = min((int)blockIdx.x + (int)(q / num_k) * (int)gridDim.x, groups - 1);
         const int k0 = (int)(q % num_k) * 64;
         const uint32_t st = pipe + s * R::kStageBytes;
         fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
-        fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
+        if constexpr (kCl > 1)
+          fco::tile::tma_load_2d_mc(st + crank * (R::kXBytes / kCl), &mx, full + 8 * s, k0,
+                                    (int)crank * (64 / kCl), (uint16_t)((1u << kCl) - 1));
+        else
+          fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
         fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kC);
       }
   } else {
+    auto release = [&](uint32_t bar) {
+      if constexpr (kCl > 1) {
+#pragma unroll
+        for (int c = 0; c < kCl; ++c) fco::tile::mbar_arrive_cluster(bar, (uint32_t)c);
+      } else {
+        fco::tile::mbar_arrive(bar);
+      }
+    };
     float d[kC / 4];
     long long q = 0;
     for (int gi = 0; gi < my_groups; ++gi) {
@@ -246,7 +266,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired: release its stage */
         if (q > 0) {
           __syncwarp();
-          if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
+          if (lane == 0) release(empty + 8 * (int)((q - 1) % kS));
         }
       }
       fco::tile::wgmma_wait<0>();
@@ -263,16 +283,16 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       asm volatile("bar.sync 1, 256;" ::: "memory");
       for (int i = tid; i < kGr * 64 * 16; i += 256) {
         const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kC + t * 16 + c;
-        if (m < M && n < N) y[(size_t)m * N + n] = out[i];
+        if (m < M && n < N && g < groups) y[(size_t)m * N + n] = out[i];
       }
       asm volatile("bar.sync 1, 256;" ::: "memory");
     }
     if (q > 0) { /* the last slab's release keeps the barrier phases balanced */
       __syncwarp();
-      if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
+      if (lane == 0) release(empty + 8 * (int)((q - 1) % kS));
     }
   }
-  __syncthreads();
+  if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid == 0)
     for (int s = 0; s < kS; ++s) {
       fco::tile::mbar_inval(full + 8 * s);
@@ -467,14 +487,16 @@ int main(int argc, char** argv) {
       run(0);
       row(name, t, check(0));
     };
-    auto tmaws = [&](auto ring, auto gr, const char* name) {
+    auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
+      constexpr int kCl = decltype(cl)::value;
       const int smem = TmaRing<kS, kGr>::kSmem, tgroups = (N + kGr * 16 - 1) / (kGr * 16);
-      auto kern = tma_ws_kernel<kS, kGr>;
+      auto kern = tma_ws_kernel<kS, kGr, kCl>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      if (kCl > 1) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       std::vector<CUtensorMap> mw(sets);
       CUtensorMap mx;
-      bool ok = encode(&mx, x, K, M, 64);
+      bool ok = encode(&mx, x, K, M, 64 / kCl);
       for (int s = 0; s < sets && ok; ++s) ok = encode(&mw[s], W[s], K, N, kGr * 16);
       if (!ok) {
         printf("#   %s: cuTensorMapEncodeTiled failed\n", name);
@@ -482,8 +504,27 @@ int main(int argc, char** argv) {
       }
       int per_sm = 0;
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWsThreads, smem));
-      const int grid = std::min(tgroups, std::max(1, per_sm) * sms);
-      auto run = [&](int s) { kern<<<grid, kWsThreads, smem>>>(mx, mw[s], y, M, N, K, tgroups); };
+      int grid = std::min(tgroups, std::max(1, per_sm) * sms);
+      if (kCl > 1) { /* equal groups a block, whole clusters that fit the SMs' cluster slots */
+        const int per = (tgroups + grid - 1) / grid;
+        grid = (tgroups + per - 1) / per;
+        grid = (grid + kCl - 1) / kCl * kCl;
+        while (grid > (sms / kCl) * kCl * std::max(1, per_sm)) grid -= kCl;
+      }
+      auto run = [&](int s) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3(kWsThreads);
+        cfg.dynamicSmemBytes = smem;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = kCl;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        CK(cudaLaunchKernelEx(&cfg, kern, mx, mw[s], y, M, N, K, tgroups));
+      };
       const float t = time_us(run, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       run(0);
@@ -491,10 +532,18 @@ int main(int argc, char** argv) {
     };
     using I = std::integral_constant<int, 4>;
     using II = std::integral_constant<int, 2>;
-    tmaws(std::integral_constant<int, 12>{}, I{}, "tmaws4 S=12");
-    tmaws(std::integral_constant<int, 8>{}, I{}, "tmaws4 S=8");
-    tmaws(std::integral_constant<int, 6>{}, II{}, "tmaws2 S=6"); /* 2 blocks/SM */
-    tmaws(std::integral_constant<int, 4>{}, II{}, "tmaws2 S=4");
+    using C1 = std::integral_constant<int, 1>;
+    using C2 = std::integral_constant<int, 2>;
+    using C4 = std::integral_constant<int, 4>;
+    tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
+    tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
+    tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
+    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2");
+    tmaws(std::integral_constant<int, 8>{}, I{}, C4{}, "tmaws4 S=8 cl4");
+    tmaws(std::integral_constant<int, 12>{}, I{}, C4{}, "tmaws4 S=12 cl4");
+    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4");
+    tmaws(std::integral_constant<int, 6>{}, II{}, C1{}, "tmaws2 S=6"); /* 2 blocks/SM */
+    tmaws(std::integral_constant<int, 6>{}, II{}, C4{}, "tmaws2 S=6 cl4");
     tma(std::integral_constant<int, 12>{}, I{}, "tma4 S=12");
     tma(std::integral_constant<int, 8>{}, I{}, "tma4 S=8");
     tma(std::integral_constant<int, 4>{}, I{}, "tma4 S=4");
