@@ -76,6 +76,16 @@ def test_one_rank_targets(tmp_path):
     rows[1]["time_us"] = 19.0  # 15 / 19 < 0.8
     c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
     assert c["gemv hbm >= 80%"][3] is False
+    # M > 16: the issue states the floor (kernel-efficiency) target for M <= 16 only
+    s64 = dict(s, M=64)
+    c = {x[0]: x for x in targets.check_row("gemv_allreduce", s64, "bf16", rows, ranks=1)}
+    assert set(c) == {"gemv hbm >= 80% (n/a)"} and c["gemv hbm >= 80% (n/a)"][3] is None
+    # the lookup's note names the physical ceiling of short rows and L = 1
+    e = {"B": 1024, "tables_per_gpu": 8, "D": 16, "L": 2}
+    assert "32-byte rows" in targets.lookup_note(e, "bf16")
+    assert "64-byte rows" in targets.lookup_note(dict(e, D=32), "bf16")
+    assert "L = 1" in targets.lookup_note(dict(e, D=64, L=1), "bf16")
+    assert targets.lookup_note(dict(e, D=64, L=8), "bf16") == "lookup"
     g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
     rows = [_res("gemm_alltoall", g, "nccl", 0, 200.0, 200.0, None),
             _res("gemm_alltoall", g, "tiles", 1, 250.0, 200.0, None),
