@@ -271,8 +271,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              partials travel there rounded to the dtype, two a word (half the bytes;
  *              impl 0's precision, which rounds y before its all-reduce; still the same bits
  *              on every rank), FCO_GEMV_LL_FP32=1 sends fp32 words: the plain one-shot's
- *              bits; where N ≤ 32·SMs its blocks have 8 warps instead of 4,
- *              FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, still the same bits
+ *              bits; at M ≤ 16 where N ≤ 32·SMs the blocks (LL or not) have 8 warps
+ *              instead of 4, FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, same bits
  *              on every rank), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
  *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the

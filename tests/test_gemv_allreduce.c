@@ -602,8 +602,9 @@ static void ll_sweep(const t_world_t* w, bufs_t* b) {
  * to the dtype, which ll_sweep and the rest check against the reference and across ranks) the
  * LL one-shot sums the same fp32 partials in the same rank order as the plain one, so every
  * rank's y must equal the plain one-shot's bit for bit (same inputs, y poisoned) — with the
- * same block shape: the wide LL blocks (FCO_GEMV_WIDE, where N is small) split K over 8 warps
- * instead of 4, another fp32 order (run a70f468 caught it), so this runs with FCO_GEMV_WIDE=0;
+ * same block shape: the wide blocks (FCO_GEMV_WIDE, where N is small; LL only until e9c20d3,
+ * both since) split K over 8 warps instead of 4, another fp32 order (run a70f468 caught it when
+ * only LL had them), so this runs with FCO_GEMV_WIDE=0;
  * the wide kernels are checked against the reference everywhere else. */
 static void ll_vs_plain(const t_world_t* w, bufs_t* b) {
   setenv("FCO_GEMV_WIDE", "0", 1);

@@ -28,9 +28,14 @@
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc/cuda -Iinclude \
  *     bench/probe/gemv_group_probe.cu -lcublas -o build/probe/gemv_group_probe
  *
+ *   tmaws  (session 13) tma with a ninth, producer-only warp (the tma kernel's producer was a
+ *          lane of consumer warp 0, which coupled the two warpgroups every slab); "clN": clusters
+ *          of N blocks, each loading 64/N rows of x multicast to the cluster.
+ *
  * Run 7bf1d5b (session 12, bench/results/2026-12-01_nvidia-h200_7bf1d5b): the TMA tiles 1.5–2.5×
- * slower than lib at every shape; lib faster than the fp32-y cuBLAS call at N = 8192. The "cublas
- * bf16" row (the operator's call) has not run yet.
+ * slower than lib at every shape; lib faster than the fp32-y cuBLAS call at N = 8192. Session 13
+ * (runs 8728f2c, d5f5cf2-probe, 82a87ad-probe): "cublas bf16" within 0–4 % of "cublas"; tmaws
+ * 1.1–1.3× lib's time; the cluster variants 3–8× slower (correct; cause not found).
  */
 #include <cublas_v2.h>
 #include <cuda.h>

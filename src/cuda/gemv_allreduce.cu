@@ -49,9 +49,9 @@
  *
  * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE: 1 on, 0 off, unset = on where this rank's K
  *   is ≥ kPipeAutoMinK = 12288; read at every call; bf16 / f16,
- *   kMT = 2, impls 1 (plain, LL, wide LL) and 2): gemv::tile_mma's kPipe loop, which issues a
+ *   kMT = 2, impls 1 (plain, LL, wide) and 2): gemv::tile_mma's kPipe loop, which issues a
  *   warp's next group of W loads before the mmas of its current group, at 4 chunks per group
- *   instead of 8; blocks as before (4 warps, 4 per SM; wide LL 8 warps, 2 per SM). Why:
+ *   instead of 8; blocks as before (4 warps, 4 per SM; wide 8 warps, 2 per SM). Why:
  *   bench/probe/gemv_stream_probe.cu on H200 at M = 16 (bf16, graph-timed µs per launch,
  *   "pipe u4 w4 b4" vs the plain "u8 w4 b4"): 8192×14336 57.78 vs 58.71, 4096×7168 18.06 vs
  *   18.66, 16384×8192 68.27 vs 69.07, 8192×4096 19.65 vs 19.67. At M = 1 it was not faster:
