@@ -64,3 +64,5 @@ cut -c1-220 $OUT/gemv.txt
 python3 bench/targets.py $OUT/ea-*.json $OUT/gemv-fp320.json > $OUT/targets.txt 2>&1
 grep -c met $OUT/targets.txt; grep -v " met" $OUT/targets.txt | head -30
 el all done
+# the device tool returns at most a few files: everything in one archive
+(cd $OUT && tar czf ../x2-all.tgz . && rm -rf ./* && mv ../x2-all.tgz .)
