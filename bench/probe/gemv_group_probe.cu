@@ -8,14 +8,16 @@
  * c616e61), which is why AUTO runs cuBLAS + fco's one-shot at M > 16. This probe times, on the
  * same data, before anything goes into the operator:
  *   lib    the library's GroupWgmma<4> (one 64-column group per block at a time, persistent)
- *   tma    the same math fed the Hopper way: one thread issues TMA box loads of x [64 rows ×
- *          64 k] and W [64 rows × 64 k] (128-byte swizzle, the layout GroupWgmma's descriptors
- *          read) into an S-stage ring; "full" mbarriers complete on the bytes, the consumer
- *          warps release a stage through an "empty" mbarrier once their wgmma on it retired;
- *          the slab counter runs on across a block's groups, so the next group's loads start
- *          while this one finishes. No block-wide barrier in the loop. tma4: groups of 4
- *          tiles (64 columns), S = 12, 8, 4 stages; tma2: groups of 2 tiles, S = 6, 4 (about
- *          80 KB: two blocks per SM, and twice the groups to give them work).
+ *   tmaws  the same math fed the Hopper way: TMA box loads of x [64 rows × 64 k] and W [kGr·16
+ *          rows × 64 k] (128-byte swizzle, the layout GroupWgmma's descriptors read) into an
+ *          S-stage ring, issued by a ninth, producer-only warp; "full" mbarriers complete on the
+ *          bytes, the 8 consumer warps release a stage through an "empty" mbarrier once their
+ *          wgmma on it retired; the slab counter runs on across a block's groups. No block-wide
+ *          barrier in the loop. tmaws4: groups of 4 tiles (64 columns); tmaws2: groups of 2
+ *          (two blocks per SM). "clN": clusters of N blocks, each loading 64/N rows of x
+ *          multicast to the cluster. (Session 12's "tma" kernel, in commit 82a87ad and before,
+ *          had thread 0 — a lane of consumer warp 0 — produce, which coupled the two warpgroups
+ *          every slab: 1.5–2.5× lib's time.)
  *   cublas cublasGemmEx with fp32 y, the reference of the results; "cublas bf16" the operator's
  *          impl 0 / 3 call (bf16 y, 32 MiB workspace), added after run 7bf1d5b
  *   read   W alone streamed with 16-byte loads (the ceiling)
@@ -27,10 +29,6 @@
  * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 30):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc/cuda -Iinclude \
  *     bench/probe/gemv_group_probe.cu -lcublas -o build/probe/gemv_group_probe
- *
- *   tmaws  (session 13) tma with a ninth, producer-only warp (the tma kernel's producer was a
- *          lane of consumer warp 0, which coupled the two warpgroups every slab); "clN": clusters
- *          of N blocks, each loading 64/N rows of x multicast to the cluster.
  *
  * Run 7bf1d5b (session 12, bench/results/2026-12-01_nvidia-h200_7bf1d5b): the TMA tiles 1.5–2.5×
  * slower than lib at every shape; lib faster than the fp32-y cuBLAS call at N = 8192. Session 13
@@ -73,7 +71,7 @@ __global__ void __launch_bounds__(256, 1)
   }
 }
 
-/* ---- tma: the same math on a TMA + mbarrier ring ------------------------------------------- */
+/* ---- the TMA ring's layout ---------------------------------------------------------------- */
 /* kGr tiles of 16 columns a group (4 as the library's default; 2: twice the groups, so two
  * blocks per SM have work at N = 8192 when the ring is small enough). */
 template <int kS, int kGr>
@@ -85,107 +83,7 @@ struct TmaRing {
   static constexpr int kSmem = 1024 + kBarOff + 2 * kS * 8 + kOutBytes;
 };
 
-template <int kS, int kGr>
-__global__ void __launch_bounds__(256, 1)
-    tma_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
-               float* y, int M, int N, int K, int groups) {
-#if FCO_WGMMA_COMPILED
-  using R = TmaRing<kS, kGr>;
-  constexpr int kC = R::kCols;
-  extern __shared__ __align__(1024) unsigned char smem[];
-  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
-  const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
-  const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
-  float* out = reinterpret_cast<float*>(smem + (pipe - smem_u32(smem)) + R::kBarOff + 2 * kS * 8);
-  const int num_k = (K + 63) / 64;
-  const int my_groups = groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
-  const long long total = (long long)my_groups * num_k; /* slabs of this block, all groups */
-  if (tid == 0) {
-    for (int s = 0; s < kS; ++s) {
-      fco::tile::mbar_init(full + 8 * s, 1);
-      fco::tile::mbar_init(empty + 8 * s, 8); /* the 8 consumer warps */
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  /* slab q of this block: group blockIdx.x + (q / num_k) · gridDim.x, k slab q % num_k */
-  auto produce = [&](long long q) {
-    const int s = (int)(q % kS);
-    const int g = (int)blockIdx.x + (int)(q / num_k) * (int)gridDim.x, k0 = (int)(q % num_k) * 64;
-    const uint32_t st = pipe + s * R::kStageBytes;
-    fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
-    fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
-    fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kC);
-  };
-  if (tid == 0)
-    for (long long q = 0; q < kS && q < total; ++q) produce(q);
-  float d[kC / 4];
-  long long q = 0;
-  for (int gi = 0; gi < my_groups; ++gi) {
-    const int g = (int)blockIdx.x + gi * (int)gridDim.x;
-#pragma unroll
-    for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
-    for (int kt = 0; kt < num_k; ++kt, ++q) {
-      const int s = (int)(q % kS);
-      fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
-      const uint32_t st = pipe + s * R::kStageBytes;
-      const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
-      fco::tile::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        fco::gemv::WgmmaN<bf16, kC / 2>::run(
-            d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
-            fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
-      fco::tile::wgmma_commit();
-      fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired */
-      if (q > 0) {
-        const long long pq = q - 1;
-        const int ps = (int)(pq % kS);
-        __syncwarp();
-        if (lane == 0) fco::tile::mbar_arrive(empty + 8 * ps);
-        const long long nq = pq + kS; /* refill q − 1's stage */
-        if (tid == 0 && nq < total) {
-          fco::tile::mbar_wait(empty + 8 * ps, (uint32_t)(pq / kS) & 1u);
-          produce(nq);
-        }
-      }
-    }
-    fco::tile::wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < kC / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
-    /* m64n(kC/2) fragment of this warpgroup's kC/2 columns → out [kGr][64][16], then y */
-    const int row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
-#pragma unroll
-    for (int j = 0; j < kC / 16; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int col = wg * (kC / 2) + 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
-        out[((col / 16) * 64 + row) * 16 + col % 16] = d[4 * j + c];
-      }
-    __syncthreads();
-    for (int i = tid; i < kGr * 64 * 16; i += blockDim.x) {
-      const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kC + t * 16 + c;
-      if (m < M && n < N) y[(size_t)m * N + n] = out[i];
-    }
-    __syncthreads();
-  }
-  /* the last slab's release (no refill needed) keeps the barrier counts balanced */
-  if (q > 0) {
-    __syncwarp();
-    if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
-  }
-  __syncthreads();
-  if (tid == 0)
-    for (int s = 0; s < kS; ++s) {
-      fco::tile::mbar_inval(full + 8 * s);
-      fco::tile::mbar_inval(empty + 8 * s);
-    }
-#else
-  __trap();
-#endif
-}
-
-/* ---- tmaws: tma with a producer warp (session 13) ------------------------------------------
+/* ---- tmaws: the TMA tile with a producer warp (session 13) ----------------------------------
  * Run 7bf1d5b's tma kernel let thread 0, a lane of consumer warp 0, wait on a stage's "empty"
  * barrier before refilling it: warpgroup 0 (whose wgmmas are warpgroup-wide) then waited every
  * slab for warpgroup 1 to release the previous one — a block barrier per slab by another name.
@@ -470,28 +368,6 @@ int main(int argc, char** argv) {
       lib(0);
       row("lib", t, check(0));
     }
-    auto tma = [&](auto ring, auto gr, const char* name) {
-      constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
-      const int smem = TmaRing<kS, kGr>::kSmem, tgroups = (N + kGr * 16 - 1) / (kGr * 16);
-      auto kern = tma_kernel<kS, kGr>;
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      std::vector<CUtensorMap> mw(sets);
-      CUtensorMap mx;
-      bool ok = encode(&mx, x, K, M, 64);
-      for (int s = 0; s < sets && ok; ++s) ok = encode(&mw[s], W[s], K, N, kGr * 16);
-      if (!ok) {
-        printf("#   %s: cuTensorMapEncodeTiled failed\n", name);
-        return;
-      }
-      int per_sm = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, smem));
-      const int grid = std::min(tgroups, std::max(1, per_sm) * sms);
-      auto run = [&](int s) { kern<<<grid, 256, smem>>>(mx, mw[s], y, M, N, K, tgroups); };
-      const float t = time_us(run, reps, sets);
-      CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
-      run(0);
-      row(name, t, check(0));
-    };
     auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
       constexpr int kCl = decltype(cl)::value;
@@ -549,11 +425,6 @@ int main(int argc, char** argv) {
     tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4");
     tmaws(std::integral_constant<int, 6>{}, II{}, C1{}, "tmaws2 S=6"); /* 2 blocks/SM */
     tmaws(std::integral_constant<int, 6>{}, II{}, C4{}, "tmaws2 S=6 cl4");
-    tma(std::integral_constant<int, 12>{}, I{}, "tma4 S=12");
-    tma(std::integral_constant<int, 8>{}, I{}, "tma4 S=8");
-    tma(std::integral_constant<int, 4>{}, I{}, "tma4 S=4");
-    tma(std::integral_constant<int, 6>{}, II{}, "tma2 S=6");  /* 2 blocks/SM */
-    tma(std::integral_constant<int, 4>{}, II{}, "tma2 S=4");
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {
