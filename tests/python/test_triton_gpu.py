@@ -11,6 +11,7 @@ fco_comm_device_state. Marked gpu: skipped without CUDA.
     On the GPU machine: pytest tests/python/test_triton_gpu.py -m gpu -s
 """
 import ctypes
+import os
 
 import pytest
 
@@ -514,8 +515,17 @@ def _inf_guarded(As, Ws, Cs, P):
     return As, Ws2, Cs2
 
 
-@pytest.mark.parametrize("layout", ["kn", "nk"])
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+# (P, dtype, layout) of test_gemm_tma: ~40 s each on an H200, mostly Triton compiling its eight
+# or so configurations (P is a constexpr: P = 2 and 4 compile apart; run bf0c8f3-pytest). With
+# FCO_TEST_QUICK=1 (tests/gpu/run.sh's quick runs) a pairwise cover: every pair of values of
+# two of the three parameters occurs once, 4 cases instead of 8.
+_TMA_CASES = [(P, d, lay) for P in (2, 4) for d in ("bfloat16", "float16") for lay in ("kn", "nk")]
+if os.environ.get("FCO_TEST_QUICK", "0") == "1":
+    _TMA_CASES = [(2, "bfloat16", "kn"), (2, "float16", "nk"), (4, "bfloat16", "nk"),
+                  (4, "float16", "kn")]
+
+
+@pytest.mark.parametrize("ga_world,dtype,layout", _TMA_CASES, indirect=["ga_world"])
 def test_gemm_tma(ga_world, dtype, layout):
     """The TMA tile loop (tma=1; FCO_TRITON_GA_TMA=1): ragged counts, rows not multiples of the
     tile, K and N multiples of 8 but not of the tile (K 200, N 136 / 600 / 1000), 128×256×64
