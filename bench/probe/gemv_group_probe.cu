@@ -206,6 +206,150 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
 }
 
+/* ---- tmawk: wide groups, K split (session 14) -----------------------------------------------
+ * Every group reads all of x [M × K] from L2, so with tmaws4's 64-column groups at M = 64 x costs
+ * as many L2 bytes as W (128 MB each at 8192×8192; ncu run 0b0b1f7: L2 throughput 70 % in the
+ * grouped tile, 82 % in cuBLAS, which multicasts x over clusters of 4). Here a group has kGr·16
+ * columns (8: 128 columns, x traffic / 2; 16: 256, / 4) and, so that the grid still fills the
+ * SMs, a group's K is split into ks slices (runtime: ks = SMs / groups): item i = (group i / ks,
+ * slice i % ks), items i = blockIdx.x + j·gridDim.x. A slice's fp32 partial goes from the
+ * registers to ws[slice][m][n]; splitk_sum then adds the slices in slice order (the operator would
+ * let a group's last slice do it: the "+sum" row times both kernels). Producer warp + TMA ring as
+ * tmaws; warpgroup g computes columns [g·kGr·8, (g+1)·kGr·8) with m64n{kGr·8}k16. */
+template <int kN>
+__device__ __forceinline__ void wg_bf16(float* d, uint64_t da, uint64_t db) {
+#if FCO_WGMMA_COMPILED
+  if constexpr (kN == 32) {
+    fco::gemv::WgmmaN<bf16, 32>::run(d, da, db);
+  } else if constexpr (kN == 64) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db));
+  } else {
+    static_assert(kN == 128, "n32, n64 or n128");
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(da), "l"(db));
+  }
+#endif
+}
+
+template <int kS, int kGr>
+struct WkRing {
+  static constexpr int kCols = kGr * 16;
+  static constexpr int kXBytes = 64 * 128, kWBytes = kCols * 128, kStageBytes = kXBytes + kWBytes;
+  static constexpr int kBarOff = kS * kStageBytes;
+  static constexpr int kSmem = 1024 + kBarOff + 2 * kS * 8;
+};
+
+template <int kS, int kGr>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    tma_wk_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
+                  float* ws, int M, int N, int K, int groups, int ks) {
+#if FCO_WGMMA_COMPILED
+  using R = WkRing<kS, kGr>;
+  constexpr int kC = R::kCols;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+  const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
+  const int num_k = (K + 63) / 64, items = groups * ks;
+  if (tid == 0) {
+    for (int s = 0; s < kS; ++s) {
+      fco::tile::mbar_init(full + 8 * s, 1);
+      fco::tile::mbar_init(empty + 8 * s, 8);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (tid >= 256) { /* the producer warp */
+    if (tid == 256) {
+      long long q = 0;
+      for (int it = blockIdx.x; it < items; it += gridDim.x) {
+        const int g = it / ks, sl = it - g * ks;
+        const int lo = (int)((long long)sl * num_k / ks), hi = (int)((long long)(sl + 1) * num_k / ks);
+        for (int kt = lo; kt < hi; ++kt, ++q) {
+          const int s = (int)(q % kS);
+          if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
+          const uint32_t st = pipe + s * R::kStageBytes;
+          fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
+          fco::tile::tma_load_2d(st, &mx, full + 8 * s, kt * 64, 0);
+          fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, kt * 64, g * kC);
+        }
+      }
+    }
+  } else {
+    float d[kC / 4];
+    long long q = 0;
+    const int row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
+    for (int it = blockIdx.x; it < items; it += gridDim.x) {
+      const int g = it / ks, sl = it - g * ks;
+      const int lo = (int)((long long)sl * num_k / ks), hi = (int)((long long)(sl + 1) * num_k / ks);
+#pragma unroll
+      for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
+      for (int kt = lo; kt < hi; ++kt, ++q) {
+        const int s = (int)(q % kS);
+        fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
+        const uint32_t st = pipe + s * R::kStageBytes;
+        const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
+        fco::tile::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          wg_bf16<kC / 2>(d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
+                          fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
+        fco::tile::wgmma_commit();
+        fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired: release its stage */
+        if (q > 0) {
+          __syncwarp();
+          if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
+        }
+      }
+      fco::tile::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kC / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      float* part = ws + (size_t)sl * M * N;
+#pragma unroll
+      for (int j = 0; j < kC / 16; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int n = g * kC + wg * (kC / 2) + 8 * j + 2 * (lane & 3), m = row0 + 8 * h;
+          if (m < M && n + 1 < N)
+            *reinterpret_cast<float2*>(part + (size_t)m * N + n) =
+                make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+    }
+    if (q > 0) { /* the last slab's release keeps the barrier phases balanced */
+      __syncwarp();
+      if (lane == 0) fco::tile::mbar_arrive(empty + 8 * (int)((q - 1) % kS));
+    }
+  }
+  __syncthreads();
+  if (tid == 0)
+    for (int s = 0; s < kS; ++s) {
+      fco::tile::mbar_inval(full + 8 * s);
+      fco::tile::mbar_inval(empty + 8 * s);
+    }
+#else
+  __trap();
+#endif
+}
+
+/* y = Σ_s ws[s] in slice order (float4s; M·N % 4 == 0 at the probe's shapes) */
+__global__ void splitk_sum(const float4* ws, float4* y, size_t n4, int ks) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4;
+       i += (size_t)gridDim.x * blockDim.x) {
+    float4 a = __ldcs(ws + i);
+    for (int s = 1; s < ks; ++s) {
+      const float4 b = __ldcs(ws + (size_t)s * n4 + i);
+      a.x += b.x;
+      a.y += b.y;
+      a.z += b.z;
+      a.w += b.w;
+    }
+    y[i] = a;
+  }
+}
+
 /* ---- read: W streamed with 16-byte loads --------------------------------------------------- */
 __global__ void read_kernel(const uint4* w, size_t n16, unsigned long long* sink) {
   uint4 acc = make_uint4(0, 0, 0, 0);
@@ -392,20 +536,34 @@ int main(int argc, char** argv) {
         grid = (grid + kCl - 1) / kCl * kCl;
         while (grid > (sms / kCl) * kCl * std::max(1, per_sm)) grid -= kCl;
       }
-      auto run = [&](int s) {
-        cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute at[1];
+      at[0].id = cudaLaunchAttributeClusterDimension;
+      at[0].val.clusterDim.x = kCl;
+      at[0].val.clusterDim.y = 1;
+      at[0].val.clusterDim.z = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.blockDim = dim3(kWsThreads);
+      cfg.dynamicSmemBytes = smem;
+      cfg.attrs = at;
+      cfg.numAttrs = 1;
+      if (kCl > 1) {
+        /* session 14: runs 82a87ad / 4d414c2 sized the grid by SMs / kCl; clusters that do not
+         * fit at once (GPCs of uneven SM counts) then run in later waves. The co-resident
+         * clusters, as the library's GEMM asks (gemm_alltoall_fused.cu): */
         cfg.gridDim = dim3(grid);
-        cfg.blockDim = dim3(kWsThreads);
-        cfg.dynamicSmemBytes = smem;
-        cudaLaunchAttribute at[1];
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = kCl;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        CK(cudaLaunchKernelEx(&cfg, kern, mx, mw[s], y, M, N, K, tgroups));
-      };
+        int nc = 0;
+        CK(cudaOccupancyMaxActiveClusters(&nc, kern, &cfg));
+        const int cap = std::max(1, nc) * kCl;
+        if (grid > cap) {
+          const int per = (tgroups + cap - 1) / cap;
+          grid = ((tgroups + per - 1) / per + kCl - 1) / kCl * kCl;
+          while (grid > cap) grid -= kCl;
+        }
+        printf("#   %s: %d co-resident clusters of %d, grid %d blocks (%d groups)\n", name, nc,
+               kCl, grid, tgroups);
+      }
+      cfg.gridDim = dim3(grid);
+      auto run = [&](int s) { CK(cudaLaunchKernelEx(&cfg, kern, mx, mw[s], y, M, N, K, tgroups)); };
       const float t = time_us(run, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       run(0);
@@ -416,15 +574,58 @@ int main(int argc, char** argv) {
     using C1 = std::integral_constant<int, 1>;
     using C2 = std::integral_constant<int, 2>;
     using C4 = std::integral_constant<int, 4>;
-    tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
     tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2");
     tmaws(std::integral_constant<int, 8>{}, I{}, C4{}, "tmaws4 S=8 cl4");
-    tmaws(std::integral_constant<int, 12>{}, I{}, C4{}, "tmaws4 S=12 cl4");
     tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4");
-    tmaws(std::integral_constant<int, 6>{}, II{}, C1{}, "tmaws2 S=6"); /* 2 blocks/SM */
-    tmaws(std::integral_constant<int, 6>{}, II{}, C4{}, "tmaws2 S=6 cl4");
+    (void)II{};
+    /* tmawk: kGr·16-column groups, K split in ks = SMs / groups slices (at least 1, at most the
+     * slabs), then splitk_sum; rows "tile" (tma_wk_kernel alone) and "+sum" (both) */
+    float* ws = nullptr;
+    const size_t ws_floats = (size_t)sms * M * N; /* ks ≤ SMs */
+    CK(cudaMalloc(&ws, std::min(ws_floats, (size_t)16 * M * N) * 4));
+    auto tmawk = [&](auto ring, auto gr, const char* name) {
+      constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
+      const int smem = WkRing<kS, kGr>::kSmem, wgroups = (N + kGr * 16 - 1) / (kGr * 16);
+      const int num_k = (K + 63) / 64;
+      const int ks = std::min(std::min(std::max(1, sms / wgroups), num_k), 16);
+      auto kern = tma_wk_kernel<kS, kGr>;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      std::vector<CUtensorMap> mw(sets);
+      CUtensorMap mx;
+      bool ok = encode(&mx, x, K, M, 64);
+      for (int s = 0; s < sets && ok; ++s) ok = encode(&mw[s], W[s], K, N, kGr * 16);
+      if (!ok) {
+        printf("#   %s: cuTensorMapEncodeTiled failed\n", name);
+        return;
+      }
+      const int grid = std::min(wgroups * ks, sms);
+      const size_t n4 = (size_t)M * N / 4;
+      auto tile = [&](int s) {
+        kern<<<grid, kWsThreads, smem>>>(mx, mw[s], ws, M, N, K, wgroups, ks);
+      };
+      auto both = [&](int s) {
+        tile(s);
+        splitk_sum<<<sms * 4, 256>>>(reinterpret_cast<const float4*>(ws),
+                                     reinterpret_cast<float4*>(y), n4, ks);
+      };
+      const float t_tile = time_us(tile, reps, sets), t_both = time_us(both, reps, sets);
+      CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+      CK(cudaMemset(ws, 0xff, (size_t)ks * M * N * 4));
+      both(0);
+      const int bad = check(0);
+      char nm[64];
+      snprintf(nm, sizeof nm, "%s ks%d", name, ks);
+      row(nm, t_tile, bad);
+      snprintf(nm, sizeof nm, "%s +sum", name);
+      row(nm, t_both, bad);
+    };
+    tmawk(std::integral_constant<int, 12>{}, I{}, "tmawk4 S=12");
+    tmawk(std::integral_constant<int, 8>{}, std::integral_constant<int, 8>{}, "tmawk8 S=8");
+    tmawk(std::integral_constant<int, 5>{}, std::integral_constant<int, 16>{}, "tmawk16 S=5");
+    tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{}, "tmawk16 S=4");
+    CK(cudaFree(ws));
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {
