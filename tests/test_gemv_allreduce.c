@@ -20,7 +20,8 @@
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   GPU transports also run the grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
  *   value, K_r up to ~4600 so the cp.async ring wraps, K off the vector path, partial groups,
- *   a refused knob value); FCO_TEST_GROUP=only runs just that part.
+ *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K), refused knob
+ *   values); FCO_TEST_GROUP=only runs just that part.
  *   Every transport runs the chain: a call that reads the previous call's y (not yet synced)
  *   as its x and W. GPU transports then repeat much of the above with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
@@ -888,24 +889,37 @@ static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
  * a single partial tile (15), K_r up to ~4600 (both tiles' rings wrap: wgmma 12 slabs of 64,
  * mma.sync 6 chunks of 128; then K's tail), a shorter vector-path K and K off the vector path
  * (4095: every rank's chunks through the guarded loads); bf16 and f16, bias on and off, each
- * call checked against the float64 reference (check()). PDL as the caller set it. Then
- * FCO_GEMV_GROUP=3 is refused with nothing written, and the next call is right. */
+ * call checked against the float64 reference (check()). PDL as the caller set it.
+ * Split groups (FCO_GEMV_SPLIT, M 33..64): these N leave most blocks without a group, so unset
+ * splits each group's K in 2..4 slices (4 at P = 1, 2 at P = 4 on one H200); the runs set it
+ * to 1 (off) with groups of 4, 3 with the mma.sync tile, and 2 once more, and a K of one slab
+ * a rank (helpers with empty slices) runs split. Then FCO_GEMV_GROUP=3 and FCO_GEMV_SPLIT=5
+ * are refused with nothing written, and the next call is right. */
 static void group_tests(const t_world_t* w, bufs_t* b) {
-  static const char* const knobs[] = {NULL, "2", "4", "0", "4"}; /* the last: mma.sync tile */
+  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2 */
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL};
+  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {vec_kt_le(w->n, MAX_KT), 4095, vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 5; gi++) {
+  for (int gi = 0; gi < 6; gi++) {
     if (knobs[gi]) setenv("FCO_GEMV_GROUP", knobs[gi], 1);
     else unsetenv("FCO_GEMV_GROUP");
+    if (splits[gi]) setenv("FCO_GEMV_SPLIT", splits[gi], 1);
+    else unsetenv("FCO_GEMV_SPLIT");
     if (gi == 4) setenv("FCO_GEMV_GROUP_MMA", "1", 1);
+    else unsetenv("FCO_GEMV_GROUP_MMA");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++)
         one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
                  (int)((k / 2) % 2), 1);
   }
   unsetenv("FCO_GEMV_GROUP_MMA");
+  unsetenv("FCO_GEMV_SPLIT");
+  /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty */
+  one_call(w, b, 64, 100, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
+  one_call(w, b, 48, 1000, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);
   setenv("FCO_GEMV_GROUP", "3", 1);
   t_context("P=%d FCO_GEMV_GROUP=3", w->n);
   prepare(b, 33, 100, 1000, FCO_BF16, 0, t_next_seed());
@@ -914,6 +928,14 @@ static void group_tests(const t_world_t* w, bufs_t* b) {
   t_sync(w);
   assert_untouched(w, b, __LINE__);
   unsetenv("FCO_GEMV_GROUP");
+  setenv("FCO_GEMV_SPLIT", "5", 1);
+  t_context("P=%d FCO_GEMV_SPLIT=5", w->n);
+  prepare(b, 64, 100, 1000, FCO_BF16, 0, t_next_seed());
+  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
+  printf("FCO_GEMV_SPLIT=5: %s\n", fco_last_error(w->comms[0]));
+  t_sync(w);
+  assert_untouched(w, b, __LINE__);
+  unsetenv("FCO_GEMV_SPLIT");
   one_call(w, b, 64, 1000, vec_kt_le(w->n, MAX_KT), FCO_BF16, 1, 1);
 }
 

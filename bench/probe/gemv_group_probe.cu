@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(256, 1)
   extern __shared__ __align__(1024) unsigned char smem[];
   using Tile = fco::gemv::GroupWgmma<kG>;
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
-    Tile::template run<bf16>(w, x, M, N, K, g * kBN, smem);
+    Tile::template run<bf16>(w, x, M, N, K, K, g * kBN, smem);
     const float* out = reinterpret_cast<const float*>(smem); /* [kG][64][16] */
     for (int i = threadIdx.x; i < kG * 64 * 16; i += blockDim.x) {
       const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kBN + t * 16 + c;

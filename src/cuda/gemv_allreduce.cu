@@ -40,6 +40,13 @@
  *   FCO_GEMV_GROUP_MMA=1). The partials go out as in the one-shot (same slots and layout), one
  *   flag per group. Default at M 33..64 (launch_grouped has the rule and the numbers); still
  *   slower than impl 3 there, which AUTO runs.
+ *   Split groups (FCO_GEMV_SPLIT; session 14): where the groups fill at most half of the
+ *   co-resident blocks (N ≤ ~4200 on H200), a group's K is cut into ks ≤ FCO_GEMV_SPLIT_MAX
+ *   slices of whole 64-element slabs on as many blocks: the group's owner (block q, one group
+ *   each then) computes slice 0, each helper block (b ≥ B) one other slice into the split area
+ *   of the half (src/ops/gemv_allreduce.h) and raises a flag on the otherwise unused row
+ *   sig[me][me]; the owner waits for them, adds the slices in slice order and goes on as
+ *   above. Local to a rank (nothing else moves), so ranks may split differently.
  *
  * impl 1 (LL and, since session 13, plain), wide blocks (FCO_GEMV_WIDE, on unless 0): where the
  *   tiles fill at most half of the 4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks
@@ -202,7 +209,10 @@ struct GarParams {
   int64_t K[FCO_MAX_GPU_RANKS];
   uint8_t vec[FCO_MAX_GPU_RANKS]; /* W, x and K·esize 16-byte aligned */
   int M, N, T;                    /* T = tiles */
-  int blocks_per_rank;            /* B */
+  int blocks_per_rank;            /* B: the blocks that own tiles or groups (flags, pushes) */
+  int blocks_total;               /* B + the split helpers: a rank's blocks in the grid */
+  int split;                      /* grouped tiles: K slices per group (1 = not split) */
+  uint64_t split_slice_bytes;     /* the split area's bytes per slice, past the P slots */
   uint64_t slot_bytes;            /* S: one rank's fp32 partial tiles */
   uint64_t half_bytes;            /* one epoch half */
   uint64_t ll_slot_bytes;         /* SL: one rank's partial tiles as LL words (LL kernels) */
@@ -410,6 +420,59 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * (sig[me][b] = (e << 32) | (j + 1), j = the group's index in this block). Then per group:
  * wait for the peers' flags, sum the P slots in rank order, bias, round, write y. Bit-identical
  * on every rank (every rank sums the same fp32 values in the same order). */
+/* All threads: group q's partial over K slice sl of p.split (whole 64-element slabs; slice 0
+ * when not split) into smem's out [kG][64][16]. wgmma only where this image has it (sm_90a;
+ * another target runs the mma.sync tile). */
+template <typename T, int kMT, int kG>
+__device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
+                                            unsigned char* smem) {
+  int64_t k0 = 0, k1 = c.K;
+  if (p.split > 1) {
+    const int64_t slabs = (c.K + 63) / 64;
+    k0 = slabs * sl / p.split * 64;
+    k1 = min(c.K, slabs * (sl + 1) / p.split * 64);
+  }
+  const T* w = (const T*)c.w + k0;
+  const T* x = (const T*)c.x + k0;
+  if (FCO_WGMMA_COMPILED && c.vec && p.group_wgmma)
+    gemv::GroupWgmma<kG>::run(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, smem);
+  else
+    gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
+}
+
+/* Split groups: the split area's slice sl (1..split-1), [T][M][16] fp32 as a slot. */
+__device__ __forceinline__ char* split_area(const GarParams& p, const Ctx& c, const RankView& v,
+                                            int sl) {
+  return v.peer_data[c.me] + c.hoff + (size_t)c.P * p.slot_bytes +
+         (size_t)(sl - 1) * p.split_slice_bytes;
+}
+/* Helper h's flag: row me of this rank's own signals, which no other flag of this op uses. */
+__device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v, int h) {
+  return v.peer_sig[c.me] + (size_t)c.me * FCO_SIG_SLOTS + h;
+}
+
+/* A split helper (block b ≥ B): h = b − B takes group h / (split − 1), slice 1 + h % (split − 1);
+ * its partial goes to that slice's split area, then the flag (release: the owner's acquire and
+ * L2 reads see the stores). */
+template <typename T, int kMT, int kG>
+__device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
+                                                 const RankView& v, unsigned char* smem) {
+  const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
+  group_slice<T, kMT, kG>(p, c, q, sl, smem);
+  const int per = 4 * p.M; /* float4s per tile */
+  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
+  char* area = split_area(p, c, v, sl);
+  for (int idx = threadIdx.x; idx < kG * per; idx += blockDim.x) {
+    const int tw = idx / per, ii = idx - tw * per;
+    const int t = q * kG + tw;
+    if (t >= p.T) break;
+    __stcg((float4*)(area + (size_t)t * tile_bytes + (size_t)ii * 16),
+           out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)]);
+  }
+  signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
+}
+
 template <typename T, int kMT, int kG>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
@@ -422,19 +485,23 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    /* wgmma only where this image has it (sm_90a; another target runs the mma.sync tile). */
-    if (FCO_WGMMA_COMPILED && c.vec && p.group_wgmma)
-      gemv::GroupWgmma<kG>::run((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
-                                smem);
-    else
-      gemv::group_tile<T, kMT, kG>((const T*)c.w, (const T*)c.x, p.M, p.N, c.K, q * kG * kTileN,
-                                   c.vec, smem);
+    group_slice<T, kMT, kG>(p, c, q, 0, smem);
+    if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
+      bool ok = true;
+      if (i < p.split - 1)
+        ok = wait_ge(split_flag(c, v, q * (p.split - 1) + i), sig_value(c.e, 0), wc, c.me,
+                     q * (p.split - 1) + i);
+      if (__syncthreads_or(!ok)) return;
+    }
     const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
     for (int idx = i; idx < kG * per; idx += blockDim.x) {
       const int tw = idx / per, ii = idx - tw * per;
       const int t = q * kG + tw;
       if (t >= p.T) break;
-      const float4 r = out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)];
+      float4 r = out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)];
+      for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
+        r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
+                                           (size_t)ii * 16)));
       const size_t off =
           c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)ii * 16;
       const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
@@ -729,16 +796,16 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   using S = typename std::conditional<(kG > 1), SmemView, Smem<kMT, kW>>::type;
   __shared__ S s;
   extern __shared__ __align__(16) unsigned char dyn_smem[];
-  const int B = p.blocks_per_rank;
-  const int li = blockIdx.x / B;
+  const int B = p.blocks_per_rank, BT = p.blocks_total;
+  const int li = blockIdx.x / BT;
   if constexpr (kPdl) {
     /* PDL (see the header): until griddepcontrol.wait returns, the previous kernel of the
      * stream may still run; touch nothing but the kernel parameters and W, and W only through
      * L2 prefetches (L2 is the device's point of coherence: a prefetched line can never be
      * stale, even if that kernel writes W). Block b's first tile is b. */
-    if (p.prefetch_bytes)
+    if (p.prefetch_bytes && (int)blockIdx.x - li * BT < B) /* helpers start inside a row */
       gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li],
-                             (int)(blockIdx.x - li * B) * kG * kTileN, p.vec[li] != 0,
+                             (int)(blockIdx.x - li * BT) * kG * kTileN, p.vec[li] != 0,
                              p.prefetch_bytes);
     grid_dep_wait();
     grid_dep_launch_dependents();
@@ -752,7 +819,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   c.y = (char*)p.y[li];
   c.K = p.K[li];
   c.vec = p.vec[li] != 0;
-  c.b = blockIdx.x - li * B;
+  c.b = blockIdx.x - li * BT;
   c.B = B;
   c.P = s.v.nranks;
   c.me = s.v.rank;
@@ -769,10 +836,17 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P || have < need) {
     if (threadIdx.x == 0)
       record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, need, have);
-    epoch_end(dev, c.e, B);
+    epoch_end(dev, c.e, BT);
     return;
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
+  if constexpr (kG > 1) {
+    if (c.b >= B) { /* a split helper: local work only, no argument check */
+      run_split_helper<T, kMT, kG>(p, c, s.v, dyn_smem);
+      epoch_end(dev, c.e, BT);
+      return;
+    }
+  }
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kG > 1)
       run_oneshot_group<T, kMT, kG>(p, c, s.v, dyn_smem, wc);
@@ -783,7 +857,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   }
-  epoch_end(dev, c.e, B);
+  epoch_end(dev, c.e, BT);
 }
 
 
@@ -794,6 +868,31 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
     h *= 16777619u;
   }
   return h;
+}
+
+/* FCO_GEMV_SPLIT (grouped tiles, see the header): unset (or negative) = auto, 1 = off,
+ * 2..FCO_GEMV_SPLIT_MAX = that many K slices a group where they fit; other values refused. They
+ * fit where every group has its own block (B == groups), the helpers too are co-resident
+ * (groups · split ≤ slots, the co-resident blocks per rank) and the split area holds split − 1
+ * slices. Auto: as many as fit, where the groups fill at most half the slots. */
+fco_result_t pick_split(int groups, int B, int slots, size_t M, size_t N, size_t es, int impl,
+                        int kG, int* split, uint64_t* slice_bytes, char* err) {
+  *split = 1;
+  *slice_bytes = fco_round_up((size_t)groups * kG * kTileN * M * 4, 256);
+  const long long knob = fco_env_int("FCO_GEMV_SPLIT", -1);
+  if (knob == 0 || knob > FCO_GEMV_SPLIT_MAX)
+    return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                "fco_gemv_allreduce: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", knob,
+                FCO_GEMV_SPLIT_MAX);
+  if (knob == 1 || B != groups || groups < 1) return FCO_OK;
+  const size_t area = fco_gemv_ar_split_bytes(impl, M, N, es);
+  long long fit = slots / groups;
+  if (fit > FCO_GEMV_SPLIT_MAX) fit = FCO_GEMV_SPLIT_MAX;
+  if (fit > 1 + (long long)(area / *slice_bytes)) fit = 1 + (long long)(area / *slice_bytes);
+  if (knob < 0 && 2 * groups > slots) return FCO_OK;
+  *split = (int)(knob > 1 && knob < fit ? knob : fit);
+  if (*split < 1) *split = 1;
+  return FCO_OK;
 }
 
 /* Grouped tiles: dynamic shared memory for either tile (wgmma or mma.sync). */
@@ -853,9 +952,18 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     return fail(err, FCO_ERR_UNSUPPORTED,
                 "fco_gemv_allreduce: %d co-resident blocks on device %d cannot give each of "
                 "num_local %d ranks one block", cap, device, g->num_local);
+  const size_t es = sizeof(T);
+  int split = 1;
+  uint64_t split_slice = 0;
+  if (kG > 1 &&
+      (res = pick_split(units, B, cap / g->num_local, a0->M, a0->N, es, impl, kG, &split,
+                        &split_slice, err)) != FCO_OK)
+    return res;
+  const int helpers = units * (split - 1); /* flags on sig[me][me][0 .. helpers) */
+  if (helpers >= kCheckSlot)
+    return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: %d split helpers", helpers);
   GarParams p;
   memset(&p, 0, sizeof p);
-  const size_t es = sizeof(T);
   for (int i = 0; i < g->num_local; ++i) {
     fco_gemv_ar_args_t a;
     memcpy(&a, g->r[i].op->u.raw, sizeof a);
@@ -871,6 +979,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.N = (int)a0->N;
   p.T = T_;
   p.blocks_per_rank = B;
+  p.blocks_total = B + helpers;
+  p.split = split;
+  p.split_slice_bytes = split_slice;
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
   /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
@@ -890,7 +1001,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)kG);  /* FCO_GEMV_GROUP set differently: reported, not a timeout */
   if (kLL) h = fnv1a(h, (uint64_t)p.ll_half); /* FCO_GEMV_LL_FP32 set differently: reported */
   p.arg_hash = h;
-  const unsigned grid = (unsigned)B * (unsigned)g->num_local;
+  const unsigned grid = (unsigned)(B + helpers) * (unsigned)g->num_local;
   /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
    * prefetch: the knob's bytes per block, at most kPdlL2Budget for the whole grid (so the
    * prefetched lines stay well inside L2), in whole 256-byte steps (16 rows × 16 bytes). */
@@ -961,6 +1072,13 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if (kMT != 8) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
   const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
   if (groups4 >= kGroupFill * (double)(cap / g->num_local))
+    return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
+  /* Split groups (session 14): where groups of 4 fill at most half the slots, groups of 4 with
+   * their K split (pick_split) rather than groups of 2 — x read once per 4 tiles, every slot
+   * busy (gemv_group_probe, run 92d7f1b-probe: at 64×4096×7168 the TMA tile with K in 2 slices
+   * 28.3 µs against 40.3 unsplit, cuBLAS 28.9). FCO_GEMV_SPLIT=1: the groups of 2 as before. */
+  if (2 * groups4 <= (double)(cap / g->num_local) && fco_env_int("FCO_GEMV_SPLIT", -1) != 1 &&
+      fco_gemv_ar_split_bytes(impl, a0->M, a0->N, sizeof(T)) > 0)
     return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
   return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
 }

@@ -31,7 +31,9 @@
  *
  * K: whole chunks through the ring (vector path: W, x and K·esize 16-byte aligned); the rest
  * (K % 128, or all of K without the vector path) in 32-element chunks with guarded scalar
- * loads from global memory, split over the kS slices as the ring's chunks are.
+ * loads from global memory, split over the kS slices as the ring's chunks are. Rows are ld
+ * elements apart (ld ≥ K): a split group's slice passes x, W advanced to its first k and its
+ * length as K (the vector path then needs ld·esize % 16 == 0 too).
  * Result: out [kG][64][16] fp32 at the start of smem (aliasing the ring, after a block
  * barrier), each tile's kS slices summed in slice order (deterministic); rows ≥ M unspecified.
  * The same result as gemv_group_wgmma.cuh's tile. All threads of the block call group_tile; it
@@ -93,7 +95,7 @@ __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r
  * cp.async: the rows' base pointers do not change from chunk to chunk (hoisted). */
 template <typename T, int kMT, int kG>
 __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w, int M, int N,
-                                           int n0, int64_t K, int64_t k0) {
+                                           int n0, int64_t ld, int64_t k0) {
   constexpr int kUnits = kGroupKC / 8;                /* 16-byte units per row */
   constexpr int kRowStep = kGroupWarps * 32 / kUnits; /* rows per copy step */
   static_assert(kUnits <= 32 && (kMT * 8) % kRowStep == 0 && (kG * 16) % kRowStep == 0 &&
@@ -104,16 +106,16 @@ __device__ __forceinline__ void group_load(uint32_t dst, const T* x, const T* w,
 #pragma unroll
   for (int i = 0; i < kMT * 8 / kRowStep; ++i)
     cp_async16(d0 + (uint32_t)(i * kRowStep) * kGroupRowBytes,
-               x + (int64_t)min(r0 + kRowStep * i, M - 1) * K + u * 8 + k0, 16);
+               x + (int64_t)min(r0 + kRowStep * i, M - 1) * ld + u * 8 + k0, 16);
 #pragma unroll
   for (int i = 0; i < kG * 16 / kRowStep; ++i)
     cp_async16(d0 + (uint32_t)(kMT * 8 + i * kRowStep) * kGroupRowBytes,
-               w + (int64_t)min(n0 + r0 + kRowStep * i, N - 1) * K + u * 8 + k0, 16);
+               w + (int64_t)min(n0 + r0 + kRowStep * i, N - 1) * ld + u * 8 + k0, 16);
 }
 
 template <typename T, int kMT, int kG>
 __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __restrict__ x,
-                                           int M, int N, int64_t K, int n0, bool vec,
+                                           int M, int N, int64_t K, int64_t ld, int n0, bool vec,
                                            unsigned char* smem) {
   static_assert(sizeof(T) == 2, "grouped tile: bf16 / f16");
   static_assert(kG == 2 || kG == 4, "grouped tile: 2 or 4 tiles");
@@ -148,7 +150,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
 #pragma unroll
   for (int st = 0; st < kStages - 1; ++st) {
     if (st < nfull)
-      group_load<T, kMT, kG>(ring + st * kChunkBytes, x, w, M, N, n0, K,
+      group_load<T, kMT, kG>(ring + st * kChunkBytes, x, w, M, N, n0, ld,
                              ((st + rot) % nfull) * kGroupKC);
     cp_async_commit();
   }
@@ -158,7 +160,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
     __syncthreads(); /* chunk c is in the ring; every warp is done with chunk c - 1 */
     if (c + kStages - 1 < nfull)
       group_load<T, kMT, kG>(ring + (uint32_t)((c + kStages - 1) % kStages) * kChunkBytes, x, w,
-                             M, N, n0, K, ((c + kStages - 1 + rot) % nfull) * kGroupKC);
+                             M, N, n0, ld, ((c + kStages - 1 + rot) % nfull) * kGroupKC);
     cp_async_commit();
     /* k16 steps of this warp's slice: A = the two W tiles (ldmatrix.x4 each: rows 0-7 / 8-15
      * × k 0-7 / 8-15), B = x rows in pairs of m-tiles (ldmatrix.x4: m-tile 2mp and 2mp + 1
@@ -193,7 +195,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
   for (int h = 0; h < 2; ++h)
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      wr[h][i] = w + (int64_t)min(n0 + tp * 32 + h * 16 + i * 8 + g, N - 1) * K;
+      wr[h][i] = w + (int64_t)min(n0 + tp * 32 + h * 16 + i * 8 + g, N - 1) * ld;
 #pragma unroll 1
   for (int64_t cc = c0 + sl; cc < nchunks; cc += kS) {
     const int64_t k = cc * kChunk + tq * 8;
@@ -205,7 +207,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
       const uint4 xv =
-          load8_guarded((const uint16_t*)(x + (int64_t)min(mt * 8 + g, M - 1) * K), k, K);
+          load8_guarded((const uint16_t*)(x + (int64_t)min(mt * 8 + g, M - 1) * ld), k, K);
       mma_chunk<T>(acc[0][mt], a[0][0], a[0][1], xv);
       mma_chunk<T>(acc[1][mt], a[1][0], a[1][1], xv);
     }

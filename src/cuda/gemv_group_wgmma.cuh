@@ -93,10 +93,10 @@ struct GroupWgmma {
   }
 
   /* All threads. out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold
-   * garbage). x, W, K as group_tile; vector path only. */
+   * garbage). x, W, K, ld as group_tile; vector path only (ld·esize % 16 == 0 as well). */
   template <typename T>
   __device__ static __forceinline__ void run(const T* __restrict__ w, const T* __restrict__ x,
-                                             int M, int N, int64_t K, int n0,
+                                             int M, int N, int64_t K, int64_t ld, int n0,
                                              unsigned char* smem) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x, wg = tid >> 7;
@@ -111,10 +111,10 @@ struct GroupWgmma {
     const T* xp[kXChunks];
     const T* wp[kWChunks];
 #pragma unroll
-    for (int i = 0; i < kXChunks; ++i) xp[i] = x + (int64_t)min(r + 32 * i, M - 1) * K + ch * 8;
+    for (int i = 0; i < kXChunks; ++i) xp[i] = x + (int64_t)min(r + 32 * i, M - 1) * ld + ch * 8;
 #pragma unroll
     for (int i = 0; i < kWChunks; ++i)
-      wp[i] = w + (int64_t)min(n0 + r + 32 * i, N - 1) * K + ch * 8;
+      wp[i] = w + (int64_t)min(n0 + r + 32 * i, N - 1) * ld + ch * 8;
     auto load = [&](uint32_t st, int64_t k0) {
       const bool in = k0 + ch * 8 < K;
 #pragma unroll

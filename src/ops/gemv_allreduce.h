@@ -69,11 +69,23 @@ static inline size_t fco_gemv_ar_slot_bytes(size_t M, size_t N) {
 static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) {
   return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * esize, 256);
 }
+/* Split groups (impl 1's grouped tiles on GPUs, bf16 / f16, M 33..64; src/cuda/gemv_allreduce.cu
+ * has the rule): up to FCO_GEMV_SPLIT_MAX K slices a group, the slices past the first as fp32
+ * [T'][M][16] (T' = T rounded up to groups of 4) in a split area after the P slots. Reserved
+ * only where a split can apply: the groups of 4 fill at most half of the co-resident blocks,
+ * which on GPUs of up to 160 SMs (one grouped block each) means N ≤ FCO_GEMV_SPLIT_MAX_N. */
+#define FCO_GEMV_SPLIT_MAX 4
+#define FCO_GEMV_SPLIT_MAX_N 5120
+static inline size_t fco_gemv_ar_split_bytes(int impl, size_t M, size_t N, size_t esize) {
+  if (impl != 1 || esize != 2 || M <= 32 || M > 64 || N > FCO_GEMV_SPLIT_MAX_N) return 0;
+  return (FCO_GEMV_SPLIT_MAX - 1) *
+         fco_round_up((fco_gemv_ar_tiles(N) + 3) / 4 * 4 * FCO_GEMV_TILE_N * M * 4, 256);
+}
 /* Bytes of one epoch half for the fused impls. */
 static inline size_t fco_gemv_ar_half_bytes(int impl, int P, size_t M, size_t N, size_t esize) {
   size_t h = (size_t)P * fco_gemv_ar_slot_bytes(M, N);
   if (impl == 2) h += fco_gemv_ar_gather_bytes(M, N, esize);
-  return h;
+  return h + fco_gemv_ar_split_bytes(impl, M, N, esize);
 }
 
 /* SL: bytes of one rank's partial tiles as LL words (8 bytes per fp32). */
