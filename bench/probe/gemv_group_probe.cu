@@ -34,6 +34,12 @@
  * slower than lib at every shape; lib faster than the fp32-y cuBLAS call at N = 8192. Session 13
  * (runs 8728f2c, d5f5cf2-probe, 82a87ad-probe): "cublas bf16" within 0–4 % of "cublas"; tmaws
  * 1.1–1.3× lib's time; the cluster variants 3–8× slower (correct; cause not found).
+ * Session 14 (run 92d7f1b-probe): the cluster variants stay 3–8× slower on a grid of co-resident
+ * clusters (cudaOccupancyMaxActiveClusters: 66 of 2, 30 of 4), so not later waves; tmawk
+ * (wide groups + split K, below) ran 64×4096×7168 in 25.6–28.3 µs against lib's 40.3 and
+ * 64×8192×8192 at lib's time (44.7 vs 45.3); x at a quarter (256-column groups) no better than a
+ * half (128). Those rows were timed one launch at a time; time_us now times launches back to back
+ * (see there): compare the "x cublas" columns of earlier runs with care.
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -376,6 +382,11 @@ static bool encode(CUtensorMap* m, const void* base, int inner, int outer, int b
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/* µs per launch: 5 rounds of `reps` launches back to back between two events (W rotating over
+ * the sets), the median round / reps. Session 14: until run 92d7f1b-probe each launch was timed
+ * alone (event, launch, event, sync), which charged cuBLAS's host-side work per call (~13 µs:
+ * "cublas" 50.3 µs at 64×8192×8192 against 37.4 in fco-bench's CUDA graphs, run c46fad7) and a
+ * raw kernel's launch latency to the GPU time; back to back the GPU queue stays full. */
 template <typename F>
 static float time_us(F&& launch, int reps, int sets) {
   cudaEvent_t a, b;
@@ -383,14 +394,14 @@ static float time_us(F&& launch, int reps, int sets) {
   CK(cudaEventCreate(&b));
   std::vector<float> t;
   for (int i = 0; i < 3; ++i) launch(i % sets); /* warm-up */
-  for (int i = 0; i < reps; ++i) {
+  for (int round = 0; round < 5; ++round) {
     CK(cudaEventRecord(a));
-    launch(i % sets);
+    for (int i = 0; i < reps; ++i) launch((round * reps + i) % sets);
     CK(cudaEventRecord(b));
     CK(cudaEventSynchronize(b));
     float ms = 0;
     CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e3f);
+    t.push_back(ms * 1e3f / reps);
   }
   CK(cudaGetLastError());
   std::sort(t.begin(), t.end());

@@ -219,7 +219,6 @@ struct GarParams {
   int check_args;
   uint32_t arg_hash;
   uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
-  int group_wgmma; /* grouped tiles: the wgmma tile on the vector path (FCO_GEMV_GROUP_MMA=0) */
   int ll_half;     /* LL kernels, bf16 / f16: partials in the dtype, 2 a word (FCO_GEMV_LL_FP32) */
 };
 
@@ -421,9 +420,12 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * wait for the peers' flags, sum the P slots in rank order, bias, round, write y. Bit-identical
  * on every rank (every rank sums the same fp32 values in the same order). */
 /* All threads: group q's partial over K slice sl of p.split (whole 64-element slabs; slice 0
- * when not split) into smem's out [kG][64][16]. wgmma only where this image has it (sm_90a;
- * another target runs the mma.sync tile). */
-template <typename T, int kMT, int kG>
+ * when not split) into smem's out [kG][64][16]. kWg: the wgmma tile (the launcher's choice:
+ * every local rank on the vector path), where this image has it (sm_90a; another target runs
+ * the mma.sync tile); else the mma.sync tile. Two kernels, not a branch: with both tiles in one
+ * kernel the wgmma path ran at the mma.sync tile's 255 registers with spills (session 14,
+ * ptxas; the probe's kernel of the same tile: 55 registers). */
+template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
                                             unsigned char* smem) {
   int64_t k0 = 0, k1 = c.K;
@@ -434,7 +436,7 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
   }
   const T* w = (const T*)c.w + k0;
   const T* x = (const T*)c.x + k0;
-  if (FCO_WGMMA_COMPILED && c.vec && p.group_wgmma)
+  if constexpr (kWg && FCO_WGMMA_COMPILED)
     gemv::GroupWgmma<kG>::run(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, smem);
   else
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
@@ -454,11 +456,11 @@ __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v,
 /* A split helper (block b ≥ B): h = b − B takes group h / (split − 1), slice 1 + h % (split − 1);
  * its partial goes to that slice's split area, then the flag (release: the owner's acquire and
  * L2 reads see the stores). */
-template <typename T, int kMT, int kG>
+template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
                                                  const RankView& v, unsigned char* smem) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  group_slice<T, kMT, kG>(p, c, q, sl, smem);
+  group_slice<T, kMT, kG, kWg>(p, c, q, sl, smem);
   const int per = 4 * p.M; /* float4s per tile */
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
@@ -473,7 +475,7 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
   signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
 }
 
-template <typename T, int kMT, int kG>
+template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
                                                   const WaitCtx& wc) {
@@ -485,7 +487,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    group_slice<T, kMT, kG>(p, c, q, 0, smem);
+    group_slice<T, kMT, kG, kWg>(p, c, q, 0, smem);
     if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;
       if (i < p.split - 1)
@@ -782,13 +784,14 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
  * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
  * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
-          int kW = kWarpsOf<kMT>, int kG = 1>
+          int kW = kWarpsOf<kMT>, int kG = 1, bool kWg = false>
 __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
     gemv_allreduce_kernel(const GarParams p) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
   static_assert(kW == kWarpsOf<kMT> || (kImpl == 1 && kG == 1 && kMT <= 2),
                 "wide blocks: the one-tile one-shot (plain or LL), M <= 16");
   static_assert(!kPipe || (kMT == 2 && sizeof(T) == 2), "FCO_GEMV_PIPE: kMT 2, bf16 / f16");
+  static_assert(!kWg || kG > 1, "kWg: grouped tiles");
   static_assert(kG == 1 || (kImpl == 1 && !kLL && !kPipe && sizeof(T) == 2 && kMT >= 4 &&
                             kW == gemv::kGroupWarps),
                 "grouped tiles: plain one-shot, bf16 / f16, M > 16, 8 warps");
@@ -842,14 +845,14 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if constexpr (kG > 1) {
     if (c.b >= B) { /* a split helper: local work only, no argument check */
-      run_split_helper<T, kMT, kG>(p, c, s.v, dyn_smem);
+      run_split_helper<T, kMT, kG, kWg>(p, c, s.v, dyn_smem);
       epoch_end(dev, c.e, BT);
       return;
     }
   }
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kG > 1)
-      run_oneshot_group<T, kMT, kG>(p, c, s.v, dyn_smem, wc);
+      run_oneshot_group<T, kMT, kG, kWg>(p, c, s.v, dyn_smem, wc);
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
@@ -904,9 +907,20 @@ constexpr size_t group_dyn_smem() {
 }
 
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
-          int kW = kWarpsOf<kMT>, int kG = 1>
+          int kW = kWarpsOf<kMT>, int kG = 1, bool kWg = false>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
+  if constexpr (kG > 1 && !kWg) {
+    /* Grouped tiles: the wgmma kernel where every local rank is on the vector path (x, W and
+     * K·esize 16-byte aligned) and FCO_GEMV_GROUP_MMA is not set; else this, the mma.sync one. */
+    bool vec = fco_env_int("FCO_GEMV_GROUP_MMA", 0) <= 0;
+    for (int i = 0; i < g->num_local && vec; ++i) {
+      fco_gemv_ar_args_t a;
+      memcpy(&a, g->r[i].op->u.raw, sizeof a);
+      vec = (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.w % 16 == 0 && (a.K * sizeof(T)) % 16 == 0;
+    }
+    if (vec) return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, true>(g, a0, impl, err);
+  }
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -914,10 +928,10 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   /* Grouped tiles keep their ring in dynamic shared memory (the kernel opts in per device). */
   const size_t dyn = kG > 1 ? group_dyn_smem<kMT, (kG > 1 ? kG : 2)>() : 0;
   if (kG > 1 &&
-      (res = opt_in_smem<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
+      (res = opt_in_smem<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>>(
            device, (int)dyn, err)) != FCO_OK)
     return res;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>>(
+  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>>(
       err, device, sms, kThreads, &cap, dyn);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
@@ -987,7 +1001,6 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
   p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
-  p.group_wgmma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) <= 0;
   p.ll_half = es == 2 && fco_env_int("FCO_GEMV_LL_FP32", 0) <= 0;
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
@@ -1022,10 +1035,10 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     cfg.stream = (cudaStream_t)g->stream;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>,
+    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>,
                             p);
   } else {
-    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG>
+    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>
         <<<grid, kThreads, dyn, (cudaStream_t)g->stream>>>(p);
     ce = cudaGetLastError();
   }
