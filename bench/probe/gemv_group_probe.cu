@@ -419,24 +419,30 @@ static float max_rel(const std::vector<float>& got, const std::vector<float>& re
   return mr > 0 ? md / mr : md;
 }
 
-__global__ void fill_kernel(bf16* p, size_t n, unsigned seed) {
+/* Values: (h % 17 − 8) / 8 (few distinct bf16 values), or with FCO_PROBE_RANDOM=1 uniform in
+ * [−1, 1) with full bf16 mantissas, as fco-bench's inputs (session 14: does the tile's time
+ * depend on the data, i.e. on the tensor cores' power?). */
+__global__ void fill_kernel(bf16* p, size_t n, unsigned seed, int random) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x) {
     unsigned h = (unsigned)(i * 2654435761u) ^ seed;
     h ^= h >> 13;
     h *= 0x5bd1e995u;
     h ^= h >> 15;
-    p[i] = __float2bfloat16(((int)(h % 17) - 8) / 8.0f);
+    p[i] = __float2bfloat16(random ? (float)(h >> 8) * (1.0f / 8388608.f) - 1.f
+                                   : ((int)(h % 17) - 8) / 8.0f);
   }
 }
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 30;
+  const char* rnd_env = getenv("FCO_PROBE_RANDOM");
+  const int random = rnd_env && atoi(rnd_env) > 0;
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
-  printf("# gemv_group_probe: %s, %d SMs, L2 %d MB, reps %d (median)\n", prop.name, sms,
-         prop.l2CacheSize >> 20, reps);
+  printf("# gemv_group_probe: %s, %d SMs, L2 %d MB, reps %d (median), %s inputs\n", prop.name,
+         sms, prop.l2CacheSize >> 20, reps, random ? "random" : "17-valued");
   cublasHandle_t h;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
     fprintf(stderr, "cublasCreate failed\n");
@@ -455,13 +461,13 @@ int main(int argc, char** argv) {
     std::vector<bf16*> W(sets);
     for (auto& p : W) {
       CK(cudaMalloc(&p, wn * 2));
-      fill_kernel<<<1024, 256>>>(p, wn, (unsigned)(&p - W.data()) * 977u + 1u);
+      fill_kernel<<<1024, 256>>>(p, wn, (unsigned)(&p - W.data()) * 977u + 1u, random);
     }
     bf16* x;
     float *y, *yref;
     unsigned long long* sink;
     CK(cudaMalloc(&x, xn * 2));
-    fill_kernel<<<256, 256>>>(x, xn, 12345u);
+    fill_kernel<<<256, 256>>>(x, xn, 12345u, random);
     CK(cudaMalloc(&y, (size_t)M * N * 4));
     CK(cudaMalloc(&yref, (size_t)M * N * 4));
     CK(cudaMalloc(&sink, 8));

@@ -425,15 +425,6 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * the mma.sync tile); else the mma.sync tile. Two kernels, not a branch: with both tiles in one
  * kernel the wgmma path ran at the mma.sync tile's 255 registers with spills (session 14,
  * ptxas; the probe's kernel of the same tile: 55 registers). */
-/* The wgmma tile out of line (experiment, session 14): inlined into the operator's kernel it
- * took 53 µs under ncu where the probe's kernel of the same code takes 40 (184 registers against
- * 55; run 5b883fe-ncu, 64×8192×8192). */
-template <int kG, typename T>
-__device__ __noinline__ void group_wgmma_tile(const T* w, const T* x, int M, int N, int64_t K,
-                                              int64_t ld, int n0, unsigned char* smem) {
-  gemv::GroupWgmma<kG>::run(w, x, M, N, K, ld, n0, smem);
-}
-
 template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
                                             unsigned char* smem) {
@@ -446,7 +437,7 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
   const T* w = (const T*)c.w + k0;
   const T* x = (const T*)c.x + k0;
   if constexpr (kWg && FCO_WGMMA_COMPILED)
-    group_wgmma_tile<kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, smem);
+    gemv::GroupWgmma<kG>::run(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, smem);
   else
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
 }
