@@ -39,7 +39,13 @@
  * (wide groups + split K, below) ran 64×4096×7168 in 25.6–28.3 µs against lib's 40.3 and
  * 64×8192×8192 at lib's time (44.7 vs 45.3); x at a quarter (256-column groups) no better than a
  * half (128). Those rows were timed one launch at a time; time_us now times launches back to back
- * (see there): compare the "x cublas" columns of earlier runs with care.
+ * (see there): compare the "x cublas" columns of earlier runs with care. Back to back (runs
+ * 033b296, 155b90c-probe): 64×8192×8192 cuBLAS 37.2–38.7, lib 40.6–41.5, tmawk8 39.4–40.2;
+ * 64×4096×7168 cuBLAS 18.8–19.1, lib 35.4, tmawk8 (K in 4) 21.1; random inputs (FCO_PROBE_RANDOM)
+ * time the same. Run 509d6b8 (reverted): lib with slabs rotated per group — a runtime flag and a
+ * 64-bit index step in the slab loop — took 53 µs at 8192×8192 even with the flag off, and x per
+ * W set (from HBM at each launch) changed nothing: GroupWgmma's barrier-paced slab loop is
+ * sensitive to any work added to it; the producer-warp TMA tile (tmawk) is the sturdier base.
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -63,12 +69,11 @@ constexpr int kG = 4, kBN = kG * 16; /* a group: 4 tiles of 16 columns */
 
 /* ---- lib: GroupWgmma<4>, groups g = blockIdx.x, + gridDim.x, ... ---------------------------- */
 __global__ void __launch_bounds__(256, 1)
-    lib_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int K, int groups,
-               bool rotate) {
+    lib_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int K, int groups) {
   extern __shared__ __align__(1024) unsigned char smem[];
   using Tile = fco::gemv::GroupWgmma<kG>;
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
-    Tile::template run<bf16>(w, x, M, N, K, K, g * kBN, smem, rotate);
+    Tile::template run<bf16>(w, x, M, N, K, K, g * kBN, smem);
     const float* out = reinterpret_cast<const float*>(smem); /* [kG][64][16] */
     for (int i = threadIdx.x; i < kG * 64 * 16; i += blockDim.x) {
       const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kBN + t * 16 + c;
@@ -465,13 +470,6 @@ int main(int argc, char** argv) {
       fill_kernel<<<1024, 256>>>(p, wn, (unsigned)(&p - W.data()) * 977u + 1u, random);
     }
     bf16* x;
-    /* xs: x again per W set (same values, other addresses), so x too comes from HBM at each
-     * launch, as in fco-bench, whose inputs all rotate (session 14) */
-    std::vector<bf16*> xs(sets);
-    for (auto& p : xs) {
-      CK(cudaMalloc(&p, xn * 2));
-      fill_kernel<<<256, 256>>>(p, xn, 12345u, random);
-    }
     float *y, *yref;
     unsigned long long* sink;
     CK(cudaMalloc(&x, xn * 2));
@@ -514,12 +512,6 @@ int main(int argc, char** argv) {
                      CUBLAS_GEMM_DEFAULT);
       };
       row("cublas bf16", time_us(blas16, reps, sets), 0);
-      auto blas16x = [&](int s) {
-        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W[s], CUDA_R_16BF, K, xs[s],
-                     CUDA_R_16BF, K, &zero, y16, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
-                     CUBLAS_GEMM_DEFAULT);
-      };
-      row("cublas bf16 xs", time_us(blas16x, reps, sets), 0);
       cublasSetWorkspace(h, nullptr, 0);
       CK(cudaFree(ws));
       CK(cudaFree(y16));
@@ -537,19 +529,11 @@ int main(int argc, char** argv) {
       const int smem = (int)Tile::kSmemBytes + 1024;
       CK(cudaFuncSetAttribute(lib_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       const int grid = std::min(groups, sms);
-      /* rows: lib (slabs rotated per group, the library's default since session 14), "norot"
-       * (every block from slab 0, as before), each with one x and with x per set ("xs") */
-      for (int v = 0; v < 4; ++v) {
-        const bool rot = v % 2 == 0, xsets = v >= 2;
-        auto lib = [&](int s) {
-          lib_kernel<<<grid, 256, smem>>>(W[s], xsets ? xs[s] : x, y, M, N, K, groups, rot);
-        };
-        const float t = time_us(lib, reps, sets);
-        CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
-        lib(0);
-        static const char* const names[] = {"lib", "lib norot", "lib xs", "lib xs norot"};
-        row(names[v], t, check(0));
-      }
+      auto lib = [&](int s) { lib_kernel<<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups); };
+      const float t = time_us(lib, reps, sets);
+      CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+      lib(0);
+      row("lib", t, check(0));
     }
     auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
@@ -673,7 +657,6 @@ int main(int argc, char** argv) {
       row("read W", time_us(rd, reps, sets), 0);
     }
     for (auto p : W) CK(cudaFree(p));
-    for (auto p : xs) CK(cudaFree(p));
     CK(cudaFree(x));
     CK(cudaFree(y));
     CK(cudaFree(yref));

@@ -93,23 +93,15 @@ struct GroupWgmma {
   }
 
   /* All threads. out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold
-   * garbage). x, W, K, ld as group_tile; vector path only (ld·esize % 16 == 0 as well).
-   * rotate: the slabs in the order rot, rot + 1, ..., num_k − 1, 0, ..., rot − 1 with rot = the
-   * group's index mod num_k (as group_tile's chunks), so the blocks of a grid do not all read
-   * the same x slab at once; the fp32 sum order is fixed per group (deterministic). */
+   * garbage). x, W, K, ld as group_tile; vector path only (ld·esize % 16 == 0 as well). */
   template <typename T>
   __device__ static __forceinline__ void run(const T* __restrict__ w, const T* __restrict__ x,
                                              int M, int N, int64_t K, int64_t ld, int n0,
-                                             unsigned char* smem, bool rotate = true) {
+                                             unsigned char* smem) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x, wg = tid >> 7;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
     const int64_t num_k = (K + BK - 1) / BK;
-    const int64_t rot = rotate && num_k > 0 ? (int64_t)(n0 / BN) % num_k : 0;
-    auto slab_k = [&](int64_t kt) { /* the k offset of the kt-th slab in this block's order */
-      const int64_t s = kt + rot;
-      return (s >= num_k ? s - num_k : s) * BK;
-    };
     float d[BN / 4]; /* m64n(BN/2): BN/4 per thread */
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) d[i] = 0.f;
@@ -135,7 +127,7 @@ struct GroupWgmma {
     __syncthreads(); /* the previous group's out (aliasing the pipeline) has been read */
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < num_k) load(pipe + s * kStageBytes, slab_k(s));
+      if (s < num_k) load(pipe + s * kStageBytes, (int64_t)s * BK);
       cp_async_commit();
     }
     const uint32_t b_off = kXBytes + (uint32_t)wg * (BN / 2) * 128;
@@ -154,7 +146,7 @@ struct GroupWgmma {
       tile::wgmma_wait<1>(); /* slab kt − 1 retired (this warpgroup) */
       __syncthreads();       /* (both): its stage is free */
       const int64_t nk = kt + kStages - 1;
-      if (nk < num_k) load(pipe + (uint32_t)(nk % kStages) * kStageBytes, slab_k(nk));
+      if (nk < num_k) load(pipe + (uint32_t)(nk % kStages) * kStageBytes, nk * BK);
       cp_async_commit();
     }
     tile::wgmma_wait<0>();
