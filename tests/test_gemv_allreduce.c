@@ -883,6 +883,20 @@ static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
+/* knob=value (a value the launcher refuses) on an impl 1 call of M rows: FCO_ERR_INVALID_ARGUMENT,
+ * nothing written; the knob is unset again after. */
+static void refused_knob(const t_world_t* w, bufs_t* b, const char* knob, const char* value,
+                         size_t M) {
+  setenv(knob, value, 1);
+  t_context("P=%d %s=%s", w->n, knob, value);
+  prepare(b, M, 100, 1000, FCO_BF16, 0, t_next_seed());
+  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
+  printf("%s=%s: %s\n", knob, value, fco_last_error(w->comms[0]));
+  t_sync(w);
+  assert_untouched(w, b, __LINE__);
+  unsetenv(knob);
+}
+
 /* Grouped tiles (FCO_GEMV_GROUP: impl 1 at M 17..64 in bf16 / f16): every knob value (unset,
  * 2, 4, 0 = the one-tile kernels; 4 again with FCO_GEMV_GROUP_MMA=1, the mma.sync tile instead
  * of wgmma on the vector path) on M of 3..8 m-tiles, N with a partial last group (1000, 100) or
@@ -920,22 +934,8 @@ static void group_tests(const t_world_t* w, bufs_t* b) {
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty */
   one_call(w, b, 64, 100, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
   one_call(w, b, 48, 1000, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);
-  setenv("FCO_GEMV_GROUP", "3", 1);
-  t_context("P=%d FCO_GEMV_GROUP=3", w->n);
-  prepare(b, 33, 100, 1000, FCO_BF16, 0, t_next_seed());
-  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
-  printf("FCO_GEMV_GROUP=3: %s\n", fco_last_error(w->comms[0]));
-  t_sync(w);
-  assert_untouched(w, b, __LINE__);
-  unsetenv("FCO_GEMV_GROUP");
-  setenv("FCO_GEMV_SPLIT", "5", 1);
-  t_context("P=%d FCO_GEMV_SPLIT=5", w->n);
-  prepare(b, 64, 100, 1000, FCO_BF16, 0, t_next_seed());
-  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
-  printf("FCO_GEMV_SPLIT=5: %s\n", fco_last_error(w->comms[0]));
-  t_sync(w);
-  assert_untouched(w, b, __LINE__);
-  unsetenv("FCO_GEMV_SPLIT");
+  refused_knob(w, b, "FCO_GEMV_GROUP", "3", 33);
+  refused_knob(w, b, "FCO_GEMV_SPLIT", "5", 64);
   one_call(w, b, 64, 1000, vec_kt_le(w->n, MAX_KT), FCO_BF16, 1, 1);
 }
 

@@ -104,6 +104,22 @@ struct TmaRing {
  * memory under a named barrier of the 256 consumer threads (cuBLAS's nvjet kernel at this shape
  * runs 384 threads: a producer warpgroup and two consumer warpgroups, ncu run 0b0b1f7). */
 constexpr int kWsThreads = 288;
+/* One thread: the ring's kS "full" barriers (the producer's arrival + the bytes) and "empty"
+ * barriers (`consumers` warp arrivals) at 8-byte steps, made visible to the cluster's async
+ * proxy; and their invalidation at the end. */
+__device__ __forceinline__ void ring_bars_init(uint32_t full, uint32_t empty, int kS, int consumers) {
+  for (int s = 0; s < kS; ++s) {
+    fco::tile::mbar_init(full + 8 * s, 1);
+    fco::tile::mbar_init(empty + 8 * s, consumers);
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, int kS) {
+  for (int s = 0; s < kS; ++s) {
+    fco::tile::mbar_inval(full + 8 * s);
+    fco::tile::mbar_inval(empty + 8 * s);
+  }
+}
 /* kCl > 1: a cluster of kCl blocks (consecutive blockIdx.x, different groups, the same k slabs at
  * the same time) shares x: block r loads x rows [r·64/kCl, (r+1)·64/kCl) of a slab (mx's box has
  * 64/kCl rows) multicast to every block of the cluster, as cuBLAS's kernel here (cluster 4x1);
@@ -127,13 +143,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                       : groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
   const long long total = (long long)my_groups * num_k; /* slabs of this block, all groups */
   const uint32_t crank = kCl > 1 ? fco::tile::cluster_ctarank() : 0;
-  if (tid == 0) {
-    for (int s = 0; s < kS; ++s) {
-      fco::tile::mbar_init(full + 8 * s, 1);
-      fco::tile::mbar_init(empty + 8 * s, 8 * kCl); /* the consumer warps of the cluster */
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  if (tid == 0) ring_bars_init(full, empty, kS, 8 * kCl); /* the consumer warps of the cluster */
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
     if (tid == 256)
@@ -208,11 +218,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
   }
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
-  if (tid == 0)
-    for (int s = 0; s < kS; ++s) {
-      fco::tile::mbar_inval(full + 8 * s);
-      fco::tile::mbar_inval(empty + 8 * s);
-    }
+  if (tid == 0) ring_bars_inval(full, empty, kS);
 #else
   __trap();
 #endif
@@ -266,13 +272,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
   const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
   const int num_k = (K + 63) / 64, items = groups * ks;
-  if (tid == 0) {
-    for (int s = 0; s < kS; ++s) {
-      fco::tile::mbar_init(full + 8 * s, 1);
-      fco::tile::mbar_init(empty + 8 * s, 8);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  if (tid == 0) ring_bars_init(full, empty, kS, 8);
   __syncthreads();
   if (tid >= 256) { /* the producer warp */
     if (tid == 256) {
@@ -336,11 +336,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     }
   }
   __syncthreads();
-  if (tid == 0)
-    for (int s = 0; s < kS; ++s) {
-      fco::tile::mbar_inval(full + 8 * s);
-      fco::tile::mbar_inval(empty + 8 * s);
-    }
+  if (tid == 0) ring_bars_inval(full, empty, kS);
 #else
   __trap();
 #endif

@@ -374,12 +374,10 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   __shared__ int s_bad;
   __shared__ int64_t hdr[kHdrWords];
   const RankArgs& ra = p.r[blockIdx.x];
-  load_rank_view(ra.dev, &v, FCO_OP_GEMM_ALLTOALL);
-  const uint64_t e = v.epoch + 1;
+  uint64_t e;
+  Plan* plan = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.N, p.es);
   const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
   const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
-  Plan* plan = reinterpret_cast<Plan*>(
-      plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.N, p.es));
   if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
     /* The launcher checked the workspace: only a corrupted table gets here. Peers time out. */
     if (threadIdx.x == 0)
@@ -448,10 +446,8 @@ struct PushParams {
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   __shared__ RankView v;
-  load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
-  const uint64_t e = v.epoch + 1;
-  const Plan* plan = reinterpret_cast<const Plan*>(
-      plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+  uint64_t e;
+  const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
   /* The plan's placement, read once into shared memory: a load per piece in the loop (one a
    * thread, dependent, before each piece's copy) cost 40–80 µs a call at 512 tokens (run
@@ -497,16 +493,15 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   const int li = blockIdx.x / p.blocks_per_rank;
   const int part = blockIdx.x - li * p.blocks_per_rank;
   const RankArgs& ra = p.r[li];
-  load_rank_view(ra.dev, &v, FCO_OP_GEMM_ALLTOALL);
-  const uint64_t e = v.epoch + 1;
+  uint64_t e;
+  /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
+  const Plan* g = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.n, p.es);
   const int P = v.nranks, me = v.rank;
   if (P != p.P) { /* the exchange recorded it */
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
-  { /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
-    const Plan* g = reinterpret_cast<const Plan*>(
-        plan_area(ra.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+  {
     if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
     if ((int)threadIdx.x < kMaxP) {
       pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
@@ -567,10 +562,8 @@ struct ProgParams {
 
 __global__ void __launch_bounds__(kThreads) ga_kernel_progress(const ProgParams p) {
   __shared__ RankView v;
-  load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
-  const uint64_t e = v.epoch + 1;
-  Plan* plan =
-      reinterpret_cast<Plan*>(plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+  uint64_t e;
+  Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
   if (*(volatile const int32_t*)&plan->verdict != 0 || v.nranks != p.P) return;
   const int s = threadIdx.x, me = v.rank;
   if (s >= p.P || s == me) return;
@@ -598,10 +591,8 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
   __shared__ RankView v;
   __shared__ int64_t s_lo[kMaxP], s_hi[kMaxP], s_roff[kMaxP];
   __shared__ int s_ok;
-  load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
-  const uint64_t e = v.epoch + 1;
-  const Plan* plan =
-      reinterpret_cast<const Plan*>(plan_area(p.ws, v.ws_bytes, e, p.P, p.out_rows, p.n, p.es));
+  uint64_t e;
+  const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
   if (threadIdx.x == 0) s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;
   if ((int)threadIdx.x < kMaxP) { /* written by this rank's progress kernel, just before */
     s_lo[threadIdx.x] = __ldcg((const long long*)&plan->landed[threadIdx.x]);
