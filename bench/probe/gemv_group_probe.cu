@@ -46,6 +46,9 @@
  * 64-bit index step in the slab loop — took 53 µs at 8192×8192 even with the flag off, and x per
  * W set (from HBM at each launch) changed nothing: GroupWgmma's barrier-paced slab loop is
  * sensitive to any work added to it; the producer-warp TMA tile (tmawk) is the sturdier base.
+ * "tmawkN ... fix" rows (added at the end of session 14, not yet run on a GPU): tmawk with the
+ * operator's split-group fixup inside the kernel (helpers store and flag, the owner waits and
+ * adds in slice order) instead of the separate splitk_sum kernel of the "+sum" rows.
  */
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -240,13 +243,42 @@ __device__ __forceinline__ void wg_bf16(float* d, uint64_t da, uint64_t db) {
   if constexpr (kN == 32) {
     fco::gemv::WgmmaN<bf16, 32>::run(d, da, db);
   } else if constexpr (kN == 64) {
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, "
+                 "%8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, "
+                 "%24, %25, %26, %27, %28, %29, %30, %31"
+                 "}, %32, %33, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
                  : "l"(da), "l"(db));
   } else {
     static_assert(kN == 128, "n32, n64 or n128");
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, "
+                 "%8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, "
+                 "%24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, "
+                 "%40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, "
+                 "%56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, %64, %65, 1, 1, 1, 0, 0;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "l"(da), "l"(db));
   }
 #endif
@@ -260,10 +292,26 @@ struct WkRing {
   static constexpr int kSmem = 1024 + kBarOff + 2 * kS * 8;
 };
 
+/* fix (flags != nullptr; session 14, not yet run on a GPU): the operator's split-group scheme in
+ * the kernel instead of splitk_sum — a helper (slice >= 1) stores its partial to ws[slice], then
+ * releases flags[group·ks + slice] = epoch (the launch's number: nothing to reset); the owner
+ * (slice 0) waits for its helpers' flags (thread t polls slice 1 + t), adds ws[1..ks−1] to its
+ * registers in slice order and writes y. Needs every item its own co-resident block (the host
+ * runs it only where groups·ks <= the grid <= SMs). */
+__device__ __forceinline__ void st_release_gpu(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 template <int kS, int kGr>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_wk_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
-                  float* ws, int M, int N, int K, int groups, int ks) {
+                  float* ws, int M, int N, int K, int groups, int ks, float* y = nullptr,
+                  unsigned long long* flags = nullptr, unsigned long long epoch = 0) {
 #if FCO_WGMMA_COMPILED
   using R = WkRing<kS, kGr>;
   constexpr int kC = R::kCols;
@@ -319,6 +367,30 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       fco::tile::wgmma_wait<0>();
 #pragma unroll
       for (int i = 0; i < kC / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      const bool fix = flags != nullptr && ks > 1;
+      if (fix && sl == 0) { /* the owner: wait for the helpers, then y = mine + theirs */
+        if (tid < ks - 1)
+          while (ld_acquire_gpu(flags + (size_t)g * ks + 1 + tid) != epoch) {
+          }
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+#pragma unroll
+        for (int j = 0; j < kC / 16; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int n = g * kC + wg * (kC / 2) + 8 * j + 2 * (lane & 3), m = row0 + 8 * h;
+            if (m < M && n + 1 < N) {
+              float2 acc = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+              for (int o = 1; o < ks; ++o) {
+                const float2 v = __ldcg(reinterpret_cast<const float2*>(
+                    ws + (size_t)o * M * N + (size_t)m * N + n));
+                acc.x += v.x;
+                acc.y += v.y;
+              }
+              *reinterpret_cast<float2*>(y + (size_t)m * N + n) = acc;
+            }
+          }
+        continue;
+      }
       float* part = ws + (size_t)sl * M * N;
 #pragma unroll
       for (int j = 0; j < kC / 16; ++j)
@@ -329,6 +401,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
             *reinterpret_cast<float2*>(part + (size_t)m * N + n) =
                 make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
         }
+      if (fix) { /* a helper: its stores, then the flag (bar.sync orders them before thread 0) */
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+        if (tid == 0) st_release_gpu(flags + (size_t)g * ks + sl, epoch);
+      }
     }
     if (q > 0) { /* the last slab's release keeps the barrier phases balanced */
       __syncwarp();
@@ -604,6 +680,9 @@ int main(int argc, char** argv) {
     float* ws = nullptr;
     const size_t ws_floats = (size_t)sms * M * N; /* ks ≤ SMs */
     CK(cudaMalloc(&ws, std::min(ws_floats, (size_t)16 * M * N) * 4));
+    unsigned long long* flags = nullptr; /* the fix rows' helper flags, values = launch numbers */
+    unsigned long long epoch = 0;
+    CK(cudaMalloc(&flags, (size_t)sms * 16 * 8));
     auto tmawk = [&](auto ring, auto gr, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
       const int smem = WkRing<kS, kGr>::kSmem, wgroups = (N + kGr * 16 - 1) / (kGr * 16);
@@ -622,7 +701,8 @@ int main(int argc, char** argv) {
       const int grid = std::min(wgroups * ks, sms);
       const size_t n4 = (size_t)M * N / 4;
       auto tile = [&](int s) {
-        kern<<<grid, kWsThreads, smem>>>(mx, mw[s], ws, M, N, K, wgroups, ks);
+        kern<<<grid, kWsThreads, smem>>>(mx, mw[s], ws, M, N, K, wgroups, ks, nullptr, nullptr,
+                                          0ull);
       };
       auto both = [&](int s) {
         tile(s);
@@ -639,12 +719,26 @@ int main(int argc, char** argv) {
       row(nm, t_tile, bad);
       snprintf(nm, sizeof nm, "%s +sum", name);
       row(nm, t_both, bad);
+      if (ks > 1 && wgroups * ks <= grid) { /* the owner-wait fixup, every item its own block */
+        CK(cudaMemset(flags, 0, (size_t)wgroups * ks * 8));
+        auto fixed = [&](int s) {
+          kern<<<grid, kWsThreads, smem>>>(mx, mw[s], ws, M, N, K, wgroups, ks, y, flags,
+                                            ++epoch);
+        };
+        const float t_fix = time_us(fixed, reps, sets);
+        CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+        CK(cudaMemset(ws, 0xff, (size_t)ks * M * N * 4));
+        fixed(0);
+        snprintf(nm, sizeof nm, "%s fix", name);
+        row(nm, t_fix, check(0));
+      }
     };
     tmawk(std::integral_constant<int, 12>{}, I{}, "tmawk4 S=12");
     tmawk(std::integral_constant<int, 8>{}, std::integral_constant<int, 8>{}, "tmawk8 S=8");
     tmawk(std::integral_constant<int, 5>{}, std::integral_constant<int, 16>{}, "tmawk16 S=5");
     tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{}, "tmawk16 S=4");
     CK(cudaFree(ws));
+    CK(cudaFree(flags));
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {
