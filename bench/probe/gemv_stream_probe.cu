@@ -229,6 +229,8 @@ static void all_variants(Ctx& c, const Shape& s, int M, int nsets, Times t_read)
   variant<kMT, 2, 8, 4, 0>(c, "u2 w8 b4", s, M, nsets, t_read, true);
   variant<kMT, 8, 4, 4, 0>(c, "u8 w4 b4", s, M, nsets, t_read, true);
   variant<kMT, 4, 4, 4, 1>(c, "pipe u4 w4 b4", s, M, nsets, t_read, true);
+  variant<kMT, 4, 8, 2, 1>(c, "pipe u4 w8 b2", s, M, nsets, t_read, true);
+  variant<kMT, 4, 8, 2, 0>(c, "u4 w8 b2", s, M, nsets, t_read, true);
   variant<kMT, 8, 4, 4, 2>(c, "u8 w4 b4 +ws+release", s, M, nsets, t_read, true);
   variant<kMT, 8, 4, 4, 3>(c, "u8 w4 b4 +ws+relaxed", s, M, nsets, t_read, true);
 }
@@ -242,11 +244,26 @@ int main(int argc, char** argv) {
   CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
-  const Shape shapes[] = {{8192, 4096, "8192² P=2"},
-                          {8192, 8192, "8192² P=1"},
-                          {8192, 14336, "8192×28672/2"},
-                          {4096, 7168, "4096×14336/2"},
-                          {16384, 8192, "16384²/2"}};
+  /* FCO_PROBE_SHAPES="NxK,..." (K of one rank) replaces the default list */
+  std::vector<Shape> shapes = {{8192, 4096, "8192² P=2"},
+                               {8192, 8192, "8192² P=1"},
+                               {8192, 14336, "8192×28672/2"},
+                               {4096, 7168, "4096×14336/2"},
+                               {16384, 8192, "16384²/2"}};
+  if (const char* e = getenv("FCO_PROBE_SHAPES")) {
+    shapes.clear();
+    for (const char* q = e; *q;) {
+      int n = 0;
+      long long k = 0;
+      if (sscanf(q, "%dx%lld", &n, &k) != 2 || n < 1 || n > 16384 || k < 1 || (size_t)n * k > ((size_t)1 << 28)) {
+        fprintf(stderr, "FCO_PROBE_SHAPES: '%s' is not NxK,... (N <= 16384, N*K <= 2^28)\n", e);
+        return 2;
+      }
+      shapes.push_back({n, k, "env"});
+      while (*q && *q != ',') ++q;
+      if (*q == ',') ++q;
+    }
+  }
   size_t maxw = 0;
   for (const Shape& s : shapes) maxw = std::max(maxw, (size_t)s.N * s.K);
   const size_t foot = 3 * (size_t)l2; /* bytes the rotation must cover */
