@@ -110,6 +110,18 @@ const char* fco_transport_name(fco_transport_t transport);
  * valid until the next failing call on the same communicator / thread. */
 const char* fco_last_error(fco_comm_t comm);
 
+/* What the last successful operator call on `comm` ran: the operator and the impl after
+ * FCO_IMPL_AUTO was resolved, "<op> impl <n>" (e.g. "gemv_allreduce impl 1"), to which a GPU
+ * launcher may append detail (" kernel grouped kG=4 split=2 blocks 128+128"; free text, not a
+ * stable format). Set when the call is issued (inside fco_group_start/end: by fco_group_end,
+ * when the group issues it); on GPU transports that is when it is enqueued, not when it has
+ * finished. "" before the first call, after any call on it that failed (a bad argument, a
+ * failed launch; a failing fco_comm_reserve or fco_mem_alloc too), and while the communicator
+ * holds an asynchronous error (fco_comm_get_async_error), so it never describes a call that did
+ * not run. Not collective; never NULL ("" for a NULL comm). The string stays valid until the next
+ * call on the same communicator. */
+const char* fco_last_plan(fco_comm_t comm);
+
 /* [OUT] id: a fresh bootstrap id. Called by ONE rank, then broadcast to the others out of band
  * (MPI_Bcast, torch.distributed, a file, fork). On a machine with a GPU it carries an NCCL
  * unique id. Not collective. */

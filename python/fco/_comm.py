@@ -50,6 +50,11 @@ class Communicator:
     def last_error(self):
         return _lib.last_error(self.handle)
 
+    def last_plan(self):
+        """What the last successful op on this communicator ran (fco_last_plan): "<op> impl <n>"
+        (AUTO resolved) plus the GPU launcher's detail; "" before any op or after a failed one."""
+        return _lib.last_plan(self.handle)
+
     def reserve(self, nbytes):
         """Grow the symmetric workspace to at least nbytes per rank (collective: every rank,
         same bytes). Call it before capturing a CUDA graph when the captured ops' shapes were
@@ -318,6 +323,22 @@ def _shutdown_at_exit():
     except Exception as e:  # noqa: BLE001 — nothing to raise to at exit
         import sys
         print(f"fco: at exit: {e}", file=sys.stderr)
+
+
+def last_plan(group=None, device=None):
+    """Communicator.last_plan of the communicator of (group, device) — device default as in
+    fco.init — e.g. "gemv_allreduce impl 1 ..."; "" when that communicator does not exist yet
+    (this never creates one) or ran no op."""
+    if not dist.is_available() or not dist.is_initialized():
+        return ""
+    if group is None or isinstance(group, str):
+        pg = _resolve_group(group or "")
+    else:
+        pg = group
+    dev = torch.device(device) if device is not None else _default_device(pg)
+    with _lock:
+        comm = _comms.get((pg.group_name, _device_key(dev)))
+    return comm.last_plan() if comm is not None else ""
 
 
 def communicators():

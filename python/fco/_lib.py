@@ -182,6 +182,18 @@ def last_error(comm=None):
     return lib().fco_last_error(comm).decode(errors="replace")
 
 
+_last_plan = None
+
+
+def last_plan(comm=None):
+    """fco_last_plan(comm): what the last successful op on comm ran, "<op> impl <n>" plus the GPU
+    launcher's detail; "" before any op, after a failed one, and for None."""
+    global _last_plan
+    if _last_plan is None:
+        _last_plan = bind("fco_last_plan", [comm_t], ctypes.c_char_p)
+    return _last_plan(comm).decode(errors="replace")
+
+
 def check(result, comm=None, func=None):
     """Raise FcoError carrying fco_last_error(comm) when result is not FCO_OK."""
     if result != OK:

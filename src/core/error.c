@@ -1,6 +1,7 @@
 /*
- * error.c — error messages (per communicator, per thread without one), debug logging to stderr,
- * environment parameters. The library never prints to stdout and never exits.
+ * error.c — error messages (per communicator, per thread without one), the last call's plan
+ * (fco_last_plan), debug logging to stderr, environment parameters. The library never prints to
+ * stdout and never exits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ void fco_log(fco_comm_t comm, const char* fmt, ...) {
 
 fco_result_t fco_set_error(fco_comm_t comm, fco_result_t code, const char* fmt, ...) {
   char* dst = comm ? comm->last_error : tls_error;
+  /* A failing call never leaves the plan of an earlier call behind (fco.h: fco_last_plan). */
+  if (comm) comm->last_plan[0] = '\0';
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(dst, FCO_ERRMSG_LEN, fmt, ap);
@@ -49,6 +52,21 @@ fco_result_t fco_set_error(fco_comm_t comm, fco_result_t code, const char* fmt, 
 }
 
 const char* fco_last_error(fco_comm_t comm) { return comm ? comm->last_error : tls_error; }
+
+const char* fco_last_plan(fco_comm_t comm) {
+  /* A sticky asynchronous error fails every later call, some before they reach the core. */
+  if (!comm || comm->async_error != FCO_OK) return "";
+  return comm->last_plan;
+}
+
+void fco_plan_append(char* plan, const char* fmt, ...) {
+  if (!plan || !fmt) return;
+  size_t n = strnlen(plan, FCO_PLAN_LEN - 1);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(plan + n, FCO_PLAN_LEN - n, fmt, ap);
+  va_end(ap);
+}
 
 long long fco_env_int(const char* name, long long dflt) {
   const char* v = getenv(name);

@@ -1,9 +1,11 @@
 /*
  * group.c — fco_group_start/end (per thread, nestable, as NCCL's) and the path every operation
- * takes: submit → (queue) → execute = grow the workspace collectively if needed, then hand the
- * ops to the transport. Ops of one world issued in one group are executed together in rounds
- * (round i = the i-th op of each comm), so the local transport can launch one grid per round.
+ * takes: submit → (queue) → execute = grow the workspace collectively if needed, record the
+ * plan (fco_last_plan), then hand the ops to the transport. Ops of one world issued in one group
+ * are executed together in rounds (round i = the i-th op of each comm), so the local transport
+ * can launch one grid per round.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +27,7 @@ static int capturing_any(fco_op_t* ops, int n) {
   return 0;
 }
 
-fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
+static fco_result_t execute(fco_op_t* ops, int n) {
   fco_comm_t c0 = ops[0].comm;
   size_t need = 0;
   for (int i = 0; i < n; i++) {
@@ -67,6 +69,10 @@ fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
     fco_log(c0, "workspace: growing to %zu bytes per rank", need);
     FCO_CHECK(c0->tops->grow(comms, ncomms, need));
   }
+  /* fco_last_plan: the op layer's part; GPU launchers append theirs during run. */
+  for (int i = 0; i < n; i++)
+    snprintf(ops[i].comm->last_plan, FCO_PLAN_LEN, "%s impl %d", fco_op_name(ops[i].kind),
+             ops[i].impl);
   fco_result_t r = c0->tops->run(ops, n);
   if (r != FCO_OK) {
     /* fco_set_error left the message in this thread's slot too; make it visible on all. */
@@ -77,6 +83,14 @@ fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
   }
   for (int i = 0; i < n; i++) ops[i].comm->num_calls++;
   return FCO_OK;
+}
+
+fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
+  fco_result_t r = execute(ops, n);
+  /* No rank of a failed batch keeps a plan (fco_set_error cleared only the comm it named). */
+  if (r != FCO_OK)
+    for (int i = 0; i < n; i++) ops[i].comm->last_plan[0] = '\0';
+  return r;
 }
 
 fco_result_t fco_op_submit(const fco_op_t* op) {

@@ -24,6 +24,8 @@ extern "C" {
 #define FCO_MAX_RANKS 64     /* cpu transport */
 /* FCO_MAX_GPU_RANKS (8: nccl, one NVLink domain, and local transports) is in fco.h */
 #define FCO_ERRMSG_LEN 512
+/* fco_last_plan: "<op> impl <n>" written by the core, then the GPU launcher's detail. */
+#define FCO_PLAN_LEN 160
 #define FCO_DEFAULT_TIMEOUT_MS 30000
 
 typedef struct fco_transport_ops fco_transport_ops_t;
@@ -59,6 +61,10 @@ struct fco_comm {
   uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
   fco_result_t async_error;   /* sticky: once set, every later call returns it          */
   char last_error[FCO_ERRMSG_LEN];
+  /* fco_last_plan: what the last call submitted on this comm ran ("" before any, and after a
+   * failure). Written by fco_ops_execute before transport->run, appended by GPU launchers
+   * (fco_plan_append through fco_gpu_launch_t.plan), cleared by fco_set_error(comm, ...). */
+  char last_plan[FCO_PLAN_LEN];
   fco_sym_t sym[FCO_MAX_SYMMETRIC];
   /* GPU transports: device array [FCO_MAX_SYMMETRIC][FCO_MAX_GPU_RANKS] of peer p's slot k
    * as this rank sees it (NULL where none); allocated by the transport's first sym_alloc. */
@@ -196,6 +202,13 @@ void fco_log(fco_comm_t comm, const char* fmt, ...)
 #endif
     ;
 int fco_debug_enabled(fco_comm_t comm);
+/* Append printf-formatted text to plan (a comm's last_plan, FCO_PLAN_LEN bytes, NUL-terminated),
+ * truncated to fit; no-op when plan is NULL. Callable from .c and .cu files (host only). */
+void fco_plan_append(char* plan, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* Environment helpers: integer env var or default. */
 long long fco_env_int(const char* name, long long dflt);
 

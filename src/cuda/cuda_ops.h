@@ -45,6 +45,10 @@ typedef struct {
   int num_local;             /* ranks in this launch: local = every virtual rank (one grid), nccl = 1 */
   int nranks;                /* communicator size                                           */
   void* stream;
+  /* r[0]'s comm->last_plan (FCO_PLAN_LEN bytes), already "<op> impl <n>"; may be NULL. A
+   * launcher appends what it chose with fco_plan_append(l->plan, " kernel ...", ...) (NULL-safe,
+   * truncates); the local transport copies it to every virtual rank after the launch. */
+  char* plan;
   fco_gpu_rank_ctx_t r[FCO_MAX_GPU_RANKS];
 } fco_gpu_launch_t;
 

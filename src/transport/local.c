@@ -207,6 +207,7 @@ static fco_result_t launch(const fco_op_t* const* by_rank, int P, void* stream, 
     r->dev = lr(by_rank[p]->comm)->g.dev;
     r->ws = lr(by_rank[p]->comm)->ws;
   }
+  if (l.num_local > 0) l.plan = l.r[0].op->comm->last_plan;
   if (skip >= 0 && skip < P)
     fco_log(c0, "local: FCO_FAULT_SKIP_RANK=%lld: virtual rank %lld left out of the launch",
             skip, skip);
@@ -219,6 +220,10 @@ static fco_result_t launch(const fco_op_t* const* by_rank, int P, void* stream, 
     return fco_set_error(c0, r, "local transport, %s, P=%d: %s", d, P,
                          err[0] ? err : "launch failed");
   }
+  /* One grid ran every virtual rank: they all ran what r[0]'s launcher recorded. */
+  for (int p = 0; p < P && l.plan; p++)
+    if (by_rank[p]->comm->last_plan != l.plan)
+      memcpy(by_rank[p]->comm->last_plan, l.plan, FCO_PLAN_LEN);
   return FCO_OK;
 }
 

@@ -531,6 +531,7 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
     l.num_local = 1;
     l.nranks = c->nranks;
     l.stream = ops[i].stream;
+    l.plan = c->last_plan;
     l.r[0].op = &ops[i];
     l.r[0].dev = nr(c)->g.dev;
     l.r[0].ws = nr(c)->ws;

@@ -1,5 +1,5 @@
 """test_comm.py — fco.init: one communicator per (group, device), cached, bootstrapped over the
-group, on the cpu transport for CPU tensors; workspace reserve; shutdown.
+group, on the cpu transport for CPU tensors; workspace reserve; last_plan; shutdown.
 Run: pytest tests/python/test_comm.py
 """
 
@@ -31,6 +31,26 @@ def _ones(n):
 def test_init_cached_and_reserve(pool2):
     reprs = pool2.run(_w_init)
     assert "rank=0/2" in reprs[0] and "rank=1/2" in reprs[1]
+
+
+def _w_last_plan():
+    import torch
+
+    import fco
+
+    c = fco.init()
+    for impl in (0, 1):
+        fco.allreduce(torch.ones(1000), impl=impl)
+        assert c.last_plan().split(" ")[:3] == ["allreduce", "impl", str(impl)], c.last_plan()
+        assert fco.last_plan() == c.last_plan() == fco.last_plan(device="cpu")
+    fco.allreduce(torch.ones(1000))  # "auto": the plan names the impl it resolved to
+    words = c.last_plan().split(" ")
+    assert words[:2] == ["allreduce", "impl"] and int(words[2]) >= 0, c.last_plan()
+    return True
+
+
+def test_last_plan_names_the_op_and_impl(pool2):
+    pool2.run(_w_last_plan)
 
 
 def _w_groups_get_their_own():
