@@ -8,7 +8,8 @@
  *   1e-2 (f16, bf16); every rank's y
  *   must be bit-identical to rank 0's and nothing may be written past y's end.
  *   Then back-to-back calls without a sync (epochs), bad arguments with their codes and
- *   messages (nothing written), a mismatch of M across ranks, and on GPU transports a CUDA
+ *   messages (nothing written; also tuning knobs set to values no kernel exists for:
+ *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT), a mismatch of M across ranks, and on GPU transports a CUDA
  *   graph replayed 100 times and FCO_CHECK_ARGS=1 (on nccl also the device-side mismatch).
  *   GPU transports also run the LL one-shot (FCO_GEMV_AR_LL=1, impl 1 and AUTO): a sweep of
  *   M (up to 17: the fallback), N, K; y bit-identical to the plain one-shot's with fp32 LL
@@ -20,8 +21,8 @@
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   GPU transports also run the grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
  *   value, K_r up to ~4600 so the cp.async ring wraps, K off the vector path, partial groups,
- *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K), refused knob
- *   values); FCO_TEST_GROUP=only runs just that part.
+ *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K));
+ *   FCO_TEST_GROUP=only runs just that part.
  *   Every transport runs the chain: a call that reads the previous call's y (not yet synced)
  *   as its x and W. GPU transports then repeat much of the above with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
@@ -385,6 +386,21 @@ static void assert_untouched(const t_world_t* w, bufs_t* b, int line) {
     assert_untouched(w, b, __LINE__);             \
   } while (0)
 
+/* knob=value (a value no kernel exists for; the op layer refuses it on every transport) on an
+ * impl 1 call of M rows: FCO_ERR_INVALID_ARGUMENT, nothing written; the knob is unset again
+ * after. */
+static void refused_knob(const t_world_t* w, bufs_t* b, const char* knob, const char* value,
+                         size_t M) {
+  setenv(knob, value, 1);
+  t_context("P=%d %s=%s", w->n, knob, value);
+  prepare(b, M, 100, 1000, FCO_BF16, 0, t_next_seed());
+  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
+  printf("%s=%s: %s\n", knob, value, fco_last_error(w->comms[0]));
+  t_sync(w);
+  assert_untouched(w, b, __LINE__);
+  unsetenv(knob);
+}
+
 static void bad_args(const t_world_t* w, bufs_t* b) {
   fco_comm_t c = w->comms[0];
   const fco_result_t E = FCO_ERR_INVALID_ARGUMENT;
@@ -446,6 +462,11 @@ static void bad_args(const t_world_t* w, bufs_t* b) {
   /* Not sticky: the communicator still works. */
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
   one_call(w, b, 2, 77, 95, FCO_F16, 1, FCO_IMPL_AUTO);
+  /* tuning knobs with values no kernel exists for: refused on every transport, any M */
+  refused_knob(w, b, "FCO_GEMV_GROUP", "3", 33);
+  refused_knob(w, b, "FCO_GEMV_GROUP", "1", 1);
+  refused_knob(w, b, "FCO_GEMV_SPLIT", "5", 64);
+  refused_knob(w, b, "FCO_GEMV_SPLIT", "0", 4);
 }
 
 #ifdef FCO_HAVE_CUDA
@@ -883,20 +904,6 @@ static void pdl_tests(const t_world_t* w, bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
-/* knob=value (a value the launcher refuses) on an impl 1 call of M rows: FCO_ERR_INVALID_ARGUMENT,
- * nothing written; the knob is unset again after. */
-static void refused_knob(const t_world_t* w, bufs_t* b, const char* knob, const char* value,
-                         size_t M) {
-  setenv(knob, value, 1);
-  t_context("P=%d %s=%s", w->n, knob, value);
-  prepare(b, M, 100, 1000, FCO_BF16, 0, t_next_seed());
-  ASSERT_RES(issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
-  printf("%s=%s: %s\n", knob, value, fco_last_error(w->comms[0]));
-  t_sync(w);
-  assert_untouched(w, b, __LINE__);
-  unsetenv(knob);
-}
-
 /* Grouped tiles (FCO_GEMV_GROUP: impl 1 at M 17..64 in bf16 / f16): every knob value (unset,
  * 2, 4, 0 = the one-tile kernels; 4 again with FCO_GEMV_GROUP_MMA=1, the mma.sync tile instead
  * of wgmma on the vector path) on M of 3..8 m-tiles, N with a partial last group (1000, 100) or
@@ -907,8 +914,20 @@ static void refused_knob(const t_world_t* w, bufs_t* b, const char* knob, const 
  * Split groups (FCO_GEMV_SPLIT, M 33..64): these N leave most blocks without a group, so unset
  * splits each group's K in 2..4 slices (4 at P = 1, 2 at P = 4 on one H200); the runs set it
  * to 1 (off) with groups of 4, 3 with the mma.sync tile, and 2 once more, and a K of one slab
- * a rank (helpers with empty slices) runs split. Then FCO_GEMV_GROUP=3 and FCO_GEMV_SPLIT=5
- * are refused with nothing written, and the next call is right. */
+ * a rank (helpers with empty slices) runs split, and one more call after. (Refused knob values:
+ * bad_args.) */
+/* Every rank's fco_last_plan names grouped tiles with K in `split` slices (0: at least 2). */
+static void expect_split(const t_world_t* w, int split) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* at = strstr(plan, "split=");
+    int got = at ? atoi(at + 6) : -1;
+    if (!strstr(plan, "grouped") || (split ? got != split : got < 2))
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected grouped tiles with split %s%d", r,
+             plan, split ? "" : ">= ", split ? split : 2);
+  }
+}
+
 static void group_tests(const t_world_t* w, bufs_t* b) {
   /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2 */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL};
@@ -925,17 +944,18 @@ static void group_tests(const t_world_t* w, bufs_t* b) {
     if (gi == 4) setenv("FCO_GEMV_GROUP_MMA", "1", 1);
     else unsetenv("FCO_GEMV_GROUP_MMA");
     for (size_t mi = 0; mi < 4; mi++)
-      for (size_t ni = 0; ni < 3; ni++, k++)
+      for (size_t ni = 0; ni < 3; ni++, k++) {
         one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
                  (int)((k / 2) % 2), 1);
+        /* M 33..64, split unset: these few groups leave most slots free, so K is split */
+        if (ms[mi] > 32 && (gi == 0 || gi == 2)) expect_split(w, gi == 0 ? 0 : 1);
+      }
   }
   unsetenv("FCO_GEMV_GROUP_MMA");
   unsetenv("FCO_GEMV_SPLIT");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty */
   one_call(w, b, 64, 100, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
   one_call(w, b, 48, 1000, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);
-  refused_knob(w, b, "FCO_GEMV_GROUP", "3", 33);
-  refused_knob(w, b, "FCO_GEMV_SPLIT", "5", 64);
   one_call(w, b, 64, 1000, vec_kt_le(w->n, MAX_KT), FCO_BF16, 1, 1);
 }
 

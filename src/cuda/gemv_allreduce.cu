@@ -31,6 +31,8 @@
  *   sums the P slots in rank order 0..P-1 (fp32), adds the bias, rounds to the dtype and writes
  *   y. Every rank sums the same fp32 values in the same order: y is bit-identical on all ranks.
  *   Peers' tiles arrive while this block (and every other block) still computes.
+ *   P = 1 (since session 15): no slot, no flag, no second pass; each tile's sum goes straight to
+ *   y (the same bits: the fp32 sum the slot would have carried).
  *
  * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 17..64; run_oneshot_group): the unit of
  *   work is a group of kG = 2 or 4 consecutive tiles (group q → block q mod B), computed by one
@@ -55,7 +57,7 @@
  *   GEMV phase then has the block shape of the two-GPU LL kernel.
  *
  * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE: 1 on, 0 off, unset = on where this rank's K
- *   is ≥ kPipeAutoMinK = 12288; read at every call; bf16 / f16,
+ *   is ≥ kPipeAutoMinK = 12288 outside wide blocks; read by the op layer at every call; bf16 / f16,
  *   kMT = 2, impls 1 (plain, LL, wide) and 2): gemv::tile_mma's kPipe loop, which issues a
  *   warp's next group of W loads before the mmas of its current group, at 4 chunks per group
  *   instead of 8; blocks as before (4 warps, 4 per SM; wide 8 warps, 2 per SM). Why:
@@ -66,8 +68,11 @@
  *   2×H200 (run 41b9bcb, fco-bench AUTO µs at M = 16, PIPE=0 vs 1 side by side) did not follow
  *   the probe everywhere: 8192×28672 (K_r 14336) 63.38 → 62.05, 16384² (K_r 8192) 72.74 →
  *   72.43, but 8192² (K_r 4096) 22.24 → 23.34 and 4096×14336 (K_r 7168) 20.91 → 22.03; hence on
- *   by default only for K_r ≥ 12288. A separate instantiation (kPipe), so FCO_GEMV_PIPE=0 runs exactly the old
- *   kernels. It changes only the fp32 summation order inside a rank's own partial (K cut into
+ *   by default only for K_r ≥ 12288 — and, since session 15, never in wide blocks: at P = 1,
+ *   4096×14336 M = 16 (K 14336, wide) ran 37.75 µs with it and 35.00 without (narrow blocks
+ *   39.51 / 36.86; run 42702c0-probe), where the probe's "pipe u4 w8 b2" was 33.67 against
+ *   "u8 w8 b2" 32.05. FCO_GEMV_PIPE=1 still forces it there. A separate instantiation (kPipe),
+ *   so FCO_GEMV_PIPE=0 runs exactly the old kernels. It changes only the fp32 summation order inside a rank's own partial (K cut into
  *   runs of 4 chunks per warp instead of 8); the partials that move have the same layout and
  *   every rank sums the same bytes in rank order, so y stays bit-identical across ranks. B
  *   follows the kernel's occupancy, which is the same with and without it (128 registers, the
@@ -382,6 +387,14 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  if (c.P == 1) { /* nothing to reduce: each tile's y straight from the warps' sums */
+    for (int t = c.b; t < p.T; t += c.B) {
+      const float4 r = compute_tile<T, kMT, kPipe, kW>(p, c, s, t);
+      if (i < 4 * p.M) finish4<T>(p, c, t, r);
+      __syncthreads(); /* red is reused by the next tile */
+    }
+    return;
+  }
   uint32_t j = 0;
   for (int t = c.b; t < p.T; t += c.B, ++j) {
     const float4 r = compute_tile<T, kMT, kPipe, kW>(p, c, s, t);
@@ -873,29 +886,23 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
-/* FCO_GEMV_SPLIT (grouped tiles, see the header): unset (or negative) = auto, 1 = off,
- * 2..FCO_GEMV_SPLIT_MAX = that many K slices a group where they fit; other values refused. They
+/* knob = FCO_GEMV_SPLIT (grouped tiles, see the header; the op layer refused other values):
+ * -1 = auto, 1 = off, 2..FCO_GEMV_SPLIT_MAX = that many K slices a group where they fit. They
  * fit where every group has its own block (B == groups), the helpers too are co-resident
  * (groups · split ≤ slots, the co-resident blocks per rank) and the split area holds split − 1
  * slices. Auto: as many as fit, where the groups fill at most half the slots. */
-fco_result_t pick_split(int groups, int B, int slots, size_t M, size_t N, size_t es, int impl,
-                        int kG, int* split, uint64_t* slice_bytes, char* err) {
+void pick_split(int knob, int groups, int B, int slots, size_t M, size_t N, size_t es, int impl,
+                int kG, int* split, uint64_t* slice_bytes) {
   *split = 1;
   *slice_bytes = fco_round_up((size_t)groups * kG * kTileN * M * 4, 256);
-  const long long knob = fco_env_int("FCO_GEMV_SPLIT", -1);
-  if (knob == 0 || knob > FCO_GEMV_SPLIT_MAX)
-    return fail(err, FCO_ERR_INVALID_ARGUMENT,
-                "fco_gemv_allreduce: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", knob,
-                FCO_GEMV_SPLIT_MAX);
-  if (knob == 1 || B != groups || groups < 1) return FCO_OK;
+  if (knob == 1 || B != groups || groups < 1) return;
   const size_t area = fco_gemv_ar_split_bytes(impl, M, N, es);
   long long fit = slots / groups;
   if (fit > FCO_GEMV_SPLIT_MAX) fit = FCO_GEMV_SPLIT_MAX;
   if (fit > 1 + (long long)(area / *slice_bytes)) fit = 1 + (long long)(area / *slice_bytes);
-  if (knob < 0 && 2 * groups > slots) return FCO_OK;
+  if (knob < 0 && 2 * groups > slots) return;
   *split = (int)(knob > 1 && knob < fit ? knob : fit);
   if (*split < 1) *split = 1;
-  return FCO_OK;
 }
 
 /* Grouped tiles: dynamic shared memory for either tile (wgmma or mma.sync). */
@@ -913,7 +920,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if constexpr (kG > 1 && !kWg) {
     /* Grouped tiles: the wgmma kernel where every local rank is on the vector path (x, W and
      * K·esize 16-byte aligned) and FCO_GEMV_GROUP_MMA is not set; else this, the mma.sync one. */
-    bool vec = fco_env_int("FCO_GEMV_GROUP_MMA", 0) <= 0;
+    bool vec = !a0->group_mma;
     for (int i = 0; i < g->num_local && vec; ++i) {
       fco_gemv_ar_args_t a;
       memcpy(&a, g->r[i].op->u.raw, sizeof a);
@@ -939,14 +946,19 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if constexpr (kImpl == 1 && kG == 1 && kMT <= 2 && kW == kWarpsOf<kMT>) {
     /* Wide blocks (kWideWarps, see Smem) where the tiles fill at most half the narrow slots and
      * one wide block per tile fits: then B = T either way (ranks need not agree on the knob). */
-    if (fco_env_int("FCO_GEMV_WIDE", 1) > 0 && 2 * T_ <= cap / g->num_local) {
+    if (a0->wide && 2 * T_ <= cap / g->num_local) {
       int cap_wide = 0;
       res = max_coresident_blocks<
           gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kWideWarps>>(
           err, device, sms, kWideWarps * 32, &cap_wide);
       if (res != FCO_OK) return res;
-      if (T_ <= cap_wide / g->num_local && T_ <= max_blocks(kImpl))
+      if (T_ <= cap_wide / g->num_local && T_ <= max_blocks(kImpl)) {
+        /* FCO_GEMV_PIPE unset: never in wide blocks (run 42702c0-probe, see the header) */
+        if constexpr (kPipe)
+          if (a0->pipe < 0)
+            return launch_fused<T, kMT, kImpl, kLL, kPdl, false, kWideWarps>(g, a0, impl, err);
         return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, kWideWarps>(g, a0, impl, err);
+      }
     }
   }
   int B = cap / g->num_local;
@@ -969,10 +981,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   const size_t es = sizeof(T);
   int split = 1;
   uint64_t split_slice = 0;
-  if (kG > 1 &&
-      (res = pick_split(units, B, cap / g->num_local, a0->M, a0->N, es, impl, kG, &split,
-                        &split_slice, err)) != FCO_OK)
-    return res;
+  if (kG > 1)
+    pick_split(a0->split, units, B, cap / g->num_local, a0->M, a0->N, es, impl, kG, &split,
+               &split_slice);
   const int helpers = units * (split - 1); /* flags on sig[me][me][0 .. helpers) */
   if (helpers >= kCheckSlot)
     return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: %d split helpers", helpers);
@@ -1001,7 +1012,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
   p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
-  p.ll_half = es == 2 && fco_env_int("FCO_GEMV_LL_FP32", 0) <= 0;
+  p.ll_half = es == 2 && !a0->ll_fp32;
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
   h = fnv1a(h, a0->N);
@@ -1048,6 +1059,13 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
              kThreads, kPdl ? " with programmatic stream serialization (FCO_GEMV_PDL=1)" : "");
     return cuda_fail(err, ce, what);
   }
+  /* fco_last_plan: which kernel, e.g. "gemv_allreduce impl 1 kernel grouped wgmma kG=4 split=2
+   * kMT=8 warps=8 PDL, 32 blocks/rank" */
+  fco_plan_append(g->plan, " kernel %s%s", kLL ? "LL " : "",
+                  kG > 1 ? (kWg ? "grouped wgmma" : "grouped mma.sync") : "one-tile");
+  if (kG > 1) fco_plan_append(g->plan, " kG=%d split=%d", kG, split);
+  fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank", kMT, kW, kPipe ? " pipe" : "",
+                  kPdl ? " PDL" : "", B + helpers);
   return FCO_OK;
 }
 
@@ -1067,13 +1085,10 @@ constexpr double kGroupFill = 0.75;
 template <typename T, int kMT, bool kPdl>
 fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                             char* err) {
-  const long long knob = fco_env_int("FCO_GEMV_GROUP", -1);
+  const int knob = a0->group; /* the op layer refused values other than -1, 0, 2, 4 */
   if (knob == 0) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
   if (knob == 2) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
   if (knob == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
-  if (knob > 0)
-    return fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_gemv_allreduce: FCO_GEMV_GROUP=%lld is not 0, 2 or 4",
-                knob);
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -1090,7 +1105,7 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
    * their K split (pick_split) rather than groups of 2 — x read once per 4 tiles, every slot
    * busy (gemv_group_probe, run 92d7f1b-probe: at 64×4096×7168 the TMA tile with K in 2 slices
    * 28.3 µs against 40.3 unsplit, cuBLAS 28.9). FCO_GEMV_SPLIT=1: the groups of 2 as before. */
-  if (2 * groups4 <= (double)(cap / g->num_local) && fco_env_int("FCO_GEMV_SPLIT", -1) != 1 &&
+  if (2 * groups4 <= (double)(cap / g->num_local) && a0->split != 1 &&
       fco_gemv_ar_split_bytes(impl, a0->M, a0->N, sizeof(T)) > 0)
     return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
   return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
@@ -1166,9 +1181,9 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   const bool ll = a0.ll && op0->impl == 1 && g->nranks > 1 &&
                   fco_gemv_ar_ll_applies(g->transport, 1, g->nranks, a0.M, a0.N);
   const bool pdl = a0.pdl != 0;
-  /* FCO_GEMV_PIPE: 0 off, 1 on, unset (-1): on where K_r ≥ kPipeAutoMinK (see the header). */
-  const long long pipe_knob = fco_env_int("FCO_GEMV_PIPE", -1);
-  const bool pipe = pipe_knob > 0 || (pipe_knob < 0 && a0.K >= (size_t)fco::kPipeAutoMinK);
+  /* FCO_GEMV_PIPE: 0 off, 1 on, unset (-1): on where K_r ≥ kPipeAutoMinK, except in wide blocks
+   * (launch_fused; see the header). */
+  const bool pipe = a0.pipe > 0 || (a0.pipe < 0 && a0.K >= (size_t)fco::kPipeAutoMinK);
   if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe);
   else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe);
   else

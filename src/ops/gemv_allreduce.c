@@ -100,6 +100,28 @@ static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
          (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
 }
 
+/* The GPU kernels' tuning knobs (fco_gemv_ar_args_t), read once per call; values no kernel
+ * exists for are refused here, on every transport, before anything is launched or written. */
+static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const char* fn) {
+  long long pipe = fco_env_int("FCO_GEMV_PIPE", -1);
+  long long group = fco_env_int("FCO_GEMV_GROUP", -1);
+  long long split = fco_env_int("FCO_GEMV_SPLIT", -1);
+  if (group > 0 && group != 2 && group != 4)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
+  if (split == 0 || split > FCO_GEMV_SPLIT_MAX)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", fn, split,
+                         FCO_GEMV_SPLIT_MAX);
+  a->pipe = pipe < 0 ? -1 : pipe > 0;
+  a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
+  a->group = group < 0 ? -1 : (int)group;
+  a->group_mma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) > 0;
+  a->split = split < 0 ? -1 : (int)split;
+  a->ll_fp32 = fco_env_int("FCO_GEMV_LL_FP32", 0) > 0;
+  return FCO_OK;
+}
+
 static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   size_t es = fco_dtype_size(dtype);
   int P = comm->nranks;
@@ -211,6 +233,7 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   a.N = N;
   a.K = K;
   a.dtype = dtype;
+  FCO_CHECK(read_knobs(comm, &a, fn));
   a.check_args = fco_env_int("FCO_CHECK_ARGS", 0) > 0;
   a.ll = use_ll(comm, M, N, op.impl);
   a.pdl = fco_env_int("FCO_GEMV_PDL", 1) > 0; /* on unless FCO_GEMV_PDL=0 (run 63585a1) */

@@ -48,6 +48,14 @@ typedef struct {
   int ll;            /* impl 1 via the LL area (FCO_GEMV_AR_LL=1, fco_gemv_ar_ll_applies) */
   int pdl;           /* fused impls: programmatic dependent launch (FCO_GEMV_PDL, on unless 0) */
   size_t pdl_prefetch; /* with pdl: bytes of W per block prefetched into L2 before the wait */
+  /* Tuning knobs of the GPU kernels, read once per call by the op layer (which refuses values
+   * the launcher has no kernel for); their rules are in src/cuda/gemv_allreduce.cu. */
+  int pipe;      /* FCO_GEMV_PIPE: 1 on, 0 off, -1 (unset) automatic                        */
+  int wide;      /* FCO_GEMV_WIDE: 1 (unset) where they apply, 0 off                         */
+  int group;     /* FCO_GEMV_GROUP: -1 (unset) automatic, 0 one-tile kernels, 2 or 4          */
+  int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
+  int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
+  int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
 } fco_gemv_ar_args_t;
 
 /* FCO_GEMV_PDL_PREFETCH: default and largest bytes per block (the launcher also keeps the
