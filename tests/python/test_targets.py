@@ -76,6 +76,13 @@ def test_one_rank_targets(tmp_path):
     rows[1]["time_us"] = 19.0  # 15 / 19 < 0.8
     c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
     assert c["gemv hbm >= 80%"][3] is False
+    # one rank's AUTO is impl 0 (cuBLAS): a faster auto row does not stand in for the fused one
+    # (nor does impl 3, cuBLAS + fco's all-reduce)
+    rows += [_res("gemv_allreduce", s, "auto", -1, 16.0, 20.0, None, 15.0),
+             _res("gemv_allreduce", s, "cublas_fco", 3, 16.0, 20.0, None, 15.0)]
+    c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
+    assert c["gemv hbm >= 80%"][1] == 15.0 / 19.0 and c["gemv hbm >= 80%"][4] == "oneshot"
+    rows = rows[:2]
     # M > 16: the issue states the floor (kernel-efficiency) target for M <= 16 only
     s64 = dict(s, M=64)
     c = {x[0]: x for x in targets.check_row("gemv_allreduce", s64, "bf16", rows, ranks=1)}
