@@ -156,6 +156,12 @@ fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
     fco_result_t r = blas_gemm(&a[i], add_bias, (cudaStream_t)g->stream, err);
     if (r != FCO_OK) return r;
   }
+  /* fco_last_plan */
+  fco_plan_append(g->plan, " kernel cublasGemmEx%s",
+                  g->nranks == 1                            ? " (one rank: no all-reduce)"
+                  : fco_ar                                  ? " + fco one-shot all-reduce"
+                  : g->transport == FCO_TRANSPORT_NCCL ? " + ncclAllReduce"
+                                                            : " + local copy all-reduce");
   if (g->nranks == 1) return FCO_OK;
   if (!fco_ar && g->transport == FCO_TRANSPORT_NCCL) {
     for (int i = 0; i < g->num_local; ++i) {

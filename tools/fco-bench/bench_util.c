@@ -267,6 +267,10 @@ int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows
         fputs(",\"both_us\":", f);
         json_num(f, r->both_us);
       }
+      if (r->plan[j][0]) {
+        fputs(",\"plan\":", f);
+        json_str(f, r->plan[j]);
+      }
       if (r->wrong[j] >= 0) fprintf(f, ",\"wrong\":%lld}", r->wrong[j]);
       else fputs(",\"wrong\":null}", f);
     }

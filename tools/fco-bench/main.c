@@ -445,6 +445,7 @@ int main(int argc, char** argv) {
             break;
           }
           row->time_us[j] = samp[j][round] = us;
+          snprintf(row->plan[j], sizeof row->plan[j], "%s", fco_last_plan(ctx->comms[0]));
           measured = 1;
           if (!o->check || round > 0) continue;
           long long wrong = 0;
