@@ -1,0 +1,50 @@
+#!/bin/bash
+# Session 15's two-GPU run (nvidia-h200-x2), written while the machine was refused; copied into
+# bench/results/<date>_nvidia-h200-x2_<commit>/cmd.sh with FCO_COMMIT set (FCO_COMMIT=... bash
+# cmd.sh) when it runs. About 300 s; the first 2-GPU run since session 11.
+# Sessions 12-14's changes (half-width LL words, wide plain one-shot, split groups at M 33..64,
+# one kernel per grouped tile; embedding ring alignment / tile sizes / claimed order; gemm impl 2
+# call_plan; session 15: fco_last_plan in the core and both GPU transports, the gemv knobs in
+# the op layer) measured at P = 2: (1) the whole C suite, quick, on nccl; (2) fco-bench gemv at every
+# listed M (every impl + auto, -J), split groups off (FCO_GEMV_SPLIT=1) at M = 64 beside,
+# fp32 LL words at M 1 / 16 beside; (3) embedding bf16 / f32 (-D 0,1,auto, -J); (4) gemm bf16
+# every impl (-J); (5) targets.py; (6) if time is left, the torch script of gemv (fco columns).
+# Outputs in /tmp/o, packed into $OUT/out.tgz at the end (the device tool returns <= 8 files).
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
+export FCO_COMMIT=${FCO_COMMIT:?set FCO_COMMIT to the commit that runs} PYTHONPATH=$PWD/python FCO_LIB=$PWD/build/lib/libfco.so
+export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
+export PATH=/usr/local/cuda/bin:$PATH
+O=/tmp/o; rm -rf $O; mkdir -p $O
+T0=$(date +%s)
+el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
+pack() { tar czf $OUT/out.tgz -C $O .; }
+nvidia-smi -L > $O/smi.txt; nvidia-smi topo -m >> $O/smi.txt 2>&1
+find build/obj -name '*.o' -exec touch {} +
+make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 && make -j16 NCCL_HOME=$NCCL_HOME tests >> $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
+el build done
+# (1) the C suite on nccl, quick
+el "C suite nccl"
+FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=150 FCO_TEST_QUICK=1 timeout 200 tests/run.sh > $O/tests-nccl.txt 2>&1; echo rc=$?
+tail -4 $O/tests-nccl.txt; grep -E "FAIL" $O/tests-nccl.txt | head
+pack
+# (2) gemv
+B="build/bin/fco-bench gemv_allreduce -t nccl -g 2 -G 1 -d bf16 -n 20 -w 5 -R 3"
+el "gemv all M"; timeout 170 $B -D all -J $O/gemv.json > $O/gemv.txt 2>&1; echo rc=$?
+el "gemv M 64 split off"; FCO_GEMV_SPLIT=1 FCO_BENCH_GEMV_M=64 timeout 60 $B -D 1 -J $O/gemv-split1.json > $O/gemv-split1.txt 2>&1; echo rc=$?
+el "gemv M 1,16 fp32 LL words"; FCO_GEMV_LL_FP32=1 FCO_BENCH_GEMV_M=1,16 timeout 60 $B -D 1 > $O/gemv-llfp32.txt 2>&1; echo rc=$?
+pack
+# (3) embedding
+for d in bf16 f32; do
+  el "embedding $d"
+  timeout 110 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1,auto -R 2 -n 10 -w 2 -J $O/ea-$d.json > $O/ea-$d.txt 2>&1; echo rc=$?
+done
+pack
+el "gemm"; timeout 150 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 3 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
+pack
+python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
+[ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
+el all done
+pack
+for f in gemv gemv-split1 gemv-llfp32 ea-bf16 ea-f32 ga; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
