@@ -32,7 +32,7 @@
  *   y. Every rank sums the same fp32 values in the same order: y is bit-identical on all ranks.
  *   Peers' tiles arrive while this block (and every other block) still computes.
  *   P = 1 (since session 15): no slot, no flag, no second pass; each tile's sum goes straight to
- *   y (the same bits: the fp32 sum the slot would have carried).
+ *   y (the same bits: the fp32 sum the slot would have carried). Grouped tiles alike.
  *
  * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 17..64; run_oneshot_group): the unit of
  *   work is a group of kG = 2 or 4 consecutive tiles (group q → block q mod B), computed by one
@@ -517,6 +517,10 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
         r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
                                            (size_t)ii * 16)));
+      if (c.P == 1) { /* nothing to reduce: y straight from the group's sums (run_oneshot) */
+        finish4_at<T>(p, c, t, ii, r);
+        continue;
+      }
       const size_t off =
           c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)ii * 16;
       const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
@@ -525,6 +529,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     }
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
   }
+  if (c.P == 1) return;
   const char* mine = v.peer_data[c.me] + c.hoff;
   j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {

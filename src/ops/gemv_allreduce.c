@@ -91,7 +91,10 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * 46.51 (6 MiB) — while LL stays ahead at ≤ 1.5 MiB: 8192² M = 1, 4 17.55 / 15.22, 17.56 /
  * 16.31, 4096×14336 M = 16 19.97 / 18.66, 16384² M = 4 41.73 / 39.54; at P = 2 every listed
  * shape is ≤ 2 MiB, where LL was faster at all of them (run 6583ba3). Shape and P only: every
- * rank decides alike. */
+ * rank decides alike. The bound counts fp32-sized words (fco_gemv_ar_ll_slot_bytes, also the LL
+ * area's size), as in the runs that set it; since session 12 bf16 / f16 partials travel two a
+ * word, half those bytes, so the bound is conservative there by 2× — left as measured until a
+ * P = 4 run times half-width words against the plain one-shot. */
 #define FCO_GEMV_AR_LL_AUTO_PUSH ((size_t)2 << 20)
 static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
   long long knob = fco_env_int("FCO_GEMV_AR_LL", -1);
