@@ -84,6 +84,14 @@
 
 namespace fco {
 namespace ea {
+
+/* fco_last_plan from impl 1's launchers (host, this thread's last successful launch; declared
+ * here as embedding_alltoall.cuh is not this file's to change): the fused kernel's name,
+ * "fused32" or "fused" (embedding_alltoall_fused.cu), and the lean fused kernel's " kernel ..."
+ * words appended to a plan (embedding_alltoall_fused_lean.cu). */
+const char* fused_kernel_name();
+void fused_lean_plan_append(char* plan);
+
 namespace {
 
 /* Knob defaults (see the header). */
@@ -201,6 +209,35 @@ Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t 
   return v;
 }
 
+/* fco_last_plan words of a kB-path variant (pick_t's choice): "vec kNV=1 kB=4", "vec stream",
+ * "scalar kNV=4 kB=1". */
+void variant_words(const Variant& v, char* b, size_t n) {
+  if (v.bags == 0) snprintf(b, n, "%s stream", v.vec ? "vec" : "scalar");
+  else snprintf(b, n, "%s kNV=%d kB=%d", v.vec ? "vec" : "scalar", v.nv, v.bags);
+}
+
+/* fco_last_plan: a value over the local ranks, written "x" or "lo..hi". */
+struct Span {
+  long long lo = 0, hi = -1;
+  void add(long long x) {
+    if (hi < lo) {
+      lo = hi = x;
+    } else {
+      lo = x < lo ? x : lo;
+      hi = x > hi ? x : hi;
+    }
+  }
+  const char* str(char* b, size_t n) const {
+    if (lo == hi) snprintf(b, n, "%lld", lo);
+    else snprintf(b, n, "%lld..%lld", lo, hi);
+    return b;
+  }
+};
+/* What impl 0's lean lookups ran: W and blocks a rank, over the launched local ranks. */
+struct LeanLookupNote {
+  Span W, grid;
+};
+
 fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   const fco_ea_args_t* a0 = fco_ea_args(l->r[0].op);
   const size_t es = fco_dtype_size(a0->dtype);
@@ -308,7 +345,8 @@ struct RunLookup {
  * previous lookup kernel) ------------------------------------------------------------------ */
 /* Local rank li's lookup into ws (P > 1) or out: one launch of the whole GPU. */
 template <typename T, typename I>
-fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, char* err) {
+fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNote* note,
+                           char* err) {
   constexpr auto k = ea_kernel_lean_stream<T, I, kLeanStages, kLeanRows>;
   const EaRank& rk = p.r[li];
   const int me = rk.rank, Tr = ea_tables(p, me), G = p.lanes;
@@ -352,7 +390,10 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, char* err) {
   const unsigned grid = (unsigned)(sms * per_sm);
   k<<<grid, kThreads, smem, (cudaStream_t)stream>>>(lp);
   ce = cudaGetLastError();
-  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "fco_embedding_alltoall: lean lookup launch");
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: lean lookup launch");
+  note->W.add(W);
+  note->grid.add(grid);
+  return FCO_OK;
 }
 /* Whether the lean lookup takes impl 0's lookup (FCO_EA_LEAN not 0, the 16-byte path with one
  * vector per lane, tile numbers of every local rank in 31 bits). */
@@ -365,10 +406,10 @@ bool lean_applies(const EaParams& p, const Variant& v) {
   return true;
 }
 template <typename T>
-fco_result_t launch_lean(const EaParams& p, void* stream, char* err) {
+fco_result_t launch_lean(const EaParams& p, void* stream, LeanLookupNote* note, char* err) {
   for (int i = 0; i < p.num_local; i++) {
-    const fco_result_t res = p.r[i].idx64 ? launch_lean_t<T, int64_t>(p, i, stream, err)
-                                          : launch_lean_t<T, int32_t>(p, i, stream, err);
+    const fco_result_t res = p.r[i].idx64 ? launch_lean_t<T, int64_t>(p, i, stream, note, err)
+                                          : launch_lean_t<T, int32_t>(p, i, stream, note, err);
     if (res != FCO_OK) return res;
   }
   return FCO_OK;
@@ -522,10 +563,20 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
     p.prof = prof_buffer(device);
     if (lean) {
       res = run_fused_lean(p, a0->dtype, l->num_local, l->stream, err);
+      /* fco_last_plan, e.g. " kernel fused lean claimed split=60 idx32 W=64 minB=4 direct=send+out,
+       * 528 blocks/rank (4/SM)" */
+      if (res == FCO_OK) fused_lean_plan_append(l->plan);
     } else {
       const int64_t tasks = max_tasks(p, true);
       if (tasks >= INT32_MAX) p.mix = -1; /* the kMix variant counts a block's tiles in 32 bits */
       res = fn(p, tasks, l->num_local, l->stream, err);
+      if (res == FCO_OK) { /* fco_last_plan, e.g. " kernel fused32 vec stream, 264 blocks/rank" */
+        char vw[32];
+        variant_words(v, vw, sizeof vw);
+        fco_plan_append(l->plan, " kernel %s %s", fused_kernel_name(), vw);
+        if (p.mix >= 0) fco_plan_append(l->plan, " mix=%d", (int)p.mix);
+        fco_plan_append(l->plan, "%s, %u blocks/rank", p.prof ? " prof" : "", p.blocks_per_rank);
+      }
     }
     if (res == FCO_OK && p.prof) {
       ProfCtx* c = &g_prof[device];
@@ -540,20 +591,39 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
   if (op0->impl != 0)
     return fail(err, FCO_ERR_INVALID_ARGUMENT, "fco_embedding_alltoall: impl %d does not exist",
                 op0->impl);
+  /* fco_last_plan: the lookup's words and grid, appended with the exchange's after the last
+   * launch, e.g. " kernel lean lookup W=64 + ncclSend/Recv + permute + barrier, 528 blocks/rank" */
+  char lookup[64], grid[48];
   if (lean_applies(p, v)) {
+    LeanLookupNote note;
     switch (a0->dtype) {
-      case FCO_F32: res = launch_lean<float>(p, l->stream, err); break;
-      case FCO_F16: res = launch_lean<__half>(p, l->stream, err); break;
-      case FCO_BF16: res = launch_lean<__nv_bfloat16>(p, l->stream, err); break;
+      case FCO_F32: res = launch_lean<float>(p, l->stream, &note, err); break;
+      case FCO_F16: res = launch_lean<__half>(p, l->stream, &note, err); break;
+      case FCO_BF16: res = launch_lean<__nv_bfloat16>(p, l->stream, &note, err); break;
       default: return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
     }
     if (res != FCO_OK) return res;
+    char w[32], g[32];
+    if (note.W.hi < note.W.lo) { /* no local rank had bags: nothing launched */
+      snprintf(lookup, sizeof lookup, "lean lookup (no bags)");
+      snprintf(grid, sizeof grid, "0 blocks/rank");
+    } else {
+      snprintf(lookup, sizeof lookup, "lean lookup W=%s", note.W.str(w, sizeof w));
+      snprintf(grid, sizeof grid, "%s blocks/rank", note.grid.str(g, sizeof g));
+    }
   } else {
     RunFn fn = pick<RunLookup>(a0->dtype, v);
     if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
     if ((res = fn(p, max_tasks(p, false), l->num_local, l->stream, err)) != FCO_OK) return res;
+    char vw[32];
+    variant_words(v, vw, sizeof vw);
+    snprintf(lookup, sizeof lookup, "lookup %s", vw);
+    snprintf(grid, sizeof grid, "%u blocks/rank", p.blocks_per_rank);
   }
-  if (P == 1) return FCO_OK;
+  if (P == 1) {
+    fco_plan_append(l->plan, " kernel %s (one rank: no all-to-all), %s", lookup, grid);
+    return FCO_OK;
+  }
   const size_t vec = (size_t)a0->dim * es;
   cudaStream_t stream = (cudaStream_t)l->stream;
   if (l->transport == FCO_TRANSPORT_NCCL) {
@@ -580,6 +650,8 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
     if (nr != ncclSuccess && nr != ncclInProgress)
       return fail(err, FCO_ERR_NCCL, "fco_embedding_alltoall: ncclSend/ncclRecv: %s (%s)",
                   ncclGetErrorString(nr), ncclGetLastError(nc));
+    /* the permute and the barrier: fco_cuda_embedding_alltoall_after_group, every time */
+    fco_plan_append(l->plan, " kernel %s + ncclSend/Recv + permute + barrier, %s", lookup, grid);
     return FCO_OK;
   }
   /* local: every virtual rank is in this launch; copy block [bstart_s, +b_s) of r's send buffer
@@ -602,7 +674,9 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
       if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: cudaMemcpyAsync");
     }
   }
-  return launch_permute(p, l->stream, err);
+  if ((res = launch_permute(p, l->stream, err)) != FCO_OK) return res;
+  fco_plan_append(l->plan, " kernel %s + cudaMemcpyAsync + permute, %s", lookup, grid);
+  return FCO_OK;
 }
 
 /* nccl, impl 0: the permute, enqueued once the transport's NCCL group has issued the

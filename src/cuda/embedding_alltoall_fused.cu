@@ -550,17 +550,22 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
   epoch_end(rk.dev, blk.base >> 32, p.blocks_per_rank);
 }
 
+/* fco_last_plan: whether this thread's last successful launch ran ea_kernel_fused32. */
+thread_local bool t_last_dec32 = false;
+
 template <typename T, bool kVec, int kNV, int kB>
 struct RunFused {
   template <bool kProf, bool kMix>
   static fco_result_t go(const EaParams& p, bool dec, int64_t max_tasks, int num_local,
                          void* stream, char* err) {
     const int smem = kB == 0 ? kStreamSmem : 0;
-    if (dec)
-      return launch<ea_kernel_fused32<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
-                                                                      stream, "fused", err, smem);
-    return launch<ea_kernel_fused<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
-                                                                  stream, "fused", err, smem);
+    const fco_result_t r =
+        dec ? launch<ea_kernel_fused32<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
+                                                                       stream, "fused", err, smem)
+            : launch<ea_kernel_fused<T, kVec, kNV, kB, kProf, kMix>>(p, max_tasks, num_local,
+                                                                     stream, "fused", err, smem);
+    if (r == FCO_OK) t_last_dec32 = dec;
+    return r;
   }
   static fco_result_t run(const EaParams& p, int64_t max_tasks, int num_local, void* stream,
                           char* err) {
@@ -582,6 +587,9 @@ struct RunFused {
 }  // namespace
 
 RunFn pick_fused(fco_dtype_t dt, const Variant& v) { return pick<RunFused>(dt, v); }
+
+/* Declared in embedding_alltoall.cu (fco_last_plan). */
+const char* fused_kernel_name() { return t_last_dec32 ? "fused32" : "fused"; }
 
 }  // namespace ea
 }  // namespace fco

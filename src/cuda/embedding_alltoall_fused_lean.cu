@@ -460,6 +460,17 @@ inline double lean_mean_len(const EaParams& p, int i) {
   return Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
 }
 
+/* fco_last_plan: what this thread's last successful launch of the lean fused kernel ran (its
+ * variant, W and nt over the local ranks, the symmetric-out roles, the grid). */
+struct LeanNote {
+  bool dyn, mt, prof, fake, unaligned;
+  int idx, stages, min_blocks, split, mix, nranks, num_local, per_sm;
+  int W_lo, W_hi, nt_lo, nt_hi;
+  int send, out; /* local ranks storing into peers' symmetric outs / whose out is symmetric */
+  long long bpr;
+};
+thread_local LeanNote t_note;
+
 /* Launch with p0's parameters; p0.blocks_per_rank is set to the grid's blocks a rank. */
 template <typename T, bool kOne, int kMinB, bool kProf, bool kMT = false, bool kDyn = false,
           int kS = kLeanStages, int kIdx = 0>
@@ -542,6 +553,33 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
     snprintf(w, sizeof w, "fco_embedding_alltoall: lean fused launch of %u blocks x %d threads, %zu B smem",
              grid, kThreads, smem);
     return cuda_fail(err, ce, w);
+  }
+  LeanNote& n = t_note;
+  n = LeanNote{};
+  n.dyn = kDyn;
+  n.mt = kMT;
+  n.prof = kProf;
+  n.fake = x.fake != 0;
+  n.idx = kIdx;
+  n.stages = kS;
+  n.min_blocks = kMinB;
+  n.split = x.split;
+  n.mix = x.mix;
+  n.nranks = p0.nranks;
+  n.num_local = num_local;
+  n.per_sm = per_sm;
+  n.bpr = bpr;
+  for (int i = 0; i < num_local; i++) {
+    const int W = x.s[i].W, nt = x.s[i].nt;
+    n.W_lo = i == 0 || W < n.W_lo ? W : n.W_lo;
+    n.W_hi = i == 0 || W > n.W_hi ? W : n.W_hi;
+    n.nt_lo = i == 0 || nt < n.nt_lo ? nt : n.nt_lo;
+    n.nt_hi = i == 0 || nt > n.nt_hi ? nt : n.nt_hi;
+    if (!x.aligned[i]) n.unaligned = true;
+    /* as lean_blk reads them (FCO_EA_PROFILE=2 passes 0) */
+    const int32_t bits = kProf && x.fake ? 0 : p0.r[i].sym_bits;
+    n.send += bits & 1;
+    n.out += (bits >> 1) != 0;
   }
   return FCO_OK;
 }
@@ -632,6 +670,48 @@ bool fused_lean_applies(const EaParams& p) {
     if (Tq > kLeanMaxTables || Tq * (p.B + p.nranks) >= lim) return false;
   }
   return true;
+}
+
+/* Declared in embedding_alltoall.cu. The words of t_note, e.g. " kernel fused lean claimed
+ * split=60 idx32 W=64 minB=4 direct=send+out, 528 blocks/rank (4/SM)": claimed (kDyn; split: %
+ * of the SMs taking remote tiles first) or static (mix: FCO_EA_LEAN_MIX); tables (kMT), idx32 /
+ * idx64 (kIdx), unaligned (a rank pools by lean_tile_any), stages (kS, when not the default);
+ * W (bags a warp tile), minB (kMinB), prof (kProf); direct: send = stores into the symmetric
+ * outs its peers announce, out = its out is symmetric (capable peers store into it, nothing is
+ * landed from them), staged = neither, (k/n) where k of the n local ranks do; the grid, and
+ * the blocks an SM holds at its shared memory. */
+void fused_lean_plan_append(char* plan) {
+  const LeanNote& n = t_note;
+  auto span = [](char* b, size_t sz, int lo, int hi) {
+    if (lo == hi) snprintf(b, sz, "%d", lo);
+    else snprintf(b, sz, "%d..%d", lo, hi);
+    return b;
+  };
+  char w[32], nt[32];
+  if (n.dyn) fco_plan_append(plan, " kernel fused lean claimed split=%d", n.split);
+  else if (n.mix > 0) fco_plan_append(plan, " kernel fused lean static mix=%d", n.mix);
+  else fco_plan_append(plan, " kernel fused lean static");
+  if (n.mt) fco_plan_append(plan, " tables=%s", span(nt, sizeof nt, n.nt_lo, n.nt_hi));
+  if (n.idx) fco_plan_append(plan, " idx%d", n.idx);
+  if (n.unaligned) fco_plan_append(plan, " unaligned");
+  if (n.stages != kLeanStages) fco_plan_append(plan, " stages=%d", n.stages);
+  fco_plan_append(plan, " W=%s minB=%d%s", span(w, sizeof w, n.W_lo, n.W_hi), n.min_blocks,
+                  n.prof ? (n.fake ? " prof=2" : " prof") : "");
+  if (n.nranks > 1) {
+    auto role = [&](char* b, size_t sz, const char* name, int k) {
+      if (k == n.num_local) snprintf(b, sz, "%s", name);
+      else snprintf(b, sz, "%s(%d/%d)", name, k, n.num_local);
+      return b;
+    };
+    char a[24], b[24];
+    if (n.send && n.out)
+      fco_plan_append(plan, " direct=%s+%s", role(a, sizeof a, "send", n.send),
+                      role(b, sizeof b, "out", n.out));
+    else if (n.send) fco_plan_append(plan, " direct=%s", role(a, sizeof a, "send", n.send));
+    else if (n.out) fco_plan_append(plan, " direct=%s", role(b, sizeof b, "out", n.out));
+    else fco_plan_append(plan, " staged");
+  }
+  fco_plan_append(plan, ", %lld blocks/rank (%d/SM)", n.bpr, n.per_sm);
 }
 
 fco_result_t run_fused_lean(EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err) {

@@ -183,6 +183,33 @@ fco_result_t host_counts(const fco_gpu_launch_t* l, std::vector<int32_t>* hc, ch
   return FCO_OK;
 }
 
+/* fco_last_plan: "hint" when every local rank's counts_host was given, else "d2h" (host_counts
+ * copied and synced). */
+const char* counts_word(const fco_gpu_launch_t* l) {
+  for (int i = 0; i < l->num_local; ++i)
+    if (!args(l, i)->counts_host) return "d2h";
+  return "hint";
+}
+
+/* fco_last_plan: a value over the local ranks, written "x" or "lo..hi" (none: "-"). */
+struct Span {
+  long long lo = 0, hi = -1;
+  void add(long long x) {
+    if (hi < lo) {
+      lo = hi = x;
+    } else {
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+  }
+  const char* str(char* b, size_t n) const {
+    if (hi < lo) snprintf(b, n, "-");
+    else if (lo == hi) snprintf(b, n, "%lld", lo);
+    else snprintf(b, n, "%lld..%lld", lo, hi);
+    return b;
+  }
+};
+
 /* No negative count, sum ≤ a_rows; tot[s] = rows for s. */
 bool rank_valid(const std::vector<int32_t>& c, int E, int P, int64_t a_rows, int64_t* tot) {
   int64_t sum = 0;
@@ -408,13 +435,18 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     dim3 grid((unsigned)copy_grid(most, P * P), (unsigned)(P * P));
     ga_kernel_local_copy<<<grid, kThreads, 0, st>>>(p);
     cudaError_t ce = cudaGetLastError();
-    return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall copy: kernel launch");
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall copy: kernel launch");
+    /* fco_last_plan: grid.x blocks per (source, destination) pair */
+    fco_plan_append(l->plan, " kernel cublasGemmEx/expert + copy counts=%s, %u blocks/pair",
+                    counts_word(l), grid.x);
+    return FCO_OK;
   }
 
   /* nccl: one rank per call. */
   const fco_gemm_a2a_args_t* a = a0;
   ncclComm_t nc = (ncclComm_t)l->r[0].nccl_comm;
   int64_t recv[kMaxP] = {};
+  const char* recv_word = a->recv_rows_host ? "hint" : P == 1 ? "own" : "allgather"; /* plan */
   if (a->recv_rows_host) {
     for (int s = 0; s < P; ++s) recv[s] = a->recv_rows_host[s];
   } else if (P == 1) {
@@ -458,7 +490,8 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
   PackParams pp = {y,     send, a->counts, l->r[0].dev, fco_ga_digest_host(hc[0].data(), a->num_experts, P),
                    a->num_experts, P,    a->a_rows, (int64_t)rb};
-  ga_kernel_pack<<<dim3((unsigned)copy_grid(most, P), (unsigned)P), kThreads, 0, st>>>(pp);
+  const unsigned pack_blocks = (unsigned)copy_grid(most, P); /* per destination */
+  ga_kernel_pack<<<dim3(pack_blocks, (unsigned)P), kThreads, 0, st>>>(pp);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: pack launch");
   /* Received rows land in the workspace (registered like `send`, see gemm_alltoall.h), then
@@ -482,6 +515,12 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   if (nr != ncclSuccess && nr != ncclInProgress)
     return nccl_fail(err, nr, nc, "ncclSend/ncclRecv");
   note_recv_rows(l->r[0].op, in);
+  /* fco_last_plan (the pack's grid: blocks per destination); the copy into out and the barrier
+   * follow in fco_cuda_gemm_alltoall_after_group */
+  fco_plan_append(l->plan,
+                  " kernel cublasGemmEx/expert + pack + ncclSend/Recv + copy + barrier counts=%s "
+                  "recv=%s, %u blocks/dest",
+                  counts_word(l), recv_word, pack_blocks);
   return FCO_OK;
 }
 
@@ -560,6 +599,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const int64_t wave = std::max<int64_t>(128, ((int64_t)sms * 128 * 128 / a0->n) / 128 * 128);
   const int max_chunks = (kNumEvents - 2) / l->num_local;
   std::vector<PendingPush> pushes;
+  Span n_chunks, split_rows, group_rows; /* fco_last_plan: chunks, Ts and Tg of the local ranks */
 
   /* 1. Every GEMM, an event after each chunk. No kernel of ours that waits is issued yet. */
   for (int i = 0; i < l->num_local; ++i) {
@@ -568,7 +608,10 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     const int32_t* c = hc[i].data();
     int64_t tot[kMaxP];
     /* Bad counts: no GEMM, no push; the exchange reports them (the same on every rank). */
-    if (!rank_valid(hc[i], E, P, a->a_rows, tot)) continue;
+    if (!rank_valid(hc[i], E, P, a->a_rows, tot)) {
+      n_chunks.add(0);
+      continue;
+    }
     int64_t total = 0;
     for (int s = 0; s < P; ++s) total += tot[s];
     int64_t T = env_rows > 0 ? env_rows : std::max<int64_t>(fill, (total + 3) / 4);
@@ -580,6 +623,9 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       T *= 2;
       Tg *= 2;
     }
+    n_chunks.add((long long)plan.size());
+    split_rows.add(T);
+    group_rows.add(Tg);
     /* Per expert: first A row, and rows of earlier experts per destination. */
     std::vector<int64_t> arow(E + 1, 0), dl((size_t)(E + 1) * P, 0);
     for (int e = 0; e < E; ++e) {
@@ -645,7 +691,18 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   }
   /* 3. Join, then land. */
   if ((r = join(res, side, st, err)) != FCO_OK) return r;
-  return launch_finish(l, ra, err);
+  int finish_blocks = 0;
+  if ((r = launch_finish(l, ra, &finish_blocks, err)) != FCO_OK) return r;
+  /* fco_last_plan, e.g. " kernel cublasGemmEx chunks=6 Ts=2048 Tg=512 + push direct, push 66 +
+   * finish 64 blocks/rank"; land-early: FCO_GA_LAND_EARLY */
+  char nc[32], ts[40], tg[40], rw[24];
+  fco_plan_append(l->plan,
+                  " kernel cublasGemmEx chunks=%s Ts=%s Tg=%s + push%s%s, push %d + finish %d "
+                  "blocks/rank",
+                  n_chunks.str(nc, sizeof nc), split_rows.str(ts, sizeof ts),
+                  group_rows.str(tg, sizeof tg), early ? " land-early" : "",
+                  recv_words(ra, l->num_local, P, rw, sizeof rw), push_blocks, finish_blocks);
+  return FCO_OK;
 }
 
 }  // namespace

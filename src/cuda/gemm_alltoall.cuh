@@ -23,6 +23,8 @@
 #ifndef FCO_CUDA_GEMM_ALLTOALL_CUH_
 #define FCO_CUDA_GEMM_ALLTOALL_CUH_
 
+#include <stdio.h>
+
 #include "../ops/gemm_alltoall.h"
 #include "cuda_ops.h"
 #include "launch.cuh"
@@ -72,6 +74,19 @@ inline void rank_sym(const fco_gpu_launch_t* l, int i, RankArgs* ra) {
                     ? fco_sym_find(op->comm, a->out, bytes, &off)
                     : -1;
   ra->out_off = ra->out_sym >= 0 ? (int64_t)off : 0;
+}
+
+/* Host, fco_last_plan: where peers store the local ranks' received rows — " direct" (out is
+ * symmetric: straight into it, nothing landed), " staged" (the workspace, then a copy into
+ * out), " direct(k/n)" where k of the n local ranks have a symmetric out; "" at one rank. */
+inline const char* recv_words(const RankArgs* ra, int num_local, int P, char* b, size_t n) {
+  int k = 0;
+  for (int i = 0; i < num_local; ++i) k += ra[i].out_sym >= 0;
+  if (P == 1 && n > 0) b[0] = '\0';
+  else if (k == 0) snprintf(b, n, " staged");
+  else if (k == num_local) snprintf(b, n, " direct");
+  else snprintf(b, n, " direct(%d/%d)", k, num_local);
+  return b;
 }
 
 /* Header words that announce where peers may store this rank's rows (FCO_GA_H_SYM). */
@@ -286,7 +301,8 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err);
  * protocol). */
 fco_result_t launch_exchange(const fco_gpu_launch_t* l, const RankArgs* ra, void* stream,
                              char* err);
-fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err);
+fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, int* blocks_per_rank,
+                           char* err); /* *blocks_per_rank: its grid (fco_last_plan) */
 /* impl 0 on nccl, after its send/recv: every rank signals every peer and waits for all, then
  * advances the epoch (one block; gemm_alltoall.h says why). */
 fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err);

@@ -699,11 +699,42 @@ void fill_ranks(const fco_gpu_launch_t* l, RankArgs* out) {
   }
 }
 
+/* fco_last_plan words of a tile: its math and loads. */
+template <class Tile>
+struct TileWords;
+template <typename T, bool kBT, bool kAligned>
+struct TileWords<tile::MmaTile<T, kBT, kAligned>> {
+  static const char* get() { return kAligned ? "mma.sync" : "mma.sync unaligned"; }
+};
+template <bool kBT>
+struct TileWords<tile::FfmaTile<kBT>> {
+  static const char* get() { return "ffma"; }
+};
+template <typename T, bool kBT>
+struct TileWords<tile::WgmmaTile<T, kBT>> {
+  static const char* get() { return "wgmma cp.async"; }
+};
+template <typename T, bool kBT, int kCta, bool kAsyncC>
+struct TileWords<tile::WgmmaTileTma<T, kBT, kCta, kAsyncC>> {
+  static const char* get() {
+    return kCta == 2 ? (kAsyncC ? "wgmma tma cluster=2 epi=async" : "wgmma tma cluster=2")
+                     : (kAsyncC ? "wgmma tma epi=async" : "wgmma tma");
+  }
+};
+
+/* What launch_tiles_t launched (fco_last_plan). */
+struct TilesNote {
+  const char* tile; /* TileWords */
+  int bm, bn, blocks_per_rank;
+  char recv[24]; /* recv_words */
+};
+
 /* Launches impl 1 with `Tile`. A TMA tile first encodes its tensor maps (host only, nothing
  * issued yet): when that fails for any local rank, *no_maps says what failed and nothing is
  * launched, so the caller can fall back to a pointer tile. */
 template <class Tile>
-fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err, const char** no_maps) {
+fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err, const char** no_maps,
+                            TilesNote* note) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   constexpr int kCta = tile::TileCta<Tile>::value;
   TilesParams p;
@@ -761,10 +792,15 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err, const char** n
     ce = cudaLaunchKernelEx(&cfg, ga_kernel_tiles<Tile>, p);
   }
   if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall tiles: kernel launch");
+  note->tile = TileWords<Tile>::get();
+  note->bm = Tile::BM;
+  note->bn = Tile::BN;
+  note->blocks_per_rank = bpr;
+  recv_words(p.r, l->num_local, l->nranks, note->recv, sizeof note->recv);
   return FCO_OK;
 }
 
-using LaunchFn = fco_result_t (*)(const fco_gpu_launch_t*, char*, const char**);
+using LaunchFn = fco_result_t (*)(const fco_gpu_launch_t*, char*, const char**, TilesNote*);
 
 template <typename T>
 LaunchFn pick_mma(bool bt, bool aligned) {
@@ -876,16 +912,26 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
   }
   if (!fn) return fail(err, FCO_ERR_UNSUPPORTED, "gemm_alltoall tiles: dtype %d", (int)a0->dtype);
   const char* no_maps = nullptr;
-  fco_result_t r = fn(l, err, &no_maps);
-  if (!no_maps) return r;
+  TilesNote note;
+  fco_result_t r = fn(l, err, &no_maps, &note);
+  /* fco_last_plan, e.g. " kernel tiles wgmma tma 128x256 direct, 132 blocks/rank" */
+  if (!no_maps) {
+    if (r == FCO_OK)
+      fco_plan_append(l->plan, " kernel tiles %s %dx%d%s, %d blocks/rank", note.tile, note.bm,
+                      note.bn, note.recv, note.blocks_per_rank);
+    return r;
+  }
   /* Tensor maps refused (cuTensorMapEncodeTiled missing or rejecting a stride / address):
    * nothing was launched; the same plan with the cp.async tile. The tile never changes the
    * plan, tile order or flags, so ranks that chose differently still agree. */
   fco_log(l->r[0].op->comm, "gemm_alltoall tiles: %s failed, falling back to the cp.async tile",
           no_maps);
   no_maps = nullptr;
-  r = fallback(l, err, &no_maps);
+  r = fallback(l, err, &no_maps, &note);
   if (no_maps) return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall tiles: %s failed", no_maps);
+  if (r == FCO_OK)
+    fco_plan_append(l->plan, " kernel tiles %s (no tensor maps) %dx%d%s, %d blocks/rank",
+                    note.tile, note.bm, note.bn, note.recv, note.blocks_per_rank);
   return r;
 }
 
@@ -968,7 +1014,8 @@ fco_result_t launch_land(const RankArgs& ra, int P, int64_t out_rows, int64_t n,
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: land launch");
 }
 
-fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* err) {
+fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, int* blocks_per_rank,
+                           char* err) {
   const fco_gemm_a2a_args_t* a0 = (const fco_gemm_a2a_args_t*)l->r[0].op->u.raw;
   int cap = 0;
   fco_result_t r = coresident<ga_kernel_finish>(err, 0, &cap);
@@ -991,7 +1038,9 @@ fco_result_t launch_finish(const fco_gpu_launch_t* l, const RankArgs* ra, char* 
   p.blocks_per_rank = bpr;
   ga_kernel_finish<<<(unsigned)(bpr * l->num_local), kThreads, 0, (cudaStream_t)l->stream>>>(p);
   cudaError_t ce = cudaGetLastError();
-  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall chunks: finish launch");
+  if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall chunks: finish launch");
+  *blocks_per_rank = bpr;
+  return FCO_OK;
 }
 
 fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err) {
