@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 15 run 4 (one H200, commit 931887a): after the embedding / gemm launchers name their kernels
 # (931887a) and the grouped gemv tiles at P = 1 without the slot round trip (609e84a): the whole
-# fco-bench gemv (P = 1 nccl and P = 2 local, M 1 / 16 / 64, -J: the plan per column) and
+# C suite on local (quick), then fco-bench gemv (P = 1 nccl and P = 2 local, M 1 / 16 / 64, -J: the plan per column) and
 # embedding / gemm on local P = 2 (a short sanity pass: 0 wrong, plan recorded).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=931887a
@@ -20,7 +20,7 @@ pack
 el "gemv P=1"; FCO_BENCH_GEMV_NK=8192x8192,4096x14336,8192x28672,16384x16384 FCO_BENCH_GEMV_M=1,16,64 timeout 90 build/bin/fco-bench gemv_allreduce -t nccl -g 1 -G 1 -d bf16 -n 10 -w 3 -J $O/gemv-p1.json > $O/gemv-p1.txt 2>&1; echo rc=$?
 el "gemv local P=2"; FCO_BENCH_GEMV_NK=8192x8192,4096x14336 FCO_BENCH_GEMV_M=1,16,64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 2 -G 1 -d bf16 -n 10 -w 3 -J $O/gemv-local2.json > $O/gemv-local2.txt 2>&1; echo rc=$?
 el "embedding local P=2"; timeout 90 build/bin/fco-bench embedding_alltoall -t local -g 2 -G 1 -d bf16 -n 5 -w 2 -J $O/ea-local2.json > $O/ea-local2.txt 2>&1; echo rc=$?
-el "embedding P=1"; timeout 90 build/bin/fco-bench embedding_alltoall -t nccl -g 1 -G 1 -d bf16 -n 5 -w 2 -J \$O/ea-p1.json > \$O/ea-p1.txt 2>&1; echo rc=\$?
+el "embedding P=1"; timeout 90 build/bin/fco-bench embedding_alltoall -t nccl -g 1 -G 1 -d bf16 -n 5 -w 2 -J $O/ea-p1.json > $O/ea-p1.txt 2>&1; echo rc=$?
 el "gemm local P=2"; timeout 90 build/bin/fco-bench gemm_alltoall -t local -g 2 -G 1 -d bf16 -n 5 -w 2 -J $O/ga-local2.json > $O/ga-local2.txt 2>&1; echo rc=$?
 pack
 for f in gemv-p1 gemv-local2 ea-local2 ea-p1 ga-local2; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror' $O/$f.txt | cut -c1-200; python3 -c "
