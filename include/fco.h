@@ -381,7 +381,8 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  *                         over NVLink into the destination's symmetric workspace, laid out as its
  *                         out; per-source arrival counters (epoch-tagged) tell the destination
  *                         which sample groups are complete, and it lands them into out;
- *                         FCO_IMPL_AUTO
+ *                         FCO_IMPL_AUTO (1 with P > 1 on GPUs; 0, the lookup alone, for one
+ *                         rank on a GPU; rule in src/ops/embedding_alltoall.c)
  * [IN]  stream            cudaStream_t or NULL
  * Every rank must agree on T, D, B, dtype, pooling, tables_per_rank and batch_per_rank
  * (checked: FCO_ERR_INVALID_ARGUMENT naming the field); index_type, num_indices and whether

@@ -17,10 +17,13 @@
  * buffer, moves it, and permutes it (three passes over the output bytes). Measured on 2×H200
  * (run 7912d0f: both impls on the lean lookup): faster than impl 0 on all 14 fco-bench
  * workloads, 1.06–2.02×. On the local transport (one GPU) it can be slower where bags are long
- * (docs/embedding_alltoall.md, Known limits). */
+ * (docs/embedding_alltoall.md, Known limits). One rank on a GPU has nothing to exchange: impl 0
+ * (the lookup alone, straight into out), which the fused kernel only matched or lost to there —
+ * 0.83–1.02× of impl 0 on the 7 bf16 workloads (run 931887a, one H200; 0.83 at L = 1, 0.88 at
+ * 262144/4/16/2). The cpu transport keeps 1 (both impls are its reference). */
 static int resolve_impl(fco_comm_t comm, int impl) {
-  (void)comm;
-  return impl == FCO_IMPL_AUTO ? 1 : impl;
+  if (impl != FCO_IMPL_AUTO) return impl;
+  return comm->nranks == 1 && comm->transport != FCO_TRANSPORT_CPU ? 0 : 1;
 }
 
 /* FNV-1a over the values (as int64): ranks compare the splits through one shape field. */
