@@ -58,7 +58,7 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * 1.21× at decode) and tie or lose by up to 5 % at K = 14336 (compute-bound: cuBLAS's GEMM is
  * faster than the tile there) and under skew. The host knows neither the routing nor the rows
  * without a sync (counts are device-side; counts_host is an optional hint and may be NULL), so
- * the rule reads agreed values only (shape[] is compared across ranks): dtype, k, n and P > 1.
+ * the rule reads agreed values only (shape[] is compared across ranks): dtype, k, n and P.
  * Tiles when bf16 / f16 (tensor-core tile), k and n multiples of 8 (the wgmma tiles'
  * requirement) and k ≤ 2048. The threshold is a measured point, not an interpolated crossover:
  * K between 2048 and 14336 is unmeasured, as are skewed routing at K 2048, P > 2 and devices
@@ -66,6 +66,11 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * the wgmma tiles; a rank with unaligned pointers or FCO_GA_TILE=mma runs impl 1 with a slower
  * tile). Outside the rule, impl = 1 remains the caller's choice. So AUTO is never slower than
  * impl 0 on the measured shapes (nccl and local).
+ * One rank (P = 1, since session 15; one H200, run 2a7c0f0, graphs, µs impl 0 / tiles /
+ * chunks): tiles under the same rule — 464.3 / 276.4 / 424.9 at 512 tokens, 387.5 / 257.7 /
+ * 352.9 at decode (1.68×, 1.50×) — else impl 0 (else 2, else 1): chunks had nothing to hide
+ * and were 0.94–1.05× of impl 0 at K 14336 (4096 tokens 1330.8 / 1334.2 / 1267.5, 1024 tokens
+ * 409.8 / 336.2 / 436.6, skewed 474.8 / 484.1 / 471.8). Before, one rank took chunks on nccl.
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures. */
 static int tiles_win(const fco_gemm_a2a_args_t* a) {
@@ -80,8 +85,9 @@ static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl,
   if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS &&
       !impl_blocked(comm, a, (int)forced, capturing))
     return (int)forced;
-  if (comm->nranks > 1 && tiles_win(a)) return 1;
-  const int first = comm->transport == FCO_TRANSPORT_NCCL ? 2 : 0;
+  if (tiles_win(a)) return 1;
+  /* One rank has nothing to push while the next chunk computes: impl 0 first (below). */
+  const int first = comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 ? 2 : 0;
   if (!impl_blocked(comm, a, first, capturing)) return first;
   if (!impl_blocked(comm, a, 2 - first, capturing)) return 2 - first;
   return 1;
