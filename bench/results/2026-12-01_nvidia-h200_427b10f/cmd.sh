@@ -1,7 +1,6 @@
 #!/bin/bash
-# Session 15 run 5 (one H200, commit 427b10f): embedding AUTO = impl 0 at one rank (427b10f);
-# gemm at one rank (every impl: is AUTO's nccl choice, chunks, right there?); the embedding and
-# gemm tests on local (quick).
+# Session 15 run 6 (one H200, commit 427b10f): gemm AUTO at one rank (tiles where K <= 2048, else
+# impl 0): test_gemm_alltoall on local (quick), gemm P = 1 every impl beside AUTO.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=427b10f
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
