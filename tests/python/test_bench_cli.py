@@ -1,6 +1,7 @@
 """test_bench_cli.py — fco-bench (tools/fco-bench) runs every operator's table on the cpu
 transport with tiny shapes: every element checked (0 wrong), -R rounds reported in the header,
--J writes JSON with one result per row, bad flags exit 2. Run: pytest tests/python/test_bench_cli.py
+-J writes JSON with one result per row, each naming the impl that ran (plan; AUTO's also under
+each table), bad flags exit 2. Run: pytest tests/python/test_bench_cli.py
 """
 import json
 import os
@@ -53,6 +54,15 @@ def test_every_op_in_rounds(op, tmp_path):
     assert len(doc["results"]) >= len(rows) >= 2  # f32 and bf16 rows at least
     for res in doc["results"]:
         assert res["op"] == op
+        if res["time_us"] is None:
+            continue
+        # fco_last_plan of the column's calls: the op and the impl that ran (AUTO resolved)
+        m = re.match(r"%s impl (\d+)( |$)" % op, res.get("plan", ""))
+        assert m, res
+        if res["impl_id"] >= 0:
+            assert int(m.group(1)) == res["impl_id"], res
+    # the AUTO column's impl per row, under each table (f32 and bf16 here)
+    assert len(re.findall(r"^# auto ran, per row:( \d+)+ \(", p.stdout, re.M)) == 2, p.stdout
 
 
 @pytest.mark.parametrize("flag", [["-R", "0"], ["-R", "65"], ["-R", "x"], ["-n", "0"]])

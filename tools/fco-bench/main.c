@@ -327,6 +327,22 @@ static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
   fprintf(f, "# workspace %zu bytes per rank (after the run)\n", ws);
 }
 
+/* "# auto ran, per row: 1 1 3 ..." — the impl each row's AUTO column resolved to (its
+ * fco_last_plan; "-" where it did not run); the JSON's "plan" names the kernels too. */
+static void print_auto_ran(FILE* f, const bench_ctx_t* ctx, const bench_row_t* rows, int n) {
+  int ac = -1;
+  for (int j = 0; j < ctx->nimpls; j++)
+    if (ctx->impls[j] == FCO_IMPL_AUTO) ac = j;
+  if (ac < 0 || n < 1) return;
+  fprintf(f, "# auto ran, per row:");
+  for (int i = 0; i < n; i++) {
+    const char* p = strstr(rows[i].plan[ac], " impl ");
+    if (p) fprintf(f, " %d", atoi(p + 6));
+    else fputs(" -", f);
+  }
+  fputs(" (impl numbers; the JSON's \"plan\" names the kernels)\n", f);
+}
+
 int main(int argc, char** argv) {
   static bench_ctx_t ctx_storage;
   bench_ctx_t* ctx = &ctx_storage;
@@ -485,6 +501,7 @@ int main(int argc, char** argv) {
     while (k < nrows && rows[k].dtype == rows[i].dtype) k++;
     fprintf(stdout, "#\n# %s %s\n", op->name, fco_dtype_name(rows[i].dtype));
     op->print_table(stdout, ctx, rows + i, k - i);
+    print_auto_ran(stdout, ctx, rows + i, k - i);
     i = k;
   }
   if (failed) fprintf(stdout, "# stopped early: a call failed (see stderr)\n");
