@@ -57,8 +57,8 @@
  *   GEMV phase then has the block shape of the two-GPU LL kernel.
  *
  * Pipelined tile loop for M 9..16 (FCO_GEMV_PIPE: 1 on, 0 off, unset = on where this rank's K
- *   is ≥ kPipeAutoMinK = 12288 outside wide blocks; read by the op layer at every call; bf16 / f16,
- *   kMT = 2, impls 1 (plain, LL, wide) and 2): gemv::tile_mma's kPipe loop, which issues a
+ *   is ≥ kPipeAutoMinK = 12288 outside wide blocks; read by the op layer at every call;
+ *   bf16 / f16, kMT = 2, impls 1 (plain, LL, wide) and 2): gemv::tile_mma's kPipe loop, which issues a
  *   warp's next group of W loads before the mmas of its current group, at 4 chunks per group
  *   instead of 8; blocks as before (4 warps, 4 per SM; wide 8 warps, 2 per SM). Why:
  *   bench/probe/gemv_stream_probe.cu on H200 at M = 16 (bf16, graph-timed µs per launch,
@@ -72,7 +72,8 @@
  *   4096×14336 M = 16 (K 14336, wide) ran 37.75 µs with it and 35.00 without (narrow blocks
  *   39.51 / 36.86; run 42702c0-probe), where the probe's "pipe u4 w8 b2" was 33.67 against
  *   "u8 w8 b2" 32.05. FCO_GEMV_PIPE=1 still forces it there. A separate instantiation (kPipe),
- *   so FCO_GEMV_PIPE=0 runs exactly the old kernels. It changes only the fp32 summation order inside a rank's own partial (K cut into
+ *   so FCO_GEMV_PIPE=0 runs exactly the old kernels. It changes only the fp32 summation order
+ *   inside a rank's own partial (K cut into
  *   runs of 4 chunks per warp instead of 8); the partials that move have the same layout and
  *   every rank sums the same bytes in rank order, so y stays bit-identical across ranks. B
  *   follows the kernel's occupancy, which is the same with and without it (128 registers, the
