@@ -25,7 +25,7 @@ make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 && make -j16 NCCL_HOME=$NCCL_
 el build done
 # (1) the C suite on nccl, quick
 el "C suite nccl"
-FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=150 FCO_TEST_QUICK=1 timeout 200 tests/run.sh > $O/tests-nccl.txt 2>&1; echo rc=$?
+FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=170 FCO_TEST_QUICK=1 timeout 240 tests/run.sh > $O/tests-nccl.txt 2>&1; echo rc=$?
 tail -4 $O/tests-nccl.txt; grep -E "FAIL" $O/tests-nccl.txt | head
 pack
 # (2) gemv
