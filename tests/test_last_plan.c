@@ -133,160 +133,149 @@ static void allreduce(const t_world_t* w) {
   t_ar_free(w, &b);
 }
 
-static void gemv_allreduce(const t_world_t* w) {
-  enum { M = 2, N = 32, K = 16 };
-  void *x[P], *wt[P], *y[P];
-  float hx[M * K], hw[N * K];
-  for (int i = 0; i < M * K; i++) hx[i] = (float)(i % 5) - 2.0f;
-  for (int i = 0; i < N * K; i++) hw[i] = (float)(i % 3) - 1.0f;
+/* Per-rank device buffers of one op's calls: buf[k][r], freed by bufs_free. */
+enum { MAX_BUFS = 4 };
+typedef struct {
+  void* buf[MAX_BUFS][P];
+  int n;
+} bufs_t;
+
+/* A new buffer of `bytes` on every rank (filled from `src` when not NULL); returns its index. */
+static int bufs_add(const t_world_t* w, bufs_t* b, const void* src, size_t bytes) {
+  ASSERT_LT(b->n, MAX_BUFS);
   for (int r = 0; r < w->n; r++) {
     int dev = t_rank_device(w->transport, r);
-    x[r] = t_alloc(w->transport, dev, sizeof hx);
-    wt[r] = t_alloc(w->transport, dev, sizeof hw);
-    y[r] = t_alloc(w->transport, dev, M * N * sizeof(float));
-    t_put(w->transport, dev, x[r], hx, sizeof hx);
-    t_put(w->transport, dev, wt[r], hw, sizeof hw);
+    b->buf[b->n][r] = t_alloc(w->transport, dev, bytes);
+    if (src) t_put(w->transport, dev, b->buf[b->n][r], src, bytes);
   }
+  return b->n++;
+}
+
+static void bufs_free(const t_world_t* w, bufs_t* b) {
+  for (int k = 0; k < b->n; k++)
+    for (int r = 0; r < w->n; r++)
+      t_free(w->transport, t_rank_device(w->transport, r), b->buf[k][r]);
+  b->n = 0;
+}
+
+/* Rank r's call of the op under test with `impl`. */
+typedef fco_result_t (*rank_call_t)(const t_world_t* w, const bufs_t* b, int r, int impl);
+
+/* The op on every rank in one group, with FCO_IMPL_AUTO and then impl 0: every call succeeds
+ * and every rank's plan names `op` with a valid impl (impl 0 when asked for). */
+static void auto_then_impl0(const t_world_t* w, const bufs_t* b, const char* op, int num_impls,
+                            rank_call_t call) {
   const int impls[2] = {FCO_IMPL_AUTO, 0};
   for (int k = 0; k < 2; k++) {
-    t_context("gemv_allreduce impl %d", impls[k]);
+    t_context("%s impl %d", op, impls[k]);
     fco_result_t first = FCO_OK;
     ASSERT_OK(fco_group_start());
     for (int r = 0; r < w->n; r++) {
-      fco_result_t e = fco_gemv_allreduce(w->comms[r], x[r], wt[r], NULL, y[r], M, N, K,
-                                          FCO_F32, impls[k], NULL);
+      fco_result_t e = call(w, b, r, impls[k]);
       if (e != FCO_OK && first == FCO_OK) first = e;
     }
     fco_result_t e = fco_group_end();
     ASSERT_OK(first);
     ASSERT_OK(e);
     t_sync(w);
-    int impl = ASSERT_PLANS(w, "gemv_allreduce");
-    ASSERT_LT(impl, FCO_GEMV_ALLREDUCE_NUM_IMPLS);
+    int impl = ASSERT_PLANS(w, op);
+    ASSERT_LT(impl, num_impls);
     if (impls[k] != FCO_IMPL_AUTO) ASSERT_EQ(impl, impls[k]);
   }
+}
+
+enum { GV_M = 2, GV_N = 32, GV_K = 16 };
+enum { GV_X, GV_W, GV_Y };
+static fco_result_t gemv_call(const t_world_t* w, const bufs_t* b, int r, int impl) {
+  return fco_gemv_allreduce(w->comms[r], b->buf[GV_X][r], b->buf[GV_W][r], NULL,
+                            b->buf[GV_Y][r], GV_M, GV_N, GV_K, FCO_F32, impl, NULL);
+}
+
+static void gemv_allreduce(const t_world_t* w) {
+  float hx[GV_M * GV_K], hw[GV_N * GV_K];
+  for (int i = 0; i < GV_M * GV_K; i++) hx[i] = (float)(i % 5) - 2.0f;
+  for (int i = 0; i < GV_N * GV_K; i++) hw[i] = (float)(i % 3) - 1.0f;
+  bufs_t b = {.n = 0};
+  bufs_add(w, &b, hx, sizeof hx);
+  bufs_add(w, &b, hw, sizeof hw);
+  bufs_add(w, &b, NULL, GV_M * GV_N * sizeof(float));
+  auto_then_impl0(w, &b, "gemv_allreduce", FCO_GEMV_ALLREDUCE_NUM_IMPLS, gemv_call);
   t_context("gemv_allreduce with M 0 on rank 0");
-  ASSERT_RES(fco_gemv_allreduce(w->comms[0], x[0], wt[0], NULL, y[0], 0, N, K, FCO_F32, 1, NULL),
+  ASSERT_RES(fco_gemv_allreduce(w->comms[0], b.buf[GV_X][0], b.buf[GV_W][0], NULL,
+                                b.buf[GV_Y][0], 0, GV_N, GV_K, FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_EMPTY(w, 0);
-  for (int r = 0; r < w->n; r++) {
-    int dev = t_rank_device(w->transport, r);
-    t_free(w->transport, dev, x[r]);
-    t_free(w->transport, dev, wt[r]);
-    t_free(w->transport, dev, y[r]);
-  }
+  bufs_free(w, &b);
 }
 
 /* Rank r owns table r (4 rows of D floats); every rank owns one sample of the batch of P; each
  * bag holds one index. */
+enum { EA_D = 8, EA_ROWS = 4 };
+enum { EA_W, EA_OFF, EA_IDX, EA_OUT };
+static int32_t ea_tpr[P];
+static int64_t ea_bpr[P], ea_rows[1] = {EA_ROWS};
+static fco_result_t ea_call_dim(const t_world_t* w, const bufs_t* b, int r, int impl, int64_t d) {
+  return fco_embedding_alltoall(w->comms[r], b->buf[EA_W][r], ea_rows, ea_tpr, ea_bpr, d,
+                                FCO_F32, b->buf[EA_OFF][r], b->buf[EA_IDX][r], P,
+                                FCO_EMB_INDEX_I32, NULL, FCO_EMB_POOL_SUM, b->buf[EA_OUT][r],
+                                impl, NULL);
+}
+static fco_result_t ea_call(const t_world_t* w, const bufs_t* b, int r, int impl) {
+  return ea_call_dim(w, b, r, impl, EA_D);
+}
+
 static void embedding_alltoall(const t_world_t* w) {
-  enum { D = 8, ROWS = 4 };
-  int32_t tpr[P];
-  int64_t bpr[P], rows[1] = {ROWS};
   int32_t offsets[P + 1], indices[P];
   for (int r = 0; r < P; r++) {
-    tpr[r] = 1;
-    bpr[r] = 1;
+    ea_tpr[r] = 1;
+    ea_bpr[r] = 1;
     offsets[r] = r;
-    indices[r] = r % ROWS;
+    indices[r] = r % EA_ROWS;
   }
   offsets[P] = P;
-  float hw[ROWS * D];
-  for (int i = 0; i < ROWS * D; i++) hw[i] = (float)(i % 7);
-  void *wt[P], *of[P], *ix[P], *out[P];
-  for (int r = 0; r < w->n; r++) {
-    int dev = t_rank_device(w->transport, r);
-    wt[r] = t_alloc(w->transport, dev, sizeof hw);
-    of[r] = t_alloc(w->transport, dev, sizeof offsets);
-    ix[r] = t_alloc(w->transport, dev, sizeof indices);
-    out[r] = t_alloc(w->transport, dev, P * D * sizeof(float));
-    t_put(w->transport, dev, wt[r], hw, sizeof hw);
-    t_put(w->transport, dev, of[r], offsets, sizeof offsets);
-    t_put(w->transport, dev, ix[r], indices, sizeof indices);
-  }
-  const int impls[2] = {FCO_IMPL_AUTO, 0};
-  for (int k = 0; k < 2; k++) {
-    t_context("embedding_alltoall impl %d", impls[k]);
-    fco_result_t first = FCO_OK;
-    ASSERT_OK(fco_group_start());
-    for (int r = 0; r < w->n; r++) {
-      fco_result_t e = fco_embedding_alltoall(w->comms[r], wt[r], rows, tpr, bpr, D, FCO_F32,
-                                              of[r], ix[r], P, FCO_EMB_INDEX_I32, NULL,
-                                              FCO_EMB_POOL_SUM, out[r], impls[k], NULL);
-      if (e != FCO_OK && first == FCO_OK) first = e;
-    }
-    fco_result_t e = fco_group_end();
-    ASSERT_OK(first);
-    ASSERT_OK(e);
-    t_sync(w);
-    int impl = ASSERT_PLANS(w, "embedding_alltoall");
-    ASSERT_LT(impl, FCO_EMBEDDING_ALLTOALL_NUM_IMPLS);
-    if (impls[k] != FCO_IMPL_AUTO) ASSERT_EQ(impl, impls[k]);
-  }
+  float hw[EA_ROWS * EA_D];
+  for (int i = 0; i < EA_ROWS * EA_D; i++) hw[i] = (float)(i % 7);
+  bufs_t b = {.n = 0};
+  bufs_add(w, &b, hw, sizeof hw);
+  bufs_add(w, &b, offsets, sizeof offsets);
+  bufs_add(w, &b, indices, sizeof indices);
+  bufs_add(w, &b, NULL, P * EA_D * sizeof(float));
+  auto_then_impl0(w, &b, "embedding_alltoall", FCO_EMBEDDING_ALLTOALL_NUM_IMPLS, ea_call);
   t_context("embedding_alltoall with dim 0 on rank 0");
-  ASSERT_RES(fco_embedding_alltoall(w->comms[0], wt[0], rows, tpr, bpr, 0, FCO_F32, of[0], ix[0],
-                                    P, FCO_EMB_INDEX_I32, NULL, FCO_EMB_POOL_SUM, out[0], 1, NULL),
-             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_RES(ea_call_dim(w, &b, 0, 1, 0), FCO_ERR_INVALID_ARGUMENT);
   ASSERT_EMPTY(w, 0);
-  for (int r = 0; r < w->n; r++) {
-    int dev = t_rank_device(w->transport, r);
-    t_free(w->transport, dev, wt[r]);
-    t_free(w->transport, dev, of[r]);
-    t_free(w->transport, dev, ix[r]);
-    t_free(w->transport, dev, out[r]);
-  }
+  bufs_free(w, &b);
 }
 
 /* One expert per rank, one row from every source rank; the host hints are given. */
+enum { GA_K = 16, GA_N = 16 };
+enum { GA_A, GA_W, GA_CNT, GA_OUT };
+static int32_t ga_counts[P], ga_recv[P];
+static fco_result_t ga_call_layout(const t_world_t* w, const bufs_t* b, int r, int impl,
+                                   int layout) {
+  return fco_gemm_alltoall(w->comms[r], b->buf[GA_A][r], P, b->buf[GA_W][r], layout, 1,
+                           (const int32_t*)b->buf[GA_CNT][r], ga_counts, ga_recv,
+                           b->buf[GA_OUT][r], P, GA_K, GA_N, FCO_F32, impl, NULL);
+}
+static fco_result_t ga_call(const t_world_t* w, const bufs_t* b, int r, int impl) {
+  return ga_call_layout(w, b, r, impl, FCO_W_KN);
+}
+
 static void gemm_alltoall(const t_world_t* w) {
-  enum { K = 16, N = 16 };
-  int32_t counts[P], recv[P];
-  for (int s = 0; s < P; s++) counts[s] = recv[s] = 1;
-  float ha[P * K], hw[K * N];
-  for (int i = 0; i < P * K; i++) ha[i] = (float)(i % 5) - 2.0f;
-  for (int i = 0; i < K * N; i++) hw[i] = (float)(i % 3) - 1.0f;
-  void *a[P], *wt[P], *cnt[P], *out[P];
-  for (int r = 0; r < w->n; r++) {
-    int dev = t_rank_device(w->transport, r);
-    a[r] = t_alloc(w->transport, dev, sizeof ha);
-    wt[r] = t_alloc(w->transport, dev, sizeof hw);
-    cnt[r] = t_alloc(w->transport, dev, sizeof counts);
-    out[r] = t_alloc(w->transport, dev, P * N * sizeof(float));
-    t_put(w->transport, dev, a[r], ha, sizeof ha);
-    t_put(w->transport, dev, wt[r], hw, sizeof hw);
-    t_put(w->transport, dev, cnt[r], counts, sizeof counts);
-  }
-  const int impls[2] = {FCO_IMPL_AUTO, 0};
-  for (int k = 0; k < 2; k++) {
-    t_context("gemm_alltoall impl %d", impls[k]);
-    fco_result_t first = FCO_OK;
-    ASSERT_OK(fco_group_start());
-    for (int r = 0; r < w->n; r++) {
-      fco_result_t e = fco_gemm_alltoall(w->comms[r], a[r], P, wt[r], FCO_W_KN, 1,
-                                         (const int32_t*)cnt[r], counts, recv, out[r], P, K, N,
-                                         FCO_F32, impls[k], NULL);
-      if (e != FCO_OK && first == FCO_OK) first = e;
-    }
-    fco_result_t e = fco_group_end();
-    ASSERT_OK(first);
-    ASSERT_OK(e);
-    t_sync(w);
-    int impl = ASSERT_PLANS(w, "gemm_alltoall");
-    ASSERT_LT(impl, FCO_GEMM_ALLTOALL_NUM_IMPLS);
-    if (impls[k] != FCO_IMPL_AUTO) ASSERT_EQ(impl, impls[k]);
-  }
+  for (int s = 0; s < P; s++) ga_counts[s] = ga_recv[s] = 1;
+  float ha[P * GA_K], hw[GA_K * GA_N];
+  for (int i = 0; i < P * GA_K; i++) ha[i] = (float)(i % 5) - 2.0f;
+  for (int i = 0; i < GA_K * GA_N; i++) hw[i] = (float)(i % 3) - 1.0f;
+  bufs_t b = {.n = 0};
+  bufs_add(w, &b, ha, sizeof ha);
+  bufs_add(w, &b, hw, sizeof hw);
+  bufs_add(w, &b, ga_counts, sizeof ga_counts);
+  bufs_add(w, &b, NULL, P * GA_N * sizeof(float));
+  auto_then_impl0(w, &b, "gemm_alltoall", FCO_GEMM_ALLTOALL_NUM_IMPLS, ga_call);
   t_context("gemm_alltoall with w_layout 2 on rank 0");
-  ASSERT_RES(fco_gemm_alltoall(w->comms[0], a[0], P, wt[0], 2, 1, (const int32_t*)cnt[0], counts,
-                               recv, out[0], P, K, N, FCO_F32, 1, NULL),
-             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_RES(ga_call_layout(w, &b, 0, 1, 2), FCO_ERR_INVALID_ARGUMENT);
   ASSERT_EMPTY(w, 0);
-  for (int r = 0; r < w->n; r++) {
-    int dev = t_rank_device(w->transport, r);
-    t_free(w->transport, dev, a[r]);
-    t_free(w->transport, dev, wt[r]);
-    t_free(w->transport, dev, cnt[r]);
-    t_free(w->transport, dev, out[r]);
-  }
+  bufs_free(w, &b);
 }
 
 int main(void) {

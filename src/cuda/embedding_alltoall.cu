@@ -216,26 +216,9 @@ void variant_words(const Variant& v, char* b, size_t n) {
   else snprintf(b, n, "%s kNV=%d kB=%d", v.vec ? "vec" : "scalar", v.nv, v.bags);
 }
 
-/* fco_last_plan: a value over the local ranks, written "x" or "lo..hi". */
-struct Span {
-  long long lo = 0, hi = -1;
-  void add(long long x) {
-    if (hi < lo) {
-      lo = hi = x;
-    } else {
-      lo = x < lo ? x : lo;
-      hi = x > hi ? x : hi;
-    }
-  }
-  const char* str(char* b, size_t n) const {
-    if (lo == hi) snprintf(b, n, "%lld", lo);
-    else snprintf(b, n, "%lld..%lld", lo, hi);
-    return b;
-  }
-};
 /* What impl 0's lean lookups ran: W and blocks a rank, over the launched local ranks. */
 struct LeanLookupNote {
-  Span W, grid;
+  PlanSpan W, grid;
 };
 
 fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
@@ -604,7 +587,7 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
     }
     if (res != FCO_OK) return res;
     char w[32], g[32];
-    if (note.W.hi < note.W.lo) { /* no local rank had bags: nothing launched */
+    if (note.W.empty()) { /* no local rank had bags: nothing launched */
       snprintf(lookup, sizeof lookup, "lean lookup (no bags)");
       snprintf(grid, sizeof grid, "0 blocks/rank");
     } else {

@@ -465,7 +465,7 @@ inline double lean_mean_len(const EaParams& p, int i) {
 struct LeanNote {
   bool dyn, mt, prof, fake, unaligned;
   int idx, stages, min_blocks, split, mix, nranks, num_local, per_sm;
-  int W_lo, W_hi, nt_lo, nt_hi;
+  PlanSpan W, nt;
   int send, out; /* local ranks storing into peers' symmetric outs / whose out is symmetric */
   long long bpr;
 };
@@ -570,11 +570,8 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   n.per_sm = per_sm;
   n.bpr = bpr;
   for (int i = 0; i < num_local; i++) {
-    const int W = x.s[i].W, nt = x.s[i].nt;
-    n.W_lo = i == 0 || W < n.W_lo ? W : n.W_lo;
-    n.W_hi = i == 0 || W > n.W_hi ? W : n.W_hi;
-    n.nt_lo = i == 0 || nt < n.nt_lo ? nt : n.nt_lo;
-    n.nt_hi = i == 0 || nt > n.nt_hi ? nt : n.nt_hi;
+    n.W.add(x.s[i].W);
+    n.nt.add(x.s[i].nt);
     if (!x.aligned[i]) n.unaligned = true;
     /* as lean_blk reads them (FCO_EA_PROFILE=2 passes 0) */
     const int32_t bits = kProf && x.fake ? 0 : p0.r[i].sym_bits;
@@ -682,20 +679,15 @@ bool fused_lean_applies(const EaParams& p) {
  * the blocks an SM holds at its shared memory. */
 void fused_lean_plan_append(char* plan) {
   const LeanNote& n = t_note;
-  auto span = [](char* b, size_t sz, int lo, int hi) {
-    if (lo == hi) snprintf(b, sz, "%d", lo);
-    else snprintf(b, sz, "%d..%d", lo, hi);
-    return b;
-  };
   char w[32], nt[32];
   if (n.dyn) fco_plan_append(plan, " kernel fused lean claimed split=%d", n.split);
   else if (n.mix > 0) fco_plan_append(plan, " kernel fused lean static mix=%d", n.mix);
   else fco_plan_append(plan, " kernel fused lean static");
-  if (n.mt) fco_plan_append(plan, " tables=%s", span(nt, sizeof nt, n.nt_lo, n.nt_hi));
+  if (n.mt) fco_plan_append(plan, " tables=%s", n.nt.str(nt, sizeof nt));
   if (n.idx) fco_plan_append(plan, " idx%d", n.idx);
   if (n.unaligned) fco_plan_append(plan, " unaligned");
   if (n.stages != kLeanStages) fco_plan_append(plan, " stages=%d", n.stages);
-  fco_plan_append(plan, " W=%s minB=%d%s", span(w, sizeof w, n.W_lo, n.W_hi), n.min_blocks,
+  fco_plan_append(plan, " W=%s minB=%d%s", n.W.str(w, sizeof w), n.min_blocks,
                   n.prof ? (n.fake ? " prof=2" : " prof") : "");
   if (n.nranks > 1) {
     auto role = [&](char* b, size_t sz, const char* name, int k) {

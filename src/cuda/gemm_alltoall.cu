@@ -191,25 +191,6 @@ const char* counts_word(const fco_gpu_launch_t* l) {
   return "hint";
 }
 
-/* fco_last_plan: a value over the local ranks, written "x" or "lo..hi" (none: "-"). */
-struct Span {
-  long long lo = 0, hi = -1;
-  void add(long long x) {
-    if (hi < lo) {
-      lo = hi = x;
-    } else {
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-  }
-  const char* str(char* b, size_t n) const {
-    if (hi < lo) snprintf(b, n, "-");
-    else if (lo == hi) snprintf(b, n, "%lld", lo);
-    else snprintf(b, n, "%lld..%lld", lo, hi);
-    return b;
-  }
-};
-
 /* No negative count, sum ≤ a_rows; tot[s] = rows for s. */
 bool rank_valid(const std::vector<int32_t>& c, int E, int P, int64_t a_rows, int64_t* tot) {
   int64_t sum = 0;
@@ -599,7 +580,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const int64_t wave = std::max<int64_t>(128, ((int64_t)sms * 128 * 128 / a0->n) / 128 * 128);
   const int max_chunks = (kNumEvents - 2) / l->num_local;
   std::vector<PendingPush> pushes;
-  Span n_chunks, split_rows, group_rows; /* fco_last_plan: chunks, Ts and Tg of the local ranks */
+  PlanSpan n_chunks, split_rows, group_rows; /* fco_last_plan: chunks, Ts and Tg of the local ranks */
 
   /* 1. Every GEMM, an event after each chunk. No kernel of ours that waits is issued yet. */
   for (int i = 0; i < l->num_local; ++i) {

@@ -8,6 +8,7 @@
 #define FCO_CUDA_LAUNCH_CUH_
 
 #include <cuda_runtime.h>
+#include <stdio.h>
 
 #include <atomic>
 
@@ -72,6 +73,26 @@ fco_result_t max_coresident_blocks(char* err, int device, int num_sms, int threa
   *blocks = per_sm * num_sms;
   return FCO_OK;
 }
+
+/* Host, fco_last_plan: a value over a launch's local ranks, written "x" or "lo..hi" ("-" when
+ * nothing was added). */
+struct PlanSpan {
+  long long lo = 0, hi = -1;
+  bool empty() const { return hi < lo; }
+  void add(long long x) {
+    if (empty()) lo = hi = x;
+    else {
+      lo = x < lo ? x : lo;
+      hi = x > hi ? x : hi;
+    }
+  }
+  const char* str(char* b, size_t n) const {
+    if (empty()) snprintf(b, n, "-");
+    else if (lo == hi) snprintf(b, n, "%lld", lo);
+    else snprintf(b, n, "%lld..%lld", lo, hi);
+    return b;
+  }
+};
 
 }  // namespace fco
 
