@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+from collections import Counter
 
 import pytest
 
@@ -70,3 +71,46 @@ def test_bad_flags_exit_2(flag):
     p = run(["allreduce", "-t", "cpu"] + flag)
     assert p.returncode == 2, p.stdout + p.stderr
     assert "want" in p.stderr, p.stderr
+
+
+
+def _round_orders(p, op, dt):
+    """The impl labels in timing order, one list per round, from FCO_BENCH_PROGRESS's stderr."""
+    rounds, cur = [], []
+    for line in p.stderr.splitlines():
+        m = re.match(r"# progress: time %s %s \d+ B impl (\S+)$" % (op, dt), line)
+        if m:
+            cur.append(m.group(1))
+        elif line.startswith("# progress: finish row"):
+            rounds.append(cur)
+            cur = []
+    return rounds
+
+
+@pytest.mark.parametrize("impls,rounds", [(None, 4), ("0,1,auto", 6)])
+def test_rounds_balance_column_order(impls, rounds):
+    """-R: the impl columns' order changes per round so that, over n rounds (2n for odd n), every
+    column is timed right after every other equally often and in every place equally often (a
+    column after a heavy one reads slower on a GPU); round 0 keeps the listed order."""
+    args = ["gemm_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "1", "-R", str(rounds),
+            "-d", "f32"] + (["-D", impls] if impls else [])
+    p = run(args, {"FCO_BENCH_PROGRESS": "1", "FCO_BENCH_GA_SHAPES": "40,72,48,4,2"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    orders = _round_orders(p, "gemm_alltoall", "f32")
+    assert len(orders) == rounds, p.stderr
+    first = orders[0]
+    n = len(first)
+    assert n == (3 if impls else 4) and len(set(first)) == n, first
+    hdr = next(l for l in p.stdout.splitlines() if l.startswith("# tokens,K,N"))
+    cols = hdr.split()
+    assert [cols.index(c) for c in first] == sorted(cols.index(c) for c in first), (hdr, first)
+    reps = rounds // n  # each ordered pair / place this many times
+    for order in orders:
+        assert sorted(order) == sorted(first), (order, first)
+    pairs = Counter((o[i - 1], o[i]) for o in orders for i in range(1, n))
+    # every ordered pair of distinct columns adjacent equally often: once per n rounds for even
+    # n; for odd n the design needs 2n rounds and gives each pair twice
+    want = 2 if n % 2 else reps
+    assert pairs == Counter({(a, b): want for a in first for b in first if a != b}), pairs
+    for place in range(n):
+        assert Counter(o[place] for o in orders) == Counter({c: reps for c in first}), orders

@@ -28,6 +28,25 @@ static double round_median(const double* v, int n) {
   return bench_median(t, n);
 }
 
+/* The impl column timed i-th in round `round` of n columns: a balanced Latin square (Williams
+ * design) relabelled so that round 0 keeps the listed order. Over n rounds (2n when n is odd)
+ * every column is timed right after every other column equally often and sits in every place
+ * equally often: a column timed right after a heavy one reads slower on a GPU (AUTO after the
+ * gemm tiles / chunks columns 1-3 %, up to 9 %, slower than the same impl timed first; run
+ * 2026-12-01_nvidia-h200_4fc5553-autocol), and a plain rotation would keep each column's
+ * predecessor. Design row k: (w[i] + k) mod n with w = 0, 1, n-1, 2, n-2, ...; for odd n rows
+ * n..2n-1 are the mirrored rows. */
+static int column_at(int n, int round, int i) {
+  int w[BENCH_MAX_IMPLS], winv[BENCH_MAX_IMPLS];
+  for (int j = 0; j < n; j++) {
+    w[j] = j == 0 ? 0 : (j % 2 ? (j + 1) / 2 : n - j / 2);
+    winv[w[j]] = j;
+  }
+  const int k = round % (n % 2 ? 2 * n : n);
+  const int sym = k < n ? (w[i] + k) % n : (w[n - 1 - i] + k - n) % n;
+  return winv[sym];
+}
+
 /* The op registry: a new op is one op_<name>.c and one line here. */
 static const bench_op_t* const kOps[] = {
     &bench_op_allreduce,
@@ -50,7 +69,10 @@ static void usage(FILE* f) {
           "  -i increment        add this to the size each step instead\n"
           "  -n iters            timed iterations (default 50 on GPUs, 10 on cpu)\n"
           "  -R rounds           time every column once per round, R rounds, report the median\n"
-          "                      over rounds (default 1; e.g. -R 5 -n 10 for long GPU runs)\n"
+          "                      over rounds (default 1; e.g. -R 5 -n 10 for long GPU runs);\n"
+          "                      the impl columns' order changes per round: over as many\n"
+          "                      rounds as columns (twice as many if odd) each column is\n"
+          "                      timed right after every other one equally often\n"
           "  -w warmup           untimed iterations first (default 10 on GPUs, 3 on cpu)\n"
           "  -d f32|f16|bf16|all dtypes, comma list allowed (default all)\n"
           "  -D impl|all         impls by number or name, comma list, 'auto' (default all);\n"
@@ -436,12 +458,15 @@ int main(int argc, char** argv) {
       }
       /* -R rounds: every column (impls, then the op's parts alone) is timed once per round,
        * round after round, and reported as the median over rounds, so slow drift of the GPU's
-       * clock (power, temperature) under long runs lands on every column alike. */
+       * clock (power, temperature) under long runs lands on every column alike. The impl
+       * columns' order changes from round to round (column_at: each follows every other
+       * equally often); round 0 keeps the listed order and carries the checks. */
       int measured = 0, nr = 0;
       double samp[BENCH_MAX_IMPLS][BENCH_MAX_ROUNDS], comp[BENCH_MAX_ROUNDS],
           comm[BENCH_MAX_ROUNDS], both[BENCH_MAX_ROUNDS];
       for (int round = 0; round < o->rounds && !failed; round++, nr++) {
-        for (int j = 0; j < ctx->nimpls && !failed; j++) {
+        for (int jj = 0; jj < ctx->nimpls && !failed; jj++) {
+          const int j = column_at(ctx->nimpls, round, jj);
           samp[j][round] = -1;
           const char* label = bench_impl_label(ctx, op, j);
           snprintf(what, sizeof what, "%s %s %zu B impl %s", op->name, fco_dtype_name(dt),
