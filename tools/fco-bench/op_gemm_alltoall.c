@@ -54,7 +54,7 @@
 #include <nccl.h>
 #endif
 
-#define GA_MAXW 16
+#define GA_MAXW 64
 #define GA_MAXP 8
 #define GA_TABLE 1000003u /* prime: no row of A or W repeats another */
 
@@ -114,10 +114,17 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
   const char* env = getenv("FCO_BENCH_GA_SHAPES");
   g_nwork = 0;
   if (env && *env) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", env);
-    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok && g_nwork < GA_MAXW;
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", env) >= (int)sizeof buf)
+      fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES longer than %zu bytes: cut there\n",
+              sizeof buf - 1);
+    for (char *save = NULL, *tok = strtok_r(buf, ";", &save); tok;
          tok = strtok_r(NULL, ";", &save)) {
+      if (g_nwork == GA_MAXW) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES: more than %d workloads; '%s' and the "
+                "rest ignored\n", GA_MAXW, tok);
+        break;
+      }
       ga_work_t w = {0, 0, 0, 0, 0, 1.0};
       /* skew: expert 0's rows / the average, 0..E (E: every row to expert 0); 1 when E == 1 */
       if (sscanf(tok, "%d,%d,%d,%d,%d,%lf", &w.tokens, &w.k, &w.n, &w.experts, &w.topk, &w.skew) >= 5 &&
