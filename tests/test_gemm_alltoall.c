@@ -565,6 +565,90 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   expect_rejected(&w, &c, &b, issue_hints(&w, &c, &b, impl, &h, NULL));
 }
 
+/* One rank, impl 0, counts_host unlike the device counts (the two experts' sizes swapped, same
+ * total): at P = 1 impl 0's GEMMs write out directly (the all-to-all is the identity), so the
+ * device-side digest check cannot hold them back. It must still report
+ * FCO_ERR_INVALID_ARGUMENT, and nothing may be written past the rows the hints size (the
+ * slack rows of out and the guard after it stay as poisoned). GPU transports. */
+static void one_rank_hint_unlike_counts(fco_transport_t t) {
+  t_world_t w;
+  t_context("P=1 impl 0: counts_host unlike counts");
+  ASSERT_OK(t_world_init(&w, t, 1, NULL));
+  ga_case_t c;
+  ga_bufs_t b;
+  two_expert_case(&c, 1, 20, 12, 0, FCO_F32);
+  c.counts[0][0] = 3;
+  c.counts[0][1] = 5;
+  finish_case(&c, t_next_seed(), 4);
+  int32_t hcounts[2] = {5, 3}, hrecv[1] = {8};
+  ga_hints_t h;
+  memset(&h, 0, sizeof h);
+  h.counts[0] = hcounts;
+  h.recv[0] = hrecv;
+  upload(&w, &c, &b);
+  poison(&w, &c, &b);
+  fco_result_t r = issue_hints(&w, &c, &b, 0, &h, NULL);
+  t_sync(&w);
+  if (r == FCO_OK) r = fco_comm_get_async_error(w.comms[0]);
+  ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
+  const size_t used = (size_t)8 * c.N * sizeof(float);
+  ASSERT_EQ(c.out_rows, 12);
+  unsigned char* o = (unsigned char*)malloc(b.out_bytes[0] + T_GUARD);
+  t_get(w.transport, dev_of(&w, 0), o, b.out[0], b.out_bytes[0] + T_GUARD);
+  size_t bad = 0;
+  for (size_t i = used; i < b.out_bytes[0]; i++) bad += o[i] != T_POISON;
+  for (size_t i = 0; i < T_GUARD; i++) bad += o[b.out_bytes[0] + i] != T_GUARD_BYTE;
+  free(o);
+  ASSERT_EQ(bad, 0);
+  free_bufs(&w, &c, &b);
+  free_case(&c);
+  fco_comm_destroy(w.comms[0]);
+}
+
+/* One rank, AUTO (GPU transports): tiles (impl 1) where a_rows ≤ 256 per local expert in bf16
+ * / f16 with k, n multiples of 8, else impl 0 (src/ops/gemm_alltoall.c); the same counts with a
+ * larger capacity a_rows switch it. Read from fco_last_plan. */
+static void one_rank_auto_rule(fco_transport_t t) {
+  t_world_t w;
+  t_context("P=1 AUTO rule");
+  ASSERT_OK(t_world_init(&w, t, 1, NULL));
+  enum { K = 64, N = 64, E = 2, ROWS = 2 * 256 + 8 };
+  const int d = dev_of(&w, 0);
+  int32_t counts[E] = {3, 4}, recv[1] = {7};
+  void* a = t_alloc(t, d, (size_t)ROWS * K * 2);
+  void* wt = t_alloc(t, d, (size_t)E * K * N * 2);
+  void* dc = t_alloc(t, d, sizeof counts);
+  void* out = t_alloc(t, d, (size_t)7 * N * 2);
+  t_memset(t, d, a, 0, (size_t)ROWS * K * 2);
+  t_memset(t, d, wt, 0, (size_t)E * K * N * 2);
+  t_put(t, d, dc, counts, sizeof counts);
+  const struct { int64_t a_rows; fco_dtype_t dt; const char* want; } cases[] = {
+      {7, FCO_BF16, "gemm_alltoall impl 1"},        /* 3.5 rows per expert */
+      {2 * 256, FCO_F16, "gemm_alltoall impl 1"},    /* 256 per expert */
+      {2 * 256 + 2, FCO_BF16, "gemm_alltoall impl 0"}, /* 257 */
+      {7, FCO_F32, "gemm_alltoall impl 0"},          /* no tensor-core tile in f32 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    t_context("P=1 AUTO rule: a_rows %lld %s", (long long)cases[i].a_rows,
+              fco_dtype_name(cases[i].dt));
+    ASSERT_OK(fco_gemm_alltoall(w.comms[0], a, cases[i].a_rows, wt, FCO_W_KN, E,
+                                (const int32_t*)dc, counts, recv, out, 7, K, N, cases[i].dt,
+                                FCO_IMPL_AUTO, NULL));
+    t_sync(&w);
+    ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
+    const char* plan = fco_last_plan(w.comms[0]);
+    /* "gemm_alltoall impl <n>" then the kernel's words after a space */
+    ASSERT_STR_HAS(plan, cases[i].want);
+    ASSERT_TRUE(strncmp(plan, cases[i].want, strlen(cases[i].want)) == 0 &&
+                plan[strlen(cases[i].want)] == ' ');
+  }
+  t_free(t, d, a);
+  t_free(t, d, wt);
+  t_free(t, d, dc);
+  t_free(t, d, out);
+  fco_comm_destroy(w.comms[0]);
+}
+
 static void bad_args(const t_world_t* w) {
   fco_comm_t c = w->comms[0];
   int32_t dummy[16] = {0};
@@ -812,6 +896,10 @@ int main(void) {
     bad_counts(t, pb, kind, 1);
     if (t != FCO_TRANSPORT_CPU) bad_counts(t, pb, kind, 2);
     if (t == FCO_TRANSPORT_LOCAL) bad_counts(t, pb, kind, 0);
+  }
+  if (t != FCO_TRANSPORT_CPU) {
+    one_rank_hint_unlike_counts(t);
+    one_rank_auto_rule(t);
   }
   printf("bad counts: ok\n");
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */

@@ -6,7 +6,10 @@
  *
  * impl 0 "nccl" / "copy" (what users run today):
  *   counts on the host (counts_host, or a device→host copy and a stream sync), one cuBLAS GEMM
- *   per expert into y (scratch in half 0 of the workspace), then
+ *   per expert. One rank (P = 1, either transport): out holds A's rows in A's order, so the
+ *   GEMMs write out directly after a one-block kernel checked the device counts against the
+ *   host's (digest; a mismatch is reported, out then holds the GEMMs of the host's sizes).
+ *   Several ranks: the GEMMs write y (scratch in half 0 of the workspace), then
  *     nccl:  a pack kernel reorders y destination-major (the permute users run before
  *            all_to_all_single) into `send`, and one ncclSend / ncclRecv per peer in a group
  *            (receive sizes: recv_rows_host, or an ncclAllGather of every rank's totals and a
@@ -270,6 +273,19 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_local_copy(const CopyParam
     }
 }
 
+/* ---- impl 0, one rank: the device counts against the host's ------------------------------ */
+/* One block, before the GEMMs (which write out directly at P = 1): records kCountsChanged when
+ * the device counts are not the ones the GEMMs were sized from (a graph replay with other
+ * counts, or a counts_host unlike counts). It cannot hold the GEMMs back: out then holds the
+ * GEMMs of the host's sizes, all within a_rows / out_rows. */
+__global__ void __launch_bounds__(kThreads)
+    ga_kernel_check_counts(const int32_t* counts, int E, uint64_t digest, fco_dev_rank_t* dev) {
+  __shared__ unsigned long long s_acc;
+  if (block_digest(counts, E, 1, &s_acc) != digest && threadIdx.x == 0)
+    record_error(dev->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, -1, kCountsChanged, 0,
+                 0);
+}
+
 /* ---- impl 0, nccl: pack y destination-major --------------------------------------------- */
 struct PackParams {
   const char* y;
@@ -376,6 +392,33 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
                   l->transport == FCO_TRANSPORT_LOCAL ? "rank " : "local rank ", i,
                   (long long)a0->a_rows);
 
+  if (P == 1) {
+    /* One rank: out holds the rows from rank 0 in expert order, which is A's order, so the
+     * all-to-all is the identity and the GEMMs write out directly (no scratch, pack, self
+     * send / receive or copy: at 4096 tokens × K 14336 those cost 191 µs over the GEMMs' 1179,
+     * run 2026-12-01_nvidia-h200_d558715-probe). */
+    const fco_gemm_a2a_args_t* a = a0;
+    if (a->recv_rows_host && a->recv_rows_host[0] != tot[0][0])
+      return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                  "recv_rows_host[0] = %d, but this rank sends itself %lld rows; nothing was "
+                  "written",
+                  a->recv_rows_host[0], (long long)tot[0][0]);
+    if (tot[0][0] > a->out_rows)
+      return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                  "this rank would receive %lld rows, more than out_rows %lld; nothing was "
+                  "written",
+                  (long long)tot[0][0], (long long)a->out_rows);
+    ga_kernel_check_counts<<<1, kThreads, 0, st>>>(
+        a->counts, a->num_experts, fco_ga_digest_host(hc[0].data(), a->num_experts, 1),
+        l->r[0].dev);
+    cudaError_t ce = cudaGetLastError();
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: count check launch");
+    if ((r = gemm_all(res, l, 0, hc[0], (char*)a->out, err)) != FCO_OK) return r;
+    fco_plan_append(l->plan, " kernel cublasGemmEx/expert into out (one rank: no all-to-all) "
+                    "counts=%s", counts_word(l));
+    return FCO_OK;
+  }
+
   if (l->transport == FCO_TRANSPORT_LOCAL) {
     for (int s = 0; s < P; ++s) {
       /* Every rank is here: check the hints impl 0 on nccl would trust (the cpu backend too). */
@@ -427,11 +470,9 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a = a0;
   ncclComm_t nc = (ncclComm_t)l->r[0].nccl_comm;
   int64_t recv[kMaxP] = {};
-  const char* recv_word = a->recv_rows_host ? "hint" : P == 1 ? "own" : "allgather"; /* plan */
+  const char* recv_word = a->recv_rows_host ? "hint" : "allgather"; /* plan */
   if (a->recv_rows_host) {
     for (int s = 0; s < P; ++s) recv[s] = a->recv_rows_host[s];
-  } else if (P == 1) {
-    recv[0] = tot[0][0];
   } else {
     /* Every rank's totals to every rank (ncclAllGather), through the plan area of the
      * workspace, then a sync: all ranks reach the same verdict. */
@@ -694,7 +735,9 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
  * send/recv on the stream. Nothing for the fused impls or the local transport. */
 extern "C" fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_t* l, char* err) {
   using namespace fco;
-  if (!l || l->transport != FCO_TRANSPORT_NCCL || l->r[0].op->impl != 0) return FCO_OK;
+  /* One rank: run_baseline wrote out directly, no send / receive (nothing noted). */
+  if (!l || l->transport != FCO_TRANSPORT_NCCL || l->r[0].op->impl != 0 || l->nranks == 1)
+    return FCO_OK;
   for (int i = 0; i < l->num_local; ++i) {
     /* The received rows, workspace → out, before the barrier lets peers reuse the workspace. */
     const fco_gemm_a2a_args_t* a = ga::args(l, i);

@@ -66,16 +66,31 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * the wgmma tiles; a rank with unaligned pointers or FCO_GA_TILE=mma runs impl 1 with a slower
  * tile). Outside the rule, impl = 1 remains the caller's choice. So AUTO is never slower than
  * impl 0 on the measured shapes (nccl and local).
- * One rank (P = 1, since session 15; one H200, run 2a7c0f0, graphs, µs impl 0 / tiles /
- * chunks): tiles under the same rule — 464.3 / 276.4 / 424.9 at 512 tokens, 387.5 / 257.7 /
- * 352.9 at decode (1.68×, 1.50×) — else impl 0 (else 2, else 1): chunks had nothing to hide
- * and were 0.94–1.05× of impl 0 at K 14336 (4096 tokens 1330.8 / 1334.2 / 1267.5, 1024 tokens
- * 409.8 / 336.2 / 436.6, skewed 474.8 / 484.1 / 471.8). Before, one rank took chunks on nccl.
+ * One rank (P = 1): impl 0 is the GEMMs straight into out (the all-to-all is the identity;
+ * since session 16), so tiles race cuBLAS's per-expert GEMMs alone. They win where an expert
+ * has few rows (a GEMM of 256 rows × N 4096 is 64 of cuBLAS's 128×128 tiles, half of the 132
+ * SMs; the persistent tile kernel fills them across experts) and lose where experts are large,
+ * at every K: one H200, run 2026-12-01_nvidia-h200_d558715-probe, graphs, µs cuBLAS GEMMs alone
+ * / tiles, N 4096 E 8 top-2 (rows per expert = tokens / 4) at K 2048 / 4096 / 8192 / 14336:
+ *   64 rows   60.6 / 47.8    95.8 / 81.0   180.6 / 146.2   280.0 / 240.3
+ *   128       64.9 / 50.0   112.3 / 83.7   206.1 / 149.3   295.4 / 247.4
+ *   256       78.1 / 65.1   132.8 / 108.0  237.1 / 196.3   387.2 / 340.5
+ *   512      107.7 / 112.6  188.8 / 194.1  366.5 / 379.9   637.6 / 667.9
+ *   1024     190.9 / 207.9  352.5 / 381.4  705.1 / 746.0  1179.2 / 1339.5
+ * and N 7168 K 2048 E 32 top-8 at 32 / 64 / 128 / 256 / 512 rows per expert: 333.0 / 257.2,
+ * 341.0 / 263.1, 342.2 / 276.5, 412.9 / 395.6, 710.3 / 773.4. So at one rank: tiles when the
+ * tile rule's dtype / alignment hold and a_rows ≤ 256 per expert (a_rows, agreed, is the
+ * capacity: with padding the rule sees more rows than run); else impl 0 (else 2, else 1).
+ * 257..511 rows per expert are unmeasured. Before session 16 impl 0 at one rank went through
+ * scratch, pack, a self send / receive and a copy (1370 µs at 4096 tokens × K 14336), and one
+ * rank took tiles where K ≤ 2048 (session 15), before that chunks.
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures. */
-static int tiles_win(const fco_gemm_a2a_args_t* a) {
-  return (a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0 &&
-         a->k <= 2048;
+static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
+  if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
+    return 0;
+  if (comm->nranks == 1) return a->a_rows <= 256 * (int64_t)a->num_experts;
+  return a->k <= 2048;
 }
 
 static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
@@ -85,7 +100,7 @@ static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl,
   if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS &&
       !impl_blocked(comm, a, (int)forced, capturing))
     return (int)forced;
-  if (tiles_win(a)) return 1;
+  if (tiles_win(comm, a)) return 1;
   /* One rank has nothing to push while the next chunk computes: impl 0 first (below). */
   const int first = comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 ? 2 : 0;
   if (!impl_blocked(comm, a, first, capturing)) return first;
