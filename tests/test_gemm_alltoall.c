@@ -605,42 +605,54 @@ static void one_rank_hint_unlike_counts(fco_transport_t t) {
   fco_comm_destroy(w.comms[0]);
 }
 
-/* One rank, AUTO (GPU transports): tiles (impl 1) where a_rows ≤ 256 per local expert in bf16
- * / f16 with k, n multiples of 8, else impl 0 (src/ops/gemm_alltoall.c); the same counts with a
- * larger capacity a_rows switch it. Read from fco_last_plan. */
+/* One rank, AUTO (GPU transports): tiles (impl 1) in bf16 / f16 with k, n multiples of 8 where
+ * every expert has ≤ 256 rows — by counts_host when given, else by the mean of a_rows — else
+ * impl 0 (src/ops/gemm_alltoall.c). Read from fco_last_plan; every call must succeed. */
 static void one_rank_auto_rule(fco_transport_t t) {
   t_world_t w;
   t_context("P=1 AUTO rule");
   ASSERT_OK(t_world_init(&w, t, 1, NULL));
-  enum { K = 64, N = 64, E = 2, ROWS = 2 * 256 + 8 };
+  enum { K = 64, N = 64, E = 2, ROWS = 2 * 256 + 8, OUT = 300 };
   const int d = dev_of(&w, 0);
-  int32_t counts[E] = {3, 4}, recv[1] = {7};
   void* a = t_alloc(t, d, (size_t)ROWS * K * 2);
   void* wt = t_alloc(t, d, (size_t)E * K * N * 2);
-  void* dc = t_alloc(t, d, sizeof counts);
-  void* out = t_alloc(t, d, (size_t)7 * N * 2);
+  void* dc = t_alloc(t, d, E * sizeof(int32_t));
+  void* out = t_alloc(t, d, (size_t)OUT * N * 4);
   t_memset(t, d, a, 0, (size_t)ROWS * K * 2);
   t_memset(t, d, wt, 0, (size_t)E * K * N * 2);
-  t_put(t, d, dc, counts, sizeof counts);
-  const struct { int64_t a_rows; fco_dtype_t dt; const char* want; } cases[] = {
-      {7, FCO_BF16, "gemm_alltoall impl 1"},        /* 3.5 rows per expert */
-      {2 * 256, FCO_F16, "gemm_alltoall impl 1"},    /* 256 per expert */
-      {2 * 256 + 2, FCO_BF16, "gemm_alltoall impl 0"}, /* 257 */
-      {7, FCO_F32, "gemm_alltoall impl 0"},          /* no tensor-core tile in f32 */
+  const struct {
+    int64_t a_rows;
+    int32_t counts[E];
+    int hint;
+    fco_dtype_t dt;
+    int want;
+  } cases[] = {
+      {7, {3, 4}, 0, FCO_BF16, 1},       /* mean 3.5 rows per expert */
+      {512, {3, 4}, 0, FCO_F16, 1},      /* mean 256 */
+      {514, {3, 4}, 0, FCO_BF16, 0},     /* mean 257 */
+      {514, {3, 4}, 1, FCO_BF16, 1},     /* the hint: at most 4 */
+      {514, {256, 256}, 1, FCO_F16, 1},  /* at most 256 */
+      {290, {3, 257}, 1, FCO_BF16, 0},   /* one expert over 256 (skew), mean 145 */
+      {7, {3, 4}, 1, FCO_F32, 0},        /* no tensor-core tile in f32 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    t_context("P=1 AUTO rule: a_rows %lld %s", (long long)cases[i].a_rows,
-              fco_dtype_name(cases[i].dt));
+    const int32_t* c = cases[i].counts;
+    int32_t recv[1] = {c[0] + c[1]};
+    t_context("P=1 AUTO rule: a_rows %lld counts %d,%d hint %d %s", (long long)cases[i].a_rows,
+              c[0], c[1], cases[i].hint, fco_dtype_name(cases[i].dt));
+    t_put(t, d, dc, c, E * sizeof(int32_t));
     ASSERT_OK(fco_gemm_alltoall(w.comms[0], a, cases[i].a_rows, wt, FCO_W_KN, E,
-                                (const int32_t*)dc, counts, recv, out, 7, K, N, cases[i].dt,
+                                (const int32_t*)dc, cases[i].hint ? c : NULL,
+                                cases[i].hint ? recv : NULL, out, OUT, K, N, cases[i].dt,
                                 FCO_IMPL_AUTO, NULL));
     t_sync(&w);
     ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
-    const char* plan = fco_last_plan(w.comms[0]);
     /* "gemm_alltoall impl <n>" then the kernel's words after a space */
-    ASSERT_STR_HAS(plan, cases[i].want);
-    ASSERT_TRUE(strncmp(plan, cases[i].want, strlen(cases[i].want)) == 0 &&
-                plan[strlen(cases[i].want)] == ' ');
+    char want[64];
+    snprintf(want, sizeof want, "gemm_alltoall impl %d ", cases[i].want);
+    const char* plan = fco_last_plan(w.comms[0]);
+    ASSERT_STR_HAS(plan, want);
+    ASSERT_TRUE(strncmp(plan, want, strlen(want)) == 0);
   }
   t_free(t, d, a);
   t_free(t, d, wt);

@@ -78,18 +78,27 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  *   512      107.7 / 112.6  188.8 / 194.1  366.5 / 379.9   637.6 / 667.9
  *   1024     190.9 / 207.9  352.5 / 381.4  705.1 / 746.0  1179.2 / 1339.5
  * and N 7168 K 2048 E 32 top-8 at 32 / 64 / 128 / 256 / 512 rows per expert: 333.0 / 257.2,
- * 341.0 / 263.1, 342.2 / 276.5, 412.9 / 395.6, 710.3 / 773.4. So at one rank: tiles when the
- * tile rule's dtype / alignment hold and a_rows ≤ 256 per expert (a_rows, agreed, is the
- * capacity: with padding the rule sees more rows than run); else impl 0 (else 2, else 1).
- * 257..511 rows per expert are unmeasured. Before session 16 impl 0 at one rank went through
- * scratch, pack, a self send / receive and a copy (1370 µs at 4096 tokens × K 14336), and one
- * rank took tiles where K ≤ 2048 (session 15), before that chunks.
+ * 341.0 / 263.1, 342.2 / 276.5, 412.9 / 395.6, 710.3 / 773.4. With impl 0 writing out
+ * directly (run 2026-12-01_nvidia-h200_650f691, impl 0 / tiles, -R 6): 384 rows per expert
+ * 92.4 / 88.0 (K 2048), 543.8 / 565.3 (K 14336), 601.6 / 603.1 (E 32); 512 rows 114.3 / 114.6,
+ * 673.8 / 703.5 — and skewed routing (1024 tokens, expert 0 4× the mean: 1024 of its 2048 rows)
+ * 454.8 / 491.5 although the mean is 256. So at one rank: tiles when the tile rule's dtype /
+ * alignment hold and every expert has ≤ 256 rows — from counts_host when given, else the mean
+ * of the capacity a_rows (with padding it sees more rows than run; without the hint skew is
+ * invisible) — else impl 0 (else 2, else 1). Before session 16 impl 0 at one rank went through
+ * scratch, pack, a self send / receive and a copy (1370 µs at 4096 tokens × K 14336, now
+ * 1258.6), and one rank took tiles where K ≤ 2048 (session 15), before that chunks.
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures. */
 static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
     return 0;
-  if (comm->nranks == 1) return a->a_rows <= 256 * (int64_t)a->num_experts;
+  if (comm->nranks == 1) {
+    if (!a->counts_host) return a->a_rows <= 256 * (int64_t)a->num_experts;
+    for (int e = 0; e < a->num_experts; e++)
+      if (a->counts_host[e] > 256) return 0;
+    return 1;
+  }
   return a->k <= 2048;
 }
 
