@@ -612,7 +612,7 @@ static void one_rank_auto_rule(fco_transport_t t) {
   t_world_t w;
   t_context("P=1 AUTO rule");
   ASSERT_OK(t_world_init(&w, t, 1, NULL));
-  enum { K = 64, N = 64, E = 2, ROWS = 2 * 256 + 8, OUT = 300 };
+  enum { K = 64, N = 64, E = 2, ROWS = 2 * 256 + 8, OUT = 2 * 256 };
   const int d = dev_of(&w, 0);
   void* a = t_alloc(t, d, (size_t)ROWS * K * 2);
   void* wt = t_alloc(t, d, (size_t)E * K * N * 2);
