@@ -40,7 +40,8 @@ for d in bf16 f32; do
   timeout 110 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1,auto -R 2 -n 10 -w 2 -J $O/ea-$d.json > $O/ea-$d.txt 2>&1; echo rc=$?
 done
 pack
-el "gemm"; timeout 150 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 3 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
+# -R 4: the 4 columns (impl 0, tiles, chunks, auto) in fco-bench's balanced order (session 16)
+el "gemm"; timeout 170 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
 pack
 python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
