@@ -20,7 +20,8 @@ One rank (a nccl run with gpus = 1: no communication) gets the issues' fallbacks
 without two GPUs instead: gemv the fused GEMV phase at ≥ 80 % of HBM bandwidth (floor / the
 fastest of impls 1 and 2 — not AUTO, which is cuBLAS (impl 0) on one rank; at
 M ≤ 16, where issue 3 states its floor target; larger M listed as n/a with --all),
-embedding the lookup's ≥ 75 %, gemm variant A's tiles at ≥ 70 % of cuBLAS (compute / tiles).
+embedding the lookup's ≥ 75 %, gemm variant A's tiles at ≥ 70 % of cuBLAS (compute / tiles),
+and auto ≥ impl 0 as everywhere.
 Targets against torch (the bench/*_torch.py scripts) are not checked here.
 Exit status 0 (a report, not a test), 2 for unreadable input. Pure standard library.
 """
@@ -103,14 +104,14 @@ def check_row(op, shape, dtype, results, ranks=None):
     t0 = base["time_us"]
     fco = [r for r in results if r["impl_id"] != 0 and r.get("time_us") is not None]
     best = min(fco, key=lambda r: r["time_us"]) if fco else None
-    if ranks == 1:
-        return check_one_rank(op, shape, dtype, results, base)
-    c, a = base.get("compute_us"), base.get("comm_us")
     out = []
     auto = by_id.get(-1)
-    if auto is not None:
+    if auto is not None:  # at any P: AUTO is never slower than the baseline
         out.append(("auto >= impl 0", t0 / auto["time_us"], 0.99, t0 / auto["time_us"] >= 0.99,
                     "x"))
+    if ranks == 1:
+        return out + check_one_rank(op, shape, dtype, results, base)
+    c, a = base.get("compute_us"), base.get("comm_us")
     if best is None:
         return out
     tb, name = best["time_us"], best["impl"]

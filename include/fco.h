@@ -474,7 +474,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): with P > 1, impl 1 for
  * bf16/f16 with k ≤ 2048 (k, n multiples of 8: fine-grained MoE, where the GEMM is bound by
  * reading W and impl 1 was fastest on 2×H200); else on nccl impl 2 wherever it can run, else 0;
- * on local impl 0 first; else 1.
+ * on local impl 0 first; else 1. One rank (P = 1): impl 0 writes `out` directly (nothing to
+ * exchange); AUTO is impl 1 for bf16/f16 (k, n multiples of 8) when no expert has more than
+ * 256 rows (counts_host when given, else the mean of a_rows), else impl 0.
  * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
  * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
 #define FCO_GEMM_ALLTOALL_NUM_IMPLS 3

@@ -85,13 +85,6 @@
 namespace fco {
 namespace ea {
 
-/* fco_last_plan from impl 1's launchers (host, this thread's last successful launch; declared
- * here as embedding_alltoall.cuh is not this file's to change): the fused kernel's name,
- * "fused32" or "fused" (embedding_alltoall_fused.cu), and the lean fused kernel's " kernel ..."
- * words appended to a plan (embedding_alltoall_fused_lean.cu). */
-const char* fused_kernel_name();
-void fused_lean_plan_append(char* plan);
-
 namespace {
 
 /* Knob defaults (see the header). */

@@ -232,6 +232,12 @@ bool fused_lean_applies(const EaParams& p);
 /* Sets p.blocks_per_rank, and clears p.prof where it does not profile (FCO_EA_PROFILE). */
 fco_result_t run_fused_lean(EaParams& p, fco_dtype_t dt, int num_local, void* stream, char* err);
 
+/* fco_last_plan from impl 1's launchers (host; what this thread's last successful launch ran):
+ * the fused kernel's name, "fused32" or "fused" (embedding_alltoall_fused.cu), and the lean
+ * fused kernel's " kernel ..." words appended to a plan (embedding_alltoall_fused_lean.cu). */
+const char* fused_kernel_name();
+void fused_lean_plan_append(char* plan);
+
 }  // namespace ea
 }  // namespace fco
 

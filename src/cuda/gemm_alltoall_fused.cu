@@ -501,15 +501,13 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
-  {
-    if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
-    if ((int)threadIdx.x < kMaxP) {
-      pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
-      pl.recv[threadIdx.x] = __ldcg((const long long*)&g->recv[threadIdx.x]);
-      pl.seen[threadIdx.x] = __ldcg((const long long*)&g->seen[threadIdx.x]); /* landed early */
-    }
-    __syncthreads();
+  if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
+  if ((int)threadIdx.x < kMaxP) {
+    pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
+    pl.recv[threadIdx.x] = __ldcg((const long long*)&g->recv[threadIdx.x]);
+    pl.seen[threadIdx.x] = __ldcg((const long long*)&g->seen[threadIdx.x]); /* landed early */
   }
+  __syncthreads();
   if (pl.verdict != 0) { /* the same verdict on every rank: nobody pushed */
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;

@@ -44,7 +44,7 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
 }
 
 /* AUTO (GPU transports): impl 1 (tiles) where the GEMM reads W more than it computes (K ≤ 2048,
- * below), else on nccl impl 2 (chunks) whenever it can run, else impl 0, else impl 1 (the only
+ * below; at one rank: where experts are small, at the end of this comment), else on nccl impl 2 (chunks) whenever it can run, else impl 0, else impl 1 (the only
  * impl that captures without counts_host); on local impl 0, else 2, else 1.
  * Measured on 2×H200, CUDA graphs, bf16, 0 wrong, µs impl 0 / tiles / chunks, impl 1 with
  * WgmmaTileTma and its expert-major tile order (bench/results/2026-11-30_nvidia-h200-x2_0f4e81f):
@@ -89,7 +89,8 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * scratch, pack, a self send / receive and a copy (1370 µs at 4096 tokens × K 14336, now
  * 1258.6), and one rank took tiles where K ≤ 2048 (session 15), before that chunks.
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
- * depends only on agreed values and on whether hints are passed / the stream captures. */
+ * depends only on agreed values and on whether hints are passed / the stream captures (at one
+ * rank, where nothing needs agreeing, also on counts_host's values). */
 static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
     return 0;

@@ -82,6 +82,8 @@ def test_one_rank_targets(tmp_path):
              _res("gemv_allreduce", s, "cublas_fco", 3, 16.0, 20.0, None, 15.0)]
     c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
     assert c["gemv hbm >= 80%"][1] == 15.0 / 19.0 and c["gemv hbm >= 80%"][4] == "oneshot"
+    # AUTO never slower than impl 0 holds at one rank too
+    assert c["auto >= impl 0"][1:4] == (20.0 / 16.0, 0.99, True)
     rows = rows[:2]
     # M > 16: the issue states the floor (kernel-efficiency) target for M <= 16 only
     s64 = dict(s, M=64)
@@ -99,6 +101,10 @@ def test_one_rank_targets(tmp_path):
             _res("gemm_alltoall", g, "chunks", 2, 210.0, 200.0, None)]
     c = {x[0]: x for x in targets.check_row("gemm_alltoall", g, "bf16", rows, ranks=1)}
     assert set(c) == {"tiles >= 70% cublas"} and c["tiles >= 70% cublas"][1:4] == (0.8, 0.7, True)
+    # an AUTO that ran the slower tiles (session 16's skewed row under the mean rule): missed
+    rows.append(_res("gemm_alltoall", g, "auto", -1, 250.0, 200.0, None))
+    c = {x[0]: x for x in targets.check_row("gemm_alltoall", g, "bf16", rows, ranks=1)}
+    assert c["auto >= impl 0"][1:4] == (0.8, 0.99, False)
     # a recorded one-rank run (session 12, one H200): the doc's gpus = 1 selects these targets
     path = os.path.join(ROOT, "bench", "results", "2026-12-01_nvidia-h200_a40c518", "out",
                         "p1-bf16.json")
