@@ -114,3 +114,21 @@ def test_rounds_balance_column_order(impls, rounds):
     assert pairs == Counter({(a, b): want for a in first for b in first if a != b}), pairs
     for place in range(n):
         assert Counter(o[place] for o in orders) == Counter({c: reps for c in first}), orders
+
+
+@pytest.mark.parametrize("op,env,bad", [
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "1,0,x"}, ["'0'", "'x'"]),
+    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "0,9", "FCO_BENCH_EA_BATCH_DIV": "2048",
+                            "FCO_BENCH_EA_ROWS": "300"}, ["'9'"]),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": ";".join(["24,72,40,4,1"] * 65)}, ["more than 64"]),
+])
+def test_workload_lists_say_what_they_drop(op, env, bad):
+    """An entry of a workload list that names nothing (or one past the table's room) is reported
+    on stderr, not dropped silently; the valid ones still run (0 wrong)."""
+    p = run([op, "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D", "0"], env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for b in bad:
+        assert b in p.stderr and "ignored" in p.stderr, p.stderr
+    assert "# wrong elements: 0" in p.stdout, p.stdout
+    rows = [l for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    assert rows, p.stdout

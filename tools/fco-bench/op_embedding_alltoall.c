@@ -110,6 +110,20 @@ static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
   long long rows = env_ll("FCO_BENCH_EA_ROWS", 0);
   long long div = env_ll("FCO_BENCH_EA_BATCH_DIV", cpu ? 64 : 1);
   const char* pick = getenv("FCO_BENCH_EA_WORKLOADS");
+  if (pick && *pick) { /* say which entries name no workload instead of dropping them */
+    const char* p = pick;
+    while (*p) {
+      size_t l = strcspn(p, ",");
+      char tok[32];
+      snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok - 1 ? l : sizeof tok - 1), p);
+      char* end = NULL;
+      long v = strtol(tok, &end, 10);
+      if (l == 0 || end == tok || *end != 0 || v < 0 || v >= EA_NUM_WL)
+        fprintf(stderr, "fco-bench: FCO_BENCH_EA_WORKLOADS: '%s' is not a workload number "
+                "0..%d, ignored\n", tok, EA_NUM_WL - 1);
+      p += l + (p[l] == ',');
+    }
+  }
   *ids = (size_t*)malloc(EA_NUM_WL * sizeof(size_t));
   int n = 0;
   for (int i = 0; i < EA_NUM_WL && *ids; i++) {

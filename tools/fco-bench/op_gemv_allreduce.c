@@ -71,9 +71,16 @@ static void parse_lists(const bench_ctx_t* ctx) {
   g_num_nk = g_num_m = 0;
   if (nk && *nk) {
     char buf[512];
-    snprintf(buf, sizeof buf, "%s", nk);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && g_num_nk < GAR_MAX_NK;
+    if (snprintf(buf, sizeof buf, "%s", nk) >= (int)sizeof buf)
+      fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK longer than %zu bytes: cut there\n",
+              sizeof buf - 1);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
          t = strtok_r(NULL, ",", &save)) {
+      if (g_num_nk == GAR_MAX_NK) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK: more than %d shapes; '%s' and the rest "
+                "ignored\n", GAR_MAX_NK, t);
+        break;
+      }
       unsigned long long n = 0, k = 0;
       if (sscanf(t, "%llux%llu", &n, &k) == 2 && n > 0 && k > 0) {
         g_nk[g_num_nk][0] = (size_t)n;
@@ -94,11 +101,20 @@ static void parse_lists(const bench_ctx_t* ctx) {
   }
   if (ms && *ms) {
     char buf[256];
-    snprintf(buf, sizeof buf, "%s", ms);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && g_num_m < GAR_MAX_M;
+    if (snprintf(buf, sizeof buf, "%s", ms) >= (int)sizeof buf)
+      fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_M longer than %zu bytes: cut there\n",
+              sizeof buf - 1);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
          t = strtok_r(NULL, ",", &save)) {
-      long m = strtol(t, NULL, 10);
-      if (m >= 1) g_ms[g_num_m++] = (size_t)m;
+      if (g_num_m == GAR_MAX_M) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_M: more than %d values; '%s' and the rest "
+                "ignored\n", GAR_MAX_M, t);
+        break;
+      }
+      char* end = NULL;
+      long m = strtol(t, &end, 10);
+      if (end != t && *end == 0 && m >= 1) g_ms[g_num_m++] = (size_t)m;
+      else fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_M: '%s' is not a count >= 1, ignored\n", t);
     }
   }
   if (g_num_m == 0) {
