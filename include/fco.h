@@ -112,8 +112,8 @@ const char* fco_last_error(fco_comm_t comm);
 
 /* What the last successful operator call on `comm` ran: the operator and the impl after
  * FCO_IMPL_AUTO was resolved, "<op> impl <n>" (e.g. "gemv_allreduce impl 1"), to which a GPU
- * launcher may append detail (" kernel grouped kG=4 split=2 blocks 128+128"; free text, not a
- * stable format). Set when the call is issued (inside fco_group_start/end: by fco_group_end,
+ * launcher may append detail (e.g. " kernel grouped wgmma kG=4 split=2 kMT=8 warps=8 PDL, 32
+ * blocks/rank"; free text, not a stable format). Set when the call is issued (inside fco_group_start/end: by fco_group_end,
  * when the group issues it); on GPU transports that is when it is enqueued, not when it has
  * finished. "" before the first call, after any call on it that failed (a bad argument, a
  * failed launch; a failing fco_comm_reserve or fco_mem_alloc too), and while the communicator
@@ -304,9 +304,10 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * N ≤ 5120 also 2·3·roundup(ceil(T/4)·4·16·M·4, 256) for split groups; for M ≤ 16 the LL
  * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg); impl 3 (P > 1):
  * 2·P·roundup(M·N·esize, 256); impl 0: none (nccl),
- * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impl 0 uses a cuBLAS handle
- * per device, made at the first call on that device: make one eager call before capturing a
- * CUDA graph. With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
+ * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS
+ * handle per device and a cuBLAS workspace per (device, stream), made at the first eager call
+ * on that stream: make one eager call on the stream you will capture before capturing a CUDA
+ * graph. With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
  * impl) across ranks on the device before moving data, and report a mismatch as
  * FCO_ERR_INVALID_ARGUMENT through fco_comm_get_async_error (the local and cpu transports
  * compare them on the host at every call). */
@@ -377,7 +378,8 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  *                         All-to-All (grouped ncclSend/ncclRecv on nccl; copies between virtual
  *                         ranks on local; shared memory on cpu), then a permute kernel into out;
  *                         1 = fused: a persistent kernel whose blocks pool (table, sample chunk)
- *                         tiles and store each pooled vector once, remote tiles first, straight
+ *                         tiles and store each pooled vector once (blocks on part of the SMs take
+ *                         remote tiles first, the others local ones), straight
  *                         over NVLink into the destination's symmetric workspace, laid out as its
  *                         out; per-source arrival counters (epoch-tagged) tell the destination
  *                         which sample groups are complete, and it lands them into out;

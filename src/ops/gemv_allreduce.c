@@ -52,7 +52,7 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  * ..._ed0108a38b78):
  *  - cpu transport: 1 (every impl is the same reference there);
  *  - P == 1: 0 (nothing to reduce: cuBLAS alone);
- *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (16) and N ≤ FCO_GEMV_AR_FUSED_MAX_N (8192):
+ *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (16) and N ≤ FCO_GEMV_AR_FUSED_MAX_N (16384):
  *    fused. There every block of the persistent grid (≤ 4 per SM: 528 on H200) has a single
  *    16-column tile, and the fused kernel beat cuBLAS + fco's one-shot all-reduce (impl 3) at
  *    all 9 such shapes: 8192×8192 M = 1/4/16: 25.2/25.4/26.7 vs 25.8/25.7/26.8 µs;

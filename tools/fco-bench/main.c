@@ -62,7 +62,8 @@ static const bench_op_t* const kOps[] = {
 static void usage(FILE* f) {
   fprintf(f,
           "usage: fco-bench [op] [options]\n"
-          "  op                  allreduce (default)\n"
+          "  op                  allreduce (default), gemv_allreduce, embedding_alltoall,\n"
+          "                      gemm_alltoall\n"
           "  -b minbytes         smallest message per rank (K/M/G suffixes; default 1K)\n"
           "  -e maxbytes         largest message per rank (default 64M on GPUs, 4M on cpu)\n"
           "  -f factor           multiply the size by this each step (default 4)\n"
