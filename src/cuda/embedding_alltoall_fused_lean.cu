@@ -286,7 +286,8 @@ __device__ __forceinline__ void lean_pool_all(const EaParams& p, const LeanSrc& 
 
 /* FCO_EA_LEAN_DYN: the next index of queue ctr, claimed by lane 0 (fco_ea_claim of the plan
  * header: the queue is a 64-bit counter (epoch << 32) + claims in the rank's own signal row, no
- * peer writes there, lifted to this call's epoch by its first claims — no reset between calls);
+ * peer writes there, lifted to this call's epoch by each block's thread 0 before its warps
+ * claim, or by a claim that gets there first — no reset between calls);
  * the other lanes get it by shuffle. */
 __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t base) {
   uint32_t i = 0xffffffffu;
