@@ -37,8 +37,11 @@ pack
 # (3) embedding
 for d in bf16 f32; do
   el "embedding $d"
-  timeout 110 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1,auto -R 2 -n 10 -w 2 -J $O/ea-$d.json > $O/ea-$d.txt 2>&1; echo rc=$?
+  timeout 110 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d $d -D 0,1,auto -R 3 -n 10 -w 2 -J $O/ea-$d.json > $O/ea-$d.txt 2>&1; echo rc=$?
 done
+# the claimed order against the static one at P = 2 (session 12 chose the claimed order
+# everywhere at P = 1; session 16 lifted its queues once a block): fused only, bf16
+el "embedding bf16 static order"; FCO_EA_LEAN_DYN=0 timeout 80 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d bf16 -D 1 -R 2 -n 10 -w 2 > $O/ea-static.txt 2>&1; echo rc=$?
 pack
 # -R 4: the 4 columns (impl 0, tiles, chunks, auto) in fco-bench's balanced order (session 16)
 el "gemm"; timeout 170 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
@@ -47,5 +50,5 @@ python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
 el all done
 pack
-for f in gemv gemv-split1 gemv-llfp32 ea-bf16 ea-f32 ga; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+for f in gemv gemv-split1 gemv-llfp32 ea-bf16 ea-f32 ea-static ga; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
 echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
