@@ -135,3 +135,30 @@ def test_recorded_run_and_cli(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "targets.py"),
                         str(tmp_path / "missing.json")], capture_output=True, text=True)
     assert p.returncode == 2 and "missing.json" in p.stderr
+
+
+def test_local_rows_skip_the_per_gpu_bounds():
+    # the local transport (virtual ranks sharing one GPU): overlap and the lookup's HBM share
+    # assume a GPU per rank -> n/a; AUTO and the 1.3x over impl 0 are still checked
+    e = {"B": 65536, "tables_per_gpu": 8, "D": 64, "L": 1, "rows": 1000000, "dist": "uniform"}
+    rows = [_res("embedding_alltoall", e, "copy", 0, 243.8, 94.3, 70.8),
+            _res("embedding_alltoall", e, "fused", 1, 138.1, 94.3, 70.8),
+            _res("embedding_alltoall", e, "auto", -1, 138.1, 94.3, 70.8)]
+    c = {x[0]: x for x in targets.check_row("embedding_alltoall", e, "bf16", rows, local=True)}
+    assert c["overlap (n/a: local)"][3] is None and "overlap" not in c
+    assert c["lookup hbm >= 75% (n/a: local)"][3] is None and "lookup hbm >= 75%" not in c
+    assert c["1.3x impl 0"][3] is True and c["auto >= impl 0"][3] is True
+    assert targets.slack("overlap (n/a: local)", 138.1, 108.4) < 0  # a time: over the bound
+    # the same rows as a 2-GPU run: the bounds apply
+    c = {x[0]: x for x in targets.check_row("embedding_alltoall", e, "bf16", rows)}
+    assert c["overlap"][3] is False and c["lookup hbm >= 75%"][3] is False
+    # a recorded local run: no overlap / lookup verdicts counted
+    path = os.path.join(ROOT, "bench", "results", "2026-12-01_nvidia-h200_8b9715b-local", "out",
+                        "ea.json")
+    buf = io.StringIO()
+    met, missed = targets.report([path], file=buf)
+    text = buf.getvalue()
+    assert "virtual ranks on one GPU" in text, text
+    body = "\n".join(l for l in text.splitlines() if not l.startswith("#"))
+    assert "overlap" not in body and "lookup hbm" not in body, text
+    assert missed == 0 and met >= 7, text
