@@ -693,6 +693,11 @@ static void bad_args(const t_world_t* w) {
   size_t ws = 0;
   ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, FCO_IMPL_AUTO, &ws));
   ASSERT_GE(ws, (size_t)100 * 64 * 2);
+  /* impl 0 at one rank writes out directly: no workspace on GPUs (cpu: every impl is the
+   * reference, sized as impl 1) */
+  ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, 0, &ws));
+  if (w->transport == FCO_TRANSPORT_CPU) ASSERT_GE(ws, (size_t)100 * 64 * 2);
+  else ASSERT_EQ(ws, (size_t)0);
   ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 1), "tiles");
   ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 2), "chunks");
   ASSERT_NULL(fco_gemm_alltoall_impl_name(c, 3));

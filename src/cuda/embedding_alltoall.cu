@@ -84,7 +84,6 @@
 
 namespace fco {
 namespace ea {
-
 namespace {
 
 /* Knob defaults (see the header). */

@@ -10,7 +10,8 @@
  * R = headers + S(out_rows):
  *   impl 1 (and cpu, every impl):  2·(R + plan)             two halves (the workspace rule)
  *   impl 2:                         2·(R + plan + S(a_rows))
- *   impl 0: local                   S(a_rows)                private scratch, no halves
+ *   impl 0: one rank                0                        the GEMMs write out directly
+ *           local                   S(a_rows)                private scratch, no halves
  *           nccl                    2·S(a_rows) + totals + S(out_rows) (receives into the
  *                                   workspace: gemm_alltoall.h says why)
  *   AUTO: the most of the three (whatever it resolves to).

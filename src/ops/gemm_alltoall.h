@@ -152,6 +152,7 @@ static inline FCO_GA_HD size_t fco_ga_base_off_recv(int P, int64_t a_rows, int64
  * halves); nccl also needs the send buffer, the totals and the receive buffer. */
 static inline FCO_GA_HD size_t fco_ga_half_need(int impl, int nccl, int P, int64_t a_rows,
                                                 int64_t out_rows, int64_t n, size_t es) {
+  if (impl == 0 && P == 1) return 0; /* one rank: the GEMMs write out directly, no scratch */
   if (impl == 0)
     return nccl ? fco_ga_base_off_recv(P, a_rows, n, es) + fco_ga_rows_bytes(out_rows, n, es)
                 : fco_ga_rows_bytes(a_rows, n, es);
