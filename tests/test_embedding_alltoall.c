@@ -616,8 +616,9 @@ static void back_to_back(const t_world_t* w) {
  * to back with every out symmetric. */
 static void sym_outputs(const t_world_t* w) {
   const unsigned all = (1u << w->n) - 1, masks[3] = {all, 1u, all & ~1u};
-  static const int32_t tpr4[4] = {2, 1, 3, 2};
-  static const int64_t bpr4[4] = {37, 64, 5, 90};
+  /* ragged splits for up to MAX_P ranks (a world reads its first w->n entries) */
+  static const int32_t tpr_r[MAX_P] = {2, 1, 3, 2, 0, 1, 2, 3};
+  static const int64_t bpr_r[MAX_P] = {37, 64, 5, 90, 11, 0, 23, 48};
   for (int m = 0; m < 3; m++) {
     if (!masks[m] || (m > 0 && masks[m] == all)) continue;
     g_sym_mask = masks[m];
@@ -626,7 +627,7 @@ static void sym_outputs(const t_world_t* w) {
       one_call(w, 16, FCO_F32, kCombos[i + 1].it, kCombos[i + 1].weighted, kCombos[i + 1].pool, 0,
                1, 40);
     }
-    shape_call(w, 32, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_SUM, 0, 1, 0, tpr4, bpr4,
+    shape_call(w, 32, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_SUM, 0, 1, 0, tpr_r, bpr_r,
                "symmetric outs, ragged");
     setenv("FCO_EA_LEAN_DYN", "0", 1); /* the static order */
     one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, 40);
