@@ -5,7 +5,8 @@
 #   bash tests/gpu/run.sh                 (from anywhere; it cds to the repository root)
 # Env: OUT (log folder, default /tmp/fco-out), FCO_GPU_QUICK=1 (shorter run: quick tests, fewer
 # bench sizes), NCCL_HOME (default: the NCCL inside torch's wheel), FCO_COMMIT (for the records),
-# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_PYTEST=0 (skip the GPU pytest run),
+# FCO_GPU_TESTS=0 (skip the test suites), FCO_GPU_SUITES="local nccl" (the suites' transports),
+# FCO_GPU_PYTEST=0 (skip the GPU pytest run),
 # FCO_GPU_BENCH=0 (skip the fco-bench tables), FCO_GPU_TORCH=0 (skip the torch comparison scripts bench/*_torch.py and examples/),
 # FCO_GPU_OPS="allreduce gemv_allreduce ..." (bench only these ops; default all),
 # FCO_GPU_BENCH_RANKS (ranks of the nccl benches; default every GPU when more than 2 — issue 7's
@@ -88,8 +89,12 @@ run_step() {
 cat "$OUT/meta.txt"
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 NGPU=${NGPU:-0}
-# 4 or 8 GPUs (issue 7's scale-up runs): the C suites' rank loops go up to every GPU
-[ "$NGPU" -gt 4 ] && export FCO_TEST_MAX_RANKS=${FCO_TEST_MAX_RANKS:-$NGPU}
+# 5 to 8 GPUs (issue 7's scale-up runs): the nccl suite's rank loops go up to every GPU (the
+# local suite keeps its default, P <= 4: worlds of 5..8 virtual ranks on one GPU passed in run
+# 2026-12-01_nvidia-h200_7f065bc-local8 and take ~4 min there; FCO_TEST_MAX_RANKS set by the
+# caller applies to both)
+NCCL_MAX_RANKS=${FCO_TEST_MAX_RANKS:-}
+[ -z "$NCCL_MAX_RANKS" ] && [ "$NGPU" -gt 4 ] && NCCL_MAX_RANKS=$NGPU
 
 # ---- build --------------------------------------------------------------------------------
 # FCO_GPU_PREBUILT=1: the objects under build/obj were built on the CPU machine with the same
@@ -141,14 +146,27 @@ if [ -n "${FCO_GPU_EXTRA:-}" ]; then
 fi
 
 # ---- test suite per transport --------------------------------------------------------------
+# FCO_GPU_SUITES="local nccl" (default both): which transports' suites run — at P = 8 the nccl
+# suite may need a call of its own (local's worlds up to 8 took 234 s on one H200, run 7f065bc-local8).
 suite() { # transport
-  local t=$1
-  run_step "tests-$t" "$OUT/tests-$t.log" 300 env FCO_TRANSPORT="$t" BUILD=build \
-    TEST_TIMEOUT="${TEST_TIMEOUT:-150}" VERBOSE=1 FCO_TEST_QUICK="$QUICK" tests/run.sh
+  local t=$1 bound=300 tmo=${TEST_TIMEOUT:-150} ranks=${FCO_TEST_MAX_RANKS:-}
+  if [ "$t" = nccl ] && [ -n "$NCCL_MAX_RANKS" ]; then
+    ranks=$NCCL_MAX_RANKS
+    [ "$ranks" -gt 4 ] && bound=540 && tmo=${TEST_TIMEOUT:-400}
+  fi
+  run_step "tests-$t" "$OUT/tests-$t.log" $bound env FCO_TRANSPORT="$t" BUILD=build \
+    ${ranks:+FCO_TEST_MAX_RANKS=$ranks} TEST_TIMEOUT="$tmo" VERBOSE=1 FCO_TEST_QUICK="$QUICK" \
+    tests/run.sh
 }
 if [ "${FCO_GPU_TESTS:-1}" = 1 ]; then
-  suite local
-  if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi
+  for t in ${FCO_GPU_SUITES:-local nccl}; do
+    case $t in
+      local) suite local ;;
+      nccl)
+        if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi ;;
+      *) record "tests-$t" 1 0 "FCO_GPU_SUITES: unknown transport $t" ;;
+    esac
+  done
 fi
 
 # ---- Python package on the GPU: the torch ops (marker gpu; the CPU suite runs in CI) ----------
