@@ -1066,12 +1066,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     return cuda_fail(err, ce, what);
   }
   /* fco_last_plan: which kernel, e.g. "gemv_allreduce impl 1 kernel grouped wgmma kG=4 split=2
-   * kMT=8 warps=8 PDL, 32 blocks/rank" */
+   * kMT=8 warps=8 PDL, 32 blocks/rank of 132 co-resident" (the slots the split rule counts) */
   fco_plan_append(g->plan, " kernel %s%s", kLL ? "LL " : "",
                   kG > 1 ? (kWg ? "grouped wgmma" : "grouped mma.sync") : "one-tile");
   if (kG > 1) fco_plan_append(g->plan, " kG=%d split=%d", kG, split);
-  fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank", kMT, kW, kPipe ? " pipe" : "",
-                  kPdl ? " PDL" : "", B + helpers);
+  fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank of %d co-resident", kMT, kW,
+                  kPipe ? " pipe" : "", kPdl ? " PDL" : "", B + helpers, cap / g->num_local);
   return FCO_OK;
 }
 
