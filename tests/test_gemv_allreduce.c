@@ -936,6 +936,50 @@ static void expect_split(const t_world_t* w, size_t N, int split) {
   }
 }
 
+/* Every rank's fco_last_plan names impl `impl` (-1: 0 or 3, the unfused impls) and, when ll
+ * is 0 or 1, the LL one-shot kernel or not. */
+static void expect_plan(const t_world_t* w, int impl, int ll) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* at = strstr(plan, "gemv_allreduce impl ");
+    const int got = at ? atoi(at + 20) : -1;
+    const int has_ll = strstr(plan, "kernel LL ") != NULL;
+    if (impl >= 0 ? got != impl : (got != 0 && got != 3))
+      t_fail(__FILE__, __LINE__, "rank %d: AUTO ran \"%s\", expected impl %s", r, plan,
+             impl >= 0 ? (impl == 1 ? "1" : impl == 2 ? "2" : "0") : "0 or 3");
+    if (ll >= 0 && has_ll != ll)
+      t_fail(__FILE__, __LINE__, "rank %d: AUTO ran \"%s\", expected %s LL one-shot", r, plan,
+             ll ? "the" : "not the");
+  }
+}
+
+/* AUTO's rule (src/ops/gemv_allreduce.c, resolve_impl / use_ll), read back through the plans,
+ * every call also checked against the reference: one rank → impl 0; bf16 M 4, N 1000 → the
+ * fused one-shot, with LL words except on local above P = 4; M 40 → unfused (on local impl 0);
+ * N above FCO_GEMV_AR_FUSED_MAX_N → unfused; FCO_GEMV_AR_ONESHOT_MAX between one rank's pushes
+ * and all ranks' → one-shot on nccl, two-phase on local (its ranks share one GPU's HBM). */
+static void auto_rule(const t_world_t* w, bufs_t* b) {
+  const int P = w->n, local = w->transport == FCO_TRANSPORT_LOCAL;
+  const int ll_set = getenv("FCO_GEMV_AR_LL") != NULL; /* the caller's choice: not checked */
+  const size_t kt = vec_kt_le(P, 512);
+  one_call(w, b, 4, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
+  expect_plan(w, P == 1 ? 0 : 1, P == 1 || ll_set ? -1 : !(local && P > 4));
+  if (P == 1) return;
+  one_call(w, b, 40, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
+  expect_plan(w, local ? 0 : -1, -1);
+  setenv("FCO_GEMV_AR_FUSED_MAX_N", "512", 1);
+  one_call(w, b, 4, 1000, kt, FCO_F16, 1, FCO_IMPL_AUTO);
+  expect_plan(w, local ? 0 : -1, -1);
+  unsetenv("FCO_GEMV_AR_FUSED_MAX_N");
+  /* a rank pushes (P − 1)·16·1000·4 bytes; the bound sits between that and P times it */
+  char bound[32];
+  snprintf(bound, sizeof bound, "%lld", (long long)(P - 1) * 16 * 1000 * 4 * 3 / 2);
+  setenv("FCO_GEMV_AR_ONESHOT_MAX", bound, 1);
+  one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
+  expect_plan(w, local ? 2 : 1, -1);
+  unsetenv("FCO_GEMV_AR_ONESHOT_MAX");
+}
+
 static void group_tests(const t_world_t* w, bufs_t* b) {
   /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2 */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL};
@@ -1084,6 +1128,7 @@ int main(void) {
     if (t_is_gpu(t)) {
       ll_tests(&w, &b, quick);
       group_tests(&w, &b);
+      auto_rule(&w, &b);
       for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) graph(&w, &b, i);
       setenv("FCO_CHECK_ARGS", "1", 1);
       for (int i = 1; i <= 2; i++) one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);

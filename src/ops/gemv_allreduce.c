@@ -15,8 +15,9 @@
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
  *
  * LL one-shot, the default (FCO_GEMV_AR_LL=0 turns it off, =1 forces it wherever it applies;
- * unset: where it applies and a rank pushes ≤ 2 MiB of LL words, see use_ll; read at every
- * call, set it alike on every rank: a mismatch times out, or FCO_CHECK_ARGS=1 reports it):
+ * unset: where it applies and a rank pushes ≤ 2 MiB of LL words, not on local above P = 4, see
+ * use_ll; read at every call, set it alike on every rank: a mismatch times out, or
+ * FCO_CHECK_ARGS=1 reports it):
  * impl 1 (also when AUTO picks it) sends its partials as LL words {fp32, flag} through the LL
  * area (src/core/internal.h) where fco_gemv_ar_ll_applies (GPU transports, P > 1, M ≤ 16,
  * ≤ 16 MiB of LL words), else the plain one-shot runs. Measured on 2×H200 (run 6583ba3, CUDA graphs,
@@ -69,17 +70,34 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    would take its one-shot for y's bytes, else 0. impl 3 vs impl 0: 1.07–1.31× for bf16 at
  *    every listed shape, 1.03–1.21× for f32 (whose CUDA-core fused tile ran 0.03–0.71× of
  *    impl 0: never fused).
+ *  - local transport (P virtual ranks sharing one GPU's HBM and SMs): fused only to N ≤ 8192
+ *    (FCO_GEMV_AR_FUSED_MAX_N, when set, for both), and unfused is impl 0 — its all-reduce is
+ *    one copy pass on the same GPU, where fco's one-shot kernel only adds launches and flags.
+ *    From runs 2026-12-01_nvidia-h200_8b9715b-local (P = 2) and 7a8c689-local8 (P = 4, 8), bf16,
+ *    graphs, µs: 16384² M = 1/4/16 impl 0 132.2/133.6/133.9 vs AUTO's fused 131.6/132.1/144.9
+ *    at P = 2, 141.1/142.6/144.5 vs 139.7/142.9/173.2 at P = 4, 159.3/161.1/166.2 vs
+ *    174.7/173.3/191.6 at P = 8; at M = 64 impl 0 beat impl 3 at every shape and P (P = 8:
+ *    82.3 vs 100.1 at 8192², 185.6 vs 232.7 at 16384²). At N ≤ 8192 the fused kernels stay ahead
+ *    (1.07–1.76× at M ≤ 16) except 8192×28672 M = 16 (0.84–0.98×: K decides there, and K_r is
+ *    a rank's own, not in shape[]). One-shot while all ranks' pushes, P·(P−1)·M·N·4, stay
+ *    ≤ FCO_GEMV_AR_ONESHOT_MAX (they share one HBM), else two-phase: P = 8, 8192² M = 4 / 16
+ *    one-shot 53.46 / 71.76 vs two-phase 52.47 / 53.53, 4096×14336 M = 16 51.17 / 44.92;
+ *    at M = 1 (1.75 MiB) 51.86 / 52.01.
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
+  const int local = comm->transport == FCO_TRANSPORT_LOCAL;
   long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
-  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", 16384);
-  if ((long long)M > max_m || (long long)N > max_n)
+  long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", local ? 8192 : 16384);
+  if ((long long)M > max_m || (long long)N > max_n) {
+    if (local) return 0;
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
+  }
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
   long long pushed = (long long)(comm->nranks - 1) * (long long)(M * N * 4);
+  if (local) pushed *= comm->nranks; /* every rank's pushes go through the one GPU's HBM */
   return pushed <= oneshot_max ? 1 : 2;
 }
 
@@ -94,13 +112,18 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * rank decides alike. The bound counts fp32-sized words (fco_gemv_ar_ll_slot_bytes, also the LL
  * area's size), as in the runs that set it; since session 12 bf16 / f16 partials travel two a
  * word, half those bytes, so the bound is conservative there by 2× — left as measured until a
- * P = 4 run times half-width words against the plain one-shot. */
+ * P = 4 run times half-width words against the plain one-shot.
+ * On the local transport with P > 4 virtual ranks, not by default: the ranks' blocks poll each
+ * other's LL words on one GPU, taking issue slots from the GEMV (run 7a8c689-local8, P = 8, µs
+ * plain one-shot / LL + PDL: 8192² M = 1 51.86 / 64.06, 4096×14336 M = 1 38.81 / 43.36; at P = 4
+ * LL + PDL was still ahead: 39.80 / 40.47 at 8192² M = 1). */
 #define FCO_GEMV_AR_LL_AUTO_PUSH ((size_t)2 << 20)
 static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
   long long knob = fco_env_int("FCO_GEMV_AR_LL", -1);
   if (knob == 0 || !fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N)) return 0;
-  return knob > 0 ||
-         (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
+  if (knob > 0) return 1;
+  if (comm->transport == FCO_TRANSPORT_LOCAL && comm->nranks > 4) return 0;
+  return (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
 }
 
 /* The GPU kernels' tuning knobs (fco_gemv_ar_args_t), read once per call; values no kernel
