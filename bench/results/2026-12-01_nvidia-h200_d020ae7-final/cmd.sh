@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 17 run 4 (one H200, commit d020ae7): the session's last code — the C suite (quick) on local
-# (P = 1..4) and nccl (one GPU: P = 1), then the GPU pytest (quick) as far as the call allows.
+# (P = 1..4) and nccl (one GPU: P = 1); the GPU pytest in run d020ae7-pytest.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=d020ae7
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
