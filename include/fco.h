@@ -113,8 +113,9 @@ const char* fco_last_error(fco_comm_t comm);
 /* What the last successful operator call on `comm` ran: the operator and the impl after
  * FCO_IMPL_AUTO was resolved, "<op> impl <n>" (e.g. "gemv_allreduce impl 1"), to which a GPU
  * launcher may append detail (e.g. " kernel grouped wgmma kG=4 split=2 kMT=8 warps=8 PDL, 32
- * blocks/rank"; free text, not a stable format). Set when the call is issued (inside fco_group_start/end: by fco_group_end,
- * when the group issues it); on GPU transports that is when it is enqueued, not when it has
+ * blocks/rank of 132 co-resident"; free text, not a stable format). Set when the call is issued
+ * (inside fco_group_start/end: by fco_group_end, when the group issues it); on GPU transports
+ * that is when it is enqueued, not when it has
  * finished. "" before the first call, after any call on it that failed (a bad argument, a
  * failed launch; a failing fco_comm_reserve or fco_mem_alloc too), and while the communicator
  * holds an asynchronous error (fco_comm_get_async_error), so it never describes a call that did

@@ -110,19 +110,20 @@ static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
   long long rows = env_ll("FCO_BENCH_EA_ROWS", 0);
   long long div = env_ll("FCO_BENCH_EA_BATCH_DIV", cpu ? 64 : 1);
   const char* pick = getenv("FCO_BENCH_EA_WORKLOADS");
-  if (pick && *pick) { /* say which entries name no workload instead of dropping them */
-    const char* p = pick;
-    while (*p) {
-      size_t l = strcspn(p, ",");
-      char tok[32];
-      snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok - 1 ? l : sizeof tok - 1), p);
-      char* end = NULL;
-      long v = strtol(tok, &end, 10);
-      if (l == 0 || end == tok || *end != 0 || v < 0 || v >= EA_NUM_WL)
-        fprintf(stderr, "fco-bench: FCO_BENCH_EA_WORKLOADS: '%s' is not a workload number "
-                "0..%d, ignored\n", tok, EA_NUM_WL - 1);
-      p += l + (p[l] == ',');
-    }
+  int chosen[EA_NUM_WL];
+  for (int i = 0; i < EA_NUM_WL; i++) chosen[i] = !(pick && *pick);
+  for (const char* p = pick ? pick : ""; *p;) { /* one pass: select, and say what names nothing */
+    size_t l = strcspn(p, ",");
+    char tok[32];
+    snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok - 1 ? l : sizeof tok - 1), p);
+    char* end = NULL;
+    long v = strtol(tok, &end, 10);
+    if (l == 0 || end == tok || *end != 0 || v < 0 || v >= EA_NUM_WL)
+      fprintf(stderr, "fco-bench: FCO_BENCH_EA_WORKLOADS: '%s' is not a workload number "
+              "0..%d, ignored\n", tok, EA_NUM_WL - 1);
+    else
+      chosen[v] = 1;
+    p += l + (p[l] == ',');
   }
   *ids = (size_t*)malloc(EA_NUM_WL * sizeof(size_t));
   int n = 0;
@@ -132,19 +133,7 @@ static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
     else if (cpu && g_wl[i].rows > 8192) g_wl[i].rows = 8192;
     g_wl[i].B /= div;
     if (g_wl[i].B < ctx->nranks) g_wl[i].B = ctx->nranks;
-    if (pick && *pick) {
-      char buf[16];
-      snprintf(buf, sizeof buf, "%d", i);
-      const char* p = pick;
-      int found = 0;
-      while (*p && !found) {
-        size_t l = strcspn(p, ",");
-        found = l == strlen(buf) && !strncmp(p, buf, l);
-        p += l + (p[l] == ',');
-      }
-      if (!found) continue;
-    }
-    (*ids)[n++] = (size_t)i;
+    if (chosen[i]) (*ids)[n++] = (size_t)i;
   }
   return n;
 }
