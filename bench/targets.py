@@ -8,8 +8,9 @@ slack (how far from the bound, positive = met with that much room, negative = mi
 much, relative to the bound); --all also lists the targets that do not apply to a row. Only
 results of GPU runs count (machine other than "cpu"); the nccl transport is what the targets
 speak of (2×H200 in the issues); on local rows (virtual ranks sharing one GPU) the overlap bound
-and the lookup's HBM share are n/a (they assume a GPU per rank), the rest is checked. What each target means (the
-issues' texts; "fco" = the fastest fco impl of the row, impl ≥ 1 or auto, named in the line):
+and the lookup's HBM share are n/a (they assume a GPU per rank), the rest is checked. What each
+target means (the issues' texts; "fco" = the fastest fco impl of the row, impl ≥ 1 or auto,
+named in the line):
   every op   auto ≥ impl 0 (AUTO never slower than the baseline), 1 % tolerance for timing noise
   overlap    fco ≤ max(compute alone, comm alone) + 0.2 · min(the two) (compute_us / comm_us of
              the same run)

@@ -147,7 +147,8 @@ fi
 
 # ---- test suite per transport --------------------------------------------------------------
 # FCO_GPU_SUITES="local nccl" (default both): which transports' suites run — at P = 8 the nccl
-# suite may need a call of its own (local's worlds up to 8 took 234 s on one H200, run 7f065bc-local8).
+# suite may need a call of its own (local's worlds up to 8 took 234 s on one H200, run
+# 7f065bc-local8).
 suite() { # transport
   local t=$1 bound=300 tmo=${TEST_TIMEOUT:-150} ranks=${FCO_TEST_MAX_RANKS:-}
   if [ "$t" = nccl ] && [ -n "$NCCL_MAX_RANKS" ]; then
@@ -163,7 +164,8 @@ if [ "${FCO_GPU_TESTS:-1}" = 1 ]; then
     case $t in
       local) suite local ;;
       nccl)
-        if [ "$NGPU" -ge 2 ]; then suite nccl; else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi ;;
+        if [ "$NGPU" -ge 2 ]; then suite nccl
+        else record tests-nccl 77 0 "$NGPU GPU(s): nccl needs 2"; fi ;;
       *) record "tests-$t" 1 0 "FCO_GPU_SUITES: unknown transport $t" ;;
     esac
   done
