@@ -28,6 +28,6 @@ for f in gemv-p1-tma0 gemv-p1-tma1 gemv-local2-tma0 gemv-local2-tma1; do echo "=
 import json,sys; d=json.load(open('$O/$f.json')); seen=set()
 for r in d['results']:
   k=(r['impl'], r.get('plan'))
-  if k not in seen and r['impl']=='1': seen.add(k); print('  plan', r['impl'], '|', r.get('plan'))
+  if k not in seen and r['impl_id']==1: seen.add(k); print('  plan', r['impl'], '|', r.get('plan'))
 " 2>&1 | head -8; done
 el all done
