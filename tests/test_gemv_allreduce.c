@@ -21,8 +21,7 @@
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   GPU transports also run the grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
  *   value, K_r up to ~4600 so the cp.async ring wraps, K off the vector path, partial groups,
- *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K), the
- *   TMA-fed tile (FCO_GEMV_GROUP_TMA=1, its kernel read back from the plan));
+ *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K));
  *   FCO_TEST_GROUP=only runs just that part.
  *   Every transport runs the chain: a call that reads the previous call's y (not yet synced)
  *   as its x and W. GPU transports then repeat much of the above with FCO_GEMV_PDL=1
@@ -988,61 +987,36 @@ static void auto_rule(const t_world_t* w, bufs_t* b) {
   unsetenv("FCO_GEMV_AR_ONESHOT_MAX");
 }
 
-/* Every rank's fco_last_plan names the grouped tile kernel `tile` ("grouped wgmma tma", ...). */
-static void expect_tile(const t_world_t* w, const char* tile) {
-  for (int r = 0; r < w->n; r++) {
-    const char* plan = fco_last_plan(w->comms[r]);
-    const char* at = strstr(plan, tile);
-    if (!at || at[strlen(tile)] != ' ')
-      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected the kernel \"%s\"", r, plan, tile);
-  }
-}
-
 static void group_tests(const t_world_t* w, bufs_t* b) {
-  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2; the seventh and
-   * eighth: the TMA-fed wgmma tile (FCO_GEMV_GROUP_TMA=1) with groups and split as unset, and
-   * groups of 2 unsplit (off the vector path, K 4095, the mma.sync tile as without TMA) */
-  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, "2"};
-  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "1"};
+  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2 */
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL};
+  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {vec_kt_le(w->n, MAX_KT), 4095, vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 8; gi++) {
-    const int tma = gi >= 6;
+  for (int gi = 0; gi < 6; gi++) {
     if (knobs[gi]) setenv("FCO_GEMV_GROUP", knobs[gi], 1);
     else unsetenv("FCO_GEMV_GROUP");
     if (splits[gi]) setenv("FCO_GEMV_SPLIT", splits[gi], 1);
     else unsetenv("FCO_GEMV_SPLIT");
     if (gi == 4) setenv("FCO_GEMV_GROUP_MMA", "1", 1);
     else unsetenv("FCO_GEMV_GROUP_MMA");
-    if (tma) setenv("FCO_GEMV_GROUP_TMA", "1", 1);
-    else unsetenv("FCO_GEMV_GROUP_TMA");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
-        const size_t kt = ks[(k + gi) % 3];
-        one_call(w, b, ms[mi], ns[ni], kt, k % 2 ? FCO_F16 : FCO_BF16, (int)((k / 2) % 2), 1);
+        one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
+                 (int)((k / 2) % 2), 1);
         /* M 33..64, split unset: these few groups leave most slots free, so K is split (at
          * P <= 4 on one H200; expect_split checks the rule against the plan's slots) */
-        if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
-          expect_split(w, ns[ni], gi == 2 ? 1 : 0);
-        if (tma && (ms[mi] > 32 || gi == 7))
-          expect_tile(w, kt == 4095 ? "grouped mma.sync" : "grouped wgmma tma");
+        if (ms[mi] > 32 && (gi == 0 || gi == 2)) expect_split(w, ns[ni], gi == 0 ? 0 : 1);
       }
   }
   unsetenv("FCO_GEMV_GROUP_MMA");
   unsetenv("FCO_GEMV_SPLIT");
-  unsetenv("FCO_GEMV_GROUP");
-  /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
-   * TMA (whose maps then have a K of 8: the box's 56 other columns read as zeros) */
-  for (int tma = 1; tma >= 0; tma--) {
-    if (tma) setenv("FCO_GEMV_GROUP_TMA", "1", 1);
-    else unsetenv("FCO_GEMV_GROUP_TMA");
-    one_call(w, b, 64, 100, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
-    one_call(w, b, 48, 1000, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);
-    one_call(w, b, 64, 1000, vec_kt_le(w->n, MAX_KT), FCO_BF16, 1, 1);
-    if (tma) expect_tile(w, "grouped wgmma tma");
-  }
+  /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty */
+  one_call(w, b, 64, 100, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
+  one_call(w, b, 48, 1000, vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);
+  one_call(w, b, 64, 1000, vec_kt_le(w->n, MAX_KT), FCO_BF16, 1, 1);
 }
 
 /* nccl: ranks issued one at a time (no group, so no host comparison): with FCO_CHECK_ARGS=1

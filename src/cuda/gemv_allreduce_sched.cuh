@@ -15,7 +15,6 @@
 
 #include "../ops/gemv_allreduce.h"
 #include "gemv_group_tile.cuh"
-#include "gemv_group_tma.cuh"
 #include "gemv_group_wgmma.cuh"
 #include "gemv_tile.cuh"
 #include "launch.cuh"
@@ -108,8 +107,6 @@ struct Ctx {
   uint64_t e;
   size_t hoff;  /* offset of this call's half */
   size_t lloff; /* LL kernels: offset of this call's LL half (past the data workspace) */
-  const void* mx; /* TMA grouped tiles (kTma): this rank's tensor maps of x and W */
-  const void* mw;
 };
 
 /* Wide one-shot blocks (kW = kWideWarps, 2 blocks per SM): where the tiles fill at most half of the
@@ -286,10 +283,8 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * every local rank on the vector path), where this image has it (sm_90a; another target runs
  * the mma.sync tile); else the mma.sync tile. Two kernels, not a branch: with both tiles in one
  * kernel the wgmma path ran at the mma.sync tile's 255 registers with spills (session 14,
- * ptxas; the probe's kernel of the same tile: 55 registers). kTma (with kWg, FCO_GEMV_GROUP_TMA):
- * the same wgmma math fed by TMA from a producer warp (gemv_group_tma.cuh, 288 threads; the
- * maps in c.mx / c.mw), a third kernel. */
-template <typename T, int kMT, int kG, bool kWg, bool kTma>
+ * ptxas; the probe's kernel of the same tile: 55 registers). */
+template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
                                             unsigned char* smem) {
   int64_t k0 = 0, k1 = c.K;
@@ -297,11 +292,6 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     const int64_t slabs = (c.K + 63) / 64;
     k0 = slabs * sl / p.split * 64;
     k1 = min(c.K, slabs * (sl + 1) / p.split * 64);
-  }
-  if constexpr (kTma) { /* whole slabs k0 / 64 .. ⌈k1 / 64⌉ − 1, zeros past K */
-    gemv::GroupTma<kG>::template run<T>(c.mx, c.mw, k0 / 64, (k1 - k0 + 63) / 64,
-                                        q * kG * kTileN, smem);
-    return;
   }
   const T* w = (const T*)c.w + k0;
   const T* x = (const T*)c.x + k0;
@@ -325,11 +315,11 @@ __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v,
 /* A split helper (block b ≥ B): h = b − B takes group h / (split − 1), slice 1 + h % (split − 1);
  * its partial goes to that slice's split area, then the flag (release: the owner's acquire and
  * L2 reads see the stores). */
-template <typename T, int kMT, int kG, bool kWg, bool kTma>
+template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
                                                  const RankView& v, unsigned char* smem) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem);
+  group_slice<T, kMT, kG, kWg>(p, c, q, sl, smem);
   const int per = 4 * p.M; /* float4s per tile */
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
@@ -344,7 +334,7 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
   signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
 }
 
-template <typename T, int kMT, int kG, bool kWg, bool kTma>
+template <typename T, int kMT, int kG, bool kWg>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
                                                   const WaitCtx& wc) {
@@ -356,7 +346,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem);
+    group_slice<T, kMT, kG, kWg>(p, c, q, 0, smem);
     if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;
       if (i < p.split - 1)

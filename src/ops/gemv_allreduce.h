@@ -54,7 +54,6 @@ typedef struct {
   int wide;      /* FCO_GEMV_WIDE: 1 (unset) where they apply, 0 off                         */
   int group;     /* FCO_GEMV_GROUP: -1 (unset) automatic, 0 one-tile kernels, 2 or 4          */
   int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
-  int group_tma; /* FCO_GEMV_GROUP_TMA=1: the wgmma grouped tile fed by TMA (vector path)     */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
 } fco_gemv_ar_args_t;
