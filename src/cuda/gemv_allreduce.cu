@@ -560,6 +560,7 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
       return fco::fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: local rank %d: dev is NULL", i);
   int impl = op0->impl;
   if (impl == 0 || impl == 3) return fco_cuda_gemv_allreduce_baseline(g, impl == 3, err);
+  if (impl == 4) return fco_cuda_gemv_allreduce_chunks(g, err);
   if (impl == 2 && fco_gemv_ar_tiles(a0.N) < (size_t)g->nranks) impl = 1; /* see the header */
   fco::FusedFn fn = nullptr;
   /* LL only where the op layer found it applies (impl 1 asked, shape fits the LL area). */
