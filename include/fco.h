@@ -293,7 +293,7 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
- *              reference), 4 = cuBLAS GEMM in column chunks (FCO_GEMV_CHUNKS, default 4),
+ *              reference), 4 = cuBLAS GEMM in column chunks (FCO_GEMV_CHUNKS, default 2),
  *              each chunk pushed to the peers from a second stream while the next one
  *              computes, then one reduce: impl 3's bits, the all-reduce behind the GEMM
  *              (docs/gemv_allreduce.md; cpu: the reference), FCO_IMPL_AUTO (see

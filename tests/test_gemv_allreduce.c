@@ -1000,8 +1000,8 @@ static void auto_rule(const t_world_t* w, bufs_t* b) {
 }
 
 /* impl 4 (cuBLAS in column chunks, each pushed while the next computes): FCO_GEMV_CHUNKS 1, 3,
- * unset (4), 16 with FCO_GEMV_CHUNK_BLOCKS 1, unset (8), 32 on M 1, 17, 64; N 1000 (chunks of
- * 256 columns, the last shorter), 996 (N·esize % 16 ≠ 0 in bf16 / f16: the scalar path), 7 (one
+ * unset (2), 16 with FCO_GEMV_CHUNK_BLOCKS 1, unset (8), 32 on M 1, 17, 64; N 1000 (e.g. 3 chunks:
+ * 384 columns, the last shorter), 996 (N·esize % 16 ≠ 0 in bf16 / f16: the scalar path), 7 (one
  * chunk narrower than 64), 640 (16 chunks asked: 10 of 64 columns); bias on and off, every
  * dtype; each call against the reference, the plan read back (chunks of the expected width). */
 static void chunk_tests(const t_world_t* w, bufs_t* b) {
@@ -1020,7 +1020,7 @@ static void chunk_tests(const t_world_t* w, bufs_t* b) {
         const size_t N = ns[(k + ci) % 4], M = ms[mi];
         one_call(w, b, M, N, vec_kt(w->n), kDtypes[k % 3], (int)(k % 2), 4);
         if (w->n < 2) continue; /* one rank: the GEMM alone (impl 3's plan) */
-        const size_t want = chunks[ci] ? (size_t)atoi(chunks[ci]) : 4;
+        const size_t want = chunks[ci] ? (size_t)atoi(chunks[ci]) : 2;
         const size_t width = ((N + want - 1) / want + 63) / 64 * 64;
         char expect[64];
         snprintf(expect, sizeof expect, "chunks=%zu of %zu columns", (N + width - 1) / width, width);

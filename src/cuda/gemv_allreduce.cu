@@ -22,6 +22,9 @@
  *   in place on y, workspace laid out as fco_allreduce's impl 1): for larger M, where cuBLAS's
  *   tensor-core GEMM beats the fused tiles and fco's all-reduce still beats NCCL's.
  *
+ * impl 4 — cuBLAS in column chunks, each chunk pushed to the peers from a second stream while the
+ *   next computes, one reduce at the end (impl 3's bits): gemv_allreduce_chunks.cu's header.
+ *
  * impl 1 — one-shot, one persistent launch. Output columns are cut into T = ceil(N/16) tiles;
  *   tile t belongs to block t mod B (B blocks per rank; its j-th tile is t = b + j·B). Per tile:
  *   the block computes the fp32 partial [M][16] (gemv_tile.cuh), sums its 8 warps, stores the

@@ -267,7 +267,9 @@ fco_result_t run_chunks(const fco_gpu_launch_t* g, char* err) {
   p.width = (int)((((N + want - 1) / want) + 63) / 64 * 64);
   p.chunks = (int)((N + (size_t)p.width - 1) / (size_t)p.width);
   p.push_blocks = a[0].chunk_blocks;
-  p.reduce_split = gvc::kReduceSplit;
+  p.reduce_split = sms / (g->num_local * p.push_blocks);
+  if (p.reduce_split > gvc::kMaxReduceSplit) p.reduce_split = gvc::kMaxReduceSplit;
+  if (p.reduce_split < 1) p.reduce_split = 1;
   bool vec = (N * es) % 16 == 0;
   for (int i = 0; i < g->num_local; ++i) {
     p.y[i] = (char*)a[i].y;
@@ -301,7 +303,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* g, char* err) {
   }
   if ((res = gvc::launch_reduce(p, g->num_local, a[0].dtype, cr->side, err)) != FCO_OK) return res;
   if ((res = chunk_join(cr, cr->side, st, err)) != FCO_OK) return res;
-  /* fco_last_plan, e.g. " kernel cublasGemmEx chunks=4 of 2048 columns + push 8 + reduce 32
+  /* fco_last_plan, e.g. " kernel cublasGemmEx chunks=2 of 4096 columns + push 8 + reduce 128
    * blocks/rank" */
   fco_plan_append(g->plan, " kernel cublasGemmEx chunks=%d of %d columns + push %d + reduce %d "
                   "blocks/rank%s", p.chunks, p.width, p.push_blocks,

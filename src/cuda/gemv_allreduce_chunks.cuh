@@ -34,8 +34,9 @@ struct ChunkParams {
 constexpr int kMaxChunkFlags = 512;
 /* Most chunks a call (FCO_GEMV_CHUNKS, refused above by the op layer). */
 constexpr int kMaxChunks = FCO_GEMV_CHUNKS_MAX;
-/* Reduce blocks per push piece. */
-constexpr int kReduceSplit = 4;
+/* Reduce blocks per push piece: as many as fill the SMs once (the reduce runs after the last
+ * GEMM, nothing beside it), 1..kMaxReduceSplit. */
+constexpr int kMaxReduceSplit = 16;
 
 /* Push chunk p.chunk of every local rank's y into slot `me` of every peer's half and raise
  * its flags; the reduce (after the last push on the same stream) sums and ends the call. */

@@ -62,7 +62,7 @@ typedef struct {
 
 /* impl 4 (cuBLAS in column chunks, each pushed while the next computes): defaults and bounds
  * of its knobs (src/cuda/gemv_allreduce_chunks.cu). */
-#define FCO_GEMV_CHUNKS_DEFAULT 4
+#define FCO_GEMV_CHUNKS_DEFAULT 2
 #define FCO_GEMV_CHUNKS_MAX 16
 #define FCO_GEMV_CHUNK_BLOCKS_DEFAULT 8
 #define FCO_GEMV_CHUNK_BLOCKS_MAX 32
