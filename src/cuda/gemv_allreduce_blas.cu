@@ -109,7 +109,7 @@ fco_result_t blas_get(BlasSlot& s, int device, cudaStream_t stream, void** ws, c
  * y = bias first (the whole of y, whatever the columns), then the GEMM with beta = 1; beta_one:
  * beta = 1 without a fill (a chunk after the fill). */
 fco_result_t blas_gemm_cols(const fco_gemv_ar_args_t* a, size_t n0, size_t nc, bool add_bias,
-                            bool beta_one, cudaStream_t stream, char* err) {
+                            bool beta_one, cudaStream_t stream, char* err, int sm_target = 0) {
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -142,9 +142,17 @@ fco_result_t blas_gemm_cols(const fco_gemv_ar_args_t* a, size_t n0, size_t nc, b
   const float alpha = 1.f, beta = add_bias || beta_one ? 1.f : 0.f;
   /* Column-major view: y^T [N×M] = W [K×N]^T · x^T [K×M], all leading dimensions contiguous;
    * columns n0.. are W's rows n0.. and y^T's rows n0.. (ldc N). */
-  st = cublasGemmEx(s.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)M, (int)K, &alpha,
-                    (const char*)a->w + n0 * K * es, t, (int)K, a->x, t, (int)K, &beta,
-                    (char*)a->y + n0 * es, t, (int)N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  /* sm_target > 0: cuBLAS plans for that many SMs (impl 4: the others run the pushes); the
+   * handle is shared, so it goes back to 0 (all SMs) after the call. */
+  if (sm_target > 0) st = cublasSetSmCountTarget(s.h, sm_target);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasGemmEx(s.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)M, (int)K, &alpha,
+                      (const char*)a->w + n0 * K * es, t, (int)K, a->x, t, (int)K, &beta,
+                      (char*)a->y + n0 * es, t, (int)N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (sm_target > 0) {
+    const cublasStatus_t s0 = cublasSetSmCountTarget(s.h, 0);
+    if (st == CUBLAS_STATUS_SUCCESS) st = s0;
+  }
   if (st != CUBLAS_STATUS_SUCCESS)
     return fail(err, FCO_ERR_CUDA,
                 "fco_gemv_allreduce: cublasGemmEx(N=%zu of %zu at %zu, M=%zu, K=%zu): %s", nc, N,
@@ -281,13 +289,20 @@ fco_result_t run_chunks(const fco_gpu_launch_t* g, char* err) {
     return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce chunks: %d chunks x %d blocks",
                 p.chunks, p.push_blocks);
   cudaStream_t st = (cudaStream_t)g->stream;
+  /* FCO_GEMV_CHUNK_SMS (experiment, session 18): the GEMMs after the first chunk, which run beside
+   * a push, planned for the SMs the pushes leave (1, the default) or for all (0). */
+  const int sm_target = fco_env_int("FCO_GEMV_CHUNK_SMS", 1) > 0
+                            ? (sms - g->num_local * p.push_blocks > 0
+                                   ? sms - g->num_local * p.push_blocks : 1)
+                            : 0;
   /* 1. Every GEMM on the user stream, an event after each chunk; nothing that waits yet. */
   cudaEvent_t ev[gvc::kMaxChunks];
   for (int c = 0; c < p.chunks; ++c) {
     const size_t n0 = (size_t)c * p.width, nc = N - n0 < (size_t)p.width ? N - n0 : p.width;
     for (int i = 0; i < g->num_local; ++i) {
       const bool bias = a[i].bias && g->r[i].op->comm->rank == 0;
-      res = blas_gemm_cols(&a[i], n0, nc, bias && c == 0, bias && c > 0, st, err);
+      res = blas_gemm_cols(&a[i], n0, nc, bias && c == 0, bias && c > 0, st, err,
+                           c > 0 ? sm_target : 0);
       if (res != FCO_OK) return res;
     }
     ev[c] = cr->ev[cr->next++ % kChunkEvents];
