@@ -293,11 +293,7 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
- *              reference), 4 = cuBLAS GEMM in column chunks (FCO_GEMV_CHUNKS, default 2),
- *              each chunk pushed to the peers from a second stream while the next one
- *              computes, then one reduce: impl 3's bits, the all-reduce behind the GEMM
- *              (docs/gemv_allreduce.md; cpu: the reference), FCO_IMPL_AUTO (see
- *              src/ops/gemv_allreduce.c: the rule and its
+ *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its
  *              measurements). The fused impls are launched with programmatic dependent launch
  *              (sm_90: the next call's blocks prefetch their W into L2 while this call ends;
  *              FCO_GEMV_PDL=0 turns it off). They let a next kernel that is itself launched
@@ -307,16 +303,16 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
  * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S (on GPUs at M 33..64 in bf16 / f16 with
  * N ≤ 5120 also 2·3·roundup(ceil(T/4)·4·16·M·4, 256) for split groups; for M ≤ 16 the LL
- * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg); impls 3 and 4 (P > 1):
+ * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg); impl 3 (P > 1):
  * 2·P·roundup(M·N·esize, 256); impl 0: none (nccl),
- * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0, 3 and 4 use a cuBLAS
+ * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS
  * handle per device and a cuBLAS workspace per (device, stream), made at the first eager call
  * on that stream: make one eager call on the stream you will capture before capturing a CUDA
  * graph. With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
  * impl) across ranks on the device before moving data, and report a mismatch as
  * FCO_ERR_INVALID_ARGUMENT through fco_comm_get_async_error (the local and cpu transports
  * compare them on the host at every call). */
-#define FCO_GEMV_ALLREDUCE_NUM_IMPLS 5
+#define FCO_GEMV_ALLREDUCE_NUM_IMPLS 4
 #define FCO_GEMV_ALLREDUCE_MAX_M 64
 fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
                                 void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,

@@ -70,9 +70,6 @@ fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* l, char* err);
 /* Its impls 0 (fco_ar = 0: NCCL's / the local copy all-reduce) and 3 (fco's one-shot): cuBLAS,
  * then the all-reduce of y (gemv_allreduce_blas.cu). */
 fco_result_t fco_cuda_gemv_allreduce_baseline(const fco_gpu_launch_t* l, int fco_ar, char* err);
-/* Its impl 4: cuBLAS in column chunks, each chunk pushed while the next computes
- * (gemv_allreduce_blas.cu, kernels in gemv_allreduce_chunks.cu). */
-fco_result_t fco_cuda_gemv_allreduce_chunks(const fco_gpu_launch_t* l, char* err);
 /* embedding_alltoall */
 fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* l, char* err);
 fco_result_t fco_cuda_embedding_alltoall_after_group(const fco_gpu_launch_t* l, char* err);

@@ -22,9 +22,6 @@
  *   in place on y, workspace laid out as fco_allreduce's impl 1): for larger M, where cuBLAS's
  *   tensor-core GEMM beats the fused tiles and fco's all-reduce still beats NCCL's.
  *
- * impl 4 — cuBLAS in column chunks, each chunk pushed to the peers from a second stream while the
- *   next computes, one reduce at the end (impl 3's bits): gemv_allreduce_chunks.cu's header.
- *
  * impl 1 — one-shot, one persistent launch. Output columns are cut into T = ceil(N/16) tiles;
  *   tile t belongs to block t mod B (B blocks per rank; its j-th tile is t = b + j·B). Per tile:
  *   the block computes the fp32 partial [M][16] (gemv_tile.cuh), sums its 8 warps, stores the
@@ -563,7 +560,6 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
       return fco::fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: local rank %d: dev is NULL", i);
   int impl = op0->impl;
   if (impl == 0 || impl == 3) return fco_cuda_gemv_allreduce_baseline(g, impl == 3, err);
-  if (impl == 4) return fco_cuda_gemv_allreduce_chunks(g, err);
   if (impl == 2 && fco_gemv_ar_tiles(a0.N) < (size_t)g->nranks) impl = 1; /* see the header */
   fco::FusedFn fn = nullptr;
   /* LL only where the op layer found it applies (impl 1 asked, shape fits the LL area). */

@@ -15,7 +15,6 @@
 
 #include "../ops/gemv_allreduce.h"
 #include "cuda_ops.h"
-#include "gemv_allreduce_chunks.cuh"
 #include "launch.cuh"
 
 namespace fco {
@@ -105,17 +104,14 @@ fco_result_t blas_get(BlasSlot& s, int device, cudaStream_t stream, void** ws, c
   return FCO_OK;
 }
 
-/* y[:, n0 .. n0 + nc) = x · W[n0 .. n0 + nc)^T on `stream`, on the current device; add_bias:
- * y = bias first (the whole of y, whatever the columns), then the GEMM with beta = 1; beta_one:
- * beta = 1 without a fill (a chunk after the fill). */
-fco_result_t blas_gemm_cols(const fco_gemv_ar_args_t* a, size_t n0, size_t nc, bool add_bias,
-                            bool beta_one, cudaStream_t stream, char* err, int sm_target = 0) {
+/* y = x · W^T (+ bias when add_bias) on `stream`, on the current device. */
+fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t stream, char* err) {
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   if (device >= kMaxDevices)
     return fail(err, FCO_ERR_UNSUPPORTED, "fco_gemv_allreduce: device %d >= %d", device, kMaxDevices);
-  const size_t M = a->M, N = a->N, K = a->K, es = fco_dtype_size(a->dtype);
+  const size_t M = a->M, N = a->N, K = a->K;
   BlasSlot& s = g_blas[device];
   std::lock_guard<std::mutex> lock(s.mu);
   void* ws = nullptr;
@@ -139,28 +135,15 @@ fco_result_t blas_gemm_cols(const fco_gemv_ar_args_t* a, size_t n0, size_t nc, b
                 blas_status(st));
   const cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
                                                                                   : CUDA_R_16BF;
-  const float alpha = 1.f, beta = add_bias || beta_one ? 1.f : 0.f;
-  /* Column-major view: y^T [N×M] = W [K×N]^T · x^T [K×M], all leading dimensions contiguous;
-   * columns n0.. are W's rows n0.. and y^T's rows n0.. (ldc N). */
-  /* sm_target > 0: cuBLAS plans for that many SMs (impl 4: the others run the pushes); the
-   * handle is shared, so it goes back to 0 (all SMs) after the call. */
-  if (sm_target > 0) st = cublasSetSmCountTarget(s.h, sm_target);
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasGemmEx(s.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)nc, (int)M, (int)K, &alpha,
-                      (const char*)a->w + n0 * K * es, t, (int)K, a->x, t, (int)K, &beta,
-                      (char*)a->y + n0 * es, t, (int)N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  if (sm_target > 0) {
-    const cublasStatus_t s0 = cublasSetSmCountTarget(s.h, 0);
-    if (st == CUBLAS_STATUS_SUCCESS) st = s0;
-  }
+  const float alpha = 1.f, beta = add_bias ? 1.f : 0.f;
+  /* Column-major view: y^T [N×M] = W [K×N]^T · x^T [K×M], all leading dimensions contiguous. */
+  st = cublasGemmEx(s.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha, a->w, t,
+                    (int)K, a->x, t, (int)K, &beta, a->y, t, (int)N, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS)
-    return fail(err, FCO_ERR_CUDA,
-                "fco_gemv_allreduce: cublasGemmEx(N=%zu of %zu at %zu, M=%zu, K=%zu): %s", nc, N,
-                n0, M, K, blas_status(st));
+    return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasGemmEx(N=%zu, M=%zu, K=%zu): %s", N,
+                M, K, blas_status(st));
   return FCO_OK;
-}
-fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t stream, char* err) {
-  return blas_gemm_cols(a, 0, a->N, add_bias, false, stream, err);
 }
 
 /* impl 0 (fco_ar false) and impl 3 (fco_ar true: fco's one-shot all-reduce in place of NCCL's). */
@@ -210,128 +193,8 @@ fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
   return fco_ar ? fco_cuda_allreduce_oneshot(&l, err) : fco_cuda_allreduce_copy(&l, err);
 }
 
-/* ---- impl 4: cuBLAS in column chunks, each pushed while the next computes ---------------- */
-/* Per (thread, device): the push stream and a ring of events (a wait binds to the record made
- * last before it, so a call records fewer than kChunkEvents before its last wait). Per thread,
- * as gemm_alltoall's: two threads' calls never share a push stream, where one call's waiting
- * reduce could hold back another communicator's pushes. */
-constexpr int kChunkEvents = 64;
-struct ChunkRes {
-  cudaStream_t side = nullptr;
-  cudaEvent_t ev[kChunkEvents] = {};
-  unsigned next = 0;
-};
-thread_local ChunkRes t_chunk[kMaxDevices];
-
-fco_result_t chunk_res(int device, ChunkRes** out, char* err) {
-  ChunkRes* r = &t_chunk[device];
-  if (!r->side) {
-    cudaError_t ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking);
-    if (ce != cudaSuccess) {
-      r->side = nullptr;
-      return cuda_fail(err, ce, "fco_gemv_allreduce chunks: cudaStreamCreate (push stream)");
-    }
-    for (int i = 0; i < kChunkEvents; ++i)
-      if ((ce = cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming)) != cudaSuccess)
-        return cuda_fail(err, ce, "fco_gemv_allreduce chunks: cudaEventCreate");
-    fco_result_t res = gvc::preload(err);
-    if (res != FCO_OK) return res;
-  }
-  *out = r;
-  return FCO_OK;
-}
-
-/* `to` waits for what `from` has issued so far. */
-fco_result_t chunk_join(ChunkRes* r, cudaStream_t from, cudaStream_t to, char* err) {
-  cudaEvent_t ev = r->ev[r->next++ % kChunkEvents];
-  cudaError_t ce = cudaEventRecord(ev, from);
-  if (ce == cudaSuccess) ce = cudaStreamWaitEvent(to, ev, 0);
-  return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "fco_gemv_allreduce chunks: stream join");
-}
-
-/* impl 4 (gemv_allreduce_chunks.cu's header has the protocol). One rank: impl 3 (the GEMM). */
-fco_result_t run_chunks(const fco_gpu_launch_t* g, char* err) {
-  if (g->nranks == 1) return run_baseline(g, true, err);
-  if (g->num_local < 1 || g->num_local > FCO_MAX_GPU_RANKS)
-    return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce chunks: %d local ranks", g->num_local);
-  fco_gemv_ar_args_t a[FCO_MAX_GPU_RANKS];
-  for (int i = 0; i < g->num_local; ++i) memcpy(&a[i], g->r[i].op->u.raw, sizeof a[i]);
-  int device = 0, sms = 0;
-  fco_result_t res = current_device(err, &device, &sms);
-  if (res != FCO_OK) return res;
-  if (device >= kMaxDevices)
-    return fail(err, FCO_ERR_UNSUPPORTED, "fco_gemv_allreduce: device %d >= %d", device, kMaxDevices);
-  ChunkRes* cr = nullptr;
-  if ((res = chunk_res(device, &cr, err)) != FCO_OK) return res;
-  const size_t es = fco_dtype_size(a[0].dtype), N = a[0].N;
-  gvc::ChunkParams p;
-  memset(&p, 0, sizeof p);
-  p.M = (int)a[0].M;
-  p.N = (int)N;
-  p.es = (int)es;
-  p.slot_bytes = fco_round_up(a[0].M * N * es, 256);
-  /* Chunks of whole 64-column blocks (cuBLAS's tiles; 16-byte units in every dtype). */
-  const size_t want = (size_t)a[0].chunks;
-  p.width = (int)((((N + want - 1) / want) + 63) / 64 * 64);
-  p.chunks = (int)((N + (size_t)p.width - 1) / (size_t)p.width);
-  p.push_blocks = a[0].chunk_blocks;
-  p.reduce_split = sms / (g->num_local * p.push_blocks);
-  if (p.reduce_split > gvc::kMaxReduceSplit) p.reduce_split = gvc::kMaxReduceSplit;
-  if (p.reduce_split < 1) p.reduce_split = 1;
-  bool vec = (N * es) % 16 == 0;
-  for (int i = 0; i < g->num_local; ++i) {
-    p.y[i] = (char*)a[i].y;
-    p.dev[i] = g->r[i].dev;
-    vec = vec && (uintptr_t)a[i].y % 16 == 0;
-  }
-  p.vec = vec;
-  if (p.chunks * p.push_blocks > gvc::kMaxChunkFlags)
-    return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce chunks: %d chunks x %d blocks",
-                p.chunks, p.push_blocks);
-  cudaStream_t st = (cudaStream_t)g->stream;
-  /* FCO_GEMV_CHUNK_SMS (experiment, session 18): the GEMMs after the first chunk, which run beside
-   * a push, planned for the SMs the pushes leave (1, the default) or for all (0). */
-  const int sm_target = fco_env_int("FCO_GEMV_CHUNK_SMS", 1) > 0
-                            ? (sms - g->num_local * p.push_blocks > 0
-                                   ? sms - g->num_local * p.push_blocks : 1)
-                            : 0;
-  /* 1. Every GEMM on the user stream, an event after each chunk; nothing that waits yet. */
-  cudaEvent_t ev[gvc::kMaxChunks];
-  for (int c = 0; c < p.chunks; ++c) {
-    const size_t n0 = (size_t)c * p.width, nc = N - n0 < (size_t)p.width ? N - n0 : p.width;
-    for (int i = 0; i < g->num_local; ++i) {
-      const bool bias = a[i].bias && g->r[i].op->comm->rank == 0;
-      res = blas_gemm_cols(&a[i], n0, nc, bias && c == 0, bias && c > 0, st, err,
-                           c > 0 ? sm_target : 0);
-      if (res != FCO_OK) return res;
-    }
-    ev[c] = cr->ev[cr->next++ % kChunkEvents];
-    const cudaError_t ce = cudaEventRecord(ev[c], st);
-    if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce chunks: event record");
-  }
-  /* 2. The pushes, each after its chunk, then the reduce, on the push stream; 3. join. */
-  for (int c = 0; c < p.chunks; ++c) {
-    const cudaError_t ce = cudaStreamWaitEvent(cr->side, ev[c], 0);
-    if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce chunks: wait for a chunk");
-    p.chunk = c;
-    if ((res = gvc::launch_push(p, g->num_local, cr->side, err)) != FCO_OK) return res;
-  }
-  if ((res = gvc::launch_reduce(p, g->num_local, a[0].dtype, cr->side, err)) != FCO_OK) return res;
-  if ((res = chunk_join(cr, cr->side, st, err)) != FCO_OK) return res;
-  /* fco_last_plan, e.g. " kernel cublasGemmEx chunks=2 of 4096 columns + push 8 + reduce 128
-   * blocks/rank" */
-  fco_plan_append(g->plan, " kernel cublasGemmEx chunks=%d of %d columns + push %d + reduce %d "
-                  "blocks/rank%s", p.chunks, p.width, p.push_blocks,
-                  p.push_blocks * p.reduce_split, p.vec ? "" : " (scalar)");
-  return FCO_OK;
-}
-
 }  // namespace
 }  // namespace fco
-
-extern "C" fco_result_t fco_cuda_gemv_allreduce_chunks(const fco_gpu_launch_t* g, char* err) {
-  return fco::run_chunks(g, err);
-}
 
 extern "C" fco_result_t fco_cuda_gemv_allreduce_baseline(const fco_gpu_launch_t* g, int fco_ar,
                                                          char* err) {

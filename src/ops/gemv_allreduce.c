@@ -10,7 +10,6 @@
  *                                          past the workspace, where the partials travel
  *   impl 2 (two-phase):  2 · (P · S + Sg)  + the gather area of reduced tiles
  *   impl 3 (cuBLAS + fco one-shot all-reduce), P > 1: 2 · P · roundup(M·N·esize, 256)
- *   impl 4 (cuBLAS in column chunks, pushed while the next computes), P > 1: as impl 3
  *   impl 0 local:        roundup(M·N·esize, 256)   (the copy allreduce)
  *   impl 0 nccl:         0
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
@@ -133,8 +132,6 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   long long pipe = fco_env_int("FCO_GEMV_PIPE", -1);
   long long group = fco_env_int("FCO_GEMV_GROUP", -1);
   long long split = fco_env_int("FCO_GEMV_SPLIT", -1);
-  long long chunks = fco_env_int("FCO_GEMV_CHUNKS", FCO_GEMV_CHUNKS_DEFAULT);
-  long long chunk_blocks = fco_env_int("FCO_GEMV_CHUNK_BLOCKS", FCO_GEMV_CHUNK_BLOCKS_DEFAULT);
   if (group > 0 && group != 2 && group != 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
@@ -142,22 +139,12 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", fn, split,
                          FCO_GEMV_SPLIT_MAX);
-  if (chunks < 1 || chunks > FCO_GEMV_CHUNKS_MAX)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_CHUNKS=%lld is not 1..%d (unset: %d)", fn, chunks,
-                         FCO_GEMV_CHUNKS_MAX, FCO_GEMV_CHUNKS_DEFAULT);
-  if (chunk_blocks < 1 || chunk_blocks > FCO_GEMV_CHUNK_BLOCKS_MAX)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_CHUNK_BLOCKS=%lld is not 1..%d (unset: %d)", fn,
-                         chunk_blocks, FCO_GEMV_CHUNK_BLOCKS_MAX, FCO_GEMV_CHUNK_BLOCKS_DEFAULT);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
   a->group = group < 0 ? -1 : (int)group;
   a->group_mma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) > 0;
   a->split = split < 0 ? -1 : (int)split;
   a->ll_fp32 = fco_env_int("FCO_GEMV_LL_FP32", 0) > 0;
-  a->chunks = (int)chunks;
-  a->chunk_blocks = (int)chunk_blocks;
   return FCO_OK;
 }
 
@@ -170,7 +157,7 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
    * workspace makes it hold both LL halves (use_ll checked that they fit the maximum). */
   if (use_ll(comm, M, N, impl)) return 2 * (size_t)P * fco_gemv_ar_ll_slot_bytes(M, N);
   if (impl == 1 || impl == 2) return 2 * fco_gemv_ar_half_bytes(impl, P, M, N, es);
-  if (impl == 3 || impl == 4) return P > 1 ? 2 * (size_t)P * fco_round_up(M * N * es, 256) : 0;
+  if (impl == 3) return P > 1 ? 2 * (size_t)P * fco_round_up(M * N * es, 256) : 0;
   if (comm->transport == FCO_TRANSPORT_LOCAL && P > 1) return fco_round_up(M * N * es, 256);
   return 0;
 }

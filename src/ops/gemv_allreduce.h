@@ -56,16 +56,7 @@ typedef struct {
   int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
-  int chunks;       /* impl 4: FCO_GEMV_CHUNKS, column chunks (1..FCO_GEMV_CHUNKS_MAX)      */
-  int chunk_blocks; /* impl 4: FCO_GEMV_CHUNK_BLOCKS, blocks per rank of a push (1..32)     */
 } fco_gemv_ar_args_t;
-
-/* impl 4 (cuBLAS in column chunks, each pushed while the next computes): defaults and bounds
- * of its knobs (src/cuda/gemv_allreduce_chunks.cu). */
-#define FCO_GEMV_CHUNKS_DEFAULT 2
-#define FCO_GEMV_CHUNKS_MAX 16
-#define FCO_GEMV_CHUNK_BLOCKS_DEFAULT 8
-#define FCO_GEMV_CHUNK_BLOCKS_MAX 32
 
 /* FCO_GEMV_PDL_PREFETCH: default and largest bytes per block (the launcher also keeps the
  * whole grid's prefetch within a budget well below L2). */

@@ -15,7 +15,7 @@ static const fco_op_info_t kOps[] = {
     /* gemv_allreduce */
     {FCO_OP_GEMV_ALLREDUCE, "gemv_allreduce", {"M", "N", "dtype", "bias"},
      FCO_GEMV_ALLREDUCE_NUM_IMPLS, {"-", "cublas_nccl", "cublas_copy", "cpu_ref"},
-     {NULL, "oneshot", "twophase", "cublas_oneshot", "cublas_chunks"}},
+     {NULL, "oneshot", "twophase", "cublas_oneshot"}},
     /* embedding_alltoall */
     {FCO_OP_EMBEDDING_ALLTOALL, "embedding_alltoall",
      {"tables", "dim", "batch", "dtype", "pooling", "tables_per_rank", "batch_per_rank"},

@@ -45,13 +45,13 @@ def _g_gemv():
 
     n = 0
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        for impl in ("auto", "baseline", "oneshot", "twophase", "cublas_oneshot", "cublas_chunks"):
+        for impl in ("auto", "baseline", "oneshot", "twophase", "cublas_oneshot"):
             for M, N, K in ((1, 4096, 2048), (16, 1000, 1536), (64, 96, 4096), (3, 17, 40)):
                 n += 1
                 x, w, b = _gemv_data(dtype, M, N, K, n, bias=n % 2 == 0)
                 y = fco.gemv_allreduce(x, w, b, impl=impl)
                 _refs.close(y, _refs.gemv_allreduce(x, w, b), dtype, 3)
-                if impl in ("oneshot", "twophase", "cublas_oneshot", "cublas_chunks"):  # rank order
+                if impl in ("oneshot", "twophase", "cublas_oneshot"):  # rank-order fp32 sums
                     assert _refs.same_on_all_ranks(y), (dtype, impl, M, N, K)
     x, w, b = _gemv_data(torch.bfloat16, 100, 256, 512, 1)  # M > 64: matmul + fco.allreduce
     _refs.close(fco.gemv_allreduce(x, w, b), _refs.gemv_allreduce(x, w, b), torch.bfloat16, 3)

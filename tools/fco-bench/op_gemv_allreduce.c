@@ -13,12 +13,12 @@
  *
  * Columns: gemv = cuBLAS GEMM alone on every rank, no communication (compute_us);
  * allreduce = fco_allreduce (AUTO: our best all-reduce) of the M×N output alone (comm_us);
- * then impl 0 (cuBLAS + ncclAllReduce / copy), oneshot, twophase, cublas_oneshot, cublas_chunks,
- * oneshot_ll, oneshot_ll_pdl, auto. oneshot_ll is a bench-only column (impl_id 5 in the JSON,
+ * then impl 0 (cuBLAS + ncclAllReduce / copy), oneshot, twophase, cublas_oneshot,
+ * oneshot_ll, oneshot_ll_pdl, auto. oneshot_ll is a bench-only column (impl_id 4 in the JSON,
  * -D oneshot_ll): impl 1 with FCO_GEMV_AR_LL=1 (partials as LL words, src/core/internal.h "LL
  * area"), while the oneshot column runs with FCO_GEMV_AR_LL=0, so one run A/Bs the knob; "-"
  * where the LL one-shot does not apply (cpu, P = 1, M > 16, more than 16 MiB of LL words).
- * oneshot_ll runs with FCO_GEMV_PDL=0 and oneshot_ll_pdl (impl_id 6, -D oneshot_ll_pdl) with
+ * oneshot_ll runs with FCO_GEMV_PDL=0 and oneshot_ll_pdl (impl_id 5, -D oneshot_ll_pdl) with
  * FCO_GEMV_PDL=1 (programmatic dependent launch + W prefetch, src/cuda/gemv_allreduce.cu
  * "PDL"; the library's default): the two A/B PDL in one run. The other columns (auto
  * included) see FCO_GEMV_AR_LL and FCO_GEMV_PDL as the caller set them (run twice, with and

@@ -28,7 +28,7 @@ from . import allreduce as _allreduce
 
 IMPL_TRITON = -2  # Python-only id (never passed to C): the Triton kernel of fco.triton
 IMPLS = {"baseline": 0, "cublas_nccl": 0, "oneshot": 1, "twophase": 2, "cublas_oneshot": 3,
-         "cublas_chunks": 4, "triton": IMPL_TRITON}
+         "triton": IMPL_TRITON}
 MAX_M = 64  # FCO_GEMV_ALLREDUCE_MAX_M
 _OP = "fco.gemv_allreduce"
 _c_fn = None
@@ -136,8 +136,8 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto"):
     (x, w)); CPU: the cpu transport, done when the call returns.
     group  torch.distributed ProcessGroup (None: the default group).
     impl   "auto", "baseline" (0: GEMM + NCCL allreduce), "oneshot" (1), "twophase" (2),
-           "cublas_oneshot" (3: GEMM + fco's one-shot allreduce, unfused), "cublas_chunks" (4:
-           GEMM in column chunks, each pushed while the next computes), "triton", or an int. The fused op takes M ≤ 64; "auto" runs larger M as matmul + fco.allreduce.
+           "cublas_oneshot" (3: GEMM + fco's one-shot allreduce, unfused), "triton", or an
+           int. The fused op takes M ≤ 64; "auto" runs larger M as matmul + fco.allreduce.
     Differentiable as Megatron's RowParallelLinear (the loss is replicated over the group):
     dx = dy @ w, dw = dy.T @ x, dbias = dy summed over the rows, no collective.
     Raises fco.FcoError (INVALID_ARGUMENT naming the argument) for bad input, and with
