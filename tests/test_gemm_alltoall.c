@@ -661,6 +661,46 @@ static void one_rank_auto_rule(fco_transport_t t) {
   fco_comm_destroy(w.comms[0]);
 }
 
+/* Several ranks, AUTO (GPU transports): tiles (impl 1) where K ≤ 2048, except on local above
+ * two ranks where a_rows > 2048 (then impl 0; src/ops/gemm_alltoall.c). a_rows 2048 and 2049
+ * (the capacity, from the slack), K 64, bf16, with the hints; checked against the reference
+ * and read from every rank's fco_last_plan. */
+static void multi_rank_auto_rule(const t_world_t* w) {
+  const int P = w->n;
+  for (int big = 0; big < 2; big++) {
+    ga_case_t c;
+    two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
+    for (int r = 0; r < P; r++)
+      for (int i = 0; i < 2 * P; i++) c.counts[r][i] = 1 + (r + 2 * i) % 4;
+    int64_t most = 0;
+    for (int r = 0; r < P; r++) {
+      int64_t sum = 0;
+      for (int i = 0; i < 2 * P; i++) sum += c.counts[r][i];
+      if (sum > most) most = sum;
+    }
+    finish_case(&c, t_next_seed(), (int)(2048 + big - most));
+    const int want = w->transport == FCO_TRANSPORT_LOCAL && P > 2 && big ? 0 : 1;
+    t_context("P=%d AUTO rule: a_rows %lld, expect impl %d", P, (long long)c.a_rows, want);
+    ga_bufs_t b;
+    upload(w, &c, &b);
+    poison(w, &c, &b);
+    ASSERT_OK(issue(w, &c, &b, FCO_IMPL_AUTO, 1, NULL));
+    t_sync(w);
+    for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    ASSERT_EQ(check(w, &c, &b), 0);
+    char expect[64];
+    snprintf(expect, sizeof expect, "gemm_alltoall impl %d ", want);
+    for (int r = 0; r < P; r++) {
+      const char* plan = fco_last_plan(w->comms[r]);
+      if (strncmp(plan, expect, strlen(expect)) != 0)
+        t_fail(__FILE__, __LINE__, "rank %d: AUTO ran \"%s\", expected \"%s...\"", r, plan,
+               expect);
+    }
+    free_bufs(w, &c, &b);
+    free_case(&c);
+  }
+}
+
 static void bad_args(const t_world_t* w) {
   fco_comm_t c = w->comms[0];
   int32_t dummy[16] = {0};
@@ -900,6 +940,7 @@ int main(void) {
     sym_outputs(&w);
     asymmetric(&w);
     large(&w);
+    if (t != FCO_TRANSPORT_CPU && p > 1) multi_rank_auto_rule(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);
 #endif

@@ -89,9 +89,18 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * invisible) — else impl 0 (else 2, else 1). Before session 16 impl 0 at one rank went through
  * scratch, pack, a self send / receive and a copy (1370 µs at 4096 tokens × K 14336, now
  * 1258.6), and one rank took tiles where K ≤ 2048 (session 15), before that chunks.
+ * Local transport above two ranks (session 18): the P virtual ranks share one GPU, each rank's
+ * tile kernel gets 1/P of the SMs while impl 0 runs every rank's GEMMs with all of them, so the
+ * tiles' lead shrinks with P and turns into a loss where the experts are large — one H200,
+ * graphs, µs impl 0 / tiles, K 2048 (runs 2026-12-01_nvidia-h200_8b9715b-local, 7a8c689-local8):
+ * 512 tokens × 32 experts top-8 (a_rows 4096) P = 2 489.7 / 449.8, P = 4 800.7 / 845.3, P = 8
+ * 1681.7 / 1792.0; 128 tokens (a_rows 1024) P = 2 374.6 / 277.5, P = 4 386.5 / 318.0, P = 8
+ * 495.0 / 478.0. So on local with P > 2 tiles only where a_rows (agreed by every rank) ≤
+ * kLocalTilesMaxRows = 2048 (P = 3 unmeasured: it takes the P > 2 rule).
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures (at one
  * rank, where nothing needs agreeing, also on counts_host's values). */
+enum { kLocalTilesMaxRows = 2048 };
 static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
     return 0;
@@ -101,6 +110,9 @@ static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
       if (a->counts_host[e] > 256) return 0;
     return 1;
   }
+  if (comm->transport == FCO_TRANSPORT_LOCAL && comm->nranks > 2 &&
+      a->a_rows > kLocalTilesMaxRows)
+    return 0;
   return a->k <= 2048;
 }
 
