@@ -115,12 +115,12 @@ const char* fco_last_error(fco_comm_t comm);
  * launcher may append detail (e.g. " kernel grouped wgmma kG=4 split=2 kMT=8 warps=8 PDL, 32
  * blocks/rank of 132 co-resident"; free text, not a stable format). Set when the call is issued
  * (inside fco_group_start/end: by fco_group_end, when the group issues it); on GPU transports
- * that is when it is enqueued, not when it has
- * finished. "" before the first call, after any call on it that failed (a bad argument, a
- * failed launch; a failing fco_comm_reserve or fco_mem_alloc too), and while the communicator
- * holds an asynchronous error (fco_comm_get_async_error), so it never describes a call that did
- * not run. Not collective; never NULL ("" for a NULL comm). The string stays valid until the next
- * call on the same communicator. */
+ * that is when it is enqueued, not when it has finished. "" before the first call, after any
+ * call on it that failed (a bad argument, a failed launch; a failing fco_comm_reserve or
+ * fco_mem_alloc too), and while the communicator holds an asynchronous error
+ * (fco_comm_get_async_error), so it never describes a call that did not run. Not collective;
+ * never NULL ("" for a NULL comm). The string stays valid until the next call on the same
+ * communicator. */
 const char* fco_last_plan(fco_comm_t comm);
 
 /* [OUT] id: a fresh bootstrap id. Called by ONE rank, then broadcast to the others out of band

@@ -927,8 +927,8 @@ static void expect_split(const t_world_t* w, size_t N, int split) {
     const char* of = strstr(plan, "blocks/rank of ");
     int got = at ? atoi(at + 6) : -1, want = split;
     if (!split && kg && of) {
-      const long groups = (long)((N + 16 * (size_t)atoi(kg + 3) - 1) / (16 * (size_t)atoi(kg + 3)));
-      if (2 * groups > atol(of + 15)) want = 1; /* too many groups to split */
+      const size_t cols = 16 * (size_t)atoi(kg + 3); /* a group's columns */
+      if (2 * (long)((N + cols - 1) / cols) > atol(of + 15)) want = 1; /* too many to split */
     }
     if (!strstr(plan, "grouped") || !of || (want ? got != want : got < 2))
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected grouped tiles with split %s%d", r,
