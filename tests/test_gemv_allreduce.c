@@ -244,13 +244,13 @@ int main(void) {
     bad_args(&w, &b);
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
-      /* FCO_GEMV_AR_LL=0 here, FCO_GEMV_PDL=0 below: the knobs as test_gemv_allreduce_kernels'
-       * ll_tests and pdl_tests leave them, which ran at these two points while both were one
-       * program. So the calls below take the plain one-shot (auto_rule leaves the LL choice
-       * unchecked: the caller's), and the device-side mismatch and the rounds after P = 1 run
-       * with PDL off (P = 1: on, the default): both kernel families run this program's cases. */
-      setenv("FCO_GEMV_AR_LL", "0", 1);
+      /* auto_rule with the knobs unset, so its LL choice is checked too; then FCO_GEMV_AR_LL=0
+       * here and FCO_GEMV_PDL=0 below, as test_gemv_allreduce_kernels' ll_tests and pdl_tests
+       * left them when both were one program: the graphs and FCO_CHECK_ARGS calls take the
+       * plain one-shot (the LL kernels' graphs are the kernels program's), and the device-side
+       * mismatch and the rounds after P = 1 run with PDL off (P = 1: on, the default). */
       auto_rule(&w, &b);
+      setenv("FCO_GEMV_AR_LL", "0", 1);
       for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) gemv_graph(&w, &b, i);
       setenv("FCO_CHECK_ARGS", "1", 1);
       for (int i = 1; i <= 2; i++) gemv_one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);

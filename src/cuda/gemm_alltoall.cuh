@@ -183,6 +183,32 @@ __device__ __forceinline__ uint64_t block_digest(const int32_t* counts, int E, i
   return r;
 }
 
+/* All threads: the rows each destination s gets, tot[s] = Σ_e counts[e·P + s], their sum and
+ * whether any count is negative (`bad`; negative counts are left out of the sums, so the
+ * caller's verdict, not an overflow, decides). `tot` [P], `sum` and `bad` are shared; with `cnt`
+ * (shared, E·P ints) also cnt[i] = max(counts[i], 0). Syncs before returning. */
+__device__ __forceinline__ void block_count_sums(const int32_t* counts, int E, int P,
+                                                 unsigned long long* tot, long long* sum,
+                                                 int* bad, int* cnt) {
+  if ((int)threadIdx.x < P) tot[threadIdx.x] = 0;
+  if (threadIdx.x == 0) {
+    *sum = 0;
+    *bad = 0;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < E * P; i += blockDim.x) {
+    const int x = counts[i];
+    if (cnt) cnt[i] = x < 0 ? 0 : x;
+    if (x < 0) {
+      *bad = 1;
+    } else {
+      atomicAdd(&tot[i % P], (unsigned long long)x);
+      atomicAdd((unsigned long long*)sum, (unsigned long long)x);
+    }
+  }
+  __syncthreads();
+}
+
 /* ---- header exchange --------------------------------------------------------------------- */
 /* All threads of the rank's header block. Puts `h` (kHdrWords-sized, shared memory) into every
  * rank's header slot [me] of this call's half and signals it; thread p < P serves rank p. The

@@ -49,23 +49,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
   const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
   const int64_t nN = (p.N + kBN - 1) / kBN;
   int* cnt = reinterpret_cast<int*>(smem);
-  if ((int)threadIdx.x < P) s_tot[threadIdx.x] = 0;
-  if (threadIdx.x == 0) {
-    s_sum = 0;
-    s_bad = 0;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const int x = ra.counts[i];
-    cnt[i] = x < 0 ? 0 : x;
-    if (x < 0) {
-      s_bad = 1;
-    } else {
-      atomicAdd(&s_tot[i % P], (unsigned long long)x);
-      atomicAdd((unsigned long long*)&s_sum, (unsigned long long)x);
-    }
-  }
-  __syncthreads();
+  block_count_sums(ra.counts, E, P, s_tot, &s_sum, &s_bad, cnt); /* syncs */
   const bool valid = !s_bad && s_sum <= p.a_rows;
   if (threadIdx.x == 0) {
     int64_t run = 0;
@@ -303,7 +287,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   const RankArgs& ra = p.r[blockIdx.x];
   uint64_t e;
   Plan* plan = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.N, p.es);
-  const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
+  const int P = v.nranks, me = v.rank, E = ra.num_experts;
   const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
   if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
     /* The launcher checked the workspace: only a corrupted table gets here. Peers time out. */
@@ -311,21 +295,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
       record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1, 2 * need, v.ws_bytes);
     return;
   }
-  if ((int)threadIdx.x < P) s_tot[threadIdx.x] = 0;
-  if (threadIdx.x == 0) {
-    s_sum = 0;
-    s_bad = 0;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const int x = ra.counts[i];
-    if (x < 0) {
-      s_bad = 1;
-    } else {
-      atomicAdd(&s_tot[i % P], (unsigned long long)x);
-      atomicAdd((unsigned long long*)&s_sum, (unsigned long long)x);
-    }
-  }
+  block_count_sums(ra.counts, E, P, s_tot, &s_sum, &s_bad, nullptr); /* syncs */
   const uint64_t digest = block_digest(ra.counts, E, P, &s_digest); /* syncs */
   if (threadIdx.x == 0) {
     for (int k = 0; k < kHdrWords; ++k) hdr[k] = 0;
