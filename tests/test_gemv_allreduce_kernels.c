@@ -526,6 +526,15 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
 }
 #endif
 
+/* chains() with its y2 buffers allocated for the call and freed after. */
+static void chains_alloc(const t_world_t* w, gemv_bufs_t* b) {
+  void* y2[T_MAX_RANKS];
+  for (int r = 0; r < w->n; r++)
+    y2[r] = t_alloc(w->transport, t_rank_device(w->transport, r), gemv_y_bytes());
+  chains(w, b, y2);
+  for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
+}
+
 /* FCO_TEST_LL=only / FCO_TEST_GROUP=only: one GPU-only part for P = 1..max, then PASS (0), or
  * 77 (skip) on the cpu transport. */
 enum { PART_LL, PART_GROUP };
@@ -573,12 +582,7 @@ int main(void) {
 #ifdef FCO_HAVE_CUDA
       if (t_is_gpu(t)) pdl_tests(&w, &b, quick);
 #endif
-      if (!t_is_gpu(t)) { /* no PDL here: the chain's semantics alone */
-        void* y2[T_MAX_RANKS];
-        for (int r = 0; r < w.n; r++) y2[r] = t_alloc(t, t_rank_device(t, r), gemv_y_bytes());
-        chains(&w, &b, y2);
-        for (int r = 0; r < w.n; r++) t_free(t, t_rank_device(t, r), y2[r]);
-      }
+      if (!t_is_gpu(t)) chains_alloc(&w, &b); /* no PDL here: the chain's semantics alone */
       gemv_bufs_free(&b);
       t_world_destroy(&w, 0);
       printf("P=%d: PDL part ok\n", p);
@@ -604,12 +608,7 @@ int main(void) {
     t_context("P=%d: fco_comm_init_all", p);
     ASSERT_OK(t_world_init(&w, t, p, NULL));
     gemv_bufs_alloc(&b, &w);
-    {
-      void* y2[T_MAX_RANKS];
-      for (int r = 0; r < w.n; r++) y2[r] = t_alloc(t, t_rank_device(t, r), gemv_y_bytes());
-      chains(&w, &b, y2); /* FCO_GEMV_PDL as the caller set it (unset: on, the default) */
-      for (int r = 0; r < w.n; r++) t_free(t, t_rank_device(t, r), y2[r]);
-    }
+    chains_alloc(&w, &b); /* FCO_GEMV_PDL as the caller set it (unset: on, the default) */
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
       ll_tests(&w, &b, quick);
