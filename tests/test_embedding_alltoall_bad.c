@@ -23,8 +23,9 @@
 
 #include "ea_fixture.h"
 
-/* Bad data on rank `bad_rank`: the documented error naming table and position, the bad entries
- * skipped (the reference skips them too), nothing written past out. `kind`: 0 index = rows,
+/* Bad data on one rank (the first, over up to 100 fresh problems, that has an entry to spoil):
+ * the documented error naming table and position, the bad entries skipped (the reference skips
+ * them too), nothing written past out. `kind`: 0 index = rows,
  * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
  * (3 f32: the element path; 16 bf16: 32-byte rows, the lean kernels); stream: NULL the
  * defaults, "T<n>" the lean kernels with FCO_EA_LEAN_TABLES = n, "S" the lean fused kernel's
@@ -40,7 +41,7 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   for (int attempt = 0; attempt < 100 && !found; attempt++) {
     if (attempt) ea_prob_free(w, &p);
     ea_prob_make(&p, w->n, D, dt, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
-              FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
+                 FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
     for (r = 0; r < p.P && !found; r++) {
       int64_t nb = (int64_t)p.tpr[r] * p.B;
       if (kind <= 1 && p.nnz[r] > 0) {

@@ -244,7 +244,7 @@ static float expect(const ea_prob_t* p, int s, int64_t i, int64_t tg, int64_t d,
 
 /* Compare every rank's out (and its guard) with the reference (expect); returns wrong elements. */
 size_t ea_prob_check(const t_world_t* w, const ea_prob_t* p) {
-  size_t wrong = 0, es = fco_dtype_size(p->dt);
+  size_t wrong = 0;
   double tol = p->dt == FCO_F32 ? 1e-5 : p->dt == FCO_F16 ? 2e-3 : 1e-2;
   for (int s = 0; s < p->P; s++) {
     int dv = t_rank_device(w->transport, s);
@@ -266,7 +266,6 @@ size_t ea_prob_check(const t_world_t* w, const ea_prob_t* p) {
     for (size_t g = 0; g < T_GUARD; g++)
       if (h[p->out_bytes[s] + g] != T_GUARD_BYTE && bad++ < 5)
         fprintf(stderr, "  rank %d wrote 0x%02x %zu bytes past out\n", s, h[p->out_bytes[s] + g], g);
-    (void)es;
     if (bad) fprintf(stderr, "  rank %d: %zu wrong\n", s, bad);
     wrong += bad;
     free(h);
