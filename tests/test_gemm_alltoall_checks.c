@@ -151,7 +151,7 @@ static void one_rank_hint_unlike_counts(fco_transport_t t) {
   ASSERT_EQ(bad, 0);
   ga_free_bufs(&w, &c, &b);
   ga_free_case(&c);
-  fco_comm_destroy(w.comms[0]);
+  ASSERT_OK(fco_comm_destroy(w.comms[0]));
 }
 
 /* Rank r's fco_last_plan begins "gemm_alltoall impl <want> " (what AUTO resolved to). */
@@ -211,7 +211,7 @@ static void one_rank_auto_rule(fco_transport_t t) {
   t_free(t, d, wt);
   t_free(t, d, dc);
   t_free(t, d, out);
-  fco_comm_destroy(w.comms[0]);
+  ASSERT_OK(fco_comm_destroy(w.comms[0]));
 }
 
 /* Several ranks, AUTO (GPU transports): tiles (impl 1) where K ≤ 2048, except on local above

@@ -278,5 +278,5 @@ void ga_expect_rejected(t_world_t* w, ga_case_t* c, ga_bufs_t* b, fco_result_t r
   ASSERT_EQ(untouched(w, c, b), 0);
   ga_free_bufs(w, c, b);
   ga_free_case(c);
-  for (int q = 0; q < w->n; q++) fco_comm_destroy(w->comms[q]);
+  for (int q = 0; q < w->n; q++) ASSERT_OK(fco_comm_destroy(w->comms[q]));
 }
