@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 19 run 2 (one H200, commit 5f19a56): the test splits (gemm d77f7f4-style: 6a88629, embedding 5978704) and their follow-ups first on a GPU —
+# Session 19 run 2 (one H200, commit 5f19a56): the test splits of test_gemm_alltoall.c (6a88629) and test_embedding_alltoall.c (5978704) and their follow-ups first on a GPU —
 # the C suite (quick) on local (P = 1..4) and nccl (one GPU: P = 1).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=5f19a56
