@@ -166,13 +166,16 @@ static void expect_plan(const t_world_t* w, int impl, int ll) {
  * every call also checked against the reference: one rank → impl 0; bf16 M 4, N 1000 → the
  * fused one-shot, with LL words except on local above P = 4; M 40 → unfused (on local impl 0);
  * N above FCO_GEMV_AR_FUSED_MAX_N → unfused; FCO_GEMV_AR_ONESHOT_MAX between one rank's pushes
- * and all ranks' → one-shot on nccl, two-phase on local (its ranks share one GPU's HBM). */
+ * and all ranks' → one-shot on nccl, two-phase on local (its ranks share one GPU's HBM);
+ * FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r (the layer's whole W, which only the batch of every
+ * rank's call knows) → impl 0 on local at M 16, still fused at M 4 and with the bound one
+ * element above N·ΣK_r; nccl ignores it (fused). */
 static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   const int P = w->n, local = w->transport == FCO_TRANSPORT_LOCAL;
   const int ll_set = getenv("FCO_GEMV_AR_LL") != NULL; /* the caller's choice: not checked */
   static const char* const rule_knobs[] = {"FCO_GEMV_AR_AUTO_MAX_M", "FCO_GEMV_AR_FUSED_MAX_N",
-                                           "FCO_GEMV_AR_ONESHOT_MAX"};
-  for (int i = 0; i < 3; i++)
+                                           "FCO_GEMV_AR_ONESHOT_MAX", "FCO_GEMV_AR_LOCAL_MAX_W"};
+  for (int i = 0; i < 4; i++)
     if (getenv(rule_knobs[i])) { /* the caller moved the rule: nothing here to compare with */
       printf("P=%d: auto_rule not checked (%s set)\n", P, rule_knobs[i]);
       return;
@@ -194,6 +197,17 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 2 : 1, -1);
   unsetenv("FCO_GEMV_AR_ONESHOT_MAX");
+  snprintf(bound, sizeof bound, "%lld", (long long)(1000 * kt)); /* N · Σ K_r */
+  setenv("FCO_GEMV_AR_LOCAL_MAX_W", bound, 1);
+  gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
+  expect_plan(w, local ? 0 : 1, -1);
+  gemv_one_call(w, b, 4, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO); /* M ≤ 8: not revised */
+  expect_plan(w, 1, -1);
+  snprintf(bound, sizeof bound, "%lld", (long long)(1000 * kt + 1));
+  setenv("FCO_GEMV_AR_LOCAL_MAX_W", bound, 1);
+  gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
+  expect_plan(w, 1, -1);
+  unsetenv("FCO_GEMV_AR_LOCAL_MAX_W");
 }
 
 /* nccl: ranks issued one at a time (no group, so no host comparison): with FCO_CHECK_ARGS=1

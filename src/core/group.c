@@ -1,7 +1,8 @@
 /*
  * group.c — fco_group_start/end (per thread, nestable, as NCCL's) and the path every operation
- * takes: submit → (queue) → execute = grow the workspace collectively if needed, record the
- * plan (fco_last_plan), then hand the ops to the transport. Ops of one world issued in one group
+ * takes: submit → (queue) → execute = let the op revise AUTO with every rank's call at hand
+ * (fco_op_info_t.agree), grow the workspace collectively if needed, record the plan
+ * (fco_last_plan), then hand the ops to the transport. Ops of one world issued in one group
  * are executed together in rounds (round i = the i-th op of each comm), so the local transport
  * can launch one grid per round.
  */
@@ -29,6 +30,8 @@ static int capturing_any(fco_op_t* ops, int n) {
 
 static fco_result_t execute(fco_op_t* ops, int n) {
   fco_comm_t c0 = ops[0].comm;
+  const fco_op_info_t* info = fco_op_info(ops[0].kind);
+  if (info && info->agree && n > 1) info->agree(ops, n); /* batches are of one kind */
   size_t need = 0;
   for (int i = 0; i < n; i++) {
     if (ops[i].comm->async_error != FCO_OK) {

@@ -114,6 +114,7 @@ typedef struct fco_op {
   fco_op_kind_t kind;
   fco_comm_t comm;
   int impl;          /* resolved, never FCO_IMPL_AUTO */
+  int impl_auto;     /* the caller passed FCO_IMPL_AUTO (impl holds the op layer's choice) */
   void* stream;      /* cudaStream_t or NULL */
   size_t ws_bytes;   /* data workspace this op needs per rank */
   /* What all ranks must agree on, named by the op's registry entry (fco_op_info_t);
@@ -136,9 +137,14 @@ typedef struct {
   int num_impls;                               /* impls 0..num_impls-1                    */
   const char* baseline_name[FCO_NUM_TRANSPORTS]; /* impl 0 per transport ("nccl", ...)    */
   const char* impl_names[8];                   /* impl i >= 1: impl_names[i]              */
+  /* Optional: revise the AUTO choices of a batch that holds every rank's call (execute() in
+   * src/core/group.c, before the workspace is sized), with values no single rank has. It must
+   * leave every rank with the same impl; NULL: the op layer's per-rank choice stands. */
+  void (*agree)(fco_op_t* ops, int n);
 } fco_op_info_t;
 
 const fco_op_info_t* fco_op_info(fco_op_kind_t kind); /* NULL for unknown kinds */
+void fco_gemv_ar_agree(fco_op_t* ops, int n);         /* src/ops/gemv_allreduce.c */
 const char* fco_op_name(fco_op_kind_t kind);          /* "?" for unknown kinds  */
 const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl);
 /* fco_allreduce's AUTO choice for a message of `bytes` (1 one-shot, 0 NCCL/copy); also used by

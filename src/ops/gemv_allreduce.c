@@ -79,7 +79,9 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    174.7/173.3/191.6 at P = 8; at M = 64 impl 0 beat impl 3 at every shape and P (P = 8:
  *    82.3 vs 100.1 at 8192², 185.6 vs 232.7 at 16384²). At N ≤ 8192 the fused kernels stay ahead
  *    (1.07–1.76× at M ≤ 16) except 8192×28672 M = 16 (0.84–0.98×: K decides there, and K_r is
- *    a rank's own, not in shape[]). One-shot while all ranks' pushes, P·(P−1)·M·N·4, stay
+ *    a rank's own, not in shape[]; fco_gemv_ar_agree below revises that choice with Σ K_r,
+ *    which the local transport's batch of every rank's call knows). One-shot while all ranks'
+ *    pushes, P·(P−1)·M·N·4, stay
  *    ≤ FCO_GEMV_AR_ONESHOT_MAX (they share one HBM), else two-phase: P = 8, 8192² M = 4 / 16
  *    one-shot 53.46 / 71.76 vs two-phase 52.47 / 53.53, 4096×14336 M = 16 51.17 / 44.92;
  *    at M = 1 (1.75 MiB) 51.86 / 52.01.
@@ -160,6 +162,45 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   if (impl == 3) return P > 1 ? 2 * (size_t)P * fco_round_up(M * N * es, 256) : 0;
   if (comm->transport == FCO_TRANSPORT_LOCAL && P > 1) return fco_round_up(M * N * es, 256);
   return 0;
+}
+
+/* AUTO revised with every rank's call at hand (fco_op_info_t.agree; src/core/group.c calls it
+ * for each batch): on the local transport a batch holds all P virtual ranks' calls, so Σ K_r —
+ * the K of the unsplit layer, which resolve_impl cannot read (a rank knows only its own K_r) —
+ * is known there. The fused kernels lose to impl 0 on local where a tile has two m-tiles
+ * (M 9..16) and W is large: 8192×28672 M = 16 (N·ΣK = 2^27.8 elements) AUTO's fused / impl 0
+ * 125.28 / 122.85 µs at P = 2, 136.10 / 127.83 at P = 4, 154.65 / 150.23 at P = 8, while at
+ * M ≤ 4 of the same shape the fused kernels won (1.07–1.17×) and at 8192×8192 (2^26) and
+ * 4096×14336 (2^25.8) M = 16 too (1.07–1.36×, 1.35–1.55×; run 2026-12-01_nvidia-h200_
+ * dcbed43-local-auto, bf16, graphs). So on local, a call every rank made with FCO_IMPL_AUTO
+ * that resolved to a fused impl at M > 8 runs impl 0 where N·ΣK_r ≥ FCO_GEMV_AR_LOCAL_MAX_W
+ * (elements; default 2^27, between the measured points: 2^26 fused, 2^27.8 not; ≤ 0 turns
+ * the revision off). Other transports, and batches that are not every rank's, keep the
+ * per-rank choice (a multi-process nccl world never has every rank's call in one batch, so the
+ * rule there must not depend on it). */
+#define FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT (1LL << 27)
+void fco_gemv_ar_agree(fco_op_t* ops, int n) {
+  fco_comm_t c0 = ops[0].comm;
+  if (c0->transport != FCO_TRANSPORT_LOCAL || n != c0->nranks || n < 2) return;
+  if (ops[0].impl != 1 && ops[0].impl != 2) return;
+  fco_gemv_ar_args_t a;
+  size_t ksum = 0;
+  for (int i = 0; i < n; i++) {
+    if (ops[i].kind != FCO_OP_GEMV_ALLREDUCE || !ops[i].impl_auto || ops[i].impl != ops[0].impl)
+      return; /* explicit impls stay the caller's; a mismatch is the transport's to report */
+    memcpy(&a, ops[i].u.raw, sizeof a);
+    ksum += a.K;
+  }
+  memcpy(&a, ops[0].u.raw, sizeof a);
+  const long long max_w = fco_env_int("FCO_GEMV_AR_LOCAL_MAX_W", FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT);
+  if (max_w <= 0 || a.M <= 8 || (double)a.N * (double)ksum < (double)max_w) return;
+  for (int i = 0; i < n; i++) {
+    memcpy(&a, ops[i].u.raw, sizeof a);
+    ops[i].impl = 0;
+    ops[i].ws_bytes = workspace(ops[i].comm, a.M, a.N, a.dtype, 0);
+    a.ll = 0;
+    memcpy(ops[i].u.raw, &a, sizeof a);
+  }
 }
 
 static fco_result_t check_common(fco_comm_t comm, size_t M, size_t N, size_t K, fco_dtype_t dtype,
@@ -247,6 +288,7 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   op.kind = FCO_OP_GEMV_ALLREDUCE;
   op.comm = comm;
   op.impl = resolve_impl(comm, M, N, dtype, impl);
+  op.impl_auto = impl == FCO_IMPL_AUTO;
   op.stream = stream;
   op.ws_bytes = workspace(comm, M, N, dtype, op.impl);
   fco_gemv_ar_args_t a;

@@ -11,18 +11,18 @@
 /* baseline_name is indexed by fco_transport_t: auto, nccl, local, cpu. */
 static const fco_op_info_t kOps[] = {
     {FCO_OP_ALLREDUCE, "allreduce", {"count", "dtype"}, FCO_ALLREDUCE_NUM_IMPLS,
-     {"-", "nccl", "copy", "copy"}, {NULL, "oneshot"}},
+     {"-", "nccl", "copy", "copy"}, {NULL, "oneshot"}, NULL},
     /* gemv_allreduce */
     {FCO_OP_GEMV_ALLREDUCE, "gemv_allreduce", {"M", "N", "dtype", "bias"},
      FCO_GEMV_ALLREDUCE_NUM_IMPLS, {"-", "cublas_nccl", "cublas_copy", "cpu_ref"},
-     {NULL, "oneshot", "twophase", "cublas_oneshot"}},
+     {NULL, "oneshot", "twophase", "cublas_oneshot"}, fco_gemv_ar_agree},
     /* embedding_alltoall */
     {FCO_OP_EMBEDDING_ALLTOALL, "embedding_alltoall",
      {"tables", "dim", "batch", "dtype", "pooling", "tables_per_rank", "batch_per_rank"},
-     FCO_EMBEDDING_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "copy"}, {NULL, "fused"}},
+     FCO_EMBEDDING_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "copy"}, {NULL, "fused"}, NULL},
     /* gemm_alltoall */
     {FCO_OP_GEMM_ALLTOALL, "gemm_alltoall", {"k", "n", "dtype", "w_layout", "a_rows", "out_rows"},
-     FCO_GEMM_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "ref"}, {NULL, "tiles", "chunks"}},
+     FCO_GEMM_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "ref"}, {NULL, "tiles", "chunks"}, NULL},
 };
 
 const fco_op_info_t* fco_op_info(fco_op_kind_t kind) {
