@@ -175,9 +175,10 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * dcbed43-local-auto, bf16, graphs). So on local, a call every rank made with FCO_IMPL_AUTO
  * that resolved to a fused impl at M > 8 runs impl 0 where N·ΣK_r ≥ FCO_GEMV_AR_LOCAL_MAX_W
  * (elements; default 2^27, between the measured points: 2^26 fused, 2^27.8 not; ≤ 0 turns
- * the revision off). Other transports, and batches that are not every rank's, keep the
- * per-rank choice (a multi-process nccl world never has every rank's call in one batch, so the
- * rule there must not depend on it). */
+ * the revision off; with it AUTO ran impl 0 there at 1.00× at P = 2, 4, 8 and every other row's
+ * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k). Other transports, and batches
+ * that are not every rank's, keep the per-rank choice (a multi-process nccl world never has
+ * every rank's call in one batch, so the rule there must not depend on it). */
 #define FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT (1LL << 27)
 void fco_gemv_ar_agree(fco_op_t* ops, int n) {
   fco_comm_t c0 = ops[0].comm;
