@@ -318,7 +318,8 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
                                 void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,
                                 int impl, void* stream);
 /* [OUT] bytes: data workspace fco_gemv_allreduce needs per rank for these arguments
- * (FCO_IMPL_AUTO resolved as the call would). Not collective. */
+ * (FCO_IMPL_AUTO resolved as the call would from this rank's arguments; where the local
+ * transport's batch then revises it to impl 0, that needs less). Not collective. */
 fco_result_t fco_gemv_allreduce_workspace(fco_comm_t comm, size_t M, size_t N, size_t K,
                                           fco_dtype_t dtype, int impl, size_t* bytes);
 /* Name of a gemv_allreduce impl ("cublas_nccl", "oneshot", "twophase", ...) or NULL when out
