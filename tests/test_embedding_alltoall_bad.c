@@ -25,8 +25,8 @@
 
 /* Bad data on one rank (the first, over up to 100 fresh problems, that has an entry to spoil):
  * the documented error naming table and position, the bad entries skipped (the reference skips
- * them too), nothing written past out. `kind`: 0 index = rows,
- * 1 negative index, 2 decreasing offsets, 3 offsets past num_indices. D, dt: the kernel path
+ * them too), nothing written past out. `kind`: 0 index = rows, 1 negative index, 2 decreasing
+ * offsets, 3 offsets past num_indices. D, dt: the kernel path
  * (3 f32: the element path; 16 bf16: 32-byte rows, the lean kernels); stream: NULL the
  * defaults, "T<n>" the lean kernels with FCO_EA_LEAN_TABLES = n, "S" the lean fused kernel's
  * static order (FCO_EA_LEAN_DYN=0), else the previous kernels (FCO_EA_LEAN=0) with
