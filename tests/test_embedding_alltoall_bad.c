@@ -263,9 +263,5 @@ int main(void) {
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
     fflush(stdout);
   }
-  if (max < t_test_rank_cap())
-    printf("ranks %d..%d not run: transport %s has %d here\n", max + 1, t_test_rank_cap(),
-           fco_transport_name(t), max);
-  printf("PASS\n");
-  return 0;
+  return t_pass(t, max, t_test_rank_cap());
 }

@@ -629,9 +629,5 @@ int main(void) {
     pdl_set(0);
   }
 #endif
-  if (max < t_test_rank_cap())
-    printf("ranks %d..%d not run: transport %s has %d here\n", max + 1, t_test_rank_cap(),
-           fco_transport_name(t), max);
-  printf("PASS\n");
-  return 0;
+  return t_pass(t, max, t_test_rank_cap());
 }
