@@ -2,6 +2,8 @@
 #   make            build everything into build/
 #   make test       build and run the test suite (cpu transport without a GPU; see tests/run.sh)
 #   make bench      build and run the A/B benchmark (fco-bench) of every operator with defaults
+#   make install    install fco.h, libfco (.so, .a), fco.pc (pkg-config), fco-bench and fco-sim
+#                   under PREFIX (default /usr/local; DESTDIR for staging); make uninstall
 # CUDA code is built when nvcc is found ($(CUDA_HOME)/bin/nvcc); otherwise a CPU-only library.
 # Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD.
 
@@ -53,7 +55,7 @@ TEST_COMMON := $(wildcard tests/common/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib tools tests test bench clean
+.PHONY: all lib tools tests test bench clean install uninstall
 all: lib tools tests
 lib: $(LIB_SO) $(LIB_A)
 tools: $(BENCH)
@@ -111,6 +113,7 @@ $(BUILD)/tests/test_sim_%: tests/test_sim_%.c $(SIM_OBJ) $(TEST_COMMON) $(LIB_SO
 
 test: all
 	BUILD=$(BUILD) ./tests/run.sh
+	+BUILD=$(BUILD) MAKE="$(MAKE)" ./tests/install/check.sh
 	BUILD=$(BUILD) ./tests/python/run.sh
 
 # Every operator, one fco-bench table each, fco-bench's defaults (transport auto: nccl with a GPU,
@@ -119,6 +122,32 @@ test: all
 BENCH_OPS ?= gemv_allreduce embedding_alltoall gemm_alltoall allreduce
 bench: all
 	@for op in $(BENCH_OPS); do $(BUILD_RUN)/bin/fco-bench $$op $(BENCH_ARGS) || exit 1; done
+
+# Installation. fco.pc's Libs.private lists what the static library needs (CUDA, cuBLAS, NCCL
+# and the C++ runtime of the CUDA objects in a CUDA build); `pkg-config --libs fco` is -lfco
+# alone, libfco.so carrying its own dependencies (and their rpath, as built).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+FCO_VERSION := $(shell awk '/^\#define FCO_VERSION_(MAJOR|MINOR|PATCH) /{v = v s $$3; s = "."} END {print v}' include/fco.h)
+PC_PRIVATE := $(strip $(CUDA_LIBS) $(if $(filter 1,$(FCO_CUDA)),-lstdc++) $(LDLIBS))
+INSTALLED := include/fco.h lib/libfco.so lib/libfco.a lib/pkgconfig/fco.pc bin/fco-bench bin/fco-sim
+
+install: lib tools
+	@mkdir -p $(BUILD)
+	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$${prefix}/lib' \
+	  'includedir=$${prefix}/include' '' 'Name: fco' \
+	  'Description: fused compute + collective operators for NVIDIA GPUs' \
+	  'Version: $(FCO_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lfco' \
+	  'Libs.private: $(PC_PRIVATE)' > $(BUILD)/fco.pc
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 include/fco.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/fco.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(BENCH) $(SIM) $(DESTDIR)$(PREFIX)/bin/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))
 
 clean:
 	rm -rf $(BUILD)

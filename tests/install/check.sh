@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# tests/install/check.sh — `make install` into a scratch prefix, then a program outside the tree
+# (consumer.c) built with `pkg-config fco` against the installed libfco.so and, statically,
+# libfco.a (Libs.private), run on the cpu transport; then `make uninstall` must leave nothing.
+# `make test` calls it after tests/run.sh (BUILD and MAKE from make).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${BUILD:-build}
+MAKE=${MAKE:-make}
+CC=${CC:-cc}
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/fco-install.XXXXXX")
+trap 'rm -rf "$prefix"' EXIT
+fail() { echo "FAIL install: $*"; exit 1; }
+echo "# install check: make install PREFIX=$prefix (build $BUILD)"
+
+$MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$prefix" install >"$prefix.log" 2>&1 ||
+  { cat "$prefix.log"; rm -f "$prefix.log"; fail "make install failed"; }
+rm -f "$prefix.log"
+for f in include/fco.h lib/libfco.so lib/libfco.a lib/pkgconfig/fco.pc bin/fco-bench bin/fco-sim; do
+  [ -f "$prefix/$f" ] || fail "$f not installed"
+done
+
+command -v pkg-config >/dev/null || fail "pkg-config not found (Debian: apt-get install pkg-config)"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+version=$(pkg-config --modversion fco) || fail "pkg-config does not know fco"
+[ "$(pkg-config --variable=prefix fco)" = "$prefix" ] || fail "fco.pc's prefix is not $prefix"
+
+# Shared: the installed library is found through LD_LIBRARY_PATH, as a user's would be.
+# shellcheck disable=SC2046
+$CC -std=c99 -Wall -Werror -o "$prefix/consumer" tests/install/consumer.c \
+  $(pkg-config --cflags --libs fco) -lm || fail "consumer does not build against libfco.so"
+LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer" "$version" || fail "consumer (shared) failed"
+LD_LIBRARY_PATH="$prefix/lib" ldd "$prefix/consumer" | grep -q "$prefix/lib/libfco.so" ||
+  fail "consumer is not linked against the installed libfco.so"
+
+# Static: everything libfco.a needs comes from Libs.private (a C compiler driver, not g++).
+libs=$(pkg-config --static --libs fco)
+# shellcheck disable=SC2086
+$CC -std=c99 -Wall -Werror -o "$prefix/consumer-static" tests/install/consumer.c \
+  $(pkg-config --cflags fco) "$prefix/lib/libfco.a" ${libs/-lfco/} -lm ||
+  fail "consumer does not build against libfco.a with Libs.private"
+if ldd "$prefix/consumer-static" | grep -q libfco; then fail "consumer-static loads libfco.so"; fi
+"$prefix/consumer-static" "$version" || fail "consumer (static) failed"
+
+$MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$prefix" uninstall >/dev/null ||
+  fail "make uninstall failed"
+left=$(find "$prefix" -type f ! -name 'consumer*')
+[ -z "$left" ] || fail "make uninstall left: $left"
+echo "PASS install: fco $version into a prefix, consumer built with pkg-config (shared and static) correct, uninstall clean"
