@@ -79,8 +79,8 @@ static void sweep(const t_world_t* w, int quick) {
   const int64_t bbig = t_is_gpu(w->transport) ? 12288 / w->n : 0;
   for (int sv = 0; sv < 2; sv++) {
     if (sv) {
-      setenv("FCO_EA_LEAN", "0", 1);
-      setenv("FCO_EA_STREAM", "1", 1);
+      t_knob_set("FCO_EA_LEAN", "0");
+      t_knob_set("FCO_EA_STREAM", "1");
     }
     for (int ii = 0; ii < 2; ii++) {
       t_context(sv ? "FCO_EA_LEAN=0 FCO_EA_STREAM=1" : "lean (default)");
@@ -90,8 +90,8 @@ static void sweep(const t_world_t* w, int quick) {
       if (bbig) one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I64, 1, FCO_EMB_POOL_SUM, 0, kImpls[ii], bbig);
     }
   }
-  unsetenv("FCO_EA_LEAN");
-  unsetenv("FCO_EA_STREAM");
+  t_knob_reset("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_STREAM");
   /* Weights and out off 16-byte alignment (by one element): on rank 0 only (the fused lean
    * kernel pools that rank by lean_tile_any, the others by lean_tile, one protocol), then on every
    * rank; impl 0 takes the previous lookup's element path there. */
@@ -106,18 +106,18 @@ static void sweep(const t_world_t* w, int quick) {
   }
   /* Warp tiles of several tables (FCO_EA_LEAN_TABLES) with rank 0's pointers off alignment: its
    * tiles pooled table by table by lean_tile_any, the others' by the multi-table lean_tile. */
-  setenv("FCO_EA_LEAN_TABLES", "4", 1);
+  t_knob_set("FCO_EA_LEAN_TABLES", "4");
   ea_shift_rank = 0;
   ea_shift_bytes = 2;
   one_call(w, 16, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN, 0, 1, bbig);
   ea_shift_bytes = 0;
   ea_shift_rank = -1;
-  unsetenv("FCO_EA_LEAN_TABLES");
+  t_knob_reset("FCO_EA_LEAN_TABLES");
   /* The fused lean kernel compiled for 4 blocks a SM (the default is 3). */
-  setenv("FCO_EA_LEAN_BLOCKS", "4", 1);
+  t_knob_set("FCO_EA_LEAN_BLOCKS", "4");
   one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, bbig);
   one_call(w, 16, FCO_F32, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, 1, 0);
-  unsetenv("FCO_EA_LEAN_BLOCKS");
+  t_knob_reset("FCO_EA_LEAN_BLOCKS");
   /* Random real values against float64, by relative error. */
   for (int ti = 0; ti < 3; ti++)
     for (int ii = 0; ii < 2; ii++)
@@ -195,20 +195,20 @@ static void knobs(const t_world_t* w) {
       t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
     /* FCO_EA_LEAN_* knobs are the lean kernel's: it runs; the others are the previous kernels' */
-    setenv("FCO_EA_LEAN", strncmp(kKnobs[k].name, "FCO_EA_LEAN_", 12) == 0 ? "1" : "0", 1);
+    t_knob_set("FCO_EA_LEAN", strncmp(kKnobs[k].name, "FCO_EA_LEAN_", 12) == 0 ? "1" : "0");
     const int64_t D = kKnobs[k].D > 0 ? kKnobs[k].D : k % 2 ? 64 : 3;
     const int64_t b = kKnobs[k].D > 0 ? bmax : 0;
     t_context("knob %s=%s%s%s%s%s", kKnobs[k].name, kKnobs[k].value, kKnobs[k].name2 ? " " : "",
               kKnobs[k].name2 ? kKnobs[k].name2 : "", kKnobs[k].name2 ? "=" : "",
               kKnobs[k].name2 ? kKnobs[k].value2 : "");
-    setenv(kKnobs[k].name, kKnobs[k].value, 1);
-    if (kKnobs[k].name2) setenv(kKnobs[k].name2, kKnobs[k].value2, 1);
+    t_knob_set(kKnobs[k].name, kKnobs[k].value);
+    if (kKnobs[k].name2) t_knob_set(kKnobs[k].name2, kKnobs[k].value2);
     one_call(w, D, kKnobs[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted, kCombos[k % 4].pool,
              0, 1, b);
-    unsetenv(kKnobs[k].name);
-    if (kKnobs[k].name2) unsetenv(kKnobs[k].name2);
+    t_knob_reset(kKnobs[k].name);
+    if (kKnobs[k].name2) t_knob_reset(kKnobs[k].name2);
   }
-  unsetenv("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_LEAN");
 }
 
 /* The fused kernel's two forms, ea_kernel_fused32 (the default: the 32-bit tile cursor) and
@@ -256,15 +256,15 @@ static void decode_edges(const t_world_t* w) {
              kRuns[k].name2 ? kRuns[k].name2 : "", kRuns[k].name2 ? "=" : "");
     if (kRuns[k].name2) strncat(what, kRuns[k].value2, sizeof what - strlen(what) - 1);
     /* the previous kernels, unless the run names the lean one or one of its knobs */
-    setenv("FCO_EA_LEAN", kRuns[k].name && strncmp(kRuns[k].name, "FCO_EA_LEAN_", 12) == 0 ? "1" : "0", 1);
-    if (kRuns[k].name) setenv(kRuns[k].name, kRuns[k].value, 1);
-    if (kRuns[k].name2) setenv(kRuns[k].name2, kRuns[k].value2, 1);
+    t_knob_set("FCO_EA_LEAN", kRuns[k].name && strncmp(kRuns[k].name, "FCO_EA_LEAN_", 12) == 0 ? "1" : "0");
+    if (kRuns[k].name) t_knob_set(kRuns[k].name, kRuns[k].value);
+    if (kRuns[k].name2) t_knob_set(kRuns[k].name2, kRuns[k].value2);
     shape_call(w, kRuns[k].D, kRuns[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted,
                kCombos[k % 4].pool, 0, 1, bmax, tpr, bpr, what);
-    if (kRuns[k].name) unsetenv(kRuns[k].name);
-    if (kRuns[k].name2) unsetenv(kRuns[k].name2);
+    if (kRuns[k].name) t_knob_reset(kRuns[k].name);
+    if (kRuns[k].name2) t_knob_reset(kRuns[k].name2);
   }
-  unsetenv("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_LEAN");
 }
 
 /* K calls issued back to back (no synchronisation between), each with its own shape, inputs and
@@ -323,21 +323,21 @@ static void sym_outputs(const t_world_t* w) {
     }
     shape_call(w, 32, FCO_BF16, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_SUM, 0, 1, 0, tpr_r, bpr_r,
                "symmetric outs, ragged");
-    setenv("FCO_EA_LEAN_DYN", "0", 1); /* the static order */
+    t_knob_set("FCO_EA_LEAN_DYN", "0"); /* the static order */
     one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, 40);
-    unsetenv("FCO_EA_LEAN_DYN");
+    t_knob_reset("FCO_EA_LEAN_DYN");
     one_call(w, 130, FCO_F32, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_MEAN, 0, 1, 0); /* not lean */
   }
   ea_sym_mask = all;
   ea_shift_bytes = 4; /* unaligned outs and weights on every rank: the generic fused kernel */
   one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_SUM, 0, 1, 0);
   ea_shift_bytes = 0;
-  setenv("FCO_EA_LEAN", "0", 1);
+  t_knob_set("FCO_EA_LEAN", "0");
   one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I64, 1, FCO_EMB_POOL_SUM, 0, 1, 0);
-  unsetenv("FCO_EA_LEAN");
-  setenv("FCO_EA_DIRECT", "0", 1);
+  t_knob_reset("FCO_EA_LEAN");
+  t_knob_set("FCO_EA_DIRECT", "0");
   one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_MEAN, 0, 1, 0);
-  unsetenv("FCO_EA_DIRECT");
+  t_knob_reset("FCO_EA_DIRECT");
   back_to_back(w);
   ea_sym_mask = 0;
 }
@@ -405,13 +405,13 @@ int main(void) {
     back_to_back(&w);
     /* the lean fused kernel's two tile orders back to back (the default claims tiles where bags
      * are short, as here: each call's queues start from the previous call's counters) */
-    setenv("FCO_EA_LEAN_DYN", "0", 1);
+    t_knob_set("FCO_EA_LEAN_DYN", "0");
     back_to_back(&w);
-    setenv("FCO_EA_LEAN_DYN", "1", 1);
-    setenv("FCO_EA_LEAN_SPLIT", "50", 1);
+    t_knob_set("FCO_EA_LEAN_DYN", "1");
+    t_knob_set("FCO_EA_LEAN_SPLIT", "50");
     back_to_back(&w);
-    unsetenv("FCO_EA_LEAN_DYN");
-    unsetenv("FCO_EA_LEAN_SPLIT");
+    t_knob_reset("FCO_EA_LEAN_DYN");
+    t_knob_reset("FCO_EA_LEAN_SPLIT");
     sym_outputs(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);

@@ -12,9 +12,9 @@
  *   (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's multi-table warp tiles
  *   (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0). After each bad-data call
  *   the world is destroyed and made again (GPU errors are sticky).
- *   Every transport runs both parts. The FCO_EA_* knobs that test_embedding_alltoall sets and
- *   unsets are unset first, as they were when these parts ran at the end of its rounds
- *   (kLeftUnset).
+ *   Every transport runs both parts, with the FCO_EA_* knobs as the caller set them (as when
+ *   these parts ran at the end of test_embedding_alltoall's rounds: its parts reset every knob
+ *   they set, t_knob_reset).
  *   make test   or   build/tests/test_embedding_alltoall_bad   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run (FCO_TEST_QUICK changes nothing here).
  */
@@ -79,18 +79,18 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   ea_describe(&p, impl, seed, "bad data");
   ea_prob_upload(w, &p);
   if (stream && stream[0] == 'T') {
-    setenv("FCO_EA_LEAN_TABLES", stream + 1, 1);
+    t_knob_set("FCO_EA_LEAN_TABLES", stream + 1);
   } else if (stream && stream[0] == 'S') {
-    setenv("FCO_EA_LEAN_DYN", "0", 1);
+    t_knob_set("FCO_EA_LEAN_DYN", "0");
   } else if (stream) {
-    setenv("FCO_EA_LEAN", "0", 1);
-    setenv("FCO_EA_STREAM", stream, 1);
+    t_knob_set("FCO_EA_LEAN", "0");
+    t_knob_set("FCO_EA_STREAM", stream);
   }
   fco_result_t res = ea_prob_run(w, &p, impl, NULL);
-  unsetenv("FCO_EA_LEAN");
-  unsetenv("FCO_EA_STREAM");
-  unsetenv("FCO_EA_LEAN_TABLES");
-  unsetenv("FCO_EA_LEAN_DYN");
+  t_knob_reset("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_STREAM");
+  t_knob_reset("FCO_EA_LEAN_TABLES");
+  t_knob_reset("FCO_EA_LEAN_DYN");
   t_sync(w);
   char want_table[32], want_pos[32];
   snprintf(want_table, sizeof want_table, "table %lld", (long long)table);
@@ -226,22 +226,11 @@ static void bad_args(const t_world_t* w) {
   ea_prob_free(w, &p);
 }
 
-/* The knobs test_embedding_alltoall's parts set and unset (sweep, knobs, decode_edges, the
- * back_to_back rounds, sym_outputs). When these tests ran after those parts in one program,
- * every one of them was unset here, whatever the caller had set (and the fixture's layout state
- * was back at its defaults: ordinary, aligned outs). Unset first, so the same kernels run. */
-static const char* const kLeftUnset[] = {
-    "FCO_EA_LEAN", "FCO_EA_LEAN_BLOCKS", "FCO_EA_LEAN_CHUNKS", "FCO_EA_LEAN_DYN",
-    "FCO_EA_LEAN_MIX", "FCO_EA_LEAN_SPLIT", "FCO_EA_LEAN_TABLES", "FCO_EA_LAND_KB",
-    "FCO_EA_LAND_POLL", "FCO_EA_SIGNAL_EVERY", "FCO_EA_BAGS", "FCO_EA_STREAM",
-    "FCO_EA_DECODE", "FCO_EA_MIX", "FCO_EA_PROFILE", "FCO_EA_DIRECT"};
-
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
   int max = t_test_max_ranks(t);
-  for (size_t k = 0; k < sizeof kLeftUnset / sizeof kLeftUnset[0]; k++) unsetenv(kLeftUnset[k]);
   for (int P = 1; P <= max; P++) {
     t_world_t w;
     double t0 = t_now_ms();

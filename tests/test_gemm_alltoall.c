@@ -107,10 +107,10 @@ static void sym_outputs(const t_world_t* w) {
     one(w, 64, 136, 1, FCO_F32, 1, 0, 0);
   }
   ga_sym_mask = all;
-  setenv("FCO_GA_DIRECT", "0", 1);
+  t_knob_set("FCO_GA_DIRECT", "0");
   one(w, 40, 24, 0, FCO_BF16, 1, 1, 1);
   one(w, 17, 136, 1, FCO_F16, 2, 1, 1);
-  unsetenv("FCO_GA_DIRECT");
+  t_knob_reset("FCO_GA_DIRECT");
   back_to_back(w);
   ga_sym_mask = 0;
 }
@@ -320,15 +320,15 @@ int main(void) {
     if (!quick) one(&w, 256, 256, 0, FCO_BF16, 1, 0, 1);
     /* impl 2 with small chunks (experts split into 128-row GEMMs, groups, several pushes) and
      * few push blocks; read per call. */
-    setenv("FCO_GA_CHUNK_ROWS", "100", 1);
-    setenv("FCO_GA_PUSH_BLOCKS", "3", 1);
+    t_knob_set("FCO_GA_CHUNK_ROWS", "100");
+    t_knob_set("FCO_GA_PUSH_BLOCKS", "3");
     one(&w, 40, 24, 0, FCO_BF16, 2, 1, 1);
     one(&w, 17, 136, 1, FCO_F16, 2, 0, 1);
     /* impl 2's early landing (FCO_GA_LAND_EARLY=1): with small chunks each push is followed by
      * a progress kernel and a land kernel; ordinary outs, then outs symmetric on some ranks
      * only (those land nothing early), then calls back to back (halves alternate, the
      * progress flags of one call never read in the next). */
-    setenv("FCO_GA_LAND_EARLY", "1", 1);
+    t_knob_set("FCO_GA_LAND_EARLY", "1");
     one(&w, 40, 24, 0, FCO_BF16, 2, 1, 1);
     one(&w, 17, 136, 1, FCO_F32, 2, 1, 1);
     if (p > 1) {
@@ -337,23 +337,23 @@ int main(void) {
       ga_sym_mask = 0;
     }
     back_to_back(&w);
-    unsetenv("FCO_GA_LAND_EARLY");
-    unsetenv("FCO_GA_CHUNK_ROWS");
-    unsetenv("FCO_GA_PUSH_BLOCKS");
+    t_knob_reset("FCO_GA_LAND_EARLY");
+    t_knob_reset("FCO_GA_CHUNK_ROWS");
+    t_knob_reset("FCO_GA_PUSH_BLOCKS");
     /* impl 1's asynchronous epilogue (FCO_GA_EPI=async: the TMA tile drains C with bulk copies
      * while the next tile computes; read per call, the same path elsewhere): 16-byte rows
      * (N 24, 136, 256) in both layouts and dtypes, several tiles per block and segments
      * spanning tiles, then calls back to back with other ops. */
-    setenv("FCO_GA_EPI", "async", 1);
+    t_knob_set("FCO_GA_EPI", "async");
     for (int i = 0; i < 4; i++)
       one(&w, i < 2 ? 64 : 40, i < 2 ? 136 : 24, i % 2, i % 3 ? FCO_BF16 : FCO_F16, 1, i & 1, 1);
     one(&w, 256, 256, 1, FCO_BF16, 1, 0, 1);
-    setenv("FCO_GA_TILES_BLOCKS", "3", 1); /* many tiles per block: flags raised one tile late */
+    t_knob_set("FCO_GA_TILES_BLOCKS", "3"); /* many tiles per block: flags raised one tile late */
     one(&w, 64, 136, 0, FCO_BF16, 1, 0, 1);
     one(&w, 256, 256, 1, FCO_F16, 1, 1, 1);
-    unsetenv("FCO_GA_TILES_BLOCKS");
+    t_knob_reset("FCO_GA_TILES_BLOCKS");
     back_to_back(&w);
-    unsetenv("FCO_GA_EPI");
+    t_knob_reset("FCO_GA_EPI");
     back_to_back(&w);
     sym_outputs(&w);
     asymmetric(&w);

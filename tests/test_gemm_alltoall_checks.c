@@ -12,8 +12,8 @@
  *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (tiles where
  *   every expert has ≤ 256 rows) and at P = 2..max (tiles where K ≤ 2048, on local above two
  *   ranks only where a_rows ≤ 2048; those calls also checked against the reference).
- *   Everything after bad_args runs with the FCO_GA_* knobs that test_gemm_alltoall sets and
- *   unsets unset, as when both were one program (see main).
+ *   The FCO_GA_* knobs stay as the caller set them (test_gemm_alltoall's parts reset every knob
+ *   they set, t_knob_reset).
  *   make test   or   build/tests/test_gemm_alltoall_checks   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_MAX_RANKS (up to 8) the largest world of the AUTO
  * rule.
@@ -303,15 +303,6 @@ int main(void) {
     t_world_destroy(&w, 0);
     printf("bad arguments: ok\n");
   }
-  /* When both were one program, bad_args ran first (P = 1, before any case) and everything
-   * else after test_gemm_alltoall's P = 1 cases, which set and unset these knobs (impl 2's
-   * chunks and early landing, impl 1's epilogue, symmetric outs staged): from here on they are
-   * unset, whatever the caller set, so the same code paths run. (FCO_GA_TILE and
-   * FCO_GEMM_A2A_AUTO: never touched, as the caller set them.) */
-  static const char* const case_knobs[] = {"FCO_GA_CHUNK_ROWS", "FCO_GA_PUSH_BLOCKS",
-                                           "FCO_GA_LAND_EARLY", "FCO_GA_EPI",
-                                           "FCO_GA_TILES_BLOCKS", "FCO_GA_DIRECT"};
-  for (size_t i = 0; i < sizeof case_knobs / sizeof case_knobs[0]; i++) unsetenv(case_knobs[i]);
   if (t != FCO_TRANSPORT_CPU)
     for (int p = 2; p <= max; p++) {
       t_world_t w;

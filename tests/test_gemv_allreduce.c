@@ -66,14 +66,14 @@ static void assert_untouched(const t_world_t* w, gemv_bufs_t* b, int line) {
  * after. */
 static void refused_knob(const t_world_t* w, gemv_bufs_t* b, const char* knob, const char* value,
                          size_t M) {
-  setenv(knob, value, 1);
+  t_knob_set(knob, value);
   t_context("P=%d %s=%s", w->n, knob, value);
   gemv_prepare(b, M, 100, 1000, FCO_BF16, 0, t_next_seed());
   ASSERT_RES(gemv_issue(w, b, 1, NULL), FCO_ERR_INVALID_ARGUMENT);
   printf("%s=%s: %s\n", knob, value, fco_last_error(w->comms[0]));
   t_sync(w);
   assert_untouched(w, b, __LINE__);
-  unsetenv(knob);
+  t_knob_reset(knob);
 }
 
 static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
@@ -186,35 +186,35 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   if (P == 1) return;
   gemv_one_call(w, b, 40, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 0 : -1, -1);
-  setenv("FCO_GEMV_AR_FUSED_MAX_N", "512", 1);
+  t_knob_set("FCO_GEMV_AR_FUSED_MAX_N", "512");
   gemv_one_call(w, b, 4, 1000, kt, FCO_F16, 1, FCO_IMPL_AUTO);
   expect_plan(w, local ? 0 : -1, -1);
-  unsetenv("FCO_GEMV_AR_FUSED_MAX_N");
+  t_knob_reset("FCO_GEMV_AR_FUSED_MAX_N");
   /* a rank pushes (P − 1)·16·1000·4 bytes; the bound sits between that and P times it */
   char bound[32];
   snprintf(bound, sizeof bound, "%lld", (long long)(P - 1) * 16 * 1000 * 4 * 3 / 2);
-  setenv("FCO_GEMV_AR_ONESHOT_MAX", bound, 1);
+  t_knob_set("FCO_GEMV_AR_ONESHOT_MAX", bound);
   gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 2 : 1, -1);
-  unsetenv("FCO_GEMV_AR_ONESHOT_MAX");
+  t_knob_reset("FCO_GEMV_AR_ONESHOT_MAX");
   snprintf(bound, sizeof bound, "%lld", (long long)(1000 * kt)); /* N · Σ K_r */
-  setenv("FCO_GEMV_AR_LOCAL_MAX_W", bound, 1);
+  t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
   gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
   expect_plan(w, local ? 0 : 1, -1);
   gemv_one_call(w, b, 4, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO); /* M ≤ 8: not revised */
   expect_plan(w, 1, -1);
   snprintf(bound, sizeof bound, "%lld", (long long)(1000 * kt + 1));
-  setenv("FCO_GEMV_AR_LOCAL_MAX_W", bound, 1);
+  t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
   gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, 1, -1);
-  unsetenv("FCO_GEMV_AR_LOCAL_MAX_W");
+  t_knob_reset("FCO_GEMV_AR_LOCAL_MAX_W");
 }
 
 /* nccl: ranks issued one at a time (no group, so no host comparison): with FCO_CHECK_ARGS=1
  * the kernels must find that M differs, write nothing, and report it on both ranks. */
 static void device_mismatch(t_world_t* w, gemv_bufs_t* b) {
   t_context("FCO_CHECK_ARGS=1, M differs, ranks issued separately (nccl)");
-  setenv("FCO_CHECK_ARGS", "1", 1);
+  t_knob_set("FCO_CHECK_ARGS", "1");
   /* Growth would synchronise a device whose kernel waits for the other rank: reserve first. */
   size_t need = 0;
   ASSERT_OK(fco_gemv_allreduce_workspace(w->comms[0], 5, 100, 64, FCO_BF16, 1, &need));
@@ -228,7 +228,7 @@ static void device_mismatch(t_world_t* w, gemv_bufs_t* b) {
     ASSERT_RES(fco_comm_get_async_error(w->comms[r]), FCO_ERR_INVALID_ARGUMENT);
     printf("rank %d reports: %s\n", r, fco_last_error(w->comms[r]));
   }
-  unsetenv("FCO_CHECK_ARGS");
+  t_knob_reset("FCO_CHECK_ARGS");
   assert_untouched(w, b, __LINE__);
 }
 #endif
@@ -252,9 +252,9 @@ int main(void) {
     ASSERT_OK(t_world_init(&w, t, p, NULL));
     gemv_bufs_alloc(&b, &w);
     sweep(&w, &b); /* impl 1 with the LL one-shot where it applies (the default) */
-    setenv("FCO_GEMV_AR_LL", "0", 1); /* and the plain one-shot */
+    t_knob_set("FCO_GEMV_AR_LL", "0"); /* and the plain one-shot */
     gemv_back_to_back(&w, &b, quick ? 100 : 1000);
-    unsetenv("FCO_GEMV_AR_LL");
+    t_knob_reset("FCO_GEMV_AR_LL");
     bad_args(&w, &b);
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
@@ -264,13 +264,13 @@ int main(void) {
        * plain one-shot (the LL kernels' graphs are the kernels program's), and the device-side
        * mismatch and the rounds after P = 1 run with PDL off (P = 1: on, the default). */
       auto_rule(&w, &b);
-      setenv("FCO_GEMV_AR_LL", "0", 1);
+      t_knob_set("FCO_GEMV_AR_LL", "0");
       for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) gemv_graph(&w, &b, i);
-      setenv("FCO_CHECK_ARGS", "1", 1);
+      t_knob_set("FCO_CHECK_ARGS", "1");
       for (int i = 1; i <= 2; i++) gemv_one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);
-      unsetenv("FCO_CHECK_ARGS");
-      unsetenv("FCO_GEMV_AR_LL");
-      setenv("FCO_GEMV_PDL", "0", 1);
+      t_knob_reset("FCO_CHECK_ARGS");
+      t_knob_reset("FCO_GEMV_AR_LL");
+      t_knob_set("FCO_GEMV_PDL", "0");
       if (t == FCO_TRANSPORT_NCCL && p == 2) {
         device_mismatch(&w, &b); /* leaves the comms unusable: last */
         gemv_bufs_free(&b);

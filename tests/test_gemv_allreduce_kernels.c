@@ -154,7 +154,7 @@ static void graph_chain(const t_world_t* w, gemv_bufs_t* b, void* const* y2, con
 }
 
 /* ---- LL one-shot (FCO_GEMV_AR_LL=1) --------------------------------------------------- */
-static void ll_set(int on) { setenv("FCO_GEMV_AR_LL", on ? "1" : "0", 1); }
+static void ll_set(int on) { t_knob_set("FCO_GEMV_AR_LL", on ? "1" : "0"); }
 
 /* Every M of both LL kernels and the first past them (17: the plain one-shot), N, K; bf16 / f16
  * with the default half-width LL words, and every 4th call with fp32 ones (FCO_GEMV_LL_FP32). */
@@ -167,10 +167,10 @@ static void ll_sweep(const t_world_t* w, gemv_bufs_t* b) {
   for (size_t mi = 0; mi < 7; mi++)
     for (size_t ni = 0; ni < 4; ni++)
       for (size_t ki = 0; ki < 3; ki++, k++) {
-        if (k % 4 == 3) setenv("FCO_GEMV_LL_FP32", "1", 1);
+        if (k % 4 == 3) t_knob_set("FCO_GEMV_LL_FP32", "1");
         gemv_one_call(w, b, ms[mi], ns[ni], ks[ki], gemv_dtypes[(k + ni) % 3], (int)((k / 3) % 2),
                       k % 5 == 4 ? FCO_IMPL_AUTO : 1);
-        unsetenv("FCO_GEMV_LL_FP32");
+        t_knob_reset("FCO_GEMV_LL_FP32");
       }
   ll_set(0);
 }
@@ -184,8 +184,8 @@ static void ll_sweep(const t_world_t* w, gemv_bufs_t* b) {
  * only LL had them), so this runs with FCO_GEMV_WIDE=0;
  * the wide kernels are checked against the reference everywhere else. */
 static void ll_vs_plain(const t_world_t* w, gemv_bufs_t* b) {
-  setenv("FCO_GEMV_WIDE", "0", 1);
-  setenv("FCO_GEMV_LL_FP32", "1", 1);
+  t_knob_set("FCO_GEMV_WIDE", "0");
+  t_knob_set("FCO_GEMV_LL_FP32", "1");
   static const size_t shapes[][3] = {{1, 1000, 1000}, {4, 999, 517}, {16, 1000, 33}, {9, 17, 1000}};
   unsigned char* plain = (unsigned char*)malloc(gemv_y_bytes());
   ASSERT_NOT_NULL(plain);
@@ -212,8 +212,8 @@ static void ll_vs_plain(const t_world_t* w, gemv_bufs_t* b) {
       t_fail(__FILE__, __LINE__, "the LL one-shot's y differs from the plain one-shot's");
   }
   free(plain);
-  unsetenv("FCO_GEMV_WIDE");
-  unsetenv("FCO_GEMV_LL_FP32");
+  t_knob_reset("FCO_GEMV_WIDE");
+  t_knob_reset("FCO_GEMV_LL_FP32");
 }
 
 /* Another op on ranks' y2 (not y), issued without a sync: a gemv of another shape and impl
@@ -321,9 +321,9 @@ static void ll_silent_peer(fco_transport_t t) {
   ASSERT_OK(fco_comm_reserve(w.comms[0], need)); /* growth would wait for the silent peer */
   double t0 = t_now_ms();
   if (t == FCO_TRANSPORT_LOCAL) {
-    setenv("FCO_FAULT_SKIP_RANK", "1", 1);
+    t_knob_set("FCO_FAULT_SKIP_RANK", "1");
     ASSERT_OK(gemv_issue(&w, &b, 1, NULL));
-    unsetenv("FCO_FAULT_SKIP_RANK");
+    t_knob_reset("FCO_FAULT_SKIP_RANK");
   } else {
     ASSERT_OK(fco_gemv_allreduce(w.comms[0], b.x[0], b.w[0], b.bias[0], b.y[0], 4, 1000, b.K[0],
                                  FCO_BF16, 1, NULL));
@@ -370,10 +370,10 @@ static void ll_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
   ll_set(1);
   gemv_graph(w, b, 1);
   gemv_graph(w, b, FCO_IMPL_AUTO);
-  setenv("FCO_CHECK_ARGS", "1", 1);
+  t_knob_set("FCO_CHECK_ARGS", "1");
   gemv_one_call(w, b, 3, 1000, 1000, FCO_BF16, 1, 1);
   gemv_one_call(w, b, 16, 7, 33, FCO_F32, 0, 1);
-  unsetenv("FCO_CHECK_ARGS");
+  t_knob_reset("FCO_CHECK_ARGS");
   ll_set(0);
   /* The plain one-shot right after LL calls (its flags were not raised by them). */
   gemv_one_call(w, b, 3, 1000, 1000, FCO_F16, 1, 1);
@@ -384,7 +384,7 @@ static void ll_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
 /* PDL is on by default (unset): the parts before pdl_tests run with it; off is "0", which
  * the parts after pdl_tests keep (here and, by setting it, in test_gemv_allreduce), so both
  * kernel families run the whole suite's other cases. */
-static void pdl_set(int on) { setenv("FCO_GEMV_PDL", on ? "1" : "0", 1); }
+static void pdl_set(int on) { t_knob_set("FCO_GEMV_PDL", on ? "1" : "0"); }
 
 /* Back to back without a sync, FCO_GEMV_PDL switched from call to call (kernels with and
  * without the PDL prologue, cuBLAS and NCCL / the all-reduce kernels follow each other), impls
@@ -420,7 +420,7 @@ static void pdl_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
   void* y2[T_MAX_RANKS];
   for (int r = 0; r < w->n; r++)
     y2[r] = t_alloc(w->transport, t_rank_device(w->transport, r), gemv_y_bytes());
-  unsetenv("FCO_GEMV_AR_LL");
+  t_knob_reset("FCO_GEMV_AR_LL");
   pdl_set(1);
   unsigned k = 0;
   for (size_t mi = 0; mi < 4; mi++)
@@ -430,19 +430,19 @@ static void pdl_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
           if (k % 4 == 3) ll_set(0); /* the plain one-shot too */
           gemv_one_call(w, b, ms[mi], ns[ni], ks[ki], gemv_dtypes[(k + ni) % 3], (int)(k % 2),
                         impls[ii]);
-          unsetenv("FCO_GEMV_AR_LL");
+          t_knob_reset("FCO_GEMV_AR_LL");
         }
   for (int i = 0; i < 6; i++) {
-    setenv("FCO_GEMV_PDL_PREFETCH", prefetch[i], 1);
+    t_knob_set("FCO_GEMV_PDL_PREFETCH", prefetch[i]);
     gemv_one_call(w, b, 3, 1000, gemv_vec_kt(w->n), FCO_BF16, 1, 1);
     gemv_one_call(w, b, 16, 999, gemv_vec_kt(w->n), FCO_F32, 0, 2);
   }
-  unsetenv("FCO_GEMV_PDL_PREFETCH");
+  t_knob_reset("FCO_GEMV_PDL_PREFETCH");
   gemv_back_to_back(w, b, quick ? 100 : 1000);
   pdl_back_to_back(w, b, quick ? 100 : 1000);
   ll_back_to_back(w, b, y2, quick ? 50 : 300);
   ll_stale(w, b, y2, quick ? 8 : 24);
-  unsetenv("FCO_GEMV_AR_LL");
+  t_knob_reset("FCO_GEMV_AR_LL");
   pdl_set(1);
   chains(w, b, y2);
   {
@@ -454,9 +454,9 @@ static void pdl_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
   gemv_graph(w, b, 1);
   gemv_graph(w, b, 2);
   gemv_graph(w, b, FCO_IMPL_AUTO);
-  setenv("FCO_CHECK_ARGS", "1", 1);
+  t_knob_set("FCO_CHECK_ARGS", "1");
   for (int i = 1; i <= 2; i++) gemv_one_call(w, b, 3, 1000, 1000, FCO_BF16, 1, i);
-  unsetenv("FCO_CHECK_ARGS");
+  t_knob_reset("FCO_CHECK_ARGS");
   pdl_set(0);
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
@@ -502,12 +502,12 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   const size_t ks[] = {gemv_vec_kt_le(w->n, GEMV_MAX_KT), 4095, gemv_vec_kt_le(w->n, 1800)};
   unsigned k = 0;
   for (int gi = 0; gi < 6; gi++) {
-    if (knobs[gi]) setenv("FCO_GEMV_GROUP", knobs[gi], 1);
-    else unsetenv("FCO_GEMV_GROUP");
-    if (splits[gi]) setenv("FCO_GEMV_SPLIT", splits[gi], 1);
-    else unsetenv("FCO_GEMV_SPLIT");
-    if (gi == 4) setenv("FCO_GEMV_GROUP_MMA", "1", 1);
-    else unsetenv("FCO_GEMV_GROUP_MMA");
+    if (knobs[gi]) t_knob_set("FCO_GEMV_GROUP", knobs[gi]);
+    else t_knob_reset("FCO_GEMV_GROUP");
+    if (splits[gi]) t_knob_set("FCO_GEMV_SPLIT", splits[gi]);
+    else t_knob_reset("FCO_GEMV_SPLIT");
+    if (gi == 4) t_knob_set("FCO_GEMV_GROUP_MMA", "1");
+    else t_knob_reset("FCO_GEMV_GROUP_MMA");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
         gemv_one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
@@ -517,8 +517,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
         if (ms[mi] > 32 && (gi == 0 || gi == 2)) expect_split(w, ns[ni], gi == 0 ? 0 : 1);
       }
   }
-  unsetenv("FCO_GEMV_GROUP_MMA");
-  unsetenv("FCO_GEMV_SPLIT");
+  t_knob_reset("FCO_GEMV_GROUP_MMA");
+  t_knob_reset("FCO_GEMV_SPLIT");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty */
   gemv_one_call(w, b, 64, 100, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
   gemv_one_call(w, b, 48, 1000, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);

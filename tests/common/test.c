@@ -95,6 +95,39 @@ int t_contains_word(const char* h, const char* n) {
   return 0;
 }
 
+/* ---- tuning knobs ----------------------------------------------------------------------- */
+static struct {
+  char* name;
+  char* caller; /* the caller's value, NULL when it had none */
+} g_knobs[64];
+static int g_nknobs;
+
+/* The knob's entry, recording the caller's value at the first touch. */
+static int knob_entry(const char* name) {
+  for (int i = 0; i < g_nknobs; i++)
+    if (!strcmp(g_knobs[i].name, name)) return i;
+  if (g_nknobs == (int)(sizeof g_knobs / sizeof g_knobs[0]))
+    t_fail(__FILE__, __LINE__, "t_knob: more than %d knobs (raise g_knobs)", g_nknobs);
+  const char* v = getenv(name);
+  g_knobs[g_nknobs].name = strdup(name);
+  g_knobs[g_nknobs].caller = v ? strdup(v) : NULL;
+  if (!g_knobs[g_nknobs].name || (v && !g_knobs[g_nknobs].caller))
+    t_fail(__FILE__, __LINE__, "t_knob: out of memory");
+  return g_nknobs++;
+}
+
+static void knob_put(const char* name, const char* value) {
+  if (value ? setenv(name, value, 1) : unsetenv(name))
+    t_fail(__FILE__, __LINE__, "t_knob: cannot set %s: %s", name, strerror(errno));
+}
+
+void t_knob_set(const char* name, const char* value) {
+  knob_entry(name);
+  knob_put(name, value);
+}
+
+void t_knob_reset(const char* name) { knob_put(name, g_knobs[knob_entry(name)].caller); }
+
 /* ---- seeds ---------------------------------------------------------------------------- */
 uint64_t t_mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

@@ -214,6 +214,15 @@ size_t t_ar_check_scaled(const t_world_t* w, const t_ar_bufs_t* b, uint64_t seed
 /* Every rank's output is still poison and its guard intact; returns the bytes that changed. */
 size_t t_ar_check_untouched(const t_world_t* w, const t_ar_bufs_t* b);
 
+/* ---- tuning knobs (FCO_* environment variables) ------------------------------------------ */
+/* A test part that needs a knob: t_knob_set(name, value) (value NULL: unset it), then
+ * t_knob_reset(name) when the part ends, which puts back what the caller's environment held
+ * when the test first touched that knob (unset if nothing). So a knob set for a whole run
+ * (`FCO_GEMV_PDL=0 tests/run.sh`) holds again after every part that changed it. Main thread
+ * only; at most 64 knobs a program. */
+void t_knob_set(const char* name, const char* value);
+void t_knob_reset(const char* name);
+
 /* ---- processes and time ------------------------------------------------------------------ */
 /* Fork n children; child i runs fn(i, arg) and exits with its return value (or 1 when it
  * fails an ASSERT). The parent waits at most timeout_s, kills the children still running
