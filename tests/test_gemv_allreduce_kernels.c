@@ -535,72 +535,21 @@ static void chains_alloc(const t_world_t* w, gemv_bufs_t* b) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
-/* FCO_TEST_LL=only / FCO_TEST_GROUP=only: one GPU-only part for P = 1..max, then PASS (0), or
- * 77 (skip) on the cpu transport. */
-enum { PART_LL, PART_GROUP };
-static int gpu_part(fco_transport_t t, int max, int quick, int part) {
-  const char* what = part == PART_LL ? "LL" : "grouped tiles";
-#ifdef FCO_HAVE_CUDA
-  if (t_is_gpu(t)) {
-    for (int p = 1; p <= max; p++) {
-      t_world_t w;
-      gemv_bufs_t b;
-      t_context("P=%d: fco_comm_init_all", p);
-      ASSERT_OK(t_world_init(&w, t, p, NULL));
-      gemv_bufs_alloc(&b, &w);
-      if (part == PART_LL) ll_tests(&w, &b, quick);
-      else group_tests(&w, &b);
-      gemv_bufs_free(&b);
-      t_world_destroy(&w, 0);
-      printf("P=%d: %s ok\n", p, what);
-    }
-    if (part == PART_LL && max >= 2) ll_silent_peer(t);
-    printf("PASS\n");
-    return 0;
-  }
-#endif
-  (void)max, (void)quick;
-  printf("FCO_TEST_%s=only: the %s tests run on GPU transports only\n",
-         part == PART_LL ? "LL" : "GROUP", what);
-  return 77;
-}
+/* The parts of a run: all of them, or one alone (FCO_TEST_LL / _GROUP / _PDL = only). */
+enum { PART_CHAIN = 1, PART_LL = 2, PART_GROUP = 4, PART_PDL = 8, PART_ALL = 15 };
 
-int main(void) {
-  t_seed_init();
-  fco_transport_t t = t_transport();
-  t_require_ranks(t, 1);
-  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
-  int max = t_test_max_ranks(t);
-  const char* pdl_only = getenv("FCO_TEST_PDL");
-  if (pdl_only && !strcmp(pdl_only, "only")) {
-    for (int p = 1; p <= max; p++) {
-      t_world_t w;
-      gemv_bufs_t b;
-      t_context("P=%d: fco_comm_init_all", p);
-      ASSERT_OK(t_world_init(&w, t, p, NULL));
-      gemv_bufs_alloc(&b, &w);
-#ifdef FCO_HAVE_CUDA
-      if (t_is_gpu(t)) pdl_tests(&w, &b, quick);
-#endif
-      if (!t_is_gpu(t)) chains_alloc(&w, &b); /* no PDL here: the chain's semantics alone */
-      gemv_bufs_free(&b);
-      t_world_destroy(&w, 0);
-      printf("P=%d: PDL part ok\n", p);
-    }
-#ifdef FCO_HAVE_CUDA
-    if (t_is_gpu(t) && max >= 2) {
-      pdl_set(1);
-      ll_silent_peer(t);
-      pdl_set(0);
-    }
-#endif
-    printf("PASS\n");
-    return 0;
+/* For P = 1..max: the chain (all parts: with FCO_GEMV_PDL as the caller set it; the PDL part
+ * alone: on the cpu transport only, where it is that part's semantics), then on GPU transports
+ * the LL, grouped-tile and PDL parts; then the silent peer (the LL part: PDL as left — "0" after
+ * the PDL part — and the PDL part: PDL on). The LL and grouped-tile parts alone skip (77) on
+ * the cpu transport. */
+static int run_parts(fco_transport_t t, int max, int quick, int parts) {
+  const int gpu = t_is_gpu(t);
+  if (!gpu && !(parts & (PART_CHAIN | PART_PDL))) {
+    printf("FCO_TEST_%s=only: the %s tests run on GPU transports only\n",
+           parts == PART_LL ? "LL" : "GROUP", parts == PART_LL ? "LL" : "grouped tiles");
+    return 77;
   }
-  const char* group_only = getenv("FCO_TEST_GROUP");
-  if (group_only && !strcmp(group_only, "only")) return gpu_part(t, max, quick, PART_GROUP);
-  const char* ll_only = getenv("FCO_TEST_LL");
-  if (ll_only && !strcmp(ll_only, "only")) return gpu_part(t, max, quick, PART_LL);
   for (int p = 1; p <= max; p++) {
     t_world_t w;
     gemv_bufs_t b;
@@ -608,12 +557,12 @@ int main(void) {
     t_context("P=%d: fco_comm_init_all", p);
     ASSERT_OK(t_world_init(&w, t, p, NULL));
     gemv_bufs_alloc(&b, &w);
-    chains_alloc(&w, &b); /* FCO_GEMV_PDL as the caller set it (unset: on, the default) */
+    if ((parts & PART_CHAIN) || (parts == PART_PDL && !gpu)) chains_alloc(&w, &b);
 #ifdef FCO_HAVE_CUDA
-    if (t_is_gpu(t)) {
-      ll_tests(&w, &b, quick);
-      group_tests(&w, &b);
-      pdl_tests(&w, &b, quick); /* FCO_GEMV_PDL=1, then "0" */
+    if (gpu) {
+      if (parts & PART_LL) ll_tests(&w, &b, quick);
+      if (parts & PART_GROUP) group_tests(&w, &b);
+      if (parts & PART_PDL) pdl_tests(&w, &b, quick); /* FCO_GEMV_PDL=1, then "0" */
     }
 #endif
     gemv_bufs_free(&b);
@@ -622,12 +571,33 @@ int main(void) {
     fflush(stdout);
   }
 #ifdef FCO_HAVE_CUDA
-  if (t_is_gpu(t) && max >= 2) {
-    ll_silent_peer(t);
-    pdl_set(1); /* the timeout stays bounded with the PDL prologue too */
-    ll_silent_peer(t);
-    pdl_set(0);
+  if (gpu && max >= 2) {
+    if (parts & PART_LL) ll_silent_peer(t);
+    if (parts & PART_PDL) { /* the timeout stays bounded with the PDL prologue too */
+      pdl_set(1);
+      ll_silent_peer(t);
+      pdl_set(0);
+    }
   }
 #endif
+  (void)quick;
   return t_pass(t, max, t_test_rank_cap());
+}
+
+static int only(const char* name) {
+  const char* v = getenv(name);
+  return v && !strcmp(v, "only");
+}
+
+int main(void) {
+  t_seed_init();
+  fco_transport_t t = t_transport();
+  t_require_ranks(t, 1);
+  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  int max = t_test_max_ranks(t);
+  const int parts = only("FCO_TEST_PDL")     ? PART_PDL
+                    : only("FCO_TEST_GROUP") ? PART_GROUP
+                    : only("FCO_TEST_LL")    ? PART_LL
+                                             : PART_ALL;
+  return run_parts(t, max, quick, parts);
 }
