@@ -55,7 +55,7 @@ TEST_COMMON := $(wildcard tests/common/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib tools tests test bench clean install uninstall
+.PHONY: all lib tools tests test bench clean install uninstall FORCE
 all: lib tools tests
 lib: $(LIB_SO) $(LIB_A)
 tools: $(BENCH)
@@ -84,7 +84,15 @@ $(LIB_A): $(OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $(OBJ)
 
-$(BENCH): $(BENCH_SRC) $(LIB_SO) include/fco.h $(wildcard tools/fco-bench/*.h)
+# fco-bench records the commit it was built from (-DFCO_GIT_COMMIT): a stamp holding it, rewritten
+# only when it changes, rebuilds fco-bench after a commit (or an edit that makes the tree dirty).
+COMMIT_STAMP := $(BUILD)/commit.stamp
+$(COMMIT_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(FCO_GIT_COMMIT)' | cmp -s - $@ || echo '$(FCO_GIT_COMMIT)' > $@
+FORCE:
+
+$(BENCH): $(BENCH_SRC) $(LIB_SO) include/fco.h $(wildcard tools/fco-bench/*.h) $(COMMIT_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(if $(FCO_GIT_COMMIT),-DFCO_GIT_COMMIT=$(FCO_GIT_COMMIT)) -o $@ $(BENCH_SRC) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
 

@@ -172,6 +172,8 @@ fco_result_t bench_fail(bench_ctx_t* ctx, fco_result_t code, const char* fmt, ..
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* The last failure's message (the failing rank's fco_last_error, or the op's bench_fail text). */
+const char* bench_error_msg(bench_ctx_t* ctx);
 /* Print the last failure to stderr: "fco-bench: <what>: <result>: <message>". */
 void bench_report(bench_ctx_t* ctx, fco_result_t r, const char* what);
 /* Close the group the per-rank calls were issued in; the first failure wins (the group's own

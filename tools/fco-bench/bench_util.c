@@ -131,12 +131,16 @@ fco_result_t bench_fail(bench_ctx_t* ctx, fco_result_t code, const char* fmt, ..
   return code;
 }
 
-void bench_report(bench_ctx_t* ctx, fco_result_t r, const char* what) {
+const char* bench_error_msg(bench_ctx_t* ctx) {
   const char* msg = ctx->err_rank >= 0 && ctx->err_rank < ctx->nranks
                         ? fco_last_error(ctx->comms[ctx->err_rank])
                         : ctx->err_msg;
   if (!msg || !*msg) msg = fco_last_error(NULL);
-  fprintf(stderr, "fco-bench: %s: %s: %s\n", what, fco_result_string(r), msg);
+  return msg ? msg : "";
+}
+
+void bench_report(bench_ctx_t* ctx, fco_result_t r, const char* what) {
+  fprintf(stderr, "fco-bench: %s: %s: %s\n", what, fco_result_string(r), bench_error_msg(ctx));
 }
 
 /* ---- table -------------------------------------------------------------------------------- */
