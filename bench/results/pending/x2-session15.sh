@@ -8,7 +8,8 @@
 # the op layer) measured at P = 2: (1) the whole C suite, quick, on nccl; (2) fco-bench gemv at every
 # listed M (every impl + auto, -J), split groups off (FCO_GEMV_SPLIT=1) at M = 64 beside,
 # fp32 LL words at M 1 / 16 beside; (3) embedding bf16 / f32 (-D 0,1,auto, -J); (4) gemm bf16
-# every impl (-J); (5) targets.py; (6) if time is left, the torch script of gemv (fco columns).
+# every impl (-J), and the skewed workload's impl 0 + chunks / + AUTO in separate invocations
+# (session 20: AUTO's unexplained gap to the same impl); (5) targets.py; (6) if time is left, the torch script of gemv (fco columns).
 # Outputs in /tmp/o, packed into $OUT/out.tgz at the end (the device tool returns <= 8 files).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
@@ -45,10 +46,16 @@ el "embedding bf16 static order"; FCO_EA_LEAN_DYN=0 timeout 80 build/bin/fco-ben
 pack
 # -R 4: the 4 columns (impl 0, tiles, chunks, auto) in fco-bench's balanced order (session 16)
 el "gemm"; timeout 170 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
+# AUTO (= chunks at K 14336) read ~20 µs slower than the chunks column on the skewed workload
+# (runs 399af73, b964207; 105 µs at P = 4, 39ee289): impl 0 + one of them per invocation, so
+# neither follows the tiles column (docs/gemm_alltoall.md's order hypothesis)
+for D in 0,2 0,auto 0,2 0,auto; do
+  FCO_BENCH_GA_SHAPES="1024,14336,4096,8,2,4" timeout 40 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 2 -D $D >> $O/ga-skew-sep.txt 2>&1
+done
 pack
 python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
 el all done
 pack
-for f in gemv gemv-split1 gemv-llfp32 ea-bf16 ea-f32 ea-static ga; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+for f in gemv gemv-split1 gemv-llfp32 ea-bf16 ea-f32 ea-static ga ga-skew-sep; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
 echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
