@@ -97,6 +97,11 @@ typedef struct {
   char internal[FCO_UNIQUE_ID_BYTES];
 } fco_unique_id_t;
 
+/* [OUT] version: FCO_VERSION_CODE of the libfco that is loaded (major·10000 + minor·100 +
+ * patch), to compare with the header's FCO_VERSION_CODE a program was built with. Not
+ * collective; FCO_ERR_INVALID_ARGUMENT when version is NULL. */
+fco_result_t fco_get_version(int* version);
+
 /* Human-readable name of a result code ("unknown result" for values outside the table). */
 const char* fco_result_string(fco_result_t result);
 /* Name of a dtype ("f32", "f16", "bf16") or NULL. Size in bytes, 0 when unknown. */

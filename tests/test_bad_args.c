@@ -3,8 +3,8 @@
  * message that names the argument, and nothing is written (poisoned outputs stay
  * bit-identical). Covers NULL pointers, zero / absurd counts, unknown dtype and impl, ranks and
  * sizes out of range, an uninitialised config, FCO_TRANSPORT=bogus, overlapping buffers, group
- * misuse, nranks / count / dtype mismatches across ranks (cpu transport), and the result-code
- * names.
+ * misuse, nranks / count / dtype mismatches across ranks (cpu transport), the result-code
+ * names and the library's version (fco_get_version).
  *   make test   or   build/tests/test_bad_args   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -116,6 +116,8 @@ static void query_args(void) {
   ASSERT_MSG(c, "bytes");
   ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_USAGE);
   ASSERT_MSG(NULL, "fco_group_start");
+  ASSERT_RES(fco_get_version(NULL), E);
+  ASSERT_MSG(NULL, "version");
 }
 
 /* ---- communicator creation ------------------------------------------------------------------- */
@@ -289,6 +291,9 @@ static void names(void) {
   ASSERT_EQ(fco_dtype_size((fco_dtype_t)-1), 0);
   ASSERT_NULL(fco_transport_name((fco_transport_t)99));
   ASSERT_STR_EQ(fco_transport_name(FCO_TRANSPORT_CPU), "cpu");
+  int v = -1; /* the library this test links is the one built from this header */
+  ASSERT_OK(fco_get_version(&v));
+  ASSERT_EQ(v, FCO_VERSION_CODE);
 }
 
 int main(void) {

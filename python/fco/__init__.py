@@ -14,7 +14,7 @@ libfco.so is found through $FCO_LIB, the repository's build/lib/, or the package
 (see fco/_lib.py). Errors raise fco.FcoError carrying libfco's message. Guide: docs/python.md.
 """
 from ._comm import Communicator, communicators, empty_symmetric, init, last_plan, shutdown
-from ._lib import FcoError, FcoLibraryNotFound, lib_path
+from ._lib import FcoError, FcoLibraryNotFound, lib_path, lib_version
 from .ops import allreduce as _allreduce_mod
 from .ops import embedding_alltoall as _embedding_alltoall_mod
 from .ops import gemm_alltoall as _gemm_alltoall_mod
@@ -29,6 +29,7 @@ __all__ = [
     "allreduce_workspace_bytes", "communicators", "embedding_alltoall", "empty_symmetric",
     "embedding_alltoall_workspace_bytes", "gemm_alltoall", "gemm_alltoall_workspace_bytes",
     "gemv_allreduce", "gemv_allreduce_workspace_bytes", "init", "last_plan", "lib_path",
+    "lib_version",
     "shutdown",
 ]
 __version__ = "0.1.0"

@@ -39,6 +39,9 @@ F32, F16, BF16 = 0, 1, 2
 TRANSPORT_AUTO, TRANSPORT_NCCL, TRANSPORT_LOCAL, TRANSPORT_CPU = 0, 1, 2, 3
 IMPL_BASELINE, IMPL_AUTO = 0, -1
 UNIQUE_ID_BYTES = 256
+# The libfco this binding is written for (fco.h's FCO_VERSION_CODE); a loaded library of
+# another major.minor is refused at load (patch levels mix).
+BINDING_VERSION_CODE = 100  # 0.1.0
 
 comm_t = ctypes.c_void_p
 result_t = ctypes.c_int
@@ -96,7 +99,19 @@ def _candidates():
 
 
 def _declare(lib):
-    """Prototypes of the core API (operators bind their own with bind())."""
+    """The library's version (first: another major.minor is refused), then prototypes of the
+    core API (operators bind their own with bind())."""
+    try:
+        get_version = lib.fco_get_version
+    except AttributeError:
+        raise FcoError(INTERNAL, f"{_lib_path} has no fco_get_version: it is older than this "
+                       "binding; rebuild it with `make`") from None
+    get_version.restype, get_version.argtypes = result_t, [ctypes.POINTER(ctypes.c_int)]
+    ver = ctypes.c_int(-1)
+    if get_version(ctypes.byref(ver)) != OK or ver.value // 100 != BINDING_VERSION_CODE // 100:
+        raise FcoError(INTERNAL, f"{_lib_path} is libfco {version_string(ver.value)} but this "
+                       f"binding is for {version_string(BINDING_VERSION_CODE)} (major.minor must "
+                       "match): rebuild libfco or reinstall the package")
     c = ctypes
     protos = {
         "fco_config_init": (result_t, [c.POINTER(Config)]),
@@ -155,6 +170,18 @@ def lib():
         raise FcoLibraryNotFound(
             "libfco.so not found or not loadable; tried: " + "; ".join(tried) +
             ". Build it with `make` at the repository root, or set FCO_LIB=/path/to/libfco.so")
+
+
+def version_string(code):
+    """'major.minor.patch' of an FCO_VERSION_CODE."""
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+
+
+def lib_version():
+    """The loaded libfco's version, 'major.minor.patch' (fco_get_version)."""
+    ver = ctypes.c_int(-1)
+    check(lib().fco_get_version(ctypes.byref(ver)))
+    return version_string(ver.value)
 
 
 def lib_path():

@@ -1,5 +1,13 @@
-/* result.c — names of result codes, dtypes and transports (from the X-macro table in fco.h). */
+/* result.c — the library's version; names of result codes, dtypes and transports (from the
+ * X-macro table in fco.h). */
 #include "internal.h"
+
+fco_result_t fco_get_version(int* version) {
+  if (!version)
+    return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "fco_get_version: version is NULL");
+  *version = FCO_VERSION_CODE;
+  return FCO_OK;
+}
 
 const char* fco_result_string(fco_result_t result) {
   switch (result) {

@@ -3,7 +3,7 @@
  * tests/install/check.sh builds it once against libfco.so and once statically against libfco.a.
  * The cpu transport, two ranks in one process (fco_comm_init_all), fco_gemv_allreduce with
  * fresh random inputs and a poisoned y against a float64 loop. argv[1]: the version pkg-config
- * reports, which must be the header's.
+ * reports, which must be the header's, as must the loaded library's (fco_get_version).
  */
 #include <fco.h>
 #include <math.h>
@@ -35,6 +35,13 @@ int main(int argc, char** argv) {
   if (argc < 2 || strcmp(argv[1], version) != 0) {
     fprintf(stderr, "consumer: pkg-config says version %s, fco.h says %s\n",
             argc < 2 ? "(none)" : argv[1], version);
+    return 1;
+  }
+  int lib_version = 0;
+  CHECK(fco_get_version(&lib_version));
+  if (lib_version != FCO_VERSION_CODE) {
+    fprintf(stderr, "consumer: the loaded libfco is version code %d, fco.h says %d\n",
+            lib_version, FCO_VERSION_CODE);
     return 1;
   }
   fco_config_t cfg;

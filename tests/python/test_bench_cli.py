@@ -66,6 +66,19 @@ def test_every_op_in_rounds(op, tmp_path):
     assert len(re.findall(r"^# auto ran, per row:( \d+)+ \(", p.stdout, re.M)) == 2, p.stdout
 
 
+def test_unsupported_impls_listed_once():
+    """An impl the op refuses on this transport (the LL one-shot on cpu) is "-" in its rows and
+    one line under the metadata with the op's reason, not a stderr line per impl and dtype."""
+    p = run(["gemv_allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32,bf16"],
+            {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "1,3"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "unsupported" not in p.stderr.lower(), p.stderr
+    lines = [l for l in p.stdout.splitlines() if '"-" where unsupported' in l]
+    assert sorted(l.split(":")[0] for l in lines) == ["# oneshot_ll", "# oneshot_ll_pdl"], lines
+    assert all("(first in f32)" in l and "GPU transports" in l for l in lines), lines
+    assert "# wrong elements: 0" in p.stdout, p.stdout
+
+
 @pytest.mark.parametrize("flag", [["-R", "0"], ["-R", "65"], ["-R", "x"], ["-n", "0"]])
 def test_bad_flags_exit_2(flag):
     p = run(["allreduce", "-t", "cpu"] + flag)

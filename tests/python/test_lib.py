@@ -19,6 +19,35 @@ def test_library_loads():
     assert os.path.isfile(path) and path.endswith(".so")
 
 
+def test_library_version_matches_binding():
+    assert fco.lib_version() == fco.__version__
+    assert _lib.version_string(_lib.BINDING_VERSION_CODE) == fco.__version__
+
+
+class _FakeLib:
+    """Stands in for a loaded libfco in _declare: only fco_get_version, reporting `code`."""
+
+    def __init__(self, code, has_version=True):
+        if has_version:
+            def get_version(ref):
+                ref._obj.value = code
+                return _lib.OK
+            self.fco_get_version = get_version
+
+
+@pytest.mark.parametrize("code", [200, 10100, 0])
+def test_library_of_another_major_minor_is_refused(code):
+    with pytest.raises(fco.FcoError) as e:
+        _lib._declare(_FakeLib(code))
+    assert e.value.code == _lib.INTERNAL
+    assert _lib.version_string(code) in str(e.value) and "0.1.0" in str(e.value)
+
+
+def test_library_without_fco_get_version_is_refused():
+    with pytest.raises(fco.FcoError, match="older than this binding"):
+        _lib._declare(_FakeLib(0, has_version=False))
+
+
 def test_result_names_match_library():
     for code, name in enumerate(_lib.RESULT_NAMES):
         assert _lib.result_string(code) != "unknown result", name

@@ -313,8 +313,10 @@ static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
   if (ctx->on_gpu) bench_gpu_name(ctx->devs[0], gpu, sizeof gpu);
   size_t ws = 0;
   fco_comm_workspace_bytes(ctx->comms[0], &ws);
-  fprintf(f, "# fco-bench %s  fco %d.%d.%d  commit %s\n", BENCH_VERSION, FCO_VERSION_MAJOR,
-          FCO_VERSION_MINOR, FCO_VERSION_PATCH, bench_commit());
+  int lib_version = 0; /* the loaded libfco's, which a stale LD_LIBRARY_PATH could change */
+  (void)fco_get_version(&lib_version);
+  fprintf(f, "# fco-bench %s  fco %d.%d.%d  commit %s\n", BENCH_VERSION, lib_version / 10000,
+          lib_version / 100 % 100, lib_version % 100, bench_commit());
   fprintf(f, "# date %s  machine %s\n", date, machine);
   if (ctx->transport == FCO_TRANSPORT_CPU)
     fprintf(f, ctx->gpus_visible == 0
