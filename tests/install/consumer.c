@@ -51,8 +51,9 @@ int main(int argc, char** argv) {
   CHECK(fco_comm_init_all(comms, P, NULL, &cfg));
 
   unsigned seed = (unsigned)time(NULL);
-  const int M = 3, N = 37, K[P] = {19, 24};
-  float *x[P], *w[P], *y[P], bias[37];
+  enum { M = 3, N = 37 };
+  const int K[P] = {19, 24};
+  float *x[P], *w[P], *y[P], bias[N];
   for (int n = 0; n < N; n++) bias[n] = frand(&seed);
   for (int r = 0; r < P; r++) {
     x[r] = malloc(sizeof(float) * M * K[r]);
