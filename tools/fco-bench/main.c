@@ -327,6 +327,10 @@ static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
     fprintf(f, "devices");
     for (int r = 0; r < ctx->nranks; r++) fprintf(f, "%s%d", r ? "," : " ", ctx->devs[r]);
     fprintf(f, " (%s)\n", gpu);
+    if (ctx->nranks == 1)
+      fprintf(f, "# one rank: nothing to communicate, so the fused impls race impl 0's compute "
+                 "alone; the A/B of communication needs -g 2 on two GPUs (%d visible) or -t local "
+                 "-g 2 (virtual ranks on one GPU)\n", ctx->gpus_visible);
   } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
     fprintf(f, "virtual ranks on device %d (%s)\n", ctx->devs[0], gpu);
   } else {
