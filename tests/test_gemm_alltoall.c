@@ -8,7 +8,7 @@
  *   tile (1, 17, 100, 136, ...), both weight layouts, f32 / f16 / bf16, impls 0, 1, 2 and AUTO,
  *   with and without the host hints; outputs poisoned first and guarded after their capacity
  *   (rows past the received total must stay poison). The same with impl 2's small chunks and
- *   early landing and impl 1's asynchronous epilogue (FCO_GA_* knobs, set and unset in main).
+ *   early landing and impl 1's asynchronous epilogue (FCO_GA_* knobs, set and reset in main).
  *   Then calls back to back without a sync, outputs in symmetric memory (fco_mem_alloc) on some
  *   or every rank, a fixed asymmetric routing (rank 0 → 1 ≠ rank 1 → 0, one direction empty),
  *   MiB-sized messages per peer (nccl impl 0: NCCL's SIMPLE protocol, not LL), and on the local

@@ -62,8 +62,8 @@ static void assert_untouched(const t_world_t* w, gemv_bufs_t* b, int line) {
   } while (0)
 
 /* knob=value (a value no kernel exists for; the op layer refuses it on every transport) on an
- * impl 1 call of M rows: FCO_ERR_INVALID_ARGUMENT, nothing written; the knob is unset again
- * after. */
+ * impl 1 call of M rows: FCO_ERR_INVALID_ARGUMENT, nothing written; the knob is back at the
+ * caller's value after (t_knob_reset). */
 static void refused_knob(const t_world_t* w, gemv_bufs_t* b, const char* knob, const char* value,
                          size_t M) {
   t_knob_set(knob, value);
@@ -258,8 +258,9 @@ int main(void) {
     bad_args(&w, &b);
 #ifdef FCO_HAVE_CUDA
     if (t_is_gpu(t)) {
-      /* auto_rule with the knobs unset, so its LL choice is checked too; then FCO_GEMV_AR_LL=0
-       * here and FCO_GEMV_PDL=0 below, as test_gemv_allreduce_kernels' ll_tests and pdl_tests
+      /* auto_rule with the knobs as the caller set them (by default unset, so its LL choice is
+       * checked too); then FCO_GEMV_AR_LL=0 here and FCO_GEMV_PDL=0 below, as
+       * test_gemv_allreduce_kernels' ll_tests and pdl_tests
        * left them when both were one program: the graphs and FCO_CHECK_ARGS calls take the
        * plain one-shot (the LL kernels' graphs are the kernels program's), and the device-side
        * mismatch and the rounds after P = 1 run with PDL off (P = 1: on, the default). */

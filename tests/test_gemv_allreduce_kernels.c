@@ -197,7 +197,7 @@ static void ll_vs_plain(const t_world_t* w, gemv_bufs_t* b) {
     t_context("P=%d LL vs plain one-shot, bit for bit: M=%zu N=%zu K=%zu %s seed=0x%016llx", w->n,
               M, N, kt, fco_dtype_name(dt), (unsigned long long)seed);
     gemv_prepare(b, M, N, kt, dt, i % 2, seed);
-    ASSERT_OK(gemv_issue(w, b, 1, NULL)); /* FCO_GEMV_AR_LL unset: plain */
+    ASSERT_OK(gemv_issue(w, b, 1, NULL)); /* FCO_GEMV_AR_LL=0 (ll_sweep): plain */
     t_sync(w);
     t_get(b->t, t_rank_device(b->t, 0), plain, b->y[0], n);
     for (int r = 0; r < w->n; r++)
