@@ -141,6 +141,7 @@ PC_PRIVATE := $(strip $(CUDA_LIBS) $(if $(filter 1,$(FCO_CUDA)),-lstdc++) $(LDLI
 INSTALLED := include/fco.h lib/libfco.so lib/libfco.a lib/pkgconfig/fco.pc bin/fco-bench bin/fco-sim
 
 install: lib tools
+	@case '$(PREFIX)' in /*) ;; *) echo "make install: PREFIX=$(PREFIX) must be an absolute path (fco.pc names it)" >&2; exit 2 ;; esac
 	@mkdir -p $(BUILD)
 	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$${prefix}/lib' \
 	  'includedir=$${prefix}/include' '' 'Name: fco' \

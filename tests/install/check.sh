@@ -30,8 +30,9 @@ version=$(pkg-config --modversion fco) || fail "pkg-config does not know fco"
 $CC -std=c99 -Wall -Werror -o "$prefix/consumer" tests/install/consumer.c \
   $(pkg-config --cflags --libs fco) -lm || fail "consumer does not build against libfco.so"
 LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer" "$version" || fail "consumer (shared) failed"
-LD_LIBRARY_PATH="$prefix/lib" ldd "$prefix/consumer" | grep -q "$prefix/lib/libfco.so" ||
-  fail "consumer is not linked against the installed libfco.so"
+# (ldd's output in a variable: `ldd | grep -q` fails under pipefail when grep exits first)
+deps=$(LD_LIBRARY_PATH="$prefix/lib" ldd "$prefix/consumer")
+grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "consumer is not linked against the installed libfco.so: $deps"
 
 # Static: everything libfco.a needs comes from Libs.private (a C compiler driver, not g++).
 libs=$(pkg-config --static --libs fco)
@@ -39,7 +40,8 @@ libs=$(pkg-config --static --libs fco)
 $CC -std=c99 -Wall -Werror -o "$prefix/consumer-static" tests/install/consumer.c \
   $(pkg-config --cflags fco) "$prefix/lib/libfco.a" ${libs/-lfco/} -lm ||
   fail "consumer does not build against libfco.a with Libs.private"
-if ldd "$prefix/consumer-static" | grep -q libfco; then fail "consumer-static loads libfco.so"; fi
+deps=$(ldd "$prefix/consumer-static")
+if grep -q libfco <<<"$deps"; then fail "consumer-static loads libfco.so: $deps"; fi
 "$prefix/consumer-static" "$version" || fail "consumer (static) failed"
 
 $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$prefix" uninstall >/dev/null ||
