@@ -4,6 +4,8 @@
  * FCO_TIMEOUT_MS bounds waits when cfg.timeout_ms is 0 (and cfg.timeout_ms wins over it);
  * cfg.max_workspace_bytes caps the workspace: a call needing more fails with
  * FCO_ERR_OUT_OF_MEMORY, a message, and nothing written, and the communicator keeps working.
+ * Also the suite's own knob helper (tests/common: t_knob_set / t_knob_reset), on which every
+ * test's knob-setting parts rely: a reset puts back the caller's value, or unsets.
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -154,8 +156,31 @@ static void workspace_cap(void) {
   t_context("%s", "");
 }
 
+/* t_knob_reset restores what the environment held before the first t_knob_* of that name. */
+static void knob_helper(void) {
+  const char *a = "FCO_TEST_KNOB_PROBE_A", *b = "FCO_TEST_KNOB_PROBE_B";
+  setenv(a, "caller", 1); /* as `FCO_X=caller tests/run.sh` would */
+  unsetenv(b);
+  t_knob_set(a, "part");
+  ASSERT_STR_EQ(getenv(a), "part");
+  t_knob_set(a, NULL);
+  ASSERT_NULL(getenv(a));
+  t_knob_reset(a);
+  ASSERT_STR_EQ(getenv(a), "caller");
+  setenv(a, "changed outside the helper", 1); /* the first touch recorded the caller's value */
+  t_knob_reset(a);
+  ASSERT_STR_EQ(getenv(a), "caller");
+  t_knob_set(b, "1");
+  ASSERT_STR_EQ(getenv(b), "1");
+  t_knob_reset(b);
+  ASSERT_NULL(getenv(b));
+  unsetenv(a);
+  printf("knob helper: reset restores the caller's value / unset\n");
+}
+
 int main(void) {
   t_seed_init();
+  knob_helper();
   g_t = t_transport();
   t_require_ranks(g_t, 1);
   const char* e = getenv("FCO_TRANSPORT");
