@@ -55,8 +55,15 @@ TEST_COMMON := $(wildcard tests/common/*.c)
 TEST_SRC := $(wildcard tests/test_*.c)
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 
-.PHONY: all lib tools tests test bench clean install uninstall FORCE
-all: lib tools tests
+# examples/c: built as a user would (the public header, -lfco) into $(BUILD)/examples, and once
+# more as a test program of the suite (tests/run.sh runs it; unset FCO_TRANSPORT = cpu there).
+EXAMPLE_SRC := $(wildcard examples/c/*.c)
+EXAMPLES := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
+TESTS += $(patsubst examples/c/%.c,$(BUILD)/tests/test_example_%,$(EXAMPLE_SRC))
+
+.PHONY: all lib tools tests examples test bench clean install uninstall FORCE
+all: lib tools tests examples
+examples: $(EXAMPLES)
 lib: $(LIB_SO) $(LIB_A)
 tools: $(BENCH)
 tests: $(TESTS)
@@ -99,6 +106,14 @@ $(BENCH): $(BENCH_SRC) $(LIB_SO) include/fco.h $(wildcard tools/fco-bench/*.h) $
 $(BUILD)/tests/%: tests/%.c $(TEST_COMMON) $(LIB_SO) $(wildcard tests/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/common -o $@ $< $(TEST_COMMON) -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/examples/%: examples/c/%.c $(LIB_SO) include/fco.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/test_example_%: examples/c/%.c $(LIB_SO) include/fco.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DFCO_EXAMPLE_AS_TEST -o $@ $< -L$(BUILD)/lib -lfco $(RPATH) $(CUDA_LIBS) $(LDLIBS)
 
 # fco-sim (tools/fco-sim): a plain C tool, no libfco, no GPU. Its tests (tests/test_sim_*.c)
 # link the simulator's objects (all but main.o) instead of libfco's operators.

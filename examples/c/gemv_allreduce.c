@@ -1,0 +1,314 @@
+/*
+ * gemv_allreduce.c — fco from C: the row-parallel linear of tensor-parallel decode,
+ * y = Σ_r x_r · W_r^T (+ bias), on P ranks driven by one thread (fco_comm_init_all and one
+ * group per call), checked on every rank against a float64 loop, then FCO_IMPL_AUTO timed
+ * against the unfused baseline (impl 0: cuBLAS + NCCL on GPUs) in the same run.
+ *
+ *   make && build/examples/gemv_allreduce [M N K P [f32|bf16]]
+ *       defaults: M 4, N 8192, K 8192 (before the split over ranks), P 2, bf16 on GPUs;
+ *       M 3, N 1000, K 600, f32 on the cpu transport (its reference kernels are slow)
+ *   FCO_TRANSPORT=local build/examples/gemv_allreduce      P virtual ranks on one GPU
+ *   FCO_TRANSPORT=cpu   build/examples/gemv_allreduce      no GPU: ranks are threads
+ *   (FCO_TRANSPORT unset: nccl with a GPU, else cpu — cpu when built without FCO_HAVE_CUDA)
+ * Against an installed fco (make install):
+ *   cc gemv_allreduce.c $(pkg-config --cflags --libs fco) -lm
+ *   and for GPU buffers add -DFCO_HAVE_CUDA -I$CUDA_HOME/include -L$CUDA_HOME/lib64 -lcudart.
+ * Exit 0: correct on every rank; 1: wrong or an error; 77: this machine cannot run P ranks on
+ * the transport (e.g. nccl with one GPU). `make test` runs it on the cpu transport
+ * (build/tests/test_example_gemv_allreduce, the same source).
+ */
+#include <fco.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef FCO_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#define MAX_P 8
+#define CHECK(call)                                                                       \
+  do {                                                                                    \
+    fco_result_t r_ = (call);                                                             \
+    if (r_ != FCO_OK) {                                                                   \
+      fprintf(stderr, "%s: %s (%s)\n", #call, fco_result_string(r_), fco_last_error(comm_)); \
+      exit(1);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+static fco_comm_t comm_; /* the communicator whose last error CHECK prints (NULL: thread's) */
+static int g_gpu;         /* buffers in device memory (GPU transports) */
+
+/* ---- buffers: device memory on GPU transports, host memory on the cpu transport ---------- */
+static void* buf_alloc(int dev, size_t bytes) {
+#ifdef FCO_HAVE_CUDA
+  if (g_gpu) {
+    void* p = NULL;
+    if (cudaSetDevice(dev) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+      fprintf(stderr, "cudaMalloc(%zu) on device %d failed\n", bytes, dev);
+      exit(1);
+    }
+    return p;
+  }
+#endif
+  (void)dev;
+  void* p = malloc(bytes);
+  if (!p) exit(1);
+  return p;
+}
+static void buf_free(int dev, void* p) {
+#ifdef FCO_HAVE_CUDA
+  if (g_gpu) {
+    cudaSetDevice(dev);
+    cudaFree(p);
+    return;
+  }
+#endif
+  (void)dev;
+  free(p);
+}
+static void buf_copy(int dev, void* dst, const void* src, size_t bytes, int to_dev) {
+#ifdef FCO_HAVE_CUDA
+  if (g_gpu) {
+    cudaSetDevice(dev);
+    if (cudaMemcpy(dst, src, bytes, to_dev ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost) !=
+        cudaSuccess)
+      exit(1);
+    return;
+  }
+#endif
+  (void)dev, (void)to_dev;
+  memcpy(dst, src, bytes);
+}
+static void sync_all(int P, const int* dev) {
+#ifdef FCO_HAVE_CUDA
+  for (int r = 0; g_gpu && r < P; r++) {
+    cudaSetDevice(dev[r]);
+    cudaDeviceSynchronize();
+  }
+#endif
+  (void)P, (void)dev;
+}
+
+/* ---- bf16: round to nearest even, and back -------------------------------------------------- */
+static uint16_t to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+static float from_bf16(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+/* Can this machine run P ranks on the transport fco will pick? Else why not (exit 77). */
+static const char* cannot_run(int P) {
+  const char* t = getenv("FCO_TRANSPORT");
+  const int unset = !t || !*t || !strcmp(t, "auto");
+#if defined(FCO_EXAMPLE_AS_TEST) || !defined(FCO_HAVE_CUDA)
+  /* the suite's convention, and a build without GPU buffers: unset FCO_TRANSPORT means cpu */
+  if (unset) {
+    setenv("FCO_TRANSPORT", "cpu", 1);
+    return NULL;
+  }
+#endif
+  int gpus = 0;
+#ifdef FCO_HAVE_CUDA
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+#else
+  if (strcmp(t, "cpu"))
+    return "built without -DFCO_HAVE_CUDA (no GPU buffers): FCO_TRANSPORT=cpu, or rebuild";
+#endif
+  const int nccl = (t && !strcmp(t, "nccl")) || (unset && gpus > 0);
+  const int local = t && !strcmp(t, "local");
+  if ((nccl || local) && gpus == 0)
+    return "the GPU transports need a GPU (FCO_TRANSPORT=cpu runs without)";
+  if (nccl && gpus < P)
+    return "the nccl transport needs one GPU per rank (FCO_TRANSPORT=local runs virtual ranks "
+           "on one)";
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  int P = argc > 4 ? atoi(argv[4]) : 2;
+  if (P < 1 || P > MAX_P) {
+    fprintf(stderr, "P %d: want 1..%d\n", P, MAX_P);
+    return 1;
+  }
+  const char* why = cannot_run(P);
+  if (why) {
+    printf("SKIP: %d ranks: %s\n", P, why);
+    return 77;
+  }
+  fco_comm_t comms[MAX_P];
+  CHECK(fco_comm_init_all(comms, P, NULL, NULL)); /* transport: FCO_TRANSPORT, else by hardware */
+  fco_transport_t t;
+  CHECK(fco_comm_transport(comms[0], &t));
+  g_gpu = t != FCO_TRANSPORT_CPU;
+  const int M = argc > 1 ? atoi(argv[1]) : g_gpu ? 4 : 3;
+  const int N = argc > 2 ? atoi(argv[2]) : g_gpu ? 8192 : 1000;
+  const int K = argc > 3 ? atoi(argv[3]) : g_gpu ? 8192 : 600;
+  const int bf16 = argc > 5 ? !strcmp(argv[5], "bf16") : g_gpu;
+  const fco_dtype_t dt = bf16 ? FCO_BF16 : FCO_F32;
+  const size_t es = bf16 ? 2 : 4;
+  if (M < 1 || N < 1 || K < P) {
+    fprintf(stderr, "M %d, N %d, K %d: want M, N >= 1 and K >= P\n", M, N, K);
+    return 1;
+  }
+  int version = 0;
+  CHECK(fco_get_version(&version));
+  printf("fco %d.%d.%d, transport %s, P %d: y[%d, %d] = sum over ranks of x_r[%d, K_r] "
+         "W_r[%d, K_r]^T + bias, K %d split over the ranks, %s\n",
+         version / 10000, version / 100 % 100, version % 100, fco_transport_name(t), P, M, N, M,
+         N, K, fco_dtype_name(dt));
+
+  /* Rank r's slice of the reduction dimension: K / P, the last rank takes the remainder. */
+  int Kr[MAX_P], dev[MAX_P];
+  void *x[MAX_P], *w[MAX_P], *y[MAX_P], *bias[MAX_P];
+  void* stream[MAX_P] = {0};
+  float *hx[MAX_P], *hw[MAX_P], *hb = malloc(sizeof(float) * N); /* values as the ranks hold them */
+  const size_t kmax = (size_t)K / P + P, rows = (size_t)(M > N ? M : N);
+  void* tmp = malloc(rows * (kmax > (size_t)N ? kmax : (size_t)N) * 4); /* staging of one buffer */
+  double* ref = malloc(sizeof(double) * M * N);
+  if (!hb || !tmp || !ref) return 1;
+  unsigned seed = (unsigned)time(NULL);
+  for (int n = 0; n < N; n++) hb[n] = (float)(rand_r(&seed) % 2001 - 1000) / 1000.0f;
+  for (int r = 0; r < P; r++) {
+    Kr[r] = K / P + (r == P - 1 ? K % P : 0);
+    dev[r] = t == FCO_TRANSPORT_NCCL ? r : 0;
+    hx[r] = malloc(sizeof(float) * M * Kr[r]);
+    hw[r] = malloc(sizeof(float) * N * Kr[r]);
+    if (!hx[r] || !hw[r]) return 1;
+    x[r] = buf_alloc(dev[r], (size_t)M * Kr[r] * es);
+    w[r] = buf_alloc(dev[r], (size_t)N * Kr[r] * es);
+    y[r] = buf_alloc(dev[r], (size_t)M * N * es);
+    bias[r] = buf_alloc(dev[r], (size_t)N * es); /* the same bias on every rank; added once */
+#ifdef FCO_HAVE_CUDA
+    if (g_gpu) {
+      cudaSetDevice(dev[r]);
+      cudaStreamCreate((cudaStream_t*)&stream[r]);
+    }
+#endif
+    struct { float* h; void* d; size_t n; } ins[3] = {
+        {hx[r], x[r], (size_t)M * Kr[r]}, {hw[r], w[r], (size_t)N * Kr[r]}, {hb, bias[r], (size_t)N}};
+    for (int i = 0; i < 3; i++) {
+      for (size_t j = 0; j < ins[i].n; j++) {
+        float v = i == 2 ? ins[i].h[j] : (float)(rand_r(&seed) % 2001 - 1000) / 1000.0f;
+        if (bf16) {
+          ((uint16_t*)tmp)[j] = to_bf16(v);
+          v = from_bf16(((uint16_t*)tmp)[j]);
+        } else {
+          ((float*)tmp)[j] = v;
+        }
+        ins[i].h[j] = v;
+      }
+      buf_copy(dev[r], ins[i].d, tmp, ins[i].n * es, 1);
+    }
+  }
+
+  /* One call: every rank's op inside one group (one thread drives all ranks). */
+#define CALL(impl)                                                                       \
+  do {                                                                                   \
+    CHECK(fco_group_start());                                                            \
+    for (int r = 0; r < P; r++) {                                                        \
+      comm_ = comms[r];                                                                  \
+      CHECK(fco_gemv_allreduce(comms[r], x[r], w[r], bias[r], y[r], M, N, Kr[r], dt, (impl), \
+                               stream[r]));                                              \
+    }                                                                                    \
+    comm_ = NULL;                                                                        \
+    CHECK(fco_group_end());                                                              \
+  } while (0)
+
+  /* Correctness: y poisoned (NaN), AUTO and impl 0, every rank against the float64 loop. */
+  const double tol = bf16 ? 1e-2 : 1e-5;
+  int wrong = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    const int impl = pass == 0 ? FCO_IMPL_AUTO : 0;
+    for (int r = 0; r < P; r++) {
+      memset(tmp, 0xFF, (size_t)M * N * es);
+      buf_copy(dev[r], y[r], tmp, (size_t)M * N * es, 1);
+    }
+    CALL(impl);
+    sync_all(P, dev);
+    for (int r = 0; r < P; r++) CHECK(fco_comm_get_async_error(comms[r]));
+    const char* plan = fco_last_plan(comms[0]);
+    if (pass == 0)
+      for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+          double v = hb[n];
+          for (int q = 0; q < P; q++)
+            for (int k = 0; k < Kr[q]; k++)
+              v += (double)hx[q][(size_t)m * Kr[q] + k] * hw[q][(size_t)n * Kr[q] + k];
+          ref[(size_t)m * N + n] = v;
+        }
+    double worst = 0;
+    for (int r = 0; r < P; r++) {
+      buf_copy(dev[r], tmp, y[r], (size_t)M * N * es, 0);
+      for (size_t i = 0; i < (size_t)M * N; i++) {
+        double got = bf16 ? from_bf16(((uint16_t*)tmp)[i]) : ((float*)tmp)[i];
+        double err = fabs(got - ref[i]) / (1.0 + fabs(ref[i]));
+        if (!(err <= tol)) { /* NaN (poison left) fails too */
+          if (wrong++ < 5)
+            fprintf(stderr, "rank %d y[%zu][%zu] = %g, expected %g\n", r, i / N, i % N, got,
+                    ref[i]);
+        } else if (err > worst) {
+          worst = err;
+        }
+      }
+    }
+    printf("%-6s ran \"%s\": every rank's y %s (largest error %.1e, bound %.0e; seed %u)\n",
+           impl == 0 ? "impl 0" : "AUTO", plan, wrong ? "WRONG" : "correct", worst, tol, seed);
+  }
+  if (wrong) {
+    fprintf(stderr, "%d wrong elements\n", wrong);
+    return 1;
+  }
+
+  /* Timing, same run: calls back to back, wall clock per call after a sync (eager; CUDA graphs,
+   * fco-bench -G 1, are how decode loops run and what the recorded benchmarks use). */
+  const int iters = g_gpu ? 200 : 5;
+  double us[2];
+  for (int pass = 0; pass < 2; pass++) {
+    const int impl = pass == 0 ? 0 : FCO_IMPL_AUTO;
+    for (int i = 0; i < 5; i++) CALL(impl);
+    sync_all(P, dev);
+    double t0 = now_us();
+    for (int i = 0; i < iters; i++) CALL(impl);
+    sync_all(P, dev);
+    us[pass] = (now_us() - t0) / iters;
+  }
+  printf("time per call (%s, %d calls): impl 0 %.2f us, AUTO %.2f us: %.2fx%s\n",
+         g_gpu ? "eager" : "cpu transport, CPU times", iters, us[0], us[1], us[0] / us[1],
+         t == FCO_TRANSPORT_LOCAL ? " (virtual ranks share one GPU: not a multi-GPU result)" : "");
+
+  for (int r = 0; r < P; r++) {
+    buf_free(dev[r], x[r]);
+    buf_free(dev[r], w[r]);
+    buf_free(dev[r], y[r]);
+    buf_free(dev[r], bias[r]);
+#ifdef FCO_HAVE_CUDA
+    if (g_gpu) {
+      cudaSetDevice(dev[r]);
+      cudaStreamDestroy((cudaStream_t)stream[r]);
+    }
+#endif
+    CHECK(fco_comm_destroy(comms[r]));
+    free(hx[r]);
+    free(hw[r]);
+  }
+  free(hb);
+  free(tmp);
+  free(ref);
+  printf("PASS\n");
+  return 0;
+}
