@@ -20,4 +20,4 @@ run env FCO_TRANSPORT=nccl $E
 run $E
 FCO_TRANSPORT=local BUILD=build tests/run.sh test_example_gemv_allreduce > $O/test-local.txt 2>&1; echo "suite rc=$?" >> $O/test-local.txt
 tar czf $OUT/out.tgz -C $O .
-grep -E "^\$|ran|time per|SKIP|rc=|PASS|FAIL" $O/example.txt; tail -2 $O/test-local.txt
+grep -E "^[$] |ran|time per|SKIP|rc=|PASS|FAIL" $O/example.txt; tail -2 $O/test-local.txt
