@@ -14,6 +14,7 @@
  * Against an installed fco (make install):
  *   cc gemv_allreduce.c $(pkg-config --cflags --libs fco) -lm
  *   and for GPU buffers add -DFCO_HAVE_CUDA -I$CUDA_HOME/include -L$CUDA_HOME/lib64 -lcudart.
+ * FCO_TEST_SEED=<seed> repeats the inputs of a run (the seed is printed).
  * Exit 0: correct on every rank; 1: wrong or an error; 77: this machine cannot run P ranks on
  * the transport (e.g. nccl with one GPU). `make test` runs it on the cpu transport
  * (build/tests/test_example_gemv_allreduce, the same source).
@@ -184,7 +185,10 @@ int main(int argc, char** argv) {
    * and y to the dtype, so an element whose terms cancel is judged against the terms' size */
   double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
   if (!hb || !tmp || !ref || !mag) return 1;
-  unsigned seed = (unsigned)time(NULL);
+  /* inputs: FCO_TEST_SEED=<seed> (the suite's variable) repeats a run's values */
+  const char* seed_env = getenv("FCO_TEST_SEED");
+  const unsigned seed0 = seed_env ? (unsigned)strtoul(seed_env, NULL, 0) : (unsigned)time(NULL);
+  unsigned seed = seed0;
   for (int n = 0; n < N; n++) hb[n] = (float)(rand_r(&seed) % 2001 - 1000) / 1000.0f;
   for (int r = 0; r < P; r++) {
     Kr[r] = K / P + (r == P - 1 ? K % P : 0);
@@ -275,7 +279,7 @@ int main(int argc, char** argv) {
     }
     printf("%-6s ran \"%s\": every rank's y %s (largest error / sum of |terms| %.1e, bound "
            "%.0e; seed %u)\n",
-           impl == 0 ? "impl 0" : "AUTO", plan, wrong ? "WRONG" : "correct", worst, tol, seed);
+           impl == 0 ? "impl 0" : "AUTO", plan, wrong ? "WRONG" : "correct", worst, tol, seed0);
   }
   if (wrong) {
     fprintf(stderr, "%d wrong elements\n", wrong);
