@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/install/check.sh — `make install` into a scratch prefix, then a program outside the tree
 # (consumer.c) built with `pkg-config fco` against the installed libfco.so and, statically,
-# libfco.a (Libs.private), run on the cpu transport; then `make uninstall` must leave nothing.
+# libfco.a (Libs.private), run on the cpu transport, and examples/c/gemv_allreduce.c built the
+# way its header says; then `make uninstall` must leave nothing.
 # `make test` calls it after tests/run.sh (BUILD and MAKE from make).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -44,8 +45,15 @@ deps=$(ldd "$prefix/consumer-static")
 if grep -q libfco <<<"$deps"; then fail "consumer-static loads libfco.so: $deps"; fi
 "$prefix/consumer-static" "$version" || fail "consumer (static) failed"
 
+# The C example as its header says to build it against an installed fco (no GPU buffers: cpu).
+# shellcheck disable=SC2046
+$CC -o "$prefix/consumer-example" examples/c/gemv_allreduce.c $(pkg-config --cflags --libs fco) \
+  -lm || fail "examples/c/gemv_allreduce.c does not build against the installed fco"
+LD_LIBRARY_PATH="$prefix/lib" FCO_TRANSPORT=cpu "$prefix/consumer-example" 3 200 96 2 >/dev/null ||
+  fail "examples/c/gemv_allreduce.c built against the installed fco failed"
+
 $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$prefix" uninstall >/dev/null ||
   fail "make uninstall failed"
 left=$(find "$prefix" -type f ! -name 'consumer*')
 [ -z "$left" ] || fail "make uninstall left: $left"
-echo "PASS install: fco $version into a prefix, consumer built with pkg-config (shared and static) correct, uninstall clean"
+echo "PASS install: fco $version into a prefix, consumer (shared and static) and the C example built with pkg-config and correct, uninstall clean"
