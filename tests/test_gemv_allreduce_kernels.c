@@ -546,7 +546,7 @@ enum { PART_CHAIN = 1, PART_LL = 2, PART_GROUP = 4, PART_PDL = 8, PART_ALL = 15 
 static int run_parts(fco_transport_t t, int max, int quick, int parts) {
   const int gpu = t_is_gpu(t);
   if (!gpu && !(parts & (PART_CHAIN | PART_PDL))) {
-    printf("FCO_TEST_%s=only: the %s tests run on GPU transports only\n",
+    printf("SKIP: FCO_TEST_%s=only: the %s tests run on GPU transports only\n",
            parts == PART_LL ? "LL" : "GROUP", parts == PART_LL ? "LL" : "grouped tiles");
     return 77;
   }
