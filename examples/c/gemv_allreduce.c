@@ -3,7 +3,9 @@
  * y = Σ_r x_r · W_r^T (+ bias), on P ranks driven by one thread (fco_comm_init_all and one
  * group per call), checked on every rank against a float64 loop (error relative to the sum of
  * the terms' magnitudes: 1e-5 in f32, 1e-2 in bf16, as tests/ do), then FCO_IMPL_AUTO timed
- * against the unfused baseline (impl 0: cuBLAS + NCCL on GPUs) in the same run.
+ * against the unfused baseline (impl 0: cuBLAS + NCCL on GPUs) in the same run: calls issued
+ * eagerly, and on GPUs also one call of every rank captured into a CUDA graph and replayed, as
+ * decode loops run (the workspace reserved first: growth cannot happen while capturing).
  *
  *   make && build/examples/gemv_allreduce [M N K P [f32|bf16]]
  *       defaults: M 4, N 8192, K 8192 (before the split over ranks), P 2, bf16 on GPUs;
@@ -141,8 +143,152 @@ static const char* cannot_run(int P) {
   return NULL;
 }
 
+/* ---- one call on every rank -------------------------------------------------------------- */
+typedef struct {
+  int P, M, N, Kr[MAX_P], dev[MAX_P], nstreams;
+  fco_dtype_t dt;
+  size_t es;  /* bytes of an element */
+  void* tmp;  /* host staging, at least M·N elements */
+  fco_comm_t comms[MAX_P];
+  void *x[MAX_P], *w[MAX_P], *y[MAX_P], *bias[MAX_P];
+  void* stream[MAX_P]; /* rank r's stream; on the local transport all ranks share one */
+} world_t;
+
+/* Every rank's op inside one group (one thread drives all ranks). */
+static void call(const world_t* W, int impl) {
+  CHECK(fco_group_start());
+  for (int r = 0; r < W->P; r++) {
+    comm_ = W->comms[r];
+    CHECK(fco_gemv_allreduce(W->comms[r], W->x[r], W->w[r], W->bias[r], W->y[r], W->M, W->N,
+                             W->Kr[r], W->dt, impl, W->stream[r]));
+  }
+  comm_ = NULL;
+  CHECK(fco_group_end());
+}
+
+/* Every rank's y set to NaN (all-ones bytes) before a call that is checked. */
+static void poison_y(const world_t* W) {
+  memset(W->tmp, 0xFF, (size_t)W->M * W->N * W->es);
+  for (int r = 0; r < W->P; r++) buf_copy(W->dev[r], W->y[r], W->tmp, (size_t)W->M * W->N * W->es, 1);
+}
+
+/* Every rank's y against the float64 reference: |got − ref| ≤ tol · Σ|terms| (bf16 / f16 round
+ * each rank's partial and y to the dtype, so an element whose terms cancel is judged against
+ * the terms' size). Returns the wrong elements (prints a few); *worst = the largest error. */
+static int check_y(const world_t* W, const double* ref, const double* mag, double tol,
+                   double* worst) {
+  int wrong = 0;
+  *worst = 0;
+  for (int r = 0; r < W->P; r++) {
+    buf_copy(W->dev[r], W->tmp, W->y[r], (size_t)W->M * W->N * W->es, 0);
+    for (size_t i = 0; i < (size_t)W->M * W->N; i++) {
+      double got = W->es == 2 ? from_bf16(((uint16_t*)W->tmp)[i]) : ((float*)W->tmp)[i];
+      double err = fabs(got - ref[i]) / mag[i];
+      if (!(err <= tol)) { /* NaN (poison left) fails too */
+        if (wrong++ < 5)
+          fprintf(stderr, "rank %d y[%zu][%zu] = %g, expected %g\n", r, i / W->N, i % W->N, got,
+                  ref[i]);
+      } else if (err > *worst) {
+        *worst = err;
+      }
+    }
+  }
+  return wrong;
+}
+
+#ifdef FCO_HAVE_CUDA
+#define CU(x)                                                                     \
+  do {                                                                            \
+    cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                      \
+      fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                    \
+      exit(1);                                                                    \
+    }                                                                             \
+  } while (0)
+
+/* One call of every rank captured into a graph: rank 0's stream forks the other streams (an
+ * event) and joins them at the end, so the graph holds every rank's kernels. */
+static cudaGraphExec_t capture(const world_t* W, int impl) {
+  cudaStream_t s0 = (cudaStream_t)W->stream[0];
+  cudaEvent_t fork, join[MAX_P];
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CU(cudaSetDevice(W->dev[0]));
+  CU(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CU(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
+  CU(cudaEventRecord(fork, s0));
+  for (int s = 1; s < W->nstreams; s++) CU(cudaStreamWaitEvent((cudaStream_t)W->stream[s], fork, 0));
+  call(W, impl);
+  for (int s = 1; s < W->nstreams; s++) {
+    CU(cudaSetDevice(W->dev[s]));
+    CU(cudaEventCreateWithFlags(&join[s], cudaEventDisableTiming));
+    CU(cudaEventRecord(join[s], (cudaStream_t)W->stream[s]));
+    CU(cudaStreamWaitEvent(s0, join[s], 0));
+  }
+  CU(cudaSetDevice(W->dev[0]));
+  CU(cudaStreamEndCapture(s0, &g));
+  CU(cudaGraphInstantiate(&ge, g, 0));
+  CU(cudaGraphDestroy(g));
+  CU(cudaEventDestroy(fork));
+  for (int s = 1; s < W->nstreams; s++) CU(cudaEventDestroy(join[s]));
+  return ge;
+}
+#endif
+
+/* Median over 5 rounds of µs per call for impl 0 and AUTO, the two alternating round by round
+ * (a column timed first would carry the GPU's clock ramp); graph: replays of one captured call
+ * each, then y poisoned and AUTO's graph replayed once (the caller checks it). us[0] impl 0,
+ * us[1] AUTO. */
+enum { ROUNDS = 5 };
+static void time_both(const world_t* W, int graph, int iters, double us[2]) {
+  double r_us[2][ROUNDS];
+#ifdef FCO_HAVE_CUDA
+  cudaGraphExec_t ge[2] = {0, 0};
+  if (graph)
+    for (int k = 0; k < 2; k++) ge[k] = capture(W, k == 0 ? 0 : FCO_IMPL_AUTO);
+#endif
+  for (int round = -1; round < ROUNDS; round++) /* round -1: warm-up, not timed */
+    for (int k = 0; k < 2; k++) {
+      const int impl = k == 0 ? 0 : FCO_IMPL_AUTO, n = round < 0 ? 10 : iters;
+      sync_all(W->P, W->dev);
+      double t0 = now_us();
+      for (int i = 0; i < n; i++) {
+#ifdef FCO_HAVE_CUDA
+        if (graph) {
+          CU(cudaGraphLaunch(ge[k], (cudaStream_t)W->stream[0]));
+          continue;
+        }
+#endif
+        call(W, impl);
+      }
+      sync_all(W->P, W->dev);
+      if (round >= 0) r_us[k][round] = (now_us() - t0) / n;
+    }
+#ifdef FCO_HAVE_CUDA
+  if (graph) { /* y poisoned, AUTO's graph replayed once more: the caller checks y */
+    sync_all(W->P, W->dev);
+    poison_y(W);
+    CU(cudaGraphLaunch(ge[1], (cudaStream_t)W->stream[0]));
+    sync_all(W->P, W->dev);
+  }
+  for (int k = 0; graph && k < 2; k++) CU(cudaGraphExecDestroy(ge[k]));
+#endif
+  for (int k = 0; k < 2; k++) { /* median: sort the few values */
+    for (int i = 1; i < ROUNDS; i++)
+      for (int j = i; j > 0 && r_us[k][j] < r_us[k][j - 1]; j--) {
+        double v = r_us[k][j];
+        r_us[k][j] = r_us[k][j - 1];
+        r_us[k][j - 1] = v;
+      }
+    us[k] = r_us[k][ROUNDS / 2];
+  }
+  (void)graph;
+}
+
 int main(int argc, char** argv) {
-  int P = argc > 4 ? atoi(argv[4]) : 2;
+  world_t W;
+  memset(&W, 0, sizeof W);
+  const int P = W.P = argc > 4 ? atoi(argv[4]) : 2;
   if (P < 1 || P > MAX_P) {
     fprintf(stderr, "P %d: want 1..%d\n", P, MAX_P);
     return 1;
@@ -152,17 +298,16 @@ int main(int argc, char** argv) {
     printf("SKIP: %d ranks: %s\n", P, why);
     return 77;
   }
-  fco_comm_t comms[MAX_P];
-  CHECK(fco_comm_init_all(comms, P, NULL, NULL)); /* transport: FCO_TRANSPORT, else by hardware */
+  CHECK(fco_comm_init_all(W.comms, P, NULL, NULL)); /* transport: FCO_TRANSPORT, else by hardware */
   fco_transport_t t;
-  CHECK(fco_comm_transport(comms[0], &t));
+  CHECK(fco_comm_transport(W.comms[0], &t));
   g_gpu = t != FCO_TRANSPORT_CPU;
-  const int M = argc > 1 ? atoi(argv[1]) : g_gpu ? 4 : 3;
-  const int N = argc > 2 ? atoi(argv[2]) : g_gpu ? 8192 : 1000;
+  const int M = W.M = argc > 1 ? atoi(argv[1]) : g_gpu ? 4 : 3;
+  const int N = W.N = argc > 2 ? atoi(argv[2]) : g_gpu ? 8192 : 1000;
   const int K = argc > 3 ? atoi(argv[3]) : g_gpu ? 8192 : 600;
   const int bf16 = argc > 5 ? !strcmp(argv[5], "bf16") : g_gpu;
-  const fco_dtype_t dt = bf16 ? FCO_BF16 : FCO_F32;
-  const size_t es = bf16 ? 2 : 4;
+  W.dt = bf16 ? FCO_BF16 : FCO_F32;
+  const size_t es = W.es = bf16 ? 2 : 4;
   if (M < 1 || N < 1 || K < P) {
     fprintf(stderr, "M %d, N %d, K %d: want M, N >= 1 and K >= P\n", M, N, K);
     return 1;
@@ -172,12 +317,9 @@ int main(int argc, char** argv) {
   printf("fco %d.%d.%d, transport %s, P %d: y[%d, %d] = sum over ranks of x_r[%d, K_r] "
          "W_r[%d, K_r]^T + bias, K %d split over the ranks, %s\n",
          version / 10000, version / 100 % 100, version % 100, fco_transport_name(t), P, M, N, M,
-         N, K, fco_dtype_name(dt));
+         N, K, fco_dtype_name(W.dt));
 
   /* Rank r's slice of the reduction dimension: K / P, the last rank takes the remainder. */
-  int Kr[MAX_P], dev[MAX_P];
-  void *x[MAX_P], *w[MAX_P], *y[MAX_P], *bias[MAX_P];
-  void* stream[MAX_P] = {0};
   float *hx[MAX_P], *hw[MAX_P], *hb = malloc(sizeof(float) * N); /* values as the ranks hold them */
   const size_t kmax = (size_t)K / P + P, rows = (size_t)(M > N ? M : N);
   void* tmp = malloc(rows * (kmax > (size_t)N ? kmax : (size_t)N) * 4); /* staging of one buffer */
@@ -185,29 +327,33 @@ int main(int argc, char** argv) {
    * and y to the dtype, so an element whose terms cancel is judged against the terms' size */
   double *ref = malloc(sizeof(double) * M * N), *mag = malloc(sizeof(double) * M * N);
   if (!hb || !tmp || !ref || !mag) return 1;
+  W.tmp = tmp;
   /* inputs: FCO_TEST_SEED=<seed> (the suite's variable) repeats a run's values */
   const char* seed_env = getenv("FCO_TEST_SEED");
   const unsigned seed0 = seed_env ? (unsigned)strtoul(seed_env, NULL, 0) : (unsigned)time(NULL);
   unsigned seed = seed0;
   for (int n = 0; n < N; n++) hb[n] = (float)(rand_r(&seed) % 2001 - 1000) / 1000.0f;
+  W.nstreams = t == FCO_TRANSPORT_LOCAL ? 1 : P;
   for (int r = 0; r < P; r++) {
-    Kr[r] = K / P + (r == P - 1 ? K % P : 0);
-    dev[r] = t == FCO_TRANSPORT_NCCL ? r : 0;
+    const int* Kr = W.Kr;
+    W.Kr[r] = K / P + (r == P - 1 ? K % P : 0);
+    W.dev[r] = t == FCO_TRANSPORT_NCCL ? r : 0;
     hx[r] = malloc(sizeof(float) * M * Kr[r]);
     hw[r] = malloc(sizeof(float) * N * Kr[r]);
     if (!hx[r] || !hw[r]) return 1;
-    x[r] = buf_alloc(dev[r], (size_t)M * Kr[r] * es);
-    w[r] = buf_alloc(dev[r], (size_t)N * Kr[r] * es);
-    y[r] = buf_alloc(dev[r], (size_t)M * N * es);
-    bias[r] = buf_alloc(dev[r], (size_t)N * es); /* the same bias on every rank; added once */
+    W.x[r] = buf_alloc(W.dev[r], (size_t)M * Kr[r] * es);
+    W.w[r] = buf_alloc(W.dev[r], (size_t)N * Kr[r] * es);
+    W.y[r] = buf_alloc(W.dev[r], (size_t)M * N * es);
+    W.bias[r] = buf_alloc(W.dev[r], (size_t)N * es); /* the same bias on every rank; added once */
 #ifdef FCO_HAVE_CUDA
-    if (g_gpu) {
-      cudaSetDevice(dev[r]);
-      cudaStreamCreate((cudaStream_t*)&stream[r]);
+    if (g_gpu && r < W.nstreams) {
+      CU(cudaSetDevice(W.dev[r]));
+      CU(cudaStreamCreateWithFlags((cudaStream_t*)&W.stream[r], cudaStreamNonBlocking));
     }
 #endif
+    if (r >= W.nstreams) W.stream[r] = W.stream[0];
     struct { float* h; void* d; size_t n; } ins[3] = {
-        {hx[r], x[r], (size_t)M * Kr[r]}, {hw[r], w[r], (size_t)N * Kr[r]}, {hb, bias[r], (size_t)N}};
+        {hx[r], W.x[r], (size_t)M * Kr[r]}, {hw[r], W.w[r], (size_t)N * Kr[r]}, {hb, W.bias[r], (size_t)N}};
     for (int i = 0; i < 3; i++) {
       for (size_t j = 0; j < ins[i].n; j++) {
         float v = i == 2 ? ins[i].h[j] : (float)(rand_r(&seed) % 2001 - 1000) / 1000.0f;
@@ -219,117 +365,87 @@ int main(int argc, char** argv) {
         }
         ins[i].h[j] = v;
       }
-      buf_copy(dev[r], ins[i].d, tmp, ins[i].n * es, 1);
+      buf_copy(W.dev[r], ins[i].d, tmp, ins[i].n * es, 1);
     }
   }
 
-  /* One call: every rank's op inside one group (one thread drives all ranks). */
-#define CALL(impl)                                                                       \
-  do {                                                                                   \
-    CHECK(fco_group_start());                                                            \
-    for (int r = 0; r < P; r++) {                                                        \
-      comm_ = comms[r];                                                                  \
-      CHECK(fco_gemv_allreduce(comms[r], x[r], w[r], bias[r], y[r], M, N, Kr[r], dt, (impl), \
-                               stream[r]));                                              \
-    }                                                                                    \
-    comm_ = NULL;                                                                        \
-    CHECK(fco_group_end());                                                              \
-  } while (0)
-
   /* Correctness: y poisoned (NaN), AUTO and impl 0, every rank against the float64 loop. */
   const double tol = bf16 ? 1e-2 : 1e-5;
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      double v = hb[n], a = fabs(hb[n]);
+      for (int q = 0; q < P; q++)
+        for (int k = 0; k < W.Kr[q]; k++) {
+          const double prod = (double)hx[q][(size_t)m * W.Kr[q] + k] * hw[q][(size_t)n * W.Kr[q] + k];
+          v += prod;
+          a += fabs(prod);
+        }
+      ref[(size_t)m * N + n] = v;
+      mag[(size_t)m * N + n] = a + 1e-30;
+    }
   int wrong = 0;
   for (int pass = 0; pass < 2; pass++) {
     const int impl = pass == 0 ? FCO_IMPL_AUTO : 0;
-    for (int r = 0; r < P; r++) {
-      memset(tmp, 0xFF, (size_t)M * N * es);
-      buf_copy(dev[r], y[r], tmp, (size_t)M * N * es, 1);
-    }
-    CALL(impl);
-    sync_all(P, dev);
-    for (int r = 0; r < P; r++) CHECK(fco_comm_get_async_error(comms[r]));
-    const char* plan = fco_last_plan(comms[0]);
-    if (pass == 0)
-      for (int m = 0; m < M; m++)
-        for (int n = 0; n < N; n++) {
-          double v = hb[n], a = fabs(hb[n]);
-          for (int q = 0; q < P; q++)
-            for (int k = 0; k < Kr[q]; k++) {
-              const double prod = (double)hx[q][(size_t)m * Kr[q] + k] * hw[q][(size_t)n * Kr[q] + k];
-              v += prod;
-              a += fabs(prod);
-            }
-          ref[(size_t)m * N + n] = v;
-          mag[(size_t)m * N + n] = a + 1e-30;
-        }
-    double worst = 0;
-    for (int r = 0; r < P; r++) {
-      buf_copy(dev[r], tmp, y[r], (size_t)M * N * es, 0);
-      for (size_t i = 0; i < (size_t)M * N; i++) {
-        double got = bf16 ? from_bf16(((uint16_t*)tmp)[i]) : ((float*)tmp)[i];
-        double err = fabs(got - ref[i]) / mag[i]; /* relative to the sum's magnitude */
-        if (!(err <= tol)) { /* NaN (poison left) fails too */
-          if (wrong++ < 5)
-            fprintf(stderr, "rank %d y[%zu][%zu] = %g, expected %g\n", r, i / N, i % N, got,
-                    ref[i]);
-        } else if (err > worst) {
-          worst = err;
-        }
-      }
-    }
+    poison_y(&W);
+    call(&W, impl);
+    sync_all(P, W.dev);
+    for (int r = 0; r < P; r++) CHECK(fco_comm_get_async_error(W.comms[r]));
+    double worst;
+    const int bad = check_y(&W, ref, mag, tol, &worst);
+    wrong += bad;
     printf("%-6s ran \"%s\": every rank's y %s (largest error / sum of |terms| %.1e, bound "
            "%.0e; seed %u)\n",
-           impl == 0 ? "impl 0" : "AUTO", plan, wrong ? "WRONG" : "correct", worst, tol, seed0);
+           impl == 0 ? "impl 0" : "AUTO", fco_last_plan(W.comms[0]), bad ? "WRONG" : "correct",
+           worst, tol, seed0);
   }
   if (wrong) {
     fprintf(stderr, "%d wrong elements\n", wrong);
     return 1;
   }
 
-  /* Timing, same run: both warmed up, then 5 rounds alternating impl 0 and AUTO (a first-timed
-   * column would carry the GPU's clock ramp), each round calls back to back and the wall clock
-   * per call after a sync; the median round is reported. Eager: CUDA graphs (fco-bench -G 1)
-   * are how decode loops run and what the recorded benchmarks use. */
-  enum { ROUNDS = 5 };
-  const int iters = g_gpu ? 200 : 5;
-  double us[2], r_us[2][ROUNDS];
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < 10; i++) CALL(pass == 0 ? 0 : FCO_IMPL_AUTO);
-  for (int round = 0; round < ROUNDS; round++)
-    for (int pass = 0; pass < 2; pass++) {
-      const int impl = pass == 0 ? 0 : FCO_IMPL_AUTO;
-      sync_all(P, dev);
-      double t0 = now_us();
-      for (int i = 0; i < iters; i++) CALL(impl);
-      sync_all(P, dev);
-      r_us[pass][round] = (now_us() - t0) / iters;
+  /* Timing, same run. The graphs are captured after the calls above grew the workspace; a
+   * program that captures first reserves it: fco_gemv_allreduce_workspace, fco_comm_reserve. */
+  const char* note = t == FCO_TRANSPORT_LOCAL ? " (virtual ranks share one GPU: not a multi-GPU result)" : "";
+  for (int graph = 0; graph <= g_gpu; graph++) {
+    if (graph) {
+      size_t need = 0, b = 0;
+      for (int r = 0; r < P; r++)
+        for (int k = 0; k < 2; k++) {
+          CHECK(fco_gemv_allreduce_workspace(W.comms[r], M, N, W.Kr[r], W.dt,
+                                             k == 0 ? 0 : FCO_IMPL_AUTO, &b));
+          if (b > need) need = b;
+        }
+      CHECK(fco_comm_reserve(W.comms[0], need)); /* collective: every rank of the world at once */
     }
-  for (int pass = 0; pass < 2; pass++) { /* median of ROUNDS: sort the few values */
-    for (int i = 1; i < ROUNDS; i++)
-      for (int j = i; j > 0 && r_us[pass][j] < r_us[pass][j - 1]; j--) {
-        double v = r_us[pass][j];
-        r_us[pass][j] = r_us[pass][j - 1];
-        r_us[pass][j - 1] = v;
+    double us[2];
+    const int iters = g_gpu ? 200 : 5;
+    time_both(&W, graph, iters, us);
+    printf("time per call (%s, median of %d rounds of %d): impl 0 %.2f us, AUTO %.2f us: %.2fx%s\n",
+           !g_gpu ? "cpu transport, CPU times" : graph ? "CUDA graph replays" : "eager calls",
+           ROUNDS, iters, us[0], us[1], us[0] / us[1], note);
+    if (graph) { /* the last replay (AUTO's graph, y poisoned before it) */
+      for (int r = 0; r < P; r++) CHECK(fco_comm_get_async_error(W.comms[r]));
+      double worst;
+      if (check_y(&W, ref, mag, tol, &worst)) {
+        fprintf(stderr, "AUTO's CUDA graph replay: y wrong\n");
+        return 1;
       }
-    us[pass] = r_us[pass][ROUNDS / 2];
+      printf("AUTO's CUDA graph replay: every rank's y correct (largest error %.1e)\n", worst);
+    }
   }
-  printf("time per call (%s, median of %d rounds of %d calls): impl 0 %.2f us, AUTO %.2f us: "
-         "%.2fx%s\n", g_gpu ? "eager" : "cpu transport, CPU times", ROUNDS, iters, us[0], us[1],
-         us[0] / us[1],
-         t == FCO_TRANSPORT_LOCAL ? " (virtual ranks share one GPU: not a multi-GPU result)" : "");
 
   for (int r = 0; r < P; r++) {
-    buf_free(dev[r], x[r]);
-    buf_free(dev[r], w[r]);
-    buf_free(dev[r], y[r]);
-    buf_free(dev[r], bias[r]);
+    buf_free(W.dev[r], W.x[r]);
+    buf_free(W.dev[r], W.w[r]);
+    buf_free(W.dev[r], W.y[r]);
+    buf_free(W.dev[r], W.bias[r]);
 #ifdef FCO_HAVE_CUDA
-    if (g_gpu) {
-      cudaSetDevice(dev[r]);
-      cudaStreamDestroy((cudaStream_t)stream[r]);
+    if (g_gpu && r < W.nstreams) {
+      CU(cudaSetDevice(W.dev[r]));
+      CU(cudaStreamDestroy((cudaStream_t)W.stream[r]));
     }
 #endif
-    CHECK(fco_comm_destroy(comms[r]));
+    CHECK(fco_comm_destroy(W.comms[r]));
     free(hx[r]);
     free(hw[r]);
   }
