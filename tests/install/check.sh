@@ -2,7 +2,8 @@
 # tests/install/check.sh — `make install` into a scratch prefix, then a program outside the tree
 # (consumer.c) built with `pkg-config fco` against the installed libfco.so and, statically,
 # libfco.a (Libs.private), run on the cpu transport, and examples/c/gemv_allreduce.c built the
-# way its header says; then `make uninstall` must leave nothing.
+# way its header says; then `make uninstall` must leave nothing; a DESTDIR install stages
+# under DESTDIR/PREFIX, and a relative PREFIX is refused.
 # `make test` calls it after tests/run.sh (BUILD and MAKE from make).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -56,4 +57,17 @@ $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$prefix" uninstall >/dev/nu
   fail "make uninstall failed"
 left=$(find "$prefix" -type f ! -name 'consumer*')
 [ -z "$left" ] || fail "make uninstall left: $left"
-echo "PASS install: fco $version into a prefix, consumer (shared and static) and the C example built with pkg-config and correct, uninstall clean"
+
+# Staging (DESTDIR), as packagers install: the files under DESTDIR/PREFIX, fco.pc naming PREFIX.
+stage="$prefix/stage"
+$MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=/opt/fco DESTDIR="$stage" install >/dev/null 2>&1 ||
+  fail "make install DESTDIR=... failed"
+[ -f "$stage/opt/fco/lib/libfco.so" ] || fail "DESTDIR: libfco.so not under DESTDIR/PREFIX"
+grep -qx 'prefix=/opt/fco' "$stage/opt/fco/lib/pkgconfig/fco.pc" || fail "DESTDIR: fco.pc does not name PREFIX"
+# A relative PREFIX is refused (fco.pc would name a path relative to nowhere), nothing written.
+if out=$($MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=relative DESTDIR="$prefix/rel" install 2>&1); then
+  fail "make install PREFIX=relative succeeded"
+fi
+grep -q "must be an absolute path" <<<"$out" || fail "make install PREFIX=relative: $out"
+[ ! -e "$prefix/rel" ] || fail "make install PREFIX=relative wrote $(find "$prefix/rel" -type f | head -3)"
+echo "PASS install: fco $version into a prefix, consumer (shared and static) and the C example built with pkg-config and correct, uninstall clean, DESTDIR staged, relative PREFIX refused"
