@@ -312,8 +312,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "M %d, N %d, K %d: want M, N >= 1 and K >= P\n", M, N, K);
     return 1;
   }
-  int version = 0;
+  int version = 0; /* the loaded library's, which must be the one fco.h describes */
   CHECK(fco_get_version(&version));
+  if (version != FCO_VERSION_CODE) {
+    fprintf(stderr, "the loaded libfco is version code %d, fco.h (this program's) says %d\n",
+            version, FCO_VERSION_CODE);
+    return 1;
+  }
   printf("fco %d.%d.%d, transport %s, P %d: y[%d, %d] = sum over ranks of x_r[%d, K_r] "
          "W_r[%d, K_r]^T + bias, K %d split over the ranks, %s\n",
          version / 10000, version / 100 % 100, version % 100, fco_transport_name(t), P, M, N, M,

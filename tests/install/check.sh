@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/install/check.sh — `make install` into a scratch prefix, then a program outside the tree
-# (consumer.c) built with `pkg-config fco` against the installed libfco.so and, statically,
-# libfco.a (Libs.private), run on the cpu transport, and examples/c/gemv_allreduce.c built the
-# way its header says; then `make uninstall` must leave nothing; a DESTDIR install stages
-# under DESTDIR/PREFIX, and a relative PREFIX is refused.
+# tests/install/check.sh — `make install` into a scratch prefix; pkg-config's version is the
+# installed header's; a program outside the tree (examples/c/gemv_allreduce.c) built the way its
+# header says, with `pkg-config fco`, against the installed libfco.so and, statically, libfco.a
+# (Libs.private), run on the cpu transport; then `make uninstall` must leave nothing; a DESTDIR
+# install stages under DESTDIR/PREFIX, and a relative PREFIX is refused.
 # `make test` calls it after tests/run.sh (BUILD and MAKE from make).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,11 +27,19 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 version=$(pkg-config --modversion fco) || fail "pkg-config does not know fco"
 [ "$(pkg-config --variable=prefix fco)" = "$prefix" ] || fail "fco.pc's prefix is not $prefix"
 
-# Shared: the installed library is found through LD_LIBRARY_PATH, as a user's would be.
+hdr=$(awk '/^#define FCO_VERSION_(MAJOR|MINOR|PATCH) /{v = v s $3; s = "."} END {print v}' \
+  "$prefix/include/fco.h")
+[ "$version" = "$hdr" ] || fail "pkg-config says version $version, the installed fco.h $hdr"
+
+# examples/c/gemv_allreduce.c as its header says to build it against an installed fco (no GPU
+# buffers: the cpu transport); it checks y against float64 and the loaded library's version
+# against the header's. Shared: the library found through LD_LIBRARY_PATH, as a user's would be.
+ex=examples/c/gemv_allreduce.c
 # shellcheck disable=SC2046
-$CC -std=c99 -Wall -Werror -o "$prefix/consumer" tests/install/consumer.c \
-  $(pkg-config --cflags --libs fco) -lm || fail "consumer does not build against libfco.so"
-LD_LIBRARY_PATH="$prefix/lib" "$prefix/consumer" "$version" || fail "consumer (shared) failed"
+$CC -Wall -Werror -o "$prefix/consumer" $ex $(pkg-config --cflags --libs fco) -lm ||
+  fail "$ex does not build against libfco.so"
+LD_LIBRARY_PATH="$prefix/lib" FCO_TRANSPORT=cpu "$prefix/consumer" 3 200 96 2 >/dev/null ||
+  fail "$ex built against libfco.so failed"
 # (ldd's output in a variable: `ldd | grep -q` fails under pipefail when grep exits first)
 deps=$(LD_LIBRARY_PATH="$prefix/lib" ldd "$prefix/consumer")
 grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "consumer is not linked against the installed libfco.so: $deps"
@@ -39,19 +47,12 @@ grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "consumer is not linked again
 # Static: everything libfco.a needs comes from Libs.private (a C compiler driver, not g++).
 libs=$(pkg-config --static --libs fco)
 # shellcheck disable=SC2086
-$CC -std=c99 -Wall -Werror -o "$prefix/consumer-static" tests/install/consumer.c \
-  $(pkg-config --cflags fco) "$prefix/lib/libfco.a" ${libs/-lfco/} -lm ||
-  fail "consumer does not build against libfco.a with Libs.private"
+$CC -Wall -Werror -o "$prefix/consumer-static" $ex $(pkg-config --cflags fco) \
+  "$prefix/lib/libfco.a" ${libs/-lfco/} -lm || fail "$ex does not build against libfco.a with Libs.private"
 deps=$(ldd "$prefix/consumer-static")
 if grep -q libfco <<<"$deps"; then fail "consumer-static loads libfco.so: $deps"; fi
-"$prefix/consumer-static" "$version" || fail "consumer (static) failed"
-
-# The C example as its header says to build it against an installed fco (no GPU buffers: cpu).
-# shellcheck disable=SC2046
-$CC -o "$prefix/consumer-example" examples/c/gemv_allreduce.c $(pkg-config --cflags --libs fco) \
-  -lm || fail "examples/c/gemv_allreduce.c does not build against the installed fco"
-LD_LIBRARY_PATH="$prefix/lib" FCO_TRANSPORT=cpu "$prefix/consumer-example" 3 200 96 2 >/dev/null ||
-  fail "examples/c/gemv_allreduce.c built against the installed fco failed"
+FCO_TRANSPORT=cpu "$prefix/consumer-static" 3 200 96 3 bf16 >/dev/null ||
+  fail "$ex built against libfco.a failed"
 
 $MAKE --no-print-directory -s BUILD="$BUILD" PREFIX="$prefix" uninstall >/dev/null ||
   fail "make uninstall failed"
@@ -70,4 +71,4 @@ if out=$($MAKE --no-print-directory -s BUILD="$BUILD" PREFIX=relative DESTDIR="$
 fi
 grep -q "must be an absolute path" <<<"$out" || fail "make install PREFIX=relative: $out"
 [ ! -e "$prefix/rel" ] || fail "make install PREFIX=relative wrote $(find "$prefix/rel" -type f | head -3)"
-echo "PASS install: fco $version into a prefix, consumer (shared and static) and the C example built with pkg-config and correct, uninstall clean, DESTDIR staged, relative PREFIX refused"
+echo "PASS install: fco $version into a prefix, the C example built with pkg-config (shared and static) and correct, uninstall clean, DESTDIR staged, relative PREFIX refused"
