@@ -30,6 +30,12 @@
  * 8192×4096, 4096×7168, 8192×14336, 16384×8192), M 48 × 8192×4096; bf16. µs: median of 5 rounds
  * of `reps` launches back to back, W rotating over sets > 3 × L2 (as gemv_group_probe).
  *
+ * Result (session 21, runs 2026-12-02_nvidia-h200_4790d7f-rs and ..._1235a98-rsmodes): correct,
+ * 0.65–0.71× cuBLAS at best, about one memory round trip per slab whatever kDw — also in the
+ * timing-only modes (kMode 1: x staged once, no st.shared / proxy fence in the loop; 2: no block
+ * barrier either): the register-A HGMMA waits for the loads in flight into the thread's
+ * registers. Not pursued (docs/gemv_allreduce.md, "Not done yet").
+ *
  * Build and run (tests/gpu/run.sh does with FCO_GPU_PROBE=1; argument: reps, default 30):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc/cuda -Iinclude \
  *     bench/probe/gemv_rs_probe.cu -lcublas -o build/probe/gemv_rs_probe
