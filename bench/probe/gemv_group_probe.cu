@@ -71,12 +71,13 @@ using fco::smem_u32;
 constexpr int kG = 4, kBN = kG * 16; /* a group: 4 tiles of 16 columns */
 
 /* ---- lib: GroupWgmma<4>, groups g = blockIdx.x, + gridDim.x, ... ---------------------------- */
+template <bool kFence>
 __global__ void __launch_bounds__(256, 1)
     lib_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int K, int groups) {
   extern __shared__ __align__(1024) unsigned char smem[];
   using Tile = fco::gemv::GroupWgmma<kG>;
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
-    Tile::template run<bf16>(w, x, M, N, K, K, g * kBN, smem);
+    Tile::template run<bf16, kFence>(w, x, M, N, K, K, g * kBN, smem);
     const float* out = reinterpret_cast<const float*>(smem); /* [kG][64][16] */
     for (int i = threadIdx.x; i < kG * 64 * 16; i += blockDim.x) {
       const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kBN + t * 16 + c;
@@ -516,6 +517,8 @@ int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 30;
   const char* rnd_env = getenv("FCO_PROBE_RANDOM");
   const int random = rnd_env && atoi(rnd_env) > 0;
+  const char* lib_env = getenv("FCO_PROBE_LIB_ONLY"); /* 1: cublas, lib rows and read W only */
+  const int lib_only = lib_env && atoi(lib_env) > 0;
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
@@ -599,13 +602,23 @@ int main(int argc, char** argv) {
     {
       using Tile = fco::gemv::GroupWgmma<kG>;
       const int smem = (int)Tile::kSmemBytes + 1024;
-      CK(cudaFuncSetAttribute(lib_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      CK(cudaFuncSetAttribute(lib_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      CK(cudaFuncSetAttribute(lib_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       const int grid = std::min(groups, sms);
-      auto lib = [&](int s) { lib_kernel<<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups); };
+      auto lib = [&](int s) { lib_kernel<true><<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups); };
       const float t = time_us(lib, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       lib(0);
       row("lib", t, check(0));
+      /* session 21: the slab loop's fence.proxy.async (MEMBAR.ALL.CTA) left out — timing, and
+       * whether y comes out right anyway (the PTX model asks for the fence) */
+      auto libnf = [&](int s) {
+        lib_kernel<false><<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups);
+      };
+      const float tnf = time_us(libnf, reps, sets);
+      CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+      libnf(0);
+      row("lib nofence", tnf, check(0));
     }
     auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
@@ -669,6 +682,7 @@ int main(int argc, char** argv) {
     using C1 = std::integral_constant<int, 1>;
     using C2 = std::integral_constant<int, 2>;
     using C4 = std::integral_constant<int, 4>;
+    if (!lib_only) {
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
     tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2");
@@ -739,6 +753,7 @@ int main(int argc, char** argv) {
     tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{}, "tmawk16 S=4");
     CK(cudaFree(ws));
     CK(cudaFree(flags));
+    }
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {

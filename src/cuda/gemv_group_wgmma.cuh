@@ -94,7 +94,9 @@ struct GroupWgmma {
 
   /* All threads. out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold
    * garbage). x, W, K, ld as group_tile; vector path only (ld·esize % 16 == 0 as well). */
-  template <typename T>
+  /* kProxyFence = false drops the fence.proxy.async of each slab (gemv_group_probe's timing
+   * experiment "lib nofence": the fence is MEMBAR.ALL.CTA in SASS; the operator keeps it). */
+  template <typename T, bool kProxyFence = true>
   __device__ static __forceinline__ void run(const T* __restrict__ w, const T* __restrict__ x,
                                              int M, int N, int64_t K, int64_t ld, int n0,
                                              unsigned char* smem) {
@@ -134,7 +136,7 @@ struct GroupWgmma {
 #pragma unroll 1
     for (int64_t kt = 0; kt < num_k; ++kt) {
       cp_async_wait<kStages - 2>();
-      fence_proxy_async_smem();
+      if (kProxyFence) fence_proxy_async_smem();
       __syncthreads();
       const uint32_t st = pipe + (uint32_t)(kt % kStages) * kStageBytes;
       tile::wgmma_fence();
