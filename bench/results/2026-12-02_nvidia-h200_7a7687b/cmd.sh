@@ -1,6 +1,7 @@
 #!/bin/bash
 # Session 21 run 5 (one H200, commit 7a7687b): GroupWgmma's template gained kProxyFence (default true, the
 # operator unchanged; a header of every gemv object): the C suite (quick) on local P = 1..4 and
+# nccl P = 1, the install check, and fco-bench gemv_allreduce on local P = 2 at M 1 and 64.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=7a7687b
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
