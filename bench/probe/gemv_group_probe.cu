@@ -38,8 +38,8 @@
  * clusters (cudaOccupancyMaxActiveClusters: 66 of 2, 30 of 4), so not later waves; tmawk
  * (wide groups + split K, below) ran 64×4096×7168 in 25.6–28.3 µs against lib's 40.3 and
  * 64×8192×8192 at lib's time (44.7 vs 45.3); x at a quarter (256-column groups) no better than a
- * half (128). Those rows were timed one launch at a time; time_us now times launches back to back
- * (see there): compare the "x cublas" columns of earlier runs with care. Back to back (runs
+ * half (128). Those rows were timed one launch at a time; probe_time_us (probe.h) times
+ * launches back to back (see there): compare the "x cublas" columns of earlier runs with care. Back to back (runs
  * 033b296, 155b90c-probe): 64×8192×8192 cuBLAS 37.2–38.7, lib 40.6–41.5, tmawk8 39.4–40.2;
  * 64×4096×7168 cuBLAS 18.8–19.1, lib 35.4, tmawk8 (K in 4) 21.1; random inputs (FCO_PROBE_RANDOM)
  * time the same. Run 509d6b8 (reverted): lib with slabs rotated per group — a runtime flag and a
@@ -435,20 +435,6 @@ __global__ void splitk_sum(const float4* ws, float4* y, size_t n4, int ks) {
   }
 }
 
-/* ---- read: W streamed with 16-byte loads --------------------------------------------------- */
-__global__ void read_kernel(const uint4* w, size_t n16, unsigned long long* sink) {
-  uint4 acc = make_uint4(0, 0, 0, 0);
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
-       i += (size_t)gridDim.x * blockDim.x) {
-    const uint4 v = __ldcs(w + i);
-    acc.x ^= v.x;
-    acc.y ^= v.y;
-    acc.z ^= v.z;
-    acc.w ^= v.w;
-  }
-  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) atomicAdd(sink, 1ull);
-}
-
 /* ---- host ---------------------------------------------------------------------------------- */
 static bool encode(CUtensorMap* m, const void* base, int inner, int outer, int box_outer) {
   fco::tile::TmaEncodeFn fn = fco::tile::tma_encode_fn();
@@ -461,34 +447,6 @@ static bool encode(CUtensorMap* m, const void* base, int inner, int outer, int b
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-/* µs per launch: 5 rounds of `reps` launches back to back between two events (W rotating over
- * the sets), the median round / reps. Session 14: until run 92d7f1b-probe each launch was timed
- * alone (event, launch, event, sync), which charged cuBLAS's host-side work per call (~13 µs:
- * "cublas" 50.3 µs at 64×8192×8192 against 37.4 in fco-bench's CUDA graphs, run c46fad7) and a
- * raw kernel's launch latency to the GPU time; back to back the GPU queue stays full. */
-template <typename F>
-static float time_us(F&& launch, int reps, int sets) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < 3; ++i) launch(i % sets); /* warm-up */
-  for (int round = 0; round < 5; ++round) {
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < reps; ++i) launch((round * reps + i) % sets);
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e3f / reps);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  return t[t.size() / 2];
-}
-
 static float max_rel(const std::vector<float>& got, const std::vector<float>& ref) {
   float md = 0, mr = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
@@ -496,21 +454,6 @@ static float max_rel(const std::vector<float>& got, const std::vector<float>& re
     mr = std::max(mr, std::fabs(ref[i]));
   }
   return mr > 0 ? md / mr : md;
-}
-
-/* Values: (h % 17 − 8) / 8 (few distinct bf16 values), or with FCO_PROBE_RANDOM=1 uniform in
- * [−1, 1) with full bf16 mantissas, as fco-bench's inputs (session 14: does the tile's time
- * depend on the data, i.e. on the tensor cores' power?). */
-__global__ void fill_kernel(bf16* p, size_t n, unsigned seed, int random) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    p[i] = __float2bfloat16(random ? (float)(h >> 8) * (1.0f / 8388608.f) - 1.f
-                                   : ((int)(h % 17) - 8) / 8.0f);
-  }
 }
 
 int main(int argc, char** argv) {
@@ -542,13 +485,13 @@ int main(int argc, char** argv) {
     std::vector<bf16*> W(sets);
     for (auto& p : W) {
       CK(cudaMalloc(&p, wn * 2));
-      fill_kernel<<<1024, 256>>>(p, wn, (unsigned)(&p - W.data()) * 977u + 1u, random);
+      probe_fill_bf16<<<1024, 256>>>(p, wn, (unsigned)(&p - W.data()) * 977u + 1u, random);
     }
     bf16* x;
     float *y, *yref;
     unsigned long long* sink;
     CK(cudaMalloc(&x, xn * 2));
-    fill_kernel<<<256, 256>>>(x, xn, 12345u, random);
+    probe_fill_bf16<<<256, 256>>>(x, xn, 12345u, random);
     CK(cudaMalloc(&y, (size_t)M * N * 4));
     CK(cudaMalloc(&yref, (size_t)M * N * 4));
     CK(cudaMalloc(&sink, 8));
@@ -561,7 +504,7 @@ int main(int argc, char** argv) {
                    CUDA_R_16BF, K, &zero, yref, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
                    CUBLAS_GEMM_DEFAULT);
     };
-    const float t_blas = time_us(blas, reps, sets);
+    const float t_blas = probe_time_us(blas, reps, sets);
     blas(0);
     CK(cudaDeviceSynchronize());
     std::vector<float> ref((size_t)M * N), got((size_t)M * N);
@@ -586,7 +529,7 @@ int main(int argc, char** argv) {
                      CUDA_R_16BF, K, &zero, y16, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT);
       };
-      row("cublas bf16", time_us(blas16, reps, sets), 0);
+      row("cublas bf16", probe_time_us(blas16, reps, sets), 0);
       cublasSetWorkspace(h, nullptr, 0);
       CK(cudaFree(ws));
       CK(cudaFree(y16));
@@ -606,7 +549,7 @@ int main(int argc, char** argv) {
       CK(cudaFuncSetAttribute(lib_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       const int grid = std::min(groups, sms);
       auto lib = [&](int s) { lib_kernel<true><<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups); };
-      const float t = time_us(lib, reps, sets);
+      const float t = probe_time_us(lib, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       lib(0);
       row("lib", t, check(0));
@@ -615,7 +558,7 @@ int main(int argc, char** argv) {
       auto libnf = [&](int s) {
         lib_kernel<false><<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups);
       };
-      const float tnf = time_us(libnf, reps, sets);
+      const float tnf = probe_time_us(libnf, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       libnf(0);
       row("lib nofence", tnf, check(0));
@@ -672,7 +615,7 @@ int main(int argc, char** argv) {
       }
       cfg.gridDim = dim3(grid);
       auto run = [&](int s) { CK(cudaLaunchKernelEx(&cfg, kern, mx, mw[s], y, M, N, K, tgroups)); };
-      const float t = time_us(run, reps, sets);
+      const float t = probe_time_us(run, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       run(0);
       row(name, t, check(0));
@@ -723,7 +666,7 @@ int main(int argc, char** argv) {
         splitk_sum<<<sms * 4, 256>>>(reinterpret_cast<const float4*>(ws),
                                      reinterpret_cast<float4*>(y), n4, ks);
       };
-      const float t_tile = time_us(tile, reps, sets), t_both = time_us(both, reps, sets);
+      const float t_tile = probe_time_us(tile, reps, sets), t_both = probe_time_us(both, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       CK(cudaMemset(ws, 0xff, (size_t)ks * M * N * 4));
       both(0);
@@ -739,7 +682,7 @@ int main(int argc, char** argv) {
           kern<<<grid, kWsThreads, smem>>>(mx, mw[s], ws, M, N, K, wgroups, ks, y, flags,
                                             ++epoch);
         };
-        const float t_fix = time_us(fixed, reps, sets);
+        const float t_fix = probe_time_us(fixed, reps, sets);
         CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
         CK(cudaMemset(ws, 0xff, (size_t)ks * M * N * 4));
         fixed(0);
@@ -757,9 +700,9 @@ int main(int argc, char** argv) {
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {
-        read_kernel<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(W[s]), n16, sink);
+        probe_read_w<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(W[s]), n16, sink);
       };
-      row("read W", time_us(rd, reps, sets), 0);
+      row("read W", probe_time_us(rd, reps, sets), 0);
     }
     for (auto p : W) CK(cudaFree(p));
     CK(cudaFree(x));

@@ -210,53 +210,6 @@ __global__ void __launch_bounds__(128 * kNwg, 1)
 #endif
 }
 
-__global__ void read_kernel(const uint4* __restrict__ w, size_t n16, unsigned long long* sink) {
-  uint4 acc = make_uint4(0, 0, 0, 0);
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n16;
-       i += (size_t)gridDim.x * blockDim.x) {
-    const uint4 v = __ldcs(w + i);
-    acc.x ^= v.x;
-    acc.y ^= v.y;
-    acc.z ^= v.z;
-    acc.w ^= v.w;
-  }
-  if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) atomicAdd(sink, 1ull);
-}
-
-__global__ void fill_kernel(bf16* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)(i * 2654435761u) ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    p[i] = __float2bfloat16((float)(h >> 8) * (1.0f / 8388608.f) - 1.f);
-  }
-}
-
-template <typename F>
-static float time_us(F&& launch, int reps, int sets) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < 3; ++i) launch(i % sets);
-  for (int round = 0; round < 5; ++round) {
-    CK(cudaEventRecord(a));
-    for (int i = 0; i < reps; ++i) launch((round * reps + i) % sets);
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms * 1e3f / reps);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
-  return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? atoi(argv[1]) : 30;
   cudaDeviceProp prop;
@@ -281,7 +234,7 @@ int main(int argc, char** argv) {
     std::vector<bf16*> W(sets);
     for (int s = 0; s < sets; ++s) {
       CK(cudaMalloc(&W[s], wn * 2));
-      fill_kernel<<<1024, 256>>>(W[s], wn, (unsigned)s * 977u + 1u);
+      probe_fill_bf16<<<1024, 256>>>(W[s], wn, (unsigned)s * 977u + 1u, 1);
     }
     bf16 *x, *y16;
     float *yref, *part;
@@ -289,7 +242,7 @@ int main(int argc, char** argv) {
     unsigned long long* sink;
     const int max_ks = 8;
     CK(cudaMalloc(&x, xn * 2));
-    fill_kernel<<<256, 256>>>(x, xn, 12345u);
+    probe_fill_bf16<<<256, 256>>>(x, xn, 12345u, 1);
     CK(cudaMalloc(&yref, (size_t)M * N * 4));
     CK(cudaMalloc(&y16, (size_t)M * N * 2));
     CK(cudaMalloc(&part, (size_t)max_ks * M * N * 4));
@@ -302,7 +255,7 @@ int main(int argc, char** argv) {
                    CUDA_R_16BF, K, &zero, yref, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
                    CUBLAS_GEMM_DEFAULT);
     };
-    const float t_blas = time_us(blas, reps, sets);
+    const float t_blas = probe_time_us(blas, reps, sets);
     blas(0);
     CK(cudaDeviceSynchronize());
     std::vector<float> ref((size_t)M * N), got((size_t)max_ks * M * N);
@@ -320,7 +273,7 @@ int main(int argc, char** argv) {
                    CUDA_R_16BF, K, &zero, y16, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
                    CUBLAS_GEMM_DEFAULT);
     };
-    const float t_blas16 = time_us(blas16, reps, sets);
+    const float t_blas16 = probe_time_us(blas16, reps, sets);
     row("cublas bf16", t_blas16, 0);
     cublasSetWorkspace(h, nullptr, 0);
 
@@ -334,7 +287,7 @@ int main(int argc, char** argv) {
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       const dim3 grid(N / cols, ks);
       auto run = [&](int s) { kern<<<grid, 128 * kNwg, smem>>>(W[s], x, part, M, N, K); };
-      const float t = time_us(run, reps, sets);
+      const float t = probe_time_us(run, reps, sets);
       CK(cudaMemset(part, 0xff, (size_t)ks * M * N * 4));
       run(0);
       CK(cudaDeviceSynchronize());
@@ -371,9 +324,9 @@ int main(int argc, char** argv) {
     {
       const size_t n16 = wn * 2 / 16;
       auto rd = [&](int s) {
-        read_kernel<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(W[s]), n16, sink);
+        probe_read_w<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(W[s]), n16, sink);
       };
-      row("read W", time_us(rd, reps, sets), 0);
+      row("read W", probe_time_us(rd, reps, sets), 0);
     }
     for (auto p : W) CK(cudaFree(p));
     CK(cudaFree(x));
