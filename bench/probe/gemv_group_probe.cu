@@ -165,6 +165,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
         fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kC);
       }
+    /* session 21: lanes 1..31 used to go straight on to the closing cluster_sync (an .aligned
+     * barrier) while lane 0 still produced; converge first */
+    __syncwarp();
   } else {
     auto release = [&](uint32_t bar) {
       if constexpr (kCl > 1) {
@@ -339,6 +342,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         }
       }
     }
+    __syncwarp(); /* converged before the closing (aligned) block barrier */
   } else {
     float d[kC / 4];
     long long q = 0;
@@ -462,6 +466,8 @@ int main(int argc, char** argv) {
   const int random = rnd_env && atoi(rnd_env) > 0;
   const char* lib_env = getenv("FCO_PROBE_LIB_ONLY"); /* 1: cublas, lib rows and read W only */
   const int lib_only = lib_env && atoi(lib_env) > 0;
+  const char* ws_env = getenv("FCO_PROBE_TMAWS_ONLY"); /* 1: cublas, tmaws rows and read W */
+  const int tmaws_only = ws_env && atoi(ws_env) > 0;
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   const int sms = prop.multiProcessorCount;
@@ -542,7 +548,7 @@ int main(int argc, char** argv) {
       if (e > 1e-2f) printf("#   max rel diff %.3g\n", e);
       return e > 1e-2f;
     };
-    {
+    if (!tmaws_only) {
       using Tile = fco::gemv::GroupWgmma<kG>;
       const int smem = (int)Tile::kSmemBytes + 1024;
       CK(cudaFuncSetAttribute(lib_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -632,6 +638,8 @@ int main(int argc, char** argv) {
     tmaws(std::integral_constant<int, 8>{}, I{}, C4{}, "tmaws4 S=8 cl4");
     tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4");
     (void)II{};
+    }
+    if (!lib_only && !tmaws_only) {
     /* tmawk: kGr·16-column groups, K split in ks = SMs / groups slices (at least 1, at most the
      * slabs), then splitk_sum; rows "tile" (tma_wk_kernel alone) and "+sum" (both) */
     float* ws = nullptr;
