@@ -130,7 +130,18 @@ __device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, i
  * a stage is refilled only when the consumers of all kCl blocks released it (empty barriers
  * count 8·kCl warps, each warp arrives at every block's). Every block runs the same number of
  * groups (a block past the last group computes the last one again and stores nothing). */
-template <int kS, int kGr, int kCl = 1>
+/* Arrive on the mbarrier at the same shared offset in CTA `cta` of the cluster with the
+ * instruction's default semantics (release at CTA scope), as CUTLASS's ClusterBarrier does —
+ * fco::tile::mbar_arrive_cluster asks .release.cluster (session 21: does that cost a round trip?). */
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
+      " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+
+template <int kS, int kGr, int kCl = 1, bool kCtaRel = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
@@ -172,7 +183,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     auto release = [&](uint32_t bar) {
       if constexpr (kCl > 1) {
 #pragma unroll
-        for (int c = 0; c < kCl; ++c) fco::tile::mbar_arrive_cluster(bar, (uint32_t)c);
+        for (int c = 0; c < kCl; ++c) {
+          if constexpr (kCtaRel) mbar_arrive_remote(bar, (uint32_t)c);
+          else fco::tile::mbar_arrive_cluster(bar, (uint32_t)c);
+        }
       } else {
         fco::tile::mbar_arrive(bar);
       }
@@ -569,11 +583,12 @@ int main(int argc, char** argv) {
       libnf(0);
       row("lib nofence", tnf, check(0));
     }
-    auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
+    auto tmaws = [&](auto ring, auto gr, auto cl, const char* name, auto rel) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
       constexpr int kCl = decltype(cl)::value;
+      constexpr bool kRel = decltype(rel)::value;
       const int smem = TmaRing<kS, kGr>::kSmem, tgroups = (N + kGr * 16 - 1) / (kGr * 16);
-      auto kern = tma_ws_kernel<kS, kGr, kCl>;
+      auto kern = tma_ws_kernel<kS, kGr, kCl, kRel>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       if (kCl > 1) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       std::vector<CUtensorMap> mw(sets);
@@ -632,11 +647,14 @@ int main(int argc, char** argv) {
     using C2 = std::integral_constant<int, 2>;
     using C4 = std::integral_constant<int, 4>;
     if (!lib_only) {
-    tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
-    tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
-    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2");
-    tmaws(std::integral_constant<int, 8>{}, I{}, C4{}, "tmaws4 S=8 cl4");
-    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4");
+    using RC = std::false_type; /* remote release: .release.cluster (fco::tile's helper) */
+    using RT = std::true_type;  /* the default (.release.cta), as CUTLASS */
+    tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8", RC{});
+    tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4", RC{});
+    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2", RC{});
+    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2 cta", RT{});
+    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4", RC{});
+    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4 cta", RT{});
     (void)II{};
     }
     if (!lib_only && !tmaws_only) {
