@@ -381,11 +381,18 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
 }
-/* Arrive on the mbarrier at the same shared offset in CTA `cta` of the cluster. */
+/* Arrive on the mbarrier at the same shared offset in CTA `cta` of the cluster, with the
+ * instruction's default semantics (release, CTA scope) — the form CUTLASS's ClusterBarrier and
+ * Triton emit for a consumer releasing a multicast stage. Until session 21 this asked
+ * `.release.cluster`, which cost about one memory round trip per call: gemv_group_probe's
+ * cluster-pair TMA tile took 149.2 µs at 64×8192×8192 with it and 52.7 without (run
+ * 2026-12-02_nvidia-h200_1c4863f-clrel), and WgmmaTileTma<.., 2> ran at 0.49–0.77 of cuBLAS. The
+ * consumers' reads of the stage are complete when they arrive (wgmma.wait_group), so the
+ * producer's next TMA write into it is ordered by the barrier alone. */
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+      " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(cta)
       : "memory");
 }
