@@ -34,7 +34,9 @@
  * on the 8 rows (2048 / 512 / 128 / 32 rows, W [K][N] and [N][K]): WgmmaTileTma (below: TMA +
  * mbarriers) 0.81 / 0.90 / 0.88 / 0.96 / 0.95 / 0.96 / 0.93 / 0.96, WgmmaTile 0.61–0.95 (2048 rows
  * lowest),
- * WgmmaTileTma in cluster pairs (multicast) 0.50–0.77, MmaTile 0.33–0.62. So WgmmaTileTma is
+ * WgmmaTileTma in cluster pairs (multicast) 0.50–0.77 (0.63–0.94 since mbar_arrive_cluster's
+ * fix, run 2026-12-02_nvidia-h200_e9f7aa4-tma2, WgmmaTileTma 0.78–0.98 there), MmaTile
+ * 0.33–0.62. So WgmmaTileTma is
  * impl 1's default tile; WgmmaTile stays as its fallback (maps that cannot be encoded) and A/B.
  */
 #ifndef FCO_CUDA_GEMM_TILE_WGMMA_CUH_
