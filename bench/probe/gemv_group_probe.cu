@@ -49,6 +49,13 @@
  * "tmawkN ... fix" rows (added at the end of session 14, not yet run on a GPU): tmawk with the
  * operator's split-group fixup inside the kernel (helpers store and flag, the owner waits and
  * adds in slice order) instead of the separate splitk_sum kernel of the "+sum" rows.
+ * Session 21: "lib nofence" (GroupWgmma without its per-slab fence.proxy.async: 1–11 % faster,
+ * run d382d47-nofence); the cluster rows' 3–8× loss was the consumers' remote release
+ * (`mbarrier.arrive.release.cluster`, about one memory round trip per arrival): with the
+ * default semantics ("cta" rows, then fco::tile::mbar_arrive_cluster itself) cl2 takes 52.7 µs
+ * at 64×8192×8192 where it took 149.2 (runs 1c4863f-clrel, e9f7aa4-tma2) — the same as
+ * without clusters, so multicasting x buys nothing here. FCO_PROBE_LIB_ONLY=1 /
+ * FCO_PROBE_TMAWS_ONLY=1 run only those rows (and cuBLAS, read W).
  */
 #include <cublas_v2.h>
 #include <cuda.h>
