@@ -656,6 +656,7 @@ int main(int argc, char** argv) {
     if (!lib_only) {
     using RC = std::false_type; /* remote release: .release.cluster (fco::tile's helper) */
     using RT = std::true_type;  /* the default (.release.cta), as CUTLASS */
+    tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12", RC{});
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8", RC{});
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4", RC{});
     tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2", RC{});
