@@ -678,9 +678,13 @@ int main(int argc, char** argv) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
       const int smem = WkRing<kS, kGr>::kSmem, wgroups = (N + kGr * 16 - 1) / (kGr * 16);
       const int num_k = (K + 63) / 64;
-      const int ks = std::min(std::min(std::max(1, sms / wgroups), num_k), 16);
       auto kern = tma_wk_kernel<kS, kGr>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      /* session 21: slots = co-resident blocks (small rings fit 2–3 blocks a SM), not SMs */
+      int per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, kWsThreads, smem));
+      const int slots = sms * std::max(1, per_sm);
+      const int ks = std::min(std::min(std::max(1, slots / wgroups), num_k), 16);
       std::vector<CUtensorMap> mw(sets);
       CUtensorMap mx;
       bool ok = encode(&mx, x, K, M, 64);
@@ -689,7 +693,7 @@ int main(int argc, char** argv) {
         printf("#   %s: cuTensorMapEncodeTiled failed\n", name);
         return;
       }
-      const int grid = std::min(wgroups * ks, sms);
+      const int grid = std::min(wgroups * ks, slots);
       const size_t n4 = (size_t)M * N / 4;
       auto tile = [&](int s) {
         kern<<<grid, kWsThreads, smem>>>(mx, mw[s], ws, M, N, K, wgroups, ks, nullptr, nullptr,
@@ -706,7 +710,7 @@ int main(int argc, char** argv) {
       both(0);
       const int bad = check(0);
       char nm[64];
-      snprintf(nm, sizeof nm, "%s ks%d", name, ks);
+      snprintf(nm, sizeof nm, "%s ks%d b%d", name, ks, grid);
       row(nm, t_tile, bad);
       snprintf(nm, sizeof nm, "%s +sum", name);
       row(nm, t_both, bad);
@@ -728,6 +732,8 @@ int main(int argc, char** argv) {
     tmawk(std::integral_constant<int, 8>{}, std::integral_constant<int, 8>{}, "tmawk8 S=8");
     tmawk(std::integral_constant<int, 5>{}, std::integral_constant<int, 16>{}, "tmawk16 S=5");
     tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{}, "tmawk16 S=4");
+    tmawk(std::integral_constant<int, 4>{}, I{}, "tmawk4 S=4");
+    tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 8>{}, "tmawk8 S=4");
     CK(cudaFree(ws));
     CK(cudaFree(flags));
     }
