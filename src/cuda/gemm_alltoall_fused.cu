@@ -292,8 +292,8 @@ bool async_epilogue() {
  * Where wgmma runs (bf16 / f16, aligned, wgmma_usable): WgmmaTileTma by default (0.81–0.96 of
  * cuBLAS in tests/gpu/wgmma_tile_check.cu on H200, run 054dd36, against WgmmaTile's 0.61–0.95);
  * FCO_GA_TILE=wgmma WgmmaTile (cp.async), =tma2 WgmmaTileTma in cluster pairs (0.63–0.94 of
- * cuBLAS since run e9f7aa4-tma2: still slower, kept for A/B runs), =mma MmaTile (wgmma_usable says no); unset, =tma (the former opt-in) or
- * any other value: the default. Elsewhere MmaTile. */
+ * cuBLAS since run e9f7aa4-tma2: still slower, kept for A/B runs), =mma MmaTile (wgmma_usable
+ * says no); unset, =tma (the former opt-in) or any other value: the default. Elsewhere MmaTile. */
 template <typename T>
 LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
   *fallback = pick_mma<T>(bt, aligned);
