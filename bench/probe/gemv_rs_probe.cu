@@ -25,10 +25,11 @@
  * (16 a slab), loads for slab t + kDw issued once slab t's wgmma retired. x: kSx stages; the
  * warpgroup (t mod kNwg) stages slab t's x from registers loaded one round earlier.
  *
- * Rows: cublas (fp32 y), cublas bf16 (the operator's impl 0 / 3 call), rs<Nwg,Dw,Sx> ksN,
- * read W (16-byte streaming loads, the ceiling). Shapes: M 64 × (8192×8192, a P = 2 slice
- * 8192×4096, 4096×7168, 8192×14336, 16384×8192), M 48 × 8192×4096; bf16. µs: median of 5 rounds
- * of `reps` launches back to back, W rotating over sets > 3 × L2 (as gemv_group_probe).
+ * Rows: cublas (fp32 y), cublas bf16 (the operator's impl 0 / 3 call), rs<Nwg,Dw,Sx>[ mode]
+ * ksN, read W (16-byte streaming loads, the ceiling). Shapes: 64×8192×4096 (a P = 2 slice of
+ * 8192²) and 64×4096×7168 (run 4790d7f-rs also timed 64 × 8192×8192, 8192×14336, 16384×8192 and
+ * 48×8192×4096, with more configurations); bf16, random inputs. µs: median of 5 rounds of `reps`
+ * launches back to back (probe_time_us), W rotating over sets > 3 × L2.
  *
  * Result (session 21, runs 2026-12-02_nvidia-h200_4790d7f-rs and ..._1235a98-rsmodes): correct,
  * 0.65–0.71× cuBLAS at best, about one memory round trip per slab whatever kDw — also in the
