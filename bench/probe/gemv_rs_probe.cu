@@ -322,13 +322,7 @@ int main(int argc, char** argv) {
       rs(I1{}, I4{}, I4{}, ks, I1{});
       rs(I1{}, I4{}, I4{}, ks, I2{});
     }
-    {
-      const size_t n16 = wn * 2 / 16;
-      auto rd = [&](int s) {
-        probe_read_w<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(W[s]), n16, sink);
-      };
-      row("read W", probe_time_us(rd, reps, sets), 0);
-    }
+    row("read W", probe_read_w_us(W, wn * 2, reps, sms, sink), 0);
     for (auto p : W) CK(cudaFree(p));
     CK(cudaFree(x));
     CK(cudaFree(y16));

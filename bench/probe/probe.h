@@ -26,7 +26,8 @@
  * host-side work per call (~13 µs: "cublas" 50.3 µs at 64×8192×8192 against 37.4 in fco-bench's
  * CUDA graphs, run c46fad7) and a raw kernel's launch latency to the GPU time; back to back the
  * GPU queue stays full.
- * probe_read_w: W streamed with 16-byte loads, the ceiling of a W-bound tile.
+ * probe_read_w (and probe_read_w_us, its time): W streamed with 16-byte loads, the ceiling of a
+ * W-bound tile.
  * probe_fill_bf16: (h % 17 − 8) / 8 (few distinct values), or with random != 0 uniform in
  * [−1, 1) with full bf16 mantissas, as fco-bench's inputs. */
 #include <cuda_bf16.h>
@@ -68,6 +69,16 @@ __global__ void probe_read_w(const uint4* __restrict__ w, size_t n16, unsigned l
     acc.w ^= v.w;
   }
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) atomicAdd(sink, 1ull);
+}
+
+/* µs per pass of probe_read_w over one of the W buffers (bytes each), rotating, as probe_time_us. */
+template <typename P>
+static float probe_read_w_us(const std::vector<P*>& w, size_t bytes, int reps, int sms,
+                             unsigned long long* sink) {
+  auto rd = [&](int s) {
+    probe_read_w<<<sms * 8, 512>>>(reinterpret_cast<const uint4*>(w[s]), bytes / 16, sink);
+  };
+  return probe_time_us(rd, reps, (int)w.size());
 }
 
 __global__ void probe_fill_bf16(__nv_bfloat16* p, size_t n, unsigned seed, int random) {
