@@ -148,7 +148,14 @@ __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
       : "memory");
 }
 
-template <int kS, int kGr, int kCl = 1, bool kCtaRel = false>
+/* kTrace (session 21): blocks 0 and gridDim.x / 2 record clock64 per slab q into g_trace
+ * [2 blocks][3][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
+ * thread 0 when slab q's data is there (full wait passed), [2] consumer thread 0 after slab
+ * q's wgmmas were issued and slab q - 1's retired (its stage released). */
+constexpr int kTraceMax = 4096;
+__device__ long long* g_trace;
+
+template <int kS, int kGr, int kCl = 1, bool kCtaRel = false, bool kTrace = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
@@ -165,6 +172,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                       : groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
   const long long total = (long long)my_groups * num_k; /* slabs of this block, all groups */
   const uint32_t crank = kCl > 1 ? fco::tile::cluster_ctarank() : 0;
+  long long* trace = nullptr;
+  if (kTrace && (blockIdx.x == 0 || blockIdx.x == gridDim.x / 2))
+    trace = g_trace + (blockIdx.x == 0 ? 0 : 3 * kTraceMax);
   if (tid == 0) ring_bars_init(full, empty, kS, 8 * kCl); /* the consumer warps of the cluster */
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
@@ -182,6 +192,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         else
           fco::tile::tma_load_2d(st, &mx, full + 8 * s, k0, 0);
         fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, k0, g * kC);
+        if (kTrace && trace && q < kTraceMax) trace[q] = clock64();
       }
     /* session 21: lanes 1..31 used to go straight on to the closing cluster_sync (an .aligned
      * barrier) while lane 0 still produced; converge first */
@@ -207,6 +218,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int kt = 0; kt < num_k; ++kt, ++q) {
         const int s = (int)(q % kS);
         fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
+        if (kTrace && trace && tid == 0 && q < kTraceMax) trace[kTraceMax + q] = clock64();
         const uint32_t st = pipe + s * R::kStageBytes;
         const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
         fco::tile::wgmma_fence();
@@ -221,6 +233,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           __syncwarp();
           if (lane == 0) release(empty + 8 * (int)((q - 1) % kS));
         }
+        if (kTrace && trace && tid == 0 && q < kTraceMax) trace[2 * kTraceMax + q] = clock64();
       }
       fco::tile::wgmma_wait<0>();
 #pragma unroll
@@ -654,6 +667,57 @@ int main(int argc, char** argv) {
     using C2 = std::integral_constant<int, 2>;
     using C4 = std::integral_constant<int, 4>;
     if (!lib_only) {
+    /* Session 21: where a slab's time goes in tmaws (blocks 0 and grid / 2, the third of three
+     * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
+     * data-there latency, the consumer's wait for data after finishing the previous slab, its
+     * own time per slab, and the slab period; cycles and µs at the SM clock. */
+    auto tmaws_trace = [&](auto ring, const char* name) {
+      constexpr int kS = decltype(ring)::value;
+      const int smem = TmaRing<kS, 4>::kSmem, tgroups = (N + 63) / 64;
+      auto kern = tma_ws_kernel<kS, 4, 1, false, true>;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      CUtensorMap mx, mw0;
+      if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
+      long long* tr = nullptr;
+      CK(cudaMalloc(&tr, (size_t)6 * kTraceMax * 8));
+      CK(cudaMemset(tr, 0, (size_t)6 * kTraceMax * 8));
+      CK(cudaMemcpyToSymbol(g_trace, &tr, sizeof tr));
+      const int grid = std::min(tgroups, sms);
+      for (int i = 0; i < 3; ++i) kern<<<grid, kWsThreads, smem>>>(mx, mw0, y, M, N, K, tgroups);
+      CK(cudaDeviceSynchronize());
+      std::vector<long long> h((size_t)6 * kTraceMax);
+      CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+      CK(cudaFree(tr));
+      const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
+      const int total = std::min(per * ((K + 63) / 64), kTraceMax);
+      int khz = 0;
+      CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+      const double ghz = khz * 1e-6;
+      auto med = [](std::vector<double> v) {
+        if (v.empty()) return 0.0;
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      for (int b = 0; b < 2; ++b) {
+        const long long* P = h.data() + (size_t)b * 3 * kTraceMax;
+        const long long *F = P + kTraceMax, *D = P + 2 * kTraceMax;
+        std::vector<double> lat, wait, own, period;
+        for (int q = kS; q < total; ++q) {
+          if (!P[q] || !F[q] || !D[q]) break; /* this block had fewer slabs */
+          lat.push_back((double)(F[q] - P[q]));
+          wait.push_back((double)(F[q] - D[q - 1]));
+          own.push_back((double)(D[q] - F[q]));
+          period.push_back((double)(D[q] - D[q - 1]));
+        }
+        printf("#   %s trace block %s: %zu steady slabs; medians (cycles / us): issue->data %.0f / "
+               "%.2f, consumer waits for data %.0f / %.2f, consumer per slab %.0f / %.2f, period "
+               "%.0f / %.2f\n", name, b ? "grid/2" : "0", lat.size(), med(lat),
+               med(lat) / ghz / 1e3, med(wait), med(wait) / ghz / 1e3, med(own),
+               med(own) / ghz / 1e3, med(period), med(period) / ghz / 1e3);
+      }
+    };
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8");
+    tmaws_trace(std::integral_constant<int, 4>{}, "tmaws4 S=4");
     using RC = std::false_type; /* remote release: .release.cluster (fco::tile's helper) */
     using RT = std::true_type;  /* the default (.release.cta), as CUTLASS */
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12", RC{});
