@@ -714,6 +714,15 @@ int main(int argc, char** argv) {
                "%.0f / %.2f\n", name, b ? "grid/2" : "0", lat.size(), med(lat),
                med(lat) / ghz / 1e3, med(wait), med(wait) / ghz / 1e3, med(own),
                med(own) / ghz / 1e3, med(period), med(period) / ghz / 1e3);
+        /* means (stalls the medians hide) and the span: first issue to the last slab done */
+        double sp = 0, sw = 0;
+        for (size_t i = 0; i < period.size(); ++i) sp += period[i], sw += wait[i];
+        const int last = kS + (int)period.size() - 1;
+        if (!period.empty())
+          printf("#   %s trace block %s: mean period %.2f us, mean wait %.2f us; slabs 0..%d "
+                 "span %.2f us (first issue -> last done), slab 0 issue->data %.2f us\n", name,
+                 b ? "grid/2" : "0", sp / period.size() / ghz / 1e3, sw / wait.size() / ghz / 1e3,
+                 last, (D[last] - P[0]) / ghz / 1e3, (F[0] - P[0]) / ghz / 1e3);
       }
     };
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8");
