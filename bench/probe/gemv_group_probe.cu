@@ -149,9 +149,10 @@ __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
 }
 
 /* kTrace (session 21): blocks 0 and gridDim.x / 2 record clock64 per slab q into g_trace
- * [2 blocks][3][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
+ * [2 blocks][4][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
  * thread 0 when slab q's data is there (full wait passed), [2] consumer thread 0 after slab
- * q's wgmmas were issued and slab q - 1's retired (its stage released). */
+ * q's wgmmas were issued and slab q - 1's retired (its stage released), [3] the producer once
+ * slab q's stage is free (before its expect_tx and the two TMA issues). */
 constexpr int kTraceMax = 4096;
 __device__ long long* g_trace;
 
@@ -174,7 +175,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t crank = kCl > 1 ? fco::tile::cluster_ctarank() : 0;
   long long* trace = nullptr;
   if (kTrace && (blockIdx.x == 0 || blockIdx.x == gridDim.x / 2))
-    trace = g_trace + (blockIdx.x == 0 ? 0 : 3 * kTraceMax);
+    trace = g_trace + (blockIdx.x == 0 ? 0 : 4 * kTraceMax);
   if (tid == 0) ring_bars_init(full, empty, kS, 8 * kCl); /* the consumer warps of the cluster */
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
@@ -185,6 +186,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const int g = min((int)blockIdx.x + (int)(q / num_k) * (int)gridDim.x, groups - 1);
         const int k0 = (int)(q % num_k) * 64;
         const uint32_t st = pipe + s * R::kStageBytes;
+        if (kTrace && trace && q < kTraceMax) trace[3 * kTraceMax + q] = clock64();
         fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
         if constexpr (kCl > 1)
           fco::tile::tma_load_2d_mc(st + crank * (R::kXBytes / kCl), &mx, full + 8 * s, k0,
@@ -679,13 +681,13 @@ int main(int argc, char** argv) {
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
       long long* tr = nullptr;
-      CK(cudaMalloc(&tr, (size_t)6 * kTraceMax * 8));
-      CK(cudaMemset(tr, 0, (size_t)6 * kTraceMax * 8));
+      CK(cudaMalloc(&tr, (size_t)8 * kTraceMax * 8));
+      CK(cudaMemset(tr, 0, (size_t)8 * kTraceMax * 8));
       CK(cudaMemcpyToSymbol(g_trace, &tr, sizeof tr));
       const int grid = std::min(tgroups, sms);
       for (int i = 0; i < 3; ++i) kern<<<grid, kWsThreads, smem>>>(mx, mw0, y, M, N, K, tgroups);
       CK(cudaDeviceSynchronize());
-      std::vector<long long> h((size_t)6 * kTraceMax);
+      std::vector<long long> h((size_t)8 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
       CK(cudaFree(tr));
       const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
@@ -699,15 +701,17 @@ int main(int argc, char** argv) {
         return v[v.size() / 2];
       };
       for (int b = 0; b < 2; ++b) {
-        const long long* P = h.data() + (size_t)b * 3 * kTraceMax;
-        const long long *F = P + kTraceMax, *D = P + 2 * kTraceMax;
-        std::vector<double> lat, wait, own, period;
+        const long long* P = h.data() + (size_t)b * 4 * kTraceMax;
+        const long long *F = P + kTraceMax, *D = P + 2 * kTraceMax, *Q = P + 3 * kTraceMax;
+        std::vector<double> lat, wait, own, period, pissue, pwait;
         for (int q = kS; q < total; ++q) {
           if (!P[q] || !F[q] || !D[q]) break; /* this block had fewer slabs */
           lat.push_back((double)(F[q] - P[q]));
           wait.push_back((double)(F[q] - D[q - 1]));
           own.push_back((double)(D[q] - F[q]));
           period.push_back((double)(D[q] - D[q - 1]));
+          pissue.push_back((double)(P[q] - Q[q])); /* expect_tx + 2 TMA issues (+ clock) */
+          pwait.push_back((double)(Q[q] - P[q - 1])); /* waiting for the stage to be free */
         }
         printf("#   %s trace block %s: %zu steady slabs; medians (cycles / us): issue->data %.0f / "
                "%.2f, consumer waits for data %.0f / %.2f, consumer per slab %.0f / %.2f, period "
@@ -723,6 +727,11 @@ int main(int argc, char** argv) {
                  "span %.2f us (first issue -> last done), slab 0 issue->data %.2f us\n", name,
                  b ? "grid/2" : "0", sp / period.size() / ghz / 1e3, sw / wait.size() / ghz / 1e3,
                  last, (D[last] - P[0]) / ghz / 1e3, (F[0] - P[0]) / ghz / 1e3);
+        if (!period.empty())
+          printf("#   %s trace block %s: producer medians (cycles): stage-free wait %.0f, "
+                 "expect_tx + 2 TMA issues %.0f; issue runs ahead of use by %.1f slabs\n", name,
+                 b ? "grid/2" : "0", med(pwait), med(pissue),
+                 med(lat) / std::max(1.0, med(period)));
       }
     };
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8");
