@@ -156,7 +156,21 @@ __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
 constexpr int kTraceMax = 4096;
 __device__ long long* g_trace;
 
-template <int kS, int kGr, int kCl = 1, bool kCtaRel = false, bool kTrace = false>
+/* The consumers' wait for a full stage as a test_wait spin (never suspends) instead of
+ * fco::tile::mbar_wait's try_wait loop (session 21: is the ~255-cycle wait a slab the data or the
+ * wait's wake-up?). */
+__device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "FCO_SPIN_WAIT:\n"
+      " mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra FCO_SPIN_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+template <int kS, int kGr, int kCl = 1, bool kCtaRel = false, bool kTrace = false,
+          bool kSpin = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
@@ -219,7 +233,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
       for (int kt = 0; kt < num_k; ++kt, ++q) {
         const int s = (int)(q % kS);
-        fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
+        if constexpr (kSpin) mbar_wait_spin(full + 8 * s, (uint32_t)(q / kS) & 1u);
+        else fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
         if (kTrace && trace && tid == 0 && q < kTraceMax) trace[kTraceMax + q] = clock64();
         const uint32_t st = pipe + s * R::kStageBytes;
         const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
@@ -673,10 +688,11 @@ int main(int argc, char** argv) {
      * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
      * data-there latency, the consumer's wait for data after finishing the previous slab, its
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
-    auto tmaws_trace = [&](auto ring, const char* name) {
+    auto tmaws_trace = [&](auto ring, const char* name, auto spin) {
       constexpr int kS = decltype(ring)::value;
+      constexpr bool kSpin = decltype(spin)::value;
       const int smem = TmaRing<kS, 4>::kSmem, tgroups = (N + 63) / 64;
-      auto kern = tma_ws_kernel<kS, 4, 1, false, true>;
+      auto kern = tma_ws_kernel<kS, 4, 1, false, true, kSpin>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
@@ -689,6 +705,18 @@ int main(int argc, char** argv) {
       CK(cudaDeviceSynchronize());
       std::vector<long long> h((size_t)8 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+      {
+        /* the traced kernel's own time (W rotating, trace stores included) and its y */
+        std::vector<CUtensorMap> mws(sets);
+        for (int s2 = 0; s2 < sets; ++s2) encode(&mws[s2], W[s2], K, N, 64);
+        auto run = [&](int s2) {
+          kern<<<grid, kWsThreads, smem>>>(mx, mws[s2], y, M, N, K, tgroups);
+        };
+        const float t = probe_time_us(run, reps, sets);
+        CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+        run(0);
+        row(name, t, check(0));
+      }
       CK(cudaFree(tr));
       const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
       const int total = std::min(per * ((K + 63) / 64), kTraceMax);
@@ -734,8 +762,8 @@ int main(int argc, char** argv) {
                  med(lat) / std::max(1.0, med(period)));
       }
     };
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8");
-    tmaws_trace(std::integral_constant<int, 4>{}, "tmaws4 S=4");
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", std::false_type{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin", std::true_type{});
     using RC = std::false_type; /* remote release: .release.cluster (fco::tile's helper) */
     using RT = std::true_type;  /* the default (.release.cta), as CUTLASS */
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12", RC{});
