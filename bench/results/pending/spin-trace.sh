@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 21 run 16 (1 H200, commit 6923b78): gemv_group_probe's tmaws rows with the per-slab trace
+# Prepared in session 21, NOT RUN (device time ran out; commit 6923b78): gemv_group_probe's tmaws rows with the per-slab trace
 # (blocks 0 and grid/2): the consumers' full wait as try_wait (fco::tile::mbar_wait) or a test_wait spin, timed and traced.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
