@@ -39,8 +39,8 @@
  * (wide groups + split K, below) ran 64×4096×7168 in 25.6–28.3 µs against lib's 40.3 and
  * 64×8192×8192 at lib's time (44.7 vs 45.3); x at a quarter (256-column groups) no better than a
  * half (128). Those rows were timed one launch at a time; probe_time_us (probe.h) times
- * launches back to back (see there): compare the "x cublas" columns of earlier runs with care. Back to back (runs
- * 033b296, 155b90c-probe): 64×8192×8192 cuBLAS 37.2–38.7, lib 40.6–41.5, tmawk8 39.4–40.2;
+ * launches back to back (see there): compare the "x cublas" columns of earlier runs with care.
+ * Back to back (runs 033b296, 155b90c-probe): 64×8192×8192 cuBLAS 37.2–38.7, lib 40.6–41.5, tmawk8 39.4–40.2;
  * 64×4096×7168 cuBLAS 18.8–19.1, lib 35.4, tmawk8 (K in 4) 21.1; random inputs (FCO_PROBE_RANDOM)
  * time the same. Run 509d6b8 (reverted): lib with slabs rotated per group — a runtime flag and a
  * 64-bit index step in the slab loop — took 53 µs at 8192×8192 even with the flag off, and x per
@@ -139,7 +139,8 @@ __device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, i
  * groups (a block past the last group computes the last one again and stores nothing). */
 /* Arrive on the mbarrier at the same shared offset in CTA `cta` of the cluster with the
  * instruction's default semantics (release at CTA scope), as CUTLASS's ClusterBarrier does —
- * fco::tile::mbar_arrive_cluster asks .release.cluster (session 21: does that cost a round trip?). */
+ * fco::tile::mbar_arrive_cluster asked .release.cluster until session 21 (which cost a memory
+ * round trip per arrival: run 1c4863f-clrel). */
 __device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
   asm volatile(
       "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
@@ -603,7 +604,8 @@ int main(int argc, char** argv) {
       using Tile = fco::gemv::GroupWgmma<kG>;
       const int smem = (int)Tile::kSmemBytes + 1024;
       CK(cudaFuncSetAttribute(lib_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      CK(cudaFuncSetAttribute(lib_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      CK(cudaFuncSetAttribute(lib_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              smem));
       const int grid = std::min(groups, sms);
       auto lib = [&](int s) { lib_kernel<true><<<grid, 256, smem>>>(W[s], x, y, M, N, K, groups); };
       const float t = probe_time_us(lib, reps, sets);
@@ -814,7 +816,8 @@ int main(int argc, char** argv) {
         splitk_sum<<<sms * 4, 256>>>(reinterpret_cast<const float4*>(ws),
                                      reinterpret_cast<float4*>(y), n4, ks);
       };
-      const float t_tile = probe_time_us(tile, reps, sets), t_both = probe_time_us(both, reps, sets);
+      const float t_tile = probe_time_us(tile, reps, sets);
+      const float t_both = probe_time_us(both, reps, sets);
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       CK(cudaMemset(ws, 0xff, (size_t)ks * M * N * 4));
       both(0);

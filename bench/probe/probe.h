@@ -1,7 +1,8 @@
 /*
  * probe.h — what the one-GPU probes of bench/probe/*.cu share: CK, a CUDA call checked (exit 1
- * with the file, line and call on failure); the GEMV probes' timing, W read and fill (below). Each probe stays one file to build (its header's
- * nvcc command); this header is found next to it.
+ * with the file, line and call on failure); the GEMV probes' timing, W read and fill (below).
+ * Each probe stays one file to build (its header's nvcc command); this header is found next
+ * to it.
  */
 #ifndef FCO_BENCH_PROBE_H_
 #define FCO_BENCH_PROBE_H_
@@ -71,7 +72,7 @@ __global__ void probe_read_w(const uint4* __restrict__ w, size_t n16, unsigned l
   if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u) atomicAdd(sink, 1ull);
 }
 
-/* µs per pass of probe_read_w over one of the W buffers (bytes each), rotating, as probe_time_us. */
+/* µs per pass of probe_read_w over one of the W buffers (bytes each), rotating: probe_time_us. */
 template <typename P>
 static float probe_read_w_us(const std::vector<P*>& w, size_t bytes, int reps, int sms,
                              unsigned long long* sink) {
