@@ -52,9 +52,9 @@
  * Session 21: "lib nofence" (GroupWgmma without its per-slab fence.proxy.async: 1–11 % faster,
  * run d382d47-nofence); the cluster rows' 3–8× loss was the consumers' remote release
  * (`mbarrier.arrive.release.cluster`, about one memory round trip per arrival): with the
- * default semantics ("cta" rows, then fco::tile::mbar_arrive_cluster itself) cl2 takes 52.7 µs
- * at 64×8192×8192 where it took 149.2 (runs 1c4863f-clrel, e9f7aa4-tma2) — the same as
- * without clusters, so multicasting x buys nothing here. FCO_PROBE_LIB_ONLY=1 /
+ * default semantics (that run's "cta" rows, now fco::tile::mbar_arrive_cluster itself) cl2
+ * takes 52.7 µs at 64×8192×8192 where it took 149.2 (runs 1c4863f-clrel, e9f7aa4-tma2) — as
+ * fast as without clusters, so multicasting x buys nothing here. FCO_PROBE_LIB_ONLY=1 /
  * FCO_PROBE_TMAWS_ONLY=1 run only those rows (and cuBLAS, read W).
  */
 #include <cublas_v2.h>
@@ -137,18 +137,10 @@ __device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, i
  * a stage is refilled only when the consumers of all kCl blocks released it (empty barriers
  * count 8·kCl warps, each warp arrives at every block's). Every block runs the same number of
  * groups (a block past the last group computes the last one again and stores nothing). */
-/* Arrive on the mbarrier at the same shared offset in CTA `cta` of the cluster with the
- * instruction's default semantics (release at CTA scope), as CUTLASS's ClusterBarrier does —
- * fco::tile::mbar_arrive_cluster asked .release.cluster until session 21 (which cost a memory
- * round trip per arrival: run 1c4863f-clrel). */
-__device__ __forceinline__ void mbar_arrive_remote(uint32_t bar, uint32_t cta) {
-  asm volatile(
-      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
-      " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
-
+/* The remote release is fco::tile::mbar_arrive_cluster. Until session 21 it asked
+ * .release.cluster, which cost a memory round trip per arrival (run 1c4863f-clrel timed that form
+ * beside the default one with a probe-local copy, the "cta" rows; e9f7aa4 made the library's
+ * helper the default form, so the copy and its rows are gone). */
 /* kTrace (session 21): blocks 0 and gridDim.x / 2 record clock64 per slab q into g_trace
  * [2 blocks][4][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
  * thread 0 when slab q's data is there (full wait passed), [2] consumer thread 0 after slab
@@ -170,8 +162,7 @@ __device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
-template <int kS, int kGr, int kCl = 1, bool kCtaRel = false, bool kTrace = false,
-          bool kSpin = false>
+template <int kS, int kGr, int kCl = 1, bool kTrace = false, bool kSpin = false>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
@@ -218,10 +209,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     auto release = [&](uint32_t bar) {
       if constexpr (kCl > 1) {
 #pragma unroll
-        for (int c = 0; c < kCl; ++c) {
-          if constexpr (kCtaRel) mbar_arrive_remote(bar, (uint32_t)c);
-          else fco::tile::mbar_arrive_cluster(bar, (uint32_t)c);
-        }
+        for (int c = 0; c < kCl; ++c) fco::tile::mbar_arrive_cluster(bar, (uint32_t)c);
       } else {
         fco::tile::mbar_arrive(bar);
       }
@@ -622,12 +610,11 @@ int main(int argc, char** argv) {
       libnf(0);
       row("lib nofence", tnf, check(0));
     }
-    auto tmaws = [&](auto ring, auto gr, auto cl, const char* name, auto rel) {
+    auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
       constexpr int kCl = decltype(cl)::value;
-      constexpr bool kRel = decltype(rel)::value;
       const int smem = TmaRing<kS, kGr>::kSmem, tgroups = (N + kGr * 16 - 1) / (kGr * 16);
-      auto kern = tma_ws_kernel<kS, kGr, kCl, kRel>;
+      auto kern = tma_ws_kernel<kS, kGr, kCl>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       if (kCl > 1) CK(cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
       std::vector<CUtensorMap> mw(sets);
@@ -694,7 +681,7 @@ int main(int argc, char** argv) {
       constexpr int kS = decltype(ring)::value;
       constexpr bool kSpin = decltype(spin)::value;
       const int smem = TmaRing<kS, 4>::kSmem, tgroups = (N + 63) / 64;
-      auto kern = tma_ws_kernel<kS, 4, 1, false, true, kSpin>;
+      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
@@ -766,15 +753,11 @@ int main(int argc, char** argv) {
     };
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", std::false_type{});
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin", std::true_type{});
-    using RC = std::false_type; /* remote release: .release.cluster (fco::tile's helper) */
-    using RT = std::true_type;  /* the default (.release.cta), as CUTLASS */
-    tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12", RC{});
-    tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8", RC{});
-    tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4", RC{});
-    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2", RC{});
-    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2 cta", RT{});
-    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4", RC{});
-    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4 cta", RT{});
+    tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
+    tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
+    tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
+    tmaws(std::integral_constant<int, 8>{}, I{}, C2{}, "tmaws4 S=8 cl2");
+    tmaws(std::integral_constant<int, 4>{}, I{}, C4{}, "tmaws4 S=4 cl4");
     (void)II{};
     }
     if (!lib_only && !tmaws_only) {
