@@ -145,7 +145,8 @@ __device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, i
  * [2 blocks][4][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
  * thread 0 when slab q's data is there (full wait passed), [2] consumer thread 0 after slab
  * q's wgmmas were issued and slab q - 1's retired (its stage released), [3] the producer once
- * slab q's stage is free (before its expect_tx and the two TMA issues). */
+ * slab q's stage is free (before its expect_tx and the two TMA issues); session 22: [4] consumer
+ * thread 128 (warpgroup 1) at [2]'s point. */
 constexpr int kTraceMax = 4096;
 __device__ long long* g_trace;
 
@@ -162,7 +163,9 @@ __device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
-template <int kS, int kGr, int kCl = 1, bool kTrace = false, bool kSpin = false>
+/* kSpin: 0 both waits fco::tile::mbar_wait (try_wait), 1 the consumers' full wait a test_wait
+ * spin, 2 the producer's empty wait too (session 22). */
+template <int kS, int kGr, int kCl = 1, bool kTrace = false, int kSpin = 0>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
@@ -181,14 +184,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t crank = kCl > 1 ? fco::tile::cluster_ctarank() : 0;
   long long* trace = nullptr;
   if (kTrace && (blockIdx.x == 0 || blockIdx.x == gridDim.x / 2))
-    trace = g_trace + (blockIdx.x == 0 ? 0 : 4 * kTraceMax);
+    trace = g_trace + (blockIdx.x == 0 ? 0 : 5 * kTraceMax);
   if (tid == 0) ring_bars_init(full, empty, kS, 8 * kCl); /* the consumer warps of the cluster */
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
     if (tid == 256)
       for (long long q = 0; q < total; ++q) {
         const int s = (int)(q % kS);
-        if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
+        if (q >= kS) {
+          if constexpr (kSpin >= 2) mbar_wait_spin(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
+          else fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
+        }
         const int g = min((int)blockIdx.x + (int)(q / num_k) * (int)gridDim.x, groups - 1);
         const int k0 = (int)(q % num_k) * 64;
         const uint32_t st = pipe + s * R::kStageBytes;
@@ -222,7 +228,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
       for (int kt = 0; kt < num_k; ++kt, ++q) {
         const int s = (int)(q % kS);
-        if constexpr (kSpin) mbar_wait_spin(full + 8 * s, (uint32_t)(q / kS) & 1u);
+        if constexpr (kSpin >= 1) mbar_wait_spin(full + 8 * s, (uint32_t)(q / kS) & 1u);
         else fco::tile::mbar_wait(full + 8 * s, (uint32_t)(q / kS) & 1u);
         if (kTrace && trace && tid == 0 && q < kTraceMax) trace[kTraceMax + q] = clock64();
         const uint32_t st = pipe + s * R::kStageBytes;
@@ -240,6 +246,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           if (lane == 0) release(empty + 8 * (int)((q - 1) % kS));
         }
         if (kTrace && trace && tid == 0 && q < kTraceMax) trace[2 * kTraceMax + q] = clock64();
+        if (kTrace && trace && tid == 128 && q < kTraceMax) trace[4 * kTraceMax + q] = clock64();
       }
       fco::tile::wgmma_wait<0>();
 #pragma unroll
@@ -679,20 +686,20 @@ int main(int argc, char** argv) {
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
     auto tmaws_trace = [&](auto ring, const char* name, auto spin) {
       constexpr int kS = decltype(ring)::value;
-      constexpr bool kSpin = decltype(spin)::value;
+      constexpr int kSpin = decltype(spin)::value;
       const int smem = TmaRing<kS, 4>::kSmem, tgroups = (N + 63) / 64;
       auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
       long long* tr = nullptr;
-      CK(cudaMalloc(&tr, (size_t)8 * kTraceMax * 8));
-      CK(cudaMemset(tr, 0, (size_t)8 * kTraceMax * 8));
+      CK(cudaMalloc(&tr, (size_t)10 * kTraceMax * 8));
+      CK(cudaMemset(tr, 0, (size_t)10 * kTraceMax * 8));
       CK(cudaMemcpyToSymbol(g_trace, &tr, sizeof tr));
       const int grid = std::min(tgroups, sms);
       for (int i = 0; i < 3; ++i) kern<<<grid, kWsThreads, smem>>>(mx, mw0, y, M, N, K, tgroups);
       CK(cudaDeviceSynchronize());
-      std::vector<long long> h((size_t)8 * kTraceMax);
+      std::vector<long long> h((size_t)10 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
       {
         /* the traced kernel's own time (W rotating, trace stores included) and its y */
@@ -718,9 +725,10 @@ int main(int argc, char** argv) {
         return v[v.size() / 2];
       };
       for (int b = 0; b < 2; ++b) {
-        const long long* P = h.data() + (size_t)b * 4 * kTraceMax;
+        const long long* P = h.data() + (size_t)b * 5 * kTraceMax;
         const long long *F = P + kTraceMax, *D = P + 2 * kTraceMax, *Q = P + 3 * kTraceMax;
-        std::vector<double> lat, wait, own, period, pissue, pwait;
+        const long long* D1 = P + 4 * kTraceMax;
+        std::vector<double> lat, wait, own, period, pissue, pwait, lag1, free1;
         for (int q = kS; q < total; ++q) {
           if (!P[q] || !F[q] || !D[q]) break; /* this block had fewer slabs */
           lat.push_back((double)(F[q] - P[q]));
@@ -729,6 +737,10 @@ int main(int argc, char** argv) {
           period.push_back((double)(D[q] - D[q - 1]));
           pissue.push_back((double)(P[q] - Q[q])); /* expect_tx + 2 TMA issues (+ clock) */
           pwait.push_back((double)(Q[q] - P[q - 1])); /* waiting for the stage to be free */
+          /* session 22: warpgroup 1's release of slab q - 1 after warpgroup 0's, and the
+           * producer's stage-free time after the later of the two releases of slab q - kS */
+          if (D1[q]) lag1.push_back((double)(D1[q] - D[q]));
+          if (D1[q - kS + 1]) free1.push_back((double)(Q[q] - std::max(D[q - kS + 1], D1[q - kS + 1])));
         }
         printf("#   %s trace block %s: %zu steady slabs; medians (cycles / us): issue->data %.0f / "
                "%.2f, consumer waits for data %.0f / %.2f, consumer per slab %.0f / %.2f, period "
@@ -749,10 +761,18 @@ int main(int argc, char** argv) {
                  "expect_tx + 2 TMA issues %.0f; issue runs ahead of use by %.1f slabs\n", name,
                  b ? "grid/2" : "0", med(pwait), med(pissue),
                  med(lat) / std::max(1.0, med(period)));
+        if (!lag1.empty())
+          printf("#   %s trace block %s: warpgroup 1 releases %.0f cycles after warpgroup 0 (median; "
+                 "%.1f slabs); producer sees the stage free %.0f cycles after its last release\n",
+                 name, b ? "grid/2" : "0", med(lag1), med(lag1) / std::max(1.0, med(period)),
+                 med(free1));
       }
     };
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", std::false_type{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin", std::true_type{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", std::integral_constant<int, 0>{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin",
+                std::integral_constant<int, 1>{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin2",
+                std::integral_constant<int, 2>{});
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
