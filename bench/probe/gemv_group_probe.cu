@@ -164,9 +164,14 @@ __device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
 }
 
 /* kSpin: 0 both waits fco::tile::mbar_wait (try_wait), 1 the consumers' full wait a test_wait
- * spin, 2 the producer's empty wait too (session 22). */
-template <int kS, int kGr, int kCl = 1, bool kTrace = false, int kSpin = 0>
-__global__ void __launch_bounds__(kWsThreads, 1)
+ * spin, 2 the producer's empty wait too (session 22).
+ * kProd (session 22, traced rows only; the producer passes a stage's empty barrier ~2800 cycles
+ * after both warpgroups released it, yet runs only ~2.3 slabs ahead): 0 one producer thread
+ * issues both loads; 1 a second producer warp (launch 320 threads) issues x, warp 8 W and the
+ * expect_tx; 2 no x loads at all (timing only: y is wrong, the row is not checked). Slot [5] of
+ * the trace: tid 0's clock64 at entry [0] and before the final barrier [1]. */
+template <int kS, int kGr, int kCl = 1, bool kTrace = false, int kSpin = 0, int kProd = 0>
+__global__ void __launch_bounds__(320, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
 #if FCO_WGMMA_COMPILED
@@ -184,10 +189,17 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const uint32_t crank = kCl > 1 ? fco::tile::cluster_ctarank() : 0;
   long long* trace = nullptr;
   if (kTrace && (blockIdx.x == 0 || blockIdx.x == gridDim.x / 2))
-    trace = g_trace + (blockIdx.x == 0 ? 0 : 5 * kTraceMax);
+    trace = g_trace + (blockIdx.x == 0 ? 0 : 6 * kTraceMax);
+  if (kTrace && trace && tid == 0) trace[5 * kTraceMax] = clock64();
   if (tid == 0) ring_bars_init(full, empty, kS, 8 * kCl); /* the consumer warps of the cluster */
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
+    if (kProd == 1 && tid == 288)
+      for (long long q = 0; q < total; ++q) { /* x only: warp 8 expects its bytes */
+        const int s = (int)(q % kS);
+        if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
+        fco::tile::tma_load_2d(pipe + s * R::kStageBytes, &mx, full + 8 * s, (int)(q % num_k) * 64, 0);
+      }
     if (tid == 256)
       for (long long q = 0; q < total; ++q) {
         const int s = (int)(q % kS);
@@ -199,8 +211,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const int k0 = (int)(q % num_k) * 64;
         const uint32_t st = pipe + s * R::kStageBytes;
         if (kTrace && trace && q < kTraceMax) trace[3 * kTraceMax + q] = clock64();
-        fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
-        if constexpr (kCl > 1)
+        fco::tile::mbar_arrive_expect_tx(full + 8 * s, kProd == 2 ? R::kWBytes : R::kStageBytes);
+        if constexpr (kProd != 0) {
+        } else if constexpr (kCl > 1)
           fco::tile::tma_load_2d_mc(st + crank * (R::kXBytes / kCl), &mx, full + 8 * s, k0,
                                     (int)crank * (64 / kCl), (uint16_t)((1u << kCl) - 1));
         else
@@ -271,6 +284,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (lane == 0) release(empty + 8 * (int)((q - 1) % kS));
     }
   }
+  if (kTrace && trace && tid == 0) trace[5 * kTraceMax + 1] = clock64();
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid == 0) ring_bars_inval(full, empty, kS);
 #else
@@ -684,34 +698,35 @@ int main(int argc, char** argv) {
      * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
      * data-there latency, the consumer's wait for data after finishing the previous slab, its
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
-    auto tmaws_trace = [&](auto ring, const char* name, auto spin) {
+    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod) {
       constexpr int kS = decltype(ring)::value;
-      constexpr int kSpin = decltype(spin)::value;
+      constexpr int kSpin = decltype(spin)::value, kProd = decltype(prod)::value;
+      const int threads = kProd == 1 ? 320 : kWsThreads;
       const int smem = TmaRing<kS, 4>::kSmem, tgroups = (N + 63) / 64;
-      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin>;
+      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin, kProd>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
       long long* tr = nullptr;
-      CK(cudaMalloc(&tr, (size_t)10 * kTraceMax * 8));
-      CK(cudaMemset(tr, 0, (size_t)10 * kTraceMax * 8));
+      CK(cudaMalloc(&tr, (size_t)12 * kTraceMax * 8));
+      CK(cudaMemset(tr, 0, (size_t)12 * kTraceMax * 8));
       CK(cudaMemcpyToSymbol(g_trace, &tr, sizeof tr));
       const int grid = std::min(tgroups, sms);
-      for (int i = 0; i < 3; ++i) kern<<<grid, kWsThreads, smem>>>(mx, mw0, y, M, N, K, tgroups);
+      for (int i = 0; i < 3; ++i) kern<<<grid, threads, smem>>>(mx, mw0, y, M, N, K, tgroups);
       CK(cudaDeviceSynchronize());
-      std::vector<long long> h((size_t)10 * kTraceMax);
+      std::vector<long long> h((size_t)12 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
       {
         /* the traced kernel's own time (W rotating, trace stores included) and its y */
         std::vector<CUtensorMap> mws(sets);
         for (int s2 = 0; s2 < sets; ++s2) encode(&mws[s2], W[s2], K, N, 64);
         auto run = [&](int s2) {
-          kern<<<grid, kWsThreads, smem>>>(mx, mws[s2], y, M, N, K, tgroups);
+          kern<<<grid, threads, smem>>>(mx, mws[s2], y, M, N, K, tgroups);
         };
         const float t = probe_time_us(run, reps, sets);
         CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
         run(0);
-        row(name, t, check(0));
+        row(name, t, kProd == 2 ? 0 : check(0)); /* kProd 2 loads no x: timing only */
       }
       CK(cudaFree(tr));
       const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
@@ -725,7 +740,7 @@ int main(int argc, char** argv) {
         return v[v.size() / 2];
       };
       for (int b = 0; b < 2; ++b) {
-        const long long* P = h.data() + (size_t)b * 5 * kTraceMax;
+        const long long* P = h.data() + (size_t)b * 6 * kTraceMax;
         const long long *F = P + kTraceMax, *D = P + 2 * kTraceMax, *Q = P + 3 * kTraceMax;
         const long long* D1 = P + 4 * kTraceMax;
         std::vector<double> lat, wait, own, period, pissue, pwait, lag1, free1;
@@ -761,6 +776,11 @@ int main(int argc, char** argv) {
                  "expect_tx + 2 TMA issues %.0f; issue runs ahead of use by %.1f slabs\n", name,
                  b ? "grid/2" : "0", med(pwait), med(pissue),
                  med(lat) / std::max(1.0, med(period)));
+        const long long* E = P + 5 * kTraceMax; /* entry, exit */
+        if (E[0] && E[1] && !period.empty())
+          printf("#   %s trace block %s: entry -> first issue %.2f us, last slab done -> exit %.2f us, "
+                 "entry -> exit %.2f us\n", name, b ? "grid/2" : "0", (P[0] - E[0]) / ghz / 1e3,
+                 (E[1] - D[kS + (int)period.size() - 1]) / ghz / 1e3, (E[1] - E[0]) / ghz / 1e3);
         if (!lag1.empty())
           printf("#   %s trace block %s: warpgroup 1 releases %.0f cycles after warpgroup 0 (median; "
                  "%.1f slabs); producer sees the stage free %.0f cycles after its last release\n",
@@ -768,11 +788,13 @@ int main(int argc, char** argv) {
                  med(free1));
       }
     };
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", std::integral_constant<int, 0>{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin",
-                std::integral_constant<int, 1>{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin2",
-                std::integral_constant<int, 2>{});
+    using Z0 = std::integral_constant<int, 0>;
+    using Z1 = std::integral_constant<int, 1>;
+    using Z2 = std::integral_constant<int, 2>;
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", Z0{}, Z0{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin2", Z2{}, Z0{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr 2prod", Z0{}, Z1{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr nox", Z0{}, Z2{});
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
