@@ -149,6 +149,13 @@ __device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, i
  * thread 128 (warpgroup 1) at [2]'s point. */
 constexpr int kTraceMax = 4096;
 __device__ long long* g_trace;
+/* session 22: every block's %globaltimer (ns) at entry [2b] and before the final barrier [2b+1] */
+__device__ unsigned long long* g_gt;
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 /* The consumers' wait for a full stage as a test_wait spin (never suspends) instead of
  * fco::tile::mbar_wait's try_wait loop (session 21: is the ~255-cycle wait a slab the data or the
@@ -191,6 +198,7 @@ __global__ void __launch_bounds__(320, 1)
   if (kTrace && (blockIdx.x == 0 || blockIdx.x == gridDim.x / 2))
     trace = g_trace + (blockIdx.x == 0 ? 0 : 6 * kTraceMax);
   if (kTrace && trace && tid == 0) trace[5 * kTraceMax] = clock64();
+  if (kTrace && tid == 0) g_gt[2 * blockIdx.x] = globaltimer_ns();
   if (tid == 0) ring_bars_init(full, empty, kS, 8 * kCl); /* the consumer warps of the cluster */
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid >= 256) { /* the producer warp */
@@ -200,7 +208,21 @@ __global__ void __launch_bounds__(320, 1)
         if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
         fco::tile::tma_load_2d(pipe + s * R::kStageBytes, &mx, full + 8 * s, (int)(q % num_k) * 64, 0);
       }
-    if (tid == 256)
+    if (kProd == 3 && tid == 256) { /* 32-bit counters, no division (session 22) */
+      int s = 0, ph = 0, kt = 0, g = (int)blockIdx.x;
+      for (int q = 0; q < (int)total; ++q) {
+        if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
+        const uint32_t st = pipe + s * R::kStageBytes;
+        if (kTrace && trace && q < kTraceMax) trace[3 * kTraceMax + q] = clock64();
+        fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
+        fco::tile::tma_load_2d(st, &mx, full + 8 * s, kt * 64, 0);
+        fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, kt * 64, min(g, groups - 1) * kC);
+        if (kTrace && trace && q < kTraceMax) trace[q] = clock64();
+        if (++s == kS) s = 0, ph ^= 1;
+        if (++kt == num_k) kt = 0, g += (int)gridDim.x;
+      }
+    }
+    if (kProd != 3 && tid == 256)
       for (long long q = 0; q < total; ++q) {
         const int s = (int)(q % kS);
         if (q >= kS) {
@@ -285,6 +307,7 @@ __global__ void __launch_bounds__(320, 1)
     }
   }
   if (kTrace && trace && tid == 0) trace[5 * kTraceMax + 1] = clock64();
+  if (kTrace && tid == 0) g_gt[2 * blockIdx.x + 1] = globaltimer_ns();
   if constexpr (kCl > 1) fco::tile::cluster_sync(); else __syncthreads();
   if (tid == 0) ring_bars_inval(full, empty, kS);
 #else
@@ -711,11 +734,28 @@ int main(int argc, char** argv) {
       CK(cudaMalloc(&tr, (size_t)12 * kTraceMax * 8));
       CK(cudaMemset(tr, 0, (size_t)12 * kTraceMax * 8));
       CK(cudaMemcpyToSymbol(g_trace, &tr, sizeof tr));
+      unsigned long long* gt = nullptr;
+      CK(cudaMalloc(&gt, (size_t)2 * sms * 8));
+      CK(cudaMemset(gt, 0, (size_t)2 * sms * 8));
+      CK(cudaMemcpyToSymbol(g_gt, &gt, sizeof gt));
       const int grid = std::min(tgroups, sms);
       for (int i = 0; i < 3; ++i) kern<<<grid, threads, smem>>>(mx, mw0, y, M, N, K, tgroups);
       CK(cudaDeviceSynchronize());
       std::vector<long long> h((size_t)12 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+      {
+        /* the third launch's blocks on %globaltimer: how far apart they start and end */
+        std::vector<unsigned long long> g2((size_t)2 * grid);
+        CK(cudaMemcpy(g2.data(), gt, g2.size() * 8, cudaMemcpyDeviceToHost));
+        unsigned long long e0 = ~0ull, e1 = 0, x0 = ~0ull, x1 = 0;
+        for (int b = 0; b < grid; ++b) {
+          e0 = std::min(e0, g2[2 * b]), e1 = std::max(e1, g2[2 * b]);
+          x0 = std::min(x0, g2[2 * b + 1]), x1 = std::max(x1, g2[2 * b + 1]);
+        }
+        printf("#   %s: %d blocks (globaltimer): entries spread over %.2f us; exits %.2f .. %.2f us "
+               "after the first entry\n", name, grid, (e1 - e0) * 1e-3, (x0 - e0) * 1e-3,
+               (x1 - e0) * 1e-3);
+      }
       {
         /* the traced kernel's own time (W rotating, trace stores included) and its y */
         std::vector<CUtensorMap> mws(sets);
@@ -729,6 +769,7 @@ int main(int argc, char** argv) {
         row(name, t, kProd == 2 ? 0 : check(0)); /* kProd 2 loads no x: timing only */
       }
       CK(cudaFree(tr));
+      CK(cudaFree(gt)); /* the timed launches above still wrote both */
       const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
       const int total = std::min(per * ((K + 63) / 64), kTraceMax);
       int khz = 0;
@@ -792,6 +833,7 @@ int main(int argc, char** argv) {
     using Z1 = std::integral_constant<int, 1>;
     using Z2 = std::integral_constant<int, 2>;
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", Z0{}, Z0{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr i32", Z0{}, std::integral_constant<int, 3>{});
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin2", Z2{}, Z0{});
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr 2prod", Z0{}, Z1{});
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr nox", Z0{}, Z2{});
