@@ -4,4 +4,4 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 FCO_PROBE_TMAWS_ONLY=1 timeout 200 build/probe/gemv_group_probe 10 > $OUT/probe.txt 2>&1; echo rc $?
-grep -E "cublas|tr |wrong:" $OUT/probe.txt | grep "block 0\|blocks (glob\|cublas\|tmaws4 S=8 tr\|wrong" | grep -v "mean period" | cut -c1-200
+grep -E "cublas|tr |blocks \(glob|wrong:" $OUT/probe.txt | grep "block 0\|blocks (glob\|cublas\|tmaws4 S=8 tr\|wrong" | grep -v "mean period" | cut -c1-200
