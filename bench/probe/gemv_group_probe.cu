@@ -97,10 +97,11 @@ __global__ void __launch_bounds__(256, 1)
 /* ---- the TMA ring's layout ---------------------------------------------------------------- */
 /* kGr tiles of 16 columns a group (4 as the library's default; 2: twice the groups, so two
  * blocks per SM have work at N = 8192 when the ring is small enough). */
-template <int kS, int kGr>
-struct TmaRing {
+template <int kS, int kGr, int kKb = 1>
+struct TmaRing { /* kKb (session 22): 64-k boxes a stage (x boxes, then W boxes) */
   static constexpr int kCols = kGr * 16;
-  static constexpr int kXBytes = 64 * 128, kWBytes = kCols * 128, kStageBytes = kXBytes + kWBytes;
+  static constexpr int kXBytes = 64 * 128 * kKb, kWBytes = kCols * 128 * kKb;
+  static constexpr int kStageBytes = kXBytes + kWBytes;
   static constexpr int kBarOff = kS * kStageBytes;
   static constexpr int kOutBytes = kGr * 64 * 16 * 4;
   static constexpr int kSmem = 1024 + kBarOff + 2 * kS * 8 + kOutBytes;
@@ -177,19 +178,21 @@ __device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
  * issues both loads; 1 a second producer warp (launch 320 threads) issues x, warp 8 W and the
  * expect_tx; 2 no x loads at all (timing only: y is wrong, the row is not checked). Slot [5] of
  * the trace: tid 0's clock64 at entry [0] and before the final barrier [1]. */
-template <int kS, int kGr, int kCl = 1, bool kTrace = false, int kSpin = 0, int kProd = 0>
+template <int kS, int kGr, int kCl = 1, bool kTrace = false, int kSpin = 0, int kProd = 0,
+          int kKb = 1>
 __global__ void __launch_bounds__(320, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
 #if FCO_WGMMA_COMPILED
-  using R = TmaRing<kS, kGr>;
+  using R = TmaRing<kS, kGr, kKb>;
+  static_assert(kKb == 1 || kProd == 3, "wide stages: the i32 producer only");
   constexpr int kC = R::kCols;
   extern __shared__ __align__(1024) unsigned char smem[];
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
   const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
   float* out = reinterpret_cast<float*>(smem + (pipe - smem_u32(smem)) + R::kBarOff + 2 * kS * 8);
-  const int num_k = (K + 63) / 64;
+  const int num_k = (K + 64 * kKb - 1) / (64 * kKb); /* stages a group */
   const int my_groups = kCl > 1 ? (groups + gridDim.x - 1) / gridDim.x
                       : groups > (int)blockIdx.x ? (groups - 1 - (int)blockIdx.x) / gridDim.x + 1 : 0;
   const long long total = (long long)my_groups * num_k; /* slabs of this block, all groups */
@@ -215,8 +218,13 @@ __global__ void __launch_bounds__(320, 1)
         const uint32_t st = pipe + s * R::kStageBytes;
         if (kTrace && trace && q < kTraceMax) trace[3 * kTraceMax + q] = clock64();
         fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
-        fco::tile::tma_load_2d(st, &mx, full + 8 * s, kt * 64, 0);
-        fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, kt * 64, min(g, groups - 1) * kC);
+#pragma unroll
+        for (int b = 0; b < kKb; ++b)
+          fco::tile::tma_load_2d(st + b * (64 * 128), &mx, full + 8 * s, (kt * kKb + b) * 64, 0);
+#pragma unroll
+        for (int b = 0; b < kKb; ++b)
+          fco::tile::tma_load_2d(st + R::kXBytes + b * (kC * 128), &mw, full + 8 * s,
+                                 (kt * kKb + b) * 64, min(g, groups - 1) * kC);
         if (kTrace && trace && q < kTraceMax) trace[q] = clock64();
         if (++s == kS) s = 0, ph ^= 1;
         if (++kt == num_k) kt = 0, g += (int)gridDim.x;
@@ -270,10 +278,12 @@ __global__ void __launch_bounds__(320, 1)
         const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
         fco::tile::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          fco::gemv::WgmmaN<bf16, kC / 2>::run(
-              d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
-              fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
+        for (int b = 0; b < kKb; ++b)
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            fco::gemv::WgmmaN<bf16, kC / 2>::run(
+                d, fco::tile::wgmma_desc(st + b * (64 * 128) + kk * 32, 16, 1024),
+                fco::tile::wgmma_desc(st + b_off + b * (kC * 128) + kk * 32, 16, 1024));
         fco::tile::wgmma_commit();
         fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired: release its stage */
         if (q > 0) {
@@ -721,12 +731,13 @@ int main(int argc, char** argv) {
      * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
      * data-there latency, the consumer's wait for data after finishing the previous slab, its
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
-    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod) {
-      constexpr int kS = decltype(ring)::value;
+    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod,
+                           auto kb = std::integral_constant<int, 1>{}) {
+      constexpr int kS = decltype(ring)::value, kKb = decltype(kb)::value;
       constexpr int kSpin = decltype(spin)::value, kProd = decltype(prod)::value;
       const int threads = kProd == 1 ? 320 : kWsThreads;
-      const int smem = TmaRing<kS, 4>::kSmem, tgroups = (N + 63) / 64;
-      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin, kProd>;
+      const int smem = TmaRing<kS, 4, kKb>::kSmem, tgroups = (N + 63) / 64;
+      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin, kProd, kKb>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
@@ -743,6 +754,7 @@ int main(int argc, char** argv) {
       CK(cudaDeviceSynchronize());
       std::vector<long long> h((size_t)12 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
+      double gt_b0_ns = 0; /* block 0's entry -> exit on %globaltimer */
       {
         /* the third launch's blocks on %globaltimer: how far apart they start and end */
         std::vector<unsigned long long> g2((size_t)2 * grid);
@@ -752,6 +764,7 @@ int main(int argc, char** argv) {
           e0 = std::min(e0, g2[2 * b]), e1 = std::max(e1, g2[2 * b]);
           x0 = std::min(x0, g2[2 * b + 1]), x1 = std::max(x1, g2[2 * b + 1]);
         }
+        gt_b0_ns = (double)(g2[1] - g2[0]);
         printf("#   %s: %d blocks (globaltimer): entries spread over %.2f us; exits %.2f .. %.2f us "
                "after the first entry\n", name, grid, (e1 - e0) * 1e-3, (x0 - e0) * 1e-3,
                (x1 - e0) * 1e-3);
@@ -771,10 +784,14 @@ int main(int argc, char** argv) {
       CK(cudaFree(tr));
       CK(cudaFree(gt)); /* the timed launches above still wrote both */
       const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
-      const int total = std::min(per * ((K + 63) / 64), kTraceMax);
+      const int total = std::min(per * ((K + 64 * kKb - 1) / (64 * kKb)), kTraceMax);
       int khz = 0;
       CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
-      const double ghz = khz * 1e-6;
+      /* session 22: µs at the SM clock block 0 ran at (its clock64 over its %globaltimer, entry ->
+       * exit); the attribute (the boost clock) made earlier runs' µs ~10 % short */
+      const long long* E0 = h.data() + 5 * kTraceMax;
+      const double ghz = E0[0] && E0[1] && gt_b0_ns > 0 ? (E0[1] - E0[0]) / gt_b0_ns : khz * 1e-6;
+      printf("#   %s: SM clock %.3f GHz measured (attribute %.3f)\n", name, ghz, khz * 1e-6);
       auto med = [](std::vector<double> v) {
         if (v.empty()) return 0.0;
         std::sort(v.begin(), v.end());
@@ -830,13 +847,15 @@ int main(int argc, char** argv) {
       }
     };
     using Z0 = std::integral_constant<int, 0>;
-    using Z1 = std::integral_constant<int, 1>;
-    using Z2 = std::integral_constant<int, 2>;
+    using Z3 = std::integral_constant<int, 3>;
     tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", Z0{}, Z0{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr i32", Z0{}, std::integral_constant<int, 3>{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr spin2", Z2{}, Z0{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr 2prod", Z0{}, Z1{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr nox", Z0{}, Z2{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr i32", Z0{}, Z3{});
+    tmaws_trace(std::integral_constant<int, 4>{}, "tmaws4 S=4 tr i32 k2", Z0{}, Z3{},
+                std::integral_constant<int, 2>{});
+    tmaws_trace(std::integral_constant<int, 3>{}, "tmaws4 S=3 tr i32 k4", Z0{}, Z3{},
+                std::integral_constant<int, 4>{});
+    tmaws_trace(std::integral_constant<int, 2>{}, "tmaws4 S=2 tr i32 k4", Z0{}, Z3{},
+                std::integral_constant<int, 4>{});
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
