@@ -731,8 +731,7 @@ int main(int argc, char** argv) {
      * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
      * data-there latency, the consumer's wait for data after finishing the previous slab, its
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
-    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod,
-                           auto kb = std::integral_constant<int, 1>{}) {
+    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod, auto kb) {
       constexpr int kS = decltype(ring)::value, kKb = decltype(kb)::value;
       constexpr int kSpin = decltype(spin)::value, kProd = decltype(prod)::value;
       const int threads = kProd == 1 ? 320 : kWsThreads;
@@ -848,8 +847,9 @@ int main(int argc, char** argv) {
     };
     using Z0 = std::integral_constant<int, 0>;
     using Z3 = std::integral_constant<int, 3>;
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", Z0{}, Z0{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr i32", Z0{}, Z3{});
+    using K1 = std::integral_constant<int, 1>;
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", Z0{}, Z0{}, K1{});
+    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr i32", Z0{}, Z3{}, K1{});
     tmaws_trace(std::integral_constant<int, 4>{}, "tmaws4 S=4 tr i32 k2", Z0{}, Z3{},
                 std::integral_constant<int, 2>{});
     tmaws_trace(std::integral_constant<int, 3>{}, "tmaws4 S=3 tr i32 k4", Z0{}, Z3{},
