@@ -171,6 +171,16 @@ __device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
+/* m64n64k16 bf16, both operands from shared memory (K-major, 128-byte swizzle): the k-split
+ * consumers' instruction (session 22; the library's GEMV has n16 / n32 only). */
+__device__ __forceinline__ void wgmma_n64_bf16(float* d, uint64_t da, uint64_t db) {
+#if FCO_WGMMA_COMPILED
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 1, 1, 1, 0, 0;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(da), "l"(db));
+#endif
+}
+
 /* kSpin: 0 both waits fco::tile::mbar_wait (try_wait), 1 the consumers' full wait a test_wait
  * spin, 2 the producer's empty wait too (session 22).
  * kProd (session 22, traced rows only; the producer passes a stage's empty barrier ~2800 cycles
@@ -178,14 +188,18 @@ __device__ __forceinline__ void mbar_wait_spin(uint32_t bar, uint32_t parity) {
  * issues both loads; 1 a second producer warp (launch 320 threads) issues x, warp 8 W and the
  * expect_tx; 2 no x loads at all (timing only: y is wrong, the row is not checked). Slot [5] of
  * the trace: tid 0's clock64 at entry [0] and before the final barrier [1]. */
+/* kWs (session 22, traced rows): 0 warpgroup w computes columns w·kC/2.. of every box (m64n32);
+ * 1 warpgroup w computes all kC = 64 columns of the boxes b ≡ w (mod 2) (m64n64: half the
+ * instructions and x re-reads), the two partial sums added in shared memory per group. */
 template <int kS, int kGr, int kCl = 1, bool kTrace = false, int kSpin = 0, int kProd = 0,
-          int kKb = 1>
+          int kKb = 1, int kWs = 0>
 __global__ void __launch_bounds__(320, 1)
     tma_ws_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* y, int M, int N, int K, int groups) {
 #if FCO_WGMMA_COMPILED
   using R = TmaRing<kS, kGr, kKb>;
   static_assert(kKb == 1 || kProd == 3, "wide stages: the i32 producer only");
+  static_assert(kWs == 0 || (kKb % 2 == 0 && kGr == 4), "k split: even boxes, 64 columns");
   constexpr int kC = R::kCols;
   extern __shared__ __align__(1024) unsigned char smem[];
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
@@ -263,12 +277,12 @@ __global__ void __launch_bounds__(320, 1)
         fco::tile::mbar_arrive(bar);
       }
     };
-    float d[kC / 4];
+    float d[kWs ? kC / 2 : kC / 4];
     long long q = 0;
     for (int gi = 0; gi < my_groups; ++gi) {
       const int g = (int)blockIdx.x + gi * (int)gridDim.x;
 #pragma unroll
-      for (int i = 0; i < kC / 4; ++i) d[i] = 0.f;
+      for (int i = 0; i < (kWs ? kC / 2 : kC / 4); ++i) d[i] = 0.f;
       for (int kt = 0; kt < num_k; ++kt, ++q) {
         const int s = (int)(q % kS);
         if constexpr (kSpin >= 1) mbar_wait_spin(full + 8 * s, (uint32_t)(q / kS) & 1u);
@@ -277,13 +291,23 @@ __global__ void __launch_bounds__(320, 1)
         const uint32_t st = pipe + s * R::kStageBytes;
         const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
         fco::tile::wgmma_fence();
+        if constexpr (kWs == 1) {
 #pragma unroll
-        for (int b = 0; b < kKb; ++b)
+          for (int b = 0; b < kKb; b += 2)
 #pragma unroll
-          for (int kk = 0; kk < 4; ++kk)
-            fco::gemv::WgmmaN<bf16, kC / 2>::run(
-                d, fco::tile::wgmma_desc(st + b * (64 * 128) + kk * 32, 16, 1024),
-                fco::tile::wgmma_desc(st + b_off + b * (kC * 128) + kk * 32, 16, 1024));
+            for (int kk = 0; kk < 4; ++kk)
+              wgmma_n64_bf16(d, fco::tile::wgmma_desc(st + (b + wg) * (64 * 128) + kk * 32, 16, 1024),
+                             fco::tile::wgmma_desc(st + R::kXBytes + (b + wg) * (kC * 128) + kk * 32,
+                                                   16, 1024));
+        } else {
+#pragma unroll
+          for (int b = 0; b < kKb; ++b)
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+              fco::gemv::WgmmaN<bf16, kC / 2>::run(
+                  d, fco::tile::wgmma_desc(st + b * (64 * 128) + kk * 32, 16, 1024),
+                  fco::tile::wgmma_desc(st + b_off + b * (kC * 128) + kk * 32, 16, 1024));
+        }
         fco::tile::wgmma_commit();
         fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired: release its stage */
         if (q > 0) {
@@ -295,16 +319,31 @@ __global__ void __launch_bounds__(320, 1)
       }
       fco::tile::wgmma_wait<0>();
 #pragma unroll
-      for (int i = 0; i < kC / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      for (int i = 0; i < (kWs ? kC / 2 : kC / 4); ++i) asm volatile("" : "+f"(d[i])::"memory");
       const int row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
+      if constexpr (kWs == 1) { /* warpgroup 1 stores its sum, then warpgroup 0 adds its own */
+        for (int w = 1; w >= 0; --w) {
+          if (wg == w)
 #pragma unroll
-      for (int j = 0; j < kC / 16; ++j)
+            for (int j = 0; j < kC / 8; ++j)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int col = wg * (kC / 2) + 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
-          out[((col / 16) * 64 + row) * 16 + col % 16] = d[4 * j + c];
+              for (int c = 0; c < 4; ++c) {
+                const int col = 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
+                float& o = out[((col / 16) * 64 + row) * 16 + col % 16];
+                o = w ? d[4 * j + c] : o + d[4 * j + c];
+              }
+          asm volatile("bar.sync 1, 256;" ::: "memory");
         }
-      asm volatile("bar.sync 1, 256;" ::: "memory");
+      } else {
+#pragma unroll
+        for (int j = 0; j < kC / 16; ++j)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int col = wg * (kC / 2) + 8 * j + 2 * (lane & 3) + (c & 1), row = row0 + 8 * (c >> 1);
+            out[((col / 16) * 64 + row) * 16 + col % 16] = d[4 * j + c];
+          }
+        asm volatile("bar.sync 1, 256;" ::: "memory");
+      }
       for (int i = tid; i < kGr * 64 * 16; i += 256) {
         const int t = i / (64 * 16), m = (i / 16) % 64, c = i % 16, n = g * kC + t * 16 + c;
         if (m < M && n < N && g < groups) y[(size_t)m * N + n] = out[i];
@@ -731,12 +770,14 @@ int main(int argc, char** argv) {
      * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
      * data-there latency, the consumer's wait for data after finishing the previous slab, its
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
-    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod, auto kb) {
+    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod, auto kb,
+                           auto ws) {
       constexpr int kS = decltype(ring)::value, kKb = decltype(kb)::value;
+      constexpr int kWs = decltype(ws)::value;
       constexpr int kSpin = decltype(spin)::value, kProd = decltype(prod)::value;
       const int threads = kProd == 1 ? 320 : kWsThreads;
       const int smem = TmaRing<kS, 4, kKb>::kSmem, tgroups = (N + 63) / 64;
-      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin, kProd, kKb>;
+      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin, kProd, kKb, kWs>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
       if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
@@ -848,14 +889,19 @@ int main(int argc, char** argv) {
     using Z0 = std::integral_constant<int, 0>;
     using Z3 = std::integral_constant<int, 3>;
     using K1 = std::integral_constant<int, 1>;
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr", Z0{}, Z0{}, K1{});
-    tmaws_trace(std::integral_constant<int, 8>{}, "tmaws4 S=8 tr i32", Z0{}, Z3{}, K1{});
-    tmaws_trace(std::integral_constant<int, 4>{}, "tmaws4 S=4 tr i32 k2", Z0{}, Z3{},
-                std::integral_constant<int, 2>{});
-    tmaws_trace(std::integral_constant<int, 3>{}, "tmaws4 S=3 tr i32 k4", Z0{}, Z3{},
-                std::integral_constant<int, 4>{});
-    tmaws_trace(std::integral_constant<int, 2>{}, "tmaws4 S=2 tr i32 k4", Z0{}, Z3{},
-                std::integral_constant<int, 4>{});
+    using K2 = std::integral_constant<int, 2>;
+    using K4 = std::integral_constant<int, 4>;
+    using S6 = std::integral_constant<int, 6>;
+    using S3 = std::integral_constant<int, 3>;
+    using S4 = std::integral_constant<int, 4>;
+    using S8 = std::integral_constant<int, 8>;
+    tmaws_trace(S8{}, "tmaws4 S=8 tr", Z0{}, Z0{}, K1{}, Z0{});
+    tmaws_trace(S8{}, "tmaws4 S=8 tr i32", Z0{}, Z3{}, K1{}, Z0{});
+    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2", Z0{}, Z3{}, K2{}, Z0{});
+    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4", Z0{}, Z3{}, K4{}, Z0{});
+    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2 ks", Z0{}, Z3{}, K2{}, K1{});
+    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4 ks", Z0{}, Z3{}, K4{}, K1{});
+    tmaws_trace(S6{}, "tmaws4 S=6 tr i32 k2 ks", Z0{}, Z3{}, K2{}, K1{});
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
