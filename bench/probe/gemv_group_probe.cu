@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(320, 1)
                   float* y, int M, int N, int K, int groups) {
 #if FCO_WGMMA_COMPILED
   using R = TmaRing<kS, kGr, kKb>;
-  static_assert(kKb == 1 || kProd == 3, "wide stages: the i32 producer only");
+  static_assert(kKb == 1 || kProd >= 3, "wide stages: the i32 producer only");
   static_assert(kWs == 0 || (kKb % 2 == 0 && kGr == 4), "k split: even boxes, 64 columns");
   constexpr int kC = R::kCols;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -225,16 +225,26 @@ __global__ void __launch_bounds__(320, 1)
         if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
         fco::tile::tma_load_2d(pipe + s * R::kStageBytes, &mx, full + 8 * s, (int)(q % num_k) * 64, 0);
       }
-    if (kProd == 3 && tid == 256) { /* 32-bit counters, no division (session 22) */
+    /* kProd 3: 32-bit counters, no division (session 22); 4: the same without x loads (timing
+     * only); with clusters each CTA loads 64 / kCl rows of each x box and multicasts them */
+    if (kProd >= 3 && tid == 256) {
       int s = 0, ph = 0, kt = 0, g = (int)blockIdx.x;
       for (int q = 0; q < (int)total; ++q) {
         if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
         const uint32_t st = pipe + s * R::kStageBytes;
         if (kTrace && trace && q < kTraceMax) trace[3 * kTraceMax + q] = clock64();
-        fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
+        fco::tile::mbar_arrive_expect_tx(full + 8 * s, kProd == 4 ? R::kWBytes : R::kStageBytes);
 #pragma unroll
-        for (int b = 0; b < kKb; ++b)
-          fco::tile::tma_load_2d(st + b * (64 * 128), &mx, full + 8 * s, (kt * kKb + b) * 64, 0);
+        for (int b = 0; b < kKb; ++b) {
+          if constexpr (kProd == 4) {
+          } else if constexpr (kCl > 1) {
+            fco::tile::tma_load_2d_mc(st + b * (64 * 128) + crank * (64 * 128 / kCl), &mx,
+                                      full + 8 * s, (kt * kKb + b) * 64, (int)crank * (64 / kCl),
+                                      (uint16_t)((1u << kCl) - 1));
+          } else {
+            fco::tile::tma_load_2d(st + b * (64 * 128), &mx, full + 8 * s, (kt * kKb + b) * 64, 0);
+          }
+        }
 #pragma unroll
         for (int b = 0; b < kKb; ++b)
           fco::tile::tma_load_2d(st + R::kXBytes + b * (kC * 128), &mw, full + 8 * s,
@@ -244,7 +254,7 @@ __global__ void __launch_bounds__(320, 1)
         if (++kt == num_k) kt = 0, g += (int)gridDim.x;
       }
     }
-    if (kProd != 3 && tid == 256)
+    if (kProd < 3 && tid == 256)
       for (long long q = 0; q < total; ++q) {
         const int s = (int)(q % kS);
         if (q >= kS) {
@@ -770,17 +780,17 @@ int main(int argc, char** argv) {
      * launches): medians over the steady slabs q in [kS, total) of the producer's issue ->
      * data-there latency, the consumer's wait for data after finishing the previous slab, its
      * own time per slab, and the slab period; cycles and µs at the SM clock. */
-    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod, auto kb,
-                           auto ws) {
+    auto tmaws_trace = [&](auto ring, const char* name, auto spin, auto prod, auto kb, auto ws,
+                           auto cl) {
       constexpr int kS = decltype(ring)::value, kKb = decltype(kb)::value;
-      constexpr int kWs = decltype(ws)::value;
+      constexpr int kWs = decltype(ws)::value, kCl = decltype(cl)::value;
       constexpr int kSpin = decltype(spin)::value, kProd = decltype(prod)::value;
       const int threads = kProd == 1 ? 320 : kWsThreads;
       const int smem = TmaRing<kS, 4, kKb>::kSmem, tgroups = (N + 63) / 64;
-      auto kern = tma_ws_kernel<kS, 4, 1, true, kSpin, kProd, kKb, kWs>;
+      auto kern = tma_ws_kernel<kS, 4, kCl, true, kSpin, kProd, kKb, kWs>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       CUtensorMap mx, mw0;
-      if (!encode(&mx, x, K, M, 64) || !encode(&mw0, W[0], K, N, 64)) return;
+      if (!encode(&mx, x, K, M, 64 / kCl) || !encode(&mw0, W[0], K, N, 64)) return;
       long long* tr = nullptr;
       CK(cudaMalloc(&tr, (size_t)12 * kTraceMax * 8));
       CK(cudaMemset(tr, 0, (size_t)12 * kTraceMax * 8));
@@ -789,8 +799,29 @@ int main(int argc, char** argv) {
       CK(cudaMalloc(&gt, (size_t)2 * sms * 8));
       CK(cudaMemset(gt, 0, (size_t)2 * sms * 8));
       CK(cudaMemcpyToSymbol(g_gt, &gt, sizeof gt));
-      const int grid = std::min(tgroups, sms);
-      for (int i = 0; i < 3; ++i) kern<<<grid, threads, smem>>>(mx, mw0, y, M, N, K, tgroups);
+      int grid = std::min(tgroups, sms);
+      cudaLaunchAttribute at[1];
+      at[0].id = cudaLaunchAttributeClusterDimension;
+      at[0].val.clusterDim.x = kCl;
+      at[0].val.clusterDim.y = 1;
+      at[0].val.clusterDim.z = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.blockDim = dim3(threads);
+      cfg.dynamicSmemBytes = smem;
+      cfg.attrs = at;
+      cfg.numAttrs = 1;
+      if (kCl > 1) { /* whole clusters, all co-resident (every CTA then has ceil(groups / grid)) */
+        grid = grid / kCl * kCl;
+        cfg.gridDim = dim3(grid);
+        int nc = 0;
+        CK(cudaOccupancyMaxActiveClusters(&nc, kern, &cfg));
+        grid = std::min(grid, std::max(1, nc) * kCl);
+      }
+      cfg.gridDim = dim3(grid);
+      auto launch = [&](const CUtensorMap& w) {
+        CK(cudaLaunchKernelEx(&cfg, kern, mx, w, y, M, N, K, tgroups));
+      };
+      for (int i = 0; i < 3; ++i) launch(mw0);
       CK(cudaDeviceSynchronize());
       std::vector<long long> h((size_t)12 * kTraceMax);
       CK(cudaMemcpy(h.data(), tr, h.size() * 8, cudaMemcpyDeviceToHost));
@@ -813,17 +844,15 @@ int main(int argc, char** argv) {
         /* the traced kernel's own time (W rotating, trace stores included) and its y */
         std::vector<CUtensorMap> mws(sets);
         for (int s2 = 0; s2 < sets; ++s2) encode(&mws[s2], W[s2], K, N, 64);
-        auto run = [&](int s2) {
-          kern<<<grid, threads, smem>>>(mx, mws[s2], y, M, N, K, tgroups);
-        };
+        auto run = [&](int s2) { launch(mws[s2]); };
         const float t = probe_time_us(run, reps, sets);
         CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
         run(0);
-        row(name, t, kProd == 2 ? 0 : check(0)); /* kProd 2 loads no x: timing only */
+        row(name, t, kProd == 2 || kProd == 4 ? 0 : check(0)); /* kProd 2, 4: no x, timing only */
       }
       CK(cudaFree(tr));
       CK(cudaFree(gt)); /* the timed launches above still wrote both */
-      const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most) */
+      const int per = (tgroups + grid - 1) / grid; /* groups of block 0 (at most; all, clusters) */
       const int total = std::min(per * ((K + 64 * kKb - 1) / (64 * kKb)), kTraceMax);
       int khz = 0;
       CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
@@ -891,17 +920,19 @@ int main(int argc, char** argv) {
     using K1 = std::integral_constant<int, 1>;
     using K2 = std::integral_constant<int, 2>;
     using K4 = std::integral_constant<int, 4>;
-    using S6 = std::integral_constant<int, 6>;
     using S3 = std::integral_constant<int, 3>;
     using S4 = std::integral_constant<int, 4>;
     using S8 = std::integral_constant<int, 8>;
-    tmaws_trace(S8{}, "tmaws4 S=8 tr", Z0{}, Z0{}, K1{}, Z0{});
-    tmaws_trace(S8{}, "tmaws4 S=8 tr i32", Z0{}, Z3{}, K1{}, Z0{});
-    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2", Z0{}, Z3{}, K2{}, Z0{});
-    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4", Z0{}, Z3{}, K4{}, Z0{});
-    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2 ks", Z0{}, Z3{}, K2{}, K1{});
-    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4 ks", Z0{}, Z3{}, K4{}, K1{});
-    tmaws_trace(S6{}, "tmaws4 S=6 tr i32 k2 ks", Z0{}, Z3{}, K2{}, K1{});
+    using Z4 = std::integral_constant<int, 4>;
+    using C2 = std::integral_constant<int, 2>;
+    tmaws_trace(S8{}, "tmaws4 S=8 tr", Z0{}, Z0{}, K1{}, Z0{}, K1{});
+    tmaws_trace(S8{}, "tmaws4 S=8 tr i32", Z0{}, Z3{}, K1{}, Z0{}, K1{});
+    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2 ks", Z0{}, Z3{}, K2{}, K1{}, K1{});
+    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4 ks", Z0{}, Z3{}, K4{}, K1{}, K1{});
+    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2 ks nox", Z0{}, Z4{}, K2{}, K1{}, K1{});
+    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4 ks nox", Z0{}, Z4{}, K4{}, K1{}, K1{});
+    tmaws_trace(S4{}, "tmaws4 S=4 tr i32 k2 ks cl2", Z0{}, Z3{}, K2{}, K1{}, C2{});
+    tmaws_trace(S3{}, "tmaws4 S=3 tr i32 k4 ks cl2", Z0{}, Z3{}, K4{}, K1{}, C2{});
     tmaws(std::integral_constant<int, 12>{}, I{}, C1{}, "tmaws4 S=12");
     tmaws(std::integral_constant<int, 8>{}, I{}, C1{}, "tmaws4 S=8");
     tmaws(std::integral_constant<int, 4>{}, I{}, C1{}, "tmaws4 S=4");
