@@ -431,10 +431,11 @@ __device__ __forceinline__ void wg_bf16(float* d, uint64_t da, uint64_t db) {
 #endif
 }
 
-template <int kS, int kGr>
-struct WkRing {
+template <int kS, int kGr, int kKb = 1>
+struct WkRing { /* kKb (session 22): 64-k boxes a stage, x boxes then W boxes */
   static constexpr int kCols = kGr * 16;
-  static constexpr int kXBytes = 64 * 128, kWBytes = kCols * 128, kStageBytes = kXBytes + kWBytes;
+  static constexpr int kXBytes = 64 * 128 * kKb, kWBytes = kCols * 128 * kKb;
+  static constexpr int kStageBytes = kXBytes + kWBytes;
   static constexpr int kBarOff = kS * kStageBytes;
   static constexpr int kSmem = 1024 + kBarOff + 2 * kS * 8;
 };
@@ -454,19 +455,19 @@ __device__ __forceinline__ unsigned long long ld_acquire_gpu(const unsigned long
   return v;
 }
 
-template <int kS, int kGr>
+template <int kS, int kGr, int kKb = 1>
 __global__ void __launch_bounds__(kWsThreads, 1)
     tma_wk_kernel(const __grid_constant__ CUtensorMap mx, const __grid_constant__ CUtensorMap mw,
                   float* ws, int M, int N, int K, int groups, int ks, float* y = nullptr,
                   unsigned long long* flags = nullptr, unsigned long long epoch = 0) {
 #if FCO_WGMMA_COMPILED
-  using R = WkRing<kS, kGr>;
+  using R = WkRing<kS, kGr, kKb>;
   constexpr int kC = R::kCols;
   extern __shared__ __align__(1024) unsigned char smem[];
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
   const uint32_t full = pipe + R::kBarOff, empty = full + kS * 8;
-  const int num_k = (K + 63) / 64, items = groups * ks;
+  const int num_k = (K + 64 * kKb - 1) / (64 * kKb), items = groups * ks; /* stages */
   if (tid == 0) ring_bars_init(full, empty, kS, 8);
   __syncthreads();
   if (tid >= 256) { /* the producer warp */
@@ -480,8 +481,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           if (q >= kS) fco::tile::mbar_wait(empty + 8 * s, (uint32_t)(q / kS - 1) & 1u);
           const uint32_t st = pipe + s * R::kStageBytes;
           fco::tile::mbar_arrive_expect_tx(full + 8 * s, R::kStageBytes);
-          fco::tile::tma_load_2d(st, &mx, full + 8 * s, kt * 64, 0);
-          fco::tile::tma_load_2d(st + R::kXBytes, &mw, full + 8 * s, kt * 64, g * kC);
+#pragma unroll
+          for (int b = 0; b < kKb; ++b)
+            fco::tile::tma_load_2d(st + b * (64 * 128), &mx, full + 8 * s, (kt * kKb + b) * 64, 0);
+#pragma unroll
+          for (int b = 0; b < kKb; ++b)
+            fco::tile::tma_load_2d(st + R::kXBytes + b * (kC * 128), &mw, full + 8 * s,
+                                   (kt * kKb + b) * 64, g * kC);
         }
       }
     }
@@ -502,9 +508,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         const uint32_t b_off = R::kXBytes + (uint32_t)wg * (kC / 2) * 128;
         fco::tile::wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          wg_bf16<kC / 2>(d, fco::tile::wgmma_desc(st + kk * 32, 16, 1024),
-                          fco::tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
+        for (int b = 0; b < kKb; ++b)
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk)
+            wg_bf16<kC / 2>(d, fco::tile::wgmma_desc(st + b * (64 * 128) + kk * 32, 16, 1024),
+                            fco::tile::wgmma_desc(st + b_off + b * (kC * 128) + kk * 32, 16, 1024));
         fco::tile::wgmma_commit();
         fco::tile::wgmma_wait<1>(); /* my slab q − 1 retired: release its stage */
         if (q > 0) {
@@ -949,11 +957,12 @@ int main(int argc, char** argv) {
     unsigned long long* flags = nullptr; /* the fix rows' helper flags, values = launch numbers */
     unsigned long long epoch = 0;
     CK(cudaMalloc(&flags, (size_t)sms * 16 * 8));
-    auto tmawk = [&](auto ring, auto gr, const char* name) {
+    auto tmawk = [&](auto ring, auto gr, const char* name, auto kb) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;
-      const int smem = WkRing<kS, kGr>::kSmem, wgroups = (N + kGr * 16 - 1) / (kGr * 16);
-      const int num_k = (K + 63) / 64;
-      auto kern = tma_wk_kernel<kS, kGr>;
+      constexpr int kKb = decltype(kb)::value;
+      const int smem = WkRing<kS, kGr, kKb>::kSmem, wgroups = (N + kGr * 16 - 1) / (kGr * 16);
+      const int num_k = (K + 64 * kKb - 1) / (64 * kKb);
+      auto kern = tma_wk_kernel<kS, kGr, kKb>;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       /* session 21: slots = co-resident blocks (small rings fit 2–3 blocks a SM), not SMs */
       int per_sm = 0;
@@ -1004,12 +1013,19 @@ int main(int argc, char** argv) {
         row(nm, t_fix, check(0));
       }
     };
-    tmawk(std::integral_constant<int, 12>{}, I{}, "tmawk4 S=12");
-    tmawk(std::integral_constant<int, 8>{}, std::integral_constant<int, 8>{}, "tmawk8 S=8");
-    tmawk(std::integral_constant<int, 5>{}, std::integral_constant<int, 16>{}, "tmawk16 S=5");
-    tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{}, "tmawk16 S=4");
-    tmawk(std::integral_constant<int, 4>{}, I{}, "tmawk4 S=4");
-    tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 8>{}, "tmawk8 S=4");
+    using B1 = std::integral_constant<int, 1>;
+    using B2 = std::integral_constant<int, 2>;
+    using G8 = std::integral_constant<int, 8>;
+    tmawk(std::integral_constant<int, 12>{}, I{}, "tmawk4 S=12", B1{});
+    tmawk(std::integral_constant<int, 8>{}, G8{}, "tmawk8 S=8", B1{});
+    tmawk(std::integral_constant<int, 5>{}, std::integral_constant<int, 16>{}, "tmawk16 S=5", B1{});
+    tmawk(std::integral_constant<int, 4>{}, std::integral_constant<int, 16>{}, "tmawk16 S=4", B1{});
+    tmawk(std::integral_constant<int, 4>{}, I{}, "tmawk4 S=4", B1{});
+    tmawk(std::integral_constant<int, 4>{}, G8{}, "tmawk8 S=4", B1{});
+    /* session 22: two 64-k boxes a stage (256 contiguous bytes of each W row a request) */
+    tmawk(std::integral_constant<int, 4>{}, G8{}, "tmawk8 S=4 k2", B2{});
+    tmawk(std::integral_constant<int, 3>{}, G8{}, "tmawk8 S=3 k2", B2{});
+    tmawk(std::integral_constant<int, 6>{}, I{}, "tmawk4 S=6 k2", B2{});
     CK(cudaFree(ws));
     CK(cudaFree(flags));
     }
