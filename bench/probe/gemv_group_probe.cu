@@ -28,7 +28,7 @@
  *
  * Build and run (tests/gpu/run.sh does, with FCO_GPU_PROBE=1; argument: reps, default 30):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc/cuda -Iinclude \
- *     bench/probe/gemv_group_probe.cu -lcublas -o build/probe/gemv_group_probe
+ *     bench/probe/gemv_group_probe.cu -lcublas -lcuda -o build/probe/gemv_group_probe
  *
  * Run 7bf1d5b (session 12, bench/results/2026-12-01_nvidia-h200_7bf1d5b): the TMA tiles 1.5–2.5×
  * slower than lib at every shape; lib faster than the fp32-y cuBLAS call at N = 8192. Session 13
@@ -56,6 +56,12 @@
  * takes 52.7 µs at 64×8192×8192 where it took 149.2 (runs 1c4863f-clrel, e9f7aa4-tma2) — as
  * fast as without clusters, so multicasting x buys nothing here. FCO_PROBE_LIB_ONLY=1 /
  * FCO_PROBE_TMAWS_ONLY=1 run only those rows (and cuBLAS, read W).
+ * Session 22 (runs 7ce04ef-spin … 38d4cd6-wk; docs/perf-notes.md "Session 22"): the traced
+ * tmaws rows ("tr ...") test the waits (spin, spin2), the producer (2prod, nox; i32: 32-bit
+ * incremental counters — the old loop's `long long q / num_k` made the producer the pace-setter),
+ * wide stages (kN: N 64-k boxes a stage), the k split between warpgroups (ks, m64n64) and x
+ * multicast (cl2); trace µs at the SM clock each kernel measured (~1.78 GHz, not the attribute's
+ * 1.98). tmawk gained 2-box stages ("k2"): tmawk8 S=4 k2's tile alone ties cuBLAS at M = 64.
  */
 #include <cublas_v2.h>
 #include <cuda.h>
