@@ -294,8 +294,10 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              on every rank; at M 33..64 in bf16 / f16 groups of 64 columns share x through
  *              shared memory, and where the groups leave SMs idle a group's K is split over
  *              up to 4 blocks of the rank: FCO_GEMV_GROUP, FCO_GEMV_SPLIT in
- *              docs/gemv_allreduce.md), 2 = fused two-phase (tile t is reduced by one owner rank, which pushes
- *              the result to every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
+ *              docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
+ *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
+ *              two-phase (tile t is reduced by one owner rank, which pushes the result to
+ *              every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
  *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its

@@ -398,6 +398,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.ll_slot_bytes = fco_gemv_ar_ll_slot_bytes(a0->M, a0->N);
   p.check_args = a0->check_args;
   p.ll_half = es == 2 && !a0->ll_fp32;
+  p.group_half = es == 2 && !a0->group_fp32;
   uint32_t h = 2166136261u;
   h = fnv1a(h, a0->M);
   h = fnv1a(h, a0->N);
@@ -409,6 +410,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   h = fnv1a(h, (uint64_t)kLL); /* FCO_GEMV_AR_LL set differently: reported, not a timeout */
   h = fnv1a(h, (uint64_t)kG);  /* FCO_GEMV_GROUP set differently: reported, not a timeout */
   if (kLL) h = fnv1a(h, (uint64_t)p.ll_half); /* FCO_GEMV_LL_FP32 set differently: reported */
+  if (kG > 1) h = fnv1a(h, (uint64_t)p.group_half); /* FCO_GEMV_GROUP_FP32 likewise */
   p.arg_hash = h;
   const unsigned grid = (unsigned)(B + helpers) * (unsigned)g->num_local;
   /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
@@ -448,7 +450,8 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
    * kMT=8 warps=8 PDL, 32 blocks/rank of 132 co-resident" (the slots the split rule counts) */
   fco_plan_append(g->plan, " kernel %s%s", kLL ? "LL " : "",
                   kG > 1 ? (kWg ? "grouped wgmma" : "grouped mma.sync") : "one-tile");
-  if (kG > 1) fco_plan_append(g->plan, " kG=%d split=%d", kG, split);
+  if (kG > 1)
+    fco_plan_append(g->plan, " kG=%d split=%d%s", kG, split, p.group_half ? "" : " fp32-partials");
   fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank of %d co-resident", kMT, kW,
                   kPipe ? " pipe" : "", kPdl ? " PDL" : "", B + helpers, cap / g->num_local);
   return FCO_OK;

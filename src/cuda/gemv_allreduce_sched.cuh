@@ -70,6 +70,7 @@ struct GarParams {
   uint32_t arg_hash;
   uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
   int ll_half;     /* LL kernels, bf16 / f16: partials in the dtype, 2 a word (FCO_GEMV_LL_FP32) */
+  int group_half;  /* grouped tiles: partials pushed in the dtype (FCO_GEMV_GROUP_FP32 unset) */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */
@@ -155,6 +156,26 @@ __device__ __forceinline__ float4 add4(float4 a, const float4& b) {
   a.z += b.z;
   a.w += b.w;
   return a;
+}
+
+/* Two partials rounded to the dtype T (bf16 / f16) in 32 bits, and back: the half-width
+ * partials of the LL words (p.ll_half) and of the grouped tiles' pushes (p.group_half). */
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __half2 h = __floats2half2_rn(a, b);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+template <typename T>
+__device__ __forceinline__ float2 unpack2(uint32_t u) {
+  if constexpr (std::is_same<T, __nv_bfloat16>::value)
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
+  else
+    return __half22float2(*reinterpret_cast<const __half2*>(&u));
 }
 
 /* Thread i < 4M (finish4: i = threadIdx.x): bias, round, write the 4 outputs i of tile t into
@@ -342,6 +363,11 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  /* p.group_half (bf16 / f16, FCO_GEMV_GROUP_FP32 unset): the pushed partials rounded to the
+   * dtype, 8 bytes a float4 (a slot's tile t at t·M·16·2): half the bytes that cross the link.
+   * Every rank sums the same rounded values in rank order: y stays the same bits on all. */
+  const bool half = sizeof(T) == 2 && p.group_half;
+  const size_t tile_push = half ? tile_bytes / 2 : tile_bytes;
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
@@ -367,11 +393,16 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
         finish4_at<T>(p, c, t, ii, r);
         continue;
       }
-      const size_t off =
-          c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_bytes + (size_t)ii * 16;
-      const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
-                                 __float_as_uint(r.w));
-      for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_push +
+                         (size_t)ii * (half ? 8 : 16);
+      if (half) {
+        const uint2 u = make_uint2(pack2<T>(r.x, r.y), pack2<T>(r.z, r.w));
+        for (int k = 1; k <= c.P; ++k) st_global_v2(v.peer_data[(c.me + k) % c.P] + off, u);
+      } else {
+        const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y),
+                                   __float_as_uint(r.z), __float_as_uint(r.w));
+        for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+      }
     }
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
   }
@@ -388,10 +419,21 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       const int tw = idx / per, ii = idx - tw * per;
       const int t = q * kG + tw;
       if (t >= p.T) break;
-      const size_t off = (size_t)t * tile_bytes + (size_t)ii * 16;
-      float4 acc = __ldcg((const float4*)(mine + off));
-      for (int r = 1; r < c.P; ++r)
-        acc = add4(acc, __ldcg((const float4*)(mine + (size_t)r * p.slot_bytes + off)));
+      const size_t off = (size_t)t * tile_push + (size_t)ii * (half ? 8 : 16);
+      float4 acc;
+      if (half) {
+        auto ld = [&](int r) {
+          const uint2 u = __ldcg((const uint2*)(mine + (size_t)r * p.slot_bytes + off));
+          const float2 a = unpack2<T>(u.x), b = unpack2<T>(u.y);
+          return make_float4(a.x, a.y, b.x, b.y);
+        };
+        acc = ld(0);
+        for (int r = 1; r < c.P; ++r) acc = add4(acc, ld(r));
+      } else {
+        acc = __ldcg((const float4*)(mine + off));
+        for (int r = 1; r < c.P; ++r)
+          acc = add4(acc, __ldcg((const float4*)(mine + (size_t)r * p.slot_bytes + off)));
+      }
       finish4_at<T>(p, c, t, ii, acc);
     }
   }
@@ -451,25 +493,8 @@ __device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const Wai
   return true;
 }
 
-/* Half-width LL words (p.ll_half, bf16 / f16): two partials rounded to the dtype in the low 32
- * bits, the flag in the high ones. */
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float a, float b) {
-  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  } else {
-    const __half2 h = __floats2half2_rn(a, b);
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-}
-template <typename T>
-__device__ __forceinline__ float2 unpack2(uint32_t u) {
-  if constexpr (std::is_same<T, __nv_bfloat16>::value)
-    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u));
-  else
-    return __half22float2(*reinterpret_cast<const __half2*>(&u));
-}
+/* Half-width LL words (p.ll_half, bf16 / f16): two partials rounded to the dtype (pack2) in
+ * the low 32 bits, the flag in the high ones. */
 template <typename T>
 __device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
   const float2 a = unpack2<T>((uint32_t)w0), b = unpack2<T>((uint32_t)w1);

@@ -65,6 +65,10 @@ __device__ __forceinline__ void st_global_v4(void* p, const uint4& v) {
                "r"(v.z), "r"(v.w)
                : "memory");
 }
+/* 8-byte global store, weak (STG.E.64). */
+__device__ __forceinline__ void st_global_v2(void* p, const uint2& v) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
+}
 __device__ __forceinline__ uint64_t globaltimer_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

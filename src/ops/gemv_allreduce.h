@@ -56,6 +56,7 @@ typedef struct {
   int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
+  int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
 
 /* FCO_GEMV_PDL_PREFETCH: default and largest bytes per block (the launcher also keeps the
