@@ -7,7 +7,7 @@
 # call_plan; session 15: fco_last_plan in the core and both GPU transports, the gemv knobs in
 # the op layer) measured at P = 2: (1) the whole C suite, quick, on nccl; (2) fco-bench gemv at every
 # listed M (every impl + auto, -J), split groups off (FCO_GEMV_SPLIT=1) at M = 64 beside,
-# fp32 LL words at M 1 / 16 beside; (3) embedding bf16 / f32 (-D 0,1,auto, -J); (4) gemm bf16
+# fp32 LL words at M 1 / 16 beside, fp32 grouped partials (session 22) at M 64 beside; (3) embedding bf16 / f32 (-D 0,1,auto, -J); (4) gemm bf16
 # every impl (-J), and the skewed workload's impl 0 + chunks / + AUTO in separate invocations
 # (session 20: AUTO's unexplained gap to the same impl); (5) targets.py; (6) if time is left, the torch script of gemv (fco columns).
 # Outputs in /tmp/o, packed into $OUT/out.tgz at the end (the device tool returns <= 8 files).
@@ -34,6 +34,7 @@ B="build/bin/fco-bench gemv_allreduce -t nccl -g 2 -G 1 -d bf16 -n 20 -w 5 -R 3"
 el "gemv all M"; timeout 170 $B -D all -J $O/gemv.json > $O/gemv.txt 2>&1; echo rc=$?
 el "gemv M 64 split off"; FCO_GEMV_SPLIT=1 FCO_BENCH_GEMV_M=64 timeout 60 $B -D 1 -J $O/gemv-split1.json > $O/gemv-split1.txt 2>&1; echo rc=$?
 el "gemv M 1,16 fp32 LL words"; FCO_GEMV_LL_FP32=1 FCO_BENCH_GEMV_M=1,16 timeout 60 $B -D 1 > $O/gemv-llfp32.txt 2>&1; echo rc=$?
+el "gemv M 64 fp32 grouped partials"; FCO_GEMV_GROUP_FP32=1 FCO_BENCH_GEMV_M=64 timeout 60 $B -D 1 > $O/gemv-groupfp32.txt 2>&1; echo rc=$?
 pack
 # (3) embedding
 for d in bf16 f32; do
@@ -57,5 +58,5 @@ python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
 el all done
 pack
-for f in gemv gemv-split1 gemv-llfp32 ea-bf16 ea-f32 ea-static ga ga-skew-sep; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 ea-bf16 ea-f32 ea-static ga ga-skew-sep; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
 echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
