@@ -100,6 +100,21 @@ __global__ void __launch_bounds__(256, 1)
   }
 }
 
+/* A launch of clusters of cl blocks (1: none) of `threads`, `smem` dynamic bytes; the grid is the
+ * caller's. at[0] must outlive the configuration. */
+static cudaLaunchConfig_t cluster_cfg(cudaLaunchAttribute* at, int cl, int threads, int smem) {
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = cl;
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 /* ---- the TMA ring's layout ---------------------------------------------------------------- */
 /* kGr tiles of 16 columns a group (4 as the library's default; 2: twice the groups, so two
  * blocks per SM have work at N = 8192 when the ring is small enough). */
@@ -752,15 +767,7 @@ int main(int argc, char** argv) {
         while (grid > (sms / kCl) * kCl * std::max(1, per_sm)) grid -= kCl;
       }
       cudaLaunchAttribute at[1];
-      at[0].id = cudaLaunchAttributeClusterDimension;
-      at[0].val.clusterDim.x = kCl;
-      at[0].val.clusterDim.y = 1;
-      at[0].val.clusterDim.z = 1;
-      cudaLaunchConfig_t cfg = {};
-      cfg.blockDim = dim3(kWsThreads);
-      cfg.dynamicSmemBytes = smem;
-      cfg.attrs = at;
-      cfg.numAttrs = 1;
+      cudaLaunchConfig_t cfg = cluster_cfg(at, kCl, kWsThreads, smem);
       if (kCl > 1) {
         /* session 14: runs 82a87ad / 4d414c2 sized the grid by SMs / kCl; clusters that do not
          * fit at once (GPCs of uneven SM counts) then run in later waves. The co-resident
@@ -815,15 +822,7 @@ int main(int argc, char** argv) {
       CK(cudaMemcpyToSymbol(g_gt, &gt, sizeof gt));
       int grid = std::min(tgroups, sms);
       cudaLaunchAttribute at[1];
-      at[0].id = cudaLaunchAttributeClusterDimension;
-      at[0].val.clusterDim.x = kCl;
-      at[0].val.clusterDim.y = 1;
-      at[0].val.clusterDim.z = 1;
-      cudaLaunchConfig_t cfg = {};
-      cfg.blockDim = dim3(threads);
-      cfg.dynamicSmemBytes = smem;
-      cfg.attrs = at;
-      cfg.numAttrs = 1;
+      cudaLaunchConfig_t cfg = cluster_cfg(at, kCl, threads, smem);
       if (kCl > 1) { /* whole clusters, all co-resident (every CTA then has ceil(groups / grid)) */
         grid = grid / kCl * kCl;
         cfg.gridDim = dim3(grid);
