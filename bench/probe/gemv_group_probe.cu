@@ -84,11 +84,11 @@ using fco::smem_u32;
 constexpr int kG = 4, kBN = kG * 16; /* a group: 4 tiles of 16 columns */
 
 /* ---- lib: GroupWgmma<4>, groups g = blockIdx.x, + gridDim.x, ... ---------------------------- */
-template <bool kFence>
+template <bool kFence, int kSub = 1>
 __global__ void __launch_bounds__(256, 1)
     lib_kernel(const bf16* w, const bf16* x, float* y, int M, int N, int K, int groups) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  using Tile = fco::gemv::GroupWgmma<kG>;
+  using Tile = fco::gemv::GroupWgmma<kG, kSub>;
   for (int g = blockIdx.x; g < groups; g += gridDim.x) {
     Tile::template run<bf16, kFence>(w, x, M, N, K, K, g * kBN, smem);
     const float* out = reinterpret_cast<const float*>(smem); /* [kG][64][16] */
@@ -741,6 +741,24 @@ int main(int argc, char** argv) {
       CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
       libnf(0);
       row("lib nofence", tnf, check(0));
+      /* session 22: kSub 64-k slabs a stage (the operator's code, fence on) */
+      auto libk = [&](auto sub, const char* name) {
+        constexpr int kSub = decltype(sub)::value;
+        using TileK = fco::gemv::GroupWgmma<kG, kSub>;
+        const int smemk = (int)TileK::kSmemBytes + 1024;
+        CK(cudaFuncSetAttribute(lib_kernel<true, kSub>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, smemk));
+        auto run = [&](int s) {
+          lib_kernel<true, kSub><<<grid, 256, smemk>>>(W[s], x, y, M, N, K, groups);
+        };
+        const float tk = probe_time_us(run, reps, sets);
+        CK(cudaMemset(y, 0xff, (size_t)M * N * 4));
+        run(0);
+        row(name, tk, check(0));
+      };
+      libk(std::integral_constant<int, 2>{}, "lib k2");
+      libk(std::integral_constant<int, 3>{}, "lib k3");
+      libk(std::integral_constant<int, 4>{}, "lib k4");
     }
     auto tmaws = [&](auto ring, auto gr, auto cl, const char* name) {
       constexpr int kS = decltype(ring)::value, kGr = decltype(gr)::value;

@@ -75,11 +75,15 @@ struct WgmmaN<TY, 16> {
 #endif
 #undef FCO_GV_WG
 
-template <int kG>
+/* kSub (session 22): 64-k slabs a ring stage, each laid out as one slab of kSub = 1 (x, then
+ * W); a stage's copies ask for 128·kSub contiguous bytes of each W row at once, and the loop
+ * waits and synchronises once per stage (gemv_group_probe's "lib k2" rows). */
+template <int kG, int kSub = 1>
 struct GroupWgmma {
   static constexpr int BN = kG * kTileN, BK = 64, kThreads = 256;
   static constexpr int kXBytes = 64 * 128, kWBytes = BN * 128;
-  static constexpr int kStageBytes = kXBytes + kWBytes; /* a multiple of 1024 */
+  static constexpr int kSlabBytes = kXBytes + kWBytes;
+  static constexpr int kStageBytes = kSub * kSlabBytes; /* a multiple of 1024 */
   static constexpr int kFit = (200 * 1024 - 1024) / kStageBytes;
   static constexpr int kStages = kFit > 12 ? 12 : kFit;
   static constexpr size_t kOutBytes = (size_t)kG * 64 * kTileN * 4;
@@ -103,7 +107,7 @@ struct GroupWgmma {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x, wg = tid >> 7;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
-    const int64_t num_k = (K + BK - 1) / BK;
+    const int64_t num_k = (K + BK * kSub - 1) / (BK * kSub); /* stages */
     float d[BN / 4]; /* m64n(BN/2): BN/4 per thread */
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) d[i] = 0.f;
@@ -117,19 +121,24 @@ struct GroupWgmma {
 #pragma unroll
     for (int i = 0; i < kWChunks; ++i)
       wp[i] = w + (int64_t)min(n0 + r + 32 * i, N - 1) * ld + ch * 8;
-    auto load = [&](uint32_t st, int64_t k0) {
-      const bool in = k0 + ch * 8 < K;
+    auto load = [&](uint32_t st0, int64_t k00) {
 #pragma unroll
-      for (int i = 0; i < kXChunks; ++i)
-        cp_async16(st + off + i * (32 * 128), in ? xp[i] + k0 : x, in ? 16 : 0);
+      for (int sb = 0; sb < kSub; ++sb) {
+        const uint32_t st = st0 + sb * kSlabBytes;
+        const int64_t k0 = k00 + sb * BK;
+        const bool in = k0 + ch * 8 < K;
 #pragma unroll
-      for (int i = 0; i < kWChunks; ++i)
-        cp_async16(st + kXBytes + off + i * (32 * 128), in ? wp[i] + k0 : w, in ? 16 : 0);
+        for (int i = 0; i < kXChunks; ++i)
+          cp_async16(st + off + i * (32 * 128), in ? xp[i] + k0 : x, in ? 16 : 0);
+#pragma unroll
+        for (int i = 0; i < kWChunks; ++i)
+          cp_async16(st + kXBytes + off + i * (32 * 128), in ? wp[i] + k0 : w, in ? 16 : 0);
+      }
     };
     __syncthreads(); /* the previous group's out (aliasing the pipeline) has been read */
 #pragma unroll
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < num_k) load(pipe + s * kStageBytes, (int64_t)s * BK);
+      if (s < num_k) load(pipe + s * kStageBytes, (int64_t)s * BK * kSub);
       cp_async_commit();
     }
     const uint32_t b_off = kXBytes + (uint32_t)wg * (BN / 2) * 128;
@@ -141,14 +150,17 @@ struct GroupWgmma {
       const uint32_t st = pipe + (uint32_t)(kt % kStages) * kStageBytes;
       tile::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < BK / 16; ++kk)
-        WgmmaN<T, BN / 2>::run(d, tile::wgmma_desc(st + kk * 32, 16, 1024),
-                               tile::wgmma_desc(st + b_off + kk * 32, 16, 1024));
+      for (int sb = 0; sb < kSub; ++sb)
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+          WgmmaN<T, BN / 2>::run(
+              d, tile::wgmma_desc(st + sb * kSlabBytes + kk * 32, 16, 1024),
+              tile::wgmma_desc(st + sb * kSlabBytes + b_off + kk * 32, 16, 1024));
       tile::wgmma_commit();
       tile::wgmma_wait<1>(); /* slab kt − 1 retired (this warpgroup) */
       __syncthreads();       /* (both): its stage is free */
       const int64_t nk = kt + kStages - 1;
-      if (nk < num_k) load(pipe + (uint32_t)(nk % kStages) * kStageBytes, nk * BK);
+      if (nk < num_k) load(pipe + (uint32_t)(nk % kStages) * kStageBytes, nk * BK * kSub);
       cp_async_commit();
     }
     tile::wgmma_wait<0>();
