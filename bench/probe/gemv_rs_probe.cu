@@ -35,7 +35,7 @@
  * 0.65–0.71× cuBLAS at best, about one memory round trip per slab whatever kDw — also in the
  * timing-only modes (kMode 1: x staged once, no st.shared / proxy fence in the loop; 2: no block
  * barrier either): the register-A HGMMA waits for the loads in flight into the thread's
- * registers. Not pursued (docs/gemv_allreduce.md, "Not done yet").
+ * registers. Not pursued (docs/gemv_history.md, "M = 33..64").
  *
  * Build and run (tests/gpu/run.sh does with FCO_GPU_PROBE=1; argument: reps, default 30):
  *   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc/cuda -Iinclude \
