@@ -17,7 +17,7 @@
  *   The grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
  *   value, K_r up to ~4600 so the cp.async ring wraps, K off the vector path, partial groups,
  *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K); partials pushed
- *   in the dtype (the default) and as fp32 (FCO_GEMV_GROUP_FP32=1, every 3rd call));
+ *   in the dtype (the default) and as fp32 (FCO_GEMV_GROUP_FP32=1, a third of the calls));
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
@@ -511,8 +511,9 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_reset("FCO_GEMV_GROUP_MMA");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
-        /* every 3rd call pushes fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's */
-        if (k % 3 == 2) t_knob_set("FCO_GEMV_GROUP_FP32", "1");
+        /* a third of the calls push fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's;
+         * spread over M, N and the knob rows (not tied to one N) */
+        if ((mi + ni + (size_t)gi) % 3 == 2) t_knob_set("FCO_GEMV_GROUP_FP32", "1");
         gemv_one_call(w, b, ms[mi], ns[ni], ks[(k + gi) % 3], k % 2 ? FCO_F16 : FCO_BF16,
                       (int)((k / 2) % 2), 1);
         t_knob_reset("FCO_GEMV_GROUP_FP32");

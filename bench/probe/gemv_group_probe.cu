@@ -63,6 +63,8 @@
  * wide stages (kN: N 64-k boxes a stage), the k split between warpgroups (ks, m64n64) and x
  * multicast (cl2); trace µs at the SM clock each kernel measured (~1.78 GHz, not the attribute's
  * 1.98). tmawk gained 2-box stages ("k2"): tmawk8 S=4 k2's tile alone ties cuBLAS at M = 64.
+ * "lib kN": the library's GroupWgmma with N 64-k slabs a ring stage (its kSub; the operator
+ * keeps 1), run cbcba46-libk.
  */
 #include <cublas_v2.h>
 #include <cuda.h>

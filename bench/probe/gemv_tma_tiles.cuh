@@ -106,11 +106,12 @@ __device__ __forceinline__ void ring_bars_inval(uint32_t full, uint32_t empty, i
  * beside the default one with a probe-local copy, the "cta" rows; e9f7aa4 made the library's
  * helper the default form, so the copy and its rows are gone). */
 /* kTrace (session 21): blocks 0 and gridDim.x / 2 record clock64 per slab q into g_trace
- * [2 blocks][4][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
+ * [2 blocks][6][kTraceMax]: [0] the producer right after issuing slab q's loads, [1] consumer
  * thread 0 when slab q's data is there (full wait passed), [2] consumer thread 0 after slab
  * q's wgmmas were issued and slab q - 1's retired (its stage released), [3] the producer once
  * slab q's stage is free (before its expect_tx and the two TMA issues); session 22: [4] consumer
- * thread 128 (warpgroup 1) at [2]'s point. */
+ * thread 128 (warpgroup 1) at [2]'s point, [5] thread 0's clock64 at entry ([5][0]) and before
+ * the final barrier ([5][1]). */
 constexpr int kTraceMax = 4096;
 __device__ long long* g_trace;
 /* session 22: every block's %globaltimer (ns) at entry [2b] and before the final barrier [2b+1] */

@@ -13,7 +13,8 @@
  *   it): cuBLAS then never allocates, and graph capture works.
  *
  * Workspace (src/ops/gemv_allreduce.h): the call with epoch e uses the half starting at
- *   (e & 1) · ws_bytes/2: P slots of S bytes (rank p's fp32 partial tiles, [T][M][16]), then for
+ *   (e & 1) · ws_bytes/2: P slots of S bytes (rank p's fp32 partial tiles, [T][M][16]; grouped
+ *   tiles: in the dtype unless FCO_GEMV_GROUP_FP32=1), then for
  *   impl 2 the gather area (reduced tiles in the dtype, [T][M][16]). Two halves: a fast rank can
  *   start call e+1 while a peer still reads call e, but not call e+2 (every rank hears from every
  *   peer in every call); fixed offsets: a call of another shape cannot overlap the other half.
@@ -39,8 +40,9 @@
  *   block of 256 threads with x and W through a cp.async ring in shared memory, so x is read
  *   once per group instead of once per tile: on the vector path with wgmma (gemv_group_wgmma.cuh,
  *   this file is built for sm_90a), else with mma.sync (gemv_group_tile.cuh; also
- *   FCO_GEMV_GROUP_MMA=1). The partials go out as in the one-shot (same slots and layout), one
- *   flag per group. Default at M 33..64 (launch_grouped has the rule and the numbers); still
+ *   FCO_GEMV_GROUP_MMA=1). The partials go out as in the one-shot (same slots, [T][M][16]),
+ *   rounded to the dtype (8 bytes a float4, the slot's first half; FCO_GEMV_GROUP_FP32=1: fp32),
+ *   one flag per group. Default at M 33..64 (launch_grouped has the rule and the numbers); still
  *   slower than impl 3 there, which AUTO runs.
  *   Split groups (FCO_GEMV_SPLIT; session 14): where the groups fill at most half of the
  *   co-resident blocks (N ≤ ~4200 on H200), a group's K is cut into ks ≤ FCO_GEMV_SPLIT_MAX
@@ -104,7 +106,8 @@
  *
  * Argument check (FCO_CHECK_ARGS=1, both fused impls): before any data moves, thread p of
  *   every block writes (e << 32) | h into peer p's slot sig[me][FCO_SIG_SLOTS - 1], where h
- *   hashes (M, N, dtype, bias present, impl, B, T), waits for peer p's value in its own slot and
+ *   hashes (M, N, dtype, bias present, impl, B, T, LL or not, kG, and the partials' format of
+ *   the LL and grouped kernels), waits for peer p's value in its own slot and
  *   compares: a different hash records FCO_ERR_INVALID_ARGUMENT (peer p, want = own hash,
  *   seen = theirs) and every block skips the call, so nothing is written anywhere. Costs one
  *   flag round trip. Every rank must set FCO_CHECK_ARGS alike (else the checking rank waits

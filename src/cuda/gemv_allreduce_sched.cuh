@@ -294,11 +294,12 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
 /* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 17..64, bf16 / f16): as run_oneshot, but the
  * block's unit of work is a group of kG consecutive tiles, q·kG .. q·kG + kG − 1, for groups
  * q = b, b + B, ... (gemv_group_wgmma.cuh or gemv_group_tile.cuh computes the group's partials
- * into shared memory, x shared by its tiles). Per group: store every tile (the same [T][M][16]
- * slot layout as run_oneshot) into slot `me` of every rank, one flag per group
- * (sig[me][b] = (e << 32) | (j + 1), j = the group's index in this block). Then per group:
- * wait for the peers' flags, sum the P slots in rank order, bias, round, write y. Bit-identical
- * on every rank (every rank sums the same fp32 values in the same order). */
+ * into shared memory, x shared by its tiles). Per group: store every tile ([T][M][16] in the
+ * slot as run_oneshot: fp32 with FCO_GEMV_GROUP_FP32=1, else in the dtype, the slot's first
+ * half) into slot `me` of every rank, one flag per group (sig[me][b] = (e << 32) | (j + 1),
+ * j = the group's index in this block). Then per group: wait for the peers' flags, sum the P
+ * slots in rank order, bias, round, write y. Bit-identical on every rank (every rank sums the
+ * same values in the same order). */
 /* All threads: group q's partial over K slice sl of p.split (whole 64-element slabs; slice 0
  * when not split) into smem's out [kG][64][16]. kWg: the wgmma tile (the launcher's choice:
  * every local rank on the vector path), where this image has it (sm_90a; another target runs

@@ -12,7 +12,8 @@
  *
  * Layout: slabs of 64 k (one 128-byte row per x or W row), both K-major in the 128-byte swizzle
  * (a 1024-byte atom = 8 rows; 16-byte chunk c of row r at c ^ (r & 7)), as gemm_tile_wgmma.cuh's
- * A and its [N][K] B. A stage = x [64 rows][64 k] (8 KB) + W [kG·16 rows][64 k]; kStages stages
+ * A and its [N][K] B. A stage = x [64 rows][64 k] (8 KB) + W [kG·16 rows][64 k] (kSub = 1, the
+ * operator's; else kSub such slabs back to back, see GroupWgmma); kStages stages
  * (as many as fit ~200 KB, at most 12), 1024-byte aligned. x rows ≥ M and W rows ≥ N repeat the
  * last valid row (their outputs are never stored); k ≥ K is zero-filled (the vector path has
  * K % 8 == 0, so a 16-byte chunk is wholly in or out).
@@ -91,6 +92,7 @@ struct GroupWgmma {
   static constexpr size_t kSmemBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
   static constexpr int kXChunks = 64 * 8 / kThreads, kWChunks = BN * 8 / kThreads;
   static_assert(kStageBytes % 1024 == 0 && kXChunks >= 1 && kWChunks >= 1, "stage layout");
+  static_assert(kStages >= 3, "a ring of at least 3 stages (kSub too large for shared memory)");
 
   __device__ static __forceinline__ uint32_t sw128(int r, int ch) {
     return (uint32_t)(r * 128 + ((ch ^ (r & 7)) << 4));

@@ -14,7 +14,8 @@
  *   impl 0 local:      roundup(M · N · esize, 256)   (fco_cuda_allreduce_copy's need)
  *   impl 0 nccl:       0
  *   cpu (every impl):  2 · P · roundup(M · N · 4, 256)
- * A half holds P slots of S bytes (slot p: rank p's fp32 partial tiles, [T][M][16]) and, for
+ * A half holds P slots of S bytes (slot p: rank p's fp32 partial tiles, [T][M][16]; the grouped
+ * tiles' in the dtype, the first half, unless FCO_GEMV_GROUP_FP32=1) and, for
  * impl 2, after them the gather area of Sg bytes (reduced tiles in the dtype, [T][M][16]).
  *
  * LL one-shot (impl 1 with FCO_GEMV_AR_LL=1 where fco_gemv_ar_ll_applies): the partials travel
