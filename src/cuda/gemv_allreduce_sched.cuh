@@ -177,6 +177,12 @@ __device__ __forceinline__ float2 unpack2(uint32_t u) {
   else
     return __half22float2(*reinterpret_cast<const __half2*>(&u));
 }
+/* Four partials from the low 32 bits of two words (two pack2 results). */
+template <typename T>
+__device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
+  const float2 a = unpack2<T>((uint32_t)w0), b = unpack2<T>((uint32_t)w1);
+  return make_float4(a.x, a.y, b.x, b.y);
+}
 
 /* Thread i < 4M (finish4: i = threadIdx.x): bias, round, write the 4 outputs i of tile t into
  * y (columns < N only); returns them as raw dtype bits for the gather push. */
@@ -421,20 +427,14 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       const int t = q * kG + tw;
       if (t >= p.T) break;
       const size_t off = (size_t)t * tile_push + (size_t)ii * (half ? 8 : 16);
-      float4 acc;
-      if (half) {
-        auto ld = [&](int r) {
-          const uint2 u = __ldcg((const uint2*)(mine + (size_t)r * p.slot_bytes + off));
-          const float2 a = unpack2<T>(u.x), b = unpack2<T>(u.y);
-          return make_float4(a.x, a.y, b.x, b.y);
-        };
-        acc = ld(0);
-        for (int r = 1; r < c.P; ++r) acc = add4(acc, ld(r));
-      } else {
-        acc = __ldcg((const float4*)(mine + off));
-        for (int r = 1; r < c.P; ++r)
-          acc = add4(acc, __ldcg((const float4*)(mine + (size_t)r * p.slot_bytes + off)));
-      }
+      auto ld = [&](int r) { /* rank r's 4 partials of this thread */
+        const char* src = mine + (size_t)r * p.slot_bytes + off;
+        if (!half) return __ldcg((const float4*)src);
+        const uint2 u = __ldcg((const uint2*)src);
+        return unpack4<T>(u.x, u.y);
+      };
+      float4 acc = ld(0);
+      for (int r = 1; r < c.P; ++r) acc = add4(acc, ld(r));
       finish4_at<T>(p, c, t, ii, acc);
     }
   }
@@ -495,14 +495,8 @@ __device__ __forceinline__ bool ll_wait4(const char* p, uint32_t flag, const Wai
 }
 
 /* Half-width LL words (p.ll_half, bf16 / f16): two partials rounded to the dtype (pack2) in
- * the low 32 bits, the flag in the high ones. */
-template <typename T>
-__device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
-  const float2 a = unpack2<T>((uint32_t)w0), b = unpack2<T>((uint32_t)w1);
-  return make_float4(a.x, a.y, b.x, b.y);
-}
-
-/* Half-width words: the 4 partials of 2 words into *out. */
+ * the low 32 bits, the flag in the high ones; ll_wait2 puts the 4 partials of 2 words into
+ * *out. */
 template <typename T>
 __device__ __forceinline__ bool ll_wait2(const char* p, uint32_t flag, const WaitCtx& wc,
                                          int32_t peer, int32_t tile, float4* out) {
