@@ -494,21 +494,36 @@ static void expect_split(const t_world_t* w, size_t N, int split) {
   }
 }
 
+/* Every rank's fco_last_plan names the grouped tile kernel `tile` ("grouped wgmma tma", ...). */
+static void expect_tile(const t_world_t* w, const char* tile) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* at = strstr(plan, tile);
+    if (!at || at[strlen(tile)] != ' ')
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected the kernel \"%s\"", r, plan, tile);
+  }
+}
+
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
-  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2 */
-  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL};
-  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2"};
+  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2; the seventh to ninth:
+   * FCO_GEMV_GROUP_TMA=1 (groups of 8: the TMA-fed tile, split unset / 3; the ninth with
+   * FCO_GEMV_GROUP_MMA=1, the mma.sync tile in groups of 8, split 2) */
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL};
+  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {gemv_vec_kt_le(w->n, GEMV_MAX_KT), 4095, gemv_vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 6; gi++) {
+  for (int gi = 0; gi < 9; gi++) {
+    const int tma = gi >= 6;
     if (knobs[gi]) t_knob_set("FCO_GEMV_GROUP", knobs[gi]);
     else t_knob_reset("FCO_GEMV_GROUP");
     if (splits[gi]) t_knob_set("FCO_GEMV_SPLIT", splits[gi]);
     else t_knob_reset("FCO_GEMV_SPLIT");
-    if (gi == 4) t_knob_set("FCO_GEMV_GROUP_MMA", "1");
+    if (gi == 4 || gi == 8) t_knob_set("FCO_GEMV_GROUP_MMA", "1");
     else t_knob_reset("FCO_GEMV_GROUP_MMA");
+    if (tma) t_knob_set("FCO_GEMV_GROUP_TMA", "1");
+    else t_knob_reset("FCO_GEMV_GROUP_TMA");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
         /* a third of the calls push fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's;
@@ -519,15 +534,31 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
         t_knob_reset("FCO_GEMV_GROUP_FP32");
         /* M 33..64, split unset: these few groups leave most slots free, so K is split (at
          * P <= 4 on one H200; expect_split checks the rule against the plan's slots) */
-        if (ms[mi] > 32 && (gi == 0 || gi == 2)) expect_split(w, ns[ni], gi == 0 ? 0 : 1);
+        if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
+          expect_split(w, ns[ni], gi == 2 ? 1 : 0);
+        /* groups of 8 at M 33..64: TMA on the vector path, the mma.sync tile off it (K 4095)
+         * or with FCO_GEMV_GROUP_MMA=1; N 1000 (8 groups) split where the slots allow */
+        if (tma && ms[mi] > 32) {
+          const int vec = ks[(k + gi) % 3] != 4095 && gi != 8;
+          expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
+          if (gi == 7 && ni == 0) expect_split(w, ns[ni], 0);
+        }
       }
   }
   t_knob_reset("FCO_GEMV_GROUP_MMA");
   t_knob_reset("FCO_GEMV_SPLIT");
-  /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty */
-  gemv_one_call(w, b, 64, 100, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1, 1);
-  gemv_one_call(w, b, 48, 1000, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0, 1);
-  gemv_one_call(w, b, 64, 1000, gemv_vec_kt_le(w->n, GEMV_MAX_KT), FCO_BF16, 1, 1);
+  /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
+   * TMA (whose maps then have a K of 8: the box's other columns read as zeros) */
+  for (int tma = 1; tma >= 0; tma--) {
+    if (tma) t_knob_set("FCO_GEMV_GROUP_TMA", "1");
+    else t_knob_reset("FCO_GEMV_GROUP_TMA");
+    gemv_one_call(w, b, 64, 100, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1,
+                  1);
+    gemv_one_call(w, b, 48, 1000, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0,
+                  1);
+    gemv_one_call(w, b, 64, 1000, gemv_vec_kt_le(w->n, GEMV_MAX_KT), FCO_BF16, 1, 1);
+    if (tma) expect_tile(w, "grouped wgmma tma");
+  }
 }
 #endif
 

@@ -167,6 +167,7 @@
  *   FCO_ERR_INTERNAL otherwise). W, x and K·esize 16-byte aligned for the vector path (per
  *   rank; else the scalar path, correct and slow).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -185,17 +186,18 @@ namespace {
  * (local rank blockIdx.x / B, part b). Threads: kWarpsOf<kMT> · 32 (≥ 4·M for the M ≤ 16 of
  * kMT ≤ 2, ≥ 4·M = 256 otherwise). */
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
-          int kW = kWarpsOf<kMT>, int kG = 1, bool kWg = false>
+          int kW = kWarpsOf<kMT>, int kG = 1, bool kWg = false, bool kTma = false>
 __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kMinBlocksOf<kMT> : 2)
-    gemv_allreduce_kernel(const GarParams p) {
+    gemv_allreduce_kernel(const GarParams p, const __grid_constant__ gemv::GroupMaps<kTma> maps) {
   static_assert(!kLL || (kImpl == 1 && kMT <= 2), "LL: one-shot, M <= 16");
-  static_assert(kW == kWarpsOf<kMT> || (kImpl == 1 && kG == 1 && kMT <= 2),
-                "wide blocks: the one-tile one-shot (plain or LL), M <= 16");
+  static_assert(kW == kWarpsOf<kMT> || kTma || (kImpl == 1 && kG == 1 && kMT <= 2),
+                "wide blocks: the one-tile one-shot (plain or LL), M <= 16; TMA's producer warp");
   static_assert(!kPipe || (kMT == 2 && sizeof(T) == 2), "FCO_GEMV_PIPE: kMT 2, bf16 / f16");
   static_assert(!kWg || kG > 1, "kWg: grouped tiles");
+  static_assert(!kTma || kWg, "kTma: the wgmma grouped tile fed by TMA");
   static_assert(kG == 1 || (kImpl == 1 && !kLL && !kPipe && sizeof(T) == 2 && kMT >= 4 &&
-                            kW == gemv::kGroupWarps),
-                "grouped tiles: plain one-shot, bf16 / f16, M > 16, 8 warps");
+                            kW == (kTma ? gemv::GroupTma<kG>::kWarps : gemv::kGroupWarps)),
+                "grouped tiles: plain one-shot, bf16 / f16, M > 16, 8 warps (+ TMA's producer)");
   /* Grouped tiles keep x and their partials in dynamic shared memory (gemv_group_tile.cuh). */
   using S = typename std::conditional<(kG > 1), SmemView, Smem<kMT, kW>>::type;
   __shared__ S s;
@@ -234,6 +236,10 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   /* LL: the LL area follows the data workspace; its halves at fixed offsets too (internal.h). */
   c.lloff = fco_ws_ll_offset(s.v.ws_bytes) +
             (size_t)(c.e & 1) * fco_ws_ll_half_bytes(s.v.ws_bytes);
+  if constexpr (kTma) {
+    c.mx = &maps.x[li];
+    c.mw = &maps.w[li];
+  }
   /* A table that does not match the launch must not turn into writes past a workspace. */
   const uint64_t need = kLL ? 2 * (uint64_t)c.P * p.ll_slot_bytes : 2 * p.half_bytes;
   const uint64_t have = kLL ? 2 * (uint64_t)fco_ws_ll_half_bytes(s.v.ws_bytes) : s.v.ws_bytes;
@@ -246,14 +252,14 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if constexpr (kG > 1) {
     if (c.b >= B) { /* a split helper: local work only, no argument check */
-      run_split_helper<T, kMT, kG, kWg>(p, c, s.v, dyn_smem);
+      run_split_helper<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem);
       epoch_end(dev, c.e, BT);
       return;
     }
   }
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kG > 1)
-      run_oneshot_group<T, kMT, kG, kWg>(p, c, s.v, dyn_smem, wc);
+      run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc);
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
@@ -302,32 +308,61 @@ constexpr size_t group_dyn_smem() {
 }
 
 template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = false,
-          int kW = kWarpsOf<kMT>, int kG = 1, bool kWg = false>
+          int kW = kWarpsOf<kMT>, int kG = 1, bool kWg = false, bool kTma = false>
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
+  constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg, kTma>;
+  gemv::GroupMaps<kTma> maps;
+  memset(&maps, 0, sizeof maps);
   if constexpr (kG > 1 && !kWg) {
     /* Grouped tiles: the wgmma kernel where every local rank is on the vector path (x, W and
-     * K·esize 16-byte aligned) and FCO_GEMV_GROUP_MMA is not set; else this, the mma.sync one. */
+     * K·esize 16-byte aligned) and FCO_GEMV_GROUP_MMA is not set; else this, the mma.sync one.
+     * Groups of 8 (launch_grouped: FCO_GEMV_GROUP_TMA=1) run the wgmma kernel fed by TMA
+     * (gemv_group_tma.cuh) there instead, where the tensor maps encode; else (logged) the
+     * mma.sync one. The tile changes no group, block, flag or byte that moves: ranks may
+     * choose differently (kG, which does, is decided from the knobs and the shape alone). */
     bool vec = !a0->group_mma;
     for (int i = 0; i < g->num_local && vec; ++i) {
       fco_gemv_ar_args_t a;
       memcpy(&a, g->r[i].op->u.raw, sizeof a);
       vec = (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.w % 16 == 0 && (a.K * sizeof(T)) % 16 == 0;
     }
-    if (vec) return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, true>(g, a0, impl, err);
+    if constexpr (kG == 8) {
+      if (vec)
+        return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, gemv::GroupTma<kG>::kWarps, kG, true,
+                            true>(g, a0, impl, err);
+    } else {
+      if (vec) return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, true>(g, a0, impl, err);
+    }
+  }
+  if constexpr (kTma) {
+    for (int i = 0; i < g->num_local; ++i) {
+      fco_gemv_ar_args_t a;
+      memcpy(&a, g->r[i].op->u.raw, sizeof a);
+      const char* why = a.K > (size_t)INT32_MAX - 1024
+                            ? "K past TMA's 32-bit coordinates"
+                            : gemv::GroupTma<kG>::encode(&maps.x[i], &maps.w[i], a.x, (int)a.M,
+                                                         a.w, (int)a.N, (int64_t)a.K);
+      if (why) {
+        fco_log(g->r[0].op->comm, "fco_gemv_allreduce: %s (local rank %d): the mma.sync grouped "
+                "tile instead of TMA", why, i);
+        fco_gemv_ar_args_t a1 = *a0;
+        a1.group_mma = 1;
+        return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, gemv::kGroupWarps, kG, false>(
+            g, &a1, impl, err);
+      }
+    }
   }
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
   constexpr int kThreads = kW * 32;
   /* Grouped tiles keep their ring in dynamic shared memory (the kernel opts in per device). */
-  const size_t dyn = kG > 1 ? group_dyn_smem<kMT, (kG > 1 ? kG : 2)>() : 0;
-  if (kG > 1 &&
-      (res = opt_in_smem<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>>(
-           device, (int)dyn, err)) != FCO_OK)
-    return res;
-  res = max_coresident_blocks<gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>>(
-      err, device, sms, kThreads, &cap, dyn);
+  const size_t dyn = !(kG > 1) ? 0
+                     : kTma    ? gemv::GroupTma<(kG > 1 ? kG : 2)>::kSmemBytes
+                               : group_dyn_smem<kMT, (kG > 1 ? kG : 2)>();
+  if (kG > 1 && (res = opt_in_smem<kKernel>(device, (int)dyn, err)) != FCO_OK) return res;
+  res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, dyn);
   if (res != FCO_OK) return res;
   const int T_ = (int)fco_gemv_ar_tiles(a0->N);
   const int units = (T_ + kG - 1) / kG; /* work units: tiles, or groups of kG tiles */
@@ -436,11 +471,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     cfg.stream = (cudaStream_t)g->stream;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    ce = cudaLaunchKernelEx(&cfg, gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>,
-                            p);
+    ce = cudaLaunchKernelEx(&cfg, kKernel, p, maps);
   } else {
-    gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg>
-        <<<grid, kThreads, dyn, (cudaStream_t)g->stream>>>(p);
+    kKernel<<<grid, kThreads, dyn, (cudaStream_t)g->stream>>>(p, maps);
     ce = cudaGetLastError();
   }
   if (ce != cudaSuccess) {
@@ -452,7 +485,8 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   /* fco_last_plan: which kernel, e.g. "gemv_allreduce impl 1 kernel grouped wgmma kG=4 split=2
    * kMT=8 warps=8 PDL, 32 blocks/rank of 132 co-resident" (the slots the split rule counts) */
   fco_plan_append(g->plan, " kernel %s%s", kLL ? "LL " : "",
-                  kG > 1 ? (kWg ? "grouped wgmma" : "grouped mma.sync") : "one-tile");
+                  kG > 1 ? (kTma ? "grouped wgmma tma" : kWg ? "grouped wgmma" : "grouped mma.sync")
+                         : "one-tile");
   if (kG > 1)
     fco_plan_append(g->plan, " kG=%d split=%d%s", kG, split, p.group_half ? "" : " fp32-partials");
   fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank of %d co-resident", kMT, kW,
@@ -489,6 +523,10 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;
   if (kMT != 8) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
+  /* FCO_GEMV_GROUP_TMA=1 (session 23): groups of 8 tiles (128 columns) on the TMA-fed wgmma
+   * tile (gemv_group_tma.cuh; the mma.sync tile off the vector path), K split by pick_split. */
+  if (a0->group_tma > 0)
+    return launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, a0, impl, err);
   const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
   if (groups4 >= kGroupFill * (double)(cap / g->num_local))
     return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);

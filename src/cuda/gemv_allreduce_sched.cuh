@@ -15,6 +15,7 @@
 
 #include "../ops/gemv_allreduce.h"
 #include "gemv_group_tile.cuh"
+#include "gemv_group_tma.cuh"
 #include "gemv_group_wgmma.cuh"
 #include "gemv_tile.cuh"
 #include "launch.cuh"
@@ -108,6 +109,8 @@ struct Ctx {
   uint64_t e;
   size_t hoff;  /* offset of this call's half */
   size_t lloff; /* LL kernels: offset of this call's LL half (past the data workspace) */
+  const void* mx; /* TMA grouped tiles (kTma): this rank's tensor maps of x and W */
+  const void* mw;
 };
 
 /* Wide one-shot blocks (kW = kWideWarps, 2 blocks per SM): where the tiles fill at most half of the
@@ -311,10 +314,20 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * every local rank on the vector path), where this image has it (sm_90a; another target runs
  * the mma.sync tile); else the mma.sync tile. Two kernels, not a branch: with both tiles in one
  * kernel the wgmma path ran at the mma.sync tile's 255 registers with spills (session 14,
- * ptxas; the probe's kernel of the same tile: 55 registers). */
-template <typename T, int kMT, int kG, bool kWg>
+ * ptxas; the probe's kernel of the same tile: 55 registers). kTma (with kWg, FCO_GEMV_GROUP_TMA,
+ * kG = 8): the wgmma math fed by TMA from a producer warp (gemv_group_tma.cuh, 288 threads; the
+ * maps in c.mx / c.mw), a third kernel; its split slices are whole ring stages (kKb·64 k). */
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
                                             unsigned char* smem) {
+  if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
+    using G = gemv::GroupTma<kG>;
+    const int stages = (int)((c.K + G::SK - 1) / G::SK); /* TMA coordinates are 32-bit */
+    const int s0 = (int)((int64_t)stages * sl / p.split);
+    const int s1 = (int)((int64_t)stages * (sl + 1) / p.split);
+    G::template run<T>(c.mx, c.mw, s0, s1 - s0, q * kG * kTileN, smem);
+    return;
+  }
   int64_t k0 = 0, k1 = c.K;
   if (p.split > 1) {
     const int64_t slabs = (c.K + 63) / 64;
@@ -343,11 +356,11 @@ __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v,
 /* A split helper (block b ≥ B): h = b − B takes group h / (split − 1), slice 1 + h % (split − 1);
  * its partial goes to that slice's split area, then the flag (release: the owner's acquire and
  * L2 reads see the stores). */
-template <typename T, int kMT, int kG, bool kWg>
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
                                                  const RankView& v, unsigned char* smem) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  group_slice<T, kMT, kG, kWg>(p, c, q, sl, smem);
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem);
   const int per = 4 * p.M; /* float4s per tile */
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
@@ -362,7 +375,7 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
   signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
 }
 
-template <typename T, int kMT, int kG, bool kWg>
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
                                                   const WaitCtx& wc) {
@@ -379,7 +392,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    group_slice<T, kMT, kG, kWg>(p, c, q, 0, smem);
+    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem);
     if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;
       if (i < p.split - 1)

@@ -118,7 +118,7 @@ __device__ __forceinline__ void group_tile(const T* __restrict__ w, const T* __r
                                            int M, int N, int64_t K, int64_t ld, int n0, bool vec,
                                            unsigned char* smem) {
   static_assert(sizeof(T) == 2, "grouped tile: bf16 / f16");
-  static_assert(kG == 2 || kG == 4, "grouped tile: 2 or 4 tiles");
+  static_assert(kG == 2 || kG == 4 || kG == 8, "grouped tile: 2, 4 or 8 tiles");
   constexpr int kPairs = kG / 2;
   constexpr int kS = kGroupWarps / kPairs; /* K slices per chunk */
   static_assert(kGroupKC / kS >= 16, "at least one k16 step per warp and chunk");

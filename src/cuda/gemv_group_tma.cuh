@@ -1,0 +1,196 @@
+/*
+ * gemv_group_tma.cuh — the grouped GEMV tile fed by TMA from a producer warp (sm_90a): the
+ * grouped one-shot's tile (src/cuda/gemv_allreduce.cu, FCO_GEMV_GROUP_TMA=1) for M 33..64 in
+ * bf16 / f16 on the vector path. The same math and the same kind of result as
+ * gemv_group_wgmma.cuh's GroupWgmma (out [kG][64][16] fp32 at the start of smem): warpgroup g
+ * runs wgmma m64n{8kG}k16 on its half of the group's kG·16 columns, A = x [64][64 k], B = W
+ * [kG·16][64 k], both K-major in the 128-byte swizzle, from an S-stage ring; a stage holds kKb
+ * such 64-k boxes of x, then kKb of W.
+ *
+ * Why (gemv_group_probe, session 22, bench/probe/gemv_tma_tiles.cuh's tmawk): GroupWgmma's 256
+ * threads issue the ring's cp.async copies themselves and pass two block barriers per slab;
+ * here a ninth warp's one thread issues the TMA box loads and the 8 consumer warps only wait,
+ * multiply and release (per stage a "full" mbarrier: the producer's arrive + the bytes, and an
+ * "empty" one: one arrival per consumer warp once its wgmma reading the stage retired). What
+ * made the probe's form of it tie cuBLAS at M = 64 (run 2026-12-02_nvidia-h200_38d4cd6-wk:
+ * 22.17 µs vs cuBLAS 22.05 at 64×8192×4096, K in 2 slices): 128-column groups (kG = 8: x read
+ * from L2 once per 128 W rows), kKb = 2 boxes a stage (256 contiguous bytes of each W row a
+ * request: 11–18 %), and a producer loop on 32-bit counters without a division (a 64-bit
+ * `q / num_k` a slab had made the producer the pace-setter: 6–10 %). Session 18's first form
+ * of this file (64-column groups, one box a stage, 64-bit counters; commit fbf94bb) was 4–12 %
+ * slower than GroupWgmma in the operator and was reverted.
+ *
+ * Maps: x [M][K] and W [N][K] of each local rank (the row stride is this rank's K: the vector
+ * path's K·esize % 16 == 0 is TMA's stride rule), encoded on the host at every call (encode())
+ * and passed in a __grid_constant__ kernel parameter (GroupMaps). A split group's slice is a
+ * range of whole stages (kKb·64 k; group_slice cuts the split in those units); k past K reads
+ * zeros (TMA fills outside the tensor), rows ≥ M or ≥ N too.
+ * Per call of run(): barriers initialised, the ring filled from empty, all copies consumed and
+ * every wgmma retired before the out fragments are written (out aliases the ring; the barriers
+ * lie past it), barriers invalidated: nothing carries over between groups. All kThreads = 288
+ * threads of the block call run(); it begins and ends with a block barrier.
+ */
+#ifndef FCO_CUDA_GEMV_GROUP_TMA_CUH_
+#define FCO_CUDA_GEMV_GROUP_TMA_CUH_
+
+#include "gemm_tile_wgmma.cuh"
+#include "gemv_group_wgmma.cuh"
+
+namespace fco {
+namespace gemv {
+
+/* The kernel parameter with the tensor maps of the grid's local ranks (TMA reads a map from
+ * param, const or global space); the kernels without TMA get the empty one. */
+template <bool kTma>
+struct GroupMaps {
+  int unused;
+};
+template <>
+struct GroupMaps<true> {
+  CUtensorMap x[FCO_MAX_GPU_RANKS];
+  CUtensorMap w[FCO_MAX_GPU_RANKS];
+};
+
+template <int kG, int kKb = 2>
+struct GroupTma {
+  static constexpr int BN = kG * kTileN, BK = 64, SK = kKb * BK; /* SK: k a stage */
+  static constexpr int kConsumers = 256, kThreads = kConsumers + 32, kWarps = kThreads / 32;
+  static constexpr int kXBox = 64 * 128, kWBox = BN * 128; /* bytes of one 64-k box */
+  static constexpr int kXBytes = kKb * kXBox, kWBytes = kKb * kWBox;
+  static constexpr int kStageBytes = kXBytes + kWBytes; /* a multiple of 1024 */
+  static constexpr int kFit = (200 * 1024 - 1024 - 256) / kStageBytes;
+  static constexpr int kStages = kFit > 12 ? 12 : kFit;
+  static constexpr int kBarOff = kStages * kStageBytes; /* from the 1024-aligned ring base */
+  static constexpr size_t kOutBytes = (size_t)kG * 64 * kTileN * 4;
+  static constexpr size_t kPipeBytes = 1024 + (size_t)kBarOff + 2 * kStages * 8;
+  static constexpr size_t kSmemBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
+  static_assert(kStageBytes % 1024 == 0 && kStages >= 3, "stage layout: at least 3 stages");
+  static_assert(kOutBytes <= (size_t)kBarOff, "out must not reach the barriers");
+
+  /* Host: the maps of x [M][K] and W [N][K] (2-byte elements, rows K apart). Returns nullptr
+   * on success, else what failed (the caller falls back to GroupWgmma). */
+  static const char* encode(CUtensorMap* mx, CUtensorMap* mw, const void* x, int M,
+                            const void* w, int N, int64_t K) {
+    tile::TmaEncodeFn fn = tile::tma_encode_fn();
+    if (!fn) return "cuTensorMapEncodeTiled not found";
+    const CUtensorMapDataType dt = CU_TENSOR_MAP_DATA_TYPE_UINT16; /* a copy: bits are bits */
+    const cuuint32_t one[2] = {1, 1};
+    const cuuint64_t stride[1] = {(cuuint64_t)K * 2};
+    {
+      const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)M};
+      const cuuint32_t box[2] = {BK, 64};
+      if (fn(mx, dt, 2, const_cast<void*>(x), dim, stride, box, one,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return "cuTensorMapEncodeTiled(x)";
+    }
+    {
+      const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)N};
+      const cuuint32_t box[2] = {BK, (cuuint32_t)BN};
+      if (fn(mw, dt, 2, const_cast<void*>(w), dim, stride, box, one,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+        return "cuTensorMapEncodeTiled(W)";
+    }
+    return nullptr;
+  }
+
+  /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
+   * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
+   * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter). */
+  template <typename T>
+  __device__ static __forceinline__ void run(const void* mx, const void* mw, int st0, int num_st,
+                                             int n0, unsigned char* smem) {
+#if FCO_WGMMA_COMPILED
+    const int tid = threadIdx.x;
+    const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+    const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
+    __syncthreads(); /* the previous group's out (aliasing the ring) has been read */
+    if (tid == 0) {
+      for (int s = 0; s < kStages; ++s) {
+        tile::mbar_init(full + 8 * s, 1);
+        tile::mbar_init(empty + 8 * s, kConsumers / 32);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    float d[BN / 4]; /* m64n(BN/2): BN/4 per consumer thread */
+#pragma unroll
+    for (int i = 0; i < BN / 4; ++i) d[i] = 0.f;
+    if (tid >= kConsumers) { /* the producer warp: one thread issues */
+      if (tid == kConsumers) { /* 32-bit counters, no division per stage */
+        int s = 0, ph = 0, k0 = st0 * SK;
+#pragma unroll 1
+        for (int kt = 0; kt < num_st; ++kt, k0 += SK) {
+          if (kt >= kStages) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
+          const uint32_t st = pipe + (uint32_t)s * kStageBytes;
+          tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
+#pragma unroll
+          for (int b = 0; b < kKb; ++b)
+            tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
+#pragma unroll
+          for (int b = 0; b < kKb; ++b)
+            tile::tma_load_2d(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0);
+          if (++s == kStages) s = 0, ph ^= 1;
+        }
+      }
+      __syncwarp(); /* converged before the block barrier below (an aligned one) */
+    } else {
+      const int wg = tid >> 7, lane = tid & 31;
+      const uint32_t b_off = kXBytes + (uint32_t)wg * (BN / 2) * 128;
+      int s = 0, ph = 0, ps = 0;
+#pragma unroll 1
+      for (int kt = 0; kt < num_st; ++kt) {
+        tile::mbar_wait(full + 8 * s, (uint32_t)ph);
+        const uint32_t st = pipe + (uint32_t)s * kStageBytes;
+        tile::wgmma_fence();
+#pragma unroll
+        for (int b = 0; b < kKb; ++b)
+#pragma unroll
+          for (int kk = 0; kk < BK / 16; ++kk)
+            WgmmaN<T, BN / 2>::run(d, tile::wgmma_desc(st + b * kXBox + kk * 32, 16, 1024),
+                                   tile::wgmma_desc(st + b_off + b * kWBox + kk * 32, 16, 1024));
+        tile::wgmma_commit();
+        tile::wgmma_wait<1>(); /* stage kt − 1 retired (this warpgroup): release it */
+        if (kt > 0) {
+          __syncwarp();
+          if (lane == 0) tile::mbar_arrive(empty + 8 * ps);
+        }
+        ps = s;
+        if (++s == kStages) s = 0, ph ^= 1;
+      }
+      tile::wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < BN / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    }
+    __syncthreads(); /* every copy consumed, every wgmma retired: out may reuse the ring */
+    if (tid == 0)
+      for (int s = 0; s < kStages; ++s) {
+        tile::mbar_inval(full + 8 * s);
+        tile::mbar_inval(empty + 8 * s);
+      }
+    if (tid < kConsumers) {
+      /* m64nNk16 fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2), column
+       * 8j + 2·(lane % 4) + q % 2 of this warpgroup's BN/2 columns (as GroupWgmma). */
+      float* out = reinterpret_cast<float*>(smem);
+      const int wg = tid >> 7, lane = tid & 31, row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
+#pragma unroll
+      for (int j = 0; j < BN / 16; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3) + (q & 1);
+          const int row = row0 + 8 * (q >> 1);
+          out[((col / kTileN) * 64 + row) * kTileN + col % kTileN] = d[4 * j + q];
+        }
+    }
+    __syncthreads();
+#else
+    __trap(); /* not built for sm_90a: the launcher must not pick this tile */
+#endif
+  }
+};
+
+}  // namespace gemv
+}  // namespace fco
+
+#endif /* FCO_CUDA_GEMV_GROUP_TMA_CUH_ */
