@@ -506,8 +506,9 @@ static void expect_tile(const t_world_t* w, const char* tile) {
 
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2; the seventh to ninth:
-   * FCO_GEMV_GROUP_TMA=1 (groups of 8: the TMA-fed tile, split unset / 3; the ninth with
-   * FCO_GEMV_GROUP_MMA=1, the mma.sync tile in groups of 8, split 2) */
+   * FCO_GEMV_GROUP_TMA=1 (groups of 8: the TMA-fed tile, split unset / 3 with
+   * FCO_GEMV_SPLIT_SKEW=50; the ninth with FCO_GEMV_GROUP_MMA=1, the mma.sync tile in groups
+   * of 8, split 2) */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL};
   static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
@@ -524,6 +525,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_reset("FCO_GEMV_GROUP_MMA");
     if (tma) t_knob_set("FCO_GEMV_GROUP_TMA", "1");
     else t_knob_reset("FCO_GEMV_GROUP_TMA");
+    if (gi == 7) t_knob_set("FCO_GEMV_SPLIT_SKEW", "50"); /* slice 0 takes 150 / 350 */
+    else t_knob_reset("FCO_GEMV_SPLIT_SKEW");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
         /* a third of the calls push fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's;
@@ -547,6 +550,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   }
   t_knob_reset("FCO_GEMV_GROUP_MMA");
   t_knob_reset("FCO_GEMV_SPLIT");
+  t_knob_reset("FCO_GEMV_SPLIT_SKEW");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
    * TMA (whose maps then have a K of 8: the box's other columns read as zeros) */
   for (int tma = 1; tma >= 0; tma--) {

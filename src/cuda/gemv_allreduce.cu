@@ -430,6 +430,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.blocks_total = B + helpers;
   p.split = split;
   p.split_slice_bytes = split_slice;
+  p.split_skew = a0->split_skew;
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
   /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
