@@ -504,18 +504,28 @@ static void expect_tile(const t_world_t* w, const char* tile) {
   }
 }
 
+/* Every rank's fco_last_plan has (want) or lacks (!want) the words `what` ("split=2 pair"). */
+static void expect_plan_has(const t_world_t* w, const char* what, int want) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    if ((strstr(plan, what) != NULL) != want)
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected %s\"%s\"", r, plan,
+             want ? "" : "no ", what);
+  }
+}
+
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
-  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2; the seventh to ninth:
-   * FCO_GEMV_GROUP_TMA=1 (groups of 8: the TMA-fed tile, split unset / 3 with
-   * FCO_GEMV_SPLIT_SKEW=50; the ninth with FCO_GEMV_GROUP_MMA=1, the mma.sync tile in groups
-   * of 8, split 2) */
-  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL};
-  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "3", "2"};
+  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2; the seventh to tenth:
+   * FCO_GEMV_GROUP_TMA=1 (groups of 8, the TMA-fed tile): split unset; split 2 (owner and
+   * helper a cluster pair) with FCO_GEMV_SPLIT_SKEW=50; split 3 with FCO_GEMV_GROUP_MMA=1 (the
+   * mma.sync tile in groups of 8); split 2 with FCO_GEMV_SPLIT_PAIR=0 (the split area) */
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL, NULL};
+  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "2", "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {gemv_vec_kt_le(w->n, GEMV_MAX_KT), 4095, gemv_vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 9; gi++) {
+  for (int gi = 0; gi < 10; gi++) {
     const int tma = gi >= 6;
     if (knobs[gi]) t_knob_set("FCO_GEMV_GROUP", knobs[gi]);
     else t_knob_reset("FCO_GEMV_GROUP");
@@ -525,8 +535,10 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_reset("FCO_GEMV_GROUP_MMA");
     if (tma) t_knob_set("FCO_GEMV_GROUP_TMA", "1");
     else t_knob_reset("FCO_GEMV_GROUP_TMA");
-    if (gi == 7) t_knob_set("FCO_GEMV_SPLIT_SKEW", "50"); /* slice 0 takes 150 / 350 */
+    if (gi == 7) t_knob_set("FCO_GEMV_SPLIT_SKEW", "50"); /* slice 0 takes 150 / 250 */
     else t_knob_reset("FCO_GEMV_SPLIT_SKEW");
+    if (gi == 9) t_knob_set("FCO_GEMV_SPLIT_PAIR", "0");
+    else t_knob_reset("FCO_GEMV_SPLIT_PAIR");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
         /* a third of the calls push fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's;
@@ -540,17 +552,20 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
         if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
           expect_split(w, ns[ni], gi == 2 ? 1 : 0);
         /* groups of 8 at M 33..64: TMA on the vector path, the mma.sync tile off it (K 4095)
-         * or with FCO_GEMV_GROUP_MMA=1; N 1000 (8 groups) split where the slots allow */
+         * or with FCO_GEMV_GROUP_MMA=1; split 2 (at most 8 groups: they fit at P <= 4) in
+         * cluster pairs with TMA unless FCO_GEMV_SPLIT_PAIR=0 */
         if (tma && ms[mi] > 32) {
           const int vec = ks[(k + gi) % 3] != 4095 && gi != 8;
           expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
-          if (gi == 7 && ni == 0) expect_split(w, ns[ni], 0);
+          if (gi == 7 || gi == 9) expect_split(w, ns[ni], 2);
+          if (gi == 7 || gi == 9) expect_plan_has(w, "split=2 pair", vec && gi == 7);
         }
       }
   }
   t_knob_reset("FCO_GEMV_GROUP_MMA");
   t_knob_reset("FCO_GEMV_SPLIT");
   t_knob_reset("FCO_GEMV_SPLIT_SKEW");
+  t_knob_reset("FCO_GEMV_SPLIT_PAIR");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
    * TMA (whose maps then have a K of 8: the box's other columns read as zeros) */
   for (int tma = 1; tma >= 0; tma--) {

@@ -204,14 +204,20 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   extern __shared__ __align__(16) unsigned char dyn_smem[];
   const int B = p.blocks_per_rank, BT = p.blocks_total;
   const int li = blockIdx.x / BT;
+  int bi = (int)blockIdx.x - li * BT; /* this block's index in its rank's B owners + helpers */
+  if constexpr (kTma) {
+    if (p.pair) { /* clusters of 2: (owner q, its helper); see run_split_helper */
+      bi = (bi & 1) ? B + (bi >> 1) : bi >> 1;
+      gemv::cluster_arrive_relaxed(); /* phase 1: this block has started (waited before DSMEM) */
+    }
+  }
   if constexpr (kPdl) {
     /* PDL (see the header): until griddepcontrol.wait returns, the previous kernel of the
      * stream may still run; touch nothing but the kernel parameters and W, and W only through
      * L2 prefetches (L2 is the device's point of coherence: a prefetched line can never be
      * stale, even if that kernel writes W). Block b's first tile is b. */
-    if (p.prefetch_bytes && (int)blockIdx.x - li * BT < B) /* helpers start inside a row */
-      gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li],
-                             (int)(blockIdx.x - li * BT) * kG * kTileN, p.vec[li] != 0,
+    if (p.prefetch_bytes && bi < B) /* helpers start inside a row */
+      gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li], bi * kG * kTileN, p.vec[li] != 0,
                              p.prefetch_bytes);
     grid_dep_wait();
     grid_dep_launch_dependents();
@@ -225,7 +231,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   c.y = (char*)p.y[li];
   c.K = p.K[li];
   c.vec = p.vec[li] != 0;
-  c.b = blockIdx.x - li * BT;
+  c.b = bi;
   c.B = B;
   c.P = s.v.nranks;
   c.me = s.v.rank;
@@ -266,6 +272,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
       run_oneshot<T, kMT, kPipe, kW>(p, c, s, wc);
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
+  } else if constexpr (kTma) {
+    if (p.pair) gemv::pair_handoff(); /* the helper waits for its owner's arrival */
   }
   epoch_end(dev, c.e, BT);
 }
@@ -359,7 +367,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   constexpr int kThreads = kW * 32;
   /* Grouped tiles keep their ring in dynamic shared memory (the kernel opts in per device). */
   const size_t dyn = !(kG > 1) ? 0
-                     : kTma    ? gemv::GroupTma<(kG > 1 ? kG : 2)>::kSmemBytes
+                     : kTma    ? gemv::GroupTma<(kG > 1 ? kG : 2)>::kSmemPairBytes
                                : group_dyn_smem<kMT, (kG > 1 ? kG : 2)>();
   if (kG > 1 && (res = opt_in_smem<kKernel>(device, (int)dyn, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, dyn);
@@ -452,6 +460,35 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (kG > 1) h = fnv1a(h, (uint64_t)p.group_half); /* FCO_GEMV_GROUP_FP32 likewise */
   p.arg_hash = h;
   const unsigned grid = (unsigned)(B + helpers) * (unsigned)g->num_local;
+  /* TMA grouped tile split in 2 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helper as a
+   * cluster of 2, the helper's slice handed over through distributed shared memory (pair_put)
+   * instead of the split area + flag + the owner's L2 reads; where the device holds all
+   * num_local·B clusters at once (the owner waits for its helper). Local, as the split. */
+  if constexpr (kTma) {
+    if (split == 2 && a0->split_pair) {
+      static std::atomic<int> clusters[kMaxDevices]; /* 0 = not asked yet */
+      int n = device >= 0 && device < kMaxDevices ? clusters[device].load() : 0;
+      if (n == 0) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute at[1] = {};
+        at[0].id = cudaLaunchAttributeClusterDimension;
+        at[0].val.clusterDim.x = 2;
+        at[0].val.clusterDim.y = 1;
+        at[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3(kThreads);
+        cfg.dynamicSmemBytes = dyn;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) != cudaSuccess) {
+          (void)cudaGetLastError();
+          n = -1;
+        }
+        if (device >= 0 && device < kMaxDevices) clusters[device].store(n);
+      }
+      p.pair = n >= B * g->num_local;
+    }
+  }
   /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
    * prefetch: the knob's bytes per block, at most kPdlL2Budget for the whole grid (so the
    * prefetched lines stay well inside L2), in whole 256-byte steps (16 rows × 16 bytes). */
@@ -461,17 +498,26 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     p.prefetch_bytes = (uint32_t)(per_block / 256 * 256);
   }
   cudaError_t ce;
-  if constexpr (kPdl) {
+  if (kPdl || p.pair) {
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at[1] = {};
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute at[2] = {};
+    int na = 0;
+    if (kPdl) {
+      at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      at[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (p.pair) {
+      at[na].id = cudaLaunchAttributeClusterDimension;
+      at[na].val.clusterDim.x = 2;
+      at[na].val.clusterDim.y = 1;
+      at[na++].val.clusterDim.z = 1;
+    }
     cfg.gridDim = dim3(grid);
     cfg.blockDim = dim3(kThreads);
     cfg.dynamicSmemBytes = dyn;
     cfg.stream = (cudaStream_t)g->stream;
     cfg.attrs = at;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = (unsigned)na;
     ce = cudaLaunchKernelEx(&cfg, kKernel, p, maps);
   } else {
     kKernel<<<grid, kThreads, dyn, (cudaStream_t)g->stream>>>(p, maps);
@@ -489,7 +535,8 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
                   kG > 1 ? (kTma ? "grouped wgmma tma" : kWg ? "grouped wgmma" : "grouped mma.sync")
                          : "one-tile");
   if (kG > 1)
-    fco_plan_append(g->plan, " kG=%d split=%d%s", kG, split, p.group_half ? "" : " fp32-partials");
+    fco_plan_append(g->plan, " kG=%d split=%d%s%s", kG, split, p.pair ? " pair" : "",
+                    p.group_half ? "" : " fp32-partials");
   fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank of %d co-resident", kMT, kW,
                   kPipe ? " pipe" : "", kPdl ? " PDL" : "", B + helpers, cap / g->num_local);
   return FCO_OK;

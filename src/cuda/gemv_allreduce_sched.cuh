@@ -64,6 +64,8 @@ struct GarParams {
   int blocks_total;               /* B + the split helpers: a rank's blocks in the grid */
   int split;                      /* grouped tiles: K slices per group (1 = not split) */
   int split_skew;                 /* TMA grouped tile: slice 0 weighs 100 + this, the others 100 */
+  int pair; /* TMA grouped tile, split 2: owner and helper in a cluster of 2, the helper's slice
+             * handed over in the owner's shared memory (no split area, no flag) */
   uint64_t split_slice_bytes;     /* the split area's bytes per slice, past the P slots */
   uint64_t slot_bytes;            /* S: one rank's fp32 partial tiles */
   uint64_t half_bytes;            /* one epoch half */
@@ -365,6 +367,14 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
                                                  const RankView& v, unsigned char* smem) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
   group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem);
+  if constexpr (kTma) {
+    if (p.pair) { /* into the owner's pair buffer (CTA 0 of the cluster), then publish */
+      gemv::cluster_wait();
+      gemv::GroupTma<kG>::pair_put(smem);
+      gemv::pair_publish();
+      return;
+    }
+  }
   const int per = 4 * p.M; /* float4s per tile */
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
   const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
@@ -397,7 +407,11 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
     group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem);
-    if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
+    bool pair = false;
+    if constexpr (kTma) pair = p.pair != 0;
+    if (pair) {
+      gemv::pair_handoff(); /* the helper's slice is in this block's pair buffer */
+    } else if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;
       if (i < p.split - 1)
         ok = wait_ge(split_flag(c, v, q * (p.split - 1) + i), sig_value(c.e, 0), wc, c.me,
@@ -410,9 +424,16 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       const int t = q * kG + tw;
       if (t >= p.T) break;
       float4 r = out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)];
-      for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
-        r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
-                                           (size_t)ii * 16)));
+      if (pair) { /* slice 1 from the pair buffer: the same sum as through the split area */
+        if constexpr (kTma)
+          r = add4(r, reinterpret_cast<const float4*>(
+                          smem + (gemv::GroupTma<kG>::pair_buf(smem) - smem_u32(smem)))
+                          [(tw * 64 + (ii >> 2)) * 4 + (ii & 3)]);
+      } else {
+        for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
+          r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
+                                             (size_t)ii * 16)));
+      }
       if (c.P == 1) { /* nothing to reduce: y straight from the group's sums (run_oneshot) */
         finish4_at<T>(p, c, t, ii, r);
         continue;

@@ -51,6 +51,27 @@ struct GroupMaps<true> {
   CUtensorMap w[FCO_MAX_GPU_RANKS];
 };
 
+/* Split groups in clusters of 2 (GarParams::pair): the cluster barrier in two phases. Phase 1
+ * (arrive relaxed at the kernel's start, wait before the hand-off) says both blocks have
+ * started, so the helper's stores into the owner's shared memory find it alive; phase 2
+ * (pair_handoff: arrive release, wait acquire) publishes the helper's partial to the owner.
+ * All threads of both blocks, once each. */
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void pair_publish() { /* phase 2 */
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+/* The owner's side (and a helper whose owner stored nothing): both phases. */
+__device__ __forceinline__ void pair_handoff() {
+  cluster_wait();
+  pair_publish();
+}
+
 template <int kG, int kKb = 2>
 struct GroupTma {
   static constexpr int BN = kG * kTileN, BK = 64, SK = kKb * BK; /* SK: k a stage */
@@ -64,6 +85,10 @@ struct GroupTma {
   static constexpr size_t kOutBytes = (size_t)kG * 64 * kTileN * 4;
   static constexpr size_t kPipeBytes = 1024 + (size_t)kBarOff + 2 * kStages * 8;
   static constexpr size_t kSmemBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
+  /* Pair hand-off (split 2 in clusters of 2, see pair_buf): the helper's partial lands in the
+   * owner's shared memory past the barriers, kOutBytes more. */
+  static constexpr size_t kPairOff = ((size_t)kBarOff + 2 * kStages * 8 + 15) / 16 * 16;
+  static constexpr size_t kSmemPairBytes = 1024 + kPairOff + kOutBytes;
   static_assert(kStageBytes % 1024 == 0 && kStages >= 3, "stage layout: at least 3 stages");
   static_assert(kOutBytes <= (size_t)kBarOff, "out must not reach the barriers");
 
@@ -93,6 +118,27 @@ struct GroupTma {
         return "cuTensorMapEncodeTiled(W)";
     }
     return nullptr;
+  }
+
+  /* The pair buffer of this block's shared memory (shared-window address): [kG][64][16] fp32,
+   * the helper's partial in the owner. Only where the launch asked kSmemPairBytes. */
+  __device__ static __forceinline__ uint32_t pair_buf(unsigned char* smem) {
+    return ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)kPairOff;
+  }
+  /* All threads (helper of a pair): this block's out [kG][64][16] (at the start of smem) into the
+   * pair buffer of CTA 0 of the cluster (the owner), 16 bytes a store through the cluster's
+   * shared window; the caller's cluster barrier (release / acquire) publishes them. */
+  __device__ static __forceinline__ void pair_put(unsigned char* smem) {
+    const uint32_t dst = pair_buf(smem);
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(dst));
+    const float4* out = reinterpret_cast<const float4*>(smem);
+    for (int i = threadIdx.x; i < kG * 64 * kTileN / 4; i += blockDim.x) {
+      const float4 v = out[i];
+      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote + 16u * i),
+                   "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                   : "memory");
+    }
   }
 
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
