@@ -291,9 +291,11 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              on every rank), FCO_GEMV_LL_FP32=1 sends fp32 words: the plain one-shot's
  *              bits; at M ≤ 16 where N ≤ 32·SMs the blocks (LL or not) have 8 warps
  *              instead of 4, FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, same bits
- *              on every rank; at M 33..64 in bf16 / f16 groups of 64 columns share x through
- *              shared memory, and where the groups leave SMs idle a group's K is split over
- *              up to 4 blocks of the rank: FCO_GEMV_GROUP, FCO_GEMV_SPLIT in
+ *              on every rank; at M 33..64 in bf16 / f16 groups of 128 columns share x through
+ *              shared memory (TMA-fed wgmma; FCO_GEMV_GROUP_TMA=0: groups of 64 or 32 on
+ *              the cp.async tile), and where the groups leave SMs idle a group's K is split
+ *              over up to 4 blocks of the rank (split in 2: the pair as a cluster, the slice
+ *              handed over in shared memory): FCO_GEMV_GROUP, FCO_GEMV_SPLIT in
  *              docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
  *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
  *              two-phase (tile t is reduced by one owner rank, which pushes the result to
@@ -309,7 +311,7 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * [IN]  stream cudaStream_t or NULL
  * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
  * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S (on GPUs at M 33..64 in bf16 / f16 with
- * N ≤ 5120 also 2·3·roundup(ceil(T/4)·4·16·M·4, 256) for split groups; for M ≤ 16 the LL
+ * N ≤ 10240 also 2·3·roundup(ceil(T/8)·8·16·M·4, 256) for split groups; for M ≤ 16 the LL
  * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg); impl 3 (P > 1):
  * 2·P·roundup(M·N·esize, 256); impl 0: none (nccl),
  * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS

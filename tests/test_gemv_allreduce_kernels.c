@@ -515,10 +515,11 @@ static void expect_plan_has(const t_world_t* w, const char* what, int want) {
 }
 
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
-  /* the fifth: the mma.sync tile; the sixth: groups as unset, split in 2; the seventh to tenth:
-   * FCO_GEMV_GROUP_TMA=1 (groups of 8, the TMA-fed tile): split unset; split 2 (owner and
-   * helper a cluster pair) with FCO_GEMV_SPLIT_SKEW=50; split 3 with FCO_GEMV_GROUP_MMA=1 (the
-   * mma.sync tile in groups of 8); split 2 with FCO_GEMV_SPLIT_PAIR=0 (the split area) */
+  /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
+   * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
+   * the TMA-fed tile (the default; FCO_GEMV_GROUP_TMA unset, then 1): split unset; split 2
+   * (owner and helper a cluster pair); split 3 with FCO_GEMV_GROUP_MMA=1 (the mma.sync tile in
+   * groups of 8); split 2 with FCO_GEMV_SPLIT_PAIR=0 (the split area) */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL, NULL};
   static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "2", "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
@@ -533,10 +534,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_reset("FCO_GEMV_SPLIT");
     if (gi == 4 || gi == 8) t_knob_set("FCO_GEMV_GROUP_MMA", "1");
     else t_knob_reset("FCO_GEMV_GROUP_MMA");
-    if (tma) t_knob_set("FCO_GEMV_GROUP_TMA", "1");
-    else t_knob_reset("FCO_GEMV_GROUP_TMA");
-    if (gi == 7) t_knob_set("FCO_GEMV_SPLIT_SKEW", "50"); /* slice 0 takes 150 / 250 */
-    else t_knob_reset("FCO_GEMV_SPLIT_SKEW");
+    if (gi == 6) t_knob_reset("FCO_GEMV_GROUP_TMA");
+    else t_knob_set("FCO_GEMV_GROUP_TMA", tma ? "1" : "0");
     if (gi == 9) t_knob_set("FCO_GEMV_SPLIT_PAIR", "0");
     else t_knob_reset("FCO_GEMV_SPLIT_PAIR");
     for (size_t mi = 0; mi < 4; mi++)
@@ -564,20 +563,20 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   }
   t_knob_reset("FCO_GEMV_GROUP_MMA");
   t_knob_reset("FCO_GEMV_SPLIT");
-  t_knob_reset("FCO_GEMV_SPLIT_SKEW");
   t_knob_reset("FCO_GEMV_SPLIT_PAIR");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
    * TMA (whose maps then have a K of 8: the box's other columns read as zeros) */
   for (int tma = 1; tma >= 0; tma--) {
-    if (tma) t_knob_set("FCO_GEMV_GROUP_TMA", "1");
-    else t_knob_reset("FCO_GEMV_GROUP_TMA");
+    t_knob_set("FCO_GEMV_GROUP_TMA", tma ? "1" : "0");
     gemv_one_call(w, b, 64, 100, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_BF16, 1,
                   1);
     gemv_one_call(w, b, 48, 1000, gemv_vec_kt_le(w->n, 4 * (size_t)w->n * (w->n + 1)), FCO_F16, 0,
                   1);
     gemv_one_call(w, b, 64, 1000, gemv_vec_kt_le(w->n, GEMV_MAX_KT), FCO_BF16, 1, 1);
-    if (tma) expect_tile(w, "grouped wgmma tma");
+    expect_tile(w, tma ? "grouped wgmma tma" : "grouped wgmma");
+    if (!tma) expect_plan_has(w, "grouped wgmma tma", 0);
   }
+  t_knob_reset("FCO_GEMV_GROUP_TMA");
 }
 #endif
 

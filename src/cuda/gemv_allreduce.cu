@@ -36,21 +36,28 @@
  *   y (the same bits: the fp32 sum the slot would have carried). Grouped tiles alike.
  *
  * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 17..64; run_oneshot_group): the unit of
- *   work is a group of kG = 2 or 4 consecutive tiles (group q → block q mod B), computed by one
- *   block of 256 threads with x and W through a cp.async ring in shared memory, so x is read
- *   once per group instead of once per tile: on the vector path with wgmma (gemv_group_wgmma.cuh,
- *   this file is built for sm_90a), else with mma.sync (gemv_group_tile.cuh; also
- *   FCO_GEMV_GROUP_MMA=1). The partials go out as in the one-shot (same slots, [T][M][16]),
- *   rounded to the dtype (8 bytes a float4, the slot's first half; FCO_GEMV_GROUP_FP32=1: fp32),
- *   one flag per group. Default at M 33..64 (launch_grouped has the rule and the numbers); still
- *   slower than impl 3 there, which AUTO runs.
+ *   work is a group of kG consecutive tiles (group q → block q mod B), computed by one block
+ *   with x and W through a ring in shared memory, so x is read once per group instead of once
+ *   per tile. Default at M 33..64 (session 23): kG = 8 on the TMA-fed wgmma tile
+ *   (gemv_group_tma.cuh, 288 threads: a producer warp + 2 consumer warpgroups;
+ *   FCO_GEMV_GROUP_TMA=0 turns it off); else kG = 2 or 4, 256 threads, a cp.async ring, wgmma
+ *   on the vector path (gemv_group_wgmma.cuh; this file is built for sm_90a); off the vector
+ *   path (or FCO_GEMV_GROUP_MMA=1) the mma.sync tile (gemv_group_tile.cuh) in the same groups.
+ *   The partials go out as in the one-shot (same slots, [T][M][16]), rounded to the dtype
+ *   (8 bytes a float4, the slot's first half; FCO_GEMV_GROUP_FP32=1: fp32), one flag per group.
+ *   launch_grouped has the rule and the numbers; AUTO still runs impl 3 at M > 16 (its rule
+ *   was measured on two GPUs, before the TMA tile).
  *   Split groups (FCO_GEMV_SPLIT; session 14): where the groups fill at most half of the
  *   co-resident blocks (N ≤ ~4200 on H200), a group's K is cut into ks ≤ FCO_GEMV_SPLIT_MAX
  *   slices of whole 64-element slabs on as many blocks: the group's owner (block q, one group
  *   each then) computes slice 0, each helper block (b ≥ B) one other slice into the split area
  *   of the half (src/ops/gemv_allreduce.h) and raises a flag on the otherwise unused row
  *   sig[me][me]; the owner waits for them, adds the slices in slice order and goes on as
- *   above. Local to a rank (nothing else moves), so ranks may split differently.
+ *   above. Local to a rank (nothing else moves), so ranks may split differently. The TMA tile
+ *   split in 2 (FCO_GEMV_SPLIT_PAIR, on unless 0; session 23): owner and helper are a cluster
+ *   of 2 (blocks 2q, 2q + 1 of the rank), the helper stores its slice into the owner's shared
+ *   memory and the cluster barrier publishes it — no split area, no flag, no L2 reads (run
+ *   2026-12-02_nvidia-h200_5bdd21a-pair: 2.2–3.7 µs less per call where it applies).
  *
  * impl 1 (LL and, since session 13, plain), wide blocks (FCO_GEMV_WIDE, on unless 0): where the
  *   tiles fill at most half of the 4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks
@@ -438,7 +445,6 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.blocks_total = B + helpers;
   p.split = split;
   p.split_slice_bytes = split_slice;
-  p.split_skew = a0->split_skew;
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
   /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);
@@ -553,7 +559,14 @@ using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args
  * 195.2 / 107.9 (4), 4096×14336 47.5 / 45.2 (2; 48.6 with 4); M = 32 the one-tile kernels win
  * (27.8–99.3 against 38.1–114.9 with 4). impl 3 (cuBLAS + fco's one-shot, 26.7–80.9) is still
  * faster at M > 16 and is what AUTO runs there. A function of M, N, the GPU model and
- * num_local: every rank of one job decides alike; the choice is in the FCO_CHECK_ARGS hash. */
+ * num_local: every rank of one job decides alike; the choice is in the FCO_CHECK_ARGS hash.
+ * Since session 23, at M 33..64 FCO_GEMV_GROUP_TMA (unset = 1) goes first: groups of 8 on the
+ * TMA tile, K split by pick_split (local runs 2026-12-02_nvidia-h200_418224d-skew and
+ * 5bdd21a-pair, bf16, CUDA graphs, µs, P = 1, M 64, groups of 4 / of 8 with TMA; cuBLAS
+ * alone): 8192×8192 49.1 / 41.3 (36.1–37.4), 4096×14336 45.4 / 42.4–44.3 (35.1–35.7), 8192×28672
+ * 156.6 / 119.3 (125.7–128.3), 16384×16384 182.3 / 134.7 (131.5–133.2); at P = 2 (local)
+ * 1.01–1.36× faster than groups of 4 / 2. FCO_GEMV_GROUP=2 / 4 / 0 and _TMA=0 keep the rule
+ * below. */
 constexpr double kGroupFill = 0.75;
 template <typename T, int kMT, bool kPdl>
 fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
@@ -562,6 +575,11 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if (knob == 0) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
   if (knob == 2) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
   if (knob == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
+  /* FCO_GEMV_GROUP_TMA (unset = 1): groups of 8 tiles (128 columns) on the TMA-fed wgmma tile
+   * (gemv_group_tma.cuh; the mma.sync tile off the vector path), K split by pick_split. */
+  if constexpr (kMT == 8)
+    if (a0->group_tma > 0)
+      return launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, a0, impl, err);
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -571,10 +589,6 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;
   if (kMT != 8) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
-  /* FCO_GEMV_GROUP_TMA=1 (session 23): groups of 8 tiles (128 columns) on the TMA-fed wgmma
-   * tile (gemv_group_tma.cuh; the mma.sync tile off the vector path), K split by pick_split. */
-  if (a0->group_tma > 0)
-    return launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, a0, impl, err);
   const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
   if (groups4 >= kGroupFill * (double)(cap / g->num_local))
     return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);

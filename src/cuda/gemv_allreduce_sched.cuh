@@ -63,7 +63,6 @@ struct GarParams {
   int blocks_per_rank;            /* B: the blocks that own tiles or groups (flags, pushes) */
   int blocks_total;               /* B + the split helpers: a rank's blocks in the grid */
   int split;                      /* grouped tiles: K slices per group (1 = not split) */
-  int split_skew;                 /* TMA grouped tile: slice 0 weighs 100 + this, the others 100 */
   int pair; /* TMA grouped tile, split 2: owner and helper in a cluster of 2, the helper's slice
              * handed over in the owner's shared memory (no split area, no flag) */
   uint64_t split_slice_bytes;     /* the split area's bytes per slice, past the P slots */
@@ -326,11 +325,8 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
   if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
     using G = gemv::GroupTma<kG>;
     const int stages = (int)((c.K + G::SK - 1) / G::SK); /* TMA coordinates are 32-bit */
-    /* FCO_GEMV_SPLIT_SKEW: the owner's slice 0 takes (100 + skew) / (100·split + skew) of the
-     * stages, so that its helpers' partials are there when it is done with its own */
-    const int64_t tot = 100 * (int64_t)p.split + p.split_skew;
-    auto at = [&](int i) { return (int)((int64_t)stages * (i ? 100 * i + p.split_skew : 0) / tot); };
-    const int s0 = at(sl), s1 = at(sl + 1);
+    const int s0 = (int)((int64_t)stages * sl / p.split);
+    const int s1 = (int)((int64_t)stages * (sl + 1) / p.split);
     G::template run<T>(c.mx, c.mw, s0, s1 - s0, q * kG * kTileN, smem);
     return;
   }

@@ -134,7 +134,6 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   long long pipe = fco_env_int("FCO_GEMV_PIPE", -1);
   long long group = fco_env_int("FCO_GEMV_GROUP", -1);
   long long split = fco_env_int("FCO_GEMV_SPLIT", -1);
-  long long skew = fco_env_int("FCO_GEMV_SPLIT_SKEW", 0);
   if (group > 0 && group != 2 && group != 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
@@ -142,16 +141,12 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", fn, split,
                          FCO_GEMV_SPLIT_MAX);
-  if (skew < 0 || skew > 300)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_SPLIT_SKEW=%lld is not 0..300 (percent; unset: 0)", fn, skew);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
   a->group = group < 0 ? -1 : (int)group;
   a->group_mma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) > 0;
-  a->group_tma = fco_env_int("FCO_GEMV_GROUP_TMA", 0) > 0;
+  a->group_tma = fco_env_int("FCO_GEMV_GROUP_TMA", 1) > 0; /* on unless 0 (session 23) */
   a->split = split < 0 ? -1 : (int)split;
-  a->split_skew = (int)skew;
   a->split_pair = fco_env_int("FCO_GEMV_SPLIT_PAIR", 1) > 0;
   a->ll_fp32 = fco_env_int("FCO_GEMV_LL_FP32", 0) > 0;
   a->group_fp32 = fco_env_int("FCO_GEMV_GROUP_FP32", 0) > 0;

@@ -55,9 +55,8 @@ typedef struct {
   int wide;      /* FCO_GEMV_WIDE: 1 (unset) where they apply, 0 off                         */
   int group;     /* FCO_GEMV_GROUP: -1 (unset) automatic, 0 one-tile kernels, 2 or 4          */
   int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
-  int group_tma; /* FCO_GEMV_GROUP_TMA=1: the wgmma grouped tile fed by TMA (vector path)     */
+  int group_tma; /* FCO_GEMV_GROUP_TMA: 1 (unset) M 33..64 in groups of 8 on the TMA tile, 0 off */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
-  int split_skew; /* FCO_GEMV_SPLIT_SKEW: the TMA tile's slice 0 weighs 100 + this % (0..300)   */
   int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split 2 in clusters of 2, 0 off */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */

@@ -189,12 +189,14 @@ void gemv_one_call(const t_world_t* w, gemv_bufs_t* b, size_t M, size_t N, size_
   const char* spl = getenv("FCO_GEMV_SPLIT");
   const char* g32 = getenv("FCO_GEMV_GROUP_FP32");
   const char* tma = getenv("FCO_GEMV_GROUP_TMA");
-  t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s%s%s%s%s%s%s%s%s%s seed=0x%016llx", w->n, M, N,
+  const char* pair = getenv("FCO_GEMV_SPLIT_PAIR");
+  t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s%s%s%s%s%s%s%s%s%s%s seed=0x%016llx", w->n, M, N,
             kt, fco_dtype_name(dt), has_bias ? "bias" : "no bias", impl,
             ll && atoi(ll) > 0 ? " LL" : "", pdl && atoi(pdl) <= 0 ? " PDL off" : " PDL (GPUs)",
             pf ? " prefetch=" : "", pf ? pf : "", grp ? " group=" : "", grp ? grp : "",
             spl ? " split=" : "", spl ? spl : "", g32 && atoi(g32) > 0 ? " group-fp32" : "",
-            tma && atoi(tma) > 0 ? " group-tma" : "", (unsigned long long)seed);
+            tma && atoi(tma) <= 0 ? " group-tma=0" : "", pair && atoi(pair) <= 0 ? " no-pair" : "",
+            (unsigned long long)seed);
   gemv_prepare(b, M, N, kt, dt, has_bias, seed);
   ASSERT_OK(gemv_issue(w, b, impl, NULL));
   t_sync(w);

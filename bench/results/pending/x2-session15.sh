@@ -41,6 +41,14 @@ for g in 0 1 0 1; do
   echo "# FCO_GEMV_GROUP_FP32=$g" >> $O/gemv-groupfp32.txt
   FCO_GEMV_GROUP_FP32=$g FCO_BENCH_GEMV_M=64 timeout 30 $B -D 1 >> $O/gemv-groupfp32.txt 2>&1; echo rc=$?
 done
+# session 23: impl 1 at M 33..64 on the TMA tile in groups of 8 (default; split 2 as cluster pairs
+# where the groups fill at most half the SMs: N = 8192 at one rank a GPU) against the session-22
+# grouped tile (FCO_GEMV_GROUP_TMA=0), alternating, beside impl 3 (what AUTO runs at M > 16)
+el "gemv M 48,64 TMA tile / groups of 4"
+for t in 1 0 1 0; do
+  echo "# FCO_GEMV_GROUP_TMA=$t" >> $O/gemv-tma.txt
+  FCO_GEMV_GROUP_TMA=$t FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1,3 >> $O/gemv-tma.txt 2>&1; echo rc=$?
+done
 pack
 # (3) embedding
 for d in bf16 f32; do
@@ -64,5 +72,5 @@ python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
 el all done
 pack
-for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 ea-bf16 ea-f32 ea-static ga ga-skew-sep; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 gemv-tma ea-bf16 ea-f32 ea-static ga ga-skew-sep; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
 echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
