@@ -11,8 +11,8 @@
  *   must be bit-identical to rank 0's and nothing may be written past y's end.
  *   Then back-to-back calls without a sync (epochs), bad arguments with their codes and
  *   messages (nothing written; also tuning knobs set to values no kernel exists for:
- *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT), a mismatch of M across ranks, and on GPU transports AUTO's
- *   rule read back through fco_last_plan, a CUDA graph replayed 100 times and FCO_CHECK_ARGS=1
+ *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT, FCO_GEMV_TMA_STAGES), a mismatch of M across ranks, and on
+ *   GPU transports AUTO's rule read back through fco_last_plan, a CUDA graph replayed 100 times and FCO_CHECK_ARGS=1
  *   (on nccl also the device-side mismatch). On GPU transports the calls after bad_args run with
  *   FCO_GEMV_AR_LL=0 and every round after P = 1 with FCO_GEMV_PDL=0, as when the kernel
  *   variants' tests ran between them in this program (see main).
@@ -142,6 +142,8 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   refused_knob(w, b, "FCO_GEMV_GROUP", "1", 1);
   refused_knob(w, b, "FCO_GEMV_SPLIT", "5", 64);
   refused_knob(w, b, "FCO_GEMV_SPLIT", "0", 4);
+  refused_knob(w, b, "FCO_GEMV_TMA_STAGES", "5", 64);
+  refused_knob(w, b, "FCO_GEMV_TMA_STAGES", "1", 48);
 }
 
 #ifdef FCO_HAVE_CUDA

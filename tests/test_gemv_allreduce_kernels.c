@@ -518,8 +518,9 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
    * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
    * the TMA-fed tile (the default; FCO_GEMV_GROUP_TMA unset, then 1): split unset; split 2
-   * (owner and helper a cluster pair); split 3 with FCO_GEMV_GROUP_MMA=1 (the mma.sync tile in
-   * groups of 8); split 2 with FCO_GEMV_SPLIT_PAIR=0 (the split area) */
+   * (owner and helper a cluster pair) on 3 ring stages; split 3 with FCO_GEMV_GROUP_MMA=1 (the
+   * mma.sync tile in groups of 8); split 2 with FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2
+   * ring stages (FCO_GEMV_TMA_STAGES) */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL, NULL};
   static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "2", "3", "2"};
   static const size_t ms[] = {17, 32, 40, 64};
@@ -538,6 +539,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_set("FCO_GEMV_GROUP_TMA", tma ? "1" : "0");
     if (gi == 9) t_knob_set("FCO_GEMV_SPLIT_PAIR", "0");
     else t_knob_reset("FCO_GEMV_SPLIT_PAIR");
+    if (gi == 7 || gi == 9) t_knob_set("FCO_GEMV_TMA_STAGES", gi == 7 ? "3" : "2");
+    else t_knob_reset("FCO_GEMV_TMA_STAGES");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
         /* a third of the calls push fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's;
@@ -564,6 +567,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   t_knob_reset("FCO_GEMV_GROUP_MMA");
   t_knob_reset("FCO_GEMV_SPLIT");
   t_knob_reset("FCO_GEMV_SPLIT_PAIR");
+  t_knob_reset("FCO_GEMV_TMA_STAGES");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
    * TMA (whose maps then have a K of 8: the box's other columns read as zeros) */
   for (int tma = 1; tma >= 0; tma--) {

@@ -332,7 +332,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if constexpr (kG > 1 && !kWg) {
     /* Grouped tiles: the wgmma kernel where every local rank is on the vector path (x, W and
      * K·esize 16-byte aligned) and FCO_GEMV_GROUP_MMA is not set; else this, the mma.sync one.
-     * Groups of 8 (launch_grouped: FCO_GEMV_GROUP_TMA=1) run the wgmma kernel fed by TMA
+     * Groups of 8 (launch_grouped: FCO_GEMV_GROUP_TMA unset or 1) run the wgmma kernel fed by TMA
      * (gemv_group_tma.cuh) there instead, where the tensor maps encode; else (logged) the
      * mma.sync one. The tile changes no group, block, flag or byte that moves: ranks may
      * choose differently (kG, which does, is decided from the knobs and the shape alone). */
@@ -445,6 +445,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.blocks_total = B + helpers;
   p.split = split;
   p.split_slice_bytes = split_slice;
+  p.tma_stages = a0->tma_stages;
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
   /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
   p.half_bytes = fco_gemv_ar_half_bytes(impl, g->nranks, a0->M, a0->N, es);

@@ -63,6 +63,7 @@ struct GarParams {
   int blocks_per_rank;            /* B: the blocks that own tiles or groups (flags, pushes) */
   int blocks_total;               /* B + the split helpers: a rank's blocks in the grid */
   int split;                      /* grouped tiles: K slices per group (1 = not split) */
+  int tma_stages; /* TMA grouped tile: ring stages in use (FCO_GEMV_TMA_STAGES; 0 = all) */
   int pair; /* TMA grouped tile, split 2: owner and helper in a cluster of 2, the helper's slice
              * handed over in the owner's shared memory (no split area, no flag) */
   uint64_t split_slice_bytes;     /* the split area's bytes per slice, past the P slots */
@@ -327,7 +328,8 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     const int stages = (int)((c.K + G::SK - 1) / G::SK); /* TMA coordinates are 32-bit */
     const int s0 = (int)((int64_t)stages * sl / p.split);
     const int s1 = (int)((int64_t)stages * (sl + 1) / p.split);
-    G::template run<T>(c.mx, c.mw, s0, s1 - s0, q * kG * kTileN, smem);
+    G::template run<T>(c.mx, c.mw, s0, s1 - s0, q * kG * kTileN, smem,
+                       p.tma_stages > 0 ? p.tma_stages : G::kStages);
     return;
   }
   int64_t k0 = 0, k1 = c.K;

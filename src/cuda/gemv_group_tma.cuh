@@ -1,7 +1,8 @@
 /*
  * gemv_group_tma.cuh — the grouped GEMV tile fed by TMA from a producer warp (sm_90a): the
- * grouped one-shot's tile (src/cuda/gemv_allreduce.cu, FCO_GEMV_GROUP_TMA=1) for M 33..64 in
- * bf16 / f16 on the vector path. The same math and the same kind of result as
+ * grouped one-shot's default tile since session 23 (src/cuda/gemv_allreduce.cu; groups of
+ * kG = 8 tiles; FCO_GEMV_GROUP_TMA=0 turns it off) for M 33..64 in bf16 / f16 on the vector
+ * path. The same math and the same kind of result as
  * gemv_group_wgmma.cuh's GroupWgmma (out [kG][64][16] fp32 at the start of smem): warpgroup g
  * runs wgmma m64n{8kG}k16 on its half of the group's kG·16 columns, A = x [64][64 k], B = W
  * [kG·16][64 k], both K-major in the 128-byte swizzle, from an S-stage ring; a stage holds kKb
@@ -18,7 +19,10 @@
  * request: 11–18 %), and a producer loop on 32-bit counters without a division (a 64-bit
  * `q / num_k` a slab had made the producer the pace-setter: 6–10 %). Session 18's first form
  * of this file (64-column groups, one box a stage, 64-bit counters; commit fbf94bb) was 4–12 %
- * slower than GroupWgmma in the operator and was reverted.
+ * slower than GroupWgmma in the operator and was reverted. This form, in the operator (runs
+ * 2026-12-02_nvidia-h200_418224d-skew, 5bdd21a-pair, P = 1, M = 64, graphs): 1.10–1.33× the
+ * speed of GroupWgmma's groups of 4, faster than cuBLAS alone at 8192×28672 (119.3 vs 125.7 µs).
+ * Also here: the cluster-pair hand-off of a group split in 2 (pair_put, pair_handoff).
  *
  * Maps: x [M][K] and W [N][K] of each local rank (the row stride is this rank's K: the vector
  * path's K·esize % 16 == 0 is TMA's stride rule), encoded on the host at every call (encode())
@@ -93,7 +97,7 @@ struct GroupTma {
   static_assert(kOutBytes <= (size_t)kBarOff, "out must not reach the barriers");
 
   /* Host: the maps of x [M][K] and W [N][K] (2-byte elements, rows K apart). Returns nullptr
-   * on success, else what failed (the caller falls back to GroupWgmma). */
+   * on success, else what failed (the caller falls back to the mma.sync tile, same groups). */
   static const char* encode(CUtensorMap* mx, CUtensorMap* mw, const void* x, int M,
                             const void* w, int N, int64_t K) {
     tile::TmaEncodeFn fn = tile::tma_encode_fn();
@@ -144,13 +148,16 @@ struct GroupTma {
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
    * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter). */
+  /* ns (FCO_GEMV_TMA_STAGES): ring stages in use, 2..kStages (fewer bytes in flight a block:
+   * the first stage of every block arrives sooner when all blocks fill their rings at once). */
   template <typename T>
   __device__ static __forceinline__ void run(const void* mx, const void* mw, int st0, int num_st,
-                                             int n0, unsigned char* smem) {
+                                             int n0, unsigned char* smem, int ns = kStages) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
     const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
+    if (ns < 2 || ns > kStages) ns = kStages;
     __syncthreads(); /* the previous group's out (aliasing the ring) has been read */
     if (tid == 0) {
       for (int s = 0; s < kStages; ++s) {
@@ -168,7 +175,7 @@ struct GroupTma {
         int s = 0, ph = 0, k0 = st0 * SK;
 #pragma unroll 1
         for (int kt = 0; kt < num_st; ++kt, k0 += SK) {
-          if (kt >= kStages) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
+          if (kt >= ns) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
           const uint32_t st = pipe + (uint32_t)s * kStageBytes;
           tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
 #pragma unroll
@@ -177,7 +184,7 @@ struct GroupTma {
 #pragma unroll
           for (int b = 0; b < kKb; ++b)
             tile::tma_load_2d(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0);
-          if (++s == kStages) s = 0, ph ^= 1;
+          if (++s == ns) s = 0, ph ^= 1;
         }
       }
       __syncwarp(); /* converged before the block barrier below (an aligned one) */
@@ -203,7 +210,7 @@ struct GroupTma {
           if (lane == 0) tile::mbar_arrive(empty + 8 * ps);
         }
         ps = s;
-        if (++s == kStages) s = 0, ph ^= 1;
+        if (++s == ns) s = 0, ph ^= 1;
       }
       tile::wgmma_wait<0>();
 #pragma unroll

@@ -134,6 +134,7 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   long long pipe = fco_env_int("FCO_GEMV_PIPE", -1);
   long long group = fco_env_int("FCO_GEMV_GROUP", -1);
   long long split = fco_env_int("FCO_GEMV_SPLIT", -1);
+  long long stages = fco_env_int("FCO_GEMV_TMA_STAGES", 0);
   if (group > 0 && group != 2 && group != 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
@@ -141,6 +142,9 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", fn, split,
                          FCO_GEMV_SPLIT_MAX);
+  if (stages != 0 && (stages < 2 || stages > 4))
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMV_TMA_STAGES=%lld is not 2..4 (unset: 4)", fn, stages);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
   a->group = group < 0 ? -1 : (int)group;
@@ -148,6 +152,7 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   a->group_tma = fco_env_int("FCO_GEMV_GROUP_TMA", 1) > 0; /* on unless 0 (session 23) */
   a->split = split < 0 ? -1 : (int)split;
   a->split_pair = fco_env_int("FCO_GEMV_SPLIT_PAIR", 1) > 0;
+  a->tma_stages = (int)stages;
   a->ll_fp32 = fco_env_int("FCO_GEMV_LL_FP32", 0) > 0;
   a->group_fp32 = fco_env_int("FCO_GEMV_GROUP_FP32", 0) > 0;
   return FCO_OK;

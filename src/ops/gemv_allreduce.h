@@ -58,6 +58,7 @@ typedef struct {
   int group_tma; /* FCO_GEMV_GROUP_TMA: 1 (unset) M 33..64 in groups of 8 on the TMA tile, 0 off */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
   int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split 2 in clusters of 2, 0 off */
+  int tma_stages; /* FCO_GEMV_TMA_STAGES: the TMA tile's ring stages in use, 2..4 (0 = unset: 4) */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
