@@ -212,6 +212,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   const int B = p.blocks_per_rank, BT = p.blocks_total;
   const int li = blockIdx.x / BT;
   int bi = (int)blockIdx.x - li * BT; /* this block's index in its rank's B owners + helpers */
+  if constexpr (kTma)
+    if (threadIdx.x == 0) FCO_GTRACE(0);
   if constexpr (kTma) {
     if (p.pair) { /* clusters of 2: (owner q, its helper); see run_split_helper */
       bi = (bi & 1) ? B + (bi >> 1) : bi >> 1;
@@ -231,6 +233,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   }
   fco_dev_rank_t* dev = p.dev[li];
   load_rank_view(dev, &s.v, FCO_OP_GEMV_ALLREDUCE);
+  if constexpr (kTma)
+    if (threadIdx.x == 0) FCO_GTRACE(1);
   Ctx c;
   c.x = (const char*)p.x[li];
   c.w = (const char*)p.w[li];
@@ -282,6 +286,20 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   } else if constexpr (kTma) {
     if (p.pair) gemv::pair_handoff(); /* the helper waits for its owner's arrival */
   }
+#ifdef FCO_GEMV_TRACE
+  if constexpr (kTma) {
+    if (threadIdx.x == 0 && blockIdx.x < 2) {
+      FCO_GTRACE(9);
+      const unsigned long long* t = gemv::g_gtrace[blockIdx.x];
+      printf("gtrace block %u K %lld split %d pair %d t0 %llu: view %lld init %lld issue0 %lld "
+             "data0 %lld lastmma %lld out %lld handoff %lld finish %lld end %lld\n",
+             blockIdx.x, (long long)c.K, p.split, p.pair, t[0], (long long)(t[1] - t[0]),
+             (long long)(t[2] - t[0]), (long long)(t[3] - t[0]), (long long)(t[4] - t[0]),
+             (long long)(t[5] - t[0]), (long long)(t[6] - t[0]), (long long)(t[7] - t[0]),
+             (long long)(t[8] - t[0]), (long long)(t[9] - t[0]));
+    }
+  }
+#endif
   epoch_end(dev, c.e, BT);
 }
 

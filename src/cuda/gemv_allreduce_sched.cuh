@@ -370,6 +370,7 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
       gemv::cluster_wait();
       gemv::GroupTma<kG>::pair_put(smem);
       gemv::pair_publish();
+      if (threadIdx.x == 0) FCO_GTRACE(7);
       return;
     }
   }
@@ -409,6 +410,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     if constexpr (kTma) pair = p.pair != 0;
     if (pair) {
       gemv::pair_handoff(); /* the helper's slice is in this block's pair buffer */
+      if (threadIdx.x == 0) FCO_GTRACE(7);
     } else if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;
       if (i < p.split - 1)
@@ -447,6 +449,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
         for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
       }
     }
+    if (i == 0) FCO_GTRACE(8);
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
   }
   if (c.P == 1) return;

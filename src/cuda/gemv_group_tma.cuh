@@ -43,6 +43,25 @@
 namespace fco {
 namespace gemv {
 
+/* FCO_GEMV_TRACE (a diagnostic build only, never defined by the Makefile): blocks 0 and 1 (an
+ * owner and its helper in a pair launch) record %globaltimer at points of a call (thread 0; the
+ * producer, thread 256, slot 3) and print them at the kernel's end (gemv_allreduce_kernel). */
+#ifdef FCO_GEMV_TRACE
+__device__ unsigned long long g_gtrace[2][12];
+#define FCO_GTRACE(k)                                                              \
+  do {                                                                             \
+    if (blockIdx.x < 2) {                                                          \
+      unsigned long long t_;                                                       \
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_));                       \
+      ::fco::gemv::g_gtrace[blockIdx.x][k] = t_;                                   \
+    }                                                                              \
+  } while (0)
+#else
+#define FCO_GTRACE(k) \
+  do {                \
+  } while (0)
+#endif
+
 /* The kernel parameter with the tensor maps of the grid's local ranks (TMA reads a map from
  * param, const or global space); the kernels without TMA get the empty one. */
 template <bool kTma>
@@ -167,6 +186,7 @@ struct GroupTma {
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+    if (tid == 0) FCO_GTRACE(2);
     float d[BN / 4]; /* m64n(BN/2): BN/4 per consumer thread */
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) d[i] = 0.f;
@@ -184,6 +204,7 @@ struct GroupTma {
 #pragma unroll
           for (int b = 0; b < kKb; ++b)
             tile::tma_load_2d(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0);
+          if (kt == 0) FCO_GTRACE(3);
           if (++s == ns) s = 0, ph ^= 1;
         }
       }
@@ -195,6 +216,7 @@ struct GroupTma {
 #pragma unroll 1
       for (int kt = 0; kt < num_st; ++kt) {
         tile::mbar_wait(full + 8 * s, (uint32_t)ph);
+        if (kt == 0 && tid == 0) FCO_GTRACE(4);
         const uint32_t st = pipe + (uint32_t)s * kStageBytes;
         tile::wgmma_fence();
 #pragma unroll
@@ -213,6 +235,7 @@ struct GroupTma {
         if (++s == ns) s = 0, ph ^= 1;
       }
       tile::wgmma_wait<0>();
+      if (tid == 0) FCO_GTRACE(5);
 #pragma unroll
       for (int i = 0; i < BN / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
     }
@@ -237,6 +260,7 @@ struct GroupTma {
         }
     }
     __syncthreads();
+    if (tid == 0) FCO_GTRACE(6);
 #else
     __trap(); /* not built for sm_90a: the launcher must not pick this tile */
 #endif
