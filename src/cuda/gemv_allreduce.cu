@@ -286,22 +286,26 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   } else if constexpr (kTma) {
     if (p.pair) gemv::pair_handoff(); /* the helper waits for its owner's arrival */
   }
-#ifdef FCO_GEMV_TRACE
-  if constexpr (kTma) {
-    if (threadIdx.x == 0 && blockIdx.x < 2) {
-      FCO_GTRACE(9);
-      const unsigned long long* t = gemv::g_gtrace[blockIdx.x];
-      printf("gtrace block %u K %lld split %d pair %d t0 %llu: view %lld init %lld issue0 %lld "
-             "data0 %lld lastmma %lld out %lld handoff %lld finish %lld end %lld\n",
-             blockIdx.x, (long long)c.K, p.split, p.pair, t[0], (long long)(t[1] - t[0]),
-             (long long)(t[2] - t[0]), (long long)(t[3] - t[0]), (long long)(t[4] - t[0]),
-             (long long)(t[5] - t[0]), (long long)(t[6] - t[0]), (long long)(t[7] - t[0]),
-             (long long)(t[8] - t[0]), (long long)(t[9] - t[0]));
-    }
-  }
-#endif
+  if constexpr (kTma)
+    if (threadIdx.x == 0) FCO_GTRACE(9);
   epoch_end(dev, c.e, BT);
 }
+
+#ifdef FCO_GEMV_TRACE
+/* FCO_GEMV_TRACE: prints what blocks 0 and 1 of the kernel before it recorded (a kernel of its
+ * own: a printf in the fused kernel makes ptxas serialise its wgmma, C7510). */
+__global__ void gtrace_print(int pair) {
+  for (int b = 0; b < 2; ++b) {
+    const unsigned long long* t = gemv::g_gtrace[b];
+    printf("gtrace block %d pair %d t0 %llu: view %lld init %lld issue0 %lld data0 %lld "
+           "lastmma %lld out %lld handoff %lld finish %lld end %lld\n",
+           b, pair, t[0], (long long)(t[1] - t[0]), (long long)(t[2] - t[0]),
+           (long long)(t[3] - t[0]), (long long)(t[4] - t[0]), (long long)(t[5] - t[0]),
+           (long long)(t[6] - t[0]), (long long)(t[7] - t[0]), (long long)(t[8] - t[0]),
+           (long long)(t[9] - t[0]));
+  }
+}
+#endif
 
 
 /* ---- host side -------------------------------------------------------------------------- */
@@ -548,6 +552,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     kKernel<<<grid, kThreads, dyn, (cudaStream_t)g->stream>>>(p, maps);
     ce = cudaGetLastError();
   }
+#ifdef FCO_GEMV_TRACE
+  if (kTma && ce == cudaSuccess) gtrace_print<<<1, 1, 0, (cudaStream_t)g->stream>>>(p.pair);
+#endif
   if (ce != cudaSuccess) {
     char what[160];
     snprintf(what, sizeof what, "fco_gemv_allreduce: launch of %u blocks x %d threads%s", grid,
