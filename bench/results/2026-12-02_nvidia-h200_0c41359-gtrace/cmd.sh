@@ -1,10 +1,10 @@
 #!/bin/bash
-# Session 23 (one H200, commit 082a495): where the TMA tile's fixed ~5-6 µs (run 4ca8e3b-ncu) go — src/cuda/gemv_allreduce.o
+# Session 23 (one H200, commit 0c41359): where the TMA tile's fixed ~5-6 µs (run 4ca8e3b-ncu) go — src/cuda/gemv_allreduce.o
 # built on the CPU machine with -DFCO_GEMV_TRACE (every other object as in run 849434b-final), carried: blocks 0 and 1
 # (an owner and its helper) print %globaltimer offsets from their kernel entry. P = 1 local, M 64, N 8192, K 2048 /
 # 8192, CUDA graphs, pairs on and off.
 set -u
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=082a495
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=0c41359
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
 export PATH=/usr/local/cuda/bin:$PATH
 O=/tmp/o1; rm -rf $O; mkdir -p $O
