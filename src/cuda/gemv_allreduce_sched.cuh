@@ -196,6 +196,7 @@ template <typename T>
 __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, const Ctx& c, int t,
                                                           int i, float4 acc) {
   using U = typename Raw4<T>::U;
+  using V = typename Raw4<T>::V;
   const int m = i >> 2;
   const int n = t * kTileN + (i & 3) * 4;
   float f[4] = {acc.x, acc.y, acc.z, acc.w};
@@ -204,13 +205,23 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
   for (int k = 0; k < 4; ++k) {
     if (c.bias && n + k < p.N) f[k] += Pack<T>::load((const T*)c.bias + n + k);
     u[k] = to_raw<T>(f[k]);
-    if (n + k < p.N) ((U*)c.y)[(int64_t)m * p.N + n + k] = u[k];
   }
-  typename Raw4<T>::V v;
+  V v;
   if constexpr (sizeof(T) == 4)
     v = make_uint4(u[0], u[1], u[2], u[3]);
   else
     v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
+  /* One vector store where the 4 columns are in y and aligned (session 23: the scalar stores
+   * touched every 32-byte sector of a warp's rows four times; the grouped tile's last loop took
+   * ~3 µs, run 2026-12-02_nvidia-h200_0c41359-gtrace); else one element at a time. */
+  U* dst = (U*)c.y + (int64_t)m * p.N + n;
+  if (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0) {
+    *(V*)dst = v;
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (n + k < p.N) dst[k] = u[k];
+  }
   return v;
 }
 template <typename T>
