@@ -211,9 +211,10 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
     v = make_uint4(u[0], u[1], u[2], u[3]);
   else
     v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
-  /* One vector store where the 4 columns are in y and aligned (session 23: the scalar stores
-   * touched every 32-byte sector of a warp's rows four times; the grouped tile's last loop took
-   * ~3 µs, run 2026-12-02_nvidia-h200_0c41359-gtrace); else one element at a time. */
+  /* One vector store where the 4 columns are in y and aligned, else one element at a time
+   * (session 23: the scalar stores touch every 32-byte sector of a warp's rows four times; the
+   * grouped tile's last loop, ~3 µs in run 2026-12-02_nvidia-h200_0c41359-gtrace, stayed ~2.7
+   * with this in run ..._ee6e36d-vstore: the stores were not its cost). */
   U* dst = (U*)c.y + (int64_t)m * p.N + n;
   if (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0) {
     *(V*)dst = v;
