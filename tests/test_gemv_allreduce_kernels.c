@@ -17,7 +17,10 @@
  *   The grouped tiles of M 17..64 (group_tests: every FCO_GEMV_GROUP
  *   value, K_r up to ~4600 so the cp.async ring wraps, K off the vector path, partial groups,
  *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K); partials pushed
- *   in the dtype (the default) and as fp32 (FCO_GEMV_GROUP_FP32=1, a third of the calls));
+ *   in the dtype (the default) and as fp32 (FCO_GEMV_GROUP_FP32=1, a third of the calls); the
+ *   default TMA tile in groups of 8 (split 2 as cluster pairs and with FCO_GEMV_SPLIT_PAIR=0,
+ *   3 and 2 ring stages, the mma.sync tile in groups of 8) and the older tiles with
+ *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan);
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
