@@ -55,10 +55,10 @@ typedef struct {
   int wide;      /* FCO_GEMV_WIDE: 1 (unset) where they apply, 0 off                         */
   int group;     /* FCO_GEMV_GROUP: -1 (unset) automatic, 0 one-tile kernels, 2 or 4          */
   int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
-  int group_tma; /* FCO_GEMV_GROUP_TMA: 1 (unset) M 33..64 in groups of 8 on the TMA tile, 0 off */
+  int group_tma; /* FCO_GEMV_GROUP_TMA: 1 (unset) M 33..64: groups of 8, TMA tile; 0 off      */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
-  int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split 2 in clusters of 2, 0 off */
-  int tma_stages; /* FCO_GEMV_TMA_STAGES: the TMA tile's ring stages in use, 2..4 (0 = unset: 4) */
+  int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) TMA tile's split 2 as cluster pairs; 0 off */
+  int tma_stages; /* FCO_GEMV_TMA_STAGES: TMA tile's ring stages in use, 2..4 (0 = unset: 4) */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
@@ -85,9 +85,10 @@ static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) 
 /* Split groups (impl 1's grouped tiles on GPUs, bf16 / f16, M 33..64; src/cuda/gemv_allreduce.cu
  * has the rule): up to FCO_GEMV_SPLIT_MAX K slices a group, the slices past the first as fp32
  * [T'][M][16] (T' = T rounded up to groups of 8, the largest group) in a split area after the
- * P slots. Reserved only where a split can apply: the groups (of 4, or of 8 with
- * FCO_GEMV_GROUP_TMA=1) fill at most half of the co-resident blocks, which on GPUs of up to
- * 160 SMs (one grouped block each) means N ≤ FCO_GEMV_SPLIT_MAX_N (groups of 8; of 4: 5120). */
+ * P slots. Reserved only where a split can apply: the groups (of 8, the default since session
+ * 23, or of 4 with FCO_GEMV_GROUP_TMA=0) fill at most half of the co-resident blocks, which on
+ * GPUs of up to 160 SMs (one grouped block each) means N ≤ FCO_GEMV_SPLIT_MAX_N (groups of 8;
+ * of 4: 5120). */
 #define FCO_GEMV_SPLIT_MAX 4
 #define FCO_GEMV_SPLIT_MAX_N 10240
 static inline size_t fco_gemv_ar_split_bytes(int impl, size_t M, size_t N, size_t esize) {
