@@ -213,7 +213,7 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
     v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
   /* One vector store where the 4 columns are in y and aligned, else one element at a time
    * (session 23: the scalar stores touch every 32-byte sector of a warp's rows four times; the
-   * grouped tile's last loop, ~3 µs in run 2026-12-02_nvidia-h200_0c41359-gtrace, stayed ~2.7
+   * grouped tile's last loop, ~3 µs in run 2026-12-02_nvidia-h200_0c41359-gtrace, stayed 2.8–3.0
    * with this in run ..._ee6e36d-vstore: the stores were not its cost). */
   U* dst = (U*)c.y + (int64_t)m * p.N + n;
   if (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0) {
