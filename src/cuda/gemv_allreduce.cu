@@ -231,6 +231,10 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     grid_dep_wait();
     grid_dep_launch_dependents();
   }
+  /* kTma: the producer starts the block's first TMA stages now, before the rank view. */
+  int primed = 0;
+  if constexpr (kTma)
+    primed = group_prime<kG>(p, &maps.x[li], &maps.w[li], p.K[li], bi, B, dyn_smem);
   fco_dev_rank_t* dev = p.dev[li];
   load_rank_view(dev, &s.v, FCO_OP_GEMV_ALLREDUCE);
   if constexpr (kTma)
@@ -263,20 +267,21 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P || have < need) {
     if (threadIdx.x == 0)
       record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, need, have);
+    if constexpr (kTma) gemv::GroupTma<kG>::drain(dyn_smem, primed);
     epoch_end(dev, c.e, BT);
     return;
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if constexpr (kG > 1) {
     if (c.b >= B) { /* a split helper: local work only, no argument check */
-      run_split_helper<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem);
+      run_split_helper<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, primed);
       epoch_end(dev, c.e, BT);
       return;
     }
   }
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kG > 1)
-      run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc);
+      run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
@@ -284,6 +289,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   } else if constexpr (kTma) {
+    gemv::GroupTma<kG>::drain(dyn_smem, primed); /* the argument check failed */
     if (p.pair) gemv::pair_handoff(); /* the helper waits for its owner's arrival */
   }
   if constexpr (kTma)

@@ -191,8 +191,10 @@ __device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
 }
 
 /* Thread i < 4M (finish4: i = threadIdx.x): bias, round, write the 4 outputs i of tile t into
- * y (columns < N only); returns them as raw dtype bits for the gather push. */
-template <typename T>
+ * y (columns < N only); returns them as raw dtype bits for the gather push. kChecked = false
+ * (the caller's promise: no bias, all 4 columns < N, y's 4 elements aligned as one vector):
+ * the same bits without the per-element checks. */
+template <typename T, bool kChecked = true>
 __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, const Ctx& c, int t,
                                                           int i, float4 acc) {
   using U = typename Raw4<T>::U;
@@ -203,7 +205,7 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
   U u[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    if (c.bias && n + k < p.N) f[k] += Pack<T>::load((const T*)c.bias + n + k);
+    if (kChecked && c.bias && n + k < p.N) f[k] += Pack<T>::load((const T*)c.bias + n + k);
     u[k] = to_raw<T>(f[k]);
   }
   V v;
@@ -214,9 +216,10 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
   /* One vector store where the 4 columns are in y and aligned, else one element at a time
    * (session 23: the scalar stores touch every 32-byte sector of a warp's rows four times; the
    * grouped tile's last loop, ~3 µs in run 2026-12-02_nvidia-h200_0c41359-gtrace, stayed 2.8–3.0
-   * with this in run ..._ee6e36d-vstore: the stores were not its cost). */
+   * with this in run ..._ee6e36d-vstore: the stores were not its cost — its ~108 instructions
+   * a float4 were, run ..._34bb36f-icache). */
   U* dst = (U*)c.y + (int64_t)m * p.N + n;
-  if (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0) {
+  if (!kChecked || (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0)) {
     *(V*)dst = v;
   } else {
 #pragma unroll
@@ -332,16 +335,24 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * ptxas; the probe's kernel of the same tile: 55 registers). kTma (with kWg, FCO_GEMV_GROUP_TMA,
  * kG = 8): the wgmma math fed by TMA from a producer warp (gemv_group_tma.cuh, 288 threads; the
  * maps in c.mx / c.mw), a third kernel; its split slices are whole ring stages (kKb·64 k). */
+/* kTma: the ring stages of K slice sl of p.split (whole stages of SK k; TMA coordinates are
+ * 32-bit): s0 .. s0 + n − 1. */
+template <int kG>
+__device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl, int& s0, int& n) {
+  using G = gemv::GroupTma<kG>;
+  const int stages = (int)((K + G::SK - 1) / G::SK);
+  s0 = (int)((int64_t)stages * sl / p.split);
+  n = (int)((int64_t)stages * (sl + 1) / p.split) - s0;
+}
+
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
-                                            unsigned char* smem) {
+                                            unsigned char* smem, int primed = 0) {
   if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
-    using G = gemv::GroupTma<kG>;
-    const int stages = (int)((c.K + G::SK - 1) / G::SK); /* TMA coordinates are 32-bit */
-    const int s0 = (int)((int64_t)stages * sl / p.split);
-    const int s1 = (int)((int64_t)stages * (sl + 1) / p.split);
-    G::template run<T>(c.mx, c.mw, s0, s1 - s0, q * kG * kTileN, smem,
-                       p.tma_stages > 0 ? p.tma_stages : G::kStages);
+    int s0, n;
+    tma_slice<kG>(p, c.K, sl, s0, n);
+    gemv::GroupTma<kG>::template run<T>(c.mx, c.mw, s0, n, q * kG * kTileN, smem, p.tma_stages,
+                                        primed);
     return;
   }
   int64_t k0 = 0, k1 = c.K;
@@ -356,6 +367,25 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     gemv::GroupWgmma<kG>::run(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, smem);
   else
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
+}
+
+/* kTma, all threads at the kernel's start (GroupTma::prime): the first call of group_slice of
+ * block bi (owners bi < B: group bi, slice 0; split helpers: as run_split_helper) primed, from
+ * the kernel parameters alone (the rank view is not loaded yet). Returns the stages issued
+ * (0 where the block has no group), the `primed` of that call. */
+template <int kG>
+__device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, const void* mw,
+                                           int64_t K, int bi, int B, unsigned char* smem) {
+  int q = bi, sl = 0;
+  if (bi >= B) {
+    if (p.split < 2) return 0;
+    q = (bi - B) / (p.split - 1);
+    sl = 1 + (bi - B) % (p.split - 1);
+  }
+  if (q >= (p.T + kG - 1) / kG) return 0;
+  int s0, n;
+  tma_slice<kG>(p, K, sl, s0, n);
+  return gemv::GroupTma<kG>::prime(mx, mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
 }
 
 /* Split groups: the split area's slice sl (1..split-1), [T][M][16] fp32 as a slot. */
@@ -374,9 +404,10 @@ __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v,
  * L2 reads see the stores). */
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
-                                                 const RankView& v, unsigned char* smem) {
+                                                 const RankView& v, unsigned char* smem,
+                                                 int primed) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem);
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed);
   if constexpr (kTma) {
     if (p.pair) { /* into the owner's pair buffer (CTA 0 of the cluster), then publish */
       gemv::cluster_wait();
@@ -400,11 +431,30 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
   signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
 }
 
+/* A thread's float4s of a group's [nt][M][16] partials, idx = i, i + step, ... < nt·4M, as
+ * (tw, ii) = (idx / 4M, idx % 4M) kept by increments: no division a float4 (session 24: with
+ * one, and the checks of finish4_at, the grouped tile's last loop ran ~108 instructions a
+ * float4, ~2.9 µs at M 64; run 2026-12-02_nvidia-h200_34bb36f-icache). */
+struct GroupWalk {
+  int tw0, ii0, dtw, dii, per;
+  __device__ __forceinline__ GroupWalk(int i, int step, int per_) : per(per_) {
+    tw0 = i / per;
+    ii0 = i - tw0 * per;
+    dtw = step / per;
+    dii = step - dtw * per;
+  }
+  __device__ __forceinline__ void next(int& tw, int& ii) const {
+    ii += dii;
+    tw += dtw;
+    if (ii >= per) ii -= per, ++tw;
+  }
+};
+
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
-                                                  const WaitCtx& wc) {
-  const int i = threadIdx.x;
+                                                  const WaitCtx& wc, int primed) {
+  const int i = threadIdx.x, step = blockDim.x;
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
   const size_t tile_bytes = (size_t)p.M * kTileN * 4;
@@ -413,11 +463,20 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
    * Every rank sums the same rounded values in rank order: y stays the same bits on all. */
   const bool half = sizeof(T) == 2 && p.group_half;
   const size_t tile_push = half ? tile_bytes / 2 : tile_bytes;
+  /* y's 4 columns of a float4 as one unchecked vector store (finish4_at<T, false>) in every
+   * group whose columns are all < N, where there is no bias and every row of y is aligned. */
+  const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
+  const GroupWalk gw(i, step, per);
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
+  const float4* pb = nullptr; /* the pair buffer (same layout): the helper's slice 1 */
+  if constexpr (kTma)
+    pb = reinterpret_cast<const float4*>(smem +
+                                         (gemv::GroupTma<kG>::pair_buf(smem) - smem_u32(smem)));
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem);
+    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, j == 0 ? primed : 0);
     bool pair = false;
     if constexpr (kTma) pair = p.pair != 0;
     if (pair) {
@@ -430,24 +489,24 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
                      q * (p.split - 1) + i);
       if (__syncthreads_or(!ok)) return;
     }
-    const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
-    for (int idx = i; idx < kG * per; idx += blockDim.x) {
-      const int tw = idx / per, ii = idx - tw * per;
-      const int t = q * kG + tw;
-      if (t >= p.T) break;
-      float4 r = out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)];
+    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    int tw = gw.tw0, ii = gw.ii0;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw, o = tw * 256 + ii; /* out [tw][ii / 4][16]: float4 tw·256 + ii */
+      float4 r = out[o];
       if (pair) { /* slice 1 from the pair buffer: the same sum as through the split area */
-        if constexpr (kTma)
-          r = add4(r, reinterpret_cast<const float4*>(
-                          smem + (gemv::GroupTma<kG>::pair_buf(smem) - smem_u32(smem)))
-                          [(tw * 64 + (ii >> 2)) * 4 + (ii & 3)]);
+        r = add4(r, pb[o]);
       } else {
         for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
           r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
                                              (size_t)ii * 16)));
       }
       if (c.P == 1) { /* nothing to reduce: y straight from the group's sums (run_oneshot) */
-        finish4_at<T>(p, c, t, ii, r);
+        if (fast)
+          finish4_at<T, false>(p, c, t, ii, r);
+        else
+          finish4_at<T>(p, c, t, ii, r);
         continue;
       }
       const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_push +
@@ -473,10 +532,11 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
                    c.b);
     if (__syncthreads_or(!ok)) return;
-    for (int idx = i; idx < kG * per; idx += blockDim.x) {
-      const int tw = idx / per, ii = idx - tw * per;
-      const int t = q * kG + tw;
-      if (t >= p.T) break;
+    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    int tw = gw.tw0, ii = gw.ii0;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw;
       const size_t off = (size_t)t * tile_push + (size_t)ii * (half ? 8 : 16);
       auto ld = [&](int r) { /* rank r's 4 partials of this thread */
         const char* src = mine + (size_t)r * p.slot_bytes + off;
@@ -486,7 +546,10 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       };
       float4 acc = ld(0);
       for (int r = 1; r < c.P; ++r) acc = add4(acc, ld(r));
-      finish4_at<T>(p, c, t, ii, acc);
+      if (fast)
+        finish4_at<T, false>(p, c, t, ii, acc);
+      else
+        finish4_at<T>(p, c, t, ii, acc);
     }
   }
 }

@@ -164,46 +164,95 @@ struct GroupTma {
     }
   }
 
+  /* ns (FCO_GEMV_TMA_STAGES): ring stages in use, 2..kStages (fewer bytes in flight a block:
+   * the first stage of every block arrives sooner when all blocks fill their rings at once);
+   * anything else: kStages. */
+  __device__ static __forceinline__ int ring_stages(int ns) {
+    return ns < 2 || ns > kStages ? kStages : ns;
+  }
+  /* One thread: stage s of the ring ← the kKb boxes of x, then of W, at k0 (the full
+   * barrier's expected bytes first). */
+  __device__ static __forceinline__ void issue(const void* mx, const void* mw, uint32_t pipe,
+                                               uint32_t full, int s, int k0, int n0) {
+    const uint32_t st = pipe + (uint32_t)s * kStageBytes;
+    tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
+#pragma unroll
+    for (int b = 0; b < kKb; ++b) tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
+#pragma unroll
+    for (int b = 0; b < kKb; ++b)
+      tile::tma_load_2d(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0);
+  }
+  __device__ static __forceinline__ void init_bars(uint32_t full, uint32_t empty) {
+    for (int s = 0; s < kStages; ++s) {
+      tile::mbar_init(full + 8 * s, 1);
+      tile::mbar_init(empty + 8 * s, kConsumers / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+
+  /* All threads, at the kernel's start, before anything else uses this shared memory (and
+   * after griddepcontrol.wait where the kernel has one: x may be the previous kernel's
+   * output): the producer thread initialises the barriers and issues the first
+   * min(ns, num_st) stages of the block's first run() (the same arguments), so its first bytes
+   * are on their way while the block still loads its rank view (session 24: in run
+   * 2026-12-02_nvidia-h200_0c41359-gtrace the first issue came ~2.1 µs after the kernel's
+   * start). Returns that count (every thread): pass it to that run() as `primed`, or, where
+   * the block leaves without it, to drain(). */
+  __device__ static __forceinline__ int prime(const void* mx, const void* mw, int st0, int num_st,
+                                              int n0, unsigned char* smem, int ns) {
+#if FCO_WGMMA_COMPILED
+    ns = ring_stages(ns);
+    const int kp = num_st < ns ? num_st : ns;
+    if (kp > 0 && threadIdx.x == kConsumers) { /* kp 0: run() initialises as unprimed */
+      const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+      const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
+      init_bars(full, empty);
+      for (int kt = 0; kt < kp; ++kt) issue(mx, mw, pipe, full, kt, (st0 + kt) * SK, n0);
+      FCO_GTRACE(3);
+    }
+    return kp;
+#else
+    return 0;
+#endif
+  }
+  /* The producer thread of a block that primed kp stages and leaves without the run() that
+   * consumes them: wait until they have landed (no copy may write shared memory that is no
+   * longer this block's). Other threads: nothing. */
+  __device__ static __forceinline__ void drain(unsigned char* smem, int kp) {
+#if FCO_WGMMA_COMPILED
+    if (threadIdx.x != kConsumers) return;
+    const uint32_t full = ((smem_u32(smem) + 1023u) & ~1023u) + kBarOff;
+    for (int s = 0; s < kp; ++s) tile::mbar_wait(full + 8 * s, 0u);
+#endif
+  }
+
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
-   * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter). */
-  /* ns (FCO_GEMV_TMA_STAGES): ring stages in use, 2..kStages (fewer bytes in flight a block:
-   * the first stage of every block arrives sooner when all blocks fill their rings at once). */
+   * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
+   * primed: what prime() returned for this call (its barriers are initialised and its first
+   * stages issued), else 0. ns: as ring_stages; prime()'s when primed. */
   template <typename T>
   __device__ static __forceinline__ void run(const void* mx, const void* mw, int st0, int num_st,
-                                             int n0, unsigned char* smem, int ns = kStages) {
+                                             int n0, unsigned char* smem, int ns, int primed = 0) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
     const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
-    if (ns < 2 || ns > kStages) ns = kStages;
+    ns = ring_stages(ns);
     __syncthreads(); /* the previous group's out (aliasing the ring) has been read */
-    if (tid == 0) {
-      for (int s = 0; s < kStages; ++s) {
-        tile::mbar_init(full + 8 * s, 1);
-        tile::mbar_init(empty + 8 * s, kConsumers / 32);
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    __syncthreads();
+    if (tid == 0 && !primed) init_bars(full, empty);
+    __syncthreads(); /* (primed: the producer's initialisation too) */
     if (tid == 0) FCO_GTRACE(2);
     float d[BN / 4]; /* m64n(BN/2): BN/4 per consumer thread */
 #pragma unroll
     for (int i = 0; i < BN / 4; ++i) d[i] = 0.f;
     if (tid >= kConsumers) { /* the producer warp: one thread issues */
       if (tid == kConsumers) { /* 32-bit counters, no division per stage */
-        int s = 0, ph = 0, k0 = st0 * SK;
+        int kt = primed, s = primed == ns ? 0 : primed, ph = primed == ns ? 1 : 0;
 #pragma unroll 1
-        for (int kt = 0; kt < num_st; ++kt, k0 += SK) {
+        for (int k0 = (st0 + kt) * SK; kt < num_st; ++kt, k0 += SK) {
           if (kt >= ns) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
-          const uint32_t st = pipe + (uint32_t)s * kStageBytes;
-          tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
-#pragma unroll
-          for (int b = 0; b < kKb; ++b)
-            tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
-#pragma unroll
-          for (int b = 0; b < kKb; ++b)
-            tile::tma_load_2d(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0);
+          issue(mx, mw, pipe, full, s, k0, n0);
           if (kt == 0) FCO_GTRACE(3);
           if (++s == ns) s = 0, ph ^= 1;
         }
@@ -248,15 +297,17 @@ struct GroupTma {
     if (tid < kConsumers) {
       /* m64nNk16 fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2), column
        * 8j + 2·(lane % 4) + q % 2 of this warpgroup's BN/2 columns (as GroupWgmma). */
+      /* Columns col, col + 1 (q = 0, 1 and 2, 3) side by side: one 8-byte store each pair. */
       float* out = reinterpret_cast<float*>(smem);
       const int wg = tid >> 7, lane = tid & 31, row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
 #pragma unroll
       for (int j = 0; j < BN / 16; ++j)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3) + (q & 1);
+        for (int q = 0; q < 4; q += 2) {
+          const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3);
           const int row = row0 + 8 * (q >> 1);
-          out[((col / kTileN) * 64 + row) * kTileN + col % kTileN] = d[4 * j + q];
+          *reinterpret_cast<float2*>(&out[((col / kTileN) * 64 + row) * kTileN + col % kTileN]) =
+              make_float2(d[4 * j + q], d[4 * j + q + 1]);
         }
     }
     __syncthreads();
