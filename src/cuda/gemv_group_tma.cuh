@@ -196,8 +196,8 @@ struct GroupTma {
    * min(ns, num_st) stages of the block's first run() (the same arguments), so its first bytes
    * are on their way while the block still loads its rank view (session 24: in run
    * 2026-12-02_nvidia-h200_0c41359-gtrace the first issue came ~2.1 µs after the kernel's
-   * start). Returns that count (every thread): pass it to that run() as `primed`, or, where
-   * the block leaves without it, to drain(). */
+   * start). Returns that count (every thread): pass it to that run() as `primed` (the next
+   * call of run() in this block, always: the stages must be consumed before the block leaves). */
   __device__ static __forceinline__ int prime(const void* mx, const void* mw, int st0, int num_st,
                                               int n0, unsigned char* smem, int ns) {
 #if FCO_WGMMA_COMPILED
@@ -215,17 +215,6 @@ struct GroupTma {
     return 0;
 #endif
   }
-  /* The producer thread of a block that primed kp stages and leaves without the run() that
-   * consumes them: wait until they have landed (no copy may write shared memory that is no
-   * longer this block's). Other threads: nothing. */
-  __device__ static __forceinline__ void drain(unsigned char* smem, int kp) {
-#if FCO_WGMMA_COMPILED
-    if (threadIdx.x != kConsumers) return;
-    const uint32_t full = ((smem_u32(smem) + 1023u) & ~1023u) + kBarOff;
-    for (int s = 0; s < kp; ++s) tile::mbar_wait(full + 8 * s, 0u);
-#endif
-  }
-
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
    * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
