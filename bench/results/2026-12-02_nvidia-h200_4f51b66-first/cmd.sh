@@ -2,7 +2,7 @@
 # Session 24 (one H200, commit 4f51b66): the TMA tile computes the block's first slice before it loads its rank view
 # (group_first: the ring primed and the first group computed from the kernel parameters alone; the view's loads no
 # longer wait behind the first stages, run 5913396-prime). The gemv tests (local P = 1..4, quick); fco-bench gemv_allreduce
-# (P = 1 K sweep at M 64, P = 2 at M 1 / 16 / 64, graphs); then the same
+# (P = 1 K sweep at M 64, P = 2 at M 1 / 16 / 64, graphs); pytest -m gpu -k "not triton"; then the same
 # sweep with 5913396's gemv_allreduce.o relinked (build/obj/old: A/B in one run); then 4f51b66 with -DFCO_GEMV_TRACE.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-4f51b66}
@@ -20,6 +20,9 @@ SW="8192x2048,8192x4096,8192x8192,8192x16384,8192x28672,4096x14336,16384x16384"
 b sweep 1 "$SW" 64
 b shapes 2 "8192x8192,4096x14336,8192x28672,16384x16384" "1,16,64"
 pack
+# The Python layer's GPU tests (torch operators; Triton's are slower to compile: -k "not triton"), 4f51b66's library
+(export PYTHONPATH=$PWD/python FCO_LIB=$PWD/build/lib/libfco.so; timeout 170 python3 -m pytest tests/python -m gpu -k "not triton" -q -p no:cacheprovider -x > $O/pytest.txt 2>&1; echo pytest rc=$?)
+pack
 relink() { cp "$1" build/obj/src/cuda/gemv_allreduce.o && touch build/obj/src/cuda/gemv_allreduce.o && make -j16 NCCL_HOME=$NCCL_HOME >> $O/build.log 2>&1 || { echo relink failed; tail -5 $O/build.log; }; }
 relink build/obj/old/gemv_allreduce.o
 b sweep-old 1 "$SW" 64
@@ -33,5 +36,6 @@ for nk in 8192x2048 8192x8192; do
 done
 rm -f $O/build.log; pack
 tail -n 4 $O/tests-local.txt
+tail -n 3 $O/pytest.txt
 for f in $O/gemv-g*; do echo "== $(basename $f)"; grep -E "^ +[0-9]" $f | cut -c1-150; done
 for f in $O/gtrace-*; do echo "== $(basename $f)"; grep gtrace $f | tail -2 | cut -c1-230; done
