@@ -231,7 +231,15 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     grid_dep_wait();
     grid_dep_launch_dependents();
   }
-  Ctx c; /* what the kernel parameters give; the rest after the rank view */
+  /* kTma: the producer starts the block's first TMA stages now, before the rank view. */
+  int primed = 0;
+  if constexpr (kTma)
+    primed = group_prime<kG>(p, &maps.x[li], &maps.w[li], p.K[li], bi, B, dyn_smem);
+  fco_dev_rank_t* dev = p.dev[li];
+  load_rank_view(dev, &s.v, FCO_OP_GEMV_ALLREDUCE);
+  if constexpr (kTma)
+    if (threadIdx.x == 0) FCO_GTRACE(1);
+  Ctx c;
   c.x = (const char*)p.x[li];
   c.w = (const char*)p.w[li];
   c.bias = (const char*)p.bias[li];
@@ -240,16 +248,6 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   c.vec = p.vec[li] != 0;
   c.b = bi;
   c.B = B;
-  bool first_done = false; /* kTma: the block's first slice, before the rank view */
-  if constexpr (kTma) {
-    c.mx = &maps.x[li];
-    c.mw = &maps.w[li];
-    first_done = group_first<T, kMT, kG, kWg, kTma>(p, c, bi, B, dyn_smem);
-  }
-  fco_dev_rank_t* dev = p.dev[li];
-  load_rank_view(dev, &s.v, FCO_OP_GEMV_ALLREDUCE);
-  if constexpr (kTma)
-    if (threadIdx.x == 0) FCO_GTRACE(1);
   c.P = s.v.nranks;
   c.me = s.v.rank;
   c.e = s.v.epoch + 1;
@@ -259,26 +257,31 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   /* LL: the LL area follows the data workspace; its halves at fixed offsets too (internal.h). */
   c.lloff = fco_ws_ll_offset(s.v.ws_bytes) +
             (size_t)(c.e & 1) * fco_ws_ll_half_bytes(s.v.ws_bytes);
+  if constexpr (kTma) {
+    c.mx = &maps.x[li];
+    c.mw = &maps.w[li];
+  }
   /* A table that does not match the launch must not turn into writes past a workspace. */
   const uint64_t need = kLL ? 2 * (uint64_t)c.P * p.ll_slot_bytes : 2 * p.half_bytes;
   const uint64_t have = kLL ? 2 * (uint64_t)fco_ws_ll_half_bytes(s.v.ws_bytes) : s.v.ws_bytes;
   if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P || have < need) {
     if (threadIdx.x == 0)
       record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, need, have);
+    if constexpr (kTma) gemv::GroupTma<kG>::drain(dyn_smem, primed);
     epoch_end(dev, c.e, BT);
     return;
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if constexpr (kG > 1) {
     if (c.b >= B) { /* a split helper: local work only, no argument check */
-      run_split_helper<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, first_done);
+      run_split_helper<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, primed);
       epoch_end(dev, c.e, BT);
       return;
     }
   }
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kG > 1)
-      run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, first_done);
+      run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
     else if constexpr (kImpl == 1)
@@ -286,6 +289,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   } else if constexpr (kTma) {
+    gemv::GroupTma<kG>::drain(dyn_smem, primed); /* the argument check failed */
     if (p.pair) gemv::pair_handoff(); /* the helper waits for its owner's arrival */
   }
   if constexpr (kTma)

@@ -369,29 +369,23 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
 }
 
-/* kTma, all threads at the kernel's start: block bi's first slice (owners bi < B: group bi,
- * slice 0; split helpers: as run_split_helper) into smem, from the kernel parameters alone
- * (c.K, c.mx, c.mw), before the block loads its rank view: the producer primes the ring
- * (GroupTma::prime) and the view's loads wait behind the first group's math instead of in
- * front of it (session 24, run 2026-12-02_nvidia-h200_5913396-prime: with the ring's first
- * stages in flight the view took up to ~4.5 µs from the kernel's start). True where it
- * computed one (the caller skips that call of group_slice), false where the block has none. */
-template <typename T, int kMT, int kG, bool kWg, bool kTma>
-__device__ __forceinline__ bool group_first(const GarParams& p, const Ctx& c, int bi, int B,
-                                            unsigned char* smem) {
+/* kTma, all threads at the kernel's start (GroupTma::prime): the first call of group_slice of
+ * block bi (owners bi < B: group bi, slice 0; split helpers: as run_split_helper) primed, from
+ * the kernel parameters alone (the rank view is not loaded yet). Returns the stages issued
+ * (0 where the block has no group), the `primed` of that call. */
+template <int kG>
+__device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, const void* mw,
+                                           int64_t K, int bi, int B, unsigned char* smem) {
   int q = bi, sl = 0;
   if (bi >= B) {
-    if (p.split < 2) return false;
+    if (p.split < 2) return 0;
     q = (bi - B) / (p.split - 1);
     sl = 1 + (bi - B) % (p.split - 1);
   }
-  if (q >= (p.T + kG - 1) / kG) return false;
+  if (q >= (p.T + kG - 1) / kG) return 0;
   int s0, n;
-  tma_slice<kG>(p, c.K, sl, s0, n);
-  const int primed =
-      gemv::GroupTma<kG>::prime(c.mx, c.mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
-  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed);
-  return true;
+  tma_slice<kG>(p, K, sl, s0, n);
+  return gemv::GroupTma<kG>::prime(mx, mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
 }
 
 /* Split groups: the split area's slice sl (1..split-1), [T][M][16] fp32 as a slot. */
@@ -411,9 +405,9 @@ __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v,
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
                                                  const RankView& v, unsigned char* smem,
-                                                 bool done) {
+                                                 int primed) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  if (!done) group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem); /* done: group_first's */
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed);
   if constexpr (kTma) {
     if (p.pair) { /* into the owner's pair buffer (CTA 0 of the cluster), then publish */
       gemv::cluster_wait();
@@ -459,7 +453,7 @@ struct GroupWalk {
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
-                                                  const WaitCtx& wc, bool first_done) {
+                                                  const WaitCtx& wc, int primed) {
   const int i = threadIdx.x, step = blockDim.x;
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
@@ -482,7 +476,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
                                          (gemv::GroupTma<kG>::pair_buf(smem) - smem_u32(smem)));
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    if (j > 0 || !first_done) group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem);
+    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, j == 0 ? primed : 0);
     bool pair = false;
     if constexpr (kTma) pair = p.pair != 0;
     if (pair) {

@@ -170,17 +170,31 @@ struct GroupTma {
   __device__ static __forceinline__ int ring_stages(int ns) {
     return ns < 2 || ns > kStages ? kStages : ns;
   }
-  /* One thread: stage s of the ring ← the kKb boxes of x, then of W, at k0 (the full
-   * barrier's expected bytes first). */
+  /* L2 policy of W's boxes: evict first. W is read once a call; without the hint its stream
+   * (the whole L2 several times over at these shapes) evicts what the kernel reads again —
+   * the rank table, x, the flags — and the next call's first reads of them go to DRAM behind
+   * the ring's first stages (run 2026-12-02_nvidia-h200_5913396-prime). */
+  __device__ static __forceinline__ uint64_t w_policy() {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+  }
+  /* One thread: stage s of the ring ← the kKb boxes of x, then of W (policy pol), at k0 (the
+   * full barrier's expected bytes first). */
   __device__ static __forceinline__ void issue(const void* mx, const void* mw, uint32_t pipe,
-                                               uint32_t full, int s, int k0, int n0) {
+                                               uint32_t full, int s, int k0, int n0,
+                                               uint64_t pol) {
     const uint32_t st = pipe + (uint32_t)s * kStageBytes;
     tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
 #pragma unroll
     for (int b = 0; b < kKb; ++b) tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
 #pragma unroll
     for (int b = 0; b < kKb; ++b)
-      tile::tma_load_2d(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0);
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+          ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(st + kXBytes + b * kWBox),
+          "l"(mw), "r"(k0 + b * BK), "r"(n0), "r"(full + 8 * s), "l"(pol)
+          : "memory");
   }
   __device__ static __forceinline__ void init_bars(uint32_t full, uint32_t empty) {
     for (int s = 0; s < kStages; ++s) {
@@ -196,8 +210,8 @@ struct GroupTma {
    * min(ns, num_st) stages of the block's first run() (the same arguments), so its first bytes
    * are on their way while the block still loads its rank view (session 24: in run
    * 2026-12-02_nvidia-h200_0c41359-gtrace the first issue came ~2.1 µs after the kernel's
-   * start). Returns that count (every thread): pass it to that run() as `primed` (the next
-   * call of run() in this block, always: the stages must be consumed before the block leaves). */
+   * start). Returns that count (every thread): pass it to that run() as `primed`, or, where
+   * the block leaves without it, to drain(). */
   __device__ static __forceinline__ int prime(const void* mx, const void* mw, int st0, int num_st,
                                               int n0, unsigned char* smem, int ns) {
 #if FCO_WGMMA_COMPILED
@@ -207,7 +221,8 @@ struct GroupTma {
       const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
       const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
       init_bars(full, empty);
-      for (int kt = 0; kt < kp; ++kt) issue(mx, mw, pipe, full, kt, (st0 + kt) * SK, n0);
+      const uint64_t pol = w_policy();
+      for (int kt = 0; kt < kp; ++kt) issue(mx, mw, pipe, full, kt, (st0 + kt) * SK, n0, pol);
       FCO_GTRACE(3);
     }
     return kp;
@@ -215,6 +230,17 @@ struct GroupTma {
     return 0;
 #endif
   }
+  /* The producer thread of a block that primed kp stages and leaves without the run() that
+   * consumes them: wait until they have landed (no copy may write shared memory that is no
+   * longer this block's). Other threads: nothing. */
+  __device__ static __forceinline__ void drain(unsigned char* smem, int kp) {
+#if FCO_WGMMA_COMPILED
+    if (threadIdx.x != kConsumers) return;
+    const uint32_t full = ((smem_u32(smem) + 1023u) & ~1023u) + kBarOff;
+    for (int s = 0; s < kp; ++s) tile::mbar_wait(full + 8 * s, 0u);
+#endif
+  }
+
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
    * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
@@ -238,10 +264,11 @@ struct GroupTma {
     if (tid >= kConsumers) { /* the producer warp: one thread issues */
       if (tid == kConsumers) { /* 32-bit counters, no division per stage */
         int kt = primed, s = primed == ns ? 0 : primed, ph = primed == ns ? 1 : 0;
+        const uint64_t pol = w_policy();
 #pragma unroll 1
         for (int k0 = (st0 + kt) * SK; kt < num_st; ++kt, k0 += SK) {
           if (kt >= ns) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
-          issue(mx, mw, pipe, full, s, k0, n0);
+          issue(mx, mw, pipe, full, s, k0, n0, pol);
           if (kt == 0) FCO_GTRACE(3);
           if (++s == ns) s = 0, ph ^= 1;
         }
