@@ -24,7 +24,8 @@
  * speed of GroupWgmma's groups of 4, faster than cuBLAS alone at 8192×28672 (119.3 vs 125.7 µs).
  * Session 24 (prime, w_policy, and the operator's lean final loops; run
  * 2026-12-02_nvidia-h200_8e2c19f-evict): 37.9 vs cuBLAS's 37.3 µs at 8192², 114.6 vs 125.8 at
- * 8192×28672 — the fixed cost a call ~5.5 µs instead of ~9. Also here: the cluster-pair hand-off of a group split in 2 (pair_put, pair_handoff).
+ * 8192×28672 — the fixed cost a call ~5.5 µs instead of ~9. Also here: the cluster-pair
+ * hand-off of a group split in 2 (pair_put, pair_handoff).
  *
  * Maps: x [M][K] and W [N][K] of each local rank (the row stride is this rank's K: the vector
  * path's K·esize % 16 == 0 is TMA's stride rule), encoded on the host at every call (encode())
@@ -189,7 +190,8 @@ struct GroupTma {
     const uint32_t st = pipe + (uint32_t)s * kStageBytes;
     tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
 #pragma unroll
-    for (int b = 0; b < kKb; ++b) tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
+    for (int b = 0; b < kKb; ++b)
+      tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
 #pragma unroll
     for (int b = 0; b < kKb; ++b)
       asm volatile(
