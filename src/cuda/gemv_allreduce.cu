@@ -225,7 +225,9 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
      * stream may still run; touch nothing but the kernel parameters and W, and W only through
      * L2 prefetches (L2 is the device's point of coherence: a prefetched line can never be
      * stale, even if that kernel writes W). Block b's first tile is b. */
-    if (p.prefetch_bytes && bi < B) /* helpers start inside a row */
+    if constexpr (kTma) /* the ring's first W boxes, by the producer (GroupTma::prefetch_w) */
+      group_prefetch<kG>(p, &maps.w[li], p.K[li], bi, B);
+    else if (p.prefetch_bytes && bi < B) /* helpers start inside a row */
       gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li], bi * kG * kTileN, p.vec[li] != 0,
                              p.prefetch_bytes);
     grid_dep_wait();
@@ -496,7 +498,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.arg_hash = h;
   const unsigned grid = (unsigned)(B + helpers) * (unsigned)g->num_local;
   /* TMA grouped tile split in 2 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helper as a
-   * cluster of 2, the helper's slice handed over through distributed shared memory (pair_put)
+   * cluster of 2, the helper's slice stored into the owner's shared memory (GroupTma::run to_owner)
    * instead of the split area + flag + the owner's L2 reads; where the device holds all
    * num_local·B clusters at once (the owner waits for its helper). Local, as the split. */
   if constexpr (kTma) {

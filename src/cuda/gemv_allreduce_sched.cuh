@@ -347,12 +347,13 @@ __device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl,
 
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
-                                            unsigned char* smem, int primed = 0) {
+                                            unsigned char* smem, int primed = 0,
+                                            bool to_owner = false) {
   if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
     int s0, n;
     tma_slice<kG>(p, c.K, sl, s0, n);
     gemv::GroupTma<kG>::template run<T>(c.mx, c.mw, s0, n, q * kG * kTileN, smem, p.tma_stages,
-                                        primed);
+                                        primed, to_owner);
     return;
   }
   int64_t k0 = 0, k1 = c.K;
@@ -369,23 +370,43 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
 }
 
-/* kTma, all threads at the kernel's start (GroupTma::prime): the first call of group_slice of
- * block bi (owners bi < B: group bi, slice 0; split helpers: as run_split_helper) primed, from
- * the kernel parameters alone (the rank view is not loaded yet). Returns the stages issued
- * (0 where the block has no group), the `primed` of that call. */
+/* kTma: block bi's first call of group_slice (owners bi < B: group bi, slice 0; split
+ * helpers: as run_split_helper), from the kernel parameters alone: its group q and ring stages
+ * s0 .. s0 + n − 1. False where the block has no group. */
 template <int kG>
-__device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, const void* mw,
-                                           int64_t K, int bi, int B, unsigned char* smem) {
-  int q = bi, sl = 0;
+__device__ __forceinline__ bool first_slice(const GarParams& p, int64_t K, int bi, int B, int& q,
+                                            int& s0, int& n) {
+  int sl = 0;
+  q = bi;
   if (bi >= B) {
-    if (p.split < 2) return 0;
+    if (p.split < 2) return false;
     q = (bi - B) / (p.split - 1);
     sl = 1 + (bi - B) % (p.split - 1);
   }
-  if (q >= (p.T + kG - 1) / kG) return 0;
-  int s0, n;
+  if (q >= (p.T + kG - 1) / kG) return false;
   tma_slice<kG>(p, K, sl, s0, n);
+  return true;
+}
+
+/* kTma, all threads at the kernel's start (GroupTma::prime): that first call primed, before
+ * the rank view is loaded. Returns the stages issued (0 where the block has no group), the
+ * `primed` of that call. */
+template <int kG>
+__device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, const void* mw,
+                                           int64_t K, int bi, int B, unsigned char* smem) {
+  int q, s0, n;
+  if (!first_slice<kG>(p, K, bi, B, q, s0, n)) return 0;
   return gemv::GroupTma<kG>::prime(mx, mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
+}
+
+/* kTma with PDL, before griddepcontrol.wait: L2 prefetches of the first p.prefetch_bytes of
+ * the W boxes that first call reads first (GroupTma::prefetch_w; every block, helpers too). */
+template <int kG>
+__device__ __forceinline__ void group_prefetch(const GarParams& p, const void* mw, int64_t K,
+                                               int bi, int B) {
+  int q, s0, n;
+  if (first_slice<kG>(p, K, bi, B, q, s0, n))
+    gemv::GroupTma<kG>::prefetch_w(mw, s0, n, q * kG * kTileN, p.prefetch_bytes);
 }
 
 /* Split groups: the split area's slice sl (1..split-1), [T][M][16] fp32 as a slot. */
@@ -407,11 +428,11 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
                                                  const RankView& v, unsigned char* smem,
                                                  int primed) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed);
+  /* A pair's helper: its fragments straight into the owner's pair buffer (CTA 0 of the
+   * cluster; GroupTma::run's to_owner), then publish. */
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed, kTma && p.pair);
   if constexpr (kTma) {
-    if (p.pair) { /* into the owner's pair buffer (CTA 0 of the cluster), then publish */
-      gemv::cluster_wait();
-      gemv::GroupTma<kG>::pair_put(smem);
+    if (p.pair) {
       gemv::pair_publish();
       if (threadIdx.x == 0) FCO_GTRACE(7);
       return;

@@ -25,7 +25,7 @@
  * Session 24 (prime, w_policy, and the operator's lean final loops; run
  * 2026-12-02_nvidia-h200_8e2c19f-evict): 37.9 vs cuBLAS's 37.3 µs at 8192², 114.6 vs 125.8 at
  * 8192×28672 — the fixed cost a call ~5.5 µs instead of ~9. Also here: the cluster-pair
- * hand-off of a group split in 2 (pair_put, pair_handoff).
+ * hand-off of a group split in 2 (run's to_owner, pair_handoff).
  *
  * Maps: x [M][K] and W [N][K] of each local rank (the row stride is this rank's K: the vector
  * path's K·esize % 16 == 0 is TMA's stride rule), encoded on the host at every call (encode())
@@ -151,22 +151,6 @@ struct GroupTma {
   __device__ static __forceinline__ uint32_t pair_buf(unsigned char* smem) {
     return ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)kPairOff;
   }
-  /* All threads (helper of a pair): this block's out [kG][64][16] (at the start of smem) into the
-   * pair buffer of CTA 0 of the cluster (the owner), 16 bytes a store through the cluster's
-   * shared window; the caller's cluster barrier (release / acquire) publishes them. */
-  __device__ static __forceinline__ void pair_put(unsigned char* smem) {
-    const uint32_t dst = pair_buf(smem);
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(dst));
-    const float4* out = reinterpret_cast<const float4*>(smem);
-    for (int i = threadIdx.x; i < kG * 64 * kTileN / 4; i += blockDim.x) {
-      const float4 v = out[i];
-      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote + 16u * i),
-                   "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-                   : "memory");
-    }
-  }
-
   /* ns (FCO_GEMV_TMA_STAGES): ring stages in use, 2..kStages (fewer bytes in flight a block:
    * the first stage of every block arrives sooner when all blocks fill their rings at once);
    * anything else: kStages. */
@@ -206,6 +190,25 @@ struct GroupTma {
       tile::mbar_init(empty + 8 * s, kConsumers / 32);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+
+  /* The PDL prologue (before griddepcontrol.wait: W only, and only into L2), the producer
+   * thread: L2 prefetches (TMA's tensor prefetch, the same boxes through the same map) of the
+   * W boxes of stages st0 .. st0 + num_st − 1 in the ring's order, about `bytes` of them (at
+   * least one box). Session 24 (run 2026-12-02_nvidia-h200_1f6beb9-pdlknobs): the one-tile
+   * kernels' prefetch_tile, 16 rows issued by threads 0..15, made the owner blocks read their
+   * rank view ~3 µs late (FCO_GEMV_PDL_PREFETCH=0: on time, but 0.2–0.4 µs slower a call). */
+  __device__ static __forceinline__ void prefetch_w(const void* mw, int st0, int num_st, int n0,
+                                                    uint32_t bytes) {
+#if FCO_WGMMA_COMPILED
+    if (threadIdx.x != kConsumers || bytes == 0) return;
+    int boxes = (int)((bytes + kWBox - 1) / kWBox);
+    if (boxes > num_st * kKb) boxes = num_st * kKb;
+    for (int b = 0; b < boxes; ++b)
+      asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(mw),
+                   "r"((st0 * kKb + b) * BK), "r"(n0)
+                   : "memory");
+#endif
   }
 
   /* All threads, at the kernel's start, before anything else uses this shared memory (and
@@ -249,10 +252,13 @@ struct GroupTma {
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
    * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
    * primed: what prime() returned for this call (its barriers are initialised and its first
-   * stages issued), else 0. ns: as ring_stages; prime()'s when primed. */
+   * stages issued), else 0. ns: as ring_stages; prime()'s when primed. to_owner: a pair's
+   * helper; its partial goes to the owner's pair buffer instead of out (see below), and it
+   * returns without the final block barrier: the caller's pair_publish follows at once. */
   template <typename T>
   __device__ static __forceinline__ void run(const void* mx, const void* mw, int st0, int num_st,
-                                             int n0, unsigned char* smem, int ns, int primed = 0) {
+                                             int n0, unsigned char* smem, int ns, int primed = 0,
+                                             bool to_owner = false) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
@@ -314,6 +320,15 @@ struct GroupTma {
         tile::mbar_inval(full + 8 * s);
         tile::mbar_inval(empty + 8 * s);
       }
+    /* to_owner (the helper of a cluster pair): the fragments go straight into the owner's pair
+     * buffer (CTA 0 of the cluster, through the cluster's shared window) once the owner has
+     * started (phase 1 of the cluster barrier); the caller's pair_publish makes them visible.
+     * Else into out at the start of this block's smem. Same layout either way. */
+    uint32_t remote = 0;
+    if (to_owner) {
+      cluster_wait();
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(pair_buf(smem)));
+    }
     if (tid < kConsumers) {
       /* m64nNk16 fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2), column
        * 8j + 2·(lane % 4) + q % 2 of this warpgroup's BN/2 columns (as GroupWgmma). */
@@ -326,10 +341,16 @@ struct GroupTma {
         for (int q = 0; q < 4; q += 2) {
           const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3);
           const int row = row0 + 8 * (q >> 1);
-          *reinterpret_cast<float2*>(&out[((col / kTileN) * 64 + row) * kTileN + col % kTileN]) =
-              make_float2(d[4 * j + q], d[4 * j + q + 1]);
+          const int at = ((col / kTileN) * 64 + row) * kTileN + col % kTileN;
+          if (to_owner)
+            asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote + 4u * at),
+                         "f"(d[4 * j + q]), "f"(d[4 * j + q + 1])
+                         : "memory");
+          else
+            *reinterpret_cast<float2*>(&out[at]) = make_float2(d[4 * j + q], d[4 * j + q + 1]);
         }
     }
+    if (to_owner) return; /* the caller publishes (pair_publish: all threads) */
     __syncthreads();
     if (tid == 0) FCO_GTRACE(6);
 #else
