@@ -130,7 +130,9 @@
  *   (last pushes, peer poll, reduce, block exit, during which HBM idles). Per block, first:
  *   (1) cp.async.bulk.prefetch.L2 of the first FCO_GEMV_PDL_PREFETCH bytes (default 32 KB, the
  *   grid's total at most kPdlL2Budget) of ITS first tile's W strip, in the order the tile reads
- *   it (gemv::prefetch_tile); (2) griddepcontrol.wait; (3) griddepcontrol.launch_dependents.
+ *   it (gemv::prefetch_tile; the TMA grouped tile: TMA tensor prefetches of its ring's first W
+ *   boxes from the producer thread, GroupTma::prefetch_w); (2) griddepcontrol.wait;
+ *   (3) griddepcontrol.launch_dependents.
  *   Only then the rank table (epoch, arrive, peer pointers, error), x, bias, y, the workspace,
  *   the LL area and the signals are touched. Why this is safe:
  *   - Before the wait the block reads only kernel parameters and asks L2 for W. A prefetch
