@@ -318,6 +318,16 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   }
 }
 
+/* kTma: the ring stages of K slice sl of p.split (whole stages of SK k; TMA coordinates are
+ * 32-bit): s0 .. s0 + n − 1. */
+template <int kG>
+__device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl, int& s0, int& n) {
+  using G = gemv::GroupTma<kG>;
+  const int stages = (int)((K + G::SK - 1) / G::SK);
+  s0 = (int)((int64_t)stages * sl / p.split);
+  n = (int)((int64_t)stages * (sl + 1) / p.split) - s0;
+}
+
 /* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 17..64, bf16 / f16): as run_oneshot, but the
  * block's unit of work is a group of kG consecutive tiles, q·kG .. q·kG + kG − 1, for groups
  * q = b, b + B, ... (gemv_group_wgmma.cuh or gemv_group_tile.cuh computes the group's partials
@@ -334,17 +344,8 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
  * kernel the wgmma path ran at the mma.sync tile's 255 registers with spills (session 14,
  * ptxas; the probe's kernel of the same tile: 55 registers). kTma (with kWg, FCO_GEMV_GROUP_TMA,
  * kG = 8): the wgmma math fed by TMA from a producer warp (gemv_group_tma.cuh, 288 threads; the
- * maps in c.mx / c.mw), a third kernel; its split slices are whole ring stages (kKb·64 k). */
-/* kTma: the ring stages of K slice sl of p.split (whole stages of SK k; TMA coordinates are
- * 32-bit): s0 .. s0 + n − 1. */
-template <int kG>
-__device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl, int& s0, int& n) {
-  using G = gemv::GroupTma<kG>;
-  const int stages = (int)((K + G::SK - 1) / G::SK);
-  s0 = (int)((int64_t)stages * sl / p.split);
-  n = (int)((int64_t)stages * (sl + 1) / p.split) - s0;
-}
-
+ * maps in c.mx / c.mw), a third kernel; its split slices are whole ring stages (kKb·64 k);
+ * primed and to_owner are GroupTma::run's (kTma only). */
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
                                             unsigned char* smem, int primed = 0,
