@@ -83,6 +83,20 @@ $(BUILD)/obj/src/cuda/gemm_alltoall_fused.o: CUDA_ARCH := $(subst arch=compute_9
 # the grouped GEMV tile (src/cuda/gemv_group_wgmma.cuh) as well.
 $(BUILD)/obj/src/cuda/gemv_allreduce.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
 
+# FCO_GEMV_TRACE, a diagnostic build of the fused GEMV kernels (src/cuda/gemv_group_tma.cuh: blocks
+# 0 and 1 of the TMA tile record a call's stages with %globaltimer, a kernel after the call prints
+# them): `make gemv-trace` builds $(BUILD)/obj/trace/gemv_allreduce.o; copy it over
+# $(BUILD)/obj/src/cuda/gemv_allreduce.o, touch it and `make` to relink (as the session-24 runs'
+# cmd.sh do, e.g. bench/results/2026-12-02_nvidia-h200_fe80fc1-tmapf); to go back, delete that
+# object and `make`.
+.PHONY: gemv-trace
+gemv-trace: $(BUILD)/obj/trace/gemv_allreduce.o
+$(BUILD)/obj/trace/gemv_allreduce.o: src/cuda/gemv_allreduce.cu $(wildcard include/*.h src/*/*.h src/*/*.cuh)
+	@test "$(FCO_CUDA)" = 1 || { echo "gemv-trace: needs nvcc (FCO_CUDA=1)"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -DFCO_GEMV_TRACE -c $< -o $@
+$(BUILD)/obj/trace/gemv_allreduce.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
+
 $(LIB_SO): $(OBJ)
 	@mkdir -p $(dir $@)
 	$(LD) -shared -o $@ $(OBJ) $(CUDA_LIBS) $(LDLIBS)
