@@ -32,10 +32,12 @@
  * and passed in a __grid_constant__ kernel parameter (GroupMaps). A split group's slice is a
  * range of whole stages (kKb·64 k; group_slice cuts the split in those units); k past K reads
  * zeros (TMA fills outside the tensor), rows ≥ M or ≥ N too.
- * Per call of run(): barriers initialised, the ring filled from empty, all copies consumed and
- * every wgmma retired before the out fragments are written (out aliases the ring; the barriers
- * lie past it), barriers invalidated: nothing carries over between groups. All kThreads = 288
- * threads of the block call run(); it begins and ends with a block barrier.
+ * Per call of run(): barriers initialised (for a block's first call possibly by prime(), which
+ * also issued its first stages at the kernel's start), the ring filled from empty, all copies
+ * consumed and every wgmma retired before the out fragments are written (out aliases the ring;
+ * the barriers lie past it), barriers invalidated: nothing carries over between groups. All
+ * kThreads = 288 threads of the block call run(); it begins with a block barrier and ends with
+ * one (a pair's helper, to_owner: with the caller's cluster barrier instead).
  */
 #ifndef FCO_CUDA_GEMV_GROUP_TMA_CUH_
 #define FCO_CUDA_GEMV_GROUP_TMA_CUH_
@@ -197,7 +199,7 @@ struct GroupTma {
    * W boxes of stages st0 .. st0 + num_st − 1 in the ring's order, about `bytes` of them (at
    * least one box). Session 24 (run 2026-12-02_nvidia-h200_1f6beb9-pdlknobs): the one-tile
    * kernels' prefetch_tile, 16 rows issued by threads 0..15, made the owner blocks read their
-   * rank view ~3 µs late (FCO_GEMV_PDL_PREFETCH=0: on time, but 0.2–0.4 µs slower a call). */
+   * rank view ~3 µs late (FCO_GEMV_PDL_PREFETCH=0: on time, but 0.1–0.6 µs slower a call). */
   __device__ static __forceinline__ void prefetch_w(const void* mw, int st0, int num_st, int n0,
                                                     uint32_t bytes) {
 #if FCO_WGMMA_COMPILED
