@@ -23,8 +23,8 @@
  * 2026-12-02_nvidia-h200_418224d-skew, 5bdd21a-pair, P = 1, M = 64, graphs): 1.10–1.33× the
  * speed of GroupWgmma's groups of 4, faster than cuBLAS alone at 8192×28672 (119.3 vs 125.7 µs).
  * Session 24 (prime, w_policy, prefetch_w, to_owner and the operator's lean final loops; run
- * 2026-12-02_nvidia-h200_fe80fc1-tmapf): 37.2 vs cuBLAS's 36.7–37.1 µs at 8192², 113.6 vs
- * 122.5–122.9 at 8192×28672 — the fixed cost a call ~5 µs instead of ~9. Also here: the
+ * 2026-12-02_nvidia-h200_fe80fc1-tmapf): 37.2 vs cuBLAS's 36.7 µs at 8192², 113.6 vs 122.9
+ * at 8192×28672 — the fixed cost a call ~5 µs instead of ~9. Also here: the
  * cluster-pair hand-off of a group split in 2 (run's to_owner, pair_handoff).
  *
  * Maps: x [M][K] and W [N][K] of each local rank (the row stride is this rank's K: the vector
