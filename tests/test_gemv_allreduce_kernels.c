@@ -517,20 +517,38 @@ static void expect_plan_has(const t_world_t* w, const char* what, int want) {
   }
 }
 
+/* Every rank's grouped TMA tile, where split in 2..4, ran as a cluster: "split=2 pair",
+ * "split=3 cluster", "split=4 cluster" (the device holds the clusters at every P of these
+ * tests); split 1 (expect_split's rule) has none. */
+static void expect_cluster(const t_world_t* w) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* at = strstr(plan, "split=");
+    const int split = at ? atoi(at + 6) : 0;
+    char want[32];
+    snprintf(want, sizeof want, "split=%d %s", split, split == 2 ? "pair" : "cluster");
+    if (split < 1 || (split > 1 && !strstr(plan, want)))
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected a split group as a cluster", r,
+             plan);
+  }
+}
+
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
    * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
-   * the TMA-fed tile (the default; FCO_GEMV_GROUP_TMA unset, then 1): split unset; split 2
-   * (owner and helper a cluster pair) on 3 ring stages; split 3 with FCO_GEMV_GROUP_MMA=1 (the
-   * mma.sync tile in groups of 8); split 2 with FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2
-   * ring stages (FCO_GEMV_TMA_STAGES) */
-  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL, NULL};
-  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "2", "3", "2"};
+   * the TMA-fed tile (the default; FCO_GEMV_GROUP_TMA unset, then 1): split unset (up to 4:
+   * a cluster of 4 at P <= 4); split 2 (owner and helper a cluster pair) on 3 ring stages;
+   * split 3 with FCO_GEMV_GROUP_MMA=1 (the mma.sync tile in groups of 8); split 2 with
+   * FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2 ring stages (FCO_GEMV_TMA_STAGES). The
+   * eleventh: split 3 on the TMA tile (a cluster of 3: the helpers' slices in the owner's
+   * finished ring) on 2 ring stages. */
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL, NULL, NULL};
+  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "2", "3", "2", "3"};
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {gemv_vec_kt_le(w->n, GEMV_MAX_KT), 4095, gemv_vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 10; gi++) {
+  for (int gi = 0; gi < 11; gi++) {
     const int tma = gi >= 6;
     if (knobs[gi]) t_knob_set("FCO_GEMV_GROUP", knobs[gi]);
     else t_knob_reset("FCO_GEMV_GROUP");
@@ -542,7 +560,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_set("FCO_GEMV_GROUP_TMA", tma ? "1" : "0");
     if (gi == 9) t_knob_set("FCO_GEMV_SPLIT_PAIR", "0");
     else t_knob_reset("FCO_GEMV_SPLIT_PAIR");
-    if (gi == 7 || gi == 9) t_knob_set("FCO_GEMV_TMA_STAGES", gi == 7 ? "3" : "2");
+    if (gi == 7 || gi >= 9) t_knob_set("FCO_GEMV_TMA_STAGES", gi == 7 ? "3" : "2");
     else t_knob_reset("FCO_GEMV_TMA_STAGES");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
@@ -557,13 +575,15 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
         if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
           expect_split(w, ns[ni], gi == 2 ? 1 : 0);
         /* groups of 8 at M 33..64: TMA on the vector path, the mma.sync tile off it (K 4095)
-         * or with FCO_GEMV_GROUP_MMA=1; split 2 (at most 8 groups: they fit at P <= 4) in
-         * cluster pairs with TMA unless FCO_GEMV_SPLIT_PAIR=0 */
+         * or with FCO_GEMV_GROUP_MMA=1; split 2 / 3 (at most 8 groups: they fit at P <= 4)
+         * in clusters with TMA unless FCO_GEMV_SPLIT_PAIR=0; the split unset in clusters too */
         if (tma && ms[mi] > 32) {
           const int vec = ks[(k + gi) % 3] != 4095 && gi != 8;
           expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
           if (gi == 7 || gi == 9) expect_split(w, ns[ni], 2);
           if (gi == 7 || gi == 9) expect_plan_has(w, "split=2 pair", vec && gi == 7);
+          if (gi == 10) expect_split(w, ns[ni], 3);
+          if (vec && (gi == 6 || gi == 7 || gi == 10)) expect_cluster(w);
         }
       }
   }

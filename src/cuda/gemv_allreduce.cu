@@ -57,7 +57,9 @@
  *   split in 2 (FCO_GEMV_SPLIT_PAIR, on unless 0; session 23): owner and helper are a cluster
  *   of 2 (blocks 2q, 2q + 1 of the rank), the helper stores its slice into the owner's shared
  *   memory and the cluster barrier publishes it — no split area, no flag, no L2 reads (run
- *   2026-12-02_nvidia-h200_5bdd21a-pair: 2.2–3.7 µs less per call where it applies).
+ *   2026-12-02_nvidia-h200_5bdd21a-pair: 2.2–3.7 µs less per call where it applies). Split 3
+ *   and 4 likewise since session 25 (clusters of 3, 4: blocks sq .. sq + s − 1, "cluster" in
+ *   the plan), their slices handed over in the owner's finished ring (GroupTma::hand_buf).
  *
  * impl 1 (LL and, since session 13, plain), wide blocks (FCO_GEMV_WIDE, on unless 0): where the
  *   tiles fill at most half of the 4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks
@@ -217,9 +219,12 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   if constexpr (kTma)
     if (threadIdx.x == 0) FCO_GTRACE(0);
   if constexpr (kTma) {
-    if (p.pair) { /* clusters of 2: (owner q, its helper); see run_split_helper */
-      bi = (bi & 1) ? B + (bi >> 1) : bi >> 1;
-      gemv::cluster_arrive_relaxed(); /* phase 1: this block has started (waited before DSMEM) */
+    if (p.pair) { /* clusters of split blocks: (owner q, its helpers); see run_split_helper */
+      const int cs = p.split, cr = bi % cs, cq = bi / cs; /* cr: the rank in the cluster */
+      bi = cr ? B + cq * (cs - 1) + (cr - 1) : cq;
+      /* phase 1 (gemv_group_tma.cuh): helpers now; the owner now at split 2 (its pair buffer
+       * lies past the ring), at split 3, 4 once its ring is done (run_oneshot_group) */
+      if (cr || cs == 2) gemv::cluster_arrive_relaxed();
     }
   }
   if constexpr (kPdl) {
@@ -294,7 +299,10 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   } else if constexpr (kTma) {
     gemv::GroupTma<kG>::drain(dyn_smem, primed); /* the argument check failed */
-    if (p.pair) gemv::pair_handoff(); /* the helper waits for its owner's arrival */
+    if (p.pair) { /* the helpers wait for their owner's arrivals (ring drained: phase 1) */
+      if (p.split > 2) gemv::cluster_arrive_release();
+      gemv::pair_handoff();
+    }
   }
   if constexpr (kTma)
     if (threadIdx.x == 0) FCO_GTRACE(9);
@@ -499,19 +507,21 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (kG > 1) h = fnv1a(h, (uint64_t)p.group_half); /* FCO_GEMV_GROUP_FP32 likewise */
   p.arg_hash = h;
   const unsigned grid = (unsigned)(B + helpers) * (unsigned)g->num_local;
-  /* TMA grouped tile split in 2 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helper as a
-   * cluster of 2, the helper's slice stored into the owner's shared memory (GroupTma::run to_owner)
-   * instead of the split area + flag + the owner's L2 reads; where the device holds all
-   * num_local·B clusters at once (the owner waits for its helper). Local, as the split. */
+  /* TMA grouped tile split in 2..4 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helpers as
+   * a cluster of split blocks, each helper's slice stored into the owner's shared memory
+   * (GroupTma::run to_owner, hand_buf) instead of the split area + flag + the owner's L2
+   * reads; where the device holds all num_local·B clusters at once (the owner waits for its
+   * helpers). Local, as the split. */
+  static_assert(FCO_GEMV_SPLIT_MAX <= gemv::GroupTma<8>::kMaxCluster, "clusters of split blocks");
   if constexpr (kTma) {
-    if (split == 2 && a0->split_pair) {
-      static std::atomic<int> clusters[kMaxDevices]; /* 0 = not asked yet */
-      int n = device >= 0 && device < kMaxDevices ? clusters[device].load() : 0;
+    if (split >= 2 && a0->split_pair) {
+      static std::atomic<int> clusters[kMaxDevices][FCO_GEMV_SPLIT_MAX + 1]; /* 0: not asked */
+      int n = device >= 0 && device < kMaxDevices ? clusters[device][split].load() : 0;
       if (n == 0) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute at[1] = {};
         at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = 2;
+        at[0].val.clusterDim.x = (unsigned)split;
         at[0].val.clusterDim.y = 1;
         at[0].val.clusterDim.z = 1;
         cfg.gridDim = dim3(grid);
@@ -523,7 +533,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
           (void)cudaGetLastError();
           n = -1;
         }
-        if (device >= 0 && device < kMaxDevices) clusters[device].store(n);
+        if (device >= 0 && device < kMaxDevices) clusters[device][split].store(n);
       }
       p.pair = n >= B * g->num_local;
     }
@@ -547,7 +557,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     }
     if (p.pair) {
       at[na].id = cudaLaunchAttributeClusterDimension;
-      at[na].val.clusterDim.x = 2;
+      at[na].val.clusterDim.x = (unsigned)split;
       at[na].val.clusterDim.y = 1;
       at[na++].val.clusterDim.z = 1;
     }
@@ -577,7 +587,8 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
                   kG > 1 ? (kTma ? "grouped wgmma tma" : kWg ? "grouped wgmma" : "grouped mma.sync")
                          : "one-tile");
   if (kG > 1)
-    fco_plan_append(g->plan, " kG=%d split=%d%s%s", kG, split, p.pair ? " pair" : "",
+    fco_plan_append(g->plan, " kG=%d split=%d%s%s", kG, split,
+                    p.pair ? (split == 2 ? " pair" : " cluster") : "",
                     p.group_half ? "" : " fp32-partials");
   fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank of %d co-resident", kMT, kW,
                   kPipe ? " pipe" : "", kPdl ? " PDL" : "", B + helpers, cap / g->num_local);

@@ -64,8 +64,9 @@ struct GarParams {
   int blocks_total;               /* B + the split helpers: a rank's blocks in the grid */
   int split;                      /* grouped tiles: K slices per group (1 = not split) */
   int tma_stages; /* TMA grouped tile: ring stages in use (FCO_GEMV_TMA_STAGES; 0 = all) */
-  int pair; /* TMA grouped tile, split 2: owner and helper in a cluster of 2, the helper's slice
-             * handed over in the owner's shared memory (no split area, no flag) */
+  int pair; /* TMA grouped tile, split 2..4: owner and helpers in a cluster of split blocks, the
+             * helpers' slices handed over in the owner's shared memory (no split area, no
+             * flag; gemv_group_tma.cuh's hand_buf) */
   uint64_t split_slice_bytes;     /* the split area's bytes per slice, past the P slots */
   uint64_t slot_bytes;            /* S: one rank's fp32 partial tiles */
   uint64_t half_bytes;            /* one epoch half */
@@ -349,7 +350,7 @@ __device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl,
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
                                             unsigned char* smem, int primed = 0,
-                                            bool to_owner = false) {
+                                            uint32_t to_owner = 0) {
   if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
     int s0, n;
     tma_slice<kG>(p, c.K, sl, s0, n);
@@ -429,9 +430,12 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
                                                  const RankView& v, unsigned char* smem,
                                                  int primed) {
   const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
-  /* A pair's helper: its fragments straight into the owner's pair buffer (CTA 0 of the
-   * cluster; GroupTma::run's to_owner), then publish. */
-  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed, kTma && p.pair);
+  /* A cluster's helper: its fragments straight into the owner's buffer for slice sl (CTA 0 of
+   * the cluster; GroupTma::run's to_owner), then publish. */
+  uint32_t to_owner = 0;
+  if constexpr (kTma)
+    if (p.pair) to_owner = gemv::GroupTma<kG>::hand_buf(smem, p.split, sl);
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed, to_owner);
   if constexpr (kTma) {
     if (p.pair) {
       gemv::pair_publish();
@@ -492,17 +496,22 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
   const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
-  const float4* pb = nullptr; /* the pair buffer (same layout): the helper's slice 1 */
+  /* A cluster's hand-off buffers (same layout as out): slice 1's, and at split 3, 4 slice
+   * sl's kOutBytes / 16 · sl float4s from out (gemv_group_tma.cuh's hand_buf). */
+  const float4* pb = nullptr;
+  constexpr int kOutF4 = kTma ? (int)(gemv::GroupTma<kG>::kOutBytes / 16) : 0;
   if constexpr (kTma)
-    pb = reinterpret_cast<const float4*>(smem +
-                                         (gemv::GroupTma<kG>::pair_buf(smem) - smem_u32(smem)));
+    if (p.pair)
+      pb = reinterpret_cast<const float4*>(
+          smem + (gemv::GroupTma<kG>::hand_buf(smem, p.split, 1) - smem_u32(smem)));
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
     group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, j == 0 ? primed : 0);
     bool pair = false;
     if constexpr (kTma) pair = p.pair != 0;
-    if (pair) {
-      gemv::pair_handoff(); /* the helper's slice is in this block's pair buffer */
+    if (pair) { /* split 3, 4: the ring is done, the helpers may store (phase 1) */
+      if (p.split > 2) gemv::cluster_arrive_release();
+      gemv::pair_handoff(); /* the helpers' slices are in this block's shared memory */
       if (threadIdx.x == 0) FCO_GTRACE(7);
     } else if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;
@@ -517,8 +526,9 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw, o = tw * 256 + ii; /* out [tw][ii / 4][16]: float4 tw·256 + ii */
       float4 r = out[o];
-      if (pair) { /* slice 1 from the pair buffer: the same sum as through the split area */
+      if (pair) { /* the helpers' slices in slice order: the same sum as through the split area */
         r = add4(r, pb[o]);
+        for (int sl = 2; sl < p.split; ++sl) r = add4(r, out[sl * kOutF4 + o]);
       } else {
         for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
           r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +

@@ -25,7 +25,7 @@
  * Session 24 (prime, w_policy, prefetch_w, to_owner and the operator's lean final loops; run
  * 2026-12-02_nvidia-h200_fe80fc1-tmapf): 37.2 vs cuBLAS's 36.7 µs at 8192², 113.6 vs 122.9
  * at 8192×28672 — the fixed cost a call ~5 µs instead of ~9. Also here: the
- * cluster-pair hand-off of a group split in 2 (run's to_owner, pair_handoff).
+ * cluster hand-off of a group split in 2..4 (run's to_owner, hand_buf, pair_handoff).
  *
  * Maps: x [M][K] and W [N][K] of each local rank (the row stride is this rank's K: the vector
  * path's K·esize % 16 == 0 is TMA's stride rule), encoded on the host at every call (encode())
@@ -79,13 +79,18 @@ struct GroupMaps<true> {
   CUtensorMap w[FCO_MAX_GPU_RANKS];
 };
 
-/* Split groups in clusters of 2 (GarParams::pair): the cluster barrier in two phases. Phase 1
- * (arrive relaxed at the kernel's start, wait before the hand-off) says both blocks have
- * started, so the helper's stores into the owner's shared memory find it alive; phase 2
- * (pair_handoff: arrive release, wait acquire) publishes the helper's partial to the owner.
- * All threads of both blocks, once each. */
+/* Split groups in clusters of split = 2..4 blocks (GarParams::pair; CTA 0 the owner, CTA sl
+ * the helper of slice sl): the cluster barrier in two phases. Phase 1 (every helper arrives
+ * relaxed at the kernel's start; the owner too at split 2, at split 3 and 4 only once its ring
+ * is done, with release: cluster_arrive_release; the helper waits before the hand-off) says
+ * the owner's buffer for the helper's slice is there to be written (GroupTma::hand_buf); phase 2
+ * (pair_publish, the owner's pair_handoff: arrive release, wait acquire) publishes the
+ * helpers' partials to the owner. All threads of every block, once each. */
 __device__ __forceinline__ void cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait() {
   asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
@@ -113,12 +118,16 @@ struct GroupTma {
   static constexpr size_t kOutBytes = (size_t)kG * 64 * kTileN * 4;
   static constexpr size_t kPipeBytes = 1024 + (size_t)kBarOff + 2 * kStages * 8;
   static constexpr size_t kSmemBytes = kPipeBytes > kOutBytes ? kPipeBytes : kOutBytes;
-  /* Pair hand-off (split 2 in clusters of 2, see pair_buf): the helper's partial lands in the
+  /* Pair hand-off (split 2 in clusters of 2, see hand_buf): the helper's partial lands in the
    * owner's shared memory past the barriers, kOutBytes more. */
   static constexpr size_t kPairOff = ((size_t)kBarOff + 2 * kStages * 8 + 15) / 16 * 16;
   static constexpr size_t kSmemPairBytes = 1024 + kPairOff + kOutBytes;
   static_assert(kStageBytes % 1024 == 0 && kStages >= 3, "stage layout: at least 3 stages");
   static_assert(kOutBytes <= (size_t)kBarOff, "out must not reach the barriers");
+  /* Clusters of up to kMaxCluster blocks (split 3, 4: out and the helpers' slices in the ring) */
+  static constexpr int kMaxCluster = 4;
+  static_assert((size_t)kMaxCluster * kOutBytes <= (size_t)kBarOff,
+                "a cluster's slices must fit in the owner's ring");
 
   /* Host: the maps of x [M][K] and W [N][K] (2-byte elements, rows K apart). Returns nullptr
    * on success, else what failed (the caller falls back to the mma.sync tile, same groups). */
@@ -148,10 +157,17 @@ struct GroupTma {
     return nullptr;
   }
 
-  /* The pair buffer of this block's shared memory (shared-window address): [kG][64][16] fp32,
-   * the helper's partial in the owner. Only where the launch asked kSmemPairBytes. */
-  __device__ static __forceinline__ uint32_t pair_buf(unsigned char* smem) {
-    return ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)kPairOff;
+  /* Where the helper of slice sl (1 .. split − 1) of a cluster of split blocks stores its
+   * partial in the owner ([kG][64][16] fp32, as out; a shared-window address in this block,
+   * the same offset in every block of the cluster, mapa'd to CTA 0 by the helper). Split 2:
+   * the pair buffer past the barriers (the launch asks kSmemPairBytes), free while the owner's
+   * ring still runs, so the helper stores as soon as it is done. Split 3, 4: slot sl of kOutBytes
+   * from smem's start, inside the owner's ring (out is slot 0), free only once that ring is
+   * done: the owner's phase-1 arrival waits for it (session 25; kOutBytes past the barriers for
+   * every helper would not fit in shared memory beside the 4-stage ring). */
+  __device__ static __forceinline__ uint32_t hand_buf(unsigned char* smem, int split, int sl) {
+    return split == 2 ? ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)kPairOff
+                      : smem_u32(smem) + (uint32_t)((size_t)sl * kOutBytes);
   }
   /* ns (FCO_GEMV_TMA_STAGES): ring stages in use, 2..kStages (fewer bytes in flight a block:
    * the first stage of every block arrives sooner when all blocks fill their rings at once);
@@ -254,13 +270,14 @@ struct GroupTma {
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
    * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
    * primed: what prime() returned for this call (its barriers are initialised and its first
-   * stages issued), else 0. ns: as ring_stages; prime()'s when primed. to_owner: a pair's
-   * helper; its partial goes to the owner's pair buffer instead of out (see below), and it
-   * returns without the final block barrier: the caller's pair_publish follows at once. */
+   * stages issued), else 0. ns: as ring_stages; prime()'s when primed. to_owner: a cluster's
+   * helper, hand_buf's address (else 0); its partial goes there in the owner instead of out
+   * (see below), and it returns without the final block barrier: the caller's pair_publish
+   * follows at once. */
   template <typename T>
   __device__ static __forceinline__ void run(const void* mx, const void* mw, int st0, int num_st,
                                              int n0, unsigned char* smem, int ns, int primed = 0,
-                                             bool to_owner = false) {
+                                             uint32_t to_owner = 0) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
@@ -322,14 +339,14 @@ struct GroupTma {
         tile::mbar_inval(full + 8 * s);
         tile::mbar_inval(empty + 8 * s);
       }
-    /* to_owner (the helper of a cluster pair): the fragments go straight into the owner's pair
-     * buffer (CTA 0 of the cluster, through the cluster's shared window) once the owner has
-     * started (phase 1 of the cluster barrier); the caller's pair_publish makes them visible.
-     * Else into out at the start of this block's smem. Same layout either way. */
+    /* to_owner (a cluster's helper): the fragments go straight into the owner's buffer for
+     * this slice (CTA 0 of the cluster, through the cluster's shared window) once phase 1 of
+     * the cluster barrier says it is free; the caller's pair_publish makes them visible. Else
+     * into out at the start of this block's smem. Same layout either way. */
     uint32_t remote = 0;
     if (to_owner) {
       cluster_wait();
-      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(pair_buf(smem)));
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(to_owner));
     }
     if (tid < kConsumers) {
       /* m64nNk16 fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2), column
