@@ -4,7 +4,8 @@
 # default with FCO_GEMV_SPLIT_PAIR; =0: the split area). The gemv tests (local P = 1..4 and nccl P = 1, quick);
 # fco-bench gemv_allreduce P = 1 at the N where the split is 3 or 4 (M 48 / 64): clusters, FCO_GEMV_SPLIT_PAIR=0 and
 # FCO_GEMV_SPLIT=2 in this build, and the session's starting gemv_allreduce.o relinked (build/obj/old: A/B in one
-# run); P = 2 (local) M 64 at the issue's shapes (pairs: unchanged path); pytest -m gpu (torch operators and Triton).
+# run); P = 2 (local) M 64 at the issue's shapes (pairs: unchanged path); pytest -m gpu (torch operators and Triton);
+# then the FCO_GEMV_TRACE build (make gemv-trace) relinked: blocks 0 / 1's timeline with clusters and the split area.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-unknown}
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
@@ -33,10 +34,15 @@ b old 1 "$SP" "48,64"
 b p2-old 2 "$P2" 64
 relink /tmp/new.o
 b cluster2 1 "$SP" "48,64"
+pack
+relink build/obj/trace/gemv_allreduce.o
+tr() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK=$nk FCO_BENCH_GEMV_M=64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -G 1 -d bf16 -n 20 -w 2 -R 1 -D 1 > $O/gtrace-$tag-$nk.txt 2>&1; echo trace $tag $nk rc=$?; }
+tr cluster 4096x14336; tr area 4096x14336 FCO_GEMV_SPLIT_PAIR=0; tr pair 8192x8192
 rm -f $O/build.log; pack
 tail -n 3 $O/tests-local.txt; tail -n 3 $O/tests-nccl.txt
 tail -n 3 $O/pytest.txt
 for f in $O/gemv-g*.txt; do echo "== $(basename $f)"; grep -E "^ +[0-9]" $f | cut -c1-120; done
+for f in $O/gtrace-*; do echo "== $(basename $f)"; grep gtrace $f | tail -2 | sed 's/.*view/view/' | cut -c1-120; done
 python3 - $O <<'PY'
 import json, sys, glob, os
 for f in sorted(glob.glob(sys.argv[1] + '/gemv-g1-*.json')):
