@@ -422,14 +422,6 @@ __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v,
   return v.peer_sig[c.me] + (size_t)c.me * FCO_SIG_SLOTS + h;
 }
 
-/* The swizzle of a group's out float4 ii of a tile (ii = row·4 + c4): GroupTma's (kTma), else
- * none. */
-template <int kG, bool kTma>
-__device__ __forceinline__ int out_swz(int ii) {
-  if constexpr (kTma) return gemv::GroupTma<kG>::swz(ii >> 2);
-  return 0;
-}
-
 /* A split helper (block b ≥ B): h = b − B takes group h / (split − 1), slice 1 + h % (split − 1);
  * its partial goes to that slice's split area, then the flag (release: the owner's acquire and
  * L2 reads see the stores). */
@@ -460,7 +452,7 @@ __device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& 
     const int t = q * kG + tw;
     if (t >= p.T) break;
     __stcg((float4*)(area + (size_t)t * tile_bytes + (size_t)ii * 16),
-           out[tw * 256 + (ii ^ out_swz<kG, kTma>(ii))]);
+           out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)]);
   }
   signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
 }
@@ -532,8 +524,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
-      /* out [tw][ii / 4][16]: float4 tw·256 + ii (swizzled: gemv_group_tma.cuh's swz) */
-      const int t = t0 + tw, o = tw * 256 + (ii ^ out_swz<kG, kTma>(ii));
+      const int t = t0 + tw, o = tw * 256 + ii; /* out [tw][ii / 4][16]: float4 tw·256 + ii */
       float4 r = out[o];
       if (pair) { /* the helpers' slices in slice order: the same sum as through the split area */
         r = add4(r, pb[o]);

@@ -157,19 +157,6 @@ struct GroupTma {
     return nullptr;
   }
 
-  /* out's float4s are swizzled (FCO_GEMV_OUT_SWZ, an experiment of session 25): float4 c4 of
-   * a tile row `row` lies at c4 ^ swz(row) (in [kG][64][4] float4s: the fragment stores of a
-   * warp, 8 rows × 2 float4s, then use all 8 groups of 4 banks instead of 4); readers of out,
-   * which index float4s o = tw·256 + ii (ii = row·4 + c4), read o ^ swz(ii >> 2). */
-  __device__ static __forceinline__ int swz(int row) {
-#ifdef FCO_GEMV_OUT_SWZ
-    return (row >> 1) & 3;
-#else
-    (void)row;
-    return 0;
-#endif
-  }
-
   /* Where the helper of slice sl (1 .. split − 1) of a cluster of split blocks stores its
    * partial in the owner ([kG][64][16] fp32, as out; a shared-window address in this block,
    * the same offset in every block of the cluster, mapa'd to CTA 0 by the helper). Split 2:
@@ -373,8 +360,7 @@ struct GroupTma {
         for (int q = 0; q < 4; q += 2) {
           const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3);
           const int row = row0 + 8 * (q >> 1);
-          const int at = ((col / kTileN) * 64 + row) * kTileN +
-                         (((col % kTileN) >> 2) ^ swz(row)) * 4 + col % 4;
+          const int at = ((col / kTileN) * 64 + row) * kTileN + col % kTileN;
           if (to_owner)
             asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote + 4u * at),
                          "f"(d[4 * j + q]), "f"(d[4 * j + q + 1])
