@@ -518,8 +518,8 @@ static void expect_plan_has(const t_world_t* w, const char* what, int want) {
 }
 
 /* Every rank's grouped TMA tile, where split in 2..4, ran as a cluster: "split=2 pair",
- * "split=3 cluster", "split=4 cluster" (the device holds the clusters at every P of these
- * tests); split 1 (expect_split's rule) has none. */
+ * "split=3 cluster", "split=4 cluster" (where the caller knows the device holds them); split 1
+ * (expect_split's rule) has none. */
 static void expect_cluster(const t_world_t* w) {
   for (int r = 0; r < w->n; r++) {
     const char* plan = fco_last_plan(w->comms[r]);
@@ -575,15 +575,17 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
         if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
           expect_split(w, ns[ni], gi == 2 ? 1 : 0);
         /* groups of 8 at M 33..64: TMA on the vector path, the mma.sync tile off it (K 4095)
-         * or with FCO_GEMV_GROUP_MMA=1; split 2 / 3 (at most 8 groups: they fit at P <= 4)
-         * in clusters with TMA unless FCO_GEMV_SPLIT_PAIR=0; the split unset in clusters too */
+         * or with FCO_GEMV_GROUP_MMA=1; split 2 (at most 8 groups: pairs fit at P <= 4) in
+         * clusters with TMA unless FCO_GEMV_SPLIT_PAIR=0, split 3 where one group a rank (N
+         * <= 100: clusters of 3 fit at any P; 32 of them need not, nor 32 of 4 on H200); the
+         * split unset in clusters too (the launcher lowers it to a split whose clusters fit) */
         if (tma && ms[mi] > 32) {
           const int vec = ks[(k + gi) % 3] != 4095 && gi != 8;
           expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
           if (gi == 7 || gi == 9) expect_split(w, ns[ni], 2);
           if (gi == 7 || gi == 9) expect_plan_has(w, "split=2 pair", vec && gi == 7);
           if (gi == 10) expect_split(w, ns[ni], 3);
-          if (vec && (gi == 6 || gi == 7 || gi == 10)) expect_cluster(w);
+          if (vec && (gi == 6 || gi == 7 || (gi == 10 && ns[ni] <= 100))) expect_cluster(w);
         }
       }
   }

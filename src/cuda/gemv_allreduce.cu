@@ -335,6 +335,34 @@ uint32_t fnv1a(uint32_t h, uint64_t v) {
   return h;
 }
 
+/* The most clusters of cs blocks of kKernel (threads, dyn bytes of shared memory each) the
+ * device holds at once (cudaOccupancyMaxActiveClusters; grid: any multiple of cs), asked once
+ * per device and cluster size; −1 where the query fails. */
+template <auto kKernel>
+int max_clusters(int device, int cs, int grid, int threads, size_t dyn) {
+  static std::atomic<int> cache[kMaxDevices][FCO_GEMV_SPLIT_MAX + 1]; /* 0: not asked yet */
+  const bool cached = device >= 0 && device < kMaxDevices && cs >= 1 && cs <= FCO_GEMV_SPLIT_MAX;
+  int n = cached ? cache[device][cs].load() : 0;
+  if (n != 0) return n;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute at[1] = {};
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = (unsigned)cs;
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = 1;
+  cfg.gridDim = dim3((unsigned)grid);
+  cfg.blockDim = dim3((unsigned)threads);
+  cfg.dynamicSmemBytes = dyn;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) != cudaSuccess || n == 0) {
+    (void)cudaGetLastError();
+    n = -1;
+  }
+  if (cached) cache[device][cs].store(n);
+  return n;
+}
+
 /* knob = FCO_GEMV_SPLIT (grouped tiles, see the header; the op layer refused other values):
  * -1 = auto, 1 = off, 2..FCO_GEMV_SPLIT_MAX = that many K slices a group where they fit. They
  * fit where every group has its own block (B == groups), the helpers too are co-resident
@@ -462,6 +490,33 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (kG > 1)
     pick_split(a0->split, units, B, cap / g->num_local, a0->M, a0->N, es, impl, kG, &split,
                &split_slice);
+  /* TMA grouped tile split in 2..4 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helpers as
+   * a cluster of split blocks, each helper's slice stored into the owner's shared memory
+   * (GroupTma::run to_owner, hand_buf) instead of the split area + flag + the owner's L2
+   * reads; where the device holds all num_local·B clusters at once (the owner waits for its
+   * helpers). With the split automatic (FCO_GEMV_SPLIT unset), the largest split ≤ pick_split's
+   * whose clusters fit: on H200 32 clusters of 4 (N = 4096 at one rank a GPU) do not, and
+   * pairs beat 4 slices through the split area there (run 2026-12-02_nvidia-h200_4ee3277-cluster,
+   * P = 1, M 64: 4096×7168 22.4 against 26.2 µs, 4096×14336 38.4 / 40.1; 2048×8192, 16 clusters
+   * of 4: 19.0 against 22.0 through the split area). FCO_GEMV_SPLIT=2..4: that split, in
+   * clusters where they fit, else through the split area. Local, as the split. */
+  int pair = 0, miss_s = 0, miss_n = 0; /* miss: the largest split whose clusters did not fit */
+  static_assert(FCO_GEMV_SPLIT_MAX <= gemv::GroupTma<8>::kMaxCluster, "clusters of split blocks");
+  if constexpr (kTma) {
+    if (split >= 2 && a0->split_pair) {
+      for (int cs = split; cs >= 2 && !pair; --cs) {
+        const int n = max_clusters<kKernel>(device, cs, B * cs * g->num_local, kThreads, dyn);
+        if (n >= B * g->num_local) {
+          pair = 1;
+          split = cs;
+        } else if (!miss_s) {
+          miss_s = cs;
+          miss_n = n;
+        }
+        if (a0->split > 1) break; /* the knob's split or none */
+      }
+    }
+  }
   const int helpers = units * (split - 1); /* flags on sig[me][me][0 .. helpers) */
   if (helpers >= kCheckSlot)
     return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: %d split helpers", helpers);
@@ -484,6 +539,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.blocks_per_rank = B;
   p.blocks_total = B + helpers;
   p.split = split;
+  p.pair = pair;
   p.split_slice_bytes = split_slice;
   p.tma_stages = a0->tma_stages;
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
@@ -507,37 +563,6 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   if (kG > 1) h = fnv1a(h, (uint64_t)p.group_half); /* FCO_GEMV_GROUP_FP32 likewise */
   p.arg_hash = h;
   const unsigned grid = (unsigned)(B + helpers) * (unsigned)g->num_local;
-  /* TMA grouped tile split in 2..4 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helpers as
-   * a cluster of split blocks, each helper's slice stored into the owner's shared memory
-   * (GroupTma::run to_owner, hand_buf) instead of the split area + flag + the owner's L2
-   * reads; where the device holds all num_local·B clusters at once (the owner waits for its
-   * helpers). Local, as the split. */
-  static_assert(FCO_GEMV_SPLIT_MAX <= gemv::GroupTma<8>::kMaxCluster, "clusters of split blocks");
-  if constexpr (kTma) {
-    if (split >= 2 && a0->split_pair) {
-      static std::atomic<int> clusters[kMaxDevices][FCO_GEMV_SPLIT_MAX + 1]; /* 0: not asked */
-      int n = device >= 0 && device < kMaxDevices ? clusters[device][split].load() : 0;
-      if (n == 0) {
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute at[1] = {};
-        at[0].id = cudaLaunchAttributeClusterDimension;
-        at[0].val.clusterDim.x = (unsigned)split;
-        at[0].val.clusterDim.y = 1;
-        at[0].val.clusterDim.z = 1;
-        cfg.gridDim = dim3(grid);
-        cfg.blockDim = dim3(kThreads);
-        cfg.dynamicSmemBytes = dyn;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        if (cudaOccupancyMaxActiveClusters(&n, kKernel, &cfg) != cudaSuccess) {
-          (void)cudaGetLastError();
-          n = -1;
-        }
-        if (device >= 0 && device < kMaxDevices) clusters[device][split].store(n);
-      }
-      p.pair = n >= B * g->num_local;
-    }
-  }
   /* FCO_GEMV_PDL: not in the hash, ranks need not agree (it changes no byte that moves). The
    * prefetch: the knob's bytes per block, at most kPdlL2Budget for the whole grid (so the
    * prefetched lines stay well inside L2), in whole 256-byte steps (16 rows × 16 bytes). */
@@ -557,7 +582,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     }
     if (p.pair) {
       at[na].id = cudaLaunchAttributeClusterDimension;
-      at[na].val.clusterDim.x = (unsigned)split;
+      at[na].val.clusterDim.x = (unsigned)p.split;
       at[na].val.clusterDim.y = 1;
       at[na++].val.clusterDim.z = 1;
     }
@@ -590,6 +615,9 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     fco_plan_append(g->plan, " kG=%d split=%d%s%s", kG, split,
                     p.pair ? (split == 2 ? " pair" : " cluster") : "",
                     p.group_half ? "" : " fp32-partials");
+  if (miss_s) /* e.g. " (clusters of 4: 30 fit, 32 wanted)" */
+    fco_plan_append(g->plan, " (clusters of %d: %d fit, %d wanted)", miss_s, miss_n,
+                    B * g->num_local);
   fco_plan_append(g->plan, " kMT=%d warps=%d%s%s, %d blocks/rank of %d co-resident", kMT, kW,
                   kPipe ? " pipe" : "", kPdl ? " PDL" : "", B + helpers, cap / g->num_local);
   return FCO_OK;
