@@ -59,7 +59,9 @@
  *   memory and the cluster barrier publishes it — no split area, no flag, no L2 reads (run
  *   2026-12-02_nvidia-h200_5bdd21a-pair: 2.2–3.7 µs less per call where it applies). Split 3
  *   and 4 likewise since session 25 (clusters of 3, 4: blocks sq .. sq + s − 1, "cluster" in
- *   the plan), their slices handed over in the owner's finished ring (GroupTma::hand_buf).
+ *   the plan), their slices handed over in the owner's finished ring (GroupTma::hand_buf);
+ *   an automatic split is lowered to the largest whose clusters the device holds (launch_fused;
+ *   run 2026-12-02_nvidia-h200_5236acd-rule).
  *
  * impl 1 (LL and, since session 13, plain), wide blocks (FCO_GEMV_WIDE, on unless 0): where the
  *   tiles fill at most half of the 4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks

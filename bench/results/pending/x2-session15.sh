@@ -45,7 +45,9 @@ done
 # where the groups fill at most half the SMs: N = 8192 at one rank a GPU) against the session-22
 # grouped tile (FCO_GEMV_GROUP_TMA=0), alternating, beside impl 3 (what AUTO runs at M > 16);
 # session 24 cut the TMA tile's fixed cost ~9 -> ~5 us at one rank (run
-# 2026-12-02_nvidia-h200_fe80fc1-tmapf): if impl 1 beats impl 3 here, AUTO's M > 16 rule follows
+# 2026-12-02_nvidia-h200_fe80fc1-tmapf); session 25 runs a split of 3 / 4 as clusters, lowered to
+# clusters that fit (4096x14336: 4096x7168 a rank, split 3 clusters; run
+# 2026-12-02_nvidia-h200_5236acd-rule): if impl 1 beats impl 3 here, AUTO's M > 16 rule follows
 el "gemv M 48,64 TMA tile / groups of 4"
 for t in 1 0 1 0; do
   echo "# FCO_GEMV_GROUP_TMA=$t" >> $O/gemv-tma.txt
