@@ -536,8 +536,8 @@ static void expect_cluster(const t_world_t* w) {
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
    * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
-   * the TMA-fed tile (the default; FCO_GEMV_GROUP_TMA unset, then 1): split unset (up to 4:
-   * a cluster of 4 at P <= 4); split 2 (owner and helper a cluster pair) on 3 ring stages;
+   * the TMA-fed tile (the default; FCO_GEMV_GROUP_TMA unset, then 1): split unset (up to 4, as
+   * clusters: lowered to a split whose clusters fit, e.g. 3 at P = 4 on H200); split 2 (owner and helper a cluster pair) on 3 ring stages;
    * split 3 with FCO_GEMV_GROUP_MMA=1 (the mma.sync tile in groups of 8); split 2 with
    * FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2 ring stages (FCO_GEMV_TMA_STAGES). The
    * eleventh: split 3 on the TMA tile (a cluster of 3: the helpers' slices in the owner's
