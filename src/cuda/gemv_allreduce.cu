@@ -188,6 +188,8 @@
 
 #include "../ops/gemv_allreduce.h"
 #include "cuda_ops.h"
+#include "gemv_allreduce_group.cuh"
+#include "gemv_allreduce_ll.cuh"
 #include "gemv_allreduce_sched.cuh"
 #include "launch.cuh"
 #include "prims.cuh"

@@ -1,0 +1,290 @@
+/*
+ * gemv_allreduce_group.cuh — fco_gemv_allreduce's grouped-tile schedules (M 17..64, bf16 /
+ * f16; FCO_GEMV_GROUP and the default TMA tile at M 33..64): a group's K slice through the tile
+ * the launcher chose (group_slice: gemv_group_tma.cuh, gemv_group_wgmma.cuh or
+ * gemv_group_tile.cuh), the TMA kernel's prologue (group_prime, group_prefetch), a split
+ * group's helpers (run_split_helper: the split area, or the cluster hand-off) and the grouped
+ * one-shot (run_oneshot_group). Split from gemv_allreduce_sched.cuh (its parameters, context
+ * and helpers) in session 25, the code unchanged; included by gemv_allreduce.cu only.
+ */
+#ifndef FCO_CUDA_GEMV_ALLREDUCE_GROUP_CUH_
+#define FCO_CUDA_GEMV_ALLREDUCE_GROUP_CUH_
+
+#include "gemv_allreduce_sched.cuh"
+#include "gemv_group_tile.cuh"
+#include "gemv_group_tma.cuh"
+#include "gemv_group_wgmma.cuh"
+
+namespace fco {
+namespace {
+/* kTma: the ring stages of K slice sl of p.split (whole stages of SK k; TMA coordinates are
+ * 32-bit): s0 .. s0 + n − 1. */
+template <int kG>
+__device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl, int& s0, int& n) {
+  using G = gemv::GroupTma<kG>;
+  const int stages = (int)((K + G::SK - 1) / G::SK);
+  s0 = (int)((int64_t)stages * sl / p.split);
+  n = (int)((int64_t)stages * (sl + 1) / p.split) - s0;
+}
+
+/* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 17..64, bf16 / f16): as run_oneshot, but the
+ * block's unit of work is a group of kG consecutive tiles, q·kG .. q·kG + kG − 1, for groups
+ * q = b, b + B, ... (gemv_group_wgmma.cuh or gemv_group_tile.cuh computes the group's partials
+ * into shared memory, x shared by its tiles). Per group: store every tile ([T][M][16] in the
+ * slot as run_oneshot: fp32 with FCO_GEMV_GROUP_FP32=1, else in the dtype, the slot's first
+ * half) into slot `me` of every rank, one flag per group (sig[me][b] = (e << 32) | (j + 1),
+ * j = the group's index in this block). Then per group: wait for the peers' flags, sum the P
+ * slots in rank order, bias, round, write y. Bit-identical on every rank (every rank sums the
+ * same values in the same order). */
+/* All threads: group q's partial over K slice sl of p.split (whole 64-element slabs; slice 0
+ * when not split) into smem's out [kG][64][16]. kWg: the wgmma tile (the launcher's choice:
+ * every local rank on the vector path), where this image has it (sm_90a; another target runs
+ * the mma.sync tile); else the mma.sync tile. Two kernels, not a branch: with both tiles in one
+ * kernel the wgmma path ran at the mma.sync tile's 255 registers with spills (session 14,
+ * ptxas; the probe's kernel of the same tile: 55 registers). kTma (with kWg, FCO_GEMV_GROUP_TMA,
+ * kG = 8): the wgmma math fed by TMA from a producer warp (gemv_group_tma.cuh, 288 threads; the
+ * maps in c.mx / c.mw), a third kernel; its split slices are whole ring stages (kKb·64 k);
+ * primed and to_owner are GroupTma::run's (kTma only). */
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
+__device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, int q, int sl,
+                                            unsigned char* smem, int primed = 0,
+                                            uint32_t to_owner = 0) {
+  if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
+    int s0, n;
+    tma_slice<kG>(p, c.K, sl, s0, n);
+    gemv::GroupTma<kG>::template run<T>(c.mx, c.mw, s0, n, q * kG * kTileN, smem, p.tma_stages,
+                                        primed, to_owner);
+    return;
+  }
+  int64_t k0 = 0, k1 = c.K;
+  if (p.split > 1) {
+    const int64_t slabs = (c.K + 63) / 64;
+    k0 = slabs * sl / p.split * 64;
+    k1 = min(c.K, slabs * (sl + 1) / p.split * 64);
+  }
+  const T* w = (const T*)c.w + k0;
+  const T* x = (const T*)c.x + k0;
+  if constexpr (kWg && FCO_WGMMA_COMPILED)
+    gemv::GroupWgmma<kG>::run(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, smem);
+  else
+    gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
+}
+
+/* kTma: block bi's first call of group_slice (owners bi < B: group bi, slice 0; split
+ * helpers: as run_split_helper), from the kernel parameters alone: its group q and ring stages
+ * s0 .. s0 + n − 1. False where the block has no group. */
+template <int kG>
+__device__ __forceinline__ bool first_slice(const GarParams& p, int64_t K, int bi, int B, int& q,
+                                            int& s0, int& n) {
+  int sl = 0;
+  q = bi;
+  if (bi >= B) {
+    if (p.split < 2) return false;
+    q = (bi - B) / (p.split - 1);
+    sl = 1 + (bi - B) % (p.split - 1);
+  }
+  if (q >= (p.T + kG - 1) / kG) return false;
+  tma_slice<kG>(p, K, sl, s0, n);
+  return true;
+}
+
+/* kTma, all threads at the kernel's start (GroupTma::prime): that first call primed, before
+ * the rank view is loaded. Returns the stages issued (0 where the block has no group), the
+ * `primed` of that call. */
+template <int kG>
+__device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, const void* mw,
+                                           int64_t K, int bi, int B, unsigned char* smem) {
+  int q, s0, n;
+  if (!first_slice<kG>(p, K, bi, B, q, s0, n)) return 0;
+  return gemv::GroupTma<kG>::prime(mx, mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
+}
+
+/* kTma with PDL, before griddepcontrol.wait: L2 prefetches of the first p.prefetch_bytes of
+ * the W boxes that first call reads first (GroupTma::prefetch_w; every block, helpers too). */
+template <int kG>
+__device__ __forceinline__ void group_prefetch(const GarParams& p, const void* mw, int64_t K,
+                                               int bi, int B) {
+  int q, s0, n;
+  if (first_slice<kG>(p, K, bi, B, q, s0, n))
+    gemv::GroupTma<kG>::prefetch_w(mw, s0, n, q * kG * kTileN, p.prefetch_bytes);
+}
+
+/* Split groups: the split area's slice sl (1..split-1), [T][M][16] fp32 as a slot. */
+__device__ __forceinline__ char* split_area(const GarParams& p, const Ctx& c, const RankView& v,
+                                            int sl) {
+  return v.peer_data[c.me] + c.hoff + (size_t)c.P * p.slot_bytes +
+         (size_t)(sl - 1) * p.split_slice_bytes;
+}
+/* Helper h's flag: row me of this rank's own signals, which no other flag of this op uses. */
+__device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v, int h) {
+  return v.peer_sig[c.me] + (size_t)c.me * FCO_SIG_SLOTS + h;
+}
+
+/* A split helper (block b ≥ B): h = b − B takes group h / (split − 1), slice 1 + h % (split − 1);
+ * its partial goes to that slice's split area, then the flag (release: the owner's acquire and
+ * L2 reads see the stores). */
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
+__device__ __forceinline__ void run_split_helper(const GarParams& p, const Ctx& c,
+                                                 const RankView& v, unsigned char* smem,
+                                                 int primed) {
+  const int h = c.b - c.B, q = h / (p.split - 1), sl = 1 + h % (p.split - 1);
+  /* A cluster's helper: its fragments straight into the owner's buffer for slice sl (CTA 0 of
+   * the cluster; GroupTma::run's to_owner), then publish. */
+  uint32_t to_owner = 0;
+  if constexpr (kTma)
+    if (p.pair) to_owner = gemv::GroupTma<kG>::hand_buf(smem, p.split, sl);
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, sl, smem, primed, to_owner);
+  if constexpr (kTma) {
+    if (p.pair) {
+      gemv::pair_publish();
+      if (threadIdx.x == 0) FCO_GTRACE(7);
+      return;
+    }
+  }
+  const int per = 4 * p.M; /* float4s per tile */
+  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
+  char* area = split_area(p, c, v, sl);
+  for (int idx = threadIdx.x; idx < kG * per; idx += blockDim.x) {
+    const int tw = idx / per, ii = idx - tw * per;
+    const int t = q * kG + tw;
+    if (t >= p.T) break;
+    __stcg((float4*)(area + (size_t)t * tile_bytes + (size_t)ii * 16),
+           out[(tw * 64 + (ii >> 2)) * 4 + (ii & 3)]);
+  }
+  signal_block(threadIdx.x == 0 ? split_flag(c, v, h) : nullptr, sig_value(c.e, 0));
+}
+
+/* A thread's float4s of a group's [nt][M][16] partials, idx = i, i + step, ... < nt·4M, as
+ * (tw, ii) = (idx / 4M, idx % 4M) kept by increments: no division a float4 (session 24: with
+ * one, and the checks of finish4_at, the grouped tile's last loop ran ~108 instructions a
+ * float4, ~2.9 µs at M 64; run 2026-12-02_nvidia-h200_34bb36f-icache). */
+struct GroupWalk {
+  int tw0, ii0, dtw, dii, per;
+  __device__ __forceinline__ GroupWalk(int i, int step, int per_) : per(per_) {
+    tw0 = i / per;
+    ii0 = i - tw0 * per;
+    dtw = step / per;
+    dii = step - dtw * per;
+  }
+  __device__ __forceinline__ void next(int& tw, int& ii) const {
+    ii += dii;
+    tw += dtw;
+    if (ii >= per) ii -= per, ++tw;
+  }
+};
+
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
+__device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
+                                                  const RankView& v, unsigned char* smem,
+                                                  const WaitCtx& wc, int primed) {
+  const int i = threadIdx.x, step = blockDim.x;
+  const int per = 4 * p.M; /* float4s per tile */
+  const int Q = (p.T + kG - 1) / kG;
+  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+  /* p.group_half (bf16 / f16, FCO_GEMV_GROUP_FP32 unset): the pushed partials rounded to the
+   * dtype, 8 bytes a float4 (a slot's tile t at t·M·16·2): half the bytes that cross the link.
+   * Every rank sums the same rounded values in rank order: y stays the same bits on all. */
+  const bool half = sizeof(T) == 2 && p.group_half;
+  const size_t tile_push = half ? tile_bytes / 2 : tile_bytes;
+  /* y's 4 columns of a float4 as one unchecked vector store (finish4_at<T, false>) in every
+   * group whose columns are all < N, where there is no bias and every row of y is aligned. */
+  const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
+  const GroupWalk gw(i, step, per);
+  uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
+  if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
+  /* A cluster's hand-off buffers (same layout as out): slice 1's, and at split 3, 4 slice
+   * sl's kOutBytes / 16 · sl float4s from out (gemv_group_tma.cuh's hand_buf). */
+  const float4* pb = nullptr;
+  constexpr int kOutF4 = kTma ? (int)(gemv::GroupTma<kG>::kOutBytes / 16) : 0;
+  if constexpr (kTma)
+    if (p.pair)
+      pb = reinterpret_cast<const float4*>(
+          smem + (gemv::GroupTma<kG>::hand_buf(smem, p.split, 1) - smem_u32(smem)));
+  uint32_t j = 0;
+  for (int q = c.b; q < Q; q += c.B, ++j) {
+    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, j == 0 ? primed : 0);
+    bool pair = false;
+    if constexpr (kTma) pair = p.pair != 0;
+    if (pair) { /* split 3, 4: the ring is done, the helpers may store (phase 1) */
+      if (p.split > 2) gemv::cluster_arrive_release();
+      gemv::pair_handoff(); /* the helpers' slices are in this block's shared memory */
+      if (threadIdx.x == 0) FCO_GTRACE(7);
+    } else if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
+      bool ok = true;
+      if (i < p.split - 1)
+        ok = wait_ge(split_flag(c, v, q * (p.split - 1) + i), sig_value(c.e, 0), wc, c.me,
+                     q * (p.split - 1) + i);
+      if (__syncthreads_or(!ok)) return;
+    }
+    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    int tw = gw.tw0, ii = gw.ii0;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw, o = tw * 256 + ii; /* out [tw][ii / 4][16]: float4 tw·256 + ii */
+      float4 r = out[o];
+      if (pair) { /* the helpers' slices in slice order: the same sum as through the split area */
+        r = add4(r, pb[o]);
+        for (int sl = 2; sl < p.split; ++sl) r = add4(r, out[sl * kOutF4 + o]);
+      } else {
+        for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
+          r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
+                                             (size_t)ii * 16)));
+      }
+      if (c.P == 1) { /* nothing to reduce: y straight from the group's sums (run_oneshot) */
+        if (fast)
+          finish4_at<T, false>(p, c, t, ii, r);
+        else
+          finish4_at<T>(p, c, t, ii, r);
+        continue;
+      }
+      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_push +
+                         (size_t)ii * (half ? 8 : 16);
+      if (half) {
+        const uint2 u = make_uint2(pack2<T>(r.x, r.y), pack2<T>(r.z, r.w));
+        for (int k = 1; k <= c.P; ++k) st_global_v2(v.peer_data[(c.me + k) % c.P] + off, u);
+      } else {
+        const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y),
+                                   __float_as_uint(r.z), __float_as_uint(r.w));
+        for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
+      }
+    }
+    if (i == 0) FCO_GTRACE(8);
+    signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
+  }
+  if (c.P == 1) return;
+  const char* mine = v.peer_data[c.me] + c.hoff;
+  j = 0;
+  for (int q = c.b; q < Q; q += c.B, ++j) {
+    bool ok = true;
+    if (i < c.P && i != c.me)
+      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
+                   c.b);
+    if (__syncthreads_or(!ok)) return;
+    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    int tw = gw.tw0, ii = gw.ii0;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw;
+      const size_t off = (size_t)t * tile_push + (size_t)ii * (half ? 8 : 16);
+      auto ld = [&](int r) { /* rank r's 4 partials of this thread */
+        const char* src = mine + (size_t)r * p.slot_bytes + off;
+        if (!half) return __ldcg((const float4*)src);
+        const uint2 u = __ldcg((const uint2*)src);
+        return unpack4<T>(u.x, u.y);
+      };
+      float4 acc = ld(0);
+      for (int r = 1; r < c.P; ++r) acc = add4(acc, ld(r));
+      if (fast)
+        finish4_at<T, false>(p, c, t, ii, acc);
+      else
+        finish4_at<T>(p, c, t, ii, acc);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fco
+
+#endif  // FCO_CUDA_GEMV_ALLREDUCE_GROUP_CUH_
