@@ -196,11 +196,7 @@ struct GroupTma {
       tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
 #pragma unroll
     for (int b = 0; b < kKb; ++b)
-      asm volatile(
-          "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-          ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(st + kXBytes + b * kWBox),
-          "l"(mw), "r"(k0 + b * BK), "r"(n0), "r"(full + 8 * s), "l"(pol)
-          : "memory");
+      tile::tma_load_2d_hint(st + kXBytes + b * kWBox, mw, full + 8 * s, k0 + b * BK, n0, pol);
   }
   __device__ static __forceinline__ void init_bars(uint32_t full, uint32_t empty) {
     for (int s = 0; s < kStages; ++s) {
