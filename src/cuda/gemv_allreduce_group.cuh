@@ -17,6 +17,7 @@
 
 namespace fco {
 namespace {
+
 /* kTma: the ring stages of K slice sl of p.split (whole stages of SK k; TMA coordinates are
  * 32-bit): s0 .. s0 + n − 1. */
 template <int kG>
