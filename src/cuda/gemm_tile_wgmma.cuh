@@ -344,6 +344,12 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const void* map, uint3
       "l"(map), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
+/* The box of map at {c0, c1} into L2 only (no shared memory, no barrier): TMA's tensor prefetch. */
+__device__ __forceinline__ void tma_prefetch_2d(const void* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(map),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
 /* tma_load_2d with an L2 cache hint: pol a policy from createpolicy (e.g. evict-first for a
  * stream read once; gemv_group_tma.cuh's W). */
 __device__ __forceinline__ void tma_load_2d_hint(uint32_t dst, const void* map, uint32_t bar,

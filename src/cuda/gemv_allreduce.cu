@@ -303,10 +303,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   } else if constexpr (kTma) {
     gemv::GroupTma<kG>::drain(dyn_smem, primed); /* the argument check failed */
-    if (p.pair) { /* the helpers wait for their owner's arrivals (ring drained: phase 1) */
-      if (p.split > 2) gemv::cluster_arrive_release();
-      gemv::pair_handoff();
-    }
+    if (p.pair) gemv::pair_handoff(p.split); /* the helpers wait for their owner */
   }
   if constexpr (kTma)
     if (threadIdx.x == 0) FCO_GTRACE(9);

@@ -208,9 +208,8 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, j == 0 ? primed : 0);
     bool pair = false;
     if constexpr (kTma) pair = p.pair != 0;
-    if (pair) { /* split 3, 4: the ring is done, the helpers may store (phase 1) */
-      if (p.split > 2) gemv::cluster_arrive_release();
-      gemv::pair_handoff(); /* the helpers' slices are in this block's shared memory */
+    if (pair) {
+      gemv::pair_handoff(p.split); /* the helpers' slices are in this block's shared memory */
       if (threadIdx.x == 0) FCO_GTRACE(7);
     } else if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
       bool ok = true;

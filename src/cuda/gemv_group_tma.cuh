@@ -99,8 +99,10 @@ __device__ __forceinline__ void pair_publish() { /* phase 2 */
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
 }
-/* The owner's side (and a helper whose owner stored nothing): both phases. */
-__device__ __forceinline__ void pair_handoff() {
+/* The owner's side, once its ring is done (or drained): at split 3 and 4 its phase-1 arrival
+ * (the helpers may now store into the ring), then both phases. */
+__device__ __forceinline__ void pair_handoff(int split) {
+  if (split > 2) cluster_arrive_release();
   cluster_wait();
   pair_publish();
 }
@@ -218,10 +220,7 @@ struct GroupTma {
     if (threadIdx.x != kConsumers || bytes == 0) return;
     int boxes = (int)((bytes + kWBox - 1) / kWBox);
     if (boxes > num_st * kKb) boxes = num_st * kKb;
-    for (int b = 0; b < boxes; ++b)
-      asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(mw),
-                   "r"((st0 * kKb + b) * BK), "r"(n0)
-                   : "memory");
+    for (int b = 0; b < boxes; ++b) tile::tma_prefetch_2d(mw, (st0 * kKb + b) * BK, n0);
 #endif
   }
 
