@@ -541,14 +541,17 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
    * split 3 with FCO_GEMV_GROUP_MMA=1 (the mma.sync tile in groups of 8); split 2 with
    * FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2 ring stages (FCO_GEMV_TMA_STAGES). The
    * eleventh: split 3 on the TMA tile (a cluster of 3: the helpers' slices in the owner's
-   * finished ring) on 2 ring stages. */
-  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL, NULL, NULL, NULL, NULL, NULL};
-  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2", NULL, "2", "3", "2", "3"};
+   * finished ring) on 2 ring stages. The twelfth: groups of 4 on the TMA tile
+   * (FCO_GEMV_GROUP_TMA=4; 6 ring stages), split unset (in clusters). */
+  static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL,
+                                      NULL, NULL, NULL, NULL, NULL, NULL};
+  static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2",
+                                       NULL, "2", "3",  "2",  "3", NULL};
   static const size_t ms[] = {17, 32, 40, 64};
   static const size_t ns[] = {1000, 100, 15};
   const size_t ks[] = {gemv_vec_kt_le(w->n, GEMV_MAX_KT), 4095, gemv_vec_kt_le(w->n, 1800)};
   unsigned k = 0;
-  for (int gi = 0; gi < 11; gi++) {
+  for (int gi = 0; gi < 12; gi++) {
     const int tma = gi >= 6;
     if (knobs[gi]) t_knob_set("FCO_GEMV_GROUP", knobs[gi]);
     else t_knob_reset("FCO_GEMV_GROUP");
@@ -557,7 +560,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     if (gi == 4 || gi == 8) t_knob_set("FCO_GEMV_GROUP_MMA", "1");
     else t_knob_reset("FCO_GEMV_GROUP_MMA");
     if (gi == 6) t_knob_reset("FCO_GEMV_GROUP_TMA");
-    else t_knob_set("FCO_GEMV_GROUP_TMA", tma ? "1" : "0");
+    else t_knob_set("FCO_GEMV_GROUP_TMA", gi == 11 ? "4" : tma ? "1" : "0");
     if (gi == 9) t_knob_set("FCO_GEMV_SPLIT_PAIR", "0");
     else t_knob_reset("FCO_GEMV_SPLIT_PAIR");
     if (gi == 7 || gi >= 9) t_knob_set("FCO_GEMV_TMA_STAGES", gi == 7 ? "3" : "2");
@@ -585,7 +588,9 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
           if (gi == 7 || gi == 9) expect_split(w, ns[ni], 2);
           if (gi == 7 || gi == 9) expect_plan_has(w, "split=2 pair", vec && gi == 7);
           if (gi == 10) expect_split(w, ns[ni], 3);
-          if (vec && (gi == 6 || gi == 7 || (gi == 10 && ns[ni] <= 100))) expect_cluster(w);
+          if (vec && (gi == 6 || gi == 7 || gi == 11 || (gi == 10 && ns[ni] <= 100)))
+            expect_cluster(w);
+          expect_plan_has(w, "kG=4", gi == 11);
         }
       }
   }

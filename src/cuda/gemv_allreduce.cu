@@ -411,13 +411,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
       memcpy(&a, g->r[i].op->u.raw, sizeof a);
       vec = (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.w % 16 == 0 && (a.K * sizeof(T)) % 16 == 0;
     }
-    if constexpr (kG == 8) {
-      if (vec)
+    if constexpr (kG == 8 || (kG == 4 && kMT == 8)) /* groups of 4: FCO_GEMV_GROUP_TMA=4 */
+      if (vec && (kG == 8 || a0->group_tma == 4))
         return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, gemv::GroupTma<kG>::kWarps, kG, true,
                             true>(g, a0, impl, err);
-    } else {
+    if constexpr (kG != 8)
       if (vec) return launch_fused<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, true>(g, a0, impl, err);
-    }
   }
   if constexpr (kTma) {
     for (int i = 0; i < g->num_local; ++i) {
@@ -654,8 +653,10 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   /* FCO_GEMV_GROUP_TMA (unset = 1): groups of 8 tiles (128 columns) on the TMA-fed wgmma tile
    * (gemv_group_tma.cuh; the mma.sync tile off the vector path), K split by pick_split. */
   if constexpr (kMT == 8)
-    if (a0->group_tma > 0)
+    if (a0->group_tma != 0) {
+      if (a0->group_tma == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
       return launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, a0, impl, err);
+    }
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;

@@ -135,9 +135,14 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   long long group = fco_env_int("FCO_GEMV_GROUP", -1);
   long long split = fco_env_int("FCO_GEMV_SPLIT", -1);
   long long stages = fco_env_int("FCO_GEMV_TMA_STAGES", 0);
+  long long tma = fco_env_int("FCO_GEMV_GROUP_TMA", -1);
   if (group > 0 && group != 2 && group != 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
+  if (tma > 1 && tma != 4 && tma != 8)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMV_GROUP_TMA=%lld is not 0, 1, 4 or 8 (unset: automatic)", fn,
+                         tma);
   if (split == 0 || split > FCO_GEMV_SPLIT_MAX)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", fn, split,
@@ -149,7 +154,7 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
   a->group = group < 0 ? -1 : (int)group;
   a->group_mma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) > 0;
-  a->group_tma = fco_env_int("FCO_GEMV_GROUP_TMA", 1) > 0; /* on unless 0 (session 23) */
+  a->group_tma = tma < 0 ? -1 : tma == 1 ? 8 : (int)tma; /* on unless 0 (session 23) */
   a->split = split < 0 ? -1 : (int)split;
   a->split_pair = fco_env_int("FCO_GEMV_SPLIT_PAIR", 1) > 0;
   a->tma_stages = (int)stages;
