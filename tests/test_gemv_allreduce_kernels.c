@@ -533,6 +533,31 @@ static void expect_cluster(const t_world_t* w) {
   }
 }
 
+/* FCO_GEMV_GROUP_TMA unset (M 33..64, the TMA tile): every rank ran groups of 4 exactly where
+ * its plan says they stream W from more blocks than groups of 8 would, "(TMA groups of 4: X
+ * streaming, of 8: Y)", and all ranks chose alike. */
+static void expect_tma_groups(const t_world_t* w) {
+  int first = -1;
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* at = strstr(plan, "(TMA groups of 4: ");
+    int s4 = 0, s8 = 0;
+    if (!at || sscanf(at, "(TMA groups of 4: %d streaming, of 8: %d)", &s4, &s8) != 2 || s4 < 1 ||
+        s8 < 1) {
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": no TMA group rule in the plan", r, plan);
+      continue;
+    }
+    const int four = strstr(plan, "kG=4") != NULL;
+    if (four != (s4 > s8) || (!four && !strstr(plan, "kG=8")))
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": groups of %s against the rule", r, plan,
+             four ? "4" : "8");
+    if (first < 0) first = four;
+    else if (first != four)
+      t_fail(__FILE__, __LINE__, "rank %d chose groups of %d, rank 0 of %d", r, four ? 4 : 8,
+             first ? 4 : 8);
+  }
+}
+
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
    * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
@@ -542,7 +567,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
    * FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2 ring stages (FCO_GEMV_TMA_STAGES). The
    * eleventh: split 3 on the TMA tile (a cluster of 3: the helpers' slices in the owner's
    * finished ring) on 2 ring stages. The twelfth: groups of 4 on the TMA tile
-   * (FCO_GEMV_GROUP_TMA=4; 6 ring stages), split unset (in clusters). */
+   * (FCO_GEMV_GROUP_TMA=4; 6 ring stages), split unset (in clusters). The seventh (TMA
+   * unset) takes groups of 4 or 8 by the launcher's rule (expect_tma_groups). */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL,
                                       NULL, NULL, NULL, NULL, NULL, NULL};
   static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2",
@@ -590,7 +616,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
           if (gi == 10) expect_split(w, ns[ni], 3);
           if (vec && (gi == 6 || gi == 7 || gi == 11 || (gi == 10 && ns[ni] <= 100)))
             expect_cluster(w);
-          expect_plan_has(w, "kG=4", gi == 11);
+          if (gi > 6) expect_plan_has(w, "kG=4", gi == 11);
+          if (gi == 6) expect_tma_groups(w);
         }
       }
   }

@@ -383,6 +383,65 @@ void pick_split(int knob, int groups, int B, int slots, size_t M, size_t N, size
   if (*split < 1) *split = 1;
 }
 
+/* Owner blocks a rank: one per work unit up to the slots (co-resident blocks a rank) and the
+ * flag limit, then balanced so every block gets the same number of units (512 tiles on 396
+ * slots would leave the 116 blocks with a second tile as the critical path: 2 tile times
+ * instead of 1.3). */
+int owner_blocks(int slots, int limit, int units) {
+  int B = slots < limit ? slots : limit;
+  if (B > units) B = units;
+  if (B >= 1) {
+    const int per_block = (units + B - 1) / B;
+    B = (units + per_block - 1) / per_block;
+  }
+  return B;
+}
+
+/* A grouped launch's K split: split (1: none), the split area's slice bytes, pair (the split
+ * blocks run as clusters) and miss_s / miss_n (the largest split whose clusters did not fit,
+ * and how many of them did; 0 if none). */
+struct SplitPlan {
+  int split, pair, miss_s, miss_n;
+  uint64_t slice_bytes;
+};
+
+/* pick_split, then for the TMA grouped tile split in 2..4 (FCO_GEMV_SPLIT_PAIR, on unless 0):
+ * owner and helpers as a cluster of split blocks, each helper's slice stored into the owner's
+ * shared memory (GroupTma::run to_owner, hand_buf) instead of the split area + flag + the
+ * owner's L2 reads; where the device holds all num_local·B clusters at once (the owner waits
+ * for its helpers). With the split automatic (FCO_GEMV_SPLIT unset), the largest split ≤
+ * pick_split's whose clusters fit: on H200 32 clusters of 4 (N = 4096 at one rank a GPU, groups
+ * of 8) do not, and pairs beat 4 slices through the split area there (run
+ * 2026-12-02_nvidia-h200_4ee3277-cluster, P = 1, M 64: 4096×7168 22.4 against 26.2 µs,
+ * 4096×14336 38.4 / 40.1; 2048×8192, 16 clusters of 4: 19.0 against 22.0 through the split
+ * area). FCO_GEMV_SPLIT=2..4: that split, in clusters where they fit, else through the split
+ * area. Local, as the split. kKernel: the kernel launched (threads, dyn: its launch). */
+template <auto kKernel, bool kTma>
+void plan_split(const fco_gemv_ar_args_t* a0, int impl, int device, int num_local, int B,
+                int slots, int units, int kG, int threads, size_t dyn, size_t es, SplitPlan* sp) {
+  memset(sp, 0, sizeof *sp);
+  sp->split = 1;
+  if (kG > 1)
+    pick_split(a0->split, units, B, slots, a0->M, a0->N, es, impl, kG, &sp->split,
+               &sp->slice_bytes);
+  static_assert(FCO_GEMV_SPLIT_MAX <= gemv::GroupTma<8>::kMaxCluster, "clusters of split blocks");
+  if constexpr (kTma) {
+    if (sp->split >= 2 && a0->split_pair) {
+      for (int cs = sp->split; cs >= 2 && !sp->pair; --cs) {
+        const int n = max_clusters<kKernel>(device, cs, B * cs * num_local, threads, dyn);
+        if (n >= B * num_local) {
+          sp->pair = 1;
+          sp->split = cs;
+        } else if (!sp->miss_s) {
+          sp->miss_s = cs;
+          sp->miss_n = n;
+        }
+        if (a0->split > 1) break; /* the knob's split or none */
+      }
+    }
+  }
+}
+
 /* Grouped tiles: dynamic shared memory for either tile (wgmma or mma.sync). */
 template <int kMT, int kG>
 constexpr size_t group_dyn_smem() {
@@ -467,15 +526,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
       }
     }
   }
-  int B = cap / g->num_local;
-  if (B > max_blocks(kImpl)) B = max_blocks(kImpl);
-  if (B > units) B = units;
-  /* Balance: every block gets the same number of tiles (512 tiles on 396 slots would leave
-   * the 116 blocks with a second tile as the critical path: 2 tile times instead of 1.3). */
-  if (B >= 1) {
-    const int per_block = (units + B - 1) / B;
-    B = (units + per_block - 1) / per_block;
-  }
+  const int B = owner_blocks(cap / g->num_local, max_blocks(kImpl), units);
   if (kImpl == 2 && B < g->nranks)
     return fail(err, FCO_ERR_UNSUPPORTED,
                 "fco_gemv_allreduce: two-phase needs a block per rank, and %d co-resident blocks "
@@ -485,38 +536,11 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
                 "fco_gemv_allreduce: %d co-resident blocks on device %d cannot give each of "
                 "num_local %d ranks one block", cap, device, g->num_local);
   const size_t es = sizeof(T);
-  int split = 1;
-  uint64_t split_slice = 0;
-  if (kG > 1)
-    pick_split(a0->split, units, B, cap / g->num_local, a0->M, a0->N, es, impl, kG, &split,
-               &split_slice);
-  /* TMA grouped tile split in 2..4 (FCO_GEMV_SPLIT_PAIR, on unless 0): owner and helpers as
-   * a cluster of split blocks, each helper's slice stored into the owner's shared memory
-   * (GroupTma::run to_owner, hand_buf) instead of the split area + flag + the owner's L2
-   * reads; where the device holds all num_local·B clusters at once (the owner waits for its
-   * helpers). With the split automatic (FCO_GEMV_SPLIT unset), the largest split ≤ pick_split's
-   * whose clusters fit: on H200 32 clusters of 4 (N = 4096 at one rank a GPU) do not, and
-   * pairs beat 4 slices through the split area there (run 2026-12-02_nvidia-h200_4ee3277-cluster,
-   * P = 1, M 64: 4096×7168 22.4 against 26.2 µs, 4096×14336 38.4 / 40.1; 2048×8192, 16 clusters
-   * of 4: 19.0 against 22.0 through the split area). FCO_GEMV_SPLIT=2..4: that split, in
-   * clusters where they fit, else through the split area. Local, as the split. */
-  int pair = 0, miss_s = 0, miss_n = 0; /* miss: the largest split whose clusters did not fit */
-  static_assert(FCO_GEMV_SPLIT_MAX <= gemv::GroupTma<8>::kMaxCluster, "clusters of split blocks");
-  if constexpr (kTma) {
-    if (split >= 2 && a0->split_pair) {
-      for (int cs = split; cs >= 2 && !pair; --cs) {
-        const int n = max_clusters<kKernel>(device, cs, B * cs * g->num_local, kThreads, dyn);
-        if (n >= B * g->num_local) {
-          pair = 1;
-          split = cs;
-        } else if (!miss_s) {
-          miss_s = cs;
-          miss_n = n;
-        }
-        if (a0->split > 1) break; /* the knob's split or none */
-      }
-    }
-  }
+  SplitPlan sp;
+  plan_split<kKernel, kTma>(a0, impl, device, g->num_local, B, cap / g->num_local, units, kG,
+                            kThreads, dyn, es, &sp);
+  const int split = sp.split, pair = sp.pair, miss_s = sp.miss_s, miss_n = sp.miss_n;
+  const uint64_t split_slice = sp.slice_bytes;
   const int helpers = units * (split - 1); /* flags on sig[me][me][0 .. helpers) */
   if (helpers >= kCheckSlot)
     return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: %d split helpers", helpers);
@@ -643,6 +667,33 @@ using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args
  * 1.01–1.36× faster than groups of 4 / 2. FCO_GEMV_GROUP=2 / 4 / 0 and _TMA=0 keep the rule
  * below. */
 constexpr double kGroupFill = 0.75;
+
+/* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split),
+ * as launch_fused plans them with the split automatic and clusters allowed (whatever
+ * FCO_GEMV_SPLIT / _PAIR say: they are local, the group size is not). */
+template <typename T, int kMT, bool kPdl, int kG>
+fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
+                         int device, int sms, int* streams, char* err) {
+  constexpr int kThreads = gemv::GroupTma<kG>::kWarps * 32;
+  constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false,
+                                                 gemv::GroupTma<kG>::kWarps, kG, true, true>;
+  const size_t dyn = gemv::GroupTma<kG>::kSmemPairBytes;
+  int cap = 0;
+  fco_result_t res = opt_in_smem<kKernel>(device, (int)dyn, err);
+  if (res == FCO_OK) res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, dyn);
+  if (res != FCO_OK) return res;
+  const int units = ((int)fco_gemv_ar_tiles(a0->N) + kG - 1) / kG;
+  const int slots = cap / g->num_local, B = owner_blocks(slots, max_blocks(1), units);
+  fco_gemv_ar_args_t a = *a0;
+  a.split = -1;
+  a.split_pair = 1;
+  SplitPlan sp;
+  plan_split<kKernel, true>(&a, impl, device, g->num_local, B, slots, units, kG, kThreads, dyn,
+                            sizeof(T), &sp);
+  *streams = B * sp.split;
+  return FCO_OK;
+}
+
 template <typename T, int kMT, bool kPdl>
 fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                             char* err) {
@@ -652,14 +703,27 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if (knob == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
   /* FCO_GEMV_GROUP_TMA (unset = 1): groups of 8 tiles (128 columns) on the TMA-fed wgmma tile
    * (gemv_group_tma.cuh; the mma.sync tile off the vector path), K split by pick_split. */
-  if constexpr (kMT == 8)
-    if (a0->group_tma != 0) {
-      if (a0->group_tma == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
-      return launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, a0, impl, err);
-    }
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
+  if constexpr (kMT == 8)
+    if (a0->group_tma != 0) {
+      bool four = a0->group_tma == 4;
+      int s8 = 0, s4 = 0;
+      if (a0->group_tma < 0) { /* automatic: groups of 4 where they stream from more blocks */
+        if ((res = tma_streams<T, kMT, kPdl, 8>(g, a0, impl, device, sms, &s8, err)) != FCO_OK ||
+            (res = tma_streams<T, kMT, kPdl, 4>(g, a0, impl, device, sms, &s4, err)) != FCO_OK)
+          return res;
+        four = s4 > s8;
+      }
+      fco_gemv_ar_args_t a = *a0;
+      a.group_tma = four ? 4 : 8; /* launch_fused: the TMA tile for groups of 4 too */
+      res = four ? launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, &a, impl, err)
+                 : launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, &a, impl, err);
+      if (res == FCO_OK && a0->group_tma < 0) /* e.g. " (TMA groups of 4: 128 streaming, of 8: 96)" */
+        fco_plan_append(g->plan, " (TMA groups of 4: %d streaming, of 8: %d)", s4, s8);
+      return res;
+    }
   constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
   const size_t dyn = group_dyn_smem<kMT, 4>();
   if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
