@@ -292,10 +292,11 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              bits; at M ≤ 16 where N ≤ 32·SMs the blocks (LL or not) have 8 warps
  *              instead of 4, FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, same bits
  *              on every rank; at M 33..64 in bf16 / f16 groups of 128 columns share x through
- *              shared memory (TMA-fed wgmma; FCO_GEMV_GROUP_TMA=0: groups of 64 or 32 on
- *              the cp.async tile), and where the groups leave SMs idle a group's K is split
- *              over up to 4 blocks of the rank (split in 2: the pair as a cluster, the slice
- *              handed over in shared memory): FCO_GEMV_GROUP, FCO_GEMV_SPLIT in
+ *              shared memory (TMA-fed wgmma; groups of 64 columns where those keep more SMs
+ *              streaming W, FCO_GEMV_GROUP_TMA=4 / 8 forces either; =0: groups of 64 or 32
+ *              on the cp.async tile), and where the groups leave SMs idle a group's K is
+ *              split over up to 4 blocks of the rank (a cluster, the slices handed over in
+ *              shared memory): FCO_GEMV_GROUP, FCO_GEMV_GROUP_TMA, FCO_GEMV_SPLIT in
  *              docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
  *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
  *              two-phase (tile t is reduced by one owner rank, which pushes the result to

@@ -144,6 +144,8 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   refused_knob(w, b, "FCO_GEMV_SPLIT", "0", 4);
   refused_knob(w, b, "FCO_GEMV_TMA_STAGES", "5", 64);
   refused_knob(w, b, "FCO_GEMV_TMA_STAGES", "1", 48);
+  refused_knob(w, b, "FCO_GEMV_GROUP_TMA", "2", 64);
+  refused_knob(w, b, "FCO_GEMV_GROUP_TMA", "16", 8);
 }
 
 #ifdef FCO_HAVE_CUDA
