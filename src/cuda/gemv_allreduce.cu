@@ -40,7 +40,8 @@
  *   with x and W through a ring in shared memory, so x is read once per group instead of once
  *   per tile. Default at M 33..64 (session 23): kG = 8 on the TMA-fed wgmma tile
  *   (gemv_group_tma.cuh, 288 threads: a producer warp + 2 consumer warpgroups;
- *   FCO_GEMV_GROUP_TMA=0 turns it off); else kG = 2 or 4, 256 threads, a cp.async ring, wgmma
+ *   FCO_GEMV_GROUP_TMA=0 turns it off), kG = 4 on it where those stream W from more blocks
+ *   (session 26, launch_grouped); else kG = 2 or 4, 256 threads, a cp.async ring, wgmma
  *   on the vector path (gemv_group_wgmma.cuh; this file is built for sm_90a); off the vector
  *   path (or FCO_GEMV_GROUP_MMA=1) the mma.sync tile (gemv_group_tile.cuh) in the same groups.
  *   The partials go out as in the one-shot (same slots, [T][M][16]), rounded to the dtype
