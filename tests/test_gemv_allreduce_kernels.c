@@ -534,21 +534,24 @@ static void expect_cluster(const t_world_t* w) {
 }
 
 /* FCO_GEMV_GROUP_TMA unset (M 33..64, the TMA tile): every rank ran groups of 4 exactly where
- * its plan says they stream W from more blocks than groups of 8 would, "(TMA groups of 4: X
- * streaming, of 8: Y)", and all ranks chose alike. */
+ * its plan says they stream W from more blocks than groups of 8 would, or from as many in
+ * fewer K slices — "(groups of 4: B4 blocks, split S4; of 8: B8, split S8)" — and all ranks
+ * chose alike. */
 static void expect_tma_groups(const t_world_t* w) {
   int first = -1;
   for (int r = 0; r < w->n; r++) {
     const char* plan = fco_last_plan(w->comms[r]);
-    const char* at = strstr(plan, "(TMA groups of 4: ");
-    int s4 = 0, s8 = 0;
-    if (!at || sscanf(at, "(TMA groups of 4: %d streaming, of 8: %d)", &s4, &s8) != 2 || s4 < 1 ||
-        s8 < 1) {
+    const char* at = strstr(plan, "(groups of 4: ");
+    int b4 = 0, s4 = 0, b8 = 0, s8 = 0;
+    if (!at ||
+        sscanf(at, "(groups of 4: %d blocks, split %d; of 8: %d, split %d)", &b4, &s4, &b8, &s8) !=
+            4 ||
+        b4 < 1 || b8 < 1 || s4 < 1 || s8 < 1) {
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": no TMA group rule in the plan", r, plan);
       continue;
     }
-    const int four = strstr(plan, "kG=4") != NULL;
-    if (four != (s4 > s8) || (!four && !strstr(plan, "kG=8")))
+    const int four = strstr(plan, "kG=4") != NULL, want = b4 > b8 || (b4 == b8 && s4 < s8);
+    if (four != want || (!four && !strstr(plan, "kG=8")))
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": groups of %s against the rule", r, plan,
              four ? "4" : "8");
     if (first < 0) first = four;

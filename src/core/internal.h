@@ -25,7 +25,7 @@ extern "C" {
 /* FCO_MAX_GPU_RANKS (8: nccl, one NVLink domain, and local transports) is in fco.h */
 #define FCO_ERRMSG_LEN 512
 /* fco_last_plan: "<op> impl <n>" written by the core, then the GPU launcher's detail. */
-#define FCO_PLAN_LEN 160
+#define FCO_PLAN_LEN 256
 #define FCO_DEFAULT_TIMEOUT_MS 30000
 
 typedef struct fco_transport_ops fco_transport_ops_t;

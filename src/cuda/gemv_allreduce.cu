@@ -669,12 +669,24 @@ using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args
  * below. */
 constexpr double kGroupFill = 0.75;
 
-/* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split),
- * as launch_fused plans them with the split automatic and clusters allowed (whatever
- * FCO_GEMV_SPLIT / _PAIR say: they are local, the group size is not). */
+/* FCO_GEMV_GROUP_TMA unset (session 26): groups of 4 tiles (64 columns) instead of 8 where
+ * they stream W from more blocks, or from as many with fewer K slices each. Local runs
+ * 2026-12-02_nvidia-h200_bff4c11-g4 and ..._ebcc1f1-rule4 (bf16, graphs, µs, impl 1 at M 64,
+ * groups of 8 / of 4; cuBLAS alone): P = 1 4096×14336 38.25 / 32.47 (35.5), 4096×7168 22.84 /
+ * 18.60 (17.6), 2048×8192 18.74 / 15.59 (13.9) — more blocks; 8192×4096 (the P = 2 slice of
+ * 8192²) 21.40 / 20.18 (20.0), 8192² 37.02 / 36.51, 8192×14336 59.82 / 59.64, 8192×28672
+ * 113.51 / 114.99, 5120×8192 30.42 / 30.33, local P = 2 4096×14336 39.79 / 36.08 — as many
+ * blocks, groups of 8 split in 2 against 4 unsplit; 16384×8192 67.86 / 73.27, local P = 2
+ * 8192² 42.37 / 47.51 — as many blocks, groups of 4 two a block: groups of 8. x is read from
+ * L2 once per 64 W rows instead of 128: the long K of 8192×28672 is the one tie lost. Shape,
+ * GPU model and num_local only (never K_r, which may differ between ranks): the group size is
+ * in the FCO_CHECK_ARGS hash, every rank decides alike. */
+/* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split)
+ * and the split, as launch_fused plans them with the split automatic and clusters allowed
+ * (whatever FCO_GEMV_SPLIT / _PAIR say: they are local, the group size is not). */
 template <typename T, int kMT, bool kPdl, int kG>
 fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
-                         int device, int sms, int* streams, char* err) {
+                         int device, int sms, int* streams, int* split, char* err) {
   constexpr int kThreads = gemv::GroupTma<kG>::kWarps * 32;
   constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false,
                                                  gemv::GroupTma<kG>::kWarps, kG, true, true>;
@@ -692,6 +704,7 @@ fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0
   plan_split<kKernel, true>(&a, impl, device, g->num_local, B, slots, units, kG, kThreads, dyn,
                             sizeof(T), &sp);
   *streams = B * sp.split;
+  *split = sp.split;
   return FCO_OK;
 }
 
@@ -710,19 +723,22 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if constexpr (kMT == 8)
     if (a0->group_tma != 0) {
       bool four = a0->group_tma == 4;
-      int s8 = 0, s4 = 0;
-      if (a0->group_tma < 0) { /* automatic: groups of 4 where they stream from more blocks */
-        if ((res = tma_streams<T, kMT, kPdl, 8>(g, a0, impl, device, sms, &s8, err)) != FCO_OK ||
-            (res = tma_streams<T, kMT, kPdl, 4>(g, a0, impl, device, sms, &s4, err)) != FCO_OK)
+      int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1;
+      if (a0->group_tma < 0) { /* automatic (see tma_streams) */
+        if ((res = tma_streams<T, kMT, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, err)) !=
+                FCO_OK ||
+            (res = tma_streams<T, kMT, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, err)) !=
+                FCO_OK)
           return res;
-        four = s4 > s8;
+        four = s4 > s8 || (s4 == s8 && sp4 < sp8);
       }
       fco_gemv_ar_args_t a = *a0;
       a.group_tma = four ? 4 : 8; /* launch_fused: the TMA tile for groups of 4 too */
       res = four ? launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, &a, impl, err)
                  : launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, &a, impl, err);
-      if (res == FCO_OK && a0->group_tma < 0) /* e.g. " (TMA groups of 4: 128 streaming, of 8: 96)" */
-        fco_plan_append(g->plan, " (TMA groups of 4: %d streaming, of 8: %d)", s4, s8);
+      if (res == FCO_OK && a0->group_tma < 0) /* " (groups of 4: 128 blocks, split 2; of 8: 96, split 3)" */
+        fco_plan_append(g->plan, " (groups of 4: %d blocks, split %d; of 8: %d, split %d)", s4, sp4,
+                        s8, sp8);
       return res;
     }
   constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
