@@ -665,8 +665,9 @@ using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args
  * 5bdd21a-pair, bf16, CUDA graphs, µs, P = 1, M 64, groups of 4 / of 8 with TMA; cuBLAS
  * alone): 8192×8192 49.1 / 41.3 (36.1–37.4), 4096×14336 45.4 / 42.4–44.3 (35.1–35.7), 8192×28672
  * 156.6 / 119.3 (125.7–128.3), 16384×16384 182.3 / 134.7 (131.5–133.2); at P = 2 (local)
- * 1.01–1.36× faster than groups of 4 / 2. FCO_GEMV_GROUP=2 / 4 / 0 and _TMA=0 keep the rule
- * below. */
+ * 1.01–1.36× faster than groups of 4 / 2. Since session 26 that tile in groups of 4 where
+ * those stream from more blocks (tma_streams, above). FCO_GEMV_GROUP=2 / 4 / 0 and _TMA=0 keep
+ * the rule below. */
 constexpr double kGroupFill = 0.75;
 
 /* FCO_GEMV_GROUP_TMA unset (session 26): groups of 4 tiles (64 columns) instead of 8 where
