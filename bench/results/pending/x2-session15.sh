@@ -47,11 +47,15 @@ done
 # session 24 cut the TMA tile's fixed cost ~9 -> ~5 us at one rank (run
 # 2026-12-02_nvidia-h200_fe80fc1-tmapf); session 25 runs a split of 3 / 4 as clusters, lowered to
 # clusters that fit (4096x14336: 4096x7168 a rank, split 3 clusters; run
-# 2026-12-02_nvidia-h200_5236acd-rule): if impl 1 beats impl 3 here, AUTO's M > 16 rule follows
-el "gemv M 48,64 TMA tile / groups of 4"
-for t in 1 0 1 0; do
+# 2026-12-02_nvidia-h200_5236acd-rule); session 26 takes that tile in groups of 4 where those
+# stream W from more blocks or as many in fewer slices (unset; 8 / 4 force a size; runs
+# 2026-12-02_nvidia-h200_bff4c11-g4, ..._ebcc1f1-rule4, ..._5296b78-final): if impl 1 beats
+# impl 3 here, AUTO's M > 16 rule follows
+el "gemv M 48,64 TMA tile: rule / groups of 8 / of 4 / the session-22 tile"
+for t in unset 8 4 0; do
   echo "# FCO_GEMV_GROUP_TMA=$t" >> $O/gemv-tma.txt
-  FCO_GEMV_GROUP_TMA=$t FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1,3 >> $O/gemv-tma.txt 2>&1; echo rc=$?
+  if [ $t = unset ]; then (unset FCO_GEMV_GROUP_TMA; FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1,3 >> $O/gemv-tma.txt 2>&1); echo rc=$?
+  else FCO_GEMV_GROUP_TMA=$t FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1,3 >> $O/gemv-tma.txt 2>&1; echo rc=$?; fi
 done
 pack
 # (3) embedding
