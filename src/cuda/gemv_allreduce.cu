@@ -553,7 +553,7 @@ using FusedFn = fco_result_t (*)(const fco_gpu_launch_t*, const fco_gemv_ar_args
  * alone): 8192×8192 49.1 / 41.3 (36.1–37.4), 4096×14336 45.4 / 42.4–44.3 (35.1–35.7), 8192×28672
  * 156.6 / 119.3 (125.7–128.3), 16384×16384 182.3 / 134.7 (131.5–133.2); at P = 2 (local)
  * 1.01–1.36× faster than groups of 4 / 2. Since session 26 that tile in groups of 4 where
- * those stream from more blocks (tma_streams, above). FCO_GEMV_GROUP=2 / 4 / 0 and _TMA=0 keep
+ * those stream from more blocks (tma_streams, below). FCO_GEMV_GROUP=2 / 4 / 0 and _TMA=0 keep
  * the rule below. */
 constexpr double kGroupFill = 0.75;
 
@@ -603,8 +603,9 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if (knob == 0) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
   if (knob == 2) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
   if (knob == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
-  /* FCO_GEMV_GROUP_TMA (unset = 1): groups of 8 tiles (128 columns) on the TMA-fed wgmma tile
-   * (gemv_group_tma.cuh; the mma.sync tile off the vector path), K split by pick_split. */
+  /* FCO_GEMV_GROUP_TMA (unset: the rule of tma_streams; 8 or 1 / 4 force the size): groups
+   * of 8 or 4 tiles on the TMA-fed wgmma tile (gemv_group_tma.cuh; the mma.sync tile in the
+   * same groups off the vector path), K split by plan_split. */
   int device = 0, sms = 0, cap = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
@@ -624,9 +625,10 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
       a.group_tma = four ? 4 : 8; /* launch_fused: the TMA tile for groups of 4 too */
       res = four ? launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, &a, impl, err)
                  : launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, &a, impl, err);
-      if (res == FCO_OK && a0->group_tma < 0) /* " (groups of 4: 128 blocks, split 2; of 8: 96, split 3)" */
-        fco_plan_append(g->plan, " (groups of 4: %d blocks, split %d; of 8: %d, split %d)", s4, sp4,
-                        s8, sp8);
+      /* e.g. " (groups of 4: 128 blocks, split 2; of 8: 96, split 3)" */
+      if (res == FCO_OK && a0->group_tma < 0)
+        fco_plan_append(g->plan, " (groups of 4: %d blocks, split %d; of 8: %d, split %d)", s4,
+                        sp4, s8, sp8);
       return res;
     }
   constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
