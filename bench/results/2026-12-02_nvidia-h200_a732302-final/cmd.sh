@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 26 (one H200): the automatic TMA group size as landed (5296b78: groups of 4 where they stream W from more
+# Session 26 (one H200): the automatic TMA group size as landed (5296b78, the tree at a732302: groups of 4 where they stream W from more
 # blocks, or as many in fewer K slices). fco-bench gemv_allreduce with the rule at P = 1 (the per-GPU slices of issue
 # 3's shapes at P = 2 and the full shapes, M 48 / 64) and P = 2 (local, M 48 / 64, the four shapes, impl 0..3); then
 # the whole C suite (local, quick: P = 1..4), the gemv tests on nccl P = 1 (quick), pytest -m gpu (quick).
