@@ -19,7 +19,8 @@
  *   split groups (FCO_GEMV_SPLIT auto, 1, 2, 3; slices left empty by a short K); partials pushed
  *   in the dtype (the default) and as fp32 (FCO_GEMV_GROUP_FP32=1, a third of the calls); the
  *   default TMA tile in groups of 8 (split 2 as cluster pairs and with FCO_GEMV_SPLIT_PAIR=0,
- *   3 and 2 ring stages, the mma.sync tile in groups of 8) and the older tiles with
+ *   3 and 2 ring stages, the mma.sync tile in groups of 8) and of 4 (FCO_GEMV_GROUP_TMA=4, and
+ *   the automatic choice between the two checked against the plan) and the older tiles with
  *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan);
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
@@ -570,8 +571,9 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
    * FCO_GEMV_SPLIT_PAIR=0 (the split area) on 2 ring stages (FCO_GEMV_TMA_STAGES). The
    * eleventh: split 3 on the TMA tile (a cluster of 3: the helpers' slices in the owner's
    * finished ring) on 2 ring stages. The twelfth: groups of 4 on the TMA tile
-   * (FCO_GEMV_GROUP_TMA=4; 6 ring stages), split unset (in clusters). The seventh (TMA
-   * unset) takes groups of 4 or 8 by the launcher's rule (expect_tma_groups). */
+   * (FCO_GEMV_GROUP_TMA=4), split unset (in clusters), on 2 of its 6 ring stages. The seventh
+   * (TMA unset) takes groups of 4 or 8 by the launcher's rule (expect_tma_groups; at N 1000
+   * and 100 groups of 4, at N 15 groups of 8, on all their stages). */
   static const char* const knobs[] = {NULL, "2", "4", "0", "4", NULL,
                                       NULL, NULL, NULL, NULL, NULL, NULL};
   static const char* const splits[] = {NULL, NULL, "1", NULL, "3", "2",

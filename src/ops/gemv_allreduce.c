@@ -154,7 +154,7 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
   a->group = group < 0 ? -1 : (int)group;
   a->group_mma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) > 0;
-  a->group_tma = tma < 0 ? -1 : tma == 1 ? 8 : (int)tma; /* on unless 0 (session 23) */
+  a->group_tma = tma < 0 ? -1 : tma == 1 ? 8 : (int)tma; /* unset: groups of 8 or 4 (session 26) */
   a->split = split < 0 ? -1 : (int)split;
   a->split_pair = fco_env_int("FCO_GEMV_SPLIT_PAIR", 1) > 0;
   a->tma_stages = (int)stages;
