@@ -149,7 +149,8 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
                          FCO_GEMV_SPLIT_MAX);
   if (stages != 0 && (stages < 2 || stages > 4))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_TMA_STAGES=%lld is not 2..4 (unset: 4)", fn, stages);
+                         "%s: FCO_GEMV_TMA_STAGES=%lld is not 2..4 (unset: all, 4 or 6)", fn,
+                         stages);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
   a->group = group < 0 ? -1 : (int)group;

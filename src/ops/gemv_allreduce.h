@@ -59,7 +59,8 @@ typedef struct {
                   * on the TMA tile; 0 off */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
   int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split groups as clusters; 0 off */
-  int tma_stages; /* FCO_GEMV_TMA_STAGES: TMA tile's ring stages in use, 2..4 (0 = unset: 4) */
+  int tma_stages; /* FCO_GEMV_TMA_STAGES: TMA tile's ring stages in use, 2..4 (0 = unset: all:
+                   * 4 in groups of 8, 6 in groups of 4) */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
