@@ -300,7 +300,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
  *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
  *              two-phase (tile t is reduced by one owner rank, which pushes the result to
- *              every peer; for large M·N), 3 = unfused cuBLAS GEMM into y, then
+ *              every peer; for large M·N; at M 33..64 in bf16 / f16 on impl 1's groups, each
+ *              block computing the groups owned elsewhere first), 3 = unfused cuBLAS GEMM into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
  *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its
@@ -313,7 +314,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
  * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S (on GPUs at M 33..64 in bf16 / f16 with
  * N ≤ 10240 also 2·3·roundup(ceil(T/8)·8·16·M·4, 256) for split groups; for M ≤ 16 the LL
- * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg); impl 3 (P > 1):
+ * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg) (and the same split area as impl 1);
+ * impl 3 (P > 1):
  * 2·P·roundup(M·N·esize, 256); impl 0: none (nccl),
  * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS
  * handle per device and a cuBLAS workspace per (device, stream), made at the first eager call

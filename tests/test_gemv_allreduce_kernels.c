@@ -21,7 +21,9 @@
  *   default TMA tile in groups of 8 (split 2 as cluster pairs and with FCO_GEMV_SPLIT_PAIR=0,
  *   3 and 2 ring stages, the mma.sync tile in groups of 8) and of 4 (FCO_GEMV_GROUP_TMA=4, and
  *   the automatic choice between the two checked against the plan) and the older tiles with
- *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan);
+ *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan; then impl 2 on those groups,
+ *   twophase_group_tests: several groups a block, split groups, fewer groups than ranks, back
+ *   to back and in a CUDA graph);
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
@@ -562,6 +564,63 @@ static void expect_tma_groups(const t_world_t* w) {
   }
 }
 
+/* impl 2 (two-phase) at M 33..64 on the grouped tiles (session 27: run_twophase_group), one
+ * knob row at a time: the TMA tile with the group size unset (the launcher's rule), groups of 4,
+ * groups of 8 split 2 (cluster pairs), split 2 through the split area (FCO_GEMV_SPLIT_PAIR=0:
+ * the area past impl 2's gather area), the mma.sync tile in groups of 8 split 3 (the split
+ * area), and FCO_GEMV_GROUP_TMA=0 (GroupWgmma, groups of 4 / 2). N 1000 and 100 (few groups:
+ * split; fewer groups than ranks: the grouped one-shot in impl 2's half), 15, and 8192 with a
+ * short K (more groups than a rank's co-resident blocks at P ≥ 2 with groups of 4, P ≥ 3 with
+ * 8: several a block, the remote-owned ones first); K off the vector path (4095) now and then.
+ * Then back-to-back calls (impls 2, 1, 3, 0 in turn, no sync) and a CUDA graph of impl 2 at M
+ * 64, N 8192. */
+static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
+  static const char* const tmas[] = {NULL, "4", "1", "1", "1", "0"};
+  static const char* const splits[] = {NULL, NULL, "2", "2", "3", NULL};
+  static const size_t ms[] = {40, 64};
+  static const size_t ns[] = {1000, 100, 15, 8192};
+  const size_t kt8192 = gemv_vec_kt_le(w->n, GEMV_MAX_NK / 8192);
+  unsigned k = 0;
+  for (int gi = 0; gi < 6; gi++) {
+    t_knob_set("FCO_GEMV_GROUP_TMA", tmas[gi]);
+    t_knob_set("FCO_GEMV_SPLIT", splits[gi]);
+    t_knob_set("FCO_GEMV_SPLIT_PAIR", gi == 3 ? "0" : NULL);
+    t_knob_set("FCO_GEMV_GROUP_MMA", gi == 4 ? "1" : NULL);
+    for (size_t mi = 0; mi < 2; mi++)
+      for (size_t ni = 0; ni < 4; ni++, k++) {
+        const size_t N = ns[ni];
+        const int off_vec = N <= 1000 && k % 5 == 2; /* K 4095: the mma.sync tile */
+        const size_t kt = N == 8192 ? kt8192 : off_vec ? 4095 : gemv_vec_kt_le(w->n, GEMV_MAX_KT);
+        gemv_one_call(w, b, ms[mi], N, kt, k % 2 ? FCO_F16 : FCO_BF16, (int)((k / 2) % 2), 2);
+        expect_plan_has(w, "impl 2 ", 1);
+        const int vec = !off_vec && gi != 4;
+        expect_tile(w, !vec ? "grouped mma.sync" : gi == 5 ? "grouped wgmma" : "grouped wgmma tma");
+        if (vec && (gi == 1 || gi == 2)) expect_plan_has(w, "kG=4", gi == 1);
+        if (gi == 0 && vec) expect_tma_groups(w);
+        if ((gi == 2 || gi == 3) && N <= 1000) {
+          expect_split(w, N, 2);
+          expect_plan_has(w, "split=2 pair", vec && gi == 2);
+        }
+        if (gi == 4 && N <= 100) expect_split(w, N, 3);
+      }
+  }
+  t_knob_reset("FCO_GEMV_GROUP_TMA");
+  t_knob_reset("FCO_GEMV_SPLIT");
+  t_knob_reset("FCO_GEMV_SPLIT_PAIR");
+  t_knob_reset("FCO_GEMV_GROUP_MMA");
+  /* back to back, no sync between: the last call's y must be right */
+  uint64_t seed = t_next_seed();
+  t_context("P=%d two-phase groups back to back seed=0x%016llx", w->n, (unsigned long long)seed);
+  gemv_prepare(b, 64, 8192, kt8192, FCO_BF16, 1, seed);
+  static const int impls[] = {2, 1, 2, 3, 2, 0, 2, 2};
+  for (int i = 0; i < 40; i++) ASSERT_OK(gemv_issue(w, b, impls[i % 8], NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(gemv_check(w, b), 0);
+  gemv_graph_shape(w, b, 2, 64, 8192, kt8192, FCO_F16);
+  expect_plan_has(w, "impl 2 ", 1);
+}
+
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
    * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
@@ -643,6 +702,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     if (!tma) expect_plan_has(w, "grouped wgmma tma", 0);
   }
   t_knob_reset("FCO_GEMV_GROUP_TMA");
+  twophase_group_tests(w, b);
 }
 #endif
 

@@ -64,6 +64,16 @@
  *   an automatic split is lowered to the largest whose clusters the device holds (launch_fused;
  *   run 2026-12-02_nvidia-h200_5236acd-rule).
  *
+ * impl 2 grouped tiles (M 33..64, bf16 / f16; since session 27; run_twophase_group): impl 1's
+ *   groups (launch_grouped<..., 2>: the same sizes, K splits, clusters and partial slots) under
+ *   the two-phase protocol: group jj of block b is owned by rank (b + jj) mod P; a block
+ *   computes the groups owned elsewhere first and pushes their partials to the owner only, then
+ *   reduces its own (their rounded results go to every peer's gather area), then copies the
+ *   others' into y. Fewer groups than ranks: the grouped one-shot in impl 2's half. The
+ *   prologue primes the first group the block computes (twophase_first, from p.rank; the
+ *   kernel checks it against the rank view). The split area lies past the gather area
+ *   (p.split_off).
+ *
  * impl 1 (LL and, since session 13, plain), wide blocks (FCO_GEMV_WIDE, on unless 0): where the
  *   tiles fill at most half of the 4-warp blocks' slots (N = 4096: 256 tiles), 8-warp blocks
  *   (kWideWarps, 2 per SM) so each SM keeps as many W bytes in flight as at N = 8192; B = T
@@ -212,9 +222,10 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   static_assert(!kPipe || (kMT == 2 && sizeof(T) == 2), "FCO_GEMV_PIPE: kMT 2, bf16 / f16");
   static_assert(!kWg || kG > 1, "kWg: grouped tiles");
   static_assert(!kTma || kWg, "kTma: the wgmma grouped tile fed by TMA");
-  static_assert(kG == 1 || (kImpl == 1 && !kLL && !kPipe && sizeof(T) == 2 && kMT >= 4 &&
+  static_assert(kG == 1 || (!kLL && !kPipe && sizeof(T) == 2 && kMT >= 4 &&
                             kW == (kTma ? gemv::GroupTma<kG>::kWarps : gemv::kGroupWarps)),
-                "grouped tiles: plain one-shot, bf16 / f16, M > 16, 8 warps (+ TMA's producer)");
+                "grouped tiles: plain one-shot or two-phase, bf16 / f16, M > 16, 8 warps (+ TMA's "
+                "producer)");
   /* Grouped tiles keep x and their partials in dynamic shared memory (gemv_group_tile.cuh). */
   using S = typename std::conditional<(kG > 1), SmemView, Smem<kMT, kW>>::type;
   __shared__ S s;
@@ -233,13 +244,17 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
       if (cr || cs == 2) gemv::cluster_arrive_relaxed();
     }
   }
+  /* Two-phase groups: the first group an owner block computes (twophase_first), else 0. */
+  int jj0 = 0;
+  if constexpr (kImpl == 2 && kG > 1)
+    if (bi < B) jj0 = twophase_first(p, kG, bi, B, p.rank[li]);
   if constexpr (kPdl) {
     /* PDL (see the header): until griddepcontrol.wait returns, the previous kernel of the
      * stream may still run; touch nothing but the kernel parameters and W, and W only through
      * L2 prefetches (L2 is the device's point of coherence: a prefetched line can never be
      * stale, even if that kernel writes W). Block b's first tile is b. */
     if constexpr (kTma) /* the ring's first W boxes, by the producer (GroupTma::prefetch_w) */
-      group_prefetch<kG>(p, &maps.w[li], p.K[li], bi, B);
+      group_prefetch<kG>(p, &maps.w[li], p.K[li], bi, B, jj0);
     else if (p.prefetch_bytes && bi < B) /* helpers start inside a row */
       gemv::prefetch_tile<T>((const T*)p.w[li], p.N, p.K[li], bi * kG * kTileN, p.vec[li] != 0,
                              p.prefetch_bytes);
@@ -249,7 +264,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   /* kTma: the producer starts the block's first TMA stages now, before the rank view. */
   int primed = 0;
   if constexpr (kTma)
-    primed = group_prime<kG>(p, &maps.x[li], &maps.w[li], p.K[li], bi, B, dyn_smem);
+    primed = group_prime<kG>(p, &maps.x[li], &maps.w[li], p.K[li], bi, B, jj0, dyn_smem);
   fco_dev_rank_t* dev = p.dev[li];
   load_rank_view(dev, &s.v, FCO_OP_GEMV_ALLREDUCE);
   if constexpr (kTma)
@@ -279,7 +294,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   /* A table that does not match the launch must not turn into writes past a workspace. */
   const uint64_t need = kLL ? 2 * (uint64_t)c.P * p.ll_slot_bytes : 2 * p.half_bytes;
   const uint64_t have = kLL ? 2 * (uint64_t)fco_ws_ll_half_bytes(s.v.ws_bytes) : s.v.ws_bytes;
-  if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P || have < need) {
+  if (c.P < 1 || c.P > FCO_MAX_GPU_RANKS || c.me < 0 || c.me >= c.P || have < need ||
+      c.P != p.nranks || c.me != p.rank[li]) {
     if (threadIdx.x == 0)
       record_error(s.v.err, FCO_ERR_INTERNAL, FCO_OP_GEMV_ALLREDUCE, c.me, -1, need, have);
     if constexpr (kTma) gemv::GroupTma<kG>::drain(dyn_smem, primed);
@@ -295,7 +311,9 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     }
   }
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
-    if constexpr (kG > 1)
+    if constexpr (kG > 1 && kImpl == 2)
+      run_twophase_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
+    else if constexpr (kG > 1)
       run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
@@ -343,6 +361,11 @@ template <typename T, int kMT, int kImpl, bool kLL, bool kPdl, bool kPipe = fals
 fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                           char* err) {
   constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, kImpl, kLL, kPdl, kPipe, kW, kG, kWg, kTma>;
+  /* Two-phase groups need a group a rank (every rank owns some): fewer groups than ranks run
+   * the grouped one-shot inside impl 2's half (as the one-tile kernels do with fewer tiles). */
+  if constexpr (kImpl == 2 && kG > 1)
+    if ((fco_gemv_ar_tiles(a0->N) + kG - 1) / kG < (size_t)g->nranks)
+      return launch_fused<T, kMT, 1, kLL, kPdl, kPipe, kW, kG, kWg, kTma>(g, a0, impl, err);
   gemv::GroupMaps<kTma> maps;
   memset(&maps, 0, sizeof maps);
   if constexpr (kG > 1 && !kWg) {
@@ -442,6 +465,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     p.bias[i] = a.bias;
     p.y[i] = a.y;
     p.dev[i] = g->r[i].dev;
+    p.rank[i] = g->r[i].op->comm->rank;
     p.K[i] = (int64_t)a.K;
     p.vec[i] = (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.w % 16 == 0 && (a.K * es) % 16 == 0;
   }
@@ -453,6 +477,8 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.split = split;
   p.pair = pair;
   p.split_slice_bytes = split_slice;
+  p.split_off = fco_gemv_ar_split_off(impl, g->nranks, a0->M, a0->N, es);
+  p.nranks = g->nranks;
   p.tma_stages = a0->tma_stages;
   p.slot_bytes = fco_gemv_ar_slot_bytes(a0->M, a0->N);
   /* Two-phase with fewer tiles than ranks runs the one-shot schedule inside impl 2's half. */
@@ -572,11 +598,11 @@ constexpr double kGroupFill = 0.75;
 /* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split)
  * and the split, as launch_fused plans them with the split automatic and clusters allowed
  * (whatever FCO_GEMV_SPLIT / _PAIR say: they are local, the group size is not). */
-template <typename T, int kMT, bool kPdl, int kG>
+template <typename T, int kMT, int kImpl, bool kPdl, int kG>
 fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                          int device, int sms, int* streams, int* split, char* err) {
   constexpr int kThreads = gemv::GroupTma<kG>::kWarps * 32;
-  constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false,
+  constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, kImpl, false, kPdl, false,
                                                  gemv::GroupTma<kG>::kWarps, kG, true, true>;
   const size_t dyn = gemv::GroupTma<kG>::kSmemPairBytes;
   int cap = 0;
@@ -584,7 +610,7 @@ fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0
   if (res == FCO_OK) res = max_coresident_blocks<kKernel>(err, device, sms, kThreads, &cap, dyn);
   if (res != FCO_OK) return res;
   const int units = ((int)fco_gemv_ar_tiles(a0->N) + kG - 1) / kG;
-  const int slots = cap / g->num_local, B = owner_blocks(slots, max_blocks(1), units);
+  const int slots = cap / g->num_local, B = owner_blocks(slots, max_blocks(kImpl), units);
   fco_gemv_ar_args_t a = *a0;
   a.split = -1;
   a.split_pair = 1;
@@ -596,13 +622,13 @@ fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0
   return FCO_OK;
 }
 
-template <typename T, int kMT, bool kPdl>
+template <typename T, int kMT, bool kPdl, int kImpl = 1>
 fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                             char* err) {
   const int knob = a0->group; /* the op layer refused values other than -1, 0, 2, 4 */
-  if (knob == 0) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
-  if (knob == 2) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
-  if (knob == 4) return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
+  if (knob == 0) return launch_fused<T, kMT, kImpl, false, kPdl>(g, a0, impl, err);
+  if (knob == 2) return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 2>(g, a0, impl, err);
+  if (knob == 4) return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 4>(g, a0, impl, err);
   /* FCO_GEMV_GROUP_TMA (unset: the rule of tma_streams; 8 or 1 / 4 force the size): groups
    * of 8 or 4 tiles on the TMA-fed wgmma tile (gemv_group_tma.cuh; the mma.sync tile in the
    * same groups off the vector path), K split by plan_split. */
@@ -614,40 +640,40 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
       bool four = a0->group_tma == 4;
       int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1;
       if (a0->group_tma < 0) { /* automatic (see tma_streams) */
-        if ((res = tma_streams<T, kMT, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, err)) !=
+        if ((res = tma_streams<T, kMT, kImpl, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, err)) !=
                 FCO_OK ||
-            (res = tma_streams<T, kMT, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, err)) !=
+            (res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, err)) !=
                 FCO_OK)
           return res;
         four = s4 > s8 || (s4 == s8 && sp4 < sp8);
       }
       fco_gemv_ar_args_t a = *a0;
       a.group_tma = four ? 4 : 8; /* launch_fused: the TMA tile for groups of 4 too */
-      res = four ? launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, &a, impl, err)
-                 : launch_fused<T, kMT, 1, false, kPdl, false, 8, 8>(g, &a, impl, err);
+      res = four ? launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 4>(g, &a, impl, err)
+                 : launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 8>(g, &a, impl, err);
       /* e.g. " (groups of 4: 128 blocks, split 2; of 8: 96, split 3)" */
       if (res == FCO_OK && a0->group_tma < 0)
         fco_plan_append(g->plan, " (groups of 4: %d blocks, split %d; of 8: %d, split %d)", s4,
                         sp4, s8, sp8);
       return res;
     }
-  constexpr auto kFour = gemv_allreduce_kernel<T, kMT, 1, false, kPdl, false, gemv::kGroupWarps, 4>;
+  constexpr auto kFour = gemv_allreduce_kernel<T, kMT, kImpl, false, kPdl, false, gemv::kGroupWarps, 4>;
   const size_t dyn = group_dyn_smem<kMT, 4>();
   if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);
   if (res != FCO_OK) return res;
-  if (kMT != 8) return launch_fused<T, kMT, 1, false, kPdl>(g, a0, impl, err);
+  if (kMT != 8) return launch_fused<T, kMT, kImpl, false, kPdl>(g, a0, impl, err);
   const double groups4 = (double)((fco_gemv_ar_tiles(a0->N) + 3) / 4);
   if (groups4 >= kGroupFill * (double)(cap / g->num_local))
-    return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
+    return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 4>(g, a0, impl, err);
   /* Split groups (session 14): where groups of 4 fill at most half the slots, groups of 4 with
    * their K split (pick_split) rather than groups of 2 — x read once per 4 tiles, every slot
    * busy (gemv_group_probe, run 92d7f1b-probe: at 64×4096×7168 the TMA tile with K in 2 slices
    * 28.3 µs against 40.3 unsplit, cuBLAS 28.9). FCO_GEMV_SPLIT=1: the groups of 2 as before. */
   if (2 * groups4 <= (double)(cap / g->num_local) && a0->split != 1 &&
       fco_gemv_ar_split_bytes(impl, a0->M, a0->N, sizeof(T)) > 0)
-    return launch_fused<T, kMT, 1, false, kPdl, false, 8, 4>(g, a0, impl, err);
-  return launch_fused<T, kMT, 1, false, kPdl, false, 8, 2>(g, a0, impl, err);
+    return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 4>(g, a0, impl, err);
+  return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 2>(g, a0, impl, err);
 }
 
 /* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe). */
@@ -673,6 +699,9 @@ FusedFn pick_mt(size_t M, bool ll, bool pipe) {
     if (M <= 32) return launch_grouped<T, 4, kPdl>;
     if (M <= 64) return launch_grouped<T, 8, kPdl>;
   }
+  /* impl 2 at M 33..64: the same groups, two-phase (run_twophase_group; since session 27) */
+  if constexpr (kImpl == 2 && kMma)
+    if (M > 32 && M <= 64) return launch_grouped<T, 8, kPdl, 2>;
   if (M <= 32) return launch_fused<T, 4, kImpl, false, kPdl>;
   if (M <= 64) return launch_fused<T, 8, kImpl, false, kPdl>;
   return nullptr;

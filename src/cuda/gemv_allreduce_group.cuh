@@ -71,14 +71,25 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
 }
 
-/* kTma: block bi's first call of group_slice (owners bi < B: group bi, slice 0; split
- * helpers: as run_split_helper), from the kernel parameters alone: its group q and ring stages
- * s0 .. s0 + n − 1. False where the block has no group. */
+/* Two-phase grouped tiles (kImpl 2): group q = b + jj·B, the jj-th of block b, is reduced by
+ * rank (b + jj) mod P, its owner; a block computes the groups owned elsewhere first. The jj it
+ * computes first: 0, or 1 where group 0 is its own rank's and it has another (owned elsewhere:
+ * P ≥ 2 ranks own consecutive jj in turn). From the kernel parameters alone (rank: p.rank),
+ * so that the kernel's prologue can prime that group's ring (group_prime). */
+__device__ __forceinline__ int twophase_first(const GarParams& p, int kG, int b, int B, int rank) {
+  const int Q = (p.T + kG - 1) / kG, nt = (Q - b + B - 1) / B;
+  return nt > 1 && p.nranks > 1 && b % p.nranks == rank ? 1 : 0;
+}
+
+/* kTma: block bi's first call of group_slice (owners bi < B: group bi + jj0·B, slice 0 — jj0
+ * from twophase_first in impl 2, else 0; split helpers: as run_split_helper), from the kernel
+ * parameters alone: its group q and ring stages s0 .. s0 + n − 1. False where the block has no
+ * group. */
 template <int kG>
-__device__ __forceinline__ bool first_slice(const GarParams& p, int64_t K, int bi, int B, int& q,
-                                            int& s0, int& n) {
+__device__ __forceinline__ bool first_slice(const GarParams& p, int64_t K, int bi, int B, int jj0,
+                                            int& q, int& s0, int& n) {
   int sl = 0;
-  q = bi;
+  q = bi + jj0 * B;
   if (bi >= B) {
     if (p.split < 2) return false;
     q = (bi - B) / (p.split - 1);
@@ -94,9 +105,9 @@ __device__ __forceinline__ bool first_slice(const GarParams& p, int64_t K, int b
  * `primed` of that call. */
 template <int kG>
 __device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, const void* mw,
-                                           int64_t K, int bi, int B, unsigned char* smem) {
+                                           int64_t K, int bi, int B, int jj0, unsigned char* smem) {
   int q, s0, n;
-  if (!first_slice<kG>(p, K, bi, B, q, s0, n)) return 0;
+  if (!first_slice<kG>(p, K, bi, B, jj0, q, s0, n)) return 0;
   return gemv::GroupTma<kG>::prime(mx, mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
 }
 
@@ -104,17 +115,16 @@ __device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, c
  * the W boxes that first call reads first (GroupTma::prefetch_w; every block, helpers too). */
 template <int kG>
 __device__ __forceinline__ void group_prefetch(const GarParams& p, const void* mw, int64_t K,
-                                               int bi, int B) {
+                                               int bi, int B, int jj0) {
   int q, s0, n;
-  if (first_slice<kG>(p, K, bi, B, q, s0, n))
+  if (first_slice<kG>(p, K, bi, B, jj0, q, s0, n))
     gemv::GroupTma<kG>::prefetch_w(mw, s0, n, q * kG * kTileN, p.prefetch_bytes);
 }
 
 /* Split groups: the split area's slice sl (1..split-1), [T][M][16] fp32 as a slot. */
 __device__ __forceinline__ char* split_area(const GarParams& p, const Ctx& c, const RankView& v,
                                             int sl) {
-  return v.peer_data[c.me] + c.hoff + (size_t)c.P * p.slot_bytes +
-         (size_t)(sl - 1) * p.split_slice_bytes;
+  return v.peer_data[c.me] + c.hoff + p.split_off + (size_t)(sl - 1) * p.split_slice_bytes;
 }
 /* Helper h's flag: row me of this rank's own signals, which no other flag of this op uses. */
 __device__ __forceinline__ uint64_t* split_flag(const Ctx& c, const RankView& v, int h) {
@@ -175,6 +185,94 @@ struct GroupWalk {
   }
 };
 
+/* An owner block's group q, all threads: slice 0 through the tile into out (smem), then the
+ * helpers' slices made available — a cluster's hand-off (pair_handoff: they are in this block's
+ * shared memory), or the split area's flags (one group a block then: the launcher's rule).
+ * False (every thread) where a helper's flag timed out. */
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
+__device__ __forceinline__ bool group_owner_slice(const GarParams& p, const Ctx& c,
+                                                  const RankView& v, int q, unsigned char* smem,
+                                                  const WaitCtx& wc, int primed) {
+  group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, primed);
+  bool pair = false;
+  if constexpr (kTma) pair = p.pair != 0;
+  if (pair) {
+    gemv::pair_handoff(p.split); /* the helpers' slices are in this block's shared memory */
+    if (threadIdx.x == 0) FCO_GTRACE(7);
+  } else if (p.split > 1) {
+    const int i = threadIdx.x;
+    bool ok = true;
+    if (i < p.split - 1)
+      ok = wait_ge(split_flag(c, v, q * (p.split - 1) + i), sig_value(c.e, 0), wc, c.me,
+                   q * (p.split - 1) + i);
+    if (__syncthreads_or(!ok)) return false;
+  }
+  return true;
+}
+
+/* Where a group's partial lies once group_owner_slice returned: out [kG][64][16] fp32 at the
+ * start of smem, plus a split group's other slices — a cluster's in this block's shared memory
+ * (slice 1 at hand_buf, slice sl ≥ 2 kOutBytes·sl past out), else in the split area. */
+template <int kG, bool kTma>
+struct GroupSlices {
+  const float4* out;
+  const float4* pb; /* a cluster's slice 1, else nullptr */
+  __device__ __forceinline__ GroupSlices(const GarParams& p, unsigned char* smem) {
+    out = reinterpret_cast<const float4*>(smem);
+    pb = nullptr;
+    if constexpr (kTma)
+      if (p.pair)
+        pb = reinterpret_cast<const float4*>(
+            smem + (gemv::GroupTma<kG>::hand_buf(smem, p.split, 1) - smem_u32(smem)));
+  }
+  /* float4 ii of tile t = q·kG + tw: the slices summed in slice order (the same sum at every
+   * call, through either hand-off). */
+  __device__ __forceinline__ float4 sum(const GarParams& p, const Ctx& c, const RankView& v, int t,
+                                        int tw, int ii) const {
+    constexpr int kOutF4 = kTma ? (int)(gemv::GroupTma<kG>::kOutBytes / 16) : 0;
+    const int o = tw * 256 + ii; /* out [tw][ii / 4][16]: float4 tw·256 + ii */
+    float4 r = out[o];
+    if (pb) {
+      r = add4(r, pb[o]);
+      for (int sl = 2; sl < p.split; ++sl) r = add4(r, out[sl * kOutF4 + o]);
+    } else {
+      const size_t tile_bytes = (size_t)p.M * kTileN * 4;
+      for (int sl = 1; sl < p.split; ++sl)
+        r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
+                                           (size_t)ii * 16)));
+    }
+    return r;
+  }
+};
+
+/* The pushed partials of the grouped tiles: p.group_half (bf16 / f16, FCO_GEMV_GROUP_FP32
+ * unset) rounded to the dtype, 8 bytes a float4 (a slot's tile t at t·M·16·2): half the bytes
+ * that cross the link; else fp32. */
+template <typename T>
+struct GroupPush {
+  bool half;
+  size_t tile_push; /* bytes of a tile in a slot */
+  __device__ __forceinline__ explicit GroupPush(const GarParams& p) {
+    half = sizeof(T) == 2 && p.group_half;
+    tile_push = (size_t)p.M * kTileN * (half ? 2 : 4);
+  }
+  __device__ __forceinline__ size_t off(int t, int ii) const {
+    return (size_t)t * tile_push + (size_t)ii * (half ? 8 : 16);
+  }
+  __device__ __forceinline__ void store(char* dst, float4 r) const {
+    if (half)
+      st_global_v2(dst, make_uint2(pack2<T>(r.x, r.y), pack2<T>(r.z, r.w)));
+    else
+      st_global_v4(dst, make_uint4(__float_as_uint(r.x), __float_as_uint(r.y),
+                                   __float_as_uint(r.z), __float_as_uint(r.w)));
+  }
+  __device__ __forceinline__ float4 load(const char* src) const {
+    if (!half) return __ldcg((const float4*)src);
+    const uint2 u = __ldcg((const uint2*)src);
+    return unpack4<T>(u.x, u.y);
+  }
+};
+
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
@@ -182,56 +280,25 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
   const int i = threadIdx.x, step = blockDim.x;
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
-  const size_t tile_bytes = (size_t)p.M * kTileN * 4;
-  /* p.group_half (bf16 / f16, FCO_GEMV_GROUP_FP32 unset): the pushed partials rounded to the
-   * dtype, 8 bytes a float4 (a slot's tile t at t·M·16·2): half the bytes that cross the link.
-   * Every rank sums the same rounded values in rank order: y stays the same bits on all. */
-  const bool half = sizeof(T) == 2 && p.group_half;
-  const size_t tile_push = half ? tile_bytes / 2 : tile_bytes;
+  /* Every rank sums the same rounded values in rank order: y stays the same bits on all. */
+  const GroupPush<T> push(p);
   /* y's 4 columns of a float4 as one unchecked vector store (finish4_at<T, false>) in every
    * group whose columns are all < N, where there is no bias and every row of y is aligned. */
   const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
   const GroupWalk gw(i, step, per);
   uint64_t* flag_out = nullptr; /* thread q < P, q != me: peer q's flag for this block */
   if (i < c.P && i != c.me) flag_out = v.peer_sig[i] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
-  const float4* out = reinterpret_cast<const float4*>(smem); /* [kG][64][16] */
-  /* A cluster's hand-off buffers (same layout as out): slice 1's, and at split 3, 4 slice
-   * sl's kOutBytes / 16 · sl float4s from out (gemv_group_tma.cuh's hand_buf). */
-  const float4* pb = nullptr;
-  constexpr int kOutF4 = kTma ? (int)(gemv::GroupTma<kG>::kOutBytes / 16) : 0;
-  if constexpr (kTma)
-    if (p.pair)
-      pb = reinterpret_cast<const float4*>(
-          smem + (gemv::GroupTma<kG>::hand_buf(smem, p.split, 1) - smem_u32(smem)));
+  const GroupSlices<kG, kTma> gs(p, smem);
   uint32_t j = 0;
   for (int q = c.b; q < Q; q += c.B, ++j) {
-    group_slice<T, kMT, kG, kWg, kTma>(p, c, q, 0, smem, j == 0 ? primed : 0);
-    bool pair = false;
-    if constexpr (kTma) pair = p.pair != 0;
-    if (pair) {
-      gemv::pair_handoff(p.split); /* the helpers' slices are in this block's shared memory */
-      if (threadIdx.x == 0) FCO_GTRACE(7);
-    } else if (p.split > 1) { /* one group a block (the launcher's rule): its helpers' slices */
-      bool ok = true;
-      if (i < p.split - 1)
-        ok = wait_ge(split_flag(c, v, q * (p.split - 1) + i), sig_value(c.e, 0), wc, c.me,
-                     q * (p.split - 1) + i);
-      if (__syncthreads_or(!ok)) return;
-    }
+    if (!group_owner_slice<T, kMT, kG, kWg, kTma>(p, c, v, q, smem, wc, j == 0 ? primed : 0))
+      return;
     const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
     const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
-      const int t = t0 + tw, o = tw * 256 + ii; /* out [tw][ii / 4][16]: float4 tw·256 + ii */
-      float4 r = out[o];
-      if (pair) { /* the helpers' slices in slice order: the same sum as through the split area */
-        r = add4(r, pb[o]);
-        for (int sl = 2; sl < p.split; ++sl) r = add4(r, out[sl * kOutF4 + o]);
-      } else {
-        for (int sl = 1; sl < p.split; ++sl) /* slice order: the same sum at every call */
-          r = add4(r, __ldcg((const float4*)(split_area(p, c, v, sl) + (size_t)t * tile_bytes +
-                                             (size_t)ii * 16)));
-      }
+      const int t = t0 + tw;
+      const float4 r = gs.sum(p, c, v, t, tw, ii);
       if (c.P == 1) { /* nothing to reduce: y straight from the group's sums (run_oneshot) */
         if (fast)
           finish4_at<T, false>(p, c, t, ii, r);
@@ -239,16 +306,8 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
           finish4_at<T>(p, c, t, ii, r);
         continue;
       }
-      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + (size_t)t * tile_push +
-                         (size_t)ii * (half ? 8 : 16);
-      if (half) {
-        const uint2 u = make_uint2(pack2<T>(r.x, r.y), pack2<T>(r.z, r.w));
-        for (int k = 1; k <= c.P; ++k) st_global_v2(v.peer_data[(c.me + k) % c.P] + off, u);
-      } else {
-        const uint4 u = make_uint4(__float_as_uint(r.x), __float_as_uint(r.y),
-                                   __float_as_uint(r.z), __float_as_uint(r.w));
-        for (int k = 1; k <= c.P; ++k) st_global_v4(v.peer_data[(c.me + k) % c.P] + off, u);
-      }
+      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + push.off(t, ii);
+      for (int k = 1; k <= c.P; ++k) push.store(v.peer_data[(c.me + k) % c.P] + off, r);
     }
     if (i == 0) FCO_GTRACE(8);
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
@@ -267,19 +326,115 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
-      const size_t off = (size_t)t * tile_push + (size_t)ii * (half ? 8 : 16);
-      auto ld = [&](int r) { /* rank r's 4 partials of this thread */
-        const char* src = mine + (size_t)r * p.slot_bytes + off;
-        if (!half) return __ldcg((const float4*)src);
-        const uint2 u = __ldcg((const uint2*)src);
-        return unpack4<T>(u.x, u.y);
-      };
-      float4 acc = ld(0);
-      for (int r = 1; r < c.P; ++r) acc = add4(acc, ld(r));
+      const size_t off = push.off(t, ii);
+      float4 acc = push.load(mine + off); /* rank 0's 4 partials of this thread */
+      for (int r = 1; r < c.P; ++r) acc = add4(acc, push.load(mine + (size_t)r * p.slot_bytes + off));
       if (fast)
         finish4_at<T, false>(p, c, t, ii, acc);
       else
         finish4_at<T>(p, c, t, ii, acc);
+    }
+  }
+}
+
+/* impl 2 with grouped tiles (M 33..64, bf16 / f16; the same groups, tiles, K splits and partial
+ * slots as run_oneshot_group): group q = b + jj·B is owned by rank (b + jj) mod P (as
+ * run_twophase's tiles). A block computes the groups owned elsewhere first (their partials
+ * cross the link while it computes its own) and pushes each partial only to its owner, into
+ * slot `me` (rounded to the dtype as the one-shot's), flag sig[me][b] at the owner = the
+ * group's index among this block's groups that owner owns. Then its own groups: wait for the
+ * P − 1 peers' partials, sum the P in rank order (this rank's own in fp32 from shared memory),
+ * bias, round, write y, and push the rounded group into every peer's gather area ([T][M][16]
+ * in the dtype, past the P slots), flag sig[me][B + b]. Last, the groups owned elsewhere:
+ * wait for the owner's gather flag, copy its rounded values into y. Each output is reduced
+ * once, by its owner, and every rank holds the owner's bits. A rank sends (P − 1)/P of its
+ * partials and 1/P of y to each peer — the one-shot sends all of its partials to each. */
+template <typename T, int kMT, int kG, bool kWg, bool kTma>
+__device__ __forceinline__ void run_twophase_group(const GarParams& p, const Ctx& c,
+                                                   const RankView& v, unsigned char* smem,
+                                                   const WaitCtx& wc, int primed) {
+  using V = typename Raw4<T>::V;
+  const int i = threadIdx.x, step = blockDim.x, P = c.P, me = c.me, b = c.b;
+  const int per = 4 * p.M; /* float4s per tile */
+  const int Q = (p.T + kG - 1) / kG, nt = (Q - b + c.B - 1) / c.B; /* this block's groups */
+  const size_t gtile_bytes = (size_t)p.M * kTileN * sizeof(T);
+  const size_t gather_off = c.hoff + (size_t)P * p.slot_bytes;
+  const GroupPush<T> push(p);
+  const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
+  const GroupWalk gw(i, step, per);
+  const GroupSlices<kG, kTma> gs(p, smem);
+  const char* mine = v.peer_data[me] + c.hoff;
+  auto owner = [&](int jj) { return (b + jj) % P; };
+  /* jj's index among this block's groups owned by o (the flag counter for o) */
+  auto seq = [&](int jj, int o) { return (uint32_t)((jj - ((o - b) % P + P) % P) / P); };
+  /* The order: groups owned elsewhere, in jj order, then this rank's. twophase_first (the
+   * prologue's primed group) is the first of it. */
+  int nremote = 0;
+  for (int jj = 0; jj < nt; ++jj) nremote += owner(jj) != me;
+  auto nth = [&](bool remote, int n) {
+    for (int jj = 0; jj < nt; ++jj)
+      if ((owner(jj) != me) == remote && n-- == 0) return jj;
+    return 0;
+  };
+  for (int pos = 0; pos < nt; ++pos) {
+    const bool remote = pos < nremote;
+    const int jj = nth(remote, remote ? pos : pos - nremote), q = b + jj * c.B;
+    if (!group_owner_slice<T, kMT, kG, kWg, kTma>(p, c, v, q, smem, wc, pos == 0 ? primed : 0))
+      return;
+    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
+    int tw = gw.tw0, ii = gw.ii0;
+    if (remote) { /* (1) the partial to its owner only */
+      const int o = owner(jj);
+      char* dst = v.peer_data[o] + c.hoff + (size_t)me * p.slot_bytes;
+      for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+        const int t = t0 + tw;
+        push.store(dst + push.off(t, ii), gs.sum(p, c, v, t, tw, ii));
+      }
+      signal_block(i == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
+                   sig_value(c.e, seq(jj, o)));
+      continue;
+    }
+    /* (2) this rank's group: the peers' partials, the sum in rank order, y, the gathers */
+    const uint32_t k = seq(jj, me);
+    bool ok = true;
+    if (i < P && i != me)
+      ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, k), wc, i, b);
+    if (__syncthreads_or(!ok)) return;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw;
+      const float4 own = gs.sum(p, c, v, t, tw, ii);
+      const size_t off = push.off(t, ii);
+      float4 acc = me == 0 ? own : push.load(mine + off);
+      for (int r = 1; r < P; ++r)
+        acc = add4(acc, r == me ? own : push.load(mine + (size_t)r * p.slot_bytes + off));
+      const V out = fast ? finish4_at<T, false>(p, c, t, ii, acc) : finish4_at<T>(p, c, t, ii, acc);
+      const size_t goff = gather_off + (size_t)t * gtile_bytes + (size_t)ii * sizeof(V);
+      for (int r = 1; r < P; ++r) *(V*)(v.peer_data[(me + r) % P] + goff) = out;
+    }
+    signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
+                 sig_value(c.e, k));
+  }
+  /* (3) the groups owned elsewhere: the owner's rounded values into y */
+  for (int jj = 0; jj < nt; ++jj) {
+    const int o = owner(jj);
+    if (o == me) continue;
+    bool ok = true;
+    if (i == 0)
+      ok = wait_ge(v.peer_sig[me] + (size_t)o * FCO_SIG_SLOTS + c.B + b, sig_value(c.e, seq(jj, o)),
+                   wc, o, c.B + b);
+    if (__syncthreads_or(!ok)) return;
+    const int t0 = (b + jj * c.B) * kG, lim = min(kG, p.T - t0) * per;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    int tw = gw.tw0, ii = gw.ii0;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw;
+      const V in = __ldcg((const V*)(mine + (size_t)P * p.slot_bytes + (size_t)t * gtile_bytes +
+                                     (size_t)ii * sizeof(V)));
+      if (fast)
+        store4_at<T, false>(p, c, t, ii, in);
+      else
+        store4_at<T>(p, c, t, ii, in);
     }
   }
 }

@@ -64,7 +64,11 @@ struct GarParams {
   int pair; /* TMA grouped tile, split 2..4: owner and helpers in a cluster of split blocks, the
              * helpers' slices handed over in the owner's shared memory (no split area, no
              * flag; gemv_group_tma.cuh's hand_buf) */
-  uint64_t split_slice_bytes;     /* the split area's bytes per slice, past the P slots */
+  uint64_t split_slice_bytes;     /* the split area's bytes per slice */
+  uint64_t split_off;             /* the split area's offset in a half (fco_gemv_ar_split_off) */
+  int nranks;                     /* the communicator's size */
+  int rank[FCO_MAX_GPU_RANKS];    /* each local rank's rank (two-phase groups: the prologue's
+                                   * order, before the rank view is read; checked against it) */
   uint64_t slot_bytes;            /* S: one rank's fp32 partial tiles */
   uint64_t half_bytes;            /* one epoch half */
   uint64_t ll_slot_bytes;         /* SL: one rank's partial tiles as LL words (LL kernels) */
@@ -188,6 +192,36 @@ __device__ __forceinline__ float4 unpack4(uint64_t w0, uint64_t w1) {
   return make_float4(a.x, a.y, b.x, b.y);
 }
 
+/* The 4 outputs i (< 4M) of tile t, raw dtype bits, into y (columns < N only). One vector store
+ * where the 4 columns are in y and aligned, else one element at a time (session 23: the scalar
+ * stores touch every 32-byte sector of a warp's rows four times; the grouped tile's last loop,
+ * ~3 µs in run 2026-12-02_nvidia-h200_0c41359-gtrace, stayed 2.8–3.0 with this in run
+ * ..._ee6e36d-vstore: the stores were not its cost — its ~108 instructions a float4 were, run
+ * ..._34bb36f-icache). kChecked = false: the caller's promise that all 4 are < N and aligned. */
+template <typename T, bool kChecked = true>
+__device__ __forceinline__ void store4_at(const GarParams& p, const Ctx& c, int t, int i,
+                                          typename Raw4<T>::V v) {
+  using U = typename Raw4<T>::U;
+  using V = typename Raw4<T>::V;
+  const int m = i >> 2;
+  const int n = t * kTileN + (i & 3) * 4;
+  U* dst = (U*)c.y + (int64_t)m * p.N + n;
+  if (!kChecked || (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0)) {
+    *(V*)dst = v;
+  } else {
+    U u[4];
+    if constexpr (sizeof(T) == 4) {
+      u[0] = v.x, u[1] = v.y, u[2] = v.z, u[3] = v.w;
+    } else {
+      u[0] = (U)(v.x & 0xffffu), u[1] = (U)(v.x >> 16), u[2] = (U)(v.y & 0xffffu),
+      u[3] = (U)(v.y >> 16);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (n + k < p.N) dst[k] = u[k];
+  }
+}
+
 /* Thread i < 4M (finish4: i = threadIdx.x): bias, round, write the 4 outputs i of tile t into
  * y (columns < N only); returns them as raw dtype bits for the gather push. kChecked = false
  * (the caller's promise: no bias, all 4 columns < N, y's 4 elements aligned as one vector):
@@ -197,7 +231,6 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
                                                           int i, float4 acc) {
   using U = typename Raw4<T>::U;
   using V = typename Raw4<T>::V;
-  const int m = i >> 2;
   const int n = t * kTileN + (i & 3) * 4;
   float f[4] = {acc.x, acc.y, acc.z, acc.w};
   U u[4];
@@ -211,19 +244,7 @@ __device__ __forceinline__ typename Raw4<T>::V finish4_at(const GarParams& p, co
     v = make_uint4(u[0], u[1], u[2], u[3]);
   else
     v = make_uint2((uint32_t)u[0] | ((uint32_t)u[1] << 16), (uint32_t)u[2] | ((uint32_t)u[3] << 16));
-  /* One vector store where the 4 columns are in y and aligned, else one element at a time
-   * (session 23: the scalar stores touch every 32-byte sector of a warp's rows four times; the
-   * grouped tile's last loop, ~3 µs in run 2026-12-02_nvidia-h200_0c41359-gtrace, stayed 2.8–3.0
-   * with this in run ..._ee6e36d-vstore: the stores were not its cost — its ~108 instructions
-   * a float4 were, run ..._34bb36f-icache). */
-  U* dst = (U*)c.y + (int64_t)m * p.N + n;
-  if (!kChecked || (n + 3 < p.N && (uintptr_t)dst % sizeof(V) == 0)) {
-    *(V*)dst = v;
-  } else {
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (n + k < p.N) dst[k] = u[k];
-  }
+  store4_at<T, kChecked>(p, c, t, i, v);
   return v;
 }
 template <typename T>
@@ -376,7 +397,6 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
                  sig_value(c.e, k));
   }
   /* (3) tiles owned elsewhere: wait for the owner's reduced tile, copy it into y. */
-  using U = typename Raw4<T>::U;
   for (int jj = 0; jj < nt; ++jj) {
     const int o = owner(jj);
     if (o == me) continue;
@@ -387,19 +407,9 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
                    wc, o, c.B + b);
     if (__syncthreads_or(!ok)) return;
     if (i < 4 * p.M) {
-      const V in = __ldcg((const V*)(mine + (size_t)P * p.slot_bytes + (size_t)t * gtile_bytes +
-                                     (size_t)i * sizeof(V)));
-      U u[4];
-      if constexpr (sizeof(T) == 4) {
-        u[0] = in.x, u[1] = in.y, u[2] = in.z, u[3] = in.w;
-      } else {
-        u[0] = (U)(in.x & 0xffffu), u[1] = (U)(in.x >> 16), u[2] = (U)(in.y & 0xffffu),
-        u[3] = (U)(in.y >> 16);
-      }
-      const int m = i >> 2, n = t * kTileN + (i & 3) * 4;
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        if (n + q < p.N) ((U*)c.y)[(int64_t)m * p.N + n + q] = u[q];
+      store4_at<T>(p, c, t, i,
+                   __ldcg((const V*)(mine + (size_t)P * p.slot_bytes + (size_t)t * gtile_bytes +
+                                     (size_t)i * sizeof(V))));
     }
   }
 }

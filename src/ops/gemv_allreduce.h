@@ -11,6 +11,7 @@
  * calls of different shapes or ops never share bytes):
  *   impl 1 one-shot:   2 · P · S                 S  = roundup(T · 16 · M · 4, 256)
  *   impl 2 two-phase:  2 · (P · S + Sg)          Sg = roundup(T · 16 · M · esize, 256)
+ *   (+ the split area in each half for the grouped tiles, fco_gemv_ar_split_bytes)
  *   impl 0 local:      roundup(M · N · esize, 256)   (fco_cuda_allreduce_copy's need)
  *   impl 0 nccl:       0
  *   cpu (every impl):  2 · P · roundup(M · N · 4, 256)
@@ -84,25 +85,31 @@ static inline size_t fco_gemv_ar_slot_bytes(size_t M, size_t N) {
 static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) {
   return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * esize, 256);
 }
-/* Split groups (impl 1's grouped tiles on GPUs, bf16 / f16, M 33..64; src/cuda/gemv_allreduce.cu
- * has the rule): up to FCO_GEMV_SPLIT_MAX K slices a group, the slices past the first as fp32
- * [T'][M][16] (T' = T rounded up to groups of 8, the largest group) in a split area after the
- * P slots. Reserved only where a split can apply: the groups (of 8, the default since session
+/* Split groups (the grouped tiles of impls 1 and 2 on GPUs, bf16 / f16, M 33..64;
+ * src/cuda/gemv_allreduce.cu has the rule): up to FCO_GEMV_SPLIT_MAX K slices a group, the
+ * slices past the first as fp32 [T'][M][16] (T' = T rounded up to groups of 8, the largest
+ * group) in a split area after the P slots (impl 2: after its gather area,
+ * fco_gemv_ar_split_off). Reserved only where a split can apply: the groups (of 8, the default since session
  * 23, or of 4 with FCO_GEMV_GROUP_TMA=0) fill at most half of the co-resident blocks, which on
  * GPUs of up to 160 SMs (one grouped block each) means N ≤ FCO_GEMV_SPLIT_MAX_N (groups of 8;
  * of 4: 5120). */
 #define FCO_GEMV_SPLIT_MAX 4
 #define FCO_GEMV_SPLIT_MAX_N 10240
 static inline size_t fco_gemv_ar_split_bytes(int impl, size_t M, size_t N, size_t esize) {
-  if (impl != 1 || esize != 2 || M <= 32 || M > 64 || N > FCO_GEMV_SPLIT_MAX_N) return 0;
+  if ((impl != 1 && impl != 2) || esize != 2 || M <= 32 || M > 64 || N > FCO_GEMV_SPLIT_MAX_N)
+    return 0;
   return (FCO_GEMV_SPLIT_MAX - 1) *
          fco_round_up((fco_gemv_ar_tiles(N) + 7) / 8 * 8 * FCO_GEMV_TILE_N * M * 4, 256);
 }
-/* Bytes of one epoch half for the fused impls. */
-static inline size_t fco_gemv_ar_half_bytes(int impl, int P, size_t M, size_t N, size_t esize) {
+/* Offset of the split area in a half: past the P slots (and impl 2's gather area). */
+static inline size_t fco_gemv_ar_split_off(int impl, int P, size_t M, size_t N, size_t esize) {
   size_t h = (size_t)P * fco_gemv_ar_slot_bytes(M, N);
   if (impl == 2) h += fco_gemv_ar_gather_bytes(M, N, esize);
-  return h + fco_gemv_ar_split_bytes(impl, M, N, esize);
+  return h;
+}
+/* Bytes of one epoch half for the fused impls. */
+static inline size_t fco_gemv_ar_half_bytes(int impl, int P, size_t M, size_t N, size_t esize) {
+  return fco_gemv_ar_split_off(impl, P, M, N, esize) + fco_gemv_ar_split_bytes(impl, M, N, esize);
 }
 
 /* SL: bytes of one rank's partial tiles as LL words (8 bytes per fp32). */

@@ -11,7 +11,7 @@
 const fco_dtype_t gemv_dtypes[3] = {FCO_F32, FCO_F16, FCO_BF16};
 
 static size_t x_bytes(void) { return (size_t)GEMV_MAX_M * GEMV_MAX_KT * 4 + T_GUARD; }
-static size_t w_bytes(void) { return (size_t)GEMV_MAX_N * GEMV_MAX_KT * 4 + T_GUARD; }
+static size_t w_bytes(void) { return GEMV_MAX_NK * 4 + T_GUARD; }
 size_t gemv_y_bytes(void) { return (size_t)GEMV_MAX_M * GEMV_MAX_N * 4 + T_GUARD; }
 
 void gemv_bufs_alloc(gemv_bufs_t* b, const t_world_t* w) {
@@ -25,7 +25,7 @@ void gemv_bufs_alloc(gemv_bufs_t* b, const t_world_t* w) {
     b->bias[r] = t_alloc(b->t, d, (size_t)GEMV_MAX_N * 4 + T_GUARD);
     b->y[r] = t_alloc(b->t, d, gemv_y_bytes());
     b->hx[r] = (float*)malloc((size_t)GEMV_MAX_M * GEMV_MAX_KT * 4);
-    b->hw[r] = (float*)malloc((size_t)GEMV_MAX_N * GEMV_MAX_KT * 4);
+    b->hw[r] = (float*)malloc(GEMV_MAX_NK * 4);
     ASSERT_NOT_NULL(b->hx[r]);
     ASSERT_NOT_NULL(b->hw[r]);
   }
@@ -101,6 +101,12 @@ void gemv_prepare(gemv_bufs_t* b, size_t M, size_t N, size_t kt, fco_dtype_t dt,
   b->dt = dt;
   b->has_bias = has_bias;
   split_k(kt, b->P, b->K);
+  ASSERT_LE(M, (size_t)GEMV_MAX_M); /* the buffers' room (gemv_bufs_alloc) */
+  ASSERT_LE(N, (size_t)GEMV_MAX_N);
+  for (int r = 0; r < b->P; r++) {
+    ASSERT_LE(b->K[r], (size_t)GEMV_MAX_KT);
+    ASSERT_LE(N * b->K[r], GEMV_MAX_NK);
+  }
   uint64_t s = seed;
   for (int r = 0; r < b->P; r++) {
     for (size_t i = 0; i < M * b->K[r]; i++) b->hx[r][i] = rnd(&s, dt);
@@ -286,11 +292,17 @@ void gemv_capture_free(gemv_capture_t* c) {
 /* Capture one call per impl into a CUDA graph (every rank's stream forked from rank 0's),
  * replay 100 times; poison y before the last replay, then check. */
 void gemv_graph(const t_world_t* w, gemv_bufs_t* b, int impl) {
+  gemv_graph_shape(w, b, impl, 16, 1000, 1000, FCO_BF16);
+}
+
+void gemv_graph_shape(const t_world_t* w, gemv_bufs_t* b, int impl, size_t M, size_t N, size_t kt,
+                      fco_dtype_t dt) {
   gemv_capture_t c;
   gemv_capture_init(&c, w);
   uint64_t seed = t_next_seed();
-  t_context("P=%d CUDA graph impl=%d seed=0x%016llx", w->n, impl, (unsigned long long)seed);
-  gemv_prepare(b, 16, 1000, 1000, FCO_BF16, 1, seed);
+  t_context("P=%d CUDA graph impl=%d M=%zu N=%zu K=%zu %s seed=0x%016llx", w->n, impl, M, N, kt,
+            fco_dtype_name(dt), (unsigned long long)seed);
+  gemv_prepare(b, M, N, kt, dt, 1, seed);
   ASSERT_OK(gemv_issue(w, b, impl, c.sp)); /* eager: workspace growth, cuBLAS handle */
   gemv_capture_sync(&c);
   gemv_capture_begin(&c);

@@ -15,8 +15,10 @@
 #endif
 
 #define GEMV_MAX_M 64
-#define GEMV_MAX_N 1000
+#define GEMV_MAX_N 8192  /* y and bias (several groups a block: the two-phase grouped tests) */
 #define GEMV_MAX_KT 4608 /* K before the split (the grouped tiles' tests; the sweeps stay ≤ 1000) */
+/* W's elements a rank, N · K_r: room for N 1000 at K_r up to GEMV_MAX_KT (gemv_prepare checks) */
+#define GEMV_MAX_NK ((size_t)1000 * GEMV_MAX_KT)
 
 extern const fco_dtype_t gemv_dtypes[3]; /* f32, f16, bf16 */
 
@@ -82,7 +84,9 @@ void gemv_capture_free(gemv_capture_t* c);
 
 /* Capture one call of `impl` into a CUDA graph (every rank's stream forked from rank 0's),
  * replay 100 times; poison y before the last replay, then check. */
-void gemv_graph(const t_world_t* w, gemv_bufs_t* b, int impl);
+void gemv_graph(const t_world_t* w, gemv_bufs_t* b, int impl); /* M 16, N 1000, K 1000, bf16 */
+void gemv_graph_shape(const t_world_t* w, gemv_bufs_t* b, int impl, size_t M, size_t N, size_t kt,
+                      fco_dtype_t dt);
 #endif
 
 #endif /* FCO_GEMV_FIXTURE_H_ */
