@@ -50,12 +50,14 @@ done
 # 2026-12-02_nvidia-h200_5236acd-rule); session 26 takes that tile in groups of 4 where those
 # stream W from more blocks or as many in fewer slices (unset; 8 / 4 force a size; runs
 # 2026-12-02_nvidia-h200_bff4c11-g4, ..._ebcc1f1-rule4, ..._5296b78-final): if impl 1 beats
-# impl 3 here, AUTO's M > 16 rule follows
+# impl 3 here, AUTO's M > 16 rule follows; session 27: impl 2 (two-phase) on the same groups, the
+# remote-owned groups first (run 2026-12-02_nvidia-h200_277baf1-tp: on one GPU at P = 2 1.8-2.2 us
+# behind impl 1 where a block has one group, ahead at 16384^2): timed beside (-D 1,2,3)
 el "gemv M 48,64 TMA tile: rule / groups of 8 / of 4 / the session-22 tile"
 for t in unset 8 4 0; do
   echo "# FCO_GEMV_GROUP_TMA=$t" >> $O/gemv-tma.txt
-  if [ $t = unset ]; then (unset FCO_GEMV_GROUP_TMA; FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1,3 >> $O/gemv-tma.txt 2>&1); echo rc=$?
-  else FCO_GEMV_GROUP_TMA=$t FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1,3 >> $O/gemv-tma.txt 2>&1; echo rc=$?; fi
+  if [ $t = unset ]; then (unset FCO_GEMV_GROUP_TMA; FCO_BENCH_GEMV_M=48,64 timeout 50 $B -D 1,2,3 >> $O/gemv-tma.txt 2>&1); echo rc=$?
+  else FCO_GEMV_GROUP_TMA=$t FCO_BENCH_GEMV_M=48,64 timeout 50 $B -D 1,2,3 >> $O/gemv-tma.txt 2>&1; echo rc=$?; fi
 done
 pack
 # (3) embedding
