@@ -71,14 +71,14 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
     gemv::group_tile<T, kMT, kG>(w, x, p.M, p.N, k1 - k0, c.K, q * kG * kTileN, c.vec, smem);
 }
 
-/* Two-phase grouped tiles (kImpl 2): group q = b + jj·B, the jj-th of block b, is reduced by
- * rank (b + jj) mod P, its owner; a block computes the groups owned elsewhere first. The jj it
- * computes first: 0, or 1 where group 0 is its own rank's and it has another (owned elsewhere:
- * P ≥ 2 ranks own consecutive jj in turn). From the kernel parameters alone (rank: p.rank),
- * so that the kernel's prologue can prime that group's ring (group_prime). */
+/* Two-phase grouped tiles (kImpl 2): group q = b + jj·B, the jj-th of block b, in
+ * TwoPhaseOrder (owned elsewhere first). The jj a block computes first, from the kernel
+ * parameters alone (rank: p.rank), so that the kernel's prologue can prime that group's ring
+ * (group_prime); run_twophase_group's order starts with the same jj. */
 __device__ __forceinline__ int twophase_first(const GarParams& p, int kG, int b, int B, int rank) {
-  const int Q = (p.T + kG - 1) / kG, nt = (Q - b + B - 1) / B;
-  return nt > 1 && p.nranks > 1 && b % p.nranks == rank ? 1 : 0;
+  const int Q = (p.T + kG - 1) / kG;
+  bool remote;
+  return TwoPhaseOrder(b, p.nranks, rank, (Q - b + B - 1) / B).at(0, remote);
 }
 
 /* kTma: block bi's first call of group_slice (owners bi < B: group bi + jj0·B, slice 0 — jj0
@@ -364,42 +364,27 @@ __device__ __forceinline__ void run_twophase_group(const GarParams& p, const Ctx
   const GroupWalk gw(i, step, per);
   const GroupSlices<kG, kTma> gs(p, smem);
   const char* mine = v.peer_data[me] + c.hoff;
-  auto owner = [&](int jj) { return (b + jj) % P; };
-  /* jj's index among this block's groups owned by o (the flag counter for o) */
-  auto seq = [&](int jj, int o) { return (uint32_t)((jj - ((o - b) % P + P) % P) / P); };
-  /* The order: groups owned elsewhere, in jj order, then this rank's. twophase_first (the
+  /* The order: groups owned elsewhere, in jj order, then this rank's; twophase_first (the
    * prologue's primed group) is the first of it. */
-  int nremote = 0;
-  for (int jj = 0; jj < nt; ++jj) nremote += owner(jj) != me;
-  auto nth = [&](bool remote, int n) {
-    for (int jj = 0; jj < nt; ++jj)
-      if ((owner(jj) != me) == remote && n-- == 0) return jj;
-    return 0;
-  };
+  const TwoPhaseOrder ord(b, P, me, nt);
   for (int pos = 0; pos < nt; ++pos) {
-    const bool remote = pos < nremote;
-    const int jj = nth(remote, remote ? pos : pos - nremote), q = b + jj * c.B;
+    bool remote;
+    const int jj = ord.at(pos, remote), q = b + jj * c.B;
     if (!group_owner_slice<T, kMT, kG, kWg, kTma>(p, c, v, q, smem, wc, pos == 0 ? primed : 0))
       return;
     const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
     int tw = gw.tw0, ii = gw.ii0;
     if (remote) { /* (1) the partial to its owner only */
-      const int o = owner(jj);
-      char* dst = v.peer_data[o] + c.hoff + (size_t)me * p.slot_bytes;
+      char* dst = v.peer_data[ord.owner(jj)] + c.hoff + (size_t)me * p.slot_bytes;
       for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
         const int t = t0 + tw;
         push.store(dst + push.off(t, ii), gs.sum(p, c, v, t, tw, ii));
       }
-      signal_block(i == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
-                   sig_value(c.e, seq(jj, o)));
+      ord.signal_partial(v, c, jj);
       continue;
     }
     /* (2) this rank's group: the peers' partials, the sum in rank order, y, the gathers */
-    const uint32_t k = seq(jj, me);
-    bool ok = true;
-    if (i < P && i != me)
-      ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, k), wc, i, b);
-    if (__syncthreads_or(!ok)) return;
+    if (!ord.wait_partials(v, c, wc, jj)) return;
     const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
@@ -412,18 +397,12 @@ __device__ __forceinline__ void run_twophase_group(const GarParams& p, const Ctx
       const size_t goff = gather_off + (size_t)t * gtile_bytes + (size_t)ii * sizeof(V);
       for (int r = 1; r < P; ++r) *(V*)(v.peer_data[(me + r) % P] + goff) = out;
     }
-    signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
-                 sig_value(c.e, k));
+    ord.signal_gather(v, c, jj);
   }
   /* (3) the groups owned elsewhere: the owner's rounded values into y */
   for (int jj = 0; jj < nt; ++jj) {
-    const int o = owner(jj);
-    if (o == me) continue;
-    bool ok = true;
-    if (i == 0)
-      ok = wait_ge(v.peer_sig[me] + (size_t)o * FCO_SIG_SLOTS + c.B + b, sig_value(c.e, seq(jj, o)),
-                   wc, o, c.B + b);
-    if (__syncthreads_or(!ok)) return;
+    if (ord.owner(jj) == me) continue;
+    if (!ord.wait_gather(v, c, wc, jj)) return;
     const int t0 = (b + jj * c.B) * kG, lim = min(kG, p.T - t0) * per;
     const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;

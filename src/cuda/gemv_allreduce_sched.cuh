@@ -337,6 +337,62 @@ __device__ __forceinline__ void run_oneshot(const GarParams& p, const Ctx& c, Sm
   }
 }
 
+/* The two-phase order of a block's work units (tiles, or grouped tiles' groups): unit jj of
+ * block b (its jj-th of nt) is owned — reduced — by rank (b + jj) mod P; the block takes the
+ * units owned elsewhere first, in jj order, then its own. */
+struct TwoPhaseOrder {
+  int b, P, me, nt, nremote;
+  __device__ __forceinline__ TwoPhaseOrder(int b_, int P_, int me_, int nt_)
+      : b(b_), P(P_), me(me_), nt(nt_), nremote(0) {
+    for (int jj = 0; jj < nt; ++jj) nremote += owner(jj) != me;
+  }
+  __device__ __forceinline__ int owner(int jj) const { return (b + jj) % P; }
+  /* jj's index among this block's units owned by o (the flag counter for o) */
+  __device__ __forceinline__ uint32_t seq(int jj, int o) const {
+    return (uint32_t)((jj - ((o - b) % P + P) % P) / P);
+  }
+  /* The flags (all threads; the waits return false on a timeout): unit jj's partial pushed to
+   * its owner (sig[me][b] at the owner = seq + 1); this rank's unit jj: the peers' partials;
+   * its reduced values pushed to every peer's gather area (sig[me][B + b]); unit jj owned
+   * elsewhere: its owner's gather. */
+  __device__ __forceinline__ void signal_partial(const RankView& v, const Ctx& c, int jj) const {
+    const int o = owner(jj);
+    signal_block(threadIdx.x == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
+                 sig_value(c.e, seq(jj, o)));
+  }
+  __device__ __forceinline__ bool wait_partials(const RankView& v, const Ctx& c,
+                                                const WaitCtx& wc, int jj) const {
+    const int i = threadIdx.x;
+    bool ok = true;
+    if (i < P && i != me)
+      ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, seq(jj, me)),
+                   wc, i, b);
+    return !__syncthreads_or(!ok);
+  }
+  __device__ __forceinline__ void signal_gather(const RankView& v, const Ctx& c, int jj) const {
+    const int i = threadIdx.x;
+    signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
+                 sig_value(c.e, seq(jj, me)));
+  }
+  __device__ __forceinline__ bool wait_gather(const RankView& v, const Ctx& c, const WaitCtx& wc,
+                                              int jj) const {
+    const int o = owner(jj);
+    bool ok = true;
+    if (threadIdx.x == 0)
+      ok = wait_ge(v.peer_sig[me] + (size_t)o * FCO_SIG_SLOTS + c.B + b, sig_value(c.e, seq(jj, o)),
+                   wc, o, c.B + b);
+    return !__syncthreads_or(!ok);
+  }
+  /* the unit at position pos of the order; remote: owned elsewhere (pos < nremote) */
+  __device__ __forceinline__ int at(int pos, bool& remote) const {
+    remote = pos < nremote;
+    int n = remote ? pos : pos - nremote;
+    for (int jj = 0; jj < nt; ++jj)
+      if ((owner(jj) != me) == remote && n-- == 0) return jj;
+    return 0;
+  }
+};
+
 template <typename T, int kMT, bool kPipe>
 __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, Smem<kMT>& s,
                                              const WaitCtx& wc) {
@@ -348,42 +404,27 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
   const size_t gtile_bytes = (size_t)p.M * kTileN * sizeof(T);
   const size_t gather_off = c.hoff + (size_t)P * p.slot_bytes;
   const int nt = (p.T - b + c.B - 1) / c.B; /* this block's tiles: t = b + jj·B */
-  /* Index of tile jj among this block's tiles owned by o (the flag counter for o). */
-  auto owner = [&](int jj) { return (b + jj) % P; };
-  auto seq = [&](int jj, int o) { return (uint32_t)((jj - ((o - b) % P + P) % P) / P); };
+  const TwoPhaseOrder ord(b, P, me, nt);
 
   /* (1) + (2) in one loop (one copy of the tile code): position pos < nremote is the pos-th
    * tile owned elsewhere (compute, push the partial to its owner), the rest are this rank's
    * (compute, wait for the peers' partials, reduce, write y, push to every peer). */
-  int nremote = 0;
-  for (int jj = 0; jj < nt; ++jj) nremote += owner(jj) != me;
-  auto nth = [&](bool remote, int n) {
-    for (int jj = 0; jj < nt; ++jj)
-      if ((owner(jj) != me) == remote && n-- == 0) return jj;
-    return 0;
-  };
   const char* mine = v.peer_data[me] + c.hoff;
   for (int pos = 0; pos < nt; ++pos) {
-    const bool remote = pos < nremote;
-    const int jj = nth(remote, remote ? pos : pos - nremote);
+    bool remote;
+    const int jj = ord.at(pos, remote);
     const int t = b + jj * c.B;
     const float4 r = compute_tile<T, kMT, kPipe>(p, c, s, t);
     if (remote) {
-      const int o = owner(jj);
       if (i < 4 * p.M)
-        st_global_v4(v.peer_data[o] + c.hoff + (size_t)me * p.slot_bytes +
+        st_global_v4(v.peer_data[ord.owner(jj)] + c.hoff + (size_t)me * p.slot_bytes +
                          (size_t)t * tile_bytes + (size_t)i * 16,
                      make_uint4(__float_as_uint(r.x), __float_as_uint(r.y), __float_as_uint(r.z),
                                 __float_as_uint(r.w)));
-      signal_block(i == 0 ? v.peer_sig[o] + (size_t)me * FCO_SIG_SLOTS + b : nullptr,
-                   sig_value(c.e, seq(jj, o)));
+      ord.signal_partial(v, c, jj);
       continue;
     }
-    const uint32_t k = seq(jj, me);
-    bool ok = true;
-    if (i < P && i != me)
-      ok = wait_ge(v.peer_sig[me] + (size_t)i * FCO_SIG_SLOTS + b, sig_value(c.e, k), wc, i, b);
-    if (__syncthreads_or(!ok)) return;
+    if (!ord.wait_partials(v, c, wc, jj)) return;
     if (i < 4 * p.M) {
       const size_t off = (size_t)t * tile_bytes + (size_t)i * 16;
       float4 acc = me == 0 ? r : __ldcg((const float4*)(mine + off));
@@ -393,19 +434,13 @@ __device__ __forceinline__ void run_twophase(const GarParams& p, const Ctx& c, S
       const size_t goff = gather_off + (size_t)t * gtile_bytes + (size_t)i * sizeof(V);
       for (int q = 1; q < P; ++q) *(V*)(v.peer_data[(me + q) % P] + goff) = out;
     }
-    signal_block(i < P && i != me ? v.peer_sig[i] + (size_t)me * FCO_SIG_SLOTS + c.B + b : nullptr,
-                 sig_value(c.e, k));
+    ord.signal_gather(v, c, jj);
   }
   /* (3) tiles owned elsewhere: wait for the owner's reduced tile, copy it into y. */
   for (int jj = 0; jj < nt; ++jj) {
-    const int o = owner(jj);
-    if (o == me) continue;
+    if (ord.owner(jj) == me) continue;
     const int t = b + jj * c.B;
-    bool ok = true;
-    if (i == 0)
-      ok = wait_ge(v.peer_sig[me] + (size_t)o * FCO_SIG_SLOTS + c.B + b, sig_value(c.e, seq(jj, o)),
-                   wc, o, c.B + b);
-    if (__syncthreads_or(!ok)) return;
+    if (!ord.wait_gather(v, c, wc, jj)) return;
     if (i < 4 * p.M) {
       store4_at<T>(p, c, t, i,
                    __ldcg((const V*)(mine + (size_t)P * p.slot_bytes + (size_t)t * gtile_bytes +
