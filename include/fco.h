@@ -301,7 +301,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
  *              two-phase (tile t is reduced by one owner rank, which pushes the result to
  *              every peer; for large M·N; at M 33..64 in bf16 / f16 on impl 1's groups, each
- *              block computing the groups owned elsewhere first), 3 = unfused cuBLAS GEMM into y, then
+ *              block computing the groups owned elsewhere first), 3 = unfused cuBLAS GEMM
+ *              into y, then
  *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
  *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
  *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its

@@ -657,7 +657,8 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
                         sp4, s8, sp8);
       return res;
     }
-  constexpr auto kFour = gemv_allreduce_kernel<T, kMT, kImpl, false, kPdl, false, gemv::kGroupWarps, 4>;
+  constexpr auto kFour =
+      gemv_allreduce_kernel<T, kMT, kImpl, false, kPdl, false, gemv::kGroupWarps, 4>;
   const size_t dyn = group_dyn_smem<kMT, 4>();
   if ((res = opt_in_smem<kFour>(device, (int)dyn, err)) != FCO_OK) return res;
   res = max_coresident_blocks<kFour>(err, device, sms, gemv::kGroupWarps * 32, &cap, dyn);

@@ -328,7 +328,8 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
       const int t = t0 + tw;
       const size_t off = push.off(t, ii);
       float4 acc = push.load(mine + off); /* rank 0's 4 partials of this thread */
-      for (int r = 1; r < c.P; ++r) acc = add4(acc, push.load(mine + (size_t)r * p.slot_bytes + off));
+      for (int r = 1; r < c.P; ++r)
+        acc = add4(acc, push.load(mine + (size_t)r * p.slot_bytes + off));
       if (fast)
         finish4_at<T, false>(p, c, t, ii, acc);
       else

@@ -84,7 +84,16 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    pushes, P·(P−1)·M·N·4, stay
  *    ≤ FCO_GEMV_AR_ONESHOT_MAX (they share one HBM), else two-phase: P = 8, 8192² M = 4 / 16
  *    one-shot 53.46 / 71.76 vs two-phase 52.47 / 53.53, 4096×14336 M = 16 51.17 / 44.92;
- *    at M = 1 (1.75 MiB) 51.86 / 52.01.
+ *    at M = 1 (1.75 MiB) 51.86 / 52.01. At M 17..32 unfused (impl 0). At M 33..64 in bf16 /
+ *    f16 (since session 27) the same one-shot / two-phase choice on the grouped tiles, N ≤
+ *    8192 as above (fco_gemv_ar_agree keeps impl 0 where a rank is off their vector path):
+ *    runs 2026-12-02_nvidia-h200_277baf1-tp (P = 2, 4) and ..._3bf8601-tp8 (P = 8), µs at M
+ *    48 / 64, the rule's impl against impl 0 — P = 2 (impl 1) 8192² 41.67 / 42.69 vs 45.34 /
+ *    47.02, 8192×28672 118.31 / 119.82 vs 129.53 / 131.37, 4096×14336 35.82 / 36.40 vs
+ *    46.77 / 41.31; P = 4 (impl 2) 50.08 / 54.18 vs 56.40 / 58.15, 125.94 / 131.31 vs
+ *    132.52 / 140.66, 43.27 / 46.28 vs 62.59 / 52.26 (impl 1 41.56 / 44.71 there: one group a
+ *    block); P = 8 (impl 2) 69.38 / 77.17 vs 78.62 / 81.51, 149.43 / 157.01 vs 159.27 /
+ *    165.67, 55.09 / 61.32 vs 73.05 / 73.57; 16384² (N > 8192, impl 0) 1.00–1.04× impl 2.
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
@@ -93,14 +102,16 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   const int local = comm->transport == FCO_TRANSPORT_LOCAL;
   long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
   long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", local ? 8192 : 16384);
-  if ((long long)M > max_m || (long long)N > max_n) {
-    if (local) return 0;
-    return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
-  }
   long long oneshot_max = fco_env_int("FCO_GEMV_AR_ONESHOT_MAX", 4 << 20);
   long long pushed = (long long)(comm->nranks - 1) * (long long)(M * N * 4);
   if (local) pushed *= comm->nranks; /* every rank's pushes go through the one GPU's HBM */
-  return pushed <= oneshot_max ? 1 : 2;
+  const int fused = pushed <= oneshot_max ? 1 : 2;
+  if ((long long)M > max_m || (long long)N > max_n) {
+    /* local, bf16 / f16, M 33..64, N ≤ max_n: the grouped tiles (above) */
+    if (local) return dtype != FCO_F32 && M > 32 && (long long)N <= max_n ? fused : 0;
+    return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
+  }
+  return fused;
 }
 
 /* The LL one-shot runs for this call: it applies and FCO_GEMV_AR_LL is 1, or unset and each
@@ -190,9 +201,11 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * that resolved to a fused impl at M > 8 runs impl 0 where N·ΣK_r ≥ FCO_GEMV_AR_LOCAL_MAX_W
  * (elements; default 2^27, between the measured points: 2^26 fused, 2^27.8 not; ≤ 0 turns
  * the revision off; with it AUTO ran impl 0 there at 1.00× at P = 2, 4, 8 and every other row's
- * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k). Other transports, and batches
- * that are not every rank's, keep the per-rank choice (a multi-process nccl world never has
- * every rank's call in one batch, so the rule there must not depend on it). */
+ * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k); at M 33..64 (the grouped tiles,
+ * session 27) not by W's size but where a rank is off the tiles' vector path. Other
+ * transports, and batches that are not every rank's, keep the per-rank choice (a
+ * multi-process nccl world never has every rank's call in one batch, so the rule there must
+ * not depend on it). */
 #define FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT (1LL << 27)
 void fco_gemv_ar_agree(fco_op_t* ops, int n) {
   fco_comm_t c0 = ops[0].comm;
@@ -200,15 +213,25 @@ void fco_gemv_ar_agree(fco_op_t* ops, int n) {
   if (ops[0].impl != 1 && ops[0].impl != 2) return;
   fco_gemv_ar_args_t a;
   size_t ksum = 0;
+  int vec = 1; /* every rank on the grouped tiles' vector path (x, W, K·esize 16-byte aligned) */
   for (int i = 0; i < n; i++) {
     if (ops[i].kind != FCO_OP_GEMV_ALLREDUCE || !ops[i].impl_auto || ops[i].impl != ops[0].impl)
       return; /* explicit impls stay the caller's; a mismatch is the transport's to report */
     memcpy(&a, ops[i].u.raw, sizeof a);
     ksum += a.K;
+    vec = vec && (uintptr_t)a.x % 16 == 0 && (uintptr_t)a.w % 16 == 0 &&
+          (a.K * fco_dtype_size(a.dtype)) % 16 == 0;
   }
   memcpy(&a, ops[0].u.raw, sizeof a);
-  const long long max_w = fco_env_int("FCO_GEMV_AR_LOCAL_MAX_W", FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT);
-  if (max_w <= 0 || a.M <= 8 || (double)a.N * (double)ksum < (double)max_w) return;
+  if (a.M > 32) { /* the grouped tiles (resolve_impl): impl 0 where a rank is off their vector
+                   * path (the mma.sync grouped tile, not measured against impl 0); W's size is
+                   * no reason at M 33..64 (8192×28672 fused 1.06–1.10× impl 0 at P = 2, 4, 8) */
+    if (vec) return;
+  } else {
+    const long long max_w =
+        fco_env_int("FCO_GEMV_AR_LOCAL_MAX_W", FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT);
+    if (max_w <= 0 || a.M <= 8 || (double)a.N * (double)ksum < (double)max_w) return;
+  }
   for (int i = 0; i < n; i++) {
     memcpy(&a, ops[i].u.raw, sizeof a);
     ops[i].impl = 0;

@@ -89,10 +89,10 @@ static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) 
  * src/cuda/gemv_allreduce.cu has the rule): up to FCO_GEMV_SPLIT_MAX K slices a group, the
  * slices past the first as fp32 [T'][M][16] (T' = T rounded up to groups of 8, the largest
  * group) in a split area after the P slots (impl 2: after its gather area,
- * fco_gemv_ar_split_off). Reserved only where a split can apply: the groups (of 8, the default since session
- * 23, or of 4 with FCO_GEMV_GROUP_TMA=0) fill at most half of the co-resident blocks, which on
- * GPUs of up to 160 SMs (one grouped block each) means N ≤ FCO_GEMV_SPLIT_MAX_N (groups of 8;
- * of 4: 5120). */
+ * fco_gemv_ar_split_off). Reserved only where a split can apply: the groups (of 8, the default
+ * since session 23, or of 4 with FCO_GEMV_GROUP_TMA=0) fill at most half of the co-resident
+ * blocks, which on GPUs of up to 160 SMs (one grouped block each) means N ≤
+ * FCO_GEMV_SPLIT_MAX_N (groups of 8; of 4: 5120). */
 #define FCO_GEMV_SPLIT_MAX 4
 #define FCO_GEMV_SPLIT_MAX_N 10240
 static inline size_t fco_gemv_ar_split_bytes(int impl, size_t M, size_t N, size_t esize) {
