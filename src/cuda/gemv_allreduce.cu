@@ -640,11 +640,10 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
       bool four = a0->group_tma == 4;
       int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1;
       if (a0->group_tma < 0) { /* automatic (see tma_streams) */
-        if ((res = tma_streams<T, kMT, kImpl, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, err)) !=
-                FCO_OK ||
-            (res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, err)) !=
-                FCO_OK)
-          return res;
+        res = tma_streams<T, kMT, kImpl, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, err);
+        if (res == FCO_OK)
+          res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, err);
+        if (res != FCO_OK) return res;
         four = s4 > s8 || (s4 == s8 && sp4 < sp8);
       }
       fco_gemv_ar_args_t a = *a0;
