@@ -13,7 +13,7 @@
  *   messages (nothing written; also tuning knobs set to values no kernel exists for:
  *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT, FCO_GEMV_TMA_STAGES), a mismatch of M across ranks, and on
  *   GPU transports AUTO's rule read back through fco_last_plan, a CUDA graph replayed 100 times and FCO_CHECK_ARGS=1
- *   (on nccl also the device-side mismatch). On GPU transports the calls after bad_args run with
+ *   (M 3, and the grouped tiles' impls 1 and 2 at M 48 / 64; on nccl also the device-side mismatch). On GPU transports the calls after bad_args run with
  *   FCO_GEMV_AR_LL=0 and every round after P = 1 with FCO_GEMV_PDL=0, as when the kernel
  *   variants' tests ran between them in this program (see main).
  *   FCO_TEST_LL / FCO_TEST_GROUP / FCO_TEST_PDL=only select parts of
@@ -285,6 +285,9 @@ int main(void) {
       for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++) gemv_graph(&w, &b, i);
       t_knob_set("FCO_CHECK_ARGS", "1");
       for (int i = 1; i <= 2; i++) gemv_one_call(&w, &b, 3, 1000, 1000, FCO_BF16, 1, i);
+      /* and the grouped tiles (M 33..64: impl 1's one-shot, impl 2's two-phase) */
+      for (int i = 1; i <= 2; i++)
+        gemv_one_call(&w, &b, i == 1 ? 48 : 64, 1000, 1000, FCO_F16, 1, i);
       t_knob_reset("FCO_CHECK_ARGS");
       t_knob_reset("FCO_GEMV_AR_LL");
       t_knob_set("FCO_GEMV_PDL", "0");
