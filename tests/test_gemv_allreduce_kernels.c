@@ -580,6 +580,20 @@ static void expect_tma_groups(const t_world_t* w) {
  * 8: several a block, the remote-owned ones first); K off the vector path (4095) now and then.
  * Then back-to-back calls (impls 2, 1, 3, 0 in turn, no sync) and a CUDA graph of impl 2 at M
  * 64, N 8192. */
+/* impl 2 on the grouped tiles: every rank's plan names the two-phase kernel where there are at
+ * least as many groups (of the plan's kG) as ranks, else the grouped one-shot (no "two-phase"). */
+static void expect_twophase(const t_world_t* w, size_t N) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* kg = strstr(plan, "kG=");
+    const size_t g = kg ? (size_t)atoi(kg + 3) : 0;
+    const int want = g > 0 && ((N + 15) / 16 + g - 1) / g >= (size_t)w->n;
+    if (!kg || (strstr(plan, " two-phase ") != NULL) != want)
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected the grouped %s", r, plan,
+             want ? "two-phase" : "one-shot (fewer groups than ranks)");
+  }
+}
+
 static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
   static const char* const tmas[] = {NULL, "4", "1", "1", "1", "0"};
   static const char* const splits[] = {NULL, NULL, "2", "2", "3", NULL};
@@ -599,6 +613,7 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
         const size_t kt = N == 8192 ? kt8192 : off_vec ? 4095 : gemv_vec_kt_le(w->n, GEMV_MAX_KT);
         gemv_one_call(w, b, ms[mi], N, kt, k % 2 ? FCO_F16 : FCO_BF16, (int)((k / 2) % 2), 2);
         expect_plan_has(w, "impl 2 ", 1);
+        expect_twophase(w, N);
         const int vec = !off_vec && gi != 4;
         expect_tile(w, !vec ? "grouped mma.sync" : gi == 5 ? "grouped wgmma" : "grouped wgmma tma");
         if (vec && (gi == 1 || gi == 2)) expect_plan_has(w, "kG=4", gi == 1);
@@ -625,6 +640,7 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
   ASSERT_EQ(gemv_check(w, b), 0);
   gemv_graph_shape(w, b, 2, 64, 8192, kt8192, FCO_F16);
   expect_plan_has(w, "impl 2 ", 1);
+  expect_twophase(w, 8192);
 }
 
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {

@@ -545,10 +545,13 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     return cuda_fail(err, ce, what);
   }
   /* fco_last_plan: which kernel, e.g. "gemv_allreduce impl 1 kernel grouped wgmma kG=4 split=2
-   * kMT=8 warps=8 PDL, 32 blocks/rank of 132 co-resident" (the slots the split rule counts) */
-  fco_plan_append(g->plan, " kernel %s%s", kLL ? "LL " : "",
+   * kMT=8 warps=8 PDL, 32 blocks/rank of 132 co-resident" (the slots the split rule counts);
+   * impl 2's kernels add " two-phase" to the name ("kernel grouped wgmma tma two-phase kG=8 ..."),
+   * not where impl 2 runs the one-shot schedule (fewer tiles or groups than ranks) */
+  fco_plan_append(g->plan, " kernel %s%s%s", kLL ? "LL " : "",
                   kG > 1 ? (kTma ? "grouped wgmma tma" : kWg ? "grouped wgmma" : "grouped mma.sync")
-                         : "one-tile");
+                         : "one-tile",
+                  kImpl == 2 ? " two-phase" : ""); /* impl 2 on the one-shot schedule: none */
   if (kG > 1)
     fco_plan_append(g->plan, " kG=%d split=%d%s%s", kG, split,
                     p.pair ? (split == 2 ? " pair" : " cluster") : "",
