@@ -11,9 +11,11 @@
  *   must be bit-identical to rank 0's and nothing may be written past y's end.
  *   Then back-to-back calls without a sync (epochs), bad arguments with their codes and
  *   messages (nothing written; also tuning knobs set to values no kernel exists for:
- *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT, FCO_GEMV_TMA_STAGES), a mismatch of M across ranks, and on
+ *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT, FCO_GEMV_TMA_STAGES, FCO_GEMV_GROUP_TMA, FCO_GEMV_ROUNDS), a
+ *   mismatch of M across ranks, and on
  *   GPU transports AUTO's rule read back through fco_last_plan, a CUDA graph replayed 100 times and FCO_CHECK_ARGS=1
- *   (M 3, and the grouped tiles' impls 1 and 2 at M 48 / 64; on nccl also the device-side mismatch). On GPU transports the calls after bad_args run with
+ *   (M 3, and the grouped tiles' impls 1 and 2 at M 48 / 64; on nccl at P = 2 also the device-side
+ *   mismatch, at M 4 / 5 and in rounds at M 57 / 64). On GPU transports the calls after bad_args run with
  *   FCO_GEMV_AR_LL=0 and every round after P = 1 with FCO_GEMV_PDL=0, as when the kernel
  *   variants' tests ran between them in this program (see main).
  *   FCO_TEST_LL / FCO_TEST_GROUP / FCO_TEST_PDL=only select parts of
@@ -146,6 +148,8 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   refused_knob(w, b, "FCO_GEMV_TMA_STAGES", "1", 48);
   refused_knob(w, b, "FCO_GEMV_GROUP_TMA", "2", 64);
   refused_knob(w, b, "FCO_GEMV_GROUP_TMA", "16", 8);
+  refused_knob(w, b, "FCO_GEMV_ROUNDS", "0", 64);
+  refused_knob(w, b, "FCO_GEMV_ROUNDS", "9", 3);
 }
 
 #ifdef FCO_HAVE_CUDA
@@ -247,6 +251,40 @@ static void device_mismatch(t_world_t* w, gemv_bufs_t* b) {
   t_knob_reset("FCO_CHECK_ARGS");
   assert_untouched(w, b, __LINE__);
 }
+
+/* nccl, P = 2: the same in rounds (FCO_GEMV_ROUNDS=2, the TMA tile at M 57 / 64, K split in
+ * cluster pairs): the owner blocks find the mismatch and leave, taking their helpers'
+ * hand-offs on the way out (rounds_owner_bail), so both ranks report instead of hanging. A
+ * world of its own: a mismatch leaves the comms unusable. */
+static void device_mismatch_rounds(fco_transport_t t) {
+  t_world_t w;
+  gemv_bufs_t b;
+  t_context("FCO_CHECK_ARGS=1, M 57 / 64 in rounds, ranks issued separately (nccl)");
+  ASSERT_OK(t_world_init(&w, t, 2, NULL));
+  gemv_bufs_alloc(&b, &w);
+  t_knob_set("FCO_CHECK_ARGS", "1");
+  t_knob_set("FCO_GEMV_ROUNDS", "2");
+  for (int r = 0; r < w.n; r++) {
+    size_t need = 0;
+    ASSERT_OK(fco_gemv_allreduce_workspace(w.comms[r], 64, 1000, 1000, FCO_BF16, 1, &need));
+    ASSERT_OK(fco_comm_reserve(w.comms[r], need));
+  }
+  gemv_prepare(&b, 57, 1000, 1000, FCO_BF16, 0, t_next_seed());
+  for (int r = 0; r < w.n; r++)
+    ASSERT_OK(fco_gemv_allreduce(w.comms[r], b.x[r], b.w[r], NULL, b.y[r], r == 1 ? 64 : 57,
+                                 1000, b.K[r], FCO_BF16, 1, NULL));
+  t_sync(&w);
+  for (int r = 0; r < 2; r++) {
+    ASSERT_RES(fco_comm_get_async_error(w.comms[r]), FCO_ERR_INVALID_ARGUMENT);
+    printf("rank %d reports: %s (%s)\n", r, fco_last_error(w.comms[r]),
+           fco_last_plan(w.comms[r]));
+  }
+  t_knob_reset("FCO_GEMV_ROUNDS");
+  t_knob_reset("FCO_CHECK_ARGS");
+  assert_untouched(&w, &b, __LINE__);
+  gemv_bufs_free(&b);
+  for (int r = 0; r < w.n; r++) (void)fco_comm_destroy(w.comms[r]);
+}
 #endif
 
 int main(void) {
@@ -292,6 +330,7 @@ int main(void) {
       t_knob_reset("FCO_GEMV_AR_LL");
       t_knob_set("FCO_GEMV_PDL", "0");
       if (t == FCO_TRANSPORT_NCCL && p == 2) {
+        device_mismatch_rounds(t);
         device_mismatch(&w, &b); /* leaves the comms unusable: last */
         gemv_bufs_free(&b);
         for (int r = 0; r < w.n; r++) (void)fco_comm_destroy(w.comms[r]);

@@ -23,7 +23,7 @@
  *   the automatic choice between the two checked against the plan) and the older tiles with
  *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan; then impl 2 on those groups,
  *   twophase_group_tests: several groups a block, split groups, fewer groups than ranks, back
- *   to back and in a CUDA graph);
+ *   to back and in a CUDA graph; then impl 1 in rounds, FCO_GEMV_ROUNDS, rounds_tests);
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
@@ -643,6 +643,89 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
   expect_twophase(w, 8192);
 }
 
+/* FCO_GEMV_ROUNDS = R (impl 1 on the TMA tile at M 33..64: a block takes its groups as rounds
+ * of one ring, run_oneshot_rounds): every rank's plan says "rounds=R" and runs
+ * min(the owners of the usual rule, ceil(groups / R)) owner blocks, times the split (1, or 2
+ * as a cluster pair: never the split area). */
+static void expect_rounds(const t_world_t* w, size_t N, int R) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* kg = strstr(plan, "kG=");
+    const char* sp = strstr(plan, "split=");
+    const char* of = strstr(plan, " blocks/rank of ");
+    char want[32];
+    snprintf(want, sizeof want, " rounds=%d ", R);
+    int ok = kg && sp && of && strstr(plan, want) && strstr(plan, "grouped wgmma tma ");
+    if (ok) {
+      const long cols = 16L * atoi(kg + 3), units = ((long)N + cols - 1) / cols;
+      const int split = atoi(sp + 6);
+      const char* nb = of; /* the number before " blocks/rank of " */
+      while (nb > plan && nb[-1] >= '0' && nb[-1] <= '9') nb--;
+      const long blocks = atol(nb), slots = atol(of + 16);
+      long B = slots < units ? slots : units;
+      B = (units + (units + B - 1) / B - 1) / ((units + B - 1) / B);
+      if ((units + R - 1) / R < B) B = (units + R - 1) / R;
+      ok = (split == 1 || (split == 2 && strstr(plan, "split=2 pair"))) && blocks == B * split;
+    }
+    if (!ok)
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected the TMA tile in rounds of %d", r,
+             plan, R);
+  }
+}
+
+/* Rounds (FCO_GEMV_ROUNDS), one knob row at a time: R = 2 and 3 in groups of 8 and of 4
+ * (FCO_GEMV_GROUP_TMA), the split unset (pairs where the owners leave room), 1 (no hand-off)
+ * and pairs off (FCO_GEMV_SPLIT_PAIR=0: then not split), R = 8 on 2 ring stages. N 8192 (64 /
+ * 128 groups: several rounds a block, the last owners one fewer where R does not divide them;
+ * its short K wraps the ring within a round and across rounds), 1000 (a partial last group,
+ * long K), 15 (one group, one round); M 40 / 64, bf16 / f16, bias on / off, a third of the
+ * calls with fp32 partials. Then back to back (impls 1 in rounds, 0, 2, 3, no sync) and a CUDA
+ * graph. */
+static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
+  static const char* const rs[] = {"2", "3", "2", "3", "2", "8"};
+  static const char* const tmas[] = {"1", "1", "4", "4", "1", "4"};
+  static const char* const splits[] = {NULL, NULL, NULL, "1", NULL, NULL};
+  static const int rv[] = {2, 3, 2, 3, 2, 8};
+  static const size_t ms[] = {40, 64};
+  static const size_t ns[] = {8192, 1000, 15};
+  const size_t kt8192 = gemv_vec_kt_le(w->n, GEMV_MAX_NK / 8192);
+  unsigned k = 0;
+  for (int gi = 0; gi < 6; gi++) {
+    t_knob_set("FCO_GEMV_ROUNDS", rs[gi]);
+    t_knob_set("FCO_GEMV_GROUP_TMA", tmas[gi]);
+    t_knob_set("FCO_GEMV_SPLIT", splits[gi]);
+    t_knob_set("FCO_GEMV_SPLIT_PAIR", gi == 4 ? "0" : NULL);
+    t_knob_set("FCO_GEMV_TMA_STAGES", gi == 5 ? "2" : NULL);
+    for (size_t mi = 0; mi < 2; mi++)
+      for (size_t ni = 0; ni < 3; ni++, k++) {
+        const size_t N = ns[ni];
+        const size_t kt = N == 8192 ? kt8192 : gemv_vec_kt_le(w->n, GEMV_MAX_KT);
+        if ((mi + ni + (size_t)gi) % 3 == 2) t_knob_set("FCO_GEMV_GROUP_FP32", "1");
+        gemv_one_call(w, b, ms[mi], N, kt, k % 2 ? FCO_F16 : FCO_BF16, (int)((k / 2) % 2), 1);
+        t_knob_reset("FCO_GEMV_GROUP_FP32");
+        expect_rounds(w, N, rv[gi]);
+        expect_plan_has(w, "kG=4", tmas[gi][0] == '4');
+        if (gi == 3 || gi == 4) expect_plan_has(w, "split=1 ", 1);
+      }
+  }
+  t_knob_reset("FCO_GEMV_GROUP_TMA");
+  t_knob_reset("FCO_GEMV_SPLIT");
+  t_knob_reset("FCO_GEMV_SPLIT_PAIR");
+  t_knob_reset("FCO_GEMV_TMA_STAGES");
+  t_knob_set("FCO_GEMV_ROUNDS", "2");
+  uint64_t seed = t_next_seed();
+  t_context("P=%d rounds back to back seed=0x%016llx", w->n, (unsigned long long)seed);
+  gemv_prepare(b, 64, 8192, kt8192, FCO_BF16, 1, seed);
+  static const int impls[] = {1, 0, 1, 2, 1, 3, 1, 1};
+  for (int i = 0; i < 40; i++) ASSERT_OK(gemv_issue(w, b, impls[i % 8], NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(gemv_check(w, b), 0);
+  gemv_graph_shape(w, b, 1, 64, 8192, kt8192, FCO_F16);
+  expect_rounds(w, 8192, 2);
+  t_knob_reset("FCO_GEMV_ROUNDS");
+}
+
 static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   /* The first six with FCO_GEMV_GROUP_TMA=0 (groups of 4 or 2, GroupWgmma): the fifth the
    * mma.sync tile, the sixth groups as unset, split in 2. The seventh to tenth: groups of 8 on
@@ -725,6 +808,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   }
   t_knob_reset("FCO_GEMV_GROUP_TMA");
   twophase_group_tests(w, b);
+  rounds_tests(w, b);
 }
 #endif
 

@@ -239,6 +239,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     if (p.pair) { /* clusters of split blocks: (owner q, its helpers); see run_split_helper */
       const int cs = p.split, cr = bi % cs, cq = bi / cs; /* cr: the rank in the cluster */
       bi = cr ? B + cq * (cs - 1) + (cr - 1) : cq;
+      /* rounds (split 2): the hand-off barriers, published by the arrival below */
+      if (p.rounds > 1 && threadIdx.x == 0) gemv::GroupTma<kG>::init_round_bars(dyn_smem);
       /* phase 1 (gemv_group_tma.cuh): helpers now; the owner now at split 2 (its pair buffer
        * lies past the ring), at split 3, 4 once its ring is done (run_oneshot_group) */
       if (cr || cs == 2) gemv::cluster_arrive_relaxed();
@@ -305,6 +307,12 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if constexpr (kG > 1) {
     if (c.b >= B) { /* a split helper: local work only, no argument check */
+      if constexpr (kTma && kImpl == 1)
+        if (p.rounds > 1) {
+          run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
+          epoch_end(dev, c.e, BT);
+          return;
+        }
       run_split_helper<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, primed);
       epoch_end(dev, c.e, BT);
       return;
@@ -313,7 +321,12 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   if (!p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash)) {
     if constexpr (kG > 1 && kImpl == 2)
       run_twophase_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
-    else if constexpr (kG > 1)
+    else if constexpr (kG > 1 && kTma) {
+      if (p.rounds > 1)
+        run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
+      else
+        run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
+    } else if constexpr (kG > 1)
       run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
     else if constexpr (kLL)
       run_oneshot_ll<T, kMT, kPipe, kW>(p, c, s, wc);
@@ -321,9 +334,13 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
       run_oneshot<T, kMT, kPipe, kW>(p, c, s, wc);
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
-  } else if constexpr (kTma) {
-    gemv::GroupTma<kG>::drain(dyn_smem, primed); /* the argument check failed */
-    if (p.pair) gemv::pair_handoff(p.split); /* the helpers wait for their owner */
+  } else if constexpr (kTma) { /* the argument check failed */
+    if (kImpl == 1 && p.rounds > 1) {
+      rounds_owner_bail<kG>(p, c, dyn_smem, primed);
+    } else {
+      gemv::GroupTma<kG>::drain(dyn_smem, primed);
+      if (p.pair) gemv::pair_handoff(p.split); /* the helpers wait for their owner */
+    }
   }
   if constexpr (kTma)
     if (threadIdx.x == 0) FCO_GTRACE(9);
@@ -437,7 +454,12 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
       }
     }
   }
-  const int B = owner_blocks(cap / g->num_local, max_blocks(kImpl), units);
+  /* FCO_GEMV_ROUNDS = R ≥ 2 (the TMA tile's one-shot, run_oneshot_rounds): ceil(units / R)
+   * owners, each taking up to R groups as rounds of one ring; K split in cluster pairs where
+   * they fit (FCO_GEMV_SPLIT unset or 2, pairs not turned off), else not split. */
+  const int rounds = kTma && kImpl == 1 && a0->rounds > 1 ? a0->rounds : 1;
+  int B = owner_blocks(cap / g->num_local, max_blocks(kImpl), units);
+  if (rounds > 1 && (units + rounds - 1) / rounds < B) B = (units + rounds - 1) / rounds;
   if (kImpl == 2 && B < g->nranks)
     return fail(err, FCO_ERR_UNSUPPORTED,
                 "fco_gemv_allreduce: two-phase needs a block per rank, and %d co-resident blocks "
@@ -448,11 +470,19 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
                 "num_local %d ranks one block", cap, device, g->num_local);
   const size_t es = sizeof(T);
   SplitPlan sp;
-  plan_split<kKernel, kTma>(a0, impl, device, g->num_local, B, cap / g->num_local, units, kG,
-                            kThreads, dyn, es, &sp);
+  if (rounds > 1) { /* pairs or nothing: B owners, each its own unit of the split rule */
+    fco_gemv_ar_args_t a = *a0;
+    a.split = a0->split == 1 || !a0->split_pair ? 1 : 2;
+    plan_split<kKernel, kTma>(&a, impl, device, g->num_local, B, cap / g->num_local, B, kG,
+                              kThreads, dyn, es, &sp);
+    if (!sp.pair) sp.split = 1;
+  } else {
+    plan_split<kKernel, kTma>(a0, impl, device, g->num_local, B, cap / g->num_local, units, kG,
+                              kThreads, dyn, es, &sp);
+  }
   const int split = sp.split, pair = sp.pair, miss_s = sp.miss_s, miss_n = sp.miss_n;
   const uint64_t split_slice = sp.slice_bytes;
-  const int helpers = units * (split - 1); /* flags on sig[me][me][0 .. helpers) */
+  const int helpers = B * (split - 1); /* flags on sig[me][me][0 .. helpers) */
   if (helpers >= kCheckSlot)
     return fail(err, FCO_ERR_INTERNAL, "fco_gemv_allreduce: %d split helpers", helpers);
   GarParams p;
@@ -476,6 +506,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.blocks_total = B + helpers;
   p.split = split;
   p.pair = pair;
+  p.rounds = rounds;
   p.split_slice_bytes = split_slice;
   p.split_off = fco_gemv_ar_split_off(impl, g->nranks, a0->M, a0->N, es);
   p.nranks = g->nranks;
@@ -556,6 +587,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     fco_plan_append(g->plan, " kG=%d split=%d%s%s", kG, split,
                     p.pair ? (split == 2 ? " pair" : " cluster") : "",
                     p.group_half ? "" : " fp32-partials");
+  if (rounds > 1) fco_plan_append(g->plan, " rounds=%d", rounds);
   if (miss_s) /* e.g. " (clusters of 4: 30 fit, 32 wanted)" */
     fco_plan_append(g->plan, " (clusters of %d: %d fit, %d wanted)", miss_s, miss_n,
                     B * g->num_local);

@@ -273,6 +273,161 @@ struct GroupPush {
   }
 };
 
+/* The grouped one-shot's second half, all threads of an owner block: per group of this block
+ * (q = b, b + B, ...; the j-th), wait for every peer's flag sig_value(e, j), sum the P slots in
+ * rank order, bias, round, write y. */
+template <typename T, int kG>
+__device__ __forceinline__ void oneshot_group_reduce(const GarParams& p, const Ctx& c,
+                                                     const RankView& v, const WaitCtx& wc) {
+  const int i = threadIdx.x, step = blockDim.x;
+  const int per = 4 * p.M; /* float4s per tile */
+  const int Q = (p.T + kG - 1) / kG;
+  const GroupPush<T> push(p);
+  const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
+  const GroupWalk gw(i, step, per);
+  const char* mine = v.peer_data[c.me] + c.hoff;
+  uint32_t j = 0;
+  for (int q = c.b; q < Q; q += c.B, ++j) {
+    bool ok = true;
+    if (i < c.P && i != c.me)
+      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
+                   c.b);
+    if (__syncthreads_or(!ok)) return;
+    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
+    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    int tw = gw.tw0, ii = gw.ii0;
+    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
+      const int t = t0 + tw;
+      const size_t off = push.off(t, ii);
+      float4 acc = push.load(mine + off); /* rank 0's 4 partials of this thread */
+      for (int r = 1; r < c.P; ++r)
+        acc = add4(acc, push.load(mine + (size_t)r * p.slot_bytes + off));
+      if (fast)
+        finish4_at<T, false>(p, c, t, ii, acc);
+      else
+        finish4_at<T>(p, c, t, ii, acc);
+    }
+  }
+}
+
+/* Rounds (FCO_GEMV_ROUNDS = R ≥ 2 on the TMA tile, impl 1: p.rounds; the launcher runs
+ * ceil(groups / R) owner blocks, split 1 or cluster pairs): a block — an owner, or a pair's
+ * owner and helper (slice 1) — takes its groups q = b, b + B, ... as rounds of one TMA ring that
+ * runs on (GroupTma::run_rounds): while its consumer warps finish group r (the helper's slice
+ * handed over, the sums pushed to every rank and flagged), the producer already streams group
+ * r + 1's W. On two GPUs group r's partials then cross the link while group r + 1 computes; with
+ * one group a block every push trails the last wgmma (docs/gemv_allreduce.md, "Rounds"). The
+ * hand-off of a round, without the cluster barrier (which would stop the producers too): the
+ * helper st.async's its fragments into the owner's pair buffer, their bytes counted on the
+ * owner's hand_full (the owner's expect-tx arrival, once a round); the owner adds its own
+ * fragments in place (slice 0 + slice 1, as GroupSlices::sum) and, once it has pushed the
+ * group, arrives on the helper's hand_empty, which the helper waits for before its next
+ * round's stores. Split 1: the owner's fragments go to the same buffer, no hand-off. Then the
+ * owner's second half as run_oneshot_group's (oneshot_group_reduce): the same slots, flags and
+ * values, so ranks may differ in R only where their owner blocks agree (B is in the
+ * FCO_CHECK_ARGS hash). */
+template <typename T, int kG>
+__device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx& c,
+                                                   const RankView& v, unsigned char* smem,
+                                                   const WaitCtx& wc, int primed) {
+  using G = gemv::GroupTma<kG>;
+  const int tid = threadIdx.x, B = c.B, per = 4 * p.M;
+  const bool helper = c.b >= B;
+  const int cq = helper ? c.b - B : c.b; /* the owner's index (split ≤ 2: one helper each) */
+  const int Q = (p.T + kG - 1) / kG, nr = (Q - cq + B - 1) / B;
+  int s0, n;
+  tma_slice<kG>(p, c.K, helper ? 1 : 0, s0, n);
+  const uint32_t pb = ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)G::kPairOff;
+  float* out = reinterpret_cast<float*>(smem + (pb - smem_u32(smem))); /* [kG][64][16] */
+  const uint32_t hfull = G::hand_full(smem), hempty = G::hand_empty(smem);
+  if (p.pair) gemv::cluster_wait(); /* phase 1: the peer block's hand barriers are initialised */
+  if (helper) {
+    uint32_t ro, rb; /* the owner's pair buffer and hand_full */
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(ro) : "r"(pb));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(rb) : "r"(hfull));
+    G::template run_rounds<T>(
+        c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
+        [&](int r, float* d) {
+          if (r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
+#pragma unroll
+          for (int j = 0; j < G::BN / 16; ++j)
+#pragma unroll
+            for (int h = 0; h < 4; h += 2)
+              G::hand_store(ro + 4u * (uint32_t)G::frag_at(tid, j, h), rb, d[4 * j + h],
+                            d[4 * j + h + 1]);
+        });
+    return;
+  }
+  const GroupPush<T> push(p);
+  const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
+  const GroupWalk gw(tid, G::kConsumers, per);
+  uint64_t* flag_out = nullptr; /* thread i < P, i != me: peer i's flag for this block */
+  if (tid < c.P && tid != c.me) flag_out = v.peer_sig[tid] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  G::template run_rounds<T>(
+      c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
+      [&](int r, float* d) {
+        if (p.pair) { /* the helper's slice of this round in the buffer */
+          if (tid == 0) tile::mbar_arrive_expect_tx(hfull, (uint32_t)G::kOutBytes);
+          tile::mbar_wait(hfull, (uint32_t)r & 1u);
+        }
+#pragma unroll
+        for (int j = 0; j < G::BN / 16; ++j)
+#pragma unroll
+          for (int h = 0; h < 4; h += 2) {
+            float2* o = reinterpret_cast<float2*>(out + G::frag_at(tid, j, h));
+            float2 val = make_float2(d[4 * j + h], d[4 * j + h + 1]);
+            if (p.pair) {
+              const float2 s1 = *o;
+              val.x += s1.x;
+              val.y += s1.y;
+            }
+            *o = val;
+          }
+        tile::bar_sync_all(G::kConsumers);
+        const int t0 = (cq + r * B) * kG, lim = min(kG, p.T - t0) * per;
+        const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+        const float4* o4 = reinterpret_cast<const float4*>(out);
+        int tw = gw.tw0, ii = gw.ii0;
+        for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii)) {
+          const int t = t0 + tw;
+          const float4 sum = o4[tw * 256 + ii];
+          if (c.P == 1) { /* nothing to reduce: y straight from the group's sums */
+            if (fast)
+              finish4_at<T, false>(p, c, t, ii, sum);
+            else
+              finish4_at<T>(p, c, t, ii, sum);
+            continue;
+          }
+          const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + push.off(t, ii);
+          for (int k = 1; k <= c.P; ++k) push.store(v.peer_data[(c.me + k) % c.P] + off, sum);
+        }
+        tile::bar_sync_all(G::kConsumers); /* out read, every push issued: signal_block's order */
+        if (flag_out) st_release_sys(flag_out, sig_value(c.e, (uint32_t)r));
+        if (p.pair && r + 1 < nr && tid == 0) tile::mbar_arrive_cluster(hempty, 1u);
+      });
+  if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc);
+}
+
+/* Rounds, an owner block that leaves without run_oneshot_rounds (its argument check failed):
+ * its primed stages landed, and in a pair every round's hand-off taken (thread 0: each
+ * hand_full awaited, hand_empty arrived but after the last), so its helper neither waits
+ * forever nor stores into a block that has left. */
+template <int kG>
+__device__ __forceinline__ void rounds_owner_bail(const GarParams& p, const Ctx& c,
+                                                  unsigned char* smem, int primed) {
+  using G = gemv::GroupTma<kG>;
+  G::drain(smem, primed);
+  if (!p.pair) return;
+  gemv::cluster_wait();
+  if (threadIdx.x != 0) return;
+  const int Q = (p.T + kG - 1) / kG, nr = (Q - c.b + c.B - 1) / c.B;
+  for (int r = 0; r < nr; ++r) {
+    tile::mbar_arrive_expect_tx(G::hand_full(smem), (uint32_t)G::kOutBytes);
+    tile::mbar_wait(G::hand_full(smem), (uint32_t)r & 1u);
+    if (r + 1 < nr) tile::mbar_arrive_cluster(G::hand_empty(smem), 1u);
+  }
+}
+
 template <typename T, int kMT, int kG, bool kWg, bool kTma>
 __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx& c,
                                                   const RankView& v, unsigned char* smem,
@@ -312,30 +467,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     if (i == 0) FCO_GTRACE(8);
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
   }
-  if (c.P == 1) return;
-  const char* mine = v.peer_data[c.me] + c.hoff;
-  j = 0;
-  for (int q = c.b; q < Q; q += c.B, ++j) {
-    bool ok = true;
-    if (i < c.P && i != c.me)
-      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
-                   c.b);
-    if (__syncthreads_or(!ok)) return;
-    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
-    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
-    int tw = gw.tw0, ii = gw.ii0;
-    for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
-      const int t = t0 + tw;
-      const size_t off = push.off(t, ii);
-      float4 acc = push.load(mine + off); /* rank 0's 4 partials of this thread */
-      for (int r = 1; r < c.P; ++r)
-        acc = add4(acc, push.load(mine + (size_t)r * p.slot_bytes + off));
-      if (fast)
-        finish4_at<T, false>(p, c, t, ii, acc);
-      else
-        finish4_at<T>(p, c, t, ii, acc);
-    }
-  }
+  if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc);
 }
 
 /* impl 2 with grouped tiles (M 33..64, bf16 / f16; the same groups, tiles, K splits and partial

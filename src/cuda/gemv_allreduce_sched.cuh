@@ -77,6 +77,8 @@ struct GarParams {
   uint32_t prefetch_bytes; /* kPdl: bytes of its first tile's W a block asks L2 for, 0 = none */
   int ll_half;     /* LL kernels, bf16 / f16: partials in the dtype, 2 a word (FCO_GEMV_LL_FP32) */
   int group_half;  /* grouped tiles: partials pushed in the dtype (FCO_GEMV_GROUP_FP32 unset) */
+  int rounds; /* TMA grouped one-shot: FCO_GEMV_ROUNDS (> 1: run_oneshot_rounds, B = ceil(groups
+              * / rounds) owners, split 1 or pairs), else 1 */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */

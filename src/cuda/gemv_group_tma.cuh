@@ -124,7 +124,12 @@ struct GroupTma {
   /* Pair hand-off (split 2 in clusters of 2, see hand_buf): the helper's partial lands in the
    * owner's shared memory past the barriers, kOutBytes more. */
   static constexpr size_t kPairOff = ((size_t)kBarOff + 2 * kStages * 8 + 15) / 16 * 16;
-  static constexpr size_t kSmemPairBytes = 1024 + kPairOff + kOutBytes;
+  /* Rounds (run_rounds, FCO_GEMV_ROUNDS): two more mbarriers past the pair buffer, hand_full
+   * (the owner's: its expect-tx arrival + the helper's st.async bytes) and hand_empty (the
+   * helper's: the owner's arrival once it has read the buffer). Every launch of this tile asks
+   * the same bytes. */
+  static constexpr size_t kRoundBarOff = kPairOff + kOutBytes;
+  static constexpr size_t kSmemPairBytes = 1024 + kRoundBarOff + 16;
   static_assert(kStageBytes % 1024 == 0 && kStages >= 3, "stage layout: at least 3 stages");
   static_assert(kOutBytes <= (size_t)kBarOff, "out must not reach the barriers");
   /* Clusters of up to kMaxCluster blocks (split 3, 4: out and the helpers' slices in the ring) */
@@ -171,6 +176,16 @@ struct GroupTma {
   __device__ static __forceinline__ uint32_t hand_buf(unsigned char* smem, int split, int sl) {
     return split == 2 ? ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)kPairOff
                       : smem_u32(smem) + (uint32_t)((size_t)sl * kOutBytes);
+  }
+  /* m64nNk16 fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2), column
+   * 8j + 2·(lane % 4) + q % 2 of this warpgroup's BN/2 columns (as GroupWgmma). The float index
+   * in out [kG][64][16] of d[4j + q] (q = 0 or 2; d[4j + q + 1] the next column beside it), for
+   * consumer thread tid. */
+  __device__ static __forceinline__ int frag_at(int tid, int j, int q) {
+    const int wg = tid >> 7, lane = tid & 31, row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
+    const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3);
+    const int row = row0 + 8 * (q >> 1);
+    return ((col / kTileN) * 64 + row) * kTileN + col % kTileN;
   }
   /* ns (FCO_GEMV_TMA_STAGES): ring stages in use, 2..kStages (fewer bytes in flight a block:
    * the first stage of every block arrives sooner when all blocks fill their rings at once);
@@ -262,6 +277,49 @@ struct GroupTma {
 #endif
   }
 
+  /* A consumer thread (tid < kConsumers): num_st stages from the ring, the next at slot s of
+   * phase ph (both advanced), added into d (this thread's m64n(BN/2) fragments), each stage
+   * released (its empty barrier, one arrival a warp) once the wgmma reading it retired; the
+   * last one only where release_last (run_rounds: the ring runs on; run: discarded after).
+   * Returns with every wgmma retired. */
+  template <typename T>
+  __device__ static __forceinline__ void consume(float* d, uint32_t pipe, uint32_t full,
+                                                 uint32_t empty, int num_st, int ns, int& s,
+                                                 int& ph, bool release_last) {
+    const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+    const uint32_t b_off = kXBytes + (uint32_t)wg * (BN / 2) * 128;
+    int ps = 0;
+#pragma unroll 1
+    for (int kt = 0; kt < num_st; ++kt) {
+      tile::mbar_wait(full + 8 * s, (uint32_t)ph);
+      if (kt == 0 && tid == 0) FCO_GTRACE(4);
+      const uint32_t st = pipe + (uint32_t)s * kStageBytes;
+      tile::wgmma_fence();
+#pragma unroll
+      for (int b = 0; b < kKb; ++b)
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk)
+          WgmmaN<T, BN / 2>::run(d, tile::wgmma_desc(st + b * kXBox + kk * 32, 16, 1024),
+                                 tile::wgmma_desc(st + b_off + b * kWBox + kk * 32, 16, 1024));
+      tile::wgmma_commit();
+      tile::wgmma_wait<1>(); /* stage kt − 1 retired (this warpgroup): release it */
+      if (kt > 0) {
+        __syncwarp();
+        if (lane == 0) tile::mbar_arrive(empty + 8 * ps);
+      }
+      ps = s;
+      if (++s == ns) s = 0, ph ^= 1;
+    }
+    tile::wgmma_wait<0>();
+    if (tid == 0) FCO_GTRACE(5);
+#pragma unroll
+    for (int i = 0; i < BN / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+    if (release_last && num_st > 0) {
+      __syncwarp();
+      if (lane == 0) tile::mbar_arrive(empty + 8 * ps);
+    }
+  }
+
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
    * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
    * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
@@ -300,34 +358,8 @@ struct GroupTma {
       }
       __syncwarp(); /* converged before the block barrier below (an aligned one) */
     } else {
-      const int wg = tid >> 7, lane = tid & 31;
-      const uint32_t b_off = kXBytes + (uint32_t)wg * (BN / 2) * 128;
-      int s = 0, ph = 0, ps = 0;
-#pragma unroll 1
-      for (int kt = 0; kt < num_st; ++kt) {
-        tile::mbar_wait(full + 8 * s, (uint32_t)ph);
-        if (kt == 0 && tid == 0) FCO_GTRACE(4);
-        const uint32_t st = pipe + (uint32_t)s * kStageBytes;
-        tile::wgmma_fence();
-#pragma unroll
-        for (int b = 0; b < kKb; ++b)
-#pragma unroll
-          for (int kk = 0; kk < BK / 16; ++kk)
-            WgmmaN<T, BN / 2>::run(d, tile::wgmma_desc(st + b * kXBox + kk * 32, 16, 1024),
-                                   tile::wgmma_desc(st + b_off + b * kWBox + kk * 32, 16, 1024));
-        tile::wgmma_commit();
-        tile::wgmma_wait<1>(); /* stage kt − 1 retired (this warpgroup): release it */
-        if (kt > 0) {
-          __syncwarp();
-          if (lane == 0) tile::mbar_arrive(empty + 8 * ps);
-        }
-        ps = s;
-        if (++s == ns) s = 0, ph ^= 1;
-      }
-      tile::wgmma_wait<0>();
-      if (tid == 0) FCO_GTRACE(5);
-#pragma unroll
-      for (int i = 0; i < BN / 4; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      int s = 0, ph = 0;
+      consume<T>(d, pipe, full, empty, num_st, ns, s, ph, false);
     }
     __syncthreads(); /* every copy consumed, every wgmma retired: out may reuse the ring */
     if (tid == 0)
@@ -345,18 +377,13 @@ struct GroupTma {
       asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(to_owner));
     }
     if (tid < kConsumers) {
-      /* m64nNk16 fragment: d[4j + q] is row (warp % 4)·16 + lane/4 + 8·(q/2), column
-       * 8j + 2·(lane % 4) + q % 2 of this warpgroup's BN/2 columns (as GroupWgmma). */
       /* Columns col, col + 1 (q = 0, 1 and 2, 3) side by side: one 8-byte store each pair. */
       float* out = reinterpret_cast<float*>(smem);
-      const int wg = tid >> 7, lane = tid & 31, row0 = ((tid >> 5) & 3) * 16 + (lane >> 2);
 #pragma unroll
       for (int j = 0; j < BN / 16; ++j)
 #pragma unroll
         for (int q = 0; q < 4; q += 2) {
-          const int col = wg * (BN / 2) + 8 * j + 2 * (lane & 3);
-          const int row = row0 + 8 * (q >> 1);
-          const int at = ((col / kTileN) * 64 + row) * kTileN + col % kTileN;
+          const int at = frag_at(tid, j, q);
           if (to_owner)
             asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(remote + 4u * at),
                          "f"(d[4 * j + q]), "f"(d[4 * j + q + 1])
@@ -368,6 +395,89 @@ struct GroupTma {
     if (to_owner) return; /* the caller publishes (pair_publish: all threads) */
     __syncthreads();
     if (tid == 0) FCO_GTRACE(6);
+#else
+    __trap(); /* not built for sm_90a: the launcher must not pick this tile */
+#endif
+  }
+
+  /* Rounds: the hand-off barriers past the pair buffer (kRoundBarOff). */
+  __device__ static __forceinline__ uint32_t hand_full(unsigned char* smem) {
+    return ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)kRoundBarOff;
+  }
+  __device__ static __forceinline__ uint32_t hand_empty(unsigned char* smem) {
+    return hand_full(smem) + 8u;
+  }
+  /* A helper's two partials (columns col, col + 1 of a fragment) into the owner's buffer at
+   * `addr`, their 8 bytes counted on the owner's hand_full `bar` (both shared::cluster
+   * addresses, mapa'd to the owner). */
+  __device__ static __forceinline__ void hand_store(uint32_t addr, uint32_t bar, float a, float b) {
+    asm volatile(
+        "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::
+            "r"(addr),
+        "f"(a), "f"(b), "r"(bar)
+        : "memory");
+  }
+  /* One thread of every block of a cluster pair, at the kernel's start, before its phase-1
+   * cluster arrival (which publishes the initialisation to the peer block). */
+  __device__ static __forceinline__ void init_round_bars(unsigned char* smem) {
+    tile::mbar_init(hand_full(smem), 1);
+    tile::mbar_init(hand_empty(smem), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+
+  /* Rounds (FCO_GEMV_ROUNDS; gemv_allreduce_group.cuh's run_oneshot_rounds). All kThreads
+   * threads. The ring runs on across `rounds` groups — columns n0 + r·dn for r = 0 .. rounds −
+   * 1, each over the same stages st0 .. st0 + num_st − 1 — so the producer issues group r + 1's
+   * stages while the consumers finish group r: no refill and no block barrier between groups.
+   * After group r the consumer threads (only they; named barrier 1 of kConsumers threads is
+   * theirs) call fin(r, d) with their fragments (frag_at's layout, every wgmma retired); fin
+   * must not touch the ring. primed, ns: as run(). Ends with a block barrier, the ring's
+   * barriers invalidated. */
+  template <typename T, typename Fin>
+  __device__ static __forceinline__ void run_rounds(const void* mx, const void* mw, int st0,
+                                                    int num_st, int n0, int dn, int rounds,
+                                                    unsigned char* smem, int ns, int primed,
+                                                    Fin&& fin) {
+#if FCO_WGMMA_COMPILED
+    const int tid = threadIdx.x;
+    const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
+    const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
+    ns = ring_stages(ns);
+    if (tid == 0 && !primed) init_bars(full, empty);
+    __syncthreads(); /* (primed: the producer's initialisation too) */
+    if (tid >= kConsumers) {
+      if (tid == kConsumers) { /* every stage of every round, one counter of stages issued */
+        const int total = rounds * num_st;
+        int g = primed, kt = primed, n = n0;
+        int s = primed == ns ? 0 : primed, ph = primed == ns ? 1 : 0;
+        const uint64_t pol = w_policy();
+#pragma unroll 1
+        for (; g < total; ++g) {
+          if (kt == num_st) kt = 0, n += dn;
+          if (g >= ns) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
+          issue(mx, mw, pipe, full, s, (st0 + kt) * SK, n, pol);
+          ++kt;
+          if (++s == ns) s = 0, ph ^= 1;
+        }
+      }
+      __syncwarp(); /* converged before the block barrier below (an aligned one) */
+    } else {
+      int s = 0, ph = 0;
+#pragma unroll 1
+      for (int r = 0; r < rounds; ++r) {
+        float d[BN / 4];
+#pragma unroll
+        for (int i = 0; i < BN / 4; ++i) d[i] = 0.f;
+        consume<T>(d, pipe, full, empty, num_st, ns, s, ph, true);
+        fin(r, d);
+      }
+    }
+    __syncthreads();
+    if (tid == 0)
+      for (int s = 0; s < kStages; ++s) {
+        tile::mbar_inval(full + 8 * s);
+        tile::mbar_inval(empty + 8 * s);
+      }
 #else
     __trap(); /* not built for sm_90a: the launcher must not pick this tile */
 #endif

@@ -62,6 +62,8 @@ typedef struct {
   int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split groups as clusters; 0 off */
   int tma_stages; /* FCO_GEMV_TMA_STAGES: TMA tile's ring stages in use, 2..4 (0 = unset: all:
                    * 4 in groups of 8, 6 in groups of 4) */
+  int rounds;    /* FCO_GEMV_ROUNDS: 1 (unset) off; 2..FCO_GEMV_ROUNDS_MAX: the TMA tile's one-shot
+                  * takes that many groups a block as rounds of one ring (M 33..64) */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
@@ -94,6 +96,8 @@ static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) 
  * blocks, which on GPUs of up to 160 SMs (one grouped block each) means N ≤
  * FCO_GEMV_SPLIT_MAX_N (groups of 8; of 4: 5120). */
 #define FCO_GEMV_SPLIT_MAX 4
+/* FCO_GEMV_ROUNDS: the most groups a block takes as rounds of one TMA ring (gemv_allreduce.cu) */
+#define FCO_GEMV_ROUNDS_MAX 8
 #define FCO_GEMV_SPLIT_MAX_N 10240
 static inline size_t fco_gemv_ar_split_bytes(int impl, size_t M, size_t N, size_t esize) {
   if ((impl != 1 && impl != 2) || esize != 2 || M <= 32 || M > 64 || N > FCO_GEMV_SPLIT_MAX_N)
