@@ -673,6 +673,31 @@ static void expect_rounds(const t_world_t* w, size_t N, int R) {
   }
 }
 
+/* FCO_GEMV_ROUNDS unset (or 1: off): every rank's TMA tile runs in rounds exactly where its
+ * owners, unsplit, take several groups each ("rounds=ceil(groups / blocks)"), never where
+ * rounds are off. */
+static void expect_auto_rounds(const t_world_t* w, size_t N, int off) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const char* kg = strstr(plan, "kG=");
+    const char* sp = strstr(plan, "split=");
+    const char* of = strstr(plan, " blocks/rank of ");
+    const char* at = strstr(plan, " rounds=");
+    int ok = kg && sp && of && strstr(plan, "grouped wgmma tma ");
+    if (ok) {
+      const long cols = 16L * atoi(kg + 3), units = ((long)N + cols - 1) / cols;
+      const char* nb = of;
+      while (nb > plan && nb[-1] >= '0' && nb[-1] <= '9') nb--;
+      const long blocks = atol(nb);
+      const long want = !off && atoi(sp + 6) == 1 && units > blocks ? (units + blocks - 1) / blocks : 0;
+      ok = want ? at && atol(at + 8) == want : !at;
+    }
+    if (!ok)
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected rounds %s", r, plan,
+             off ? "off" : "where owners take several groups");
+  }
+}
+
 /* Rounds (FCO_GEMV_ROUNDS), one knob row at a time: R = 2 and 3 in groups of 8 and of 4
  * (FCO_GEMV_GROUP_TMA), the split unset (pairs where the owners leave room), 1 (no hand-off)
  * and pairs off (FCO_GEMV_SPLIT_PAIR=0: then not split), R = 8 on 2 ring stages. N 8192 (64 /
@@ -680,17 +705,18 @@ static void expect_rounds(const t_world_t* w, size_t N, int R) {
  * its short K wraps the ring within a round and across rounds), 1000 (a partial last group,
  * long K), 15 (one group, one round); M 40 / 64, bf16 / f16, bias on / off, a third of the
  * calls with fp32 partials. Then back to back (impls 1 in rounds, 0, 2, 3, no sync) and a CUDA
- * graph. */
+ * graph. The last three rows: rounds unset in groups of 8 and of 4 (in rounds where the owners
+ * take several groups: N 8192 from P = 2 or 3 on one H200) and 1 (off), expect_auto_rounds. */
 static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
-  static const char* const rs[] = {"2", "3", "2", "3", "2", "8"};
-  static const char* const tmas[] = {"1", "1", "4", "4", "1", "4"};
-  static const char* const splits[] = {NULL, NULL, NULL, "1", NULL, NULL};
-  static const int rv[] = {2, 3, 2, 3, 2, 8};
+  static const char* const rs[] = {"2", "3", "2", "3", "2", "8", NULL, NULL, "1"};
+  static const char* const tmas[] = {"1", "1", "4", "4", "1", "4", "1", "4", "4"};
+  static const char* const splits[] = {NULL, NULL, NULL, "1", NULL, NULL, NULL, NULL, NULL};
+  static const int rv[] = {2, 3, 2, 3, 2, 8, 0, 0, 1};
   static const size_t ms[] = {40, 64};
   static const size_t ns[] = {8192, 1000, 15};
   const size_t kt8192 = gemv_vec_kt_le(w->n, GEMV_MAX_NK / 8192);
   unsigned k = 0;
-  for (int gi = 0; gi < 6; gi++) {
+  for (int gi = 0; gi < 9; gi++) {
     t_knob_set("FCO_GEMV_ROUNDS", rs[gi]);
     t_knob_set("FCO_GEMV_GROUP_TMA", tmas[gi]);
     t_knob_set("FCO_GEMV_SPLIT", splits[gi]);
@@ -703,7 +729,8 @@ static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
         if ((mi + ni + (size_t)gi) % 3 == 2) t_knob_set("FCO_GEMV_GROUP_FP32", "1");
         gemv_one_call(w, b, ms[mi], N, kt, k % 2 ? FCO_F16 : FCO_BF16, (int)((k / 2) % 2), 1);
         t_knob_reset("FCO_GEMV_GROUP_FP32");
-        expect_rounds(w, N, rv[gi]);
+        if (rv[gi] > 1) expect_rounds(w, N, rv[gi]);
+        else expect_auto_rounds(w, N, rv[gi] == 1);
         expect_plan_has(w, "kG=4", tmas[gi][0] == '4');
         if (gi == 3 || gi == 4) expect_plan_has(w, "split=1 ", 1);
       }

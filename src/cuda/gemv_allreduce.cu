@@ -454,12 +454,25 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
       }
     }
   }
-  /* FCO_GEMV_ROUNDS = R ≥ 2 (the TMA tile's one-shot, run_oneshot_rounds): ceil(units / R)
-   * owners, each taking up to R groups as rounds of one ring; K split in cluster pairs where
-   * they fit (FCO_GEMV_SPLIT unset or 2, pairs not turned off), else not split. */
-  const int rounds = kTma && kImpl == 1 && a0->rounds > 1 ? a0->rounds : 1;
+  /* Rounds (the TMA tile's one-shot, run_oneshot_rounds). FCO_GEMV_ROUNDS = R ≥ 2:
+   * ceil(units / R) owners, each taking up to R groups as rounds of one ring; K split in cluster
+   * pairs where they fit (FCO_GEMV_SPLIT unset or 2, pairs not turned off), else not split.
+   * Unset: the same owners as without rounds, in rounds wherever they take several groups
+   * anyway (more groups than owners: the ring runs on instead of refilling per group; run
+   * 2026-12-03_nvidia-h200_fee17dc-rounds, local, M 48 / 64, same blocks: P = 4 8192² 53.34 /
+   * 58.75 against 56.02 / 61.97 µs, 8192×28672 −1.7 / −2.1 %, 16384² −2.8 / −3.9 %, P = 2
+   * 16384² −1.1 / −0.2 %). 1: never. Ranks may differ in it where their owners agree (B is
+   * in the FCO_CHECK_ARGS hash): the slots, flags and values are the one-shot's. */
   int B = owner_blocks(cap / g->num_local, max_blocks(kImpl), units);
-  if (rounds > 1 && (units + rounds - 1) / rounds < B) B = (units + rounds - 1) / rounds;
+  int rounds = 1;
+  if (kTma && kImpl == 1) {
+    if (a0->rounds > 1) {
+      rounds = a0->rounds;
+      if ((units + rounds - 1) / rounds < B) B = (units + rounds - 1) / rounds;
+    } else if (a0->rounds < 0 && B >= 1 && units > B) {
+      rounds = (units + B - 1) / B;
+    }
+  }
   if (kImpl == 2 && B < g->nranks)
     return fail(err, FCO_ERR_UNSUPPORTED,
                 "fco_gemv_allreduce: two-phase needs a block per rank, and %d co-resident blocks "
@@ -470,9 +483,10 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
                 "num_local %d ranks one block", cap, device, g->num_local);
   const size_t es = sizeof(T);
   SplitPlan sp;
-  if (rounds > 1) { /* pairs or nothing: B owners, each its own unit of the split rule */
+  if (rounds > 1) { /* pairs or nothing: B owners, each its own unit of the split rule; unset:
+                     * not split, as without rounds where owners take several groups */
     fco_gemv_ar_args_t a = *a0;
-    a.split = a0->split == 1 || !a0->split_pair ? 1 : 2;
+    a.split = a0->rounds < 0 || a0->split == 1 || !a0->split_pair ? 1 : 2;
     plan_split<kKernel, kTma>(&a, impl, device, g->num_local, B, cap / g->num_local, B, kG,
                               kThreads, dyn, es, &sp);
     if (!sp.pair) sp.split = 1;

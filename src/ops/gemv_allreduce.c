@@ -147,7 +147,7 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   long long split = fco_env_int("FCO_GEMV_SPLIT", -1);
   long long stages = fco_env_int("FCO_GEMV_TMA_STAGES", 0);
   long long tma = fco_env_int("FCO_GEMV_GROUP_TMA", -1);
-  long long rounds = fco_env_int("FCO_GEMV_ROUNDS", 1);
+  long long rounds = fco_env_int("FCO_GEMV_ROUNDS", -1);
   if (group > 0 && group != 2 && group != 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
@@ -163,9 +163,9 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMV_TMA_STAGES=%lld is not 2..4 (unset: all, 4 or 6)", fn,
                          stages);
-  if (rounds < 1 || rounds > FCO_GEMV_ROUNDS_MAX)
+  if (rounds != -1 && (rounds < 1 || rounds > FCO_GEMV_ROUNDS_MAX))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_ROUNDS=%lld is not 1..%d (unset: 1, off)", fn, rounds,
+                         "%s: FCO_GEMV_ROUNDS=%lld is not 1..%d (unset: automatic)", fn, rounds,
                          FCO_GEMV_ROUNDS_MAX);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
   a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;

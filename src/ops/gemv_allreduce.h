@@ -62,8 +62,9 @@ typedef struct {
   int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split groups as clusters; 0 off */
   int tma_stages; /* FCO_GEMV_TMA_STAGES: TMA tile's ring stages in use, 2..4 (0 = unset: all:
                    * 4 in groups of 8, 6 in groups of 4) */
-  int rounds;    /* FCO_GEMV_ROUNDS: 1 (unset) off; 2..FCO_GEMV_ROUNDS_MAX: the TMA tile's one-shot
-                  * takes that many groups a block as rounds of one ring (M 33..64) */
+  int rounds;    /* FCO_GEMV_ROUNDS: -1 (unset) rounds where a block has several groups anyway; 1
+                  * off; 2..FCO_GEMV_ROUNDS_MAX: the TMA tile's one-shot takes that many groups a
+                  * block as rounds of one ring (M 33..64), with fewer owner blocks */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
