@@ -59,6 +59,17 @@ for t in unset 8 4 0; do
   if [ $t = unset ]; then (unset FCO_GEMV_GROUP_TMA; FCO_BENCH_GEMV_M=48,64 timeout 50 $B -D 1,2,3 >> $O/gemv-tma.txt 2>&1); echo rc=$?
   else FCO_GEMV_GROUP_TMA=$t FCO_BENCH_GEMV_M=48,64 timeout 50 $B -D 1,2,3 >> $O/gemv-tma.txt 2>&1; echo rc=$?; fi
 done
+# session 28: impl 1 in rounds (FCO_GEMV_ROUNDS: a block takes several groups as rounds of one TMA
+# ring, the first round's pushes crossing the link while the next round computes). At 8192^2 and
+# 8192x28672 (N 8192 a rank) R = 2 runs groups of 4 as 64 cluster pairs in 2 rounds, the same 128
+# streaming blocks as the default's 128 unsplit groups of 4; on one GPU at P = 1 that cost
+# +0.05..0.8 us (run 2026-12-03_nvidia-h200_fee17dc-rounds); here it should hide about half the
+# pushes. R = 1: off (unset: rounds only where owners take several groups, 16384^2). Alternating.
+el "gemv M 48,64 rounds off / 2"
+for r in 1 2 1 2; do
+  echo "# FCO_GEMV_ROUNDS=$r" >> $O/gemv-rounds.txt
+  FCO_GEMV_ROUNDS=$r FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1 >> $O/gemv-rounds.txt 2>&1; echo rc=$?
+done
 pack
 # (3) embedding
 for d in bf16 f32; do
