@@ -643,6 +643,30 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
   expect_twophase(w, 8192);
 }
 
+/* A TMA-tile plan's numbers: its groups for N columns (from "kG="), split, rounds (0 where
+ * the plan names none), blocks a rank and co-resident slots ("B blocks/rank of S"). 0 where
+ * the plan is not the TMA grouped tile or lacks one of them. */
+typedef struct {
+  long units, blocks, slots, rounds;
+  int split;
+} tma_plan_t;
+static int tma_plan(const char* plan, size_t N, tma_plan_t* tp) {
+  const char* kg = strstr(plan, "kG=");
+  const char* sp = strstr(plan, "split=");
+  const char* of = strstr(plan, " blocks/rank of ");
+  const char* at = strstr(plan, " rounds=");
+  if (!kg || !sp || !of || !strstr(plan, "grouped wgmma tma ")) return 0;
+  const long cols = 16L * atoi(kg + 3);
+  const char* nb = of; /* the number before " blocks/rank of " */
+  while (nb > plan && nb[-1] >= '0' && nb[-1] <= '9') nb--;
+  tp->units = ((long)N + cols - 1) / cols;
+  tp->split = atoi(sp + 6);
+  tp->blocks = atol(nb);
+  tp->slots = atol(of + 16);
+  tp->rounds = at ? atol(at + 8) : 0;
+  return cols > 0;
+}
+
 /* FCO_GEMV_ROUNDS = R (impl 1 on the TMA tile at M 33..64: a block takes its groups as rounds
  * of one ring, run_oneshot_rounds): every rank's plan says "rounds=R" and runs
  * min(the owners of the usual rule, ceil(groups / R)) owner blocks, times the split (1, or 2
@@ -650,22 +674,14 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
 static void expect_rounds(const t_world_t* w, size_t N, int R) {
   for (int r = 0; r < w->n; r++) {
     const char* plan = fco_last_plan(w->comms[r]);
-    const char* kg = strstr(plan, "kG=");
-    const char* sp = strstr(plan, "split=");
-    const char* of = strstr(plan, " blocks/rank of ");
-    char want[32];
-    snprintf(want, sizeof want, " rounds=%d ", R);
-    int ok = kg && sp && of && strstr(plan, want) && strstr(plan, "grouped wgmma tma ");
+    tma_plan_t tp;
+    int ok = tma_plan(plan, N, &tp) && tp.rounds == R;
     if (ok) {
-      const long cols = 16L * atoi(kg + 3), units = ((long)N + cols - 1) / cols;
-      const int split = atoi(sp + 6);
-      const char* nb = of; /* the number before " blocks/rank of " */
-      while (nb > plan && nb[-1] >= '0' && nb[-1] <= '9') nb--;
-      const long blocks = atol(nb), slots = atol(of + 16);
-      long B = slots < units ? slots : units;
-      B = (units + (units + B - 1) / B - 1) / ((units + B - 1) / B);
-      if ((units + R - 1) / R < B) B = (units + R - 1) / R;
-      ok = (split == 1 || (split == 2 && strstr(plan, "split=2 pair"))) && blocks == B * split;
+      long B = tp.slots < tp.units ? tp.slots : tp.units; /* owner_blocks, then R's cap */
+      B = (tp.units + (tp.units + B - 1) / B - 1) / ((tp.units + B - 1) / B);
+      if ((tp.units + R - 1) / R < B) B = (tp.units + R - 1) / R;
+      ok = (tp.split == 1 || (tp.split == 2 && strstr(plan, "split=2 pair"))) &&
+           tp.blocks == B * tp.split;
     }
     if (!ok)
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected the TMA tile in rounds of %d", r,
@@ -679,18 +695,11 @@ static void expect_rounds(const t_world_t* w, size_t N, int R) {
 static void expect_auto_rounds(const t_world_t* w, size_t N, int off) {
   for (int r = 0; r < w->n; r++) {
     const char* plan = fco_last_plan(w->comms[r]);
-    const char* kg = strstr(plan, "kG=");
-    const char* sp = strstr(plan, "split=");
-    const char* of = strstr(plan, " blocks/rank of ");
-    const char* at = strstr(plan, " rounds=");
-    int ok = kg && sp && of && strstr(plan, "grouped wgmma tma ");
+    tma_plan_t tp;
+    int ok = tma_plan(plan, N, &tp);
     if (ok) {
-      const long cols = 16L * atoi(kg + 3), units = ((long)N + cols - 1) / cols;
-      const char* nb = of;
-      while (nb > plan && nb[-1] >= '0' && nb[-1] <= '9') nb--;
-      const long blocks = atol(nb);
-      const long want = !off && atoi(sp + 6) == 1 && units > blocks ? (units + blocks - 1) / blocks : 0;
-      ok = want ? at && atol(at + 8) == want : !at;
+      const int several = !off && tp.split == 1 && tp.units > tp.blocks;
+      ok = tp.rounds == (several ? (tp.units + tp.blocks - 1) / tp.blocks : 0);
     }
     if (!ok)
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected rounds %s", r, plan,

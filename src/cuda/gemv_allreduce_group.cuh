@@ -273,6 +273,24 @@ struct GroupPush {
   }
 };
 
+/* The grouped one-shot's first half for one float4 (tile t, float4 ii) of a group's summed
+ * slices r: at one rank y straight from it (nothing to reduce; `fast`: finish4_at's unchecked
+ * store), else pushed into slot `me` of every rank (this one's too). */
+template <typename T>
+__device__ __forceinline__ void oneshot_group_push4(const GarParams& p, const Ctx& c,
+                                                    const RankView& v, const GroupPush<T>& push,
+                                                    int t, int ii, bool fast, float4 r) {
+  if (c.P == 1) {
+    if (fast)
+      finish4_at<T, false>(p, c, t, ii, r);
+    else
+      finish4_at<T>(p, c, t, ii, r);
+    return;
+  }
+  const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + push.off(t, ii);
+  for (int k = 1; k <= c.P; ++k) push.store(v.peer_data[(c.me + k) % c.P] + off, r);
+}
+
 /* The grouped one-shot's second half, all threads of an owner block: per group of this block
  * (q = b, b + B, ...; the j-th), wait for every peer's flag sig_value(e, j), sum the P slots in
  * rank order, bias, round, write y. */
@@ -389,17 +407,7 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         const float4* o4 = reinterpret_cast<const float4*>(out);
         int tw = gw.tw0, ii = gw.ii0;
         for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii)) {
-          const int t = t0 + tw;
-          const float4 sum = o4[tw * 256 + ii];
-          if (c.P == 1) { /* nothing to reduce: y straight from the group's sums */
-            if (fast)
-              finish4_at<T, false>(p, c, t, ii, sum);
-            else
-              finish4_at<T>(p, c, t, ii, sum);
-            continue;
-          }
-          const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + push.off(t, ii);
-          for (int k = 1; k <= c.P; ++k) push.store(v.peer_data[(c.me + k) % c.P] + off, sum);
+          oneshot_group_push4<T>(p, c, v, push, t0 + tw, ii, fast, o4[tw * 256 + ii]);
         }
         tile::bar_sync_all(G::kConsumers); /* out read, every push issued: signal_block's order */
         if (flag_out) st_release_sys(flag_out, sig_value(c.e, (uint32_t)r));
@@ -453,16 +461,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
-      const float4 r = gs.sum(p, c, v, t, tw, ii);
-      if (c.P == 1) { /* nothing to reduce: y straight from the group's sums (run_oneshot) */
-        if (fast)
-          finish4_at<T, false>(p, c, t, ii, r);
-        else
-          finish4_at<T>(p, c, t, ii, r);
-        continue;
-      }
-      const size_t off = c.hoff + (size_t)c.me * p.slot_bytes + push.off(t, ii);
-      for (int k = 1; k <= c.P; ++k) push.store(v.peer_data[(c.me + k) % c.P] + off, r);
+      oneshot_group_push4<T>(p, c, v, push, t, ii, fast, gs.sum(p, c, v, t, tw, ii));
     }
     if (i == 0) FCO_GTRACE(8);
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
