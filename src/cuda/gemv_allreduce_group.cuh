@@ -328,6 +328,12 @@ __device__ __forceinline__ void oneshot_group_reduce(const GarParams& p, const C
   }
 }
 
+/* Rounds: the groups owner cq (of B) takes, q = cq, cq + B, ... < the groups of kG tiles. */
+template <int kG>
+__device__ __forceinline__ int rounds_of(const GarParams& p, int cq, int B) {
+  return ((p.T + kG - 1) / kG - cq + B - 1) / B;
+}
+
 /* Rounds (FCO_GEMV_ROUNDS = R ≥ 2 on the TMA tile, impl 1: p.rounds; the launcher runs
  * ceil(groups / R) owner blocks, split 1 or cluster pairs): a block — an owner, or a pair's
  * owner and helper (slice 1) — takes its groups q = b, b + B, ... as rounds of one TMA ring that
@@ -352,17 +358,15 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
   const int tid = threadIdx.x, B = c.B, per = 4 * p.M;
   const bool helper = c.b >= B;
   const int cq = helper ? c.b - B : c.b; /* the owner's index (split ≤ 2: one helper each) */
-  const int Q = (p.T + kG - 1) / kG, nr = (Q - cq + B - 1) / B;
+  const int nr = rounds_of<kG>(p, cq, B);
   int s0, n;
   tma_slice<kG>(p, c.K, helper ? 1 : 0, s0, n);
-  const uint32_t pb = ((smem_u32(smem) + 1023u) & ~1023u) + (uint32_t)G::kPairOff;
+  const uint32_t pb = G::hand_buf(smem, 2, 1); /* the pair buffer, out in split 1 too */
   float* out = reinterpret_cast<float*>(smem + (pb - smem_u32(smem))); /* [kG][64][16] */
   const uint32_t hfull = G::hand_full(smem), hempty = G::hand_empty(smem);
   if (p.pair) gemv::cluster_wait(); /* phase 1: the peer block's hand barriers are initialised */
   if (helper) {
-    uint32_t ro, rb; /* the owner's pair buffer and hand_full */
-    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(ro) : "r"(pb));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(rb) : "r"(hfull));
+    const uint32_t ro = gemv::cluster_map(pb, 0), rb = gemv::cluster_map(hfull, 0); /* owner's */
     G::template run_rounds<T>(
         c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
         [&](int r, float* d) {
@@ -406,9 +410,8 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
         const float4* o4 = reinterpret_cast<const float4*>(out);
         int tw = gw.tw0, ii = gw.ii0;
-        for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii)) {
+        for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii))
           oneshot_group_push4<T>(p, c, v, push, t0 + tw, ii, fast, o4[tw * 256 + ii]);
-        }
         tile::bar_sync_all(G::kConsumers); /* out read, every push issued: signal_block's order */
         if (flag_out) st_release_sys(flag_out, sig_value(c.e, (uint32_t)r));
         if (p.pair && r + 1 < nr && tid == 0) tile::mbar_arrive_cluster(hempty, 1u);
@@ -428,7 +431,7 @@ __device__ __forceinline__ void rounds_owner_bail(const GarParams& p, const Ctx&
   if (!p.pair) return;
   gemv::cluster_wait();
   if (threadIdx.x != 0) return;
-  const int Q = (p.T + kG - 1) / kG, nr = (Q - c.b + c.B - 1) / c.B;
+  const int nr = rounds_of<kG>(p, c.b, c.B);
   for (int r = 0; r < nr; ++r) {
     tile::mbar_arrive_expect_tx(G::hand_full(smem), (uint32_t)G::kOutBytes);
     tile::mbar_wait(G::hand_full(smem), (uint32_t)r & 1u);

@@ -100,6 +100,13 @@ __device__ __forceinline__ void pair_publish() { /* phase 2 */
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
                    : "memory");
 }
+/* addr (a shared address of this block) in CTA `cta` of the cluster, as a shared::cluster
+ * address (mapa). */
+__device__ __forceinline__ uint32_t cluster_map(uint32_t addr, uint32_t cta) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(cta));
+  return r;
+}
 /* The owner's side, once its ring is done (or drained): at split 3 and 4 its phase-1 arrival
  * (the helpers may now store into the ring), then both phases. */
 __device__ __forceinline__ void pair_handoff(int split) {
@@ -374,7 +381,7 @@ struct GroupTma {
     uint32_t remote = 0;
     if (to_owner) {
       cluster_wait();
-      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(to_owner));
+      remote = cluster_map(to_owner, 0);
     }
     if (tid < kConsumers) {
       /* Columns col, col + 1 (q = 0, 1 and 2, 3) side by side: one 8-byte store each pair. */
