@@ -21,7 +21,8 @@
  *   default TMA tile in groups of 8 (split 2 as cluster pairs and with FCO_GEMV_SPLIT_PAIR=0,
  *   3 and 2 ring stages, the mma.sync tile in groups of 8) and of 4 (FCO_GEMV_GROUP_TMA=4, and
  *   the automatic choice between the two checked against the plan) and the older tiles with
- *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan; then impl 2 on those groups,
+ *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan; the pairs' split finalise
+ *   (FCO_GEMV_PAIR_FIN, on by default) and the owner's whole-group one; then impl 2 on those groups,
  *   twophase_group_tests: several groups a block, split groups, fewer groups than ranks, back
  *   to back and in a CUDA graph; then impl 1 in rounds, FCO_GEMV_ROUNDS, rounds_tests);
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
@@ -707,14 +708,30 @@ static void expect_auto_rounds(const t_world_t* w, size_t N, int off) {
   }
 }
 
+/* The pair's split finalise (FCO_GEMV_PAIR_FIN unset or 1, `off` 0 or FCO_GEMV_ROUNDS=1):
+ * every rank's one-shot TMA tile in cluster pairs ("split=2 pair", not "two-phase") says
+ * " fin-split" unless off, and no other plan does. */
+static void expect_fin_split(const t_world_t* w, int off) {
+  for (int r = 0; r < w->n; r++) {
+    const char* plan = fco_last_plan(w->comms[r]);
+    const int want = !off && strstr(plan, "grouped wgmma tma ") && !strstr(plan, "two-phase") &&
+                     strstr(plan, "split=2 pair");
+    if ((strstr(plan, " fin-split") != NULL) != want)
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\", expected %s", r, plan,
+             want ? "the split finalise (fin-split)" : "no fin-split");
+  }
+}
+
 /* Rounds (FCO_GEMV_ROUNDS), one knob row at a time: R = 2 and 3 in groups of 8 and of 4
  * (FCO_GEMV_GROUP_TMA), the split unset (pairs where the owners leave room), 1 (no hand-off)
  * and pairs off (FCO_GEMV_SPLIT_PAIR=0: then not split), R = 8 on 2 ring stages. N 8192 (64 /
  * 128 groups: several rounds a block, the last owners one fewer where R does not divide them;
  * its short K wraps the ring within a round and across rounds), 1000 (a partial last group,
  * long K), 15 (one group, one round); M 40 / 64, bf16 / f16, bias on / off, a third of the
- * calls with fp32 partials. Then back to back (impls 1 in rounds, 0, 2, 3, no sync) and a CUDA
- * graph. The last three rows: rounds unset in groups of 8 and of 4 (in rounds where the owners
+ * calls with fp32 partials; the pairs' split finalise on (FCO_GEMV_PAIR_FIN unset) but in
+ * the third row and at M 40 of the first (0: the owner finalises the whole group), checked
+ * against the plans (expect_fin_split). Then back to back (impls 1 in rounds, 0, 2, 3, no
+ * sync) and a CUDA graph, the split finalise on. The last three rows: rounds unset in groups of 8 and of 4 (in rounds where the owners
  * take several groups: N 8192 from P = 2 or 3 on one H200) and 1 (off), expect_auto_rounds. */
 static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
   static const char* const rs[] = {"2", "3", "2", "3", "2", "8", NULL, NULL, "1"};
@@ -733,6 +750,8 @@ static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
     t_knob_set("FCO_GEMV_TMA_STAGES", gi == 5 ? "2" : NULL);
     for (size_t mi = 0; mi < 2; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
+        const int fin_off = gi == 2 || (gi == 0 && mi == 0);
+        t_knob_set("FCO_GEMV_PAIR_FIN", fin_off ? "0" : NULL);
         const size_t N = ns[ni];
         const size_t kt = N == 8192 ? kt8192 : gemv_vec_kt_le(w->n, GEMV_MAX_KT);
         if ((mi + ni + (size_t)gi) % 3 == 2) t_knob_set("FCO_GEMV_GROUP_FP32", "1");
@@ -742,8 +761,10 @@ static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
         else expect_auto_rounds(w, N, rv[gi] == 1);
         expect_plan_has(w, "kG=4", tmas[gi][0] == '4');
         if (gi == 3 || gi == 4) expect_plan_has(w, "split=1 ", 1);
+        expect_fin_split(w, fin_off || rv[gi] == 1);
       }
   }
+  t_knob_reset("FCO_GEMV_PAIR_FIN");
   t_knob_reset("FCO_GEMV_GROUP_TMA");
   t_knob_reset("FCO_GEMV_SPLIT");
   t_knob_reset("FCO_GEMV_SPLIT_PAIR");
@@ -759,6 +780,7 @@ static void rounds_tests(const t_world_t* w, gemv_bufs_t* b) {
   ASSERT_EQ(gemv_check(w, b), 0);
   gemv_graph_shape(w, b, 1, 64, 8192, kt8192, FCO_F16);
   expect_rounds(w, 8192, 2);
+  expect_fin_split(w, 0);
   t_knob_reset("FCO_GEMV_ROUNDS");
 }
 
@@ -798,6 +820,10 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     else t_knob_reset("FCO_GEMV_TMA_STAGES");
     for (size_t mi = 0; mi < 4; mi++)
       for (size_t ni = 0; ni < 3; ni++, k++) {
+        /* split 2 in pairs (row 7): the split finalise at M 17 / 40, the owner's whole-group
+         * finalise (FCO_GEMV_PAIR_FIN=0, the cluster barrier's hand-off) at M 32 / 64 */
+        const int fin_off = gi == 7 && mi % 2;
+        t_knob_set("FCO_GEMV_PAIR_FIN", fin_off ? "0" : NULL);
         /* a third of the calls push fp32 partials (FCO_GEMV_GROUP_FP32), the rest the dtype's;
          * spread over M, N and the knob rows (not tied to one N) */
         if ((mi + ni + (size_t)gi) % 3 == 2) t_knob_set("FCO_GEMV_GROUP_FP32", "1");
@@ -818,6 +844,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
           expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
           if (gi == 7 || gi == 9) expect_split(w, ns[ni], 2);
           if (gi == 7 || gi == 9) expect_plan_has(w, "split=2 pair", vec && gi == 7);
+          expect_fin_split(w, fin_off);
           if (gi == 10) expect_split(w, ns[ni], 3);
           if (vec && (gi == 6 || gi == 7 || gi == 11 || (gi == 10 && ns[ni] <= 100)))
             expect_cluster(w);
@@ -830,6 +857,7 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   t_knob_reset("FCO_GEMV_SPLIT");
   t_knob_reset("FCO_GEMV_SPLIT_PAIR");
   t_knob_reset("FCO_GEMV_TMA_STAGES");
+  t_knob_reset("FCO_GEMV_PAIR_FIN");
   /* K_r = 8·(r + 1): one slab a rank, so 1..3 of a group's slices are empty; with and without
    * TMA (whose maps then have a K of 8: the box's other columns read as zeros) */
   for (int tma = 1; tma >= 0; tma--) {

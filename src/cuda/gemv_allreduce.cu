@@ -239,8 +239,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     if (p.pair) { /* clusters of split blocks: (owner q, its helpers); see run_split_helper */
       const int cs = p.split, cr = bi % cs, cq = bi / cs; /* cr: the rank in the cluster */
       bi = cr ? B + cq * (cs - 1) + (cr - 1) : cq;
-      /* rounds (split 2): the hand-off barriers, published by the arrival below */
-      if (p.rounds > 1 && threadIdx.x == 0) gemv::GroupTma<kG>::init_round_bars(dyn_smem);
+      /* rounds or fin_split (split 2): the hand-off barriers, published by the arrival below */
+      if (rounds_path(p) && threadIdx.x == 0) gemv::GroupTma<kG>::init_round_bars(dyn_smem);
       /* phase 1 (gemv_group_tma.cuh): helpers now; the owner now at split 2 (its pair buffer
        * lies past the ring), at split 3, 4 once its ring is done (run_oneshot_group) */
       if (cr || cs == 2) gemv::cluster_arrive_relaxed();
@@ -306,10 +306,14 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
   if constexpr (kG > 1) {
-    if (c.b >= B) { /* a split helper: local work only, no argument check */
+    if (c.b >= B) { /* a split helper: local work only, no argument check — but with
+                     * fin_split, where it pushes half of its group to every rank */
       if constexpr (kTma && kImpl == 1)
-        if (p.rounds > 1) {
-          run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
+        if (rounds_path(p)) {
+          if (!p.fin_split || !p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash))
+            run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
+          else
+            rounds_bail<kG>(p, c, dyn_smem, primed);
           epoch_end(dev, c.e, BT);
           return;
         }
@@ -322,7 +326,7 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     if constexpr (kG > 1 && kImpl == 2)
       run_twophase_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
     else if constexpr (kG > 1 && kTma) {
-      if (p.rounds > 1)
+      if (rounds_path(p))
         run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
       else
         run_oneshot_group<T, kMT, kG, kWg, kTma>(p, c, s.v, dyn_smem, wc, primed);
@@ -335,8 +339,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     else
       run_twophase<T, kMT, kPipe>(p, c, s, wc);
   } else if constexpr (kTma) { /* the argument check failed */
-    if (kImpl == 1 && p.rounds > 1) {
-      rounds_owner_bail<kG>(p, c, dyn_smem, primed);
+    if (kImpl == 1 && rounds_path(p)) {
+      rounds_bail<kG>(p, c, dyn_smem, primed);
     } else {
       gemv::GroupTma<kG>::drain(dyn_smem, primed);
       if (p.pair) gemv::pair_handoff(p.split); /* the helpers wait for their owner */
@@ -521,6 +525,11 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   p.split = split;
   p.pair = pair;
   p.rounds = rounds;
+  /* The pair's split finalise (run_oneshot_rounds): owner and helper each add, push (or write
+   * y) and reduce half of their group, through the rounds code even at one group a block;
+   * FCO_GEMV_PAIR_FIN=0 or FCO_GEMV_ROUNDS=1: the owner finalises the whole group. What crosses
+   * ranks is unchanged (ranks need not agree). */
+  p.fin_split = kTma && kImpl == 1 && pair && split == 2 && a0->pair_fin && a0->rounds != 1;
   p.split_slice_bytes = split_slice;
   p.split_off = fco_gemv_ar_split_off(impl, g->nranks, a0->M, a0->N, es);
   p.nranks = g->nranks;
@@ -602,6 +611,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
                     p.pair ? (split == 2 ? " pair" : " cluster") : "",
                     p.group_half ? "" : " fp32-partials");
   if (rounds > 1) fco_plan_append(g->plan, " rounds=%d", rounds);
+  if (p.fin_split) fco_plan_append(g->plan, " fin-split");
   if (miss_s) /* e.g. " (clusters of 4: 30 fit, 32 wanted)" */
     fco_plan_append(g->plan, " (clusters of %d: %d fit, %d wanted)", miss_s, miss_n,
                     B * g->num_local);

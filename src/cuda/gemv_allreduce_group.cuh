@@ -291,12 +291,14 @@ __device__ __forceinline__ void oneshot_group_push4(const GarParams& p, const Ct
   for (int k = 1; k <= c.P; ++k) push.store(v.peer_data[(c.me + k) % c.P] + off, r);
 }
 
-/* The grouped one-shot's second half, all threads of an owner block: per group of this block
- * (q = b, b + B, ...; the j-th), wait for every peer's flag sig_value(e, j), sum the P slots in
- * rank order, bias, round, write y. */
+/* The grouped one-shot's second half, all threads of a block: per group q = q0, q0 + B, ...
+ * (the j-th), wait for every peer's flag sig_value(e, j) in slot q0 (the owner's), sum the P
+ * slots in rank order, bias, round, write y — tiles tw_lo .. tw_lo + nt − 1 of each group (all
+ * kG by an owner; a half each by a pair's owner and helper with GarParams::fin_split). */
 template <typename T, int kG>
 __device__ __forceinline__ void oneshot_group_reduce(const GarParams& p, const Ctx& c,
-                                                     const RankView& v, const WaitCtx& wc) {
+                                                     const RankView& v, const WaitCtx& wc, int q0,
+                                                     int tw_lo = 0, int nt = kG) {
   const int i = threadIdx.x, step = blockDim.x;
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
@@ -305,14 +307,14 @@ __device__ __forceinline__ void oneshot_group_reduce(const GarParams& p, const C
   const GroupWalk gw(i, step, per);
   const char* mine = v.peer_data[c.me] + c.hoff;
   uint32_t j = 0;
-  for (int q = c.b; q < Q; q += c.B, ++j) {
+  for (int q = q0; q < Q; q += c.B, ++j) {
     bool ok = true;
     if (i < c.P && i != c.me)
-      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + c.b, sig_value(c.e, j), wc, i,
-                   c.b);
+      ok = wait_ge(v.peer_sig[c.me] + (size_t)i * FCO_SIG_SLOTS + q0, sig_value(c.e, j), wc, i,
+                   q0);
     if (__syncthreads_or(!ok)) return;
-    const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
-    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    const int t0 = q * kG + tw_lo, lim = max(0, min(nt, p.T - t0)) * per;
+    const bool fast = yvec && (t0 + nt) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
@@ -334,6 +336,12 @@ __device__ __forceinline__ int rounds_of(const GarParams& p, int cq, int B) {
   return ((p.T + kG - 1) / kG - cq + B - 1) / B;
 }
 
+/* Whether the TMA tile's one-shot runs run_oneshot_rounds: rounds, or a pair's split finalise
+ * (one group a block too). */
+__device__ __forceinline__ bool rounds_path(const GarParams& p) {
+  return p.rounds > 1 || p.fin_split;
+}
+
 /* Rounds (FCO_GEMV_ROUNDS = R ≥ 2 on the TMA tile, impl 1: p.rounds; the launcher runs
  * ceil(groups / R) owner blocks, split 1 or cluster pairs): a block — an owner, or a pair's
  * owner and helper (slice 1) — takes its groups q = b, b + B, ... as rounds of one TMA ring that
@@ -349,7 +357,20 @@ __device__ __forceinline__ int rounds_of(const GarParams& p, int cq, int B) {
  * round's stores. Split 1: the owner's fragments go to the same buffer, no hand-off. Then the
  * owner's second half as run_oneshot_group's (oneshot_group_reduce): the same slots, flags and
  * values, so ranks may differ in R only where their owner blocks agree (B is in the
- * FCO_CHECK_ARGS hash). */
+ * FCO_CHECK_ARGS hash).
+ *
+ * p.fin_split (pairs, FCO_GEMV_PAIR_FIN; also with one group a block, R = 1): the owner and
+ * the helper each finalise half of the group — side s (0 the owner, 1 the helper) the tiles
+ * s·kG/2 .. of warpgroup s's columns. Warpgroup 1 − s st.async's its fragments into the
+ * peer's buffer (counted on the peer's hand_full), warpgroup s adds the peer's into its own in
+ * place (slice 0 + slice 1), and both blocks push their half: half the hand-off bytes a block
+ * and half the push (or, at one rank, y) loop. The flags stay the owner's (slot b, one a group
+ * once both halves are pushed: the helper's thread 0 arrives on the owner's hand_empty after
+ * its pushes, GroupTma::arrive_pushed, and the owner's flag threads wait for it), so what
+ * crosses to other ranks — slots, values, flags — is the one-shot's, and ranks need not
+ * agree on the knob; the second half is then split the same way (both wait for slot b's
+ * flags). hand_empty: the owner's counts the helper's "pushed" arrivals (every round), the
+ * helper's the owner's "read" ones (rounds before the last), as without fin_split. */
 template <typename T, int kG>
 __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx& c,
                                                    const RankView& v, unsigned char* smem,
@@ -357,16 +378,23 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
   using G = gemv::GroupTma<kG>;
   const int tid = threadIdx.x, B = c.B, per = 4 * p.M;
   const bool helper = c.b >= B;
+  const int side = helper ? 1 : 0;
   const int cq = helper ? c.b - B : c.b; /* the owner's index (split ≤ 2: one helper each) */
   const int nr = rounds_of<kG>(p, cq, B);
+  const bool fin2 = p.fin_split != 0; /* implies a pair */
   int s0, n;
-  tma_slice<kG>(p, c.K, helper ? 1 : 0, s0, n);
+  tma_slice<kG>(p, c.K, side, s0, n);
   const uint32_t pb = G::hand_buf(smem, 2, 1); /* the pair buffer, out in split 1 too */
   float* out = reinterpret_cast<float*>(smem + (pb - smem_u32(smem))); /* [kG][64][16] */
   const uint32_t hfull = G::hand_full(smem), hempty = G::hand_empty(smem);
-  if (p.pair) gemv::cluster_wait(); /* phase 1: the peer block's hand barriers are initialised */
-  if (helper) {
-    const uint32_t ro = gemv::cluster_map(pb, 0), rb = gemv::cluster_map(hfull, 0); /* owner's */
+  const uint32_t peer = (uint32_t)(side ^ 1);
+  uint32_t ro = 0, rb = 0; /* the peer's buffer and hand_full */
+  if (p.pair) {
+    gemv::cluster_wait(); /* phase 1: the peer block's hand barriers are initialised */
+    ro = gemv::cluster_map(pb, peer);
+    rb = gemv::cluster_map(hfull, peer);
+  }
+  if (helper && !fin2) {
     G::template run_rounds<T>(
         c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
         [&](int r, float* d) {
@@ -380,62 +408,135 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         });
     return;
   }
+  /* The tiles this block finalises: all kG, or its half (fin2). */
+  const int tw_lo = fin2 ? side * (kG / 2) : 0, nt = fin2 ? kG / 2 : kG;
   const GroupPush<T> push(p);
   const bool yvec = !c.bias && p.N % 4 == 0 && (uintptr_t)c.y % (4 * sizeof(T)) == 0;
   const GroupWalk gw(tid, G::kConsumers, per);
-  uint64_t* flag_out = nullptr; /* thread i < P, i != me: peer i's flag for this block */
-  if (tid < c.P && tid != c.me) flag_out = v.peer_sig[tid] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  uint64_t* flag_out = nullptr; /* the owner's thread i < P, i != me: peer i's flag for it */
+  if (!helper && tid < c.P && tid != c.me)
+    flag_out = v.peer_sig[tid] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
+  /* fin2, the owner: the threads that wait for the helper's pushes of a round (flag_out's, and
+   * thread 0: at one rank, or as the round's last reader of hand_empty before the next). */
+  const bool wait_helper = fin2 && !helper && (flag_out || tid == 0);
   G::template run_rounds<T>(
       c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
       [&](int r, float* d) {
-        if (p.pair) { /* the helper's slice of this round in the buffer */
-          if (tid == 0) tile::mbar_arrive_expect_tx(hfull, (uint32_t)G::kOutBytes);
-          tile::mbar_wait(hfull, (uint32_t)r & 1u);
-        }
+        if (fin2) {
+          if ((tid >> 7) != side) { /* the peer's half: into its buffer */
+            if (helper && r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
 #pragma unroll
-        for (int j = 0; j < G::BN / 16; ++j)
+            for (int j = 0; j < G::BN / 16; ++j)
 #pragma unroll
-          for (int h = 0; h < 4; h += 2) {
-            float2* o = reinterpret_cast<float2*>(out + G::frag_at(tid, j, h));
-            float2 val = make_float2(d[4 * j + h], d[4 * j + h + 1]);
-            if (p.pair) {
-              const float2 s1 = *o;
-              val.x += s1.x;
-              val.y += s1.y;
-            }
-            *o = val;
+              for (int h = 0; h < 4; h += 2)
+                G::hand_store(ro + 4u * (uint32_t)G::frag_at(tid, j, h), rb, d[4 * j + h],
+                              d[4 * j + h + 1]);
+          } else { /* this block's half: the peer's slice added in place, in slice order */
+            if (tid == side * 128)
+              tile::mbar_arrive_expect_tx(hfull, (uint32_t)(G::kOutBytes / 2));
+            tile::mbar_wait(hfull, (uint32_t)r & 1u);
+#pragma unroll
+            for (int j = 0; j < G::BN / 16; ++j)
+#pragma unroll
+              for (int h = 0; h < 4; h += 2) {
+                float2* o = reinterpret_cast<float2*>(out + G::frag_at(tid, j, h));
+                const float2 in = *o;
+                const float2 mine = make_float2(d[4 * j + h], d[4 * j + h + 1]);
+                *o = helper ? make_float2(in.x + mine.x, in.y + mine.y)
+                            : make_float2(mine.x + in.x, mine.y + in.y);
+              }
           }
+        } else {
+          if (p.pair) { /* the helper's slice of this round in the buffer */
+            if (tid == 0) tile::mbar_arrive_expect_tx(hfull, (uint32_t)G::kOutBytes);
+            tile::mbar_wait(hfull, (uint32_t)r & 1u);
+          }
+#pragma unroll
+          for (int j = 0; j < G::BN / 16; ++j)
+#pragma unroll
+            for (int h = 0; h < 4; h += 2) {
+              float2* o = reinterpret_cast<float2*>(out + G::frag_at(tid, j, h));
+              float2 val = make_float2(d[4 * j + h], d[4 * j + h + 1]);
+              if (p.pair) {
+                const float2 s1 = *o;
+                val.x += s1.x;
+                val.y += s1.y;
+              }
+              *o = val;
+            }
+        }
         tile::bar_sync_all(G::kConsumers);
-        const int t0 = (cq + r * B) * kG, lim = min(kG, p.T - t0) * per;
-        const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
-        const float4* o4 = reinterpret_cast<const float4*>(out);
+        const int t0 = (cq + r * B) * kG + tw_lo, lim = max(0, min(nt, p.T - t0)) * per;
+        const bool fast = yvec && (t0 + nt) * kTileN <= p.N;
+        const float4* o4 = reinterpret_cast<const float4*>(out) + tw_lo * 256;
         int tw = gw.tw0, ii = gw.ii0;
         for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii))
           oneshot_group_push4<T>(p, c, v, push, t0 + tw, ii, fast, o4[tw * 256 + ii]);
+        /* fin2: the owner's flags (and its next round's stores into the helper's buffer, behind
+         * the barrier below) wait for the helper's pushes of this round. */
+        if (wait_helper) G::wait_pushed(hempty, (uint32_t)r & 1u);
         tile::bar_sync_all(G::kConsumers); /* out read, every push issued: signal_block's order */
         if (flag_out) st_release_sys(flag_out, sig_value(c.e, (uint32_t)r));
-        if (p.pair && r + 1 < nr && tid == 0) tile::mbar_arrive_cluster(hempty, 1u);
+        if (tid == 0 && p.pair) {
+          if (fin2 && helper)
+            G::arrive_pushed(hempty, c.P > 1);
+          else if (r + 1 < nr)
+            tile::mbar_arrive_cluster(hempty, peer);
+        }
       });
-  if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc);
+  if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc, cq, tw_lo, nt);
 }
 
-/* Rounds, an owner block that leaves without run_oneshot_rounds (its argument check failed):
- * its primed stages landed, and in a pair every round's hand-off taken (thread 0: each
- * hand_full awaited, hand_empty arrived but after the last), so its helper neither waits
- * forever nor stores into a block that has left. */
+/* Rounds, a block that leaves without run_oneshot_rounds (its argument check failed): its
+ * primed stages landed and, in a pair, the peer block never left waiting. Without fin_split
+ * (only an owner checks): every round's hand-off taken (thread 0: each hand_full awaited,
+ * hand_empty arrived but after the last). With fin_split (both check; they fail alike unless
+ * one timed out): the block goes through every round's exchange as run_oneshot_rounds does,
+ * zeros for its fragments, and pushes nothing. */
 template <int kG>
-__device__ __forceinline__ void rounds_owner_bail(const GarParams& p, const Ctx& c,
-                                                  unsigned char* smem, int primed) {
+__device__ __forceinline__ void rounds_bail(const GarParams& p, const Ctx& c, unsigned char* smem,
+                                            int primed) {
   using G = gemv::GroupTma<kG>;
   G::drain(smem, primed);
   if (!p.pair) return;
   gemv::cluster_wait();
-  if (threadIdx.x != 0) return;
-  const int nr = rounds_of<kG>(p, c.b, c.B);
+  const int tid = threadIdx.x;
+  const bool helper = c.b >= c.B;
+  const int side = helper ? 1 : 0;
+  const int nr = rounds_of<kG>(p, helper ? c.b - c.B : c.b, c.B);
+  const uint32_t hfull = G::hand_full(smem), hempty = G::hand_empty(smem);
+  if (!p.fin_split) {
+    if (tid != 0) return;
+    for (int r = 0; r < nr; ++r) {
+      tile::mbar_arrive_expect_tx(hfull, (uint32_t)G::kOutBytes);
+      tile::mbar_wait(hfull, (uint32_t)r & 1u);
+      if (r + 1 < nr) tile::mbar_arrive_cluster(hempty, 1u);
+    }
+    return;
+  }
+  const uint32_t peer = (uint32_t)(side ^ 1);
+  const uint32_t ro = gemv::cluster_map(G::hand_buf(smem, 2, 1), peer);
+  const uint32_t rb = gemv::cluster_map(hfull, peer);
   for (int r = 0; r < nr; ++r) {
-    tile::mbar_arrive_expect_tx(G::hand_full(smem), (uint32_t)G::kOutBytes);
-    tile::mbar_wait(G::hand_full(smem), (uint32_t)r & 1u);
-    if (r + 1 < nr) tile::mbar_arrive_cluster(G::hand_empty(smem), 1u);
+    if (tid < G::kConsumers && (tid >> 7) != side) {
+      if (helper && r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
+#pragma unroll
+      for (int j = 0; j < G::BN / 16; ++j)
+#pragma unroll
+        for (int h = 0; h < 4; h += 2)
+          G::hand_store(ro + 4u * (uint32_t)G::frag_at(tid, j, h), rb, 0.f, 0.f);
+    }
+    if (tid == 0) {
+      tile::mbar_arrive_expect_tx(hfull, (uint32_t)(G::kOutBytes / 2));
+      tile::mbar_wait(hfull, (uint32_t)r & 1u);
+      if (helper) {
+        G::arrive_pushed(hempty, false);
+      } else {
+        G::wait_pushed(hempty, (uint32_t)r & 1u);
+        if (r + 1 < nr) tile::mbar_arrive_cluster(hempty, peer);
+      }
+    }
+    __syncthreads();
   }
 }
 
@@ -469,7 +570,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     if (i == 0) FCO_GTRACE(8);
     signal_block(flag_out, sig_value(c.e, j)); /* also: out read before the next group */
   }
-  if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc);
+  if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc, c.b);
 }
 
 /* impl 2 with grouped tiles (M 33..64, bf16 / f16; the same groups, tiles, K splits and partial

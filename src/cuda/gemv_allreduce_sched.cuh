@@ -79,6 +79,8 @@ struct GarParams {
   int group_half;  /* grouped tiles: partials pushed in the dtype (FCO_GEMV_GROUP_FP32 unset) */
   int rounds; /* TMA grouped one-shot: FCO_GEMV_ROUNDS (> 1: run_oneshot_rounds, B = ceil(groups
               * / rounds) owners, split 1 or pairs), else 1 */
+  int fin_split; /* TMA grouped one-shot in cluster pairs: owner and helper finalise half a group
+                  * each (FCO_GEMV_PAIR_FIN; run_oneshot_rounds, also at rounds 1) */
 };
 
 /* 4 outputs of the dtype as raw bits (a gather-area element group). */

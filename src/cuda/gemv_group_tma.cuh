@@ -424,6 +424,32 @@ struct GroupTma {
         "f"(a), "f"(b), "r"(bar)
         : "memory");
   }
+  /* The pair's split finalise (GarParams::fin_split): the helper's thread 0, once every thread
+   * of the helper has issued its pushes of a round (after a barrier of them), arrives on the
+   * owner's hand_empty with release at cluster scope behind a system-scope fence, so that the
+   * owner's flag threads, which wait with acquire at cluster scope (wait_pushed), release the
+   * helper's pushes with their own (st.release.sys: cumulative). */
+  __device__ static __forceinline__ void arrive_pushed(uint32_t bar, bool fence) {
+    if (fence) asm volatile("fence.acq_rel.sys;\n" ::: "memory");
+    asm volatile(
+        "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, 0;\n"
+        " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar)
+        : "memory");
+  }
+  __device__ static __forceinline__ void wait_pushed(uint32_t bar, uint32_t parity) {
+    asm volatile(
+        "{\n .reg .pred p, q;\n .reg .u32 n;\n mov.u32 n, 0;\n"
+        "FCO_PUSHED_WAIT:\n"
+        " mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
+        " @p bra FCO_PUSHED_DONE;\n"
+        " add.u32 n, n, 1;\n"
+        " setp.lt.u32 q, n, 0x4000000;\n"
+        " @q bra FCO_PUSHED_WAIT;\n"
+        " trap;\n"
+        "FCO_PUSHED_DONE:\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+  }
   /* One thread of every block of a cluster pair, at the kernel's start, before its phase-1
    * cluster arrival (which publishes the initialisation to the peer block). */
   __device__ static __forceinline__ void init_round_bars(unsigned char* smem) {

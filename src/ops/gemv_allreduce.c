@@ -176,6 +176,7 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   a->split_pair = fco_env_int("FCO_GEMV_SPLIT_PAIR", 1) > 0;
   a->tma_stages = (int)stages;
   a->rounds = (int)rounds;
+  a->pair_fin = fco_env_int("FCO_GEMV_PAIR_FIN", 1) > 0;
   a->ll_fp32 = fco_env_int("FCO_GEMV_LL_FP32", 0) > 0;
   a->group_fp32 = fco_env_int("FCO_GEMV_GROUP_FP32", 0) > 0;
   return FCO_OK;
