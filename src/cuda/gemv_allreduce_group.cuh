@@ -366,11 +366,13 @@ __device__ __forceinline__ bool rounds_path(const GarParams& p) {
  * place (slice 0 + slice 1), and both blocks push their half: half the hand-off bytes a block
  * and half the push (or, at one rank, y) loop. The flags stay the owner's (slot b, one a group
  * once both halves are pushed: the helper's thread 0 arrives on the owner's hand_empty after
- * its pushes, GroupTma::arrive_pushed, and the owner's flag threads wait for it), so what
+ * its pushes, GroupTma::arrive_pushed, and the owner's flag threads wait for it; at one rank,
+ * without flags, only the owner's next stores into the helper's buffer wait for it), so what
  * crosses to other ranks — slots, values, flags — is the one-shot's, and ranks need not
  * agree on the knob; the second half is then split the same way (both wait for slot b's
- * flags). hand_empty: the owner's counts the helper's "pushed" arrivals (every round), the
- * helper's the owner's "read" ones (rounds before the last), as without fin_split. */
+ * flags). hand_empty: the owner's counts the helper's "pushed" arrivals (every round; at one
+ * rank all but the last), the helper's the owner's "read" ones (rounds before the last), as
+ * without fin_split. */
 template <typename T, int kG>
 __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx& c,
                                                    const RankView& v, unsigned char* smem,
@@ -416,15 +418,18 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
   uint64_t* flag_out = nullptr; /* the owner's thread i < P, i != me: peer i's flag for it */
   if (!helper && tid < c.P && tid != c.me)
     flag_out = v.peer_sig[tid] + (size_t)c.me * FCO_SIG_SLOTS + c.b;
-  /* fin2, the owner: the threads that wait for the helper's pushes of a round (flag_out's, and
-   * thread 0: at one rank, or as the round's last reader of hand_empty before the next). */
-  const bool wait_helper = fin2 && !helper && (flag_out || tid == 0);
+  /* fin2, the owner's flag threads: they wait for the helper's pushes of a round before they
+   * flag it (and so, behind the barrier after them, the owner's next round's stores into the
+   * helper's buffer wait too). At one rank no flags: the owner's sending warpgroup waits for
+   * the helper's "pushed" (= buffer read) arrival of round r − 1 before its stores of round r,
+   * as the helper does, and the helper skips the last round's arrival (nobody waits for it). */
+  const bool wait_helper = fin2 && flag_out;
   G::template run_rounds<T>(
       c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
       [&](int r, float* d) {
         if (fin2) {
           if ((tid >> 7) != side) { /* the peer's half: into its buffer */
-            if (helper && r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
+            if (r > 0 && (helper || c.P == 1)) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
 #pragma unroll
             for (int j = 0; j < G::BN / 16; ++j)
 #pragma unroll
@@ -478,10 +483,11 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         tile::bar_sync_all(G::kConsumers); /* out read, every push issued: signal_block's order */
         if (flag_out) st_release_sys(flag_out, sig_value(c.e, (uint32_t)r));
         if (tid == 0 && p.pair) {
-          if (fin2 && helper)
-            G::arrive_pushed(hempty, c.P > 1);
-          else if (r + 1 < nr)
+          if (fin2 && helper) {
+            if (c.P > 1 || r + 1 < nr) G::arrive_pushed(hempty, c.P > 1);
+          } else if (r + 1 < nr) {
             tile::mbar_arrive_cluster(hempty, peer);
+          }
         }
       });
   if (c.P > 1) oneshot_group_reduce<T, kG>(p, c, v, wc, cq, tw_lo, nt);
