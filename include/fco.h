@@ -297,8 +297,9 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              on the cp.async tile), and where the groups leave SMs idle a group's K is
  *              split over up to 4 blocks of the rank (a cluster, the slices handed over in
  *              shared memory; a block with several groups takes them as rounds of one
- *              TMA ring, FCO_GEMV_ROUNDS): FCO_GEMV_GROUP, FCO_GEMV_GROUP_TMA,
- *              FCO_GEMV_SPLIT, FCO_GEMV_ROUNDS in docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
+ *              TMA ring, FCO_GEMV_ROUNDS; a pair's two blocks finalise half the group
+ *              each, FCO_GEMV_PAIR_FIN): FCO_GEMV_GROUP, FCO_GEMV_GROUP_TMA,
+ *              FCO_GEMV_SPLIT, FCO_GEMV_ROUNDS, FCO_GEMV_PAIR_FIN in docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
  *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
  *              two-phase (tile t is reduced by one owner rank, which pushes the result to
  *              every peer; for large M·N; at M 33..64 in bf16 / f16 on impl 1's groups, each

@@ -253,17 +253,21 @@ static void device_mismatch(t_world_t* w, gemv_bufs_t* b) {
 }
 
 /* nccl, P = 2: the same in rounds (FCO_GEMV_ROUNDS=2, the TMA tile at M 57 / 64, K split in
- * cluster pairs): the owner blocks find the mismatch and leave, taking their helpers'
- * hand-offs on the way out (rounds_owner_bail), so both ranks report instead of hanging. A
- * world of its own: a mismatch leaves the comms unusable. */
-static void device_mismatch_rounds(fco_transport_t t) {
+ * cluster pairs): with the pairs' split finalise (`fin`, the default) owner and helper both
+ * check, find the mismatch and leave through every round's exchange (rounds_bail); without it
+ * (FCO_GEMV_PAIR_FIN=0) the owners leave, taking their helpers' hand-offs on the way out — so
+ * both ranks report instead of hanging. A world of its own: a mismatch leaves the comms
+ * unusable. */
+static void device_mismatch_rounds(fco_transport_t t, int fin) {
   t_world_t w;
   gemv_bufs_t b;
-  t_context("FCO_CHECK_ARGS=1, M 57 / 64 in rounds, ranks issued separately (nccl)");
+  t_context("FCO_CHECK_ARGS=1, M 57 / 64 in rounds, %s, ranks issued separately (nccl)",
+            fin ? "split finalise" : "FCO_GEMV_PAIR_FIN=0");
   ASSERT_OK(t_world_init(&w, t, 2, NULL));
   gemv_bufs_alloc(&b, &w);
   t_knob_set("FCO_CHECK_ARGS", "1");
   t_knob_set("FCO_GEMV_ROUNDS", "2");
+  t_knob_set("FCO_GEMV_PAIR_FIN", fin ? NULL : "0");
   for (int r = 0; r < w.n; r++) {
     size_t need = 0;
     ASSERT_OK(fco_gemv_allreduce_workspace(w.comms[r], 64, 1000, 1000, FCO_BF16, 1, &need));
@@ -280,6 +284,7 @@ static void device_mismatch_rounds(fco_transport_t t) {
            fco_last_plan(w.comms[r]));
   }
   t_knob_reset("FCO_GEMV_ROUNDS");
+  t_knob_reset("FCO_GEMV_PAIR_FIN");
   t_knob_reset("FCO_CHECK_ARGS");
   assert_untouched(&w, &b, __LINE__);
   gemv_bufs_free(&b);
@@ -330,7 +335,8 @@ int main(void) {
       t_knob_reset("FCO_GEMV_AR_LL");
       t_knob_set("FCO_GEMV_PDL", "0");
       if (t == FCO_TRANSPORT_NCCL && p == 2) {
-        device_mismatch_rounds(t);
+        device_mismatch_rounds(t, 1);
+        device_mismatch_rounds(t, 0);
         device_mismatch(&w, &b); /* leaves the comms unusable: last */
         gemv_bufs_free(&b);
         for (int r = 0; r < w.n; r++) (void)fco_comm_destroy(w.comms[r]);

@@ -496,7 +496,8 @@ static void gar_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, 
                                       "FCO_GEMV_AR_LOCAL_MAX_W", "FCO_GEMV_LL_FP32", "FCO_GEMV_GROUP",
                                       "FCO_GEMV_GROUP_MMA", "FCO_GEMV_GROUP_TMA", "FCO_GEMV_SPLIT",
                                       "FCO_GEMV_SPLIT_PAIR", "FCO_GEMV_TMA_STAGES",
-                                      "FCO_GEMV_GROUP_FP32"};
+                                      "FCO_GEMV_GROUP_FP32", "FCO_GEMV_ROUNDS",
+                                      "FCO_GEMV_PAIR_FIN"};
   bench_print_knobs(f, knobs, sizeof knobs / sizeof knobs[0]);
   fprintf(f, "# gemv = cuBLAS GEMM alone, allreduce = fco_allreduce (auto) of y alone, both = the "
           "two issued at once on two streams per rank, same run\n");

@@ -65,10 +65,15 @@ done
 # streaming blocks as the default's 128 unsplit groups of 4; on one GPU at P = 1 that cost
 # +0.05..0.8 us (run 2026-12-03_nvidia-h200_fee17dc-rounds); here it should hide about half the
 # pushes. R = 1: off (unset: rounds only where owners take several groups, 16384^2). Alternating.
-el "gemv M 48,64 rounds off / 2"
-for r in 1 2 1 2; do
-  echo "# FCO_GEMV_ROUNDS=$r" >> $O/gemv-rounds.txt
-  FCO_GEMV_ROUNDS=$r FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1 >> $O/gemv-rounds.txt 2>&1; echo rc=$?
+# Session 29: the pairs' split finalise (FCO_GEMV_PAIR_FIN, on by default: owner and helper each push
+# and reduce half of their group; run 2026-12-03_nvidia-h200_9860fb4-finsplit2: local P = 2 with R = 2
+# 0.93-0.98x, P = 1 +-1 %) beside R = 2 without it (0); FCO_GEMV_GROUP_TMA=8 in the loop above now
+# runs pairs of groups of 8 with it (P = 1 8192x14336: 1.6 % faster than the default's groups of 4).
+el "gemv M 48,64 rounds off / 2 with and without the split finalise"
+for v in "1 1" "2 1" "2 0" "1 1" "2 1" "2 0"; do
+  set -- $v
+  echo "# FCO_GEMV_ROUNDS=$1 FCO_GEMV_PAIR_FIN=$2" >> $O/gemv-rounds.txt
+  FCO_GEMV_ROUNDS=$1 FCO_GEMV_PAIR_FIN=$2 FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1 >> $O/gemv-rounds.txt 2>&1; echo rc=$?
 done
 pack
 # (3) embedding
