@@ -471,16 +471,19 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
             }
         }
         tile::bar_sync_all(G::kConsumers);
+        if (tid == 0) FCO_GTRACE(6); /* FCO_GEMV_TRACE: the round's hand-off done */
         const int t0 = (cq + r * B) * kG + tw_lo, lim = max(0, min(nt, p.T - t0)) * per;
         const bool fast = yvec && (t0 + nt) * kTileN <= p.N;
         const float4* o4 = reinterpret_cast<const float4*>(out) + tw_lo * 256;
         int tw = gw.tw0, ii = gw.ii0;
         for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii))
           oneshot_group_push4<T>(p, c, v, push, t0 + tw, ii, fast, o4[tw * 256 + ii]);
+        if (tid == 0) FCO_GTRACE(7); /* its pushes (or y) issued */
         /* fin2: the owner's flags (and its next round's stores into the helper's buffer, behind
          * the barrier below) wait for the helper's pushes of this round. */
         if (wait_helper) G::wait_pushed(hempty, (uint32_t)r & 1u);
         tile::bar_sync_all(G::kConsumers); /* out read, every push issued: signal_block's order */
+        if (tid == 0) FCO_GTRACE(8); /* the round's last barrier (fin2: after the helper's pushes) */
         if (flag_out) st_release_sys(flag_out, sig_value(c.e, (uint32_t)r));
         if (tid == 0 && p.pair) {
           if (fin2 && helper) {

@@ -51,7 +51,10 @@ namespace gemv {
 
 /* FCO_GEMV_TRACE (a diagnostic build only, never defined by the Makefile): blocks 0 and 1 (an
  * owner and its helper in a pair launch) record %globaltimer at points of a call (thread 0; the
- * producer, thread 256, slot 3) and print them at the kernel's end (gemv_allreduce_kernel). */
+ * producer, thread 256, slot 3) and print them at the kernel's end (gemv_allreduce_kernel).
+ * Slots 6 / 7 / 8 ("out", "handoff", "finish" in the print): run()'s out written, the cluster
+ * hand-off, the pushes; in run_oneshot_rounds (the last round's): the hand-off done, the pushes
+ * (or y) issued, the round's last barrier. */
 #ifdef FCO_GEMV_TRACE
 __device__ unsigned long long g_gtrace[2][12];
 #define FCO_GTRACE(k)                                                              \
