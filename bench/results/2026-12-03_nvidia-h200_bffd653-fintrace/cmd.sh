@@ -1,0 +1,38 @@
+#!/bin/bash
+# Session 29 (one H200): where the time of a cluster pair's finalise goes, with and without the split finalise
+# (FCO_GEMV_PAIR_FIN 1 / 0), from the FCO_GEMV_TRACE build (`make gemv-trace`, relinked over the normal object:
+# blocks 0 and 1 — owner and helper of pair 0 — record %globaltimer; slots as in gemv_group_tma.cuh: with the split
+# finalise (run_oneshot_rounds, one round) "out" = the hand-off done, "handoff" = the pushes / y issued, "finish" = the
+# round's last barrier; without it (run / run_split_helper) "out" = out written, "handoff" = the cluster hand-off,
+# "finish" = the pushes). P = 1, bf16, M 64: 4096x7168 (pairs by default) and 8192x4096 with FCO_GEMV_GROUP_TMA=8
+# (pairs of groups of 8); the normal build's times beside (fco-bench -G 1, graphs).
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-unknown}
+export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
+export PATH=/usr/local/cuda/bin:$PATH
+O=/tmp/o1; rm -rf $O; mkdir -p $O
+pack() { tar czf $OUT/out.tgz -C $O .; }
+find build/obj -name '*.o' -exec touch {} +
+make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
+b() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK="$nk" FCO_BENCH_GEMV_M=64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -d bf16 -D 0,1 -R 3 -G 1 > $O/gemv-$tag.txt 2>&1; echo $tag rc=$?; }
+for f in 1 0 1 0; do b def-f$f 4096x7168 FCO_GEMV_PAIR_FIN=$f; b g8-f$f 8192x4096 FCO_GEMV_PAIR_FIN=$f FCO_GEMV_GROUP_TMA=8; done
+cp build/obj/trace/gemv_allreduce.o build/obj/src/cuda/gemv_allreduce.o && touch build/obj/src/cuda/gemv_allreduce.o && make -j16 NCCL_HOME=$NCCL_HOME >> $O/build.log 2>&1 || { echo relink failed; tail -5 $O/build.log; }
+t() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK="$nk" FCO_BENCH_GEMV_M=64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -G 1 -d bf16 -n 20 -w 2 -R 1 -D 1 > $O/gtrace-$tag.txt 2>&1; echo trace $tag rc=$?; }
+for f in 1 0; do t def-f$f 4096x7168 FCO_GEMV_PAIR_FIN=$f; t g8-f$f 8192x4096 FCO_GEMV_PAIR_FIN=$f FCO_GEMV_GROUP_TMA=8; done
+rm -f $O/build.log; pack
+for f in $O/gemv-*.txt; do echo "== $(basename $f)"; grep -E "^ +[0-9]" $f | cut -c1-100; done
+python3 - $O <<'PY'
+import glob, re, statistics, sys
+keys = ['view', 'init', 'issue0', 'data0', 'lastmma', 'out', 'handoff', 'finish', 'end']
+print('median over calls, ns from the block\'s start: ' + ' '.join('%8s' % k for k in keys))
+for f in sorted(glob.glob(sys.argv[1] + '/gtrace-*.txt')):
+    per = {0: [], 1: []}
+    for line in open(f):
+        m = re.match(r'gtrace block (\d) pair \d t0 \d+: (.*)', line)
+        if m: per[int(m.group(1))].append(dict(re.findall(r'(\w+) (-?\d+)', m.group(2))))
+    for b in (0, 1):
+        rows = per[b]
+        if not rows: continue
+        med = [statistics.median(int(r[k]) for r in rows) if all(k in r for r in rows) else 0 for k in keys]
+        print('%-22s block %d (%2d calls): ' % (f.split('gtrace-')[1][:-4], b, len(rows)) + ' '.join('%8d' % v for v in med))
+PY
