@@ -5,7 +5,8 @@
 # finalise (run_oneshot_rounds, one round) "out" = the hand-off done, "handoff" = the pushes / y issued, "finish" = the
 # round's last barrier; without it (run / run_split_helper) "out" = out written, "handoff" = the cluster hand-off,
 # "finish" = the pushes). P = 1, bf16, M 64: 4096x7168 (pairs by default) and 8192x4096 with FCO_GEMV_GROUP_TMA=8
-# (pairs of groups of 8); the normal build's times beside (fco-bench -G 1, graphs).
+# (pairs of groups of 8); first the normal build's times (fco-bench -G 1, graphs, M 48 / 64; N 8192 also in the
+# default's unsplit groups of 4, for the launcher's choice between the two).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-unknown}
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
@@ -14,13 +15,33 @@ O=/tmp/o1; rm -rf $O; mkdir -p $O
 pack() { tar czf $OUT/out.tgz -C $O .; }
 find build/obj -name '*.o' -exec touch {} +
 make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
-b() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK="$nk" FCO_BENCH_GEMV_M=64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -d bf16 -D 0,1 -R 3 -G 1 > $O/gemv-$tag.txt 2>&1; echo $tag rc=$?; }
-for f in 1 0 1 0; do b def-f$f 4096x7168 FCO_GEMV_PAIR_FIN=$f; b g8-f$f 8192x4096 FCO_GEMV_PAIR_FIN=$f FCO_GEMV_GROUP_TMA=8; done
+# the normal build, alternating invocations (i = 1, 2), M 48 / 64: 4096x7168 with / without the split finalise; N 8192
+# in the default's unsplit groups of 4 (g4) against pairs of groups of 8 with / without it (g8-f1 / g8-f0)
+b() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK="$nk" FCO_BENCH_GEMV_M=48,64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -d bf16 -D 0,1 -R 3 -G 1 -J $O/gemv-$tag.json > $O/gemv-$tag.txt 2>&1; echo $tag rc=$?; }
+N8="8192x4096,8192x14336"
+for i in 1 2; do
+  b def-f1-$i 4096x7168 FCO_GEMV_PAIR_FIN=1; b def-f0-$i 4096x7168 FCO_GEMV_PAIR_FIN=0
+  b g4-$i "$N8"; b g8-f1-$i "$N8" FCO_GEMV_GROUP_TMA=8; b g8-f0-$i "$N8" FCO_GEMV_GROUP_TMA=8 FCO_GEMV_PAIR_FIN=0
+done
+pack
 cp build/obj/trace/gemv_allreduce.o build/obj/src/cuda/gemv_allreduce.o && touch build/obj/src/cuda/gemv_allreduce.o && make -j16 NCCL_HOME=$NCCL_HOME >> $O/build.log 2>&1 || { echo relink failed; tail -5 $O/build.log; }
 t() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK="$nk" FCO_BENCH_GEMV_M=64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -G 1 -d bf16 -n 20 -w 2 -R 1 -D 1 > $O/gtrace-$tag.txt 2>&1; echo trace $tag rc=$?; }
 for f in 1 0; do t def-f$f 4096x7168 FCO_GEMV_PAIR_FIN=$f; t g8-f$f 8192x4096 FCO_GEMV_PAIR_FIN=$f FCO_GEMV_GROUP_TMA=8; done
 rm -f $O/build.log; pack
-for f in $O/gemv-*.txt; do echo "== $(basename $f)"; grep -E "^ +[0-9]" $f | cut -c1-100; done
+python3 - $O <<'PY'
+import json, glob, re, sys
+rows = {}
+for f in sorted(glob.glob(sys.argv[1] + '/gemv-*.json')):
+    tag = re.search(r'gemv-(.*)-\d\.json', f).group(1)
+    for x in json.load(open(f))['results']:
+        s = x['shape']; key = (s['N'], s['K'], s['M'])
+        if x['impl_id'] == 0: rows.setdefault(key, {}).setdefault('cublas', []).append(x['time_us'])
+        else: rows.setdefault(key, {}).setdefault(tag, []).append(x['time_us'] if x['wrong'] == 0 else -1)
+print('NxK          M   cublas   impl 1 by knobs (two invocations each)')
+for k in sorted(rows):
+    d = rows[k]
+    print('%5dx%-6d %2d  %6.2f  ' % (k[0], k[1], k[2], min(d['cublas'])) + '  '.join('%s %s' % (t, '/'.join('%.2f' % v for v in d[t])) for t in sorted(d) if t != 'cublas'))
+PY
 python3 - $O <<'PY'
 import glob, re, statistics, sys
 keys = ['view', 'init', 'issue0', 'data0', 'lastmma', 'out', 'handoff', 'finish', 'end']
