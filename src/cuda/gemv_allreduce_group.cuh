@@ -401,12 +401,7 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
         [&](int r, float* d) {
           if (r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
-#pragma unroll
-          for (int j = 0; j < G::BN / 16; ++j)
-#pragma unroll
-            for (int h = 0; h < 4; h += 2)
-              G::hand_store(ro + 4u * (uint32_t)G::frag_at(tid, j, h), rb, d[4 * j + h],
-                            d[4 * j + h + 1]);
+          G::hand_frags(ro, rb, d);
         });
     return;
   }
@@ -430,45 +425,19 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         if (fin2) {
           if ((tid >> 7) != side) { /* the peer's half: into its buffer */
             if (r > 0 && (helper || c.P == 1)) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
-#pragma unroll
-            for (int j = 0; j < G::BN / 16; ++j)
-#pragma unroll
-              for (int h = 0; h < 4; h += 2)
-                G::hand_store(ro + 4u * (uint32_t)G::frag_at(tid, j, h), rb, d[4 * j + h],
-                              d[4 * j + h + 1]);
-          } else { /* this block's half: the peer's slice added in place, in slice order */
+            G::hand_frags(ro, rb, d);
+          } else { /* this block's half: the peer's slice added in place */
             if (tid == side * 128)
               tile::mbar_arrive_expect_tx(hfull, (uint32_t)(G::kOutBytes / 2));
             tile::mbar_wait(hfull, (uint32_t)r & 1u);
-#pragma unroll
-            for (int j = 0; j < G::BN / 16; ++j)
-#pragma unroll
-              for (int h = 0; h < 4; h += 2) {
-                float2* o = reinterpret_cast<float2*>(out + G::frag_at(tid, j, h));
-                const float2 in = *o;
-                const float2 mine = make_float2(d[4 * j + h], d[4 * j + h + 1]);
-                *o = helper ? make_float2(in.x + mine.x, in.y + mine.y)
-                            : make_float2(mine.x + in.x, mine.y + in.y);
-              }
+            G::keep_frags(out, d, true);
           }
         } else {
           if (p.pair) { /* the helper's slice of this round in the buffer */
             if (tid == 0) tile::mbar_arrive_expect_tx(hfull, (uint32_t)G::kOutBytes);
             tile::mbar_wait(hfull, (uint32_t)r & 1u);
           }
-#pragma unroll
-          for (int j = 0; j < G::BN / 16; ++j)
-#pragma unroll
-            for (int h = 0; h < 4; h += 2) {
-              float2* o = reinterpret_cast<float2*>(out + G::frag_at(tid, j, h));
-              float2 val = make_float2(d[4 * j + h], d[4 * j + h + 1]);
-              if (p.pair) {
-                const float2 s1 = *o;
-                val.x += s1.x;
-                val.y += s1.y;
-              }
-              *o = val;
-            }
+          G::keep_frags(out, d, p.pair != 0);
         }
         tile::bar_sync_all(G::kConsumers);
         if (tid == 0) FCO_GTRACE(6); /* FCO_GEMV_TRACE: the round's hand-off done */
@@ -526,14 +495,13 @@ __device__ __forceinline__ void rounds_bail(const GarParams& p, const Ctx& c, un
   const uint32_t peer = (uint32_t)(side ^ 1);
   const uint32_t ro = gemv::cluster_map(G::hand_buf(smem, 2, 1), peer);
   const uint32_t rb = gemv::cluster_map(hfull, peer);
+  float zeros[G::BN / 4];
+#pragma unroll
+  for (int i = 0; i < G::BN / 4; ++i) zeros[i] = 0.f;
   for (int r = 0; r < nr; ++r) {
     if (tid < G::kConsumers && (tid >> 7) != side) {
       if (helper && r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
-#pragma unroll
-      for (int j = 0; j < G::BN / 16; ++j)
-#pragma unroll
-        for (int h = 0; h < 4; h += 2)
-          G::hand_store(ro + 4u * (uint32_t)G::frag_at(tid, j, h), rb, 0.f, 0.f);
+      G::hand_frags(ro, rb, zeros);
     }
     if (tid == 0) {
       tile::mbar_arrive_expect_tx(hfull, (uint32_t)(G::kOutBytes / 2));

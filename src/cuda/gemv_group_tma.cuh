@@ -453,6 +453,36 @@ struct GroupTma {
         "r"(parity)
         : "memory");
   }
+  /* A consumer thread's fragments d (frag_at's layout) into the peer's pair buffer at `ro`,
+   * counted on its hand_full `rb` (both mapa'd): a whole partial, or — with the split
+   * finalise, called by the warpgroup whose columns the peer finalises — that half. */
+  __device__ static __forceinline__ void hand_frags(uint32_t ro, uint32_t rb, const float* d) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j)
+#pragma unroll
+      for (int h = 0; h < 4; h += 2)
+        hand_store(ro + 4u * (uint32_t)frag_at(tid, j, h), rb, d[4 * j + h], d[4 * j + h + 1]);
+  }
+  /* A consumer thread's fragments d into out [kG][64][16] at their places, `add`: plus what the
+   * peer stored there (slice 0 + slice 1: float addition commutes, so either block's sum is
+   * GroupSlices::sum's bits). */
+  __device__ static __forceinline__ void keep_frags(float* out, const float* d, bool add) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j)
+#pragma unroll
+      for (int h = 0; h < 4; h += 2) {
+        float2* o = reinterpret_cast<float2*>(out + frag_at(tid, j, h));
+        float2 v = make_float2(d[4 * j + h], d[4 * j + h + 1]);
+        if (add) {
+          const float2 in = *o;
+          v.x += in.x;
+          v.y += in.y;
+        }
+        *o = v;
+      }
+  }
   /* One thread of every block of a cluster pair, at the kernel's start, before its phase-1
    * cluster arrival (which publishes the initialisation to the peer block). */
   __device__ static __forceinline__ void init_round_bars(unsigned char* smem) {
