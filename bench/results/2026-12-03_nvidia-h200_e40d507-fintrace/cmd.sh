@@ -1,12 +1,14 @@
 #!/bin/bash
-# Session 29 (one H200): where the time of a cluster pair's finalise goes, with and without the split finalise
-# (FCO_GEMV_PAIR_FIN 1 / 0), from the FCO_GEMV_TRACE build (`make gemv-trace`, relinked over the normal object:
-# blocks 0 and 1 — owner and helper of pair 0 — record %globaltimer; slots as in gemv_group_tma.cuh: with the split
-# finalise (run_oneshot_rounds, one round) "out" = the hand-off done, "handoff" = the pushes / y issued, "finish" = the
-# round's last barrier; without it (run / run_split_helper) "out" = out written, "handoff" = the cluster hand-off,
-# "finish" = the pushes). P = 1, bf16, M 64: 4096x7168 (pairs by default) and 8192x4096 with FCO_GEMV_GROUP_TMA=8
-# (pairs of groups of 8); first the normal build's times (fco-bench -G 1, graphs, M 48 / 64; N 8192 also in the
-# default's unsplit groups of 4, for the launcher's choice between the two).
+# Session 29 (one H200): the cluster pair's split finalise (FCO_GEMV_PAIR_FIN) after its hand-off loops were factored
+# into GroupTma::hand_frags / keep_frags. (1) The grouped-tile tests (FCO_TEST_GROUP=only, quick, local P = 1..3).
+# (2) fco-bench, the normal build, graphs, P = 1, bf16, M 48 / 64, alternating invocations (i = 1, 2): 4096x7168 (pairs
+# by default) with / without the split finalise; N 8192 in the default's unsplit groups of 4 against pairs of groups
+# of 8 (FCO_GEMV_GROUP_TMA=8) with / without it, for the launcher's choice between the two. (3) Where a pair's time
+# goes, M 64, 4096x7168 and 8192x4096 in pairs of groups of 8, PAIR_FIN 1 / 0: the FCO_GEMV_TRACE build (`make
+# gemv-trace`, relinked over the normal object; blocks 0 and 1 — owner and helper of pair 0 — record %globaltimer;
+# slots as in gemv_group_tma.cuh: with the split finalise (run_oneshot_rounds, one round) "out" = the hand-off done,
+# "handoff" = the pushes / y issued, "finish" = the round's last barrier; without it (run / run_split_helper) "out" =
+# out written, "handoff" = the cluster hand-off, "finish" = the pushes).
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-unknown}
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
@@ -14,7 +16,9 @@ export PATH=/usr/local/cuda/bin:$PATH
 O=/tmp/o1; rm -rf $O; mkdir -p $O
 pack() { tar czf $OUT/out.tgz -C $O .; }
 find build/obj -name '*.o' -exec touch {} +
-make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
+make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 && make -j16 NCCL_HOME=$NCCL_HOME tests >> $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
+FCO_TRANSPORT=local FCO_TEST_GROUP=only FCO_TEST_QUICK=1 FCO_TEST_MAX_RANKS=3 timeout 200 build/tests/test_gemv_allreduce_kernels > $O/test-group-local.txt 2>&1; echo group tests local rc=$?
+tail -n 2 $O/test-group-local.txt; pack
 # the normal build, alternating invocations (i = 1, 2), M 48 / 64: 4096x7168 with / without the split finalise; N 8192
 # in the default's unsplit groups of 4 (g4) against pairs of groups of 8 with / without it (g8-f1 / g8-f0)
 b() { local tag=$1 nk=$2; shift 2; env "$@" FCO_BENCH_GEMV_NK="$nk" FCO_BENCH_GEMV_M=48,64 timeout 60 build/bin/fco-bench gemv_allreduce -t local -g 1 -d bf16 -D 0,1 -R 3 -G 1 -J $O/gemv-$tag.json > $O/gemv-$tag.txt 2>&1; echo $tag rc=$?; }
