@@ -545,8 +545,9 @@ static void expect_cluster(const t_world_t* w) {
 
 /* FCO_GEMV_GROUP_TMA unset (M 33..64, the TMA tile): every rank ran groups of 4 exactly where
  * its plan says they stream W from more blocks than groups of 8 would, or from as many in
- * fewer K slices — "(groups of 4: B4 blocks, split S4; of 8: B8, split S8)" — and all ranks
- * chose alike. */
+ * fewer K slices — "(groups of 4: B4 blocks, split S4; of 8: B8, split S8)" — unless that tie
+ * went to pairs of groups of 8 (", pairs)": only impl 1, one local rank, S4 1 and S8 2, run as
+ * "split=2 pair"), and all ranks chose alike. */
 static void expect_tma_groups(const t_world_t* w) {
   int first = -1;
   for (int r = 0; r < w->n; r++) {
@@ -560,7 +561,13 @@ static void expect_tma_groups(const t_world_t* w) {
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": no TMA group rule in the plan", r, plan);
       continue;
     }
-    const int four = strstr(plan, "kG=4") != NULL, want = b4 > b8 || (b4 == b8 && s4 < s8);
+    const int pairs8 = strstr(at, ", pairs)") != NULL;
+    const int one_local = w->transport != FCO_TRANSPORT_LOCAL || w->n == 1; /* num_local 1 */
+    if (pairs8 && !(one_local && b4 == b8 && s4 == 1 && s8 == 2 && strstr(plan, "impl 1 ") &&
+                    strstr(plan, "kG=8 split=2 pair")))
+      t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": pairs of groups of 8 off their rule", r, plan);
+    const int four = strstr(plan, "kG=4") != NULL,
+              want = b4 > b8 || (b4 == b8 && s4 < s8 && !pairs8);
     if (four != want || (!four && !strstr(plan, "kG=8")))
       t_fail(__FILE__, __LINE__, "rank %d ran \"%s\": groups of %s against the rule", r, plan,
              four ? "4" : "8");
@@ -871,6 +878,11 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     if (!tma) expect_plan_has(w, "grouped wgmma tma", 0);
   }
   t_knob_reset("FCO_GEMV_GROUP_TMA");
+  /* N 8192, M 64 on one rank a GPU (P = 1 here): groups of 8 in 64 cluster pairs tie unsplit
+   * groups of 4 at 128 streaming blocks on H200 — the tie goes to the pairs (", pairs"); the
+   * rule, whatever the GPU, checked by expect_tma_groups */
+  gemv_one_call(w, b, 64, 8192, gemv_vec_kt_le(w->n, GEMV_MAX_NK / 8192), FCO_BF16, 0, 1);
+  expect_tma_groups(w);
   twophase_group_tests(w, b);
   rounds_tests(w, b);
 }

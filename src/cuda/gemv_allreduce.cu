@@ -651,7 +651,15 @@ constexpr double kGroupFill = 0.75;
  * 113.51 / 114.99, 5120×8192 30.42 / 30.33, local P = 2 4096×14336 39.79 / 36.08 — as many
  * blocks, groups of 8 split in 2 against 4 unsplit; 16384×8192 67.86 / 73.27, local P = 2
  * 8192² 42.37 / 47.51 — as many blocks, groups of 4 two a block: groups of 8. x is read from
- * L2 once per 64 W rows instead of 128: the long K of 8192×28672 is the one tie lost. Shape,
+ * L2 once per 64 W rows instead of 128: the long K of 8192×28672 is the one tie lost.
+ * Session 29: since a cluster pair's two blocks finalise half the group each (fin_split), the
+ * tie of groups of 8 split in 2 as cluster pairs against unsplit groups of 4 goes to the pairs
+ * on impl 1 with one rank a GPU (num_local 1; N 8192, i.e. 8192² and 8192×28672 on each of two
+ * GPUs): runs 2026-12-03_nvidia-h200_9860fb4-finsplit2 and ..._e40d507-fintrace (P = 1, bf16,
+ * graphs, µs, M 48 / 64, groups of 4 / pairs of 8): 8192×4096 20.44 / 20.05, 20.35 / 20.40;
+ * 8192×14336 60.29 / 58.92, 59.80 / 58.90. Not on the local transport's shared GPU, where
+ * local P = 2 4096×14336 ran the pairs 10 % slower (session 26, before fin_split; unmeasured
+ * with it). The rule reads no knob ranks may set differently (FCO_GEMV_PAIR_FIN, _ROUNDS). Shape,
  * GPU model and num_local only (never K_r, which may differ between ranks): the group size is
  * in the FCO_CHECK_ARGS hash, every rank decides alike. */
 /* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split)
@@ -659,7 +667,8 @@ constexpr double kGroupFill = 0.75;
  * (whatever FCO_GEMV_SPLIT / _PAIR say: they are local, the group size is not). */
 template <typename T, int kMT, int kImpl, bool kPdl, int kG>
 fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
-                         int device, int sms, int* streams, int* split, char* err) {
+                         int device, int sms, int* streams, int* split, int* pair,
+                         char* err) {
   constexpr int kThreads = gemv::GroupTma<kG>::kWarps * 32;
   constexpr auto kKernel = gemv_allreduce_kernel<T, kMT, kImpl, false, kPdl, false,
                                                  gemv::GroupTma<kG>::kWarps, kG, true, true>;
@@ -678,6 +687,7 @@ fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0
                             sizeof(T), &sp);
   *streams = B * sp.split;
   *split = sp.split;
+  *pair = sp.pair;
   return FCO_OK;
 }
 
@@ -697,22 +707,26 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if constexpr (kMT == 8)
     if (a0->group_tma != 0) {
       bool four = a0->group_tma == 4;
-      int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1;
+      int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1, pr8 = 0, pr4 = 0;
+      bool pairs8 = false;
       if (a0->group_tma < 0) { /* automatic (see tma_streams) */
-        res = tma_streams<T, kMT, kImpl, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, err);
+        res = tma_streams<T, kMT, kImpl, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, &pr8, err);
         if (res == FCO_OK)
-          res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, err);
+          res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, &pr4,
+                                                    err);
         if (res != FCO_OK) return res;
-        four = s4 > s8 || (s4 == s8 && sp4 < sp8);
+        pairs8 = kImpl == 1 && g->num_local == 1 && s4 == s8 && sp4 == 1 && sp8 == 2 && pr8;
+        four = s4 > s8 || (s4 == s8 && sp4 < sp8 && !pairs8);
       }
       fco_gemv_ar_args_t a = *a0;
       a.group_tma = four ? 4 : 8; /* launch_fused: the TMA tile for groups of 4 too */
       res = four ? launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 4>(g, &a, impl, err)
                  : launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 8>(g, &a, impl, err);
-      /* e.g. " (groups of 4: 128 blocks, split 2; of 8: 96, split 3)" */
+      /* e.g. " (groups of 4: 128 blocks, split 2; of 8: 96, split 3)"; ", pairs": the tie
+       * went to pairs of groups of 8 */
       if (res == FCO_OK && a0->group_tma < 0)
-        fco_plan_append(g->plan, " (groups of 4: %d blocks, split %d; of 8: %d, split %d)", s4,
-                        sp4, s8, sp8);
+        fco_plan_append(g->plan, " (groups of 4: %d blocks, split %d; of 8: %d, split %d%s)", s4,
+                        sp4, s8, sp8, pairs8 ? ", pairs" : "");
       return res;
     }
   constexpr auto kFour =

@@ -57,7 +57,8 @@ typedef struct {
   char shape_json[160];      /* the op's "shape" object for the JSON, e.g. {"count":4,"bytes":8} */
   double time_us[BENCH_MAX_IMPLS]; /* indexed like ctx->impls */
   long long wrong[BENCH_MAX_IMPLS]; /* < 0: not checked */
-  char plan[BENCH_MAX_IMPLS][160]; /* fco_last_plan of rank 0 after the impl's timed calls */
+  char plan[BENCH_MAX_IMPLS][256]; /* fco_last_plan of rank 0 after the impl's timed calls (the
+                                    * library keeps up to 256 bytes: FCO_PLAN_LEN) */
   double floor_us;           /* < 0: none */
   double compute_us;         /* < 0: the op has no separate compute part (null) */
   double comm_us;            /* < 0: null */
