@@ -72,8 +72,9 @@ done
 el "gemv M 48,64 rounds off / 2 with and without the split finalise"
 for v in "1 1" "2 1" "2 0" "1 1" "2 1" "2 0"; do
   set -- $v
-  echo "# FCO_GEMV_ROUNDS=$1 FCO_GEMV_PAIR_FIN=$2" >> $O/gemv-rounds.txt
-  FCO_GEMV_ROUNDS=$1 FCO_GEMV_PAIR_FIN=$2 FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1 >> $O/gemv-rounds.txt 2>&1; echo rc=$?
+  g=$([ $1 = 2 ] && echo 4 || echo -1) # R = 2 in groups of 4 (128 streaming blocks); R = 1: the rule (session 29: pairs of 8 at N 8192)
+  echo "# FCO_GEMV_ROUNDS=$1 FCO_GEMV_PAIR_FIN=$2 FCO_GEMV_GROUP_TMA=$g" >> $O/gemv-rounds.txt
+  FCO_GEMV_ROUNDS=$1 FCO_GEMV_PAIR_FIN=$2 FCO_GEMV_GROUP_TMA=$g FCO_BENCH_GEMV_M=48,64 timeout 40 $B -D 1 >> $O/gemv-rounds.txt 2>&1; echo rc=$?
 done
 pack
 # (3) embedding
