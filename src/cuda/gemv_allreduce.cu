@@ -662,9 +662,10 @@ constexpr double kGroupFill = 0.75;
  * with it). The rule reads no knob ranks may set differently (FCO_GEMV_PAIR_FIN, _ROUNDS). Shape,
  * GPU model and num_local only (never K_r, which may differ between ranks): the group size is
  * in the FCO_CHECK_ARGS hash, every rank decides alike. */
-/* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split)
- * and the split, as launch_fused plans them with the split automatic and clusters allowed
- * (whatever FCO_GEMV_SPLIT / _PAIR say: they are local, the group size is not). */
+/* Blocks a rank that would stream W with groups of kG tiles on the TMA tile (owners × split),
+ * the split and, where `pair` is not null, whether it runs as clusters — as launch_fused plans
+ * them with the split automatic and clusters allowed (whatever FCO_GEMV_SPLIT / _PAIR say: they
+ * are local, the group size is not). */
 template <typename T, int kMT, int kImpl, bool kPdl, int kG>
 fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0, int impl,
                          int device, int sms, int* streams, int* split, int* pair,
@@ -687,7 +688,7 @@ fco_result_t tma_streams(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a0
                             sizeof(T), &sp);
   *streams = B * sp.split;
   *split = sp.split;
-  *pair = sp.pair;
+  if (pair) *pair = sp.pair;
   return FCO_OK;
 }
 
@@ -707,12 +708,12 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   if constexpr (kMT == 8)
     if (a0->group_tma != 0) {
       bool four = a0->group_tma == 4;
-      int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1, pr8 = 0, pr4 = 0;
+      int s8 = 0, s4 = 0, sp8 = 1, sp4 = 1, pr8 = 0;
       bool pairs8 = false;
       if (a0->group_tma < 0) { /* automatic (see tma_streams) */
         res = tma_streams<T, kMT, kImpl, kPdl, 8>(g, a0, impl, device, sms, &s8, &sp8, &pr8, err);
         if (res == FCO_OK)
-          res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, &pr4,
+          res = tma_streams<T, kMT, kImpl, kPdl, 4>(g, a0, impl, device, sms, &s4, &sp4, nullptr,
                                                     err);
         if (res != FCO_OK) return res;
         pairs8 = kImpl == 1 && g->num_local == 1 && s4 == s8 && sp4 == 1 && sp8 == 2 && pr8;

@@ -434,10 +434,9 @@ struct GroupTma {
    * helper's pushes with their own (st.release.sys: cumulative). */
   __device__ static __forceinline__ void arrive_pushed(uint32_t bar, bool fence) {
     if (fence) asm volatile("fence.acq_rel.sys;\n" ::: "memory");
-    asm volatile(
-        "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, 0;\n"
-        " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar)
-        : "memory");
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(
+                     cluster_map(bar, 0))
+                 : "memory");
   }
   __device__ static __forceinline__ void wait_pushed(uint32_t bar, uint32_t parity) {
     asm volatile(
