@@ -23,9 +23,10 @@
  *   the automatic choice between the two checked against the plan) and the older tiles with
  *   FCO_GEMV_GROUP_TMA=0, each read back from fco_last_plan; the pairs' split finalise
  *   (FCO_GEMV_PAIR_FIN, on by default) and the owner's whole-group one; N 8192 at M 64, where
- *   one rank a GPU ties pairs of groups of 8 with unsplit groups of 4 (the pairs take it); then impl 2 on those groups,
- *   twophase_group_tests: several groups a block, split groups, fewer groups than ranks, back
- *   to back and in a CUDA graph; then impl 1 in rounds, FCO_GEMV_ROUNDS, rounds_tests);
+ *   one rank a GPU ties pairs of groups of 8 with unsplit groups of 4 (the pairs take it);
+ *   then impl 2 on those groups, twophase_group_tests: several groups a block, split groups,
+ *   fewer groups than ranks, back to back and in a CUDA graph; then impl 1 in rounds,
+ *   FCO_GEMV_ROUNDS, rounds_tests);
  *   FCO_TEST_GROUP=only runs just that part (GPU transports; 77 = skip elsewhere).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
  *   (programmatic dependent launch + W prefetch, pdl_tests): every fused kernel family, the
