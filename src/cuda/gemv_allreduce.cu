@@ -750,10 +750,13 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 2>(g, a0, impl, err);
 }
 
-/* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe). */
+/* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe).
+ * tma: the TMA tile (launch_grouped, kMT = 8: x's rows past M read as zeros) at M 1..32 too. */
 template <typename T, int kImpl, bool kPdl>
-FusedFn pick_mt(size_t M, bool ll, bool pipe) {
+FusedFn pick_mt(size_t M, bool ll, bool pipe, bool tma) {
   constexpr bool kMma = sizeof(T) == 2; /* f32 has no pipelined loop: pipe ignored */
+  if constexpr (kMma && (kImpl == 1 || kImpl == 2))
+    if (tma && !ll && M <= 32) return launch_grouped<T, 8, kPdl, kImpl>;
   if constexpr (kImpl == 1) {
     static_assert(FCO_GEMV_AR_LL_MAX_M == 16, "LL kernels: kMT 1 and 2");
     if (ll && M <= 8) return launch_fused<T, 1, 1, true, kPdl>;
@@ -784,17 +787,17 @@ FusedFn pick_mt(size_t M, bool ll, bool pipe) {
 /* pdl: FCO_GEMV_PDL=1, the kernels with the PDL prologue (kPdl), a separate instantiation so
  * that the default kernels stay exactly as they were. */
 template <int kImpl>
-FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll, bool pdl, bool pipe) {
+FusedFn pick_fused(fco_dtype_t dt, size_t M, bool ll, bool pdl, bool pipe, bool tma) {
   switch (dt) {
     case FCO_F32:
-      return pdl ? pick_mt<float, kImpl, true>(M, ll, pipe)
-                 : pick_mt<float, kImpl, false>(M, ll, pipe);
+      return pdl ? pick_mt<float, kImpl, true>(M, ll, pipe, tma)
+                 : pick_mt<float, kImpl, false>(M, ll, pipe, tma);
     case FCO_F16:
-      return pdl ? pick_mt<__half, kImpl, true>(M, ll, pipe)
-                 : pick_mt<__half, kImpl, false>(M, ll, pipe);
+      return pdl ? pick_mt<__half, kImpl, true>(M, ll, pipe, tma)
+                 : pick_mt<__half, kImpl, false>(M, ll, pipe, tma);
     case FCO_BF16:
-      return pdl ? pick_mt<__nv_bfloat16, kImpl, true>(M, ll, pipe)
-                 : pick_mt<__nv_bfloat16, kImpl, false>(M, ll, pipe);
+      return pdl ? pick_mt<__nv_bfloat16, kImpl, true>(M, ll, pipe, tma)
+                 : pick_mt<__nv_bfloat16, kImpl, false>(M, ll, pipe, tma);
     default: return nullptr;
   }
 }
@@ -826,8 +829,10 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   /* FCO_GEMV_PIPE: 0 off, 1 on, unset (-1): on where K_r ≥ kPipeAutoMinK, except in wide blocks
    * (launch_fused; see the header). */
   const bool pipe = a0.pipe > 0 || (a0.pipe < 0 && a0.K >= (size_t)fco::kPipeAutoMinK);
-  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe);
-  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe);
+  /* FCO_GEMV_GROUP_TMA set (1, 4 or 8) at M 1..32: the TMA tile there too (not with LL) */
+  const bool tma = a0.group_tma > 0;
+  if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe, tma);
+  else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe, tma);
   else
     return fco::fail(err, FCO_ERR_INVALID_ARGUMENT,
                      "fco_gemv_allreduce: impl %d is not available on the %s transport", impl,

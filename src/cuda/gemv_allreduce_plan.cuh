@@ -60,16 +60,18 @@ int max_clusters(int device, int cs, int grid, int threads, size_t dyn) {
  * -1 = auto, 1 = off, 2..FCO_GEMV_SPLIT_MAX = that many K slices a group where they fit. They
  * fit where every group has its own block (B == groups), the helpers too are co-resident
  * (groups · split ≤ slots, the co-resident blocks per rank) and the split area holds split − 1
- * slices. Auto: as many as fit, where the groups fill at most half the slots. */
+ * slices (unless `clusters`: the caller bounds a split that runs without clusters, plan_split).
+ * Auto: as many as fit, where the groups fill at most half the slots. */
 void pick_split(int knob, int groups, int B, int slots, size_t M, size_t N, size_t es, int impl,
-                int kG, int* split, uint64_t* slice_bytes) {
+                int kG, bool clusters, int* split, uint64_t* slice_bytes) {
   *split = 1;
   *slice_bytes = fco_round_up((size_t)groups * kG * gemv::kTileN * M * 4, 256);
   if (knob == 1 || B != groups || groups < 1) return;
   const size_t area = fco_gemv_ar_split_bytes(impl, M, N, es);
   long long fit = slots / groups;
   if (fit > FCO_GEMV_SPLIT_MAX) fit = FCO_GEMV_SPLIT_MAX;
-  if (fit > 1 + (long long)(area / *slice_bytes)) fit = 1 + (long long)(area / *slice_bytes);
+  if (!clusters && fit > 1 + (long long)(area / *slice_bytes))
+    fit = 1 + (long long)(area / *slice_bytes);
   if (knob < 0 && 2 * groups > slots) return;
   *split = (int)(knob > 1 && knob < fit ? knob : fit);
   if (*split < 1) *split = 1;
@@ -113,12 +115,13 @@ void plan_split(const fco_gemv_ar_args_t* a0, int impl, int device, int num_loca
                 int slots, int units, int kG, int threads, size_t dyn, size_t es, SplitPlan* sp) {
   memset(sp, 0, sizeof *sp);
   sp->split = 1;
+  const bool clusters = kTma && a0->split_pair;
   if (kG > 1)
-    pick_split(a0->split, units, B, slots, a0->M, a0->N, es, impl, kG, &sp->split,
+    pick_split(a0->split, units, B, slots, a0->M, a0->N, es, impl, kG, clusters, &sp->split,
                &sp->slice_bytes);
   static_assert(FCO_GEMV_SPLIT_MAX <= gemv::GroupTma<8>::kMaxCluster, "clusters of split blocks");
   if constexpr (kTma) {
-    if (sp->split >= 2 && a0->split_pair) {
+    if (sp->split >= 2 && clusters) {
       for (int cs = sp->split; cs >= 2 && !sp->pair; --cs) {
         const int n = max_clusters<kKernel>(device, cs, B * cs * num_local, threads, dyn);
         if (n >= B * num_local) {
@@ -130,6 +133,11 @@ void plan_split(const fco_gemv_ar_args_t* a0, int impl, int device, int num_loca
         }
         if (a0->split > 1) break; /* the knob's split or none */
       }
+      /* no cluster fits: the slices go through the split area, as many as it holds (none
+       * at M ≤ 32, where it is not reserved) */
+      const uint64_t area = fco_gemv_ar_split_bytes(impl, a0->M, a0->N, es);
+      if (!sp->pair && sp->split > 1 + (int)(area / sp->slice_bytes))
+        sp->split = 1 + (int)(area / sp->slice_bytes);
     }
   }
 }
