@@ -843,18 +843,21 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
          * P <= 4 on one H200; expect_split checks the rule against the plan's slots) */
         if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
           expect_split(w, ns[ni], gi == 2 ? 1 : 0);
-        /* groups of 8 at M 33..64: TMA on the vector path, the mma.sync tile off it (K 4095)
-         * or with FCO_GEMV_GROUP_MMA=1; split 2 (at most 8 groups: pairs fit at P <= 4) in
-         * clusters with TMA unless FCO_GEMV_SPLIT_PAIR=0, split 3 where one group a rank (N
-         * <= 100: clusters of 3 fit at any P; 32 of them need not, nor 32 of 4 on H200); the
-         * split unset in clusters too (the launcher lowers it to a split whose clusters fit) */
-        if (tma && ms[mi] > 32) {
+        /* groups of 8 at M 33..64 (and M 17..32 with FCO_GEMV_GROUP_TMA set, rows 7..11):
+         * TMA on the vector path, the mma.sync tile off it (K 4095) or with
+         * FCO_GEMV_GROUP_MMA=1; split 2 (at most 8 groups: pairs fit at P <= 4) in clusters
+         * with TMA unless FCO_GEMV_SPLIT_PAIR=0, split 3 where one group a rank (N <= 100:
+         * clusters of 3 fit at any P; 32 of them need not, nor 32 of 4 on H200); the split
+         * unset in clusters too (the launcher lowers it to a split whose clusters fit). A split
+         * without clusters goes through the split area, which M <= 32 does not reserve: none. */
+        if (tma && (ms[mi] > 32 || gi > 6)) {
           const int vec = ks[(k + gi) % 3] != 4095 && gi != 8;
+          const int area = ms[mi] > 32; /* a split without clusters fits */
           expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
-          if (gi == 7 || gi == 9) expect_split(w, ns[ni], 2);
+          if (gi == 7 || gi == 9) expect_split(w, ns[ni], (vec && gi == 7) || area ? 2 : 1);
           if (gi == 7 || gi == 9) expect_plan_has(w, "split=2 pair", vec && gi == 7);
           expect_fin_split(w, fin_off);
-          if (gi == 10) expect_split(w, ns[ni], 3);
+          if (gi == 10) expect_split(w, ns[ni], vec || area ? 3 : 1);
           if (vec && (gi == 6 || gi == 7 || gi == 11 || (gi == 10 && ns[ni] <= 100)))
             expect_cluster(w);
           if (gi > 6) expect_plan_has(w, "kG=4", gi == 11);
@@ -879,6 +882,30 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     expect_tile(w, tma ? "grouped wgmma tma" : "grouped wgmma");
     if (!tma) expect_plan_has(w, "grouped wgmma tma", 0);
   }
+  /* FCO_GEMV_GROUP_TMA set at M 1..16 (session 30): impl 1 and 2 on the TMA tile (x's rows
+   * past M read as zeros), at P = 1 and with FCO_GEMV_AR_LL=0; with LL (P >= 2, the default)
+   * impl 1 runs the LL kernels. K off the vector path (4095): the mma.sync tile in groups of 8;
+   * N 8192: more groups than a rank's blocks from P = 3 (rounds). */
+  t_knob_set("FCO_GEMV_GROUP_TMA", "8");
+  for (int ll = 0; ll < 2; ll++) {
+    t_knob_set("FCO_GEMV_AR_LL", ll ? NULL : "0");
+    static const size_t m16[] = {1, 5, 16, 9};
+    static const size_t n16[] = {1000, 8192, 15, 100};
+    for (int i = 0; i < 4; i++, k++) {
+      const size_t N = n16[i];
+      const int off_vec = i == 3 && ll;
+      const size_t kt = N == 8192 ? gemv_vec_kt_le(w->n, GEMV_MAX_NK / 8192)
+                        : off_vec ? 4095
+                                  : gemv_vec_kt_le(w->n, GEMV_MAX_KT);
+      const int impl = i == 2 ? 2 : 1;
+      gemv_one_call(w, b, m16[i], N, kt, k % 2 ? FCO_F16 : FCO_BF16, (int)(k % 3 == 0), impl);
+      if (ll && w->n > 1 && impl == 1) expect_plan_has(w, "grouped", 0); /* the LL kernels */
+      else expect_tile(w, off_vec ? "grouped mma.sync" : "grouped wgmma tma");
+      if (impl == 2) expect_twophase(w, N);
+      if (!off_vec && N <= 1000) expect_cluster(w);
+    }
+  }
+  t_knob_reset("FCO_GEMV_AR_LL");
   t_knob_reset("FCO_GEMV_GROUP_TMA");
   /* N 8192, M 64 on one rank a GPU (P = 1 here): groups of 8 in 64 cluster pairs tie unsplit
    * groups of 4 at 128 streaming blocks on H200 — the tie goes to the pairs (", pairs"); the
