@@ -899,8 +899,11 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
                                   : gemv_vec_kt_le(w->n, GEMV_MAX_KT);
       const int impl = i == 2 ? 2 : 1;
       gemv_one_call(w, b, m16[i], N, kt, k % 2 ? FCO_F16 : FCO_BF16, (int)(k % 3 == 0), impl);
-      if (ll && w->n > 1 && impl == 1) expect_plan_has(w, "grouped", 0); /* the LL kernels */
-      else expect_tile(w, off_vec ? "grouped mma.sync" : "grouped wgmma tma");
+      if (ll && w->n > 1 && impl == 1) { /* the LL kernels */
+        expect_plan_has(w, "grouped", 0);
+        continue;
+      }
+      expect_tile(w, off_vec ? "grouped mma.sync" : "grouped wgmma tma");
       if (impl == 2) expect_twophase(w, N);
       if (!off_vec && N <= 1000) expect_cluster(w);
     }

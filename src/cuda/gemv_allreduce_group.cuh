@@ -53,8 +53,8 @@ __device__ __forceinline__ void group_slice(const GarParams& p, const Ctx& c, in
   if constexpr (kTma) { /* slices of whole ring stages (SK k each), zeros past K */
     int s0, n;
     tma_slice<kG>(p, c.K, sl, s0, n);
-    gemv::GroupTma<kG>::template run<T>(c.mx, c.mw, s0, n, q * kG * kTileN, smem, p.tma_stages,
-                                        primed, to_owner);
+    gemv::GroupTma<kG>::template run<T>(c.mx, c.mw, gemv::GroupTma<kG>::stage_tx(p.M), s0, n,
+                                        q * kG * kTileN, smem, p.tma_stages, primed, to_owner);
     return;
   }
   int64_t k0 = 0, k1 = c.K;
@@ -108,7 +108,8 @@ __device__ __forceinline__ int group_prime(const GarParams& p, const void* mx, c
                                            int64_t K, int bi, int B, int jj0, unsigned char* smem) {
   int q, s0, n;
   if (!first_slice<kG>(p, K, bi, B, jj0, q, s0, n)) return 0;
-  return gemv::GroupTma<kG>::prime(mx, mw, s0, n, q * kG * kTileN, smem, p.tma_stages);
+  return gemv::GroupTma<kG>::prime(mx, mw, gemv::GroupTma<kG>::stage_tx(p.M), s0, n,
+                                   q * kG * kTileN, smem, p.tma_stages);
 }
 
 /* kTma with PDL, before griddepcontrol.wait: L2 prefetches of the first p.prefetch_bytes of
@@ -398,7 +399,8 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
   }
   if (helper && !fin2) {
     G::template run_rounds<T>(
-        c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
+        c.mx, c.mw, G::stage_tx(p.M), s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem,
+        p.tma_stages, primed,
         [&](int r, float* d) {
           if (r > 0) tile::mbar_wait(hempty, (uint32_t)(r - 1) & 1u);
           G::hand_frags(ro, rb, d);
@@ -420,7 +422,8 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
    * as the helper does, and the helper skips the last round's arrival (nobody waits for it). */
   const bool wait_helper = fin2 && flag_out;
   G::template run_rounds<T>(
-      c.mx, c.mw, s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem, p.tma_stages, primed,
+      c.mx, c.mw, G::stage_tx(p.M), s0, n, cq * kG * kTileN, B * kG * kTileN, nr, smem,
+      p.tma_stages, primed,
       [&](int r, float* d) {
         if (fin2) {
           if ((tid >> 7) != side) { /* the peer's half: into its buffer */

@@ -32,7 +32,8 @@
  * path's K·esize % 16 == 0 is TMA's stride rule), encoded on the host at every call (encode())
  * and passed in a __grid_constant__ kernel parameter (GroupMaps). A split group's slice is a
  * range of whole stages (kKb·64 k; group_slice cuts the split in those units); k past K reads
- * zeros (TMA fills outside the tensor), rows ≥ M or ≥ N too.
+ * zeros (TMA fills outside the tensor), rows ≥ N too; x's box has M rows (x_rows), the
+ * stage's other x rows hold whatever the ring held before.
  * Per call of run(): barriers initialised (for a block's first call possibly by prime(), which
  * also issued its first stages at the kernel's start), the ring filled from empty, all copies
  * consumed and every wgmma retired before the out fragments are written (out aliases the ring;
@@ -147,6 +148,14 @@ struct GroupTma {
   static_assert((size_t)kMaxCluster * kOutBytes <= (size_t)kBarOff,
                 "a cluster's slices must fit in the owner's ring");
 
+  /* x's box: M rows (at most 64), so that no row of it lies past x (session 30: rows filled
+   * as zeros outside the tensor cost the TMA time — at P = 1, 8192×4096, M 1 / 16 / 32 on
+   * 64-row boxes 25.3 / 22.4 / 20.5 µs against 20.4 at M 64, run
+   * 2026-12-03_nvidia-h200_0c2bdbb-tma32). The stage's rows ≥ M keep what the ring held
+   * before: they only reach out's rows ≥ M, which are never read. stage_tx: a stage's bytes. */
+  __host__ __device__ static constexpr int x_rows(int M) { return M < 64 ? (M > 0 ? M : 1) : 64; }
+  __host__ __device__ static constexpr int stage_tx(int M) { return kKb * x_rows(M) * 128 + kWBytes; }
+
   /* Host: the maps of x [M][K] and W [N][K] (2-byte elements, rows K apart). Returns nullptr
    * on success, else what failed (the caller falls back to the mma.sync tile, same groups). */
   static const char* encode(CUtensorMap* mx, CUtensorMap* mw, const void* x, int M,
@@ -158,7 +167,7 @@ struct GroupTma {
     const cuuint64_t stride[1] = {(cuuint64_t)K * 2};
     {
       const cuuint64_t dim[2] = {(cuuint64_t)K, (cuuint64_t)M};
-      const cuuint32_t box[2] = {BK, 64};
+      const cuuint32_t box[2] = {BK, (cuuint32_t)x_rows(M)};
       if (fn(mx, dt, 2, const_cast<void*>(x), dim, stride, box, one,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
@@ -213,12 +222,12 @@ struct GroupTma {
     return pol;
   }
   /* One thread: stage s of the ring ← the kKb boxes of x, then of W (policy pol), at k0 (the
-   * full barrier's expected bytes first). */
-  __device__ static __forceinline__ void issue(const void* mx, const void* mw, uint32_t pipe,
-                                               uint32_t full, int s, int k0, int n0,
-                                               uint64_t pol) {
+   * full barrier's expected bytes first: tx, stage_tx(M)). */
+  __device__ static __forceinline__ void issue(const void* mx, const void* mw, int tx,
+                                               uint32_t pipe, uint32_t full, int s, int k0,
+                                               int n0, uint64_t pol) {
     const uint32_t st = pipe + (uint32_t)s * kStageBytes;
-    tile::mbar_arrive_expect_tx(full + 8 * s, kStageBytes);
+    tile::mbar_arrive_expect_tx(full + 8 * s, (uint32_t)tx);
 #pragma unroll
     for (int b = 0; b < kKb; ++b)
       tile::tma_load_2d(st + b * kXBox, mx, full + 8 * s, k0 + b * BK, 0);
@@ -258,8 +267,8 @@ struct GroupTma {
    * 2026-12-02_nvidia-h200_0c41359-gtrace the first issue came ~2.1 µs after the kernel's
    * start). Returns that count (every thread): pass it to that run() as `primed`, or, where
    * the block leaves without it, to drain(). */
-  __device__ static __forceinline__ int prime(const void* mx, const void* mw, int st0, int num_st,
-                                              int n0, unsigned char* smem, int ns) {
+  __device__ static __forceinline__ int prime(const void* mx, const void* mw, int tx, int st0,
+                                              int num_st, int n0, unsigned char* smem, int ns) {
 #if FCO_WGMMA_COMPILED
     ns = ring_stages(ns);
     const int kp = num_st < ns ? num_st : ns;
@@ -268,7 +277,7 @@ struct GroupTma {
       const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
       init_bars(full, empty);
       const uint64_t pol = w_policy();
-      for (int kt = 0; kt < kp; ++kt) issue(mx, mw, pipe, full, kt, (st0 + kt) * SK, n0, pol);
+      for (int kt = 0; kt < kp; ++kt) issue(mx, mw, tx, pipe, full, kt, (st0 + kt) * SK, n0, pol);
       FCO_GTRACE(3);
     }
     return kp;
@@ -331,17 +340,17 @@ struct GroupTma {
   }
 
   /* All kThreads threads. Stages st0 .. st0 + num_st − 1 (SK k each) of columns n0 .. n0 +
-   * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold zeros,
-   * never stored). mx, mw: this rank's maps (generic addresses of the kernel parameter).
+   * BN − 1; out: [kG][64][16] fp32 at the start of smem when done (rows ≥ M hold
+   * anything, never read). mx, mw: this rank's maps (generic addresses of the kernel parameter).
    * primed: what prime() returned for this call (its barriers are initialised and its first
    * stages issued), else 0. ns: as ring_stages; prime()'s when primed. to_owner: a cluster's
    * helper, hand_buf's address (else 0); its partial goes there in the owner instead of out
    * (see below), and it returns without the final block barrier: the caller's pair_publish
    * follows at once. */
   template <typename T>
-  __device__ static __forceinline__ void run(const void* mx, const void* mw, int st0, int num_st,
-                                             int n0, unsigned char* smem, int ns, int primed = 0,
-                                             uint32_t to_owner = 0) {
+  __device__ static __forceinline__ void run(const void* mx, const void* mw, int tx, int st0,
+                                             int num_st, int n0, unsigned char* smem, int ns,
+                                             int primed = 0, uint32_t to_owner = 0) {
 #if FCO_WGMMA_COMPILED
     const int tid = threadIdx.x;
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
@@ -361,7 +370,7 @@ struct GroupTma {
 #pragma unroll 1
         for (int k0 = (st0 + kt) * SK; kt < num_st; ++kt, k0 += SK) {
           if (kt >= ns) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
-          issue(mx, mw, pipe, full, s, k0, n0, pol);
+          issue(mx, mw, tx, pipe, full, s, k0, n0, pol);
           if (kt == 0) FCO_GTRACE(3);
           if (++s == ns) s = 0, ph ^= 1;
         }
@@ -499,8 +508,9 @@ struct GroupTma {
    * must not touch the ring. primed, ns: as run(). Ends with a block barrier, the ring's
    * barriers invalidated. */
   template <typename T, typename Fin>
-  __device__ static __forceinline__ void run_rounds(const void* mx, const void* mw, int st0,
-                                                    int num_st, int n0, int dn, int rounds,
+  __device__ static __forceinline__ void run_rounds(const void* mx, const void* mw, int tx,
+                                                    int st0, int num_st, int n0, int dn,
+                                                    int rounds,
                                                     unsigned char* smem, int ns, int primed,
                                                     Fin&& fin) {
 #if FCO_WGMMA_COMPILED
@@ -520,7 +530,7 @@ struct GroupTma {
         for (; g < total; ++g) {
           if (kt == num_st) kt = 0, n += dn;
           if (g >= ns) tile::mbar_wait(empty + 8 * s, (uint32_t)ph ^ 1u);
-          issue(mx, mw, pipe, full, s, (st0 + kt) * SK, n, pol);
+          issue(mx, mw, tx, pipe, full, s, (st0 + kt) * SK, n, pol);
           ++kt;
           if (++s == ns) s = 0, ph ^= 1;
         }
