@@ -174,7 +174,7 @@ static void expect_plan(const t_world_t* w, int impl, int ll) {
  * every call also checked against the reference: one rank → impl 0; bf16 M 4, N 1000 → the
  * fused one-shot, with LL words except on local above P = 4; M 40 → unfused (on local the
  * grouped tiles, one-shot or two-phase by all ranks' pushes, and impl 0 off their vector path;
- * M 24 and f32 impl 0);
+ * M 24 likewise (since session 30); f32 impl 0);
  * N above FCO_GEMV_AR_FUSED_MAX_N → unfused; FCO_GEMV_AR_ONESHOT_MAX between one rank's pushes
  * and all ranks' → one-shot on nccl, two-phase on local (its ranks share one GPU's HBM);
  * FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r (the layer's whole W, which only the batch of every
@@ -195,14 +195,16 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   expect_plan(w, P == 1 ? 0 : 1, P == 1 || ll_set ? -1 : !(local && P > 4));
   if (P == 1) return;
   gemv_one_call(w, b, 40, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
-  /* local, M 33..64: the grouped tiles, one-shot while all ranks' pushes P·(P−1)·M·N·4 stay
-   * ≤ 4 MiB, else two-phase; off the tiles' vector path (K_r·2 not a multiple of 16) and at
-   * M 17..32 impl 0 */
+  /* local, M 17..64: the grouped tiles, one-shot while all ranks' pushes P·(P−1)·M·N·4 stay
+   * ≤ 4 MiB, else two-phase; off the tiles' vector path (K_r·2 not a multiple of 16) impl 0 */
   const int local_m40 = (long long)P * (P - 1) * 40 * 1000 * 4 <= (4 << 20) ? 1 : 2;
   expect_plan(w, local ? local_m40 : -1, -1);
   gemv_one_call(w, b, 40, 1000, kt + 1, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 0 : -1, -1);
   gemv_one_call(w, b, 24, 1000, kt, FCO_F16, 1, FCO_IMPL_AUTO);
+  const int local_m24 = (long long)P * (P - 1) * 24 * 1000 * 4 <= (4 << 20) ? 1 : 2;
+  expect_plan(w, local ? local_m24 : -1, -1);
+  gemv_one_call(w, b, 24, 1000, kt + 1, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 0 : -1, -1);
   gemv_one_call(w, b, 40, 1000, kt, FCO_F32, 1, FCO_IMPL_AUTO);
   expect_plan(w, local ? 0 : -1, -1);

@@ -580,7 +580,8 @@ static void expect_tma_groups(const t_world_t* w) {
   }
 }
 
-/* impl 2 (two-phase) at M 33..64 on the grouped tiles (session 27: run_twophase_group), one
+/* impl 2 (two-phase) at M 17..64 on the grouped tiles (session 27: run_twophase_group; M 24 on
+ * the TMA tile since session 30, FCO_GEMV_GROUP_TMA=0 the one-tile kernels there), one
  * knob row at a time: the TMA tile with the group size unset (the launcher's rule), groups of 4,
  * groups of 8 split 2 (cluster pairs), split 2 through the split area (FCO_GEMV_SPLIT_PAIR=0:
  * the area past impl 2's gather area), the mma.sync tile in groups of 8 split 3 (the split
@@ -607,7 +608,7 @@ static void expect_twophase(const t_world_t* w, size_t N) {
 static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
   static const char* const tmas[] = {NULL, "4", "1", "1", "1", "0"};
   static const char* const splits[] = {NULL, NULL, "2", "2", "3", NULL};
-  static const size_t ms[] = {40, 64};
+  static const size_t ms[] = {24, 40, 64};
   static const size_t ns[] = {1000, 100, 15, 8192};
   const size_t kt8192 = gemv_vec_kt_le(w->n, GEMV_MAX_NK / 8192);
   unsigned k = 0;
@@ -616,7 +617,7 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
     t_knob_set("FCO_GEMV_SPLIT", splits[gi]);
     t_knob_set("FCO_GEMV_SPLIT_PAIR", gi == 3 ? "0" : NULL);
     t_knob_set("FCO_GEMV_GROUP_MMA", gi == 4 ? "1" : NULL);
-    for (size_t mi = 0; mi < 2; mi++)
+    for (size_t mi = 0; mi < 3; mi++)
       for (size_t ni = 0; ni < 4; ni++, k++) {
         const size_t N = ns[ni];
         const int off_vec = N <= 1000 && k % 5 == 2; /* K 4095: the mma.sync tile */
@@ -625,14 +626,19 @@ static void twophase_group_tests(const t_world_t* w, gemv_bufs_t* b) {
         expect_plan_has(w, "impl 2 ", 1);
         expect_twophase(w, N);
         const int vec = !off_vec && gi != 4;
-        expect_tile(w, !vec ? "grouped mma.sync" : gi == 5 ? "grouped wgmma" : "grouped wgmma tma");
+        const int area = ms[mi] > 32; /* M 24: no split area, a split only in clusters */
+        if (gi == 5 && !area) expect_plan_has(w, "grouped", 0); /* the one-tile kernels */
+        else
+          expect_tile(w, !vec    ? "grouped mma.sync"
+                         : gi == 5 ? "grouped wgmma"
+                                   : "grouped wgmma tma");
         if (vec && (gi == 1 || gi == 2)) expect_plan_has(w, "kG=4", gi == 1);
         if (gi == 0 && vec) expect_tma_groups(w);
         if ((gi == 2 || gi == 3) && N <= 1000) {
-          expect_split(w, N, 2);
+          expect_split(w, N, area || (vec && gi == 2) ? 2 : 1);
           expect_plan_has(w, "split=2 pair", vec && gi == 2);
         }
-        if (gi == 4 && N <= 100) expect_split(w, N, 3);
+        if (gi == 4 && N <= 100) expect_split(w, N, area ? 3 : 1);
       }
   }
   t_knob_reset("FCO_GEMV_GROUP_TMA");
@@ -843,14 +849,17 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
          * P <= 4 on one H200; expect_split checks the rule against the plan's slots) */
         if (ms[mi] > 32 && (gi == 0 || gi == 2 || gi == 6))
           expect_split(w, ns[ni], gi == 2 ? 1 : 0);
-        /* groups of 8 at M 33..64 (and M 17..32 with FCO_GEMV_GROUP_TMA set, rows 7..11):
+        /* M 17..32, TMA unset (row 6): the TMA tile too since session 30, split in clusters
+         * where split (no split area below M 33) */
+        if (ms[mi] <= 32 && gi == 6 && ks[(k + gi) % 3] != 4095) expect_cluster(w);
+        /* groups of 8 at M 17..64 (M 17..32 since session 30):
          * TMA on the vector path, the mma.sync tile off it (K 4095) or with
          * FCO_GEMV_GROUP_MMA=1; split 2 (at most 8 groups: pairs fit at P <= 4) in clusters
          * with TMA unless FCO_GEMV_SPLIT_PAIR=0, split 3 where one group a rank (N <= 100:
          * clusters of 3 fit at any P; 32 of them need not, nor 32 of 4 on H200); the split
          * unset in clusters too (the launcher lowers it to a split whose clusters fit). A split
          * without clusters goes through the split area, which M <= 32 does not reserve: none. */
-        if (tma && (ms[mi] > 32 || gi > 6)) {
+        if (tma) {
           const int vec = ks[(k + gi) % 3] != 4095 && gi != 8;
           const int area = ms[mi] > 32; /* a split without clusters fits */
           expect_tile(w, vec ? "grouped wgmma tma" : "grouped mma.sync");
@@ -882,10 +891,16 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     expect_tile(w, tma ? "grouped wgmma tma" : "grouped wgmma");
     if (!tma) expect_plan_has(w, "grouped wgmma tma", 0);
   }
-  /* FCO_GEMV_GROUP_TMA set at M 1..16 (session 30): impl 1 and 2 on the TMA tile (x's rows
-   * past M read as zeros), at P = 1 and with FCO_GEMV_AR_LL=0; with LL (P >= 2, the default)
-   * impl 1 runs the LL kernels. K off the vector path (4095): the mma.sync tile in groups of 8;
-   * N 8192: more groups than a rank's blocks from P = 3 (rounds). */
+  /* M 1..16 (session 30): impl 1 and 2 on the TMA tile (x's box of M rows) from M 9 by default
+   * and at any M with FCO_GEMV_GROUP_TMA set, at P = 1 and with FCO_GEMV_AR_LL=0; with LL
+   * (P >= 2, the default) impl 1 runs the LL kernels. K off the vector path (4095): the
+   * mma.sync tile in groups of 8; N 8192: more groups than a rank's blocks from P = 3 (rounds).
+   * First the default's bound: M 9 on the TMA tile, M 8 not. */
+  t_knob_set("FCO_GEMV_AR_LL", "0");
+  gemv_one_call(w, b, 9, 1000, gemv_vec_kt_le(w->n, GEMV_MAX_KT), FCO_BF16, 1, 1);
+  expect_tile(w, "grouped wgmma tma");
+  gemv_one_call(w, b, 8, 1000, gemv_vec_kt_le(w->n, GEMV_MAX_KT), FCO_F16, 0, 1);
+  expect_plan_has(w, "grouped", 0);
   t_knob_set("FCO_GEMV_GROUP_TMA", "8");
   for (int ll = 0; ll < 2; ll++) {
     t_knob_set("FCO_GEMV_AR_LL", ll ? NULL : "0");

@@ -750,8 +750,20 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
   return launch_fused<T, kMT, kImpl, false, kPdl, false, 8, 2>(g, a0, impl, err);
 }
 
-/* pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe).
- * tma: the TMA tile (launch_grouped, kMT = 8: x's rows past M read as zeros) at M 1..32 too. */
+/* The TMA tile (launch_grouped at kMT = 8, its group size by tma_streams' rule; x's box of M
+ * rows) is impl 1's and 2's default from M = kTmaMinM (session 30; before, at M 33..64 only).
+ * Runs 2026-12-03_nvidia-h200_0c2bdbb-tma32 and ..._776b263-xrows (P = 1, bf16, graphs, µs,
+ * the one-tile kernels / the TMA tile in groups of 4 / 8): M 16 4096×7168 18.34 / 17.88 /
+ * 21.36, 8192×4096 20.83 / 19.58 / 19.74, 8192² 36.58 / 35.38 / 35.37, 8192×14336 60.68 /
+ * 58.46 / 58.92, 16384×8192 69.65 / 66.61 / 66.86, 4096×14336 33.15 / 31.42 / 36.36; M 32
+ * 0.67–0.79× the one-tile kMT = 4 kernels at every shape (8192² 49.47 → 35.32); M 1 the
+ * one-tile kernels ahead by 1.4–2.1 µs (4096×7168 16.51 / 17.86, 8192² 34.60 / 35.67). Local
+ * P = 2 at M 16, the plain pushes from the TMA tile against the LL kernels (FCO_GEMV_AR_LL=0 /
+ * the default): 4096×14336 33.35 / 34.23, 8192² 37.99 / 41.87, 8192×28672 116.30 / 125.02
+ * — LL stays the default where it applies (on two GPUs unmeasured).
+ * pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe).
+ * tma: the TMA tile at M ≤ 32 (the caller's rule, above). */
+constexpr int kTmaMinM = 9;
 template <typename T, int kImpl, bool kPdl>
 FusedFn pick_mt(size_t M, bool ll, bool pipe, bool tma) {
   constexpr bool kMma = sizeof(T) == 2; /* f32 has no pipelined loop: pipe ignored */
@@ -829,8 +841,12 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   /* FCO_GEMV_PIPE: 0 off, 1 on, unset (-1): on where K_r ≥ kPipeAutoMinK, except in wide blocks
    * (launch_fused; see the header). */
   const bool pipe = a0.pipe > 0 || (a0.pipe < 0 && a0.K >= (size_t)fco::kPipeAutoMinK);
-  /* FCO_GEMV_GROUP_TMA set (1, 4 or 8) at M 1..32: the TMA tile there too (not with LL) */
-  const bool tma = a0.group_tma > 0;
+  /* The TMA tile below M 33 (not with LL; pick_mt): at M 9..32 by default (session 30), unless
+   * FCO_GEMV_GROUP_TMA=0 or FCO_GEMV_GROUP is set; at M 1..8 where FCO_GEMV_GROUP_TMA is set
+   * (1, 4 or 8). Shape and knobs only: every rank decides alike (the kernel family is in the
+   * FCO_CHECK_ARGS hash). Why: see kTmaMinM. */
+  const bool tma = a0.group_tma > 0 ||
+                   (a0.group_tma < 0 && a0.group < 0 && a0.M >= (size_t)fco::kTmaMinM);
   if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe, tma);
   else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe, tma);
   else

@@ -84,8 +84,9 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    pushes, P·(P−1)·M·N·4, stay
  *    ≤ FCO_GEMV_AR_ONESHOT_MAX (they share one HBM), else two-phase: P = 8, 8192² M = 4 / 16
  *    one-shot 53.46 / 71.76 vs two-phase 52.47 / 53.53, 4096×14336 M = 16 51.17 / 44.92;
- *    at M = 1 (1.75 MiB) 51.86 / 52.01. At M 17..32 unfused (impl 0). At M 33..64 in bf16 /
- *    f16 (since session 27) the same one-shot / two-phase choice on the grouped tiles, N ≤
+ *    at M = 1 (1.75 MiB) 51.86 / 52.01. At M 17..64 in bf16 / f16 (M 33..64 since session 27,
+ *    M 17..32 since session 30, with the TMA tile there) the same one-shot / two-phase choice on
+ *    the grouped tiles, N ≤
  *    8192 as above (fco_gemv_ar_agree keeps impl 0 where a rank is off their vector path):
  *    runs 2026-12-02_nvidia-h200_277baf1-tp (P = 2, 4) and ..._3bf8601-tp8 (P = 8), µs at M
  *    48 / 64, the rule's impl against impl 0 — P = 2 (impl 1) 8192² 41.67 / 42.69 vs 45.34 /
@@ -107,8 +108,8 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
   if (local) pushed *= comm->nranks; /* every rank's pushes go through the one GPU's HBM */
   const int fused = pushed <= oneshot_max ? 1 : 2;
   if ((long long)M > max_m || (long long)N > max_n) {
-    /* local, bf16 / f16, M 33..64, N ≤ max_n: the grouped tiles (above) */
-    if (local) return dtype != FCO_F32 && M > 32 && (long long)N <= max_n ? fused : 0;
+    /* local, bf16 / f16, M 17..64, N ≤ max_n: the grouped tiles (above) */
+    if (local) return dtype != FCO_F32 && M > 16 && (long long)N <= max_n ? fused : 0;
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   }
   return fused;
@@ -208,8 +209,8 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * that resolved to a fused impl at M > 8 runs impl 0 where N·ΣK_r ≥ FCO_GEMV_AR_LOCAL_MAX_W
  * (elements; default 2^27, between the measured points: 2^26 fused, 2^27.8 not; ≤ 0 turns
  * the revision off; with it AUTO ran impl 0 there at 1.00× at P = 2, 4, 8 and every other row's
- * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k); at M 33..64 (the grouped tiles,
- * session 27) not by W's size but where a rank is off the tiles' vector path. Other
+ * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k); at M 17..64 (the grouped tiles,
+ * sessions 27 and 30) not by W's size but where a rank is off the tiles' vector path. Other
  * transports, and batches that are not every rank's, keep the per-rank choice (a
  * multi-process nccl world never has every rank's call in one batch, so the rule there must
  * not depend on it). */
@@ -230,9 +231,11 @@ void fco_gemv_ar_agree(fco_op_t* ops, int n) {
           (a.K * fco_dtype_size(a.dtype)) % 16 == 0;
   }
   memcpy(&a, ops[0].u.raw, sizeof a);
-  if (a.M > 32) { /* the grouped tiles (resolve_impl): impl 0 where a rank is off their vector
+  if (a.M > 16) { /* the grouped tiles (resolve_impl): impl 0 where a rank is off their vector
                    * path (the mma.sync grouped tile, not measured against impl 0); W's size is
-                   * no reason at M 33..64 (8192×28672 fused 1.06–1.10× impl 0 at P = 2, 4, 8) */
+                   * no reason at M 33..64 (8192×28672 fused 1.06–1.10× impl 0 at P = 2, 4, 8)
+                   * nor at M 17..32 (P = 2, M 32: 116.6 / 125.9 µs, run
+                   * 2026-12-03_nvidia-h200_776b263-xrows) */
     if (vec) return;
   } else {
     const long long max_w =
