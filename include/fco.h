@@ -291,10 +291,11 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              on every rank), FCO_GEMV_LL_FP32=1 sends fp32 words: the plain one-shot's
  *              bits; at M ≤ 16 where N ≤ 32·SMs the blocks (LL or not) have 8 warps
  *              instead of 4, FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, same bits
- *              on every rank; at M 33..64 in bf16 / f16 groups of 128 columns share x through
- *              shared memory (TMA-fed wgmma; groups of 64 columns where those keep more SMs
- *              streaming W, FCO_GEMV_GROUP_TMA=4 / 8 forces either; =0: groups of 64 or 32
- *              on the cp.async tile), and where the groups leave SMs idle a group's K is
+ *              on every rank; at M 9..64 in bf16 / f16 (not with LL) groups of 128 columns share
+ *              x through shared memory (TMA-fed wgmma; groups of 64 columns where those keep
+ *              more SMs streaming W, FCO_GEMV_GROUP_TMA=4 / 8 forces either, at M 1..8 too;
+ *              =0: below M 33 the one-tile kernels, at M 33..64 groups of 64 or 32 on the
+ *              cp.async tile), and where the groups leave SMs idle a group's K is
  *              split over up to 4 blocks of the rank (a cluster, the slices handed over in
  *              shared memory; a block with several groups takes them as rounds of one
  *              TMA ring, FCO_GEMV_ROUNDS; a pair's two blocks finalise half the group

@@ -895,7 +895,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
    * and at any M with FCO_GEMV_GROUP_TMA set, at P = 1 and with FCO_GEMV_AR_LL=0; with LL
    * (P >= 2, the default) impl 1 runs the LL kernels. K off the vector path (4095): the
    * mma.sync tile in groups of 8; N 8192: more groups than a rank's blocks from P = 3 (rounds).
-   * First the default's bound: M 9 on the TMA tile, M 8 not. */
+   * First the default's bound (knobs unset): M 9 on the TMA tile, M 8 not. */
+  t_knob_reset("FCO_GEMV_GROUP_TMA");
   t_knob_set("FCO_GEMV_AR_LL", "0");
   gemv_one_call(w, b, 9, 1000, gemv_vec_kt_le(w->n, GEMV_MAX_KT), FCO_BF16, 1, 1);
   expect_tile(w, "grouped wgmma tma");

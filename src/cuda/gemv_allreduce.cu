@@ -35,10 +35,11 @@
  *   P = 1 (since session 15): no slot, no flag, no second pass; each tile's sum goes straight to
  *   y (the same bits: the fp32 sum the slot would have carried). Grouped tiles alike.
  *
- * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 17..64; run_oneshot_group): the unit of
+ * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 9..64; run_oneshot_group): the unit of
  *   work is a group of kG consecutive tiles (group q → block q mod B), computed by one block
  *   with x and W through a ring in shared memory, so x is read once per group instead of once
- *   per tile. Default at M 33..64 (session 23): kG = 8 on the TMA-fed wgmma tile
+ *   per tile. Default at M 33..64 (session 23), M 9..32 (session 30, not with LL; kTmaMinM):
+ *   kG = 8 on the TMA-fed wgmma tile
  *   (gemv_group_tma.cuh, 288 threads: a producer warp + 2 consumer warpgroups;
  *   FCO_GEMV_GROUP_TMA=0 turns it off), kG = 4 on it where those stream W from more blocks
  *   (session 26, launch_grouped); else kG = 2 or 4, 256 threads, a cp.async ring, wgmma
@@ -64,7 +65,8 @@
  *   an automatic split is lowered to the largest whose clusters the device holds (launch_fused;
  *   run 2026-12-02_nvidia-h200_5236acd-rule).
  *
- * impl 2 grouped tiles (M 33..64, bf16 / f16; since session 27; run_twophase_group): impl 1's
+ * impl 2 grouped tiles (M 9..64, bf16 / f16; since session 27, M 9..32 since 30;
+ *   run_twophase_group): impl 1's
  *   groups (launch_grouped<..., 2>: the same sizes, K splits, clusters and partial slots) under
  *   the two-phase protocol: group jj of block b is owned by rank (b + jj) mod P; a block
  *   computes the groups owned elsewhere first and pushes their partials to the owner only, then

@@ -1,6 +1,6 @@
 /*
  * gemv_allreduce_group.cuh — fco_gemv_allreduce's grouped-tile schedules (M 17..64, bf16 /
- * f16; FCO_GEMV_GROUP and the default TMA tile at M 33..64): a group's K slice through the tile
+ * f16; FCO_GEMV_GROUP and the default TMA tile at M 9..64): a group's K slice through the tile
  * the launcher chose (group_slice: gemv_group_tma.cuh, gemv_group_wgmma.cuh or
  * gemv_group_tile.cuh), the TMA kernel's prologue (group_prime, group_prefetch), a split
  * group's helpers (run_split_helper: the split area, or the cluster hand-off) and the grouped

@@ -2,8 +2,8 @@
  * gemv_group_tma.cuh — the grouped GEMV tile fed by TMA from a producer warp (sm_90a): the
  * grouped one-shot's default tile since session 23 (src/cuda/gemv_allreduce.cu; groups of
  * kG = 8 tiles, or 4 where those stream W from more blocks (session 26, launch_grouped);
- * FCO_GEMV_GROUP_TMA=0 turns it off) for M 33..64 in bf16 / f16 on the vector
- * path. The same math and the same kind of result as
+ * FCO_GEMV_GROUP_TMA=0 turns it off) for M 9..64 (M 9..32 since session 30) in bf16 / f16 on the
+ * vector path. The same math and the same kind of result as
  * gemv_group_wgmma.cuh's GroupWgmma (out [kG][64][16] fp32 at the start of smem): warpgroup g
  * runs wgmma m64n{8kG}k16 on its half of the group's kG·16 columns, A = x [64][64 k], B = W
  * [kG·16][64 k], both K-major in the 128-byte swizzle, from an S-stage ring; a stage holds kKb

@@ -56,8 +56,8 @@ typedef struct {
   int wide;      /* FCO_GEMV_WIDE: 1 (unset) where they apply, 0 off                         */
   int group;     /* FCO_GEMV_GROUP: -1 (unset) automatic, 0 one-tile kernels, 2 or 4          */
   int group_mma; /* FCO_GEMV_GROUP_MMA=1: the mma.sync grouped tile even on the vector path   */
-  int group_tma; /* FCO_GEMV_GROUP_TMA: -1 (unset) automatic; 8 (or 1) / 4: M 33..64 groups of 8 / 4
-                  * on the TMA tile; 0 off */
+  int group_tma; /* FCO_GEMV_GROUP_TMA: -1 (unset) automatic (the TMA tile at M 9..64); 8 (or 1)
+                  * / 4: groups of 8 / 4 on the TMA tile, at M 1..8 too; 0 off */
   int split;     /* FCO_GEMV_SPLIT: -1 (unset) automatic, 1 off, 2..FCO_GEMV_SPLIT_MAX        */
   int split_pair; /* FCO_GEMV_SPLIT_PAIR: 1 (unset) the TMA tile's split groups as clusters; 0 off */
   int tma_stages; /* FCO_GEMV_TMA_STAGES: TMA tile's ring stages in use, 2..4 (0 = unset: all:
