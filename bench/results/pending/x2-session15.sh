@@ -33,6 +33,9 @@ pack
 B="build/bin/fco-bench gemv_allreduce -t nccl -g 2 -G 1 -d bf16 -n 20 -w 5 -R 3"
 el "gemv all M"; timeout 170 $B -D all -J $O/gemv.json > $O/gemv.txt 2>&1; echo rc=$?
 el "gemv M 64 split off"; FCO_GEMV_SPLIT=1 FCO_BENCH_GEMV_M=64 timeout 60 $B -D 1 -J $O/gemv-split1.json > $O/gemv-split1.txt 2>&1; echo rc=$?
+# session 30: at M 9..32 the plain one-shot (the bench's oneshot column, FCO_GEMV_AR_LL=0) runs the TMA tile; beside
+# gemv.json's oneshot / oneshot_ll columns at M 16, the one-tile kernels it replaced (FCO_GEMV_GROUP_TMA=0), M 16 / 24
+el "gemv M 16,24 one-tile kernels"; FCO_GEMV_GROUP_TMA=0 FCO_BENCH_GEMV_M=16,24 timeout 60 $B -D 1 > $O/gemv-tma0.txt 2>&1; echo rc=$?
 el "gemv M 1,16 fp32 LL words"; FCO_GEMV_LL_FP32=1 FCO_BENCH_GEMV_M=1,16 timeout 60 $B -D 1 > $O/gemv-llfp32.txt 2>&1; echo rc=$?
 # the grouped pushes in the dtype (default) and fp32, alternating invocations (drift between
 # invocations reached 13 % on one GPU in session 22, run b36d62b-ghalf)
