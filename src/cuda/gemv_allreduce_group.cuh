@@ -1,5 +1,5 @@
 /*
- * gemv_allreduce_group.cuh — fco_gemv_allreduce's grouped-tile schedules (M 17..64, bf16 /
+ * gemv_allreduce_group.cuh — fco_gemv_allreduce's grouped-tile schedules (M 9..64, bf16 /
  * f16; FCO_GEMV_GROUP and the default TMA tile at M 9..64): a group's K slice through the tile
  * the launcher chose (group_slice: gemv_group_tma.cuh, gemv_group_wgmma.cuh or
  * gemv_group_tile.cuh), the TMA kernel's prologue (group_prime, group_prefetch), a split
@@ -28,7 +28,7 @@ __device__ __forceinline__ void tma_slice(const GarParams& p, int64_t K, int sl,
   n = (int)((int64_t)stages * (sl + 1) / p.split) - s0;
 }
 
-/* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 17..64, bf16 / f16): as run_oneshot, but the
+/* impl 1 with grouped tiles (FCO_GEMV_GROUP, M 9..64, bf16 / f16): as run_oneshot, but the
  * block's unit of work is a group of kG consecutive tiles, q·kG .. q·kG + kG − 1, for groups
  * q = b, b + B, ... (gemv_group_wgmma.cuh or gemv_group_tile.cuh computes the group's partials
  * into shared memory, x shared by its tiles). Per group: store every tile ([T][M][16] in the
