@@ -97,7 +97,8 @@ static inline size_t fco_gemv_ar_gather_bytes(size_t M, size_t N, size_t esize) 
  * fco_gemv_ar_split_off). Reserved only where a split can apply: the groups (of 8, the default
  * since session 23, or of 4 with FCO_GEMV_GROUP_TMA=0) fill at most half of the co-resident
  * blocks, which on GPUs of up to 160 SMs (one grouped block each) means N ≤
- * FCO_GEMV_SPLIT_MAX_N (groups of 8; of 4: 5120). */
+ * FCO_GEMV_SPLIT_MAX_N (groups of 8; of 4: 5120). Not at M ≤ 32 (the TMA tile there since
+ * session 30): a split runs only as clusters, which need no area (plan_split). */
 #define FCO_GEMV_SPLIT_MAX 4
 /* FCO_GEMV_ROUNDS: the most groups a block takes as rounds of one TMA ring (gemv_allreduce.cu) */
 #define FCO_GEMV_ROUNDS_MAX 8
