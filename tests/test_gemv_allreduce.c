@@ -177,9 +177,11 @@ static void expect_plan(const t_world_t* w, int impl, int ll) {
  * M 24 likewise (since session 30); f32 impl 0);
  * N above FCO_GEMV_AR_FUSED_MAX_N → unfused; FCO_GEMV_AR_ONESHOT_MAX between one rank's pushes
  * and all ranks' → one-shot on nccl, two-phase on local (its ranks share one GPU's HBM);
+ * M 12 / 16 → impl 1, on local the TMA tile's plain pushes (no LL), on nccl LL;
  * FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r (the layer's whole W, which only the batch of every
- * rank's call knows) → impl 0 on local at M 16, still fused at M 4 and with the bound one
- * element above N·ΣK_r; nccl ignores it (fused). */
+ * rank's call knows) → impl 0 on local at M 16 off the tile's vector path (or with the tile
+ * off), still fused on it, at M 4 and with the bound one element above N·ΣK_r; nccl ignores
+ * it (fused). */
 static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   const int P = w->n, local = w->transport == FCO_TRANSPORT_LOCAL;
   const int ll_set = getenv("FCO_GEMV_AR_LL") != NULL; /* the caller's choice: not checked */
@@ -219,16 +221,32 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 2 : 1, -1);
   t_knob_reset("FCO_GEMV_AR_ONESHOT_MAX");
-  snprintf(bound, sizeof bound, "%lld", (long long)(1000 * kt)); /* N · Σ K_r */
-  t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
-  gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
-  expect_plan(w, local ? 0 : 1, -1);
-  gemv_one_call(w, b, 4, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO); /* M ≤ 8: not revised */
-  expect_plan(w, 1, -1);
-  snprintf(bound, sizeof bound, "%lld", (long long)(1000 * kt + 1));
-  t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
-  gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
-  expect_plan(w, 1, -1);
+  /* M 9..16, bf16 / f16: the TMA tile's plain pushes on local (no LL there, P ≤ 4 included),
+   * the LL kernels on nccl — unless the caller turned the tile off (FCO_GEMV_GROUP_TMA=0 or
+   * FCO_GEMV_GROUP set: the one-tile kernels, LL as at M 4) */
+  const char* tma_knob = getenv("FCO_GEMV_GROUP_TMA");
+  const int tile = !(tma_knob && atoi(tma_knob) == 0) && !getenv("FCO_GEMV_GROUP");
+  const int ll16 = ll_set ? -1 : local ? !tile && P <= 4 : 1;
+  gemv_one_call(w, b, 12, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
+  expect_plan(w, 1, ll16);
+  gemv_one_call(w, b, 16, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO);
+  expect_plan(w, 1, ll16);
+  /* the W-size revision (FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r): on local at M 9..16 only for the
+   * one-tile kernels — off the tiles' vector path (K_r·2 not a multiple of 16) or with the tile
+   * turned off — never at M ≤ 8, never on nccl */
+  for (int off_vec = 0; off_vec <= 1; off_vec++) {
+    const size_t k = kt + (size_t)off_vec;
+    snprintf(bound, sizeof bound, "%lld", (long long)(1000 * k)); /* N · Σ K_r */
+    t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
+    gemv_one_call(w, b, 16, 1000, k, FCO_BF16, 1, FCO_IMPL_AUTO);
+    expect_plan(w, local && (off_vec || !tile) ? 0 : 1, -1);
+    gemv_one_call(w, b, 4, 1000, k, FCO_F16, 0, FCO_IMPL_AUTO); /* M ≤ 8: not revised */
+    expect_plan(w, 1, -1);
+    snprintf(bound, sizeof bound, "%lld", (long long)(1000 * k + 1));
+    t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
+    gemv_one_call(w, b, 16, 1000, k, FCO_BF16, 0, FCO_IMPL_AUTO);
+    expect_plan(w, 1, -1);
+  }
   t_knob_reset("FCO_GEMV_AR_LOCAL_MAX_W");
 }
 

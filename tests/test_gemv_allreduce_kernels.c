@@ -895,8 +895,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
     if (!tma) expect_plan_has(w, "grouped wgmma tma", 0);
   }
   /* M 1..16 (session 30): impl 1 and 2 on the TMA tile (x's box of M rows) from M 9 by default
-   * and at any M with FCO_GEMV_GROUP_TMA set, at P = 1 and with FCO_GEMV_AR_LL=0; with LL
-   * (P >= 2, the default) impl 1 runs the LL kernels. K off the vector path (4095): the
+   * and at any M with FCO_GEMV_GROUP_TMA set, at P = 1 and with FCO_GEMV_AR_LL=0; with
+   * FCO_GEMV_AR_LL=1 (P >= 2) impl 1 runs the LL kernels. K off the vector path (4095): the
    * mma.sync tile in groups of 8; N 8192: more groups than a rank's blocks from P = 3 (rounds).
    * First the default's bound (knobs unset): M 9 on the TMA tile, M 8 not. */
   t_knob_reset("FCO_GEMV_GROUP_TMA");
@@ -907,7 +907,8 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   expect_plan_has(w, "grouped", 0);
   t_knob_set("FCO_GEMV_GROUP_TMA", "8");
   for (int ll = 0; ll < 2; ll++) {
-    t_knob_set("FCO_GEMV_AR_LL", ll ? NULL : "0");
+    t_knob_set("FCO_GEMV_AR_LL", ll ? "1" : "0"); /* LL forced: by default not on local from
+                                                    * M 9 (test_gemv_allreduce: auto_rule) */
     static const size_t m16[] = {1, 5, 16, 9};
     static const size_t n16[] = {1000, 8192, 15, 100};
     for (int i = 0; i < 4; i++, k++) {

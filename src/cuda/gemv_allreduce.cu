@@ -765,7 +765,7 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
  * — LL stays the default where it applies (on two GPUs unmeasured).
  * pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe).
  * tma: the TMA tile at M ≤ 32 (the caller's rule, above). */
-constexpr int kTmaMinM = 9;
+constexpr int kTmaMinM = FCO_GEMV_TMA_MIN_M; /* src/ops/gemv_allreduce.h */
 template <typename T, int kImpl, bool kPdl>
 FusedFn pick_mt(size_t M, bool ll, bool pipe, bool tma) {
   constexpr bool kMma = sizeof(T) == 2; /* f32 has no pipelined loop: pipe ignored */

@@ -132,11 +132,21 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * plain one-shot / LL + PDL: 8192² M = 1 51.86 / 64.06, 4096×14336 M = 1 38.81 / 43.36; at P = 4
  * LL + PDL was still ahead: 39.80 / 40.47 at 8192² M = 1). */
 #define FCO_GEMV_AR_LL_AUTO_PUSH ((size_t)2 << 20)
-static int use_ll(fco_comm_t comm, size_t M, size_t N, int impl) {
+/* The TMA tile is the plain one-shot's kernel for this call by default: bf16 / f16, M from
+ * FCO_GEMV_TMA_MIN_M, FCO_GEMV_GROUP_TMA not 0 and FCO_GEMV_GROUP unset (the launcher's rule,
+ * src/cuda/gemv_allreduce.cu; off the tiles' vector path it runs the mma.sync grouped tile). */
+static int tma_tile_default(size_t M, fco_dtype_t dtype) {
+  return dtype != FCO_F32 && M >= FCO_GEMV_TMA_MIN_M && fco_env_int("FCO_GEMV_GROUP_TMA", -1) != 0 &&
+         fco_env_int("FCO_GEMV_GROUP", -1) < 0;
+}
+static int use_ll(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   long long knob = fco_env_int("FCO_GEMV_AR_LL", -1);
   if (knob == 0 || !fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N)) return 0;
   if (knob > 0) return 1;
   if (comm->transport == FCO_TRANSPORT_LOCAL && comm->nranks > 4) return 0;
+  /* On local at M 9..16 the TMA tile's plain pushes beat the LL kernels (session 31: LOCAL_TILE
+   * below); on nccl LL stays (two GPUs: unmeasured against the tile). */
+  if (comm->transport == FCO_TRANSPORT_LOCAL && tma_tile_default(M, dtype)) return 0;
   return (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
 }
 
@@ -190,7 +200,7 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
     return 2 * (size_t)P * fco_round_up(M * N * 4, 256);
   /* The LL area is the data workspace's size up to FCO_WS_LL_MAX_BYTES: asking for 2·P·SL of
    * workspace makes it hold both LL halves (use_ll checked that they fit the maximum). */
-  if (use_ll(comm, M, N, impl)) return 2 * (size_t)P * fco_gemv_ar_ll_slot_bytes(M, N);
+  if (use_ll(comm, M, N, dtype, impl)) return 2 * (size_t)P * fco_gemv_ar_ll_slot_bytes(M, N);
   if (impl == 1 || impl == 2) return 2 * fco_gemv_ar_half_bytes(impl, P, M, N, es);
   if (impl == 3) return P > 1 ? 2 * (size_t)P * fco_round_up(M * N * es, 256) : 0;
   if (comm->transport == FCO_TRANSPORT_LOCAL && P > 1) return fco_round_up(M * N * es, 256);
@@ -237,6 +247,8 @@ void fco_gemv_ar_agree(fco_op_t* ops, int n) {
                    * nor at M 17..32 (P = 2, M 32: 116.6 / 125.9 µs, run
                    * 2026-12-03_nvidia-h200_776b263-xrows) */
     if (vec) return;
+  } else if (vec && a.M > 8 && tma_tile_default(a.M, a.dtype)) {
+    return; /* M 9..16 on the TMA tile (plain pushes, use_ll): no W-size revision (LOCAL_TILE) */
   } else {
     const long long max_w =
         fco_env_int("FCO_GEMV_AR_LOCAL_MAX_W", FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT);
@@ -351,7 +363,7 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   a.dtype = dtype;
   FCO_CHECK(read_knobs(comm, &a, fn));
   a.check_args = fco_env_int("FCO_CHECK_ARGS", 0) > 0;
-  a.ll = use_ll(comm, M, N, op.impl);
+  a.ll = use_ll(comm, M, N, dtype, op.impl);
   a.pdl = fco_env_int("FCO_GEMV_PDL", 1) > 0; /* on unless FCO_GEMV_PDL=0 (run 63585a1) */
   if (a.pdl) {
     long long pf = fco_env_int("FCO_GEMV_PDL_PREFETCH", (long long)FCO_GEMV_PDL_PREFETCH_DEFAULT);

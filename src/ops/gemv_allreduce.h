@@ -124,6 +124,11 @@ static inline size_t fco_gemv_ar_half_bytes(int impl, int P, size_t M, size_t N,
 static inline size_t fco_gemv_ar_ll_slot_bytes(size_t M, size_t N) {
   return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * 8, 256);
 }
+/* Smallest M at which impls 1 and 2 (bf16 / f16, GPU transports) run the TMA tile by default
+ * (FCO_GEMV_GROUP_TMA unset, FCO_GEMV_GROUP unset; src/cuda/gemv_allreduce.cu: kTmaMinM, why;
+ * not where the LL one-shot runs). The op layer reads it too: on local, LL is off from here by
+ * default (use_ll, src/ops/gemv_allreduce.c). */
+#define FCO_GEMV_TMA_MIN_M 9
 /* Largest M of the LL one-shot (the kernels with one or two m-tiles). */
 #define FCO_GEMV_AR_LL_MAX_M 16
 /* Does the LL one-shot apply? GPU transports, impl 1, P > 1, M ≤ 16, both LL halves ≤ the
