@@ -1,6 +1,7 @@
 /*
  * test_gemv_allreduce.c — fco_gemv_allreduce: y = Σ_r x_r · W_r^T (+ bias) on every rank; the
- * operator's semantics (its kernel variants: test_gemv_allreduce_kernels.c; the fixture both
+ * operator's semantics (its kernel variants: test_gemv_allreduce_kernels.c and, the grouped
+ * tiles, test_gemv_allreduce_group.c; the fixture both
  * share: tests/common/gemv_fixture.h).
  *   1..4 ranks; M ∈ {1, 3, 16, 64}, N and K ∈ {1, 7, 33, 1000} (K split unevenly across ranks:
  *   rank r gets about (r+1)/Σ of it); f32 / f16 / bf16; bias and no bias; impls 0..3, AUTO.
@@ -18,8 +19,8 @@
  *   mismatch, at M 4 / 5 and in rounds at M 57 / 64). On GPU transports the calls after bad_args run with
  *   FCO_GEMV_AR_LL=0 and every round after P = 1 with FCO_GEMV_PDL=0, as when the kernel
  *   variants' tests ran between them in this program (see main).
- *   FCO_TEST_LL / FCO_TEST_GROUP / FCO_TEST_PDL=only select parts of
- *   test_gemv_allreduce_kernels; this program says so and runs all of its own part.
+ *   FCO_TEST_LL / FCO_TEST_PDL=only select parts of test_gemv_allreduce_kernels (FCO_TEST_GROUP:
+ *   test_gemv_allreduce_group, since session 31); this program says so and runs all of its own.
  *   make test   or   build/tests/test_gemv_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 makes the loops shorter.
  */
@@ -177,7 +178,8 @@ static void expect_plan(const t_world_t* w, int impl, int ll) {
  * M 24 likewise (since session 30); f32 impl 0);
  * N above FCO_GEMV_AR_FUSED_MAX_N → unfused; FCO_GEMV_AR_ONESHOT_MAX between one rank's pushes
  * and all ranks' → one-shot on nccl, two-phase on local (its ranks share one GPU's HBM);
- * M 12 / 16 → impl 1, on local the TMA tile's plain pushes (no LL), on nccl LL;
+ * M 12 / 16 → impl 1, on local the TMA tile's plain pushes (no LL; LL at P = 2 with N ≤
+ * 4096), on nccl LL;
  * FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r (the layer's whole W, which only the batch of every
  * rank's call knows) → impl 0 on local at M 16 off the tile's vector path (or with the tile
  * off), still fused on it, at M 4 and with the bound one element above N·ΣK_r; nccl ignores
@@ -221,16 +223,23 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   gemv_one_call(w, b, 16, 1000, kt, FCO_BF16, 0, FCO_IMPL_AUTO);
   expect_plan(w, local ? 2 : 1, -1);
   t_knob_reset("FCO_GEMV_AR_ONESHOT_MAX");
-  /* M 9..16, bf16 / f16: the TMA tile's plain pushes on local (no LL there, P ≤ 4 included),
-   * the LL kernels on nccl — unless the caller turned the tile off (FCO_GEMV_GROUP_TMA=0 or
-   * FCO_GEMV_GROUP set: the one-tile kernels, LL as at M 4) */
+  /* M 9..16, bf16 / f16: on local the TMA tile's plain pushes (no LL), except at P = 2 with
+   * N ≤ 4096 (LL); the LL kernels on nccl — unless the caller turned the tile off
+   * (FCO_GEMV_GROUP_TMA=0 or FCO_GEMV_GROUP set: the one-tile kernels, LL as at M 4) */
   const char* tma_knob = getenv("FCO_GEMV_GROUP_TMA");
   const int tile = !(tma_knob && atoi(tma_knob) == 0) && !getenv("FCO_GEMV_GROUP");
-  const int ll16 = ll_set ? -1 : local ? !tile && P <= 4 : 1;
+  const int ll16 = ll_set ? -1 : local ? P <= 4 && (!tile || P == 2) : 1;
   gemv_one_call(w, b, 12, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
   expect_plan(w, 1, ll16);
   gemv_one_call(w, b, 16, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO);
   expect_plan(w, 1, ll16);
+  if (local) { /* N 8192: the tile at P = 2 too (one-shot at P ≤ 3, two-phase above: all
+                * ranks' pushes, P·(P−1)·16·8192·4 bytes, against 4 MiB) */
+    gemv_one_call(w, b, 16, 8192, gemv_vec_kt_le(P, GEMV_MAX_NK / 8192), FCO_BF16, 1,
+                  FCO_IMPL_AUTO);
+    expect_plan(w, (long long)P * (P - 1) * 16 * 8192 * 4 <= (4 << 20) ? 1 : 2,
+                ll_set ? -1 : !tile && P <= 4);
+  }
   /* the W-size revision (FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r): on local at M 9..16 only for the
    * one-tile kernels — off the tiles' vector path (K_r·2 not a multiple of 16) or with the tile
    * turned off — never at M ≤ 8, never on nccl */
@@ -318,8 +327,8 @@ int main(void) {
   t_require_ranks(t, 1);
   int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
   int max = t_test_max_ranks(t);
-  static const char* const parts[] = {"FCO_TEST_LL", "FCO_TEST_GROUP", "FCO_TEST_PDL"};
-  for (int i = 0; i < 3; i++)
+  static const char* const parts[] = {"FCO_TEST_LL", "FCO_TEST_PDL"};
+  for (int i = 0; i < 2; i++)
     if (getenv(parts[i]) && !strcmp(getenv(parts[i]), "only"))
       printf("%s=only selects a part of test_gemv_allreduce_kernels; this program runs all of "
              "its own\n", parts[i]);

@@ -132,6 +132,7 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * plain one-shot / LL + PDL: 8192² M = 1 51.86 / 64.06, 4096×14336 M = 1 38.81 / 43.36; at P = 4
  * LL + PDL was still ahead: 39.80 / 40.47 at 8192² M = 1). */
 #define FCO_GEMV_AR_LL_AUTO_PUSH ((size_t)2 << 20)
+#define FCO_GEMV_AR_LOCAL_LL_MAX_N 4096
 /* The TMA tile is the plain one-shot's kernel for this call by default: bf16 / f16, M from
  * FCO_GEMV_TMA_MIN_M, FCO_GEMV_GROUP_TMA not 0 and FCO_GEMV_GROUP unset (the launcher's rule,
  * src/cuda/gemv_allreduce.cu; off the tiles' vector path it runs the mma.sync grouped tile). */
@@ -144,9 +145,18 @@ static int use_ll(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int im
   if (knob == 0 || !fco_gemv_ar_ll_applies(comm->transport, impl, comm->nranks, M, N)) return 0;
   if (knob > 0) return 1;
   if (comm->transport == FCO_TRANSPORT_LOCAL && comm->nranks > 4) return 0;
-  /* On local at M 9..16 the TMA tile's plain pushes beat the LL kernels (session 31: LOCAL_TILE
-   * below); on nccl LL stays (two GPUs: unmeasured against the tile). */
-  if (comm->transport == FCO_TRANSPORT_LOCAL && tma_tile_default(M, dtype)) return 0;
+  /* On local at M 9..16 (the TMA tile's M) the tile's plain pushes, except at P = 2 with N ≤
+   * FCO_GEMV_AR_LOCAL_LL_MAX_N: run 2026-12-03_nvidia-h200_abc7a89-localtile (bf16, graphs,
+   * M 9 / 12 / 16, µs LL / tile): P = 2 8192² 38.37 / 37.17, 39.97 / 38.32, 39.93 / 37.54,
+   * 8192×28672 118.15 / 116.38, 119.49 / 117.04, 123.81 / 116.54, but at N ≤ 4096 LL ahead
+   * (4096×4096 12.62 / 14.11, 12.89 / 14.13, 13.30 / 14.27; 2048×8192 12.77 / 15.14 ..
+   * 14.05 / 15.16; 4096×14336 32.24 / 33.83 .. 33.69 / 33.95) except 4096×28672 at M 12 / 16
+   * (62.31 / 61.24, 65.06 / 60.93); P = 4 the tile at 19 of 21 rows (8192×28672 M 16 139.36
+   * / 120.13, 4096×14336 40.41 / 35.04; LL ahead only at 2048×8192 M 9 / 12, 13.80 / 14.39,
+   * 14.25 / 14.30). On nccl LL stays (two GPUs: unmeasured against the tile). */
+  if (comm->transport == FCO_TRANSPORT_LOCAL && tma_tile_default(M, dtype) &&
+      !(comm->nranks == 2 && N <= FCO_GEMV_AR_LOCAL_LL_MAX_N))
+    return 0;
   return (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
 }
 
@@ -219,8 +229,12 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * that resolved to a fused impl at M > 8 runs impl 0 where N·ΣK_r ≥ FCO_GEMV_AR_LOCAL_MAX_W
  * (elements; default 2^27, between the measured points: 2^26 fused, 2^27.8 not; ≤ 0 turns
  * the revision off; with it AUTO ran impl 0 there at 1.00× at P = 2, 4, 8 and every other row's
- * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k); at M 17..64 (the grouped tiles,
- * sessions 27 and 30) not by W's size but where a rank is off the tiles' vector path. Other
+ * choice stayed, run 2026-12-01_nvidia-h200_88a6af4-local-k) — the one-tile kernels' numbers:
+ * since session 31 the revision applies at M 9..16 only where they still run (LL, off the TMA
+ * tile's vector path, the tile turned off); on the tile's plain pushes AUTO / impl 0 at
+ * 8192×28672 M 16 116.46 / 125.45 µs at P = 2, 120.19 / 130.10 at P = 4, 128.35 / 152.36 at
+ * P = 8 (two-phase; run 2026-12-03_nvidia-h200_abc7a89-localtile). At M 17..64 (the grouped
+ * tiles, sessions 27 and 30) not by W's size but where a rank is off the tiles' vector path. Other
  * transports, and batches that are not every rank's, keep the per-rank choice (a
  * multi-process nccl world never has every rank's call in one batch, so the rule there must
  * not depend on it). */
@@ -247,8 +261,8 @@ void fco_gemv_ar_agree(fco_op_t* ops, int n) {
                    * nor at M 17..32 (P = 2, M 32: 116.6 / 125.9 µs, run
                    * 2026-12-03_nvidia-h200_776b263-xrows) */
     if (vec) return;
-  } else if (vec && a.M > 8 && tma_tile_default(a.M, a.dtype)) {
-    return; /* M 9..16 on the TMA tile (plain pushes, use_ll): no W-size revision (LOCAL_TILE) */
+  } else if (vec && !a.ll && a.M > 8 && tma_tile_default(a.M, a.dtype)) {
+    return; /* M 9..16 on the TMA tile's plain pushes (use_ll): no W-size revision */
   } else {
     const long long max_w =
         fco_env_int("FCO_GEMV_AR_LOCAL_MAX_W", FCO_GEMV_AR_LOCAL_MAX_W_DEFAULT);

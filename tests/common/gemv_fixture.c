@@ -1,7 +1,7 @@
 /*
  * gemv_fixture.c — the fco_gemv_allreduce tests' fixture (gemv_fixture.h): buffers, inputs, the
  * float64 reference check, one call, back-to-back calls, CUDA-graph capture. Used by
- * test_gemv_allreduce.c and test_gemv_allreduce_kernels.c; linked into every test program.
+ * test_gemv_allreduce.c, test_gemv_allreduce_kernels.c and test_gemv_allreduce_group.c; linked into every test program.
  */
 #include "gemv_fixture.h"
 

@@ -1,6 +1,6 @@
 /*
  * gemv_fixture.h — the fixture of the fco_gemv_allreduce tests (test_gemv_allreduce.c: the
- * operator's semantics; test_gemv_allreduce_kernels.c: the kernel variants): per-rank buffers,
+ * operator's semantics; test_gemv_allreduce_kernels.c / _group.c: the kernel variants): per-rank buffers,
  * fresh inputs, one call issued for every rank, the float64 reference check, back-to-back calls,
  * and on GPU transports the CUDA-graph capture. Every test program links it (tests/common); only
  * those two include this header.
