@@ -229,6 +229,9 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   const char* tma_knob = getenv("FCO_GEMV_GROUP_TMA");
   const int tile = !(tma_knob && atoi(tma_knob) == 0) && !getenv("FCO_GEMV_GROUP");
   const int ll16 = ll_set ? -1 : local ? P <= 4 && (!tile || P == 2) : 1;
+  /* LL at M 16, N 1000 on local (the caller's FCO_GEMV_AR_LL, else the rule above) */
+  const int ll16_local = ll_set ? atoi(getenv("FCO_GEMV_AR_LL")) > 0 && P > 1
+                                : P <= 4 && (!tile || P == 2);
   gemv_one_call(w, b, 12, 1000, kt, FCO_BF16, 1, FCO_IMPL_AUTO);
   expect_plan(w, 1, ll16);
   gemv_one_call(w, b, 16, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO);
@@ -241,14 +244,14 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
                 ll_set ? -1 : !tile && P <= 4);
   }
   /* the W-size revision (FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r): on local at M 9..16 only for the
-   * one-tile kernels — off the tiles' vector path (K_r·2 not a multiple of 16) or with the tile
-   * turned off — never at M ≤ 8, never on nccl */
+   * one-tile kernels — LL, off the tiles' vector path (K_r·2 not a multiple of 16) or with the
+   * tile turned off — never at M ≤ 8, never on nccl */
   for (int off_vec = 0; off_vec <= 1; off_vec++) {
     const size_t k = kt + (size_t)off_vec;
     snprintf(bound, sizeof bound, "%lld", (long long)(1000 * k)); /* N · Σ K_r */
     t_knob_set("FCO_GEMV_AR_LOCAL_MAX_W", bound);
     gemv_one_call(w, b, 16, 1000, k, FCO_BF16, 1, FCO_IMPL_AUTO);
-    expect_plan(w, local && (off_vec || !tile) ? 0 : 1, -1);
+    expect_plan(w, local && (off_vec || !tile || ll16_local) ? 0 : 1, -1);
     gemv_one_call(w, b, 4, 1000, k, FCO_F16, 0, FCO_IMPL_AUTO); /* M ≤ 8: not revised */
     expect_plan(w, 1, -1);
     snprintf(bound, sizeof bound, "%lld", (long long)(1000 * k + 1));

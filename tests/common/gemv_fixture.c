@@ -1,12 +1,15 @@
 /*
  * gemv_fixture.c — the fco_gemv_allreduce tests' fixture (gemv_fixture.h): buffers, inputs, the
  * float64 reference check, one call, back-to-back calls, CUDA-graph capture. Used by
- * test_gemv_allreduce.c, test_gemv_allreduce_kernels.c and test_gemv_allreduce_group.c; linked into every test program.
+ * test_gemv_allreduce.c, test_gemv_allreduce_kernels.c and test_gemv_allreduce_group.c; linked
+ * into every test program.
  */
 #include "gemv_fixture.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 const fco_dtype_t gemv_dtypes[3] = {FCO_F32, FCO_F16, FCO_BF16};
 
@@ -139,6 +142,61 @@ fco_result_t gemv_issue(const t_world_t* w, const gemv_bufs_t* b, int impl,
 }
 
 /* Compare every rank's y with the float64 reference; returns wrong elements (prints a few). */
+/* The float64 reference and the magnitude it is judged by (Σ|x·w| + |bias|), {ref, mag} per
+ * element of y, columns split over threads (the grouped tiles' shapes, M 64 × N 1000 × K 4608
+ * a rank, take ~0.3 s a rank on one core: most of those tests' time). */
+typedef struct {
+  const t_world_t* w;
+  const gemv_bufs_t* b;
+  double* out;
+  size_t n0, n1;
+} ref_job_t;
+
+static void* ref_cols(void* arg) {
+  const ref_job_t* j = (const ref_job_t*)arg;
+  const gemv_bufs_t* b = j->b;
+  for (size_t m = 0; m < b->M; m++)
+    for (size_t n = j->n0; n < j->n1; n++) {
+      double ref = b->hb[n], mag = fabs(b->hb[n]);
+      for (int r = 0; r < j->w->n; r++) {
+        const float* xr = b->hx[r] + m * b->K[r];
+        const float* wr = b->hw[r] + n * b->K[r];
+        for (size_t k = 0; k < b->K[r]; k++) {
+          double p = (double)xr[k] * (double)wr[k];
+          ref += p;
+          mag += fabs(p);
+        }
+      }
+      j->out[2 * (m * b->N + n)] = ref;
+      j->out[2 * (m * b->N + n) + 1] = mag;
+    }
+  return NULL;
+}
+
+static void ref_all(const t_world_t* w, const gemv_bufs_t* b, double* out) {
+  enum { kMaxThreads = 16 };
+  double macs = 0;
+  for (int r = 0; r < w->n; r++) macs += (double)b->M * (double)b->N * (double)b->K[r];
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int nt = macs < 4e6 ? 1 : cpus < 1 ? 1 : cpus > kMaxThreads ? kMaxThreads : (int)cpus;
+  if ((size_t)nt > b->N) nt = (int)b->N;
+  ref_job_t jobs[kMaxThreads];
+  pthread_t th[kMaxThreads];
+  int started = 0;
+  for (int i = 0; i < nt; i++) {
+    jobs[i] = (ref_job_t){w, b, out, b->N * (size_t)i / (size_t)nt,
+                          b->N * (size_t)(i + 1) / (size_t)nt};
+    if (i > 0 && pthread_create(&th[i], NULL, ref_cols, &jobs[i]) == 0) {
+      started |= 1 << i;
+      continue;
+    }
+    if (i > 0) ref_cols(&jobs[i]); /* no thread: this one inline */
+  }
+  ref_cols(&jobs[0]);
+  for (int i = 1; i < nt; i++)
+    if (started & (1 << i)) pthread_join(th[i], NULL);
+}
+
 size_t gemv_check(const t_world_t* w, gemv_bufs_t* b) {
   size_t M = b->M, N = b->N, es = fco_dtype_size(b->dt), wrong = 0;
   double tol = b->dt == FCO_F32 ? 1e-5 : 1e-2;
@@ -164,24 +222,19 @@ size_t gemv_check(const t_world_t* w, gemv_bufs_t* b) {
       wrong++;
     }
   }
+  double* ref = (double*)malloc(2 * M * N * sizeof(double));
+  ASSERT_NOT_NULL(ref);
+  ref_all(w, b, ref);
   for (size_t m = 0; m < M; m++)
     for (size_t n = 0; n < N; n++) {
-      double ref = b->hb[n], mag = fabs(b->hb[n]);
-      for (int r = 0; r < w->n; r++) {
-        const float* xr = b->hx[r] + m * b->K[r];
-        const float* wr = b->hw[r] + n * b->K[r];
-        for (size_t k = 0; k < b->K[r]; k++) {
-          double p = (double)xr[k] * (double)wr[k];
-          ref += p;
-          mag += fabs(p);
-        }
-      }
+      const double want = ref[2 * (m * N + n)], mag = ref[2 * (m * N + n) + 1];
       double got = t_get_elem(b->dt, b->hy0, m * N + n);
-      if (fabs(got - ref) <= tol * mag + abs_tol) continue;
+      if (fabs(got - want) <= tol * mag + abs_tol) continue;
       if (wrong++ < 5)
-        printf("y[%zu][%zu] = %.8g, want %.8g (|err| %.3g > %.1g x %.4g)\n", m, n, got, ref,
-               fabs(got - ref), tol, mag);
+        printf("y[%zu][%zu] = %.8g, want %.8g (|err| %.3g > %.1g x %.4g)\n", m, n, got, want,
+               fabs(got - want), tol, mag);
     }
+  free(ref);
   return wrong;
 }
 
