@@ -285,7 +285,9 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *              computed; every rank sums all tiles in rank order: bit-identical on all
  *              ranks; for M ≤ 16 on GPUs the partials travel as LL words {value, flag}
  *              polled by the receiver, no fence or flag, where a rank pushes ≤ 2 MiB of
- *              them (FCO_GEMV_AR_LL=1: wherever they fit; =0 turns them off); bf16 / f16
+ *              them (on local not above 4 ranks, nor at M 9..16 in bf16 / f16 except at
+ *              2 ranks with N ≤ 4096: the tile below instead; FCO_GEMV_AR_LL=1: wherever
+ *              they fit; =0 turns them off); bf16 / f16
  *              partials travel there rounded to the dtype, two a word (half the bytes;
  *              impl 0's precision, which rounds y before its all-reduce; still the same bits
  *              on every rank), FCO_GEMV_LL_FP32=1 sends fp32 words: the plain one-shot's
