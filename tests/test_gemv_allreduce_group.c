@@ -492,6 +492,11 @@ static void group_tests(const t_world_t* w, gemv_bufs_t* b) {
   rounds_tests(w, b);
 }
 
+static void group_world(const t_world_t* w, gemv_bufs_t* b, void* arg) {
+  (void)arg;
+  group_tests(w, b);
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -502,19 +507,7 @@ int main(void) {
     return 77;
   }
   int max = t_test_max_ranks(t);
-  for (int p = 1; p <= max; p++) {
-    t_world_t w;
-    gemv_bufs_t b;
-    double t0 = t_now_ms();
-    t_context("P=%d: fco_comm_init_all", p);
-    ASSERT_OK(t_world_init(&w, t, p, NULL));
-    gemv_bufs_alloc(&b, &w);
-    group_tests(&w, &b);
-    gemv_bufs_free(&b);
-    t_world_destroy(&w, 0);
-    printf("P=%d: ok (%.0f ms)\n", p, t_now_ms() - t0);
-    fflush(stdout);
-  }
+  gemv_each_world(t, max, group_world, NULL);
   return t_pass(t, max, t_test_rank_cap());
 }
 #else

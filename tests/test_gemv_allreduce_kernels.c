@@ -481,31 +481,29 @@ enum { PART_CHAIN = 1, PART_LL = 2, PART_PDL = 8, PART_ALL = PART_CHAIN | PART_L
  * alone: on the cpu transport only, where it is that part's semantics), then on GPU transports
  * the LL and PDL parts; then the silent peer (the LL part: PDL as left — "0" after the PDL
  * part — and the PDL part: PDL on). The LL part alone skips (77) on the cpu transport. */
+typedef struct {
+  int gpu, quick, parts;
+} run_t;
+
+static void run_world(const t_world_t* w, gemv_bufs_t* b, void* arg) {
+  const run_t* r = (const run_t*)arg;
+  if ((r->parts & PART_CHAIN) || (r->parts == PART_PDL && !r->gpu)) chains_alloc(w, b);
+#ifdef FCO_HAVE_CUDA
+  if (r->gpu) {
+    if (r->parts & PART_LL) ll_tests(w, b, r->quick);
+    if (r->parts & PART_PDL) pdl_tests(w, b, r->quick); /* FCO_GEMV_PDL=1, then "0" */
+  }
+#endif
+}
+
 static int run_parts(fco_transport_t t, int max, int quick, int parts) {
   const int gpu = t_is_gpu(t);
   if (!gpu && !(parts & (PART_CHAIN | PART_PDL))) {
     printf("SKIP: FCO_TEST_LL=only: the LL tests run on GPU transports only\n");
     return 77;
   }
-  for (int p = 1; p <= max; p++) {
-    t_world_t w;
-    gemv_bufs_t b;
-    double t0 = t_now_ms();
-    t_context("P=%d: fco_comm_init_all", p);
-    ASSERT_OK(t_world_init(&w, t, p, NULL));
-    gemv_bufs_alloc(&b, &w);
-    if ((parts & PART_CHAIN) || (parts == PART_PDL && !gpu)) chains_alloc(&w, &b);
-#ifdef FCO_HAVE_CUDA
-    if (gpu) {
-      if (parts & PART_LL) ll_tests(&w, &b, quick);
-      if (parts & PART_PDL) pdl_tests(&w, &b, quick); /* FCO_GEMV_PDL=1, then "0" */
-    }
-#endif
-    gemv_bufs_free(&b);
-    t_world_destroy(&w, 0);
-    printf("P=%d: ok (%.0f ms)\n", p, t_now_ms() - t0);
-    fflush(stdout);
-  }
+  run_t r = {gpu, quick, parts};
+  gemv_each_world(t, max, run_world, &r);
 #ifdef FCO_HAVE_CUDA
   if (gpu && max >= 2) {
     if (parts & PART_LL) ll_silent_peer(t);

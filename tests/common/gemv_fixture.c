@@ -40,6 +40,23 @@ void gemv_bufs_alloc(gemv_bufs_t* b, const t_world_t* w) {
   ASSERT_NOT_NULL(b->hy0);
 }
 
+void gemv_each_world(fco_transport_t t, int max,
+                     void (*body)(const t_world_t* w, gemv_bufs_t* b, void* arg), void* arg) {
+  for (int p = 1; p <= max; p++) {
+    t_world_t w;
+    gemv_bufs_t b;
+    double t0 = t_now_ms();
+    t_context("P=%d: fco_comm_init_all", p);
+    ASSERT_OK(t_world_init(&w, t, p, NULL));
+    gemv_bufs_alloc(&b, &w);
+    body(&w, &b, arg);
+    gemv_bufs_free(&b);
+    t_world_destroy(&w, 0);
+    printf("P=%d: ok (%.0f ms)\n", p, t_now_ms() - t0);
+    fflush(stdout);
+  }
+}
+
 void gemv_bufs_free(gemv_bufs_t* b) {
   for (int r = 0; r < b->P; r++) {
     int d = t_rank_device(b->t, r);

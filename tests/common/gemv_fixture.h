@@ -40,6 +40,10 @@ size_t gemv_y_bytes(void);
 /* Every rank's x, W, bias, y (room for the largest shape) and the host copies. */
 void gemv_bufs_alloc(gemv_bufs_t* b, const t_world_t* w);
 void gemv_bufs_free(gemv_bufs_t* b);
+/* For P = 1..max: a world of P ranks with these buffers, body(w, b, arg), both freed, then
+ * "P=<P>: ok (<ms> ms)" on stdout. */
+void gemv_each_world(fco_transport_t t, int max,
+                     void (*body)(const t_world_t* w, gemv_bufs_t* b, void* arg), void* arg);
 
 /* The largest K ≤ limit (gemv_vec_kt: 1000) whose split (K split unevenly: rank r gets about
  * (r+1)/Σ of it) gives every rank a multiple of 8: K_r · esize % 16 == 0 in every dtype, so
