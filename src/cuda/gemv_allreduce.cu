@@ -762,7 +762,8 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
  * one-tile kernels ahead by 0.6–1.7 µs (4096×7168 16.51 / 17.86, 8192² 34.60 / 35.56). Local
  * P = 2 at M 16, the plain pushes from the TMA tile against the LL kernels (FCO_GEMV_AR_LL=0 /
  * the default): 4096×14336 33.35 / 34.23, 8192² 37.99 / 41.87, 8192×28672 116.30 / 125.02
- * — LL stays the default where it applies (on two GPUs unmeasured).
+ * — on nccl LL stays the default where it applies (on two GPUs unmeasured); on local since
+ * session 31 the tile, except at P = 2 with N ≤ 4096 (src/ops/gemv_allreduce.c, use_ll).
  * pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe).
  * tma: the TMA tile at M ≤ 32 (the caller's rule, above). */
 constexpr int kTmaMinM = FCO_GEMV_TMA_MIN_M; /* src/ops/gemv_allreduce.h */

@@ -15,7 +15,8 @@
  *   cpu, every impl:     2 · P · roundup(M·N·4, 256)
  *
  * LL one-shot, the default (FCO_GEMV_AR_LL=0 turns it off, =1 forces it wherever it applies;
- * unset: where it applies and a rank pushes ≤ 2 MiB of LL words, not on local above P = 4, see
+ * unset: where it applies and a rank pushes ≤ 2 MiB of LL words, not on local above P = 4 nor
+ * on local at M 9..16 in bf16 / f16 unless P = 2 and N ≤ 4096 (the TMA tile there), see
  * use_ll; read at every call, set it alike on every rank: a mismatch times out, or
  * FCO_CHECK_ARGS=1 reports it):
  * impl 1 (also when AUTO picks it) sends its partials as LL words {fp32, flag} through the LL
@@ -137,8 +138,8 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * FCO_GEMV_TMA_MIN_M, FCO_GEMV_GROUP_TMA not 0 and FCO_GEMV_GROUP unset (the launcher's rule,
  * src/cuda/gemv_allreduce.cu; off the tiles' vector path it runs the mma.sync grouped tile). */
 static int tma_tile_default(size_t M, fco_dtype_t dtype) {
-  return dtype != FCO_F32 && M >= FCO_GEMV_TMA_MIN_M && fco_env_int("FCO_GEMV_GROUP_TMA", -1) != 0 &&
-         fco_env_int("FCO_GEMV_GROUP", -1) < 0;
+  return dtype != FCO_F32 && M >= FCO_GEMV_TMA_MIN_M &&
+         fco_env_int("FCO_GEMV_GROUP_TMA", -1) != 0 && fco_env_int("FCO_GEMV_GROUP", -1) < 0;
 }
 static int use_ll(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   long long knob = fco_env_int("FCO_GEMV_AR_LL", -1);

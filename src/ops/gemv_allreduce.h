@@ -127,7 +127,7 @@ static inline size_t fco_gemv_ar_ll_slot_bytes(size_t M, size_t N) {
 /* Smallest M at which impls 1 and 2 (bf16 / f16, GPU transports) run the TMA tile by default
  * (FCO_GEMV_GROUP_TMA unset, FCO_GEMV_GROUP unset; src/cuda/gemv_allreduce.cu: kTmaMinM, why;
  * not where the LL one-shot runs). The op layer reads it too: on local, LL is off from here by
- * default (use_ll, src/ops/gemv_allreduce.c). */
+ * default, except at P = 2 with N ≤ 4096 (use_ll, src/ops/gemv_allreduce.c). */
 #define FCO_GEMV_TMA_MIN_M 9
 /* Largest M of the LL one-shot (the kernels with one or two m-tiles). */
 #define FCO_GEMV_AR_LL_MAX_M 16
