@@ -759,7 +759,9 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
  * 21.36, 8192×4096 20.83 / 19.58 / 19.74, 8192² 36.58 / 35.38 / 35.37, 8192×14336 60.68 /
  * 58.46 / 58.92, 16384×8192 69.65 / 66.61 / 66.86, 4096×14336 33.15 / 31.42 / 36.36; M 32
  * 0.71–0.81× the one-tile kMT = 4 kernels at every shape (8192² 49.47 → 35.32); M 1 the
- * one-tile kernels ahead by 0.6–1.7 µs (4096×7168 16.51 / 17.86, 8192² 34.60 / 35.56). Local
+ * one-tile kernels ahead by 0.6–1.7 µs (4096×7168 16.51 / 17.86, 8192² 34.60 / 35.56). M 9..16
+ * at the same six shapes (run 2026-12-03_nvidia-h200_31c07dd-tmamin): the tile 0.94–1.00× at 45
+ * of 48 rows, 1.026 / 1.014× at 4096×7168 M 9 / 10 only — the bound stays at 9. Local
  * P = 2 at M 16, the plain pushes from the TMA tile against the LL kernels (FCO_GEMV_AR_LL=0 /
  * the default): 4096×14336 33.35 / 34.23, 8192² 37.99 / 41.87, 8192×28672 116.30 / 125.02
  * — on nccl LL stays the default where it applies (on two GPUs unmeasured); on local since
