@@ -1,8 +1,9 @@
 /*
  * test_gemv_allreduce_group.c — fco_gemv_allreduce's grouped tiles (GPU transports; the cpu
  * transport has no kernels to choose: 77 = skip there). Split out of
- * test_gemv_allreduce_kernels.c (session 31: the two together outgrew one test's time bound in
- * tests/run.sh); the fixture both share: tests/common/gemv_fixture.h — every output poisoned
+ * test_gemv_allreduce_kernels.c in session 31, when that program outgrew tests/run.sh's 120 s
+ * bound a test (this part was most of it; ~60 s at local P 1..4 since the fixture's float64
+ * reference runs on threads); the fixture both share: tests/common/gemv_fixture.h — every output poisoned
  * first, fresh seeded inputs per call, the float64 reference check, ranks' y bit-identical,
  * guards intact.
  *   The grouped tiles of impls 1 and 2 (bf16 / f16; by default the TMA tile at M 9..64 since
