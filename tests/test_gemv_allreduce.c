@@ -237,11 +237,12 @@ static void auto_rule(const t_world_t* w, gemv_bufs_t* b) {
   gemv_one_call(w, b, 16, 1000, kt, FCO_F16, 0, FCO_IMPL_AUTO);
   expect_plan(w, 1, ll16);
   if (local) { /* N 8192: the tile at P = 2 too (one-shot at P ≤ 3, two-phase above: all
-                * ranks' pushes, P·(P−1)·16·8192·4 bytes, against 4 MiB) */
+                * ranks' pushes, P·(P−1)·16·8192·4 bytes, against 4 MiB); with the tile off,
+                * LL while a rank's LL words, (P−1)·16·8192·8 bytes, stay ≤ 2 MiB */
     gemv_one_call(w, b, 16, 8192, gemv_vec_kt_le(P, GEMV_MAX_NK / 8192), FCO_BF16, 1,
                   FCO_IMPL_AUTO);
     expect_plan(w, (long long)P * (P - 1) * 16 * 8192 * 4 <= (4 << 20) ? 1 : 2,
-                ll_set ? -1 : !tile && P <= 4);
+                ll_set ? -1 : !tile && (long long)(P - 1) * 16 * 8192 * 8 <= (2 << 20));
   }
   /* the W-size revision (FCO_GEMV_AR_LOCAL_MAX_W at N·ΣK_r): on local at M 9..16 only for the
    * one-tile kernels — LL, off the tiles' vector path (K_r·2 not a multiple of 16) or with the
