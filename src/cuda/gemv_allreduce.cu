@@ -38,7 +38,8 @@
  * impl 1 grouped tiles (FCO_GEMV_GROUP; bf16 / f16, M 9..64; run_oneshot_group): the unit of
  *   work is a group of kG consecutive tiles (group q → block q mod B), computed by one block
  *   with x and W through a ring in shared memory, so x is read once per group instead of once
- *   per tile. Default at M 33..64 (session 23), M 9..32 (session 30, not with LL; kTmaMinM):
+ *   per tile. Default at M 33..64 (session 23), M 9..32 (session 30, not with LL;
+ *   FCO_GEMV_TMA_MIN_M):
  *   kG = 8 on the TMA-fed wgmma tile
  *   (gemv_group_tma.cuh, 288 threads: a producer warp + 2 consumer warpgroups;
  *   FCO_GEMV_GROUP_TMA=0 turns it off), kG = 4 on it where those stream W from more blocks
@@ -753,7 +754,8 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
 }
 
 /* The TMA tile (launch_grouped at kMT = 8, its group size by tma_streams' rule; x's box of M
- * rows) is impl 1's and 2's default from M = kTmaMinM (session 30; before, at M 33..64 only).
+ * rows) is impl 1's and 2's default from M = FCO_GEMV_TMA_MIN_M (session 30; before, at M
+ * 33..64 only; the rule: fco_gemv_ar_tma_tile, src/ops/gemv_allreduce.h).
  * Runs 2026-12-03_nvidia-h200_0c2bdbb-tma32 and ..._776b263-xrows (P = 1, bf16, graphs, µs,
  * the one-tile kernels / the TMA tile in groups of 4 / 8): M 16 4096×7168 18.34 / 17.88 /
  * 21.36, 8192×4096 20.83 / 19.58 / 19.74, 8192² 36.58 / 35.38 / 35.37, 8192×14336 60.68 /
@@ -768,7 +770,6 @@ fco_result_t launch_grouped(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t*
  * session 31 the tile, except at P = 2 with N ≤ 4096 (src/ops/gemv_allreduce.c, use_ll).
  * pipe: FCO_GEMV_PIPE, the kMT = 2 kernels of bf16 / f16 with the pipelined tile loop (kPipe).
  * tma: the TMA tile at M ≤ 32 (the caller's rule, above). */
-constexpr int kTmaMinM = FCO_GEMV_TMA_MIN_M; /* src/ops/gemv_allreduce.h */
 template <typename T, int kImpl, bool kPdl>
 FusedFn pick_mt(size_t M, bool ll, bool pipe, bool tma) {
   constexpr bool kMma = sizeof(T) == 2; /* f32 has no pipelined loop: pipe ignored */
@@ -848,10 +849,8 @@ extern "C" fco_result_t fco_cuda_gemv_allreduce_run(const fco_gpu_launch_t* g, c
   const bool pipe = a0.pipe > 0 || (a0.pipe < 0 && a0.K >= (size_t)fco::kPipeAutoMinK);
   /* The TMA tile below M 33 (not with LL; pick_mt): at M 9..32 by default (session 30), unless
    * FCO_GEMV_GROUP_TMA=0 or FCO_GEMV_GROUP is set; at M 1..8 where FCO_GEMV_GROUP_TMA is set
-   * (1, 4 or 8). Shape and knobs only: every rank decides alike (the kernel family is in the
-   * FCO_CHECK_ARGS hash). Why: see kTmaMinM. */
-  const bool tma = a0.group_tma > 0 ||
-                   (a0.group_tma < 0 && a0.group < 0 && a0.M >= (size_t)fco::kTmaMinM);
+   * (1, 4 or 8). The kernel family is in the FCO_CHECK_ARGS hash. Why M 9: above pick_mt. */
+  const bool tma = fco_gemv_ar_tma_tile(a0.group_tma, a0.group, a0.M) != 0;
   if (impl == 1) fn = fco::pick_fused<1>(a0.dtype, a0.M, ll, pdl, pipe, tma);
   else if (impl == 2) fn = fco::pick_fused<2>(a0.dtype, a0.M, false, pdl, pipe, tma);
   else

@@ -134,12 +134,12 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
  * LL + PDL was still ahead: 39.80 / 40.47 at 8192² M = 1). */
 #define FCO_GEMV_AR_LL_AUTO_PUSH ((size_t)2 << 20)
 #define FCO_GEMV_AR_LOCAL_LL_MAX_N 4096
-/* The TMA tile is the plain one-shot's kernel for this call by default: bf16 / f16, M from
- * FCO_GEMV_TMA_MIN_M, FCO_GEMV_GROUP_TMA not 0 and FCO_GEMV_GROUP unset (the launcher's rule,
- * src/cuda/gemv_allreduce.cu; off the tiles' vector path it runs the mma.sync grouped tile). */
-static int tma_tile_default(size_t M, fco_dtype_t dtype) {
-  return dtype != FCO_F32 && M >= FCO_GEMV_TMA_MIN_M &&
-         fco_env_int("FCO_GEMV_GROUP_TMA", -1) != 0 && fco_env_int("FCO_GEMV_GROUP", -1) < 0;
+/* The TMA tile is the plain one-shot's kernel at M 9..16 for this call, FCO_GEMV_GROUP unset
+ * (fco_gemv_ar_tma_tile, the launcher's rule; bf16 / f16; off the tiles' vector path it runs
+ * the mma.sync grouped tile). group_tma, group: the knobs as fco_gemv_ar_args_t holds them. */
+static int tma_tile_default(size_t M, fco_dtype_t dtype, int group_tma, int group) {
+  return dtype != FCO_F32 && M >= FCO_GEMV_TMA_MIN_M && group < 0 &&
+         fco_gemv_ar_tma_tile(group_tma, group, M);
 }
 static int use_ll(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   long long knob = fco_env_int("FCO_GEMV_AR_LL", -1);
@@ -155,7 +155,9 @@ static int use_ll(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int im
    * (62.31 / 61.24, 65.06 / 60.93); P = 4 the tile at 19 of 21 rows (8192×28672 M 16 139.36
    * / 120.13, 4096×14336 40.41 / 35.04; LL ahead only at 2048×8192 M 9 / 12, 13.80 / 14.39,
    * 14.25 / 14.30). On nccl LL stays (two GPUs: unmeasured against the tile). */
-  if (comm->transport == FCO_TRANSPORT_LOCAL && tma_tile_default(M, dtype) &&
+  if (comm->transport == FCO_TRANSPORT_LOCAL &&
+      tma_tile_default(M, dtype, (int)fco_env_int("FCO_GEMV_GROUP_TMA", -1),
+                       (int)fco_env_int("FCO_GEMV_GROUP", -1)) &&
       !(comm->nranks == 2 && N <= FCO_GEMV_AR_LOCAL_LL_MAX_N))
     return 0;
   return (size_t)(comm->nranks - 1) * fco_gemv_ar_ll_slot_bytes(M, N) <= FCO_GEMV_AR_LL_AUTO_PUSH;
@@ -262,7 +264,7 @@ void fco_gemv_ar_agree(fco_op_t* ops, int n) {
                    * nor at M 17..32 (P = 2, M 32: 116.6 / 125.9 µs, run
                    * 2026-12-03_nvidia-h200_776b263-xrows) */
     if (vec) return;
-  } else if (vec && !a.ll && a.M > 8 && tma_tile_default(a.M, a.dtype)) {
+  } else if (vec && !a.ll && tma_tile_default(a.M, a.dtype, a.group_tma, a.group)) {
     return; /* M 9..16 on the TMA tile's plain pushes (use_ll): no W-size revision */
   } else {
     const long long max_w =

@@ -125,10 +125,17 @@ static inline size_t fco_gemv_ar_ll_slot_bytes(size_t M, size_t N) {
   return fco_round_up(fco_gemv_ar_tiles(N) * FCO_GEMV_TILE_N * M * 8, 256);
 }
 /* Smallest M at which impls 1 and 2 (bf16 / f16, GPU transports) run the TMA tile by default
- * (FCO_GEMV_GROUP_TMA unset, FCO_GEMV_GROUP unset; src/cuda/gemv_allreduce.cu: kTmaMinM, why;
- * not where the LL one-shot runs). The op layer reads it too: on local, LL is off from here by
- * default, except at P = 2 with N ≤ 4096 (use_ll, src/ops/gemv_allreduce.c). */
+ * (FCO_GEMV_GROUP_TMA unset, FCO_GEMV_GROUP unset; why 9: src/cuda/gemv_allreduce.cu, "The TMA
+ * tile ... from M = FCO_GEMV_TMA_MIN_M"; not where the LL one-shot runs). */
 #define FCO_GEMV_TMA_MIN_M 9
+/* Does the plain path of impl 1 / 2 (bf16 / f16) run the TMA tile at M below 33, by the knobs
+ * (fco_gemv_ar_args_t's group_tma, group)? Forced by FCO_GEMV_GROUP_TMA at any M; by default
+ * from FCO_GEMV_TMA_MIN_M unless FCO_GEMV_GROUP is set. The launcher's rule; the op layer's LL
+ * choice on local follows it (use_ll, src/ops/gemv_allreduce.c). Shape and knobs only: every
+ * rank decides alike. */
+static inline int fco_gemv_ar_tma_tile(int group_tma, int group, size_t M) {
+  return group_tma > 0 || (group_tma < 0 && group < 0 && M >= FCO_GEMV_TMA_MIN_M);
+}
 /* Largest M of the LL one-shot (the kernels with one or two m-tiles). */
 #define FCO_GEMV_AR_LL_MAX_M 16
 /* Does the LL one-shot apply? GPU transports, impl 1, P > 1, M ≤ 16, both LL halves ≤ the
