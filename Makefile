@@ -68,13 +68,22 @@ lib: $(LIB_SO) $(LIB_A)
 tools: $(BENCH)
 tests: $(TESTS)
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h src/*/*.h)
+# Header dependencies: each compile writes the headers its source included next to the object
+# (-MMD -MP: $(BUILD)/obj/<path>.d, read below), so a header change rebuilds only the objects that
+# include it. An object built before it had a .d file depends on every header, as all did before.
+HDRS := $(wildcard include/*.h src/*/*.h tools/*/*.h tests/common/*.h)
+CU_HDRS := $(HDRS) $(wildcard src/*/*.cuh)
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/%.o: %.cu $(wildcard include/*.h src/*/*.h src/*/*.cuh)
+$(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
+	$(NVCC) $(NVFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
+
+NODEP_OBJ := $(foreach o,$(OBJ),$(if $(wildcard $(o:.o=.d)),,$(o)))
+$(NODEP_OBJ): $(CU_HDRS)
+-include $(wildcard $(OBJ:.o=.d))
 
 # impl 1's wgmma tile (src/cuda/gemm_tile_wgmma.cuh) needs the arch-specific sm_90a: the fused
 # GEMM file gets it in place of sm_90 (same GPUs); its launcher checks which image was loaded.
@@ -83,8 +92,8 @@ $(BUILD)/obj/src/cuda/gemm_alltoall_fused.o: CUDA_ARCH := $(subst arch=compute_9
 # the grouped GEMV tile (src/cuda/gemv_group_wgmma.cuh) as well.
 $(BUILD)/obj/src/cuda/gemv_allreduce.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
 
-# FCO_GEMV_TRACE, a diagnostic build of the fused GEMV kernels (src/cuda/gemv_group_tma.cuh: blocks
-# 0 and 1 of the TMA tile record a call's stages with %globaltimer, a kernel after the call prints
+# FCO_GEMV_TRACE, a diagnostic build of the fused GEMV kernels (src/cuda/gemv_group_tma.cuh: the
+# first 288 blocks of the TMA tile record a call's stages with %globaltimer, a kernel after the call prints
 # them): `make gemv-trace` builds $(BUILD)/obj/trace/gemv_allreduce.o; copy it over
 # $(BUILD)/obj/src/cuda/gemv_allreduce.o, touch it and `make` to relink (as the session-24 runs'
 # cmd.sh do, e.g. bench/results/2026-12-02_nvidia-h200_fe80fc1-tmapf); to go back, delete that

@@ -237,7 +237,10 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
   const int li = blockIdx.x / BT;
   int bi = (int)blockIdx.x - li * BT; /* this block's index in its rank's B owners + helpers */
   if constexpr (kTma)
-    if (threadIdx.x == 0) FCO_GTRACE(0);
+    if (threadIdx.x == 0) {
+      FCO_GTRACE(0);
+      FCO_GTRACE_SM();
+    }
   if constexpr (kTma) {
     if (p.pair) { /* clusters of split blocks: (owner q, its helpers); see run_split_helper */
       const int cs = p.split, cr = bi % cs, cq = bi / cs; /* cr: the rank in the cluster */
@@ -355,17 +358,19 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
 }
 
 #ifdef FCO_GEMV_TRACE
-/* FCO_GEMV_TRACE: prints what blocks 0 and 1 of the kernel before it recorded (a kernel of its
- * own: a printf in the fused kernel makes ptxas serialise its wgmma, C7510). */
-__global__ void gtrace_print(int pair) {
-  for (int b = 0; b < 2; ++b) {
+/* FCO_GEMV_TRACE: prints what the first min(blocks, kGtraceBlocks) blocks of the kernel before
+ * it recorded, one line a block, times in ns from that block's start (a kernel of its own: a
+ * printf in the fused kernel makes ptxas serialise its wgmma, C7510). */
+__global__ void gtrace_print(int pair, int blocks) {
+  if (blocks > gemv::kGtraceBlocks) blocks = gemv::kGtraceBlocks;
+  for (int b = 0; b < blocks; ++b) {
     const unsigned long long* t = gemv::g_gtrace[b];
-    printf("gtrace block %d pair %d t0 %llu: view %lld init %lld issue0 %lld data0 %lld "
-           "lastmma %lld out %lld handoff %lld finish %lld end %lld\n",
-           b, pair, t[0], (long long)(t[1] - t[0]), (long long)(t[2] - t[0]),
+    printf("gtrace block %d sm %d pair %d t0 %llu: view %lld init %lld issue0 %lld data0 %lld "
+           "lastmma %lld out %lld handoff %lld finish %lld end %lld entry %lld pentry %lld\n",
+           b, (int)t[10], pair, t[0], (long long)(t[1] - t[0]), (long long)(t[2] - t[0]),
            (long long)(t[3] - t[0]), (long long)(t[4] - t[0]), (long long)(t[5] - t[0]),
            (long long)(t[6] - t[0]), (long long)(t[7] - t[0]), (long long)(t[8] - t[0]),
-           (long long)(t[9] - t[0]));
+           (long long)(t[9] - t[0]), (long long)(t[11] - t[0]), (long long)(t[12] - t[0]));
   }
 }
 #endif
@@ -593,7 +598,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     ce = cudaGetLastError();
   }
 #ifdef FCO_GEMV_TRACE
-  if (kTma && ce == cudaSuccess) gtrace_print<<<1, 1, 0, (cudaStream_t)g->stream>>>(p.pair);
+  if (kTma && ce == cudaSuccess) gtrace_print<<<1, 1, 0, (cudaStream_t)g->stream>>>(p.pair, (int)grid);
 #endif
   if (ce != cudaSuccess) {
     char what[160];

@@ -50,25 +50,40 @@
 namespace fco {
 namespace gemv {
 
-/* FCO_GEMV_TRACE (a diagnostic build only, never defined by the Makefile): blocks 0 and 1 (an
- * owner and its helper in a pair launch) record %globaltimer at points of a call (thread 0; the
- * producer, thread 256, slot 3) and print them at the kernel's end (gemv_allreduce_kernel).
+/* FCO_GEMV_TRACE (a diagnostic build only, never defined by the Makefile): the first
+ * kGtraceBlocks blocks (owners and helpers of the pairs in a pair launch) record %globaltimer at
+ * points of a call (thread 0; the producer, thread 256, slots 3 and 12), the SM they run on
+ * (slot 10), and a kernel after the call prints them (gemv_allreduce.cu's gtrace_print).
  * Slots 6 / 7 / 8 ("out", "handoff", "finish" in the print): run()'s out written, the cluster
  * hand-off, the pushes; in run_oneshot_rounds (the last round's): the hand-off done, the pushes
- * (or y) issued, the round's last barrier. */
+ * (or y) issued, the round's last barrier. Slots 11 / 12 ("entry", "pentry"): run() or
+ * run_rounds() entered by thread 0 / by the producer thread (before their first block barrier;
+ * "init", slot 2, is after it in run()). */
 #ifdef FCO_GEMV_TRACE
-__device__ unsigned long long g_gtrace[2][12];
+constexpr int kGtraceBlocks = 288;
+__device__ unsigned long long g_gtrace[kGtraceBlocks][13];
 #define FCO_GTRACE(k)                                                              \
   do {                                                                             \
-    if (blockIdx.x < 2) {                                                          \
+    if (blockIdx.x < ::fco::gemv::kGtraceBlocks) {                                 \
       unsigned long long t_;                                                       \
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_));                       \
       ::fco::gemv::g_gtrace[blockIdx.x][k] = t_;                                   \
     }                                                                              \
   } while (0)
+#define FCO_GTRACE_SM()                                                            \
+  do {                                                                             \
+    if (blockIdx.x < ::fco::gemv::kGtraceBlocks) {                                 \
+      unsigned sm_;                                                                \
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                             \
+      ::fco::gemv::g_gtrace[blockIdx.x][10] = sm_;                                 \
+    }                                                                              \
+  } while (0)
 #else
 #define FCO_GTRACE(k) \
   do {                \
+  } while (0)
+#define FCO_GTRACE_SM() \
+  do {                  \
   } while (0)
 #endif
 
@@ -356,6 +371,8 @@ struct GroupTma {
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
     const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
     ns = ring_stages(ns);
+    if (tid == 0) FCO_GTRACE(11);
+    if (tid == kConsumers) FCO_GTRACE(12);
     __syncthreads(); /* the previous group's out (aliasing the ring) has been read */
     if (tid == 0 && !primed) init_bars(full, empty);
     __syncthreads(); /* (primed: the producer's initialisation too) */
@@ -518,6 +535,8 @@ struct GroupTma {
     const uint32_t pipe = (smem_u32(smem) + 1023u) & ~1023u;
     const uint32_t full = pipe + kBarOff, empty = full + kStages * 8;
     ns = ring_stages(ns);
+    if (tid == 0) FCO_GTRACE(11);
+    if (tid == kConsumers) FCO_GTRACE(12);
     if (tid == 0 && !primed) init_bars(full, empty);
     __syncthreads(); /* (primed: the producer's initialisation too) */
     if (tid >= kConsumers) {
