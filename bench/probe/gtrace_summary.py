@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gtrace_summary.py — summarise the FCO_GEMV_TRACE build's output (`make gemv-trace`; the print
 kernel's lines "gtrace block B sm S pair P t0 T: view .. init .. issue0 .. ..."), one file a
-configuration: python3 bench/probe/gtrace_summary.py out/gtrace-*.txt
+configuration (plain or .xz): python3 bench/probe/gtrace_summary.py out/gtrace-*.txt
 
 Per block the median over calls of each stage (ns from the block's own start; "start" = the
 block's start after the earliest block of that call), then per role (a pair launch: even blocks
@@ -10,11 +10,12 @@ blocks. Then how often a pair's owner sees its first data (data0, from the call'
 more than 1 µs after its helper, and the blocks whose first data came last. Stages a path does
 not record (a negative or absurd value) are left out.
 """
+import lzma
 import re
 import statistics
 import sys
 
-KEYS = ['start', 'view', 'entry', 'pentry', 'init', 'issue0', 'data0', 'lastmma', 'out',
+KEYS = ['start', 'view', 'ctx', 'path', 'entry', 'pentry', 'init', 'issue0', 'data0', 'lastmma', 'out',
         'handoff', 'finish', 'end']
 LINE = re.compile(r'gtrace block (\d+) sm (\d+) pair (\d+) t0 (\d+): (.*)')
 
@@ -26,7 +27,8 @@ def pct(v, q):
 
 def calls_of(path):
     calls, cur, pair = [], {}, 0
-    for line in open(path, errors='replace'):
+    f = lzma.open(path, 'rt', errors='replace') if path.endswith('.xz') else open(path, errors='replace')
+    for line in f:
         m = LINE.match(line)
         if not m:
             continue

@@ -311,6 +311,8 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
     return;
   }
   const WaitCtx wc{s.v.err, s.v.timeout_ns, FCO_OP_GEMV_ALLREDUCE};
+  if constexpr (kTma)
+    if (threadIdx.x == 0) FCO_GTRACE(13);
   if constexpr (kG > 1) {
     if (c.b >= B) { /* a split helper: local work only, no argument check — but with
                      * fin_split, where it pushes half of its group to every rank */
@@ -366,11 +368,13 @@ __global__ void gtrace_print(int pair, int blocks) {
   for (int b = 0; b < blocks; ++b) {
     const unsigned long long* t = gemv::g_gtrace[b];
     printf("gtrace block %d sm %d pair %d t0 %llu: view %lld init %lld issue0 %lld data0 %lld "
-           "lastmma %lld out %lld handoff %lld finish %lld end %lld entry %lld pentry %lld\n",
+           "lastmma %lld out %lld handoff %lld finish %lld end %lld entry %lld pentry %lld "
+           "ctx %lld path %lld\n",
            b, (int)t[10], pair, t[0], (long long)(t[1] - t[0]), (long long)(t[2] - t[0]),
            (long long)(t[3] - t[0]), (long long)(t[4] - t[0]), (long long)(t[5] - t[0]),
            (long long)(t[6] - t[0]), (long long)(t[7] - t[0]), (long long)(t[8] - t[0]),
-           (long long)(t[9] - t[0]), (long long)(t[11] - t[0]), (long long)(t[12] - t[0]));
+           (long long)(t[9] - t[0]), (long long)(t[11] - t[0]), (long long)(t[12] - t[0]),
+           (long long)(t[13] - t[0]), (long long)(t[14] - t[0]));
   }
 }
 #endif
@@ -598,7 +602,14 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
     ce = cudaGetLastError();
   }
 #ifdef FCO_GEMV_TRACE
-  if (kTma && ce == cudaSuccess) gtrace_print<<<1, 1, 0, (cudaStream_t)g->stream>>>(p.pair, (int)grid);
+  { /* FCO_GEMV_TRACE_EVERY=n: print after every n-th launch only (a graph of k calls then has
+     * n − 1 calls back to back, as without the trace, before each printed one) */
+    static int launches = 0, every = 0;
+    if (!every) every = getenv("FCO_GEMV_TRACE_EVERY") ? atoi(getenv("FCO_GEMV_TRACE_EVERY")) : 1;
+    if (every < 1) every = 1;
+    if (kTma && ce == cudaSuccess && ++launches % every == 0)
+      gtrace_print<<<1, 1, 0, (cudaStream_t)g->stream>>>(p.pair, (int)grid);
+  }
 #endif
   if (ce != cudaSuccess) {
     char what[160];

@@ -380,6 +380,7 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
                                                    const WaitCtx& wc, int primed) {
   using G = gemv::GroupTma<kG>;
   const int tid = threadIdx.x, B = c.B, per = 4 * p.M;
+  if (tid == 0) FCO_GTRACE(14);
   const bool helper = c.b >= B;
   const int side = helper ? 1 : 0;
   const int cq = helper ? c.b - B : c.b; /* the owner's index (split ≤ 2: one helper each) */
@@ -525,6 +526,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
                                                   const RankView& v, unsigned char* smem,
                                                   const WaitCtx& wc, int primed) {
   const int i = threadIdx.x, step = blockDim.x;
+  if (i == 0) FCO_GTRACE(14);
   const int per = 4 * p.M; /* float4s per tile */
   const int Q = (p.T + kG - 1) / kG;
   /* Every rank sums the same rounded values in rank order: y stays the same bits on all. */

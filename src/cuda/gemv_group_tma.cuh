@@ -58,10 +58,11 @@ namespace gemv {
  * hand-off, the pushes; in run_oneshot_rounds (the last round's): the hand-off done, the pushes
  * (or y) issued, the round's last barrier. Slots 11 / 12 ("entry", "pentry"): run() or
  * run_rounds() entered by thread 0 / by the producer thread (before their first block barrier;
- * "init", slot 2, is after it in run()). */
+ * "init", slot 2, is after it in run()); 13 / 14 ("ctx", "path"): thread 0 past the kernel's
+ * context set-up and checks / at the start of the one-shot's group path. */
 #ifdef FCO_GEMV_TRACE
 constexpr int kGtraceBlocks = 288;
-__device__ unsigned long long g_gtrace[kGtraceBlocks][13];
+__device__ unsigned long long g_gtrace[kGtraceBlocks][16];
 #define FCO_GTRACE(k)                                                              \
   do {                                                                             \
     if (blockIdx.x < ::fco::gemv::kGtraceBlocks) {                                 \
