@@ -146,8 +146,8 @@
  *   previous kernel of the stream has finished (under stream capture the edge becomes a
  *   programmatic graph edge, CUDA >= 12.3), to hide the launch gap and the previous call's tail
  *   (last pushes, peer poll, reduce, block exit, during which HBM idles). Per block, first:
- *   (1) cp.async.bulk.prefetch.L2 of the first FCO_GEMV_PDL_PREFETCH bytes (default 32 KB, the
- *   grid's total at most kPdlL2Budget) of ITS first tile's W strip, in the order the tile reads
+ *   (1) cp.async.bulk.prefetch.L2 of the first FCO_GEMV_PDL_PREFETCH bytes (unset: 32 KB, the
+ *   TMA tile two ring stages; the grid's total at most kPdlL2Budget) of ITS first tile's W strip, in the order the tile reads
  *   it (gemv::prefetch_tile; the TMA grouped tile: TMA tensor prefetches of its ring's first W
  *   boxes from the producer thread, GroupTma::prefetch_w); (2) griddepcontrol.wait;
  *   (3) griddepcontrol.launch_dependents.
@@ -572,6 +572,10 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
    * prefetched lines stay well inside L2), in whole 256-byte steps (16 rows × 16 bytes). */
   if (kPdl && a0->pdl_prefetch > 0) {
     uint64_t per_block = a0->pdl_prefetch;
+    if (per_block == FCO_GEMV_PDL_PREFETCH_AUTO) { /* unset: by kernel (the op header) */
+      per_block = FCO_GEMV_PDL_PREFETCH_DEFAULT;
+      if constexpr (kTma) per_block = 2 * (uint64_t)gemv::GroupTma<kG>::kWBytes;
+    }
     if (per_block > kPdlL2Budget / grid) per_block = kPdlL2Budget / grid;
     p.prefetch_bytes = (uint32_t)(per_block / 256 * 256);
   }

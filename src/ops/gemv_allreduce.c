@@ -31,7 +31,8 @@
  * PDL, on by default since run 63585a1 (FCO_GEMV_PDL=0 turns it off; read at every call like
  * FCO_GEMV_AR_LL; ranks need not agree): the fused kernels (impls 1, 2, also when AUTO picks
  * them) are launched with programmatic stream serialization and first prefetch
- * FCO_GEMV_PDL_PREFETCH bytes (default 32768, 0 = none, at most 256 KiB) of their W into L2
+ * FCO_GEMV_PDL_PREFETCH bytes (unset: 32 KiB for the one-tile kernels, the first two ring
+ * stages for the TMA tile, see gemv_allreduce.h; 0 = none, at most 256 KiB) of their W into L2
  * before waiting for the previous kernel of the stream (src/cuda/gemv_allreduce.cu: "PDL", why
  * it is safe). The cpu transport and impls 0, 3 ignore it. Measured on 2×H200 (run 63585a1,
  * back-to-back calls in CUDA graphs, LL one-shot µs without / with): 8192×8192 M = 1, 4, 16
@@ -383,8 +384,9 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   a.ll = use_ll(comm, M, N, dtype, op.impl);
   a.pdl = fco_env_int("FCO_GEMV_PDL", 1) > 0; /* on unless FCO_GEMV_PDL=0 (run 63585a1) */
   if (a.pdl) {
-    long long pf = fco_env_int("FCO_GEMV_PDL_PREFETCH", (long long)FCO_GEMV_PDL_PREFETCH_DEFAULT);
-    a.pdl_prefetch = pf <= 0 ? 0
+    long long pf = fco_env_int("FCO_GEMV_PDL_PREFETCH", -1); /* unset: by kernel (the header) */
+    a.pdl_prefetch = pf < 0    ? FCO_GEMV_PDL_PREFETCH_AUTO
+                     : pf == 0 ? 0
                      : (size_t)pf > FCO_GEMV_PDL_PREFETCH_MAX ? FCO_GEMV_PDL_PREFETCH_MAX
                                                               : (size_t)pf;
   }

@@ -49,7 +49,8 @@ typedef struct {
   int check_args;    /* FCO_CHECK_ARGS=1: kernels compare (M, N, dtype, bias, impl) across ranks */
   int ll;            /* impl 1 via the LL area (FCO_GEMV_AR_LL=1, fco_gemv_ar_ll_applies) */
   int pdl;           /* fused impls: programmatic dependent launch (FCO_GEMV_PDL, on unless 0) */
-  size_t pdl_prefetch; /* with pdl: bytes of W per block prefetched into L2 before the wait */
+  size_t pdl_prefetch; /* with pdl: bytes of W per block prefetched into L2 before the wait;
+                        * FCO_GEMV_PDL_PREFETCH_AUTO: the launcher's choice by kernel */
   /* Tuning knobs of the GPU kernels, read once per call by the op layer (which refuses values
    * the launcher has no kernel for); their rules are in src/cuda/gemv_allreduce.cu. */
   int pipe;      /* FCO_GEMV_PIPE: 1 on, 0 off, -1 (unset) automatic                        */
@@ -71,10 +72,15 @@ typedef struct {
   int group_fp32; /* FCO_GEMV_GROUP_FP32=1: grouped tiles push fp32 partials (else the dtype's) */
 } fco_gemv_ar_args_t;
 
-/* FCO_GEMV_PDL_PREFETCH: default and largest bytes per block (the launcher also keeps the
- * whole grid's prefetch within a budget well below L2). */
+/* FCO_GEMV_PDL_PREFETCH: bytes per block, at most _MAX (the launcher also keeps the whole grid's
+ * prefetch within a budget well below L2). Unset (_AUTO): the one-tile kernels _DEFAULT, the TMA
+ * tile its ring's first two stages of W (16 KiB a stage in groups of 4, 32 KiB in groups of 8;
+ * session 32, run 2026-12-03_nvidia-h200_b81e345-pfsweep: 64 KiB in groups of 8 took 0.18–0.39
+ * µs off the N 8192 shapes against 32 KiB, 32 KiB in groups of 4 was the best at N 4096, and
+ * 128 KiB or more delayed the rank view and lost 0.5–4 µs everywhere). */
 #define FCO_GEMV_PDL_PREFETCH_DEFAULT ((size_t)32 << 10)
 #define FCO_GEMV_PDL_PREFETCH_MAX ((size_t)256 << 10)
+#define FCO_GEMV_PDL_PREFETCH_AUTO ((size_t)-1)
 
 /* shape[] of the op record: what every rank must agree on (K may differ). */
 enum { FCO_GEMV_SHAPE_M = 0, FCO_GEMV_SHAPE_N, FCO_GEMV_SHAPE_DTYPE, FCO_GEMV_SHAPE_BIAS };
