@@ -93,8 +93,10 @@ $(BUILD)/obj/src/cuda/gemm_alltoall_fused.o: CUDA_ARCH := $(subst arch=compute_9
 $(BUILD)/obj/src/cuda/gemv_allreduce.o: CUDA_ARCH := $(subst arch=compute_90$(comma)code=sm_90,arch=compute_90a$(comma)code=sm_90a,$(CUDA_ARCH))
 
 # FCO_GEMV_TRACE, a diagnostic build of the fused GEMV kernels (src/cuda/gemv_group_tma.cuh: the
-# first 288 blocks of the TMA tile record a call's stages with %globaltimer, a kernel after the call prints
-# them): `make gemv-trace` builds $(BUILD)/obj/trace/gemv_allreduce.o; copy it over
+# first 288 blocks of the TMA tile record a call's stages with %globaltimer, a kernel after every
+# FCO_GEMV_TRACE_EVERY-th launch prints them — use 8 in graphs: a print after every call perturbs
+# the next; bench/probe/gtrace_summary.py reads the output): `make gemv-trace` builds
+# $(BUILD)/obj/trace/gemv_allreduce.o; copy it over
 # $(BUILD)/obj/src/cuda/gemv_allreduce.o, touch it and `make` to relink (as the session-24 runs'
 # cmd.sh do, e.g. bench/results/2026-12-02_nvidia-h200_fe80fc1-tmapf); to go back, delete that
 # object and `make`.
