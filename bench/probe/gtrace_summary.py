@@ -15,8 +15,8 @@ import re
 import statistics
 import sys
 
-KEYS = ['start', 'view', 'ctx', 'path', 'entry', 'pentry', 'init', 'issue0', 'data0', 'lastmma', 'out',
-        'handoff', 'finish', 'end']
+KEYS = ['start', 'view', 'ctx', 'path', 'entry', 'pentry', 'init', 'issue0', 'data0', 'lastmma',
+        'out', 'handoff', 'finish', 'end']
 LINE = re.compile(r'gtrace block (\d+) sm (\d+) pair (\d+) t0 (\d+): (.*)')
 
 
@@ -27,7 +27,8 @@ def pct(v, q):
 
 def calls_of(path):
     calls, cur, pair = [], {}, 0
-    f = lzma.open(path, 'rt', errors='replace') if path.endswith('.xz') else open(path, errors='replace')
+    opener = lzma.open if path.endswith('.xz') else open
+    f = opener(path, 'rt', errors='replace')
     for line in f:
         m = LINE.match(line)
         if not m:

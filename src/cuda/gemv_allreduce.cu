@@ -147,9 +147,10 @@
  *   programmatic graph edge, CUDA >= 12.3), to hide the launch gap and the previous call's tail
  *   (last pushes, peer poll, reduce, block exit, during which HBM idles). Per block, first:
  *   (1) cp.async.bulk.prefetch.L2 of the first FCO_GEMV_PDL_PREFETCH bytes (unset: 32 KB, the
- *   TMA tile two ring stages; the grid's total at most kPdlL2Budget) of ITS first tile's W strip, in the order the tile reads
- *   it (gemv::prefetch_tile; the TMA grouped tile: TMA tensor prefetches of its ring's first W
- *   boxes from the producer thread, GroupTma::prefetch_w); (2) griddepcontrol.wait;
+ *   TMA tile two ring stages; the grid's total at most kPdlL2Budget) of ITS first tile's W
+ *   strip, in the order the tile reads it (gemv::prefetch_tile; the TMA grouped tile: TMA
+ *   tensor prefetches of its ring's first W boxes from the producer thread,
+ *   GroupTma::prefetch_w); (2) griddepcontrol.wait;
  *   (3) griddepcontrol.launch_dependents.
  *   Only then the rank table (epoch, arrive, peer pointers, error), x, bias, y, the workspace,
  *   the LL area and the signals are touched. Why this is safe:
