@@ -76,8 +76,8 @@ typedef struct {
  * prefetch within a budget well below L2). Unset (_AUTO): the one-tile kernels _DEFAULT, the TMA
  * tile its ring's first two stages of W (16 KiB a stage in groups of 4, 32 KiB in groups of 8;
  * session 32, run 2026-12-03_nvidia-h200_b81e345-pfsweep: 64 KiB in groups of 8 took 0.18–0.39
- * µs off the N 8192 shapes against 32 KiB, 32 KiB in groups of 4 was the best at N 4096, and
- * 128 KiB or more delayed the rank view and lost 0.5–4 µs everywhere). */
+ * µs off the N 8192 shapes against 32 KiB, 32 KiB in groups of 4 was the best at N 4096; more
+ * delays the rank view: 128 KiB lost 0.3–1.3 µs at six of eight rows, 256 KiB 1.4–4.1 at all). */
 #define FCO_GEMV_PDL_PREFETCH_DEFAULT ((size_t)32 << 10)
 #define FCO_GEMV_PDL_PREFETCH_MAX ((size_t)256 << 10)
 #define FCO_GEMV_PDL_PREFETCH_AUTO ((size_t)-1)
