@@ -5,13 +5,21 @@
  * cfg.max_workspace_bytes caps the workspace: a call needing more fails with
  * FCO_ERR_OUT_OF_MEMORY, a message, and nothing written, and the communicator keeps working.
  * Also the suite's own knob helper (tests/common: t_knob_set / t_knob_reset), on which every
- * test's knob-setting parts rely: a reset puts back the caller's value, or unsets.
+ * test's knob-setting parts rely: a reset puts back the caller's value, or unsets. And integer
+ * knobs (every FCO_* number the library reads, src/core/error.c fco_env_int): size suffixes
+ * k / M / G with an optional B or iB; a value that is not an integer is ignored (as if unset)
+ * and said so on stderr, once per knob.
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
+
+/* The library's integer knob parser (src/core/internal.h; exported by libfco, not in fco.h). */
+long long fco_env_int(const char* name, long long dflt);
 
 static fco_transport_t g_t;
 static char* g_env_saved;
@@ -178,6 +186,90 @@ static void knob_helper(void) {
   printf("knob helper: reset restores the caller's value / unset\n");
 }
 
+/* Runs fn with stderr going to a temporary file; returns what it wrote (malloc'd). */
+static char* stderr_of(void (*fn)(void)) {
+  fflush(stderr);
+  FILE* tmp = tmpfile();
+  ASSERT_NOT_NULL(tmp);
+  int saved = dup(2);
+  ASSERT_GE(saved, 0);
+  ASSERT_GE(dup2(fileno(tmp), 2), 0);
+  fn();
+  fflush(stderr);
+  ASSERT_GE(dup2(saved, 2), 0);
+  close(saved);
+  long n = ftell(tmp);
+  ASSERT_GE(n, 0);
+  char* out = calloc((size_t)n + 1, 1);
+  ASSERT_NOT_NULL(out);
+  rewind(tmp);
+  ASSERT_EQ(fread(out, 1, (size_t)n, tmp), (size_t)n);
+  fclose(tmp);
+  return out;
+}
+
+static const char* const kProbe = "FCO_TEST_ENV_INT_PROBE";
+static long long g_got;
+static void read_probe(void) { g_got = fco_env_int(kProbe, -7); }
+static void init_with_bad_timeout(void) {
+  fco_comm_t comms[2];
+  int n = t_max_ranks(g_t) < 2 ? 1 : 2;
+  ASSERT_OK(fco_comm_init_all(comms, n, NULL, NULL));
+  for (int r = 0; r < n; r++) ASSERT_OK(fco_comm_destroy(comms[r]));
+}
+
+static void env_ints(void) {
+  static const struct {
+    const char* v;
+    long long want;
+  } good[] = {{"12", 12},          {"-1", -1},           {"0x40", 64},        {"4k", 4096},
+              {"4K", 4096},        {"4M", 4 << 20},      {"4MB", 4 << 20},    {"4MiB", 4 << 20},
+              {"1G", 1LL << 30},   {"1gb", 1LL << 30},   {" 250 ", 250},      {"250\n", 250}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    t_context("%s=\"%s\"", kProbe, good[i].v);
+    setenv(kProbe, good[i].v, 1);
+    char* err = stderr_of(read_probe);
+    ASSERT_EQ(g_got, good[i].want);
+    ASSERT_STR_EQ(err, ""); /* a valid value says nothing */
+    free(err);
+  }
+  t_context("%s unset / empty", kProbe);
+  unsetenv(kProbe);
+  ASSERT_EQ(fco_env_int(kProbe, -7), -7);
+  setenv(kProbe, "", 1);
+  ASSERT_EQ(fco_env_int(kProbe, -7), -7);
+  static const char* const bad[] = {"abc", "30s", "4x", "1.5", "4MBs", "on"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    t_context("%s=\"%s\"", kProbe, bad[i]);
+    setenv(kProbe, bad[i], 1);
+    char* err = stderr_of(read_probe);
+    ASSERT_EQ(g_got, -7); /* ignored: the default */
+    /* said once per knob for the process: only the first bad value of this name prints */
+    if (i == 0) {
+      ASSERT_NOT_NULL(strstr(err, kProbe));
+      ASSERT_NOT_NULL(strstr(err, "is not an integer"));
+      ASSERT_NOT_NULL(strstr(err, "\"abc\""));
+    } else {
+      ASSERT_STR_EQ(err, "");
+    }
+    free(err);
+  }
+  unsetenv(kProbe);
+  /* Through the library: FCO_TIMEOUT_MS read at init; the init works (the default bound) and
+   * the message names the knob, once for two inits. */
+  t_context("FCO_TIMEOUT_MS=\"30s\" at fco_comm_init_all");
+  setenv("FCO_TIMEOUT_MS", "30s", 1);
+  char* err = stderr_of(init_with_bad_timeout);
+  ASSERT_NOT_NULL(strstr(err, "FCO_TIMEOUT_MS=\"30s\" is not an integer"));
+  free(err);
+  err = stderr_of(init_with_bad_timeout);
+  ASSERT_NULL(strstr(err, "FCO_TIMEOUT_MS"));
+  free(err);
+  unsetenv("FCO_TIMEOUT_MS");
+  printf("integer knobs: suffixes parsed, bad values ignored and reported once\n");
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   knob_helper();
@@ -186,6 +278,7 @@ int main(void) {
   const char* e = getenv("FCO_TRANSPORT");
   g_env_saved = e ? strdup(e) : NULL;
   unsetenv("FCO_TIMEOUT_MS");
+  env_ints();
   transport_env();
   timeout_env();
   workspace_cap();

@@ -1,8 +1,9 @@
 /*
  * error.c — error messages (per communicator, per thread without one), the last call's plan
- * (fco_last_plan), debug logging to stderr, environment parameters. The library never prints to
- * stdout and never exits.
+ * (fco_last_plan), debug logging to stderr, environment parameters (a malformed integer knob is
+ * said on stderr once, debug or not). The library never prints to stdout and never exits.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,18 +69,50 @@ void fco_plan_append(char* plan, const char* fmt, ...) {
   va_end(ap);
 }
 
+/* A knob whose value is not an integer is ignored (as if unset) and said so on stderr, once per
+ * name for the process: FCO_TIMEOUT_MS=5s must not silently become the 30 s default. */
+static void env_not_int(const char* name, const char* v) {
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static char said[32][48];
+  static int nsaid;
+  pthread_mutex_lock(&mu);
+  int seen = 0;
+  for (int i = 0; i < nsaid && !seen; i++) seen = strncmp(said[i], name, sizeof said[i] - 1) == 0;
+  if (!seen && nsaid < 32) snprintf(said[nsaid++], sizeof said[0], "%s", name);
+  pthread_mutex_unlock(&mu);
+  if (!seen)
+    fprintf(stderr,
+            "fco: %s=\"%s\" is not an integer (an optional k / M / G suffix, B or iB after it): "
+            "ignored, as if unset\n",
+            name, v);
+}
+
 long long fco_env_int(const char* name, long long dflt) {
   const char* v = getenv(name);
   if (!v || !*v) return dflt;
   char* end = NULL;
   long long x = strtoll(v, &end, 0);
-  if (end == v) return dflt;
-  /* Size suffixes, so FCO_ALLREDUCE_ONESHOT_MAX=4M works. */
+  if (end == v) {
+    env_not_int(name, v);
+    return dflt;
+  }
+  /* Size suffixes, so FCO_ALLREDUCE_ONESHOT_MAX=4M (or 4MB, 4MiB) works. */
+  int suffix = 1;
   switch (*end) {
     case 'k': case 'K': x <<= 10; break;
     case 'm': case 'M': x <<= 20; break;
     case 'g': case 'G': x <<= 30; break;
-    default: break;
+    default: suffix = 0; break;
+  }
+  if (suffix) {
+    ++end;
+    if (end[0] == 'i' && (end[1] == 'B' || end[1] == 'b')) end += 2;
+    else if (*end == 'B' || *end == 'b') ++end;
+  }
+  while (*end == ' ' || *end == '\t' || *end == '\n') ++end;
+  if (*end) {
+    env_not_int(name, v);
+    return dflt;
   }
   return x;
 }
