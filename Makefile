@@ -71,8 +71,7 @@ tests: $(TESTS)
 # Header dependencies: each compile writes the headers its source included next to the object
 # (-MMD -MP: $(BUILD)/obj/<path>.d, read below), so a header change rebuilds only the objects that
 # include it. An object built before it had a .d file depends on every header, as all did before.
-HDRS := $(wildcard include/*.h src/*/*.h tools/*/*.h tests/common/*.h)
-CU_HDRS := $(HDRS) $(wildcard src/*/*.cuh)
+HDRS := $(wildcard include/*.h src/*/*.h src/*/*.cuh)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -82,7 +81,7 @@ $(BUILD)/obj/%.o: %.cu
 	$(NVCC) $(NVFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 NODEP_OBJ := $(foreach o,$(OBJ),$(if $(wildcard $(o:.o=.d)),,$(o)))
-$(NODEP_OBJ): $(CU_HDRS)
+$(NODEP_OBJ): $(HDRS)
 -include $(wildcard $(OBJ:.o=.d))
 
 # impl 1's wgmma tile (src/cuda/gemm_tile_wgmma.cuh) needs the arch-specific sm_90a: the fused
