@@ -11,7 +11,9 @@
  *   one rank's impl 0 with counts_host unlike the counts (refused, nothing written past the rows
  *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (tiles where
  *   every expert has ≤ 256 rows) and at P = 2..max (tiles where K ≤ 2048, on local above two
- *   ranks only where a_rows ≤ 2048; those calls also checked against the reference).
+ *   ranks only where a_rows ≤ 2048; those calls also checked against the reference). The
+ *   per-call knobs of impls 1 and 2 (FCO_GA_TILES_BLOCKS, _PUSH_BLOCKS, _CHUNK_ROWS) read back
+ *   from fco_last_plan, a non-integer value ignored (GPU transports, P up to 2).
  *   The FCO_GA_* knobs stay as the caller set them (test_gemm_alltoall's parts reset every knob
  *   they set, t_knob_reset).
  *   make test   or   build/tests/test_gemm_alltoall_checks   (FCO_TRANSPORT=cpu|local|nccl)
@@ -247,6 +249,55 @@ static void multi_rank_auto_rule(const t_world_t* w) {
   }
 }
 
+/* The knobs the launchers read per call (GPU transports), read back from fco_last_plan, each
+ * call checked against the reference: FCO_GA_TILES_BLOCKS (impl 1's blocks a rank),
+ * FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and chunk rows). A value that is
+ * not an integer ("40x", once read as 40) is ignored, as if unset (fco_env_int; the message on
+ * stderr: test_config_env). Rows of 300 per rank so that 128-row chunks split them. */
+static void knob_readback(const t_world_t* w) {
+  static const struct {
+    int impl;
+    const char* knob;
+    const char* value;
+    const char* want; /* in every rank's plan (set) or not in it (!set) */
+    int set;
+  } cases[] = {
+      {1, "FCO_GA_TILES_BLOCKS", "4", ", 4 blocks/rank", 1},
+      {1, "FCO_GA_TILES_BLOCKS", "4x", ", 4 blocks/rank", 0},
+      {2, "FCO_GA_PUSH_BLOCKS", "40", " push 40 + finish", 1},
+      {2, "FCO_GA_PUSH_BLOCKS", "40x", " push 40 + finish", 0},
+      {2, "FCO_GA_CHUNK_ROWS", "128", " Ts=128 Tg=128 ", 1},
+      {2, "FCO_GA_CHUNK_ROWS", "128 rows", " Ts=128 Tg=128 ", 0},
+  };
+  const int P = w->n;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    t_context("P=%d %s=\"%s\", impl %d", P, cases[i].knob, cases[i].value, cases[i].impl);
+    ga_case_t c;
+    ga_two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
+    for (int r = 0; r < P; r++)
+      for (int k = 0; k < 2 * P; k++) c.counts[r][k] = (300 + 7 * k + r) / (2 * P);
+    ga_finish_case(&c, t_next_seed(), 8);
+    ga_bufs_t b;
+    ga_upload(w, &c, &b);
+    ga_poison(w, &c, &b);
+    t_knob_set(cases[i].knob, cases[i].value);
+    fco_result_t res = ga_issue(w, &c, &b, cases[i].impl, 1, NULL);
+    t_knob_reset(cases[i].knob);
+    ASSERT_OK(res);
+    t_sync(w);
+    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    ASSERT_EQ(ga_check(w, &c, &b), 0);
+    for (int r = 0; r < P; r++) {
+      const char* plan = fco_last_plan(w->comms[r]);
+      if ((strstr(plan, cases[i].want) != NULL) != cases[i].set)
+        t_fail(__FILE__, __LINE__, "rank %d: plan \"%s\" %s \"%s\"", r, plan,
+               cases[i].set ? "lacks" : "has", cases[i].want);
+    }
+    ga_free_bufs(w, &c, &b);
+    ga_free_case(&c);
+  }
+}
+
 static void bad_args(const t_world_t* w) {
   fco_comm_t c = w->comms[0];
   int32_t dummy[16] = {0};
@@ -326,6 +377,14 @@ int main(void) {
     one_rank_auto_rule(t);
   }
   printf("bad counts: ok\n");
+  if (t != FCO_TRANSPORT_CPU) {
+    t_world_t w;
+    t_context("P=%d: fco_comm_init_all", pb);
+    ASSERT_OK(t_world_init(&w, t, pb, NULL));
+    knob_readback(&w);
+    t_world_destroy(&w, 0);
+    printf("P=%d: knobs read back: ok\n", pb);
+  }
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
     for (int kind = 0; kind < 3; kind++) {

@@ -171,15 +171,11 @@ size_t dtype_bytes(fco_dtype_t t) {
   }
 }
 
+/* A size knob (fco_env_int: suffixes k / M / G, a value that is not a number is said on stderr
+ * and ignored); negative values count as unset. */
 size_t env_bytes(const char* name, size_t dflt) {
-  const char* s = getenv(name);
-  if (!s || !*s) return dflt;
-  char* end = nullptr;
-  unsigned long long x = strtoull(s, &end, 0);
-  if (end == s) return dflt;
-  if (*end == 'k' || *end == 'K') x <<= 10;
-  else if (*end == 'm' || *end == 'M') x <<= 20;
-  return (size_t)x;
+  const long long x = fco_env_int(name, (long long)dflt);
+  return x < 0 ? dflt : (size_t)x;
 }
 
 struct Tuning {

@@ -612,10 +612,10 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   }
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
-  const char* env = getenv("FCO_GA_CHUNK_ROWS");
-  const int64_t env_rows = env && *env ? atoll(env) : 0;
-  const char* envb = getenv("FCO_GA_PUSH_BLOCKS");
-  const int push_blocks = envb && *envb && atoi(envb) > 0 ? atoi(envb) : std::max(sms / 2, 1);
+  const int64_t env_rows = fco_env_int("FCO_GA_CHUNK_ROWS", 0);
+  const long long env_pb = fco_env_int("FCO_GA_PUSH_BLOCKS", 0);
+  const int push_blocks = env_pb > 0 ? (int)std::min<long long>(env_pb, 1 << 16)
+                                     : std::max(sms / 2, 1);
   /* Rows that give 2 waves of 128×128 tiles at this N, and about one wave (rounded down). */
   const int64_t fill = ((2 * (int64_t)sms * 128 * 128 / a0->n + 127) / 128) * 128;
   const int64_t wave = std::max<int64_t>(128, ((int64_t)sms * 128 * 128 / a0->n) / 128 * 128);

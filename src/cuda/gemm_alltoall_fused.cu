@@ -77,6 +77,7 @@
  *   of call e is complete when my waits of call e end: every peer signals after its stores to
  *   me (release / acquire at system scope).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +92,8 @@ namespace {
 
 /* ---- host side -------------------------------------------------------------------------------- */
 int env_int(const char* name, int dflt) {
-  const char* s = getenv(name);
-  return s && *s ? atoi(s) : dflt;
+  const long long x = fco_env_int(name, dflt);
+  return x < INT_MIN || x > INT_MAX ? dflt : (int)x;
 }
 
 /* Blocks of `kernel` co-resident on the current device at kThreads threads and `smem` dynamic

@@ -610,7 +610,7 @@ fco_result_t launch_fused(const fco_gpu_launch_t* g, const fco_gemv_ar_args_t* a
   { /* FCO_GEMV_TRACE_EVERY=n: print after every n-th launch only (a graph of k calls then has
      * n − 1 calls back to back, as without the trace, before each printed one) */
     static int launches = 0, every = 0;
-    if (!every) every = getenv("FCO_GEMV_TRACE_EVERY") ? atoi(getenv("FCO_GEMV_TRACE_EVERY")) : 1;
+    if (!every) every = (int)fco_env_int("FCO_GEMV_TRACE_EVERY", 1);
     if (every < 1) every = 1;
     if (kTma && ce == cudaSuccess && ++launches % every == 0)
       gtrace_print<<<1, 1, 0, (cudaStream_t)g->stream>>>(p.pair, (int)grid);
