@@ -17,11 +17,15 @@
  * rank against a ring's 2(P-1)/P·S, so its edge shrinks with P. Measured on 2×H200 (NV18,
  * bench/results/2026-11-30_nvidia-h200-x2_fe93fe66a60f): one-shot is faster at every size
  * 1 KB..64 MB (1.78× at 1 MB, 1.29× at 16 MB, 1.06× at 64 MB); the cap of 16 MB keeps its
- * workspace (4·S) at 64 MB. P > 2 is not measured yet: 1 MB, where it is latency-bound.
- * Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k/M suffix). */
+ * workspace (4·S) at 64 MB. P = 3, 4: 2 MB, from one measurement at P = 4 (4×H200, run
+ * 2026-11-30_nvidia-h200-x4_39ee289): gemv_allreduce's impl 3 (cuBLAS + this one-shot) took
+ * 65.93 µs against impl 0's (cuBLAS + ncclAllReduce) 71.82 at 16384² M = 64, where y is 2 MB —
+ * the one-shot ~5.9 µs ahead at 2 MB; larger sizes at P = 4 are unmeasured. P > 4: 1 MB, where
+ * it is latency-bound (no P = 8 run yet). Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes,
+ * k / M / G suffix). */
 int fco_allreduce_auto_impl(fco_comm_t comm, size_t bytes) {
   if (comm->transport != FCO_TRANSPORT_NCCL || comm->nranks == 1) return 1;
-  long long dflt = comm->nranks == 2 ? (16 << 20) : (1 << 20);
+  long long dflt = comm->nranks == 2 ? (16 << 20) : comm->nranks <= 4 ? (2 << 20) : (1 << 20);
   long long max = fco_env_int("FCO_ALLREDUCE_ONESHOT_MAX", dflt);
   return (long long)bytes <= max ? 1 : 0;
 }
