@@ -86,6 +86,21 @@ def test_bad_flags_exit_2(flag):
     assert "want" in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_help(flag):
+    """-h and --help print the usage (every op and option) on stdout and exit 0."""
+    p = run([flag])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("usage: fco-bench"), p.stdout
+    for word in list(OPS) + ["-R rounds", "-G 0|1", "--help"]:
+        assert word in p.stdout, (word, p.stdout)
+
+
+def test_unknown_option_exit_2():
+    p = run(["--bogus"])
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "bogus" in p.stderr and "fco-bench -h" in p.stderr, p.stderr
+
 
 def _round_orders(p, op, dt):
     """The impl labels in timing order, one list per round, from FCO_BENCH_PROGRESS's stderr."""

@@ -86,7 +86,7 @@ static void usage(FILE* f) {
           "  -L GB/s             bandwidth of the floor column (default 364 nccl, 4300 local)\n"
           "  -M machine          machine name for the records (default env FCO_MACHINE, else "
           "derived)\n"
-          "  -h                  this help\n");
+          "  -h, --help          this help\n");
 }
 
 #define USAGE_ERROR(...)                            \
@@ -168,7 +168,8 @@ static int resolve_impls(bench_ctx_t* ctx, const bench_op_t* op, const char* spe
 static void parse_args(int argc, char** argv, bench_opts_t* o, int* graph_set) {
   int c, v;
   const char* dspec = "all";
-  while ((c = getopt(argc, argv, "b:e:f:i:n:R:w:d:D:G:g:t:J:c:L:M:h")) != -1) {
+  static const struct option longs[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  while ((c = getopt_long(argc, argv, "b:e:f:i:n:R:w:d:D:G:g:t:J:c:L:M:h", longs, NULL)) != -1) {
     switch (c) {
       case 'b':
         if (bench_parse_size(optarg, &o->min_bytes) || !o->min_bytes)
@@ -232,8 +233,8 @@ static void parse_args(int argc, char** argv, bench_opts_t* o, int* graph_set) {
       case 'h':
         usage(stdout);
         exit(0);
-      default:
-        USAGE_ERROR("unknown option");
+      default: /* getopt has named the option on stderr */
+        USAGE_ERROR("unknown option or missing value");
     }
   }
   if (optind < argc) o->op_name = argv[optind++];
