@@ -1,0 +1,222 @@
+/*
+ * test_mixed_ops.c — every operator after every other, back to back. Each round draws a random
+ * sequence of calls of the four operators (fco_allreduce, fco_gemv_allreduce,
+ * fco_embedding_alltoall, fco_gemm_alltoall), each with its own fresh inputs, poisoned output,
+ * random shape, dtype and impl (every impl and FCO_IMPL_AUTO), and issues them for every rank
+ * with no synchronisation between them — on GPU transports they queue on the stream, so a fused
+ * call may start while a peer still runs the call before it, of another operator and another
+ * size. The workspace is reserved first (no growth, which would synchronise, separates them).
+ * Then one sync, no asynchronous error on any rank, and every call's output equal to its
+ * reference (the operators' own fixtures: exact for allreduce and the integer-valued embedding
+ * tables, float64 by relative error for the GEMV and the GEMM; guards after every output
+ * intact). This is the workspace rule of src/core/internal.h across operators: the P = 4 bug of
+ * run 39ee289 (embedding impl 0 followed by a fused call) was of this kind. One test for a pair
+ * of operators already exists (test_gemm_alltoall's back_to_back, with allreduces between);
+ * this one covers every pair, in both orders, at random.
+ *   make test   or   build/tests/test_mixed_ops   (FCO_TRANSPORT=cpu|local|nccl)
+ * Worlds of P = 1..FCO_TEST_MAX_RANKS; FCO_TEST_SEED reproduces a run (the sequences and every
+ * input); FCO_TEST_QUICK=1 runs 4 rounds a world instead of 12.
+ */
+#include <stdlib.h>
+
+#include "ea_fixture.h"
+#include "ga_fixture.h"
+#include "gemv_fixture.h"
+
+enum { kAllreduce, kGemv, kEmbedding, kGemm, kNumOps };
+static const char* const kOpName[kNumOps] = {"allreduce", "gemv_allreduce", "embedding_alltoall",
+                                             "gemm_alltoall"};
+static const int kNumImpls[kNumOps] = {FCO_ALLREDUCE_NUM_IMPLS, FCO_GEMV_ALLREDUCE_NUM_IMPLS,
+                                       FCO_EMBEDDING_ALLTOALL_NUM_IMPLS,
+                                       FCO_GEMM_ALLTOALL_NUM_IMPLS};
+#define MAX_CALLS 10
+#define MAX_GEMV 2 /* gemv buffers a round (each rank's W has room for N 1000 × K 4608) */
+#define AR_MAX_COUNT 70000
+
+static const fco_dtype_t kDtypes[3] = {FCO_F32, FCO_F16, FCO_BF16};
+
+typedef struct {
+  int op, impl;
+  uint64_t seed;
+  char what[200]; /* the call, for t_context */
+  /* one of these, by op */
+  t_ar_bufs_t ar;
+  gemv_bufs_t* gv;
+  ea_prob_t ea;
+  ga_case_t gc;
+  ga_bufs_t gb;
+} call_t;
+
+static uint64_t g_rng;
+static uint64_t rnd(void) { return g_rng = t_mix(g_rng + 0x9e3779b97f4a7c15ull); }
+static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+/* Shape, inputs and poisoned output of one call; its workspace need into *need. */
+static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
+  memset(c, 0, sizeof *c);
+  c->op = op;
+  c->impl = rnd_in(-1, kNumImpls[op] - 1); /* -1 = FCO_IMPL_AUTO */
+  c->seed = t_next_seed();
+  const fco_dtype_t dt = kDtypes[rnd_in(0, 2)];
+  const char* impl_s = c->impl == FCO_IMPL_AUTO ? "auto" : "";
+  size_t x = 0;
+  switch (op) {
+    case kAllreduce: {
+      const size_t count = (size_t)rnd_in(1, AR_MAX_COUNT);
+      const int inplace = rnd_in(0, 1);
+      t_ar_alloc(w, &c->ar, count);
+      t_ar_prepare(w, &c->ar, count, dt, inplace, c->seed);
+      ASSERT_OK(fco_allreduce_workspace(w->comms[0], count, dt, c->impl, &x));
+      snprintf(c->what, sizeof c->what, "allreduce count %zu %s%s impl %d%s", count,
+               fco_dtype_name(dt), inplace ? " in place" : "", c->impl, impl_s);
+      break;
+    }
+    case kGemv: {
+      static const size_t kM[] = {1, 3, 4, 8, 9, 16, 17, 24, 33, 48, 64};
+      const size_t M = kM[rnd_in(0, (int)(sizeof kM / sizeof kM[0]) - 1)];
+      const size_t N = (size_t)(rnd_in(0, 1) ? 16 * rnd_in(1, 64) : rnd_in(1, 1000));
+      /* the vector path (every K_r a multiple of 8) or odd K_r */
+      const size_t kt = rnd_in(0, 2) ? gemv_vec_kt_le(w->n, (size_t)rnd_in(288, 1000))
+                                     : (size_t)rnd_in(w->n, 1000);
+      const int bias = rnd_in(0, 1);
+      c->gv = (gemv_bufs_t*)calloc(1, sizeof *c->gv);
+      ASSERT_NOT_NULL(c->gv);
+      gemv_bufs_alloc(c->gv, w);
+      gemv_prepare(c->gv, M, N, kt, dt, bias, c->seed);
+      for (int r = 0; r < w->n; r++) {
+        size_t y = 0;
+        ASSERT_OK(fco_gemv_allreduce_workspace(w->comms[r], M, N, c->gv->K[r], dt, c->impl, &y));
+        if (y > x) x = y;
+      }
+      snprintf(c->what, sizeof c->what, "gemv_allreduce M %zu N %zu K %zu %s%s impl %d%s", M, N,
+               kt, fco_dtype_name(dt), bias ? " bias" : "", c->impl, impl_s);
+      break;
+    }
+    case kEmbedding: {
+      static const int64_t kD[] = {1, 7, 16, 64, 130};
+      const int64_t D = kD[rnd_in(0, 4)];
+      const fco_emb_index_t it = rnd_in(0, 1) ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32;
+      const int weighted = rnd_in(0, 1);
+      const fco_emb_pooling_t pool = rnd_in(0, 1) ? FCO_EMB_POOL_MEAN : FCO_EMB_POOL_SUM;
+      /* integer-valued tables: the check is exact */
+      ea_prob_make(&c->ea, w->n, D, dt, it, weighted, pool, 0, c->seed);
+      ea_prob_upload(w, &c->ea);
+      ASSERT_OK(fco_embedding_alltoall_workspace(w->comms[0], c->ea.tpr, c->ea.bpr, D, dt,
+                                                 c->impl, &x));
+      snprintf(c->what, sizeof c->what, "embedding_alltoall D %lld T %lld B %lld %s %s%s%s impl %d%s",
+               (long long)D, (long long)c->ea.T, (long long)c->ea.B, fco_dtype_name(dt),
+               it == FCO_EMB_INDEX_I64 ? "i64" : "i32", weighted ? " weighted" : "",
+               pool == FCO_EMB_POOL_MEAN ? " mean" : " sum", c->impl, impl_s);
+      break;
+    }
+    default: {
+      const int K = rnd_in(0, 1) ? 8 * rnd_in(1, 24) : rnd_in(1, 200);
+      const int N = rnd_in(0, 1) ? 8 * rnd_in(1, 24) : rnd_in(1, 200);
+      const int layout = rnd_in(0, 1), big = rnd_in(0, 3) == 0;
+      ga_make_case(&c->gc, w->n, K, N, layout, dt, c->seed, big, rnd_in(0, 2));
+      ga_upload(w, &c->gc, &c->gb);
+      ga_poison(w, &c->gc, &c->gb);
+      ASSERT_OK(fco_gemm_alltoall_workspace(w->comms[0], c->gc.a_rows, c->gc.out_rows, K, N, dt,
+                                            c->impl, &x));
+      snprintf(c->what, sizeof c->what, "gemm_alltoall K %d N %d %s %s big %d impl %d%s", K, N,
+               layout ? "W[N,K]" : "W[K,N]", fco_dtype_name(dt), big, c->impl, impl_s);
+      break;
+    }
+  }
+  if (x > *need) *need = x;
+}
+
+static fco_result_t issue(const t_world_t* w, const call_t* c, int hints) {
+  switch (c->op) {
+    case kAllreduce: return t_ar_run(w, &c->ar, c->impl);
+    case kGemv: return gemv_issue(w, c->gv, c->impl, NULL);
+    case kEmbedding: return ea_prob_run(w, &c->ea, c->impl, NULL);
+    default: return ga_issue(w, &c->gc, &c->gb, c->impl, hints, NULL);
+  }
+}
+
+/* Wrong elements of the call's output(s); frees its buffers. */
+static size_t check_and_free(const t_world_t* w, call_t* c) {
+  size_t wrong = 0;
+  switch (c->op) {
+    case kAllreduce:
+      wrong = t_ar_check(w, &c->ar, c->seed);
+      t_ar_free(w, &c->ar);
+      break;
+    case kGemv:
+      wrong = gemv_check(w, c->gv);
+      gemv_bufs_free(c->gv);
+      free(c->gv);
+      break;
+    case kEmbedding:
+      wrong = ea_prob_check(w, &c->ea);
+      ea_prob_free(w, &c->ea);
+      break;
+    default:
+      wrong = ga_check(w, &c->gc, &c->gb);
+      ga_free_bufs(w, &c->gc, &c->gb);
+      ga_free_case(&c->gc);
+      break;
+  }
+  return wrong;
+}
+
+static void round_of_calls(const t_world_t* w, int round, int ops_seen[kNumOps][kNumOps]) {
+  static call_t calls[MAX_CALLS];
+  const int n = rnd_in(4, MAX_CALLS);
+  int gemvs = 0;
+  size_t need = 0;
+  for (int i = 0; i < n; i++) {
+    int op = rnd_in(0, kNumOps - 1);
+    if (op == kGemv && gemvs == MAX_GEMV) op = kGemm;
+    gemvs += op == kGemv;
+    t_context("P=%d round %d call %d: preparing %s", w->n, round, i, kOpName[op]);
+    make_call(w, &calls[i], op, &need);
+  }
+  t_context("P=%d round %d: fco_comm_reserve(%zu)", w->n, round, need);
+  if (need) ASSERT_OK(fco_comm_reserve(w->comms[0], need)); /* a world reserves for all ranks */
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (after %s): %s seed 0x%016llx", w->n, round, i,
+              i ? kOpName[calls[i - 1].op] : "none", calls[i].what,
+              (unsigned long long)calls[i].seed);
+    ASSERT_OK(issue(w, &calls[i], (int)(calls[i].seed >> 63)));
+    if (i) ops_seen[calls[i - 1].op][calls[i].op]++;
+  }
+  t_context("P=%d round %d: sync after %d calls", w->n, round, n);
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (check): %s seed 0x%016llx", w->n, round, i, calls[i].what,
+              (unsigned long long)calls[i].seed);
+    ASSERT_EQ(check_and_free(w, &calls[i]), (size_t)0);
+  }
+}
+
+int main(void) {
+  g_rng = t_seed_init();
+  fco_transport_t t = t_transport();
+  t_require_ranks(t, 1);
+  const int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  const int rounds = quick ? 4 : 12;
+  int max = t_test_max_ranks(t);
+  if (max > GA_MAXP) max = GA_MAXP;
+  if (max > EA_MAX_P) max = EA_MAX_P;
+  int seen[kNumOps][kNumOps];
+  memset(seen, 0, sizeof seen);
+  for (int p = 1; p <= max; p++) {
+    t_world_t w;
+    double t0 = t_now_ms();
+    t_context("P=%d: fco_comm_init_all", p);
+    ASSERT_OK(t_world_init(&w, t, p, NULL));
+    for (int round = 0; round < rounds; round++) round_of_calls(&w, round, seen);
+    t_world_destroy(&w, 0);
+    printf("P=%d: %d rounds ok (%.0f ms)\n", p, rounds, t_now_ms() - t0);
+    fflush(stdout);
+  }
+  /* Which operator followed which (the random sequences' coverage, for the log). */
+  printf("calls back to back (row: before, column: after; a, g, e, m = allreduce, gemv, "
+         "embedding, gemm):\n     a    g    e    m\n");
+  for (int i = 0; i < kNumOps; i++)
+    printf("%c %4d %4d %4d %4d\n", "agem"[i], seen[i][0], seen[i][1], seen[i][2], seen[i][3]);
+  return t_pass(t, max, t_test_rank_cap());
+}
