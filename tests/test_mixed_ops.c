@@ -12,10 +12,13 @@
  * intact). This is the workspace rule of src/core/internal.h across operators: the P = 4 bug of
  * run 39ee289 (embedding impl 0 followed by a fused call) was of this kind. One test for a pair
  * of operators already exists (test_gemm_alltoall's back_to_back, with allreduces between);
- * this one covers every pair, in both orders, at random.
+ * this one covers every pair, in both orders, at random. On GPU transports where the ranks share
+ * one stream (local, or P = 1) some rounds are also captured into one CUDA graph and replayed 3
+ * times (fresh allreduce / GEMV inputs, every output poisoned, then checked, before each), as a
+ * decoder layer's graph would hold several of these operators.
  *   make test   or   build/tests/test_mixed_ops   (FCO_TRANSPORT=cpu|local|nccl)
  * Worlds of P = 1..FCO_TEST_MAX_RANKS; FCO_TEST_SEED reproduces a run (the sequences and every
- * input); FCO_TEST_QUICK=1 runs 4 rounds a world instead of 12.
+ * input); FCO_TEST_QUICK=1 runs 4 eager rounds a world instead of 12 and 1 graph round instead of 3.
  */
 #include <stdlib.h>
 
@@ -36,8 +39,9 @@ static const int kNumImpls[kNumOps] = {FCO_ALLREDUCE_NUM_IMPLS, FCO_GEMV_ALLREDU
 static const fco_dtype_t kDtypes[3] = {FCO_F32, FCO_F16, FCO_BF16};
 
 typedef struct {
-  int op, impl;
+  int op, impl, hints;
   uint64_t seed;
+  size_t kt; /* gemv: K before the split (a refresh keeps the shape) */
   char what[200]; /* the call, for t_context */
   /* one of these, by op */
   t_ar_bufs_t ar;
@@ -57,6 +61,7 @@ static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
   c->op = op;
   c->impl = rnd_in(-1, kNumImpls[op] - 1); /* -1 = FCO_IMPL_AUTO */
   c->seed = t_next_seed();
+  c->hints = (int)(c->seed >> 63);
   const fco_dtype_t dt = kDtypes[rnd_in(0, 2)];
   const char* impl_s = c->impl == FCO_IMPL_AUTO ? "auto" : "";
   size_t x = 0;
@@ -83,6 +88,7 @@ static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
       ASSERT_NOT_NULL(c->gv);
       gemv_bufs_alloc(c->gv, w);
       gemv_prepare(c->gv, M, N, kt, dt, bias, c->seed);
+      c->kt = kt;
       for (int r = 0; r < w->n; r++) {
         size_t y = 0;
         ASSERT_OK(fco_gemv_allreduce_workspace(w->comms[r], M, N, c->gv->K[r], dt, c->impl, &y));
@@ -126,43 +132,56 @@ static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
   if (x > *need) *need = x;
 }
 
-static fco_result_t issue(const t_world_t* w, const call_t* c, int hints) {
+/* Every rank's call in one group; sp: per-rank streams (the capture's), or NULL. The embedding
+ * and GEMM fixtures take one stream for all ranks: callers pass per-rank streams only where
+ * every rank shares one (local, or P = 1). */
+static fco_result_t issue(const t_world_t* w, const call_t* c, void* const* sp) {
   switch (c->op) {
-    case kAllreduce: return t_ar_run(w, &c->ar, c->impl);
-    case kGemv: return gemv_issue(w, c->gv, c->impl, NULL);
-    case kEmbedding: return ea_prob_run(w, &c->ea, c->impl, NULL);
-    default: return ga_issue(w, &c->gc, &c->gb, c->impl, hints, NULL);
+    case kAllreduce: {
+      fco_result_t first = FCO_OK;
+      ASSERT_OK(fco_group_start());
+      for (int r = 0; r < w->n; r++) {
+        fco_result_t e = fco_allreduce(w->comms[r], c->ar.in[r], c->ar.out[r], c->ar.count,
+                                       c->ar.dtype, c->impl, sp ? sp[r] : NULL);
+        if (e != FCO_OK && first == FCO_OK) first = e;
+      }
+      fco_result_t e = fco_group_end();
+      return first != FCO_OK ? first : e;
+    }
+    case kGemv: return gemv_issue(w, c->gv, c->impl, sp);
+    case kEmbedding: return ea_prob_run(w, &c->ea, c->impl, sp ? sp[0] : NULL);
+    default: return ga_issue(w, &c->gc, &c->gb, c->impl, c->hints, sp ? sp[0] : NULL);
   }
 }
 
-/* Wrong elements of the call's output(s); frees its buffers. */
-static size_t check_and_free(const t_world_t* w, call_t* c) {
-  size_t wrong = 0;
+/* Wrong elements of the call's output(s). */
+static size_t check(const t_world_t* w, call_t* c) {
   switch (c->op) {
-    case kAllreduce:
-      wrong = t_ar_check(w, &c->ar, c->seed);
-      t_ar_free(w, &c->ar);
-      break;
+    case kAllreduce: return t_ar_check(w, &c->ar, c->seed);
+    case kGemv: return gemv_check(w, c->gv);
+    case kEmbedding: return ea_prob_check(w, &c->ea);
+    default: return ga_check(w, &c->gc, &c->gb);
+  }
+}
+
+static void free_call(const t_world_t* w, call_t* c) {
+  switch (c->op) {
+    case kAllreduce: t_ar_free(w, &c->ar); break;
     case kGemv:
-      wrong = gemv_check(w, c->gv);
       gemv_bufs_free(c->gv);
       free(c->gv);
       break;
-    case kEmbedding:
-      wrong = ea_prob_check(w, &c->ea);
-      ea_prob_free(w, &c->ea);
-      break;
+    case kEmbedding: ea_prob_free(w, &c->ea); break;
     default:
-      wrong = ga_check(w, &c->gc, &c->gb);
       ga_free_bufs(w, &c->gc, &c->gb);
       ga_free_case(&c->gc);
       break;
   }
-  return wrong;
 }
 
-static void round_of_calls(const t_world_t* w, int round, int ops_seen[kNumOps][kNumOps]) {
-  static call_t calls[MAX_CALLS];
+/* n random calls (at most MAX_GEMV of them GEMVs), prepared, and the workspace reserved for
+ * all of them. */
+static int make_round(const t_world_t* w, int round, call_t* calls) {
   const int n = rnd_in(4, MAX_CALLS);
   int gemvs = 0;
   size_t need = 0;
@@ -175,12 +194,19 @@ static void round_of_calls(const t_world_t* w, int round, int ops_seen[kNumOps][
   }
   t_context("P=%d round %d: fco_comm_reserve(%zu)", w->n, round, need);
   if (need) ASSERT_OK(fco_comm_reserve(w->comms[0], need)); /* a world reserves for all ranks */
+  return n;
+}
+
+/* Issue the round (sp as for issue()), then after one sync: no async error, every output right. */
+static void run_round(const t_world_t* w, int round, call_t* calls, int n, void* const* sp,
+                      int seen[kNumOps][kNumOps]) {
   for (int i = 0; i < n; i++) {
-    t_context("P=%d round %d call %d (after %s): %s seed 0x%016llx", w->n, round, i,
+    t_context("P=%d round %d call %d (after %s): %s%s seed 0x%016llx", w->n, round, i,
               i ? kOpName[calls[i - 1].op] : "none", calls[i].what,
+              calls[i].op == kGemm && calls[i].hints ? " hints" : "",
               (unsigned long long)calls[i].seed);
-    ASSERT_OK(issue(w, &calls[i], (int)(calls[i].seed >> 63)));
-    if (i) ops_seen[calls[i - 1].op][calls[i].op]++;
+    ASSERT_OK(issue(w, &calls[i], sp));
+    if (i) seen[calls[i - 1].op][calls[i].op]++;
   }
   t_context("P=%d round %d: sync after %d calls", w->n, round, n);
   t_sync(w);
@@ -188,9 +214,74 @@ static void round_of_calls(const t_world_t* w, int round, int ops_seen[kNumOps][
   for (int i = 0; i < n; i++) {
     t_context("P=%d round %d call %d (check): %s seed 0x%016llx", w->n, round, i, calls[i].what,
               (unsigned long long)calls[i].seed);
-    ASSERT_EQ(check_and_free(w, &calls[i]), (size_t)0);
+    ASSERT_EQ(check(w, &calls[i]), (size_t)0);
   }
 }
+
+static call_t g_calls[MAX_CALLS];
+
+static void eager_round(const t_world_t* w, int round, int seen[kNumOps][kNumOps]) {
+  const int n = make_round(w, round, g_calls);
+  run_round(w, round, g_calls, n, NULL, seen);
+  for (int i = 0; i < n; i++) free_call(w, &g_calls[i]);
+}
+
+#ifdef FCO_HAVE_CUDA
+/* Fresh inputs where the captured shape allows (allreduce, GEMV: new values into the same
+ * buffers), every output poisoned again (embedding and GEMM keep their inputs: their indices and
+ * counts are baked into the call). */
+static void refresh(const t_world_t* w, call_t* c) {
+  switch (c->op) {
+    case kAllreduce:
+      c->seed = t_next_seed();
+      t_ar_prepare(w, &c->ar, c->ar.count, c->ar.dtype, c->ar.inplace, c->seed);
+      break;
+    case kGemv:
+      c->seed = t_next_seed();
+      gemv_prepare(c->gv, c->gv->M, c->gv->N, c->kt, c->gv->dt, c->gv->has_bias, c->seed);
+      break;
+    case kEmbedding:
+      for (int r = 0; r < w->n; r++) ea_poison_out(w, &c->ea, r);
+      break;
+    default: ga_poison(w, &c->gc, &c->gb); break;
+  }
+}
+
+/* A round captured into one CUDA graph (GPU transports where every rank shares one stream:
+ * local, or P = 1): issued once eagerly on the capture's streams and checked, captured, then
+ * `replays` times: fresh inputs / poisoned outputs, one replay, every output checked. GEMM calls
+ * pass the host hints (without counts_host impls 0 and 2 synchronise, which a capture refuses). */
+static void graph_round(const t_world_t* w, int round, int replays, int seen[kNumOps][kNumOps]) {
+  const int n = make_round(w, round, g_calls);
+  for (int i = 0; i < n; i++) g_calls[i].hints = 1;
+  gemv_capture_t cap;
+  gemv_capture_init(&cap, w);
+  run_round(w, round, g_calls, n, cap.sp, seen); /* eager: cuBLAS handles, kernels loaded */
+  for (int i = 0; i < n; i++) refresh(w, &g_calls[i]);
+  gemv_capture_sync(&cap);
+  t_context("P=%d round %d: capturing %d calls", w->n, round, n);
+  gemv_capture_begin(&cap);
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (capture): %s", w->n, round, i, g_calls[i].what);
+    ASSERT_OK(issue(w, &g_calls[i], cap.sp));
+  }
+  gemv_capture_end(&cap);
+  for (int k = 0; k < replays; k++) {
+    if (k) /* the first replay runs on the inputs refreshed before the capture */
+      for (int i = 0; i < n; i++) refresh(w, &g_calls[i]);
+    t_context("P=%d round %d: graph replay %d of %d calls", w->n, round, k, n);
+    gemv_capture_replay(&cap, 1);
+    for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    for (int i = 0; i < n; i++) {
+      t_context("P=%d round %d call %d (graph replay %d check): %s seed 0x%016llx", w->n, round,
+                i, k, g_calls[i].what, (unsigned long long)g_calls[i].seed);
+      ASSERT_EQ(check(w, &g_calls[i]), (size_t)0);
+    }
+  }
+  gemv_capture_free(&cap);
+  for (int i = 0; i < n; i++) free_call(w, &g_calls[i]);
+}
+#endif
 
 int main(void) {
   g_rng = t_seed_init();
@@ -208,9 +299,15 @@ int main(void) {
     double t0 = t_now_ms();
     t_context("P=%d: fco_comm_init_all", p);
     ASSERT_OK(t_world_init(&w, t, p, NULL));
-    for (int round = 0; round < rounds; round++) round_of_calls(&w, round, seen);
+    for (int round = 0; round < rounds; round++) eager_round(&w, round, seen);
+    int graphs = 0;
+#ifdef FCO_HAVE_CUDA
+    if (t == FCO_TRANSPORT_LOCAL || (t == FCO_TRANSPORT_NCCL && p == 1))
+      for (; graphs < (quick ? 1 : 3); graphs++) graph_round(&w, rounds + graphs, 3, seen);
+#endif
     t_world_destroy(&w, 0);
-    printf("P=%d: %d rounds ok (%.0f ms)\n", p, rounds, t_now_ms() - t0);
+    printf("P=%d: %d rounds, %d in CUDA graphs, ok (%.0f ms)\n", p, rounds + graphs, graphs,
+           t_now_ms() - t0);
     fflush(stdout);
   }
   /* Which operator followed which (the random sequences' coverage, for the log). */
