@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 33 (one H200): test_mixed_ops (new: random sequences of all four operators back to back, no sync between
+# Session 33 (one H200): test_mixed_ops (new: random sequences of all four operators back to back, no sync between calls, and rounds captured in one CUDA graph;
 # calls, every output checked) on local P = 1..8 (full: 12 rounds a world) and on nccl (P = 1), twice each with
 # fresh seeds; then fco-bench's --help on the GPU build.
 set -u
