@@ -18,4 +18,4 @@ for i in 1 2; do
 done
 build/bin/fco-bench --help > $O/bench-help.txt 2>&1; echo "fco-bench --help rc=$?"
 pack
-grep -h "seed\|rounds ok\|PASS\|FAIL\|^[agem ] " $O/mixed-*.txt | head -60
+grep -h "seed\|P=\|PASS\|FAIL\|^[agem ] " $O/mixed-*.txt | head -60
