@@ -64,8 +64,10 @@
  * Graph capture: impl 1 always; impls 0 and 2 need counts_host (impl 0 on nccl with several
  * ranks per thread or while capturing also recv_rows_host); src/ops rejects the rest with
  * FCO_ERR_INVALID_USAGE before anything is issued.
- * cuBLAS: one handle per (thread, device), with its own 32 MiB workspace so calls can be
- * captured; fp32 compute (CUBLAS_COMPUTE_32F, no TF32) for every dtype.
+ * cuBLAS: the handle per device and workspace per (device, stream) of blas.cuh (shared with
+ * gemv_allreduce's unfused impls; until session 33 one workspace per (thread, device), which
+ * GEMMs issued on two streams could use at once); fp32 compute (CUBLAS_COMPUTE_32F, no TF32)
+ * for every dtype.
  */
 #include <cublas_v2.h>
 #include <nccl.h>
@@ -76,6 +78,7 @@
 #include <array>
 #include <vector>
 
+#include "blas.cuh"
 #include "gemm_alltoall.cuh"
 
 namespace fco {
@@ -85,8 +88,6 @@ namespace {
 /* ---- per (thread, device) resources --------------------------------------------------------- */
 constexpr int kNumEvents = 128;
 struct DevRes {
-  cublasHandle_t blas = nullptr;
-  void* blas_ws = nullptr;
   cudaStream_t side = nullptr; /* impl 2's push stream */
   cudaEvent_t ev[kNumEvents] = {};
   int next_ev = 0;
@@ -103,14 +104,6 @@ fco_result_t resources(char* err, DevRes** out) {
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaGetDevice");
   if (dev < 0 || dev >= kMaxDevices) return fail(err, FCO_ERR_UNSUPPORTED, "device %d", dev);
   DevRes* r = &t_res[dev];
-  if (!r->blas) {
-    const size_t ws = (size_t)32 << 20; /* kBlasWs */
-    if ((ce = cudaMalloc(&r->blas_ws, ws)) != cudaSuccess) return cuda_fail(err, ce, "cudaMalloc (cuBLAS workspace)");
-    cublasStatus_t s = cublasCreate(&r->blas);
-    if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasCreate");
-    if ((s = cublasSetWorkspace(r->blas, r->blas_ws, ws)) != CUBLAS_STATUS_SUCCESS)
-      return blas_fail(err, s, "cublasSetWorkspace");
-  }
   if (!r->side) {
     if ((ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
       return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
@@ -137,24 +130,18 @@ fco_result_t join(DevRes* r, cudaStream_t from, cudaStream_t to, char* err) {
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall: stream join");
 }
 
-/* Y[m, N] = A[m, K] · W (row-major; W [K, N] or [N, K]), fp32 compute. */
-constexpr size_t kBlasWs = (size_t)32 << 20;
-
-fco_result_t gemm(DevRes* res, cudaStream_t st, const fco_gemm_a2a_args_t* a,
-                  const char* A, const char* W, char* Y, int64_t m, char* err) {
-  cublasHandle_t h = res->blas;
+/* Y[m, N] = A[m, K] · W (row-major; W [K, N] or [N, K]), fp32 compute, with the handle of a
+ * BlasLease (bound to the stream). */
+fco_result_t gemm(cublasHandle_t h, const fco_gemm_a2a_args_t* a, const char* A, const char* W,
+                  char* Y, int64_t m, char* err) {
   if (m <= 0) return FCO_OK;
   cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
                                                                             : CUDA_R_16BF;
   const float one = 1.f, zero = 0.f;
   const int N = (int)a->n, K = (int)a->k;
   const bool nk = a->w_layout == FCO_W_NK;
-  /* cublasSetStream resets the workspace to the default pool: set ours again (capturable). */
-  cublasStatus_t s = cublasSetStream(h, st);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetWorkspace(h, res->blas_ws, kBlasWs);
-  if (s != CUBLAS_STATUS_SUCCESS) return blas_fail(err, s, "cublasSetStream/Workspace");
   /* Column-major view: Yᵀ[N, m] = op(W)[N, K] · Aᵀ[K, m]. */
-  s = cublasGemmEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
+  cublasStatus_t s = cublasGemmEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
                    nk ? K : N, A, t, K, &zero, Y, t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmEx");
 }
@@ -209,19 +196,23 @@ bool rank_valid(const std::vector<int32_t>& c, int E, int P, int64_t a_rows, int
   return ok && sum <= a_rows;
 }
 
-/* GEMM of every expert of local rank i into y (rows in A's order). */
-fco_result_t gemm_all(DevRes* res, const fco_gpu_launch_t* l, int i, const std::vector<int32_t>& c,
-                      char* y, char* err) {
+/* GEMM of every expert of local rank i into y (rows in A's order); *no_ws set when cuBLAS ran
+ * without a workspace (blas.cuh). */
+fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_t>& c, char* y,
+                      bool* no_ws, char* err) {
   const fco_gemm_a2a_args_t* a = args(l, i);
   const int P = l->nranks;
   const size_t es = fco_dtype_size(a->dtype);
+  BlasLease lease;
+  fco_result_t lr = blas_lease((cudaStream_t)l->stream, "fco_gemm_alltoall", &lease, err);
+  if (lr != FCO_OK) return lr;
+  if (!lease.workspace) *no_ws = true;
   int64_t row = 0;
   for (int e = 0; e < a->num_experts; ++e) {
     int64_t m = 0;
     for (int s = 0; s < P; ++s) m += c[(size_t)e * P + s];
     const char* W = (const char*)a->w + (size_t)e * a->k * a->n * es;
-    fco_result_t r = gemm(res, (cudaStream_t)l->stream, a,
-                          (const char*)a->a + (size_t)row * a->k * es, W,
+    fco_result_t r = gemm(lease.h, a, (const char*)a->a + (size_t)row * a->k * es, W,
                           y + (size_t)row * a->n * es, m, err);
     if (r != FCO_OK) return r;
     row += m;
@@ -381,6 +372,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   DevRes* res = nullptr;
   fco_result_t r = resources(err, &res);
   if (r != FCO_OK) return r;
+  bool no_ws = false; /* cuBLAS ran without a workspace (blas.cuh): said in the plan */
   std::vector<int32_t> hc[kMaxP];
   if ((r = host_counts(l, hc, err)) != FCO_OK) return r;
   int64_t tot[kMaxP][kMaxP] = {}; /* tot[i][s]: local rank i → s */
@@ -413,9 +405,9 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
         l->r[0].dev);
     cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: count check launch");
-    if ((r = gemm_all(res, l, 0, hc[0], (char*)a->out, err)) != FCO_OK) return r;
-    fco_plan_append(l->plan, " kernel cublasGemmEx/expert into out (one rank: no all-to-all) "
-                    "counts=%s", counts_word(l));
+    if ((r = gemm_all(l, 0, hc[0], (char*)a->out, &no_ws, err)) != FCO_OK) return r;
+    fco_plan_append(l->plan, " kernel cublasGemmEx/expert%s into out (one rank: no all-to-all) "
+                    "counts=%s", no_ws ? " (no cuBLAS workspace)" : "", counts_word(l));
     return FCO_OK;
   }
 
@@ -443,7 +435,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     for (int i = 0; i < P; ++i) {
       const fco_gemm_a2a_args_t* a = args(l, i);
       char* y = (char*)l->r[i].ws; /* scratch (gemm_alltoall.h); one stream: no barrier */
-      if ((r = gemm_all(res, l, i, hc[i], y, err)) != FCO_OK) return r;
+      if ((r = gemm_all(l, i, hc[i], y, &no_ws, err)) != FCO_OK) return r;
       p.y[i] = y;
       p.out[i] = (char*)a->out;
       p.counts[i] = a->counts;
@@ -461,8 +453,8 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall copy: kernel launch");
     /* fco_last_plan: grid.x blocks per (source, destination) pair */
-    fco_plan_append(l->plan, " kernel cublasGemmEx/expert + copy counts=%s, %u blocks/pair",
-                    counts_word(l), grid.x);
+    fco_plan_append(l->plan, " kernel cublasGemmEx/expert%s + copy counts=%s, %u blocks/pair",
+                    no_ws ? " (no cuBLAS workspace)" : "", counts_word(l), grid.x);
     return FCO_OK;
   }
 
@@ -507,7 +499,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
                 (long long)in, (long long)a->out_rows);
   char* y = (char*)l->r[0].ws; /* scratch (gemm_alltoall.h) */
   char* send = (char*)l->r[0].ws + fco_ga_base_off_send(a->a_rows, a->n, es);
-  if ((r = gemm_all(res, l, 0, hc[0], y, err)) != FCO_OK) return r;
+  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, err)) != FCO_OK) return r;
   size_t most = 0;
   for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
   PackParams pp = {y,     send, a->counts, l->r[0].dev, fco_ga_digest_host(hc[0].data(), a->num_experts, P),
@@ -540,9 +532,9 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   /* fco_last_plan (the pack's grid: blocks per destination); the copy into out and the barrier
    * follow in fco_cuda_gemm_alltoall_after_group */
   fco_plan_append(l->plan,
-                  " kernel cublasGemmEx/expert + pack + ncclSend/Recv + copy + barrier counts=%s "
-                  "recv=%s, %u blocks/dest",
-                  counts_word(l), recv_word, pack_blocks);
+                  " kernel cublasGemmEx/expert%s + pack + ncclSend/Recv + copy + barrier "
+                  "counts=%s recv=%s, %u blocks/dest",
+                  no_ws ? " (no cuBLAS workspace)" : "", counts_word(l), recv_word, pack_blocks);
   return FCO_OK;
 }
 
@@ -623,7 +615,11 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   std::vector<PendingPush> pushes;
   PlanSpan n_chunks, split_rows, group_rows; /* fco_last_plan: chunks, Ts and Tg of the local ranks */
 
-  /* 1. Every GEMM, an event after each chunk. No kernel of ours that waits is issued yet. */
+  /* 1. Every GEMM, an event after each chunk. No kernel of ours that waits is issued yet. The
+   * lease (blas.cuh) binds the handle to st with st's workspace; released after the loop. */
+  BlasLease lease;
+  if ((r = blas_lease(st, "fco_gemm_alltoall", &lease, err)) != FCO_OK) return r;
+  const bool no_ws = !lease.workspace;
   for (int i = 0; i < l->num_local; ++i) {
     const fco_gemm_a2a_args_t* a = args(l, i);
     const int E = a->num_experts;
@@ -665,8 +661,8 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       for (const GemmRange& g : chunk) {
         const int64_t row = arow[g.e] + g.r0;
         const char* W = (const char*)a->w + (size_t)g.e * a->k * a->n * es;
-        r = gemm(res, st, a, (const char*)a->a + (size_t)row * a->k * es, W, y + (size_t)row * rb,
-                 g.r1 - g.r0, err);
+        r = gemm(lease.h, a, (const char*)a->a + (size_t)row * a->k * es, W,
+                 y + (size_t)row * rb, g.r1 - g.r0, err);
         if (r != FCO_OK) return r;
         int64_t seg = 0; /* first row of source s's segment within the expert */
         for (int s = 0; s < P; ++s) {
@@ -683,6 +679,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       pushes.push_back(std::move(pp));
     }
   }
+  lease.lock.unlock();
   /* 2. Exchange, then the pushes, on the push stream (and, FCO_GA_LAND_EARLY=1, after each
    * chunk's push the progress flags and an early landing: gemm_alltoall_fused.cu). */
   const bool early = fco_env_int("FCO_GA_LAND_EARLY", 0) > 0;
@@ -719,9 +716,9 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
    * finish 64 blocks/rank"; land-early: FCO_GA_LAND_EARLY */
   char nc[32], ts[40], tg[40], rw[24];
   fco_plan_append(l->plan,
-                  " kernel cublasGemmEx chunks=%s Ts=%s Tg=%s + push%s%s, push %d + finish %d "
+                  " kernel cublasGemmEx%s chunks=%s Ts=%s Tg=%s + push%s%s, push %d + finish %d "
                   "blocks/rank",
-                  n_chunks.str(nc, sizeof nc), split_rows.str(ts, sizeof ts),
+                  no_ws ? " (no cuBLAS workspace)" : "", n_chunks.str(nc, sizeof nc), split_rows.str(ts, sizeof ts),
                   group_rows.str(tg, sizeof tg), early ? " land-early" : "",
                   recv_words(ra, l->num_local, P, rw, sizeof rw), push_blocks, finish_blocks);
   return FCO_OK;

@@ -11,9 +11,8 @@
 #include <nccl.h>
 #include <string.h>
 
-#include <mutex>
-
 #include "../ops/gemv_allreduce.h"
+#include "blas.cuh"
 #include "cuda_ops.h"
 #include "launch.cuh"
 
@@ -29,93 +28,15 @@ __global__ void bias_fill_kernel(T* y, const T* bias, int64_t M, int64_t N) {
 }
 
 /* ---- impl 0: cuBLAS + the best unfused all-reduce ---------------------------------------- */
-constexpr size_t kBlasWorkspace = (size_t)32 << 20; /* cuBLAS's recommendation for Hopper */
-constexpr int kBlasStreams = 16;                    /* workspaces kept per device */
-
-/* One handle per device; one workspace per (device, stream), since GEMMs on two streams may
- * run at once and must not share one. A stream's workspace is made at its first eager call;
- * the oldest is freed (cudaFree synchronises the device) when kBlasStreams are in use. */
-struct BlasSlot {
-  std::mutex mu;
-  cublasHandle_t h = nullptr;
-  cudaStream_t stream[kBlasStreams] = {};
-  void* ws[kBlasStreams] = {};
-  uint64_t used[kBlasStreams] = {};
-  uint64_t clock = 0;
-};
-BlasSlot g_blas[kMaxDevices]; /* live until the process exits (as cuBLAS's own caches) */
-
-const char* blas_status(cublasStatus_t s) {
-  switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS error";
-  }
-}
-
-/* The handle and the stream's workspace (s.mu held). Creation allocates, which a CUDA graph
- * capture does not allow: then FCO_ERR_INVALID_USAGE asks for an eager call first. */
-fco_result_t blas_get(BlasSlot& s, int device, cudaStream_t stream, void** ws, char* err) {
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
-    (void)cudaGetLastError();
-    cap = cudaStreamCaptureStatusActive; /* legacy stream during a global capture */
-  }
-  int hit = -1, oldest = 0;
-  for (int i = 0; i < kBlasStreams; ++i) {
-    if (s.ws[i] && s.stream[i] == stream) hit = i;
-    if (s.used[i] < s.used[oldest]) oldest = i;
-  }
-  if (hit >= 0 && s.h) {
-    s.used[hit] = ++s.clock;
-    *ws = s.ws[hit];
-    return FCO_OK;
-  }
-  if (cap != cudaStreamCaptureStatusNone)
-    return fail(err, FCO_ERR_INVALID_USAGE,
-                "fco_gemv_allreduce impl 0: the cuBLAS handle / workspace of device %d for this "
-                "stream is made at the first call, which allocates and cannot be captured: make "
-                "one eager call on this stream before capturing a CUDA graph", device);
-  if (!s.h) {
-    cublasStatus_t st = cublasCreate(&s.h);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      s.h = nullptr;
-      return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasCreate on device %d: %s", device,
-                  blas_status(st));
-    }
-  }
-  if (s.ws[oldest]) {
-    cudaError_t ce = cudaFree(s.ws[oldest]);
-    s.ws[oldest] = nullptr;
-    if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce: cudaFree of a cuBLAS workspace");
-  }
-  void* p = nullptr;
-  cudaError_t ce = cudaMalloc(&p, kBlasWorkspace);
-  if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce: cudaMalloc of a cuBLAS workspace");
-  s.ws[oldest] = p;
-  s.stream[oldest] = stream;
-  s.used[oldest] = ++s.clock;
-  *ws = p;
-  return FCO_OK;
-}
-
-/* y = x · W^T (+ bias when add_bias) on `stream`, on the current device. */
-fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t stream, char* err) {
-  int device = 0, sms = 0;
-  fco_result_t res = current_device(err, &device, &sms);
-  if (res != FCO_OK) return res;
-  if (device >= kMaxDevices)
-    return fail(err, FCO_ERR_UNSUPPORTED, "fco_gemv_allreduce: device %d >= %d", device, kMaxDevices);
+/* y = x · W^T (+ bias when add_bias) on `stream`, on the current device; *no_ws set when the
+ * GEMM ran without a cuBLAS workspace (blas.cuh: captured on a stream with no eager call). */
+fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t stream,
+                       bool* no_ws, char* err) {
   const size_t M = a->M, N = a->N, K = a->K;
-  BlasSlot& s = g_blas[device];
-  std::lock_guard<std::mutex> lock(s.mu);
-  void* ws = nullptr;
-  if ((res = blas_get(s, device, stream, &ws, err)) != FCO_OK) return res;
+  BlasLease lease; /* the handle bound to stream with its workspace (blas.cuh) */
+  fco_result_t res = blas_lease(stream, "fco_gemv_allreduce", &lease, err);
+  if (res != FCO_OK) return res;
+  if (!lease.workspace) *no_ws = true;
   if (add_bias) {
     const int64_t total = (int64_t)(M * N);
     const unsigned blocks = (unsigned)((total + 255) / 256 < 1024 ? (total + 255) / 256 : 1024);
@@ -127,37 +48,33 @@ fco_result_t blas_gemm(const fco_gemv_ar_args_t* a, bool add_bias, cudaStream_t 
     cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_gemv_allreduce: bias fill launch");
   }
-  /* cublasSetStream resets the workspace to cuBLAS's pool: set ours after it, every call. */
-  cublasStatus_t st = cublasSetStream(s.h, stream);
-  if (st == CUBLAS_STATUS_SUCCESS) st = cublasSetWorkspace(s.h, ws, kBlasWorkspace);
-  if (st != CUBLAS_STATUS_SUCCESS)
-    return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasSetStream/Workspace: %s",
-                blas_status(st));
   const cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
                                                                                   : CUDA_R_16BF;
   const float alpha = 1.f, beta = add_bias ? 1.f : 0.f;
   /* Column-major view: y^T [N×M] = W [K×N]^T · x^T [K×M], all leading dimensions contiguous. */
-  st = cublasGemmEx(s.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha, a->w, t,
-                    (int)K, a->x, t, (int)K, &beta, a->y, t, (int)N, CUBLAS_COMPUTE_32F,
-                    CUBLAS_GEMM_DEFAULT);
+  cublasStatus_t st =
+      cublasGemmEx(lease.h, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, (int)M, (int)K, &alpha, a->w, t,
+                   (int)K, a->x, t, (int)K, &beta, a->y, t, (int)N, CUBLAS_COMPUTE_32F,
+                   CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS)
     return fail(err, FCO_ERR_CUDA, "fco_gemv_allreduce: cublasGemmEx(N=%zu, M=%zu, K=%zu): %s", N,
                 M, K, blas_status(st));
   return FCO_OK;
 }
 
-/* impl 0 (fco_ar false) and impl 3 (fco_ar true: fco's one-shot all-reduce in place of NCCL's). */
-/* impl 0 (fco_ar false) / 3 (true): the GEMMs, then the all-reduce of y. */
+/* impl 0 (fco_ar false) / 3 (true: fco's one-shot all-reduce in place of NCCL's): the GEMMs,
+ * then the all-reduce of y. */
 fco_result_t run_baseline(const fco_gpu_launch_t* g, bool fco_ar, char* err) {
   fco_gemv_ar_args_t a[FCO_MAX_GPU_RANKS];
+  bool no_ws = false;
   for (int i = 0; i < g->num_local; ++i) {
     memcpy(&a[i], g->r[i].op->u.raw, sizeof a[i]);
     const bool add_bias = a[i].bias && g->r[i].op->comm->rank == 0;
-    fco_result_t r = blas_gemm(&a[i], add_bias, (cudaStream_t)g->stream, err);
+    fco_result_t r = blas_gemm(&a[i], add_bias, (cudaStream_t)g->stream, &no_ws, err);
     if (r != FCO_OK) return r;
   }
   /* fco_last_plan */
-  fco_plan_append(g->plan, " kernel cublasGemmEx%s",
+  fco_plan_append(g->plan, " kernel cublasGemmEx%s%s", no_ws ? " (no cuBLAS workspace)" : "",
                   g->nranks == 1                            ? " (one rank: no all-reduce)"
                   : fco_ar                                  ? " + fco one-shot all-reduce"
                   : g->transport == FCO_TRANSPORT_NCCL ? " + ncclAllReduce"

@@ -1,0 +1,219 @@
+/*
+ * test_blas_streams.c — the cuBLAS paths (gemv_allreduce impl 0, gemm_alltoall impl 0) on several
+ * streams at once and in CUDA graphs (src/cuda/blas.cuh: one handle per device, one workspace per
+ * (device, stream)).
+ *   Two communicators of one rank each, on the same device, each issuing on its own stream with
+ *   nothing ordering the two: their GEMMs may run at the same time, and must not share a cuBLAS
+ *   workspace (until session 33 gemm_alltoall's did: one per thread). Shapes where cuBLAS may
+ *   split K (GEMV M 4 × N 1000 × K 4608; GEMM rows × K 4096 × N 64..256), fresh inputs and
+ *   poisoned outputs every round, every output checked against the float64 reference.
+ *   On GPU transports also: a call captured on a stream that never ran eagerly (it gets no
+ *   workspace: fco_last_plan says "no cuBLAS workspace"; the replay must be right), the same
+ *   stream after an eager call (captured with its own workspace), and that graph replayed
+ *   right after 18 more streams made the device free its least recently used workspaces (a
+ *   captured one is never freed).
+ *   make test   or   build/tests/test_blas_streams   (FCO_TRANSPORT=cpu|local|nccl)
+ * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs 3 rounds instead of 8.
+ */
+#include <stdlib.h>
+
+#include "ga_fixture.h"
+#include "gemv_fixture.h"
+
+#define NW 2 /* communicators */
+
+typedef struct {
+  t_world_t w[NW];
+  void* st[NW]; /* a stream per communicator (NULL on cpu) */
+  gemv_bufs_t gv[NW];
+  int gemm_k;
+} ctx_t;
+
+static void* new_stream(fco_transport_t t) {
+#ifdef FCO_HAVE_CUDA
+  if (t != FCO_TRANSPORT_CPU) {
+    cudaStream_t s;
+    ASSERT_EQ(cudaSetDevice(t_rank_device(t, 0)), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    return s;
+  }
+#endif
+  (void)t;
+  return NULL;
+}
+
+static void free_stream(fco_transport_t t, void* s) {
+#ifdef FCO_HAVE_CUDA
+  if (t != FCO_TRANSPORT_CPU) ASSERT_EQ(cudaStreamDestroy((cudaStream_t)s), cudaSuccess);
+#endif
+  (void)t;
+  (void)s;
+}
+
+static void sync_stream(fco_transport_t t, void* s) {
+#ifdef FCO_HAVE_CUDA
+  if (t != FCO_TRANSPORT_CPU) ASSERT_EQ(cudaStreamSynchronize((cudaStream_t)s), cudaSuccess);
+#endif
+  (void)t;
+  (void)s;
+}
+
+/* The plan of the world's last call has (want) or lacks (!want) `what`. */
+static void expect_plan(const t_world_t* w, const char* what, int want) {
+  const char* plan = fco_last_plan(w->comms[0]);
+  if ((strstr(plan, what) != NULL) != want)
+    t_fail(__FILE__, __LINE__, "plan \"%s\" %s \"%s\"", plan, want ? "lacks" : "has", what);
+}
+
+/* One round: on each communicator a GEMV and a GEMM (impl 0) on its own stream, interleaved,
+ * nothing ordering the two streams; then sync and check every output. */
+static void concurrent_round(ctx_t* c, int round) {
+  fco_transport_t t = c->w[0].transport;
+  ga_case_t gc[NW];
+  ga_bufs_t gb[NW];
+  for (int k = 0; k < NW; k++) {
+    t_context("round %d comm %d: prepare", round, k);
+    gemv_prepare(&c->gv[k], 4, 1000, 4608, k ? FCO_F16 : FCO_BF16, 1, t_next_seed());
+    ga_make_case(&gc[k], 1, c->gemm_k, 64 + 96 * k, k, k ? FCO_F16 : FCO_BF16, t_next_seed(), 1, 4);
+    ga_upload(&c->w[k], &gc[k], &gb[k]);
+    ga_poison(&c->w[k], &gc[k], &gb[k]);
+  }
+  for (int k = 0; k < NW; k++) {
+    t_context("round %d comm %d: gemm_alltoall impl 0 (rows %lld, K %d, N %d)", round, k,
+              (long long)gc[k].a_rows, gc[k].K, gc[k].N);
+    ASSERT_OK(ga_issue(&c->w[k], &gc[k], &gb[k], 0, k, c->st[k]));
+  }
+  for (int k = 0; k < NW; k++) {
+    t_context("round %d comm %d: gemv_allreduce impl 0", round, k);
+    ASSERT_OK(gemv_issue(&c->w[k], &c->gv[k], 0, &c->st[k]));
+  }
+  for (int k = 0; k < NW; k++) {
+    sync_stream(t, c->st[k]);
+    ASSERT_OK(fco_comm_get_async_error(c->w[k].comms[0]));
+    t_context("round %d comm %d: check the GEMV", round, k);
+    ASSERT_EQ(gemv_check(&c->w[k], &c->gv[k]), (size_t)0);
+    t_context("round %d comm %d: check the GEMM", round, k);
+    ASSERT_EQ(ga_check(&c->w[k], &gc[k], &gb[k]), (size_t)0);
+    ga_free_bufs(&c->w[k], &gc[k], &gb[k]);
+    ga_free_case(&gc[k]);
+  }
+}
+
+#ifdef FCO_HAVE_CUDA
+/* Capture gemv impl 0 of world 0 on stream s, replay twice (fresh inputs, poisoned y before
+ * each), check; the capture's plan has "no cuBLAS workspace" iff no_ws. */
+static void graph_on(ctx_t* c, void* s, int no_ws, const char* what) {
+  const t_world_t* w = &c->w[0];
+  gemv_bufs_t* b = &c->gv[0];
+  t_context("CUDA graph on %s: capture", what);
+  gemv_prepare(b, 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  fco_result_t r = gemv_issue(w, b, 0, &s);
+  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s, &g), cudaSuccess);
+  ASSERT_OK(r);
+  expect_plan(w, "no cuBLAS workspace", no_ws);
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  for (int k = 0; k < 2; k++) {
+    t_context("CUDA graph on %s: replay %d", what, k);
+    gemv_prepare(b, 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
+    ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
+    sync_stream(w->transport, s);
+    ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+    ASSERT_EQ(gemv_check(w, b), (size_t)0);
+  }
+  /* The same graph after 18 more streams ran eagerly (the device then frees least recently used
+   * workspaces, never a captured one). */
+  if (!no_ws) {
+    void* more[18];
+    for (int k = 0; k < 18; k++) {
+      more[k] = new_stream(w->transport);
+      t_context("CUDA graph on %s: eager call on extra stream %d", what, k);
+      gemv_prepare(b, 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
+      ASSERT_OK(gemv_issue(w, b, 0, &more[k]));
+      sync_stream(w->transport, more[k]);
+      ASSERT_EQ(gemv_check(w, b), (size_t)0);
+    }
+    t_context("CUDA graph on %s: replay after 18 more streams", what);
+    gemv_prepare(b, 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
+    ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
+    sync_stream(w->transport, s);
+    ASSERT_EQ(gemv_check(w, b), (size_t)0);
+    for (int k = 0; k < 18; k++) free_stream(w->transport, more[k]);
+  }
+  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+}
+
+/* gemm_alltoall impl 0 (with the hints: capturable) captured on a stream that never ran it
+ * eagerly: no workspace, right results. */
+static void gemm_graph_fresh_stream(ctx_t* c) {
+  const t_world_t* w = &c->w[0];
+  void* s = new_stream(w->transport);
+  ga_case_t gc;
+  ga_bufs_t gb;
+  ga_make_case(&gc, 1, c->gemm_k, 128, 0, FCO_BF16, t_next_seed(), 1, 4);
+  ga_upload(w, &gc, &gb);
+  ga_poison(w, &gc, &gb);
+  t_context("gemm_alltoall impl 0 captured on a fresh stream");
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  fco_result_t r = ga_issue(w, &gc, &gb, 0, 1, s);
+  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s, &g), cudaSuccess);
+  ASSERT_OK(r);
+  expect_plan(w, "no cuBLAS workspace", 1);
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
+  sync_stream(w->transport, s);
+  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+  ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
+  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ga_free_bufs(w, &gc, &gb);
+  ga_free_case(&gc);
+  free_stream(w->transport, s);
+}
+#endif
+
+int main(void) {
+  t_seed_init();
+  fco_transport_t t = t_transport();
+  t_require_ranks(t, 1);
+  const int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.gemm_k = t_is_gpu(t) ? 4096 : 96; /* the cpu reference is slow at K 4096 */
+  for (int k = 0; k < NW; k++) {
+    t_context("comm %d: fco_comm_init_all", k);
+    ASSERT_OK(t_world_init(&c.w[k], t, 1, NULL));
+    c.st[k] = new_stream(t);
+    gemv_bufs_alloc(&c.gv[k], &c.w[k]);
+  }
+  const int rounds = quick ? 3 : 8;
+  for (int round = 0; round < rounds; round++) concurrent_round(&c, round);
+  printf("two communicators, two streams, %d rounds: ok\n", rounds);
+#ifdef FCO_HAVE_CUDA
+  if (t_is_gpu(t)) {
+    void* s = new_stream(t);
+    graph_on(&c, s, 1, "a stream with no eager call"); /* no workspace */
+    t_context("eager call on that stream");
+    gemv_prepare(&c.gv[0], 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
+    ASSERT_OK(gemv_issue(&c.w[0], &c.gv[0], 0, &s));
+    sync_stream(t, s);
+    expect_plan(&c.w[0], "no cuBLAS workspace", 0);
+    ASSERT_EQ(gemv_check(&c.w[0], &c.gv[0]), (size_t)0);
+    graph_on(&c, s, 0, "the stream after an eager call"); /* its own workspace */
+    free_stream(t, s);
+    gemm_graph_fresh_stream(&c);
+    printf("CUDA graphs on fresh and warmed-up streams, 18 more streams: ok\n");
+  }
+#endif
+  for (int k = 0; k < NW; k++) {
+    gemv_bufs_free(&c.gv[k]);
+    free_stream(t, c.st[k]);
+    t_world_destroy(&c.w[k], 0);
+  }
+  return t_pass(t, 1, 1);
+}
