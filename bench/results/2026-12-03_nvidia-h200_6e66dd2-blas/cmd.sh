@@ -21,6 +21,6 @@ FCO_TRANSPORT=nccl FCO_TEST_QUICK=1 TEST_TIMEOUT=100 timeout 200 tests/run.sh \
   test_gemm_alltoall test_gemv_allreduce test_mixed_ops > $O/suite-nccl.txt 2>&1; echo nccl rc=$?
 cp -r build/tests/logs $O/ 2>/dev/null; pack
 export PYTHONPATH=$PWD/python FCO_LIB=$PWD/build/lib/libfco.so FCO_TEST_QUICK=1
-timeout 150 python3 -m pytest tests/python/test_gpu_ops.py -m gpu -k "graph" -q -p no:cacheprovider > $O/pytest.txt 2>&1; echo "pytest graph rc=$?"
+timeout 150 python3 -m pytest tests/python/test_gpu_ops.py -m gpu -k "graph or compile or stream" -q -p no:cacheprovider > $O/pytest.txt 2>&1; echo "pytest graph rc=$?"
 pack
 cat $O/blas-*.txt | grep -v "^$" | tail -12; grep -h "^PASS\|^FAIL\|^#" $O/suite-*.txt; tail -3 $O/pytest.txt
