@@ -8,9 +8,9 @@
  *   compute, output in the dtype) into y, then
  *   ncclAllReduce in place (nccl) or fco_cuda_allreduce_copy in place (local). The bias is
  *   added once: rank 0 first fills y with the broadcast bias and runs the GEMM with beta = 1.
- *   One cuBLAS handle per device, made at the first call (so: one eager call before capturing
- *   a CUDA graph), with its own 32 MiB workspace set after every cublasSetStream (which resets
- *   it): cuBLAS then never allocates, and graph capture works.
+ *   cuBLAS handle and workspaces: blas.cuh (a handle per device, made at the first eager call;
+ *   a 32 MiB workspace per (device, stream), set after every cublasSetStream, which resets it):
+ *   cuBLAS then never allocates, and graph capture works.
  *
  * Workspace (src/ops/gemv_allreduce.h): the call with epoch e uses the half starting at
  *   (e & 1) · ws_bytes/2: P slots of S bytes (rank p's fp32 partial tiles, [T][M][16]; grouped
