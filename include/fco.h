@@ -326,7 +326,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS
  * handle per device and a cuBLAS workspace per (device, stream), made at the first eager call
  * on that stream: make one eager call on the stream you will capture before capturing a CUDA
- * graph. With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
+ * graph (a capture on a stream without one runs cuBLAS without a workspace, maybe slower; before
+ * any eager call on the device it returns FCO_ERR_INVALID_USAGE). With env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias,
  * impl) across ranks on the device before moving data, and report a mismatch as
  * FCO_ERR_INVALID_ARGUMENT through fco_comm_get_async_error (the local and cpu transports
  * compare them on the host at every call). */
@@ -491,6 +492,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * and synchronise `stream` (what the unfused path does today), so they cannot be captured
  * (FCO_ERR_INVALID_USAGE while capturing); impl 0 on nccl also needs recv_rows_host, or else
  * one rank per thread (it then exchanges the totals with ncclAllGather and synchronises).
+ * Impls 0 and 2 keep cuBLAS state as fco_gemv_allreduce's impl 0 does (a handle per device, a
+ * workspace per (device, stream): warm up on the stream you will capture).
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
  * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): with P > 1, impl 1 for
