@@ -18,7 +18,8 @@
  * decoder layer's graph would hold several of these operators.
  *   make test   or   build/tests/test_mixed_ops   (FCO_TRANSPORT=cpu|local|nccl)
  * Worlds of P = 1..FCO_TEST_MAX_RANKS; FCO_TEST_SEED reproduces a run (the sequences and every
- * input); FCO_TEST_QUICK=1 runs 4 eager rounds a world instead of 12 and 1 graph round instead of 3.
+ * input); FCO_TEST_QUICK=1 runs 4 eager rounds a world instead of 12, and 1 graph round
+ * instead of 3.
  */
 #include <stdlib.h>
 
@@ -109,7 +110,8 @@ static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
       ea_prob_upload(w, &c->ea);
       ASSERT_OK(fco_embedding_alltoall_workspace(w->comms[0], c->ea.tpr, c->ea.bpr, D, dt,
                                                  c->impl, &x));
-      snprintf(c->what, sizeof c->what, "embedding_alltoall D %lld T %lld B %lld %s %s%s%s impl %d%s",
+      snprintf(c->what, sizeof c->what,
+               "embedding_alltoall D %lld T %lld B %lld %s %s%s%s impl %d%s",
                (long long)D, (long long)c->ea.T, (long long)c->ea.B, fco_dtype_name(dt),
                it == FCO_EMB_INDEX_I64 ? "i64" : "i32", weighted ? " weighted" : "",
                pool == FCO_EMB_POOL_MEAN ? " mean" : " sum", c->impl, impl_s);

@@ -76,7 +76,8 @@ fco_result_t blas_lease(cudaStream_t stream, const char* who, BlasLease* out, ch
         if (!d.slots[i].captured && (lru == d.slots.size() || d.slots[i].used < d.slots[lru].used))
           lru = i;
       if (lru < d.slots.size()) {
-        cudaError_t ce = cudaFree(d.slots[lru].ws); /* synchronises the device: its GEMMs are done */
+        /* cudaFree synchronises the device: the GEMMs that used it are done */
+        cudaError_t ce = cudaFree(d.slots[lru].ws);
         d.slots.erase(d.slots.begin() + (long)lru);
         if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaFree of a cuBLAS workspace");
       }

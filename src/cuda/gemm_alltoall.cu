@@ -141,7 +141,8 @@ fco_result_t gemm(cublasHandle_t h, const fco_gemm_a2a_args_t* a, const char* A,
   const int N = (int)a->n, K = (int)a->k;
   const bool nk = a->w_layout == FCO_W_NK;
   /* Column-major view: Yᵀ[N, m] = op(W)[N, K] · Aᵀ[K, m]. */
-  cublasStatus_t s = cublasGemmEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
+  cublasStatus_t s =
+      cublasGemmEx(h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)m, K, &one, W, t,
                    nk ? K : N, A, t, K, &zero, Y, t, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmEx");
 }
