@@ -58,13 +58,6 @@ static void sync_stream(fco_transport_t t, void* s) {
   (void)s;
 }
 
-/* The plan of the world's last call has (want) or lacks (!want) `what`. */
-static void expect_plan(const t_world_t* w, const char* what, int want) {
-  const char* plan = fco_last_plan(w->comms[0]);
-  if ((strstr(plan, what) != NULL) != want)
-    t_fail(__FILE__, __LINE__, "plan \"%s\" %s \"%s\"", plan, want ? "lacks" : "has", what);
-}
-
 /* One round: on each communicator a GEMV and a GEMM (impl 0) on its own stream, interleaved,
  * nothing ordering the two streams; then sync and check every output. */
 static void concurrent_round(ctx_t* c, int round) {
@@ -100,6 +93,13 @@ static void concurrent_round(ctx_t* c, int round) {
 }
 
 #ifdef FCO_HAVE_CUDA
+/* The plan of the world's last call has (want) or lacks (!want) `what`. */
+static void expect_plan(const t_world_t* w, const char* what, int want) {
+  const char* plan = fco_last_plan(w->comms[0]);
+  if ((strstr(plan, what) != NULL) != want)
+    t_fail(__FILE__, __LINE__, "plan \"%s\" %s \"%s\"", plan, want ? "lacks" : "has", what);
+}
+
 /* Capture gemv impl 0 of world 0 on stream s, replay twice (fresh inputs, poisoned y before
  * each), check; the capture's plan has "no cuBLAS workspace" iff no_ws. */
 static void graph_on(ctx_t* c, void* s, int no_ws, const char* what) {

@@ -139,17 +139,7 @@ static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
  * every rank shares one (local, or P = 1). */
 static fco_result_t issue(const t_world_t* w, const call_t* c, void* const* sp) {
   switch (c->op) {
-    case kAllreduce: {
-      fco_result_t first = FCO_OK;
-      ASSERT_OK(fco_group_start());
-      for (int r = 0; r < w->n; r++) {
-        fco_result_t e = fco_allreduce(w->comms[r], c->ar.in[r], c->ar.out[r], c->ar.count,
-                                       c->ar.dtype, c->impl, sp ? sp[r] : NULL);
-        if (e != FCO_OK && first == FCO_OK) first = e;
-      }
-      fco_result_t e = fco_group_end();
-      return first != FCO_OK ? first : e;
-    }
+    case kAllreduce: return t_ar_run_on(w, &c->ar, c->impl, sp);
     case kGemv: return gemv_issue(w, c->gv, c->impl, sp);
     case kEmbedding: return ea_prob_run(w, &c->ea, c->impl, sp ? sp[0] : NULL);
     default: return ga_issue(w, &c->gc, &c->gb, c->impl, c->hints, sp ? sp[0] : NULL);

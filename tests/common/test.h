@@ -205,6 +205,9 @@ void t_ar_prepare(const t_world_t* w, t_ar_bufs_t* b, size_t count, fco_dtype_t 
                   int inplace, uint64_t seed);
 /* Issue the allreduce for every rank in one fco_group_start/end; the first failure. */
 fco_result_t t_ar_run(const t_world_t* w, const t_ar_bufs_t* b, int impl);
+/* The same on per-rank streams (streams[r]; NULL: the default stream). */
+fco_result_t t_ar_run_on(const t_world_t* w, const t_ar_bufs_t* b, int impl,
+                         void* const* streams);
 /* After t_sync: every element of every rank's output equals Σ_r t_val, the outputs are
  * bit-identical across ranks, guards untouched, inputs unchanged (out of place). Prints the
  * first mismatches; returns the number of wrong elements (0 = correct). */
