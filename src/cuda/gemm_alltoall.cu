@@ -85,31 +85,60 @@ namespace fco {
 namespace ga {
 namespace {
 
-/* ---- per (thread, device) resources --------------------------------------------------------- */
+/* ---- per (thread, device, user stream) resources -------------------------------------------- */
+/* impl 2's push stream and its event ring, per user stream (since session 33; before, one per
+ * (thread, device): two communicators driven from one thread on two streams queued their pushes
+ * on one side stream, and each call's stream joined it, so the second call waited for the first
+ * call's pushes). Up to kSideStreams user streams a thread and device; past that, and for a
+ * stream first seen inside a CUDA-graph capture, the first entry is shared (right results, the
+ * two calls' pushes then serialise). */
 constexpr int kNumEvents = 128;
+constexpr int kSideStreams = 8;
 struct DevRes {
+  cudaStream_t user = nullptr; /* the caller's stream this entry serves */
   cudaStream_t side = nullptr; /* impl 2's push stream */
   cudaEvent_t ev[kNumEvents] = {};
   int next_ev = 0;
 };
-thread_local DevRes t_res[kMaxDevices];
+struct ThreadRes {
+  DevRes e[kSideStreams];
+  int n = 0;
+};
+thread_local ThreadRes t_res[kMaxDevices];
 
 fco_result_t blas_fail(char* err, cublasStatus_t s, const char* what) {
   return fail(err, FCO_ERR_CUDA, "%s: cuBLAS %s", what, cublasGetStatusString(s));
 }
 
-fco_result_t resources(char* err, DevRes** out) {
+fco_result_t resources(cudaStream_t user, char* err, DevRes** out) {
   int dev = 0;
   cudaError_t ce = cudaGetDevice(&dev);
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaGetDevice");
   if (dev < 0 || dev >= kMaxDevices) return fail(err, FCO_ERR_UNSUPPORTED, "device %d", dev);
-  DevRes* r = &t_res[dev];
-  if (!r->side) {
-    if ((ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
-      return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
-    for (int i = 0; i < kNumEvents; ++i)
-      if ((ce = cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming)) != cudaSuccess)
-        return cuda_fail(err, ce, "cudaEventCreate");
+  ThreadRes& t = t_res[dev];
+  DevRes* r = nullptr;
+  for (int i = 0; i < t.n && !r; ++i)
+    if (t.e[i].user == user) r = &t.e[i];
+  if (!r) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(user, &cap) != cudaSuccess) {
+      (void)cudaGetLastError();
+      cap = cudaStreamCaptureStatusActive; /* the legacy stream during a global capture */
+    }
+    if (t.n > 0 && (t.n == kSideStreams || cap != cudaStreamCaptureStatusNone)) {
+      r = &t.e[0];
+    } else {
+      r = &t.e[t.n];
+      if (!r->side &&
+          (ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
+        return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
+      for (int i = 0; i < kNumEvents; ++i)
+        if (!r->ev[i] &&
+            (ce = cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming)) != cudaSuccess)
+          return cuda_fail(err, ce, "cudaEventCreate");
+      r->user = user;
+      ++t.n; /* complete (a failure above leaves what it made for the next try) */
+    }
   }
   fco_result_t res = preload_kernels(err);
   if (res != FCO_OK) return res;
@@ -371,7 +400,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
   cudaStream_t st = (cudaStream_t)l->stream;
   DevRes* res = nullptr;
-  fco_result_t r = resources(err, &res);
+  fco_result_t r = resources(st, err, &res);
   if (r != FCO_OK) return r;
   bool no_ws = false; /* cuBLAS ran without a workspace (blas.cuh): said in the plan */
   std::vector<int32_t> hc[kMaxP];
@@ -588,7 +617,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
   cudaStream_t st = (cudaStream_t)l->stream;
   DevRes* res = nullptr;
-  fco_result_t r = resources(err, &res); /* also preloads our kernels */
+  fco_result_t r = resources(st, err, &res); /* also preloads our kernels */
   if (r != FCO_OK) return r;
   std::vector<int32_t> hc[kMaxP];
   if ((r = host_counts(l, hc, err)) != FCO_OK) return r; /* a sync: before any kernel waits */

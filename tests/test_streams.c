@@ -1,21 +1,24 @@
 /*
- * test_blas_streams.c — the cuBLAS paths (gemv_allreduce impl 0, gemm_alltoall impl 0) on several
- * streams at once and in CUDA graphs (src/cuda/blas.cuh: one handle per device, one workspace per
- * (device, stream)).
+ * test_streams.c — calls of two communicators on two streams of one device, from one thread, and
+ * the cuBLAS paths in CUDA graphs (src/cuda/blas.cuh: one cuBLAS handle per device, one workspace
+ * per (device, stream); gemm_alltoall impl 2's push stream per user stream).
  *   Two communicators of one rank each, on the same device, each issuing on its own stream with
  *   nothing ordering the two: their GEMMs may run at the same time, and must not share a cuBLAS
  *   workspace (until session 33 gemm_alltoall's did: one per thread). Shapes where cuBLAS may
  *   split K (GEMV M 4 × N 1000 × K 4608; GEMM rows × K 4096 × N 64..256), fresh inputs and
  *   poisoned outputs every round, every output checked against the float64 reference.
- *   On GPU transports also: a call captured on a stream that never ran eagerly (it gets no
- *   workspace: fco_last_plan says "no cuBLAS workspace"; the replay must be right), the same
- *   stream after an eager call (captured with its own workspace), and that graph replayed
- *   right after 18 more streams made the device free its least recently used workspaces (a
- *   captured one is never freed).
- *   make test   or   build/tests/test_blas_streams   (FCO_TRANSPORT=cpu|local|nccl)
+ *   On GPU transports also: gemm_alltoall impl 2 of the two communicators while the first one's
+ *   stream is held by a host function — the second call must finish anyway (until session 33
+ *   both queued their pushes on one side stream per thread, so it waited for the held one);
+ *   a call captured on a stream that never ran eagerly (it gets no workspace: fco_last_plan says
+ *   "no cuBLAS workspace"; the replay must be right), the same stream after an eager call
+ *   (captured with its own workspace), and that graph replayed right after 18 more streams made
+ *   the device free its least recently used workspaces (a captured one is never freed).
+ *   make test   or   build/tests/test_streams   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs 3 rounds instead of 8.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "ga_fixture.h"
 #include "gemv_fixture.h"
@@ -146,6 +149,57 @@ static void graph_on(ctx_t* c, void* s, int no_ws, const char* what) {
   ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
 }
 
+/* Holds a stream until g_release is set (a host function: CUDA runs it in stream order). */
+static int g_release;
+static void CUDART_CB hold_stream(void* arg) {
+  (void)arg;
+  while (!__atomic_load_n(&g_release, __ATOMIC_ACQUIRE)) usleep(200);
+}
+
+/* impl 2 (chunks) of both communicators, the first one's stream held: the second call must
+ * finish while the first waits (each user stream has its own push stream), then both right. */
+static void chunks_independent(ctx_t* c) {
+  fco_transport_t t = c->w[0].transport;
+  ga_case_t gc[NW];
+  ga_bufs_t gb[NW];
+  for (int k = 0; k < NW; k++) {
+    ga_make_case(&gc[k], 1, 64, 64 + 32 * k, 0, FCO_BF16, t_next_seed(), 1, 4);
+    ga_upload(&c->w[k], &gc[k], &gb[k]);
+  }
+  for (int pass = 0; pass < 2; pass++) { /* 0: eager warm-up (push streams made), 1: held */
+    for (int k = 0; k < NW; k++) ga_poison(&c->w[k], &gc[k], &gb[k]);
+    if (pass == 1) {
+      __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+      ASSERT_EQ(cudaLaunchHostFunc((cudaStream_t)c->st[0], hold_stream, NULL), cudaSuccess);
+    }
+    for (int k = 0; k < NW; k++) {
+      t_context("impl 2 on two streams, pass %d: comm %d's call", pass, k);
+      ASSERT_OK(ga_issue(&c->w[k], &gc[k], &gb[k], 2, 1, c->st[k]));
+    }
+    cudaError_t q = cudaSuccess;
+    if (pass == 1) {
+      const double t0 = t_now_ms();
+      while ((q = cudaStreamQuery((cudaStream_t)c->st[1])) == cudaErrorNotReady &&
+             t_now_ms() - t0 < 10000)
+        usleep(1000);
+      __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    }
+    t_context("impl 2 on two streams, pass %d: comm 1's call while comm 0's stream is held "
+              "(plan \"%s\")", pass, fco_last_plan(c->w[1].comms[0]));
+    ASSERT_EQ(q, cudaSuccess); /* cudaErrorNotReady: it waited for the held stream */
+    for (int k = 0; k < NW; k++) {
+      sync_stream(t, c->st[k]);
+      ASSERT_OK(fco_comm_get_async_error(c->w[k].comms[0]));
+      t_context("impl 2 on two streams, pass %d: check comm %d", pass, k);
+      ASSERT_EQ(ga_check(&c->w[k], &gc[k], &gb[k]), (size_t)0);
+    }
+  }
+  for (int k = 0; k < NW; k++) {
+    ga_free_bufs(&c->w[k], &gc[k], &gb[k]);
+    ga_free_case(&gc[k]);
+  }
+}
+
 /* gemm_alltoall impl 0 (with the hints: capturable) captured on a stream that never ran it
  * eagerly: no workspace, right results. */
 static void gemm_graph_fresh_stream(ctx_t* c) {
@@ -196,6 +250,8 @@ int main(void) {
   printf("two communicators, two streams, %d rounds: ok\n", rounds);
 #ifdef FCO_HAVE_CUDA
   if (t_is_gpu(t)) {
+    chunks_independent(&c);
+    printf("impl 2 of two communicators on two streams, one held: ok\n");
     void* s = new_stream(t);
     graph_on(&c, s, 1, "a stream with no eager call"); /* no workspace */
     t_context("eager call on that stream");
