@@ -8,7 +8,8 @@
  * test's knob-setting parts rely: a reset puts back the caller's value, or unsets. And integer
  * knobs (every FCO_* number the library reads, src/core/error.c fco_env_int): size suffixes
  * k / M / G with an optional B or iB; a value that is not an integer is ignored (as if unset)
- * and said so on stderr, once per knob.
+ * and said so on stderr, once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
+ * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list.
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdio.h>
@@ -18,8 +19,9 @@
 
 #include "test.h"
 
-/* The library's integer knob parser (src/core/internal.h; exported by libfco, not in fco.h). */
+/* The library's knob parsers (src/core/internal.h; exported by libfco, not in fco.h). */
 long long fco_env_int(const char* name, long long dflt);
+int fco_env_choice(const char* name, const char* const* choices, int dflt);
 
 static fco_transport_t g_t;
 static char* g_env_saved;
@@ -270,6 +272,48 @@ static void env_ints(void) {
   t_context("%s", "");
 }
 
+static const char* const kChoiceProbe = "FCO_TEST_ENV_CHOICE_PROBE";
+static const char* const kChoices[] = {"tma", "tma2", "wgmma", NULL};
+static int g_choice;
+static void read_choice(void) { g_choice = fco_env_choice(kChoiceProbe, kChoices, -3); }
+
+static void env_choices(void) {
+  static const struct {
+    const char* v;
+    int want;
+  } good[] = {{"tma", 0}, {"tma2", 1}, {"wgmma", 2}, {"TMA2", 1}, {"WgMMA", 2}, {"tma \n", 0}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    t_context("%s=\"%s\"", kChoiceProbe, good[i].v);
+    setenv(kChoiceProbe, good[i].v, 1);
+    char* err = stderr_of(read_choice);
+    ASSERT_EQ(g_choice, good[i].want);
+    ASSERT_STR_EQ(err, "");
+    free(err);
+  }
+  t_context("%s unset / empty", kChoiceProbe);
+  unsetenv(kChoiceProbe);
+  ASSERT_EQ(fco_env_choice(kChoiceProbe, kChoices, -3), -3);
+  setenv(kChoiceProbe, "", 1);
+  ASSERT_EQ(fco_env_choice(kChoiceProbe, kChoices, -3), -3);
+  static const char* const bad[] = {"tma3", "tm", "tma2x", " tma", "1"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    t_context("%s=\"%s\"", kChoiceProbe, bad[i]);
+    setenv(kChoiceProbe, bad[i], 1);
+    char* err = stderr_of(read_choice);
+    ASSERT_EQ(g_choice, -3); /* ignored: the default */
+    if (i == 0) {
+      ASSERT_NOT_NULL(strstr(err, "FCO_TEST_ENV_CHOICE_PROBE=\"tma3\" is not one of tma, tma2, "
+                                  "wgmma: ignored, as if unset"));
+    } else {
+      ASSERT_STR_EQ(err, ""); /* once per knob */
+    }
+    free(err);
+  }
+  unsetenv(kChoiceProbe);
+  printf("string knobs: names matched without case, others ignored and reported once\n");
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   knob_helper();
@@ -279,6 +323,7 @@ int main(void) {
   g_env_saved = e ? strdup(e) : NULL;
   unsetenv("FCO_TIMEOUT_MS");
   env_ints();
+  env_choices();
   transport_env();
   timeout_env();
   workspace_cap();

@@ -251,9 +251,12 @@ static void multi_rank_auto_rule(const t_world_t* w) {
 
 /* The knobs the launchers read per call (GPU transports), read back from fco_last_plan, each
  * call checked against the reference: FCO_GA_TILES_BLOCKS (impl 1's blocks a rank),
- * FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and chunk rows). A value that is
- * not an integer ("40x", once read as 40) is ignored, as if unset (fco_env_int; the message on
- * stderr: test_config_env). Rows of 300 per rank so that 128-row chunks split them. */
+ * FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and chunk rows), FCO_GA_TILE and
+ * FCO_GA_EPI (impl 1's tile). A value that is not an integer ("40x", once read as 40) or not one
+ * of a string knob's names ("tma3") is ignored, as if unset (fco_env_int / fco_env_choice; the
+ * message on stderr: test_config_env). The tile cases expect the wgmma tiles (H100 / H200, the
+ * sm_90a image loaded); elsewhere they are skipped. Rows of 300 per rank so that 128-row chunks
+ * split them. */
 static void knob_readback(const t_world_t* w) {
   static const struct {
     int impl;
@@ -268,9 +271,19 @@ static void knob_readback(const t_world_t* w) {
       {2, "FCO_GA_PUSH_BLOCKS", "40x", " push 40 + finish", 0},
       {2, "FCO_GA_CHUNK_ROWS", "128", " Ts=128 Tg=128 ", 1},
       {2, "FCO_GA_CHUNK_ROWS", "128 rows", " Ts=128 Tg=128 ", 0},
+      /* string knobs (fco_env_choice): a name not among the choices runs the default tile */
+      {1, "FCO_GA_TILE", "mma", " kernel tiles mma.sync ", 1},
+      {1, "FCO_GA_TILE", "wgmma", " kernel tiles wgmma cp.async ", 1},
+      {1, "FCO_GA_TILE", "TMA2", " kernel tiles wgmma tma cluster=2 ", 1},
+      {1, "FCO_GA_TILE", "tma3", " kernel tiles wgmma tma 128x", 1},
+      {1, "FCO_GA_EPI", "async", " kernel tiles wgmma tma epi=async 128x", 1},
+      {1, "FCO_GA_EPI", "asynch", "epi=async", 0},
   };
   const int P = w->n;
+  int have_tma = -1; /* the default tile is WgmmaTileTma: from case 0's plan (impl 1) */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int tile_knob = !strncmp(cases[i].knob, "FCO_GA_TILE", 11) || !strcmp(cases[i].knob, "FCO_GA_EPI");
+    if (tile_knob && !have_tma) continue;
     t_context("P=%d %s=\"%s\", impl %d", P, cases[i].knob, cases[i].value, cases[i].impl);
     ga_case_t c;
     ga_two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
@@ -292,6 +305,12 @@ static void knob_readback(const t_world_t* w) {
       if ((strstr(plan, cases[i].want) != NULL) != cases[i].set)
         t_fail(__FILE__, __LINE__, "rank %d: plan \"%s\" %s \"%s\"", r, plan,
                cases[i].set ? "lacks" : "has", cases[i].want);
+    }
+    if (have_tma < 0) {
+      have_tma = strstr(fco_last_plan(w->comms[0]), " kernel tiles wgmma tma 128x") != NULL;
+      if (!have_tma)
+        printf("P=%d: impl 1 runs no TMA tile here (plan \"%s\"): FCO_GA_TILE / _EPI cases "
+               "skipped\n", P, fco_last_plan(w->comms[0]));
     }
     ga_free_bufs(w, &c, &b);
     ga_free_case(&c);

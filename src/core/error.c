@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -69,9 +70,10 @@ void fco_plan_append(char* plan, const char* fmt, ...) {
   va_end(ap);
 }
 
-/* A knob whose value is not an integer is ignored (as if unset) and said so on stderr, once per
- * name for the process: FCO_TIMEOUT_MS=5s must not silently become the 30 s default. */
-static void env_not_int(const char* name, const char* v) {
+/* A knob whose value cannot be read is ignored (as if unset) and said so on stderr, once per
+ * name for the process: FCO_TIMEOUT_MS=5s must not silently become the 30 s default, nor
+ * FCO_GA_TILE=tma3 silently run the default tile. `what` completes "NAME="v" ...". */
+static void env_bad(const char* name, const char* v, const char* what) {
   static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   static char said[32][48];
   static int nsaid;
@@ -80,11 +82,29 @@ static void env_not_int(const char* name, const char* v) {
   for (int i = 0; i < nsaid && !seen; i++) seen = strncmp(said[i], name, sizeof said[i] - 1) == 0;
   if (!seen && nsaid < 32) snprintf(said[nsaid++], sizeof said[0], "%s", name);
   pthread_mutex_unlock(&mu);
-  if (!seen)
-    fprintf(stderr,
-            "fco: %s=\"%s\" is not an integer (an optional k / M / G suffix, B or iB after it): "
-            "ignored, as if unset\n",
-            name, v);
+  if (!seen) fprintf(stderr, "fco: %s=\"%s\" %s: ignored, as if unset\n", name, v, what);
+}
+
+static void env_not_int(const char* name, const char* v) {
+  env_bad(name, v, "is not an integer (an optional k / M / G suffix, B or iB after it)");
+}
+
+int fco_env_choice(const char* name, const char* const* choices, int dflt) {
+  const char* v = getenv(name);
+  if (!v || !*v || !choices) return dflt;
+  size_t n = strlen(v);
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n')) --n;
+  char list[256] = "";
+  size_t used = 0;
+  for (int i = 0; choices[i]; i++) {
+    if (strlen(choices[i]) == n && strncasecmp(v, choices[i], n) == 0) return i;
+    int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", choices[i]);
+    if (w > 0) used = used + (size_t)w < sizeof list ? used + (size_t)w : sizeof list - 1;
+  }
+  char what[320];
+  snprintf(what, sizeof what, "is not one of %s", list);
+  env_bad(name, v, what);
+  return dflt;
 }
 
 long long fco_env_int(const char* name, long long dflt) {

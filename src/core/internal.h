@@ -215,8 +215,13 @@ void fco_plan_append(char* plan, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Environment helpers: integer env var or default. */
+/* Environment helpers: integer env var or default (a value that is not an integer is said on
+ * stderr once and ignored). */
 long long fco_env_int(const char* name, long long dflt);
+/* A string knob: the index of the env var's value in choices (NULL-terminated; compared without
+ * case, trailing blanks ignored), or dflt when unset or empty. Any other value is said on stderr
+ * once per name ("is not one of a, b, c: ignored, as if unset") and gives dflt. */
+int fco_env_choice(const char* name, const char* const* choices, int dflt);
 
 /* Submit an op (group.c): queued while a group is open, else executed now. */
 fco_result_t fco_op_submit(const fco_op_t* op);

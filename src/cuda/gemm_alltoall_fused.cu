@@ -283,28 +283,35 @@ LaunchFn pick_mma(bool bt, bool aligned) {
 }
 /* The epilogue of the TMA tile: FCO_GA_EPI=async (C in its own shared memory, drained by bulk
  * copies while the next tile computes, 3 pipeline stages; measured slower, runs 689b8cb and
- * 0f4e81f) or anything else (the default: stores from the C staging in the pipeline's bytes,
- * 4 stages). */
+ * 0f4e81f) or =store / unset (the default: stores from the C staging in the pipeline's bytes,
+ * 4 stages); another value is said on stderr and ignored. */
 bool async_epilogue() {
-  const char* env = getenv("FCO_GA_EPI");
-  return env && !strcmp(env, "async");
+  static const char* const kEpi[] = {"store", "async", nullptr};
+  return fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1;
+}
+/* FCO_GA_TILE: the names below; unset, or a value not among them (said on stderr), is kTileTma. */
+enum TileKnob { kTileTma, kTileTma2, kTileWgmma, kTileMma };
+TileKnob tile_knob() {
+  static const char* const kTiles[] = {"tma", "tma2", "wgmma", "mma", nullptr};
+  return (TileKnob)fco_env_choice("FCO_GA_TILE", kTiles, kTileTma);
 }
 /* The tile of impl 1 (*fallback: what runs when the chosen TMA tile's maps cannot be encoded).
  * Where wgmma runs (bf16 / f16, aligned, wgmma_usable): WgmmaTileTma by default (0.81–0.96 of
  * cuBLAS in tests/gpu/wgmma_tile_check.cu on H200, run 054dd36, against WgmmaTile's 0.61–0.95);
  * FCO_GA_TILE=wgmma WgmmaTile (cp.async), =tma2 WgmmaTileTma in cluster pairs (0.63–0.94 of
  * cuBLAS since run e9f7aa4-tma2: still slower, kept for A/B runs), =mma MmaTile (wgmma_usable
- * says no); unset, =tma (the former opt-in) or any other value: the default. Elsewhere MmaTile. */
+ * says no); unset or =tma (the former opt-in): the default; any other value is said on stderr
+ * and runs the default. Elsewhere MmaTile. */
 template <typename T>
 LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
   *fallback = pick_mma<T>(bt, aligned);
   if (!wgmma || !aligned) return *fallback;
   const LaunchFn cp = bt ? launch_tiles_t<tile::WgmmaTile<T, true>>
                          : launch_tiles_t<tile::WgmmaTile<T, false>>;
-  const char* env = getenv("FCO_GA_TILE");
-  if (env && !strcmp(env, "wgmma")) return cp;
+  const TileKnob knob = tile_knob();
+  if (knob == kTileWgmma) return cp;
   *fallback = cp;
-  if (env && !strcmp(env, "tma2"))
+  if (knob == kTileTma2)
     return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 2>>
               : launch_tiles_t<tile::WgmmaTileTma<T, false, 2>>;
   if (async_epilogue())
@@ -333,8 +340,7 @@ __global__ void ga_kernel_wgmma_probe(int* out) {
 fco_result_t wgmma_usable(char* err, bool* usable) {
   static std::atomic<int> cache[kMaxDevices]; /* 0 unknown, 1 no, 2 yes */
   *usable = false;
-  const char* env = getenv("FCO_GA_TILE");
-  if (env && !strcmp(env, "mma")) return FCO_OK;
+  if (tile_knob() == kTileMma) return FCO_OK;
   int device = 0, sms = 0;
   fco_result_t r = current_device(err, &device, &sms);
   if (r != FCO_OK) return r;
