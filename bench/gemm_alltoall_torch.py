@@ -24,8 +24,10 @@ layout). Columns (median µs, slowest rank per iteration):
   a2a    dist.all_to_all_single of those rows alone, split sizes (rows) from the routing
   total  gemm + perm + a2a: the baseline users run; out [Σ rows from r, N] ordered by source rank,
          then expert — fco_gemm_alltoall's `out`
-  floor  max(FLOPs / 790 TFLOP/s, bytes sent to peers / 364 GB/s), the busiest rank (fco-bench's
-         nccl floor); target = max(gemm, a2a) + 0.2·min(gemm, a2a) (issue 5's overlap target)
+  floor  max(FLOPs / peak, bytes sent to peers / 364 GB/s), the busiest rank (fco-bench's nccl
+         floor); peak = the dense GEMM rate in the dtype measured in this run (torch.matmul, best of
+         10 calls at 8192³, 4096×4096×14336 and 16384×4096×4096 — f32: 4096³, 8192×4096×2048 —
+         the highest over the shapes and ranks), or --peak-tflops; target = max(gemm, a2a) + 0.2·min(gemm, a2a) (issue 5's overlap target)
   #wrong sampled output elements (first / last / spread rows of every source's block, 64 columns)
          against a float64 reference rebuilt from the source's seed; bound as fco-bench (bf16:
          |d| ≤ 1e-2·|ref| + 4e-3·Σ|a·w|); rows never written (output poisoned with NaN) count too
@@ -59,7 +61,8 @@ import torch.distributed as dist  # noqa: E402
 
 from _torch_bench import init_rank, launch, time_fn  # noqa: E402
 
-PEAK_TFLOPS = 790.0  # fco-bench's bf16 peak for the floor
+PEAK_SHAPES = {"16": [(8192, 8192, 8192), (4096, 4096, 14336), (16384, 4096, 4096)],
+               "32": [(4096, 4096, 4096), (8192, 4096, 2048)]}  # (m, n, k): as fco-bench
 LINK_GBPS = 364.0    # SM stores to a peer, per direction, both busy (DESIGN.md)
 # (tokens per rank, K, N, experts, top-k, skew) — the list of op_gemm_alltoall.c
 WORKLOADS = [
@@ -230,11 +233,49 @@ def fco_columns(names, args, a, w, per, mine, E, P, K, N, dname, wid, rows, stre
     return times, wrong
 
 
+def measure_peak(dt, dev, given):
+    """The floor's GEMM rate in TFLOP/s: given (> 0), else the best of 10 timed torch.matmul
+    calls per PEAK_SHAPES shape (no TF32 for f32), the highest over the shapes and the ranks."""
+    if given > 0:
+        return given
+    best = 0.0
+    g = torch.Generator(device=dev).manual_seed(1)
+    for m, n, k in PEAK_SHAPES["32" if dt == torch.float32 else "16"]:
+        a = (torch.rand(m, k, device=dev, generator=g) * 2 - 1).to(dt)
+        b = (torch.rand(n, k, device=dev, generator=g) * 2 - 1).to(dt)
+        c = torch.empty(m, n, device=dev, dtype=dt)
+        ms = []
+        for i in range(13):  # 3 untimed
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            torch.matmul(a, b.t(), out=c)
+            e1.record()
+            e1.synchronize()
+            if i >= 3:
+                ms.append(e0.elapsed_time(e1))
+        best = max(best, 2.0 * m * n * k / (min(ms) * 1e-3) / 1e12)
+        del a, b, c
+    t = torch.tensor([best], device=dev, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
 def run(args, names=()):
     rank, P = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", torch.cuda.current_device())
     stream = torch.cuda.Stream()
     results = []
+    peaks = {}
+    prev_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for dname in args.dtypes.split(","):
+        peaks[dname] = measure_peak(DTYPES[dname], dev, args.peak_tflops)
+        if rank == 0:
+            print(f"# floor's GEMM rate: {peaks[dname]:.1f} TFLOP/s {dname} ("
+                  + ("given by --peak-tflops" if args.peak_tflops > 0 else
+                     "measured in this run: torch.matmul, best of 10 calls, highest over "
+                     "shapes and ranks") + ")", flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = prev_tf32
     for wid, (tokens, K, N, Eg, topk, skew) in enumerate(workloads()):
         if Eg % P:
             if rank == 0:
@@ -311,12 +352,13 @@ def run(args, names=()):
                 dist.all_reduce(wt)
                 fwrong = int(wt.item())
             sent = [sum(per[r * E:(r + 1) * E]) * (P - 1) * N * es for r in range(P)]
-            floor = max(max(flops) / (PEAK_TFLOPS * 1e6), max(sent) / (LINK_GBPS * 1e3))
+            floor = max(max(flops) / (peaks[dname] * 1e6), max(sent) / (LINK_GBPS * 1e3))
             target = max(t["gemm"], t["a2a"]) + 0.2 * min(t["gemm"], t["a2a"])
             tflops = max(flops) / (t["gemm"] * 1e6)
             results.append({"tokens": tokens, "k": K, "n": N, "experts": Eg, "topk": topk,
                             "skew": skew, "ranks": P, "rows": rows, "out_rows": tokens * topk,
                             "dtype": dname, "gemm_mode": mode, "t": t, "floor": floor,
+                            "peak_tflops": peaks[dname],
                             "target": target, "gemm_tflops": tflops, "wrong": wrong,
                             "fco": ft, "fco_wrong": fwrong})
             if rank == 0:
@@ -357,6 +399,7 @@ def to_json(res):
                          "baseline_us": round(r["t"]["total"], 3),
                          "speedup": round(r["t"]["total"] / r["t"][c], 4),
                          "floor_us": round(r["floor"], 3), "target_us": round(r["target"], 3),
+                         "peak_tflops": round(r["peak_tflops"], 1),
                          "compute_us": round(r["t"]["gemm"], 3), "comm_us": round(r["t"]["a2a"], 3),
                          "wrong": r["wrong"]})
         for name, us in r.get("fco", {}).items():
@@ -367,6 +410,7 @@ def to_json(res):
                          "time_us": round(us, 3), "baseline_us": round(r["t"]["total"], 3),
                          "speedup": round(r["t"]["total"] / us, 4),
                          "floor_us": round(r["floor"], 3), "target_us": round(r["target"], 3),
+                         "peak_tflops": round(r["peak_tflops"], 1),
                          "compute_us": round(r["t"]["gemm"], 3), "comm_us": round(r["t"]["a2a"], 3),
                          "wrong": r["fco_wrong"]})
     return recs
@@ -382,6 +426,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--graph", type=int, default=1)
     ap.add_argument("--json", default="")
+    ap.add_argument("--peak-tflops", type=float, default=0.0,
+                    help="the floor's GEMM rate; default (0): measured in this run")
     ap.add_argument("--nproc", "--nprocs", dest="nproc", type=int, default=2,
                     help="ranks to spawn when not under torchrun")
     ap.add_argument("--fco", default=",".join(FCO_IMPLS),
@@ -404,7 +450,7 @@ def _worker(idx, args):
         print(f"# gemm_alltoall_torch: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
               f"{dist.get_world_size()} ranks, graph {args.graph}, iters {args.iters}, "
               "median us (slowest rank)")
-        print("# floor = max(FLOPs / 790 TFLOP/s, bytes to peers / 364 GB/s) (busiest rank); "
+        print("# floor = max(FLOPs / peak, bytes to peers / 364 GB/s) (busiest rank); "
               "target = max(gemm, a2a) + 0.2 min(gemm, a2a); TFLOP/s of gemm")
         if names:
             print(f"# fco: {_fco.lib_path()}; columns {', '.join(names)} (µs), x_c = total / best "

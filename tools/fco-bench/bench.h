@@ -60,6 +60,7 @@ typedef struct {
   char plan[BENCH_MAX_IMPLS][256]; /* fco_last_plan of rank 0 after the impl's timed calls (the
                                     * library keeps up to 256 bytes: FCO_PLAN_LEN) */
   double floor_us;           /* < 0: none */
+  double peak_tflops;        /* < 0: none; the GEMM rate the floor assumes (gemm_alltoall) */
   double compute_us;         /* < 0: the op has no separate compute part (null) */
   double comm_us;            /* < 0: null */
   double both_us;            /* < 0: null; compute and comm alone issued at once on two streams

@@ -263,6 +263,7 @@ int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows
       else fputs("null", f);
       fputs(",\"floor_us\":", f);
       json_num(f, r->floor_us);
+      if (r->peak_tflops > 0) fprintf(f, ",\"peak_tflops\":%.1f", r->peak_tflops);
       fputs(",\"compute_us\":", f);
       json_num(f, r->compute_us);
       fputs(",\"comm_us\":", f);

@@ -446,7 +446,7 @@ int main(int argc, char** argv) {
       memset(row, 0, sizeof *row);
       row->op = op;
       row->dtype = dt;
-      row->floor_us = row->compute_us = row->comm_us = row->both_us = -1;
+      row->floor_us = row->peak_tflops = row->compute_us = row->comm_us = row->both_us = -1;
       for (int j = 0; j < BENCH_MAX_IMPLS; j++) {
         row->time_us[j] = -1;
         row->wrong[j] = -1;

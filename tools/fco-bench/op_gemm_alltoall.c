@@ -11,7 +11,8 @@
  *   4   128,  2048, 7168, 32, 8  balanced   (decode)
  * Env FCO_BENCH_GA_SHAPES="tokens,K,N,E,topk[,skew];..." replaces the list (skew: expert 0's
  * rows as a multiple of the average tokens·topk / E, 0..E; 1 = balanced). On the cpu transport
- * tokens, K and N are divided by 64 (CPU times).
+ * the default list's tokens, K and N are divided by 64 (CPU times); FCO_BENCH_GA_SHAPES is taken
+ * as given.
  * Routing: every source rank sends tokens·topk rows: skew × tokens·topk / E to expert 0, the rest
  * split evenly over the other E − 1 experts, largest remainder (E = 8, skew 4: half the rows go
  * to expert 0, 1/14 to each other expert); experts are split evenly over the P ranks
@@ -32,9 +33,12 @@
  * two streams per rank, nothing ordering one after the other (both_us, P > 1, bench_time_both:
  * what two streams give without fusion, power and SM sharing included) — next to the overlap
  * bound max + 0.2·min, which assumes each part keeps its speed; impl 0, tiles, chunks, auto; best;
- * speedup = impl 0 / best; floor = max(FLOPs / 790 TFLOP/s, bytes sent to peers / 364 GB/s)
- * per rank on nccl (the busiest rank); local: all ranks' FLOPs / 790 and 2× all bytes moved
- * over HBM / 4300 GB/s; TFLOP/s of the best impl (all ranks' FLOPs / time on local).
+ * speedup = impl 0 / best; floor = max(FLOPs / peak, bytes sent to peers / 364 GB/s) per rank
+ * on nccl (the busiest rank); local: all ranks' FLOPs / peak and 2× all bytes moved over HBM /
+ * 4300 GB/s; peak = the dense GEMM rate of device 0 in the dtype, measured in the same run
+ * (cuBLAS, best of 10 calls at three large shapes; the table's "# floor's GEMM rate" line, the
+ * JSON's peak_tflops) or given by FCO_BENCH_PEAK_TFLOPS; TFLOP/s of the best impl (all ranks'
+ * FLOPs / time on local).
  * Check (#wrong): inputs are a fixed pseudo-random table (values in [−1, 1), exact in the
  * dtype) indexed by (rank, tensor, element) mod a prime; after one run on poisoned outputs,
  * every output element must be finite (every row written), and 32 rows × 64 columns per rank
@@ -533,21 +537,134 @@ static fco_result_t a2a_issue(bench_ctx_t* ctx, void* arg, int iter) {
 
 #endif
 
+#ifdef FCO_HAVE_CUDA
+/* The floor's GEMM rate (TFLOP/s) per dtype: FCO_BENCH_PEAK_TFLOPS when set (> 0), else measured
+ * once per dtype in this run (ga_peak_measure), after the first row's columns (a warm GPU). */
+static double g_peak[FCO_NUM_DTYPES];
+static int g_peak_given;
+
+static double peak_given(void) {
+  const char* v = getenv("FCO_BENCH_PEAK_TFLOPS");
+  if (!v || !*v) return 0;
+  char* end = NULL;
+  double x = strtod(v, &end);
+  if (end == v || *end || !(x > 0)) {
+    static int said;
+    if (!said++)
+      fprintf(stderr, "fco-bench: FCO_BENCH_PEAK_TFLOPS=\"%s\" is not a positive number: "
+              "ignored, the peak is measured\n", v);
+    return 0;
+  }
+  return x;
+}
+
+/* The dense GEMM rate of device devs[0] in the row's dtype, as impl 0 computes it (cublasGemmEx,
+ * fp32 compute, no TF32): the best of GA_PEAK_ITERS timed calls at each probe shape, the highest
+ * over the shapes. Inputs: the bench's pseudo-random table (values in [−1, 1), not zeros, which
+ * would draw less power than real data), one buffer read as both operands. */
+#define GA_PEAK_ITERS 10
+static fco_result_t ga_peak_measure(bench_ctx_t* ctx, fco_dtype_t dt, double* tflops) {
+  static const int shapes16[][3] = {{8192, 8192, 8192}, {4096, 4096, 14336}, {16384, 4096, 4096}};
+  static const int shapes32[][3] = {{4096, 4096, 4096}, {8192, 4096, 2048}};
+  const int (*sh)[3] = dt == FCO_F32 ? shapes32 : shapes16;
+  const int nsh = dt == FCO_F32 ? 2 : 3;
+  const size_t es = dt == FCO_F32 ? 4 : 2;
+  size_t n_in = 0, n_out = 0;
+  for (int i = 0; i < nsh; i++) {
+    size_t a = (size_t)sh[i][0] * sh[i][2], b = (size_t)sh[i][1] * sh[i][2];
+    size_t in = a > b ? a : b, out = (size_t)sh[i][0] * sh[i][1];
+    if (in > n_in) n_in = in;
+    if (out > n_out) n_out = out;
+  }
+  fco_result_t r = FCO_OK;
+  void *in = NULL, *out = NULL, *ws = NULL, *host = NULL;
+  cublasHandle_t h = NULL;
+  cudaStream_t s = NULL;
+  cudaEvent_t e0 = NULL, e1 = NULL;
+  *tflops = 0;
+  if (cudaSetDevice(ctx->devs[0]) != cudaSuccess || cudaMalloc(&in, n_in * es) != cudaSuccess ||
+      cudaMalloc(&out, n_out * es) != cudaSuccess || cudaMalloc(&ws, GA_BLAS_WS) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess ||
+      !(host = malloc(n_in * es))) {
+    r = bench_fail(ctx, FCO_ERR_CUDA, "peak GEMM probe: %zu MiB of device memory, stream, events",
+                   (n_in + n_out) * es >> 20);
+    goto done;
+  }
+  table_init();
+  for (size_t i = 0; i < n_in; i++) {
+    const float v = g_table[i % GA_TABLE];
+    if (dt == FCO_F32) ((float*)host)[i] = v;
+    else if (dt == FCO_F16) ((unsigned short*)host)[i] = bench_float_to_half(v);
+    else ((unsigned short*)host)[i] = bench_float_to_bf16(v);
+  }
+  if (cudaMemcpy(in, host, n_in * es, cudaMemcpyHostToDevice) != cudaSuccess) {
+    r = bench_fail(ctx, FCO_ERR_CUDA, "peak GEMM probe: upload");
+    goto done;
+  }
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, s) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(h, ws, GA_BLAS_WS) != CUBLAS_STATUS_SUCCESS) {
+    r = bench_fail(ctx, FCO_ERR_CUDA, "peak GEMM probe: cuBLAS handle");
+    goto done;
+  }
+  const cudaDataType_t t = dt == FCO_F32 ? CUDA_R_32F : dt == FCO_F16 ? CUDA_R_16F : CUDA_R_16BF;
+  const float one = 1.f, zero = 0.f;
+  for (int i = 0; i < nsh; i++) {
+    const int m = sh[i][0], n = sh[i][1], k = sh[i][2];
+    float best_ms = 0;
+    for (int it = 0; it < 3 + GA_PEAK_ITERS; it++) { /* 3 untimed */
+      cudaEventRecord(e0, s);
+      cublasStatus_t bs = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, in, t, k, in,
+                                       t, k, &zero, out, t, n, CUBLAS_COMPUTE_32F,
+                                       CUBLAS_GEMM_DEFAULT);
+      cudaEventRecord(e1, s);
+      float ms = 0;
+      if (bs != CUBLAS_STATUS_SUCCESS || cudaEventSynchronize(e1) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
+        r = bench_fail(ctx, FCO_ERR_CUDA, "peak GEMM probe: cublasGemmEx %dx%dx%d (status %d)", m,
+                       n, k, (int)bs);
+        goto done;
+      }
+      if (it >= 3 && ms > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
+    }
+    const double rate = 2.0 * m * n * k / (best_ms * 1e-3) / 1e12;
+    if (rate > *tflops) *tflops = rate;
+  }
+done:
+  if (h) cublasDestroy(h);
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  cudaFree(in);
+  cudaFree(out);
+  cudaFree(ws);
+  free(host);
+  return r;
+}
+#endif
+
 static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
   ga_state_t* st = (ga_state_t*)state;
   row->compute_us = row->comm_us = row->both_us = -1;
-  if (ctx->transport == FCO_TRANSPORT_NCCL) {
-    double f = st->flops_max / 790e12, b = st->bytes_max / (364e9);
-    row->floor_us = 1e6 * (f > b ? f : b);
-  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
-    double f = st->flops_all / 790e12, b = 2 * st->bytes_all / 4300e9;
-    row->floor_us = 1e6 * (f > b ? f : b);
-  } else {
-    row->floor_us = -1;
-  }
+  row->floor_us = -1;
 #ifdef FCO_HAVE_CUDA
   if (!ctx->on_gpu) return FCO_OK;
-  fco_result_t r = bench_time(ctx, gemm_issue, st, 1, &row->compute_us);
+  fco_result_t r = FCO_OK;
+  double* peak = &g_peak[st->dtype];
+  if (*peak <= 0) {
+    *peak = peak_given();
+    g_peak_given = *peak > 0;
+    if (!g_peak_given && (r = ga_peak_measure(ctx, st->dtype, peak)) != FCO_OK) return r;
+  }
+  row->peak_tflops = *peak;
+  if (ctx->transport == FCO_TRANSPORT_NCCL) {
+    double f = st->flops_max / (*peak * 1e12), b = st->bytes_max / (BENCH_NVLINK_GBPS * 1e9);
+    row->floor_us = 1e6 * (f > b ? f : b);
+  } else {
+    double f = st->flops_all / (*peak * 1e12), b = 2 * st->bytes_all / (BENCH_HBM_GBPS * 1e9);
+    row->floor_us = 1e6 * (f > b ? f : b);
+  }
+  r = bench_time(ctx, gemm_issue, st, 1, &row->compute_us);
   if (r != FCO_OK) return r;
   if (ctx->transport == FCO_TRANSPORT_NCCL && !g_have_nccl) {
     if (ncclCommInitAll(g_nccl, ctx->nranks, ctx->devs) != ncclSuccess)
@@ -577,6 +694,15 @@ static void num(FILE* f, int w, double v) {
 
 static void ga_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
   const bench_op_t* op = rows[0].op;
+#ifdef FCO_HAVE_CUDA
+  if (rows[0].peak_tflops > 0)
+    fprintf(f, "# floor's GEMM rate: %.1f TFLOP/s %s (%s)\n", rows[0].peak_tflops,
+            fco_dtype_name(rows[0].dtype),
+            g_peak_given ? "given by FCO_BENCH_PEAK_TFLOPS"
+                         : "measured in this run: cuBLAS GemmEx, the best of 10 calls at 8192^3, "
+                           "4096x4096x14336 and 16384x4096x4096 (f32: 4096^3, 8192x4096x2048), "
+                           "device 0");
+#endif
   fprintf(f, "# %-26s %9s %9s %9s", "tokens,K,N,E,topk,skew", "gemm", "a2a", "both");
   for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %9s", bench_impl_label(ctx, op, j));
   fprintf(f, " %7s %8s %7s %9s %8s %7s\n", "best", "speedup", "auto_x", "floor", "TFLOP/s", "#wrong");
