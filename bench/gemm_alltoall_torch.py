@@ -27,7 +27,8 @@ layout). Columns (median µs, slowest rank per iteration):
   floor  max(FLOPs / peak, bytes sent to peers / 364 GB/s), the busiest rank (fco-bench's nccl
          floor); peak = the dense GEMM rate in the dtype measured in this run (torch.matmul, best of
          10 calls at 8192³, 4096×4096×14336 and 16384×4096×4096 — f32: 4096³, 8192×4096×2048 —
-         the highest over the shapes and ranks), or --peak-tflops; target = max(gemm, a2a) + 0.2·min(gemm, a2a) (issue 5's overlap target)
+         the highest over the shapes and ranks) or --peak-tflops, or the row's gemm column's rate
+         where that is higher (JSON: peak_tflops); target = max(gemm, a2a) + 0.2·min(gemm, a2a) (issue 5's overlap target)
   #wrong sampled output elements (first / last / spread rows of every source's block, 64 columns)
          against a float64 reference rebuilt from the source's seed; bound as fco-bench (bf16:
          |d| ≤ 1e-2·|ref| + 4e-3·Σ|a·w|); rows never written (output poisoned with NaN) count too
@@ -274,7 +275,7 @@ def run(args, names=()):
             print(f"# floor's GEMM rate: {peaks[dname]:.1f} TFLOP/s {dname} ("
                   + ("given by --peak-tflops" if args.peak_tflops > 0 else
                      "measured in this run: torch.matmul, best of 10 calls, highest over "
-                     "shapes and ranks") + ")", flush=True)
+                     "shapes and ranks") + "), or the row's gemm column's where higher", flush=True)
     torch.backends.cuda.matmul.allow_tf32 = prev_tf32
     for wid, (tokens, K, N, Eg, topk, skew) in enumerate(workloads()):
         if Eg % P:
@@ -352,13 +353,16 @@ def run(args, names=()):
                 dist.all_reduce(wt)
                 fwrong = int(wt.item())
             sent = [sum(per[r * E:(r + 1) * E]) * (P - 1) * N * es for r in range(P)]
-            floor = max(max(flops) / (peaks[dname] * 1e6), max(sent) / (LINK_GBPS * 1e3))
+            # the probe's rate, or this row's gemm column's where higher (run 472e5cd-peak:
+            # torch.matmul's probe 751 TFLOP/s, the 4096-token bmm row 800)
+            peak = max(peaks[dname], max(flops) / (t["gemm"] * 1e6))
+            floor = max(max(flops) / (peak * 1e6), max(sent) / (LINK_GBPS * 1e3))
             target = max(t["gemm"], t["a2a"]) + 0.2 * min(t["gemm"], t["a2a"])
             tflops = max(flops) / (t["gemm"] * 1e6)
             results.append({"tokens": tokens, "k": K, "n": N, "experts": Eg, "topk": topk,
                             "skew": skew, "ranks": P, "rows": rows, "out_rows": tokens * topk,
                             "dtype": dname, "gemm_mode": mode, "t": t, "floor": floor,
-                            "peak_tflops": peaks[dname],
+                            "peak_tflops": peak,
                             "target": target, "gemm_tflops": tflops, "wrong": wrong,
                             "fco": ft, "fco_wrong": fwrong})
             if rank == 0:
