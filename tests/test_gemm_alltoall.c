@@ -216,24 +216,6 @@ static void graph_replay(const t_world_t* w) {
   ga_free_case(&c);
 }
 
-/* New A values (same shape, same buffers): a replay must compute with them. */
-static void refill_a(const t_world_t* w, ga_case_t* c, ga_bufs_t* b, uint64_t seed) {
-  size_t es = fco_dtype_size(c->dtype);
-  for (int r = 0; r < c->P; r++) {
-    size_t na = (size_t)c->a_rows * c->K;
-    void* h = malloc(na * es + 1);
-    char tmp[4];
-    for (size_t i = 0; i < na; i++) {
-      seed = t_mix(seed);
-      t_set_elem(c->dtype, tmp, 0, (float)((double)(seed >> 11) * (2.0 / 9007199254740992.0) - 1));
-      c->a[r][i] = t_get_elem(c->dtype, tmp, 0);
-      t_set_elem(c->dtype, h, i, c->a[r][i]);
-    }
-    t_put(w->transport, ga_dev_of(w, r), b->a[r], h, na * es);
-    free(h);
-  }
-}
-
 /* Local transport, impls 0 and 2 (GEMM sizes from counts_host): capture without counts_host is
  * refused up front (FCO_ERR_INVALID_USAGE, nothing captured, the capture ends cleanly); with the
  * hints, replays with new inputs are right; a replay with other device counts reports
@@ -271,7 +253,7 @@ static void graph_hinted(fco_transport_t t, int P, int impl) {
   ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
   for (int it = 0; it < 2; it++) {
     t_context("P=%d graph impl %d: replay %d, new inputs", P, impl, it);
-    refill_a(&w, &c, &b, t_next_seed());
+    ga_refill_a(&w, &c, &b, t_next_seed());
     ga_poison(&w, &c, &b);
     ASSERT_EQ(cudaGraphLaunch(ge, st), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);

@@ -10,6 +10,8 @@
  *   On GPU transports also: gemm_alltoall impl 2 of the two communicators while the first one's
  *   stream is held by a host function — the second call must finish anyway (until session 33
  *   both queued their pushes on one side stream per thread, so it waited for the held one);
+ *   impl 2 on 12 fresh streams at once (past the 8 push streams kept a thread: the rest share
+ *   one) and captured on one more, every output checked;
  *   a call captured on a stream that never ran eagerly (it gets no workspace: fco_last_plan says
  *   "no cuBLAS workspace"; the replay must be right), the same stream after an eager call
  *   (captured with its own workspace), and that graph replayed right after 18 more streams made
@@ -200,6 +202,63 @@ static void chunks_independent(ctx_t* c) {
   }
 }
 
+/* impl 2 on more user streams than the library keeps push streams for (8 a thread and device:
+ * later streams share the first entry's push stream and event ring), NS calls issued back to back
+ * on NS fresh streams with nothing ordering them, then every output checked; then impl 2 captured
+ * on one more fresh stream (a stream first seen in a capture: the shared entry too), replayed
+ * twice on fresh inputs and poisoned outputs. */
+#define NS 12
+static void chunks_many_streams(ctx_t* c) {
+  const t_world_t* w = &c->w[0];
+  void* s[NS + 1];
+  ga_case_t gc[NS];
+  ga_bufs_t gb[NS];
+  for (int k = 0; k <= NS; k++) s[k] = new_stream(w->transport);
+  for (int k = 0; k < NS; k++) {
+    ga_make_case(&gc[k], 1, 64 + 8 * k, 64 + 16 * (k % 3), k & 1, k % 3 ? FCO_BF16 : FCO_F16,
+                 t_next_seed(), 1, 4);
+    ga_upload(w, &gc[k], &gb[k]);
+    ga_poison(w, &gc[k], &gb[k]);
+  }
+  for (int k = 0; k < NS; k++) {
+    t_context("impl 2 on fresh stream %d of %d", k, NS);
+    ASSERT_OK(ga_issue(w, &gc[k], &gb[k], 2, 1, s[k]));
+  }
+  for (int k = 0; k < NS; k++) {
+    sync_stream(w->transport, s[k]);
+    ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+    t_context("impl 2 on fresh stream %d of %d: check", k, NS);
+    ASSERT_EQ(ga_check(w, &gc[k], &gb[k]), (size_t)0);
+  }
+  t_context("impl 2 captured on a fresh stream");
+  ga_poison(w, &gc[0], &gb[0]);
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s[NS], cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  fco_result_t r = ga_issue(w, &gc[0], &gb[0], 2, 1, s[NS]);
+  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s[NS], &g), cudaSuccess);
+  ASSERT_OK(r);
+  expect_plan(w, "impl 2", 1);
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  for (int rep = 0; rep < 2; rep++) {
+    t_context("impl 2 captured on a fresh stream: replay %d", rep);
+    ga_refill_a(w, &gc[0], &gb[0], t_next_seed());
+    ga_poison(w, &gc[0], &gb[0]);
+    ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s[NS]), cudaSuccess);
+    sync_stream(w->transport, s[NS]);
+    ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+    ASSERT_EQ(ga_check(w, &gc[0], &gb[0]), (size_t)0);
+  }
+  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  for (int k = 0; k < NS; k++) {
+    ga_free_bufs(w, &gc[k], &gb[k]);
+    ga_free_case(&gc[k]);
+  }
+  for (int k = 0; k <= NS; k++) free_stream(w->transport, s[k]);
+}
+
 /* gemm_alltoall impl 0 (with the hints: capturable) captured on a stream that never ran it
  * eagerly: no workspace, right results. */
 static void gemm_graph_fresh_stream(ctx_t* c) {
@@ -252,6 +311,8 @@ int main(void) {
   if (t_is_gpu(t)) {
     chunks_independent(&c);
     printf("impl 2 of two communicators on two streams, one held: ok\n");
+    chunks_many_streams(&c);
+    printf("impl 2 on %d fresh streams at once, and captured on one more: ok\n", NS);
     void* s = new_stream(t);
     graph_on(&c, s, 1, "a stream with no eager call"); /* no workspace */
     t_context("eager call on that stream");

@@ -280,3 +280,20 @@ void ga_expect_rejected(t_world_t* w, ga_case_t* c, ga_bufs_t* b, fco_result_t r
   ga_free_case(c);
   for (int q = 0; q < w->n; q++) ASSERT_OK(fco_comm_destroy(w->comms[q]));
 }
+
+void ga_refill_a(const t_world_t* w, ga_case_t* c, ga_bufs_t* b, uint64_t seed) {
+  size_t es = fco_dtype_size(c->dtype);
+  for (int r = 0; r < c->P; r++) {
+    size_t na = (size_t)c->a_rows * c->K;
+    void* h = malloc(na * es + 1);
+    char tmp[4];
+    for (size_t i = 0; i < na; i++) {
+      seed = t_mix(seed);
+      t_set_elem(c->dtype, tmp, 0, (float)((double)(seed >> 11) * (2.0 / 9007199254740992.0) - 1));
+      c->a[r][i] = t_get_elem(c->dtype, tmp, 0);
+      t_set_elem(c->dtype, h, i, c->a[r][i]);
+    }
+    t_put(w->transport, ga_dev_of(w, r), b->a[r], h, na * es);
+    free(h);
+  }
+}

@@ -62,6 +62,8 @@ void ga_upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b);
 /* Every out poisoned, its guard set. */
 void ga_poison(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b);
 void ga_free_bufs(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b);
+/* Fresh values (from seed) in every rank's A, host reference and device copy: for graph replays. */
+void ga_refill_a(const t_world_t* w, ga_case_t* c, ga_bufs_t* b, uint64_t seed);
 
 /* Host hints of one call (rank r's counts_host / recv_rows_host), NULL = none. The library
  * reads them when the group executes, so they must stay valid until fco_group_end returns. */
