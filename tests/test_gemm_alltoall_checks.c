@@ -282,7 +282,8 @@ static void knob_readback(const t_world_t* w) {
   const int P = w->n;
   int have_tma = -1; /* the default tile is WgmmaTileTma: from case 0's plan (impl 1) */
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    const int tile_knob = !strncmp(cases[i].knob, "FCO_GA_TILE", 11) || !strcmp(cases[i].knob, "FCO_GA_EPI");
+    const int tile_knob =
+        !strcmp(cases[i].knob, "FCO_GA_TILE") || !strcmp(cases[i].knob, "FCO_GA_EPI");
     if (tile_knob && !have_tma) continue;
     t_context("P=%d %s=\"%s\", impl %d", P, cases[i].knob, cases[i].value, cases[i].impl);
     ga_case_t c;

@@ -257,9 +257,10 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   const long long mix = fco_env_int("FCO_EA_MIX", -1);
   p->mix = (int32_t)(mix < 0 ? -1 : mix > 100 ? 100 : mix);
   /* FCO_EA_DECODE: "old" / "0" the previous fused kernel, "cursor" / "1" the 32-bit cursor
-   * kernel; unset (or another value, said on stderr): the cursor kernel for rows of at most 256 bytes, the previous one for longer
-   * rows (run ad0463c, f32 D = 128 — 512-byte rows: the cursor kernel 7–14 % slower, even
-   * slower than impl 0; rows of ≤ 256 bytes, bf16 and f32: 1–13 % faster). */
+   * kernel; unset (or another value, said on stderr): the cursor kernel for rows of at most 256
+   * bytes, the previous one for longer rows (run ad0463c, f32 D = 128 — 512-byte rows: the
+   * cursor kernel 7–14 % slower, even slower than impl 0; rows of ≤ 256 bytes, bf16 and f32:
+   * 1–13 % faster). */
   static const char* const kDecode[] = {"old", "0", "cursor", "1", nullptr};
   const int dec = fco_env_choice("FCO_EA_DECODE", kDecode, -1); /* other values: said, unset */
   p->decode = dec >= 0 ? dec / 2 : (double)a0->dim * (double)es <= 256.0;
