@@ -10,8 +10,9 @@
  *   On GPU transports also: gemm_alltoall impl 2 of the two communicators while the first one's
  *   stream is held by a host function — the second call must finish anyway (until session 33
  *   both queued their pushes on one side stream per thread, so it waited for the held one);
- *   impl 2 on 12 fresh streams at once (past the 8 push streams kept a thread: the rest share
- *   one) and captured on one more, every output checked;
+ *   impl 2 on 12 fresh streams at once (past the 8 push streams kept a thread: later streams take
+ *   over the least recently used) and captured on one more, every output checked; then the held
+ *   stream part again on two more fresh streams (each takes over its own push stream);
  *   a call captured on a stream that never ran eagerly (it gets no workspace: fco_last_plan says
  *   "no cuBLAS workspace"; the replay must be right), the same stream after an eager call
  *   (captured with its own workspace), and that graph replayed right after 18 more streams made
@@ -158,9 +159,10 @@ static void CUDART_CB hold_stream(void* arg) {
   while (!__atomic_load_n(&g_release, __ATOMIC_ACQUIRE)) usleep(200);
 }
 
-/* impl 2 (chunks) of both communicators, the first one's stream held: the second call must
- * finish while the first waits (each user stream has its own push stream), then both right. */
-static void chunks_independent(ctx_t* c) {
+/* impl 2 (chunks) of both communicators on streams st[0], st[1], the first one's stream held:
+ * the second call must finish while the first waits (each user stream has its own push stream),
+ * then both right. */
+static void chunks_independent(ctx_t* c, void* const st[NW], const char* what) {
   fco_transport_t t = c->w[0].transport;
   ga_case_t gc[NW];
   ga_bufs_t gb[NW];
@@ -172,27 +174,27 @@ static void chunks_independent(ctx_t* c) {
     for (int k = 0; k < NW; k++) ga_poison(&c->w[k], &gc[k], &gb[k]);
     if (pass == 1) {
       __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
-      ASSERT_EQ(cudaLaunchHostFunc((cudaStream_t)c->st[0], hold_stream, NULL), cudaSuccess);
+      ASSERT_EQ(cudaLaunchHostFunc((cudaStream_t)st[0], hold_stream, NULL), cudaSuccess);
     }
     for (int k = 0; k < NW; k++) {
-      t_context("impl 2 on two streams, pass %d: comm %d's call", pass, k);
-      ASSERT_OK(ga_issue(&c->w[k], &gc[k], &gb[k], 2, 1, c->st[k]));
+      t_context("impl 2 on %s, pass %d: comm %d's call", what, pass, k);
+      ASSERT_OK(ga_issue(&c->w[k], &gc[k], &gb[k], 2, 1, st[k]));
     }
     cudaError_t q = cudaSuccess;
     if (pass == 1) {
       const double t0 = t_now_ms();
-      while ((q = cudaStreamQuery((cudaStream_t)c->st[1])) == cudaErrorNotReady &&
+      while ((q = cudaStreamQuery((cudaStream_t)st[1])) == cudaErrorNotReady &&
              t_now_ms() - t0 < 10000)
         usleep(1000);
       __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
     }
-    t_context("impl 2 on two streams, pass %d: comm 1's call while comm 0's stream is held "
-              "(plan \"%s\")", pass, fco_last_plan(c->w[1].comms[0]));
+    t_context("impl 2 on %s, pass %d: comm 1's call while comm 0's stream is held "
+              "(plan \"%s\")", what, pass, fco_last_plan(c->w[1].comms[0]));
     ASSERT_EQ(q, cudaSuccess); /* cudaErrorNotReady: it waited for the held stream */
     for (int k = 0; k < NW; k++) {
-      sync_stream(t, c->st[k]);
+      sync_stream(t, st[k]);
       ASSERT_OK(fco_comm_get_async_error(c->w[k].comms[0]));
-      t_context("impl 2 on two streams, pass %d: check comm %d", pass, k);
+      t_context("impl 2 on %s, pass %d: check comm %d", what, pass, k);
       ASSERT_EQ(ga_check(&c->w[k], &gc[k], &gb[k]), (size_t)0);
     }
   }
@@ -203,9 +205,9 @@ static void chunks_independent(ctx_t* c) {
 }
 
 /* impl 2 on more user streams than the library keeps push streams for (8 a thread and device:
- * later streams share the first entry's push stream and event ring), NS calls issued back to back
+ * later streams take over the least recently used one), NS calls issued back to back
  * on NS fresh streams with nothing ordering them, then every output checked; then impl 2 captured
- * on one more fresh stream (a stream first seen in a capture: the shared entry too), replayed
+ * on one more fresh stream (a stream first seen in a capture takes over an entry too), replayed
  * twice on fresh inputs and poisoned outputs. */
 #define NS 12
 static void chunks_many_streams(ctx_t* c) {
@@ -309,10 +311,16 @@ int main(void) {
   printf("two communicators, two streams, %d rounds: ok\n", rounds);
 #ifdef FCO_HAVE_CUDA
   if (t_is_gpu(t)) {
-    chunks_independent(&c);
+    chunks_independent(&c, c.st, "two streams");
     printf("impl 2 of two communicators on two streams, one held: ok\n");
     chunks_many_streams(&c);
     printf("impl 2 on %d fresh streams at once, and captured on one more: ok\n", NS);
+    /* The push streams are all made now: two more fresh streams each take over the least
+     * recently used one (until session 34 both shared the first: the second call waited). */
+    void* more[NW] = {new_stream(t), new_stream(t)};
+    chunks_independent(&c, more, "two fresh streams past the 8 push streams");
+    for (int k = 0; k < NW; k++) free_stream(t, more[k]);
+    printf("impl 2 on two more fresh streams, one held: ok\n");
     void* s = new_stream(t);
     graph_on(&c, s, 1, "a stream with no eager call"); /* no workspace */
     t_context("eager call on that stream");

@@ -89,9 +89,12 @@ namespace {
 /* impl 2's push stream and its event ring, per user stream (since session 33; before, one per
  * (thread, device): two communicators driven from one thread on two streams queued their pushes
  * on one side stream, and each call's stream joined it, so the second call waited for the first
- * call's pushes). Up to kSideStreams user streams a thread and device; past that, and for a
- * stream first seen inside a CUDA-graph capture, the first entry is shared (right results, the
- * two calls' pushes then serialise). */
+ * call's pushes). Up to kSideStreams entries a thread and device. A stream without an entry gets
+ * a new one, or, when all are made or the stream is being captured (nothing is created during a
+ * capture), the least recently used entry is handed over to it (since session 34; before, the
+ * first entry was shared). Handing over is safe: every call forks from and joins back to its own
+ * stream within the call, so between calls no push stream belongs to any stream's work; the new
+ * owner's pushes only queue behind what the entry's push stream still runs. */
 constexpr int kNumEvents = 128;
 constexpr int kSideStreams = 8;
 struct DevRes {
@@ -99,10 +102,12 @@ struct DevRes {
   cudaStream_t side = nullptr; /* impl 2's push stream */
   cudaEvent_t ev[kNumEvents] = {};
   int next_ev = 0;
+  unsigned long long used = 0; /* ThreadRes::tick at the last call */
 };
 struct ThreadRes {
   DevRes e[kSideStreams];
   int n = 0;
+  unsigned long long tick = 0;
 };
 thread_local ThreadRes t_res[kMaxDevices];
 
@@ -127,6 +132,9 @@ fco_result_t resources(cudaStream_t user, char* err, DevRes** out) {
     }
     if (t.n > 0 && (t.n == kSideStreams || cap != cudaStreamCaptureStatusNone)) {
       r = &t.e[0];
+      for (int i = 1; i < t.n; ++i)
+        if (t.e[i].used < r->used) r = &t.e[i];
+      r->user = user;
     } else {
       r = &t.e[t.n];
       if (!r->side &&
@@ -140,6 +148,7 @@ fco_result_t resources(cudaStream_t user, char* err, DevRes** out) {
       ++t.n; /* complete (a failure above leaves what it made for the next try) */
     }
   }
+  r->used = ++t.tick;
   fco_result_t res = preload_kernels(err);
   if (res != FCO_OK) return res;
   *out = r;
