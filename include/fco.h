@@ -494,7 +494,10 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * (FCO_ERR_INVALID_USAGE while capturing); impl 0 on nccl also needs recv_rows_host, or else
  * one rank per thread (it then exchanges the totals with ncclAllGather and synchronises).
  * Impls 0 and 2 keep cuBLAS state as fco_gemv_allreduce's impl 0 does (a handle per device, a
- * workspace per (device, stream): warm up on the stream you will capture).
+ * workspace per (device, stream): warm up on the stream you will capture). Impl 2 pushes on an
+ * internal stream forked from and joined back to `stream` within the call, one per `stream` (up
+ * to 8 a thread and device, then the least recently used is handed over): calls on two streams
+ * do not wait for each other.
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
  * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): with P > 1, impl 1 for
