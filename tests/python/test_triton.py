@@ -439,7 +439,8 @@ def test_gemm_plan(monkeypatch):
     assert GA.config(2, 7168, 4096, 16, 2)["split"] == 0
     assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 0
     monkeypatch.setenv("FCO_TRITON_WAIT_NS", "junk")
-    assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 512
+    with pytest.warns(RuntimeWarning, match="FCO_TRITON_WAIT_NS='junk' is not an integer"):
+        assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 512
 
 
 @needs_triton

@@ -44,6 +44,7 @@ environment, as Triton makes its own.
 """
 import os
 import time
+import warnings
 
 import triton
 import triton.language as tl
@@ -98,11 +99,14 @@ WAIT_NS = 512  # default backoff cap of the waits (ns); FCO_TRITON_WAIT_NS overr
 
 def wait_ns_default():
     """The backoff cap (ns) the operators pass as their WAIT_NS constexpr: FCO_TRITON_WAIT_NS
-    (0: spin without sleeping, the behaviour before the backoff), else WAIT_NS."""
+    (0: spin without sleeping, the behaviour before the backoff), else WAIT_NS. A value that is
+    not an integer is ignored, as if unset, with a RuntimeWarning (as the C library's knobs)."""
     v = os.environ.get("FCO_TRITON_WAIT_NS", "")
     try:
-        return max(0, min(int(v), 1 << 20)) if v else WAIT_NS
+        return max(0, min(int(v), 1 << 20)) if v.strip() else WAIT_NS
     except ValueError:
+        warnings.warn(f"FCO_TRITON_WAIT_NS={v!r} is not an integer: ignored, as if unset",
+                      RuntimeWarning, stacklevel=2)
         return WAIT_NS
 
 
