@@ -18,18 +18,32 @@ transport=${FCO_TRANSPORT:-cpu}
 logdir=$BUILD/tests/logs/$transport
 mkdir -p "$logdir"
 
+stale_msg=""
 if [ $# -gt 0 ]; then
   tests=()
   for name in "$@"; do tests+=("$BUILD/tests/${name#tests/}"); done
 else
+  # The suite is what the sources say (as the Makefile's TESTS): tests/test_*.c and, as
+  # test_example_*, examples/c/*.c. A program left in $BUILD/tests by a renamed or removed test
+  # does not run; one that was not built fails ("no such test program").
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
   shopt -s nullglob
-  tests=("$BUILD"/tests/test_*)
+  tests=()
+  for src in "$root"/tests/test_*.c; do tests+=("$BUILD/tests/$(basename "$src" .c)"); done
+  for src in "$root"/examples/c/*.c; do tests+=("$BUILD/tests/test_example_$(basename "$src" .c)"); done
   shopt -u nullglob
+  stale=()
+  for t in "$BUILD"/tests/test_*; do
+    [ -f "$t" ] && [ -x "$t" ] || continue
+    case " ${tests[*]} " in *" $t "*) ;; *) stale+=("$(basename "$t")") ;; esac
+  done
+  [ ${#stale[@]} -gt 0 ] && stale_msg="# not run (no source in tests/ or examples/c/ any more): ${stale[*]}"
 fi
 
 pass=0 fail=0 skip=0 failed=()
 start=$(date +%s)
 echo "# fco tests: transport $transport, build $BUILD, timeout ${TEST_TIMEOUT}s per test"
+[ -n "$stale_msg" ] && echo "$stale_msg"
 for t in "${tests[@]}"; do
   name=$(basename "$t")
   log=$logdir/$name.log
