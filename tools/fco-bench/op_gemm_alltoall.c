@@ -645,10 +645,10 @@ done:
 #endif
 
 static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
-  ga_state_t* st = (ga_state_t*)state;
   row->compute_us = row->comm_us = row->both_us = -1;
   row->floor_us = -1;
 #ifdef FCO_HAVE_CUDA
+  ga_state_t* st = (ga_state_t*)state;
   if (!ctx->on_gpu) return FCO_OK;
   fco_result_t r = FCO_OK;
   double* peak = &g_peak[st->dtype];

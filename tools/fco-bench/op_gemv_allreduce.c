@@ -157,7 +157,6 @@ static uint64_t mix(uint64_t x) {
 static int x_val(unsigned seed, size_t m, size_t k) {
   return (int)(mix(((uint64_t)seed << 56) ^ (m << 40) ^ k) % 3) - 1;
 }
-static int w_nonzero(size_t n, size_t k) { return (k + 7 * n) % 128 == 0; }
 static int w_val(unsigned seed, size_t n, size_t k) {
   return (mix(((uint64_t)seed << 56) ^ 0x5555ull << 40 ^ (n << 20) ^ k) & 1) ? 1 : -1;
 }
@@ -409,8 +408,8 @@ static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
   }
   return FCO_OK;
 }
-#endif
 
+/* The all-reduce of y alone (the comm_us column: GPU transports). */
 static fco_result_t ar_issue(bench_ctx_t* ctx, void* arg, int iter) {
   gar_state_t* st = (gar_state_t*)arg;
   int set = iter % st->nsets;
@@ -428,6 +427,7 @@ static fco_result_t ar_issue(bench_ctx_t* ctx, void* arg, int iter) {
   fco_result_t e = fco_group_end();
   return first != FCO_OK ? first : e;
 }
+#endif
 
 static fco_result_t gar_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* row) {
   gar_state_t* st = (gar_state_t*)state;
