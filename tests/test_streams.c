@@ -12,7 +12,9 @@
  *   both queued their pushes on one side stream per thread, so it waited for the held one);
  *   impl 2 on 12 fresh streams at once (past the 8 push streams kept a thread: later streams take
  *   over the least recently used) and captured on one more, every output checked; then the held
- *   stream part again on two more fresh streams (each takes over its own push stream);
+ *   stream part again on two more fresh streams (each takes over its own push stream); 40
+ *   threads in turn, each running impl 2 once and ending: the count of live push streams is back
+ *   where it was after each (a thread that ends gives its push streams back);
  *   a call captured on a stream that never ran eagerly (it gets no workspace: fco_last_plan says
  *   "no cuBLAS workspace"; the replay must be right), the same stream after an eager call
  *   (captured with its own workspace), and that graph replayed right after 18 more streams made
@@ -20,6 +22,7 @@
  *   make test   or   build/tests/test_streams   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs 3 rounds instead of 8.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -261,6 +264,51 @@ static void chunks_many_streams(ctx_t* c) {
   for (int k = 0; k <= NS; k++) free_stream(w->transport, s[k]);
 }
 
+/* Live push streams of gemm_alltoall impl 2 (src/cuda/gemm_alltoall.cu; exported, not in fco.h). */
+int fco_cuda_ga_push_streams_live(void);
+
+/* One thread: impl 2 of world 0 on a stream of its own, checked; then the thread ends. */
+typedef struct {
+  const t_world_t* w;
+  uint64_t seed;
+} thread_arg_t;
+static void* impl2_thread(void* p) {
+  const thread_arg_t* a = (const thread_arg_t*)p;
+  ASSERT_EQ(cudaSetDevice(t_rank_device(a->w->transport, 0)), cudaSuccess);
+  void* s = new_stream(a->w->transport);
+  ga_case_t gc;
+  ga_bufs_t gb;
+  ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, a->seed, 1, 4);
+  ga_upload(a->w, &gc, &gb);
+  ga_poison(a->w, &gc, &gb);
+  ASSERT_OK(ga_issue(a->w, &gc, &gb, 2, 1, s));
+  sync_stream(a->w->transport, s);
+  ASSERT_OK(fco_comm_get_async_error(a->w->comms[0]));
+  ASSERT_EQ(ga_check(a->w, &gc, &gb), (size_t)0);
+  ga_free_bufs(a->w, &gc, &gb);
+  ga_free_case(&gc);
+  free_stream(a->w->transport, s);
+  return NULL;
+}
+
+/* NT threads one after another, each running impl 2 once and ending: every thread's push stream
+ * is given back when it ends (until session 34 each stayed to the process's end: a thread per
+ * request leaked a CUDA stream and 128 events each). */
+#define NT 40
+static void threads_give_back(ctx_t* c) {
+  const int before = fco_cuda_ga_push_streams_live();
+  for (int i = 0; i < NT; i++) {
+    thread_arg_t a = {&c->w[0], t_next_seed()};
+    pthread_t th;
+    t_context("impl 2 from thread %d of %d", i, NT);
+    ASSERT_EQ(pthread_create(&th, NULL, impl2_thread, &a), 0);
+    ASSERT_EQ(pthread_join(th, NULL), 0);
+    t_context("after thread %d of %d ended: live push streams %d, %d before the threads", i, NT,
+              fco_cuda_ga_push_streams_live(), before);
+    ASSERT_EQ(fco_cuda_ga_push_streams_live(), before);
+  }
+}
+
 /* gemm_alltoall impl 0 (with the hints: capturable) captured on a stream that never ran it
  * eagerly: no workspace, right results. */
 static void gemm_graph_fresh_stream(ctx_t* c) {
@@ -321,6 +369,8 @@ int main(void) {
     chunks_independent(&c, more, "two fresh streams past the 8 push streams");
     for (int k = 0; k < NW; k++) free_stream(t, more[k]);
     printf("impl 2 on two more fresh streams, one held: ok\n");
+    threads_give_back(&c);
+    printf("impl 2 from %d threads in turn, each one's push stream given back: ok\n", NT);
     void* s = new_stream(t);
     graph_on(&c, s, 1, "a stream with no eager call"); /* no workspace */
     t_context("eager call on that stream");

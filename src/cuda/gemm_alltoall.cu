@@ -74,8 +74,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <vector>
 
 #include "blas.cuh"
@@ -104,10 +108,31 @@ struct DevRes {
   int next_ev = 0;
   unsigned long long used = 0; /* ThreadRes::tick at the last call */
 };
+std::atomic<int> g_push_streams{0}; /* live push streams, every thread (the test's probe) */
+/* One per (thread, device). A thread that ends gives its push streams and events back (they
+ * used to stay until the process ended: a thread per request leaked a stream and 128 events
+ * each). Not the main thread: its thread_local objects are destroyed inside exit(), where the
+ * CUDA runtime may be going away; the process's end frees them. Work still queued on a push
+ * stream finishes first (cudaStreamDestroy / cudaEventDestroy release once the device is done),
+ * and graphs never refer to it (a capture turns its fork / join into graph edges). */
 struct ThreadRes {
   DevRes e[kSideStreams];
   int n = 0;
   unsigned long long tick = 0;
+  int device = -1; /* whose streams these are */
+  ~ThreadRes() {
+    if (n == 0 || (pid_t)syscall(SYS_gettid) == getpid()) return;
+    if (cudaSetDevice(device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      for (int k = 0; k < kNumEvents; ++k)
+        if (e[i].ev[k]) (void)cudaEventDestroy(e[i].ev[k]);
+      if (e[i].side && cudaStreamDestroy(e[i].side) == cudaSuccess) --g_push_streams;
+    }
+    (void)cudaGetLastError();
+  }
 };
 thread_local ThreadRes t_res[kMaxDevices];
 
@@ -137,9 +162,12 @@ fco_result_t resources(cudaStream_t user, char* err, DevRes** out) {
       r->user = user;
     } else {
       r = &t.e[t.n];
-      if (!r->side &&
-          (ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
-        return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
+      t.device = dev;
+      if (!r->side) {
+        if ((ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
+          return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
+        ++g_push_streams;
+      }
       for (int i = 0; i < kNumEvents; ++i)
         if (!r->ev[i] &&
             (ce = cudaEventCreateWithFlags(&r->ev[i], cudaEventDisableTiming)) != cudaSuccess)
@@ -766,6 +794,10 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
 }  // namespace
 }  // namespace ga
 }  // namespace fco
+
+/* Live push streams of impl 2 in the process (every thread and device): a test probe
+ * (tests/test_streams.c), exported like fco_env_int, not in fco.h. */
+extern "C" int fco_cuda_ga_push_streams_live(void) { return fco::ga::g_push_streams.load(); }
 
 /* nccl, after the transport's NCCL group (cuda_ops.h): impl 0's barrier, ordered after its
  * send/recv on the stream. Nothing for the fused impls or the local transport. */
