@@ -261,6 +261,16 @@ def measure_peak(dt, dev, given):
     return float(t.item())
 
 
+def print_header(names):
+    """The table's column line (rank 0), after the floor's GEMM rate lines."""
+    print(f"# {'tokens,K,N,E,topk,skew':26s} {'dtype':>5s} {'mode':>7s}"
+          + "".join(f" {c:>9s}" for c in ("gemm", "perm", "a2a", "total", "floor", "target"))
+          + f" {'TFLOP/s':>8s} {'#wrong':>7s}"
+          + ("".join(f" {c:>9s}" for c in names)
+             + "".join(f" {c:>6s}" for c in ("x_c", "x_tri", "tri_c")) + f" {'#wr_fco':>7s}"
+             if names else ""), flush=True)
+
+
 def run(args, names=()):
     rank, P = dist.get_rank(), dist.get_world_size()
     dev = torch.device("cuda", torch.cuda.current_device())
@@ -277,6 +287,8 @@ def run(args, names=()):
                      "measured in this run: torch.matmul, best of 10 calls, highest over "
                      "shapes and ranks") + "), or the row's gemm column's where higher", flush=True)
     torch.backends.cuda.matmul.allow_tf32 = prev_tf32
+    if rank == 0:
+        print_header(names)
     for wid, (tokens, K, N, Eg, topk, skew) in enumerate(workloads()):
         if Eg % P:
             if rank == 0:
@@ -459,12 +471,6 @@ def _worker(idx, args):
         if names:
             print(f"# fco: {_fco.lib_path()}; columns {', '.join(names)} (µs), x_c = total / best "
                   "C, x_tri = total / triton, tri_c = best C / triton", flush=True)
-        print(f"# {'tokens,K,N,E,topk,skew':26s} {'dtype':>5s} {'mode':>7s}"
-              + "".join(f" {c:>9s}" for c in ("gemm", "perm", "a2a", "total", "floor", "target"))
-              + f" {'TFLOP/s':>8s} {'#wrong':>7s}"
-              + ("".join(f" {c:>9s}" for c in names)
-                 + "".join(f" {c:>6s}" for c in ("x_c", "x_tri", "tri_c")) + f" {'#wr_fco':>7s}"
-                 if names else ""), flush=True)
     t0 = time.time()
     res = run(args, names)
     if dist.get_rank() == 0:
