@@ -15,7 +15,8 @@ Timing: CUDA graphs when --graph 1 (default; NCCL inside torch.cuda.graph), else
 events around each of --iters replays after --warmup; an iteration's time is the slowest rank's;
 the median is reported in µs. Env as fco-bench: FCO_BENCH_EA_WORKLOADS, FCO_BENCH_EA_ROWS,
 FCO_BENCH_EA_BATCH_DIV. Output: a table on rank 0's stdout, JSON with --json.
-Export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 on the H200 machine (DESIGN.md).
+Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+NVSHMEM_DISABLE_NVLS=1 (set here if unset).
 """
 import argparse
 import json
@@ -24,11 +25,15 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-import torch.nn.functional as F
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+               ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ.setdefault(_k, _v)
 
-from _torch_bench import init_rank, launch, time_fn
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from _torch_bench import init_rank, launch, time_fn  # noqa: E402
 
 # (global batch B, tables per GPU, D, L, rows per table, zipf) — the list of op_embedding_alltoall.c
 WORKLOADS = [

@@ -45,8 +45,8 @@ counts: one more sync per layer, not timed). Timing: CUDA graphs when --graph 1 
 inside torch.cuda.graph), else eager; CUDA events around each of --iters replays after --warmup.
 Output: a table on rank 0's stdout, JSON (fco-bench's record format: one record per column,
 fco ones as impl "fco_<name>") with --json.
-Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (set here
-if unset).
+Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+NVSHMEM_DISABLE_NVLS=1 (set here if unset).
 """
 import argparse
 import json
@@ -54,7 +54,8 @@ import os
 import sys
 import time
 
-for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")):
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+               ("NVSHMEM_DISABLE_NVLS", "1")):
     os.environ.setdefault(_k, _v)
 
 import torch  # noqa: E402
