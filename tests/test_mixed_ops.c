@@ -15,12 +15,16 @@
  * this one covers every pair, in both orders, at random. On GPU transports where the ranks share
  * one stream (local, or P = 1) some rounds are also captured into one CUDA graph and replayed 3
  * times (fresh allreduce / GEMV inputs, every output poisoned, then checked, before each), as a
- * decoder layer's graph would hold several of these operators.
+ * decoder layer's graph would hold several of these operators. On cpu and nccl some rounds are
+ * also issued from a thread per rank, each issuing its own rank's calls outside any group (the
+ * other way fco_comm_init_all's communicators may be driven, fco.h; not on local, which needs
+ * every virtual rank's call in one group); the outputs are checked after the threads are joined.
  *   make test   or   build/tests/test_mixed_ops   (FCO_TRANSPORT=cpu|local|nccl)
  * Worlds of P = 1..FCO_TEST_MAX_RANKS; FCO_TEST_SEED reproduces a run (the sequences and every
- * input); FCO_TEST_QUICK=1 runs 4 eager rounds a world instead of 12, and 1 graph round
- * instead of 3.
+ * input); FCO_TEST_QUICK=1 runs 4 eager rounds a world instead of 12, 1 graph round instead of
+ * 3, and 2 thread-per-rank rounds instead of 4.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "ea_fixture.h"
@@ -146,6 +150,30 @@ static fco_result_t issue(const t_world_t* w, const call_t* c, void* const* sp) 
   }
 }
 
+/* Rank r's part of the call alone, outside any group, on the default stream (a thread per
+ * rank). */
+static fco_result_t issue_rank(const t_world_t* w, const call_t* c, int r) {
+  switch (c->op) {
+    case kAllreduce:
+      return fco_allreduce(w->comms[r], c->ar.in[r], c->ar.out[r], c->ar.count, c->ar.dtype,
+                           c->impl, NULL);
+    case kGemv: {
+      const gemv_bufs_t* b = c->gv;
+      return fco_gemv_allreduce(w->comms[r], b->x[r], b->w[r], b->has_bias ? b->bias[r] : NULL,
+                                b->y[r], b->M, b->N, b->K[r], b->dt, c->impl, NULL);
+    }
+    case kEmbedding: return ea_prob_run_rank(w, &c->ea, r, c->impl, NULL);
+    default: {
+      const ga_case_t* g = &c->gc;
+      const ga_bufs_t* b = &c->gb;
+      return fco_gemm_alltoall(w->comms[r], b->a[r], g->a_rows, b->w[r], g->layout, g->E[r],
+                               b->counts[r], c->hints ? g->counts[r] : NULL,
+                               c->hints ? g->recv[r] : NULL, b->out[r], g->out_rows, g->K, g->N,
+                               g->dtype, c->impl, NULL);
+    }
+  }
+}
+
 /* Wrong elements of the call's output(s). */
 static size_t check(const t_world_t* w, call_t* c) {
   switch (c->op) {
@@ -189,17 +217,8 @@ static int make_round(const t_world_t* w, int round, call_t* calls) {
   return n;
 }
 
-/* Issue the round (sp as for issue()), then after one sync: no async error, every output right. */
-static void run_round(const t_world_t* w, int round, call_t* calls, int n, void* const* sp,
-                      int seen[kNumOps][kNumOps]) {
-  for (int i = 0; i < n; i++) {
-    t_context("P=%d round %d call %d (after %s): %s%s seed 0x%016llx", w->n, round, i,
-              i ? kOpName[calls[i - 1].op] : "none", calls[i].what,
-              calls[i].op == kGemm && calls[i].hints ? " hints" : "",
-              (unsigned long long)calls[i].seed);
-    ASSERT_OK(issue(w, &calls[i], sp));
-    if (i) seen[calls[i - 1].op][calls[i].op]++;
-  }
+/* After one sync: no async error, every output right. */
+static void check_round(const t_world_t* w, int round, call_t* calls, int n) {
   t_context("P=%d round %d: sync after %d calls", w->n, round, n);
   t_sync(w);
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
@@ -210,11 +229,69 @@ static void run_round(const t_world_t* w, int round, call_t* calls, int n, void*
   }
 }
 
+/* Issue the round (sp as for issue()), then check_round. */
+static void run_round(const t_world_t* w, int round, call_t* calls, int n, void* const* sp,
+                      int seen[kNumOps][kNumOps]) {
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (after %s): %s%s seed 0x%016llx", w->n, round, i,
+              i ? kOpName[calls[i - 1].op] : "none", calls[i].what,
+              calls[i].op == kGemm && calls[i].hints ? " hints" : "",
+              (unsigned long long)calls[i].seed);
+    ASSERT_OK(issue(w, &calls[i], sp));
+    if (i) seen[calls[i - 1].op][calls[i].op]++;
+  }
+  check_round(w, round, calls, n);
+}
+
 static call_t g_calls[MAX_CALLS];
 
 static void eager_round(const t_world_t* w, int round, int seen[kNumOps][kNumOps]) {
   const int n = make_round(w, round, g_calls);
   run_round(w, round, g_calls, n, NULL, seen);
+  for (int i = 0; i < n; i++) free_call(w, &g_calls[i]);
+}
+
+/* A thread per rank: each issues its own rank's part of every call of the round, in order,
+ * outside any group, and stops at its first failure. */
+typedef struct {
+  const t_world_t* w;
+  const call_t* calls;
+  int n, r;
+  int failed; /* the call that failed, -1 none */
+  fco_result_t res;
+} rank_job_t;
+
+static void* rank_thread(void* arg) {
+  rank_job_t* j = (rank_job_t*)arg;
+#ifdef FCO_HAVE_CUDA
+  if (t_is_gpu(j->w->transport)) (void)cudaSetDevice(t_rank_device(j->w->transport, j->r));
+#endif
+  for (int i = 0; i < j->n; i++)
+    if ((j->res = issue_rank(j->w, &j->calls[i], j->r)) != FCO_OK) {
+      j->failed = i;
+      break;
+    }
+  return NULL;
+}
+
+static void threads_round(const t_world_t* w, int round, int seen[kNumOps][kNumOps]) {
+  const int n = make_round(w, round, g_calls);
+  pthread_t th[T_MAX_RANKS];
+  rank_job_t jobs[T_MAX_RANKS];
+  t_context("P=%d round %d: %d calls from a thread per rank", w->n, round, n);
+  for (int r = 0; r < w->n; r++) {
+    jobs[r] = (rank_job_t){w, g_calls, n, r, -1, FCO_OK};
+    ASSERT_EQ(pthread_create(&th[r], NULL, rank_thread, &jobs[r]), 0);
+  }
+  for (int r = 0; r < w->n; r++) ASSERT_EQ(pthread_join(th[r], NULL), 0);
+  for (int r = 0; r < w->n; r++)
+    if (jobs[r].failed >= 0)
+      t_fail(__FILE__, __LINE__, "P=%d round %d, rank %d's thread, call %d (%s%s): %s: %s", w->n,
+             round, r, jobs[r].failed, g_calls[jobs[r].failed].what,
+             g_calls[jobs[r].failed].op == kGemm && g_calls[jobs[r].failed].hints ? " hints" : "",
+             fco_result_string(jobs[r].res), fco_last_error(w->comms[r]));
+  for (int i = 1; i < n; i++) seen[g_calls[i - 1].op][g_calls[i].op]++;
+  check_round(w, round, g_calls, n);
   for (int i = 0; i < n; i++) free_call(w, &g_calls[i]);
 }
 
@@ -292,14 +369,17 @@ int main(void) {
     t_context("P=%d: fco_comm_init_all", p);
     ASSERT_OK(t_world_init(&w, t, p, NULL));
     for (int round = 0; round < rounds; round++) eager_round(&w, round, seen);
-    int graphs = 0;
+    int graphs = 0, threads = 0;
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL || (t == FCO_TRANSPORT_NCCL && p == 1))
       for (; graphs < (quick ? 1 : 3); graphs++) graph_round(&w, rounds + graphs, 3, seen);
 #endif
+    if (t != FCO_TRANSPORT_LOCAL)
+      for (; threads < (quick ? 2 : 4); threads++)
+        threads_round(&w, rounds + graphs + threads, seen);
     t_world_destroy(&w, 0);
-    printf("P=%d: %d rounds, %d in CUDA graphs, ok (%.0f ms)\n", p, rounds + graphs, graphs,
-           t_now_ms() - t0);
+    printf("P=%d: %d rounds, %d in CUDA graphs, %d from a thread per rank, ok (%.0f ms)\n", p,
+           rounds + graphs + threads, graphs, threads, t_now_ms() - t0);
     fflush(stdout);
   }
   /* Which operator followed which (the random sequences' coverage, for the log). */

@@ -188,8 +188,8 @@ void ea_prob_upload(const t_world_t* w, ea_prob_t* p) {
   }
 }
 
-static fco_result_t call_rank(const t_world_t* w, const ea_prob_t* p, int r, int impl,
-                              void* stream) {
+fco_result_t ea_prob_run_rank(const t_world_t* w, const ea_prob_t* p, int r, int impl,
+                             void* stream) {
   return fco_embedding_alltoall(w->comms[r], p->d_weight[r], p->rows[r], p->tpr, p->bpr, p->D,
                                 p->dt, p->d_offsets[r], p->d_indices[r], p->nnz[r], p->it,
                                 p->weighted ? (const float*)p->d_psw[r] : NULL, p->pool,
@@ -200,7 +200,7 @@ fco_result_t ea_prob_run(const t_world_t* w, const ea_prob_t* p, int impl, void*
   fco_result_t first = FCO_OK;
   ASSERT_OK(fco_group_start());
   for (int r = 0; r < p->P; r++) {
-    fco_result_t e = call_rank(w, p, r, impl, stream);
+    fco_result_t e = ea_prob_run_rank(w, p, r, impl, stream);
     if (e != FCO_OK && first == FCO_OK) first = e;
   }
   fco_result_t e = fco_group_end();

@@ -79,6 +79,9 @@ void ea_prob_upload(const t_world_t* w, ea_prob_t* p);
 
 /* Every rank's call in one group; the first failure. */
 fco_result_t ea_prob_run(const t_world_t* w, const ea_prob_t* p, int impl, void* stream);
+/* Rank r's call alone (outside a group: a thread per rank). */
+fco_result_t ea_prob_run_rank(const t_world_t* w, const ea_prob_t* p, int r, int impl,
+                              void* stream);
 
 /* Compare every rank's out (and its guard) with the reference; returns wrong elements (prints
  * a few). Exact problems bit for bit; real ones by relative error (f32 1e-5, f16 2e-3,
