@@ -2,7 +2,9 @@
  * test_group.c — fco_group_start/end behave as NCCL's group calls: end without start is
  * FCO_ERR_INVALID_USAGE; an empty group is fine; groups nest (only the outermost end issues
  * the recorded operations); one group may hold operations of two separate worlds, and two
- * operations per rank of one world (run in issue order), all completing correctly.
+ * operations per rank of one world (run in issue order), all completing correctly; on local, a
+ * call issued for only some of the virtual ranks is refused (FCO_ERR_INVALID_USAGE, nothing
+ * written) and the world still works.
  *   make test   or   build/tests/test_group   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include "test.h"
@@ -81,6 +83,37 @@ static void two_worlds(const t_world_t* a, const t_world_t* bw) {
   t_ar_free(bw, &bb);
 }
 
+/* Local transport, P ≥ 2: one launch covers every virtual rank, so a call issued for some of
+ * them — alone outside a group, or a group that leaves a rank out — is refused with
+ * FCO_ERR_INVALID_USAGE saying to issue it for every rank between fco_group_start/end, nothing
+ * is written, and the world works afterwards. (On cpu and nccl a rank may call alone: from its
+ * own thread, test_mixed_ops.) */
+static void local_partial(const t_world_t* w) {
+  t_ar_bufs_t b;
+  uint64_t seed = t_next_seed();
+  t_context("local: rank 0 alone outside a group (%d ranks)", w->n);
+  t_ar_alloc(w, &b, 5000);
+  t_ar_prepare(w, &b, 5000, FCO_BF16, 0, seed);
+  ASSERT_RES(fco_allreduce(w->comms[0], b.in[0], b.out[0], b.count, b.dtype, 1, NULL),
+             FCO_ERR_INVALID_USAGE);
+  ASSERT_MSG(w->comms[0], "fco_group_start");
+  t_context("local: a group without rank %d (%d ranks)", w->n - 1, w->n);
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < w->n - 1; r++)
+    ASSERT_OK(fco_allreduce(w->comms[r], b.in[r], b.out[r], b.count, b.dtype, FCO_IMPL_AUTO,
+                            NULL));
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_USAGE);
+  ASSERT_MSG(w->comms[0], "fco_group_start");
+  t_sync(w);
+  ASSERT_EQ(t_ar_check_untouched(w, &b), 0);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  t_context("local: the whole group after the refusals (%d ranks)", w->n);
+  ASSERT_OK(t_ar_run(w, &b, 1));
+  t_sync(w);
+  ASSERT_EQ(t_ar_check(w, &b, seed), 0);
+  t_ar_free(w, &b);
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -93,6 +126,7 @@ int main(void) {
   ASSERT_OK(t_world_init(&b, t, nb, NULL));
   nested(&a);
   two_worlds(&a, &b);
+  if (t == FCO_TRANSPORT_LOCAL && a.n >= 2) local_partial(&a);
   misuse_and_empty(); /* the group state is clean after all that */
   t_world_destroy(&b, 0);
   t_world_destroy(&a, 0);
