@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -441,6 +442,29 @@ def test_gemm_plan(monkeypatch):
     monkeypatch.setenv("FCO_TRITON_WAIT_NS", "junk")
     with pytest.warns(RuntimeWarning, match="FCO_TRITON_WAIT_NS='junk' is not an integer"):
         assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 512
+    # what a launch uses: an argument wins and its knob is not read (a malformed one cannot fail
+    # the call); unset arguments follow the knobs as above
+    monkeypatch.setenv("FCO_TRITON_GA_TILE", "junk")
+    monkeypatch.setenv("FCO_TRITON_GA_ORDER", "fast")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # FCO_TRITON_WAIT_NS=junk must not even be read
+        assert GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), order="split",
+                          wait_ns=256) == ((64, 128, 64, 4, 3), 1, 256)
+        assert GA.resolve(2, 7168, 4096, 16, 2, tile=[64, 128, 64, 4, 3], order=0,
+                          wait_ns=-5) == ((64, 128, 64, 4, 3), 0, 0)
+    with pytest.raises(fco.FcoError) as e:
+        GA.resolve(2, 7168, 4096, 16, 2, order="split", wait_ns=0)   # tile from the knob
+    assert "FCO_TRITON_GA_TILE" in e.value.message
+    with pytest.raises(fco.FcoError) as e:
+        GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), wait_ns=0)
+    assert "FCO_TRITON_GA_ORDER" in e.value.message
+    with pytest.raises(fco.FcoError) as e:
+        GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), order="sideways", wait_ns=0)
+    assert e.value.name == "INVALID_ARGUMENT" and "sideways" in e.value.message
+    monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
+    monkeypatch.delenv("FCO_TRITON_GA_ORDER", raising=False)
+    monkeypatch.delenv("FCO_TRITON_WAIT_NS", raising=False)
+    assert GA.resolve(2, 4096, 2048, 4, 2) == ((128, 256, 64, 8, 3), 1, 512)
 
 
 @needs_triton

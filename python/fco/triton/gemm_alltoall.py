@@ -364,6 +364,24 @@ def config(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
                 wait_ns=fl.wait_ns_default())
 
 
+def resolve(dtype_bytes, n, a_rows, e_max, nranks, interpret=False, tile=None, order=None,
+            wait_ns=None):
+    """config() where the caller did not choose: an argument given (tile, order "split" /
+    "merged" / 1 / 0, wait_ns) wins and its knob (FCO_TRITON_GA_TILE / _ORDER /
+    FCO_TRITON_WAIT_NS) is not read, so a malformed value there cannot fail such a call.
+    → (tile, split, wait_ns)."""
+    t = tuple(tile) if tile else plan(dtype_bytes, n, a_rows, e_max, nranks, interpret)
+    if order is None:
+        split = tile_order(dtype_bytes, a_rows, e_max, interpret)
+    else:
+        split = {"split": 1, "merged": 0}.get(order, order)
+        if split not in (0, 1):
+            raise FcoError(_lib.INVALID_ARGUMENT, f"order {order!r} is not 'split' or 'merged'",
+                           _NAME)
+    wns = fl.wait_ns_default() if wait_ns is None else max(0, int(wait_ns))
+    return t, int(split), wns
+
+
 _occ_cache = {}
 
 
@@ -605,13 +623,8 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
         split_phases = fl.INTERPRET
     esize = as_[0].element_size()
     e_max = max(w.shape[0] for w in ws)
-    cfg = config(esize, N, a_rows, e_max, P, fl.INTERPRET)
-    bm, bn, bk, nw, ns = tile or cfg["tile"]
-    split = cfg["split"] if order is None else {"split": 1, "merged": 0}.get(order, order)
-    if split not in (0, 1):
-        raise FcoError(_lib.INVALID_ARGUMENT, f"order {order!r} is not 'split' or 'merged'",
-                       _NAME)
-    wns = cfg["wait_ns"] if wait_ns is None else max(0, int(wait_ns))
+    (bm, bn, bk, nw, ns), split, wns = resolve(esize, N, a_rows, e_max, P, fl.INTERPRET,
+                                                tile, order, wait_ns)
     sk = streamk_config(streamk, -(-K // bk))
     use_tma, tma_why = tma_config(tma, esize, K, N,
                                   [t for t in as_ + ws if t.numel()] if on_gpu else (), dev)
