@@ -9,7 +9,8 @@
  * knobs (every FCO_* number the library reads, src/core/error.c fco_env_int): size suffixes
  * k / M / G with an optional B or iB; a value that is not an integer is ignored (as if unset)
  * and said so on stderr, once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
- * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list.
+ * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list;
+ * and on/off knobs (fco_env_flag): 0 or 1, anything else ignored and said once.
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdio.h>
@@ -22,6 +23,7 @@
 /* The library's knob parsers (src/core/internal.h; exported by libfco, not in fco.h). */
 long long fco_env_int(const char* name, long long dflt);
 int fco_env_choice(const char* name, const char* const* choices, int dflt);
+int fco_env_flag(const char* name, int dflt);
 
 static fco_transport_t g_t;
 static char* g_env_saved;
@@ -314,6 +316,49 @@ static void env_choices(void) {
   t_context("%s", "");
 }
 
+static const char* const kFlagProbe = "FCO_TEST_ENV_FLAG_PROBE";
+static int g_flag;
+static void read_flag_on(void) { g_flag = fco_env_flag(kFlagProbe, 1); }
+
+/* On/off knobs (FCO_GEMV_PDL, FCO_GA_DIRECT, FCO_EA_LEAN, ...: fco_env_flag): 1 on, 0 off;
+ * anything else ignored (the default) and said once. Until session 35 "-1" turned some of them
+ * off and others on. */
+static void env_flags(void) {
+  static const struct {
+    const char* v;
+    int dflt, want;
+  } good[] = {{"1", 0, 1}, {"0", 1, 0}, {"1 ", 0, 1}, {"0\n", 1, 0}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    t_context("%s=\"%s\"", kFlagProbe, good[i].v);
+    setenv(kFlagProbe, good[i].v, 1);
+    ASSERT_EQ(fco_env_flag(kFlagProbe, good[i].dflt), good[i].want);
+  }
+  t_context("%s unset / empty", kFlagProbe);
+  unsetenv(kFlagProbe);
+  ASSERT_EQ(fco_env_flag(kFlagProbe, 1), 1);
+  ASSERT_EQ(fco_env_flag(kFlagProbe, 0), 0);
+  setenv(kFlagProbe, "", 1);
+  ASSERT_EQ(fco_env_flag(kFlagProbe, 0), 0);
+  static const char* const bad[] = {"-1", "2", "yes", "01", " 0", "on"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    t_context("%s=\"%s\"", kFlagProbe, bad[i]);
+    setenv(kFlagProbe, bad[i], 1);
+    char* err = stderr_of(read_flag_on);
+    ASSERT_EQ(g_flag, 1); /* ignored: the default */
+    ASSERT_EQ(fco_env_flag(kFlagProbe, 0), 0);
+    if (i == 0) {
+      ASSERT_NOT_NULL(strstr(err, "FCO_TEST_ENV_FLAG_PROBE=\"-1\" is not 0 (off) or 1 (on): "
+                                  "ignored, as if unset"));
+    } else {
+      ASSERT_STR_EQ(err, ""); /* once per knob */
+    }
+    free(err);
+  }
+  unsetenv(kFlagProbe);
+  printf("on/off knobs: 0 and 1, others ignored and reported once\n");
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   knob_helper();
@@ -324,6 +369,7 @@ int main(void) {
   unsetenv("FCO_TIMEOUT_MS");
   env_ints();
   env_choices();
+  env_flags();
   transport_env();
   timeout_env();
   workspace_cap();

@@ -107,6 +107,16 @@ int fco_env_choice(const char* name, const char* const* choices, int dflt) {
   return dflt;
 }
 
+int fco_env_flag(const char* name, int dflt) {
+  const char* v = getenv(name);
+  if (!v || !*v) return dflt;
+  size_t n = strlen(v);
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n')) --n;
+  if (n == 1 && (v[0] == '0' || v[0] == '1')) return v[0] - '0';
+  env_bad(name, v, "is not 0 (off) or 1 (on)");
+  return dflt;
+}
+
 long long fco_env_int(const char* name, long long dflt) {
   const char* v = getenv(name);
   if (!v || !*v) return dflt;

@@ -222,6 +222,10 @@ long long fco_env_int(const char* name, long long dflt);
  * case, trailing blanks ignored), or dflt when unset or empty. Any other value is said on stderr
  * once per name ("is not one of a, b, c: ignored, as if unset") and gives dflt. */
 int fco_env_choice(const char* name, const char* const* choices, int dflt);
+/* An on/off knob: "1" on, "0" off (trailing blanks ignored), dflt when unset or empty; any other
+ * value is said on stderr once per name ("is not 0 (off) or 1 (on): ignored, as if unset") and
+ * gives dflt. */
+int fco_env_flag(const char* name, int dflt);
 
 /* Submit an op (group.c): queued while a group is open, else executed now. */
 fco_result_t fco_op_submit(const fco_op_t* op);

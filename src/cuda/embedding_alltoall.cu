@@ -253,7 +253,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   }
   long long sig_every = fco_env_int("FCO_EA_SIGNAL_EVERY", kDefaultSignalEvery);
   p->sig_every = (int32_t)(sig_every < 1 ? 1 : sig_every > kMaxPending ? kMaxPending : sig_every);
-  p->land_poll = fco_env_int("FCO_EA_LAND_POLL", 0) != 0;
+  p->land_poll = fco_env_flag("FCO_EA_LAND_POLL", 0);
   const long long mix = fco_env_int("FCO_EA_MIX", -1);
   p->mix = (int32_t)(mix < 0 ? -1 : mix > 100 ? 100 : mix);
   /* FCO_EA_DECODE: "old" / "0" the previous fused kernel, "cursor" / "1" the 32-bit cursor
@@ -292,7 +292,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
       const size_t out_bytes = (size_t)a->batch_per_rank[a->rank] * (size_t)T * (size_t)a->dim * es;
       size_t off = 0;
       int k = -1, cap = 0;
-      if (comm->sym_dev && fco_env_int("FCO_EA_DIRECT", 1) != 0) {
+      if (comm->sym_dev && fco_env_flag("FCO_EA_DIRECT", 1)) {
         k = fco_sym_find(comm, a->out, out_bytes, &off);
         for (int q = 0; q < FCO_MAX_SYMMETRIC; q++) cap |= comm->sym[q].state != FCO_SYM_FREE;
       }
@@ -373,7 +373,7 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
 /* Whether the lean lookup takes impl 0's lookup (FCO_EA_LEAN not 0, the 16-byte path with one
  * vector per lane, tile numbers of every local rank in 31 bits). */
 bool lean_applies(const EaParams& p, const Variant& v) {
-  if (fco_env_int("FCO_EA_LEAN", 1) == 0 || !v.vec || v.nv != 1) return false;
+  if (!fco_env_flag("FCO_EA_LEAN", 1) || !v.vec || v.nv != 1) return false;
   for (int i = 0; i < p.num_local; i++) {
     const int Tr = ea_tables(p, p.r[i].rank);
     if (Tr > kLeanMaxTables || (int64_t)Tr * p.B + 1000000 >= ((int64_t)1 << 31)) return false;

@@ -622,7 +622,7 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * P = 2 comparison on two GPUs is still to be made. A local choice (the protocol is the same):
    * ranks may differ. 1 / 0: always / never. */
   long long dyn = fco_env_int("FCO_EA_LEAN_DYN", -1);
-  if (dyn < 0) dyn = fco_env_int("FCO_EA_LEAN_MIX", 0) > 0 ? 0 : 1;
+  if (dyn < 0) dyn = fco_env_flag("FCO_EA_LEAN_MIX", 0) ? 0 : 1;
   bool longer = true; /* every local rank's bags hold > kLeanFourMinLen rows on average */
   for (int i = 0; i < num_local; i++)
     if (lean_mean_len(p, i) <= kLeanFourMinLen) longer = false;
@@ -677,7 +677,7 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
 
 bool fused_lean_applies(const EaParams& p) {
   const int64_t row = (int64_t)p.D * p.esize, lim = (int64_t)1 << 31;
-  if (fco_env_int("FCO_EA_LEAN", 1) == 0 || row % 16 != 0 || row > 512) return false;
+  if (!fco_env_flag("FCO_EA_LEAN", 1) || row % 16 != 0 || row > 512) return false;
   for (int q = 0; q < p.nranks; q++) {
     const int64_t Tq = ea_tables(p, q);
     if (Tq > kLeanMaxTables || Tq * (p.B + p.nranks) >= lim) return false;

@@ -749,7 +749,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   lease.lock.unlock();
   /* 2. Exchange, then the pushes, on the push stream (and, FCO_GA_LAND_EARLY=1, after each
    * chunk's push the progress flags and an early landing: gemm_alltoall_fused.cu). */
-  const bool early = fco_env_int("FCO_GA_LAND_EARLY", 0) > 0;
+  const bool early = fco_env_flag("FCO_GA_LAND_EARLY", 0);
   int64_t pushed[kMaxP][kMaxP]; /* [local rank][destination]: rows pushed so far */
   memset(pushed, 0, sizeof pushed);
   if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;

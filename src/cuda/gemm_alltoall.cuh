@@ -70,7 +70,7 @@ inline void rank_sym(const fco_gpu_launch_t* l, int i, RankArgs* ra) {
   size_t off = 0;
   const size_t bytes = (size_t)a->out_rows * (size_t)a->n * fco_dtype_size(a->dtype);
   ra->sym = (void* const*)op->comm->sym_dev;
-  ra->out_sym = fco_env_int("FCO_GA_DIRECT", 1) != 0 && op->comm->sym_dev
+  ra->out_sym = fco_env_flag("FCO_GA_DIRECT", 1) && op->comm->sym_dev
                     ? fco_sym_find(op->comm, a->out, bytes, &off)
                     : -1;
   ra->out_off = ra->out_sym >= 0 ? (int64_t)off : 0;

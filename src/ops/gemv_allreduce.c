@@ -193,17 +193,17 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
                          "%s: FCO_GEMV_ROUNDS=%lld is not 1..%d (unset: automatic)", fn, rounds,
                          FCO_GEMV_ROUNDS_MAX);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
-  a->wide = fco_env_int("FCO_GEMV_WIDE", 1) > 0;
+  a->wide = fco_env_flag("FCO_GEMV_WIDE", 1);
   a->group = group < 0 ? -1 : (int)group;
-  a->group_mma = fco_env_int("FCO_GEMV_GROUP_MMA", 0) > 0;
+  a->group_mma = fco_env_flag("FCO_GEMV_GROUP_MMA", 0);
   a->group_tma = tma < 0 ? -1 : tma == 1 ? 8 : (int)tma; /* unset: groups of 8 or 4 (session 26) */
   a->split = split < 0 ? -1 : (int)split;
-  a->split_pair = fco_env_int("FCO_GEMV_SPLIT_PAIR", 1) > 0;
+  a->split_pair = fco_env_flag("FCO_GEMV_SPLIT_PAIR", 1);
   a->tma_stages = (int)stages;
   a->rounds = (int)rounds;
-  a->pair_fin = fco_env_int("FCO_GEMV_PAIR_FIN", 1) > 0;
-  a->ll_fp32 = fco_env_int("FCO_GEMV_LL_FP32", 0) > 0;
-  a->group_fp32 = fco_env_int("FCO_GEMV_GROUP_FP32", 0) > 0;
+  a->pair_fin = fco_env_flag("FCO_GEMV_PAIR_FIN", 1);
+  a->ll_fp32 = fco_env_flag("FCO_GEMV_LL_FP32", 0);
+  a->group_fp32 = fco_env_flag("FCO_GEMV_GROUP_FP32", 0);
   return FCO_OK;
 }
 
@@ -380,9 +380,9 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   a.K = K;
   a.dtype = dtype;
   FCO_CHECK(read_knobs(comm, &a, fn));
-  a.check_args = fco_env_int("FCO_CHECK_ARGS", 0) > 0;
+  a.check_args = fco_env_flag("FCO_CHECK_ARGS", 0);
   a.ll = use_ll(comm, M, N, dtype, op.impl);
-  a.pdl = fco_env_int("FCO_GEMV_PDL", 1) > 0; /* on unless FCO_GEMV_PDL=0 (run 63585a1) */
+  a.pdl = fco_env_flag("FCO_GEMV_PDL", 1); /* on unless FCO_GEMV_PDL=0 (run 63585a1) */
   if (a.pdl) {
     long long pf = fco_env_int("FCO_GEMV_PDL_PREFETCH", -1); /* unset: by kernel (the header) */
     a.pdl_prefetch = pf < 0    ? FCO_GEMV_PDL_PREFETCH_AUTO
