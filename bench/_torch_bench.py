@@ -10,6 +10,43 @@ import torch
 import torch.distributed as dist
 
 
+def positive_env(name, dflt):
+    """A positive integer knob (as fco-bench reads it): unset, empty or not a positive integer
+    (said on stderr) gives dflt."""
+    v = os.environ.get(name, "").strip()
+    if not v:
+        return dflt
+    try:
+        x = int(v, 0)
+    except ValueError:
+        x = 0
+    if x > 0:
+        return x
+    print(f"{os.path.basename(sys.argv[0])}: {name}={v!r} is not a positive integer: ignored",
+          file=sys.stderr)
+    return dflt
+
+
+def pick_env(name, count):
+    """Indices 0..count-1 chosen by a comma list in env var `name` (all when unset or empty);
+    a token that names no index is said on stderr and ignored (as fco-bench does)."""
+    v = os.environ.get(name, "")
+    if not v.strip():
+        return list(range(count))
+    out = []
+    for tok in v.split(","):
+        try:
+            i = int(tok)
+        except ValueError:
+            i = -1
+        if 0 <= i < count:
+            out.append(i)
+        else:
+            print(f"{os.path.basename(sys.argv[0])}: {name}: {tok.strip()!r} is not a workload "
+                  f"number 0..{count - 1}, ignored", file=sys.stderr)
+    return out
+
+
 def free_port():
     """A free TCP port on localhost for the spawned ranks' rendezvous."""
     with socket.socket() as s:

@@ -33,7 +33,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _torch_bench import init_rank, launch, time_fn  # noqa: E402
+from _torch_bench import init_rank, launch, pick_env, positive_env, time_fn  # noqa: E402
 
 # (global batch B, tables per GPU, D, L, rows per table, zipf) — the list of op_embedding_alltoall.c
 WORKLOADS = [
@@ -49,12 +49,10 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def workloads(world):
-    rows = int(os.environ.get("FCO_BENCH_EA_ROWS", "0") or 0)
-    div = int(os.environ.get("FCO_BENCH_EA_BATCH_DIV", "1") or 1)
-    pick = os.environ.get("FCO_BENCH_EA_WORKLOADS", "")
-    ids = [int(x) for x in pick.split(",") if x.strip()] if pick else range(len(WORKLOADS))
+    rows = positive_env("FCO_BENCH_EA_ROWS", 0)
+    div = positive_env("FCO_BENCH_EA_BATCH_DIV", 1)
     out = []
-    for i in ids:
+    for i in pick_env("FCO_BENCH_EA_WORKLOADS", len(WORKLOADS)):
         B, tpg, D, L, R, zipf = WORKLOADS[i]
         out.append((i, max(B // div, world), tpg, D, L, rows if rows > 0 else R, zipf))
     return out

@@ -102,7 +102,10 @@ static long long env_ll(const char* name, long long dflt) {
   if (!s || !*s) return dflt;
   char* end = NULL;
   long long v = strtoll(s, &end, 0);
-  return end != s && v > 0 ? v : dflt;
+  while (end && (*end == ' ' || *end == '\t' || *end == '\n')) ++end;
+  if (end != s && !*end && v > 0) return v;
+  fprintf(stderr, "fco-bench: %s=\"%s\" is not a positive integer: ignored\n", name, s);
+  return dflt;
 }
 
 static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
