@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #ifdef FCO_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -118,7 +119,7 @@ static double now_us(void) {
 /* Can this machine run P ranks on the transport fco will pick? Else why not (exit 77). */
 static const char* cannot_run(int P) {
   const char* t = getenv("FCO_TRANSPORT");
-  const int unset = !t || !*t || !strcmp(t, "auto");
+  const int unset = !t || !*t || !strcasecmp(t, "auto"); /* as the library: any case */
 #if defined(FCO_EXAMPLE_AS_TEST) || !defined(FCO_HAVE_CUDA)
   /* the suite's convention, and a build without GPU buffers: unset FCO_TRANSPORT means cpu */
   if (unset) {
@@ -130,11 +131,11 @@ static const char* cannot_run(int P) {
 #ifdef FCO_HAVE_CUDA
   if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
 #else
-  if (strcmp(t, "cpu"))
+  if (strcasecmp(t, "cpu"))
     return "built without -DFCO_HAVE_CUDA (no GPU buffers): FCO_TRANSPORT=cpu, or rebuild";
 #endif
-  const int nccl = (t && !strcmp(t, "nccl")) || (unset && gpus > 0);
-  const int local = t && !strcmp(t, "local");
+  const int nccl = (t && !strcasecmp(t, "nccl")) || (unset && gpus > 0);
+  const int local = t && !strcasecmp(t, "local");
   if ((nccl || local) && gpus == 0)
     return "the GPU transports need a GPU (FCO_TRANSPORT=cpu runs without)";
   if (nccl && gpus < P)
