@@ -154,23 +154,10 @@ static fco_result_t issue(const t_world_t* w, const call_t* c, void* const* sp) 
  * rank). */
 static fco_result_t issue_rank(const t_world_t* w, const call_t* c, int r) {
   switch (c->op) {
-    case kAllreduce:
-      return fco_allreduce(w->comms[r], c->ar.in[r], c->ar.out[r], c->ar.count, c->ar.dtype,
-                           c->impl, NULL);
-    case kGemv: {
-      const gemv_bufs_t* b = c->gv;
-      return fco_gemv_allreduce(w->comms[r], b->x[r], b->w[r], b->has_bias ? b->bias[r] : NULL,
-                                b->y[r], b->M, b->N, b->K[r], b->dt, c->impl, NULL);
-    }
+    case kAllreduce: return t_ar_run_rank(w, &c->ar, r, c->impl, NULL);
+    case kGemv: return gemv_issue_rank(w, c->gv, r, c->impl, NULL);
     case kEmbedding: return ea_prob_run_rank(w, &c->ea, r, c->impl, NULL);
-    default: {
-      const ga_case_t* g = &c->gc;
-      const ga_bufs_t* b = &c->gb;
-      return fco_gemm_alltoall(w->comms[r], b->a[r], g->a_rows, b->w[r], g->layout, g->E[r],
-                               b->counts[r], c->hints ? g->counts[r] : NULL,
-                               c->hints ? g->recv[r] : NULL, b->out[r], g->out_rows, g->K, g->N,
-                               g->dtype, c->impl, NULL);
-    }
+    default: return ga_issue_rank(w, &c->gc, &c->gb, r, c->impl, c->hints, NULL);
   }
 }
 

@@ -89,11 +89,17 @@ static void env_not_int(const char* name, const char* v) {
   env_bad(name, v, "is not an integer (an optional k / M / G suffix, B or iB after it)");
 }
 
+/* Length of v without its trailing blanks (string and on/off knobs ignore them). */
+static size_t trimmed_len(const char* v) {
+  size_t n = strlen(v);
+  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n')) --n;
+  return n;
+}
+
 int fco_env_choice(const char* name, const char* const* choices, int dflt) {
   const char* v = getenv(name);
   if (!v || !*v || !choices) return dflt;
-  size_t n = strlen(v);
-  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n')) --n;
+  const size_t n = trimmed_len(v);
   char list[256] = "";
   size_t used = 0;
   for (int i = 0; choices[i]; i++) {
@@ -110,8 +116,7 @@ int fco_env_choice(const char* name, const char* const* choices, int dflt) {
 int fco_env_flag(const char* name, int dflt) {
   const char* v = getenv(name);
   if (!v || !*v) return dflt;
-  size_t n = strlen(v);
-  while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\n')) --n;
+  const size_t n = trimmed_len(v);
   if (n == 1 && (v[0] == '0' || v[0] == '1')) return v[0] - '0';
   env_bad(name, v, "is not 0 (off) or 1 (on)");
   return dflt;

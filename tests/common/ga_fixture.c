@@ -149,6 +149,13 @@ void ga_free_bufs(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
     if (b->sym[r]) ASSERT_OK(fco_mem_free(w->comms[r], b->sym[r]));
 }
 
+fco_result_t ga_issue_rank(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int r,
+                           int impl, int hints, void* stream) {
+  return fco_gemm_alltoall(w->comms[r], b->a[r], c->a_rows, b->w[r], c->layout, c->E[r],
+                           b->counts[r], hints ? c->counts[r] : NULL, hints ? c->recv[r] : NULL,
+                           b->out[r], c->out_rows, c->K, c->N, c->dtype, impl, stream);
+}
+
 fco_result_t ga_issue_hints(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int impl,
                             const ga_hints_t* h, void* stream) {
   fco_result_t first = FCO_OK;

@@ -81,6 +81,10 @@ fco_result_t ga_issue_hints(const t_world_t* w, const ga_case_t* c, const ga_buf
 fco_result_t ga_issue(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int impl,
                       int hints, void* stream);
 
+/* Rank r's call alone (outside a group: a thread per rank), hints as for ga_issue. */
+fco_result_t ga_issue_rank(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b, int r,
+                           int impl, int hints, void* stream);
+
 /* Wrong elements (printed, first few) across every rank; rows past the total must be poison
  * and the guard intact. */
 size_t ga_check(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b);

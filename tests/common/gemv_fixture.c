@@ -144,14 +144,18 @@ void gemv_prepare(gemv_bufs_t* b, size_t M, size_t N, size_t kt, fco_dtype_t dt,
   }
 }
 
+fco_result_t gemv_issue_rank(const t_world_t* w, const gemv_bufs_t* b, int r, int impl,
+                             void* stream) {
+  return fco_gemv_allreduce(w->comms[r], b->x[r], b->w[r], b->has_bias ? b->bias[r] : NULL,
+                            b->y[r], b->M, b->N, b->K[r], b->dt, impl, stream);
+}
+
 fco_result_t gemv_issue(const t_world_t* w, const gemv_bufs_t* b, int impl,
                         void* const* streams) {
   fco_result_t first = FCO_OK;
   ASSERT_OK(fco_group_start());
   for (int r = 0; r < w->n; r++) {
-    fco_result_t e = fco_gemv_allreduce(w->comms[r], b->x[r], b->w[r],
-                                        b->has_bias ? b->bias[r] : NULL, b->y[r], b->M, b->N,
-                                        b->K[r], b->dt, impl, streams ? streams[r] : NULL);
+    fco_result_t e = gemv_issue_rank(w, b, r, impl, streams ? streams[r] : NULL);
     if (e != FCO_OK && first == FCO_OK) first = e;
   }
   fco_result_t e = fco_group_end();

@@ -57,6 +57,9 @@ void gemv_prepare(gemv_bufs_t* b, size_t M, size_t N, size_t kt, fco_dtype_t dt,
                   uint64_t seed);
 /* Every rank's call in one fco_group_start/end; the first failure. streams: per rank, or NULL. */
 fco_result_t gemv_issue(const t_world_t* w, const gemv_bufs_t* b, int impl, void* const* streams);
+/* Rank r's call alone (outside a group: a thread per rank). */
+fco_result_t gemv_issue_rank(const t_world_t* w, const gemv_bufs_t* b, int r, int impl,
+                             void* stream);
 /* Compare every rank's y with the float64 reference; returns wrong elements (prints a few). */
 size_t gemv_check(const t_world_t* w, gemv_bufs_t* b);
 /* Prepare, issue, sync, no async error, gemv_check() == 0. */

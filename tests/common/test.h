@@ -208,6 +208,9 @@ fco_result_t t_ar_run(const t_world_t* w, const t_ar_bufs_t* b, int impl);
 /* The same on per-rank streams (streams[r]; NULL: the default stream). */
 fco_result_t t_ar_run_on(const t_world_t* w, const t_ar_bufs_t* b, int impl,
                          void* const* streams);
+/* Rank r's call alone (outside a group: a thread per rank). */
+fco_result_t t_ar_run_rank(const t_world_t* w, const t_ar_bufs_t* b, int r, int impl,
+                           void* stream);
 /* After t_sync: every element of every rank's output equals Σ_r t_val, the outputs are
  * bit-identical across ranks, guards untouched, inputs unchanged (out of place). Prints the
  * first mismatches; returns the number of wrong elements (0 = correct). */

@@ -248,13 +248,17 @@ fco_result_t t_ar_run(const t_world_t* w, const t_ar_bufs_t* b, int impl) {
   return t_ar_run_on(w, b, impl, NULL);
 }
 
+fco_result_t t_ar_run_rank(const t_world_t* w, const t_ar_bufs_t* b, int r, int impl,
+                           void* stream) {
+  return fco_allreduce(w->comms[r], b->in[r], b->out[r], b->count, b->dtype, impl, stream);
+}
+
 fco_result_t t_ar_run_on(const t_world_t* w, const t_ar_bufs_t* b, int impl,
                          void* const* streams) {
   fco_result_t first = FCO_OK;
   ASSERT_OK(fco_group_start());
   for (int r = 0; r < w->n; r++) {
-    fco_result_t res = fco_allreduce(w->comms[r], b->in[r], b->out[r], b->count, b->dtype, impl,
-                                     streams ? streams[r] : NULL);
+    fco_result_t res = t_ar_run_rank(w, b, r, impl, streams ? streams[r] : NULL);
     if (res != FCO_OK && first == FCO_OK) first = res;
   }
   fco_result_t res = fco_group_end();
