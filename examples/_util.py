@@ -2,6 +2,11 @@
 fco's cpu transport with --device cpu), timing of eager calls and of CUDA-graph replays, the
 report line. Not an example itself.
 
+Timing: the two paths of a line are timed side by side (`compare`): 5 rounds of `iters` calls,
+torch first in even rounds and fco first in odd ones, each path's median round reported, so
+drift of the host or the GPU during a run reaches both alike (timed one after the other, the
+eager layer of moe_layer.py read 0.91× in one run and 1.29× in another).
+
 Hangs: FCO_EXAMPLE_TRACE_AFTER=<seconds> makes every rank (setup() arms it, before joining the
 process group) print the Python stack of each of its threads to stderr after that many seconds
 and exit (faulthandler.dump_traceback_later(seconds, exit=True)), so a stuck run shows where
@@ -12,6 +17,7 @@ normal length: the dump ends the process whether or not it is stuck.
 """
 import faulthandler
 import os
+import statistics
 import sys
 import time
 
@@ -55,9 +61,9 @@ def teardown():
     dist.destroy_process_group()
 
 
-def timed(fn, iters, cuda):
-    """µs per call of fn(), after 5 warm-up calls, every rank starting together."""
-    for _ in range(5):
+def timed(fn, iters, cuda, warmup=5):
+    """µs per call of fn(), after `warmup` calls, every rank starting together."""
+    for _ in range(warmup):
         fn()
     if cuda:
         torch.cuda.synchronize()
@@ -70,9 +76,22 @@ def timed(fn, iters, cuda):
     return (time.perf_counter() - t0) / iters * 1e6
 
 
-def graphed(fn, iters):
-    """µs per replay of fn() captured in a CUDA graph (warm-up outside capture first: it grows
-    fco's workspace and makes cuBLAS handles)."""
+def compare(fn_torch, fn_fco, iters, cuda, rounds=5):
+    """(µs per call of fn_torch, of fn_fco): `rounds` rounds of `iters` calls each, the order
+    alternating between rounds; each path's median round (5 warm-up calls each first)."""
+    for _ in range(5):
+        fn_torch()
+        fn_fco()
+    t = ([], [])
+    for r in range(rounds):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
+            t[i].append(timed((fn_torch, fn_fco)[i], iters, cuda, warmup=1))
+    return statistics.median(t[0]), statistics.median(t[1])
+
+
+def _capture(fn):
+    """fn() captured in a CUDA graph (warm-up outside capture first: it grows fco's workspace and
+    makes cuBLAS handles); returns the graph."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -81,7 +100,12 @@ def graphed(fn, iters):
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, stream=s):  # the warm-up's stream: per-stream state is made there
         fn()
-    return timed(g.replay, iters, True)
+    return g
+
+
+def graphed(fn_torch, fn_fco, iters):
+    """compare() of the replays of fn_torch and fn_fco, each captured in a CUDA graph."""
+    return compare(_capture(fn_torch).replay, _capture(fn_fco).replay, iters, True)
 
 
 def check_line(name, got, ref, tol):
@@ -90,6 +114,8 @@ def check_line(name, got, ref, tol):
     return ok, f"check: {name} max |diff| {diff:.3g} -> {'OK' if ok else 'MISMATCH'}"
 
 
-def time_line(what, t_torch, t_fco):
+def time_line(what, times):
+    """times: (µs torch, µs fco), as compare() and graphed() return them."""
+    t_torch, t_fco = times
     return (f"{what:<7} torch {t_torch:9.1f} us/step   fco {t_fco:9.1f} us/step   "
             f"speedup {t_torch / t_fco:5.2f}x")

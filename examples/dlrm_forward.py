@@ -117,14 +117,14 @@ def main():
         lines = [f"# dlrm_forward: {world} ranks, {a.device} {str(dtype)[6:]}, B={a.batch} "
                  f"T={a.tables} (per rank {sh.tpr}) rows={a.rows} D={a.dim} pooling<={a.pooling}"
                  f"; fco {fco.lib_path()}", c1, c2,
-                 _util.time_line("emb", _util.timed(sh.torch_stage, a.iters, cuda),
-                                 _util.timed(sh.fco_stage, a.iters, cuda)),
-                 _util.time_line("forward", _util.timed(lambda: forward(sh.torch_stage), a.iters,
-                                                        cuda),
-                                 _util.timed(lambda: forward(sh.fco_stage), a.iters, cuda))]
+                 _util.time_line("emb", _util.compare(sh.torch_stage, sh.fco_stage, a.iters,
+                                                      cuda)),
+                 _util.time_line("forward", _util.compare(lambda: forward(sh.torch_stage),
+                                                          lambda: forward(sh.fco_stage), a.iters,
+                                                          cuda))]
         if cuda:
-            lines.append(_util.time_line("graph", _util.graphed(sh.torch_stage, a.iters),
-                                         _util.graphed(sh.fco_stage, a.iters)))
+            lines.append(_util.time_line("graph", _util.graphed(sh.torch_stage, sh.fco_stage,
+                                                                a.iters)))
             fco.init().check_async_error()
     if rank == 0:
         print("\n".join(lines), flush=True)

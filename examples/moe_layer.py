@@ -135,11 +135,10 @@ def main():
         lines = [f"# moe_layer: {world} ranks, {a.device} {str(dtype)[6:]}, tokens/rank="
                  f"{a.tokens} H={a.hidden} F={a.ffn} E={a.experts} (per rank {layer.El}) "
                  f"top{a.topk}; fco {fco.lib_path()}", c1, c2,
-                 _util.time_line("down+a2a", _util.timed(lambda: layer.down_torch(d), a.iters,
-                                                         cuda),
-                                 _util.timed(lambda: layer.down_fco(d), a.iters, cuda)),
-                 _util.time_line("layer", _util.timed(layer_torch, a.iters, cuda),
-                                 _util.timed(layer_fco, a.iters, cuda))]
+                 _util.time_line("down+a2a", _util.compare(lambda: layer.down_torch(d),
+                                                           lambda: layer.down_fco(d), a.iters,
+                                                           cuda)),
+                 _util.time_line("layer", _util.compare(layer_torch, layer_fco, a.iters, cuda))]
         if cuda:
             fco.init().check_async_error()
     if rank == 0:

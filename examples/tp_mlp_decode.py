@@ -65,11 +65,11 @@ def main():
                                  2e-2 if dtype == torch.bfloat16 else 1e-5)
     lines = [f"# tp_mlp_decode: {world} ranks, {a.device} {str(dtype)[6:]}, M={a.batch} "
              f"H={a.hidden} I={a.intermediate} (I/P={shard}); fco {fco.lib_path()}", check,
-             _util.time_line("eager", _util.timed(lambda: step_torch(x, w), a.iters, cuda),
-                             _util.timed(lambda: step_fco(x, w), a.iters, cuda))]
+             _util.time_line("eager", _util.compare(lambda: step_torch(x, w),
+                                                    lambda: step_fco(x, w), a.iters, cuda))]
     if cuda:
-        lines.append(_util.time_line("graph", _util.graphed(lambda: step_torch(x, w), a.iters),
-                                     _util.graphed(lambda: step_fco(x, w), a.iters)))
+        lines.append(_util.time_line("graph", _util.graphed(lambda: step_torch(x, w),
+                                                            lambda: step_fco(x, w), a.iters)))
     if rank == 0:
         print("\n".join(lines), flush=True)
     _util.teardown()
