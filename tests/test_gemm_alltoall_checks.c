@@ -10,8 +10,9 @@
  *   must return or report FCO_ERR_INVALID_ARGUMENT and write nothing. On GPU transports also
  *   one rank's impl 0 with counts_host unlike the counts (refused, nothing written past the rows
  *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (tiles where
- *   every expert has ≤ 256 rows) and at P = 2..max (tiles where K ≤ 2048, on local above two
- *   ranks only where a_rows ≤ 2048; those calls also checked against the reference). The
+ *   the mean rows per expert · N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
+ *   P = 2..max (tiles where K ≤ 2048, on local above two ranks only where a_rows ≤ 2048; those
+ *   calls also checked against the reference). The
  *   per-call knobs of impls 1 and 2 (FCO_GA_TILES_BLOCKS, _PUSH_BLOCKS, _CHUNK_ROWS) read back
  *   from fco_last_plan, a non-integer value ignored (GPU transports, P up to 2).
  *   The FCO_GA_* knobs stay as the caller set them (test_gemm_alltoall's parts reset every knob
@@ -166,45 +167,60 @@ static void expect_auto_ran(const t_world_t* w, int r, int want) {
 }
 
 /* One rank, AUTO (GPU transports): tiles (impl 1) in bf16 / f16 with k, n multiples of 8 where
- * every expert has ≤ 256 rows — by counts_host when given, else by the mean of a_rows — else
- * impl 0 (src/ops/gemm_alltoall.c). Read from fco_last_plan; every call must succeed. */
+ * (K ≤ 2048) the mean rows per expert · N < 2^21 and no expert's rows · N > 2^23, or (K > 2048)
+ * every expert has ≤ 256 rows — the rows from counts_host when given, else the mean of a_rows —
+ * else impl 0 (src/ops/gemm_alltoall.c). Read from fco_last_plan; every call must succeed. */
 static void one_rank_auto_rule(fco_transport_t t) {
   t_world_t w;
   t_context("P=1 AUTO rule");
   ASSERT_OK(t_world_init(&w, t, 1, NULL));
-  enum { K = 64, N = 64, E = 2, ROWS = 2 * 256 + 8, OUT = 2 * 256 };
+  enum { EMAX = 8, ROWS = 1100, KMAX = 2056, NMAX = 8192 };
   const int d = ga_dev_of(&w, 0);
-  void* a = t_alloc(t, d, (size_t)ROWS * K * 2);
-  void* wt = t_alloc(t, d, (size_t)E * K * N * 2);
-  void* dc = t_alloc(t, d, E * sizeof(int32_t));
-  void* out = t_alloc(t, d, (size_t)OUT * N * 4);
-  t_memset(t, d, a, 0, (size_t)ROWS * K * 2);
-  t_memset(t, d, wt, 0, (size_t)E * K * N * 2);
+  const size_t a_bytes = (size_t)ROWS * KMAX * 2, w_bytes = (size_t)EMAX * 64 * NMAX * 2;
+  void* a = t_alloc(t, d, a_bytes);
+  void* wt = t_alloc(t, d, w_bytes);
+  void* dc = t_alloc(t, d, EMAX * sizeof(int32_t));
+  void* out = t_alloc(t, d, (size_t)ROWS * NMAX * 4);
+  t_memset(t, d, a, 0, a_bytes);
+  t_memset(t, d, wt, 0, w_bytes);
   const struct {
+    int k, n, e;
     int64_t a_rows;
-    int32_t counts[E];
+    int32_t counts[EMAX];
     int hint;
     fco_dtype_t dt;
     int want;
   } cases[] = {
-      {7, {3, 4}, 0, FCO_BF16, 1},       /* mean 3.5 rows per expert */
-      {512, {3, 4}, 0, FCO_F16, 1},      /* mean 256 */
-      {514, {3, 4}, 0, FCO_BF16, 0},     /* mean 257 */
-      {514, {3, 4}, 1, FCO_BF16, 1},     /* the hint: at most 4 */
-      {514, {256, 256}, 1, FCO_F16, 1},  /* at most 256 */
-      {290, {3, 257}, 1, FCO_BF16, 0},   /* one expert over 256 (skew), mean 145 */
-      {7, {3, 4}, 1, FCO_F32, 0},        /* no tensor-core tile in f32 */
+      /* K ≤ 2048, N 8192: tiles below a mean of 256 rows (256 · 8192 = 2^21), no expert over
+       * 1024 (1024 · 8192 = 2^23) */
+      {64, 8192, 2, 7, {3, 4}, 0, FCO_BF16, 1},             /* mean 3.5 rows */
+      {64, 8192, 2, 510, {3, 4}, 0, FCO_F16, 1},            /* mean 255 */
+      {64, 8192, 2, 512, {3, 4}, 0, FCO_BF16, 0},           /* mean 256 */
+      {64, 8192, 2, 512, {3, 4}, 1, FCO_BF16, 1},           /* the hint: mean 3.5 */
+      {64, 8192, 2, 512, {255, 256}, 1, FCO_F16, 1},        /* mean 255.5 */
+      {64, 8192, 2, 512, {256, 256}, 1, FCO_BF16, 0},       /* mean 256 */
+      {64, 8192, 8, 1100, {1024, 1}, 1, FCO_BF16, 1},       /* mean 128, one at 1024 */
+      {64, 8192, 8, 1100, {1025}, 1, FCO_F16, 0},           /* one over 1024 (skew) */
+      {64, 2048, 2, 1100, {1023, 0}, 0, FCO_BF16, 1},       /* N 2048: mean 550 (a_rows) */
+      {64, 8192, 2, 7, {3, 4}, 1, FCO_F32, 0},              /* no tensor-core tile in f32 */
+      /* K > 2048: every expert ≤ 256 rows */
+      {2056, 64, 2, 512, {3, 4}, 0, FCO_BF16, 1},           /* mean 256 (a_rows) */
+      {2056, 64, 2, 514, {3, 4}, 0, FCO_BF16, 0},           /* mean 257 */
+      {2056, 64, 2, 514, {256, 256}, 1, FCO_F16, 1},        /* the hint: at most 256 */
+      {2056, 64, 2, 290, {3, 257}, 1, FCO_BF16, 0},         /* one over 256, mean 145 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const int32_t* c = cases[i].counts;
-    int32_t recv[1] = {c[0] + c[1]};
-    t_context("P=1 AUTO rule: a_rows %lld counts %d,%d hint %d %s", (long long)cases[i].a_rows,
-              c[0], c[1], cases[i].hint, fco_dtype_name(cases[i].dt));
-    t_put(t, d, dc, c, E * sizeof(int32_t));
-    ASSERT_OK(fco_gemm_alltoall(w.comms[0], a, cases[i].a_rows, wt, FCO_W_KN, E,
+    int32_t recv[1] = {0};
+    for (int e = 0; e < cases[i].e; e++) recv[0] += c[e];
+    t_context("P=1 AUTO rule: K %d N %d E %d a_rows %lld counts %d,%d,... hint %d %s",
+              cases[i].k, cases[i].n, cases[i].e, (long long)cases[i].a_rows, c[0], c[1],
+              cases[i].hint, fco_dtype_name(cases[i].dt));
+    t_put(t, d, dc, c, EMAX * sizeof(int32_t));
+    ASSERT_OK(fco_gemm_alltoall(w.comms[0], a, cases[i].a_rows, wt, FCO_W_KN, cases[i].e,
                                 (const int32_t*)dc, cases[i].hint ? c : NULL,
-                                cases[i].hint ? recv : NULL, out, OUT, K, N, cases[i].dt,
-                                FCO_IMPL_AUTO, NULL));
+                                cases[i].hint ? recv : NULL, out, ROWS, cases[i].k, cases[i].n,
+                                cases[i].dt, FCO_IMPL_AUTO, NULL));
     t_sync(&w);
     ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
     expect_auto_ran(&w, 0, cases[i].want);

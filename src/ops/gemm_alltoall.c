@@ -86,7 +86,22 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * 454.8 / 491.5 although the mean is 256. So at one rank: tiles when the tile rule's dtype /
  * alignment hold and every expert has ≤ 256 rows — from counts_host when given, else the mean
  * of the capacity a_rows (with padding it sees more rows than run; without the hint skew is
- * invisible) — else impl 0 (else 2, else 1). Before session 16 impl 0 at one rank went through
+ * invisible) — else impl 0 (else 2, else 1). Session 36 (run 2026-12-04_nvidia-h200_d9de2c3-ga1rule,
+ * P = 1, hints passed, µs impl 0 / tiles, graphs): at K ≤ 2048 N decides as much as the rows — an
+ * expert's GEMM of m rows is about m·N / 16384 of cuBLAS's 128×128 tiles, fewer than the SMs
+ * until m·N nears 2^21 — and skew does not hurt the tiles: 2048 tokens, K 1408, N 2048, E 16,
+ * top-2 (mean 256 rows) 95.1 / 54.3, and 101.5 / 69.1 with expert 0 at 4× the mean (1024 rows);
+ * top-4 (mean 512) 119.3 / 88.7; 512 tokens, K 2048, N 7168, E 32, top-8 with expert 0 at
+ * 2 / 3 / 4× the mean of 128 349.8 / 285.8, 354.9 / 295.5, 358.3 / 294.7; 1536 tokens, K 2048,
+ * N 4096, E 8 (mean 384) 94.7 / 90.2 — the ≤ 256 rule took impl 0 in all but the first
+ * (examples/moe_layer.py at one rank: random routing, ~300 rows on the largest expert, impl 0
+ * 266 µs eager against the tiles' 79, run ..._d9de2c3-examples). At K 14336 skew does hurt the
+ * tiles (long tiles, quantised waves: 1024 tokens, mean 256, expert 0 at 1.25× 467.6 / 504.5,
+ * 2× 465.1 / 500.8; mean 384 557.8 / 558.1). So at one rank, K ≤ 2048: tiles where the mean
+ * rows per expert · N < 2^21 (kOneRankMeanCells; N 4096: < 512 rows, N 7168: < 293) and, with
+ * counts_host, no expert's rows · N exceed 2^23 (kOneRankMaxCells: 4× that, above every
+ * measured win; one giant expert is where cuBLAS is at its best, unmeasured); K > 2048: the
+ * ≤ 256 rule above. Before session 16 impl 0 at one rank went through
  * scratch, pack, a self send / receive and a copy (1370 µs at 4096 tokens × K 14336, now
  * 1258.6), and one rank took tiles where K ≤ 2048 (session 15), before that chunks.
  * Local transport above two ranks (session 18): the P virtual ranks share one GPU, each rank's
@@ -101,15 +116,30 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * depends only on agreed values and on whether hints are passed / the stream captures (at one
  * rank, where nothing needs agreeing, also on counts_host's values). */
 enum { kLocalTilesMaxRows = 2048 };
+static const int64_t kOneRankMeanCells = (int64_t)1 << 21, kOneRankMaxCells = (int64_t)1 << 23;
+static int one_rank_tiles_win(const fco_gemm_a2a_args_t* a) {
+  const int64_t E = a->num_experts;
+  if (a->k <= 2048) {
+    int64_t rows = a->a_rows; /* without the hint: the capacity's mean */
+    if (a->counts_host) {
+      rows = 0;
+      for (int e = 0; e < E; e++) {
+        if ((int64_t)a->counts_host[e] * a->n > kOneRankMaxCells) return 0;
+        rows += a->counts_host[e];
+      }
+    }
+    return rows * a->n < kOneRankMeanCells * E;
+  }
+  if (!a->counts_host) return a->a_rows <= 256 * E;
+  for (int e = 0; e < E; e++)
+    if (a->counts_host[e] > 256) return 0;
+  return 1;
+}
+
 static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
     return 0;
-  if (comm->nranks == 1) {
-    if (!a->counts_host) return a->a_rows <= 256 * (int64_t)a->num_experts;
-    for (int e = 0; e < a->num_experts; e++)
-      if (a->counts_host[e] > 256) return 0;
-    return 1;
-  }
+  if (comm->nranks == 1) return one_rank_tiles_win(a);
   if (comm->transport == FCO_TRANSPORT_LOCAL && comm->nranks > 2 &&
       a->a_rows > kLocalTilesMaxRows)
     return 0;
