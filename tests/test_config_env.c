@@ -5,7 +5,8 @@
  * cfg.max_workspace_bytes caps the workspace: a call needing more fails with
  * FCO_ERR_OUT_OF_MEMORY, a message, and nothing written, and the communicator keeps working.
  * Also the suite's own knob helper (tests/common: t_knob_set / t_knob_reset), on which every
- * test's knob-setting parts rely: a reset puts back the caller's value, or unsets. And integer
+ * test's knob-setting parts rely: a reset puts back the caller's value, or unsets; and the
+ * suite's FCO_TEST_MAX_RANKS (1..8, anything else said once and 4). And integer
  * knobs (every FCO_* number the library reads, src/core/error.c fco_env_int): size suffixes
  * k / M / G with an optional B or iB; a value that is not an integer is ignored (as if unset)
  * and said so on stderr, once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
@@ -359,9 +360,48 @@ static void env_flags(void) {
   t_context("%s", "");
 }
 
+/* FCO_TEST_MAX_RANKS (tests/common t_test_rank_cap, the rank loops' largest world): 1..8, blanks
+ * around it allowed, 4 when unset or empty; anything else is said once on stderr, naming the value
+ * and 1..8, and gives 4 (atoi once read "abc" as 1 rank and "3x" as 3, silently). */
+static int g_cap;
+static void read_cap(void) { g_cap = t_test_rank_cap(); }
+static void rank_cap_knob(void) {
+  static const char* const kCap = "FCO_TEST_MAX_RANKS";
+  static const struct {
+    const char* v;
+    int want;
+  } good[] = {{"1", 1}, {"8", 8}, {" 3 ", 3}, {"2\n", 2}, {"", 4}};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    t_context("%s=\"%s\"", kCap, good[i].v);
+    t_knob_set(kCap, good[i].v);
+    char* err = stderr_of(read_cap);
+    ASSERT_EQ(g_cap, good[i].want);
+    ASSERT_STR_EQ(err, "");
+    free(err);
+  }
+  t_knob_set(kCap, NULL);
+  ASSERT_EQ(t_test_rank_cap(), 4);
+  static const char* const bad[] = {"abc", "0", "9", "3x", "-1", "4.5", " "};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    t_context("%s=\"%s\"", kCap, bad[i]);
+    t_knob_set(kCap, bad[i]);
+    char* err = stderr_of(read_cap);
+    ASSERT_EQ(g_cap, 4);
+    if (i == 0) /* said once per process: the first bad value only (nothing read it before) */
+      ASSERT_NOT_NULL(strstr(err, "FCO_TEST_MAX_RANKS=\"abc\" is not an integer 1..8"));
+    else
+      ASSERT_STR_EQ(err, "");
+    free(err);
+  }
+  t_knob_reset(kCap);
+  t_context("%s", "");
+  printf("FCO_TEST_MAX_RANKS: 1..8, else said once and 4\n");
+}
+
 int main(void) {
   t_seed_init();
   knob_helper();
+  rank_cap_knob();
   g_t = t_transport();
   t_require_ranks(g_t, 1);
   const char* e = getenv("FCO_TRANSPORT");

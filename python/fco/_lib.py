@@ -16,6 +16,7 @@ operator touches no file but its own.
 import ctypes
 import os
 import threading
+import warnings
 
 # Result codes (FCO_RESULT_MAP in include/fco.h). The strings come from fco_result_string;
 # tests/python/test_lib.py checks this list against the library.
@@ -87,6 +88,26 @@ class FcoLibraryNotFound(FcoError):
 _lib = None
 _lib_path = None
 _lock = threading.Lock()
+_flag_warned = set()
+
+
+def env_flag(name, default):
+    """An on/off knob read as libfco reads its own (fco_env_flag, src/core/error.c): "1" True,
+    "0" False (trailing blanks ignored, as there: " 1" is not 1), `default` when unset or empty;
+    any other value ("yes", "-1", "2") is ignored, as if unset — `default` — with a
+    RuntimeWarning once per name for the process. FCO_GA_DIRECT is read by both, so both must
+    agree on every value."""
+    v = os.environ.get(name, "")
+    if not v:
+        return default
+    s = v.rstrip(" \t\n")
+    if s in ("0", "1"):
+        return s == "1"
+    if name not in _flag_warned:
+        _flag_warned.add(name)
+        warnings.warn(f"{name}={v!r} is not 0 (off) or 1 (on): ignored, as if unset",
+                      RuntimeWarning, stacklevel=2)
+    return default
 
 
 def _candidates():

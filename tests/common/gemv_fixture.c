@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* The library's knob parsers (src/core/internal.h; exported by libfco, not in fco.h). */
+long long fco_env_int(const char* name, long long dflt);
+int fco_env_flag(const char* name, int dflt);
+
 const fco_dtype_t gemv_dtypes[3] = {FCO_F32, FCO_F16, FCO_BF16};
 
 static size_t x_bytes(void) { return (size_t)GEMV_MAX_M * GEMV_MAX_KT * 4 + T_GUARD; }
@@ -262,21 +266,19 @@ size_t gemv_check(const t_world_t* w, gemv_bufs_t* b) {
 void gemv_one_call(const t_world_t* w, gemv_bufs_t* b, size_t M, size_t N, size_t kt,
                    fco_dtype_t dt, int has_bias, int impl) {
   uint64_t seed = t_next_seed();
-  const char* ll = getenv("FCO_GEMV_AR_LL");
-  const char* pdl = getenv("FCO_GEMV_PDL");
+  /* the knobs as the library reads them (its parsers: a value it ignores is not described) */
   const char* pf = getenv("FCO_GEMV_PDL_PREFETCH");
   const char* grp = getenv("FCO_GEMV_GROUP");
   const char* spl = getenv("FCO_GEMV_SPLIT");
-  const char* g32 = getenv("FCO_GEMV_GROUP_FP32");
-  const char* tma = getenv("FCO_GEMV_GROUP_TMA");
-  const char* pair = getenv("FCO_GEMV_SPLIT_PAIR");
   t_context("P=%d M=%zu N=%zu K=%zu %s %s impl=%d%s%s%s%s%s%s%s%s%s%s%s seed=0x%016llx", w->n, M, N,
             kt, fco_dtype_name(dt), has_bias ? "bias" : "no bias", impl,
-            ll && atoi(ll) > 0 ? " LL" : "", pdl && atoi(pdl) <= 0 ? " PDL off" : " PDL (GPUs)",
+            fco_env_int("FCO_GEMV_AR_LL", -1) > 0 ? " LL" : "",
+            fco_env_flag("FCO_GEMV_PDL", 1) ? " PDL (GPUs)" : " PDL off",
             pf ? " prefetch=" : "", pf ? pf : "", grp ? " group=" : "", grp ? grp : "",
-            spl ? " split=" : "", spl ? spl : "", g32 && atoi(g32) > 0 ? " group-fp32" : "",
-            tma && atoi(tma) <= 0 ? " group-tma=0" : "", pair && atoi(pair) <= 0 ? " no-pair" : "",
-            (unsigned long long)seed);
+            spl ? " split=" : "", spl ? spl : "",
+            fco_env_flag("FCO_GEMV_GROUP_FP32", 0) ? " group-fp32" : "",
+            fco_env_int("FCO_GEMV_GROUP_TMA", -1) == 0 ? " group-tma=0" : "",
+            fco_env_flag("FCO_GEMV_SPLIT_PAIR", 1) ? "" : " no-pair", (unsigned long long)seed);
   gemv_prepare(b, M, N, kt, dt, has_bias, seed);
   ASSERT_OK(gemv_issue(w, b, impl, NULL));
   t_sync(w);

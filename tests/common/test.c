@@ -17,6 +17,10 @@
 
 #include "test.h"
 
+/* The library's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h): 1 on,
+ * 0 off, anything else said once on stderr and ignored. */
+int fco_env_flag(const char* name, int dflt);
+
 static char g_context[512];
 static uint64_t g_seed, g_seed_state;
 static int g_seed_set;
@@ -54,7 +58,7 @@ void t_context(const char* fmt, ...) {
   vsnprintf(g_context, sizeof g_context, fmt, ap);
   va_end(ap);
   static int trace = -1; /* FCO_TEST_TRACE=1: every context as it is set (where a hang is) */
-  if (trace < 0) trace = getenv("FCO_TEST_TRACE") && atoi(getenv("FCO_TEST_TRACE")) > 0;
+  if (trace < 0) trace = fco_env_flag("FCO_TEST_TRACE", 0); /* 0 / 1, else said and off */
   if (trace) {
     fprintf(stderr, "> %s\n", g_context);
     fflush(stderr);

@@ -3,6 +3,8 @@
  * run uses, worlds of P ranks, per-rank buffers (host memory on cpu, device memory on GPU
  * transports), and the allreduce issue / check helpers every communication test shares.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -62,10 +64,23 @@ int t_max_ranks(fco_transport_t t) {
   }
 }
 
+/* FCO_TEST_MAX_RANKS: an integer 1..8 (blanks around it allowed), 4 when unset or empty. Any
+ * other value ("abc", "0", "9", "3x") is said once on stderr and gives 4 (atoi once read "abc"
+ * as 0, run as 1 rank, and "3x" as 3, silently). */
 int t_test_rank_cap(void) {
+  static int said;
   const char* e = getenv("FCO_TEST_MAX_RANKS");
-  const int cap = e && *e ? atoi(e) : 4;
-  return cap < 1 ? 1 : cap > 8 ? 8 : cap;
+  if (!e || !*e) return 4;
+  char* end = NULL;
+  errno = 0;
+  const long v = strtol(e, &end, 10);
+  const int read = end != e && errno == 0;
+  while (*end == ' ' || *end == '\t' || *end == '\n') ++end;
+  if (read && !*end && v >= 1 && v <= 8) return (int)v;
+  if (!said++)
+    fprintf(stderr, "FCO_TEST_MAX_RANKS=\"%s\" is not an integer 1..8: ignored, 4 ranks at most\n",
+            e);
+  return 4;
 }
 
 int t_pass(fco_transport_t t, int max, int cap) {

@@ -160,3 +160,20 @@ def test_workload_lists_say_what_they_drop(op, env, bad):
     assert "# wrong elements: 0" in p.stdout, p.stdout
     rows = [l for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
     assert rows, p.stdout
+
+
+@pytest.mark.parametrize("value,progress,said", [("1", True, False), ("0", False, False),
+                                                 ("yes", False, True), ("-1", False, True)])
+def test_progress_knob_is_0_or_1(value, progress, said):
+    """FCO_BENCH_PROGRESS (like FCO_BENCH_SYM) is read by libfco's fco_env_flag: 1 prints the
+    progress lines, 0 none; another value is said once on stderr and ignored — off (it was
+    `atoi(...) > 0`: "yes" silently off, "2" on)."""
+    p = run(["gemm_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D", "0"],
+            {"FCO_BENCH_PROGRESS": value, "FCO_BENCH_SYM": value,
+             "FCO_BENCH_GA_SHAPES": "40,72,48,4,2"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "# wrong elements: 0" in p.stdout, p.stdout
+    assert ("# progress: setup gemm_alltoall f32" in p.stderr) == progress, p.stderr
+    for knob in ("FCO_BENCH_PROGRESS", "FCO_BENCH_SYM"):
+        msg = f'{knob}="{value}" is not 0 (off) or 1 (on): ignored, as if unset'
+        assert p.stderr.count(msg) == (1 if said else 0), p.stderr

@@ -137,3 +137,49 @@ def test_wrappers_and_ops_go_together():
             registered = False
         assert registered, name
         assert hasattr(fco, name) or name.endswith("_backward"), name
+
+
+def test_env_flag(monkeypatch):
+    """_lib.env_flag, the Python side's on/off knobs (FCO_TORCH_DIRECT, FCO_GA_DIRECT), reads as
+    libfco's fco_env_flag: 1 on, 0 off (trailing blanks ignored, not leading), unset / empty the
+    default; anything else is ignored — the default — with a RuntimeWarning once per name."""
+    import warnings
+
+    name = "FCO_TEST_PY_FLAG_PROBE"
+    monkeypatch.setattr(_lib, "_flag_warned", set())
+    monkeypatch.delenv(name, raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a valid value (or none) says nothing
+        assert _lib.env_flag(name, True) is True and _lib.env_flag(name, False) is False
+        for v, want in (("", True), ("1", True), ("0", False), ("1 ", True), ("0\n", False)):
+            monkeypatch.setenv(name, v)
+            assert _lib.env_flag(name, not want if v else want) is want, v
+    for i, v in enumerate(("yes", "-1", " 1 ", "2", "on")):
+        monkeypatch.setenv(name, v)
+        if i == 0:
+            with pytest.warns(RuntimeWarning, match=f"{name}='yes' is not 0 \\(off\\) or 1 "
+                              "\\(on\\): ignored, as if unset"):
+                assert _lib.env_flag(name, True) is True
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once per name
+            assert _lib.env_flag(name, True) is True and _lib.env_flag(name, False) is False, v
+    other = "FCO_TEST_PY_FLAG_PROBE_2"  # another name is said on its own
+    monkeypatch.setenv(other, "-1")
+    with pytest.warns(RuntimeWarning, match=f"{other}='-1'"):
+        assert _lib.env_flag(other, False) is False
+
+
+@pytest.mark.parametrize("value,direct,warned", [("0", False, False), ("0 ", False, False),
+                                                 ("yes", True, True), ("-1", True, True)])
+def test_torch_direct_knob(value, direct, warned):
+    """FCO_TORCH_DIRECT (read at import) through env_flag: was `!= "0"`, so "0 " left the
+    shortcut on and "yes" / "-1" were taken silently."""
+    env = dict(os.environ, FCO_TORCH_DIRECT=value)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(fco.__file__))
+    code = "import fco.ops._common as c\nprint('direct', c._DIRECT)\n"
+    out = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", "-c", code],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"direct {direct}" in out.stdout, out.stdout + out.stderr
+    said = f"FCO_TORCH_DIRECT={value!r} is not 0 (off) or 1 (on)" in out.stderr
+    assert said == warned, out.stderr

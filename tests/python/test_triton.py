@@ -468,6 +468,46 @@ def test_gemm_plan(monkeypatch):
 
 
 @needs_triton
+def test_on_off_knobs(monkeypatch):
+    """FCO_GA_DIRECT as the C impls read it (fco_env_flag through fco._lib.env_flag): 0 stages,
+    1 / unset announce, anything else is ignored (announce) with a RuntimeWarning once; it was
+    `.strip() != "0"`: " 0" staged where the C impls announce, "yes" was taken silently. And
+    TRITON_INTERPRET as Triton reads it (its knob, not fco's 0 / 1 rule)."""
+    import triton
+
+    from fco import _lib
+    from fco.triton import gemm_alltoall as GA, language as fl
+
+    monkeypatch.setattr(_lib, "_flag_warned", set())
+    sym = [(0x1000, 0, 32)]  # (table, slot, offset): announced as slot + 1 = 1, or staged: 0
+
+    def slot():
+        return GA._sym_args([None], [None], 64, sym)[0][1]
+
+    monkeypatch.delenv("FCO_GA_DIRECT", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert slot() == 1
+        for v, want in (("1", 1), ("0", 0), ("0 ", 0)):
+            monkeypatch.setenv("FCO_GA_DIRECT", v)
+            assert slot() == want, v
+    monkeypatch.setenv("FCO_GA_DIRECT", "yes")
+    with pytest.warns(RuntimeWarning, match="FCO_GA_DIRECT='yes' is not 0 \\(off\\) or 1"):
+        assert slot() == 1
+    for v in (" 0", "-1"):  # ignored (the C side ignores " 0" too), said once per name
+        monkeypatch.setenv("FCO_GA_DIRECT", v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert slot() == 1, v
+    knobs = getattr(triton, "knobs", None)
+    for v in ("1", "true", "On", "yes", "0", "false", "off", "2", "-1", " 1", ""):
+        monkeypatch.setenv("TRITON_INTERPRET", v)
+        want = bool(knobs.runtime.interpret) if knobs is not None else v == "1"
+        assert fl.interpret_env() is want, v
+        assert want == (v.lower() in ("1", "true", "on", "yes")), v  # Triton 3.6's rule
+
+
+@needs_triton
 def test_gemm_streamk_rule(monkeypatch):
     """Stream-K's host side: the knob (argument, FCO_TRITON_GA_STREAMK, on by default on GPUs), its
     checks, the scratch it adds to the workspace, and the device rule's mirror at the five

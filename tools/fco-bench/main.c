@@ -18,6 +18,11 @@
 
 #include "bench.h"
 
+/* libfco's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h, as
+ * tests/test_config_env.c uses it): 1 on, 0 off, dflt when unset or empty, anything else said
+ * once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
+int fco_env_flag(const char* name, int dflt);
+
 /* Median of the rounds' values, or -1 when a round has none (< 0: "-"). */
 static double round_median(const double* v, int n) {
   double t[BENCH_MAX_ROUNDS];
@@ -455,8 +460,8 @@ int main(int argc, char** argv) {
       ctx->err_rank = -1;
       ctx->err_msg[0] = 0;
       /* FCO_BENCH_PROGRESS=1: one stderr line per step, so a stalled step can be located (the
-       * tables print only at the end). */
-      const int progress = getenv("FCO_BENCH_PROGRESS") && atoi(getenv("FCO_BENCH_PROGRESS")) > 0;
+       * tables print only at the end). 0 / unset: none; another value is said once, and off. */
+      const int progress = fco_env_flag("FCO_BENCH_PROGRESS", 0);
       if (progress) fprintf(stderr, "# progress: setup %s %s size/shape %zu\n", op->name, fco_dtype_name(dt), sizes[si]);
       r = op->setup(ctx, sizes[si], dt, row, &st);
       if (r == FCO_ERR_UNSUPPORTED) { /* shape does not exist for this dtype */

@@ -39,6 +39,11 @@
 
 #include "bench.h"
 
+/* libfco's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h, as
+ * tests/test_config_env.c uses it): 1 on, 0 off, dflt when unset or empty, anything else said
+ * once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
+int fco_env_flag(const char* name, int dflt);
+
 #ifdef FCO_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -301,7 +306,7 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   fco_result_t r = bench_pool_reserve(ctx, st->total);
   if (r != FCO_OK) return r;
   st->out_set_bytes = ((size_t)st->bpr[0] * (size_t)st->T * st->vec + 255) / 256 * 256;
-  if (getenv("FCO_BENCH_SYM") && atoi(getenv("FCO_BENCH_SYM")) > 0)
+  if (fco_env_flag("FCO_BENCH_SYM", 0))
     for (int rk = 0; rk < P; rk++)
       if ((r = fco_mem_alloc(ctx->comms[rk], EA_SETS * st->out_set_bytes, &st->sym[rk])) != FCO_OK)
         return bench_fail(ctx, r, "fco_mem_alloc on rank %d: %s", rk, fco_last_error(ctx->comms[rk]));

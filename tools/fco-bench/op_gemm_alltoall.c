@@ -53,6 +53,11 @@
 
 #include "bench.h"
 
+/* libfco's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h, as
+ * tests/test_config_env.c uses it): 1 on, 0 off, dflt when unset or empty, anything else said
+ * once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
+int fco_env_flag(const char* name, int dflt);
+
 #ifdef FCO_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -267,7 +272,7 @@ static fco_result_t ga_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   st->w = *w;
   st->dtype = dtype;
   st->P = P;
-  st->sym = getenv("FCO_BENCH_SYM") && atoi(getenv("FCO_BENCH_SYM")) > 0;
+  st->sym = fco_env_flag("FCO_BENCH_SYM", 0);
   st->E = w->experts / P;
   st->es = fco_dtype_size(dtype);
   int64_t* per = (int64_t*)calloc((size_t)w->experts, sizeof(int64_t));

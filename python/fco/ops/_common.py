@@ -8,8 +8,6 @@ op arguments) and an int impl; a fake impl; an autograd formula; a Python wrappe
 docstring. Checks run in both the real and the fake impl, so torch.compile reports bad input
 while tracing, and eager mode before any C call.
 """
-import os
-
 import torch
 
 from .. import _lib
@@ -85,7 +83,7 @@ def check_current_device(t, op, arg):
                            "torch.cuda.set_device(local_rank))")
 
 
-_DIRECT = os.environ.get("FCO_TORCH_DIRECT", "1") != "0"
+_DIRECT = _lib.env_flag("FCO_TORCH_DIRECT", True)  # 0 / 1; another value: warned, on
 
 
 def direct_ok(*tensors):

@@ -527,7 +527,7 @@ def _sym_args(states, outs, nbytes, sym):
     for this rank (its out is not in a symmetric buffer, or not all of it, or not 16-byte
     aligned there, or announcing is off: sym=False / FCO_GA_DIRECT=0, as the C impls)."""
     L = len(states)
-    announce = sym is not False and os.environ.get("FCO_GA_DIRECT", "1").strip() != "0"
+    announce = sym is not False and _lib.env_flag("FCO_GA_DIRECT", True)
     if sym is not None and sym is not False:
         sym = list(sym)
         if len(sym) != L:

@@ -51,7 +51,19 @@ import triton.language as tl
 
 from . import layout as L
 
-INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+def interpret_env():
+    """Whether Triton interprets, as Triton itself reads TRITON_INTERPRET (its knob, so not
+    fco's 0 / 1 rule): triton.knobs (1 / true / on / yes, any case; anything else off), or "1"
+    only in a Triton before knobs. fco's equivalents must be on exactly when Triton interprets
+    (was: anything but "" / "0", so "false" or "off" turned them on for compiled kernels)."""
+    knobs = getattr(triton, "knobs", None)
+    if knobs is not None:
+        return bool(knobs.runtime.interpret)
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+INTERPRET = interpret_env()
 
 if INTERPRET:
     # Triton 3.6's interpreter turns a program-id-derived scalar (a 1-element array) into a
