@@ -55,7 +55,15 @@ def _w_forward(dtype_name):
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     total = int(t)
     out = fco.gemm_alltoall(a, w, counts, out_rows=total)
-    _refs.close(out, _refs.gemm_alltoall(a, w, counts, total), dtype)
+    ref = _refs.gemm_alltoall(a, w, counts, total)
+    _refs.close(out, ref, dtype)
+    # the same into a NaN-poisoned out= with the host hints: the rows past this rank's received
+    # total are zeroed by the wrapper (none on the rank that receives the most)
+    poisoned = torch.full((total, w.shape[2]), float("nan"), dtype=dtype)
+    got = fco.gemm_alltoall(a, w, counts, out_rows=total, out=poisoned,
+                            counts_host=counts.tolist(), recv_rows=_refs.recv_rows(counts))
+    assert got.data_ptr() == poisoned.data_ptr()
+    _refs.close(got, ref, dtype)
     zero = fco.gemm_alltoall(a, w, torch.zeros_like(counts), out_rows=8)
     assert torch.equal(zero, torch.zeros_like(zero))
     return True

@@ -117,8 +117,7 @@ def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, i
         tg.check_host_args(size, a.shape[0], out_rows, K, N, counts_host, recv_rows, _OP)
         tg.gemm_alltoall_comm(_comm.get(group_name, a.device), a, w, counts, out_rows,
                               w_layout, out=out)
-        if recv_rows is not None:
-            out[int(recv_rows.sum()):].zero_()
+        _zero_tail(out, recv_rows, out_rows)
         return out
     h = _comm.get(group_name, a.device).handle
     r = _fn()(h, _common.ptr(a), a.shape[0], w.data_ptr(), w_layout, w.shape[0],
@@ -127,9 +126,19 @@ def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, i
               K, N, dt, impl, _common.stream_of(a))
     if r:
         _common.raise_last(r, h, "fco_gemm_alltoall")
-    if recv_rows is not None:
-        out[int(recv_rows.sum()):].zero_()
+    _zero_tail(out, recv_rows, out_rows)
     return out
+
+
+def _zero_tail(out, recv_rows, out_rows):
+    """Zero out's rows past the received total (recv_rows given: the rest was not zeroed first).
+    sum(tolist()) rather than int(recv_rows.sum()), and no call where nothing is left: a torch
+    op costs µs of host time on every eager call (run 2026-12-04_nvidia-h200_0a86bd6-wrapcost:
+    int(recv.sum()) 3.8 µs, an empty slice's zero_() 3.2)."""
+    if recv_rows is not None:
+        got = sum(recv_rows.tolist())
+        if got < out_rows:
+            out[got:].zero_()
 
 
 @torch.library.custom_op("fco::gemm_alltoall", mutates_args=())
