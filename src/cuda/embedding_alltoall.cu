@@ -88,7 +88,6 @@ namespace {
 
 /* Knob defaults (see the header). */
 constexpr int kDefaultSignalEvery = 4;
-constexpr int kDefaultLandKiB = 64;
 constexpr int kAutoBagsMaxLen = 16; /* FCO_EA_BAGS=0: kB = 4 when the mean bag length is ≤ this */
 
 /* ---- impl 0 ------------------------------------------------------------------------------- */
@@ -231,8 +230,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   /* Tiling per source: agreed values only (D, dtype, the splits), never the path taken. */
   const int per_warp = 32 / vec_lanes(a0->dim, es);
   const int bags = kWarps * per_warp * kBagsPerLane;
-  long long land_kib = fco_env_int("FCO_EA_LAND_KB", kDefaultLandKiB);
-  land_kib = land_kib < 4 ? 4 : land_kib > 16384 ? 16384 : land_kib;
+  const int64_t land = land_kib();
   int64_t bmax = 0;
   for (int q = 0; q < P; q++)
     if (a0->batch_per_rank[q] > bmax) bmax = a0->batch_per_rank[q];
@@ -243,10 +241,10 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
     const int64_t nch_max = (bmax + p->tile_s[q] - 1) / p->tile_s[q];
     const int64_t cpg = (nch_max + kMaxGroups - 1) / kMaxGroups;
     p->cpg[q] = (int32_t)(cpg < 1 ? 1 : cpg);
-    /* Land slices: about land_kib KiB each, at least one row. */
+    /* Land slices: about FCO_EA_LAND_KB KiB each, at least one row. */
     const int64_t grows = (int64_t)p->cpg[q] * p->tile_s[q];
     const double gbytes = (double)grows * (double)Tq * (double)a0->dim * (double)es;
-    double split = gbytes / ((double)land_kib * 1024.0);
+    double split = gbytes / ((double)land * 1024.0);
     split = split < 1.0 ? 1.0 : split > (double)grows ? (double)grows : split;
     p->land_split[q] = (int32_t)split + ((double)(int32_t)split < split ? 1 : 0);
     if (p->land_split[q] > grows) p->land_split[q] = (int32_t)grows;

@@ -512,9 +512,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   const int64_t warps = (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps / num_local;
   static thread_local LeanFusedArgs x;
   memset(&x, 0, sizeof x);
-  long long land_kib = fco_env_int("FCO_EA_LAND_KB", 64);
-  land_kib = land_kib < 4 ? 4 : land_kib > 16384 ? 16384 : land_kib;
-  x.land_bytes = (int64_t)land_kib * 1024;
+  x.land_bytes = land_kib() * 1024;
   const long long mix = fco_env_int("FCO_EA_LEAN_MIX", 0);
   x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
   /* run 07fcd7a (2×H200, bags of 1–8 rows): 60 within 3 % of the best of 50..80, both dtypes */

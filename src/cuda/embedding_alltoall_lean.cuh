@@ -108,6 +108,13 @@ __host__ inline int lean_tile_bags(int G, double mean_len, int64_t B, int T, int
   return fco_ea_lean_tile_bags(G, mean_len, B, T, resident_warps, (int)c);
 }
 
+/* FCO_EA_LAND_KB: the land unit of both fused kernels in KiB, 4..16384 (default 64), read at
+ * every launch (embedding_alltoall.cu's header). */
+__host__ inline int64_t land_kib() {
+  const long long k = fco_env_int("FCO_EA_LAND_KB", 64);
+  return k < 4 ? 4 : k > 16384 ? 16384 : k;
+}
+
 /* Bad data at (local table t, kind, position, value): counted and/or reported. */
 __device__ __forceinline__ void lean_bad(const LeanSrc& p, int slot, int t, int kind, int64_t pos,
                                          int64_t value, unsigned long long n) {
