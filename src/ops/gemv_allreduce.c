@@ -54,9 +54,7 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  * after the fused tile moved to 4-warp blocks at 4 per SM; the f32 and M = 64 rows from
  * ..._ed0108a38b78):
  *  - cpu transport: 1 (every impl is the same reference there);
- *  - P == 1: 0 (nothing to reduce: cuBLAS alone), except bf16 / f16 with M ≤ 48 and
- *    2048 < N ≤ 4096 on the fused kernels' vector path (x, W 16-byte aligned, K·esize a multiple
- *    of 16): 1, whose GEMV streams W faster than cuBLAS there (one_rank_fused, below);
+ *  - P == 1: 0 (nothing to reduce: cuBLAS alone);
  *  - bf16/f16 with M ≤ FCO_GEMV_AR_AUTO_MAX_M (16) and N ≤ FCO_GEMV_AR_FUSED_MAX_N (16384):
  *    fused. There every block of the persistent grid (≤ 4 per SM: 528 on H200) has a single
  *    16-column tile, and the fused kernel beat cuBLAS + fco's one-shot all-reduce (impl 3) at
@@ -100,25 +98,10 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    block); P = 8 (impl 2) 69.38 / 77.17 vs 78.62 / 81.51, 149.43 / 157.01 vs 159.27 /
  *    165.67, 55.09 / 61.32 vs 73.05 / 73.57; 16384² (N > 8192, impl 0) 1.00–1.04× impl 2.
  * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
-/* One rank (P = 1, a GEMV alone): impl 1 against cuBLAS (impl 0), run
- * 2026-12-04_nvidia-h200_a2173b6-gemv1 (nccl, bf16, graphs, -R 3; impl 0 / impl 1 µs, M 1 / 16 /
- * 32 / 48 / 64): N 4096 — K 4096 12.54 / 10.89, 12.90 / 12.20, 13.27 / 12.26, 13.67 / 12.53,
- * 12.26 / 12.52; K 7168 18.84 / 16.51, 19.48 / 17.85, 19.04 / 17.97, 19.62 / 18.08, 17.69 /
- * 18.27; K 14336 30.77 / 30.49, 31.94 / 31.55, 32.72 / 31.49, 33.77 / 31.74, 35.36 / 31.84 —
- * ahead at every M ≤ 48 (1.01–1.15×), behind at M 64 where cuBLAS changes kernels at the
- * smaller K (0.97–0.98×); N 8192 and 16384 mixed or behind (8192×4096 0.95–1.00×, 8192×8192
- * 0.95–0.99×, 16384×8192 0.95–0.96×, 16384² 0.94–1.03×; ahead only at K ≥ 14336 and M ≥ 24,
- * 1.02–1.09×), so impl 0 there. The vector path is checked at the call (fco_gemv_allreduce);
- * off it impl 0. N 2049..4095 is between measured points at N 4096 (unmeasured), as is K below
- * 4096 (run ..._RUNK: the K sweep). */
-static int one_rank_fused(size_t M, size_t N, fco_dtype_t dtype) {
-  return dtype != FCO_F32 && M <= 48 && N > 2048 && N <= 4096;
-}
-
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
-  if (comm->nranks == 1) return one_rank_fused(M, N, dtype) ? 1 : 0;
+  if (comm->nranks == 1) return 0;
   const int local = comm->transport == FCO_TRANSPORT_LOCAL;
   long long max_m = dtype == FCO_F32 ? 0 : fco_env_int("FCO_GEMV_AR_AUTO_MAX_M", 16);
   long long max_n = fco_env_int("FCO_GEMV_AR_FUSED_MAX_N", local ? 8192 : 16384);
@@ -383,9 +366,6 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   op.kind = FCO_OP_GEMV_ALLREDUCE;
   op.comm = comm;
   op.impl = resolve_impl(comm, M, N, dtype, impl);
-  if (op.impl == 1 && impl == FCO_IMPL_AUTO && comm->nranks == 1 &&
-      !((uintptr_t)x % 16 == 0 && (uintptr_t)w % 16 == 0 && (K * es) % 16 == 0))
-    op.impl = 0; /* one rank off the fused kernels' vector path: cuBLAS (one_rank_fused) */
   op.impl_auto = impl == FCO_IMPL_AUTO;
   op.stream = stream;
   op.ws_bytes = workspace(comm, M, N, dtype, op.impl);
