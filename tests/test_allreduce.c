@@ -69,7 +69,7 @@ int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
-  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  int quick = t_quick();
   int max = t_test_max_ranks(t);
   for (int p = 1; p <= max; p++) {
     t_world_t w;

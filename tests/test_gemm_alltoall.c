@@ -277,7 +277,7 @@ int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
-  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  int quick = t_quick();
   int max = t_test_max_ranks(t) < GA_MAXP ? t_test_max_ranks(t) : GA_MAXP;
   static const int kShapes[][2] = {{1, 1},   {17, 17}, {100, 33}, {64, 136},
                                    {136, 64}, {3, 100}, {33, 300}};

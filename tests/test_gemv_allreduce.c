@@ -329,7 +329,7 @@ int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
-  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  int quick = t_quick();
   int max = t_test_max_ranks(t);
   static const char* const parts[] = {"FCO_TEST_LL", "FCO_TEST_PDL"};
   for (int i = 0; i < 2; i++)

@@ -527,7 +527,7 @@ int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
-  int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  int quick = t_quick();
   int max = t_test_max_ranks(t);
   if (only("FCO_TEST_GROUP"))
     printf("FCO_TEST_GROUP=only: the grouped tiles' tests are test_gemv_allreduce_group's; "

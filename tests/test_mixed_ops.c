@@ -343,7 +343,7 @@ int main(void) {
   g_rng = t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
-  const int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  const int quick = t_quick();
   const int rounds = quick ? 4 : 12;
   int max = t_test_max_ranks(t);
   if (max > GA_MAXP) max = GA_MAXP;

@@ -344,7 +344,7 @@ int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
-  const int quick = getenv("FCO_TEST_QUICK") && atoi(getenv("FCO_TEST_QUICK")) > 0;
+  const int quick = t_quick();
   ctx_t c;
   memset(&c, 0, sizeof c);
   c.gemm_k = t_is_gpu(t) ? 4096 : 96; /* the cpu reference is slow at K 4096 */

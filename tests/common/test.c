@@ -320,3 +320,5 @@ void t_fork_run(int n, int (*fn)(int idx, void* arg), void* arg, int timeout_s, 
     usleep(2000);
   }
 }
+
+int t_quick(void) { return fco_env_flag("FCO_TEST_QUICK", 0); }

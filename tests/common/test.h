@@ -151,6 +151,7 @@ int t_max_ranks(fco_transport_t t);
  * 4, 1..8; 8 for the scale-up runs of 4 and 8 GPUs). */
 int t_test_max_ranks(fco_transport_t t);
 int t_test_rank_cap(void); /* FCO_TEST_MAX_RANKS as used above (default 4) */
+int t_quick(void);          /* FCO_TEST_QUICK: 1 shorter runs, 0 / unset full; else said, full */
 /* The end of a test's main: says which worlds max + 1..cap (cap: usually t_test_rank_cap())
  * the transport could not run, prints PASS; returns 0 (the exit code). */
 int t_pass(fco_transport_t t, int max, int cap);

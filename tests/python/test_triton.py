@@ -35,6 +35,12 @@ def _has_triton():
 needs_triton = pytest.mark.skipif(not _has_triton(), reason="triton is not installed")
 
 
+def _interpreting():
+    """Whether Triton interprets, as Triton reads TRITON_INTERPRET (fco.triton.language)."""
+    from fco.triton import language as fl
+    return fl.INTERPRET
+
+
 # ---- layout ---------------------------------------------------------------------------------
 def test_layout_constants_match_ctypes_mirror():
     for name, off in L.offsets().items():
@@ -237,7 +243,7 @@ def test_gemv_kernel_compiles_for_sm90(dtype):
     pieces of prims.cuh: release exchanges at system scope (signals, error op), acquire loads at
     system scope (waits), %globaltimer (the bound), bar.red (block-uniform wait decisions), .cg
     loads of peer-written data, and a system-scope CAS (first error wins)."""
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    if _interpreting():
         pytest.skip("TRITON_INTERPRET is set")
     import triton
     import triton.language as tl
@@ -618,7 +624,7 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk, tma)
     pipeline, and 16-byte tile stores (local out and peer staging). Stream-K (sk): the slice
     counter's acq_rel atomic (gpu scope) and 16-byte partial stores / .cg loads; without it
     none of its code is there (SK=0 compiles to the SASS of the kernel before stream-K)."""
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    if _interpreting():
         pytest.skip("TRITON_INTERPRET is set")
     try:
         c = _compile_gemm(dtype, nk, tile, split=split, profile=profile, sk=sk, tma=tma)
