@@ -60,6 +60,20 @@ def _w_forward(dtype_name):
     keep = [fco.gemv_allreduce(*_data(dtype, 2, 8, 8, s)) for s in range(3)]
     for s, y in enumerate(keep):
         _refs.close(y, _refs.gemv_allreduce(*_data(dtype, 2, 8, 8, s)), dtype)
+    # out=: a NaN-poisoned buffer written in place and returned — a fused impl, impl 0, AUTO's
+    # M > 64 path and leading dims; with a gradient to record, y computed and copied into it
+    for impl, lead, M in (("oneshot", None, 5), ("baseline", None, 5), ("auto", None, 90),
+                          ("auto", (2, 3), 6)):
+        x, w, b = _data(dtype, M, 24, 16, 11, True, lead)
+        buf = torch.full(tuple(x.shape[:-1]) + (24,), float("nan"), dtype=dtype)
+        y = fco.gemv_allreduce(x, w, b, impl=impl, out=buf)
+        assert y.data_ptr() == buf.data_ptr() and y.shape == buf.shape
+        _refs.close(buf, _refs.gemv_allreduce(x, w, b), dtype, 2)
+    xg = x.clone().requires_grad_()
+    buf = torch.full((2, 3, 24), float("nan"), dtype=dtype)
+    y = fco.gemv_allreduce(xg, w, b, out=buf)
+    assert y.data_ptr() == buf.data_ptr()
+    _refs.close(buf, _refs.gemv_allreduce(x, w, b), dtype, 2)
     return True
 
 
@@ -157,6 +171,17 @@ def _w_bad_input():
     assert e.value.name == "UNSUPPORTED"
     with pytest.raises(fco.FcoError, match="impl 5"):
         fco.gemv_allreduce(x, w, impl=5)
+    # out= of the wrong shape or dtype: refused on every rank before anything runs; one that
+    # overlaps x: libfco refuses it (the same on every rank)
+    for out, msg in ((torch.empty(2, 5), r"out is torch.float32 \(2, 5\)"),
+                     (torch.empty(2, 4, dtype=torch.float16), "out is torch.float16")):
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemv_allreduce(x, w, out=out)
+        assert e.value.name == "INVALID_ARGUMENT"
+    xx = torch.ones(2, 4)
+    with pytest.raises(fco.FcoError, match="y overlaps x") as e:
+        fco.gemv_allreduce(xx, torch.ones(4, 4), out=xx)
+    assert e.value.name == "INVALID_ARGUMENT"
     # N differs across ranks: only the ranks together see it; every rank raises, naming it
     r = dist.get_rank()
     with pytest.raises(fco.FcoError, match="rank") as e:

@@ -55,6 +55,13 @@ def _g_gemv():
                     assert _refs.same_on_all_ranks(y), (dtype, impl, M, N, K)
     x, w, b = _gemv_data(torch.bfloat16, 100, 256, 512, 1)  # M > 64: matmul + fco.allreduce
     _refs.close(fco.gemv_allreduce(x, w, b), _refs.gemv_allreduce(x, w, b), torch.bfloat16, 3)
+    # out=: one NaN-poisoned buffer reused by back-to-back calls of every impl (a decode loop)
+    buf = torch.full((4, 4096), float("nan"), device="cuda", dtype=torch.bfloat16)
+    for n, impl in enumerate(("auto", "baseline", "oneshot", "twophase", "cublas_oneshot")):
+        x, w, b = _gemv_data(torch.bfloat16, 4, 4096, 2048, 40 + n)
+        y = fco.gemv_allreduce(x, w, b, impl=impl, out=buf)
+        assert y.data_ptr() == buf.data_ptr()
+        _refs.close(buf, _refs.gemv_allreduce(x, w, b), torch.bfloat16, 3)
     torch.cuda.synchronize()
     fco.init().check_async_error()
     return True

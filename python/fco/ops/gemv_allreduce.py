@@ -62,10 +62,15 @@ def _check(x, w, bias, op=_OP):
     return dt
 
 
-def _run(x, w, bias, dt, group_name, impl):
+def _run(x, w, bias, dt, group_name, impl, out=None):
     N, K = w.shape
     _common.check_current_device(x, _OP, "x")
-    y = x.new_empty(tuple(x.shape[:-1]) + (N,))
+    shape = tuple(x.shape[:-1]) + (N,)
+    if out is None:
+        y = x.new_empty(shape)
+    else:  # the caller's (a decode loop's buffer); libfco refuses one that overlaps x, w, bias
+        _common.check_out(out, x, shape, _OP)
+        y = out
     M = y.numel() // N if N else 0
     if M == 0 or N == 0:  # nothing to compute or reduce (the same on every rank)
         return y
@@ -78,7 +83,7 @@ def _run(x, w, bias, dt, group_name, impl):
     if impl == IMPL_TRITON:  # fco.triton's one-shot kernel over the same communicator
         from ..triton.gemv_allreduce import gemv_allreduce_comm
         y2 = gemv_allreduce_comm(_comm.get(group_name, x.device), x.reshape(M, K), w, bias)
-        return y2.reshape(y.shape)
+        return y2.reshape(shape) if out is None else out.copy_(y2.reshape(shape))
     h = _comm.get(group_name, x.device).handle
     r = _fn()(h, x.data_ptr(), w.data_ptr(), None if bias is None else bias.data_ptr(),
               y.data_ptr(), M, N, K, dt, impl, _common.stream_of(x))
@@ -122,14 +127,15 @@ def _backward(ctx, dy):
 _gemv_allreduce.register_autograd(_backward, setup_context=_setup_context)
 
 
-def gemv_allreduce(x, w, bias=None, group=None, impl="auto"):
+def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     """Row-parallel linear: y = Σ_r x_r @ w_r.T (+ bias) over the ranks of `group`, on every rank.
 
     x      [..., K_r] this rank's slice of the input features (M = x.numel() / K_r rows, the
            same M on every rank; K_r may differ per rank)
     w      [N, K_r] this rank's slice of the weight, torch Linear layout (row n = output n)
     bias   [N] or None; the same tensor on every rank (a replicated parameter), added once
-    → y    [..., N], a new tensor, identical on every rank (fp32 accumulation, rank-order sum)
+    → y    [..., N] (a new tensor, or out), identical on every rank (fp32 accumulation,
+           rank-order sum)
     All float tensors share one dtype: float32, float16 or bfloat16; contiguous. CUDA: on the
     current device, runs on the current stream, capturable in a CUDA graph once the shape ran
     eagerly (workspace, cuBLAS handle) or after comm.reserve(fco.gemv_allreduce_workspace_bytes
@@ -138,6 +144,10 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto"):
     impl   "auto", "baseline" (0: GEMM + NCCL allreduce), "oneshot" (1), "twophase" (2),
            "cublas_oneshot" (3: GEMM + fco's one-shot allreduce, unfused), "triton", or an
            int. The fused op takes M ≤ 64; "auto" runs larger M as matmul + fco.allreduce.
+    out    optional [..., N] tensor (x's dtype and device, contiguous, not overlapping x, w or
+           bias) to write y into and return — a decode loop's buffer, no allocation a call.
+           Written in place in eager calls without gradients; elsewhere (autograd,
+           torch.compile) y is computed as usual and copied into it.
     Differentiable as Megatron's RowParallelLinear (the loss is replicated over the group):
     dx = dy @ w, dw = dy.T @ x, dbias = dy summed over the rows, no collective.
     Raises fco.FcoError (INVALID_ARGUMENT naming the argument) for bad input, and with
@@ -149,8 +159,12 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto"):
         _common.require_tensor(bias, _OP, "bias")
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     if _common.direct_ok(x, w) and (bias is None or _common.direct_ok(bias)):
-        return _run(x, w, bias, _check(x, w, bias), gname, iid)
-    return torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
+        return _run(x, w, bias, _check(x, w, bias), gname, iid, out=out)
+    res = torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
+    if out is None:
+        return res
+    _common.check_out(out, res, res.shape, _OP)
+    return out.copy_(res)
 
 
 def workspace_bytes(x, w, group=None, impl="auto"):
