@@ -109,6 +109,13 @@ el "gemm skew at K <= 2048"; FCO_BENCH_GA_SHAPES="1024,2048,4096,8,2;1024,2048,4
 pack
 python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
+# the PyTorch examples at two ranks (last on two GPUs in session 11, run 2026-11-30_nvidia-h200-x2_462750b;
+# since session 36 they time torch and fco side by side), each checking fco against plain torch
+for e in tp_mlp_decode dlrm_forward moe_layer; do
+  [ $(( $(date +%s) - T0 )) -lt 540 ] || break
+  el "example $e"; timeout 90 torchrun --nproc-per-node 2 --standalone examples/$e.py > $O/example-$e.txt 2>&1; echo rc=$?
+  grep "us/step\|check" $O/example-$e.txt
+done
 el all done
 pack
 for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 gemv-tma ea-bf16 ea-f32 ea-static ga ga-skew-sep ga-skew2048; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
