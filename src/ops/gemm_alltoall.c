@@ -93,7 +93,8 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * top-2 (mean 256 rows) 95.1 / 54.3, and 101.5 / 69.1 with expert 0 at 4× the mean (1024 rows);
  * top-4 (mean 512) 119.3 / 88.7; 512 tokens, K 2048, N 7168, E 32, top-8 with expert 0 at
  * 2 / 3 / 4× the mean of 128 349.8 / 285.8, 354.9 / 295.5, 358.3 / 294.7; 1536 tokens, K 2048,
- * N 4096, E 8 (mean 384) 94.7 / 90.2 — the ≤ 256 rule took impl 0 in all but the first
+ * N 4096, E 8 (mean 384) 94.7 / 90.2 — the ≤ 256 rule took impl 0 in all but the balanced
+ * 2048-token row and the 2× skew (256 rows)
  * (examples/moe_layer.py at one rank: random routing, ~300 rows on the largest expert, impl 0
  * 266 µs eager against the tiles' 79, run ..._d9de2c3-examples). At K 14336 skew does hurt the
  * tiles (long tiles, quantised waves: 1024 tokens, mean 256, expert 0 at 1.25× 467.6 / 504.5,
