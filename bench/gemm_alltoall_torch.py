@@ -12,7 +12,9 @@ tokens·topk rows: skew × the average (tokens·topk / E) to expert 0, the rest 
 the other E − 1 experts (largest remainder, ties to the lower expert); experts split evenly over
 the ranks (expert g on rank g // (E/P)); W is [E/P, N, K] (torch Linear layout). skew 4 =
 fco-bench's skewed case: expert 0 gets 4× the average rows (at E = 8: half of them, each other
-expert 1/14). skew is in 0..E (1 when E = 1). Env FCO_BENCH_GA_SHAPES=
+expert 1/14). skew is in 0..E (1 when E = 1), or "r": random routing, each token's top-k
+distinct experts drawn from a seed of the workload (fco-bench's route_random, the same integer
+operations: the same rows; the table shows "r", the JSON skew -1). Env FCO_BENCH_GA_SHAPES=
 "tokens,K,N,E,topk[,skew];..." replaces the list, as in fco-bench.
 
 Rank r's A_r [rows_r, K] is grouped by local expert, then by source rank (fco_gemm_alltoall's
@@ -102,22 +104,55 @@ def workloads():
         return list(WORKLOADS)
     out = []
     for tok in env.split(";"):
-        v = [x for x in tok.split(",") if x.strip()]
+        v = [x.strip() for x in tok.split(",") if x.strip()]
         try:
-            w = tuple(int(x) for x in v[:5]) + (float(v[5]) if len(v) > 5 else 1.0,)
+            sk = 1.0 if len(v) < 6 else -1.0 if v[5] in ("r", "R") else float(v[5])
+            w = tuple(int(x) for x in v[:5]) + (sk,) if len(v) in (5, 6) else ()
         except (ValueError, IndexError):
             w = ()
-        if len(w) == 6 and min(w[:5]) > 0 and 0 <= w[5] <= w[3] and (w[3] > 1 or w[5] == 1):
+        if len(w) == 6 and min(w[:5]) > 0 and (
+                w[4] <= w[3] if w[5] == -1.0 else
+                0 <= w[5] <= w[3] and (w[3] > 1 or w[5] == 1)):
             out.append(w)
         else:
             print(f"gemm_alltoall_torch: FCO_BENCH_GA_SHAPES entry '{tok}' ignored (skew must "
-                  "be in 0..E, 1 when E = 1)", file=sys.stderr)
+                  "be in 0..E, 1 when E = 1, or r with top-k <= E)", file=sys.stderr)
     return out
+
+
+_M64 = (1 << 64) - 1
+
+
+def _splitmix64(state):
+    """(next state, output): fco-bench's splitmix64 on Python ints masked to 64 bits."""
+    state = (state + 0x9E3779B97F4A7C15) & _M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return state, z ^ (z >> 31)
+
+
+def route_random(tokens, topk, experts):
+    """skew "r": fco-bench's route_random — each token's top-k distinct experts by a partial
+    Fisher-Yates shuffle of one permutation kept from token to token, splitmix64 seeded by the
+    workload; the same integer operations, so the same rows."""
+    perm, per = list(range(experts)), [0] * experts
+    x = (0x5EED + tokens * 1000003 + experts * 1009 + topk) & _M64
+    for _ in range(tokens):
+        for j in range(topk):
+            x, z = _splitmix64(x)
+            i = j + z % (experts - j)
+            perm[j], perm[i] = perm[i], perm[j]
+            per[perm[j]] += 1
+    return per
 
 
 def route(tokens, topk, experts, skew):
     """Rows every source sends to each global expert: expert 0 skew × the average, the others
-    the rest evenly; largest remainder (fco-bench's route(), the same float operations)."""
+    the rest evenly; largest remainder (fco-bench's route(), the same float operations); skew
+    -1: random routing (route_random)."""
+    if skew < 0:
+        return route_random(tokens, topk, experts)
     total = tokens * topk
     x = [total * skew / experts if g == 0 else
          total * (experts - skew) / (experts * (experts - 1)) for g in range(experts)]
@@ -379,7 +414,8 @@ def run(args, names=()):
                             "target": target, "gemm_tflops": tflops, "wrong": wrong,
                             "fco": ft, "fco_wrong": fwrong})
             if rank == 0:
-                print(f"  {f'{tokens},{K},{N},{Eg},{topk},{skew:g}':26s} {dname:>5s} {mode:>7s}"
+                label = f"{tokens},{K},{N},{Eg},{topk}," + ("r" if skew < 0 else f"{skew:g}")
+                print(f"  {label:26s} {dname:>5s} {mode:>7s}"
                       + "".join(f" {t[c]:9.1f}" for c in ("gemm", "perm", "a2a", "total"))
                       + f" {floor:9.1f} {target:9.1f} {tflops:8.1f} {wrong:7d}"
                       + (fco_row(names, ft, t["total"], fwrong) if names else ""), flush=True)

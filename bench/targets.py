@@ -40,7 +40,9 @@ def _shape_str(op, s):
     if op == "embedding_alltoall":
         return f"{s['B']}/{s['tables_per_gpu']}/{s['D']}/{s['L']} {s.get('dist', '')}".strip()
     if op == "gemm_alltoall":
-        return f"{s['tokens']},{s['k']},{s['n']},{s['experts']},{s['topk']},{s.get('skew', 1)}"
+        skew = s.get("skew", 1)
+        return (f"{s['tokens']},{s['k']},{s['n']},{s['experts']},{s['topk']},"
+                + ("r" if skew == -1 else f"{skew}"))  # -1: random routing
     return json.dumps(s, sort_keys=True)
 
 

@@ -149,6 +149,9 @@ def test_rounds_balance_column_order(impls, rounds):
     ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "0,9", "FCO_BENCH_EA_BATCH_DIV": "2048",
                             "FCO_BENCH_EA_ROWS": "300"}, ["'9'"]),
     ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": ";".join(["24,72,40,4,1"] * 65)}, ["more than 64"]),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "24,72,40,4,1;24,72,40,4,1,x;24,72,40,4,5,r;"
+                                              "24,72,40,4,1,2,7;24,72,40,4,1,9"},
+     ["'24,72,40,4,1,x'", "'24,72,40,4,5,r'", "'24,72,40,4,1,2,7'", "'24,72,40,4,1,9'"]),
 ])
 def test_workload_lists_say_what_they_drop(op, env, bad):
     """An entry of a workload list that names nothing (or one past the table's room) is reported
@@ -160,6 +163,56 @@ def test_workload_lists_say_what_they_drop(op, env, bad):
     assert "# wrong elements: 0" in p.stdout, p.stdout
     rows = [l for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
     assert rows, p.stdout
+
+
+def _torch_route():
+    """bench/gemm_alltoall_torch.py's route() (the torch script beside fco-bench's table)."""
+    import importlib.util
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)  # its _torch_bench
+    spec = importlib.util.spec_from_file_location("gemm_alltoall_torch",
+                                                  os.path.join(bench, "gemm_alltoall_torch.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.route
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_gemm_random_routing(ranks, tmp_path):
+    """The skew field "r": random routing (each token's top-k distinct experts from a seed of the
+    workload), shown as "r" in the table and skew -1 in the JSON, 0 wrong; the same rows in
+    fco-bench (route_random) and in the torch script (route_random, so its columns sit beside):
+    every workload's a_rows (the most any rank receives) as the script's route gives it, and
+    unlike the balanced routing's (but at top-k = E, where every token goes to every expert)."""
+    shapes = [(40, 72, 48, 4, 2), (64, 24, 16, 8, 3), (33, 16, 24, 6, 6)]
+    env = {"FCO_BENCH_GA_SHAPES": ";".join(",".join(map(str, w)) + ",r" for w in shapes)}
+    js = tmp_path / "r.json"
+    p = run(["gemm_alltoall", "-t", "cpu", "-g", str(ranks), "-n", "1", "-w", "0", "-d", "f32",
+             "-J", str(js)], env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "# wrong elements: 0" in p.stdout, p.stdout
+    for w in shapes:
+        assert re.search(r"^  %s,r\s" % ",".join(map(str, w)), p.stdout, re.M), p.stdout
+    route = _torch_route()
+    got = {}
+    for res in json.loads(js.read_text())["results"]:
+        sh = res["shape"]
+        assert sh["skew"] == -1, sh
+        got[(sh["tokens"], sh["k"], sh["n"], sh["experts"], sh["topk"])] = sh["a_rows"]
+    assert set(got) == set(shapes), got
+    for (tokens, k, n, E, topk), a_rows in got.items():
+        per = route(tokens, topk, E, -1.0)
+        assert sum(per) == tokens * topk and all(c >= 0 for c in per), per
+        El = E // ranks
+        want = max(sum(per[r * El:(r + 1) * El]) for r in range(ranks)) * ranks
+        assert a_rows == want, ((tokens, k, n, E, topk), a_rows, want, per)
+        if topk < E:
+            assert len(set(per)) > 1, per  # not the balanced split
+        else:  # top-k = E: every token to every expert
+            assert per == [tokens] * E, per
 
 
 @pytest.mark.parametrize("value,progress,said", [("1", True, False), ("0", False, False),

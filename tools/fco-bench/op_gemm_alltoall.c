@@ -10,7 +10,9 @@
  *   3  1024, 14336, 4096,  8, 2  skewed: expert 0 gets 4× the average rows (skew 4)
  *   4   128,  2048, 7168, 32, 8  balanced   (decode)
  * Env FCO_BENCH_GA_SHAPES="tokens,K,N,E,topk[,skew];..." replaces the list (skew: expert 0's
- * rows as a multiple of the average tokens·topk / E, 0..E; 1 = balanced). On the cpu transport
+ * rows as a multiple of the average tokens·topk / E, 0..E; 1 = balanced; "r" = random routing:
+ * each token's top-k distinct experts drawn uniformly from a seed of the workload, route_random;
+ * the table shows "r", the JSON skew −1). On the cpu transport
  * the default list's tokens, K and N are divided by 64 (CPU times); FCO_BENCH_GA_SHAPES is taken
  * as given.
  * Routing: every source rank sends tokens·topk rows: skew × tokens·topk / E to expert 0, the rest
@@ -70,7 +72,7 @@ int fco_env_flag(const char* name, int dflt);
 
 typedef struct {
   int tokens, k, n, experts, topk;
-  double skew;
+  double skew; /* -1: random routing (the skew field "r") */
 } ga_work_t;
 
 static ga_work_t g_work[GA_MAXW];
@@ -136,14 +138,35 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
         break;
       }
       ga_work_t w = {0, 0, 0, 0, 0, 1.0};
-      /* skew: expert 0's rows / the average, 0..E (E: every row to expert 0); 1 when E == 1 */
-      if (sscanf(tok, "%d,%d,%d,%d,%d,%lf", &w.tokens, &w.k, &w.n, &w.experts, &w.topk, &w.skew) >= 5 &&
-          w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0 && w.skew >= 0 &&
-          w.skew <= w.experts && (w.experts > 1 || w.skew == 1))
+      /* skew: expert 0's rows / the average, 0..E (E: every row to expert 0), 1 when E == 1;
+       * or "r": random routing (route(), top-k distinct experts per token, topk <= E) */
+      int used = 0, ok = sscanf(tok, "%d,%d,%d,%d,%d%n", &w.tokens, &w.k, &w.n, &w.experts,
+                                &w.topk, &used) == 5;
+      if (ok && tok[used] == ',') {
+        const char* f = tok + used + 1;
+        while (*f == ' ') f++;
+        if (f[0] == 'r' || f[0] == 'R') {
+          w.skew = -1;
+          f++;
+        } else {
+          char* end = NULL;
+          w.skew = strtod(f, &end);
+          ok = end != f && w.skew >= 0;
+          f = end;
+        }
+        while (*f == ' ') f++;
+        ok = ok && !*f; /* "r" or the number, then blanks only */
+      } else if (ok) {
+        ok = tok[used] == 0 || tok[used] == ' ';
+      }
+      ok = ok && w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0 &&
+           (w.skew < 0 ? w.topk <= w.experts
+                       : w.skew <= w.experts && (w.experts > 1 || w.skew == 1));
+      if (ok)
         g_work[g_nwork++] = w;
       else
         fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored (skew must be in "
-                "0..E, 1 when E = 1)\n", tok);
+                "0..E, 1 when E = 1, or r with top-k <= E)\n", tok);
     }
   } else {
     const ga_work_t d[] = {{4096, 14336, 4096, 8, 2, 1}, {1024, 14336, 4096, 8, 2, 1},
@@ -168,7 +191,43 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
  * (tokens·topk / E), the other E − 1 experts share the rest evenly; floors, then one more row
  * to the largest remainders (ties: the lower expert). bench/gemm_alltoall_torch.py's route()
  * computes the same numbers (same float operations). */
+static uint64_t splitmix64(uint64_t* x) {
+  uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Random routing (skew "r"): every token picks top-k distinct experts uniformly, by a partial
+ * Fisher-Yates shuffle of one permutation of the experts kept from token to token (its picks
+ * are uniform whatever it holds), draws from splitmix64 seeded by the workload — the
+ * multinomial imbalance of a router with random logits, the same on every run and in
+ * bench/gemm_alltoall_torch.py's route() (the same integer operations). Every source routes
+ * alike, as in the skew mode. */
+static void route_random(const ga_work_t* w, int64_t* per_expert) {
+  const int E = w->experts;
+  int* perm = (int*)malloc((size_t)E * sizeof(int));
+  for (int g = 0; g < E; g++) {
+    perm[g] = g;
+    per_expert[g] = 0;
+  }
+  uint64_t x = 0x5EEDull + (uint64_t)w->tokens * 1000003u + (uint64_t)E * 1009u + (uint64_t)w->topk;
+  for (int t = 0; t < w->tokens; t++)
+    for (int j = 0; j < w->topk; j++) {
+      const int i = j + (int)(splitmix64(&x) % (uint64_t)(E - j));
+      const int tmp = perm[j];
+      perm[j] = perm[i];
+      perm[i] = tmp;
+      per_expert[perm[j]]++;
+    }
+  free(perm);
+}
+
 static void route(const ga_work_t* w, int64_t* per_expert) {
+  if (w->skew < 0) {
+    route_random(w, per_expert);
+    return;
+  }
   const int E = w->experts;
   const int64_t total = (int64_t)w->tokens * w->topk;
   double* rem = (double*)malloc((size_t)E * sizeof(double));
@@ -722,8 +781,12 @@ static void ga_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
     const bench_row_t* r = &rows[i];
     const ga_work_t* w = &g_work[r->count < GA_MAXW ? r->count : 0];
     char shape[64];
-    snprintf(shape, sizeof shape, "%d,%d,%d,%d,%d,%g", w->tokens, w->k, w->n, w->experts, w->topk,
-             w->skew);
+    if (w->skew < 0)
+      snprintf(shape, sizeof shape, "%d,%d,%d,%d,%d,r", w->tokens, w->k, w->n, w->experts,
+               w->topk);
+    else
+      snprintf(shape, sizeof shape, "%d,%d,%d,%d,%d,%g", w->tokens, w->k, w->n, w->experts,
+               w->topk, w->skew);
     fprintf(f, "  %-26s", shape);
     num(f, 9, r->compute_us);
     num(f, 9, r->comm_us);
