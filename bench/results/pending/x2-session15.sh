@@ -104,7 +104,8 @@ done
 # skewed routing at K <= 2048, where AUTO takes the tiles whatever the routing (session 36: on local P = 2 the
 # tiles fell to 0.92 / 0.78x impl 0 at 1024,2048,4096 skew 2 / 4, run 2026-12-04_nvidia-h200_834f5cb-gaskew —
 # there the virtual ranks split one GPU's SMs, so rank 0's extra rows run on half of them; on two GPUs?)
-el "gemm skew at K <= 2048"; FCO_BENCH_GA_SHAPES="1024,2048,4096,8,2;1024,2048,4096,8,2,2;1024,2048,4096,8,2,4;2048,1408,2048,16,2,4;512,2048,7168,32,8,4" \
+# (and random routing, the skew field r: each token's top-k experts drawn from a seed, session 36)
+el "gemm skew at K <= 2048"; FCO_BENCH_GA_SHAPES="1024,2048,4096,8,2;1024,2048,4096,8,2,2;1024,2048,4096,8,2,4;2048,1408,2048,16,2,4;512,2048,7168,32,8,4;2048,1408,2048,16,2,r;512,2048,7168,32,8,r;1024,14336,4096,8,2,r" \
   timeout 90 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -D all > $O/ga-skew2048.txt 2>&1; echo rc=$?
 pack
 python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
