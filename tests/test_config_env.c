@@ -21,11 +21,6 @@
 
 #include "test.h"
 
-/* The library's knob parsers (src/core/internal.h; exported by libfco, not in fco.h). */
-long long fco_env_int(const char* name, long long dflt);
-int fco_env_choice(const char* name, const char* const* choices, int dflt);
-int fco_env_flag(const char* name, int dflt);
-
 static fco_transport_t g_t;
 static char* g_env_saved;
 

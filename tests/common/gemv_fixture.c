@@ -11,10 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The library's knob parsers (src/core/internal.h; exported by libfco, not in fco.h). */
-long long fco_env_int(const char* name, long long dflt);
-int fco_env_flag(const char* name, int dflt);
-
 const fco_dtype_t gemv_dtypes[3] = {FCO_F32, FCO_F16, FCO_BF16};
 
 static size_t x_bytes(void) { return (size_t)GEMV_MAX_M * GEMV_MAX_KT * 4 + T_GUARD; }

@@ -17,10 +17,6 @@
 
 #include "test.h"
 
-/* The library's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h): 1 on,
- * 0 off, anything else said once on stderr and ignored. */
-int fco_env_flag(const char* name, int dflt);
-
 static char g_context[512];
 static uint64_t g_seed, g_seed_state;
 static int g_seed_set;

@@ -21,6 +21,14 @@
 
 #include "fco.h"
 
+/* The library's knob parsers (src/core/internal.h; exported by libfco, not in fco.h), so the
+ * tests read a knob exactly as the library does: fco_env_int (integers, k / M / G suffixes),
+ * fco_env_choice (one of a list), fco_env_flag (0 / 1); another value is said once on stderr
+ * and the default returned. */
+long long fco_env_int(const char* name, long long dflt);
+int fco_env_choice(const char* name, const char* const* choices, int dflt);
+int fco_env_flag(const char* name, int dflt);
+
 #define T_SKIP 77
 #define T_MAX_RANKS 64
 #define T_GUARD 256 /* guard bytes after every buffer: nothing may be written there        */

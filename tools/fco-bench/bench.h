@@ -16,6 +16,11 @@
 
 #include "fco.h"
 
+/* libfco's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h, as
+ * tests/common/test.h declares it too): 1 on, 0 off, dflt when unset or empty, anything else
+ * said once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
+int fco_env_flag(const char* name, int dflt);
+
 #define BENCH_VERSION "0.1.0"
 #define BENCH_MAX_RANKS 64
 #define BENCH_MAX_IMPLS 16 /* columns: impls 0..N-1 plus AUTO */

@@ -39,11 +39,6 @@
 
 #include "bench.h"
 
-/* libfco's on/off knob parser (src/core/internal.h; exported by libfco, not in fco.h, as
- * tests/test_config_env.c uses it): 1 on, 0 off, dflt when unset or empty, anything else said
- * once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
-int fco_env_flag(const char* name, int dflt);
-
 #ifdef FCO_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <nccl.h>
