@@ -11,8 +11,8 @@
  *   one rank's impl 0 with counts_host unlike the counts (refused, nothing written past the rows
  *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (tiles where
  *   the mean rows per expert · N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
- *   P = 2..max (tiles where K ≤ 2048, on local above two ranks only where a_rows ≤ 2048; those
- *   calls also checked against the reference). The
+ *   P = 2..max (tiles where K ≤ 2048, on local only where a_rows / E_r · N < 2^21 and, above
+ *   two ranks, a_rows ≤ 2048; those calls also checked against the reference). The
  *   per-call knobs of impls 1 and 2 (FCO_GA_TILES_BLOCKS, _PUSH_BLOCKS, _CHUNK_ROWS) read back
  *   from fco_last_plan, a non-integer value ignored (GPU transports, P up to 2).
  *   The FCO_GA_* knobs stay as the caller set them (test_gemm_alltoall's parts reset every knob
@@ -232,15 +232,20 @@ static void one_rank_auto_rule(fco_transport_t t) {
   ASSERT_OK(fco_comm_destroy(w.comms[0]));
 }
 
-/* Several ranks, AUTO (GPU transports): tiles (impl 1) where K ≤ 2048, except on local above
- * two ranks where a_rows > 2048 (then impl 0; src/ops/gemm_alltoall.c). a_rows 2048 and 2049
- * (the capacity, from the slack), K 64, bf16, with the hints; checked against the reference
- * and read from every rank's fco_last_plan. */
+/* Several ranks, AUTO (GPU transports): tiles (impl 1) where K ≤ 2048, except on local where
+ * a_rows / E_r · N ≥ 2^21 or, above two ranks, a_rows > 2048 (then impl 0;
+ * src/ops/gemm_alltoall.c). Two local experts, a_rows 2048 and 2049 (the capacity, from the
+ * slack), N 64, 2040 (2049 · 2040 < 2^22) and 2048 (2048 · 2048 = 2^22), K 64, bf16, with the
+ * hints; checked against the reference and read from every rank's fco_last_plan. */
 static void multi_rank_auto_rule(const t_world_t* w) {
   const int P = w->n;
-  for (int big = 0; big < 2; big++) {
+  static const struct {
+    int n, big;
+  } cases[] = {{64, 0}, {64, 1}, {2040, 0}, {2040, 1}, {2048, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const int n = cases[i].n, big = cases[i].big;
     ga_case_t c;
-    ga_two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
+    ga_two_expert_case(&c, P, 64, n, FCO_W_KN, FCO_BF16);
     for (int r = 0; r < P; r++)
       for (int i = 0; i < 2 * P; i++) c.counts[r][i] = 1 + (r + 2 * i) % 4;
     int64_t most = 0;
@@ -250,8 +255,12 @@ static void multi_rank_auto_rule(const t_world_t* w) {
       if (sum > most) most = sum;
     }
     ga_finish_case(&c, t_next_seed(), (int)(2048 + big - most));
-    const int want = w->transport == FCO_TRANSPORT_LOCAL && P > 2 && big ? 0 : 1;
-    t_context("P=%d AUTO rule: a_rows %lld, expect impl %d", P, (long long)c.a_rows, want);
+    const int want =
+        w->transport == FCO_TRANSPORT_LOCAL && ((P > 2 && big) || c.a_rows * n >= (1 << 22))
+            ? 0
+            : 1;
+    t_context("P=%d AUTO rule: a_rows %lld, N %d, expect impl %d", P, (long long)c.a_rows, n,
+              want);
     ga_bufs_t b;
     ga_upload(w, &c, &b);
     ga_poison(w, &c, &b);

@@ -113,6 +113,21 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * 1681.7 / 1792.0; 128 tokens (a_rows 1024) P = 2 374.6 / 277.5, P = 4 386.5 / 318.0, P = 8
  * 495.0 / 478.0. So on local with P > 2 tiles only where a_rows (agreed by every rank) ≤
  * kLocalTilesMaxRows = 2048 (P = 3 unmeasured: it takes the P > 2 rule).
+ * Local transport at P ≥ 2, routing that is not balanced (session 37, run
+ * 2026-12-04_nvidia-h200_0d43f65-random, graphs, µs impl 0 / tiles, random routing: each token's
+ * top-k distinct experts drawn at random, fco-bench's skew "r"): at P = 2, K 2048, N 4096, 8
+ * experts, top-2, 1024 tokens (mean 512 rows per expert) 137.0 / 147.4, 2048 tokens 238.5 /
+ * 257.8 — the tiles lose as with skew (session 36: 0.92× / 0.78× at 2× / 4×), while the balanced
+ * 1024-token row wins (134.3 / 123.1): a virtual rank's busiest expert runs on the half of the
+ * SMs its tile kernel holds. They still win where mean rows · N is smaller (2048 tokens, K 1408,
+ * N 2048, 16 experts: 150.3 / 117.5; 128 tokens, N 7168, 32 experts: 375.9 / 280.9) and tie at
+ * 512 tokens there (537.9 / 529.8). The host sees the routing of no rank but its own, so the
+ * rule reads a_rows (agreed; a capacity larger than the rows run makes it pick impl 0 sooner):
+ * on local at P ≥ 2 tiles only where a_rows / E_r · N < 2^21 (kOneRankMeanCells, the one-rank
+ * bound), which gives up the balanced 1024-token row's 1.09× for the random rows' 1.07–1.08×
+ * and the skewed ones' up to 1.28×. The nccl transport's rule (two GPUs, each rank's tiles on
+ * all of its SMs) is unchanged: those rows are unmeasured there
+ * (bench/results/pending/x2-session15.sh).
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures (at one
  * rank, where nothing needs agreeing, also on counts_host's values). */
@@ -141,8 +156,9 @@ static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
     return 0;
   if (comm->nranks == 1) return one_rank_tiles_win(a);
-  if (comm->transport == FCO_TRANSPORT_LOCAL && comm->nranks > 2 &&
-      a->a_rows > kLocalTilesMaxRows)
+  if (comm->transport == FCO_TRANSPORT_LOCAL &&
+      ((comm->nranks > 2 && a->a_rows > kLocalTilesMaxRows) ||
+       a->a_rows * a->n >= kOneRankMeanCells * a->num_experts))
     return 0;
   return a->k <= 2048;
 }
