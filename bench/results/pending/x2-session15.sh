@@ -104,9 +104,11 @@ done
 # skewed routing at K <= 2048, where AUTO takes the tiles whatever the routing (session 36: on local P = 2 the
 # tiles fell to 0.92 / 0.78x impl 0 at 1024,2048,4096 skew 2 / 4, run 2026-12-04_nvidia-h200_834f5cb-gaskew —
 # there the virtual ranks split one GPU's SMs, so rank 0's extra rows run on half of them; on two GPUs?)
-# (and random routing, the skew field r: each token's top-k experts drawn from a seed, session 36)
-el "gemm skew at K <= 2048"; FCO_BENCH_GA_SHAPES="1024,2048,4096,8,2;1024,2048,4096,8,2,2;1024,2048,4096,8,2,4;2048,1408,2048,16,2,4;512,2048,7168,32,8,4;2048,1408,2048,16,2,r;512,2048,7168,32,8,r;1024,14336,4096,8,2,r" \
-  timeout 90 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -D all > $O/ga-skew2048.txt 2>&1; echo rc=$?
+# (and random routing, the skew field r: each token's top-k experts drawn from a seed, session 36; at local P = 2
+# the tiles lost 0.93 / 0.91x at 1024 / 2048 tokens, K 2048, N 4096, r — run 2026-12-04_nvidia-h200_0d43f65-random —
+# and local AUTO now bounds mean rows · N, session 37; nccl's rule still takes the tiles there: does it lose too?)
+el "gemm skew at K <= 2048"; FCO_BENCH_GA_SHAPES="1024,2048,4096,8,2;1024,2048,4096,8,2,2;1024,2048,4096,8,2,4;2048,1408,2048,16,2,4;512,2048,7168,32,8,4;2048,1408,2048,16,2,r;512,2048,7168,32,8,r;1024,14336,4096,8,2,r;1024,2048,4096,8,2,r;2048,2048,4096,8,2,r" \
+  timeout 120 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -D all > $O/ga-skew2048.txt 2>&1; echo rc=$?
 pack
 python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
 [ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
