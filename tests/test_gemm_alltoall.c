@@ -11,7 +11,9 @@
  *   early landing and impl 1's asynchronous epilogue (FCO_GA_* knobs, set and reset in main).
  *   Then calls back to back without a sync, outputs in symmetric memory (fco_mem_alloc) on some
  *   or every rank, a fixed asymmetric routing (rank 0 → 1 ≠ rank 1 → 0, one direction empty),
- *   MiB-sized messages per peer (nccl impl 0: NCCL's SIMPLE protocol, not LL), and on the local
+ *   MiB-sized messages per peer (nccl impl 0: NCCL's SIMPLE protocol, not LL), balanced routing
+ *   (impl 0's one strided batched GEMM, and with FCO_GA_BLAS=loop its GEMM per expert, named in
+ *   fco_last_plan on GPU transports), and on the local
  *   transport CUDA-graph replays with changing device counts, and with the host hints (impls 2
  *   and 0: capture without counts_host refused, new inputs, other device counts refused).
  *   make test   or   build/tests/test_gemm_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
@@ -19,6 +21,7 @@
  * 8) the largest world.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ga_fixture.h"
 
@@ -161,6 +164,38 @@ static void large(const t_world_t* w) {
               P - 1, c.recv[P - 1][0] * (double)c.N * 2 / (1 << 20), kImpls[i]);
     ga_run_checked(w, &c, kImpls[i], 1);
   }
+}
+
+/* Balanced routing: each of a rank's two experts gets the same rows in total (sources differ,
+ * 3 + 5 · ((s + e + r) mod P)), where impl 0 runs one strided batched GEMM for all experts
+ * (src/cuda/gemm_alltoall.cu, gemm_all); FCO_GA_BLAS=loop runs one GEMM per expert. Every impl,
+ * both layouts, f32 with odd K and bf16, with the hints; on GPU transports impl 0's plan must
+ * name the GEMMs that ran. */
+static void balanced(const t_world_t* w) {
+  const int P = w->n;
+  const int gpu = t_transport() != FCO_TRANSPORT_CPU;
+  for (int loop = 0; loop < 2; loop++) {
+    if (loop) t_knob_set("FCO_GA_BLAS", "loop");
+    for (int i = 0; i < 4; i++)
+      for (int d = 0; d < 2; d++) {
+        ga_case_t c;
+        ga_two_expert_case(&c, P, d ? 40 : 17, d ? 24 : 136, (i + d) % 2,
+                           d ? FCO_BF16 : FCO_F32);
+        for (int r = 0; r < P; r++)
+          for (int e = 0; e < 2; e++)
+            for (int s = 0; s < P; s++) c.counts[r][e * P + s] = 3 + 5 * ((s + e + r) % P);
+        ga_finish_case(&c, t_next_seed(), 2);
+        t_context("P=%d balanced routing (%s), impl %d, %s", P, loop ? "FCO_GA_BLAS=loop" : "",
+                  kImpls[i], fco_dtype_name(c.dtype));
+        ga_run_checked(w, &c, kImpls[i], 1);
+        const char* want = loop ? " kernel cublasGemmEx/expert " : " kernel cublasGemmStridedBatchedEx ";
+        for (int r = 0; gpu && kImpls[i] == 0 && r < P; r++)
+          if (!strstr(fco_last_plan(w->comms[r]), want))
+            t_fail(__FILE__, __LINE__, "rank %d: impl 0 ran \"%s\", expected \"%s\" in it", r,
+                   fco_last_plan(w->comms[r]), want);
+      }
+  }
+  t_knob_reset("FCO_GA_BLAS");
 }
 
 #ifdef FCO_HAVE_CUDA
@@ -339,6 +374,7 @@ int main(void) {
     back_to_back(&w);
     sym_outputs(&w);
     asymmetric(&w);
+    balanced(&w);
     large(&w);
 #ifdef FCO_HAVE_CUDA
     if (t == FCO_TRANSPORT_LOCAL) graph_replay(&w);

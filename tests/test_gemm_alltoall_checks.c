@@ -9,8 +9,9 @@
  *   unlike counts, recv_rows_host changed between the call and fco_group_end: cpu and local)
  *   must return or report FCO_ERR_INVALID_ARGUMENT and write nothing. On GPU transports also
  *   one rank's impl 0 with counts_host unlike the counts (refused, nothing written past the rows
- *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (tiles where
- *   the mean rows per expert · N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
+ *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (impl 0 where
+ *   the hint shows every expert with the same rows, else tiles where the mean rows per expert ·
+ *   N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
  *   P = 2..max (tiles where K ≤ 2048, on local only where a_rows / E_r · N < 2^21 and, above
  *   two ranks, a_rows ≤ 2048; those calls also checked against the reference). The
  *   per-call knobs of impls 1 and 2 (FCO_GA_TILES_BLOCKS, _PUSH_BLOCKS, _CHUNK_ROWS) read back
@@ -166,10 +167,12 @@ static void expect_auto_ran(const t_world_t* w, int r, int want) {
     t_fail(__FILE__, __LINE__, "rank %d: AUTO ran \"%s\", expected \"%s...\"", r, plan, expect);
 }
 
-/* One rank, AUTO (GPU transports): tiles (impl 1) in bf16 / f16 with k, n multiples of 8 where
- * (K ≤ 2048) the mean rows per expert · N < 2^21 and no expert's rows · N > 2^23, or (K > 2048)
- * every expert has ≤ 256 rows — the rows from counts_host when given, else the mean of a_rows —
- * else impl 0 (src/ops/gemm_alltoall.c). Read from fco_last_plan; every call must succeed. */
+/* One rank, AUTO (GPU transports): impl 0 where counts_host gives every expert the same rows
+ * (its one strided batched GEMM; FCO_GA_BLAS=loop: not), else tiles (impl 1) in bf16 / f16 with
+ * k, n multiples of 8 where (K ≤ 2048) the mean rows per expert · N < 2^21 and no expert's
+ * rows · N > 2^23, or (K > 2048) every expert has ≤ 256 rows — the rows from counts_host when
+ * given, else the mean of a_rows — else impl 0 (src/ops/gemm_alltoall.c). Read from
+ * fco_last_plan; every call must succeed. */
 static void one_rank_auto_rule(fco_transport_t t) {
   t_world_t w;
   t_context("P=1 AUTO rule");
@@ -189,34 +192,41 @@ static void one_rank_auto_rule(fco_transport_t t) {
     int32_t counts[EMAX];
     int hint;
     fco_dtype_t dt;
-    int want;
+    int want, loop;
   } cases[] = {
       /* K ≤ 2048, N 8192: tiles below a mean of 256 rows (256 · 8192 = 2^21), no expert over
        * 1024 (1024 · 8192 = 2^23) */
-      {64, 8192, 2, 7, {3, 4}, 0, FCO_BF16, 1},             /* mean 3.5 rows */
-      {64, 8192, 2, 510, {3, 4}, 0, FCO_F16, 1},            /* mean 255 */
-      {64, 8192, 2, 512, {3, 4}, 0, FCO_BF16, 0},           /* mean 256 */
-      {64, 8192, 2, 512, {3, 4}, 1, FCO_BF16, 1},           /* the hint: mean 3.5 */
-      {64, 8192, 2, 512, {255, 256}, 1, FCO_F16, 1},        /* mean 255.5 */
-      {64, 8192, 2, 512, {256, 256}, 1, FCO_BF16, 0},       /* mean 256 */
-      {64, 8192, 8, 1100, {1024, 1}, 1, FCO_BF16, 1},       /* mean 128, one at 1024 */
-      {64, 8192, 8, 1100, {1025}, 1, FCO_F16, 0},           /* one over 1024 (skew) */
-      {64, 2048, 2, 1100, {1023, 0}, 0, FCO_BF16, 1},       /* N 2048: mean 550 (a_rows) */
-      {64, 8192, 2, 7, {3, 4}, 1, FCO_F32, 0},              /* no tensor-core tile in f32 */
+      {64, 8192, 2, 7, {3, 4}, 0, FCO_BF16, 1, 0},             /* mean 3.5 rows */
+      {64, 8192, 2, 510, {3, 4}, 0, FCO_F16, 1, 0},            /* mean 255 */
+      {64, 8192, 2, 512, {3, 4}, 0, FCO_BF16, 0, 0},           /* mean 256 */
+      {64, 8192, 2, 512, {3, 4}, 1, FCO_BF16, 1, 0},           /* the hint: mean 3.5 */
+      {64, 8192, 2, 512, {255, 256}, 1, FCO_F16, 1, 0},        /* mean 255.5 */
+      {64, 8192, 2, 512, {257, 255}, 1, FCO_BF16, 0, 0},       /* mean 256 */
+      {64, 8192, 8, 1100, {1024, 1}, 1, FCO_BF16, 1, 0},       /* mean 128, one at 1024 */
+      {64, 8192, 8, 1100, {1025}, 1, FCO_F16, 0, 0},           /* one over 1024 (skew) */
+      {64, 2048, 2, 1100, {1023, 0}, 0, FCO_BF16, 1, 0},       /* N 2048: mean 550 (a_rows) */
+      {64, 8192, 2, 7, {3, 4}, 1, FCO_F32, 0, 0},              /* no tensor-core tile in f32 */
       /* K > 2048: every expert ≤ 256 rows */
-      {2056, 64, 2, 512, {3, 4}, 0, FCO_BF16, 1},           /* mean 256 (a_rows) */
-      {2056, 64, 2, 514, {3, 4}, 0, FCO_BF16, 0},           /* mean 257 */
-      {2056, 64, 2, 514, {256, 256}, 1, FCO_F16, 1},        /* the hint: at most 256 */
-      {2056, 64, 2, 290, {3, 257}, 1, FCO_BF16, 0},         /* one over 256, mean 145 */
+      {2056, 64, 2, 512, {3, 4}, 0, FCO_BF16, 1, 0},           /* mean 256 (a_rows) */
+      {2056, 64, 2, 514, {3, 4}, 0, FCO_BF16, 0, 0},           /* mean 257 */
+      {2056, 64, 2, 514, {256, 255}, 1, FCO_F16, 1, 0},        /* the hint: at most 256 */
+      {2056, 64, 2, 290, {3, 257}, 1, FCO_BF16, 0, 0},         /* one over 256, mean 145 */
+      /* balanced (the hint: every expert the same rows): impl 0's one strided batched GEMM,
+       * unless FCO_GA_BLAS=loop (loop 1) */
+      {64, 8192, 2, 7, {3, 3}, 1, FCO_BF16, 0, 0},
+      {2056, 64, 3, 514, {100, 100, 100}, 1, FCO_F16, 0, 0},
+      {64, 8192, 2, 7, {3, 3}, 1, FCO_BF16, 1, 1},
+      {64, 8192, 2, 7, {3, 3}, 0, FCO_BF16, 1, 0},             /* no hint: balance unseen */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const int32_t* c = cases[i].counts;
     int32_t recv[1] = {0};
     for (int e = 0; e < cases[i].e; e++) recv[0] += c[e];
-    t_context("P=1 AUTO rule: K %d N %d E %d a_rows %lld counts %d,%d,... hint %d %s",
+    t_context("P=1 AUTO rule: K %d N %d E %d a_rows %lld counts %d,%d,... hint %d %s%s",
               cases[i].k, cases[i].n, cases[i].e, (long long)cases[i].a_rows, c[0], c[1],
-              cases[i].hint, fco_dtype_name(cases[i].dt));
+              cases[i].hint, fco_dtype_name(cases[i].dt), cases[i].loop ? " FCO_GA_BLAS=loop" : "");
     t_put(t, d, dc, c, EMAX * sizeof(int32_t));
+    t_knob_set("FCO_GA_BLAS", cases[i].loop ? "loop" : NULL);
     ASSERT_OK(fco_gemm_alltoall(w.comms[0], a, cases[i].a_rows, wt, FCO_W_KN, cases[i].e,
                                 (const int32_t*)dc, cases[i].hint ? c : NULL,
                                 cases[i].hint ? recv : NULL, out, ROWS, cases[i].k, cases[i].n,
@@ -225,6 +235,7 @@ static void one_rank_auto_rule(fco_transport_t t) {
     ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
     expect_auto_ran(&w, 0, cases[i].want);
   }
+  t_knob_reset("FCO_GA_BLAS");
   t_free(t, d, a);
   t_free(t, d, wt);
   t_free(t, d, dc);

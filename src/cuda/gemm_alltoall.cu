@@ -263,10 +263,22 @@ bool rank_valid(const std::vector<int32_t>& c, int E, int P, int64_t a_rows, int
   return ok && sum <= a_rows;
 }
 
+/* Which cuBLAS GEMMs impl 0 ran, over its local ranks, for fco_last_plan. */
+struct Gemms {
+  bool batched = false, loop = false;
+};
+const char* blas_word(const Gemms& g) {
+  return g.batched ? (g.loop ? "cublasGemmEx/expert or StridedBatched" : "cublasGemmStridedBatchedEx")
+                   : "cublasGemmEx/expert";
+}
+
 /* GEMM of every expert of local rank i into y (rows in A's order); *no_ws set when cuBLAS ran
- * without a workspace (blas.cuh). */
+ * without a workspace (blas.cuh), g->batched when every expert had the same rows and one
+ * cublasGemmStridedBatchedEx ran them all — torch.bmm's GEMM: 1.1–1.5× faster than a call per
+ * expert where experts are small (one H200, bf16, graphs, 256 rows × K 2048 × N 4096 × 8 experts
+ * 52.9 µs in torch.bmm against 77.8 in the loop; run 2026-12-04_nvidia-h200_0d43f65-random). */
 fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_t>& c, char* y,
-                      bool* no_ws, char* err) {
+                      bool* no_ws, Gemms* g, char* err) {
   const fco_gemm_a2a_args_t* a = args(l, i);
   const int P = l->nranks;
   const size_t es = fco_dtype_size(a->dtype);
@@ -274,6 +286,22 @@ fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_
   fco_result_t lr = blas_lease((cudaStream_t)l->stream, "fco_gemm_alltoall", &lease, err);
   if (lr != FCO_OK) return lr;
   if (!lease.workspace) *no_ws = true;
+  const int64_t rows = fco_ga_batched_rows(c.data(), a->num_experts, P);
+  if (rows > 0) {
+    g->batched = true;
+    cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
+                                                                              : CUDA_R_16BF;
+    const float one = 1.f, zero = 0.f;
+    const int N = (int)a->n, K = (int)a->k;
+    const bool nk = a->w_layout == FCO_W_NK;
+    /* Column-major view per expert, as gemm(): Yᵀ[N, m] = op(W_e)[N, K] · A_eᵀ[K, m]. */
+    cublasStatus_t s = cublasGemmStridedBatchedEx(
+        lease.h, nk ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, (int)rows, K, &one, a->w, t,
+        nk ? K : N, (long long)K * N, a->a, t, K, (long long)rows * K, &zero, y, t, N,
+        (long long)rows * N, a->num_experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? FCO_OK : blas_fail(err, s, "cublasGemmStridedBatchedEx");
+  }
+  g->loop = true;
   int64_t row = 0;
   for (int e = 0; e < a->num_experts; ++e) {
     int64_t m = 0;
@@ -440,6 +468,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   fco_result_t r = resources(st, err, &res);
   if (r != FCO_OK) return r;
   bool no_ws = false; /* cuBLAS ran without a workspace (blas.cuh): said in the plan */
+  Gemms g;            /* which GEMMs ran (blas_word): said in the plan */
   std::vector<int32_t> hc[kMaxP];
   if ((r = host_counts(l, hc, err)) != FCO_OK) return r;
   int64_t tot[kMaxP][kMaxP] = {}; /* tot[i][s]: local rank i → s */
@@ -472,9 +501,9 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
         l->r[0].dev);
     cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: count check launch");
-    if ((r = gemm_all(l, 0, hc[0], (char*)a->out, &no_ws, err)) != FCO_OK) return r;
-    fco_plan_append(l->plan, " kernel cublasGemmEx/expert%s into out (one rank: no all-to-all) "
-                    "counts=%s", no_ws ? " (no cuBLAS workspace)" : "", counts_word(l));
+    if ((r = gemm_all(l, 0, hc[0], (char*)a->out, &no_ws, &g, err)) != FCO_OK) return r;
+    fco_plan_append(l->plan, " kernel %s%s into out (one rank: no all-to-all) counts=%s",
+                    blas_word(g), no_ws ? " (no cuBLAS workspace)" : "", counts_word(l));
     return FCO_OK;
   }
 
@@ -502,7 +531,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     for (int i = 0; i < P; ++i) {
       const fco_gemm_a2a_args_t* a = args(l, i);
       char* y = (char*)l->r[i].ws; /* scratch (gemm_alltoall.h); one stream: no barrier */
-      if ((r = gemm_all(l, i, hc[i], y, &no_ws, err)) != FCO_OK) return r;
+      if ((r = gemm_all(l, i, hc[i], y, &no_ws, &g, err)) != FCO_OK) return r;
       p.y[i] = y;
       p.out[i] = (char*)a->out;
       p.counts[i] = a->counts;
@@ -520,7 +549,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall copy: kernel launch");
     /* fco_last_plan: grid.x blocks per (source, destination) pair */
-    fco_plan_append(l->plan, " kernel cublasGemmEx/expert%s + copy counts=%s, %u blocks/pair",
+    fco_plan_append(l->plan, " kernel %s%s + copy counts=%s, %u blocks/pair", blas_word(g),
                     no_ws ? " (no cuBLAS workspace)" : "", counts_word(l), grid.x);
     return FCO_OK;
   }
@@ -566,7 +595,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
                 (long long)in, (long long)a->out_rows);
   char* y = (char*)l->r[0].ws; /* scratch (gemm_alltoall.h) */
   char* send = (char*)l->r[0].ws + fco_ga_base_off_send(a->a_rows, a->n, es);
-  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, err)) != FCO_OK) return r;
+  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, &g, err)) != FCO_OK) return r;
   size_t most = 0;
   for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
   PackParams pp = {y,     send, a->counts, l->r[0].dev, fco_ga_digest_host(hc[0].data(), a->num_experts, P),
@@ -599,9 +628,10 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   /* fco_last_plan (the pack's grid: blocks per destination); the copy into out and the barrier
    * follow in fco_cuda_gemm_alltoall_after_group */
   fco_plan_append(l->plan,
-                  " kernel cublasGemmEx/expert%s + pack + ncclSend/Recv + copy + barrier "
-                  "counts=%s recv=%s, %u blocks/dest",
-                  no_ws ? " (no cuBLAS workspace)" : "", counts_word(l), recv_word, pack_blocks);
+                  " kernel %s%s + pack + ncclSend/Recv + copy + barrier counts=%s recv=%s, "
+                  "%u blocks/dest",
+                  blas_word(g), no_ws ? " (no cuBLAS workspace)" : "", counts_word(l), recv_word,
+                  pack_blocks);
   return FCO_OK;
 }
 

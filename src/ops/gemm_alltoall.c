@@ -133,8 +133,24 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * rank, where nothing needs agreeing, also on counts_host's values). */
 enum { kLocalTilesMaxRows = 2048 };
 static const int64_t kOneRankMeanCells = (int64_t)1 << 21, kOneRankMaxCells = (int64_t)1 << 23;
+
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P) {
+  static const char* const modes[] = {"batched", "loop", NULL};
+  if (E < 2 || fco_env_choice("FCO_GA_BLAS", modes, 0) != 0) return 0;
+  int64_t first = 0;
+  for (int e = 0; e < E; e++) {
+    int64_t m = 0;
+    for (int s = 0; s < P; s++) m += counts[(size_t)e * P + s];
+    if (m <= 0 || (e > 0 && m != first)) return 0;
+    first = m;
+  }
+  return first;
+}
+
 static int one_rank_tiles_win(const fco_gemm_a2a_args_t* a) {
   const int64_t E = a->num_experts;
+  /* Balanced (hint): impl 0 runs one strided batched GEMM, which ties or beats the tiles. */
+  if (a->counts_host && fco_ga_batched_rows(a->counts_host, (int)E, 1) > 0) return 0;
   if (a->k <= 2048) {
     int64_t rows = a->a_rows; /* without the hint: the capacity's mean */
     if (a->counts_host) {

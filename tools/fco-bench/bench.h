@@ -20,6 +20,9 @@
  * tests/common/test.h declares it too): 1 on, 0 off, dflt when unset or empty, anything else
  * said once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
 int fco_env_flag(const char* name, int dflt);
+/* libfco's string-knob parser: the index of the value in choices (NULL-terminated), dflt when
+ * unset, empty or not one of them (said once on stderr). */
+int fco_env_choice(const char* name, const char* const* choices, int dflt);
 
 #define BENCH_VERSION "0.1.0"
 #define BENCH_MAX_RANKS 64

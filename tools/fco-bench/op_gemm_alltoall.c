@@ -29,7 +29,8 @@
  * Env FCO_BENCH_SYM=1: every rank's out is a symmetric buffer (fco_mem_alloc), so the fused
  * impls store peers' rows straight into it (no staging, no landing copy; FCO_GA_DIRECT=0 turns
  * that off with the same buffers); the a2a column then receives into an ordinary buffer.
- * Columns: gemm = cuBLAS GEMM per expert alone, every rank (compute_us); a2a = the all-to-all
+ * Columns: gemm = impl 0's cuBLAS GEMMs alone, every rank (compute_us: one strided batched call
+ * where every expert has the same rows, else one call per expert); a2a = the all-to-all
  * alone (nccl: grouped ncclSend/ncclRecv of the same rows on communicators of the bench's own;
  * local: the same rows by cudaMemcpyAsync) (comm_us); both = the two alone issued at once on
  * two streams per rank, nothing ordering one after the other (both_us, P > 1, bench_time_both:
@@ -527,6 +528,24 @@ static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
     if (cublasSetStream(g_blas[r], (cudaStream_t)bench_stream(ctx, r)) != CUBLAS_STATUS_SUCCESS ||
         cublasSetWorkspace(g_blas[r], g_blas_ws[r], GA_BLAS_WS) != CUBLAS_STATUS_SUCCESS)
       return bench_fail(ctx, FCO_ERR_CUDA, "cublasSetStream/Workspace (rank %d)", r);
+    /* impl 0's GEMMs (src/cuda/gemm_alltoall.cu, gemm_all): one strided batched call where every
+     * expert has the same rows (> 0) and FCO_GA_BLAS is not "loop", else one call per expert */
+    static const char* const modes[] = {"batched", "loop", NULL};
+    int64_t same = -1;
+    for (int e = 0; e < st->E && same != 0; e++) {
+      int64_t m = 0;
+      for (int s = 0; s < P; s++) m += st->counts[r][e * P + s];
+      same = e == 0 ? m : (m == same ? same : 0);
+    }
+    if (st->E >= 2 && same > 0 && fco_env_choice("FCO_GA_BLAS", modes, 0) == 0) {
+      cublasStatus_t bs = cublasGemmStridedBatchedEx(
+          g_blas[r], CUBLAS_OP_T, CUBLAS_OP_N, N, (int)same, K, &one, st->wt[r], t, K,
+          (long long)K * N, st->a[r], t, K, (long long)same * K, &zero, st->scratch[r], t, N,
+          (long long)same * N, st->E, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      if (bs != CUBLAS_STATUS_SUCCESS)
+        return bench_fail(ctx, FCO_ERR_CUDA, "cublasGemmStridedBatchedEx: status %d", (int)bs);
+      continue;
+    }
     int64_t row = 0;
     for (int e = 0; e < st->E; e++) {
       int64_t m = 0;
