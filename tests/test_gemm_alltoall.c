@@ -12,8 +12,8 @@
  *   Then calls back to back without a sync, outputs in symmetric memory (fco_mem_alloc) on some
  *   or every rank, a fixed asymmetric routing (rank 0 → 1 ≠ rank 1 → 0, one direction empty),
  *   MiB-sized messages per peer (nccl impl 0: NCCL's SIMPLE protocol, not LL), balanced routing
- *   (impl 0's one strided batched GEMM, and with FCO_GA_BLAS=loop its GEMM per expert, named in
- *   fco_last_plan on GPU transports), and on the local
+ *   (impl 0's one strided batched GEMM where experts are small, else and with FCO_GA_BLAS=loop
+ *   its GEMM per expert, named in fco_last_plan on GPU transports), and on the local
  *   transport CUDA-graph replays with changing device counts, and with the host hints (impls 2
  *   and 0: capture without counts_host refused, new inputs, other device counts refused).
  *   make test   or   build/tests/test_gemm_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
@@ -196,6 +196,20 @@ static void balanced(const t_world_t* w) {
       }
   }
   t_knob_reset("FCO_GA_BLAS");
+  /* Balanced but large: 257 rows an expert · N 8192 > 2^21, where each expert's GEMM fills the
+   * GPU on its own: one GEMM per expert (fco_ga_batched_rows). */
+  ga_case_t c;
+  ga_two_expert_case(&c, P, 16, 8192, FCO_W_NK, FCO_BF16);
+  for (int r = 0; r < P; r++)
+    for (int e = 0; e < 2; e++)
+      for (int s = 0; s < P; s++) c.counts[r][e * P + s] = s ? 3 : 257 - 3 * (P - 1);
+  ga_finish_case(&c, t_next_seed(), 0);
+  t_context("P=%d balanced routing, 257 rows an expert, N 8192, impl 0", P);
+  ga_run_checked(w, &c, 0, 1);
+  for (int r = 0; gpu && r < P; r++)
+    if (!strstr(fco_last_plan(w->comms[r]), " kernel cublasGemmEx/expert "))
+      t_fail(__FILE__, __LINE__, "rank %d: impl 0 ran \"%s\", expected one GEMM per expert", r,
+             fco_last_plan(w->comms[r]));
 }
 
 #ifdef FCO_HAVE_CUDA

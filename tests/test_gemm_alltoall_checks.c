@@ -12,7 +12,7 @@
  *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (impl 0 where
  *   the hint shows every expert with the same rows, else tiles where the mean rows per expert ·
  *   N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
- *   P = 2..max (tiles where K ≤ 2048, on local only where a_rows / E_r · N < 2^21 and, above
+ *   P = 2..max (tiles where K ≤ 2048, on local only where a_rows / E_r · N < 2^20 and, above
  *   two ranks, a_rows ≤ 2048; those calls also checked against the reference). The
  *   per-call knobs of impls 1 and 2 (FCO_GA_TILES_BLOCKS, _PUSH_BLOCKS, _CHUNK_ROWS) read back
  *   from fco_last_plan, a non-integer value ignored (GPU transports, P up to 2).
@@ -244,15 +244,15 @@ static void one_rank_auto_rule(fco_transport_t t) {
 }
 
 /* Several ranks, AUTO (GPU transports): tiles (impl 1) where K ≤ 2048, except on local where
- * a_rows / E_r · N ≥ 2^21 or, above two ranks, a_rows > 2048 (then impl 0;
+ * a_rows / E_r · N ≥ 2^20 or, above two ranks, a_rows > 2048 (then impl 0;
  * src/ops/gemm_alltoall.c). Two local experts, a_rows 2048 and 2049 (the capacity, from the
- * slack), N 64, 2040 (2049 · 2040 < 2^22) and 2048 (2048 · 2048 = 2^22), K 64, bf16, with the
+ * slack), N 64, 1016 (2049 · 1016 < 2^21) and 1024 (2048 · 1024 = 2^21), K 64, bf16, with the
  * hints; checked against the reference and read from every rank's fco_last_plan. */
 static void multi_rank_auto_rule(const t_world_t* w) {
   const int P = w->n;
   static const struct {
     int n, big;
-  } cases[] = {{64, 0}, {64, 1}, {2040, 0}, {2040, 1}, {2048, 0}};
+  } cases[] = {{64, 0}, {64, 1}, {1016, 0}, {1016, 1}, {1024, 0}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const int n = cases[i].n, big = cases[i].big;
     ga_case_t c;
@@ -267,7 +267,7 @@ static void multi_rank_auto_rule(const t_world_t* w) {
     }
     ga_finish_case(&c, t_next_seed(), (int)(2048 + big - most));
     const int want =
-        w->transport == FCO_TRANSPORT_LOCAL && ((P > 2 && big) || c.a_rows * n >= (1 << 22))
+        w->transport == FCO_TRANSPORT_LOCAL && ((P > 2 && big) || c.a_rows * n >= (1 << 21))
             ? 0
             : 1;
     t_context("P=%d AUTO rule: a_rows %lld, N %d, expect impl %d", P, (long long)c.a_rows, n,

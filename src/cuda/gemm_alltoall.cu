@@ -273,10 +273,8 @@ const char* blas_word(const Gemms& g) {
 }
 
 /* GEMM of every expert of local rank i into y (rows in A's order); *no_ws set when cuBLAS ran
- * without a workspace (blas.cuh), g->batched when every expert had the same rows and one
- * cublasGemmStridedBatchedEx ran them all — torch.bmm's GEMM: 1.1–1.5× faster than a call per
- * expert where experts are small (one H200, bf16, graphs, 256 rows × K 2048 × N 4096 × 8 experts
- * 52.9 µs in torch.bmm against 77.8 in the loop; run 2026-12-04_nvidia-h200_0d43f65-random). */
+ * without a workspace (blas.cuh), g->batched when fco_ga_batched_rows (every expert the same
+ * small rows) let one cublasGemmStridedBatchedEx run them all, torch.bmm's GEMM. */
 fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_t>& c, char* y,
                       bool* no_ws, Gemms* g, char* err) {
   const fco_gemm_a2a_args_t* a = args(l, i);
@@ -286,7 +284,7 @@ fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_
   fco_result_t lr = blas_lease((cudaStream_t)l->stream, "fco_gemm_alltoall", &lease, err);
   if (lr != FCO_OK) return lr;
   if (!lease.workspace) *no_ws = true;
-  const int64_t rows = fco_ga_batched_rows(c.data(), a->num_experts, P);
+  const int64_t rows = fco_ga_batched_rows(c.data(), a->num_experts, P, a->n);
   if (rows > 0) {
     g->batched = true;
     cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F

@@ -128,13 +128,32 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * and the skewed ones' up to 1.28×. The nccl transport's rule (two GPUs, each rank's tiles on
  * all of its SMs) is unchanged: those rows are unmeasured there
  * (bench/results/pending/x2-session15.sh).
+ * Then impl 0 got its strided batched GEMM for balanced routing (fco_ga_batched_rows; run
+ * 2026-12-04_nvidia-h200_27ecec1-batched, local P = 2, balanced, µs impl 0 / tiles): 512 tokens,
+ * K 2048, N 7168, 32 experts, top-8 (a_rows / E_r · N ≈ 1.8 · 2^20) 419.4 / 453.8, 2048 tokens,
+ * K 1408, N 2048, 16 experts, top-2 (2^20) 96.5 / 99.2, decode (128 tokens, ≈ 0.44 · 2^20) 280.0 /
+ * 277.6. Under random routing impl 0 keeps its GEMM per expert and the tiles lead there (1.02×,
+ * 1.28×, 1.34×, run ..._0d43f65-random), but the rule cannot tell the two apart; never slower than
+ * impl 0 wins: on local the bound is a_rows / E_r · N < 2^20 (kLocalMeanCells), decode-sized
+ * rows keep the tiles.
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
  * depends only on agreed values and on whether hints are passed / the stream captures (at one
  * rank, where nothing needs agreeing, also on counts_host's values). */
 enum { kLocalTilesMaxRows = 2048 };
 static const int64_t kOneRankMeanCells = (int64_t)1 << 21, kOneRankMaxCells = (int64_t)1 << 23;
+static const int64_t kLocalMeanCells = (int64_t)1 << 20;
 
-int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P) {
+/* impl 0's strided batched GEMM (gemm_alltoall.h). One H200, bf16, CUDA graphs, P = 1, balanced
+ * routing, µs impl 0 with one cublasGemmEx per expert / with the batched GEMM / impl 1 (run
+ * 2026-12-04_nvidia-h200_27ecec1-batched): 2048 tokens, K 1408, N 2048, 16 experts, top-2 (256
+ * rows per expert) 95.1 / 40.3 / 53.7; 1024, 2048, 4096, 8, 2 (256 rows) 81.6 / 51.0 / 64.4;
+ * 128, 2048, 7168, 32, 8 (32 rows) 339.3 / 235.9 / 255.4; 512, 2048, 7168, 32, 8 (128 rows)
+ * 346.7 / 260.1 / 279.0; 1024, 14336, 4096, 8, 2 (256 rows) 422.2 / 343.8 / 368.0 — but 4096,
+ * 14336, 4096, 8, 2 (1024 rows, m · N = 2^22) 1253.6 / 1293.5: 3 % slower, where each expert's
+ * GEMM fills the GPU on its own. So batched where m · N ≤ 2^21 (at most 128 of cuBLAS's 128×128
+ * tiles an expert, fewer than the 132 SMs; measured wins up to 2^20). */
+static const int64_t kBatchedMaxCells = (int64_t)1 << 21;
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n) {
   static const char* const modes[] = {"batched", "loop", NULL};
   if (E < 2 || fco_env_choice("FCO_GA_BLAS", modes, 0) != 0) return 0;
   int64_t first = 0;
@@ -144,13 +163,14 @@ int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P) {
     if (m <= 0 || (e > 0 && m != first)) return 0;
     first = m;
   }
-  return first;
+  return first * n <= kBatchedMaxCells ? first : 0;
 }
 
 static int one_rank_tiles_win(const fco_gemm_a2a_args_t* a) {
   const int64_t E = a->num_experts;
-  /* Balanced (hint): impl 0 runs one strided batched GEMM, which ties or beats the tiles. */
-  if (a->counts_host && fco_ga_batched_rows(a->counts_host, (int)E, 1) > 0) return 0;
+  /* Balanced (hint): impl 0 runs one strided batched GEMM, 1.06–1.33× faster than the tiles
+   * on the five rows above where it runs (run 27ecec1-batched). */
+  if (a->counts_host && fco_ga_batched_rows(a->counts_host, (int)E, 1, a->n) > 0) return 0;
   if (a->k <= 2048) {
     int64_t rows = a->a_rows; /* without the hint: the capacity's mean */
     if (a->counts_host) {
@@ -174,7 +194,7 @@ static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   if (comm->nranks == 1) return one_rank_tiles_win(a);
   if (comm->transport == FCO_TRANSPORT_LOCAL &&
       ((comm->nranks > 2 && a->a_rows > kLocalTilesMaxRows) ||
-       a->a_rows * a->n >= kOneRankMeanCells * a->num_experts))
+       a->a_rows * a->n >= kLocalMeanCells * a->num_experts))
     return 0;
   return a->k <= 2048;
 }

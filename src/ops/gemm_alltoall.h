@@ -189,10 +189,11 @@ static inline uint64_t fco_ga_digest_host(const int32_t* c, int E, int P) {
 
 /* impl 0's GEMMs on GPU transports (src/cuda/gemm_alltoall.cu): where every one of a rank's E ≥ 2
  * experts has the same rows m > 0 in counts [E][P] (balanced routing, or a capacity every expert
- * is padded to), one cublasGemmStridedBatchedEx for all of them — returns m — unless
- * FCO_GA_BLAS=loop; else 0 (one cublasGemmEx per expert). src/ops/gemm_alltoall.c; AUTO reads it
- * at one rank. */
-int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P);
+ * is padded to) and m · n ≤ 2^21 (an expert's GEMM alone fills less than a wave of the GPU), one
+ * cublasGemmStridedBatchedEx for all of them — returns m — unless FCO_GA_BLAS=loop; else 0 (one
+ * cublasGemmEx per expert). src/ops/gemm_alltoall.c says what was measured; AUTO reads it at one
+ * rank. */
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n);
 
 #ifdef __cplusplus
 }

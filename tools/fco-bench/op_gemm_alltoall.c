@@ -528,16 +528,11 @@ static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
     if (cublasSetStream(g_blas[r], (cudaStream_t)bench_stream(ctx, r)) != CUBLAS_STATUS_SUCCESS ||
         cublasSetWorkspace(g_blas[r], g_blas_ws[r], GA_BLAS_WS) != CUBLAS_STATUS_SUCCESS)
       return bench_fail(ctx, FCO_ERR_CUDA, "cublasSetStream/Workspace (rank %d)", r);
-    /* impl 0's GEMMs (src/cuda/gemm_alltoall.cu, gemm_all): one strided batched call where every
-     * expert has the same rows (> 0) and FCO_GA_BLAS is not "loop", else one call per expert */
-    static const char* const modes[] = {"batched", "loop", NULL};
-    int64_t same = -1;
-    for (int e = 0; e < st->E && same != 0; e++) {
-      int64_t m = 0;
-      for (int s = 0; s < P; s++) m += st->counts[r][e * P + s];
-      same = e == 0 ? m : (m == same ? same : 0);
-    }
-    if (st->E >= 2 && same > 0 && fco_env_choice("FCO_GA_BLAS", modes, 0) == 0) {
+    /* impl 0's GEMMs (src/cuda/gemm_alltoall.cu, gemm_all): one strided batched call where
+     * libfco's rule says so (every expert the same small rows, FCO_GA_BLAS not "loop"), else one
+     * call per expert */
+    const int64_t same = fco_ga_batched_rows(st->counts[r], st->E, P, N);
+    if (same > 0) {
       cublasStatus_t bs = cublasGemmStridedBatchedEx(
           g_blas[r], CUBLAS_OP_T, CUBLAS_OP_N, N, (int)same, K, &one, st->wt[r], t, K,
           (long long)K * N, st->a[r], t, K, (long long)same * K, &zero, st->scratch[r], t, N,
