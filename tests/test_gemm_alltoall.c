@@ -175,7 +175,7 @@ static void balanced(const t_world_t* w) {
   const int P = w->n;
   const int gpu = t_transport() != FCO_TRANSPORT_CPU;
   for (int loop = 0; loop < 2; loop++) {
-    if (loop) t_knob_set("FCO_GA_BLAS", "loop");
+    t_knob_set("FCO_GA_BLAS", loop ? "loop" : NULL);
     for (int i = 0; i < 4; i++)
       for (int d = 0; d < 2; d++) {
         ga_case_t c;
