@@ -196,13 +196,16 @@ fco_result_t join(DevRes* r, cudaStream_t from, cudaStream_t to, char* err) {
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall: stream join");
 }
 
+cudaDataType_t blas_type(fco_dtype_t d) {
+  return d == FCO_F32 ? CUDA_R_32F : d == FCO_F16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
 /* Y[m, N] = A[m, K] · W (row-major; W [K, N] or [N, K]), fp32 compute, with the handle of a
  * BlasLease (bound to the stream). */
 fco_result_t gemm(cublasHandle_t h, const fco_gemm_a2a_args_t* a, const char* A, const char* W,
                   char* Y, int64_t m, char* err) {
   if (m <= 0) return FCO_OK;
-  cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
-                                                                            : CUDA_R_16BF;
+  const cudaDataType_t t = blas_type(a->dtype);
   const float one = 1.f, zero = 0.f;
   const int N = (int)a->n, K = (int)a->k;
   const bool nk = a->w_layout == FCO_W_NK;
@@ -287,8 +290,7 @@ fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_
   const int64_t rows = fco_ga_batched_rows(c.data(), a->num_experts, P, a->n);
   if (rows > 0) {
     g->batched = true;
-    cudaDataType_t t = a->dtype == FCO_F32 ? CUDA_R_32F : a->dtype == FCO_F16 ? CUDA_R_16F
-                                                                              : CUDA_R_16BF;
+    const cudaDataType_t t = blas_type(a->dtype);
     const float one = 1.f, zero = 0.f;
     const int N = (int)a->n, K = (int)a->k;
     const bool nk = a->w_layout == FCO_W_NK;
