@@ -95,6 +95,10 @@ el "embedding bf16 static order"; FCO_EA_LEAN_DYN=0 timeout 80 build/bin/fco-ben
 pack
 # -R 4: the 4 columns (impl 0, tiles, chunks, auto) in fco-bench's balanced order (session 16)
 el "gemm"; timeout 170 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
+# session 37: impl 0 runs one strided batched GEMM on balanced routing (torch.bmm's; 1.2-2.4x its GEMM per expert at
+# one rank, run 2026-12-04_nvidia-h200_27ecec1-batched); ga.txt's impl 0 is that one, here the per-expert loop beside
+# (how much of session 11's 1.63x at 512 tokens was the weaker baseline)
+el "gemm impl 0 loop"; FCO_GA_BLAS=loop timeout 60 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 2 -D 1 > $O/ga-loop.txt 2>&1; echo rc=$?
 # AUTO (= chunks at K 14336) read ~20 µs slower than the chunks column on the skewed workload
 # (runs 399af73, b964207; 105 µs at P = 4, 39ee289): impl 0 + one of them per invocation, so
 # neither follows the tiles column (docs/gemm_alltoall.md's order hypothesis)
@@ -121,5 +125,5 @@ for e in tp_mlp_decode dlrm_forward moe_layer; do
 done
 el all done
 pack
-for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 gemv-tma ea-bf16 ea-f32 ea-static ga ga-skew-sep ga-skew2048; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 gemv-tma ea-bf16 ea-f32 ea-static ga ga-loop ga-skew-sep ga-skew2048; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
 echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
