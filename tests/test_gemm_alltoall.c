@@ -15,7 +15,8 @@
  *   (impl 0's one strided batched GEMM where experts are small, else and with FCO_GA_BLAS=loop
  *   its GEMM per expert, named in fco_last_plan on GPU transports), and on the local
  *   transport CUDA-graph replays with changing device counts, and with the host hints (impls 2
- *   and 0: capture without counts_host refused, new inputs, other device counts refused).
+ *   and 0, impl 0 also on balanced routing, its batched GEMM: capture without counts_host
+ *   refused, new inputs, other device counts refused).
  *   make test   or   build/tests/test_gemm_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs fewer shapes; FCO_TEST_MAX_RANKS (up to
  * 8) the largest world.
@@ -270,16 +271,24 @@ static void graph_replay(const t_world_t* w) {
  * hints, replays with new inputs are right; a replay with other device counts reports
  * FCO_ERR_INVALID_ARGUMENT (the digest) and writes nothing. Own world: the last step leaves an
  * asynchronous error behind. */
-static void graph_hinted(fco_transport_t t, int P, int impl) {
+static void graph_hinted(fco_transport_t t, int P, int impl, int balanced) {
   t_world_t w;
-  t_context("P=%d graph impl %d: init", P, impl);
+  t_context("P=%d graph impl %d%s: init", P, impl, balanced ? " balanced" : "");
   ASSERT_OK(t_world_init(&w, t, P, NULL));
   cudaStream_t st;
   ASSERT_EQ(cudaSetDevice(ga_dev_of(&w, 0)), cudaSuccess);
   ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
   ga_case_t c;
   ga_bufs_t b;
-  ga_make_case(&c, P, 72, 40, 1, FCO_BF16, t_next_seed(), 1, 8);
+  if (balanced) { /* every expert the same rows: impl 0 captures its one strided batched GEMM */
+    ga_two_expert_case(&c, P, 72, 40, 1, FCO_BF16);
+    for (int r = 0; r < P; r++)
+      for (int e = 0; e < 2; e++)
+        for (int s = 0; s < P; s++) c.counts[r][e * P + s] = 3 + 5 * ((s + e + r) % P);
+    ga_finish_case(&c, t_next_seed(), 8);
+  } else {
+    ga_make_case(&c, P, 72, 40, 1, FCO_BF16, t_next_seed(), 1, 8);
+  }
   ga_upload(&w, &c, &b);
   size_t ws = 0;
   ASSERT_OK(fco_gemm_alltoall_workspace(w.comms[0], c.a_rows, c.out_rows, c.K, c.N, c.dtype, impl,
@@ -298,6 +307,11 @@ static void graph_hinted(fco_transport_t t, int P, int impl) {
   r = ga_issue(&w, &c, &b, impl, 1, st);
   ASSERT_EQ(cudaStreamEndCapture(st, &g), cudaSuccess);
   ASSERT_OK(r);
+  if (balanced && impl == 0)
+    for (int q = 0; q < P; q++)
+      if (!strstr(fco_last_plan(w.comms[q]), " kernel cublasGemmStridedBatchedEx "))
+        t_fail(__FILE__, __LINE__, "rank %d captured \"%s\", expected the batched GEMM", q,
+               fco_last_plan(w.comms[q]));
   cudaGraphExec_t ge;
   ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
   for (int it = 0; it < 2; it++) {
@@ -399,9 +413,10 @@ int main(void) {
   }
 #ifdef FCO_HAVE_CUDA
   if (t == FCO_TRANSPORT_LOCAL) {
-    graph_hinted(t, max, 2);
-    graph_hinted(t, max, 0);
-    printf("graphs with hints (impls 2, 0): ok\n");
+    graph_hinted(t, max, 2, 0);
+    graph_hinted(t, max, 0, 0);
+    graph_hinted(t, max, 0, 1);
+    printf("graphs with hints (impls 2, 0; 0 on balanced routing): ok\n");
   }
 #endif
   return t_pass(t, max, t_test_rank_cap() < GA_MAXP ? t_test_rank_cap() : GA_MAXP);
