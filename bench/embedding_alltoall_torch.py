@@ -35,16 +35,21 @@ import torch.nn.functional as F  # noqa: E402
 
 from _torch_bench import init_rank, launch, pick_env, positive_env, time_fn  # noqa: E402
 
-# (global batch B, tables per GPU, D, L, rows per table, zipf) — the list of op_embedding_alltoall.c
+# (global batch B, tables per GPU, D, L, rows per table, dist) — the list of op_embedding_alltoall.c;
+# dist "uniform", "zipf" (Zipf indices) or "ragged" (each bag's length uniform in 0..2L, indices
+# uniform: fco-bench draws the same law from its own hash, so the bags are alike, not equal)
 WORKLOADS = [
-    (16384, 8, 128, 32, 1000000, False),
-    (65536, 8, 64, 8, 1000000, False),
-    (4096, 16, 128, 64, 500000, False),
-    (16384, 8, 128, 32, 1000000, True),
-    (65536, 8, 64, 1, 1000000, False),
-    (131072, 8, 32, 4, 1000000, False),
-    (262144, 4, 16, 2, 1000000, False),
+    (16384, 8, 128, 32, 1000000, "uniform"),
+    (65536, 8, 64, 8, 1000000, "uniform"),
+    (4096, 16, 128, 64, 500000, "uniform"),
+    (16384, 8, 128, 32, 1000000, "zipf"),
+    (65536, 8, 64, 1, 1000000, "uniform"),
+    (131072, 8, 32, 4, 1000000, "uniform"),
+    (262144, 4, 16, 2, 1000000, "uniform"),
+    (16384, 8, 128, 32, 1000000, "ragged"),
+    (65536, 8, 64, 8, 1000000, "ragged"),
 ]
+DIST_COL = {"uniform": "unif", "zipf": "zipf", "ragged": "rag"}
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
@@ -53,8 +58,8 @@ def workloads(world):
     div = positive_env("FCO_BENCH_EA_BATCH_DIV", 1)
     out = []
     for i in pick_env("FCO_BENCH_EA_WORKLOADS", len(WORKLOADS)):
-        B, tpg, D, L, R, zipf = WORKLOADS[i]
-        out.append((i, max(B // div, world), tpg, D, L, rows if rows > 0 else R, zipf))
+        B, tpg, D, L, R, dist = WORKLOADS[i]
+        out.append((i, max(B // div, world), tpg, D, L, rows if rows > 0 else R, dist))
     return out
 
 
@@ -73,7 +78,7 @@ def run(args):
     dev = torch.device("cuda", torch.cuda.current_device())
     stream = torch.cuda.Stream()
     results = []
-    for wid, B, tpg, D, L, R, zipf in workloads(world):
+    for wid, B, tpg, D, L, R, dist in workloads(world):
         bpr = [B // world + (1 if r < B % world else 0) for r in range(world)]
         bme = bpr[rank]
         T = tpg * world
@@ -82,10 +87,18 @@ def run(args):
             gen = torch.Generator(device=dev)
             gen.manual_seed(1234 + 17 * rank + wid)
             weight = torch.randn(tpg * R, D, device=dev, dtype=dt, generator=gen)
-            idx = draw(B * tpg * L, R, zipf, gen, dev)
+            if dist == "ragged":
+                lens = torch.randint(0, 2 * L + 1, (tpg * B,), generator=gen, device=dev)
+            else:
+                lens = torch.full((tpg * B,), L, device=dev, dtype=torch.long)
+            offsets = torch.cat([lens.new_zeros(1), lens.cumsum(0)])
+            n = int(offsets[-1])
+            idx = draw(n, R, dist == "zipf", gen, dev)
             # shift table t's indices by its first row: one packed embedding_bag
-            idx = (idx.view(tpg, B * L) + (torch.arange(tpg, device=dev) * R).view(tpg, 1)).view(-1)
-            offsets = torch.arange(0, tpg * B * L + 1, L, device=dev, dtype=torch.long)
+            table = torch.repeat_interleave(
+                torch.arange(tpg, device=dev),
+                offsets[B::B] - offsets[:-1:B], output_size=n)
+            idx = idx + table * R
             send = torch.empty(B, tpg, D, device=dev, dtype=dt)
             recv = torch.empty(bme * T * D, device=dev, dtype=dt)
             out = torch.empty(bme, T, D, device=dev, dtype=dt)
@@ -111,16 +124,16 @@ def run(args):
             t_lookup = time_fn(lookup, args.iters, args.warmup, args.graph, stream)
             t_a2a = time_fn(a2a, args.iters, args.warmup, args.graph, stream)
             t_total = time_fn(total, args.iters, args.warmup, args.graph, stream)
-            gathered = B * tpg * L * D * weight.element_size()
+            gathered = n * D * weight.element_size()
             results.append({
                 "op": "embedding_alltoall_torch",
                 "shape": {"B": B, "tables_per_gpu": tpg, "D": D, "L": L, "rows": R,
-                          "dist": "zipf" if zipf else "uniform"},
+                          "dist": dist},
                 "dtype": dname, "lookup_us": t_lookup, "a2a_us": t_a2a, "total_us": t_total,
                 "lookup_hbm_pct": 100.0 * gathered / (t_lookup * 1e-6) / 4.3e12,
             })
             if rank == 0:
-                print(f"{B:8d} {tpg:4d} {D:4d} {L:3d} {R:8d} {'zipf' if zipf else 'unif':>4s} "
+                print(f"{B:8d} {tpg:4d} {D:4d} {L:3d} {R:8d} {DIST_COL[dist]:>4s} "
                       f"{dname:>5s} {t_lookup:10.1f} {t_a2a:10.1f} {t_total:10.1f} "
                       f"{results[-1]['lookup_hbm_pct']:5.0f}", flush=True)
             del weight, idx, offsets, send, recv, out

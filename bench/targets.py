@@ -56,7 +56,8 @@ def rows_of(doc):
 
 
 def lookup_hbm(shape, dtype, c):
-    """The embedding lookup's gathered bytes over compute_us, as a fraction of HBM_GBPS."""
+    """The embedding lookup's gathered bytes over compute_us, as a fraction of HBM_GBPS (ragged
+    bags, dist "ragged": L is their mean length, the bytes within a fraction of a percent)."""
     gathered = shape["B"] * shape["tables_per_gpu"] * shape["L"] * shape["D"] * ESIZE.get(dtype, 4)
     return gathered / (c * 1e-6) / (HBM_GBPS * 1e9)
 

@@ -146,7 +146,7 @@ def test_rounds_balance_column_order(impls, rounds):
 
 @pytest.mark.parametrize("op,env,bad", [
     ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "1,0,x"}, ["'0'", "'x'"]),
-    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "0,9", "FCO_BENCH_EA_BATCH_DIV": "2048",
+    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "0,7,9", "FCO_BENCH_EA_BATCH_DIV": "2048",
                             "FCO_BENCH_EA_ROWS": "300"}, ["'9'"]),
     ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": ";".join(["24,72,40,4,1"] * 65)}, ["more than 64"]),
     ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "24,72,40,4,1;24,72,40,4,1,x;24,72,40,4,5,r;"

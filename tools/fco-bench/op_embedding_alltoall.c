@@ -6,8 +6,11 @@
  *
  * Workloads (not the -b/-e byte sweep), (global batch B, tables per GPU, D, pooling L, rows per
  * table, index distribution): the issue's (16384, 8, 128, 32, 1M), (65536, 8, 64, 8, 1M),
- * (4096, 16, 128, 64, 500k), the first with Zipf indices (hot rows), one with L = 1, and two
- * small-D, small-L, large-B ones where the All-to-All is comparable to the lookup. Ranks get
+ * (4096, 16, 128, 64, 500k), the first with Zipf indices (hot rows), one with L = 1, two
+ * small-D, small-L, large-B ones where the All-to-All is comparable to the lookup, and the first
+ * two with ragged bags ("rag": each bag's length uniform in 0..2L, mean L, empty bags included,
+ * as DLRM's multi-hot features are; indices uniform; lengths from a hash of the workload, rank
+ * and bag, the same in every input set). Ranks get
  * B/P samples each (remainder to the first) and the same number of tables. Sum pooling, int64
  * indices, no weights (TorchRec's default). Default dtypes f32 and bf16 (-d f16 adds f16).
  * Env: FCO_BENCH_EA_WORKLOADS="0,1,4" picks workloads; FCO_BENCH_EA_ROWS=n sets the rows per
@@ -44,18 +47,21 @@
 #include <nccl.h>
 #endif
 
+enum { EA_UNIFORM, EA_ZIPF, EA_RAGGED };
+static const char* const kDistName[] = {"uniform", "zipf", "ragged"}, * const kDistCol[] = {"unif", "zipf", "rag"};
 typedef struct {
   long long B;
   int tpg, D, L;
   long long rows;
-  int zipf;
+  int dist; /* EA_UNIFORM, EA_ZIPF (Zipf indices), EA_RAGGED (bag lengths 0..2L, uniform indices) */
 } ea_wl_t;
 
 static const ea_wl_t kWorkloads[] = {
-    {16384, 8, 128, 32, 1000000, 0}, {65536, 8, 64, 8, 1000000, 0},
-    {4096, 16, 128, 64, 500000, 0},  {16384, 8, 128, 32, 1000000, 1},
-    {65536, 8, 64, 1, 1000000, 0},   {131072, 8, 32, 4, 1000000, 0},
-    {262144, 4, 16, 2, 1000000, 0},
+    {16384, 8, 128, 32, 1000000, EA_UNIFORM}, {65536, 8, 64, 8, 1000000, EA_UNIFORM},
+    {4096, 16, 128, 64, 500000, EA_UNIFORM},  {16384, 8, 128, 32, 1000000, EA_ZIPF},
+    {65536, 8, 64, 1, 1000000, EA_UNIFORM},   {131072, 8, 32, 4, 1000000, EA_UNIFORM},
+    {262144, 4, 16, 2, 1000000, EA_UNIFORM},  {16384, 8, 128, 32, 1000000, EA_RAGGED},
+    {65536, 8, 64, 8, 1000000, EA_RAGGED},
 };
 #define EA_NUM_WL ((int)(sizeof kWorkloads / sizeof kWorkloads[0]))
 #define EA_SETS 2
@@ -70,10 +76,11 @@ typedef struct {
   int P;
   int32_t tpr[BENCH_MAX_RANKS], toff[BENCH_MAX_RANKS + 1];
   int64_t bpr[BENCH_MAX_RANKS], bstart[BENCH_MAX_RANKS + 1];
-  int64_t T, nidx;
+  int64_t T, nidx[BENCH_MAX_RANKS], most_idx; /* indices of each rank (ragged: they differ) */
   int64_t* trows; /* [tpg], the same for every rank */
   size_t off_w, off_o, off_i[EA_SETS], off_out[EA_SETS], off_scr, off_recv, total;
   int64_t* h_idx[BENCH_MAX_RANKS]; /* set 0, for the check */
+  int64_t* h_off[BENCH_MAX_RANKS]; /* each rank's offsets [tpg·B + 1], for the check */
   /* FCO_BENCH_SYM=1: each rank's out sets in one fco_mem_alloc'd buffer (peers store into it
    * directly: no landing copy); NULL: in the pool */
   void* sym[BENCH_MAX_RANKS];
@@ -159,7 +166,7 @@ static fco_result_t ea_issue(bench_ctx_t* ctx, void* arg, int iter) {
   for (int r = 0; r < ctx->nranks; r++) {
     fco_result_t e = fco_embedding_alltoall(
         ctx->comms[r], at(ctx, r, st->off_w), st->trows, st->tpr, st->bpr, st->w.D, st->dt,
-        at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx, FCO_EMB_INDEX_I64, NULL,
+        at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx[r], FCO_EMB_INDEX_I64, NULL,
         FCO_EMB_POOL_SUM, out_at(ctx, st, r, set), st->impl, bench_stream(ctx, r));
     if (e != FCO_OK && first == FCO_OK) {
       first = e;
@@ -178,7 +185,7 @@ static fco_result_t lookup_issue(bench_ctx_t* ctx, void* arg, int iter) {
   for (int r = 0; r < ctx->nranks; r++) {
     fco_result_t e = fco_embedding_alltoall(
         st->solo[r], at(ctx, r, st->off_w), st->trows, st->solo_tpr, st->solo_bpr, st->w.D, st->dt,
-        at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx, FCO_EMB_INDEX_I64, NULL,
+        at(ctx, r, st->off_o), at(ctx, r, st->off_i[set]), st->nidx[r], FCO_EMB_INDEX_I64, NULL,
         FCO_EMB_POOL_SUM, at(ctx, r, st->off_scr), 0, bench_stream(ctx, r));
     if (e != FCO_OK && first == FCO_OK) first = e;
   }
@@ -249,7 +256,7 @@ static float round_dt(fco_dtype_t dt, float v) {
 }
 
 static int64_t draw_index(const ea_wl_t* w, uint64_t h) {
-  if (!w->zipf) return (int64_t)(h % (uint64_t)w->rows);
+  if (w->dist != EA_ZIPF) return (int64_t)(h % (uint64_t)w->rows);
   /* Zipf(1) by inversion of the continuous law ∝ 1/(x+1); hot rows scattered by a bijection. */
   double u = (double)(h >> 11) / 9007199254740992.0;
   int64_t x = (int64_t)floor(exp(u * log((double)w->rows + 1.0))) - 1;
@@ -279,7 +286,22 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
     st->bstart[r + 1] = st->bstart[r] + st->bpr[r];
   }
   st->T = st->toff[P];
-  st->nidx = st->w.B * st->w.tpg * st->w.L;
+  /* Each rank's offsets over its tables × the whole batch: every bag L long, or (ragged) a
+   * length uniform in 0..2L drawn from a hash of (workload, rank, bag). */
+  const size_t nbags = (size_t)st->w.tpg * (size_t)st->w.B;
+  st->most_idx = 0;
+  for (int r = 0; r < P; r++) {
+    int64_t* o = (int64_t*)malloc((nbags + 1) * sizeof(int64_t));
+    if (!o) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+    st->h_off[r] = o;
+    o[0] = 0;
+    const uint64_t seed = mix(((uint64_t)r << 32) ^ (uint64_t)id ^ 0xba65ull);
+    for (size_t k = 0; k < nbags; k++)
+      o[k + 1] = o[k] + (st->w.dist == EA_RAGGED ? (int64_t)(mix(seed + k) % (uint64_t)(2 * st->w.L + 1))
+                                                 : st->w.L);
+    st->nidx[r] = o[nbags];
+    if (st->nidx[r] > st->most_idx) st->most_idx = st->nidx[r];
+  }
   st->solo_tpr[0] = st->w.tpg;
   st->solo_bpr[0] = st->w.B;
   st->trows = (int64_t*)malloc((size_t)st->w.tpg * sizeof(int64_t));
@@ -292,7 +314,7 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
 #define EA_TAKE(field, bytes) (st->field = off, off += ((bytes) + 255) / 256 * 256)
   EA_TAKE(off_w, tpg * (size_t)st->w.rows * st->vec);
   EA_TAKE(off_o, (tpg * B + 1) * 8);
-  for (int s = 0; s < EA_SETS; s++) EA_TAKE(off_i[s], (size_t)st->nidx * 8);
+  for (int s = 0; s < EA_SETS; s++) EA_TAKE(off_i[s], (size_t)st->most_idx * 8);
   for (int s = 0; s < EA_SETS; s++) EA_TAKE(off_out[s], (size_t)st->bpr[0] * (size_t)st->T * st->vec);
   EA_TAKE(off_scr, B * tpg * st->vec);
   EA_TAKE(off_recv, (size_t)st->bpr[0] * (size_t)st->T * st->vec);
@@ -310,9 +332,8 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   const int64_t nrows = (int64_t)tpg * st->w.rows;
   const int64_t blk = nrows < EA_PERIOD ? nrows : EA_PERIOD;
   size_t hbytes = (size_t)blk * st->vec;
-  size_t ibytes = (size_t)st->nidx * 8, obytes = (tpg * B + 1) * 8;
+  size_t ibytes = (size_t)st->most_idx * 8, obytes = (tpg * B + 1) * 8;
   size_t hmax = hbytes > ibytes ? hbytes : ibytes;
-  if (obytes > hmax) hmax = obytes;
   char* host = (char*)malloc(hmax);
   if (!host) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", hmax);
   for (int64_t g = 0; g < blk; g++)
@@ -326,20 +347,19 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
       r = bench_copy(ctx, rk, wt + (size_t)have * st->vec, wt, (size_t)n * st->vec);
     }
   }
-  /* Offsets: every bag has L indices. */
-  for (size_t k = 0; k <= tpg * B && r == FCO_OK; k++) ((int64_t*)host)[k] = (int64_t)k * st->w.L;
-  for (int rk = 0; rk < P && r == FCO_OK; rk++) r = bench_upload(ctx, rk, at(ctx, rk, st->off_o), host, obytes);
+  for (int rk = 0; rk < P && r == FCO_OK; rk++) r = bench_upload(ctx, rk, at(ctx, rk, st->off_o), st->h_off[rk], obytes);
   /* Indices per set and rank; set 0 kept for the check. */
   for (int s = 0; s < EA_SETS && r == FCO_OK; s++)
     for (int rk = 0; rk < P && r == FCO_OK; rk++) {
       int64_t* ix = (int64_t*)host;
       uint64_t seed = mix(((uint64_t)s << 40) ^ ((uint64_t)rk << 32) ^ (uint64_t)id ^ 0x5eedull);
-      for (int64_t j = 0; j < st->nidx; j++) ix[j] = draw_index(&st->w, mix(seed + (uint64_t)j));
-      r = bench_upload(ctx, rk, at(ctx, rk, st->off_i[s]), ix, ibytes);
+      const size_t nb = (size_t)st->nidx[rk] * 8;
+      for (int64_t j = 0; j < st->nidx[rk]; j++) ix[j] = draw_index(&st->w, mix(seed + (uint64_t)j));
+      r = bench_upload(ctx, rk, at(ctx, rk, st->off_i[s]), ix, nb);
       if (s == 0 && r == FCO_OK) {
-        st->h_idx[rk] = (int64_t*)malloc(ibytes);
-        if (!st->h_idx[rk]) r = bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", ibytes);
-        else memcpy(st->h_idx[rk], ix, ibytes);
+        st->h_idx[rk] = (int64_t*)malloc(nb ? nb : 1);
+        if (!st->h_idx[rk]) r = bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "cannot allocate %zu B", nb);
+        else memcpy(st->h_idx[rk], ix, nb);
       }
     }
   free(host);
@@ -365,11 +385,11 @@ static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
     st->have_nccl = 1;
   }
 #endif
-  row->bytes = (size_t)B * tpg * (size_t)st->w.L * st->vec; /* gathered per rank */
+  row->bytes = (size_t)st->most_idx * st->vec; /* gathered by the busiest rank */
   row->count = id;
   snprintf(row->shape_json, sizeof row->shape_json,
            "{\"B\":%lld,\"tables_per_gpu\":%d,\"D\":%d,\"L\":%d,\"rows\":%lld,\"dist\":\"%s\"}",
-           st->w.B, st->w.tpg, st->w.D, st->w.L, st->w.rows, st->w.zipf ? "zipf" : "uniform");
+           st->w.B, st->w.tpg, st->w.D, st->w.L, st->w.rows, kDistName[st->w.dist]);
   return FCO_OK;
 }
 
@@ -389,7 +409,7 @@ static fco_result_t ea_time(bench_ctx_t* ctx, void* state, int impl, double* us)
 
 static fco_result_t ea_check(bench_ctx_t* ctx, void* state, int impl, long long* wrong) {
   ea_state_t* st = (ea_state_t*)state;
-  const size_t vec = st->vec, D = (size_t)st->w.D, B = (size_t)st->w.B, L = (size_t)st->w.L;
+  const size_t vec = st->vec, D = (size_t)st->w.D, B = (size_t)st->w.B;
   fco_result_t r;
   for (int rk = 0; rk < ctx->nranks; rk++)
     if ((r = bench_poison(ctx, rk, out_at(ctx, st, rk, 0), (size_t)st->bpr[rk] * (size_t)st->T * vec)) != FCO_OK)
@@ -411,7 +431,9 @@ static fco_result_t ea_check(bench_ctx_t* ctx, void* state, int impl, long long*
         int q = 0;
         while (tg >= st->toff[q + 1]) q++;
         const size_t t = (size_t)(tg - st->toff[q]);
-        const int64_t* ix = st->h_idx[q] + (t * B + b) * L;
+        const int64_t* o = st->h_off[q] + t * B + b;
+        const int64_t* ix = st->h_idx[q] + o[0];
+        const size_t L = (size_t)(o[1] - o[0]);
         long long A = 0;
         for (size_t l = 0; l < L; l++) A += val_a((int64_t)t * st->w.rows + ix[l]);
         for (size_t d = 0; d < D; d++) {
@@ -466,6 +488,7 @@ static void ea_teardown(bench_ctx_t* ctx, void* state) {
   for (int r = 0; r < BENCH_MAX_RANKS; r++) {
     if (st->solo[r]) fco_comm_destroy(st->solo[r]);
     free(st->h_idx[r]);
+    free(st->h_off[r]);
     if (st->sym[r]) (void)fco_mem_free(ctx->comms[r], st->sym[r]);
   }
 #ifdef FCO_HAVE_CUDA
@@ -512,7 +535,7 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
     const bench_row_t* r = &rows[i];
     const ea_wl_t* w = &g_wl[r->count];
     fprintf(f, "%8lld %4d %4d %3d %8lld %4s %5s", w->B, w->tpg, w->D, w->L, w->rows,
-            w->zipf ? "zipf" : "unif", fco_dtype_name(r->dtype));
+            kDistCol[w->dist], fco_dtype_name(r->dtype));
     put(f, 9, r->compute_us);
     put(f, 9, r->comm_us);
     put(f, 9, r->both_us);
