@@ -78,7 +78,7 @@ def run(args):
     dev = torch.device("cuda", torch.cuda.current_device())
     stream = torch.cuda.Stream()
     results = []
-    for wid, B, tpg, D, L, R, dist in workloads(world):
+    for wid, B, tpg, D, L, R, law in workloads(world):
         bpr = [B // world + (1 if r < B % world else 0) for r in range(world)]
         bme = bpr[rank]
         T = tpg * world
@@ -87,13 +87,13 @@ def run(args):
             gen = torch.Generator(device=dev)
             gen.manual_seed(1234 + 17 * rank + wid)
             weight = torch.randn(tpg * R, D, device=dev, dtype=dt, generator=gen)
-            if dist == "ragged":
+            if law == "ragged":
                 lens = torch.randint(0, 2 * L + 1, (tpg * B,), generator=gen, device=dev)
             else:
                 lens = torch.full((tpg * B,), L, device=dev, dtype=torch.long)
             offsets = torch.cat([lens.new_zeros(1), lens.cumsum(0)])
             n = int(offsets[-1])
-            idx = draw(n, R, dist == "zipf", gen, dev)
+            idx = draw(n, R, law == "zipf", gen, dev)
             # shift table t's indices by its first row: one packed embedding_bag
             table = torch.repeat_interleave(
                 torch.arange(tpg, device=dev),
@@ -128,12 +128,12 @@ def run(args):
             results.append({
                 "op": "embedding_alltoall_torch",
                 "shape": {"B": B, "tables_per_gpu": tpg, "D": D, "L": L, "rows": R,
-                          "dist": dist},
+                          "dist": law},
                 "dtype": dname, "lookup_us": t_lookup, "a2a_us": t_a2a, "total_us": t_total,
                 "lookup_hbm_pct": 100.0 * gathered / (t_lookup * 1e-6) / 4.3e12,
             })
             if rank == 0:
-                print(f"{B:8d} {tpg:4d} {D:4d} {L:3d} {R:8d} {DIST_COL[dist]:>4s} "
+                print(f"{B:8d} {tpg:4d} {D:4d} {L:3d} {R:8d} {DIST_COL[law]:>4s} "
                       f"{dname:>5s} {t_lookup:10.1f} {t_a2a:10.1f} {t_total:10.1f} "
                       f"{results[-1]['lookup_hbm_pct']:5.0f}", flush=True)
             del weight, idx, offsets, send, recv, out
