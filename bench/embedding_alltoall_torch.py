@@ -58,8 +58,8 @@ def workloads(world):
     div = positive_env("FCO_BENCH_EA_BATCH_DIV", 1)
     out = []
     for i in pick_env("FCO_BENCH_EA_WORKLOADS", len(WORKLOADS)):
-        B, tpg, D, L, R, dist = WORKLOADS[i]
-        out.append((i, max(B // div, world), tpg, D, L, rows if rows > 0 else R, dist))
+        B, tpg, D, L, R, law = WORKLOADS[i]
+        out.append((i, max(B // div, world), tpg, D, L, rows if rows > 0 else R, law))
     return out
 
 
