@@ -9,7 +9,8 @@
  *   unlike counts, recv_rows_host changed between the call and fco_group_end: cpu and local)
  *   must return or report FCO_ERR_INVALID_ARGUMENT and write nothing. On GPU transports also
  *   one rank's impl 0 with counts_host unlike the counts (refused, nothing written past the rows
- *   the hints size), and AUTO's rule read back through fco_last_plan: at one rank (impl 0 where
+ *   the hints size), impl 0's batched-GEMM rule (fco_ga_batched_rows, every transport), and
+ *   AUTO's rule read back through fco_last_plan: at one rank (impl 0 where
  *   the hint shows every expert with the same rows, else tiles where the mean rows per expert ·
  *   N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
  *   P = 2..max (tiles where K ≤ 2048, on local only where a_rows / E_r · N < 2^20 and, above
@@ -156,6 +157,33 @@ static void one_rank_hint_unlike_counts(fco_transport_t t) {
   ga_free_bufs(&w, &c, &b);
   ga_free_case(&c);
   ASSERT_OK(fco_comm_destroy(w.comms[0]));
+}
+
+/* impl 0's GEMM rule (src/ops/gemm_alltoall.h; exported by libfco, not in fco.h): the rows m
+ * of every expert when one strided batched GEMM runs them all, else 0. */
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n);
+
+/* The rule itself, on every transport (a host function): every expert of E ≥ 2 the same rows
+ * m > 0 over the sources and m · N ≤ 2^21, FCO_GA_BLAS not "loop". counts [E][P]. */
+static void batched_rule(void) {
+  t_context("fco_ga_batched_rows");
+  const int32_t two[4] = {3, 5, 6, 2};              /* P 2: experts of 8 rows each */
+  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64), 8);
+  const int32_t uneq[4] = {3, 5, 6, 3};             /* 8 and 9 */
+  ASSERT_EQ(fco_ga_batched_rows(uneq, 2, 2, 64), 0);
+  const int32_t zero[4] = {0, 0, 0, 0};             /* no rows: nothing to batch */
+  ASSERT_EQ(fco_ga_batched_rows(zero, 2, 2, 64), 0);
+  const int32_t one[1] = {8};                       /* one expert: one GEMM anyway */
+  ASSERT_EQ(fco_ga_batched_rows(one, 1, 1, 64), 0);
+  const int32_t big[2] = {256, 256};                /* 256 · 8192 = 2^21: batched */
+  ASSERT_EQ(fco_ga_batched_rows(big, 2, 1, 8192), 256);
+  const int32_t over[2] = {257, 257};               /* above 2^21: one GEMM per expert */
+  ASSERT_EQ(fco_ga_batched_rows(over, 2, 1, 8192), 0);
+  t_knob_set("FCO_GA_BLAS", "loop");
+  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64), 0);
+  t_knob_set("FCO_GA_BLAS", "batched");
+  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64), 8);
+  t_knob_reset("FCO_GA_BLAS");
 }
 
 /* Rank r's fco_last_plan begins "gemm_alltoall impl <want> " (what AUTO resolved to). */
@@ -401,6 +429,8 @@ int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
+  batched_rule();
+  printf("impl 0's batched-GEMM rule: ok\n");
   int max = t_test_max_ranks(t) < GA_MAXP ? t_test_max_ranks(t) : GA_MAXP;
   {
     t_world_t w;
