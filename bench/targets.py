@@ -66,12 +66,15 @@ def lookup_note(shape, dtype):
     """The lookup target's note: where the gathered-bytes measure is physically out of reach
     (docs/embedding_alltoall.md, bench/probe/ea_gather_probe.cu: a random read of every row once
     reaches 52 % of 4300 GB/s for 32-byte rows, 64 % for 64-byte rows; at L = 1 out is as many
-    bytes as the rows, which the measure does not count)."""
+    bytes as the rows, which the measure does not count). Ragged bags are named too: not a
+    ceiling, the lean tile's split of a warp's work by bags (docs/embedding_alltoall.md)."""
     row = shape["D"] * ESIZE.get(dtype, 4)
     if row < 128:
         return f"lookup ({row}-byte rows: ceiling {52 if row <= 32 else 64} %)"
     if shape["L"] == 1:
         return "lookup (L = 1: out as large as the rows)"
+    if shape.get("dist") == "ragged":  # not a ceiling: an open inefficiency (session 37)
+        return "lookup (ragged bags: the lean tile splits work by bags, open)"
     return "lookup"
 
 

@@ -95,6 +95,7 @@ def test_one_rank_targets(tmp_path):
     assert "64-byte rows" in targets.lookup_note(dict(e, D=32), "bf16")
     assert "L = 1" in targets.lookup_note(dict(e, D=64, L=1), "bf16")
     assert targets.lookup_note(dict(e, D=64, L=8), "bf16") == "lookup"
+    assert "ragged" in targets.lookup_note(dict(e, D=64, L=8, dist="ragged"), "bf16")
     g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
     rows = [_res("gemm_alltoall", g, "nccl", 0, 200.0, 200.0, None),
             _res("gemm_alltoall", g, "tiles", 1, 250.0, 200.0, None),
