@@ -167,8 +167,23 @@ static void large(const t_world_t* w) {
   }
 }
 
-/* Balanced routing: each of a rank's two experts gets the same rows in total (sources differ,
- * 3 + 5 · ((s + e + r) mod P)), where impl 0 runs one strided batched GEMM for all experts
+/* Balanced counts for a two-expert case: each of a rank's experts gets the same rows in total
+ * (sources differ, 3 + 5 · ((s + e + r) mod P)). */
+static void balance_counts(ga_case_t* c, int P) {
+  for (int r = 0; r < P; r++)
+    for (int e = 0; e < 2; e++)
+      for (int s = 0; s < P; s++) c->counts[r][e * P + s] = 3 + 5 * ((s + e + r) % P);
+}
+
+/* Every rank's fco_last_plan holds want (what impl 0's GEMMs were). */
+static void expect_plan_has(const t_world_t* w, const char* want) {
+  for (int r = 0; r < w->n; r++)
+    if (!strstr(fco_last_plan(w->comms[r]), want))
+      t_fail(__FILE__, __LINE__, "rank %d: impl 0 ran \"%s\", expected \"%s\" in it", r,
+             fco_last_plan(w->comms[r]), want);
+}
+
+/* Balanced routing (balance_counts), where impl 0 runs one strided batched GEMM for all experts
  * (src/cuda/gemm_alltoall.cu, gemm_all); FCO_GA_BLAS=loop runs one GEMM per expert. Every impl,
  * both layouts, f32 with odd K and bf16, with the hints; on GPU transports impl 0's plan must
  * name the GEMMs that ran. */
@@ -182,18 +197,14 @@ static void balanced(const t_world_t* w) {
         ga_case_t c;
         ga_two_expert_case(&c, P, d ? 40 : 17, d ? 24 : 136, (i + d) % 2,
                            d ? FCO_BF16 : FCO_F32);
-        for (int r = 0; r < P; r++)
-          for (int e = 0; e < 2; e++)
-            for (int s = 0; s < P; s++) c.counts[r][e * P + s] = 3 + 5 * ((s + e + r) % P);
+        balance_counts(&c, P);
         ga_finish_case(&c, t_next_seed(), 2);
         t_context("P=%d balanced routing (%s), impl %d, %s", P, loop ? "FCO_GA_BLAS=loop" : "",
                   kImpls[i], fco_dtype_name(c.dtype));
         ga_run_checked(w, &c, kImpls[i], 1);
-        const char* want = loop ? " kernel cublasGemmEx/expert " : " kernel cublasGemmStridedBatchedEx ";
-        for (int r = 0; gpu && kImpls[i] == 0 && r < P; r++)
-          if (!strstr(fco_last_plan(w->comms[r]), want))
-            t_fail(__FILE__, __LINE__, "rank %d: impl 0 ran \"%s\", expected \"%s\" in it", r,
-                   fco_last_plan(w->comms[r]), want);
+        if (gpu && kImpls[i] == 0)
+          expect_plan_has(w, loop ? " kernel cublasGemmEx/expert "
+                                  : " kernel cublasGemmStridedBatchedEx ");
       }
   }
   t_knob_reset("FCO_GA_BLAS");
@@ -207,10 +218,7 @@ static void balanced(const t_world_t* w) {
   ga_finish_case(&c, t_next_seed(), 0);
   t_context("P=%d balanced routing, 257 rows an expert, N 8192, impl 0", P);
   ga_run_checked(w, &c, 0, 1);
-  for (int r = 0; gpu && r < P; r++)
-    if (!strstr(fco_last_plan(w->comms[r]), " kernel cublasGemmEx/expert "))
-      t_fail(__FILE__, __LINE__, "rank %d: impl 0 ran \"%s\", expected one GEMM per expert", r,
-             fco_last_plan(w->comms[r]));
+  if (gpu) expect_plan_has(w, " kernel cublasGemmEx/expert ");
 }
 
 #ifdef FCO_HAVE_CUDA
@@ -282,9 +290,7 @@ static void graph_hinted(fco_transport_t t, int P, int impl, int balanced) {
   ga_bufs_t b;
   if (balanced) { /* every expert the same rows: impl 0 captures its one strided batched GEMM */
     ga_two_expert_case(&c, P, 72, 40, 1, FCO_BF16);
-    for (int r = 0; r < P; r++)
-      for (int e = 0; e < 2; e++)
-        for (int s = 0; s < P; s++) c.counts[r][e * P + s] = 3 + 5 * ((s + e + r) % P);
+    balance_counts(&c, P);
     ga_finish_case(&c, t_next_seed(), 8);
   } else {
     ga_make_case(&c, P, 72, 40, 1, FCO_BF16, t_next_seed(), 1, 8);
@@ -307,11 +313,7 @@ static void graph_hinted(fco_transport_t t, int P, int impl, int balanced) {
   r = ga_issue(&w, &c, &b, impl, 1, st);
   ASSERT_EQ(cudaStreamEndCapture(st, &g), cudaSuccess);
   ASSERT_OK(r);
-  if (balanced && impl == 0)
-    for (int q = 0; q < P; q++)
-      if (!strstr(fco_last_plan(w.comms[q]), " kernel cublasGemmStridedBatchedEx "))
-        t_fail(__FILE__, __LINE__, "rank %d captured \"%s\", expected the batched GEMM", q,
-               fco_last_plan(w.comms[q]));
+  if (balanced && impl == 0) expect_plan_has(&w, " kernel cublasGemmStridedBatchedEx ");
   cudaGraphExec_t ge;
   ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
   for (int it = 0; it < 2; it++) {

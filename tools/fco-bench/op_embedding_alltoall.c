@@ -48,7 +48,8 @@
 #endif
 
 enum { EA_UNIFORM, EA_ZIPF, EA_RAGGED };
-static const char* const kDistName[] = {"uniform", "zipf", "ragged"}, * const kDistCol[] = {"unif", "zipf", "rag"};
+static const char* const kDistName[] = {"uniform", "zipf", "ragged"}; /* JSON */
+static const char* const kDistCol[] = {"unif", "zipf", "rag"};        /* table */
 typedef struct {
   long long B;
   int tpg, D, L;
