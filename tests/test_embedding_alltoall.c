@@ -62,6 +62,45 @@ static const struct {
                {FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_MEAN},
                {FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN}};
 
+/* Long bags among short and empty ones (ea_long_bags: one bag in 8 of up to n rows): the lean
+ * warp tile splits its rows evenly over its lane groups, so a bag may start in one group's share,
+ * cross whole shares of others and end in a fourth — summed in parts, the parts joined by a
+ * segmented scan over the groups (embedding_alltoall_lean.cuh). At the lane-group counts' ends:
+ * 32 groups of one lane (f16 D = 8: five scan rounds), 4 groups of 8 lanes (bf16 D = 64), a group
+ * with an idle lane (bf16 D = 24), one group a warp (f32 D = 128: no scan); the smallest and the
+ * largest tiles (FCO_EA_LEAN_CHUNKS), both tile orders of the fused kernel, tiles of several
+ * tables (FCO_EA_LEAN_TABLES), and random real values against float64. bbig: b_s (0: small). */
+static void long_bags(const t_world_t* w, int64_t bbig) {
+  static const struct {
+    int64_t D, n;
+    fco_dtype_t dt;
+    const char *knob, *value; /* a lean knob set for the pair of calls, or NULL */
+    int real;
+  } kRuns[] = {{64, 300, FCO_BF16, NULL, NULL, 0},
+               {8, 200, FCO_F16, NULL, NULL, 0},
+               {24, 100, FCO_BF16, NULL, NULL, 0},
+               {128, 300, FCO_F32, NULL, NULL, 0},
+               {64, 300, FCO_BF16, "FCO_EA_LEAN_CHUNKS", "1", 0},
+               {16, 400, FCO_BF16, "FCO_EA_LEAN_CHUNKS", "64", 0},
+               {64, 120, FCO_BF16, "FCO_EA_LEAN_DYN", "0", 0},
+               {16, 120, FCO_BF16, "FCO_EA_LEAN_TABLES", "4", 0},
+               {64, 300, FCO_BF16, NULL, NULL, 1},
+               {32, 300, FCO_F32, NULL, NULL, 1}};
+  for (size_t k = 0; k < sizeof kRuns / sizeof kRuns[0]; k++) {
+    char what[96];
+    snprintf(what, sizeof what, "long bags (up to %lld rows%s%s%s%s)", (long long)kRuns[k].n,
+             kRuns[k].knob ? ", " : "", kRuns[k].knob ? kRuns[k].knob : "", kRuns[k].knob ? "=" : "",
+             kRuns[k].knob ? kRuns[k].value : "");
+    if (kRuns[k].knob) t_knob_set(kRuns[k].knob, kRuns[k].value);
+    ea_long_bags = kRuns[k].n;
+    for (int ii = 0; ii < 2; ii++)
+      shape_call(w, kRuns[k].D, kRuns[k].dt, kCombos[(k + ii) % 4].it, kCombos[(k + ii) % 4].weighted,
+                 kCombos[(k + ii) % 4].pool, kRuns[k].real, kImpls[ii], bbig, NULL, NULL, what);
+    ea_long_bags = 0;
+    if (kRuns[k].knob) t_knob_reset(kRuns[k].knob);
+  }
+}
+
 static void sweep(const t_world_t* w, int quick) {
   for (int di = 0; di < 4; di++)
     for (int ti = 0; ti < 3; ti++)
@@ -92,6 +131,7 @@ static void sweep(const t_world_t* w, int quick) {
   }
   t_knob_reset("FCO_EA_LEAN");
   t_knob_reset("FCO_EA_STREAM");
+  long_bags(w, bbig);
   /* Weights and out off 16-byte alignment (by one element): on rank 0 only (the fused lean
    * kernel pools that rank by lean_tile_any, the others by lean_tile, one protocol), then on every
    * rank; impl 0 takes the previous lookup's element path there. */

@@ -19,13 +19,23 @@
  *   memory with one coalesced load, as int32 positions relative to the tile's first, checking them
  *   on the way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31:
  *   exactly "every bag of the tile valid"). Lane group r (G lanes, one 16-byte unit of the row
- *   each) owns bags [r · W/RW, +W/RW), RW = 32/G: one contiguous range of positions, streamed in
- *   chunks of kU rows, chunk i copied by cp.async into stage i mod kS of a per-thread ring (a
+ *   each; RW = 32/G groups) streams the positions [r · span / RW, (r + 1) · span / RW) of the
+ *   tile (span = its rows): equal shares of rows, whatever the bags' lengths (session 38: with
+ *   equal shares of bags, W / RW each, a warp ran as long as its longest share, and ragged bags
+ *   cost the lookup up to 50 %, run 2026-12-04_nvidia-h200_c174235-ragged). The share is streamed
+ *   in chunks of kU rows, chunk i copied by cp.async into stage i mod kS of a per-thread ring (a
  *   thread reads only the slots it copied itself: no barrier), chunk i + kS − 1 issued before
- *   chunk i is waited for, indices one chunk ahead of that. A bag is stored when the stream
- *   crosses its end offset, in bag order (empty bags as zeros). Positions inside the tile are
+ *   chunk i is waited for, indices one chunk ahead of that. A chunk's rows are summed one by one
+ *   (unrolled); where a row starts a new bag, the group stores the bag(s) that ended before it
+ *   (empty bags as zeros) — only those instructions diverge between groups. A group stores the
+ *   bags that end inside its share; a bag that began in an earlier share (its head) is put aside
+ *   (hacc) and completed after the stream: the part each group summed of the bag it ends in (its
+ *   tail) goes through a segmented scan over the groups (log2 RW rounds of shuffles), and the
+ *   group of the head adds what the groups before it summed. Positions inside the tile are
  *   32-bit; 64-bit arithmetic: a row's address, a chunk's index (and weight) address.
- * Semantics (pool_tile's): per-sample weights (fmaf(w, x, acc) in bag order), mean (acc / len
+ * Semantics (pool_tile's): per-sample weights (fmaf(w, x, acc) in bag order within a group's
+ *   share; a bag that spans shares is the sum of its parts, earlier parts first — exact for the
+ *   tests' integer values, within rounding otherwise), mean (acc / len
  *   once at the store, len = hi − lo counting skipped rows), int32 or int64 indices and offsets
  *   (template I). An index outside [0, rows_t) is skipped: its copy reads nothing (zero-filled)
  *   and a valid bit per ring slot keeps it out of the sum (its own weight may be NaN or Inf);
@@ -133,7 +143,8 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
  * [row0, row0 + rows) of p.weight. See the header for the algorithm.
  * kMT (FCO_EA_LEAN_TABLES = nt > 1, the fused kernel only; experimental): the tile spans the ntab
  * ≤ nt tables t, t + 1, ... of the same samples; lane group r takes table t + r mod nt (idle
- * when that is ≥ ntab) and the (r / nt)-th slice of its bags, so the groups that store in the
+ * when that is ≥ ntab) and the (r / nt)-th share of that table's rows (the row split below, over
+ * its RW / nt groups), so the groups that store in the
  * same instruction write neighbouring tables of a sample — runs of up to nt rows instead of rows
  * T·D apart (small rows over NVLink). Rows of table u are [rb[u], rb[u + 1]); row0 and rows are
  * unused; the warp's staged offsets take nt · (p.W + 1) slots (the launcher sizes the shared
@@ -202,8 +213,6 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
   }
   __syncwarp();
   const bool bad_tile = __any_sync(0xffffffffu, bad);
-  const int bpg = p.W / RWq;
-  const int kb = idle ? 0 : min(rq * bpg, nb), ke = idle ? 0 : min(kb + bpg, nb);
   if constexpr (kMT) {
     row0 = rb[tl];
     rows = rb[tl + 1] - row0;
@@ -216,7 +225,10 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
 #pragma unroll
   for (int e = 0; e < kE; ++e) acc[e] = 0.f;
   if (bad_tile) {
-    /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge). */
+    /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge); lane
+     * group rq takes bags [rq · W / RWq, +W / RWq). */
+    const int bpg = p.W / RWq;
+    const int kb = idle ? 0 : min(rq * bpg, nb), ke = idle ? 0 : min(kb + bpg, nb);
     for (int k = kb; k < ke; ++k) {
       int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
       if (lo < 0 || hi < lo || hi > p.num_indices) {
@@ -235,14 +247,42 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     }
     return;
   }
-  /* The group's stream: tile positions [so[kb], qe); chunk at q0 in stage s, the chunk at
-   * q0 + (kS − 1)·kU issued into the stage before s, indices of the one after in nx. */
-  const int qe = so[ke];
-  int q0 = so[kb];
+  /* The row split: lane group rq streams the tile's positions [qa, qb), an equal share of its
+   * span (so[nb]) whatever the bags' lengths, and stores the bags [kb, ke) whose end falls in
+   * (qa, qb] (group 0 also those ending at 0: the empty bags in front). A bag that began before
+   * qa (the head, bag kb when so[kb] < qa) is completed after the stream by what the groups
+   * before it summed of it; a bag that goes on past qb (the tail, bag ke) is summed here only in
+   * part and handed on. */
+  const int span = idle ? 0 : so[nb];
+  const int qa = (int)((int64_t)span * rq / RWq), qb = (int)((int64_t)span * (rq + 1) / RWq);
+  /* the bags that end at or before x: #{k < nb : so[k + 1] <= x} */
+  auto ended_by = [&](int x) {
+    int lo = 0, hi = nb;
+    while (lo < hi) {
+      const int m = (lo + hi) >> 1;
+      if (so[m + 1] <= x) lo = m + 1; else hi = m;
+    }
+    return lo;
+  };
+  const int kb = idle || rq == 0 ? 0 : ended_by(qa), ke = idle ? 0 : ended_by(qb);
+  const bool head = kb < ke && so[kb] < qa;
+  /* seg: the tail's segment starts here (false: [qa, qb) lies inside bag ke, begun before qa) */
+  const bool seg = !(ke < nb && so[ke] < qa) || idle;
+  const int qe = qb;
+  int q0 = qa;
   int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
-  /* Store bag cur (mean: divided by its length, skipped rows included) and clear acc. */
+  float hacc[kE]; /* the head's part summed here, set at its end */
+#pragma unroll
+  for (int e = 0; e < kE; ++e) hacc[e] = 0.f;
+  /* Bag cur ends: store it (mean: divided by its length, skipped rows included) and clear acc;
+   * the head is kept aside instead. */
   auto flush = [&]() {
-    bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
+    if (head && cur == kb) {
+#pragma unroll
+      for (int e = 0; e < kE; ++e) hacc[e] = acc[e], acc[e] = 0.f;
+    } else {
+      bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
+    }
   };
   I nx[kU]; /* raw indices of the next chunk to issue */
   auto load_ix = [&](int qc) {
@@ -287,9 +327,6 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     issue(q0 + si * kU, si);
     load_ix(q0 + (si + 1) * kU);
   }
-  /* A chunk inside the current bag (most, for L > kU) is summed unrolled, its kU ring reads
-   * together; one that crosses bag ends goes row by row through a rolled loop, so flush (its
-   * divisions) is inlined once. */
   int s = 0;
 #pragma unroll 1
   for (; q0 < qe; q0 += kU) {
@@ -309,16 +346,11 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     }
     const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
     const float* w0 = wr + s * kU;
-    if (q0 + nq <= next_end) {
-      uint4 x[kU];
+    /* Row by row, unrolled, the kU ring reads together; a group whose row u starts a new bag
+     * stores the bag(s) ended before it (divergent only for those few instructions). */
 #pragma unroll
-      for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
-#pragma unroll
-      for (int u = 0; u < kU; ++u)
-        if (okc >> u & 1u) take(x[u], w0 + u);
-    } else {
-#pragma unroll 1
-      for (int u = 0; u < nq; ++u) {
+    for (int u = 0; u < kU; ++u) {
+      if (u < nq) {
         while (q0 + u >= next_end) {
           flush();
           ++cur;
@@ -330,8 +362,26 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     s = s + 1 == kS ? 0 : s + 1;
   }
   cp_async_wait<0>();
-  for (; cur < ke; ++cur) flush(); /* the last bag, trailing empty ones */
+  for (; cur < ke; ++cur) flush(); /* the bags ending at qb, trailing empty ones */
+  /* acc: the tail's part (zero without one). A segmented inclusive scan over the table's groups
+   * (neighbours step lanes apart) sums each run of groups inside one bag; the group before a
+   * head holds what the groups before this one summed of it. */
+  const int step = (kMT ? nt : 1) << p.lg_G;
+  int f = seg;
+  for (int d = 1; d < RWq; d <<= 1) {
+    const int pf = __shfl_up_sync(0xffffffffu, f, d * step);
+#pragma unroll
+    for (int e = 0; e < kE; ++e) {
+      const float pv = __shfl_up_sync(0xffffffffu, acc[e], d * step);
+      if (rq >= d && !f) acc[e] = pv + acc[e];
+    }
+    if (rq >= d) f |= pf;
+  }
+#pragma unroll
+  for (int e = 0; e < kE; ++e) acc[e] = __shfl_up_sync(0xffffffffu, acc[e], step) + hacc[e];
+  if (head) bag_store<T>(acc, p.mean, so[kb + 1] - so[kb], ob + (int64_t)kb * stride, 0, lane_on);
 }
+
 
 /* The same warp tile for rows or outputs that are not 16-byte aligned (the fused kernel takes
  * every rank's call, whatever its pointers: its protocol is agreed; embedding_alltoall_fused_lean.cu):

@@ -49,6 +49,10 @@ extern unsigned ea_sym_mask;
  * alignment (default 0: none); ea_shift_rank < 0 (the default, -1): every rank's. */
 extern size_t ea_shift_bytes;
 extern int ea_shift_rank;
+/* ea_long_bags > 0 (default 0): one bag in 8 that ea_prob_make* draws holds
+ * [ea_long_bags / 4, ea_long_bags] rows (a bag that spans several lane groups of a lean warp
+ * tile); the others as below. */
+extern int64_t ea_long_bags;
 
 /* ---- random values: one generator, seeded by ea_prob_make* (and by a test that redraws) ---- */
 extern uint64_t ea_rng;
