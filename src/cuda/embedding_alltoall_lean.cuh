@@ -327,16 +327,19 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     issue(q0 + si * kU, si);
     load_ix(q0 + (si + 1) * kU);
   }
+  /* Every group runs the warp's most chunks (shares differ by a row at most), so the warp votes
+   * on each chunk's path; a group past its share issues and sums nothing. */
+  const int nch = __reduce_max_sync(0xffffffffu, (unsigned)(qe - q0 + kU - 1) / kU);
   int s = 0;
 #pragma unroll 1
-  for (; q0 < qe; q0 += kU) {
+  for (int ch = 0; ch < nch; ++ch, q0 += kU) {
     const uint32_t gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
     if (weighted) __syncwarp(gmask); /* the stage refilled next: its weights read by the group */
     issue(q0 + (kS - 1) * kU, s == 0 ? kS - 1 : s - 1);
     load_ix(q0 + kS * kU);
     cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
     if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
-    const int nq = min(kU, qe - q0);
+    const int nq = max(0, min(kU, qe - q0));
     const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
     if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
       const int u = __ffs(inm & ~okc) - 1;
@@ -346,18 +349,25 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     }
     const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
     const float* w0 = wr + s * kU;
-    /* Row by row, unrolled, the kU ring reads together; a group whose row u starts a new bag
-     * stores the bag(s) ended before it (divergent only for those few instructions). */
+    if (__any_sync(0xffffffffu, nq > 0 && q0 + nq > next_end)) {
+      /* a bag of some group ends in this chunk: row by row, a group whose row u starts a new bag
+       * stores the bag(s) that ended before it (only those instructions diverge) */
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      if (u < nq) {
-        while (q0 + u >= next_end) {
-          flush();
-          ++cur;
-          next_end = so[cur + 1];
+      for (int u = 0; u < kU; ++u) {
+        if (u < nq) {
+          while (q0 + u >= next_end) {
+            flush();
+            ++cur;
+            next_end = so[cur + 1];
+          }
+          if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
         }
-        if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
       }
+    } else {
+      /* every group's chunk lies inside one bag (most chunks of long even bags) */
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
     }
     s = s + 1 == kS ? 0 : s + 1;
   }
@@ -366,6 +376,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
   /* acc: the tail's part (zero without one). A segmented inclusive scan over the table's groups
    * (neighbours step lanes apart) sums each run of groups inside one bag; the group before a
    * head holds what the groups before this one summed of it. */
+  if (!__any_sync(0xffffffffu, head || !seg)) return; /* no bag crosses a share's end */
   const int step = (kMT ? nt : 1) << p.lg_G;
   int f = seg;
   for (int d = 1; d < RWq; d <<= 1) {
