@@ -4,7 +4,8 @@
  * test_embedding_alltoall_bad.c; the fixture both share: tests/common/ea_fixture.h).
  *   P = 1..4 ranks with uneven tables per rank (some ranks own none) and uneven batch splits
  *   (some ranks own no sample), D ∈ {1, 3, 64, 130}, f32 / f16 / bf16, int32 and int64 indices,
- *   with and without per-sample weights, sum and mean, ragged bags (empty ones included), impl 0,
+ *   with and without per-sample weights, sum and mean, ragged bags (empty ones included; long
+ *   ones among them, and tables of equal bags beside ragged ones: long_bags), impl 0,
  *   1 and AUTO; the kernels' paths at their edges (the lean kernels, the previous kernels'
  *   streaming lookup, weights and out off 16-byte alignment), the launch knobs' non-default
  *   settings (knobs), ragged shapes on both forms of the fused kernel (decode_edges); then calls
@@ -63,13 +64,14 @@ static const struct {
                {FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN}};
 
 /* Long bags among short and empty ones (ea_long_bags: one bag in 8 of up to n rows): the lean
- * warp tile splits its rows evenly over its lane groups, so a bag may start in one group's share,
+ * warp tile splits a ragged tile's rows evenly over its lane groups, so a bag may start in one group's share,
  * cross whole shares of others and end in a fourth — summed in parts, the parts joined by a
  * segmented scan over the groups (embedding_alltoall_lean.cuh). At the lane-group counts' ends:
  * 32 groups of one lane (f16 D = 8: five scan rounds), 4 groups of 8 lanes (bf16 D = 64), a group
  * with an idle lane (bf16 D = 24), one group a warp (f32 D = 128: no scan); the smallest and the
  * largest tiles (FCO_EA_LEAN_CHUNKS), both tile orders of the fused kernel, tiles of several
- * tables (FCO_EA_LEAN_TABLES), and random real values against float64. bbig: b_s (0: small). */
+ * tables (FCO_EA_LEAN_TABLES), and random real values against float64; then tiles of equal bags
+ * (ea_even_len) beside ragged ones. bbig: b_s (0: small). */
 static void long_bags(const t_world_t* w, int64_t bbig) {
   static const struct {
     int64_t D, n;
@@ -98,6 +100,22 @@ static void long_bags(const t_world_t* w, int64_t bbig) {
                  kCombos[(k + ii) % 4].pool, kRuns[k].real, kImpls[ii], bbig, NULL, NULL, what);
     ea_long_bags = 0;
     if (kRuns[k].knob) t_knob_reset(kRuns[k].knob);
+  }
+  /* Tiles of equal bags take the other path (group rq the bags [rq · W / RWq, +W / RWq), chunks
+   * inside one bag summed unrolled): the even-numbered tables' bags all of one length (a multiple
+   * of the 4-row chunk, not one, none), the odd ones' ragged in the same call. */
+  static const struct {
+    int64_t D, len;
+    fco_dtype_t dt;
+  } kEven[] = {{64, 8, FCO_BF16}, {8, 5, FCO_F16}, {128, 33, FCO_F32}, {24, 0, FCO_BF16}, {64, 1, FCO_BF16}};
+  for (size_t k = 0; k < sizeof kEven / sizeof kEven[0]; k++) {
+    char what[64];
+    snprintf(what, sizeof what, "even bags (%lld rows) beside ragged ones", (long long)kEven[k].len);
+    ea_even_len = kEven[k].len;
+    for (int ii = 0; ii < 2; ii++)
+      shape_call(w, kEven[k].D, kEven[k].dt, kCombos[(k + ii) % 4].it, kCombos[(k + ii) % 4].weighted,
+                 kCombos[(k + ii) % 4].pool, 0, kImpls[ii], bbig, NULL, NULL, what);
+    ea_even_len = -1;
   }
 }
 

@@ -65,6 +65,8 @@
 
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "../ops/embedding_alltoall_plan.h"
 #include "embedding_alltoall_pool.cuh"
 
@@ -247,114 +249,158 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     }
     return;
   }
-  /* The row split: lane group rq streams the tile's positions [qa, qb), an equal share of its
-   * span (so[nb]) whatever the bags' lengths, and stores the bags [kb, ke) whose end falls in
-   * (qa, qb] (group 0 also those ending at 0: the empty bags in front). A bag that began before
-   * qa (the head, bag kb when so[kb] < qa) is completed after the stream by what the groups
-   * before it summed of it; a bag that goes on past qb (the tail, bag ke) is summed here only in
-   * part and handed on. */
-  const int span = idle ? 0 : so[nb];
-  const int qa = (int)((int64_t)span * rq / RWq), qb = (int)((int64_t)span * (rq + 1) / RWq);
-  /* the bags that end at or before x: #{k < nb : so[k + 1] <= x} */
-  auto ended_by = [&](int x) {
-    int lo = 0, hi = nb;
-    while (lo < hi) {
-      const int m = (lo + hi) >> 1;
-      if (so[m + 1] <= x) lo = m + 1; else hi = m;
-    }
-    return lo;
-  };
-  const int kb = idle || rq == 0 ? 0 : ended_by(qa), ke = idle ? 0 : ended_by(qb);
-  const bool head = kb < ke && so[kb] < qa;
-  /* seg: the tail's segment starts here (false: [qa, qb) lies inside bag ke, begun before qa) */
-  const bool seg = !(ke < nb && so[ke] < qa) || idle;
-  const int qe = qb;
-  int q0 = qa;
-  int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
-  float hacc[kE]; /* the head's part summed here, set at its end */
-#pragma unroll
-  for (int e = 0; e < kE; ++e) hacc[e] = 0.f;
-  /* Bag cur ends: store it (mean: divided by its length, skipped rows included) and clear acc;
-   * the head is kept aside instead. */
-  auto flush = [&]() {
-    if (head && cur == kb) {
-#pragma unroll
-      for (int e = 0; e < kE; ++e) hacc[e] = acc[e], acc[e] = 0.f;
-    } else {
-      bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
-    }
-  };
-  I nx[kU]; /* raw indices of the next chunk to issue */
-  auto load_ix = [&](int qc) {
-    const I* ip = (const I*)p.indices + (pfirst + qc);
-#pragma unroll
-    for (int u = 0; u < kU; ++u) nx[u] = __ldg(qc + u < qe ? ip + u : (const I*)&g_ea_dummy);
-  };
-  uint32_t okb = 0; /* bit s · kU + u: slot u of stage s holds a row of the sum */
-  /* Copies of the chunk at qc (rows from nx) into stage si; always commit (the wait counts
-   * groups). An index outside the table copies nothing, its valid bit clear. */
-  auto issue = [&](int qc, int si) {
-    uint32_t okc = 0;
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int64_t ix = (int64_t)nx[u];
-      const bool ok = qc + u < qe && (uint64_t)ix < (uint64_t)rows;
-      okc |= (uint32_t)ok << u;
-      const bool cp = ok && lane_on;
-      cp_async16(ring + (uint32_t)((si * kU + u) * kThreads * 16),
-                 cp ? (const void*)(tb + ix * row_units) : (const void*)&g_ea_dummy, cp ? 16 : 0);
-    }
-    if (weighted) {
-      const float* w = p.psw + (pfirst + qc);
-#pragma unroll
-      for (int u = 0; u < kU; ++u)
-        if ((okc & wmine) >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u);
-    }
-    okb = (okb & ~(((1u << kU) - 1u) << (si * kU))) | okc << (si * kU);
-    cp_async_commit();
-  };
-  /* fmaf(1, x, acc) is acc + x exactly: one code for both */
-  auto take = [&](const uint4& x, const float* w) {
-    float f[kE];
-    Un::unpack(x, f);
-    const float wt = weighted ? *w : 1.f;
-#pragma unroll
-    for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
-  };
-  load_ix(q0);
-#pragma unroll
-  for (int si = 0; si < kS - 1; ++si) {
-    issue(q0 + si * kU, si);
-    load_ix(q0 + (si + 1) * kU);
+  /* Two ways to share the tile's rows among the lane groups (one code, kSplit a compile-time
+   * flag of the stream below), chosen per tile by a warp vote:
+   * - even tiles (every bag of the tile, of each table's with kMT, holds the same rows: fixed-length
+   *   features, the benchmarks' uniform and Zipf workloads): group rq takes bags [rq · W / RWq,
+   *   +W / RWq) — equal rows, no bag across groups; a chunk inside one bag is summed unrolled (its
+   *   kU ring reads together), one that crosses bag ends row by row through a rolled loop.
+   * - other tiles (kSplit): the row split. Group rq streams the tile's positions [qa, qb), an
+   *   equal share of its span (so[nb]) whatever the bags' lengths, and stores the bags [kb, ke)
+   *   whose end falls in (qa, qb] (group 0 also those ending at 0: the empty bags in front). A bag
+   *   that began before qa (the head, bag kb when so[kb] < qa) is completed after the stream by
+   *   what the groups before it summed of it; a bag that goes on past qb (the tail, bag ke) is
+   *   summed here only in part and handed on. Every chunk is summed row by row (unrolled), a
+   *   group whose row starts a new bag storing the bag(s) that ended before it: the groups' bag
+   *   ends fall in different chunks, and one path for all keeps them from running both.
+   * Run 2026-12-04_nvidia-h200_7900cd8-consume / a6071c1-vote (one H200, impl 0's lookup, bf16):
+   * the row split on every tile cost the even workloads 1–5 % and Zipf 15 % (more instructions a
+   * row), and gained 7 % / 20 % on ragged bags; the unrolled sum of crossing-free chunks inside
+   * the row split (by group, or by warp vote) was slower still. */
+  bool even = true;
+  if (!idle) {
+    const int len0 = so[1] - so[0];
+    for (int i = lane + 1; i <= nb; i += 32) even = even && so[i] - so[i - 1] == len0;
   }
-  /* Every group runs the warp's most chunks (shares differ by a row at most), so the warp votes
-   * on each chunk's path; a group past its share issues and sums nothing. */
-  const int nch = __reduce_max_sync(0xffffffffu, (unsigned)(qe - q0 + kU - 1) / kU);
-  int s = 0;
-#pragma unroll 1
-  for (int ch = 0; ch < nch; ++ch, q0 += kU) {
-    const uint32_t gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
-    if (weighted) __syncwarp(gmask); /* the stage refilled next: its weights read by the group */
-    issue(q0 + (kS - 1) * kU, s == 0 ? kS - 1 : s - 1);
-    load_ix(q0 + kS * kU);
-    cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
-    if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
-    const int nq = max(0, min(kU, qe - q0));
-    const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
-    if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
-      const int u = __ffs(inm & ~okc) - 1;
-      const int64_t q = pfirst + q0 + u;
-      lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
-               (unsigned long long)__popc(inm & ~okc));
+  auto stream = [&](auto split_t) {
+    constexpr bool kSplit = decltype(split_t)::value;
+    int qa, qb, kb, ke;
+    bool head = false, seg = true;
+    if constexpr (kSplit) {
+      const int span = idle ? 0 : so[nb];
+      qa = (int)((int64_t)span * rq / RWq);
+      qb = (int)((int64_t)span * (rq + 1) / RWq);
+      /* the bags that end at or before x: #{k < nb : so[k + 1] <= x} */
+      auto ended_by = [&](int x) {
+        int lo = 0, hi = nb;
+        while (lo < hi) {
+          const int m = (lo + hi) >> 1;
+          if (so[m + 1] <= x) lo = m + 1; else hi = m;
+        }
+        return lo;
+      };
+      kb = idle || rq == 0 ? 0 : ended_by(qa);
+      ke = idle ? 0 : ended_by(qb);
+      head = kb < ke && so[kb] < qa;
+      /* seg: the tail's segment starts here (false: [qa, qb) lies inside bag ke, begun before qa) */
+      seg = !(ke < nb && so[ke] < qa) || idle;
+    } else {
+      const int bpg = p.W / RWq;
+      kb = idle ? 0 : min(rq * bpg, nb);
+      ke = idle ? 0 : min(kb + bpg, nb);
+      qa = so[kb];
+      qb = so[ke];
     }
-    const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
-    const float* w0 = wr + s * kU;
-    if (__any_sync(0xffffffffu, nq > 0 && q0 + nq > next_end)) {
-      /* a bag of some group ends in this chunk: row by row, a group whose row u starts a new bag
-       * stores the bag(s) that ended before it (only those instructions diverge) */
+    const int qe = qb;
+    int q0 = qa;
+    int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
+    float hacc[kE]; /* kSplit: the head's part summed here, set at its end */
+#pragma unroll
+    for (int e = 0; e < kE; ++e) hacc[e] = 0.f;
+    /* Bag cur ends: store it (mean: divided by its length, skipped rows included) and clear acc;
+     * the head is kept aside instead. */
+    auto flush = [&]() {
+      if (kSplit && head && cur == kb) {
+#pragma unroll
+        for (int e = 0; e < kE; ++e) hacc[e] = acc[e], acc[e] = 0.f;
+      } else {
+        bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
+      }
+    };
+    I nx[kU]; /* raw indices of the next chunk to issue */
+    auto load_ix = [&](int qc) {
+      const I* ip = (const I*)p.indices + (pfirst + qc);
+#pragma unroll
+      for (int u = 0; u < kU; ++u) nx[u] = __ldg(qc + u < qe ? ip + u : (const I*)&g_ea_dummy);
+    };
+    uint32_t okb = 0; /* bit s · kU + u: slot u of stage s holds a row of the sum */
+    /* Copies of the chunk at qc (rows from nx) into stage si; always commit (the wait counts
+     * groups). An index outside the table copies nothing, its valid bit clear. */
+    auto issue = [&](int qc, int si) {
+      uint32_t okc = 0;
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        if (u < nq) {
+        const int64_t ix = (int64_t)nx[u];
+        const bool ok = qc + u < qe && (uint64_t)ix < (uint64_t)rows;
+        okc |= (uint32_t)ok << u;
+        const bool cp = ok && lane_on;
+        cp_async16(ring + (uint32_t)((si * kU + u) * kThreads * 16),
+                   cp ? (const void*)(tb + ix * row_units) : (const void*)&g_ea_dummy, cp ? 16 : 0);
+      }
+      if (weighted) {
+        const float* w = p.psw + (pfirst + qc);
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if ((okc & wmine) >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u);
+      }
+      okb = (okb & ~(((1u << kU) - 1u) << (si * kU))) | okc << (si * kU);
+      cp_async_commit();
+    };
+    /* fmaf(1, x, acc) is acc + x exactly: one code for both */
+    auto take = [&](const uint4& x, const float* w) {
+      float f[kE];
+      Un::unpack(x, f);
+      const float wt = weighted ? *w : 1.f;
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
+    };
+    load_ix(q0);
+#pragma unroll
+    for (int si = 0; si < kS - 1; ++si) {
+      issue(q0 + si * kU, si);
+      load_ix(q0 + (si + 1) * kU);
+    }
+    int s = 0;
+#pragma unroll 1
+    for (; q0 < qe; q0 += kU) {
+      const uint32_t gmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
+      if (weighted) __syncwarp(gmask); /* the stage refilled next: its weights read by the group */
+      issue(q0 + (kS - 1) * kU, s == 0 ? kS - 1 : s - 1);
+      load_ix(q0 + kS * kU);
+      cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
+      if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
+      const int nq = min(kU, qe - q0);
+      const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
+      if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
+        const int u = __ffs(inm & ~okc) - 1;
+        const int64_t q = pfirst + q0 + u;
+        lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
+                 (unsigned long long)__popc(inm & ~okc));
+      }
+      const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
+      const float* w0 = wr + s * kU;
+      if constexpr (kSplit) {
+#pragma unroll
+        for (int u = 0; u < kU; ++u) {
+          if (u < nq) {
+            while (q0 + u >= next_end) {
+              flush();
+              ++cur;
+              next_end = so[cur + 1];
+            }
+            if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
+          }
+        }
+      } else if (q0 + nq <= next_end) {
+        uint4 x[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (okc >> u & 1u) take(x[u], w0 + u);
+      } else {
+#pragma unroll 1
+        for (int u = 0; u < nq; ++u) {
           while (q0 + u >= next_end) {
             flush();
             ++cur;
@@ -363,36 +409,35 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
           if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
         }
       }
-    } else {
-      /* every group's chunk lies inside one bag (most chunks of long even bags) */
-#pragma unroll
-      for (int u = 0; u < kU; ++u)
-        if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
+      s = s + 1 == kS ? 0 : s + 1;
     }
-    s = s + 1 == kS ? 0 : s + 1;
-  }
-  cp_async_wait<0>();
-  for (; cur < ke; ++cur) flush(); /* the bags ending at qb, trailing empty ones */
-  /* acc: the tail's part (zero without one). A segmented inclusive scan over the table's groups
-   * (neighbours step lanes apart) sums each run of groups inside one bag; the group before a
-   * head holds what the groups before this one summed of it. */
-  if (!__any_sync(0xffffffffu, head || !seg)) return; /* no bag crosses a share's end */
-  const int step = (kMT ? nt : 1) << p.lg_G;
-  int f = seg;
-  for (int d = 1; d < RWq; d <<= 1) {
-    const int pf = __shfl_up_sync(0xffffffffu, f, d * step);
+    cp_async_wait<0>();
+    for (; cur < ke; ++cur) flush(); /* the bags ending at qb, trailing empty ones */
+    if constexpr (kSplit) {
+      /* acc: the tail's part (zero without one). A segmented inclusive scan over the table's groups
+       * (neighbours step lanes apart) sums each run of groups inside one bag; the group before a
+       * head holds what the groups before this one summed of it. */
+      const int step = (kMT ? nt : 1) << p.lg_G;
+      int f = seg;
+      for (int d = 1; d < RWq; d <<= 1) {
+        const int pf = __shfl_up_sync(0xffffffffu, f, d * step);
 #pragma unroll
-    for (int e = 0; e < kE; ++e) {
-      const float pv = __shfl_up_sync(0xffffffffu, acc[e], d * step);
-      if (rq >= d && !f) acc[e] = pv + acc[e];
+        for (int e = 0; e < kE; ++e) {
+          const float pv = __shfl_up_sync(0xffffffffu, acc[e], d * step);
+          if (rq >= d && !f) acc[e] = pv + acc[e];
+        }
+        if (rq >= d) f |= pf;
+      }
+#pragma unroll
+      for (int e = 0; e < kE; ++e) acc[e] = __shfl_up_sync(0xffffffffu, acc[e], step) + hacc[e];
+      if (head) bag_store<T>(acc, p.mean, so[kb + 1] - so[kb], ob + (int64_t)kb * stride, 0, lane_on);
     }
-    if (rq >= d) f |= pf;
-  }
-#pragma unroll
-  for (int e = 0; e < kE; ++e) acc[e] = __shfl_up_sync(0xffffffffu, acc[e], step) + hacc[e];
-  if (head) bag_store<T>(acc, p.mean, so[kb + 1] - so[kb], ob + (int64_t)kb * stride, 0, lane_on);
+  };
+  if (__all_sync(0xffffffffu, even))
+    stream(std::false_type{});
+  else
+    stream(std::true_type{});
 }
-
 
 /* The same warp tile for rows or outputs that are not 16-byte aligned (the fused kernel takes
  * every rank's call, whatever its pointers: its protocol is agreed; embedding_alltoall_fused_lean.cu):

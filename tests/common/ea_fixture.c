@@ -14,6 +14,7 @@ unsigned ea_sym_mask;
 size_t ea_shift_bytes;
 int ea_shift_rank = -1;
 int64_t ea_long_bags;
+int64_t ea_even_len = -1;
 
 uint64_t ea_rng;
 uint64_t ea_rnd(void) { return ea_rng = t_mix(ea_rng); }
@@ -80,6 +81,7 @@ void ea_prob_make_shape(ea_prob_t* p, int P, int64_t D, fco_dtype_t dt, fco_emb_
     for (size_t k = 0; k < nb; k++) {
       len[k] = ea_rnd() % 4 == 0 ? 0 : ea_rnd_in(1, 6); /* a quarter of the bags are empty */
       if (ea_long_bags > 0 && ea_rnd() % 8 == 0) len[k] = ea_rnd_in(ea_long_bags / 4, ea_long_bags);
+      if (ea_even_len >= 0 && (k / (size_t)p->B) % 2 == 0) len[k] = ea_even_len;
       p->offsets[r][k] = nnz;
       nnz += len[k];
     }

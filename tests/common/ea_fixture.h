@@ -53,6 +53,10 @@ extern int ea_shift_rank;
  * [ea_long_bags / 4, ea_long_bags] rows (a bag that spans several lane groups of a lean warp
  * tile); the others as below. */
 extern int64_t ea_long_bags;
+/* ea_even_len ≥ 0 (default -1: off): every bag of the even-numbered tables of a rank that
+ * ea_prob_make* draws holds exactly ea_even_len rows (tiles of equal bags: the lean warp tile's
+ * other path), the odd-numbered tables' bags as below. */
+extern int64_t ea_even_len;
 
 /* ---- random values: one generator, seeded by ea_prob_make* (and by a test that redraws) ---- */
 extern uint64_t ea_rng;
