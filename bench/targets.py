@@ -67,14 +67,15 @@ def lookup_note(shape, dtype):
     (docs/embedding_alltoall.md, bench/probe/ea_gather_probe.cu: a random read of every row once
     reaches 52 % of 4300 GB/s for 32-byte rows, 64 % for 64-byte rows; at L = 1 out is as many
     bytes as the rows, which the measure does not count). Ragged bags are named too: not a
-    ceiling, the lean tile's split of a warp's work by bags (docs/embedding_alltoall.md)."""
+    ceiling, an open inefficiency (the row split of session 38 took bf16 65536/8/64/8 from 51 to
+    62 % of HBM; the rest is open: docs/embedding_alltoall.md, "Known limits")."""
     row = shape["D"] * ESIZE.get(dtype, 4)
     if row < 128:
         return f"lookup ({row}-byte rows: ceiling {52 if row <= 32 else 64} %)"
     if shape["L"] == 1:
         return "lookup (L = 1: out as large as the rows)"
-    if shape.get("dist") == "ragged":  # not a ceiling: an open inefficiency (session 37)
-        return "lookup (ragged bags: the lean tile splits work by bags, open)"
+    if shape.get("dist") == "ragged":  # not a ceiling: an open inefficiency (sessions 37, 38)
+        return "lookup (ragged bags: open inefficiency)"
     return "lookup"
 
 
