@@ -18,16 +18,17 @@
  *   samples [(j mod tpt) · W, +W), tpt = ⌈B / W⌉). It stages the tile's W + 1 offsets in shared
  *   memory with one coalesced load, as int32 positions relative to the tile's first, checking them
  *   on the way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31:
- *   exactly "every bag of the tile valid"). Lane group r (G lanes, one 16-byte unit of the row
- *   each; RW = 32/G groups) streams the positions [r · span / RW, (r + 1) · span / RW) of the
- *   tile (span = its rows): equal shares of rows, whatever the bags' lengths (session 38: with
- *   equal shares of bags, W / RW each, a warp ran as long as its longest share, and ragged bags
- *   cost the lookup up to 50 %, run 2026-12-04_nvidia-h200_c174235-ragged). The share is streamed
+ *   exactly "every bag of the tile valid"). Each lane group (G lanes, one 16-byte unit of the
+ *   row each; RW = 32/G groups) streams one contiguous share of the tile's positions: where every
+ *   bag of the tile holds the same rows, group r takes bags [r · W/RW, +W/RW); otherwise (ragged
+ *   bags) it takes the rows [r · span / RW, (r + 1) · span / RW) (span = the tile's rows) — equal
+ *   shares of rows whatever the bags' lengths (session 38: with equal shares of bags a warp ran as
+ *   long as its longest share, and ragged bags cost the lookup up to 50 %, run
+ *   2026-12-04_nvidia-h200_c174235-ragged; lean_tile says more). The share is streamed
  *   in chunks of kU rows, chunk i copied by cp.async into stage i mod kS of a per-thread ring (a
  *   thread reads only the slots it copied itself: no barrier), chunk i + kS − 1 issued before
- *   chunk i is waited for, indices one chunk ahead of that. A chunk's rows are summed one by one
- *   (unrolled); where a row starts a new bag, the group stores the bag(s) that ended before it
- *   (empty bags as zeros) — only those instructions diverge between groups. A group stores the
+ *   chunk i is waited for, indices one chunk ahead of that. A bag is stored when the stream
+ *   crosses its end offset (empty bags as zeros). In a ragged tile a group stores the
  *   bags that end inside its share; a bag that began in an earlier share (its head) is put aside
  *   (hacc) and completed after the stream: the part each group summed of the bag it ends in (its
  *   tail) goes through a segmented scan over the groups (log2 RW rounds of shuffles), and the
@@ -301,6 +302,8 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       qa = so[kb];
       qb = so[ke];
     }
+    /* The group's stream: tile positions [qa, qe); chunk at q0 in stage s, the chunk at
+     * q0 + (kS − 1)·kU issued into the stage before s, indices of the one after in nx. */
     const int qe = qb;
     int q0 = qa;
     int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
@@ -379,7 +382,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       }
       const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
       const float* w0 = wr + s * kU;
-      if constexpr (kSplit) {
+      if constexpr (kSplit) { /* row by row, unrolled: one path for every group */
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           if (u < nq) {
@@ -391,14 +394,14 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
             if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
           }
         }
-      } else if (q0 + nq <= next_end) {
+      } else if (q0 + nq <= next_end) { /* inside one bag: the kU ring reads together */
         uint4 x[kU];
 #pragma unroll
         for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
 #pragma unroll
         for (int u = 0; u < kU; ++u)
           if (okc >> u & 1u) take(x[u], w0 + u);
-      } else {
+      } else { /* across bag ends: rolled, so flush (its divisions) is inlined once */
 #pragma unroll 1
         for (int u = 0; u < nq; ++u) {
           while (q0 + u >= next_end) {
