@@ -64,9 +64,9 @@ static const struct {
                {FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN}};
 
 /* Long bags among short and empty ones (ea_long_bags: one bag in 8 of up to n rows): the lean
- * warp tile splits a ragged tile's rows evenly over its lane groups, so a bag may start in one group's share,
- * cross whole shares of others and end in a fourth — summed in parts, the parts joined by a
- * segmented scan over the groups (embedding_alltoall_lean.cuh). At the lane-group counts' ends:
+ * warp tile splits a ragged tile's rows evenly over its lane groups, so a bag may start in one
+ * group's share, cross whole shares of others and end in a fourth — summed in parts, the parts
+ * joined by a segmented scan over the groups (embedding_alltoall_lean.cuh). At the lane-group counts' ends:
  * 32 groups of one lane (f16 D = 8: five scan rounds), 4 groups of 8 lanes (bf16 D = 64), a group
  * with an idle lane (bf16 D = 24), one group a warp (f32 D = 128: no scan); the smallest and the
  * largest tiles (FCO_EA_LEAN_CHUNKS), both tile orders of the fused kernel, tiles of several
