@@ -7,8 +7,9 @@
  * sample, source table) bag exactly once, and the bags a source sends a destination add up to
  * what the destination's counter waits for, b_d · T_src); land units (their rows partition the
  * output); the claim protocol of the claimed tile order (FCO_EA_LEAN_DYN: threads racing for a
- * queue's indices across calls of skipped and repeated epochs get every index exactly once).
- * Transport-independent: the same checks on every transport.
+ * queue's indices across calls of skipped and repeated epochs get every index exactly once); the
+ * row split of a ragged warp tile (fco_ea_row_share and the lean tile's scan, modelled: every
+ * bag stored once with its exact sum). Transport-independent: the same checks on every transport.
  *   make test   or   build/tests/test_ea_plan
  */
 #include <pthread.h>
@@ -230,8 +231,101 @@ static void claims(void) {
   ASSERT_EQ(fco_ea_claim(&ctr, e << 32), 0xffffffffu);
 }
 
+/* ---- fco_ea_row_share: random ragged tiles (empty bags, bags of 1..6 rows, one in 8 of up to
+ * 300, now and then a tile of empty bags only) split over RW = 1..32 lane groups. The shares
+ * partition the tile's rows in equal parts (±1); the lean tile's algorithm, modelled here on
+ * integer row values — each group streams its share storing the bags that end in it (the head
+ * put aside), then the segmented inclusive scan of the tails over the groups with the shuffles'
+ * semantics (a round reads the values from before it; a group below the distance keeps its
+ * own), then the head's group adds the previous group's scan value — stores every bag exactly
+ * once with its exact sum. */
+static void row_shares(void) {
+  enum { kMaxBags = 64, kMaxRows = kMaxBags * 300 };
+  static int so[kMaxBags + 1];
+  static int64_t val[kMaxRows], want[kMaxBags], got[kMaxBags];
+  static int stored[kMaxBags];
+  for (int it = 0; it < 4000; it++) {
+    const int nb = (int)rnd_in(1, kMaxBags), RW = 1 << rnd_in(0, 5), empty = rnd() % 16 == 0;
+    so[0] = 0;
+    for (int k = 0; k < nb; k++) {
+      int len = rnd() % 4 == 0 ? 0 : (int)rnd_in(1, 6);
+      if (rnd() % 8 == 0) len = (int)rnd_in(20, 300);
+      so[k + 1] = so[k] + (empty ? 0 : len);
+    }
+    const int span = so[nb];
+    for (int q = 0; q < span; q++) val[q] = rnd_in(-4, 4);
+    for (int k = 0; k < nb; k++) {
+      want[k] = 0;
+      for (int q = so[k]; q < so[k + 1]; q++) want[k] += val[q];
+      got[k] = 0;
+      stored[k] = 0;
+    }
+    t_context("row share %d: %d bags, %d rows, %d groups", it, nb, span, RW);
+    int64_t v[32], hacc[32];
+    int f[32], head[32], kb[32];
+    for (int r = 0; r < RW; r++) {
+      const fco_ea_share_t h = fco_ea_row_share(so, nb, r, RW);
+      ASSERT_TRUE(0 <= h.qa && h.qa <= h.qb && h.qb <= span);
+      ASSERT_EQ(h.qa, r == 0 ? 0 : fco_ea_row_share(so, nb, r - 1, RW).qb); /* contiguous */
+      ASSERT_TRUE(h.qb - h.qa == span / RW || h.qb - h.qa == span / RW + 1);
+      if (r == RW - 1) ASSERT_EQ(h.qb, span);
+      ASSERT_TRUE(0 <= h.kb && h.kb <= h.ke && h.ke <= nb);
+      /* the stream of the lean tile over [qa, qb): a bag stored as a row past its end comes
+       * (it must be the group's: cur < ke; the next end read from so[cur + 1], within the tile),
+       * then the bags ending at qb */
+      int64_t acc = 0, ha = 0;
+      int cur = h.kb, next_end = h.kb < h.ke ? so[h.kb + 1] : h.qb;
+      for (int q = h.qa; q <= h.qb; q++) {
+        while (q < h.qb ? q >= next_end : cur < h.ke) {
+          ASSERT_LT(cur, h.ke);
+          if (h.head && cur == h.kb) {
+            ha = acc;
+          } else {
+            got[cur] += acc;
+            stored[cur]++;
+          }
+          acc = 0;
+          ++cur;
+          if (q < h.qb) {
+            ASSERT_LE(cur + 1, nb);
+            next_end = so[cur + 1];
+          }
+        }
+        if (q < h.qb) acc += val[q];
+      }
+      v[r] = acc; /* the tail's part */
+      f[r] = h.seg;
+      head[r] = h.head;
+      kb[r] = h.kb;
+      hacc[r] = ha;
+      ASSERT_TRUE(!h.head || r > 0);
+    }
+    for (int d = 1; d < RW; d <<= 1) { /* one round of shuffles: values from before it */
+      int64_t v2[32];
+      int f2[32];
+      for (int r = 0; r < RW; r++) {
+        v2[r] = r >= d && !f[r] ? v[r - d] + v[r] : v[r];
+        f2[r] = r >= d ? f[r] | f[r - d] : f[r];
+      }
+      memcpy(v, v2, sizeof v);
+      memcpy(f, f2, sizeof f);
+    }
+    for (int r = 1; r < RW; r++)
+      if (head[r]) {
+        got[kb[r]] += v[r - 1] + hacc[r];
+        stored[kb[r]]++;
+      }
+    for (int k = 0; k < nb; k++) {
+      ASSERT_EQ(stored[k], 1);
+      ASSERT_EQ(got[k], want[k]);
+    }
+  }
+  t_context("after the row shares");
+}
+
 int main(void) {
   g_rng = t_seed_init();
+  row_shares();
   claims();
   tile_bags();
   order();

@@ -278,23 +278,15 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     int qa, qb, kb, ke;
     bool head = false, seg = true;
     if constexpr (kSplit) {
-      const int span = idle ? 0 : so[nb];
-      qa = (int)((int64_t)span * rq / RWq);
-      qb = (int)((int64_t)span * (rq + 1) / RWq);
-      /* the bags that end at or before x: #{k < nb : so[k + 1] <= x} */
-      auto ended_by = [&](int x) {
-        int lo = 0, hi = nb;
-        while (lo < hi) {
-          const int m = (lo + hi) >> 1;
-          if (so[m + 1] <= x) lo = m + 1; else hi = m;
-        }
-        return lo;
-      };
-      kb = idle || rq == 0 ? 0 : ended_by(qa);
-      ke = idle ? 0 : ended_by(qb);
-      head = kb < ke && so[kb] < qa;
-      /* seg: the tail's segment starts here (false: [qa, qb) lies inside bag ke, begun before qa) */
-      seg = !(ke < nb && so[ke] < qa) || idle;
+      /* fco_ea_row_share (embedding_alltoall_plan.h, checked on the CPU); an idle group none */
+      if (idle) {
+        qa = qb = kb = ke = 0;
+      } else {
+        const fco_ea_share_t h = fco_ea_row_share(so, nb, rq, RWq);
+        qa = h.qa, qb = h.qb, kb = h.kb, ke = h.ke;
+        head = h.head;
+        seg = h.seg;
+      }
     } else {
       const int bpg = p.W / RWq;
       kb = idle ? 0 : min(rq * bpg, nb);

@@ -125,6 +125,39 @@ FCO_EA_HD void fco_ea_lean_land_rows(int64_t bme, int64_t units, int64_t rem, in
   *r1 = *r0 + per < bme ? *r0 + per : bme;
 }
 
+/* A lane group's share of a ragged warp tile (the row split of lean_tile,
+ * src/cuda/embedding_alltoall_lean.cuh): the tile's nb bags have relative offsets so[0..nb]
+ * (so[0] = 0, nondecreasing); group r of RW streams positions [qa, qb) = [r · span / RW,
+ * (r + 1) · span / RW), span = so[nb], and stores the bags [kb, ke): those whose end falls in
+ * (qa, qb], group 0 also those ending at 0 (the empty bags in front) — every bag exactly once.
+ * head: bag kb began before qa (the group completes it with what the groups before summed of it);
+ * seg: 0 where [qa, qb) lies inside bag ke, begun before qa (the group only passes on a part of
+ * it), else 1. tests/test_ea_plan.c checks the partition and the segmented scan on the CPU. */
+typedef struct {
+  int qa, qb, kb, ke, head, seg;
+} fco_ea_share_t;
+/* #{k < nb : so[k + 1] <= x}: the bags that end at or before x (a binary search). */
+FCO_EA_HD int fco_ea_ended_by(const int* so, int nb, int x) {
+  int lo = 0, hi = nb;
+  while (lo < hi) {
+    const int m = (lo + hi) >> 1;
+    if (so[m + 1] <= x) lo = m + 1;
+    else hi = m;
+  }
+  return lo;
+}
+FCO_EA_HD fco_ea_share_t fco_ea_row_share(const int* so, int nb, int r, int RW) {
+  fco_ea_share_t h;
+  const int64_t span = so[nb];
+  h.qa = (int)(span * r / RW);
+  h.qb = (int)(span * (r + 1) / RW);
+  h.kb = r == 0 ? 0 : fco_ea_ended_by(so, nb, h.qa);
+  h.ke = fco_ea_ended_by(so, nb, h.qb);
+  h.head = h.kb < h.ke && so[h.kb] < h.qa;
+  h.seg = !(h.ke < nb && so[h.ke] < h.qa);
+  return h;
+}
+
 /* One claim from a queue of the claimed tile order (FCO_EA_LEAN_DYN): the queue is a 64-bit
  * counter (epoch << 32) + claims, never reset; base = this call's epoch << 32. The first claims of
  * a call find an older epoch: they lift the counter to base with max and retry (a claim counts
