@@ -1,10 +1,12 @@
 /*
  * embedding_alltoall_plan.h — the arithmetic of the lean kernels' work plan (plain C, no
- * device code): warp-tile size, the tiles of a rank and their order, land units. Included by
+ * device code): warp-tile size, the tiles of a rank and their order, land units, a ragged tile's
+ * lane-group shares (the row split). Included by
  * src/cuda/embedding_alltoall_lean.cuh and src/cuda/embedding_alltoall_fused_lean.cu (host and
  * device), and by tests/test_ea_plan.c, which checks on the CPU that the plan covers every bag
- * exactly once, in the promised order, and that every land unit's rows partition the output —
- * what the kernels rely on for their counters to complete.
+ * exactly once, in the promised order, that every land unit's rows partition the output — what
+ * the kernels rely on for their counters to complete — and that the row split stores every bag
+ * once.
  *
  * Plan of rank me (ea_kernel_fused_lean): positions k = 0..P−1 stand for destinations
  * (me + 1 + k) mod P (k = P−1 is me: local); position k has T_me · ⌈b_d / W⌉ tiles, numbered
