@@ -33,17 +33,20 @@
  *   (hacc) and completed after the stream: the part each group summed of the bag it ends in (its
  *   tail) goes through a segmented scan over the groups (log2 RW rounds of shuffles), and the
  *   group of the head adds what the groups before it summed. Positions inside the tile are
- *   32-bit; 64-bit arithmetic: a row's address, a chunk's index (and weight) address.
+ *   32-bit; a row's address is the table's plus a 32-bit index times the row's bytes (one
+ *   IMAD.WIDE: a table of ≥ 2^32 rows goes the plain way below); 64-bit: a chunk's index (and
+ *   weight) address.
  * Semantics (pool_tile's): per-sample weights (fmaf(w, x, acc) in bag order within a group's
  *   share; a bag that spans shares is the sum of its parts, earlier parts first — exact for the
  *   tests' integer values, within rounding otherwise), mean (acc / len
  *   once at the store, len = hi − lo counting skipped rows), int32 or int64 indices and offsets
- *   (template I). An index outside [0, rows_t) is skipped: its copy reads nothing (zero-filled)
- *   and a valid bit per ring slot keeps it out of the sum (its own weight may be NaN or Inf);
- *   counted in nbad[0] when its chunk is consumed (one popc a chunk, off the issue path) and,
- *   with dev set, reported as the library reports it (record_error: first wins; the index
- *   reloaded there for the report). A tile with a bad bag (or a
- *   span ≥ 2^31) is pooled by a plain bag-by-bag loop with 64-bit positions (warp vote over the
+ *   (template I). An index outside [0, rows_t) is skipped: its copy reads nothing and lands as
+ *   zeros, its weight's as 0 (cp.async's ignore-src), so it adds nothing to the sum whatever its
+ *   own weight (NaN, Inf); rows past a share's end land the same way, so every ring slot is
+ *   summed without a valid bit; counted in nbad[0] when its chunk is issued (one compare a
+ *   chunk) and, with dev set, reported as the library reports it (record_error: first wins; the
+ *   index reloaded there for the report). A tile with a bad bag (or a span ≥ 2^31, or a table of
+ *   ≥ 2^32 rows) is pooled by a plain bag-by-bag loop with 64-bit positions (warp vote over the
  *   staging checks); there a bad bag is stored as zeros and counted in nbad[1], a bad index
  *   skipped and counted as above; with dev set both are reported (FCO_EA_BAD_OFFSETS: position
  *   = the bag's offsets entry, value = its end; FCO_EA_BAD_INDEX: position, index).
@@ -56,9 +59,9 @@
  * The fused kernel ea_kernel_fused (impl 1 with FCO_EA_LEAN=0) cannot take this: its tiles
  *   (agreed by every rank) give a lane group ~4 bags, too few to fill the ring at small L. So
  *   ea_kernel_fused_lean counts bags, not tiles, and runs these warp tiles (lean_tile).
- * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers, no spills with nvcc
- *   13.0 for int32 and int64), any grid; W a multiple of RW, T ≤ kLeanMaxTables, T · ⌈B / W⌉ +
- *   warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte units, 16-byte aligned, G = a power
+ * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the lookup
+ *   kernel: no spills but 8 bytes for bf16 with int64), any grid; W a multiple of RW,
+ *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte units, 16-byte aligned, G = a power
  *   of two ≥ the row's units.
  */
 #ifndef FCO_CUDA_EMBEDDING_ALLTOALL_LEAN_CUH_
@@ -137,8 +140,24 @@ __device__ __forceinline__ void lean_bad(const LeanSrc& p, int slot, int t, int 
                  (uint64_t)pos, (uint64_t)value);
 }
 
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+/* 16 bytes from src to shared address dst (.cg), or 16 zeros and nothing read where `skip`
+ * (cp.async's ignore-src predicate: src need not be a valid address then). */
+__device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src, bool skip) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"((int)skip)
+      : "memory");
+}
+/* base + a · b, a and b 32-bit (one IMAD.WIDE.U32) */
+__device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, uint32_t b) {
+  uint64_t r;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(r) : "r"(a), "r"(b), "l"((uint64_t)base));
+  return (const void*)r;
+}
+/* 4 bytes from src to shared address dst; src_bytes 0 reads nothing and writes a zero. */
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
 }
 
 /* One warp tile: bags (b0 + i, local table t), i < nb ≤ p.W, pooled by the calling warp (all 32
@@ -159,7 +178,6 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
                                           int ntab = 1, const int64_t* rb = nullptr) {
   using Un = Unit<T, true>;
   constexpr int kE = Un::kE;
-  static_assert(kS * kU <= 32 && kU <= 32 / kS, "the valid bits of a ring fit one word");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int G = 1 << p.lg_G, gl = lane & (G - 1), r = lane >> p.lg_G, RW = 32 >> p.lg_G;
   const bool lane_on = gl < p.D / kE;
@@ -215,15 +233,17 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     stage(offs, so, pfirst);
   }
   __syncwarp();
-  const bool bad_tile = __any_sync(0xffffffffu, bad);
   if constexpr (kMT) {
     row0 = rb[tl];
     rows = rb[tl + 1] - row0;
   }
+  /* a table of ≥ 2^32 rows goes the plain way too: the stream's row addresses take 32-bit indices */
+  const bool bad_tile = __any_sync(0xffffffffu, bad || (uint64_t)rows > 0xffffffffull);
   /* this lane's unit of row 0 of the table, of the tile's first bag's output */
   const uint4* const tb = (const uint4*)((const T*)p.weight + row0 * p.D) + gl;
   T* const ob = obase + (kMT ? (tl - t) * p.D : 0) + gl * kE;
   const int64_t row_units = p.D / kE; /* row stride in uint4 */
+  const uint32_t row_bytes = (uint32_t)p.D * (uint32_t)sizeof(T);
   float acc[kE];
 #pragma unroll
   for (int e = 0; e < kE; ++e) acc[e] = 0.f;
@@ -313,32 +333,48 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       }
     };
     I nx[kU]; /* raw indices of the next chunk to issue */
+    /* The indices of the chunk at qc (0 past qe: not read). */
     auto load_ix = [&](int qc) {
       const I* ip = (const I*)p.indices + (pfirst + qc);
+      if (qc + kU <= qe) { /* most chunks: kU loads at immediate offsets */
 #pragma unroll
-      for (int u = 0; u < kU; ++u) nx[u] = __ldg(qc + u < qe ? ip + u : (const I*)&g_ea_dummy);
+        for (int u = 0; u < kU; ++u) nx[u] = __ldg(ip + u);
+      } else {
+#pragma unroll
+        for (int u = 0; u < kU; ++u) nx[u] = qc + u < qe ? __ldg(ip + u) : (I)0;
+      }
     };
-    uint32_t okb = 0; /* bit s · kU + u: slot u of stage s holds a row of the sum */
     /* Copies of the chunk at qc (rows from nx) into stage si; always commit (the wait counts
-     * groups). An index outside the table copies nothing, its valid bit clear. */
+     * groups). Every slot of the stage is written: a row past qe or outside the table (a bad
+     * index) reads nothing (ignore-src, so its address needs no guard; where a row is read,
+     * ix < rows < 2^32) and lands as zeros, its weight as 0, so it adds nothing to the sum
+     * (fmaf(0, 0, acc) = acc whatever its own weight). Bad indices are counted and reported here
+     * (rare). Session 39: the guarded 64-bit row addresses, the address selects and the valid
+     * bits took ~40 % of the lookup's instructions (run 2026-12-04_nvidia-h200_140d938-ragncu);
+     * without them impl 0's lookup ran 1.00–1.34× faster on all nine workloads (run
+     * 2026-12-04_nvidia-h200_v2-ab). */
     auto issue = [&](int qc, int si) {
-      uint32_t okc = 0;
+      uint32_t okm = 0;
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        const int64_t ix = (int64_t)nx[u];
-        const bool ok = qc + u < qe && (uint64_t)ix < (uint64_t)rows;
-        okc |= (uint32_t)ok << u;
-        const bool cp = ok && lane_on;
-        cp_async16(ring + (uint32_t)((si * kU + u) * kThreads * 16),
-                   cp ? (const void*)(tb + ix * row_units) : (const void*)&g_ea_dummy, cp ? 16 : 0);
+        const bool ok = qc + u < qe && (uint64_t)(int64_t)nx[u] < (uint64_t)rows;
+        okm |= (uint32_t)ok << u;
+        cp_async16_or_zero(ring + (uint32_t)((si * kU + u) * kThreads * 16),
+                           addr_wide(tb, (uint32_t)nx[u], row_bytes), !(ok && lane_on));
       }
       if (weighted) {
         const float* w = p.psw + (pfirst + qc);
 #pragma unroll
         for (int u = 0; u < kU; ++u)
-          if ((okc & wmine) >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u);
+          if (wmine >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u, (okm >> u & 1u) ? 4 : 0);
       }
-      okb = (okb & ~(((1u << kU) - 1u) << (si * kU))) | okc << (si * kU);
+      const uint32_t inm = (1u << max(0, min(kU, qe - qc))) - 1u;
+      if (okm != inm && gl == 0) { /* rows skipped: bad indices (rare) */
+        const int u = __ffs(inm & ~okm) - 1;
+        const int64_t q = pfirst + qc + u;
+        lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
+                 (unsigned long long)__popc(inm & ~okm));
+      }
       cp_async_commit();
     };
     /* fmaf(1, x, acc) is acc + x exactly: one code for both */
@@ -365,13 +401,6 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       cp_async_wait<kS - 1>(); /* the chunk at q0 (stage s) landed: this thread's copies */
       if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
       const int nq = min(kU, qe - q0);
-      const uint32_t okc = okb >> (s * kU) & ((1u << kU) - 1u), inm = (1u << nq) - 1u;
-      if (okc != inm && gl == 0) { /* rows skipped: bad indices (rare) */
-        const int u = __ffs(inm & ~okc) - 1;
-        const int64_t q = pfirst + q0 + u;
-        lean_bad(p, 0, tl, FCO_EA_BAD_INDEX, q, (int64_t)__ldg((const I*)p.indices + q),
-                 (unsigned long long)__popc(inm & ~okc));
-      }
       const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
       const float* w0 = wr + s * kU;
       if constexpr (kSplit) { /* row by row, unrolled: one path for every group */
@@ -383,7 +412,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
               ++cur;
               next_end = so[cur + 1];
             }
-            if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
+            take(slot0[u * kThreads], w0 + u);
           }
         }
       } else if (q0 + nq <= next_end) { /* inside one bag: the kU ring reads together */
@@ -391,8 +420,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
 #pragma unroll
         for (int u = 0; u < kU; ++u) x[u] = slot0[u * kThreads];
 #pragma unroll
-        for (int u = 0; u < kU; ++u)
-          if (okc >> u & 1u) take(x[u], w0 + u);
+        for (int u = 0; u < kU; ++u) take(x[u], w0 + u); /* rows past nq: zeros */
       } else { /* across bag ends: rolled, so flush (its divisions) is inlined once */
 #pragma unroll 1
         for (int u = 0; u < nq; ++u) {
@@ -401,7 +429,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
             ++cur;
             next_end = so[cur + 1];
           }
-          if (okc >> u & 1u) take(slot0[u * kThreads], w0 + u);
+          take(slot0[u * kThreads], w0 + u);
         }
       }
       s = s + 1 == kS ? 0 : s + 1;
