@@ -20,6 +20,14 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int sr
                "r"(src_bytes)
                : "memory");
 }
+/* 16 bytes from src to shared address dst (.cg), or 16 zeros and nothing read where `skip`
+ * (cp.async's ignore-src predicate: src need not be a valid address then; the lean lookup's
+ * rows past a share or outside the table, embedding_alltoall_lean.cuh). */
+__device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src, bool skip) {
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+               "l"(src), "r"((int)skip)
+               : "memory");
+}
 /* Close this thread's copies issued since the last commit into one group (also when empty). */
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

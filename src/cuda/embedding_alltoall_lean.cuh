@@ -7,7 +7,7 @@
  * lean_tile_any for unaligned pointers), the lookup kernel ea_kernel_lean_stream and the launch
  * shape (lean_smem, lean_tile_bags). Included by embedding_alltoall.cu (impl 0's lookup), by
  * embedding_alltoall_fused_lean.cu (impl 1) and by the probe, after embedding_alltoall_pool.cuh's
- * helpers (ea_ring, g_ea_dummy, Unit, cp_async16).
+ * helpers (ea_ring, g_ea_dummy, Unit; cp_async.cuh's copies).
  * Status: the default lookup of impl 0 (one launch per local rank) and, through lean_tile, the
  *   pooling of impl 1's ea_kernel_fused_lean, wherever rows are whole 16-byte units of ≤ 512
  *   bytes (FCO_EA_LEAN=0: the previous kernels). First run on a GPU in c09f78d (the probe's (e)
@@ -61,8 +61,8 @@
  *   ea_kernel_fused_lean counts bags, not tiles, and runs these warp tiles (lean_tile).
  * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the lookup
  *   kernel: no spills but 8 bytes for bf16 with int64), any grid; W a multiple of RW,
- *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte units, 16-byte aligned, G = a power
- *   of two ≥ the row's units.
+ *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte
+ *   units, 16-byte aligned, G = a power of two ≥ the row's units.
  */
 #ifndef FCO_CUDA_EMBEDDING_ALLTOALL_LEAN_CUH_
 #define FCO_CUDA_EMBEDDING_ALLTOALL_LEAN_CUH_
@@ -140,14 +140,6 @@ __device__ __forceinline__ void lean_bad(const LeanSrc& p, int slot, int t, int 
                  (uint64_t)pos, (uint64_t)value);
 }
 
-/* 16 bytes from src to shared address dst (.cg), or 16 zeros and nothing read where `skip`
- * (cp.async's ignore-src predicate: src need not be a valid address then). */
-__device__ __forceinline__ void cp_async16_or_zero(uint32_t dst, const void* src, bool skip) {
-  asm volatile(
-      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
-      "l"(src), "r"((int)skip)
-      : "memory");
-}
 /* base + a · b, a and b 32-bit (one IMAD.WIDE.U32) */
 __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, uint32_t b) {
   uint64_t r;
