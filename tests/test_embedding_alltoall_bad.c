@@ -5,11 +5,11 @@
  *   Bad arguments on rank 0 (bad_args): every argument refused with FCO_ERR_INVALID_ARGUMENT and
  *   a message naming it, out (and its guard) untouched; and (P > 1) ranks that disagree on dim.
  *   Bad data on one rank (bad_data, impls 0 and 1): an index outside its table (= rows, or
- *   negative), decreasing offsets, offsets past num_indices — FCO_ERR_INVALID_ARGUMENT naming the
- *   table and position (on GPUs the comm's async error), the bad entries skipped (bad bags
- *   empty), nothing written past out; on the element path (f32 D = 3), the lean kernels (bf16
- *   D = 16: 32-byte rows) and for impl 1 also the previous fused kernel's streaming lookup
- *   (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's multi-table warp tiles
+ *   negative; its per-sample weight NaN or Inf), decreasing offsets, offsets past num_indices —
+ *   FCO_ERR_INVALID_ARGUMENT naming the table and position (on GPUs the comm's async error), the
+ *   bad entries skipped (bad bags empty), nothing written past out; on the element path (f32
+ *   D = 3), the lean kernels (bf16 D = 16: 32-byte rows) and for impl 1 also the previous fused
+ *   kernel's streaming lookup (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's multi-table warp tiles
  *   (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0). After each bad-data call
  *   the world is destroyed and made again (GPU errors are sticky).
  *   Every transport runs both parts, with the FCO_EA_* knobs as the caller set them (as when
@@ -18,6 +18,7 @@
  *   make test   or   build/tests/test_embedding_alltoall_bad   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run (FCO_TEST_QUICK changes nothing here).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,9 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
         while (p.offsets[r][k + 1] <= pos) k++;
         table = ea_toff(&p, r) + k / p.B;
         p.indices[r][pos] = kind == 0 ? p.rows[r][k / p.B] : -1 - (int64_t)(ea_rnd() % 5);
+        /* its own weight NaN / Inf: a skipped row adds nothing whatever its weight (the lean
+         * tile copies it as a zero row with a zero weight; a product with it would poison the bag) */
+        if (p.weighted) p.psw[r][pos] = kind == 0 ? NAN : INFINITY;
         found = 1;
       } else if (kind == 2) {
         for (int64_t k = 0; k < nb && !found; k++) {
