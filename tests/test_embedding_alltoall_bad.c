@@ -9,8 +9,8 @@
  *   FCO_ERR_INVALID_ARGUMENT naming the table and position (on GPUs the comm's async error), the
  *   bad entries skipped (bad bags empty), nothing written past out; on the element path (f32
  *   D = 3), the lean kernels (bf16 D = 16: 32-byte rows) and for impl 1 also the previous fused
- *   kernel's streaming lookup (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's multi-table warp tiles
- *   (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0). After each bad-data call
+ *   kernel's streaming lookup (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's
+ *   multi-table warp tiles (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0). After each bad-data call
  *   the world is destroyed and made again (GPU errors are sticky).
  *   Every transport runs both parts, with the FCO_EA_* knobs as the caller set them (as when
  *   these parts ran at the end of test_embedding_alltoall's rounds: its parts reset every knob

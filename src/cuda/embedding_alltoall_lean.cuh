@@ -146,11 +146,6 @@ __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, u
   asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(r) : "r"(a), "r"(b), "l"((uint64_t)base));
   return (const void*)r;
 }
-/* 4 bytes from src to shared address dst; src_bytes 0 reads nothing and writes a zero. */
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
 
 /* One warp tile: bags (b0 + i, local table t), i < nb ≤ p.W, pooled by the calling warp (all 32
  * lanes) into obase + i · stride (elements; obase = bag (b0, t)'s output). Table t's rows are
@@ -239,11 +234,17 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
   float acc[kE];
 #pragma unroll
   for (int e = 0; e < kE; ++e) acc[e] = 0.f;
-  if (bad_tile) {
-    /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge); lane
-     * group rq takes bags [rq · W / RWq, +W / RWq). */
+  /* the bag split: lane group rq's bags [rq · W / RWq, +W / RWq) of the tile (none when idle) */
+  auto bag_split = [&](int& kb, int& ke) {
     const int bpg = p.W / RWq;
-    const int kb = idle ? 0 : min(rq * bpg, nb), ke = idle ? 0 : min(kb + bpg, nb);
+    kb = idle ? 0 : min(rq * bpg, nb);
+    ke = idle ? 0 : min(kb + bpg, nb);
+  };
+  if (bad_tile) {
+    /* Bag by bag, 64-bit positions, one row at a time: only tiles with bad data (or huge), over
+     * the bag split. */
+    int kb, ke;
+    bag_split(kb, ke);
     for (int k = kb; k < ke; ++k) {
       int64_t lo = (int64_t)__ldg(offs + k), hi = (int64_t)__ldg(offs + k + 1);
       if (lo < 0 || hi < lo || hi > p.num_indices) {
@@ -300,9 +301,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
         seg = h.seg;
       }
     } else {
-      const int bpg = p.W / RWq;
-      kb = idle ? 0 : min(rq * bpg, nb);
-      ke = idle ? 0 : min(kb + bpg, nb);
+      bag_split(kb, ke);
       qa = so[kb];
       qb = so[ke];
     }
@@ -322,6 +321,14 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
         for (int e = 0; e < kE; ++e) hacc[e] = acc[e], acc[e] = 0.f;
       } else {
         bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
+      }
+    };
+    /* Store every bag that ends at or before position q (q inside the share: cur + 1 ≤ ke). */
+    auto end_bags = [&](int q) {
+      while (q >= next_end) {
+        flush();
+        ++cur;
+        next_end = so[cur + 1];
       }
     };
     I nx[kU]; /* raw indices of the next chunk to issue */
@@ -358,7 +365,8 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
         const float* w = p.psw + (pfirst + qc);
 #pragma unroll
         for (int u = 0; u < kU; ++u)
-          if (wmine >> u & 1u) cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u, (okm >> u & 1u) ? 4 : 0);
+          if (wmine >> u & 1u)
+            cp_async4(wring + (uint32_t)((si * kU + u) * 4), w + u, (okm >> u & 1u) ? 4 : 0);
       }
       const uint32_t inm = (1u << max(0, min(kU, qe - qc))) - 1u;
       if (okm != inm && gl == 0) { /* rows skipped: bad indices (rare) */
@@ -399,11 +407,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
           if (u < nq) {
-            while (q0 + u >= next_end) {
-              flush();
-              ++cur;
-              next_end = so[cur + 1];
-            }
+            end_bags(q0 + u);
             take(slot0[u * kThreads], w0 + u);
           }
         }
@@ -416,11 +420,7 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       } else { /* across bag ends: rolled, so flush (its divisions) is inlined once */
 #pragma unroll 1
         for (int u = 0; u < nq; ++u) {
-          while (q0 + u >= next_end) {
-            flush();
-            ++cur;
-            next_end = so[cur + 1];
-          }
+          end_bags(q0 + u);
           take(slot0[u * kThreads], w0 + u);
         }
       }
