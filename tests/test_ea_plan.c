@@ -231,6 +231,48 @@ static void claims(void) {
   ASSERT_EQ(fco_ea_claim(&ctr, e << 32), 0xffffffffu);
 }
 
+/* ---- fco_ea_lookup_claim: launch after launch, nw threads (a launch's warps, 1..kClaimThreads)
+ * drain the queue of ntiles tiles (0..4999, now and then 0..3), each claiming until it gets a
+ * number >= ntiles; a launch's threads are joined before the next (the stream's order). Every
+ * launch: each tile claimed exactly once, and the queue back at 0 at its end — a launch that
+ * left it anywhere else would skip that many tiles of the next. */
+typedef struct {
+  unsigned int* q;
+  uint32_t ntiles, last;
+  unsigned char* seen; /* [ntiles] */
+} lookup_launch_t;
+static void* lookup_worker(void* arg) {
+  lookup_launch_t* c = (lookup_launch_t*)arg;
+  for (;;) {
+    const uint32_t j = fco_ea_lookup_claim(c->q, c->last);
+    if (j >= c->ntiles) return NULL;
+    __atomic_fetch_add(&c->seen[j], 1, __ATOMIC_RELAXED);
+  }
+}
+static void lookup_claims(void) {
+  unsigned int q = 0;
+  for (int launch = 0; launch < 300; launch++) {
+    lookup_launch_t c;
+    const int nw = (int)rnd_in(1, kClaimThreads);
+    c.q = &q;
+    c.ntiles = (uint32_t)(rnd() % 3 == 0 ? rnd() % 4 : rnd() % 5000);
+    c.last = c.ntiles + (uint32_t)nw - 1u;
+    c.seen = (unsigned char*)calloc(c.ntiles + 1, 1);
+    t_context("lookup launch %d: %u tiles, %d warps", launch, c.ntiles, nw);
+    pthread_t th[kClaimThreads];
+    for (int t = 0; t < nw; t++) ASSERT_EQ(pthread_create(&th[t], NULL, lookup_worker, &c), 0);
+    for (int t = 0; t < nw; t++) pthread_join(th[t], NULL);
+    for (uint32_t i = 0; i < c.ntiles; i++) ASSERT_EQ(c.seen[i], 1);
+    ASSERT_EQ(q, 0u);
+    free(c.seen);
+  }
+  /* the rule: claimed where bags hold >= 8 rows on average, unless the knob says */
+  ASSERT_EQ(fco_ea_lookup_dyn(8.0, -1), 1);
+  ASSERT_EQ(fco_ea_lookup_dyn(7.99, -1), 0);
+  ASSERT_EQ(fco_ea_lookup_dyn(1.0, 1), 1);
+  ASSERT_EQ(fco_ea_lookup_dyn(64.0, 0), 0);
+}
+
 /* ---- fco_ea_row_share: random ragged tiles (empty bags, bags of 1..6 rows, one in 8 of up to
  * 300, now and then a tile of empty bags only) split over RW = 1..32 lane groups. The shares
  * partition the tile's rows in equal parts (±1); the lean tile's algorithm, modelled here on
@@ -327,6 +369,7 @@ int main(void) {
   g_rng = t_seed_init();
   row_shares();
   claims();
+  lookup_claims();
   tile_bags();
   order();
   plans();

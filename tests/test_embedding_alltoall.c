@@ -69,7 +69,8 @@ static const struct {
  * joined by a segmented scan over the groups (embedding_alltoall_lean.cuh). At the lane-group counts' ends:
  * 32 groups of one lane (f16 D = 8: five scan rounds), 4 groups of 8 lanes (bf16 D = 64), a group
  * with an idle lane (bf16 D = 24), one group a warp (f32 D = 128: no scan); the smallest and the
- * largest tiles (FCO_EA_LEAN_CHUNKS), both tile orders of the fused kernel, tiles of several
+ * largest tiles (FCO_EA_LEAN_CHUNKS), both tile orders of the fused kernel and of impl 0's
+ * lookup (FCO_EA_LOOKUP_DYN: claimed by default, static), tiles of several
  * tables (FCO_EA_LEAN_TABLES), and random real values against float64; then tiles of equal bags
  * (ea_even_len) beside ragged ones. bbig: b_s (0: small). */
 static void long_bags(const t_world_t* w, int64_t bbig) {
@@ -85,6 +86,7 @@ static void long_bags(const t_world_t* w, int64_t bbig) {
                {64, 300, FCO_BF16, "FCO_EA_LEAN_CHUNKS", "1", 0},
                {16, 400, FCO_BF16, "FCO_EA_LEAN_CHUNKS", "64", 0},
                {64, 120, FCO_BF16, "FCO_EA_LEAN_DYN", "0", 0},
+               {64, 300, FCO_BF16, "FCO_EA_LOOKUP_DYN", "0", 0},
                {16, 120, FCO_BF16, "FCO_EA_LEAN_TABLES", "4", 0},
                {64, 300, FCO_BF16, NULL, NULL, 1},
                {32, 300, FCO_F32, NULL, NULL, 1}};
@@ -213,6 +215,9 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LEAN_CHUNKS", "1", NULL, NULL, 64, FCO_BF16},
       {"FCO_EA_LEAN_CHUNKS", "64", NULL, NULL, 128, FCO_F32},
       {"FCO_EA_LEAN_CHUNKS", "64", "FCO_EA_LEAN_DYN", "0", 16, FCO_BF16},
+      /* impl 0's lookup in the static order (claimed by default: its queue is set back to 0 by
+       * each launch's last claim, so every call of this file runs it again from 0) */
+      {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "0", 64, FCO_BF16},
       /* warp tiles of several tables (experimental): 32-byte rows (16 lane groups a warp) and
        * 256-byte rows (2 groups: nt ≤ 2) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},

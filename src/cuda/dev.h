@@ -61,7 +61,7 @@ typedef struct fco_dev_rank {
   /* ---- owned by the kernels (zeroed at creation, never rewritten by the host) ---- */
   uint64_t epoch;                         /* calls completed                                */
   uint32_t arrive;                        /* blocks of the running kernel that finished     */
-  uint32_t pad_;
+  uint32_t lookup_q;                      /* embedding impl 0's tile queue, 0 between launches */
 } fco_dev_rank_t;
 
 /* Bytes of the host-written prefix (copy only these when refreshing the table). */

@@ -45,6 +45,9 @@
  *   FCO_EA_LEAN_CHUNKS   both lean kernels: the tile size rule's chunks of rows a lane group
  *                        should get at the mean bag length, 1..64 (default by the mean bag: 16
  *                        at >= 16 rows, 8 at >= 8, else 4; lean_tile_bags, run 731ced0)
+ *   FCO_EA_LOOKUP_DYN    impl 0's lean lookup: 1 = warps claim tiles from a queue, 0 = static
+ *                        order (default: claimed where bags hold >= 8 rows on average;
+ *                        fco_ea_lookup_dyn, run 2026-12-04_nvidia-h200_dyn-ab)
  *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
  *                        (kernel variant kMT, static order; run 7d1cf97: not faster but for
  *                        32-byte rows)
@@ -209,7 +212,7 @@ void variant_words(const Variant& v, char* b, size_t n) {
 
 /* What impl 0's lean lookups ran: W and blocks a rank, over the launched local ranks. */
 struct LeanLookupNote {
-  PlanSpan W, grid;
+  PlanSpan W, grid, dyn;
 };
 
 fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
@@ -317,10 +320,10 @@ struct RunLookup {
 /* ---- impl 0's lookup by the lean kernel (embedding_alltoall_lean.cuh; FCO_EA_LEAN=0: the
  * previous lookup kernel) ------------------------------------------------------------------ */
 /* Local rank li's lookup into ws (P > 1) or out: one launch of the whole GPU. */
-template <typename T, typename I>
+template <typename T, typename I, bool kDyn>
 fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNote* note,
                            char* err) {
-  constexpr auto k = ea_kernel_lean_stream<T, I, kLeanStages, kLeanRows>;
+  constexpr auto k = ea_kernel_lean_stream<T, I, kLeanStages, kLeanRows, kDyn>;
   const EaRank& rk = p.r[li];
   const int me = rk.rank, Tr = ea_tables(p, me), G = p.lanes;
   if (Tr == 0 || p.B == 0) return FCO_OK;
@@ -348,6 +351,7 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
   lp.psw = rk.psw;
   lp.out = p.nranks > 1 ? rk.ws : rk.out;
   lp.dev = rk.dev;
+  lp.queue = kDyn ? &rk.dev->lookup_q : nullptr;
   lp.table0 = p.toff[me];
   lp.num_indices = rk.num_indices;
   lp.B = p.B;
@@ -378,12 +382,24 @@ bool lean_applies(const EaParams& p, const Variant& v) {
   }
   return true;
 }
+/* FCO_EA_LOOKUP_DYN (read at every call): 1 = the lookup's warps claim their tiles from a
+ * queue in the rank's device state (ea_kernel_lean_stream's claimed order), 0 = the static
+ * order (warp w takes tiles w, w + warps, ...); unset: claimed where the rank's bags hold ≥ 8
+ * rows on average (fco_ea_lookup_dyn). */
 template <typename T>
 fco_result_t launch_lean(const EaParams& p, void* stream, LeanLookupNote* note, char* err) {
+  const long long knob = fco_env_int("FCO_EA_LOOKUP_DYN", -1);
   for (int i = 0; i < p.num_local; i++) {
-    const fco_result_t res = p.r[i].idx64 ? launch_lean_t<T, int64_t>(p, i, stream, note, err)
-                                          : launch_lean_t<T, int32_t>(p, i, stream, note, err);
+    const int Tr = ea_tables(p, p.r[i].rank);
+    const double mean_len = Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
+    const bool d = fco_ea_lookup_dyn(mean_len, knob) && p.r[i].dev != nullptr;
+    const fco_result_t res =
+        p.r[i].idx64 ? (d ? launch_lean_t<T, int64_t, true>(p, i, stream, note, err)
+                          : launch_lean_t<T, int64_t, false>(p, i, stream, note, err))
+                     : (d ? launch_lean_t<T, int32_t, true>(p, i, stream, note, err)
+                          : launch_lean_t<T, int32_t, false>(p, i, stream, note, err));
     if (res != FCO_OK) return res;
+    note->dyn.add(d ? 1 : 0);
   }
   return FCO_OK;
 }
@@ -581,7 +597,8 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
       snprintf(lookup, sizeof lookup, "lean lookup (no bags)");
       snprintf(grid, sizeof grid, "0 blocks/rank");
     } else {
-      snprintf(lookup, sizeof lookup, "lean lookup W=%s", note.W.str(w, sizeof w));
+      snprintf(lookup, sizeof lookup, "lean lookup W=%s%s", note.W.str(w, sizeof w),
+               note.dyn.hi > 0 ? " claimed" : "");
       snprintf(grid, sizeof grid, "%s blocks/rank", note.grid.str(g, sizeof g));
     }
   } else {

@@ -14,8 +14,9 @@
  *   rows: within 2–12 % of d2; as impl 0's lookup 1.1–2.8× faster than the kB paths on all 14
  *   fco-bench workloads); tests pass on local and nccl since 3cf8337.
  *
- * Work: a warp takes tiles j = warp, warp + warps, ... of W bags of one table (table t = j / tpt,
- *   samples [(j mod tpt) · W, +W), tpt = ⌈B / W⌉). It stages the tile's W + 1 offsets in shared
+ * Work: a warp takes tiles of W bags of one table (tile j: table t = j / tpt, samples
+ *   [(j mod tpt) · W, +W), tpt = ⌈B / W⌉) — in the lookup kernel j = warp, warp + warps, ... or
+ *   claimed from a queue (kDyn, see ea_kernel_lean_stream). It stages the tile's W + 1 offsets in shared
  *   memory with one coalesced load, as int32 positions relative to the tile's first, checking them
  *   on the way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31:
  *   exactly "every bag of the tile valid"). Each lane group (G lanes, one 16-byte unit of the
@@ -98,6 +99,7 @@ struct LeanSrc {
 };
 struct LeanParams : LeanSrc {
   void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
+  unsigned int* queue;       /* kDyn: the tile queue (fco_dev_rank_t.lookup_q), 0 between launches */
   int64_t stride;
   int64_t row_base[kLeanMaxTables + 1];
   int32_t T;
@@ -309,7 +311,12 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
      * q0 + (kS − 1)·kU issued into the stage before s, indices of the one after in nx. */
     const int qe = qb;
     int q0 = qa;
+    /* bag cur ends at next_end (= so[cur + 1] while cur < ke) and is stored at op (a running
+     * pointer: a bag's store multiplies nothing; sum pooling reads no shared memory there) —
+     * session 40: in a ragged tile a bag end runs once per bag and lane group, not once per
+     * RW groups as in even ones */
     int cur = kb, next_end = kb < ke ? so[kb + 1] : qe;
+    T* op = ob + (int64_t)kb * stride;
     float hacc[kE]; /* kSplit: the head's part summed here, set at its end */
 #pragma unroll
     for (int e = 0; e < kE; ++e) hacc[e] = 0.f;
@@ -320,15 +327,21 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
 #pragma unroll
         for (int e = 0; e < kE; ++e) hacc[e] = acc[e], acc[e] = 0.f;
       } else {
-        bag_store<T>(acc, p.mean, so[cur + 1] - so[cur], ob + (int64_t)cur * stride, 0, lane_on);
+        bag_store<T>(acc, p.mean, p.mean ? next_end - so[cur] : 0, op, 0, lane_on);
       }
     };
-    /* Store every bag that ends at or before position q (q inside the share: cur + 1 ≤ ke). */
+    /* on to bag cur + 1 (its end read while it is ≤ ke − 1 ... and at ke < nb, see end_bags) */
+    auto next_bag = [&](bool read_end) {
+      ++cur;
+      op += stride;
+      if (read_end) next_end = so[cur + 1];
+    };
+    /* Store every bag that ends at or before position q (q inside the share: the bags stored
+     * are < ke, and cur reaches ke only where ke < nb, so so[cur + 1] is staged). */
     auto end_bags = [&](int q) {
       while (q >= next_end) {
         flush();
-        ++cur;
-        next_end = so[cur + 1];
+        next_bag(true);
       }
     };
     I nx[kU]; /* raw indices of the next chunk to issue */
@@ -427,7 +440,10 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       s = s + 1 == kS ? 0 : s + 1;
     }
     cp_async_wait<0>();
-    for (; cur < ke; ++cur) flush(); /* the bags ending at qb, trailing empty ones */
+    while (cur < ke) { /* the bags ending at qb, trailing empty ones */
+      flush();
+      next_bag(cur + 1 < ke);
+    }
     if constexpr (kSplit) {
       /* acc: the tail's part (zero without one). A segmented inclusive scan over the table's groups
        * (neighbours step lanes apart) sums each run of groups inside one bag; the group before a
@@ -499,18 +515,41 @@ __device__ __forceinline__ void lean_tile_any(const LeanSrc& p, int t, int64_t b
   }
 }
 
-template <typename T, typename I, int kS, int kU>
+/* The lookup: tile j = table j / tpt, samples [(j mod tpt) · W, +W). Static order (kDyn false):
+ * warp w takes tiles w, w + nw, ... (nw warps in the grid). Claimed order (kDyn; the launcher's
+ * rule fco_ea_lookup_dyn: bags of ≥ 8 rows on average): a warp claims its next tile from
+ * p.queue (lane 0, one atomicAdd), so warps whose tiles hold fewer rows take more of them
+ * (ragged bags: the static order ends with the warp whose tiles summed the most rows). Every
+ * warp claims until it gets a number ≥ the tiles: exactly tiles + nw claims a launch, and the
+ * one that gets the last number sets the queue back to 0 (fco_ea_lookup_claim) — all claims of
+ * the launch are made by then, and the next launch on the stream starts after this one ends, so
+ * each launch (a CUDA-graph replay too) starts at 0 without a memset. Two lookups of one rank
+ * running at once (one communicator on two streams) would share the queue: a communicator's
+ * calls are ordered on one stream (as its epochs need). */
+template <typename T, typename I, int kS, int kU, bool kDyn = false>
 __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     ea_kernel_lean_stream(const __grid_constant__ LeanParams p) {
-  const int tpt = (int)((p.B + p.W - 1) / p.W); /* tiles a table; T · tpt < 2^31 (host) */
+  const int tpt = (int)((p.B + p.W - 1) / p.W); /* tiles a table; T · tpt + nw < 2^31 (host) */
   const int nw = (gridDim.x * blockDim.x) >> 5;
-  for (int j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;; j += nw) {
+  const int ntiles = p.T * tpt;
+  auto tile = [&](int j) {
     const int t = j / tpt;
-    if (t >= p.T) break;
     const int64_t b0 = (int64_t)(j - t * tpt) * p.W;
     const int nb = (int)min((int64_t)p.W, p.B - b0);
     lean_tile<T, I, kS, kU>(p, t, b0, nb, p.row_base[t], p.row_base[t + 1] - p.row_base[t],
                             (T*)p.out + b0 * p.stride + (int64_t)t * p.D, p.stride);
+  };
+  if constexpr (kDyn) {
+    const unsigned last = (unsigned)ntiles + (unsigned)nw - 1u;
+    for (;;) {
+      unsigned j = 0;
+      if ((threadIdx.x & 31) == 0) j = fco_ea_lookup_claim(p.queue, last);
+      j = __shfl_sync(0xffffffffu, j, 0);
+      if (j >= (unsigned)ntiles) break;
+      tile((int)j);
+    }
+  } else {
+    for (int j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < ntiles; j += nw) tile(j);
   }
 }
 

@@ -188,6 +188,32 @@ FCO_EA_HD uint32_t fco_ea_claim(unsigned long long* ctr, uint64_t base) {
   }
 }
 
+/* One claim from impl 0's lookup queue (ea_kernel_lean_stream's claimed order,
+ * src/cuda/embedding_alltoall_lean.cuh): a launch of nw warps over ntiles tiles makes exactly
+ * ntiles + nw claims (each warp claims until it gets a number ≥ ntiles), so the claim that gets
+ * last = ntiles + nw − 1 is the launch's final one: it sets the queue back to 0 for the next
+ * launch (ordered after this one on the stream; a CUDA-graph replay too). Lane 0 of a warp runs
+ * it on the GPU; tests/test_ea_plan.c from host threads, launch after launch. */
+FCO_EA_HD uint32_t fco_ea_lookup_claim(unsigned int* q, uint32_t last) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t j = atomicAdd(q, 1u);
+  if (j == last) atomicExch(q, 0u);
+#else
+  const uint32_t j = __atomic_fetch_add(q, 1u, __ATOMIC_RELAXED);
+  if (j == last) __atomic_store_n(q, 0u, __ATOMIC_RELAXED);
+#endif
+  return j;
+}
+
+/* Whether impl 0's lookup claims its tiles (FCO_EA_LOOKUP_DYN unset: where bags hold ≥ 8 rows
+ * on average; 0 / 1 force it). Run 2026-12-04_nvidia-h200_dyn-ab (one H200, bf16 µs static →
+ * claimed): bags of ≥ 8 rows 0.99–1.11× faster (ragged 16384/8/128/32 303.1 → 271.9, ragged
+ * 65536/8/64/8 190.2 → 177.9, Zipf 171.6 → 165.6); shorter bags with many small tiles lose to
+ * the one queue's atomics (f32 131072/8/32/4 169.9 → 197.3, 65536/8/64/1 46.3 → 48.2). */
+FCO_EA_HD int fco_ea_lookup_dyn(double mean_len, long long knob) {
+  return knob < 0 ? mean_len >= 8.0 : knob != 0;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -517,7 +517,8 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
                                       "FCO_EA_BAGS",         "FCO_EA_STREAM",  "FCO_EA_MIX",
                                       "FCO_EA_DECODE",       "FCO_EA_LEAN",    "FCO_EA_LEAN_BLOCKS",
                                       "FCO_EA_LEAN_MIX",     "FCO_EA_LEAN_TABLES", "FCO_EA_LEAN_DYN",
-                                      "FCO_EA_LEAN_SPLIT",   "FCO_EA_LEAN_STAGES", "FCO_EA_LEAN_CHUNKS"};
+                                      "FCO_EA_LEAN_SPLIT",   "FCO_EA_LEAN_STAGES", "FCO_EA_LEAN_CHUNKS",
+                                      "FCO_EA_LOOKUP_DYN"};
   bench_print_knobs(f, knobs, sizeof knobs / sizeof knobs[0]);
   fprintf(f, "# lookup: ours alone (compute_us); a2a: %s alone (comm_us); speedup = %s / fused; "
           "both = the two issued at once on two streams per rank; ovl = max(lookup, a2a) + 0.2 "

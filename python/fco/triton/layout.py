@@ -55,7 +55,7 @@ class DevRank(ctypes.Structure):
         ("err", ctypes.c_void_p),
         ("epoch", ctypes.c_uint64),
         ("arrive", ctypes.c_uint32),
-        ("pad_", ctypes.c_uint32),
+        ("lookup_q", ctypes.c_uint32),
     ]
 
 
