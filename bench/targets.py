@@ -68,14 +68,15 @@ def lookup_note(shape, dtype):
     reaches 52 % of 4300 GB/s for 32-byte rows, 64 % for 64-byte rows; at L = 1 out is as many
     bytes as the rows, which the measure does not count). Ragged bags are named too: not a
     ceiling, an open inefficiency (the row split of session 38 took bf16 65536/8/64/8 from 51 to
-    62 % of HBM, session 39's trimmed copy issue to 67 %; the rest is open:
+    62 % of HBM, session 39's trimmed copy issue to 67 %, session 40's claimed tiles to 70 %;
+    the rest is open:
     docs/embedding_alltoall.md, "Known limits")."""
     row = shape["D"] * ESIZE.get(dtype, 4)
     if row < 128:
         return f"lookup ({row}-byte rows: ceiling {52 if row <= 32 else 64} %)"
     if shape["L"] == 1:
         return "lookup (L = 1: out as large as the rows)"
-    if shape.get("dist") == "ragged":  # not a ceiling: an open inefficiency (sessions 37-39)
+    if shape.get("dist") == "ragged":  # not a ceiling: an open inefficiency (sessions 37-40)
         return "lookup (ragged bags: open inefficiency)"
     return "lookup"
 

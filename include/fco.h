@@ -11,7 +11,11 @@
  *    arguments where noted; one thread driving several ranks wraps the per-rank calls in
  *    fco_group_start()/fco_group_end().
  *  - operations are asynchronous on GPU transports (enqueued on `stream`); on the cpu transport
- *    they complete before returning. Failures found on the device after the call returned
+ *    they complete before returning. A communicator's operations must run in the order they
+ *    were called (one stream, or streams ordered by events): its device state (the epoch, the
+ *    workspace halves, embedding impl 0's tile queue) belongs to the communicator; work meant
+ *    to run at the same time on two streams takes a communicator each. Failures found on the
+ *    device after the call returned
  *    (a peer that never signals, a bad index) are reported by fco_comm_get_async_error() and by
  *    every later call on that communicator, which must then be destroyed.
  */
@@ -496,8 +500,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * Impls 0 and 2 keep cuBLAS state as fco_gemv_allreduce's impl 0 does (a handle per device, a
  * workspace per (device, stream): warm up on the stream you will capture). Impl 2 pushes on an
  * internal stream forked from and joined back to `stream` within the call, one per `stream` (up
- * to 8 a thread and device, then the least recently used is handed over): calls on two streams
- * do not wait for each other. A thread that ends gives its push streams back (the main thread's
+ * to 8 a thread and device, then the least recently used is handed over): calls of two
+ * communicators on two streams do not wait for each other. A thread that ends gives its push streams back (the main thread's
  * stay until the process exits).
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as

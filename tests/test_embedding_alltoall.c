@@ -215,9 +215,10 @@ static void knobs(const t_world_t* w) {
       {"FCO_EA_LEAN_CHUNKS", "1", NULL, NULL, 64, FCO_BF16},
       {"FCO_EA_LEAN_CHUNKS", "64", NULL, NULL, 128, FCO_F32},
       {"FCO_EA_LEAN_CHUNKS", "64", "FCO_EA_LEAN_DYN", "0", 16, FCO_BF16},
-      /* impl 0's lookup in the static order (claimed by default: its queue is set back to 0 by
-       * each launch's last claim, so every call of this file runs it again from 0) */
+      /* impl 0's lookup in either order whatever the bags' mean length (the default claims
+       * where it is ≥ 8 rows), on the smallest tiles: the most claims a launch */
       {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "0", 64, FCO_BF16},
+      {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "1", 64, FCO_BF16},
       /* warp tiles of several tables (experimental): 32-byte rows (16 lane groups a warp) and
        * 256-byte rows (2 groups: nt ≤ 2) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},

@@ -391,7 +391,8 @@ fco_result_t launch_lean(const EaParams& p, void* stream, LeanLookupNote* note, 
   const long long knob = fco_env_int("FCO_EA_LOOKUP_DYN", -1);
   for (int i = 0; i < p.num_local; i++) {
     const int Tr = ea_tables(p, p.r[i].rank);
-    const double mean_len = Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
+    const double mean_len =
+        Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
     const bool d = fco_ea_lookup_dyn(mean_len, knob) && p.r[i].dev != nullptr;
     const fco_result_t res =
         p.r[i].idx64 ? (d ? launch_lean_t<T, int64_t, true>(p, i, stream, note, err)

@@ -330,7 +330,8 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
         bag_store<T>(acc, p.mean, p.mean ? next_end - so[cur] : 0, op, 0, lane_on);
       }
     };
-    /* on to bag cur + 1 (its end read while it is ≤ ke − 1 ... and at ke < nb, see end_bags) */
+    /* on to bag cur + 1, reading its end when asked (end_bags: there cur + 1 ≤ ke < nb; the
+     * final loop asks only while cur + 1 < ke) */
     auto next_bag = [&](bool read_end) {
       ++cur;
       op += stride;
