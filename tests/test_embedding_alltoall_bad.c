@@ -10,7 +10,8 @@
  *   bad entries skipped (bad bags empty), nothing written past out; on the element path (f32
  *   D = 3), the lean kernels (bf16 D = 16: 32-byte rows) and for impl 1 also the previous fused
  *   kernel's streaming lookup (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's
- *   multi-table warp tiles (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0). After each bad-data call
+ *   multi-table warp tiles (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0), for
+ *   impl 0 also the lookup's claimed order (FCO_EA_LOOKUP_DYN=1). After each bad-data call
  *   the world is destroyed and made again (GPU errors are sticky).
  *   Every transport runs both parts, with the FCO_EA_* knobs as the caller set them (as when
  *   these parts ran at the end of test_embedding_alltoall's rounds: its parts reset every knob
@@ -30,7 +31,8 @@
  * offsets, 3 offsets past num_indices. D, dt: the kernel path
  * (3 f32: the element path; 16 bf16: 32-byte rows, the lean kernels); stream: NULL the
  * defaults, "T<n>" the lean kernels with FCO_EA_LEAN_TABLES = n, "S" the lean fused kernel's
- * static order (FCO_EA_LEAN_DYN=0), else the previous kernels (FCO_EA_LEAN=0) with
+ * static order (FCO_EA_LEAN_DYN=0), "C" impl 0's claimed lookup (FCO_EA_LOOKUP_DYN=1), else the
+ * previous kernels (FCO_EA_LEAN=0) with
  * FCO_EA_STREAM = stream. Destroys the world (GPU errors are sticky) and
  * makes a new one. */
 static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt,
@@ -86,6 +88,8 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
     t_knob_set("FCO_EA_LEAN_TABLES", stream + 1);
   } else if (stream && stream[0] == 'S') {
     t_knob_set("FCO_EA_LEAN_DYN", "0");
+  } else if (stream && stream[0] == 'C') {
+    t_knob_set("FCO_EA_LOOKUP_DYN", "1");
   } else if (stream) {
     t_knob_set("FCO_EA_LEAN", "0");
     t_knob_set("FCO_EA_STREAM", stream);
@@ -95,6 +99,7 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   t_knob_reset("FCO_EA_STREAM");
   t_knob_reset("FCO_EA_LEAN_TABLES");
   t_knob_reset("FCO_EA_LEAN_DYN");
+  t_knob_reset("FCO_EA_LOOKUP_DYN");
   t_sync(w);
   char want_table[32], want_pos[32];
   snprintf(want_table, sizeof want_table, "table %lld", (long long)table);
@@ -251,6 +256,9 @@ int main(void) {
         if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "T4");
         /* its static order (the default claims tiles on short bags, as here) */
         if (impl == 1) bad_data(&w, impl, kind, 16, FCO_BF16, "S");
+        /* impl 0's lookup in its claimed order (the default for bags of >= 8 rows; these are
+         * shorter) */
+        if (impl == 0) bad_data(&w, impl, kind, 16, FCO_BF16, "C");
       }
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
