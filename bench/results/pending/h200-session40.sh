@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 40's leftover for one H200 (~60 s after the build; the device was not lent again): test_embedding_alltoall_bad with its new case — impl 0's lookup in the claimed order
+# Session 40's leftover for one H200 (~60 s after the build; the device was not lent again):
+# test_embedding_alltoall_bad with its new case — impl 0's lookup in the claimed order
 # (FCO_EA_LOOKUP_DYN=1) on bad data — on local (P = 1..4) and nccl (one rank). build/obj carried as build/carry.tgz
 # (`tar czf build/carry.tgz build/obj` after `make -j2 && make -j2 tests` and stripping). Copy into
 # bench/results/<date>_nvidia-h200_<commit>/cmd.sh when it runs.
