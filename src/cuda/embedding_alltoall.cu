@@ -319,6 +319,12 @@ struct RunLookup {
 
 /* ---- impl 0's lookup by the lean kernel (embedding_alltoall_lean.cuh; FCO_EA_LEAN=0: the
  * previous lookup kernel) ------------------------------------------------------------------ */
+/* Local rank li's mean bag length (rows a bag), 0 without bags: the tile size rule's and the
+ * order rule's input. */
+double lean_mean_len(const EaParams& p, int li) {
+  const int Tr = ea_tables(p, p.r[li].rank);
+  return Tr > 0 && p.B > 0 ? (double)p.r[li].num_indices / ((double)Tr * (double)p.B) : 0.0;
+}
 /* Local rank li's lookup into ws (P > 1) or out: one launch of the whole GPU. */
 template <typename T, typename I, bool kDyn>
 fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNote* note,
@@ -336,8 +342,7 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
   cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads,
                                                                  lean_smem(G, kLeanMaxTileBags));
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const double mean_len = (double)rk.num_indices / ((double)Tr * (double)p.B);
-  const int W = lean_tile_bags(G, mean_len, p.B, Tr, (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);
+  const int W = lean_tile_bags(G, lean_mean_len(p, li), p.B, Tr, (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);
   const size_t smem = lean_smem(G, W);
   ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, smem);
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -390,10 +395,7 @@ template <typename T>
 fco_result_t launch_lean(const EaParams& p, void* stream, LeanLookupNote* note, char* err) {
   const long long knob = fco_env_int("FCO_EA_LOOKUP_DYN", -1);
   for (int i = 0; i < p.num_local; i++) {
-    const int Tr = ea_tables(p, p.r[i].rank);
-    const double mean_len =
-        Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
-    const bool d = fco_ea_lookup_dyn(mean_len, knob) && p.r[i].dev != nullptr;
+    const bool d = fco_ea_lookup_dyn(lean_mean_len(p, i), knob) && p.r[i].dev != nullptr;
     const fco_result_t res =
         p.r[i].idx64 ? (d ? launch_lean_t<T, int64_t, true>(p, i, stream, note, err)
                           : launch_lean_t<T, int64_t, false>(p, i, stream, note, err))

@@ -15,9 +15,9 @@
  *   fco-bench workloads); tests pass on local and nccl since 3cf8337.
  *
  * Work: a warp takes tiles of W bags of one table (tile j: table t = j / tpt, samples
- *   [(j mod tpt) · W, +W), tpt = ⌈B / W⌉) — in the lookup kernel j = warp, warp + warps, ... or
- *   claimed from a queue (kDyn, see ea_kernel_lean_stream). It stages the tile's W + 1 offsets in shared
- *   memory with one coalesced load, as int32 positions relative to the tile's first, checking them
+ *   [(j mod tpt) · W, +W), tpt = ⌈B / W⌉) — in the lookup kernel j = warp, warp + warps, ...
+ *   or claimed from a queue (kDyn, see ea_kernel_lean_stream). It stages the tile's W + 1
+ *   offsets in shared memory with one coalesced load, as int32 positions relative to the tile's first, checking them
  *   on the way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31:
  *   exactly "every bag of the tile valid"). Each lane group (G lanes, one 16-byte unit of the
  *   row each; RW = 32/G groups) streams one contiguous share of the tile's positions: where every
@@ -61,7 +61,8 @@
  *   (agreed by every rank) give a lane group ~4 bags, too few to fill the ring at small L. So
  *   ea_kernel_fused_lean counts bags, not tiles, and runs these warp tiles (lean_tile).
  * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the lookup
- *   kernel: no spills but 8 bytes for bf16 with int64), any grid; W a multiple of RW,
+ *   kernels: no spills but for 16-bit tables with int64 indices, 12 bytes static and 20 claimed,
+ *   at a tile's start and end), any grid; W a multiple of RW,
  *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte
  *   units, 16-byte aligned, G = a power of two ≥ the row's units.
  */
@@ -99,7 +100,8 @@ struct LeanSrc {
 };
 struct LeanParams : LeanSrc {
   void* out;                 /* bag (b, t) at out + b · stride + t · D (elements) */
-  unsigned int* queue;       /* kDyn: the tile queue (fco_dev_rank_t.lookup_q), 0 between launches */
+  unsigned int* queue;       /* kDyn: the tile queue (fco_dev_rank_t.lookup_q), 0 between
+                                launches */
   int64_t stride;
   int64_t row_base[kLeanMaxTables + 1];
   int32_t T;
