@@ -198,63 +198,65 @@ static void knobs(const t_world_t* w) {
     const char *name, *value, *name2, *value2; /* name2: a second knob set with it, or NULL */
     int64_t D;                                 /* 0: 64 or 3 on a small problem; else big */
     fco_dtype_t dt;
+    const char* plan; /* on GPU transports, in every rank's fco_last_plan (or NULL) */
   } kKnobs[] = {
       /* the lean fused kernel (the others run with FCO_EA_LEAN=0: the previous kernels' knobs) */
-      {"FCO_EA_LEAN", "1", "FCO_EA_LAND_KB", "4", 64, FCO_BF16},
-      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LAND_KB", "4", 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_BLOCKS", "4", 128, FCO_F32, NULL},
       /* 4 blocks a SM, aligned one-rank calls: the kernels specialized to the index type (kIdx),
        * both orders; consecutive entries take int32 and int64 indices (kCombos) */
-      {"FCO_EA_LEAN_BLOCKS", "4", NULL, NULL, 64, FCO_BF16},
-      {"FCO_EA_LEAN_BLOCKS", "4", NULL, NULL, 64, FCO_BF16},
-      {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16},
-      {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16},
-      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16},
-      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32},
+      {"FCO_EA_LEAN_BLOCKS", "4", NULL, NULL, 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_BLOCKS", "4", NULL, NULL, 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_BLOCKS", "4", "FCO_EA_LEAN_DYN", "0", 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "100", 64, FCO_BF16, "fused lean static mix=100"},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_MIX", "37", 128, FCO_F32, "fused lean static mix=37"},
       /* the tile-size rule at its ends (FCO_EA_LEAN_CHUNKS): the smallest tiles, and the largest
        * (up to FCO_EA_LEAN_MAX_TILE_BAGS bags, the most staged offsets), both orders */
-      {"FCO_EA_LEAN_CHUNKS", "1", NULL, NULL, 64, FCO_BF16},
-      {"FCO_EA_LEAN_CHUNKS", "64", NULL, NULL, 128, FCO_F32},
-      {"FCO_EA_LEAN_CHUNKS", "64", "FCO_EA_LEAN_DYN", "0", 16, FCO_BF16},
+      {"FCO_EA_LEAN_CHUNKS", "1", NULL, NULL, 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_CHUNKS", "64", NULL, NULL, 128, FCO_F32, NULL},
+      {"FCO_EA_LEAN_CHUNKS", "64", "FCO_EA_LEAN_DYN", "0", 16, FCO_BF16, NULL},
       /* impl 0's lookup in either order whatever the bags' mean length (the default claims
        * where it is ≥ 8 rows), on the smallest tiles: the most claims a launch */
-      {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "0", 64, FCO_BF16},
-      {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "1", 64, FCO_BF16},
+      {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "0", 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_CHUNKS", "1", "FCO_EA_LOOKUP_DYN", "1", 64, FCO_BF16, NULL},
       /* warp tiles of several tables (experimental): 32-byte rows (16 lane groups a warp) and
        * 256-byte rows (2 groups: nt ≤ 2) */
-      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16},
-      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "2", 64, FCO_F32},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16, NULL},
+      {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "2", 64, FCO_F32, NULL},
       /* claimed tiles (kernel variant kDyn; the default where bags hold ≤ 16 rows on average,
        * as here): calls in a row, so the queues' counters carry older epochs (the first claims
        * lift them); remote first on half the SMs, on none, on all; its timeline variant; the
        * static order (FCO_EA_LEAN_DYN=0) and its timeline variant */
-      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16},
-      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "0", 128, FCO_F32},
-      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "100", 16, FCO_BF16},
-      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
-      {"FCO_EA_LEAN_DYN", "0", NULL, NULL, 64, FCO_BF16},
-      {"FCO_EA_LEAN_DYN", "0", "FCO_EA_PROFILE", "1", 128, FCO_F32},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16,
+       "fused lean claimed split=50"},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "0", 128, FCO_F32, NULL},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "100", 16, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_DYN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16, NULL},
+      {"FCO_EA_LEAN_DYN", "0", NULL, NULL, 64, FCO_BF16, "fused lean static"},
+      {"FCO_EA_LEAN_DYN", "0", "FCO_EA_PROFILE", "1", 128, FCO_F32, NULL},
       /* the timeline variants (stamps to stderr) must pool as the kernels without them */
-      {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16},
-      {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32},
-      {"FCO_EA_LAND_POLL", "1", NULL, NULL, 0, FCO_BF16},
-      {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16},
-      {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32},
-      {"FCO_EA_LAND_KB", "4", NULL, NULL, 0, FCO_BF16},
+      {"FCO_EA_LEAN", "1", "FCO_EA_PROFILE", "1", 64, FCO_BF16, NULL},
+      {"FCO_EA_PROFILE", "1", NULL, NULL, 128, FCO_F32, NULL},
+      {"FCO_EA_LAND_POLL", "1", NULL, NULL, 0, FCO_BF16, NULL},
+      {"FCO_EA_SIGNAL_EVERY", "1", NULL, NULL, 0, FCO_BF16, NULL},
+      {"FCO_EA_SIGNAL_EVERY", "16", NULL, NULL, 0, FCO_F32, NULL},
+      {"FCO_EA_LAND_KB", "4", NULL, NULL, 0, FCO_BF16, NULL},
       /* the kB paths (16-byte rows take the streaming path unless FCO_EA_STREAM=0) */
-      {"FCO_EA_BAGS", "1", "FCO_EA_STREAM", "0", 0, FCO_BF16},
-      {"FCO_EA_BAGS", "4", "FCO_EA_STREAM", "0", 0, FCO_F32},
-      {"FCO_EA_STREAM", "0", NULL, NULL, 128, FCO_F32},
-      {"FCO_EA_STREAM", "0", "FCO_EA_DECODE", "cursor", 64, FCO_BF16},
-      {"FCO_EA_STREAM", "1", NULL, NULL, 256, FCO_BF16},
-      {"FCO_EA_STREAM", "1", "FCO_EA_MIX", "100", 32, FCO_F32},
+      {"FCO_EA_BAGS", "1", "FCO_EA_STREAM", "0", 0, FCO_BF16, NULL},
+      {"FCO_EA_BAGS", "4", "FCO_EA_STREAM", "0", 0, FCO_F32, NULL},
+      {"FCO_EA_STREAM", "0", NULL, NULL, 128, FCO_F32, NULL},
+      {"FCO_EA_STREAM", "0", "FCO_EA_DECODE", "cursor", 64, FCO_BF16, NULL},
+      {"FCO_EA_STREAM", "1", NULL, NULL, 256, FCO_BF16, NULL},
+      {"FCO_EA_STREAM", "1", "FCO_EA_MIX", "100", 32, FCO_F32, NULL},
       /* rows > 256 B run the old kernel by default: the cursor kernel asked for by name */
-      {"FCO_EA_MIX", "100", "FCO_EA_DECODE", "cursor", 128, FCO_F32},
-      {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32},
-      {"FCO_EA_MIX", "0", "FCO_EA_DECODE", "1", 256, FCO_BF16},
-      {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32},
-      {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32},
-      {"FCO_EA_DECODE", "old", NULL, NULL, 256, FCO_BF16},
-      {"FCO_EA_DECODE", "old", "FCO_EA_MIX", "100", 125, FCO_F32}};
+      {"FCO_EA_MIX", "100", "FCO_EA_DECODE", "cursor", 128, FCO_F32, NULL},
+      {"FCO_EA_MIX", "37", NULL, NULL, 125, FCO_F32, NULL},
+      {"FCO_EA_MIX", "0", "FCO_EA_DECODE", "1", 256, FCO_BF16, NULL},
+      {"FCO_EA_MIX", "100", "FCO_EA_LAND_POLL", "1", 125, FCO_F32, NULL},
+      {"FCO_EA_DECODE", "old", NULL, NULL, 128, FCO_F32, NULL},
+      {"FCO_EA_DECODE", "old", NULL, NULL, 256, FCO_BF16, NULL},
+      {"FCO_EA_DECODE", "old", "FCO_EA_MIX", "100", 125, FCO_F32, NULL}};
   const int64_t bmax =
       t_is_gpu(w->transport) ? (w->transport == FCO_TRANSPORT_LOCAL ? 12288 : 24576) / w->n : 0;
   for (size_t k = 0; k < sizeof kKnobs / sizeof kKnobs[0]; k++) {
@@ -269,6 +271,11 @@ static void knobs(const t_world_t* w) {
     if (kKnobs[k].name2) t_knob_set(kKnobs[k].name2, kKnobs[k].value2);
     one_call(w, D, kKnobs[k].dt, kCombos[k % 4].it, kCombos[k % 4].weighted, kCombos[k % 4].pool,
              0, 1, b);
+    if (kKnobs[k].plan && t_is_gpu(w->transport))
+      for (int r = 0; r < w->n; r++)
+        if (!strstr(fco_last_plan(w->comms[r]), kKnobs[k].plan))
+          t_fail(__FILE__, __LINE__, "rank %d's plan \"%s\" lacks \"%s\"", r,
+                 fco_last_plan(w->comms[r]), kKnobs[k].plan);
     t_knob_reset(kKnobs[k].name);
     if (kKnobs[k].name2) t_knob_reset(kKnobs[k].name2);
   }
