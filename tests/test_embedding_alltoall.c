@@ -224,10 +224,11 @@ static void knobs(const t_world_t* w) {
        * 256-byte rows (2 groups: nt ≤ 2) */
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "4", 16, FCO_BF16, NULL},
       {"FCO_EA_LEAN", "1", "FCO_EA_LEAN_TABLES", "2", 64, FCO_F32, NULL},
-      /* claimed tiles (kernel variant kDyn; the default where bags hold ≤ 16 rows on average,
-       * as here): calls in a row, so the queues' counters carry older epochs (the first claims
-       * lift them); remote first on half the SMs, on none, on all; its timeline variant; the
-       * static order (FCO_EA_LEAN_DYN=0) and its timeline variant */
+      /* claimed tiles (kernel variant kDyn; the default unless FCO_EA_LEAN_MIX is set — until
+       * session 12 only where bags held ≤ 16 rows on average): calls in a row, so the queues'
+       * counters carry older epochs (the first claims lift them); remote first on half the SMs,
+       * on none, on all; its timeline variant; the static order (FCO_EA_LEAN_DYN=0) and its
+       * timeline variant */
       {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "50", 64, FCO_BF16,
        "fused lean claimed split=50"},
       {"FCO_EA_LEAN_DYN", "1", "FCO_EA_LEAN_SPLIT", "0", 128, FCO_F32, NULL},
