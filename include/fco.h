@@ -15,9 +15,9 @@
  *    were called (one stream, or streams ordered by events): its device state (the epoch, the
  *    workspace halves, embedding impl 0's tile queue) belongs to the communicator; work meant
  *    to run at the same time on two streams takes a communicator each. Failures found on the
- *    device after the call returned
- *    (a peer that never signals, a bad index) are reported by fco_comm_get_async_error() and by
- *    every later call on that communicator, which must then be destroyed.
+ *    device after the call returned (a peer that never signals, a bad index) are reported by
+ *    fco_comm_get_async_error() and by every later call on that communicator, which must then
+ *    be destroyed.
  */
 #ifndef FCO_H_
 #define FCO_H_
@@ -501,8 +501,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * workspace per (device, stream): warm up on the stream you will capture). Impl 2 pushes on an
  * internal stream forked from and joined back to `stream` within the call, one per `stream` (up
  * to 8 a thread and device, then the least recently used is handed over): calls of two
- * communicators on two streams do not wait for each other. A thread that ends gives its push streams back (the main thread's
- * stay until the process exits).
+ * communicators on two streams do not wait for each other. A thread that ends gives its push
+ * streams back (the main thread's stay until the process exits).
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
  * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): with P > 1, impl 1 for

@@ -342,7 +342,8 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
   cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads,
                                                                  lean_smem(G, kLeanMaxTileBags));
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int W = lean_tile_bags(G, lean_mean_len(p, li), p.B, Tr, (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);
+  const int W = lean_tile_bags(G, lean_mean_len(p, li), p.B, Tr,
+                               (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);
   const size_t smem = lean_smem(G, W);
   ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, smem);
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");

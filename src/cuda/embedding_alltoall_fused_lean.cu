@@ -608,19 +608,18 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     return num_local == 1 ? launch_t<T, true, 3, false, true>(p, 1, stream, err, n)
                           : launch_t<T, false, 3, false, true>(p, num_local, stream, err, n);
   }
-  /* FCO_EA_LEAN_DYN: the kDyn variant (claimed tiles, remote first on FCO_EA_LEAN_SPLIT % of
-   * the SMs), by default (unset or -1) everywhere but where FCO_EA_LEAN_MIX is 1..100 (which
-   * spreads the static order; until session 41 it was read here as a 0 / 1 flag, so any other
-   * value was warned about and left the claimed order on: the mix ran only at 1). Where bags
-   * are short it lets NVLink pushes and HBM-bound pooling run at once (run 1fc5c61's timeline:
-   * 65536/8/64/8 bf16 pushed 325 GB/s with all SMs on remote tiles, HBM at 2.6 TB/s; 1.1–1.3×
-   * faster on bags of 1–4 rows, run 07fcd7a). Until session 12 the
-   * static order ran bags of > 16 rows (Zipf 1.0–1.3× slower claimed, run 07fcd7a) — measured
-   * with the ring misaligned (ea_ring); with it aligned, at P = 1 (run 6cc8f88, 4 blocks a SM)
-   * the claimed order pools long uniform bags within 0.5 % of the static one and Zipf bags 5–7 %
-   * faster (bf16 210.6 vs 222.3 µs, f32 342.0 vs 366.3), so it is the default there too; the
-   * P = 2 comparison on two GPUs is still to be made. A local choice (the protocol is the same):
-   * ranks may differ. 1 / 0: always / never. */
+  /* FCO_EA_LEAN_DYN: the kDyn variant (claimed tiles, remote first on FCO_EA_LEAN_SPLIT % of the
+   * SMs), by default (unset or -1) everywhere but where FCO_EA_LEAN_MIX is 1..100 (which spreads
+   * the static order; until session 41 it was read here as a 0 / 1 flag, so any other value was
+   * warned about and left the claimed order on: the mix ran only at 1). Where bags are short it
+   * lets NVLink pushes and HBM-bound pooling run at once (run 1fc5c61's timeline: 65536/8/64/8 bf16
+   * pushed 325 GB/s with all SMs on remote tiles, HBM at 2.6 TB/s; 1.1–1.3× faster on bags of 1–4
+   * rows, run 07fcd7a). Until session 12 the static order ran bags of > 16 rows (Zipf 1.0–1.3×
+   * slower claimed, run 07fcd7a) — measured with the ring misaligned (ea_ring); with it aligned, at
+   * P = 1 (run 6cc8f88, 4 blocks a SM) the claimed order pools long uniform bags within 0.5 % of
+   * the static one and Zipf bags 5–7 % faster (bf16 210.6 vs 222.3 µs, f32 342.0 vs 366.3), so it
+   * is the default there too; the P = 2 comparison on two GPUs is still to be made. A local choice
+   * (the protocol is the same): ranks may differ. 1 / 0: always / never. */
   long long dyn = fco_env_int("FCO_EA_LEAN_DYN", -1);
   if (dyn < 0) dyn = fco_env_int("FCO_EA_LEAN_MIX", 0) > 0 ? 0 : 1;
   bool longer = true; /* every local rank's bags hold > kLeanFourMinLen rows on average */

@@ -14,29 +14,28 @@
  *   rows: within 2–12 % of d2; as impl 0's lookup 1.1–2.8× faster than the kB paths on all 14
  *   fco-bench workloads); tests pass on local and nccl since 3cf8337.
  *
- * Work: a warp takes tiles of W bags of one table (tile j: table t = j / tpt, samples
- *   [(j mod tpt) · W, +W), tpt = ⌈B / W⌉) — in the lookup kernel j = warp, warp + warps, ...
- *   or claimed from a queue (kDyn, see ea_kernel_lean_stream). It stages the tile's W + 1
- *   offsets in shared memory with one coalesced load, as int32 positions relative to the tile's first, checking them
- *   on the way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31:
- *   exactly "every bag of the tile valid"). Each lane group (G lanes, one 16-byte unit of the
- *   row each; RW = 32/G groups) streams one contiguous share of the tile's positions: where every
- *   bag of the tile holds the same rows, group r takes bags [r · W/RW, +W/RW); otherwise (ragged
- *   bags) it takes the rows [r · span / RW, (r + 1) · span / RW) (span = the tile's rows) — equal
- *   shares of rows whatever the bags' lengths (session 38: with equal shares of bags a warp ran as
- *   long as its longest share, and ragged bags cost the lookup up to 50 %, run
- *   2026-12-04_nvidia-h200_c174235-ragged; lean_tile says more). The share is streamed
- *   in chunks of kU rows, chunk i copied by cp.async into stage i mod kS of a per-thread ring (a
- *   thread reads only the slots it copied itself: no barrier), chunk i + kS − 1 issued before
- *   chunk i is waited for, indices one chunk ahead of that. A bag is stored when the stream
- *   crosses its end offset (empty bags as zeros). In a ragged tile a group stores the
- *   bags that end inside its share; a bag that began in an earlier share (its head) is put aside
- *   (hacc) and completed after the stream: the part each group summed of the bag it ends in (its
- *   tail) goes through a segmented scan over the groups (log2 RW rounds of shuffles), and the
- *   group of the head adds what the groups before it summed. Positions inside the tile are
- *   32-bit; a row's address is the table's plus a 32-bit index times the row's bytes (one
- *   IMAD.WIDE: a table of ≥ 2^32 rows goes the plain way below); 64-bit: a chunk's index (and
- *   weight) address.
+ * Work: a warp takes tiles of W bags of one table (tile j: table t = j / tpt, samples [(j mod tpt)
+ *   · W, +W), tpt = ⌈B / W⌉) — in the lookup kernel j = warp, warp + warps, ... or claimed from a
+ *   queue (kDyn, see ea_kernel_lean_stream). It stages the tile's W + 1 offsets in shared memory
+ *   with one coalesced load, as int32 positions relative to the tile's first, checking them on the
+ *   way (each within [0, num_indices], none below its predecessor, the tile's span < 2^31: exactly
+ *   "every bag of the tile valid"). Each lane group (G lanes, one 16-byte unit of the row each; RW
+ *   = 32/G groups) streams one contiguous share of the tile's positions: where every bag of the
+ *   tile holds the same rows, group r takes bags [r · W/RW, +W/RW); otherwise (ragged bags) it
+ *   takes the rows [r · span / RW, (r + 1) · span / RW) (span = the tile's rows) — equal shares of
+ *   rows whatever the bags' lengths (session 38: with equal shares of bags a warp ran as long as
+ *   its longest share, and ragged bags cost the lookup up to 50 %, run
+ *   2026-12-04_nvidia-h200_c174235-ragged; lean_tile says more). The share is streamed in chunks of
+ *   kU rows, chunk i copied by cp.async into stage i mod kS of a per-thread ring (a thread reads
+ *   only the slots it copied itself: no barrier), chunk i + kS − 1 issued before chunk i is waited
+ *   for, indices one chunk ahead of that. A bag is stored when the stream crosses its end offset
+ *   (empty bags as zeros). In a ragged tile a group stores the bags that end inside its share; a
+ *   bag that began in an earlier share (its head) is put aside (hacc) and completed after the
+ *   stream: the part each group summed of the bag it ends in (its tail) goes through a segmented
+ *   scan over the groups (log2 RW rounds of shuffles), and the group of the head adds what the
+ *   groups before it summed. Positions inside the tile are 32-bit; a row's address is the table's
+ *   plus a 32-bit index times the row's bytes (one IMAD.WIDE: a table of ≥ 2^32 rows goes the plain
+ *   way below); 64-bit: a chunk's index (and weight) address.
  * Semantics (pool_tile's): per-sample weights (fmaf(w, x, acc) in bag order within a group's
  *   share; a bag that spans shares is the sum of its parts, earlier parts first — exact for the
  *   tests' integer values, within rounding otherwise), mean (acc / len
@@ -442,7 +441,9 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
              * kU ring reads together, as above — in even tiles every chunk that starts a bag
              * (half of them at 8 rows a bag, all at 4) instead of row by row. Run
              * 2026-12-04_nvidia-h200_chunkstart (P = 1): bags of 4 rows 1.03× (lookup, bf16) /
-             * 1.04× (fused, f32), L = 1 1.02×, Zipf 1.3 % slower, within 0.5 % elsewhere */
+             * 1.04× (fused, f32), L = 1 1.02×, Zipf 1.3 % slower, within 0.5 % elsewhere. (The
+             * in-bag sum above is written out twice: as one lambda ptxas scheduled it
+             * differently, untested on a GPU.) */
             uint4 x[kU];
 #pragma unroll
             for (int v = 0; v < kU; ++v) x[v] = slot0[v * kThreads];
