@@ -241,7 +241,11 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
 /* Group calls (like ncclGroupStart/End), per thread, nestable. Between them, operations are
  * recorded; fco_group_end issues them together: on the local transport as one grid covering
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.
- * fco_group_end returns the first failure of the group's operations. */
+ * fco_group_end returns the first failure of the group's operations. A call that a rank's own
+ * argument checks refuse (returned by that call, in a group or not) is not issued: its peers'
+ * calls run without it and, like an NCCL collective missing a rank, wait for it until
+ * FCO_TIMEOUT_MS (FCO_ERR_TIMEOUT; the communicators are then unusable). Checks that need
+ * every rank's arguments (shapes that differ, bad device-side data) report on every rank. */
 fco_result_t fco_group_start(void);
 fco_result_t fco_group_end(void);
 
@@ -483,7 +487,11 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  written past it: counts that need more (or negative counts, or counts whose
  *                  sum exceeds a_rows) make every rank write nothing and report
  *                  FCO_ERR_INVALID_ARGUMENT (device-side for fused impls: from
- *                  fco_comm_get_async_error / the next call; host-side when hints are given).
+ *                  fco_comm_get_async_error / the next call). With hints, a rank whose
+ *                  counts_host (negative, sum over a_rows) or recv_rows_host (negative, sum over
+ *                  out_rows) shows it refuses its call on the host: nothing is issued there,
+ *                  and its peers time out as for any argument one rank alone refuses
+ *                  (fco_group_start).
  * [IN]  k, n       GEMM sizes, 1 ≤ k, n < 2^31, the same on every rank
  * [IN]  dtype      FCO_F32, FCO_F16 or FCO_BF16 (fp32 accumulation)
  * [IN]  impl       0 = cuBLAS GEMM per expert + all-to-all (nccl: pack + grouped
@@ -505,7 +513,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * streams back (the main thread's stay until the process exits).
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
- * FCO_ERR_INVALID_ARGUMENT). AUTO (from agreed arguments only): with P > 1, impl 1 for
+ * FCO_ERR_INVALID_ARGUMENT). AUTO (the same on every rank: on local, ranks whose E_r or hints
+ * differ agree on one choice): with P > 1, impl 1 for
  * bf16/f16 with k ≤ 2048 (k, n multiples of 8: fine-grained MoE, where the GEMM is bound by
  * reading W and impl 1 was fastest on 2×H200); else on nccl impl 2 wherever it can run, else 0;
  * on local impl 0 first; else 1. One rank (P = 1): impl 0 writes `out` directly (nothing to

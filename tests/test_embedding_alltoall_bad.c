@@ -142,7 +142,12 @@ static void bad_args(const t_world_t* w) {
   memcpy(tpr, p.tpr, sizeof tpr);
   memcpy(bpr, p.bpr, sizeof bpr);
   int32_t tpr_neg[EA_MAX_P], tpr_big[EA_MAX_P], tpr_zero[EA_MAX_P] = {0};
-  int64_t bpr_zero[EA_MAX_P] = {0};
+  int64_t bpr_zero[EA_MAX_P] = {0}, bpr_wrap[EA_MAX_P];
+  /* huge entries after rank 0's: an unchecked int64 sum wraps (back to a legal B at P >= 4) */
+  memcpy(bpr_wrap, bpr, sizeof bpr);
+  for (int q = 1; q < w->n; q++) bpr_wrap[q] = INT64_MAX;
+  if (w->n >= 4) bpr_wrap[w->n - 1] = 2;
+  if (w->n == 1) bpr_wrap[0] = INT64_MAX;
   memcpy(tpr_neg, tpr, sizeof tpr);
   tpr_neg[w->n - 1] = -1;
   memcpy(tpr_big, tpr, sizeof tpr);
@@ -168,6 +173,17 @@ static void bad_args(const t_world_t* w) {
       NULL, FCO_EMB_POOL_SUM, out, 0);
   BAD("batch_per_rank", c, wt, rows, tpr, bpr_zero, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32,
       NULL, FCO_EMB_POOL_SUM, out, 0);
+  BAD("2^31", c, wt, rows, tpr, bpr_wrap, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+      FCO_EMB_POOL_SUM, out, 0);
+  {
+    size_t ws = 7;
+    t_context("batch_per_rank over 2^31 in the workspace query");
+    for (int impl = FCO_IMPL_AUTO; impl < FCO_EMBEDDING_ALLTOALL_NUM_IMPLS; impl++) {
+      ASSERT_RES(fco_embedding_alltoall_workspace(c, tpr, bpr_wrap, D, FCO_F32, impl, &ws), E);
+      ASSERT_MSG(c, "2^31");
+    }
+    ASSERT_EQ(ws, (size_t)7);
+  }
   BAD("dim", c, wt, rows, tpr, bpr, 0, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
       FCO_EMB_POOL_SUM, out, 0);
   BAD("dim", c, wt, rows, tpr, bpr, FCO_EMBEDDING_MAX_DIM + 1, FCO_F32, of, ix, n,

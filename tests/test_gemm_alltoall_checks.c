@@ -3,7 +3,8 @@
  * impl (its semantics: test_gemm_alltoall.c; the fixture both share: tests/common/ga_fixture.h —
  * outputs poisoned first and guarded after their capacity, the float64 reference check).
  *   Bad arguments at P = 1 (num_experts, w_layout, counts, k, impl, dtype, a negative
- *   counts_host; the workspace need and the impl names). Bad counts on a fresh world of up to 2
+ *   counts_host, recv_rows_host negative or over out_rows without counts_host; the workspace
+ *   need and the impl names). Bad counts on a fresh world of up to 2
  *   ranks (out capacity too small, sum over a_rows, negative: impl 1; on GPU transports also 2,
  *   on local also 0) and host hints unlike the counts (recv_rows_host off by one, counts_host
  *   unlike counts, recv_rows_host changed between the call and fco_group_end: cpu and local)
@@ -24,8 +25,12 @@
  * rule.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ga_fixture.h"
+/* fco_ga_agree's made-up ops (agree_rule): the library's internal types */
+#include "../src/core/internal.h"
+#include "../src/ops/gemm_alltoall.h"
 
 /* Bad counts on a fresh world: the call fails (cpu, or host-side checks) or reports
  * FCO_ERR_INVALID_ARGUMENT asynchronously (device-side checks); nothing is written. */
@@ -186,6 +191,69 @@ static void batched_rule(void) {
   t_knob_reset("FCO_GA_BLAS");
 }
 
+/* AUTO's revision of a local batch (fco_ga_agree, src/ops/gemm_alltoall.c; the hook
+ * src/core/group.c calls before the workspace is sized), on every transport as a host function
+ * on made-up ops of two local ranks (internal types: the library's own headers). Rank 0 with one
+ * expert, rank 1 with two, bf16, K 64, N 4096, hints passed: each rank's own rule disagrees
+ * (rank 0 impl 0, rank 1 tiles) at a_rows 300 and 500; the batch must come out alike — tiles at
+ * 300 (2 · 300 · 4096 < 2^20 · 3), impl 0 at 500 — each op's workspace sized for it; explicit
+ * impls, other transports and partial batches left as they were. The local run
+ * (multi_rank_auto_rule) checks the same through fco_last_plan. */
+static void agree_rule(void) {
+  t_context("fco_ga_agree");
+  struct fco_comm comm[2];
+  fco_op_t ops[2];
+  fco_gemm_a2a_args_t a[2];
+  int32_t hint[4] = {0, 0, 0, 0}, recv[2] = {0, 0};
+  static const struct {
+    int64_t a_rows;
+    fco_transport_t t;
+    int n, auto1, want;
+  } cases[] = {{300, FCO_TRANSPORT_LOCAL, 2, 1, 1}, {500, FCO_TRANSPORT_LOCAL, 2, 1, 0},
+               {500, FCO_TRANSPORT_LOCAL, 2, 0, -1}, {500, FCO_TRANSPORT_NCCL, 2, 1, -1},
+               {500, FCO_TRANSPORT_LOCAL, 1, 1, -1}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    t_context("fco_ga_agree: a_rows %lld, transport %s, %d of 2 ops, rank 1 AUTO %d",
+              (long long)cases[i].a_rows, fco_transport_name(cases[i].t), cases[i].n,
+              cases[i].auto1);
+    memset(comm, 0, sizeof comm);
+    memset(ops, 0, sizeof ops);
+    for (int r = 0; r < 2; r++) {
+      comm[r].rank = r;
+      comm[r].nranks = 2;
+      comm[r].transport = cases[i].t;
+      memset(&a[r], 0, sizeof a[r]);
+      a[r].counts_host = hint;
+      a[r].recv_rows_host = recv;
+      a[r].a_rows = a[r].out_rows = cases[i].a_rows;
+      a[r].k = 64;
+      a[r].n = 4096;
+      a[r].num_experts = r + 1;
+      a[r].dtype = FCO_BF16;
+      ops[r].kind = FCO_OP_GEMM_ALLTOALL;
+      ops[r].comm = &comm[r];
+      ops[r].impl = r ? 1 : 0; /* what each rank's own rule chose */
+      ops[r].impl_auto = r ? cases[i].auto1 : 1;
+      ops[r].ws_bytes = 12345;
+      memcpy(ops[r].u.raw, &a[r], sizeof a[r]);
+    }
+    fco_ga_agree(ops, cases[i].n);
+    if (cases[i].want < 0) { /* left alone */
+      ASSERT_EQ(ops[0].impl, 0);
+      ASSERT_EQ(ops[1].impl, 1);
+      ASSERT_EQ(ops[0].ws_bytes, (size_t)12345);
+      continue;
+    }
+    size_t ws[2];
+    for (int r = 0; r < 2; r++) {
+      ASSERT_EQ(ops[r].impl, cases[i].want);
+      ASSERT_OK(fco_gemm_alltoall_workspace(&comm[r], cases[i].a_rows, cases[i].a_rows, 64, 4096,
+                                            FCO_BF16, cases[i].want, &ws[r]));
+      ASSERT_EQ(ops[r].ws_bytes, ws[r]);
+    }
+  }
+}
+
 /* Rank r's fco_last_plan begins "gemm_alltoall impl <want> " (what AUTO resolved to). */
 static void expect_auto_ran(const t_world_t* w, int r, int want) {
   char expect[64];
@@ -275,31 +343,37 @@ static void one_rank_auto_rule(fco_transport_t t) {
  * a_rows / E_r · N ≥ 2^20 or, above two ranks, a_rows > 2048 (then impl 0;
  * src/ops/gemm_alltoall.c). Two local experts, a_rows 2048 and 2049 (the capacity, from the
  * slack), N 64, 1016 (2049 · 1016 < 2^21) and 1024 (2048 · 1024 = 2^21), K 64, bf16, with the
- * hints; checked against the reference and read from every rank's fco_last_plan. */
+ * hints; then rank 0 with one expert (E_r unlike across ranks: local takes the rule at Σ E_r);
+ * checked against the reference and read from every rank's fco_last_plan. */
 static void multi_rank_auto_rule(const t_world_t* w) {
   const int P = w->n;
   static const struct {
-    int n, big;
-  } cases[] = {{64, 0}, {64, 1}, {1016, 0}, {1016, 1}, {1024, 0}};
+    int n, big, rows, e0; /* rows: a_rows (0: 2048 + big); e0: rank 0's experts (others 2) */
+  } cases[] = {{64, 0, 0, 2},    {64, 1, 0, 2},    {1016, 0, 0, 2}, {1016, 1, 0, 2},
+               {1024, 0, 0, 2},  {4096, 0, 300, 1}, {4096, 0, 500, 1}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const int n = cases[i].n, big = cases[i].big;
     ga_case_t c;
     ga_two_expert_case(&c, P, 64, n, FCO_W_KN, FCO_BF16);
-    for (int r = 0; r < P; r++)
-      for (int i = 0; i < 2 * P; i++) c.counts[r][i] = 1 + (r + 2 * i) % 4;
-    int64_t most = 0;
+    c.E[0] = cases[i].e0;
+    int64_t most = 0, esum = 0;
     for (int r = 0; r < P; r++) {
       int64_t sum = 0;
-      for (int i = 0; i < 2 * P; i++) sum += c.counts[r][i];
+      for (int i = 0; i < c.E[r] * P; i++) sum += c.counts[r][i] = 1 + (r + 2 * i) % 4;
       if (sum > most) most = sum;
+      esum += c.E[r];
     }
-    ga_finish_case(&c, t_next_seed(), (int)(2048 + big - most));
-    const int want =
-        w->transport == FCO_TRANSPORT_LOCAL && ((P > 2 && big) || c.a_rows * n >= (1 << 21))
-            ? 0
-            : 1;
-    t_context("P=%d AUTO rule: a_rows %lld, N %d, expect impl %d", P, (long long)c.a_rows, n,
-              want);
+    ga_finish_case(&c, t_next_seed(), (int)((cases[i].rows ? cases[i].rows : 2048 + big) - most));
+    /* Rank 0 with one expert: on local its own rule (a_rows / E_r · N ≥ 2^20) says impl 0 at
+     * a_rows 300 and 500 with N 4096, the others' (E_r = 2) tiles — refused as "impl differs"
+     * before session 42; now every rank takes the rule at Σ E_r (fco_ga_agree): tiles at 300,
+     * impl 0 at 500 (P · a_rows · N against 2^20 · Σ E_r, P = 2..8). */
+    const int want = w->transport == FCO_TRANSPORT_LOCAL &&
+                             ((P > 2 && big) || c.a_rows * n * P >= ((int64_t)1 << 20) * esum)
+                         ? 0
+                         : 1;
+    t_context("P=%d AUTO rule: a_rows %lld, N %d, E_0 %d, expect impl %d", P,
+              (long long)c.a_rows, n, c.E[0], want);
     ga_bufs_t b;
     ga_upload(w, &c, &b);
     ga_poison(w, &c, &b);
@@ -411,6 +485,17 @@ static void bad_args(const t_world_t* w) {
                                FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_MSG(c, "counts_host");
+  /* recv_rows_host checked whenever given, also without counts_host (a negative entry once
+   * passed there: the cpu backend read it as "no hint") */
+  int32_t rneg[1] = {-7}, rbig[1] = {9};
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, NULL, rneg, (char*)p + 2048, 8, 4, 4,
+                               FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "recv_rows_host");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, NULL, rbig, (char*)p + 2048, 8, 4, 4,
+                               FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "out_rows");
   size_t ws = 0;
   ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, FCO_IMPL_AUTO, &ws));
   ASSERT_GE(ws, (size_t)100 * 64 * 2);
@@ -431,6 +516,8 @@ int main(void) {
   t_require_ranks(t, 1);
   batched_rule();
   printf("impl 0's batched-GEMM rule: ok\n");
+  agree_rule();
+  printf("AUTO's agreement on local (fco_ga_agree): ok\n");
   int max = t_test_max_ranks(t) < GA_MAXP ? t_test_max_ranks(t) : GA_MAXP;
   {
     t_world_t w;

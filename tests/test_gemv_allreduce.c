@@ -151,6 +151,13 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   refused_knob(w, b, "FCO_GEMV_GROUP_TMA", "16", 8);
   refused_knob(w, b, "FCO_GEMV_ROUNDS", "0", 64);
   refused_knob(w, b, "FCO_GEMV_ROUNDS", "9", 3);
+  /* negative values other than -1 (automatic, as unset) are strays too */
+  refused_knob(w, b, "FCO_GEMV_GROUP", "-2", 33);
+  refused_knob(w, b, "FCO_GEMV_GROUP_TMA", "-4", 64);
+  refused_knob(w, b, "FCO_GEMV_SPLIT", "-3", 64);
+  refused_knob(w, b, "FCO_GEMV_TMA_STAGES", "-1", 48);
+  refused_knob(w, b, "FCO_GEMV_PIPE", "-2", 16);
+  refused_knob(w, b, "FCO_GEMV_PIPE", "2", 16);
 }
 
 #ifdef FCO_HAVE_CUDA

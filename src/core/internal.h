@@ -145,6 +145,7 @@ typedef struct {
 
 const fco_op_info_t* fco_op_info(fco_op_kind_t kind); /* NULL for unknown kinds */
 void fco_gemv_ar_agree(fco_op_t* ops, int n);         /* src/ops/gemv_allreduce.c */
+void fco_ga_agree(fco_op_t* ops, int n);              /* src/ops/gemm_alltoall.c  */
 const char* fco_op_name(fco_op_kind_t kind);          /* "?" for unknown kinds  */
 const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl);
 /* fco_allreduce's AUTO choice for a message of `bytes` (1 one-shot, 0 NCCL/copy); also used by

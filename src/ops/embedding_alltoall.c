@@ -58,11 +58,14 @@ static fco_result_t check_splits(fco_comm_t comm, const int32_t* tables_per_rank
                            "%s: batch_per_rank[%d] = %lld is negative", fn, q,
                            (long long)batch_per_rank[q]);
     t += tables_per_rank[q];
-    b += batch_per_rank[q];
-    if (b >= ((int64_t)1 << 31))
+    /* each entry checked before it is added: a huge one must not wrap the sum back to a
+     * legal B (b < 2^31 here, so the difference cannot overflow) */
+    if (batch_per_rank[q] >= ((int64_t)1 << 31) - b)
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                           "%s: batch_per_rank sums to %lld or more, over 2^31 - 1", fn,
+                           "%s: batch_per_rank[%d] = %lld takes the global batch to 2^31 or "
+                           "more (%lld before it)", fn, q, (long long)batch_per_rank[q],
                            (long long)b);
+    b += batch_per_rank[q];
     if (t > FCO_EMBEDDING_MAX_TABLES)
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                            "%s: tables_per_rank sums to %lld or more, over "

@@ -135,10 +135,11 @@ static const char* impl_blocked(fco_comm_t comm, const fco_gemm_a2a_args_t* a, i
  * 277.6. Under random routing impl 0 keeps its GEMM per expert and the tiles lead there (1.02×,
  * 1.28×, 1.34×, run ..._0d43f65-random), but the rule cannot tell the two apart; never slower than
  * impl 0 wins: on local the bound is a_rows / E_r · N < 2^20 (kLocalMeanCells), decode-sized
- * rows keep the tiles.
+ * rows keep the tiles; with E_r unlike across ranks, a_rows · P / Σ E_r · N (fco_ga_agree).
  * FCO_GEMM_A2A_AUTO=<impl> forces a choice for experiments (when that impl can run). The rule
- * depends only on agreed values and on whether hints are passed / the stream captures (at one
- * rank, where nothing needs agreeing, also on counts_host's values). */
+ * depends only on agreed values, E_r (local) and on whether hints are passed / the stream
+ * captures (at one rank, where nothing needs agreeing, also on counts_host's values); on local,
+ * where E_r and the hints may differ across ranks, fco_ga_agree makes one choice for all. */
 enum { kLocalTilesMaxRows = 2048 };
 static const int64_t kOneRankMeanCells = (int64_t)1 << 21, kOneRankMaxCells = (int64_t)1 << 23;
 static const int64_t kLocalMeanCells = (int64_t)1 << 20;
@@ -188,30 +189,82 @@ static int one_rank_tiles_win(const fco_gemm_a2a_args_t* a) {
   return 1;
 }
 
-static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
+/* esum: the experts of all P ranks as the rule counts them (a rank alone: P · E_r; fco_ga_agree:
+ * Σ E_r, so that ranks with different E_r choose alike: a_rows · P / Σ E_r is the mean rows an
+ * expert over the world, a_rows / E_r where every E_r is the same). */
+static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int64_t esum) {
   if (!((a->dtype == FCO_BF16 || a->dtype == FCO_F16) && a->k % 8 == 0 && a->n % 8 == 0))
     return 0;
   if (comm->nranks == 1) return one_rank_tiles_win(a);
   if (comm->transport == FCO_TRANSPORT_LOCAL &&
       ((comm->nranks > 2 && a->a_rows > kLocalTilesMaxRows) ||
-       a->a_rows * a->n >= kLocalMeanCells * a->num_experts))
+       (double)a->a_rows * (double)a->n * comm->nranks >= (double)(kLocalMeanCells * esum)))
     return 0;
   return a->k <= 2048;
+}
+
+/* AUTO's choice (GPU transports) given which impls cannot run (bit i: impl i is blocked, on this
+ * rank or, from fco_ga_agree, on any rank). Impl 1 is never blocked. */
+static int choose_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int64_t esum,
+                       unsigned blocked) {
+  long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
+  if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS && !(blocked >> forced & 1u))
+    return (int)forced;
+  if (tiles_win(comm, a, esum)) return 1;
+  /* One rank has nothing to push while the next chunk computes: impl 0 first (below). */
+  const int first = comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 ? 2 : 0;
+  if (!(blocked >> first & 1u)) return first;
+  if (!(blocked >> (2 - first) & 1u)) return 2 - first;
+  return 1;
+}
+
+static unsigned blocked_mask(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int capturing) {
+  unsigned m = 0;
+  for (int i = 0; i < FCO_GEMM_ALLTOALL_NUM_IMPLS; i++)
+    if (impl_blocked(comm, a, i, capturing)) m |= 1u << i;
+  return m;
 }
 
 static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
-  long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
-  if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS &&
-      !impl_blocked(comm, a, (int)forced, capturing))
-    return (int)forced;
-  if (tiles_win(comm, a)) return 1;
-  /* One rank has nothing to push while the next chunk computes: impl 0 first (below). */
-  const int first = comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 ? 2 : 0;
-  if (!impl_blocked(comm, a, first, capturing)) return first;
-  if (!impl_blocked(comm, a, 2 - first, capturing)) return 2 - first;
-  return 1;
+  return choose_impl(comm, a, (int64_t)comm->nranks * a->num_experts,
+                     blocked_mask(comm, a, capturing));
+}
+
+static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t n,
+                        fco_dtype_t dtype, int impl);
+
+/* AUTO revised with every rank's call at hand (fco_op_info_t.agree; src/core/group.c calls it
+ * for each batch). The per-rank rule reads two things ranks need not share: E_r (the local rule's
+ * mean rows an expert, a_rows / E_r) and whether the hints are passed / the stream captures
+ * (which impls can run). On the local transport a batch of all P ranks' AUTO calls has both at
+ * hand: every rank runs the rule with Σ E_r and with the impls any rank cannot run left out —
+ * the per-rank choice wherever the ranks' E_r and hints are alike, one choice where they are not
+ * (before session 42 such a batch was refused: "impl differs across ranks"). Other transports,
+ * explicit impls, and batches that are not every rank's keep the per-rank choice (on nccl the
+ * rule reads agreed values only; a mismatch is the transport's to report). */
+void fco_ga_agree(fco_op_t* ops, int n) {
+  fco_comm_t c0 = ops[0].comm;
+  if (c0->transport != FCO_TRANSPORT_LOCAL || n != c0->nranks || n < 2) return;
+  fco_gemm_a2a_args_t a;
+  int64_t esum = 0;
+  unsigned blocked = 0;
+  for (int i = 0; i < n; i++) {
+    if (ops[i].kind != FCO_OP_GEMM_ALLTOALL || !ops[i].impl_auto) return;
+    memcpy(&a, ops[i].u.raw, sizeof a);
+    esum += a.num_experts;
+    fco_comm_t c = ops[i].comm;
+    int capturing = c->tops && c->tops->capturing ? c->tops->capturing(c, ops[i].stream) : 0;
+    blocked |= blocked_mask(c, &a, capturing);
+  }
+  memcpy(&a, ops[0].u.raw, sizeof a); /* k, n, dtype, a_rows: agreed (shape[]) */
+  const int impl = choose_impl(c0, &a, esum, blocked);
+  for (int i = 0; i < n; i++) {
+    memcpy(&a, ops[i].u.raw, sizeof a);
+    ops[i].impl = impl;
+    ops[i].ws_bytes = workspace(ops[i].comm, a.a_rows, a.out_rows, a.n, a.dtype, impl);
+  }
 }
 
 static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t n,
@@ -271,22 +324,26 @@ const char* fco_gemm_alltoall_impl_name(fco_comm_t comm, int impl) {
   return fco_op_impl_name(FCO_OP_GEMM_ALLTOALL, comm->transport, impl);
 }
 
-/* Host-side check of a host copy of the counts: nothing is launched when it fails. */
-static fco_result_t check_counts_host(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
+/* Host-side checks of the hints, each whenever it is given: nothing is launched when one fails
+ * (recv_rows_host was checked only beside counts_host before session 42: alone, a negative
+ * entry passed, and the cpu backend read it as "no hint"). */
+static fco_result_t check_hints(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   int P = comm->nranks;
   int64_t sum = 0;
-  for (int e = 0; e < a->num_experts; e++)
-    for (int s = 0; s < P; s++) {
-      int32_t c = a->counts_host[(size_t)e * P + s];
-      if (c < 0)
-        return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                             "fco_gemm_alltoall: counts_host[%d][%d] = %d is negative", e, s, c);
-      sum += c;
-    }
-  if (sum > a->a_rows)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "fco_gemm_alltoall: counts_host sum to %lld rows, more than a_rows %lld",
-                         (long long)sum, (long long)a->a_rows);
+  if (a->counts_host) {
+    for (int e = 0; e < a->num_experts; e++)
+      for (int s = 0; s < P; s++) {
+        int32_t c = a->counts_host[(size_t)e * P + s];
+        if (c < 0)
+          return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                               "fco_gemm_alltoall: counts_host[%d][%d] = %d is negative", e, s, c);
+        sum += c;
+      }
+    if (sum > a->a_rows)
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "fco_gemm_alltoall: counts_host sum to %lld rows, more than a_rows %lld",
+                           (long long)sum, (long long)a->a_rows);
+  }
   if (a->recv_rows_host) {
     int64_t r = 0;
     for (int s = 0; s < P; s++) {
@@ -357,11 +414,12 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   g->num_experts = num_experts;
   g->w_layout = w_layout;
   g->dtype = dtype;
-  if (counts_host) FCO_CHECK(check_counts_host(comm, g));
+  FCO_CHECK(check_hints(comm, g));
   int capturing = comm->tops->capturing ? comm->tops->capturing(comm, stream) : 0;
   op.kind = FCO_OP_GEMM_ALLTOALL;
   op.comm = comm;
   op.impl = resolve_impl(comm, g, impl, capturing);
+  op.impl_auto = impl == FCO_IMPL_AUTO;
   const char* why = impl_blocked(comm, g, op.impl, capturing);
   if (why)
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE, "%s: impl %d cannot run here: %s", fn,

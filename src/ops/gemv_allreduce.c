@@ -97,7 +97,10 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  *    132.52 / 140.66, 43.27 / 46.28 vs 62.59 / 52.26 (impl 1 41.56 / 44.71 there: one group a
  *    block); P = 8 (impl 2) 69.38 / 77.17 vs 78.62 / 81.51, 149.43 / 157.01 vs 159.27 /
  *    165.67, 55.09 / 61.32 vs 73.05 / 73.57; 16384² (N > 8192, impl 0) 1.00–1.04× impl 2.
- * Every input of the rule is in shape[] or the communicator, so every rank resolves the same. */
+ * Every input of the rule is in shape[], the communicator or an env knob (FCO_GEMV_AR_*,
+ * FCO_ALLREDUCE_ONESHOT_MAX, FCO_GEMV_GROUP*: set them alike on every rank), so every rank
+ * resolves the same; on nccl an impl that differs across processes is caught only by the
+ * fused impls' FCO_CHECK_ARGS exchange, not where a rank resolved impl 0 or 3. */
 static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
   if (impl != FCO_IMPL_AUTO) return impl;
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
@@ -173,25 +176,30 @@ static fco_result_t read_knobs(fco_comm_t comm, fco_gemv_ar_args_t* a, const cha
   long long stages = fco_env_int("FCO_GEMV_TMA_STAGES", 0);
   long long tma = fco_env_int("FCO_GEMV_GROUP_TMA", -1);
   long long rounds = fco_env_int("FCO_GEMV_ROUNDS", -1);
-  if (group > 0 && group != 2 && group != 4)
+  /* -1 (as unset) is automatic; other negative values are refused like any other stray */
+  if (pipe < -1 || pipe > 1)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset: automatic)", fn, group);
-  if (tma > 1 && tma != 4 && tma != 8)
+                         "%s: FCO_GEMV_PIPE=%lld is not 0 or 1 (unset or -1: automatic)", fn, pipe);
+  if (group < -1 || (group > 0 && group != 2 && group != 4))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_GROUP_TMA=%lld is not 0, 1, 4 or 8 (unset: automatic)", fn,
-                         tma);
-  if (split == 0 || split > FCO_GEMV_SPLIT_MAX)
+                         "%s: FCO_GEMV_GROUP=%lld is not 0, 2 or 4 (unset or -1: automatic)", fn,
+                         group);
+  if (tma < -1 || (tma > 1 && tma != 4 && tma != 8))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset: automatic)", fn, split,
+                         "%s: FCO_GEMV_GROUP_TMA=%lld is not 0, 1, 4 or 8 (unset or -1: automatic)",
+                         fn, tma);
+  if (split == 0 || split < -1 || split > FCO_GEMV_SPLIT_MAX)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMV_SPLIT=%lld is not 1..%d (unset or -1: automatic)", fn, split,
                          FCO_GEMV_SPLIT_MAX);
   if (stages != 0 && (stages < 2 || stages > 4))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_TMA_STAGES=%lld is not 2..4 (unset: all, 4 or 6)", fn,
+                         "%s: FCO_GEMV_TMA_STAGES=%lld is not 2..4 (unset or 0: all, 4 or 6)", fn,
                          stages);
   if (rounds != -1 && (rounds < 1 || rounds > FCO_GEMV_ROUNDS_MAX))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMV_ROUNDS=%lld is not 1..%d (unset: automatic)", fn, rounds,
-                         FCO_GEMV_ROUNDS_MAX);
+                         "%s: FCO_GEMV_ROUNDS=%lld is not 1..%d (unset or -1: automatic)", fn,
+                         rounds, FCO_GEMV_ROUNDS_MAX);
   a->pipe = pipe < 0 ? -1 : pipe > 0;
   a->wide = fco_env_flag("FCO_GEMV_WIDE", 1);
   a->group = group < 0 ? -1 : (int)group;

@@ -22,7 +22,8 @@ static const fco_op_info_t kOps[] = {
      FCO_EMBEDDING_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "copy"}, {NULL, "fused"}, NULL},
     /* gemm_alltoall */
     {FCO_OP_GEMM_ALLTOALL, "gemm_alltoall", {"k", "n", "dtype", "w_layout", "a_rows", "out_rows"},
-     FCO_GEMM_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "ref"}, {NULL, "tiles", "chunks"}, NULL},
+     FCO_GEMM_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "ref"}, {NULL, "tiles", "chunks"},
+     fco_ga_agree},
 };
 
 const fco_op_info_t* fco_op_info(fco_op_kind_t kind) {

@@ -163,6 +163,18 @@ def _w_bad_input():
         bad[0, 1] = -3
     with pytest.raises(fco.FcoError, match="rank 0's counts are invalid"):
         fco.gemm_alltoall(a, w, bad)
+    # recv_rows with a negative entry, or over out_rows (every rank alike): refused, and the
+    # caller's out keeps its values (it once came back zeroed: a negative total cut the tail)
+    out = torch.full((20, 4), 7.0)
+    for rr, msg in (([-7, 1], "recv_rows_host\\[0\\] = -7 is negative"),
+                    ([15, 6], "more than out_rows 20")):
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemm_alltoall(a, w, counts, recv_rows=rr, out=out)
+        assert e.value.name == "INVALID_ARGUMENT" and bool((out == 7.0).all())
+    # ints below -1 are not impls (the Python-only "triton" is taken by name only)
+    with pytest.raises(fco.FcoError, match="impl -2 is not -1") as e:
+        fco.gemm_alltoall(a, w, counts, impl=-2)
+    assert e.value.name == "INVALID_ARGUMENT"
     # a rank would receive more rows than out_rows
     with pytest.raises(fco.FcoError, match="more than out_rows 1"):
         fco.gemm_alltoall(a, w, torch.full_like(counts, 2), out_rows=1)

@@ -182,6 +182,26 @@ def _w_bad_input():
     with pytest.raises(fco.FcoError, match="y overlaps x") as e:
         fco.gemv_allreduce(xx, torch.ones(4, 4), out=xx)
     assert e.value.name == "INVALID_ARGUMENT"
+    # M > 64 under "auto" runs matmul + fco.allreduce in Python: the same overlaps refused there
+    # (x, w, and bias; a view into x too), nothing written into out
+    buf, ww, bb = torch.randn(72, 4), torch.randn(4, 4), torch.randn(4)
+    for xin, out in ((buf[:70], buf[:70]), (buf[:70], buf[2:])):  # out is x; out shifted into x
+        keep = buf.clone()
+        with pytest.raises(fco.FcoError, match="out overlaps x") as e:
+            fco.gemv_allreduce(xin, ww, bb, out=out)
+        assert e.value.name == "INVALID_ARGUMENT" and torch.equal(buf, keep)
+    wide = torch.randn(70, 6)  # out [70, 6] whose bytes hold w [6, 6] and bias [6]
+    wsl, bsl = wide.view(-1)[:36].view(6, 6), wide.view(-1)[36:42]
+    for args, name in (((torch.randn(70, 6), wsl, None), "w"),
+                       ((torch.randn(70, 6), torch.randn(6, 6), bsl), "bias")):
+        keep = wide.clone()
+        with pytest.raises(fco.FcoError, match=f"out overlaps {name}") as e:
+            fco.gemv_allreduce(*args, out=wide)
+        assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wide, keep)
+    # ints below -1 are not impls (the Python-only "triton" id is taken by name only)
+    with pytest.raises(fco.FcoError, match="impl -2 is not -1") as e:
+        fco.gemv_allreduce(x, w, impl=-2)
+    assert e.value.name == "INVALID_ARGUMENT"
     # N differs across ranks: only the ranks together see it; every rank raises, naming it
     r = dist.get_rank()
     with pytest.raises(fco.FcoError, match="rank") as e:

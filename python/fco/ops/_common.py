@@ -27,10 +27,15 @@ def group_name(group):
 
 
 def impl_id(impl, names, op):
-    """impl as an int: "auto" → FCO_IMPL_AUTO (-1), a name from `names`, or an int ≥ 0."""
+    """impl as an int: "auto" → FCO_IMPL_AUTO (-1), a name from `names`, or an int ≥ -1 (the
+    Python-only ids below -1, such as "triton", are taken by name only)."""
     if isinstance(impl, bool):
         raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: impl {impl!r} is not an int or a name")
     if isinstance(impl, int):
+        if impl < _lib.IMPL_AUTO:
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"{op}: impl {impl} is not -1 ('auto'), an int >= 0 or one of "
+                           f"{sorted(names)}")
         return impl
     if impl == "auto":
         return _lib.IMPL_AUTO
@@ -157,6 +162,19 @@ def check_out(out, like, shape, op):
         raise bad(op, f"out is {out.dtype} {tuple(out.shape)} on {out.device} "
                       f"(contiguous: {out.is_contiguous()}); expected a contiguous {like.dtype} "
                       f"tensor of shape {tuple(shape)} on {like.device}")
+
+
+def check_no_overlap(out, tensors, op, names):
+    """out shares no byte with any of `tensors` (contiguous, so a tensor's bytes are one range;
+    None entries skipped); `names` name them in the error."""
+    lo = out.data_ptr()
+    hi = lo + out.numel() * out.element_size()
+    for t, name in zip(tensors, names):
+        if t is None or t.device != out.device or not t.numel() or lo == hi:
+            continue
+        tlo = t.data_ptr()
+        if tlo < hi and lo < tlo + t.numel() * t.element_size():
+            raise bad(op, f"out overlaps {name}; give a separate tensor")
 
 
 def bad(op, msg):

@@ -274,8 +274,9 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     the cpu transport. Differentiable in a and w (reverse all-to-all, then per-expert GEMM
     gradients).
     Raises fco.FcoError for bad input; counts that are negative or need more rows than a_rows /
-    out_rows raise INVALID_ARGUMENT on every rank and nothing is written (on CUDA with impl 1
-    or "triton": from comm.check_async_error() / the next call).
+    out_rows raise INVALID_ARGUMENT on every rank and no row is written (on CUDA with impl 1
+    or "triton": from comm.check_async_error() / the next call) — but a given `out` without
+    `recv_rows` was zero-filled before the call (the received total is unknown on the host).
     """
     for t, name in ((a, "a"), (w, "w"), (counts, "counts")):
         _common.require_tensor(t, _OP, name)

@@ -75,6 +75,8 @@ def _run(x, w, bias, dt, group_name, impl, out=None):
     if M == 0 or N == 0:  # nothing to compute or reduce (the same on every rank)
         return y
     if M > MAX_M and impl == _lib.IMPL_AUTO:  # a GEMM, not a GEMV: unfused
+        if out is not None:  # refused as libfco refuses it at M <= 64 (matmul would misread x)
+            _common.check_no_overlap(out, (x, w, bias), _OP, ("x", "w", "bias"))
         torch.matmul(x, w.t(), out=y)
         _allreduce._launch(y, y, dt, group_name, _lib.IMPL_AUTO)
         if bias is not None:
@@ -178,7 +180,9 @@ def workspace_bytes(x, w, group=None, impl="auto"):
     comm = _comm.get(_common.group_name(group), x.device)
     if iid == IMPL_TRITON:
         from ..triton import gemv_allreduce as tg
-        block_n = tg.plan(M, N, x.element_size())[1]  # num_sms=132 (H200): plan's default
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count \
+            if x.device.type == "cuda" else 132  # the launch's SM count (132: an H200)
+        block_n = tg.plan(M, N, x.element_size(), sms)[1]
         return tg.workspace_bytes(comm.size, M, N, block_n)
     out = ctypes.c_size_t()
     f = _lib.bind("fco_gemv_allreduce_workspace", [
