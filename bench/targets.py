@@ -6,11 +6,12 @@
 One line per (shape, dtype, target) with the measured value, the bound, met / MISSED and the
 slack (how far from the bound, positive = met with that much room, negative = missed by that
 much, relative to the bound); --all also lists the targets that do not apply to a row. Only
-results of GPU runs count (machine other than "cpu"); the nccl transport is what the targets
-speak of (2×H200 in the issues); on local rows (virtual ranks sharing one GPU) the overlap bound
-and the lookup's HBM share are n/a (they assume a GPU per rank), the rest is checked. What each
-target means (the issues' texts; "fco" = the fastest fco impl of the row, impl ≥ 1 or auto,
-named in the line):
+results of GPU runs count (machine other than "cpu", transport other than "cpu", gpus ≥ 1:
+fco-bench -t cpu on a GPU host or with -M names the GPU machine but measured the CPU); the nccl
+transport is what the targets speak of (2×H200 in the issues); on local rows (virtual ranks
+sharing one GPU) the overlap bound and the lookup's HBM share are n/a (they assume a GPU per
+rank), the rest is checked. What each target means (the issues' texts; "fco" = the fastest fco
+impl of the row, impl ≥ 1 or auto, named in the line):
   every op   auto ≥ impl 0 (AUTO never slower than the baseline), 1 % tolerance for timing noise
   overlap    fco ≤ max(compute alone, comm alone) + 0.2 · min(the two) (compute_us / comm_us of
              the same run)
@@ -171,7 +172,9 @@ def report(paths, show_all=False, file=sys.stdout):
     for path in paths:
         with open(path) as f:
             doc = json.load(f)
-        if doc.get("machine") == "cpu":
+        # CPU times: the cpu machine, or -t cpu on a GPU host / with -M (which names the GPU
+        # machine but writes transport "cpu", gpus 0)
+        if doc.get("machine") == "cpu" or doc.get("transport") == "cpu" or doc.get("gpus") == 0:
             print(f"# {path}: cpu transport (CPU times): no target applies", file=file)
             continue
         ranks = 1 if doc.get("transport") == "nccl" and doc.get("gpus") == 1 else None

@@ -114,9 +114,10 @@ size_t fco_dtype_size(fco_dtype_t dtype);
 /* Name of a transport ("auto", "nccl", "local", "cpu") or NULL. */
 const char* fco_transport_name(fco_transport_t transport);
 
-/* Detailed message of the last failure on `comm` (or of this thread's last call that had no
- * valid communicator, when comm is NULL). Never NULL; "" when nothing failed. The string stays
- * valid until the next failing call on the same communicator / thread. */
+/* Detailed message of the last failure on `comm`, or, when comm is NULL, of this thread's last
+ * failing call of any kind (with a communicator or without a valid one: fco_comm_init's
+ * failures are read there). Never NULL; "" when nothing failed. The string stays valid until
+ * the next failing call on the same communicator / thread. */
 const char* fco_last_error(fco_comm_t comm);
 
 /* What the last successful operator call on `comm` ran: the operator and the impl after
@@ -190,7 +191,10 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * workspace, an LL area of min(data bytes, 16 MiB) per rank (src/core/internal.h, rule 3:
  * the LL one-shot of fco_gemv_allreduce), not counted by max_workspace_bytes or
  * fco_comm_workspace_bytes. Collective (same bytes on every rank);
- * on a communicator of fco_comm_init_all it reserves for every rank of that group at once.
+ * on a communicator of fco_comm_init_all it reserves for every rank of that group at once, so
+ * one thread calls it for the group: a cpu world driven one thread per rank must not call it
+ * from the ranks' threads (they would grow each other's workspace at once; there it is never
+ * needed: the cpu transport captures no graphs, and its ops grow the workspace themselves).
  * [IN] bytes: data workspace bytes per rank to have at least. */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
 /* [OUT] bytes: data workspace bytes per rank held now. */

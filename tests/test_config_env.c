@@ -8,8 +8,9 @@
  * test's knob-setting parts rely: a reset puts back the caller's value, or unsets; and the
  * suite's FCO_TEST_MAX_RANKS (1..8, anything else said once and 4). And integer
  * knobs (every FCO_* number the library reads, src/core/error.c fco_env_int): size suffixes
- * k / M / G with an optional B or iB; a value that is not an integer is ignored (as if unset)
- * and said so on stderr, once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
+ * k / M / G with an optional B or iB, decimal or hex after 0x (never octal); a value that is not
+ * an integer, or out of range with its suffix, is ignored (as if unset) and said so on stderr,
+ * once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
  * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list;
  * and on/off knobs (fco_env_flag): 0 or 1, anything else ignored and said once.
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
@@ -145,7 +146,8 @@ static void workspace_cap(void) {
     t_context("over the cap (%zu bytes needed, cap %lld), round %d", need, (long long)cap, round);
     t_ar_prepare(&w, &b, big, FCO_F32, 0, seed);
     ASSERT_RES(t_ar_run(&w, &b, 1), FCO_ERR_OUT_OF_MEMORY);
-    ASSERT_MSG(w.comms[0], "max_workspace_bytes");
+    for (int r = 0; r < n; r++) /* every rank of the refused group, not the first only */
+      ASSERT_MSG(w.comms[r], "max_workspace_bytes");
     t_sync(&w);
     ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
     for (int r = 0; r < n; r++) {
@@ -224,7 +226,9 @@ static void env_ints(void) {
     long long want;
   } good[] = {{"12", 12},          {"-1", -1},           {"0x40", 64},        {"4k", 4096},
               {"4K", 4096},        {"4M", 4 << 20},      {"4MB", 4 << 20},    {"4MiB", 4 << 20},
-              {"1G", 1LL << 30},   {"1gb", 1LL << 30},   {" 250 ", 250},      {"250\n", 250}};
+              {"1G", 1LL << 30},   {"1gb", 1LL << 30},   {" 250 ", 250},      {"250\n", 250},
+              {"010", 10},         {"-4k", -4096},       {"0X1f", 31},
+              {"8589934591G", 8589934591LL << 30}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     t_context("%s=\"%s\"", kProbe, good[i].v);
     setenv(kProbe, good[i].v, 1);
@@ -238,7 +242,9 @@ static void env_ints(void) {
   ASSERT_EQ(fco_env_int(kProbe, -7), -7);
   setenv(kProbe, "", 1);
   ASSERT_EQ(fco_env_int(kProbe, -7), -7);
-  static const char* const bad[] = {"abc", "30s", "4x", "1.5", "4MBs", "on"};
+  /* not integers, or out of long long's range (once wrapped or clamped silently) */
+  static const char* const bad[] = {"abc",  "30s", "4x", "1.5", "4MBs", "on",
+                                    "99999999999999999999", "8589934592G", "-8589934592G", "0x"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     t_context("%s=\"%s\"", kProbe, bad[i]);
     setenv(kProbe, bad[i], 1);

@@ -3,8 +3,8 @@
  * impl (its semantics: test_gemm_alltoall.c; the fixture both share: tests/common/ga_fixture.h —
  * outputs poisoned first and guarded after their capacity, the float64 reference check).
  *   Bad arguments at P = 1 (num_experts, w_layout, counts, k, impl, dtype, a negative
- *   counts_host, recv_rows_host negative or over out_rows without counts_host; the workspace
- *   need and the impl names). Bad counts on a fresh world of up to 2
+ *   counts_host, recv_rows_host negative or over out_rows without counts_host, out overlapping
+ *   a or w; the workspace need and the impl names). Bad counts on a fresh world of up to 2
  *   ranks (out capacity too small, sum over a_rows, negative: impl 1; on GPU transports also 2,
  *   on local also 0) and host hints unlike the counts (recv_rows_host off by one, counts_host
  *   unlike counts, recv_rows_host changed between the call and fco_group_end: cpu and local)
@@ -496,6 +496,15 @@ static void bad_args(const t_world_t* w) {
                                FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_MSG(c, "out_rows");
+  /* out overlapping a, or w (unchecked before session 42: the result came back wrong) */
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, (char*)p + 1024, 0, 1, dummy, NULL, NULL, (char*)p + 64,
+                               8, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "overlaps a");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, (char*)p + 1024, 1, 1, dummy, NULL, NULL,
+                               (char*)p + 1056, 8, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "overlaps w");
   size_t ws = 0;
   ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, FCO_IMPL_AUTO, &ws));
   ASSERT_GE(ws, (size_t)100 * 64 * 2);

@@ -2,9 +2,10 @@
  * test_sim_calib.c — fco-sim's JSON reader and calibration files: valid JSON parses (escapes,
  * nesting, numbers), invalid JSON fails naming line and column; the shipped calibration loads;
  * collective lookups interpolate by bytes exactly on a hand-made file, pick the fastest fused
- * impl, drop rows with wrong elements; compute lookups scale by bytes; bad calibration files
- * fail naming the file, line and field; `validate` models rows of the fused operators
- * (measured compute + modelled communication) exactly as computed by hand.
+ * impl, drop rows with wrong elements, never extrapolate below the smallest measured time;
+ * compute lookups scale by bytes; bad calibration files fail naming the file, line and field;
+ * `validate` models rows of the fused operators (measured compute + modelled communication)
+ * exactly as computed by hand.
  *   make test   or   build/tests/test_sim_calib
  */
 #include "calib.h"
@@ -162,6 +163,35 @@ static void lookups(void) {
   ASSERT_STR_HAS(err, "cannot open");
 }
 
+/* Two sizes whose times fall with size (noise on small messages): extrapolating above the
+ * largest size along that line went below zero; it holds at the smallest measured time. */
+static void falling_times(void) {
+  char err[512], note[200];
+  sim_calib_t c;
+  t_context("extrapolation with falling times");
+  const char* text =
+      "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"count\":512,\"bytes\":1024},\"dtype\":\"bf16\","
+      "\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":10.0,\"wrong\":0},\n"
+      "{\"op\":\"allreduce\",\"shape\":{\"count\":1024,\"bytes\":2048},\"dtype\":\"bf16\","
+      "\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":9.5,\"wrong\":0}\n"
+      "]}";
+  int rc = sim_calib_parse(text, "falling.json", &c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  double us;
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1536, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 9.75, 1e-12); /* inside the range: still linear */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 2560, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 9.5, 1e-12); /* the line gives 9.25: held at the smallest time */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 64.0 * 1048576, &us, note, sizeof note),
+            1);
+  ASSERT_NEAR(us, 9.5, 1e-12); /* the line gives about -16374 */
+  ASSERT_STR_HAS(note, "held at the smallest measured time");
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 16, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 10, 1e-12); /* below the range: the smallest size's time */
+  sim_calib_free(&c);
+}
+
 /* validate on operator rows, test parameters (tests/test_sim_util.h; kernel_us 2), 2 GPUs */
 static void validate_ops(void) {
   char err[512];
@@ -310,6 +340,7 @@ int main(void) {
   json();
   shipped();
   lookups();
+  falling_times();
   validate_ops();
   fit_recovers();
   printf("test_sim_calib: ok\n");

@@ -1,12 +1,15 @@
 /*
  * test_timeout.c — a rank that never calls turns into FCO_ERR_TIMEOUT on the others within
  * the bound (cfg.timeout_ms = 300), never a hang; the error is sticky (every later call on that
- * communicator returns it) and its message names the silent peer. Afterwards the communicator
+ * communicator returns it) and its message names the silent peer, as do the refusals of later
+ * calls (also after an unrelated bad call in between). Afterwards the communicator
  * can still be destroyed and a new world works.
  * How rank 1 stays silent: cpu and nccl: only rank 0's op is issued (outside a group); local:
  * the transport's test hook FCO_FAULT_SKIP_RANK=1 leaves rank 1 out of the launch.
  *   make test   or   build/tests/test_timeout   (FCO_TRANSPORT=cpu|local|nccl)
  */
+#include <string.h>
+
 #include "test.h"
 
 #define TIMEOUT_MS 300
@@ -48,9 +51,18 @@ static void silent_peer(fco_transport_t t, int impl, int warm) {
   t_ar_bufs_t b;
   t_ar_alloc(&w, &b, 100);
   t_ar_prepare(&w, &b, 100, FCO_F32, 0, 1);
+  /* A refused bad call in between: the refusals after it still name the timeout, not its
+   * message (they once repeated whatever fco_last_error held, e.g. "impl 5 ..."). */
+  ASSERT_RES(fco_allreduce(w.comms[0], b.in[0], b.out[0], 100, FCO_F32, 5, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
   ASSERT_RES(fco_allreduce(w.comms[0], b.in[0], b.out[0], 100, FCO_F32, impl, NULL),
              FCO_ERR_TIMEOUT);
+  msg = fco_last_error(w.comms[0]);
+  if (!strstr(msg, "fco_allreduce: refused") || strstr(msg, "impl 5") ||
+      (!t_contains_word(msg, "rank 1") && !t_contains_word(msg, "peer 1")))
+    t_fail(__FILE__, __LINE__, "the refusal does not name the earlier timeout: \"%s\"", msg);
   ASSERT_RES(fco_comm_reserve(w.comms[0], (size_t)1 << 24), FCO_ERR_TIMEOUT);
+  ASSERT_MSG(w.comms[0], "fco_comm_reserve: refused");
   t_sync(&w);
   ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
   t_ar_free(&w, &b);

@@ -58,7 +58,7 @@ static fco_result_t resolve_config(const fco_config_t* in, fco_config_t* out) {
     long long ms = fco_env_int("FCO_TIMEOUT_MS", FCO_DEFAULT_TIMEOUT_MS);
     out->timeout_ms = (int32_t)(ms > 0 && ms < (1LL << 30) ? ms : FCO_DEFAULT_TIMEOUT_MS);
   }
-  if (fco_env_int("FCO_DEBUG", 0) > 0) out->debug = 1;
+  if (fco_env_flag("FCO_DEBUG", 0)) out->debug = 1;
   if (out->transport != FCO_TRANSPORT_CPU && !fco_have_cuda())
     return fco_set_error(NULL, FCO_ERR_UNSUPPORTED,
                          "transport '%s' needs CUDA, but libfco was built without it (CPU-only "
@@ -258,9 +258,12 @@ fco_result_t fco_comm_destroy(fco_comm_t comm) {
   if (r != FCO_OK) fco_set_error(NULL, r, "fco_comm_destroy: %s", comm->last_error);
   fco_world_t* w = comm->world;
   if (w) {
-    for (int i = 0; i < w->n; i++)
-      if (w->comms[i] == comm) w->comms[i] = NULL;
-    if (--w->live == 0) free(w);
+    /* The world's ranks may be destroyed by their own threads (one thread per rank, fco.h):
+     * each clears only its own slot, and the live count drops atomically, so exactly the last
+     * frees the world (a plain --live raced there: a leak or a use after free). */
+    if (comm->rank >= 0 && comm->rank < w->n && w->comms[comm->rank] == comm)
+      w->comms[comm->rank] = NULL;
+    if (__atomic_sub_fetch(&w->live, 1, __ATOMIC_ACQ_REL) == 0) free(w);
   }
   free(comm);
   return r;
@@ -296,7 +299,10 @@ fco_result_t fco_comm_transport(fco_comm_t comm, fco_transport_t* t) {
 fco_result_t fco_comm_poll_async(fco_comm_t comm) {
   if (comm->async_error == FCO_OK && comm->tops && comm->tops->poll_error) {
     fco_result_t r = comm->tops->poll_error(comm);
-    if (r != FCO_OK) comm->async_error = r;
+    if (r != FCO_OK) {
+      comm->async_error = r;
+      if (!comm->async_msg[0]) memcpy(comm->async_msg, comm->last_error, FCO_ERRMSG_LEN);
+    }
   }
   return comm->async_error;
 }
@@ -308,7 +314,7 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm) {
 
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {
   NEED_COMM(comm, "fco_comm_reserve");
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, "fco_comm_reserve");
   if (bytes <= comm->ws_bytes) return FCO_OK;
   if (comm->cfg.max_workspace_bytes > 0 && bytes > (size_t)comm->cfg.max_workspace_bytes)
     return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,

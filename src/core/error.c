@@ -3,6 +3,8 @@
  * (fco_last_plan), debug logging to stderr, environment parameters (a malformed integer knob is
  * said on stderr once, debug or not). The library never prints to stdout and never exits.
  */
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +16,13 @@
 static _Thread_local char tls_error[FCO_ERRMSG_LEN];
 
 int fco_debug_enabled(fco_comm_t comm) {
-  static int env = -1;
-  if (env < 0) env = (int)fco_env_int("FCO_DEBUG", 0) > 0;
-  return env || (comm && comm->cfg.debug > 0);
+  static int env = -1; /* read once; atomically: ranks' threads may race to it */
+  int e = __atomic_load_n(&env, __ATOMIC_RELAXED);
+  if (e < 0) {
+    e = fco_env_flag("FCO_DEBUG", 0);
+    __atomic_store_n(&env, e, __ATOMIC_RELAXED);
+  }
+  return e || (comm && comm->cfg.debug > 0);
 }
 
 static void vlog(fco_comm_t comm, const char* fmt, va_list ap) {
@@ -45,12 +51,24 @@ fco_result_t fco_set_error(fco_comm_t comm, fco_result_t code, const char* fmt, 
   va_end(ap);
   /* Calls without a comm also leave the message for fco_last_error(NULL). */
   if (comm) memcpy(tls_error, dst, FCO_ERRMSG_LEN);
+  /* The first message once the communicator holds an asynchronous error is that error's. */
+  if (comm && comm->async_error != FCO_OK && !comm->async_msg[0])
+    memcpy(comm->async_msg, dst, FCO_ERRMSG_LEN);
   if (fco_debug_enabled(comm)) {
     char tmp[FCO_ERRMSG_LEN];
     memcpy(tmp, dst, sizeof tmp);
     fco_log(comm, "error %d (%s): %s", (int)code, fco_result_string(code), tmp);
   }
   return code;
+}
+
+fco_result_t fco_async_refuse(fco_comm_t comm, const char* fn) {
+  if (!comm->async_msg[0])
+    snprintf(comm->async_msg, FCO_ERRMSG_LEN, "%s", fco_result_string(comm->async_error));
+  char first[FCO_ERRMSG_LEN];
+  memcpy(first, comm->async_msg, sizeof first);
+  return fco_set_error(comm, comm->async_error, "%s: refused: the communicator holds an earlier "
+                       "error: %s", fn, first);
 }
 
 const char* fco_last_error(fco_comm_t comm) { return comm ? comm->last_error : tls_error; }
@@ -126,20 +144,33 @@ long long fco_env_int(const char* name, long long dflt) {
   const char* v = getenv(name);
   if (!v || !*v) return dflt;
   char* end = NULL;
-  long long x = strtoll(v, &end, 0);
-  if (end == v) {
+  /* Decimal, or hex after 0x; never octal (strtoll's base 0 read "010" as 8). A value out of
+   * long long's range, also after its suffix, is not taken (it once wrapped, or clamped
+   * silently). */
+  const char* p = v;
+  while (*p == ' ' || *p == '\t' || *p == '\n') ++p;
+  if (*p == '+' || *p == '-') ++p;
+  const int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+  errno = 0;
+  long long x = strtoll(v, &end, hex ? 16 : 10);
+  if (end == v || errno == ERANGE) {
     env_not_int(name, v);
     return dflt;
   }
   /* Size suffixes, so FCO_ALLREDUCE_ONESHOT_MAX=4M (or 4MB, 4MiB) works. */
-  int suffix = 1;
+  int shift = 0;
   switch (*end) {
-    case 'k': case 'K': x <<= 10; break;
-    case 'm': case 'M': x <<= 20; break;
-    case 'g': case 'G': x <<= 30; break;
-    default: suffix = 0; break;
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    default: break;
   }
-  if (suffix) {
+  if (shift) {
+    if (x > (LLONG_MAX >> shift) || x < -(LLONG_MAX >> shift)) {
+      env_not_int(name, v);
+      return dflt;
+    }
+    x *= 1LL << shift;
     ++end;
     if (end[0] == 'i' && (end[1] == 'B' || end[1] == 'b')) end += 2;
     else if (*end == 'B' || *end == 'b') ++end;

@@ -34,10 +34,8 @@ static fco_result_t execute(fco_op_t* ops, int n) {
   if (info && info->agree && n > 1) info->agree(ops, n); /* batches are of one kind */
   size_t need = 0;
   for (int i = 0; i < n; i++) {
-    if (ops[i].comm->async_error != FCO_OK) {
-      fco_set_error(NULL, ops[i].comm->async_error, "%s", ops[i].comm->last_error);
-      return ops[i].comm->async_error;
-    }
+    if (ops[i].comm->async_error != FCO_OK)
+      return fco_async_refuse(ops[i].comm, fco_op_name(ops[i].kind));
     if (ops[i].ws_bytes > need) need = ops[i].ws_bytes;
   }
   fco_comm_t batch[FCO_MAX_RANKS];
@@ -77,29 +75,33 @@ static fco_result_t execute(fco_op_t* ops, int n) {
     snprintf(ops[i].comm->last_plan, FCO_PLAN_LEN, "%s impl %d", fco_op_name(ops[i].kind),
              ops[i].impl);
   fco_result_t r = c0->tops->run(ops, n);
-  if (r != FCO_OK) {
-    /* fco_set_error left the message in this thread's slot too; make it visible on all. */
-    char msg[FCO_ERRMSG_LEN];
-    memcpy(msg, fco_last_error(NULL), sizeof msg);
-    for (int i = 0; i < n; i++) memcpy(ops[i].comm->last_error, msg, sizeof msg);
-    return r;
-  }
+  if (r != FCO_OK) return r;
   for (int i = 0; i < n; i++) ops[i].comm->num_calls++;
   return FCO_OK;
 }
 
 fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
   fco_result_t r = execute(ops, n);
-  /* No rank of a failed batch keeps a plan (fco_set_error cleared only the comm it named). */
-  if (r != FCO_OK)
-    for (int i = 0; i < n; i++) ops[i].comm->last_plan[0] = '\0';
+  if (r != FCO_OK) {
+    /* fco_set_error left the message in this thread's slot too (whichever comm it named: the
+     * batch's first for a workspace cap or a capture, the failing one from run): every rank
+     * of a failed batch gets it, and none keeps a plan. Before session 42 a failure ahead of
+     * run (the cap, a capture) reached the first rank's fco_last_error only. */
+    char msg[FCO_ERRMSG_LEN];
+    memcpy(msg, fco_last_error(NULL), sizeof msg);
+    for (int i = 0; i < n; i++) {
+      memcpy(ops[i].comm->last_error, msg, sizeof msg);
+      ops[i].comm->last_plan[0] = '\0';
+    }
+  }
   return r;
 }
 
 fco_result_t fco_op_submit(const fco_op_t* op) {
   /* An error the device recorded (a timeout, bad data, the epoch limit) makes every later call
    * fail: the record is polled here (one read of host-mapped memory). */
-  if (fco_comm_poll_async(op->comm) != FCO_OK) return op->comm->async_error;
+  if (fco_comm_poll_async(op->comm) != FCO_OK)
+    return fco_async_refuse(op->comm, fco_op_name(op->kind));
   if (g_depth == 0) {
     fco_op_t tmp = *op;
     return fco_ops_execute(&tmp, 1);

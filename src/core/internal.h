@@ -61,6 +61,10 @@ struct fco_comm {
   uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
   fco_result_t async_error;   /* sticky: once set, every later call returns it          */
   char last_error[FCO_ERRMSG_LEN];
+  /* The message of the failure that set async_error (its first fco_set_error, or the poll's),
+   * repeated by every call it refuses (fco_async_refuse): last_error alone could hold an
+   * unrelated later failure by then. */
+  char async_msg[FCO_ERRMSG_LEN];
   /* fco_last_plan: what the last call submitted on this comm ran ("" before any, and after a
    * failure). Written by fco_ops_execute before transport->run, appended by GPU launchers
    * (fco_plan_append through fco_gpu_launch_t.plan), cleared by fco_set_error(comm, ...). */
@@ -233,6 +237,9 @@ fco_result_t fco_op_submit(const fco_op_t* op);
 /* comm->async_error, after polling the transport's device-side record when it is still OK
  * (src/core/comm.c; fco_comm_get_async_error and every submitted call use it). */
 fco_result_t fco_comm_poll_async(fco_comm_t comm);
+/* A call `fn` refused because comm holds an asynchronous error: sets the message (naming fn and
+ * the earlier failure) and returns comm->async_error. */
+fco_result_t fco_async_refuse(fco_comm_t comm, const char* fn);
 /* Grow (collectively) and run ops of one comm or one world. */
 fco_result_t fco_ops_execute(fco_op_t* ops, int n);
 

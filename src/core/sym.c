@@ -49,7 +49,7 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
   *ptr = NULL;
   if (bytes == 0)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: bytes is 0");
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, "fco_mem_alloc");
   if (!comm->tops->sym_alloc)
     return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "fco_mem_alloc: the %s transport has none",
                          comm->tops->name);

@@ -76,7 +76,7 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl) {
 fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t count,
                            fco_dtype_t dtype, int impl, void* stream) {
   FCO_CHECK(check_common(comm, count, dtype, impl, "fco_allreduce"));
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, "fco_allreduce");
   if (!in) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce: in is NULL");
   if (!out) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce: out is NULL");
   size_t bytes = count * fco_dtype_size(dtype);

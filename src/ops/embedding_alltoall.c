@@ -129,7 +129,7 @@ fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const i
   const char* fn = "fco_embedding_alltoall";
   int64_t T, B;
   FCO_CHECK(check_splits(comm, tables_per_rank, batch_per_rank, dim, dtype, impl, fn, &T, &B));
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, fn);
   const int me = comm->rank;
   const int64_t Tme = tables_per_rank[me], bme = batch_per_rank[me];
   const size_t es = fco_dtype_size(dtype);

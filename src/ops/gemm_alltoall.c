@@ -369,7 +369,7 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
                                fco_dtype_t dtype, int impl, void* stream) {
   const char* fn = "fco_gemm_alltoall";
   FCO_CHECK(check_shape(comm, a_rows, out_rows, k, n, dtype, impl, fn));
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, fn);
   if (w_layout != FCO_W_KN && w_layout != FCO_W_NK)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: w_layout %d is not FCO_W_KN (0) or FCO_W_NK (1)", fn, w_layout);
@@ -391,12 +391,17 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   if ((uintptr_t)counts % 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: counts %p is not 4-byte aligned",
                          fn, (const void*)counts);
-  if (out && a) { /* out is written while a is still being read */
-    const char* pa = (const char*)a;
+  if (out) { /* out is written while a and w are still being read */
     const char* po = (const char*)out;
-    size_t ba = (size_t)a_rows * (size_t)k * es, bo = (size_t)out_rows * (size_t)n * es;
-    if (pa < po + bo && po < pa + ba)
+    const size_t bo = (size_t)out_rows * (size_t)n * es;
+    const char* pa = (const char*)a;
+    const size_t ba = a ? (size_t)a_rows * (size_t)k * es : 0;
+    if (pa && pa < po + bo && po < pa + ba)
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps a", fn);
+    const char* pw = (const char*)w; /* w: [E_r, K, N] or [E_r, N, K] (checked since session 42) */
+    const size_t bw = (size_t)num_experts * (size_t)k * (size_t)n * es;
+    if (pw < po + bo && po < pw + bw)
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps w", fn);
   }
   fco_op_t op;
   memset(&op, 0, sizeof op);

@@ -349,7 +349,7 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
                                 int impl, void* stream) {
   static const char fn[] = "fco_gemv_allreduce";
   FCO_CHECK(check_common(comm, M, N, K, dtype, impl, fn));
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, fn);
   if (!x) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: x is NULL", fn);
   if (!w) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: w is NULL", fn);
   if (!y) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: y is NULL", fn);

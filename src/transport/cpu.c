@@ -384,7 +384,8 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
 /* ---- workspace growth --------------------------------------------------------------------- */
 static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
   cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK)
+    return fco_async_refuse(comm, "cpu transport: workspace growth");
   if (!tp || !tp->ctrl)
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                          "cpu transport: communicator not initialised");
@@ -461,7 +462,7 @@ static fco_result_t cpu_grow(fco_comm_t* comms, int n, size_t bytes) {
 static fco_result_t run_rank(fco_op_t* op) {
   fco_comm_t comm = op->comm;
   cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
-  if (comm->async_error != FCO_OK) return comm->async_error;
+  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, fco_op_name(op->kind));
   if (op->ws_bytes > comm->ws_bytes || (op->ws_bytes && !tp->ws))
     return fco_set_error(comm, FCO_ERR_INTERNAL,
                          "cpu transport: op needs %zu bytes of workspace, %zu held", op->ws_bytes,
@@ -528,7 +529,8 @@ static fco_result_t cpu_destroy(fco_comm_t comm) {
     free(tp);
     comm->tp = NULL;
   }
-  if (comm->world && comm->world->live == 1) {
+  /* (an atomic read: the world's other ranks may be destroyed by their own threads) */
+  if (comm->world && __atomic_load_n(&comm->world->live, __ATOMIC_ACQUIRE) == 1) {
     free(comm->world->shared); /* unused by this transport today */
     comm->world->shared = NULL;
   }

@@ -1,7 +1,8 @@
 """test_bench_cli.py — fco-bench (tools/fco-bench) runs every operator's table on the cpu
 transport with tiny shapes: every element checked (0 wrong), -R rounds reported in the header,
 -J writes JSON with one result per row, each naming the impl that ran (plan; AUTO's also under
-each table), bad flags exit 2. Run: pytest tests/python/test_bench_cli.py
+each table), bad flags and workload lists that select nothing exit 2, one wrong gemm_alltoall
+element counts once. Run: pytest tests/python/test_bench_cli.py
 """
 import json
 import os
@@ -79,7 +80,9 @@ def test_unsupported_impls_listed_once():
     assert "# wrong elements: 0" in p.stdout, p.stdout
 
 
-@pytest.mark.parametrize("flag", [["-R", "0"], ["-R", "65"], ["-R", "x"], ["-n", "0"]])
+@pytest.mark.parametrize("flag", [["-R", "0"], ["-R", "65"], ["-R", "x"], ["-n", "0"],
+                                  # strtod takes "nan" / "inf": -b nan ran a 2^63-byte size
+                                  ["-b", "nan"], ["-b", "-nan"], ["-e", "inf"], ["-i", "nan"]])
 def test_bad_flags_exit_2(flag):
     p = run(["allreduce", "-t", "cpu"] + flag)
     assert p.returncode == 2, p.stdout + p.stderr
@@ -152,6 +155,9 @@ def test_rounds_balance_column_order(impls, rounds):
     ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "24,72,40,4,1;24,72,40,4,1,x;24,72,40,4,5,r;"
                                               "24,72,40,4,1,2,7;24,72,40,4,1,9"},
      ["'24,72,40,4,1,x'", "'24,72,40,4,5,r'", "'24,72,40,4,1,2,7'", "'24,72,40,4,1,9'"]),
+    # after top-k only blanks (or ",skew"): "... 3" was taken as its first five fields
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "24,72,40,4,1 ;24,72,40,4,2 3;24,72,40,4,1 , 2 "},
+     ["'24,72,40,4,2 3'"]),
 ])
 def test_workload_lists_say_what_they_drop(op, env, bad):
     """An entry of a workload list that names nothing (or one past the table's room) is reported
@@ -163,6 +169,73 @@ def test_workload_lists_say_what_they_drop(op, env, bad):
     assert "# wrong elements: 0" in p.stdout, p.stdout
     rows = [l for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
     assert rows, p.stdout
+
+
+@pytest.mark.parametrize("op,env", [
+    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "99"}),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "1,2,3"}),
+])
+def test_no_workload_selected_is_a_usage_error(op, env):
+    """A workload list whose every entry is dropped selects nothing: a usage error (exit 2)
+    naming the list, not "out of host memory" (exit 1)."""
+    p = run([op, "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32"], env)
+    assert p.returncode == 2, p.stdout + p.stderr
+    name = next(iter(env))
+    assert f"{name}: no workload selected for {op}" in p.stderr, p.stderr
+    assert "out of host memory" not in p.stderr, p.stderr
+
+
+_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+#include "fco.h"
+/* Corrupts element 0 of rank 0's output of impl 1 after the group: one wrong element. */
+static void* victim;
+fco_result_t fco_gemm_alltoall(fco_comm_t c, const void* a, int64_t ar, const void* w, int wl,
+                               int ne, const int32_t* cn, const int32_t* ch, const int32_t* rr,
+                               void* out, int64_t orows, int64_t k, int64_t n, fco_dtype_t dt,
+                               int impl, void* s) {
+  static __typeof__(fco_gemm_alltoall)* real;
+  if (!real) real = (__typeof__(fco_gemm_alltoall)*)dlsym(RTLD_NEXT, "fco_gemm_alltoall");
+  if (!victim && impl == 1) victim = out;
+  return real(c, a, ar, w, wl, ne, cn, ch, rr, out, orows, k, n, dt, impl, s);
+}
+fco_result_t fco_group_end(void) {
+  static __typeof__(fco_group_end)* real;
+  if (!real) real = (__typeof__(fco_group_end)*)dlsym(RTLD_NEXT, "fco_group_end");
+  fco_result_t r = real();
+  if (victim) {
+    float v = VALUE;
+    memcpy(victim, &v, sizeof v);
+    victim = NULL;
+  }
+  return r;
+}
+"""
+
+
+@pytest.mark.parametrize("value", ["777.0f", "__builtin_nanf(\"\")"])
+def test_gemm_one_wrong_element_counts_once(value, tmp_path):
+    """One corrupted element of gemm_alltoall's output (an LD_PRELOAD shim over libfco) is one
+    #wrong: it sits in a sampled row that the spread picks repeated (counted twice), and a NaN
+    was counted by the finiteness scan and again by the comparison (three times)."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the LD_PRELOAD shim")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src, so = tmp_path / "shim.c", tmp_path / "shim.so"
+    src.write_text(_SHIM)
+    c = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-DVALUE=" + value, "-I",
+                        os.path.join(root, "include"), "-o", str(so), str(src), "-ldl"],
+                       capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr
+    p = run(["gemm_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D",
+             "0,1"], {"FCO_BENCH_GA_SHAPES": "16,64,64,4,2", "LD_PRELOAD": str(so)})
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "# wrong elements: 1\n" in p.stdout, p.stdout + p.stderr
+    assert p.stderr.count("out[0][0]") == 1, p.stderr
 
 
 def _torch_route():

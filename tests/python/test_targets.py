@@ -1,7 +1,7 @@
 """test_targets.py — bench/targets.py (the issues' benchmark targets from fco-bench JSON): every
 target on hand-made rows whose verdicts are known, then recorded runs (bench/results,
 399af73: gemm_alltoall on 2×H200; a40c518: embedding on one rank), whose numbers the table must
-reproduce. Pure Python.
+reproduce; CPU runs (machine or transport "cpu", gpus 0) are not judged. Pure Python.
 Run: pytest tests/python/test_targets.py
 """
 import io
@@ -163,3 +163,24 @@ def test_local_rows_skip_the_per_gpu_bounds():
     body = "\n".join(l for l in text.splitlines() if not l.startswith("#"))
     assert "overlap" not in body and "lookup hbm" not in body, text
     assert missed == 0 and met >= 7, text
+
+
+def test_cpu_transport_on_a_gpu_host_is_skipped(tmp_path):
+    # fco-bench -t cpu on a GPU host (or with -M) names the GPU machine but measured the CPU:
+    # transport "cpu", gpus 0. Its rows must not be judged (here one would be MISSED)
+    g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 400.0, 200.0, 120.0),
+            _res("gemm_alltoall", g, "tiles", 1, 250.0, 200.0, 120.0)]
+    gpu = {"tool": "fco-bench", "machine": "nvidia-h200-x2", "gpus": 2, "transport": "nccl",
+           "results": rows}
+    paths = []
+    for name, doc in (("gpu", gpu), ("cpu", dict(gpu, gpus=0, transport="cpu")),
+                      ("gpus0", dict(gpu, gpus=0)), ("tcpu", dict(gpu, transport="cpu"))):
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(doc))
+    buf = io.StringIO()
+    assert targets.report(paths[:1], file=buf) == (1, 1)  # the GPU run: 1.3x met, overlap missed
+    for p in paths[1:]:
+        buf = io.StringIO()
+        assert targets.report([p], file=buf) == (0, 0), p
+        assert "no target applies" in buf.getvalue() and "MISSED" not in buf.getvalue()

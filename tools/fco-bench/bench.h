@@ -96,8 +96,11 @@ struct bench_op {
   /* Print the table of one dtype (most ops use bench_print_table). */
   void (*print_table)(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
   /* Optional: the op's own list of shapes instead of the -b/-e/-f byte sweep. Returns their
-   * number and a malloc'd array of ids (*ids), each passed to setup() as `bytes`. */
+   * number and a malloc'd array of ids (*ids), each passed to setup() as `bytes`; 0 when
+   * shapes_env selected none (a usage error), -1 out of host memory. */
   int (*shapes)(bench_ctx_t* ctx, size_t** ids);
+  /* The env variable that picks or replaces shapes()'s list (named when it selects none). */
+  const char* shapes_env;
 };
 
 extern const bench_op_t bench_op_allreduce;

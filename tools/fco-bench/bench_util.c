@@ -16,7 +16,7 @@ int bench_parse_size(const char* s, size_t* out) {
   if (!s || !*s) return -1;
   char* end = NULL;
   double v = strtod(s, &end);
-  if (end == s || v < 0) return -1;
+  if (end == s || !(v >= 0) || !isfinite(v)) return -1; /* also "nan", "inf" (strtod takes them) */
   double mul = 1;
   switch (*end) {
     case 'k': case 'K': mul = 1024.0; end++; break;

@@ -303,7 +303,7 @@ static int make_sizes(const bench_opts_t* o, size_t** out) {
     s = next;
   }
   *out = v;
-  return v ? n : 0;
+  return v ? n : -1;
 }
 
 static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
@@ -423,14 +423,23 @@ int main(int argc, char** argv) {
 
   size_t* sizes = NULL;
   int nsizes = op->shapes ? op->shapes(ctx, &sizes) : make_sizes(o, &sizes);
+  if (nsizes == 0) { /* the op's env list selected nothing (was reported as out of memory) */
+    fprintf(stderr, "fco-bench: %s: no workload selected for %s (each entry dropped is "
+            "reported above)\n(fco-bench -h for help)\n",
+            op->shapes_env ? op->shapes_env : "the workload list", op->name);
+    free(sizes);
+    status = 2;
+    goto done;
+  }
   int ndtypes = 0;
   for (int d = 0; d < FCO_NUM_DTYPES; d++) ndtypes += (o->dtype_mask >> d) & 1;
-  bench_row_t* rows = (bench_row_t*)calloc((size_t)(nsizes * ndtypes + 1), sizeof *rows);
+  bench_row_t* rows =
+      nsizes > 0 ? (bench_row_t*)calloc((size_t)(nsizes * ndtypes + 1), sizeof *rows) : NULL;
   int nrows = 0, failed = 0;
   char skipped[2048] = "";
   size_t skipped_len = 0;
   long long total_wrong = 0;
-  if (!rows || !nsizes) {
+  if (!rows) { /* of the shapes' list (nsizes < 0) or of the rows */
     fprintf(stderr, "fco-bench: out of host memory\n");
     failed = 1;
   }

@@ -22,9 +22,10 @@
  * lookup kernel) → compute_us; a2a = the All-to-All alone on the same byte counts: grouped
  * ncclSend/ncclRecv on our own NCCL communicators (nccl), cudaMemcpyAsync between the virtual
  * ranks' buffers (local), none on cpu → comm_us; then impl 0 (lookup + All-to-All + permute),
- * fused, auto; floor = max(bytes gathered per rank / 4300 GB/s, bytes a rank sends / 364 GB/s)
- * on nccl, P · bytes gathered / 4300 GB/s on local (one HBM); ovl = the overlap target
- * max(lookup, a2a) + 0.2 · min(lookup, a2a); hbm% = bytes gathered / lookup time / 4300 GB/s.
+ * fused, auto; floor = max(bytes gathered per rank / 4300 GB/s, bytes a rank sends / 364 GB/s
+ * or -L) on nccl, P · bytes gathered / 4300 GB/s or -L on local (one HBM); ovl = the overlap
+ * target max(lookup, a2a) + 0.2 · min(lookup, a2a); hbm% = bytes gathered / lookup time /
+ * 4300 GB/s.
  *
  * Env FCO_BENCH_SYM=1: every rank's out in a symmetric buffer (fco_mem_alloc): the fused lean
  * kernel's peers store into it directly, no landing copy (FCO_EA_DIRECT=0: staged as before).
@@ -137,8 +138,9 @@ static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
     p += l + (p[l] == ',');
   }
   *ids = (size_t*)malloc(EA_NUM_WL * sizeof(size_t));
+  if (!*ids) return -1;
   int n = 0;
-  for (int i = 0; i < EA_NUM_WL && *ids; i++) {
+  for (int i = 0; i < EA_NUM_WL; i++) {
     g_wl[i] = kWorkloads[i];
     if (rows > 0) g_wl[i].rows = rows;
     else if (cpu && g_wl[i].rows > 8192) g_wl[i].rows = 8192;
@@ -474,7 +476,8 @@ static fco_result_t ea_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* ro
   if (ctx->transport == FCO_TRANSPORT_NCCL) {
     double a = gathered / (hbm * 1e3), b = ctx->nranks > 1 ? sent / (link * 1e3) : 0;
     row->floor_us = a > b ? a : b;
-  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
+  } else if (ctx->transport == FCO_TRANSPORT_LOCAL) { /* -L: the HBM's GB/s here */
+    if (ctx->opt.link_gbps > 0) hbm = ctx->opt.link_gbps;
     row->floor_us = ctx->nranks * gathered / (hbm * 1e3);
   } else {
     row->floor_us = -1;
@@ -569,4 +572,5 @@ const bench_op_t bench_op_embedding_alltoall = {
     .teardown = ea_teardown,
     .print_table = ea_print_table,
     .shapes = ea_shapes,
+    .shapes_env = "FCO_BENCH_EA_WORKLOADS",
 };

@@ -36,13 +36,13 @@
  * two streams per rank, nothing ordering one after the other (both_us, P > 1, bench_time_both:
  * what two streams give without fusion, power and SM sharing included) — next to the overlap
  * bound max + 0.2·min, which assumes each part keeps its speed; impl 0, tiles, chunks, auto; best;
- * speedup = impl 0 / best; floor = max(FLOPs / peak, bytes sent to peers / 364 GB/s) per rank
- * on nccl (the busiest rank); local: all ranks' FLOPs / peak and 2× all bytes moved over HBM /
- * 4300 GB/s; peak = the dense GEMM rate of device 0 in the dtype, measured in the same run
- * (cuBLAS, best of 10 calls at three large shapes; the table's "# floor's GEMM rate" line) or
- * given by FCO_BENCH_PEAK_TFLOPS, or the row's gemm column's rate where that is higher (the
- * JSON's peak_tflops: the rate the row's floor used); TFLOP/s of the best impl (all ranks' FLOPs
- * / time on local).
+ * speedup = impl 0 / best; floor = max(FLOPs / peak, bytes sent to peers / 364 GB/s or -L) per
+ * rank on nccl (the busiest rank); local: all ranks' FLOPs / peak and 2× all bytes moved over
+ * HBM / 4300 GB/s or -L; peak = the dense GEMM rate of device 0 in the dtype, measured in the
+ * same run (cuBLAS, best of 10 calls at three large shapes; the table's "# floor's GEMM rate"
+ * line) or given by FCO_BENCH_PEAK_TFLOPS, or the row's gemm column's rate where that is higher
+ * (the JSON's peak_tflops: the rate the row's floor used); TFLOP/s of the best impl (all ranks'
+ * FLOPs / time on local).
  * Check (#wrong): inputs are a fixed pseudo-random table (values in [−1, 1), exact in the
  * dtype) indexed by (rank, tensor, element) mod a prime; after one run on poisoned outputs,
  * every output element must be finite (every row written), and 32 rows × 64 columns per rank
@@ -138,6 +138,7 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
        * or "r": random routing (route(), top-k distinct experts per token, topk <= E) */
       int used = 0, ok = sscanf(tok, "%d,%d,%d,%d,%d%n", &w.tokens, &w.k, &w.n, &w.experts,
                                 &w.topk, &used) == 5;
+      while (ok && tok[used] == ' ') used++;
       if (ok && tok[used] == ',') {
         const char* f = tok + used + 1;
         while (*f == ' ') f++;
@@ -153,7 +154,8 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
         while (*f == ' ') f++;
         ok = ok && !*f; /* "r" or the number, then blanks only */
       } else if (ok) {
-        ok = tok[used] == 0 || tok[used] == ' ';
+        ok = !tok[used]; /* blanks only after top-k ("16,64,64,4,2 3" was taken as its first
+                          * five fields, the rest dropped silently) */
       }
       ok = ok && w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0 &&
            (w.skew < 0 ? w.topk <= w.experts
@@ -161,8 +163,9 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
       if (ok)
         g_work[g_nwork++] = w;
       else
-        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored (skew must be in "
-                "0..E, 1 when E = 1, or r with top-k <= E)\n", tok);
+        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored (want "
+                "tokens,K,N,E,topk[,skew], each > 0, then blanks only; skew in 0..E, 1 when "
+                "E = 1, or r with top-k <= E)\n", tok);
     }
   } else {
     const ga_work_t d[] = {{4096, 14336, 4096, 8, 2, 1}, {1024, 14336, 4096, 8, 2, 1},
@@ -180,7 +183,7 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
   }
   *ids = (size_t*)malloc((size_t)(g_nwork > 0 ? g_nwork : 1) * sizeof(size_t));
   for (int i = 0; i < g_nwork && *ids; i++) (*ids)[i] = (size_t)i;
-  return *ids ? g_nwork : 0;
+  return *ids ? g_nwork : -1;
 }
 
 /* Rows each source sends to each global expert: expert 0 gets skew × the average
@@ -431,6 +434,14 @@ static fco_result_t ga_time(bench_ctx_t* ctx, void* state, int impl, double* us)
   return r;
 }
 
+/* Row `row` appended to the ns rows of `sample` (room 32) unless already there; the new ns. */
+static int add_sample(int64_t* sample, int ns, int64_t row) {
+  for (int j = 0; j < ns; j++)
+    if (sample[j] == row) return ns;
+  if (ns < 32) sample[ns++] = row;
+  return ns;
+}
+
 static fco_result_t ga_check(bench_ctx_t* ctx, void* state, int impl, long long* wrong) {
   ga_state_t* st = (ga_state_t*)state;
   const int P = st->P, K = st->w.k, N = st->w.n;
@@ -447,6 +458,7 @@ static fco_result_t ga_check(bench_ctx_t* ctx, void* state, int impl, long long*
   void* h = malloc(ob + 16);
   if (!h) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "host copy of out");
   long long bad = 0;
+  int shown = 0; /* mismatches printed by this check */
   for (int s = 0; s < P; s++) {
     if ((r = bench_download(ctx, s, h, st->out[s], ob)) != FCO_OK) break;
     int64_t total = 0;
@@ -455,15 +467,18 @@ static fco_result_t ga_check(bench_ctx_t* ctx, void* state, int impl, long long*
       float x = get_elem(h, i, st->dtype);
       if (!isfinite(x)) bad++;
     }
-    /* Sampled rows: the first and last row of every source's block, then spread. */
+    /* Sampled rows: the first and last row of every source's block, then spread; each row once
+     * (a spread pick can land on a block's first / last row or repeat on small outputs, and a
+     * repeated row counted its wrong elements twice). */
     int64_t sample[32];
     int ns = 0;
     for (int q = 0, off = 0; q < P; off += st->recv[s][q], q++)
       if (st->recv[s][q] > 0 && ns + 2 <= 16) {
-        sample[ns++] = off;
-        sample[ns++] = off + st->recv[s][q] - 1;
+        ns = add_sample(sample, ns, off);
+        ns = add_sample(sample, ns, off + st->recv[s][q] - 1);
       }
-    for (int k = 0; total > 0 && ns < 32; k++) sample[ns++] = (int64_t)((total - 1) * (k + 1) / 17) % total;
+    for (int k = 0; total > 0 && k < 32; k++)
+      ns = add_sample(sample, ns, (int64_t)((total - 1) * (k + 1) / 17) % total);
     for (int j = 0; j < ns; j++) {
       int64_t o = sample[j], rem = o;
       int q = 0;
@@ -489,9 +504,11 @@ static fco_result_t ga_check(bench_ctx_t* ctx, void* state, int impl, long long*
           mag += fabs(x);
         }
         double got = get_elem(h, (size_t)o * N + n, st->dtype);
-        if (fabs(got - ref) <= rtol * fabs(ref) + atol * mag) continue;
+        const int finite = isfinite(got);
+        if (finite && fabs(got - ref) <= rtol * fabs(ref) + atol * mag) continue;
+        bad += finite; /* a non-finite element is counted by the scan above already */
         static int told;
-        if (bad++ < 3 && told++ < 24)
+        if (shown++ < 3 && told++ < 24)
           fprintf(stderr, "fco-bench: gemm_alltoall %s impl %s: rank %d out[%lld][%d] = %g, want %g\n",
                   fco_dtype_name(st->dtype), impl == FCO_IMPL_AUTO ? "auto" : ga_impl_name(ctx, impl),
                   s, (long long)o, n, got, ref);
@@ -738,9 +755,12 @@ static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* ro
   const double flops = nccl ? st->flops_max : st->flops_all;
   const double own = row->compute_us > 0 ? flops / (row->compute_us * 1e-6) / 1e12 : 0;
   row->peak_tflops = own > *peak ? own : *peak;
+  /* -L: the link's GB/s on nccl, the HBM's on local (as the other ops' floors) */
+  const double gbps = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps
+                      : nccl                 ? BENCH_NVLINK_GBPS
+                                             : BENCH_HBM_GBPS;
   const double f = flops / (row->peak_tflops * 1e12),
-               b = nccl ? st->bytes_max / (BENCH_NVLINK_GBPS * 1e9)
-                        : 2 * st->bytes_all / (BENCH_HBM_GBPS * 1e9);
+               b = nccl ? st->bytes_max / (gbps * 1e9) : 2 * st->bytes_all / (gbps * 1e9);
   row->floor_us = 1e6 * (f > b ? f : b);
   if (ctx->transport == FCO_TRANSPORT_NCCL && !g_have_nccl) {
     if (ncclCommInitAll(g_nccl, ctx->nranks, ctx->devs) != ncclSuccess)
@@ -835,4 +855,5 @@ const bench_op_t bench_op_gemm_alltoall = {
     .teardown = ga_teardown,
     .print_table = ga_print_table,
     .shapes = ga_shapes,
+    .shapes_env = "FCO_BENCH_GA_SHAPES",
 };

@@ -128,7 +128,7 @@ static int gar_shapes(bench_ctx_t* ctx, size_t** ids) {
   parse_lists(ctx);
   int n = g_num_nk * g_num_m;
   size_t* v = (size_t*)malloc((size_t)n * sizeof *v);
-  if (!v) return 0;
+  if (!v) return -1;
   for (int i = 0; i < n; i++) v[i] = (size_t)i;
   *ids = v;
   return n;

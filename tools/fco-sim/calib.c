@@ -238,7 +238,7 @@ int sim_calib_collective(const sim_calib_t* c, const char* op, int fused, int el
     return 0;
   }
   qsort(pts, (size_t)n, sizeof *pts, cmp_pts);
-  char a[32], b[32], how[96];
+  char a[32], b[32], how[128];
   int lo;
   if (n == 1 || bytes <= pts[0][0]) {
     *us = pts[0][1];
@@ -257,6 +257,17 @@ int sim_calib_collective(const sim_calib_t* c, const char* op, int fused, int el
     human_bytes(x1, b, sizeof b);
     snprintf(how, sizeof how, "%s %s and %s",
              bytes > x1 ? "extrapolated from" : "interpolated between", a, b);
+    /* times falling towards the largest size would extrapolate below every measurement (or
+     * below zero): hold at the smallest measured time (calib.h). Interpolation and the
+     * below-range case (the smallest size's time) never go below it. */
+    double floor_us = pts[0][1];
+    for (int k = 1; k < n; k++)
+      if (pts[k][1] < floor_us) floor_us = pts[k][1];
+    if (*us < floor_us) {
+      *us = floor_us;
+      size_t hl = strlen(how);
+      snprintf(how + hl, sizeof how - hl, ", held at the smallest measured time");
+    }
   }
   if (note)
     snprintf(note, note_len, "measured (%s %s %s, %s, %d GPUs): %s", base_name(c->path), op,

@@ -26,8 +26,8 @@ static void usage(FILE* f) {
           "options:\n"
           "  --config F          model configuration (tools/fco-sim/configs/*.cfg)\n"
           "  --calib F           fco-bench -J output (calib/*.json); optional for models\n"
-          "  --nodes LIST        node counts: 1,2,4 or a power-of-two range 1-128\n"
-          "                      (default dlrm 1-128, moe 1-32)\n"
+          "  --nodes LIST        node counts: 1,2,4 or a range 1-128 (A, 2A, 4A, ..., B;\n"
+          "                      A and B powers of two; default dlrm 1-128, moe 1-32)\n"
           "  --gpus-per-node G   GPUs per node (default 8)\n"
           "  --gpus LIST         total GPUs instead of --nodes (default for decode: 1-8)\n"
           "  --batch LIST        dlrm: samples per GPU; decode: tokens; moe: tokens per GPU\n"
@@ -47,7 +47,16 @@ static void usage(FILE* f) {
     goto out;                                          \
   } while (0)
 
-/* "1,2,4" or "1-128" (powers of two); 0 ok, -1 bad. */
+static int is_pow2(double x) {
+  return x >= 1 && x <= 1e9 && x == floor(x) && !((long long)x & ((long long)x - 1));
+}
+
+#define RANGE_NOT_POW2                                                                     \
+  "%s '%s': a range A-B is A, 2A, 4A, ..., B, so both ends must be powers of two (e.g. " \
+  "1-128); give other values as a list (3,6,12,24)"
+
+/* "1,2,4" or "1-128" (A, 2A, 4A, ..., B: both ends powers of two); 0 ok, -1 bad, -2 a range
+ * with an end not a power of two (3-24 gave 3, 6, 12, 24 and 1-100 stopped at 64, silently). */
 static int parse_list(const char* s, double* out, int* n) {
   *n = 0;
   char* end;
@@ -56,6 +65,7 @@ static int parse_list(const char* s, double* out, int* n) {
   if (end != s && *end == '-' && end[1]) {
     double b = strtod(end + 1, &end);
     if (*end || !(a >= 1) || b < a || a != floor(a) || b != floor(b) || b > 1e9) return -1;
+    if (!is_pow2(a) || !is_pow2(b)) return -2;
     for (double x = a; x <= b && *n < MAX_LIST; x *= 2) out[(*n)++] = x;
     return 0;
   }
@@ -161,7 +171,7 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
 
   const char *config_path = NULL, *calib_path = NULL, *json_path = NULL, *svg_path = NULL;
   double nodes[MAX_LIST], gpus[MAX_LIST], batches[MAX_LIST], gpn = 8, global_batch = 0;
-  int num_nodes = 0, num_gpus = 0, num_batches = 0;
+  int num_nodes = 0, num_gpus = 0, num_batches = 0, e;
   for (int i = 2; i < argc; i++) {
     const char* a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -175,11 +185,14 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
     else if (!strcmp(a, "-J") || !strcmp(a, "--json")) json_path = v;
     else if (!strcmp(a, "--svg")) svg_path = v;
     else if (!strcmp(a, "--nodes")) {
-      if (parse_list(v, nodes, &num_nodes)) USAGE("--nodes '%s': want 1,2,4 or 1-128", v);
+      if ((e = parse_list(v, nodes, &num_nodes)) == -2) USAGE(RANGE_NOT_POW2, a, v);
+      if (e) USAGE("--nodes '%s': want 1,2,4 or 1-128", v);
     } else if (!strcmp(a, "--gpus")) {
-      if (parse_list(v, gpus, &num_gpus)) USAGE("--gpus '%s': want 1,2,4,8 or 1-8", v);
+      if ((e = parse_list(v, gpus, &num_gpus)) == -2) USAGE(RANGE_NOT_POW2, a, v);
+      if (e) USAGE("--gpus '%s': want 1,2,4,8 or 1-8", v);
     } else if (!strcmp(a, "--batch")) {
-      if (parse_list(v, batches, &num_batches)) USAGE("--batch '%s': want a list of integers", v);
+      if ((e = parse_list(v, batches, &num_batches)) == -2) USAGE(RANGE_NOT_POW2, a, v);
+      if (e) USAGE("--batch '%s': want a list of integers", v);
     } else if (!strcmp(a, "--gpus-per-node") || !strcmp(a, "-g")) {
       if (parse_num(v, &gpn) || gpn < 1 || gpn != floor(gpn) || gpn > 1024)
         USAGE("--gpus-per-node '%s': want an integer in [1, 1024]", v);
