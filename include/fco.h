@@ -246,7 +246,10 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
  * recorded; fco_group_end issues them together: on the local transport as one grid covering
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.
  * fco_group_end returns the first failure of the group's operations. A call that a rank's own
- * argument checks refuse (returned by that call, in a group or not) is not issued: its peers'
+ * argument checks refuse (returned by that call) is not issued. When one thread drives several
+ * ranks of a fco_comm_init_all world in a group, fco_group_end then issues none of that world's
+ * calls of the group: they fail with the refused call's code, each rank's fco_last_error naming
+ * it, and the communicators stay usable. Otherwise (one thread or process per rank) the peers'
  * calls run without it and, like an NCCL collective missing a rank, wait for it until
  * FCO_TIMEOUT_MS (FCO_ERR_TIMEOUT; the communicators are then unusable). Checks that need
  * every rank's arguments (shapes that differ, bad device-side data) report on every rank. */
@@ -494,8 +497,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  fco_comm_get_async_error / the next call). With hints, a rank whose
  *                  counts_host (negative, sum over a_rows) or recv_rows_host (negative, sum over
  *                  out_rows) shows it refuses its call on the host: nothing is issued there,
- *                  and its peers time out as for any argument one rank alone refuses
- *                  (fco_group_start).
+ *                  and its peers are handled as for any argument one rank alone refuses
+ *                  (fco_group_start: in a one-thread group, none issued; else they time out).
  * [IN]  k, n       GEMM sizes, 1 ≤ k, n < 2^31, the same on every rank
  * [IN]  dtype      FCO_F32, FCO_F16 or FCO_BF16 (fp32 accumulation)
  * [IN]  impl       0 = cuBLAS GEMM per expert + all-to-all (nccl: pack + grouped

@@ -3,8 +3,9 @@
  * message that names the argument, and nothing is written (poisoned outputs stay
  * bit-identical). Covers NULL pointers, zero / absurd counts, unknown dtype and impl, ranks and
  * sizes out of range, an uninitialised config, FCO_TRANSPORT=bogus, overlapping buffers, group
- * misuse, nranks / count / dtype mismatches across ranks (cpu transport), the result-code
- * names and the library's version (fco_get_version).
+ * misuse, a group whose one rank's call is refused (none of the world's calls issued, the
+ * communicators still usable), nranks / count / dtype mismatches across ranks (cpu transport),
+ * the result-code names and the library's version (fco_get_version).
  *   make test   or   build/tests/test_bad_args   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -296,6 +297,47 @@ static void names(void) {
   ASSERT_EQ(v, FCO_VERSION_CODE);
 }
 
+/* One thread drives the world in a group and the last rank's call is refused by its own checks
+ * (out NULL): fco_group_end issues none of the world's calls — it fails at once with the
+ * refusal's code, every rank's message names the refused rank, nothing is written — and the
+ * communicators keep working (before session 42 the other ranks' calls ran and waited for the
+ * missing one until the timeout, leaving the communicators unusable). */
+static void group_refusal(void) {
+  const int P = g_w.n;
+  if (P < 2) return;
+  t_context("a group with rank %d's call refused", P - 1);
+  poison();
+  double t0 = t_now_ms();
+  fco_result_t first = FCO_OK;
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < P; r++) {
+    fco_result_t e = fco_allreduce(g_w.comms[r], g_b.in[r], r == P - 1 ? NULL : g_b.out[r], N,
+                                   FCO_F32, 1, NULL);
+    if (e != FCO_OK && first == FCO_OK) first = e;
+  }
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_RES(first, FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_LT(t_now_ms() - t0, 2500); /* not the 5 s timeout */
+  for (int r = 0; r < P - 1; r++) {
+    char want[64];
+    snprintf(want, sizeof want, "rank %d's call in this group failed", P - 1);
+    if (!strstr(fco_last_error(g_w.comms[r]), want))
+      t_fail(__FILE__, __LINE__, "rank %d's message does not name the refused call: \"%s\"", r,
+             fco_last_error(g_w.comms[r]));
+    ASSERT_STR_EQ(fco_last_plan(g_w.comms[r]), "");
+  }
+  ASSERT_MSG(g_w.comms[P - 1], "out");
+  t_sync(&g_w);
+  assert_untouched(__LINE__);
+  for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(g_w.comms[r]));
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
+  ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
+  t_sync(&g_w);
+  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   g_t = t_transport();
@@ -310,6 +352,7 @@ int main(void) {
   allreduce_args();
   query_args();
   init_args();
+  group_refusal();
   t_ar_free(&g_w, &g_b);
   t_world_destroy(&g_w, 0);
   if (g_t != FCO_TRANSPORT_NCCL && t_max_ranks(g_t) >= 2) call_mismatch(g_t);

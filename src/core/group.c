@@ -16,8 +16,39 @@ static _Thread_local int g_depth;
 static _Thread_local fco_op_t* g_queue;
 static _Thread_local int g_len, g_cap;
 
+/* Worlds with a call that failed on one of their ranks while this thread's group was open
+ * (fco_group_note_failure): the first failure of each, up to kMaxRefused worlds a group (more
+ * keep the old behaviour: their other ranks' ops run, and wait for the missing call). */
+enum { kMaxRefused = 8 };
+typedef struct {
+  const fco_world_t* world;
+  int rank;
+  fco_result_t code;
+  char msg[FCO_ERRMSG_LEN];
+} refused_t;
+static _Thread_local refused_t g_refused[kMaxRefused];
+static _Thread_local int g_nrefused;
+
+void fco_group_note_failure(fco_comm_t comm, fco_result_t code, const char* msg) {
+  if (g_depth == 0 || !comm->world) return;
+  for (int i = 0; i < g_nrefused; i++)
+    if (g_refused[i].world == comm->world) return;
+  if (g_nrefused == kMaxRefused) return;
+  refused_t* f = &g_refused[g_nrefused++];
+  f->world = comm->world;
+  f->rank = comm->rank;
+  f->code = code;
+  snprintf(f->msg, sizeof f->msg, "%s", msg);
+}
+
+static const refused_t* refused_of(const fco_comm_t comm) {
+  for (int i = 0; i < g_nrefused; i++)
+    if (comm->world && g_refused[i].world == comm->world) return &g_refused[i];
+  return NULL;
+}
+
 fco_result_t fco_group_start(void) {
-  g_depth++;
+  if (g_depth++ == 0) g_nrefused = 0;
   return FCO_OK;
 }
 
@@ -156,9 +187,24 @@ fco_result_t fco_group_end(void) {
       batch[k++] = q[i];
       done[i] = 1;
     }
-    fco_result_t r = fco_ops_execute(batch, k);
+    const refused_t* f = refused_of(batch[0].comm);
+    fco_result_t r;
+    if (f) { /* a rank of this world failed a call of the group: issue none of its ops */
+      r = f->code;
+      for (int i = 0; i < k; i++) {
+        fco_comm_t c = batch[i].comm;
+        if (c->rank == f->rank && !strcmp(c->last_error, f->msg)) continue; /* its own message */
+        snprintf(c->last_error, FCO_ERRMSG_LEN,
+                 "%s not issued: rank %d's call in this group failed: %.*s",
+                 fco_op_name(batch[i].kind), f->rank, FCO_ERRMSG_LEN / 2, f->msg);
+        c->last_plan[0] = '\0';
+      }
+    } else {
+      r = fco_ops_execute(batch, k);
+    }
     if (r != FCO_OK && first == FCO_OK) first = r;
   }
+  g_nrefused = 0;
   free(done);
   free(batch);
   free(q);
