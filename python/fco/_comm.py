@@ -13,6 +13,7 @@ Communicators are cached per (group name, device) and destroyed by shutdown() or
 import atexit
 import ctypes
 import threading
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -36,6 +37,8 @@ class Communicator:
         self.rank = rank
         self.size = size
         self.transport = transport  # "nccl" or "cpu"
+        self._nsym = 0         # live _SymBuffer objects (tensors of empty_symmetric)
+        self._deferred = None  # cpu: the handle destroy() left for the last buffer to free
 
     def __repr__(self):
         state = "destroyed" if self.handle is None else f"0x{self.handle:x}"
@@ -84,7 +87,12 @@ class Communicator:
         size: `nbytes` (default: the tensor's bytes; give the largest when shapes differ
         between ranks, e.g. outputs of per-rank batch sizes). The buffer is freed (a device
         synchronisation) when the tensor and every view of it are gone, or with the
-        communicator. On the cpu transport an ordinary host buffer (the CPU ops copy anyway)."""
+        communicator. On the cpu transport an ordinary host buffer (the CPU ops copy anyway).
+        Outliving the communicator (fco.shutdown, destroy): on the nccl transport destroy frees
+        the buffer and warns (RuntimeWarning, how many buffers tensors still view): such a
+        tensor points at freed device memory and must not be used; drop it first. On the cpu
+        transport destroy leaves the C communicator to the last such buffer, which frees it
+        when it goes: the tensor stays valid (no longer symmetric)."""
         h = self._h()
         dtype = torch.float32 if dtype is None else dtype
         shape = tuple(int(x) for x in (shape if isinstance(shape, (tuple, list, torch.Size))
@@ -97,7 +105,7 @@ class Communicator:
                            f"({need} bytes; and at least 1)")
         p = ctypes.c_void_p()
         _lib.check(_lib.lib().fco_mem_alloc(h, nbytes, ctypes.byref(p)), h, "fco_mem_alloc")
-        buf = _SymBuffer(self, p.value, nbytes)
+        buf = _SymBuffer(self, h, p.value, nbytes)
         if self.transport == "cpu":
             raw = torch.frombuffer(buf.host_array(), dtype=torch.uint8)
         else:
@@ -105,7 +113,9 @@ class Communicator:
         return raw[:need].view(dtype).view(shape)
 
     def destroy(self):
-        """Free the communicator (destroy it on every rank). Idempotent."""
+        """Free the communicator (destroy it on every rank). Idempotent. Buffers of
+        empty_symmetric that tensors still view: see empty_symmetric (cpu: freed with the last
+        of them, the C communicator with them; nccl: freed now, with a RuntimeWarning)."""
         if self.handle is None:
             return
         h, self.handle = self.handle, None
@@ -114,6 +124,14 @@ class Communicator:
                 for k, v in list(cache.items()):
                     if v is self:
                         del cache[k]
+        if self._nsym:
+            if self.transport == "cpu":  # host memory: the last buffer destroys the comm
+                self._deferred = h
+                return
+            warnings.warn(f"{self!r}: {self._nsym} symmetric buffer(s) of empty_symmetric are "
+                          "still viewed by tensors; destroy frees them now: those tensors point "
+                          "at freed device memory and must not be used", RuntimeWarning,
+                          stacklevel=2)
         _lib.check(_lib.lib().fco_comm_destroy(h), None, "fco_comm_destroy")
 
 
@@ -121,12 +139,14 @@ class _SymBuffer:
     """Owner of one fco_mem_alloc buffer: the tensors made from it keep it alive (torch holds
     the __cuda_array_interface__ object, torch.frombuffer the host array, which holds this);
     freed with fco_mem_free when the last one goes, unless the communicator went first (its
-    destroy freed the buffer)."""
+    destroy freed the buffer; on the cpu transport destroy leaves that to the last buffer,
+    which then destroys the C communicator: Communicator._deferred)."""
 
-    def __init__(self, comm, ptr, nbytes):
-        self.comm, self.ptr, self.nbytes = comm, ptr, nbytes
+    def __init__(self, comm, handle, ptr, nbytes):
+        self.comm, self.handle, self.ptr, self.nbytes = comm, handle, ptr, nbytes
         self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
                                          "data": (ptr, False), "version": 3, "strides": None}
+        comm._nsym += 1
 
     def host_array(self):
         arr = (ctypes.c_uint8 * self.nbytes).from_address(self.ptr)
@@ -134,27 +154,43 @@ class _SymBuffer:
         return arr
 
     def __del__(self):
-        h = self.comm.handle
-        if h is not None and self.ptr:
-            try:
+        comm, h = self.comm, self.handle
+        comm._nsym -= 1
+        try:
+            if self.ptr and h in (comm.handle, comm._deferred):
                 _lib.lib().fco_mem_free(h, self.ptr)
-            except Exception:  # interpreter shutdown: the library may be gone
-                pass
+            if comm._deferred == h and not comm._nsym:  # the last one: the deferred destroy
+                comm._deferred = None
+                _lib.lib().fco_comm_destroy(h)
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
         self.ptr = None
 
 
+def _process_group(group):
+    """The ProcessGroup of `group`: None or "" (the ops' name of the default group) → the default
+    group, a str → the group of that name, else a ProcessGroup (anything else: FcoError)."""
+    if group is None or isinstance(group, str):
+        return _resolve_group(group or "")
+    if not isinstance(getattr(group, "group_name", None), str):
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"group {group!r} is not a torch.distributed ProcessGroup, a group name "
+                       "or None (the default group)")
+    return group
+
+
 def _group_name(group):
-    if group is None:
-        return dist.distributed_c10d._get_default_group().group_name
-    if isinstance(group, str):
-        return group
-    return group.group_name
+    return _process_group(group).group_name
 
 
 def _resolve_group(group_name):
     if group_name == "":
         return dist.distributed_c10d._get_default_group()
-    return dist.distributed_c10d._resolve_process_group(group_name)
+    try:
+        return dist.distributed_c10d._resolve_process_group(group_name)
+    except (RuntimeError, ValueError, KeyError) as e:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"group name {group_name!r} names no process group ({e})") from None
 
 
 def _device_key(device):
@@ -196,8 +232,9 @@ def _broadcast_id(uid, group, err):
 
 
 def init(group=None, device=None, *, timeout_ms=0, max_workspace_bytes=0, debug=False):
-    """The fco communicator of `group` (None: the default process group) for tensors on
-    `device` (None: the current CUDA device when the group's backend is nccl, else cpu).
+    """The fco communicator of `group` (a ProcessGroup or its name; None or "": the default
+    process group) for tensors on `device` (None: the current CUDA device when the group's
+    backend is nccl, else cpu).
 
     Collective over the group on its first call for a (group, device); cached afterwards.
     CUDA devices use the nccl transport on that GPU (one process per GPU: the device must be
@@ -210,7 +247,7 @@ def init(group=None, device=None, *, timeout_ms=0, max_workspace_bytes=0, debug=
         raise FcoError(_lib.INVALID_USAGE,
                        "torch.distributed is not initialized: call "
                        "torch.distributed.init_process_group() before fco.init()", "fco.init")
-    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    pg = _process_group(group)
     dev = torch.device(device) if device is not None else _default_device(pg)
     return _get(pg.group_name, _device_key(dev), pg, timeout_ms, max_workspace_bytes, debug)
 
@@ -297,14 +334,14 @@ def _get(group_name, key_dev, pg, timeout_ms, max_ws, debug):
 
 
 def shutdown(group=None):
-    """Destroy fco communicators: those of `group` (a ProcessGroup or its name), or all when
-    group is None. Call it on every rank before torch.distributed.destroy_process_group();
-    it also runs at exit."""
+    """Destroy fco communicators: those of `group` (a ProcessGroup or its name; "", the ops'
+    name of the default group, is the default group), or all when group is None. Call it on
+    every rank before torch.distributed.destroy_process_group(); it also runs at exit."""
     with _lock:
         if group is None:
             comms = set(_comms.values())
-        else:
-            name = _group_name(group)
+        else:  # a name other than "" is taken as is: it may outlive its process group
+            name = group if isinstance(group, str) and group else _group_name(group)
             comms = {c for (g, _), c in _comms.items() if g == name}
             # ("", dev) aliases of the default group go with it.
     first = None
@@ -331,10 +368,7 @@ def last_plan(group=None, device=None):
     (this never creates one) or ran no op."""
     if not dist.is_available() or not dist.is_initialized():
         return ""
-    if group is None or isinstance(group, str):
-        pg = _resolve_group(group or "")
-    else:
-        pg = group
+    pg = _process_group(group)
     dev = torch.device(device) if device is not None else _default_device(pg)
     with _lock:
         comm = _comms.get((pg.group_name, _device_key(dev)))

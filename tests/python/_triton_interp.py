@@ -85,6 +85,7 @@ def case_gemv():
     xs = [torch.randn(2, 3, 16) for _ in range(2)]
     ws = [torch.randn(100, 16) for _ in range(2)]
     ys = G.gemv_allreduce(w.states, xs, ws, blocks_per_rank=2)
+    assert G.last_launch["blocks_per_rank"] == 2  # per rank (it was divided by the ranks)
     assert ys[0].shape == (2, 3, 100)
     assert torch.allclose(ys[0].double().reshape(6, 100), _ref(xs, ws, None), rtol=1e-5, atol=1e-5)
 

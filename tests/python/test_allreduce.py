@@ -113,6 +113,39 @@ def test_inplace(pool2, dtype):
     pool2.run(_w_inplace, dtype)
 
 
+def _w_inplace_refuses_grad(direct):
+    import pytest
+    import torch
+
+    import fco
+    from fco.ops import _common
+
+    # allreduce_ has no autograd: on a tensor that requires grad (grad mode on) it raised
+    # nothing, and backward gave half the right gradient (y = 2x; allreduce_(y): x.grad was 2,
+    # fco.allreduce gives P·2) or a leaf was silently modified. Both wrapper paths refuse it.
+    was, _common._DIRECT = _common._DIRECT, direct
+    try:
+        x = torch.ones(4, requires_grad=True)
+        y = x * 2
+        leaf = torch.ones(3, requires_grad=True)
+        for t in (y, leaf):
+            with pytest.raises(fco.FcoError, match="use y = fco.allreduce") as e:
+                fco.allreduce_(t)
+            assert e.value.name == "INVALID_USAGE"
+        assert torch.equal(y.detach(), torch.full((4,), 2.0))
+        assert torch.equal(leaf.detach(), torch.ones(3))
+        with torch.no_grad():  # no gradient recorded: allowed (e.g. an optimizer step)
+            assert fco.allreduce_(leaf) is leaf
+        return leaf.tolist()
+    finally:
+        _common._DIRECT = was
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_inplace_refuses_grad(pool2, direct):
+    assert pool2.run(_w_inplace_refuses_grad, direct) == [[2.0] * 3] * 2
+
+
 def _w_repeated():
     import torch
 

@@ -117,3 +117,38 @@ def _w_workspace_queries():
 
 def test_workspace_queries_of_every_op(pool2):
     assert pool2.run(_w_workspace_queries) == [True, True]
+
+
+def _w_group_arguments():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    # group=7 (not a ProcessGroup, a name or None): FcoError on every entry point (it was an
+    # AttributeError); an unknown name: FcoError too (torch's RuntimeError before)
+    for call in (lambda: fco.allreduce(torch.ones(2), group=7),
+                 lambda: fco.gemv_allreduce(torch.ones(1, 2), torch.ones(2, 2), group=7),
+                 lambda: fco.init(7), lambda: fco.shutdown(7), lambda: fco.last_plan(7),
+                 lambda: fco.empty_symmetric(4, device="cpu", group=7)):
+        with pytest.raises(fco.FcoError, match="group 7 is not a torch.distributed") as e:
+            call()
+        assert e.value.name == "INVALID_ARGUMENT"
+    with pytest.raises(fco.FcoError, match="group name 'nope' names no process group"):
+        fco.allreduce(torch.ones(2), group="nope")
+    # names work wherever a group does: fco.init(name) (was a ValueError), and "" (the ops'
+    # name of the default group) in fco.shutdown (silently destroyed nothing)
+    g = dist.new_group(list(range(dist.get_world_size())))
+    c = fco.init(g.group_name)
+    assert c is fco.init(g) and fco.allreduce(torch.ones(2), group=g).tolist() == [2.0, 2.0]
+    d = fco.init()
+    fco.shutdown("")
+    assert d.handle is None and d not in fco.communicators() and c in fco.communicators()
+    fco.shutdown(g.group_name)
+    assert c.handle is None and fco.communicators() == []
+    return fco.allreduce(torch.ones(2)).tolist()
+
+
+def test_group_arguments(pool2):
+    assert pool2.run(_w_group_arguments) == [[2.0, 2.0]] * 2

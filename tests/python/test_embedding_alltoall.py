@@ -170,6 +170,45 @@ def test_bad_input(pool2):
     assert pool2.run(_w_bad_input) == [True, True]
 
 
+def _w_out_requires_grad():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    P = dist.get_world_size()
+    weight = torch.ones(4, 2)
+    idx, off = torch.tensor([0, 1] * P), torch.arange(0, 2 * P + 1, 2)
+    args = (weight, idx, off, [4], [1] * P, [1] * P)
+    # an out= that requires grad takes the op + copy_, as autograd sees it: a non-leaf gets
+    # the right gradient (none flows through the overwritten values: the direct path wrote
+    # into it unseen, so p.grad was all ones), a leaf is refused by torch (was written)
+    p = torch.zeros(1, P, 2, requires_grad=True)
+    out = p * 1
+    y = fco.embedding_alltoall(*args, out=out)
+    assert y is out and torch.equal(out.detach(), torch.full((1, P, 2), 2.0))
+    out.sum().backward()
+    assert torch.equal(p.grad, torch.zeros(1, P, 2)), p.grad
+    leaf = torch.zeros(1, P, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fco.embedding_alltoall(*args, out=leaf)
+    assert torch.equal(leaf.detach(), torch.zeros(1, P, 2))
+    # split lists holding floats: INVALID_ARGUMENT naming the list (was a TypeError from
+    # new_empty, or the dispatcher's RuntimeError)
+    for i, name in ((3, "table_rows"), (4, "tables_per_rank"), (5, "batch_per_rank")):
+        bad = list(args)
+        bad[i] = [float(v) for v in bad[i]]
+        with pytest.raises(fco.FcoError, match=f"{name} .* holds 1.0|{name} .* holds 4.0") as e:
+            fco.embedding_alltoall(*bad)
+        assert e.value.name == "INVALID_ARGUMENT"
+    return True
+
+
+def test_out_requires_grad_and_float_lists(pool2):
+    assert pool2.run(_w_out_requires_grad) == [True, True]
+
+
 def _w_opcheck():
     import torch
 

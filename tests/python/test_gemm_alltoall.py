@@ -189,6 +189,90 @@ def test_bad_input(pool2):
     assert pool2.run(_w_bad_input) == [[[0.0] * 4] * 3] * 2
 
 
+def _w_bad_out_and_hints():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    P = dist.get_world_size()
+    K = N = 4
+    counts = torch.ones(1, P, dtype=torch.int32)  # one row from every rank
+    # out= overlapping a, w or counts, without recv_rows: refused before out's zero-fill, so
+    # the caller's tensors keep their values (out=a once zeroed a, then libfco refused it; an
+    # out over w was not refused at all: an all-zero result)
+    a = torch.arange(1.0, P * K + 1).view(P, K)
+    keep_a = a.clone()
+    with pytest.raises(fco.FcoError, match="out overlaps a") as e:
+        fco.gemm_alltoall(a, torch.eye(K).view(1, K, N), counts, out=a)
+    assert e.value.name == "INVALID_ARGUMENT" and torch.equal(a, keep_a)
+    wbuf = torch.eye(K).repeat(P, 1)  # [P·K, N]: its first K rows are the weight
+    w = wbuf[:K].view(1, K, N)
+    keep_w = wbuf.clone()
+    with pytest.raises(fco.FcoError, match="out overlaps w") as e:
+        fco.gemm_alltoall(torch.ones(P, K), w, counts, out_rows=P * K, out=wbuf)
+    assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wbuf, keep_w)
+    cbuf = torch.zeros(P, N)  # counts [1, P] int32 in the bytes of out
+    cnt = cbuf.view(-1).view(torch.int32)[:P].view(1, P)
+    cnt.fill_(1)
+    keep_c = cbuf.clone()
+    with pytest.raises(fco.FcoError, match="out overlaps counts") as e:
+        fco.gemm_alltoall(torch.ones(P, K), torch.eye(K).view(1, K, N), cnt, out=cbuf)
+    assert e.value.name == "INVALID_ARGUMENT" and torch.equal(cbuf, keep_c)
+    # host hints and out_rows that are not ints: refused, never truncated (2.7 was taken as 2)
+    a, w = torch.ones(P, K), torch.ones(1, K, N)
+    for kw, msg in (({"counts_host": [[2.7] * P]}, r"counts_host \[\[2.7"),
+                    ({"counts_host": [1.0] * P}, r"counts_host \[1.0"),
+                    ({"recv_rows": [2.5] + [1] * (P - 1)}, r"recv_rows \[2.5"),
+                    ({"out_rows": 4.0}, "out_rows 4.0 is not an int"),
+                    ({"out_rows": "4"}, "out_rows '4' is not an int")):
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemm_alltoall(a, w, counts, **kw)
+        assert e.value.name == "INVALID_ARGUMENT", e.value
+    # ints of other types still work: a 0-d integer tensor, tuples, an int64 tensor
+    ref = fco.gemm_alltoall(a, w, counts, out_rows=P)
+    got = fco.gemm_alltoall(a, w, counts, out_rows=torch.tensor(P), counts_host=((1,) * P,),
+                            recv_rows=_refs.recv_rows(counts).long())
+    return torch.equal(ref, got)
+
+
+def test_bad_out_and_hints(pool2):
+    assert pool2.run(_w_bad_out_and_hints) == [True, True]
+
+
+def _w_out_requires_grad():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import _refs
+    import fco
+
+    P = dist.get_world_size()
+    a, w, counts = torch.ones(P, 3), torch.ones(1, 3, 5), torch.ones(1, P, dtype=torch.int32)
+    hints = {"counts_host": counts.tolist(), "recv_rows": _refs.recv_rows(counts)}
+    # an out= that requires grad takes the op + copy_, as autograd sees it: a non-leaf gets
+    # the right gradient (none flows through the overwritten values; the direct path wrote
+    # into it unseen, so p.grad was all ones), a leaf is refused by torch (was written)
+    p = torch.zeros(P, 5, requires_grad=True)
+    out = p * 1
+    y = fco.gemm_alltoall(a, w, counts, out=out, **hints)
+    assert y is out and torch.equal(out.detach(), torch.full((P, 5), 3.0))
+    out.sum().backward()
+    assert torch.equal(p.grad, torch.zeros(P, 5)), p.grad
+    leaf = torch.zeros(P, 5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        fco.gemm_alltoall(a, w, counts, out=leaf, **hints)
+    assert torch.equal(leaf.detach(), torch.zeros(P, 5))
+    return True
+
+
+def test_out_requires_grad(pool2):
+    assert pool2.run(_w_out_requires_grad) == [True, True]
+
+
 def _w_opcheck():
     import torch
 

@@ -216,6 +216,86 @@ def test_bad_input(pool2):
     assert res == [[[17.0] * 4] * 2] * 2
 
 
+def _w_k_zero_on_one_rank():
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    # K_r = 0 on rank 1 (docs: K_r may differ per rank): that rank adds nothing, and every rank
+    # joins the collective (rank 1's C call once failed on "K is 0" and rank 0 timed out)
+    r = dist.get_rank()
+    K = 0 if r == 1 else 3
+    res = []
+    for M, impl in ((2, "auto"), (2, "baseline"), (2, "oneshot"), (70, "auto")):
+        g = torch.Generator().manual_seed(M)
+        x0, w0, b = torch.randn(M, 3, generator=g), torch.randn(5, 3, generator=g), torch.randn(5)
+        x, w = (x0, w0) if r == 0 else (torch.empty(M, 0), torch.empty(5, 0))
+        y = fco.gemv_allreduce(x, w, impl=impl)
+        torch.testing.assert_close(y, x0 @ w0.t())
+        res.append(y.shape == (M, 5))
+    # with autograd (the op path): rank 1's gradients are empty, rank 0's the usual ones
+    x = (torch.randn(2, K) if r == 0 else torch.empty(2, 0)).requires_grad_()
+    w = torch.randn(5, K, requires_grad=True)
+    fco.gemv_allreduce(x, w).sum().backward()
+    assert x.grad.shape == (2, K) and w.grad.shape == (5, K)
+    return res
+
+
+def test_k_zero_on_one_rank(pool2):
+    assert pool2.run(_w_k_zero_on_one_rank) == [[True] * 4] * 2
+
+
+def _w_out_requires_grad():
+    import pytest
+    import torch
+
+    import fco
+
+    # an out= that requires grad takes the op + copy_, as autograd sees it: a non-leaf gets
+    # the right gradient (none flows through the overwritten values: the direct path wrote
+    # into it unseen, so p.grad was all ones), a leaf is refused by torch (was written)
+    for M in (2, 70):  # the fused op, and matmul + fco.allreduce
+        x, w = torch.ones(M, 3), torch.ones(5, 3)
+        p = torch.zeros(M, 5, requires_grad=True)
+        out = p * 1
+        y = fco.gemv_allreduce(x, w, out=out)
+        assert y is out and torch.equal(out.detach(), torch.full((M, 5), 6.0))
+        out.sum().backward()
+        assert torch.equal(p.grad, torch.zeros(M, 5)), p.grad
+        leaf = torch.zeros(M, 5, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            fco.gemv_allreduce(x, w, out=leaf)
+        assert torch.equal(leaf.detach(), torch.zeros(M, 5))
+    return True
+
+
+def test_out_requires_grad(pool2):
+    assert pool2.run(_w_out_requires_grad) == [True, True]
+
+
+def _w_bias_on_one_rank():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    # a bias on rank 0 only: the fused op (M <= 64) raises on every rank, naming both calls;
+    # M > 64 under "auto" (matmul + fco.allreduce + bias) does not detect it (documented):
+    # each rank adds its own bias, or none
+    r = dist.get_rank()
+    b = torch.full((1,), 100.0) if r == 0 else None
+    with pytest.raises(fco.FcoError, match="bias=1") as e:
+        fco.gemv_allreduce(torch.ones(2, 3), torch.ones(1, 3), b)
+    assert e.value.name == "INVALID_ARGUMENT"
+    return fco.gemv_allreduce(torch.ones(70, 3), torch.ones(1, 3), b)[0].item()
+
+
+def test_bias_on_one_rank(pool2):
+    assert pool2.run(_w_bias_on_one_rank) == [106.0, 6.0]
+
+
 def _w_opcheck():
     import torch
 

@@ -1,7 +1,8 @@
 """test_symmetric.py — fco.empty_symmetric and out= on CPU tensors, 2 and 3 ranks over gloo + the
 cpu transport: the tensor is zero-filled, of the asked shape and dtype, writable, freed when
 dropped (slots come back: more than FCO_MAX_SYMMETRIC allocations in sequence) or with its
-communicator (a tensor outliving fco.shutdown is dropped safely), and usable as
+communicator (a tensor outliving fco.shutdown stays valid on the cpu transport and is dropped
+safely; the nccl transport's destroy warns), and usable as
 out= of fco.gemm_alltoall and fco.embedding_alltoall (results equal to out=None, returned tensor
 is out); out= with gradients takes the op and copies; bad out / nbytes raise. The GPU side
 (peers storing into the buffer) is tests/python/test_gpu_ops.py and the C tests.
@@ -51,6 +52,57 @@ def _w_alloc():
     gc.collect()
     x = torch.ones(8)
     torch.testing.assert_close(fco.allreduce(x), x * torch.distributed.get_world_size())
+
+
+def _w_outlives_communicator():
+    import gc
+    import warnings
+
+    import pytest
+    import torch
+
+    import fco
+
+    # cpu transport: a tensor of empty_symmetric that outlives its communicator stays valid:
+    # destroy leaves the C communicator to the last such buffer (it freed the buffer, and
+    # writing the tensor then corrupted the heap: ordinary tensors got its address)
+    c = fco.init()
+    late = fco.empty_symmetric(1024, torch.float32, device="cpu")  # 4 KiB
+    late.fill_(5.0)
+    lo, hi = late.data_ptr(), late.data_ptr() + 4096
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # safe here: no warning
+        fco.shutdown()
+    fresh = [torch.zeros(1024) for _ in range(64)]  # allocations of the same size
+    assert not any(lo < v.data_ptr() + 4096 and v.data_ptr() < hi for v in fresh)
+    assert bool((late == 5.0).all())
+    late.fill_(123.0)
+    assert all(not v.any() for v in fresh) and bool((late == 123.0).all())
+    assert c.handle is None and c._deferred is not None
+    view = late[512:]  # a view keeps the buffer (and the C communicator) too
+    del late
+    gc.collect()
+    assert c._deferred is not None and float(view.sum()) == 123.0 * 512
+    del view
+    gc.collect()
+    assert c._deferred is None and c._nsym == 0  # the last one destroyed the C communicator
+    # the nccl transport frees the buffers with the communicator, so destroy warns, naming
+    # how many are still viewed (simulated on a cpu communicator: the tensor is not touched)
+    c2 = fco.init()
+    kept = [fco.empty_symmetric(8, torch.float32, device="cpu") for _ in range(2)]
+    c2.transport = "nccl"
+    with pytest.warns(RuntimeWarning, match="2 symmetric buffer.* must not be used"):
+        fco.shutdown()
+    assert c2._deferred is None
+    del kept
+    gc.collect()
+    x = torch.ones(8)
+    torch.testing.assert_close(fco.allreduce(x), x * torch.distributed.get_world_size())
+    return True
+
+
+def test_outlives_communicator(pool2):
+    assert pool2.run(_w_outlives_communicator) == [True, True]
 
 
 def _w_gemm_out():

@@ -220,6 +220,10 @@ def test_gemv_input_checks():
     assert "some biases are None" in err(st, [x, x], [w, w], [torch.zeros(4), None]).message
     e = err(st, [torch.zeros(65, 8)] * 2, [w, w])
     assert e.name == "UNSUPPORTED" and "1..64" in e.message
+    e = err(st, [torch.zeros(0, 8)] * 2, [w, w])  # M = 0: an argument error, as in C
+    assert e.name == "INVALID_ARGUMENT" and "M is 0" in e.message
+    e = err(st, [x, x], [w, w], blocks_per_rank=1024)
+    assert e.name == "INVALID_ARGUMENT" and "blocks_per_rank 1024" in e.message
     assert "distinct ranks" in err([st[0], st[0]], [x, x], [w, w]).message
     assert "communicators given" in err([], [], []).message
 
@@ -377,6 +381,14 @@ def test_gemm_input_checks():
     assert "w_layout" in err(st, [a, a], [w, w], [c, c], w_layout="mn").message
     assert "distinct ranks" in err([st[0], st[0]], [a, a], [w, w], [c, c]).message
     assert "blocks_per_rank" in err(st, [a, a], [w, w], [c, c], blocks_per_rank=1023).message
+    # an out written while a or w is read: refused as fco_gemm_alltoall refuses it
+    buf = torch.zeros(200)
+    assert "out overlaps a[0]" in err(st, [buf[:80].view(10, 8), a], [w, w], [c, c], 10,
+                                      outs=[buf[40:100].view(10, 6), torch.zeros(10, 6)]).message
+    wbig = torch.zeros(200)
+    w1 = wbig[:144].view(3, 8, 6)
+    assert "out overlaps w[1]" in err(st, [a, a], [w, w1], [c, c], 5,
+                                      outs=[torch.zeros(5, 6), wbig[100:130].view(5, 6)]).message
     assert "0 communicators" in err([], [], [], []).message
     e = err(st, [a, a], [w, w], [c, c], -1)
     assert e.name == "INVALID_ARGUMENT" and "out_rows -1" in e.message
@@ -531,6 +543,9 @@ def test_gemm_streamk_rule(monkeypatch):
     assert on == dict(GA.SK_DEFAULTS, on=1)
     assert GA.streamk_config(True, 224) == on
     assert GA.streamk_config(16, 224)["max_slices"] == 16
+    for n in (2, 3):  # documented 2..64: at most n slices, so at least min(4, n) (once refused)
+        sk = GA.streamk_config(n, 224)
+        assert sk["on"] == 1 and sk["max_slices"] == n and sk["min_slices"] == n
     assert GA.streamk_config(0, 224) == GA.streamk_config(False, 224) == GA.SK_OFF
     assert GA.streamk_config(1, 31) == GA.SK_OFF   # K 1984 / 64: never 4 slices of 8 K tiles
     assert GA.streamk_config(1, 32)["on"] == 1

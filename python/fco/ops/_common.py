@@ -8,6 +8,8 @@ op arguments) and an int impl; a fake impl; an autograd formula; a Python wrappe
 docstring. Checks run in both the real and the fake impl, so torch.compile reports bad input
 while tracing, and eager mode before any C call.
 """
+import operator
+
 import torch
 
 from .. import _lib
@@ -23,7 +25,12 @@ def group_name(group):
         return ""
     if isinstance(group, str):
         return group
-    return group.group_name
+    try:
+        return group.group_name
+    except AttributeError:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"group {group!r} is not a torch.distributed ProcessGroup, a group name "
+                       "or None (the default group)") from None
 
 
 def impl_id(impl, names, op):
@@ -99,11 +106,15 @@ def direct_ok(*tensors):
     add nothing: not tracing (torch.compile), plain CPU/CUDA tensors (no subclass such as
     FakeTensor or DTensor), no gradient to record, no torch-function or dispatch mode, no
     profiler (which should see fco::<op>). FCO_TORCH_DIRECT=0 turns it off.
+    `tensors`: the inputs and the caller's `out=` (None entries skipped): an out that requires
+    grad needs the op + copy_, which autograd records (or refuses, for a leaf).
     """
     if not _DIRECT or torch.compiler.is_compiling() or torch.autograd.profiler._is_profiler_enabled:
         return False
     grad = torch.is_grad_enabled()
     for t in tensors:
+        if t is None:
+            continue
         if type(t) is not torch.Tensor or (grad and t.requires_grad) or \
                 t.device.type not in ("cpu", "cuda"):
             return False
@@ -175,6 +186,20 @@ def check_no_overlap(out, tensors, op, names):
         tlo = t.data_ptr()
         if tlo < hi and lo < tlo + t.numel() * t.element_size():
             raise bad(op, f"out overlaps {name}; give a separate tensor")
+
+
+def check_ints(values, op, arg):
+    """values (a list of host ints; SymInts under torch.compile) holds only ints: a float such as
+    2.0 raises INVALID_ARGUMENT naming `arg`. One sum, no scan: a sum of ints is an int, a float
+    anywhere makes it a float."""
+    try:
+        s = sum(values)
+        if not isinstance(s, (int, torch.SymInt)):
+            operator.index(s)  # numpy ints, 0-d integer tensors
+    except TypeError:
+        odd = next((v for v in values if not isinstance(v, (int, torch.SymInt))), None)
+        raise bad(op, f"{arg} {list(values)} holds {odd!r} ({type(odd).__name__}); expected "
+                  "ints") from None
 
 
 def bad(op, msg):

@@ -108,8 +108,15 @@ def allreduce(t, group=None, impl="auto"):
 
 def allreduce_(t, group=None, impl="auto"):
     """In-place allreduce: t becomes the sum over the ranks of `group`; returns t.
-    Same arguments as allreduce(); no autograd (use allreduce() for differentiable code)."""
+    Same arguments as allreduce(); no autograd (use allreduce() for differentiable code): a t
+    that requires grad while grad mode is on raises FcoError (INVALID_USAGE) — autograd would
+    not see the sum (wrong gradients); under torch.no_grad() it is allowed."""
     _common.require_tensor(t, "fco.allreduce_", "t")
+    if t.requires_grad and torch.is_grad_enabled():  # both paths: the op has no autograd
+        raise FcoError(_lib.INVALID_USAGE,
+                       "fco.allreduce_: t requires grad, and the in-place op has no autograd "
+                       "(its gradient would be wrong): use y = fco.allreduce(t), or run it "
+                       "under torch.no_grad()")
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, "fco.allreduce_")
     if _common.direct_ok(t):
         _launch(t, t, _check(t, "fco.allreduce_"), gname, iid)

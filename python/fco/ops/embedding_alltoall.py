@@ -242,8 +242,11 @@ def _backward(ctx, grad):
 _embedding_alltoall.register_autograd(_backward, setup_context=_setup_context)
 
 
-def _ints(v):
-    return v.tolist() if isinstance(v, torch.Tensor) else list(v)
+def _ints(v, arg):
+    """A host list as a list of ints (a tensor's tolist()); a float in it (2.0) is refused."""
+    v = v.tolist() if isinstance(v, torch.Tensor) else list(v)
+    _common.check_ints(v, _OP, arg)
+    return v
 
 
 def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, batch_per_rank,
@@ -264,8 +267,9 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
     out              optional [b_me, T, D] tensor (weight's dtype and device, contiguous) to
                      write into and return — from fco.empty_symmetric (nbytes: the largest
                      rank's), the peers store their vectors straight into it (fused impl on
-                     CUDA: no landing copy). In place in eager calls without gradients; elsewhere
-                     computed as usual and copied into it
+                     CUDA: no landing copy). In place in eager calls without gradients (an out
+                     that requires grad counts as one); elsewhere computed as usual and copied
+                     into it
     → out            [b_me, T, D] in weight's dtype: out[i, toff_q + t] = pooled bag (t,
                      bstart_me + i) of rank q's table t
     The lists are the same on every rank except table_rows. CUDA: current device and stream,
@@ -284,10 +288,9 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
         if per_sample_weights.dtype in (torch.float16, torch.bfloat16, torch.float64):
             per_sample_weights = per_sample_weights.float()
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
-    args = (_ints(table_rows), _ints(tables_per_rank), _ints(batch_per_rank), POOLING[mode],
-            gname, iid)
-    if _common.direct_ok(weight, indices, offsets) and \
-            (per_sample_weights is None or _common.direct_ok(per_sample_weights)):
+    args = (_ints(table_rows, "table_rows"), _ints(tables_per_rank, "tables_per_rank"),
+            _ints(batch_per_rank, "batch_per_rank"), POOLING[mode], gname, iid)
+    if _common.direct_ok(weight, indices, offsets, per_sample_weights, out):
         return _run(weight, indices, offsets, per_sample_weights, *args, out=out)
     res = torch.ops.fco.embedding_alltoall(weight, indices, offsets, per_sample_weights, *args)
     if out is None:

@@ -25,6 +25,7 @@ It needs the counts on the host: counts_host / recv_rows when given, else a copy
 (a host sync on CUDA) and an all-to-all of the row totals. Unfused.
 """
 import ctypes
+import operator
 from typing import Optional
 
 import torch
@@ -103,7 +104,8 @@ def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, i
     N, K = _nk(w, w_layout)
     if out is not None:  # the caller's (e.g. fco.empty_symmetric: peers store into it)
         _common.check_out(out, a, (out_rows, N), _OP)
-        if recv_rows is None:
+        if recv_rows is None:  # refused before zero_() (libfco refuses it too, after)
+            _common.check_no_overlap(out, (a, w, counts), _OP, ("a", "w", "counts"))
             out.zero_()
     elif recv_rows is None:  # the received total is unknown on the host: zero everything
         out = a.new_zeros((out_rows, N))
@@ -228,7 +230,8 @@ _gemm_alltoall.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _host_ints(v, op, arg):
-    """A host hint as a CPU int32 tensor (lists and other integer CPU tensors converted)."""
+    """A host hint as a CPU int32 tensor (lists and other integer CPU tensors converted; a list
+    holding a float such as 2.5 is refused: torch.tensor would truncate it)."""
     if v is None:
         return None
     if isinstance(v, torch.Tensor):
@@ -236,9 +239,18 @@ def _host_ints(v, op, arg):
             return v.to(torch.int32).contiguous()
         return v
     try:
-        return torch.tensor(v, dtype=torch.int32)
+        # a sum of ints is an int: a float anywhere makes it a float (one pass, no scan)
+        s = sum(map(sum, v)) if len(v) and isinstance(v[0], (list, tuple)) else sum(v)
+        t = torch.tensor(v, dtype=torch.int32)
     except (TypeError, ValueError, RuntimeError) as e:
         raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: {arg} is not a list of ints: {e}") from None
+    if not isinstance(s, int):
+        try:
+            operator.index(s)  # numpy ints
+        except TypeError:
+            raise _common.bad(op, f"{arg} {v!r} holds a value that is not an int (it would be "
+                              "truncated)") from None
+    return t
 
 
 def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None, w_layout="kn",
@@ -262,11 +274,12 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
                  output's tail; needed by impl 0 on nccl under capture
     impl         "auto", "baseline" (0), "tiles" (1), "chunks" (2), an int, or "triton" (CUDA
                  only: fco.triton's tile kernel, device counts only like impl 1)
-    out          optional [out_rows, N] tensor (a's dtype and device, contiguous) to write
-                 into and return — from fco.empty_symmetric, the peers store their rows
-                 straight into it (impls 1, 2 on CUDA: no staging, no landing copy). Written in
-                 place in eager calls without gradients; elsewhere (autograd, torch.compile)
-                 the result is computed as usual and copied into it
+    out          optional [out_rows, N] tensor (a's dtype and device, contiguous, sharing no
+                 byte with a, w or counts) to write into and return — from
+                 fco.empty_symmetric, the peers store their rows straight into it (impls 1, 2
+                 on CUDA: no staging, no landing copy). Written in place in eager calls without
+                 gradients (an out that requires grad counts as a gradient); elsewhere
+                 (autograd, torch.compile) the result is computed as usual and copied into it
     → out        [out_rows, N]: rows from rank 0 (its expert 0's, 1's, ...), then rank 1, ...;
                  rows past the received total are zero
     CUDA: current device and stream; capturable once the shapes ran eagerly (workspace) with
@@ -277,6 +290,9 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     out_rows raise INVALID_ARGUMENT on every rank and no row is written (on CUDA with impl 1
     or "triton": from comm.check_async_error() / the next call) — but a given `out` without
     `recv_rows` was zero-filled before the call (the received total is unknown on the host).
+    An out overlapping a, w or counts raises INVALID_ARGUMENT (without recv_rows: before the
+    zero-fill, so the caller's tensors keep their values); so do host hints and out_rows that
+    are not ints (2.5, 4.0: never truncated).
     """
     for t, name in ((a, "a"), (w, "w"), (counts, "counts")):
         _common.require_tensor(t, _OP, name)
@@ -287,10 +303,16 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     if counts_host is not None and counts_host.dim() == 1 and \
             counts_host.numel() == counts.numel() and counts.dim() == 2:
         counts_host = counts_host.view(counts.shape)  # a flat list, e-major
-    out_rows = a.shape[0] if out_rows is None else out_rows
+    if out_rows is None:
+        out_rows = a.shape[0]
+    elif not isinstance(out_rows, (int, torch.SymInt)):
+        try:
+            out_rows = operator.index(out_rows)  # numpy ints; never a float's truncation
+        except TypeError:
+            raise _common.bad(_OP, f"out_rows {out_rows!r} is not an int") from None
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     args = (counts_host, recv_rows, out_rows, LAYOUTS[w_layout], gname, iid)
-    if _common.direct_ok(a, w, counts):
+    if _common.direct_ok(a, w, counts, out):
         return _run(a, w, counts, *args, out=out)
     res = torch.ops.fco.gemm_alltoall(a, w, counts, *args)
     if out is None:

@@ -7,7 +7,9 @@ C function (include/fco.h):
     y [M, N] = Σ_r x_r [M, K_r] · W_r^T [K_r, N] (+ bias once), M ≤ 64, fp32 accumulation
 impls: 0 = cuBLAS + ncclAllReduce ("baseline"), 1 = fused one-shot, 2 = fused two-phase,
 -1 = auto. M > 64 with impl "auto": matmul, then fco_allreduce in place, then the bias (the C op
-is a GEMV; explicit impls return FCO_ERR_UNSUPPORTED there, naming the limit).
+is a GEMV; explicit impls return FCO_ERR_UNSUPPORTED there, naming the limit); that path has no
+check that every rank has a bias or none (the C op's check; one more collective otherwise).
+K_r = 0 on a rank: it calls the C op with x, w of zeros and K = 1 (the C op refuses K = 0).
 
 Autograd (Megatron's RowParallelLinear, and DTensor's RowwiseParallel): what follows the op is
 replicated (every rank computes the same loss from the same y), so dL/dy is the same on every
@@ -74,6 +76,8 @@ def _run(x, w, bias, dt, group_name, impl, out=None):
     M = y.numel() // N if N else 0
     if M == 0 or N == 0:  # nothing to compute or reduce (the same on every rank)
         return y
+    if K == 0:  # no features on this rank (K_r may differ): join the collective with zeros
+        x, w, K = x.new_zeros(shape[:-1] + (1,)), w.new_zeros((N, 1)), 1
     if M > MAX_M and impl == _lib.IMPL_AUTO:  # a GEMM, not a GEMV: unfused
         if out is not None:  # refused as libfco refuses it at M <= 64 (matmul would misread x)
             _common.check_no_overlap(out, (x, w, bias), _OP, ("x", "w", "bias"))
@@ -118,9 +122,10 @@ def _backward(ctx, dy):
     dx = dw = db = None
     if ctx.needs_input_grad[0]:
         dx = dy @ w
-    dy2 = dy.reshape(-1, N)
+    M = x.shape[:-1].numel()  # not reshape(-1, ...): ambiguous when K or N is 0
+    dy2 = dy.reshape(M, N)
     if ctx.needs_input_grad[1]:
-        dw = dy2.t() @ x.reshape(-1, K)
+        dw = dy2.t() @ x.reshape(M, K)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         db = dy2.sum(0)
     return dx, dw, db, None, None
@@ -133,9 +138,12 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     """Row-parallel linear: y = Σ_r x_r @ w_r.T (+ bias) over the ranks of `group`, on every rank.
 
     x      [..., K_r] this rank's slice of the input features (M = x.numel() / K_r rows, the
-           same M on every rank; K_r may differ per rank)
+           same M on every rank; K_r may differ per rank, and be 0: that rank adds nothing)
     w      [N, K_r] this rank's slice of the weight, torch Linear layout (row n = output n)
-    bias   [N] or None; the same tensor on every rank (a replicated parameter), added once
+    bias   [N] or None; the same tensor on every rank (a replicated parameter), added once.
+           A bias on some ranks only raises FcoError on every rank — except for M > 64 under
+           "auto" (matmul + fco.allreduce + bias, unfused), where nothing detects it: each
+           rank adds its own bias (or none) after the sum, and the results differ by rank
     → y    [..., N] (a new tensor, or out), identical on every rank (fp32 accumulation,
            rank-order sum)
     All float tensors share one dtype: float32, float16 or bfloat16; contiguous. CUDA: on the
@@ -148,8 +156,9 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
            int. The fused op takes M ≤ 64; "auto" runs larger M as matmul + fco.allreduce.
     out    optional [..., N] tensor (x's dtype and device, contiguous, not overlapping x, w or
            bias) to write y into and return — a decode loop's buffer, no allocation a call.
-           Written in place in eager calls without gradients; elsewhere (autograd,
-           torch.compile) y is computed as usual and copied into it.
+           Written in place in eager calls without gradients (an out that requires grad
+           counts as a gradient); elsewhere (autograd, torch.compile) y is computed as usual
+           and copied into it.
     Differentiable as Megatron's RowParallelLinear (the loss is replicated over the group):
     dx = dy @ w, dw = dy.T @ x, dbias = dy summed over the rows, no collective.
     Raises fco.FcoError (INVALID_ARGUMENT naming the argument) for bad input, and with
@@ -160,7 +169,7 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     if bias is not None:
         _common.require_tensor(bias, _OP, "bias")
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
-    if _common.direct_ok(x, w) and (bias is None or _common.direct_ok(bias)):
+    if _common.direct_ok(x, w, bias, out):
         return _run(x, w, bias, _check(x, w, bias), gname, iid, out=out)
     res = torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
     if out is None:

@@ -164,8 +164,9 @@ def streamk_config(streamk, nk, interpret=None):
         return dict(SK_OFF)
     elif streamk is True or streamk == 1:
         sk = dict(SK_DEFAULTS, on=1)
-    elif isinstance(streamk, int) and streamk >= 2:
-        sk = dict(SK_DEFAULTS, max_slices=int(streamk), on=1)
+    elif isinstance(streamk, int) and streamk >= 2:  # at most n slices (and at least min(n, ..))
+        n = int(streamk)
+        sk = dict(SK_DEFAULTS, max_slices=n, min_slices=min(SK_DEFAULTS["min_slices"], n), on=1)
     else:
         bad(f"streamk {streamk!r}: expected None, 0/False, 1/True, the most slices (>= 2) or "
             "a dict")
@@ -518,6 +519,9 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
                 f"[{w.shape[0]}, {nranks}] (rows of local expert e from rank s)")
         if outs is not None and tuple(outs[i].shape) != (out_rows, N):
             bad(f"out[{i}] has shape {tuple(outs[i].shape)}; expected [{out_rows}, {N}]")
+        if outs is not None:  # written while a and w are read (the C op refuses it alike)
+            from ..ops import _common
+            _common.check_no_overlap(outs[i], (a, w), _NAME, (f"a[{i}]", f"w[{i}]"))
     return a_rows, K, N
 
 

@@ -256,7 +256,9 @@ def _check_inputs(L, xs, ws, biases):
         if x.shape[-1] < 1:
             bad(f"x[{i}] has K = 0")
     M = x0.numel() // x0.shape[-1]
-    if not 1 <= M <= MAX_M:
+    if M == 0:  # as the C op: an argument error; above MAX_M: unsupported (a GEMM's job)
+        bad("M is 0 (x holds no rows)")
+    if M > MAX_M:
         bad(f"M = {M} rows; the GEMV takes 1..{MAX_M} (use a GEMM, then fco.allreduce)",
             _lib.UNSUPPORTED)
     return M, ws[0].shape[0]
@@ -326,7 +328,11 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
         else:
             B = host.blocks_per_rank(T, L, 4, 1)
     else:
-        B = host.blocks_per_rank(T, L, int(blocks_per_rank), 1, int(blocks_per_rank))
+        bpr = int(blocks_per_rank)  # per rank, as gemm_alltoall's (it was divided by L)
+        if not 1 <= bpr <= layout.SIG_SLOTS - 1:
+            raise FcoError(_lib.INVALID_ARGUMENT, f"blocks_per_rank {bpr} is not in "
+                           f"1..{layout.SIG_SLOTS - 1}", _NAME)
+        B = host.blocks_per_rank(T, L, L * bpr, 1, bpr)
     grid = (L * B,)
     if prof is not None and prof.numel() < 8 * L * B:
         raise FcoError(_lib.INVALID_ARGUMENT,

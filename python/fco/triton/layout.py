@@ -18,8 +18,8 @@ SIG_SLOTS = 1024        # FCO_SIG_SLOTS: signal slots per source rank
 MAX_SYMMETRIC = 16      # FCO_MAX_SYMMETRIC: rows of a symmetric-buffer table (fco_mem_find)
 DEFAULT_TIMEOUT_MS = 30000  # FCO_DEFAULT_TIMEOUT_MS: used when the table's timeout_ns is 0
 
-# fco_op_kind_t (src/core/internal.h): the op recorded in an async error. OP_EXTERNAL is not in
-# the C enum yet: fco_op_name() prints "?" for it (a user's own kernel).
+# fco_op_kind_t (src/core/internal.h): the op recorded in an async error. OP_EXTERNAL (a user's
+# own kernel) is FCO_OP_EXTERNAL there; fco_op_name() names it "external kernel".
 OP_ALLREDUCE, OP_GEMV_ALLREDUCE, OP_EMBEDDING_ALLTOALL, OP_GEMM_ALLTOALL, OP_EXTERNAL = 1, 2, 3, 4, 5
 
 # fco_result_t codes a kernel may record.
