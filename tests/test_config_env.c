@@ -163,6 +163,28 @@ static void workspace_cap(void) {
   ASSERT_OK(fco_comm_get_async_error(w.comms[0])); /* not sticky: a plain argument failure */
   t_ar_free(&w, &b);
   t_world_destroy(&w, 0);
+  /* The cap's edge on the op path (src/core/group.c): a cap one byte under the call's need
+   * refuses it, nothing written; a cap of exactly the need runs it. */
+  for (int edge = 0; edge < 2; edge++) {
+    cfg.max_workspace_bytes = (int64_t)need - 1 + edge;
+    t_context("cap %lld for a call needing %zu bytes", (long long)cfg.max_workspace_bytes, need);
+    ASSERT_OK(t_world_init(&w, g_t, n, &cfg));
+    t_ar_alloc(&w, &b, big);
+    uint64_t seed = t_next_seed();
+    t_ar_prepare(&w, &b, big, FCO_F32, 0, seed);
+    if (edge) {
+      ASSERT_OK(t_ar_run(&w, &b, 1));
+      t_sync(&w);
+      ASSERT_EQ(t_ar_check(&w, &b, seed), 0);
+    } else {
+      ASSERT_RES(t_ar_run(&w, &b, 1), FCO_ERR_OUT_OF_MEMORY);
+      ASSERT_MSG(w.comms[0], "max_workspace_bytes");
+      t_sync(&w);
+      ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
+    }
+    t_ar_free(&w, &b);
+    t_world_destroy(&w, 0);
+  }
   t_context("%s", "");
 }
 

@@ -175,6 +175,20 @@ static void bad_args(const t_world_t* w) {
       NULL, FCO_EMB_POOL_SUM, out, 0);
   BAD("2^31", c, wt, rows, tpr, bpr_wrap, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
       FCO_EMB_POOL_SUM, out, 0);
+  { /* the limit itself: a global batch of exactly 2^31 is refused, 2^31 - 1 passes the query */
+    int64_t edge[EA_MAX_P] = {0};
+    size_t ws = 0;
+    edge[0] = w->n > 1 ? (int64_t)1 << 30 : (int64_t)1 << 31;
+    if (w->n > 1) edge[w->n - 1] = (int64_t)1 << 30;
+    t_context("batch_per_rank summing to 2^31");
+    ASSERT_RES(fco_embedding_alltoall_workspace(c, tpr, edge, D, FCO_F32, 0, &ws), E);
+    ASSERT_MSG(c, "2^31");
+    BAD("2^31", c, wt, rows, tpr, edge, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+        FCO_EMB_POOL_SUM, out, 0);
+    edge[w->n - 1] -= 1;
+    t_context("batch_per_rank summing to 2^31 - 1 (the workspace query only)");
+    ASSERT_OK(fco_embedding_alltoall_workspace(c, tpr, edge, D, FCO_F32, 0, &ws));
+  }
   {
     size_t ws = 7;
     t_context("batch_per_rank over 2^31 in the workspace query");
@@ -247,6 +261,27 @@ static void bad_args(const t_world_t* w) {
     if (first == FCO_OK) first = e;
     ASSERT_RES(first, E);
     ASSERT_MSG(NULL, "dim");
+    /* The same global batch split differently on rank 0 (one sample moved to the next rank):
+     * only the split's hash in shape[] differs; refused on every transport, naming it. */
+    int64_t split[EA_MAX_P];
+    memcpy(split, p.bpr, sizeof split);
+    split[0] -= 1; /* p.bpr[0] >= 1 (ASSERT below): rank 0 keeps its out */
+    split[1] += 1;
+    ASSERT_GE(p.bpr[0], 1);
+    t_context("bad arguments: batch_per_rank split differs on rank 0");
+    first = FCO_OK;
+    ASSERT_OK(fco_group_start());
+    for (int r = 0; r < w->n; r++) {
+      fco_result_t e2 = fco_embedding_alltoall(
+          w->comms[r], p.d_weight[r], p.rows[r], p.tpr, r == 0 ? split : p.bpr, p.D, p.dt,
+          p.d_offsets[r], p.d_indices[r], p.nnz[r], p.it, NULL, p.pool,
+          p.bpr[r] ? p.d_out[r] : NULL, 1, NULL);
+      if (e2 != FCO_OK && first == FCO_OK) first = e2;
+    }
+    e = fco_group_end();
+    if (first == FCO_OK) first = e;
+    ASSERT_RES(first, E);
+    ASSERT_MSG(NULL, "batch_per_rank");
   }
   ea_prob_free(w, &p);
 }

@@ -82,12 +82,13 @@ static void clobber_hints(void* arg) {
 /* Hints that disagree with the counts, on a fresh world: kind 0 recv_rows_host (rank 0 expects
  * one row less from rank 1 and one more from itself), kind 1 counts_host (rank 1's first two
  * entries swapped: same totals), kind 2 recv_rows_host rewritten after the submits, before
- * fco_group_end. Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the
+ * fco_group_end, kind 3 counts_host with rank 1's last two entries swapped (its last expert). Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the
  * host, counts_host by the digest; local impl 2: counts_host): FCO_ERR_INVALID_ARGUMENT, nothing
  * written. nccl cannot check recv_rows_host without an exchange: not run there. */
 static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   static const char* kinds[] = {"recv_rows_host off by one", "counts_host unlike counts",
-                                "recv_rows_host rewritten before fco_group_end"};
+                                "recv_rows_host rewritten before fco_group_end",
+                                "counts_host unlike counts in its last expert"};
   t_world_t w;
   t_context("P=%d bad hints: %s, impl %d", P, kinds[kind], impl);
   ASSERT_OK(t_world_init(&w, t, P, NULL));
@@ -115,6 +116,9 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   } else if (kind == 1) {
     hc.counts[1][0] = c.counts[1][1];
     hc.counts[1][1] = c.counts[1][0];
+  } else if (kind == 3) { /* past the first E entries: the whole [E][P] array is compared */
+    hc.counts[1][2 * P - 2] = c.counts[1][2 * P - 1];
+    hc.counts[1][2 * P - 1] = c.counts[1][2 * P - 2];
   } else {
     h.before_end = clobber_hints;
     h.arg = &hc;
@@ -569,9 +573,9 @@ int main(void) {
   }
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
-    for (int kind = 0; kind < 3; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
       bad_hints(t, pb, kind, t == FCO_TRANSPORT_CPU ? 1 : 0);
-      if (t == FCO_TRANSPORT_LOCAL && kind == 1) bad_hints(t, pb, kind, 2);
+      if (t == FCO_TRANSPORT_LOCAL && (kind == 1 || kind == 3)) bad_hints(t, pb, kind, 2);
     }
     printf("bad hints: ok\n");
   }

@@ -104,8 +104,9 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   BAD(fco_gemv_allreduce(c, x, (char*)wt + 1, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "w");
   BAD(fco_gemv_allreduce(c, x, wt, (char*)bs + 1, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "bias");
   BAD(fco_gemv_allreduce(c, x, wt, bs, (char*)y + 2, 4, 100, 64, FCO_F32, 1, NULL), E, "y");
-  BAD(fco_gemv_allreduce(c, x, y, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps");
-  BAD(fco_gemv_allreduce(c, y, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps");
+  BAD(fco_gemv_allreduce(c, x, y, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps w");
+  BAD(fco_gemv_allreduce(c, y, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps x");
+  BAD(fco_gemv_allreduce(c, x, wt, y, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps bias");
   BAD(fco_gemv_allreduce(NULL, x, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "comm");
   t_context("%s", "workspace / impl names");
   size_t bytes = 0;
