@@ -45,7 +45,10 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
     if (attempt) ea_prob_free(w, &p);
     ea_prob_make(&p, w->n, D, dt, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
                  FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
-    for (r = 0; r < p.P && !found; r++) {
+    /* kinds 0 and 2 look from the last rank down (its tables' global ids start past 0, so the
+     * message must add the rank's table offset), 1 and 3 from rank 0 up */
+    for (int i = 0; i < p.P && !found; i++) {
+      r = kind % 2 ? i : p.P - 1 - i;
       int64_t nb = (int64_t)p.tpr[r] * p.B;
       if (kind <= 1 && p.nnz[r] > 0) {
         pos = (int64_t)(ea_rnd() % (uint64_t)p.nnz[r]);
@@ -111,7 +114,8 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
     ASSERT_RES(res, FCO_ERR_INVALID_ARGUMENT);
   }
   const char* msg = fco_last_error(w->comms[r]);
-  if (!t_contains(msg, want_table) || !t_contains(msg, want_pos))
+  /* a whole word: "table 1" must not match "table 12" */
+  if (!t_contains_word(msg, want_table) || !t_contains(msg, want_pos))
     t_fail(__FILE__, __LINE__, "message does not name %s and position %s: \"%s\"", want_table,
            want_pos, msg);
   ASSERT_EQ(ea_prob_check(w, &p), 0);
