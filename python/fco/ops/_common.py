@@ -188,18 +188,19 @@ def check_no_overlap(out, tensors, op, names):
             raise bad(op, f"out overlaps {name}; give a separate tensor")
 
 
-def check_ints(values, op, arg):
+def check_ints(values, op, arg, shown=None):
     """values (a list of host ints; SymInts under torch.compile) holds only ints: a float such as
-    2.0 raises INVALID_ARGUMENT naming `arg`. One sum, no scan: a sum of ints is an int, a float
-    anywhere makes it a float."""
+    2.0 raises INVALID_ARGUMENT naming `arg` (and `shown`, the caller's value, when values is a
+    flattened copy of it). One sum, no scan: a sum of ints is an int, a float anywhere makes it
+    a float."""
     try:
         s = sum(values)
         if not isinstance(s, (int, torch.SymInt)):
             operator.index(s)  # numpy ints, 0-d integer tensors
     except TypeError:
         odd = next((v for v in values if not isinstance(v, (int, torch.SymInt))), None)
-        raise bad(op, f"{arg} {list(values)} holds {odd!r} ({type(odd).__name__}); expected "
-                  "ints") from None
+        raise bad(op, f"{arg} {list(values) if shown is None else shown!r} holds {odd!r} "
+                  f"({type(odd).__name__}); expected ints") from None
 
 
 def bad(op, msg):

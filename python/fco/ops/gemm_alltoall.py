@@ -239,17 +239,12 @@ def _host_ints(v, op, arg):
             return v.to(torch.int32).contiguous()
         return v
     try:
-        # a sum of ints is an int: a float anywhere makes it a float (one pass, no scan)
-        s = sum(map(sum, v)) if len(v) and isinstance(v[0], (list, tuple)) else sum(v)
         t = torch.tensor(v, dtype=torch.int32)
     except (TypeError, ValueError, RuntimeError) as e:
         raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: {arg} is not a list of ints: {e}") from None
-    if not isinstance(s, int):
-        try:
-            operator.index(s)  # numpy ints
-        except TypeError:
-            raise _common.bad(op, f"{arg} {v!r} holds a value that is not an int (it would be "
-                              "truncated)") from None
+    # torch.tensor truncates 2.7 to 2: refuse what is not an int (counts_host is [E][P])
+    flat = [x for row in v for x in row] if len(v) and isinstance(v[0], (list, tuple)) else v
+    _common.check_ints(flat, op, arg, shown=v)
     return t
 
 
