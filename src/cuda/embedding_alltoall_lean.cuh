@@ -59,9 +59,9 @@
  * The fused kernel ea_kernel_fused (impl 1 with FCO_EA_LEAN=0) cannot take this: its tiles
  *   (agreed by every rank) give a lane group ~4 bags, too few to fill the ring at small L. So
  *   ea_kernel_fused_lean counts bags, not tiles, and runs these warp tiles (lean_tile).
- * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the lookup
- *   kernels: no spills but for 16-bit tables with int64 indices in the claimed order, 12 bytes
- *   of spill loads at a tile's start and end, session 41), any grid; W a multiple of RW,
+ * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the
+ *   lookup kernels: no spills, session 43 — the claimed order's 12 bytes for 16-bit tables with
+ *   int64 indices went with lean_tile's kWIdx), any grid; W a multiple of RW,
  *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte
  *   units, 16-byte aligned, G = a power of two ≥ the row's units.
  */
@@ -162,7 +162,7 @@ __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, u
  * unused; the warp's staged offsets take nt · (p.W + 1) slots (the launcher sizes the shared
  * memory as lean_smem(G, nt · (W + 1) − 1)). kMT = false
  * compiles to the single-table tile. */
-template <typename T, typename I, int kS, int kU, bool kMT = false>
+template <typename T, typename I, int kS, int kU, bool kMT = false, bool kWIdx = true>
 __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, int nb, int64_t row0,
                                           int64_t rows, T* const obase, int64_t stride, int nt = 1,
                                           int ntab = 1, const int64_t* rb = nullptr) {
@@ -392,11 +392,23 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       }
       cp_async_commit();
     };
-    /* fmaf(1, x, acc) is acc + x exactly: one code for both */
-    auto take = [&](const uint4& x, const float* w) {
+    /* fmaf(1, x, acc) is acc + x exactly: one code for both. kWIdx: take() gets row wi of the
+     * weights' ring as an index (read only with weights: its address is then not computed
+     * without them), else its address. Run 2026-12-05_nvidia-h200_ragpath (one H200, impl 0's
+     * lookup, bf16, P = 1): the index made the claimed order 1.05x faster on ragged 65536/8/64/8
+     * (178.4 -> 170.0 us), 1.07x on Zipf, ~1 % on even bags, and the static order 2 % slower
+     * (12 B of spills for 16-bit tables with int64 indices): the static lookup keeps the
+     * address (ea_kernel_lean_stream: kWIdx = kDyn); the fused kernel takes the index. */
+    using WRef = std::conditional_t<kWIdx, int, const float*>;
+    auto take = [&](const uint4& x, WRef w) {
       float f[kE];
       Un::unpack(x, f);
-      const float wt = weighted ? *w : 1.f;
+      float wt = 1.f;
+      if constexpr (kWIdx) {
+        wt = weighted ? wr[w] : 1.f;
+      } else {
+        wt = weighted ? *w : 1.f;
+      }
 #pragma unroll
       for (int e = 0; e < kE; ++e) acc[e] = fmaf(wt, f[e], acc[e]);
     };
@@ -417,7 +429,12 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       if (weighted) __syncwarp(gmask); /* ... and the group's weight copies */
       const int nq = min(kU, qe - q0);
       const uint4* slot0 = g_ring + s * kU * kThreads + threadIdx.x;
-      const float* w0 = wr + s * kU;
+      WRef w0;
+      if constexpr (kWIdx) {
+        w0 = s * kU;
+      } else {
+        w0 = wr + s * kU;
+      }
       if constexpr (kSplit) { /* row by row, unrolled: one path for every group */
 #pragma unroll
         for (int u = 0; u < kU; ++u) {
@@ -553,8 +570,9 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     const int t = j / tpt;
     const int64_t b0 = (int64_t)(j - t * tpt) * p.W;
     const int nb = (int)min((int64_t)p.W, p.B - b0);
-    lean_tile<T, I, kS, kU>(p, t, b0, nb, p.row_base[t], p.row_base[t + 1] - p.row_base[t],
-                            (T*)p.out + b0 * p.stride + (int64_t)t * p.D, p.stride);
+    lean_tile<T, I, kS, kU, false, kDyn>(p, t, b0, nb, p.row_base[t],
+                                         p.row_base[t + 1] - p.row_base[t],
+                                         (T*)p.out + b0 * p.stride + (int64_t)t * p.D, p.stride);
   };
   if constexpr (kDyn) {
     const unsigned last = (unsigned)ntiles + (unsigned)nw - 1u;
