@@ -2,7 +2,8 @@
 # Session 43, one H200: pending/session41-ragpath (the A/B of take-index.diff) and pending/session41-locality (ncu
 # on the lookup at HEAD = the "old" library) in one call. Tree: 2209dd5 + take-index.diff (working tree);
 # build/obj built on the CPU machine from that tree, build-old/ = 2209dd5's two embedding objects; carried
-# as build/carry.tgz. The two scripts as written in session 41, except: pytest -m gpu (a subset, see
+# as build/carry.tgz. The two scripts as written in session 41 (at 2209dd5: bench/results/pending/
+# session41-ragpath/cmd.sh, session41-locality/cmd.sh), except: pytest -m gpu (a subset, see
 # below) runs on the old library between them; the locality half runs with LD_LIBRARY_PATH=/tmp/lib-old (HEAD)
 # and stops once 555 s have passed.
 set -u
