@@ -4,6 +4,8 @@
  * then 20 calls in a row on one world with fresh inputs each (epochs, varying shapes), and a
  * chain of in-place calls issued back to back (a fast rank's next call must not overwrite data
  * a slow rank is still reading). Every output element and the bytes past its end are checked.
+ * On the cpu transport also real-valued inputs, whose sums round: the result must be the fp32
+ * sum in rank order 0..P-1, the same bytes on every rank and from both impls.
  *   make test   or   build/tests/test_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 drops the largest count.
  */
@@ -65,6 +67,58 @@ static void chain(const t_world_t* w, t_ar_bufs_t* b, int impl) {
   ASSERT_EQ(t_ar_check_scaled(w, b, seed, scale), 0);
 }
 
+/* Real values (uniform in [-1, 1), rounded to the dtype), so sums round and the order of the
+ * additions shows (integer inputs hide it: a mutant summing in another order passed). Every
+ * rank's out must hold exactly the fp32 sum in rank order 0..P-1, from rank 0's value, rounded
+ * once to the dtype (include/fco.h). cpu transport only: impl 0 on nccl is ncclAllReduce, which
+ * sums in an order of its own. count 70001: several oneshot chunks in every dtype. */
+static void real_sums(const t_world_t* w, t_ar_bufs_t* b) {
+  static const size_t counts[] = {5, 1000, 70001};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+    for (int d = 0; d < 3; d++)
+      for (int impl = 0; impl < 2; impl++) {
+        const size_t count = counts[c], es = fco_dtype_size(kDtypes[d]), bytes = count * es;
+        uint64_t seed = t_next_seed(), s = seed;
+        t_context("P=%d real-valued sums count=%zu %s impl=%d seed=0x%016llx", w->n, count,
+                  fco_dtype_name(kDtypes[d]), impl, (unsigned long long)seed);
+        t_ar_prepare(w, b, count, kDtypes[d], 0, seed); /* poisoned outs, guards */
+        float* acc = (float*)malloc(count * sizeof(float));
+        char* host = (char*)malloc(bytes + T_GUARD);
+        ASSERT_TRUE(acc && host);
+        for (int r = 0; r < w->n; r++) {
+          for (size_t i = 0; i < count; i++) {
+            s = t_mix(s);
+            t_set_elem(kDtypes[d], host, i, (float)((double)(s >> 11) / 0x1p52 - 1.0));
+            float v = t_get_elem(kDtypes[d], host, i);
+            acc[i] = r == 0 ? v : acc[i] + v;
+          }
+          t_put(w->transport, t_rank_device(w->transport, r), b->in[r], host, bytes);
+        }
+        ASSERT_OK(t_ar_run(w, b, impl));
+        t_sync(w);
+        char* want = (char*)malloc(bytes);
+        ASSERT_NOT_NULL(want);
+        for (size_t i = 0; i < count; i++) t_set_elem(kDtypes[d], want, i, acc[i]);
+        for (int r = 0; r < w->n; r++) {
+          t_get(w->transport, t_rank_device(w->transport, r), host, b->out[r], bytes + T_GUARD);
+          size_t bad = 0;
+          for (size_t i = 0; i < count; i++) {
+            if (!memcmp(host + i * es, want + i * es, es)) continue;
+            if (bad++ < 5)
+              fprintf(stderr, "  rank %d out[%zu] = %.9g, want %.9g (fp32 sum in rank order)\n",
+                      r, i, (double)t_get_elem(kDtypes[d], host, i),
+                      (double)t_get_elem(kDtypes[d], want, i));
+          }
+          for (size_t g = 0; g < T_GUARD; g++)
+            bad += (unsigned char)host[bytes + g] != T_GUARD_BYTE;
+          ASSERT_EQ(bad, 0);
+        }
+        free(want);
+        free(host);
+        free(acc);
+      }
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -81,6 +135,7 @@ int main(void) {
     sweep(&w, &b, quick);
     epochs(&w, &b);
     for (int i = 0; i < 3; i++) chain(&w, &b, kImpls[i]);
+    if (t == FCO_TRANSPORT_CPU) real_sums(&w, &b);
     t_ar_free(&w, &b);
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", p, t_now_ms() - t0);

@@ -246,24 +246,30 @@ static void nranks_mismatch(void) {
 }
 
 /* Rank 1 disagrees with rank 0 on count or dtype inside one allreduce (cpu: the ranks compare
- * call records; local: the group's ops are compared before the launch). */
+ * call records; local: the group's ops are compared before the launch); what 2: rank 1's count
+ * is the larger (2N), so its call needs more workspace than any before (the group must grow to
+ * the largest need, not the first op's: a mutant doing that failed rank 1 alone, and rank 0
+ * waited for it until the timeout). */
 static void call_mismatch(fco_transport_t t) {
   t_world_t w;
   t_ar_bufs_t b;
   ASSERT_OK(t_world_init(&w, t, 2, NULL));
-  t_ar_alloc(&w, &b, N);
-  for (int what = 0; what < 2; what++) {
-    t_context("ranks disagree on %s", what ? "dtype" : "count");
+  t_ar_alloc(&w, &b, 2 * N);
+  for (int what = 0; what < 3; what++) {
+    t_context("ranks disagree on %s",
+              what == 1 ? "dtype" : what ? "count (rank 1's larger)" : "count");
     t_ar_prepare(&w, &b, N, FCO_F32, 0, 1);
     ASSERT_OK(fco_group_start());
     fco_result_t r0 = fco_allreduce(w.comms[0], b.in[0], b.out[0], N, FCO_F32, 0, NULL);
-    fco_result_t r1 = what ? fco_allreduce(w.comms[1], b.in[1], b.out[1], N, FCO_BF16, 0, NULL)
-                           : fco_allreduce(w.comms[1], b.in[1], b.out[1], N - 1, FCO_F32, 0, NULL);
+    fco_result_t r1 = what == 1
+                          ? fco_allreduce(w.comms[1], b.in[1], b.out[1], N, FCO_BF16, 0, NULL)
+                          : fco_allreduce(w.comms[1], b.in[1], b.out[1], what ? 2 * N : N - 1,
+                                          FCO_F32, 0, NULL);
     ASSERT_OK(r0);
     ASSERT_OK(r1);
     ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
-    ASSERT_MSG(w.comms[0], what ? "dtype" : "count");
-    ASSERT_MSG(w.comms[1], what ? "dtype" : "count");
+    ASSERT_MSG(w.comms[0], what == 1 ? "dtype" : "count");
+    ASSERT_MSG(w.comms[1], what == 1 ? "dtype" : "count");
     ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
   }
   t_ar_free(&w, &b);
@@ -298,19 +304,33 @@ static void names(void) {
 }
 
 /* One thread drives the world in a group and the last rank's call is refused by its own checks
- * (out NULL): fco_group_end issues none of the world's calls — it fails at once with the
- * refusal's code, every rank's message names the refused rank, nothing is written — and the
+ * (out NULL; it queued a good call before): fco_group_end issues none of the world's calls —
+ * it fails at once with the refusal's code, every rank's message names the refused rank (the
+ * refused rank's is its own), every plan is cleared, nothing is written — and the
  * communicators keep working (before session 42 the other ranks' calls ran and waited for the
  * missing one until the timeout, leaving the communicators unusable). */
 static void group_refusal(void) {
   const int P = g_w.n;
   if (P < 2) return;
+  /* a good call first, so every rank holds a plan that the refused group must clear (with none
+   * held, a mutant that kept the peers' plans passed) */
+  t_context("a good call before the refused group");
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
+  ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
+  t_sync(&g_w);
+  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  for (int r = 0; r < P; r++) ASSERT_TRUE(fco_last_plan(g_w.comms[r])[0] != '\0');
   t_context("a group with rank %d's call refused", P - 1);
   poison();
   double t0 = t_now_ms();
   fco_result_t first = FCO_OK;
   ASSERT_OK(fco_group_start());
   for (int r = 0; r < P; r++) {
+    /* the refused rank queued a good call first: not issued either, and its message stays the
+     * refusal's own (the peers' note must not overwrite it) */
+    if (r == P - 1)
+      ASSERT_OK(fco_allreduce(g_w.comms[r], g_b.in[r], g_b.out[r], N, FCO_F32, 1, NULL));
     fco_result_t e = fco_allreduce(g_w.comms[r], g_b.in[r], r == P - 1 ? NULL : g_b.out[r], N,
                                    FCO_F32, 1, NULL);
     if (e != FCO_OK && first == FCO_OK) first = e;
@@ -327,10 +347,15 @@ static void group_refusal(void) {
     ASSERT_STR_EQ(fco_last_plan(g_w.comms[r]), "");
   }
   ASSERT_MSG(g_w.comms[P - 1], "out");
+  /* the refused rank keeps its own message, not the peers' note about it */
+  if (strstr(fco_last_error(g_w.comms[P - 1]), "in this group failed"))
+    t_fail(__FILE__, __LINE__, "the refused rank's message is the peers' note: \"%s\"",
+           fco_last_error(g_w.comms[P - 1]));
+  ASSERT_STR_EQ(fco_last_plan(g_w.comms[P - 1]), "");
   t_sync(&g_w);
   assert_untouched(__LINE__);
   for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(g_w.comms[r]));
-  uint64_t seed = t_next_seed();
+  seed = t_next_seed();
   t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
   ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
   t_sync(&g_w);

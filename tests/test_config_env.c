@@ -146,8 +146,10 @@ static void workspace_cap(void) {
     t_context("over the cap (%zu bytes needed, cap %lld), round %d", need, (long long)cap, round);
     t_ar_prepare(&w, &b, big, FCO_F32, 0, seed);
     ASSERT_RES(t_ar_run(&w, &b, 1), FCO_ERR_OUT_OF_MEMORY);
-    for (int r = 0; r < n; r++) /* every rank of the refused group, not the first only */
+    for (int r = 0; r < n; r++) { /* every rank of the refused group, not the first only */
       ASSERT_MSG(w.comms[r], "max_workspace_bytes");
+      ASSERT_STR_EQ(fco_last_plan(w.comms[r]), ""); /* none keeps the good call's plan */
+    }
     t_sync(&w);
     ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
     for (int r = 0; r < n; r++) {

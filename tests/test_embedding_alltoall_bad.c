@@ -11,8 +11,9 @@
  *   D = 3), the lean kernels (bf16 D = 16: 32-byte rows) and for impl 1 also the previous fused
  *   kernel's streaming lookup (FCO_EA_LEAN=0 FCO_EA_STREAM=1), the lean fused kernel's
  *   multi-table warp tiles (FCO_EA_LEAN_TABLES=4) and its static order (FCO_EA_LEAN_DYN=0), for
- *   impl 0 also the lookup's claimed order (FCO_EA_LOOKUP_DYN=1). After each bad-data call
- *   the world is destroyed and made again (GPU errors are sticky).
+ *   impl 0 also the lookup's claimed order (FCO_EA_LOOKUP_DYN=1); on cpu also the bad value in
+ *   the message, and every kind in the other index type (negative int32 indices). After each
+ *   bad-data call the world is destroyed and made again (GPU errors are sticky).
  *   Every transport runs both parts, with the FCO_EA_* knobs as the caller set them (as when
  *   these parts ran at the end of test_embedding_alltoall's rounds: its parts reset every knob
  *   they set, t_knob_reset).
@@ -35,16 +36,19 @@
  * previous kernels (FCO_EA_LEAN=0) with
  * FCO_EA_STREAM = stream. Destroys the world (GPU errors are sticky) and
  * makes a new one. */
+static int g_other_index_type; /* bad_data: 1 takes the other index type than kind's own */
+
 static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt,
                      const char* stream) {
   ea_prob_t p;
   uint64_t seed = t_next_seed();
   int found = 0, r = 0;
-  int64_t pos = 0, table = 0;
+  int64_t pos = 0, table = 0, value = 0; /* value: the bad index / the bag's end offset */
+  const fco_emb_index_t it = (kind + g_other_index_type) % 2 ? FCO_EMB_INDEX_I64
+                                                             : FCO_EMB_INDEX_I32;
   for (int attempt = 0; attempt < 100 && !found; attempt++) {
     if (attempt) ea_prob_free(w, &p);
-    ea_prob_make(&p, w->n, D, dt, kind % 2 ? FCO_EMB_INDEX_I64 : FCO_EMB_INDEX_I32, 1,
-                 FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
+    ea_prob_make(&p, w->n, D, dt, it, 1, FCO_EMB_POOL_SUM, 0, seed + (uint64_t)attempt);
     /* kinds 0 and 2 look from the last rank down (its tables' global ids start past 0, so the
      * message must add the rank's table offset), 1 and 3 from rank 0 up */
     for (int i = 0; i < p.P && !found; i++) {
@@ -56,6 +60,7 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
         while (p.offsets[r][k + 1] <= pos) k++;
         table = ea_toff(&p, r) + k / p.B;
         p.indices[r][pos] = kind == 0 ? p.rows[r][k / p.B] : -1 - (int64_t)(ea_rnd() % 5);
+        value = p.indices[r][pos];
         /* its own weight NaN / Inf: a skipped row adds nothing whatever its weight (the lean
          * tile copies it as a zero row with a zero weight; a product with it would poison the bag) */
         if (p.weighted) p.psw[r][pos] = kind == 0 ? NAN : INFINITY;
@@ -70,6 +75,7 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
             while (p.offsets[r][j + 1] <= p.offsets[r][k] - 1) j++;
           if (p.offsets[r][k] >= 1 && (k + 1 == nb || j / p.B == (k + 1) / p.B)) {
             p.offsets[r][k + 1] = p.offsets[r][k] - 1; /* bag k decreases; bag k+1 stays valid */
+            value = p.offsets[r][k + 1];
             pos = k;
             table = ea_toff(&p, r) + k / p.B;
             found = 1;
@@ -77,6 +83,7 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
         }
       } else if (kind == 3 && nb > 0) {
         p.offsets[r][nb] = p.nnz[r] + 3; /* the last bag leaves [0, num_indices] */
+        value = p.offsets[r][nb];
         pos = nb - 1;
         table = ea_toff(&p, r) + (nb - 1) / p.B;
         found = 1;
@@ -118,6 +125,13 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   if (!t_contains_word(msg, want_table) || !t_contains(msg, want_pos))
     t_fail(__FILE__, __LINE__, "message does not name %s and position %s: \"%s\"", want_table,
            want_pos, msg);
+  /* cpu: also the bad value as read ("= -3": an int32 index read unsigned, or the bag's start
+   * offset given for its end, passed the checks above). GPU messages carry it too, unchecked. */
+  char want_value[32];
+  snprintf(want_value, sizeof want_value, "= %lld", (long long)value);
+  if (w->transport == FCO_TRANSPORT_CPU && !t_contains_word(msg, want_value))
+    t_fail(__FILE__, __LINE__, "message does not name the bad value (%s): \"%s\"", want_value,
+           msg);
   ASSERT_EQ(ea_prob_check(w, &p), 0);
   ea_prob_free(w, &p);
   int n = w->n;
@@ -315,6 +329,12 @@ int main(void) {
          * shorter) */
         if (impl == 0) bad_data(&w, impl, kind, 16, FCO_BF16, "C");
       }
+    /* cpu: every kind in the other index type too (negative int32 indices, offsets[] past
+     * num_indices in int64) */
+    g_other_index_type = 1;
+    for (int impl = 0; impl < 2 && t == FCO_TRANSPORT_CPU; impl++)
+      for (int kind = 0; kind < 4; kind++) bad_data(&w, impl, kind, 3, FCO_F32, NULL);
+    g_other_index_type = 0;
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
     fflush(stdout);

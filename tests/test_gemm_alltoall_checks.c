@@ -5,9 +5,10 @@
  *   Bad arguments at P = 1 (num_experts, w_layout, counts, k, impl, dtype, a negative
  *   counts_host, recv_rows_host negative or over out_rows without counts_host, out overlapping
  *   a or w; the workspace need and the impl names). Bad counts on a fresh world of up to 2
- *   ranks (out capacity too small, sum over a_rows, negative: impl 1; on GPU transports also 2,
- *   on local also 0) and host hints unlike the counts (recv_rows_host off by one, counts_host
- *   unlike counts, recv_rows_host changed between the call and fco_group_end: cpu and local)
+ *   ranks (out capacity too small, sum over a_rows, negative, -1 the edge: impl 1; on GPU
+ *   transports also 2, on local also 0) and host hints unlike the counts (recv_rows_host off by
+ *   one or 0 where rows come, counts_host unlike counts, recv_rows_host changed between the call
+ *   and fco_group_end: cpu and local)
  *   must return or report FCO_ERR_INVALID_ARGUMENT and write nothing. On GPU transports also
  *   one rank's impl 0 with counts_host unlike the counts (refused, nothing written past the rows
  *   the hints size), impl 0's batched-GEMM rule (fco_ga_batched_rows, every transport), and
@@ -35,7 +36,8 @@
 /* Bad counts on a fresh world: the call fails (cpu, or host-side checks) or reports
  * FCO_ERR_INVALID_ARGUMENT asynchronously (device-side checks); nothing is written. */
 static void bad_counts(fco_transport_t t, int P, int kind, int impl) {
-  static const char* kinds[] = {"out_rows too small", "counts sum over a_rows", "negative count"};
+  static const char* kinds[] = {"out_rows too small", "counts sum over a_rows", "negative count",
+                                "count -1 (the edge)"};
   t_world_t w;
   t_context("P=%d bad counts: %s, impl %d", P, kinds[kind], impl);
   ASSERT_OK(t_world_init(&w, t, P, NULL));
@@ -60,9 +62,14 @@ static void bad_counts(fco_transport_t t, int P, int kind, int impl) {
   c.out_rows = kind == 0 ? max_out - 1 : max_out;
   if (kind == 1) c.a_rows = max_a - 1;
   if (kind == 2) c.counts[P - 1][0] = -3;
+  if (kind == 3) c.counts[P - 1][0] = -1; /* the edge: a mutant checking c < -1 passed -3 */
   ga_upload(&w, &c, &b);
   ga_poison(&w, &c, &b);
-  ga_expect_rejected(&w, &c, &b, ga_issue(&w, &c, &b, impl, 0, NULL));
+  fco_result_t r = ga_issue(&w, &c, &b, impl, 0, NULL);
+  /* cpu: the message says which check failed (a mutant swapping the verdict's messages passed) */
+  if (t == FCO_TRANSPORT_CPU)
+    for (int q = 0; q < P; q++) ASSERT_MSG(w.comms[q], kind == 0 ? "out_rows" : "invalid");
+  ga_expect_rejected(&w, &c, &b, r);
 }
 
 /* The hint arrays of bad_hints kind 2: rewritten between the submits and fco_group_end, as a
@@ -82,13 +89,16 @@ static void clobber_hints(void* arg) {
 /* Hints that disagree with the counts, on a fresh world: kind 0 recv_rows_host (rank 0 expects
  * one row less from rank 1 and one more from itself), kind 1 counts_host (rank 1's first two
  * entries swapped: same totals), kind 2 recv_rows_host rewritten after the submits, before
- * fco_group_end, kind 3 counts_host with rank 1's last two entries swapped (its last expert). Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the
- * host, counts_host by the digest; local impl 2: counts_host): FCO_ERR_INVALID_ARGUMENT, nothing
+ * fco_group_end, kind 3 counts_host with rank 1's last two entries swapped (its last expert),
+ * kind 4 recv_rows_host 0 for rows that do come (rank 0 from rank 1: 0 is a hint, not "none").
+ * Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the host,
+ * counts_host by the digest; local impl 2: counts_host): FCO_ERR_INVALID_ARGUMENT, nothing
  * written. nccl cannot check recv_rows_host without an exchange: not run there. */
 static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   static const char* kinds[] = {"recv_rows_host off by one", "counts_host unlike counts",
                                 "recv_rows_host rewritten before fco_group_end",
-                                "counts_host unlike counts in its last expert"};
+                                "counts_host unlike counts in its last expert",
+                                "recv_rows_host 0 where rows come"};
   t_world_t w;
   t_context("P=%d bad hints: %s, impl %d", P, kinds[kind], impl);
   ASSERT_OK(t_world_init(&w, t, P, NULL));
@@ -119,13 +129,19 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   } else if (kind == 3) { /* past the first E entries: the whole [E][P] array is compared */
     hc.counts[1][2 * P - 2] = c.counts[1][2 * P - 1];
     hc.counts[1][2 * P - 1] = c.counts[1][2 * P - 2];
+  } else if (kind == 4) { /* rank 1 does send rank 0 rows (every count >= 2) */
+    hc.recv[0][1] = 0;
   } else {
     h.before_end = clobber_hints;
     h.arg = &hc;
   }
   ga_upload(&w, &c, &b);
   ga_poison(&w, &c, &b);
-  ga_expect_rejected(&w, &c, &b, ga_issue_hints(&w, &c, &b, impl, &h, NULL));
+  fco_result_t r = ga_issue_hints(&w, &c, &b, impl, &h, NULL);
+  if (t == FCO_TRANSPORT_CPU) /* the message names the hint that is wrong */
+    for (int q = 0; q < P; q++)
+      ASSERT_MSG(w.comms[q], kind == 1 || kind == 3 ? "counts_host" : "recv_rows_host");
+  ga_expect_rejected(&w, &c, &b, r);
 }
 
 /* One rank, impl 0, counts_host unlike the device counts (the two experts' sizes swapped, same
@@ -553,7 +569,7 @@ int main(void) {
     }
   /* Bad counts: every kind, the device-checked impls (cpu: the reference). */
   int pb = max < 2 ? max : 2;
-  for (int kind = 0; kind < 3; kind++) {
+  for (int kind = 0; kind < 4; kind++) {
     bad_counts(t, pb, kind, 1);
     if (t != FCO_TRANSPORT_CPU) bad_counts(t, pb, kind, 2);
     if (t == FCO_TRANSPORT_LOCAL) bad_counts(t, pb, kind, 0);
@@ -573,7 +589,7 @@ int main(void) {
   }
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 5; kind++) {
       bad_hints(t, pb, kind, t == FCO_TRANSPORT_CPU ? 1 : 0);
       if (t == FCO_TRANSPORT_LOCAL && (kind == 1 || kind == 3)) bad_hints(t, pb, kind, 2);
     }

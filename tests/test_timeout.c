@@ -1,9 +1,10 @@
 /*
  * test_timeout.c — a rank that never calls turns into FCO_ERR_TIMEOUT on the others within
- * the bound (cfg.timeout_ms = 300), never a hang; the error is sticky (every later call on that
- * communicator returns it) and its message names the silent peer, as do the refusals of later
- * calls (also after an unrelated bad call in between). Afterwards the communicator
- * can still be destroyed and a new world works.
+ * the bound (cfg.timeout_ms = 300; on cpu not before it), never a hang; the error is sticky
+ * (every later call on that communicator returns it, fco_comm_reserve and fco_mem_alloc too)
+ * and its message names the silent peer, as do the refusals of later calls (also after an
+ * unrelated bad call in between). Afterwards the communicator can still be destroyed and a new
+ * world works.
  * How rank 1 stays silent: cpu and nccl: only rank 0's op is issued (outside a group); local:
  * the transport's test hook FCO_FAULT_SKIP_RANK=1 leaves rank 1 out of the launch.
  *   make test   or   build/tests/test_timeout   (FCO_TRANSPORT=cpu|local|nccl)
@@ -41,6 +42,9 @@ static void silent_peer(fco_transport_t t, int impl, int warm) {
          fco_result_string(r), ms, fco_last_error(w.comms[0]));
   ASSERT_RES(r, FCO_ERR_TIMEOUT);
   ASSERT_LT(ms, BOUND_MS);
+  /* and not before the bound (cpu: the host clock that the wait reads; a wait 10 times shorter
+   * than cfg.timeout_ms passed the upper bound alone) */
+  if (t == FCO_TRANSPORT_CPU) ASSERT_GE(ms, TIMEOUT_MS);
   const char* msg = fco_last_error(w.comms[0]);
   if (!t_contains_word(msg, "rank 1") && !t_contains_word(msg, "peer 1"))
     t_fail(__FILE__, __LINE__, "the timeout message does not name rank 1: \"%s\"", msg);
@@ -63,6 +67,10 @@ static void silent_peer(fco_transport_t t, int impl, int warm) {
     t_fail(__FILE__, __LINE__, "the refusal does not name the earlier timeout: \"%s\"", msg);
   ASSERT_RES(fco_comm_reserve(w.comms[0], (size_t)1 << 24), FCO_ERR_TIMEOUT);
   ASSERT_MSG(w.comms[0], "fco_comm_reserve: refused");
+  void* sym = (void*)1; /* a symmetric buffer too: refused, nothing allocated */
+  ASSERT_RES(fco_mem_alloc(w.comms[0], 4096, &sym), FCO_ERR_TIMEOUT);
+  ASSERT_NULL(sym);
+  ASSERT_MSG(w.comms[0], "fco_mem_alloc: refused");
   t_sync(&w);
   ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
   t_ar_free(&w, &b);

@@ -93,8 +93,9 @@ fco_result_t ea_prob_run_rank(const t_world_t* w, const ea_prob_t* p, int r, int
 
 /* Compare every rank's out (and its guard) with the reference; returns wrong elements (prints
  * a few). Exact problems bit for bit; real ones by relative error (f32 1e-5, f16 2e-3,
- * bf16 1e-2) against float64. Bad bags count as empty and bad indices are skipped, as the
- * library does. */
+ * bf16 1e-2) against float64, but bit for bit on the cpu transport (its backend is the
+ * reference: fp32 in bag order, fmaf, one division). Bad bags count as empty and bad indices
+ * are skipped, as the library does. */
 size_t ea_prob_check(const t_world_t* w, const ea_prob_t* p);
 
 /* t_context: what, the problem's shape and options, impl and seed. */
