@@ -7,11 +7,16 @@
  * world works.
  * How rank 1 stays silent: cpu and nccl: only rank 0's op is issued (outside a group); local:
  * the transport's test hook FCO_FAULT_SKIP_RANK=1 leaves rank 1 out of the launch.
+ * On cpu also a peer that agrees to the call and then stops (the cpu transport's hook
+ * FCO_FAULT_SKIP_RANK=1: rank 1 skips the op after its record): rank 0 times out inside the
+ * operator, in its wait for rank 1's signal, for every operator and impl (silent_in_op).
  *   make test   or   build/tests/test_timeout   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <string.h>
 
-#include "test.h"
+#include "ea_fixture.h"
+#include "ga_fixture.h"
+#include "gemv_fixture.h"
 
 #define TIMEOUT_MS 300
 #define BOUND_MS (20 * TIMEOUT_MS) /* generous: scheduling noise, CUDA lazy loading */
@@ -82,6 +87,86 @@ static void silent_peer(fco_transport_t t, int impl, int warm) {
   t_world_destroy(&w, 1);
 }
 
+/* cpu: rank 1 agrees to the call (its record matches), then skips it (FCO_FAULT_SKIP_RANK=1):
+ * rank 0 passes the record exchange and waits inside the operator for rank 1's signal — the
+ * timeout there (fco_cpu_wait) must end the call with FCO_ERR_TIMEOUT within the bound, not
+ * before it, naming the operator and rank 1, sticky on rank 0; rank 1 sees no error. */
+enum { kAllreduce, kGemv, kEmbedding, kGemm, kNumOps };
+static const char* const kOpName[kNumOps] = {"fco_allreduce", "fco_gemv_allreduce",
+                                             "fco_embedding_alltoall", "fco_gemm_alltoall"};
+static const int kNumImpls[kNumOps] = {FCO_ALLREDUCE_NUM_IMPLS, FCO_GEMV_ALLREDUCE_NUM_IMPLS,
+                                       FCO_EMBEDDING_ALLTOALL_NUM_IMPLS,
+                                       FCO_GEMM_ALLTOALL_NUM_IMPLS};
+
+static void silent_in_op(int op, int impl) {
+  const fco_transport_t t = FCO_TRANSPORT_CPU;
+  fco_config_t cfg;
+  t_world_t w;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.timeout_ms = TIMEOUT_MS;
+  t_context("%s impl %d, rank 1 skips the op", kOpName[op], impl);
+  ASSERT_OK(t_world_init(&w, t, 2, &cfg));
+  const uint64_t seed = t_next_seed();
+  t_ar_bufs_t ar;
+  gemv_bufs_t gv;
+  ea_prob_t ea;
+  ga_case_t gc;
+  ga_bufs_t gb;
+  switch (op) {
+    case kAllreduce:
+      t_ar_alloc(&w, &ar, 3000);
+      t_ar_prepare(&w, &ar, 3000, FCO_F32, 0, seed);
+      break;
+    case kGemv:
+      gemv_bufs_alloc(&gv, &w);
+      gemv_prepare(&gv, 4, 96, gemv_vec_kt(2), FCO_BF16, 1, seed);
+      break;
+    case kEmbedding:
+      ea_prob_make(&ea, 2, 16, FCO_F32, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_SUM, 0, seed);
+      ea_prob_upload(&w, &ea);
+      break;
+    default:
+      ga_make_case(&gc, 2, 40, 24, 0, FCO_F32, seed, 0, 0);
+      ga_upload(&w, &gc, &gb);
+      ga_poison(&w, &gc, &gb);
+      break;
+  }
+  good_allreduce(&w); /* a call before: the wait is for a later epoch */
+  t_knob_set("FCO_FAULT_SKIP_RANK", "1");
+  const double t0 = t_now_ms();
+  fco_result_t r;
+  switch (op) {
+    case kAllreduce: r = t_ar_run(&w, &ar, impl); break;
+    case kGemv: r = gemv_issue(&w, &gv, impl, NULL); break;
+    case kEmbedding: r = ea_prob_run(&w, &ea, impl, NULL); break;
+    default: r = ga_issue(&w, &gc, &gb, impl, 1, NULL); break;
+  }
+  const double ms = t_now_ms() - t0;
+  t_knob_reset("FCO_FAULT_SKIP_RANK");
+  const char* msg = fco_last_error(w.comms[0]);
+  printf("%s impl %d, rank 1 skipping it: %s after %.0f ms: %s\n", kOpName[op], impl,
+         fco_result_string(r), ms, msg);
+  ASSERT_RES(r, FCO_ERR_TIMEOUT);
+  ASSERT_GE(ms, TIMEOUT_MS);
+  ASSERT_LT(ms, BOUND_MS);
+  /* the operator's own wait, not the record exchange ("did not make the matching call") */
+  if (!strstr(msg, kOpName[op]) || !strstr(msg, "did not signal") || !t_contains_word(msg, "rank 1"))
+    t_fail(__FILE__, __LINE__, "the timeout message does not name %s's wait for rank 1: \"%s\"",
+           kOpName[op], msg);
+  ASSERT_RES(fco_comm_get_async_error(w.comms[0]), FCO_ERR_TIMEOUT);
+  ASSERT_RES(fco_comm_get_async_error(w.comms[1]), FCO_OK);
+  switch (op) {
+    case kAllreduce: t_ar_free(&w, &ar); break;
+    case kGemv: gemv_bufs_free(&gv); break;
+    case kEmbedding: ea_prob_free(&w, &ea); break;
+    default:
+      ga_free_bufs(&w, &gc, &gb);
+      ga_free_case(&gc);
+      break;
+  }
+  t_world_destroy(&w, 0);
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -94,6 +179,9 @@ int main(void) {
     silent_peer(t, impl, 0);
     silent_peer(t, impl, 1);
   }
+  if (t == FCO_TRANSPORT_CPU)
+    for (int op = 0; op < kNumOps; op++)
+      for (int impl = 0; impl < kNumImpls[op]; impl++) silent_in_op(op, impl);
   printf("PASS\n");
   return 0;
 }

@@ -18,6 +18,12 @@
  *
  * Threads of one process drive several ranks (a "world"): run/grow with n > 1 execute each
  * rank in its own thread (n-1 pthreads + the caller).
+ *
+ * Test hook (not an API), as the local transport's: env FCO_FAULT_SKIP_RANK=r, read at every
+ * op, makes rank r return FCO_OK from the op after its record (the agreement) without running it
+ * — it neither writes nor signals — so its peers time out inside the operator, in
+ * fco_cpu_wait, as if rank r had died mid-call (a rank that never calls times out earlier, in
+ * the record exchange). Used by tests/test_timeout.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -472,6 +478,11 @@ static fco_result_t run_rank(fco_op_t* op) {
   char what[48];
   snprintf(what, sizeof what, "fco_%s", fco_op_name(op->kind));
   FCO_CHECK(agree(comm, rec, what));
+  if (comm->nranks > 1 && fco_env_int("FCO_FAULT_SKIP_RANK", -1) == comm->rank) {
+    fco_log(comm, "cpu: FCO_FAULT_SKIP_RANK=%d: rank %d skips %s after its record", comm->rank,
+            comm->rank, what);
+    return FCO_OK;
+  }
   fco_cpu_peers_t t;
   t.comm = comm;
   t.rank = comm->rank;
