@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 44, one H200, call 1: (1) the local C suite (quick) at c53ae55 (2d54cf2's new tests and
+# Session 44, written for one H200, ran on one H100 (call 2 of the run): (1) the local C suite (quick) at c53ae55 (2d54cf2's new tests and
 # test_timeout's cpu hook case: on local the suite runs as before); (2) the lean lookup's tile
 # size on ragged bags: impl 0's claimed lookup at P = 1, bf16, workloads 1 (65536/8/64/8 uniform)
 # and 8 (the same, ragged 0..16), FCO_EA_LEAN_CHUNKS 4 / 8 (the default at mean 8) / 16 / 32 in

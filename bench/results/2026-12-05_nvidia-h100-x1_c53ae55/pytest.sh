@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 44, one H200, call 2: the rest of pytest -m gpu that run 2026-12-05_nvidia-h200_ragpath's
+# Session 44, written for one H200, ran on one H100 (call 1 of the run): the rest of pytest -m gpu that run 2026-12-05_nvidia-h200_ragpath's
 # subset (36 passed, 1 skipped before its bound) did not reach: test_triton_gpu.py's GEMM tests from
 # test_gemm_vs_reference_and_c[4-float32-nk] on, test_gemm_tma (quick: its pairwise cover) and
 # test_op_impl_triton_vs_torch. Library: the working tree, build/obj carried (build/carry.tgz).
