@@ -4,8 +4,10 @@
  * bit-identical). Covers NULL pointers, zero / absurd counts, unknown dtype and impl, ranks and
  * sizes out of range, an uninitialised config, FCO_TRANSPORT=bogus, overlapping buffers, group
  * misuse, a group whose one rank's call is refused (none of the world's calls issued, the
- * communicators still usable), nranks / count / dtype mismatches across ranks (cpu transport),
- * the result-code names and the library's version (fco_get_version).
+ * communicators still usable), nranks / count / dtype / impl mismatches across ranks (cpu
+ * transport; the message gives both values) and processes reserving different workspace sizes,
+ * the result-code, transport and impl names and the library's version (fco_get_version); and
+ * what is not bad: count at its bound 2^40, in and out touching without overlapping.
  *   make test   or   build/tests/test_bad_args   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -72,6 +74,14 @@ static void allreduce_args(void) {
   ASSERT_MSG(c, "impl");
   ASSERT_RES(fco_allreduce_workspace(NULL, N, FCO_F32, 0, &bytes), E);
   ASSERT_MSG(NULL, "comm");
+  /* count's bound, 2^40 elements, is inclusive (asked of the workspace query: no call so big) */
+  ASSERT_OK(fco_allreduce_workspace(c, (size_t)1 << 40, FCO_F32, 1, &bytes));
+  ASSERT_RES(fco_allreduce_workspace(c, ((size_t)1 << 40) + 1, FCO_F32, 1, &bytes), E);
+  ASSERT_MSG(c, "count");
+  /* the names fco.h documents: impl 1 the one-shot, impl 0 the transport's baseline */
+  ASSERT_STR_EQ(fco_allreduce_impl_name(c, FCO_IMPL_AUTO), "auto");
+  ASSERT_STR_EQ(fco_allreduce_impl_name(c, 1), "oneshot");
+  ASSERT_STR_EQ(fco_allreduce_impl_name(c, 0), g_t == FCO_TRANSPORT_NCCL ? "nccl" : "copy");
   ASSERT_NULL(fco_allreduce_impl_name(c, FCO_ALLREDUCE_NUM_IMPLS));
   ASSERT_NULL(fco_allreduce_impl_name(c, -2));
   ASSERT_NULL(fco_allreduce_impl_name(NULL, 0));
@@ -84,6 +94,37 @@ static void allreduce_args(void) {
   ASSERT_OK(t_ar_run(&g_w, &g_b, FCO_IMPL_AUTO));
   t_sync(&g_w);
   ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+}
+
+/* in and out side by side in one allocation (out right after in, then in right after out): they
+ * touch but do not overlap, so the call runs (one rank: out = in, in unchanged). A check of
+ * "overlap" that counted touching as overlapping refused these. */
+static void adjacent_buffers(void) {
+  enum { kN = 64 };
+  const size_t bytes = kN * sizeof(float);
+  t_world_t w;
+  float host[2 * kN], back[2 * kN];
+  ASSERT_OK(t_world_init(&w, g_t, 1, NULL));
+  const int dev = t_rank_device(g_t, 0);
+  char* p = (char*)t_alloc(g_t, dev, 2 * bytes);
+  for (int in_first = 1; in_first >= 0; in_first--) {
+    t_context("allreduce of %d f32, out right %s in", kN, in_first ? "after" : "before");
+    const size_t in_off = in_first ? 0 : bytes, out_off = in_first ? bytes : 0;
+    memset(host, T_POISON, sizeof host);
+    for (int i = 0; i < kN; i++) host[in_off / sizeof(float) + i] = (float)(i + 1);
+    t_put(g_t, dev, p, host, sizeof host);
+    ASSERT_OK(fco_allreduce(w.comms[0], p + in_off, p + out_off, kN, FCO_F32, FCO_IMPL_AUTO,
+                            NULL));
+    t_sync(&w);
+    t_get(g_t, dev, back, p, sizeof back);
+    for (int i = 0; i < kN; i++) {
+      ASSERT_EQ(back[in_off / sizeof(float) + i], i + 1);
+      ASSERT_EQ(back[out_off / sizeof(float) + i], i + 1);
+    }
+  }
+  t_free(g_t, dev, p);
+  t_world_destroy(&w, 0);
+  t_context("%s", "");
 }
 
 static void query_args(void) {
@@ -115,6 +156,21 @@ static void query_args(void) {
   ASSERT_MSG(NULL, "comm");
   ASSERT_RES(fco_comm_workspace_bytes(c, NULL), E);
   ASSERT_MSG(c, "bytes");
+  void* dev = NULL;
+  uint32_t version = 0;
+  ASSERT_RES(fco_comm_device_state(NULL, &dev, &s, &version), E);
+  ASSERT_MSG(NULL, "comm");
+  ASSERT_RES(fco_comm_device_state(c, NULL, &s, &version), E);
+  ASSERT_MSG(c, "dev_state");
+  ASSERT_RES(fco_comm_device_state(c, &dev, NULL, &version), E);
+  ASSERT_MSG(c, "bytes");
+  ASSERT_RES(fco_comm_device_state(c, &dev, &s, NULL), E);
+  ASSERT_MSG(c, "version");
+  if (g_t == FCO_TRANSPORT_CPU) { /* GPU transports only (fco.h) */
+    ASSERT_RES(fco_comm_device_state(c, &dev, &s, &version), FCO_ERR_UNSUPPORTED);
+    ASSERT_MSG(c, "no device state");
+    ASSERT_NULL(dev);
+  }
   ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_USAGE);
   ASSERT_MSG(NULL, "fco_group_start");
   ASSERT_RES(fco_get_version(NULL), E);
@@ -152,6 +208,7 @@ static void init_args(void) {
   BAD_INIT(max + 1, 0, &id, &cfg, E, "nranks");
   BAD_INIT(1000000, 0, &id, &cfg, E, "nranks");
   BAD_INIT(2, -1, &id, &cfg, E, "rank");
+  ASSERT_MSG(NULL, "rank -1 out of range [0, 2)");
   BAD_INIT(2, 2, &id, &cfg, E, "rank");
   BAD_INIT(1, 1, &id, &cfg, E, "rank");
   fco_config_t bad = cfg;
@@ -202,6 +259,15 @@ static void init_args(void) {
   ASSERT_RES(fco_comm_init_from_nccl(&c, NULL, NULL), E);
   ASSERT_NULL(c);
   ASSERT_MSG(NULL, "nccl_comm");
+#ifndef FCO_HAVE_CUDA
+  /* cfg NULL means the nccl transport here (whatever FCO_TRANSPORT says): a CPU-only build
+   * cannot run it, and says so before it looks at the (bogus) NCCL communicator */
+  c = NULL;
+  ASSERT_RES(fco_comm_init_from_nccl(&c, (void*)&cfg, NULL), FCO_ERR_UNSUPPORTED);
+  ASSERT_NULL(c);
+  ASSERT_MSG(NULL, "CUDA");
+  ASSERT_MSG(NULL, "nccl");
+#endif
   t_context("%s", "");
 }
 
@@ -245,6 +311,42 @@ static void nranks_mismatch(void) {
   free(saved);
 }
 
+/* Two processes reserve different workspace sizes (cpu; a world reserves as a whole, so only
+ * processes can): each fco_comm_reserve fails with FCO_ERR_INVALID_ARGUMENT naming both sizes and
+ * that reserve bytes may differ, nothing grows, and the communicators keep working. */
+static int reserve_child(int idx, void* p) {
+  fco_unique_id_t* id = (fco_unique_id_t*)p;
+  fco_config_t cfg;
+  fco_comm_t c = NULL;
+  size_t held = 1;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.transport = FCO_TRANSPORT_CPU;
+  cfg.timeout_ms = 5000;
+  ASSERT_OK(fco_comm_init(&c, 2, idx, id, &cfg));
+  t_context("process %d reserves %d MiB, its peer %d MiB", idx, idx + 1, 2 - idx);
+  ASSERT_RES(fco_comm_reserve(c, (size_t)(idx + 1) << 20), FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "1048576");
+  ASSERT_MSG(c, "2097152");
+  ASSERT_MSG(c, "fco_comm_reserve bytes differ");
+  ASSERT_OK(fco_comm_workspace_bytes(c, &held));
+  ASSERT_EQ(held, 0);
+  float in[256], out[256];
+  for (int i = 0; i < 256; i++) in[i] = (float)(idx + 1);
+  ASSERT_OK(fco_allreduce(c, in, out, 256, FCO_F32, 1, NULL));
+  for (int i = 0; i < 256; i++) ASSERT_EQ(out[i], 3);
+  ASSERT_OK(fco_comm_destroy(c));
+  return 0;
+}
+
+static void reserve_mismatch(void) {
+  fco_unique_id_t id;
+  int st[2];
+  ASSERT_OK(fco_get_unique_id(&id));
+  t_fork_run(2, reserve_child, &id, 30, st);
+  ASSERT_EQ(st[0], 0);
+  ASSERT_EQ(st[1], 0);
+}
+
 /* Rank 1 disagrees with rank 0 on count or dtype inside one allreduce (cpu: the ranks compare
  * call records; local: the group's ops are compared before the launch); what 2: rank 1's count
  * is the larger (2N), so its call needs more workspace than any before (the group must grow to
@@ -255,21 +357,30 @@ static void call_mismatch(fco_transport_t t) {
   t_ar_bufs_t b;
   ASSERT_OK(t_world_init(&w, t, 2, NULL));
   t_ar_alloc(&w, &b, 2 * N);
-  for (int what = 0; what < 3; what++) {
-    t_context("ranks disagree on %s",
-              what == 1 ? "dtype" : what ? "count (rank 1's larger)" : "count");
+  static const char* const kWhat[] = {"count", "dtype", "count (rank 1's larger)", "impl"};
+  for (int what = 0; what < 4; what++) {
+    t_context("ranks disagree on %s", kWhat[what]);
     t_ar_prepare(&w, &b, N, FCO_F32, 0, 1);
     ASSERT_OK(fco_group_start());
     fco_result_t r0 = fco_allreduce(w.comms[0], b.in[0], b.out[0], N, FCO_F32, 0, NULL);
-    fco_result_t r1 = what == 1
-                          ? fco_allreduce(w.comms[1], b.in[1], b.out[1], N, FCO_BF16, 0, NULL)
-                          : fco_allreduce(w.comms[1], b.in[1], b.out[1], what ? 2 * N : N - 1,
-                                          FCO_F32, 0, NULL);
+    const size_t n1 = what == 0 ? N - 1 : what == 2 ? 2 * N : N;
+    fco_result_t r1 = fco_allreduce(w.comms[1], b.in[1], b.out[1], n1,
+                                    what == 1 ? FCO_BF16 : FCO_F32, what == 3 ? 1 : 0, NULL);
     ASSERT_OK(r0);
     ASSERT_OK(r1);
     ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
-    ASSERT_MSG(w.comms[0], what == 1 ? "dtype" : "count");
-    ASSERT_MSG(w.comms[1], what == 1 ? "dtype" : "count");
+    const char* word = what == 1 ? "dtype" : what == 3 ? "impl" : "count";
+    ASSERT_MSG(w.comms[0], word);
+    ASSERT_MSG(w.comms[1], word);
+    /* cpu: the message describes both calls, each impl by number and name */
+    if (what == 3 && t == FCO_TRANSPORT_CPU) {
+      ASSERT_MSG(w.comms[0], "impl=0 copy");
+      ASSERT_MSG(w.comms[0], "impl=1 oneshot");
+    }
+    if (what == 1) { /* both values, by name (the field's name alone is in every description) */
+      ASSERT_MSG(w.comms[0], "f32");
+      ASSERT_MSG(w.comms[0], "bf16");
+    }
     ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
   }
   t_ar_free(&w, &b);
@@ -297,6 +408,10 @@ static void names(void) {
   ASSERT_EQ(fco_dtype_size((fco_dtype_t)7), 0);
   ASSERT_EQ(fco_dtype_size((fco_dtype_t)-1), 0);
   ASSERT_NULL(fco_transport_name((fco_transport_t)99));
+  ASSERT_NULL(fco_transport_name((fco_transport_t)-1));
+  ASSERT_STR_EQ(fco_transport_name(FCO_TRANSPORT_AUTO), "auto");
+  ASSERT_STR_EQ(fco_transport_name(FCO_TRANSPORT_NCCL), "nccl");
+  ASSERT_STR_EQ(fco_transport_name(FCO_TRANSPORT_LOCAL), "local");
   ASSERT_STR_EQ(fco_transport_name(FCO_TRANSPORT_CPU), "cpu");
   int v = -1; /* the library this test links is the one built from this header */
   ASSERT_OK(fco_get_version(&v));
@@ -375,6 +490,7 @@ int main(void) {
   ASSERT_OK(t_world_init(&g_w, g_t, n, &cfg));
   t_ar_alloc(&g_w, &g_b, N);
   allreduce_args();
+  adjacent_buffers();
   query_args();
   init_args();
   group_refusal();
@@ -382,8 +498,12 @@ int main(void) {
   t_world_destroy(&g_w, 0);
   if (g_t != FCO_TRANSPORT_NCCL && t_max_ranks(g_t) >= 2) call_mismatch(g_t);
   else printf("count/dtype mismatch part skipped on transport %s\n", fco_transport_name(g_t));
-  if (g_t == FCO_TRANSPORT_CPU) nranks_mismatch();
-  else printf("nranks mismatch part skipped: it forks processes (cpu transport only)\n");
+  if (g_t == FCO_TRANSPORT_CPU) {
+    nranks_mismatch();
+    reserve_mismatch();
+  } else {
+    printf("nranks / reserve mismatch parts skipped: they fork processes (cpu transport only)\n");
+  }
   printf("PASS\n");
   return 0;
 }

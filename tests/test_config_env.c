@@ -1,7 +1,9 @@
 /*
  * test_config_env.c — configuration reaches the communicator: FCO_TRANSPORT picks the
- * transport when cfg leaves it to AUTO (and an explicit cfg.transport wins over it);
- * FCO_TIMEOUT_MS bounds waits when cfg.timeout_ms is 0 (and cfg.timeout_ms wins over it);
+ * transport when cfg leaves it to AUTO (and an explicit cfg.transport wins over it; "auto" in
+ * any case is as unset, names match without case; local in a CPU-only build: FCO_ERR_UNSUPPORTED);
+ * FCO_TIMEOUT_MS bounds waits when cfg.timeout_ms is 0 (and cfg.timeout_ms wins over it; 0 or
+ * a negative value is the default, 30 s);
  * cfg.max_workspace_bytes caps the workspace: a call needing more fails with
  * FCO_ERR_OUT_OF_MEMORY, a message, and nothing written, and the communicator keeps working.
  * Also the suite's own knob helper (tests/common: t_knob_set / t_knob_reset), on which every
@@ -12,9 +14,11 @@
  * an integer, or out of range with its suffix, is ignored (as if unset) and said so on stderr,
  * once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
  * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list;
- * and on/off knobs (fco_env_flag): 0 or 1, anything else ignored and said once.
+ * and on/off knobs (fco_env_flag): 0 or 1, anything else ignored and said once. cfg.debug = 1
+ * logs the init and errors to stderr ("fco[rank/nranks] ..."); 0 leaves stderr alone.
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,9 +80,37 @@ static void transport_env(void) {
   } else {
     ASSERT_NE(r, FCO_OK);
     ASSERT_NULL(comms[0]);
+#ifndef FCO_HAVE_CUDA
+    /* a CPU-only build says so (not a bad argument: "local" is a transport, just not here) */
+    ASSERT_EQ(r, FCO_ERR_UNSUPPORTED);
+    ASSERT_MSG(NULL, "CUDA");
+    ASSERT_MSG(NULL, "local");
+#endif
     printf("FCO_TRANSPORT=local without a usable GPU: %s: %s\n", fco_result_string(r),
            fco_last_error(NULL));
   }
+
+  /* FCO_TRANSPORT=auto (any case) is as if unset, and names match without case: "CPU" is cpu. */
+  fco_transport_t unset_t = FCO_TRANSPORT_AUTO;
+  unsetenv("FCO_TRANSPORT");
+  ASSERT_OK(fco_comm_init_all(comms, 1, NULL, NULL));
+  ASSERT_OK(fco_comm_transport(comms[0], &unset_t));
+  ASSERT_OK(fco_comm_destroy(comms[0]));
+  ASSERT_NE(unset_t, FCO_TRANSPORT_AUTO);
+  static const char* const as_unset[] = {"auto", "AUTO", "Auto"};
+  for (size_t i = 0; i < sizeof as_unset / sizeof as_unset[0]; i++) {
+    t_context("FCO_TRANSPORT=%s, cfg NULL: as unset (%s)", as_unset[i],
+              fco_transport_name(unset_t));
+    setenv("FCO_TRANSPORT", as_unset[i], 1);
+    ASSERT_OK(fco_comm_init_all(comms, 1, NULL, NULL));
+    check_transport(comms, 1, unset_t);
+    ASSERT_OK(fco_comm_destroy(comms[0]));
+  }
+  t_context("FCO_TRANSPORT=CPU, cfg NULL");
+  setenv("FCO_TRANSPORT", "CPU", 1);
+  ASSERT_OK(fco_comm_init_all(comms, 2, NULL, NULL));
+  check_transport(comms, 2, FCO_TRANSPORT_CPU);
+  for (int i = 0; i < 2; i++) ASSERT_OK(fco_comm_destroy(comms[i]));
 
   if (t_is_gpu(g_t)) {
     int n = t_max_ranks(g_t) < 2 ? 1 : 2;
@@ -116,6 +148,55 @@ static void timeout_env(void) {
     ASSERT_LT(ms, 20 * 250);
     t_world_destroy(&w, 0);
   }
+  t_context("%s", "");
+}
+
+/* FCO_TIMEOUT_MS that is not a positive number ("0", "-5") is the default, 30000 ms (fco.h),
+ * as a rank reports when a peer's timeout aborts its join: rank 1 (cfg 0: the env) and rank 0
+ * (cfg.timeout_ms = 500) of 3 join from two threads; rank 0 gives up after 500 ms, rank 1,
+ * still within its bound, fails with it, naming its own bound. */
+typedef struct {
+  fco_unique_id_t id;
+  int rank, timeout_ms;
+  fco_result_t r;
+  char msg[512];
+} joiner_t;
+
+static void* join_alone(void* p) {
+  joiner_t* j = (joiner_t*)p;
+  fco_config_t cfg;
+  fco_comm_t c = NULL;
+  fco_config_init(&cfg);
+  cfg.transport = FCO_TRANSPORT_CPU;
+  cfg.timeout_ms = j->timeout_ms;
+  j->r = fco_comm_init(&c, 3, j->rank, &j->id, &cfg);
+  snprintf(j->msg, sizeof j->msg, "%s", fco_last_error(NULL)); /* this thread's */
+  if (c) fco_comm_destroy(c);
+  return NULL;
+}
+
+static void timeout_env_default(void) {
+  static const char* const kNotPositive[] = {"0", "-5"};
+  for (int i = 0; i < 2; i++) {
+    joiner_t j[2];
+    pthread_t th[2];
+    memset(j, 0, sizeof j);
+    t_context("FCO_TIMEOUT_MS=%s: the default bound", kNotPositive[i]);
+    setenv("FCO_TIMEOUT_MS", kNotPositive[i], 1);
+    ASSERT_OK(fco_get_unique_id(&j[0].id));
+    j[1].id = j[0].id;
+    j[0].timeout_ms = 500;
+    j[1].rank = 1;
+    for (int k = 1; k >= 0; k--) ASSERT_EQ(pthread_create(&th[k], NULL, join_alone, &j[k]), 0);
+    for (int k = 0; k < 2; k++) ASSERT_EQ(pthread_join(th[k], NULL), 0);
+    unsetenv("FCO_TIMEOUT_MS");
+    ASSERT_RES(j[0].r, FCO_ERR_TIMEOUT);
+    ASSERT_RES(j[1].r, FCO_ERR_TIMEOUT);
+    if (!t_contains(j[1].msg, "(timeout 30000 ms)"))
+      t_fail(__FILE__, __LINE__, "rank 1's message does not give the default bound: \"%s\"",
+             j[1].msg);
+  }
+  printf("FCO_TIMEOUT_MS 0 / -5: the default bound\n");
   t_context("%s", "");
 }
 
@@ -252,7 +333,10 @@ static void env_ints(void) {
               {"4K", 4096},        {"4M", 4 << 20},      {"4MB", 4 << 20},    {"4MiB", 4 << 20},
               {"1G", 1LL << 30},   {"1gb", 1LL << 30},   {" 250 ", 250},      {"250\n", 250},
               {"010", 10},         {"-4k", -4096},       {"0X1f", 31},
-              {"8589934591G", 8589934591LL << 30}};
+              {"8589934591G", 8589934591LL << 30},
+              /* hex after blanks or a sign; lower-case m; kib; a trailing tab */
+              {" 0x10", 16},       {"\t0x10", 16},      {"-0x10", -16},      {"+0x10", 16},
+              {"4m", 4 << 20},     {"2kib", 2048},       {"2KiB", 2048},      {"3\t", 3}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     t_context("%s=\"%s\"", kProbe, good[i].v);
     setenv(kProbe, good[i].v, 1);
@@ -300,6 +384,40 @@ static void env_ints(void) {
   t_context("%s", "");
 }
 
+/* cfg.debug > 0 logs to stderr, each line "fco[rank/nranks] ...": the init and every error;
+ * cfg.debug 0 (the default, FCO_DEBUG unset) leaves stderr alone. */
+static fco_config_t g_dbg_cfg;
+static void one_rank_with_an_error(void) {
+  fco_unique_id_t id;
+  fco_comm_t c = NULL;
+  ASSERT_OK(fco_get_unique_id(&id));
+  ASSERT_OK(fco_comm_init(&c, 1, 0, &id, &g_dbg_cfg));
+  ASSERT_RES(fco_comm_rank(c, NULL), FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(fco_comm_destroy(c));
+}
+
+static void debug_log(void) {
+  if (fco_env_flag("FCO_DEBUG", 0)) {
+    printf("cfg.debug part skipped: FCO_DEBUG=1 logs whatever cfg.debug says\n");
+    return;
+  }
+  ASSERT_OK(fco_config_init(&g_dbg_cfg));
+  g_dbg_cfg.transport = FCO_TRANSPORT_CPU;
+  t_context("cfg.debug 0");
+  char* err = stderr_of(one_rank_with_an_error);
+  ASSERT_STR_EQ(err, "");
+  free(err);
+  t_context("cfg.debug 1");
+  g_dbg_cfg.debug = 1;
+  err = stderr_of(one_rank_with_an_error);
+  ASSERT_NOT_NULL(strstr(err, "fco[0/1] init: transport cpu"));
+  ASSERT_NOT_NULL(strstr(err, "fco[0/1] error"));
+  ASSERT_NOT_NULL(strstr(err, "rank is NULL"));
+  free(err);
+  printf("cfg.debug: silent at 0, logs init and errors at 1\n");
+  t_context("%s", "");
+}
+
 static const char* const kChoiceProbe = "FCO_TEST_ENV_CHOICE_PROBE";
 static const char* const kChoices[] = {"tma", "tma2", "wgmma", NULL};
 static int g_choice;
@@ -309,7 +427,8 @@ static void env_choices(void) {
   static const struct {
     const char* v;
     int want;
-  } good[] = {{"tma", 0}, {"tma2", 1}, {"wgmma", 2}, {"TMA2", 1}, {"WgMMA", 2}, {"tma \n", 0}};
+  } good[] = {{"tma", 0},   {"tma2", 1},  {"wgmma", 2},
+               {"TMA2", 1},  {"WgMMA", 2}, {"tma \n", 0}, {"tma2\t", 1}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     t_context("%s=\"%s\"", kChoiceProbe, good[i].v);
     setenv(kChoiceProbe, good[i].v, 1);
@@ -353,7 +472,7 @@ static void env_flags(void) {
   static const struct {
     const char* v;
     int dflt, want;
-  } good[] = {{"1", 0, 1}, {"0", 1, 0}, {"1 ", 0, 1}, {"0\n", 1, 0}};
+  } good[] = {{"1", 0, 1}, {"0", 1, 0}, {"1 ", 0, 1}, {"0\n", 1, 0}, {"1\t", 0, 1}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     t_context("%s=\"%s\"", kFlagProbe, good[i].v);
     setenv(kFlagProbe, good[i].v, 1);
@@ -435,8 +554,10 @@ int main(void) {
   env_ints();
   env_choices();
   env_flags();
+  debug_log();
   transport_env();
   timeout_env();
+  timeout_env_default();
   workspace_cap();
   free(g_env_saved);
   printf("PASS\n");

@@ -46,6 +46,10 @@ static void shape_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_in
   t_sync(w);
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
   ASSERT_EQ(ea_prob_check(w, &p), 0);
+  /* cpu: AUTO runs impl 1 at every P, one rank too (src/ops/embedding_alltoall.c: GPUs differ) */
+  if (impl == FCO_IMPL_AUTO && w->transport == FCO_TRANSPORT_CPU)
+    for (int r = 0; r < w->n; r++)
+      ASSERT_STR_EQ(fco_last_plan(w->comms[r]), "embedding_alltoall impl 1");
   ea_prob_free(w, &p);
 }
 static void one_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_index_t it,

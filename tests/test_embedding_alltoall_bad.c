@@ -3,7 +3,8 @@
  * test_embedding_alltoall.c; the fixture both share: tests/common/ea_fixture.h).
  *   P = 1..4 ranks (random problems as there: uneven tables and batch splits, ragged bags).
  *   Bad arguments on rank 0 (bad_args): every argument refused with FCO_ERR_INVALID_ARGUMENT and
- *   a message naming it, out (and its guard) untouched; and (P > 1) ranks that disagree on dim.
+ *   a message naming it (each bound also at its edge), out (and its guard) untouched; and
+ *   (P > 1) ranks that disagree on dim, on the batch or tables split, or on pooling.
  *   Bad data on one rank (bad_data, impls 0 and 1): an index outside its table (= rows, or
  *   negative; its per-sample weight NaN or Inf), decreasing offsets, offsets past num_indices —
  *   FCO_ERR_INVALID_ARGUMENT naming the table and position (on GPUs the comm's async error), the
@@ -132,6 +133,12 @@ static void bad_data(t_world_t* w, int impl, int kind, int64_t D, fco_dtype_t dt
   if (w->transport == FCO_TRANSPORT_CPU && !t_contains_word(msg, want_value))
     t_fail(__FILE__, __LINE__, "message does not name the bad value (%s): \"%s\"", want_value,
            msg);
+  /* cpu: fco_group_end's failure is rank r's; its message is also the thread's and every rank's
+   * of the failed group (src/core/group.c fco_ops_execute), whichever rank r was */
+  if (w->transport == FCO_TRANSPORT_CPU) {
+    ASSERT_STR_EQ(fco_last_error(NULL), msg);
+    for (int q = 0; q < w->n; q++) ASSERT_STR_EQ(fco_last_error(w->comms[q]), msg);
+  }
   ASSERT_EQ(ea_prob_check(w, &p), 0);
   ea_prob_free(w, &p);
   int n = w->n;
@@ -250,6 +257,51 @@ static void bad_args(const t_world_t* w) {
       FCO_EMB_POOL_SUM, out, 0);
   BAD("overlaps", c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
       FCO_EMB_POOL_SUM, wt, 0);
+  /* Each bound at its edge. */
+  { /* tables: FCO_EMBEDDING_MAX_TABLES in all passes the query, one more is refused */
+    int32_t edge[EA_MAX_P];
+    size_t ws = 0;
+    for (int q = 0; q < w->n; q++) edge[q] = 1;
+    edge[0] = FCO_EMBEDDING_MAX_TABLES - (w->n - 1);
+    t_context("tables_per_rank summing to FCO_EMBEDDING_MAX_TABLES (the workspace query)");
+    ASSERT_OK(fco_embedding_alltoall_workspace(c, edge, bpr, D, FCO_F32, 0, &ws));
+    edge[0] += 1;
+    ASSERT_RES(fco_embedding_alltoall_workspace(c, edge, bpr, D, FCO_F32, 0, &ws), E);
+    ASSERT_MSG(c, "FCO_EMBEDDING_MAX_TABLES");
+  }
+  BAD("num_indices", c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, ((int64_t)1 << 40) + 1,
+      FCO_EMB_INDEX_I32, NULL, FCO_EMB_POOL_SUM, out, 0);
+  BAD("pooling", c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+      FCO_EMB_NUM_POOLINGS, out, 0);
+  {
+    int64_t rows_big[64], rows_one[64], bpr_one[EA_MAX_P];
+    ASSERT_LE(p.tpr[0], 64);
+    for (int t = 0; t < p.tpr[0]; t++) {
+      rows_big[t] = t ? rows[t] : ((int64_t)1 << 40) + 1;
+      rows_one[t] = t ? 0 : 1; /* one row in all: weight NULL is still refused */
+    }
+    BAD("table_rows", c, wt, rows_big, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+        FCO_EMB_POOL_SUM, out, 0);
+    BAD("weight", c, NULL, rows_one, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+        FCO_EMB_POOL_SUM, out, 0);
+    memcpy(bpr_one, bpr, sizeof bpr_one);
+    bpr_one[0] = 1; /* one sample on rank 0: out NULL is still refused */
+    BAD("out", c, wt, rows, tpr, bpr_one, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+        FCO_EMB_POOL_SUM, NULL, 0);
+  }
+  /* offsets and indices of int64 at a 4-byte (not 8-byte) boundary; the per-sample weights at a
+   * 2-byte one (inside indices: apart from out) */
+  BAD("offsets", c, wt, rows, tpr, bpr, D, FCO_F32, (char*)of + 4, ix, n, FCO_EMB_INDEX_I64, NULL,
+      FCO_EMB_POOL_SUM, out, 0);
+  BAD("indices", c, wt, rows, tpr, bpr, D, FCO_F32, of, (char*)ix + 4, n, FCO_EMB_INDEX_I64, NULL,
+      FCO_EMB_POOL_SUM, out, 0);
+  BAD("per_sample_weights", c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32,
+      (const float*)((char*)ix + 2), FCO_EMB_POOL_SUM, out, 0);
+  /* out over the per-sample weights, or starting at offsets' last entry (T_r · B + 1 of them) */
+  BAD("per_sample_weights", c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32,
+      (const float*)out, FCO_EMB_POOL_SUM, out, 0);
+  BAD("overlaps offsets", c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+      FCO_EMB_POOL_SUM, (char*)of + (size_t)p.tpr[0] * (size_t)p.B * 4, 0);
 #undef BAD
   t_sync(w);
   /* out + guard still poison */
@@ -300,6 +352,28 @@ static void bad_args(const t_world_t* w) {
     if (first == FCO_OK) first = e;
     ASSERT_RES(first, E);
     ASSERT_MSG(NULL, "batch_per_rank");
+    /* Likewise the tables (one of rank 0's moved to rank 1 in rank 0's split), and pooling. */
+    int32_t tsplit[EA_MAX_P];
+    memcpy(tsplit, p.tpr, sizeof tsplit);
+    tsplit[0] -= 1; /* p.tpr[0] >= 1 (bad_args' problem) */
+    tsplit[1] += 1;
+    for (int what = 0; what < 2; what++) {
+      t_context("bad arguments: %s differs on rank 0", what ? "pooling" : "tables_per_rank split");
+      first = FCO_OK;
+      ASSERT_OK(fco_group_start());
+      for (int r = 0; r < w->n; r++) {
+        const int odd = r == 0;
+        fco_result_t e2 = fco_embedding_alltoall(
+            w->comms[r], p.d_weight[r], p.rows[r], odd && !what ? tsplit : p.tpr, p.bpr, p.D,
+            p.dt, p.d_offsets[r], p.d_indices[r], p.nnz[r], p.it, NULL,
+            odd && what ? FCO_EMB_POOL_MEAN : p.pool, p.bpr[r] ? p.d_out[r] : NULL, 1, NULL);
+        if (e2 != FCO_OK && first == FCO_OK) first = e2;
+      }
+      e = fco_group_end();
+      if (first == FCO_OK) first = e;
+      ASSERT_RES(first, E);
+      ASSERT_MSG(NULL, what ? "pooling" : "tables_per_rank");
+    }
   }
   ea_prob_free(w, &p);
 }

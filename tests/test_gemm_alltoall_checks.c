@@ -4,7 +4,8 @@
  * outputs poisoned first and guarded after their capacity, the float64 reference check).
  *   Bad arguments at P = 1 (num_experts, w_layout, counts, k, impl, dtype, a negative
  *   counts_host, recv_rows_host negative or over out_rows without counts_host, out overlapping
- *   a or w; the workspace need and the impl names). Bad counts on a fresh world of up to 2
+ *   a or w; each bound at its edge; the workspace need and the impl names); ranks that disagree
+ *   on w_layout or out_rows (P = 2, cpu and local). Bad counts on a fresh world of up to 2
  *   ranks (out capacity too small, sum over a_rows, negative, -1 the edge: impl 1; on GPU
  *   transports also 2, on local also 0) and host hints unlike the counts (recv_rows_host off by
  *   one or 0 where rows come, counts_host unlike counts, recv_rows_host changed between the call
@@ -500,6 +501,34 @@ static void bad_args(const t_world_t* w) {
                                NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_MSG(c, "dtype");
+  /* each bound at its edge: E_r one past the maximum, a or out NULL with one row, counts 2-byte
+   * aligned only, out 2-byte aligned only (f32), counts_host summing to one row over a_rows */
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, p, 0, FCO_GEMM_ALLTOALL_MAX_EXPERTS + 1, dummy, NULL, NULL,
+                               p, 1, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "num_experts");
+  ASSERT_RES(fco_gemm_alltoall(c, NULL, 1, p, 0, 1, dummy, NULL, NULL, (char*)p + 2048, 1, 4, 4,
+                               FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "a");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, (char*)p + 64, 0, 1, dummy, NULL, NULL, NULL, 1, 4, 4,
+                               FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "out");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, (char*)p + 64, 0, 1, (int32_t*)((char*)dummy + 2), NULL,
+                               NULL, (char*)p + 2048, 1, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "counts");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 1, (char*)p + 64, 0, 1, dummy, NULL, NULL, (char*)p + 2050, 1,
+                               4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "aligned");
+  int32_t over[1] = {9};
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, (char*)p + 1024, 0, 1, dummy, over, NULL, (char*)p + 2048,
+                               8, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "counts_host");
+  ASSERT_MSG(c, "a_rows");
   int32_t neg[8] = {-1, 0, 0, 0, 0, 0, 0, 0};
   ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, neg, NULL, (char*)p + 2048, 8, 4, 4,
                                FCO_F32, 1, NULL),
@@ -525,7 +554,36 @@ static void bad_args(const t_world_t* w) {
                                (char*)p + 1056, 8, 4, 4, FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_MSG(c, "overlaps w");
+  /* out at w's second expert (w holds E_r · K · N elements, not one expert's) */
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, (char*)p + 1024, 1, 2, dummy, NULL, NULL,
+                               (char*)p + 1024 + 4 * 4 * 4, 8, 4, 4, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "overlaps w");
   size_t ws = 0;
+  /* the shape's bounds at their edges, asked of the workspace query (no buffers that big):
+   * k and n 1..2^31-1, a_rows and out_rows 0..2^31-1 */
+  const int64_t kMax = INT32_MAX;
+  ASSERT_OK(fco_gemm_alltoall_workspace(c, 0, 0, kMax, 8, FCO_BF16, 1, &ws));
+  ASSERT_RES(fco_gemm_alltoall_workspace(c, 0, 0, kMax + 1, 8, FCO_BF16, 1, &ws),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "k");
+  ASSERT_OK(fco_gemm_alltoall_workspace(c, 0, 0, 8, kMax, FCO_BF16, 1, &ws));
+  ASSERT_RES(fco_gemm_alltoall_workspace(c, 0, 0, 8, kMax + 1, FCO_BF16, 1, &ws),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "n");
+  ASSERT_OK(fco_gemm_alltoall_workspace(c, kMax, kMax, 8, 8, FCO_BF16, 1, &ws));
+  ASSERT_RES(fco_gemm_alltoall_workspace(c, kMax + 1, 0, 8, 8, FCO_BF16, 1, &ws),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "a_rows");
+  ASSERT_RES(fco_gemm_alltoall_workspace(c, 0, kMax + 1, 8, 8, FCO_BF16, 1, &ws),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "out_rows");
+  ASSERT_RES(fco_gemm_alltoall_workspace(c, -1, 0, 8, 8, FCO_BF16, 1, &ws),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "a_rows");
+  ASSERT_RES(fco_gemm_alltoall_workspace(c, 0, -1, 8, 8, FCO_BF16, 1, &ws),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "out_rows");
   ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, FCO_IMPL_AUTO, &ws));
   ASSERT_GE(ws, (size_t)100 * 64 * 2);
   /* impl 0 at one rank writes out directly: no workspace on GPUs (cpu: every impl is the
@@ -537,6 +595,47 @@ static void bad_args(const t_world_t* w) {
   ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 2), "chunks");
   ASSERT_NULL(fco_gemm_alltoall_impl_name(c, 3));
   t_free(w->transport, ga_dev_of(w, 0), p);
+}
+
+/* Two ranks that disagree on w_layout, or on out_rows (both in the shape every rank must pass
+ * alike; cpu and local compare it on the host): FCO_ERR_INVALID_ARGUMENT naming the field (on cpu
+ * with both values), nothing written. No rows are routed (counts all 0): the call would run. */
+static void shape_mismatch(fco_transport_t t) {
+  enum { kA = 0, kW = 256, kOut = 1024, kCounts = 2048, kBytes = 4096 };
+  t_world_t w;
+  char* buf[2];
+  unsigned char host[kBytes], back[kBytes];
+  ASSERT_OK(t_world_init(&w, t, 2, NULL));
+  for (int r = 0; r < 2; r++) buf[r] = (char*)t_alloc(t, ga_dev_of(&w, r), kBytes);
+  for (int what = 0; what < 2; what++) {
+    const char* field = what ? "out_rows" : "w_layout";
+    t_context("rank 1's %s differs", field);
+    memset(host, 0, kBytes);
+    memset(host + kOut, T_POISON, kCounts - kOut);
+    for (int r = 0; r < 2; r++) t_put(t, ga_dev_of(&w, r), buf[r], host, kBytes);
+    ASSERT_OK(fco_group_start());
+    for (int r = 0; r < 2; r++) {
+      const int odd = r == 1;
+      (void)fco_gemm_alltoall(w.comms[r], buf[r] + kA, 2, buf[r] + kW,
+                              odd && !what ? FCO_W_NK : FCO_W_KN, 1,
+                              (const int32_t*)(buf[r] + kCounts), NULL, NULL, buf[r] + kOut,
+                              odd && what ? 3 : 2, 4, 4, FCO_F32, 1, NULL);
+    }
+    ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
+    ASSERT_MSG(w.comms[0], field);
+    if (t == FCO_TRANSPORT_CPU) {
+      ASSERT_MSG(w.comms[0], what ? "out_rows=2" : "w_layout=0");
+      ASSERT_MSG(w.comms[0], what ? "out_rows=3" : "w_layout=1");
+    }
+    t_sync(&w);
+    for (int r = 0; r < 2; r++) {
+      t_get(t, ga_dev_of(&w, r), back, buf[r], kBytes);
+      ASSERT_EQ(memcmp(back, host, kBytes), 0);
+    }
+  }
+  for (int r = 0; r < 2; r++) t_free(t, ga_dev_of(&w, r), buf[r]);
+  t_world_destroy(&w, 0);
+  t_context("%s", "");
 }
 
 int main(void) {
@@ -586,6 +685,10 @@ int main(void) {
     knob_readback(&w);
     t_world_destroy(&w, 0);
     printf("P=%d: knobs read back: ok\n", pb);
+  }
+  if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
+    shape_mismatch(t);
+    printf("shape mismatch across ranks: ok\n");
   }
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {

@@ -12,8 +12,10 @@
  *   must be bit-identical to rank 0's and nothing may be written past y's end.
  *   Then back-to-back calls without a sync (epochs), bad arguments with their codes and
  *   messages (nothing written; also tuning knobs set to values no kernel exists for:
- *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT, FCO_GEMV_TMA_STAGES, FCO_GEMV_GROUP_TMA, FCO_GEMV_ROUNDS), a
- *   mismatch of M across ranks, and on
+ *   FCO_GEMV_GROUP, FCO_GEMV_SPLIT, FCO_GEMV_TMA_STAGES, FCO_GEMV_GROUP_TMA, FCO_GEMV_ROUNDS;
+ *   y over any part of x, w or bias; N, K and N·K at their bounds), a mismatch of M, and of
+ *   bias given or not, across ranks; first y between x and w in one allocation (touching, not
+ *   overlapping: it runs, P = 1); and on
  *   GPU transports AUTO's rule read back through fco_last_plan, a CUDA graph replayed 100 times and FCO_CHECK_ARGS=1
  *   (M 3, and the grouped tiles' impls 1 and 2 at M 48 / 64; on nccl at P = 2 also the device-side
  *   mismatch, at M 4 / 5 and in rounds at M 57 / 64). On GPU transports the calls after bad_args run with
@@ -107,6 +109,14 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   BAD(fco_gemv_allreduce(c, x, y, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps w");
   BAD(fco_gemv_allreduce(c, y, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps x");
   BAD(fco_gemv_allreduce(c, x, wt, y, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "overlaps bias");
+  /* y starting inside x's, w's or bias's last part (x's second row, w's second row, bias's
+   * second element): the overlap checks span the whole of each input, not its first row */
+  BAD(fco_gemv_allreduce(c, x, wt, bs, (char*)x + 64 * 2, 4, 100, 64, FCO_BF16, 1, NULL), E,
+      "overlaps x");
+  BAD(fco_gemv_allreduce(c, x, wt, bs, (char*)wt + 64 * 2, 4, 100, 64, FCO_BF16, 1, NULL), E,
+      "overlaps w");
+  BAD(fco_gemv_allreduce(c, x, wt, bs, (char*)bs + 2, 4, 100, 64, FCO_BF16, 1, NULL), E,
+      "overlaps bias");
   BAD(fco_gemv_allreduce(NULL, x, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "comm");
   t_context("%s", "workspace / impl names");
   size_t bytes = 0;
@@ -119,6 +129,18 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
     ASSERT_OK(fco_gemv_allreduce_workspace(c, 4, 100, 64, FCO_BF16, i, &bytes));
     ASSERT_GT(bytes, 0);
   }
+  /* the bounds at their edges, asked of the workspace query (no buffers that big): N and K
+   * below 2^31, N·K at most 2^40 */
+  const size_t k31 = (size_t)1 << 31, k20 = (size_t)1 << 20;
+  ASSERT_OK(fco_gemv_allreduce_workspace(c, 1, k31 - 1, 1, FCO_BF16, 1, &bytes));
+  ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, k31, 1, FCO_BF16, 1, &bytes), E);
+  ASSERT_MSG(c, "N");
+  ASSERT_OK(fco_gemv_allreduce_workspace(c, 1, 1, k31 - 1, FCO_BF16, 1, &bytes));
+  ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, 1, k31, FCO_BF16, 1, &bytes), E);
+  ASSERT_MSG(c, "K");
+  ASSERT_OK(fco_gemv_allreduce_workspace(c, 1, k20, k20, FCO_BF16, 1, &bytes));
+  ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, k20 + 1, k20, FCO_BF16, 1, &bytes), E);
+  ASSERT_MSG(c, "W");
   ASSERT_NULL(fco_gemv_allreduce_impl_name(c, FCO_GEMV_ALLREDUCE_NUM_IMPLS));
   ASSERT_NULL(fco_gemv_allreduce_impl_name(NULL, 0));
   ASSERT_STR_EQ(fco_gemv_allreduce_impl_name(c, FCO_IMPL_AUTO), "auto");
@@ -135,6 +157,17 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
                                b->K[r], FCO_BF16, 1, NULL);
     ASSERT_RES(fco_group_end(), E);
     ASSERT_MSG(c, "M");
+    t_sync(w);
+    assert_untouched(w, b, __LINE__);
+    /* bias given on every rank but rank 1 (fco.h: NULL or not must be the same on every rank) */
+    t_context("bias NULL on rank 1 only");
+    gemv_prepare(b, 4, 100, 64, FCO_BF16, 1, t_next_seed());
+    ASSERT_OK(fco_group_start());
+    for (int r = 0; r < w->n; r++)
+      (void)fco_gemv_allreduce(w->comms[r], b->x[r], b->w[r], r == 1 ? NULL : b->bias[r], b->y[r],
+                               4, 100, b->K[r], FCO_BF16, 1, NULL);
+    ASSERT_RES(fco_group_end(), E);
+    ASSERT_MSG(c, "bias");
     t_sync(w);
     assert_untouched(w, b, __LINE__);
   }
@@ -333,12 +366,45 @@ static void device_mismatch_rounds(fco_transport_t t, int fin) {
 }
 #endif
 
+/* One rank, y between x and w in one allocation ([x][y][w][bias], each touching the next): no
+ * overlap, so the call runs: y = x · W^T + bias exactly (small integers in f32), inputs kept. */
+static void adjacent_buffers(fco_transport_t t) {
+  enum { kM = 2, kN = 8, kK = 4, kAll = kM * kK + kM * kN + kN * kK + kN };
+  t_world_t w;
+  float host[kAll], back[kAll];
+  t_context("gemv_allreduce with x, y, w and bias side by side");
+  ASSERT_OK(t_world_init(&w, t, 1, NULL));
+  const int dev = t_rank_device(t, 0);
+  float* p = (float*)t_alloc(t, dev, sizeof host);
+  float *x = p, *y = p + kM * kK, *wt = y + kM * kN, *bs = wt + kN * kK;
+  for (int i = 0; i < kAll; i++) host[i] = (float)(i % 7) - 3.0f;
+  memset(host + kM * kK, T_POISON, kM * kN * sizeof(float)); /* y */
+  t_put(t, dev, p, host, sizeof host);
+  ASSERT_OK(fco_gemv_allreduce(w.comms[0], x, wt, bs, y, kM, kN, kK, FCO_F32, FCO_IMPL_AUTO,
+                               NULL));
+  t_sync(&w);
+  t_get(t, dev, back, p, sizeof back);
+  const float *hx = host, *hw = host + kM * kK + kM * kN, *hb = hw + kN * kK;
+  for (int m = 0; m < kM; m++)
+    for (int n = 0; n < kN; n++) {
+      float want = hb[n];
+      for (int k = 0; k < kK; k++) want += hx[m * kK + k] * hw[n * kK + k];
+      ASSERT_EQ(back[kM * kK + m * kN + n], want);
+    }
+  for (int i = 0; i < kAll; i++)
+    if (i < kM * kK || i >= kM * kK + kM * kN) ASSERT_EQ(back[i], host[i]);
+  t_free(t, dev, p);
+  t_world_destroy(&w, 0);
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
   int quick = t_quick();
   int max = t_test_max_ranks(t);
+  adjacent_buffers(t);
   static const char* const parts[] = {"FCO_TEST_LL", "FCO_TEST_PDL"};
   for (int i = 0; i < 2; i++)
     if (getenv(parts[i]) && !strcmp(getenv(parts[i]), "only"))

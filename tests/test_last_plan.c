@@ -5,7 +5,8 @@
  * is AUTO's) and an explicit impl named as given; inside fco_group_start/end the plan changes
  * only when fco_group_end issues the ops; a call that fails with a bad argument (on one rank, or
  * a group whose ranks disagree) leaves ""; the next good call sets it again; fco_gemv_allreduce,
- * fco_embedding_alltoall and fco_gemm_alltoall name their operator. GPU launchers may append
+ * fco_embedding_alltoall and fco_gemm_alltoall name their operator (on cpu AUTO's impl is 1 for
+ * each: every impl is the reference there). GPU launchers may append
  * detail after "<op> impl <n>", so plans are matched up to the first space after the number.
  *   make test   or   build/tests/test_last_plan   (FCO_TRANSPORT=cpu|local|nccl)
  */
@@ -181,6 +182,8 @@ static void auto_then_impl0(const t_world_t* w, const bufs_t* b, const char* op,
     int impl = ASSERT_PLANS(w, op);
     ASSERT_LT(impl, num_impls);
     if (impls[k] != FCO_IMPL_AUTO) ASSERT_EQ(impl, impls[k]);
+    /* cpu: every impl is the one reference, and AUTO's rule names 1 for every operator */
+    else if (w->transport == FCO_TRANSPORT_CPU) ASSERT_EQ(impl, 1);
   }
 }
 

@@ -1,8 +1,10 @@
 /*
  * test_lifecycle.c — communicators come and go cleanly: config defaults, worlds of 1–4 ranks
  * created and destroyed many times (in both orders, some used in between), queries, NULL
- * destroy, fco_comm_init with one rank, ranks as forked processes joining one id (cpu
- * transport), and the workspace growing on demand and by reservation.
+ * destroy, a world with one rank destroyed (no growth: FCO_ERR_INVALID_USAGE), fco_comm_init
+ * with one rank, the largest cpu worlds (63 and 64 ranks), ranks as forked processes joining
+ * one id (cpu transport), and the workspace growing on demand and by reservation (cpu: a size
+ * that overflows with rounding or with P is FCO_ERR_OUT_OF_MEMORY).
  *   make test   or   build/tests/test_lifecycle   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -74,6 +76,42 @@ static void create_destroy_many(fco_transport_t t) {
   t_world_destroy(&b, 0);
   use_world(&a);
   t_world_destroy(&a, 1);
+  t_context("%s", "");
+}
+
+/* cpu: the largest worlds, 63 ranks and the maximum 64 (fco.h; every rank's join bit of a 64-bit
+ * word set), one thread a rank: created, used, destroyed; 65 refused (test_bad_args). */
+static void largest_worlds(void) {
+  for (int n = T_MAX_RANKS - 1; n <= T_MAX_RANKS; n++) {
+    t_world_t w;
+    t_context("a cpu world of %d ranks", n);
+    ASSERT_OK(t_world_init(&w, FCO_TRANSPORT_CPU, n, NULL));
+    check_world(&w);
+    use_world(&w);
+    t_world_destroy(&w, n % 2);
+  }
+  t_context("%s", "");
+}
+
+/* A world whose rank 1 was destroyed: the workspace cannot grow (every rank takes part),
+ * FCO_ERR_INVALID_USAGE naming rank 1, on the reservation and on an op that needs more; a
+ * reservation within what is held still succeeds. The other ranks are destroyed as usual.
+ * (cpu and local: one process; nccl ranks' teardown is NCCL's, not tested here.) */
+static void destroyed_rank(fco_transport_t t) {
+  const int n = t_max_ranks(t) < 3 ? t_max_ranks(t) : 3;
+  if (n < 2 || t == FCO_TRANSPORT_NCCL) return;
+  t_world_t w;
+  size_t held = 0;
+  t_context("a world of %d ranks, rank 1 destroyed", n);
+  ASSERT_OK(t_world_init(&w, t, n, NULL));
+  ASSERT_OK(fco_comm_destroy(w.comms[1]));
+  ASSERT_RES(fco_comm_reserve(w.comms[0], 1 << 20), FCO_ERR_INVALID_USAGE);
+  ASSERT_MSG(w.comms[0], "rank 1 was destroyed");
+  ASSERT_OK(fco_comm_workspace_bytes(w.comms[0], &held));
+  ASSERT_EQ(held, 0);
+  ASSERT_OK(fco_comm_reserve(w.comms[0], 0));
+  for (int r = 0; r < n; r++)
+    if (r != 1) ASSERT_OK(fco_comm_destroy(w.comms[r]));
   t_context("%s", "");
 }
 
@@ -204,6 +242,20 @@ static void workspace(fco_transport_t t) {
   for (int r = 0; r < n; r++) ASSERT_OK(fco_comm_reserve(w.comms[r], 16));
   ASSERT_OK(fco_comm_workspace_bytes(w.comms[0], &before));
   ASSERT_EQ(before, after);
+  /* cpu: sizes whose pages (rounded up: SIZE_MAX - 100) or whose P ranks' parts (2^63 + 1 a rank,
+   * 2 ranks) overflow size_t: FCO_ERR_OUT_OF_MEMORY, nothing grows, not sticky */
+  if (t == FCO_TRANSPORT_CPU) {
+    const size_t huge[2] = {SIZE_MAX - 100, ((size_t)1 << 63) + 1};
+    for (int i = 0; i < (n > 1 ? 2 : 1); i++) {
+      t_context("workspace, %d ranks, fco_comm_reserve(%zu)", n, huge[i]);
+      ASSERT_RES(fco_comm_reserve(w.comms[0], huge[i]), FCO_ERR_OUT_OF_MEMORY);
+      ASSERT_MSG(w.comms[0], "overflows");
+      ASSERT_OK(fco_comm_workspace_bytes(w.comms[0], &before));
+      ASSERT_EQ(before, after);
+      ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
+    }
+    t_context("workspace, %d ranks", n);
+  }
   /* And the grown workspace still gives right answers for a small call. */
   seed = t_next_seed();
   t_ar_prepare(&w, &b, small, FCO_F32, 1, seed);
@@ -221,8 +273,10 @@ int main(void) {
   config_defaults();
   ASSERT_OK(fco_comm_destroy(NULL));
   create_destroy_many(t);
+  destroyed_rank(t);
   init_one_rank(t);
   workspace(t);
+  if (t == FCO_TRANSPORT_CPU) largest_worlds();
   if (t == FCO_TRANSPORT_CPU) processes();
   else printf("multi-process part skipped: it runs on the cpu transport only\n");
   printf("PASS\n");

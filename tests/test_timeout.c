@@ -3,8 +3,9 @@
  * the bound (cfg.timeout_ms = 300; on cpu not before it), never a hang; the error is sticky
  * (every later call on that communicator returns it, fco_comm_reserve and fco_mem_alloc too)
  * and its message names the silent peer, as do the refusals of later calls (also after an
- * unrelated bad call in between). Afterwards the communicator can still be destroyed and a new
- * world works.
+ * unrelated bad call in between; cpu: every operator's, before its own pointer checks).
+ * Afterwards the communicator can still be destroyed and a new world works. On cpu also a rank
+ * whose peers never join (fco_comm_init: the message counts who joined, lists who did not).
  * How rank 1 stays silent: cpu and nccl: only rank 0's op is issued (outside a group); local:
  * the transport's test hook FCO_FAULT_SKIP_RANK=1 leaves rank 1 out of the launch.
  * On cpu also a peer that agrees to the call and then stops (the cpu transport's hook
@@ -98,6 +99,28 @@ static const int kNumImpls[kNumOps] = {FCO_ALLREDUCE_NUM_IMPLS, FCO_GEMV_ALLREDU
                                        FCO_EMBEDDING_ALLTOALL_NUM_IMPLS,
                                        FCO_GEMM_ALLTOALL_NUM_IMPLS};
 
+/* After a timeout, every operator refuses a call on that rank with the sticky error before its
+ * own pointer checks (each call below passes a NULL output, INVALID_ARGUMENT otherwise), and the
+ * refusal names the operator. */
+static void refused_by_every_op(fco_comm_t c) {
+  float f[64] = {0};
+  int32_t tpr[2] = {1, 1}, counts[2] = {0, 0}, offsets[4] = {0, 0, 0, 0};
+  int64_t bpr[2] = {1, 1}, rows[1] = {4};
+  fco_result_t r[kNumOps];
+  r[kAllreduce] = fco_allreduce(c, f, NULL, 16, FCO_F32, 1, NULL);
+  r[kGemv] = fco_gemv_allreduce(c, f, f + 16, NULL, NULL, 1, 4, 4, FCO_F32, 1, NULL);
+  r[kEmbedding] = fco_embedding_alltoall(c, f, rows, tpr, bpr, 4, FCO_F32, offsets, NULL, 0,
+                                         FCO_EMB_INDEX_I32, NULL, FCO_EMB_POOL_SUM, NULL, 1, NULL);
+  r[kGemm] = fco_gemm_alltoall(c, f, 1, f + 16, FCO_W_KN, 1, counts, NULL, NULL, NULL, 1, 4, 4,
+                               FCO_F32, 1, NULL);
+  for (int op = 0; op < kNumOps; op++) {
+    t_context("%s after the timeout", kOpName[op]);
+    ASSERT_RES(r[op], FCO_ERR_TIMEOUT);
+  }
+  /* the last refusal's message (each call overwrote the one before) */
+  ASSERT_MSG(c, "fco_gemm_alltoall: refused");
+}
+
 static void silent_in_op(int op, int impl) {
   const fco_transport_t t = FCO_TRANSPORT_CPU;
   fco_config_t cfg;
@@ -155,6 +178,7 @@ static void silent_in_op(int op, int impl) {
            kOpName[op], msg);
   ASSERT_RES(fco_comm_get_async_error(w.comms[0]), FCO_ERR_TIMEOUT);
   ASSERT_RES(fco_comm_get_async_error(w.comms[1]), FCO_OK);
+  refused_by_every_op(w.comms[0]);
   switch (op) {
     case kAllreduce: t_ar_free(&w, &ar); break;
     case kGemv: gemv_bufs_free(&gv); break;
@@ -165,6 +189,37 @@ static void silent_in_op(int op, int impl) {
       break;
   }
   t_world_destroy(&w, 0);
+}
+
+/* cpu: rank 1 of n calls fco_comm_init and no other rank ever joins: FCO_ERR_TIMEOUT within the
+ * bound (not before it), no communicator, and a message that counts who joined and lists who
+ * did not — all of them at n = 3, the first ones and "..." at n = 64 (the most ranks there are:
+ * a valid nranks, so the call waits). */
+static void silent_joiners(void) {
+  for (int n = 3; n <= 64; n += 61) {
+    fco_unique_id_t id;
+    fco_config_t cfg;
+    fco_comm_t c = NULL;
+    char want[32];
+    t_context("rank 1 of %d joins alone", n);
+    ASSERT_OK(fco_get_unique_id(&id));
+    ASSERT_OK(fco_config_init(&cfg));
+    cfg.transport = FCO_TRANSPORT_CPU;
+    cfg.timeout_ms = TIMEOUT_MS;
+    const double t0 = t_now_ms();
+    ASSERT_RES(fco_comm_init(&c, n, 1, &id, &cfg), FCO_ERR_TIMEOUT);
+    const double ms = t_now_ms() - t0;
+    printf("rank 1 of %d alone: %s after %.0f ms: %s\n", n, fco_result_string(FCO_ERR_TIMEOUT),
+           ms, fco_last_error(NULL));
+    ASSERT_NULL(c);
+    ASSERT_GE(ms, TIMEOUT_MS);
+    ASSERT_LT(ms, BOUND_MS);
+    snprintf(want, sizeof want, "only 1 of %d ranks joined", n);
+    ASSERT_MSG(NULL, want);
+    ASSERT_MSG(NULL, n == 3 ? "(missing ranks: 0 2)" : "(missing ranks: 0 2 3 4 5");
+    if (n > 3) ASSERT_MSG(NULL, "...)");
+  }
+  t_context("%s", "");
 }
 
 int main(void) {
@@ -179,6 +234,7 @@ int main(void) {
     silent_peer(t, impl, 0);
     silent_peer(t, impl, 1);
   }
+  if (t == FCO_TRANSPORT_CPU) silent_joiners();
   if (t == FCO_TRANSPORT_CPU)
     for (int op = 0; op < kNumOps; op++)
       for (int impl = 0; impl < kNumImpls[op]; impl++) silent_in_op(op, impl);
