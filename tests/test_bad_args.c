@@ -377,6 +377,15 @@ static void call_mismatch(fco_transport_t t) {
       ASSERT_MSG(w.comms[0], "impl=0 copy");
       ASSERT_MSG(w.comms[0], "impl=1 oneshot");
     }
+    /* cpu: both ranks by number in every rank's message (a group hands each rank the first
+     * failure's text, so "this rank" would name the wrong one on the other) */
+    if (t == FCO_TRANSPORT_CPU)
+      for (int r = 0; r < 2; r++) {
+        const char* m = fco_last_error(w.comms[r]);
+        if (!t_contains_word(m, "rank 0") || !t_contains_word(m, "rank 1") ||
+            t_contains(m, "this rank"))
+          t_fail(__FILE__, __LINE__, "rank %d's mismatch message: \"%s\"", r, m);
+      }
     if (what == 1) { /* both values, by name (the field's name alone is in every description) */
       ASSERT_MSG(w.comms[0], "f32");
       ASSERT_MSG(w.comms[0], "bf16");

@@ -373,11 +373,13 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
                            "%s (call %llu): rank %d's record is for call %llu", what,
                            (unsigned long long)seq, p, (unsigned long long)theirs->seq);
     if (!rec_equal(&rec, theirs)) {
+      /* ranks named by number, not "this rank": a world's group gives every rank the first
+       * failure's message (src/core/group.c) */
       char a[200], b[200];
       describe(&rec, comm, a, sizeof a);
       describe(theirs, comm, b, sizeof b);
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                           "%s: arguments differ across ranks: this rank (%d) %s, rank %d %s%s",
+                           "%s: arguments differ across ranks: rank %d %s, rank %d %s%s",
                            what, me, a, p, b,
                            rec.what != theirs->what || rec.what == kRecGrow
                                ? " (operation arguments or fco_comm_reserve bytes differ)"
@@ -455,10 +457,13 @@ static fco_result_t cpu_grow(fco_comm_t* comms, int n, size_t bytes) {
   job_t jobs[FCO_MAX_RANKS];
   if (bytes == 0) return FCO_OK;
   for (int i = 0; i < n; i++) {
-    if (!comms[i])
-      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
+    if (!comms[i]) { /* (comm.c refuses this first; the message goes to a live rank) */
+      fco_comm_t live = NULL;
+      for (int k = 0; k < n && !live; k++) live = comms[k];
+      return fco_set_error(live, FCO_ERR_INVALID_USAGE,
                            "workspace growth needs every rank of the world, rank %d was destroyed",
                            i);
+    }
     jobs[i] = (job_t){.comm = comms[i], .bytes = bytes, .fn = grow_job};
   }
   return run_jobs(jobs, n);
