@@ -15,10 +15,13 @@
  * once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
  * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list;
  * and on/off knobs (fco_env_flag): 0 or 1, anything else ignored and said once. cfg.debug = 1
- * logs the init and errors to stderr ("fco[rank/nranks] ..."); 0 leaves stderr alone.
+ * logs the init and errors to stderr ("fco[rank/nranks] ..."); 0 leaves stderr alone; FCO_DEBUG=1
+ * (read once a process: checked in a child process) logs them too, and errors of calls without a
+ * communicator as "fco error ...".
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,6 +421,60 @@ static void debug_log(void) {
   t_context("%s", "");
 }
 
+/* FCO_DEBUG=1 logs every error, also those of calls without a communicator ("fco error ..."), and
+ * a communicator's lines carry its rank ("fco[0/1] ..."). The library reads FCO_DEBUG once a
+ * process, so this runs in a fresh one: this program again (/proc/self/exe --debug-child) with
+ * FCO_DEBUG=1, its stderr into a file read here. */
+static int debug_child(void) {
+  fco_comm_t c = NULL;
+  fco_config_t cfg;
+  fco_unique_id_t id;
+  int r = 0;
+  if (fco_comm_rank(NULL, &r) != FCO_ERR_INVALID_ARGUMENT) return 2;
+  if (fco_config_init(&cfg) != FCO_OK || fco_get_unique_id(&id) != FCO_OK) return 3;
+  cfg.transport = FCO_TRANSPORT_CPU; /* cfg.debug 0: FCO_DEBUG alone turns the log on */
+  if (fco_comm_init(&c, 1, 0, &id, &cfg) != FCO_OK) return 4;
+  if (fco_comm_rank(c, NULL) != FCO_ERR_INVALID_ARGUMENT) return 5;
+  return fco_comm_destroy(c) == FCO_OK ? 0 : 6;
+}
+
+static void debug_env(void) {
+  t_context("FCO_DEBUG=1 in a fresh process");
+  FILE* tmp = tmpfile();
+  ASSERT_NOT_NULL(tmp);
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("FCO_DEBUG", "1", 1);
+    if (dup2(fileno(tmp), 2) < 0) _exit(10);
+    execl("/proc/self/exe", "test_config_env", "--debug-child", (char*)NULL);
+    _exit(11);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  ASSERT_EQ(WEXITSTATUS(st), 0);
+  ASSERT_GE(fseek(tmp, 0, SEEK_END), 0); /* the child wrote through the shared file offset */
+  const long n = ftell(tmp);
+  ASSERT_GT(n, 0);
+  char* err = calloc((size_t)n + 1, 1);
+  ASSERT_NOT_NULL(err);
+  rewind(tmp);
+  ASSERT_EQ(fread(err, 1, (size_t)n, tmp), (size_t)n);
+  fclose(tmp);
+  /* the comm-less error's line starts with "fco error", at the start of stderr or of a line */
+  const char* line = strstr(err, "fco error");
+  if (!line || (line != err && line[-1] != '\n') || !strstr(line, "comm is NULL"))
+    t_fail(__FILE__, __LINE__, "no \"fco error ... comm is NULL\" line in: \"%s\"", err);
+  ASSERT_NOT_NULL(strstr(err, "fco[0/1] init: transport cpu"));
+  ASSERT_NOT_NULL(strstr(err, "fco[0/1] error"));
+  free(err);
+  printf("FCO_DEBUG=1: comm-less and rank lines logged\n");
+  t_context("%s", "");
+}
+
 static const char* const kChoiceProbe = "FCO_TEST_ENV_CHOICE_PROBE";
 static const char* const kChoices[] = {"tma", "tma2", "wgmma", NULL};
 static int g_choice;
@@ -542,7 +599,8 @@ static void rank_cap_knob(void) {
   printf("FCO_TEST_MAX_RANKS: 1..8, else said once and 4\n");
 }
 
-int main(void) {
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--debug-child") == 0) return debug_child();
   t_seed_init();
   knob_helper();
   rank_cap_knob();
@@ -555,6 +613,7 @@ int main(void) {
   env_choices();
   env_flags();
   debug_log();
+  debug_env();
   transport_env();
   timeout_env();
   timeout_env_default();
