@@ -4,11 +4,13 @@
  * destroy, a world with one rank destroyed (no growth: FCO_ERR_INVALID_USAGE), fco_comm_init
  * with one rank, the largest cpu worlds (63 and 64 ranks), ranks as forked processes joining
  * one id (cpu transport), and the workspace growing on demand and by reservation (cpu: a size
- * that overflows with rounding or with P is FCO_ERR_OUT_OF_MEMORY).
+ * that overflows with rounding or with P is FCO_ERR_OUT_OF_MEMORY; a growth that rank 0 cannot
+ * back in /dev/shm fails on every rank and changes no rank's workspace).
  *   make test   or   build/tests/test_lifecycle   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -253,6 +255,27 @@ static void workspace(fco_transport_t t) {
       ASSERT_OK(fco_comm_workspace_bytes(w.comms[0], &before));
       ASSERT_EQ(before, after);
       ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
+    }
+    /* A growth that one rank cannot map: rank 0 reserves the new segment's pages (fallocate)
+     * and /dev/shm is smaller than P parts of a bit over 1/P of it, so rank 0 fails at once
+     * (ENOSPC: FCO_ERR_OUT_OF_MEMORY naming /dev/shm) while rank 1 maps its part (sparse) —
+     * rank 1 must see rank 0's failure and drop its mapping: the call fails, rank 1's message
+     * names rank 0, and no rank's workspace changes (they would disagree on its size). */
+    struct statvfs fs;
+    const size_t shm = statvfs("/dev/shm", &fs) == 0 ? (size_t)fs.f_blocks * fs.f_frsize : 0;
+    if (n > 1 && shm > 0) {
+      const size_t part = shm / (size_t)n + ((size_t)1 << 20);
+      t_context("workspace, %d ranks, fco_comm_reserve(%zu): /dev/shm holds %zu", n, part, shm);
+      ASSERT_RES(fco_comm_reserve(w.comms[0], part), FCO_ERR_OUT_OF_MEMORY);
+      ASSERT_MSG(w.comms[0], "/dev/shm");
+      ASSERT_MSG(w.comms[1], "failed on rank 0");
+      for (int r = 0; r < n; r++) {
+        ASSERT_OK(fco_comm_workspace_bytes(w.comms[r], &before));
+        ASSERT_EQ(before, after);
+        ASSERT_OK(fco_comm_get_async_error(w.comms[r]));
+      }
+    } else {
+      printf("growth failing on one rank: skipped (%d rank(s), /dev/shm size %zu)\n", n, shm);
     }
     t_context("workspace, %d ranks", n);
   }
