@@ -173,7 +173,8 @@ static void silent_in_op(int op, int impl) {
   ASSERT_GE(ms, TIMEOUT_MS);
   ASSERT_LT(ms, BOUND_MS);
   /* the operator's own wait, not the record exchange ("did not make the matching call") */
-  if (!strstr(msg, kOpName[op]) || !strstr(msg, "did not signal") || !t_contains_word(msg, "rank 1"))
+  if (!strstr(msg, kOpName[op]) || !strstr(msg, "did not signal") ||
+      !t_contains_word(msg, "rank 1"))
     t_fail(__FILE__, __LINE__, "the timeout message does not name %s's wait for rank 1: \"%s\"",
            kOpName[op], msg);
   ASSERT_RES(fco_comm_get_async_error(w.comms[0]), FCO_ERR_TIMEOUT);
