@@ -39,6 +39,11 @@ def _w_local_checks():
     with pytest.raises(fco.FcoError, match="impl 7") as e:
         fco.allreduce(torch.ones(2), impl=7)
     assert e.value.name == "INVALID_ARGUMENT"
+    # a bool is not an impl (True would run impl 1); the int -1 is "auto"
+    with pytest.raises(fco.FcoError, match="impl True is not an int or a name") as e:
+        fco.allreduce(torch.ones(2), impl=True)
+    assert e.value.name == "INVALID_ARGUMENT"
+    assert fco.allreduce(torch.ones(2), impl=-1).tolist() == [2.0, 2.0]
     # still works
     return fco.allreduce(torch.ones(3)).tolist()
 

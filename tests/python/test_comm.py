@@ -39,8 +39,9 @@ def _w_last_plan():
     import fco
 
     c = fco.init()
-    for impl in (0, 1):
+    for impl in (0, 1, "baseline", "oneshot"):
         fco.allreduce(torch.ones(1000), impl=impl)
+        impl = {"baseline": 0, "oneshot": 1}.get(impl, impl)
         assert c.last_plan().split(" ")[:3] == ["allreduce", "impl", str(impl)], c.last_plan()
         assert fco.last_plan() == c.last_plan() == fco.last_plan(device="cpu")
     fco.allreduce(torch.ones(1000))  # "auto": the plan names the impl it resolved to
@@ -137,6 +138,11 @@ def _w_group_arguments():
         assert e.value.name == "INVALID_ARGUMENT"
     with pytest.raises(fco.FcoError, match="group name 'nope' names no process group"):
         fco.allreduce(torch.ones(2), group="nope")
+    # a device that is neither CUDA nor CPU: no communicator for it
+    for call in (lambda: fco.init(device="meta"), lambda: fco.last_plan(device="meta")):
+        with pytest.raises(fco.FcoError, match="device meta is not supported") as e:
+            call()
+        assert e.value.name == "INVALID_ARGUMENT"
     # names work wherever a group does: fco.init(name) (was a ValueError), and "" (the ops'
     # name of the default group) in fco.shutdown (silently destroyed nothing)
     g = dist.new_group(list(range(dist.get_world_size())))
@@ -152,3 +158,31 @@ def _w_group_arguments():
 
 def test_group_arguments(pool2):
     assert pool2.run(_w_group_arguments) == [[2.0, 2.0]] * 2
+
+
+def _w_shutdown_keeps_going():
+    import pytest
+    import torch
+    import torch.distributed as dist
+
+    import fco
+
+    # a destroy that fails does not stop shutdown(): the others are destroyed too, then the
+    # first failure is raised
+    g = dist.new_group(list(range(dist.get_world_size())))
+    comms, called = [fco.init(), fco.init(g)], []
+    for c in comms:
+        def failing(c=c, real=c.destroy):
+            called.append(c)
+            real()
+            raise fco.FcoError(fco._lib.INTERNAL, f"destroy of {c.group_name} failed")
+        c.destroy = failing
+    with pytest.raises(fco.FcoError, match="destroy of .* failed"):
+        fco.shutdown()
+    assert len(called) == 2 and all(c.handle is None for c in comms)
+    assert fco.communicators() == []
+    return fco.allreduce(torch.ones(2)).tolist()
+
+
+def test_shutdown_destroys_all_despite_a_failure(pool2):
+    assert pool2.run(_w_shutdown_keeps_going) == [[2.0, 2.0]] * 2

@@ -140,14 +140,33 @@ def _w_bad_input():
          r"table_rows \[\d+\] sum to \d+ but weight has"),
         ((w, idx, off, rows, [1, 1, 0], bpr), {}, "one entry per rank of the group"),
         ((w, idx, off, rows, tpr, [2, -1]), {}, "negative entry"),
+        ((w, idx, off, rows, [0, 0], bpr), {}, r"tables_per_rank sums to 0; expected 1\.\.1024"),
+        ((w, idx, off, rows, tpr, [0, 0]), {}, r"batch_per_rank sums to 0; expected 1\.\.2\^31-1"),
+        ((w, idx, off, [-1]) + ok[4:], {}, r"table_rows \[-1\] has a negative entry"),
+        ((w[:, :0],) + ok[1:], {}, r"dim D = 0 is not in 1\.\.65536"),
         (ok, {"mode": "max"}, "mode 'max' is not 'sum' or 'mean'"),
         (ok, {"per_sample_weights": psw[:-1]}, "per_sample_weights has shape"),
         ((w.t(),) + ok[1:], {}, "weight is not contiguous"),
+        # indices / offsets: strided, on weight's device, contiguous, 1-d
+        ((w, idx.to_sparse()) + ok[2:], {}, "indices has layout torch.sparse_coo, not strided"),
+        ((w, idx.to("meta")) + ok[2:], {}, "indices is on meta but the data is on cpu"),
+        ((w, idx, torch.stack([off, off], 1)[:, 0]) + ok[3:], {}, "offsets is not contiguous"),
+        ((w, idx.view(-1, 1)) + ok[2:], {}, r"indices \(\d+, 1\) and offsets \(5,\) must be 1-d"),
+        # per_sample_weights on another device than weight
+        (ok, {"per_sample_weights": psw.to("meta")},
+         "per_sample_weights is on meta, weight on cpu"),
     ]
     for args, kw, msg in cases:
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.embedding_alltoall(*args, **kw)
         assert e.value.name == "INVALID_ARGUMENT", e.value
+    with pytest.raises(fco.FcoError, match="tables_per_rank and batch_per_rank need 2 entries"):
+        fco.embedding_alltoall_workspace_bytes(w, [2], [4])
+    # the op itself takes float32 per_sample_weights only (the wrapper converts)
+    with pytest.raises(fco.FcoError, match="per_sample_weights has dtype torch.float16; the op "
+                       "takes torch.float32") as e:
+        torch.ops.fco.embedding_alltoall(w, idx, off, psw.half(), rows, tpr, bpr, 0, "", -1)
+    assert e.value.name == "INVALID_ARGUMENT"
     # an index outside its table: the rank that has it raises, naming the table and position;
     # the other ranks' results are complete and the communicator keeps working
     bad = idx.clone()
@@ -162,6 +181,10 @@ def _w_bad_input():
     with pytest.raises(fco.FcoError, match="rank") as e:
         fco.embedding_alltoall(w, idx, off, rows, tpr, [2, 2] if r == 0 else [3, 1])
     assert e.value.name == "INVALID_ARGUMENT"
+    # float64 per_sample_weights are converted to float32 by the wrapper
+    torch.testing.assert_close(
+        fco.embedding_alltoall(w, idx, off, rows, tpr, bpr, per_sample_weights=psw.double()),
+        fco.embedding_alltoall(w, idx, off, rows, tpr, bpr, per_sample_weights=psw))
     out = fco.embedding_alltoall(w, idx, off, rows, tpr, bpr)
     return out.shape == (2, 2, 4)
 

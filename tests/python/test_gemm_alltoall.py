@@ -144,11 +144,14 @@ def _w_bad_input():
          r"w has shape \(2, 7, 4\); expected \[E, K, N\] with K"),
         ((a, w, counts), {"w_layout": "nk"}, r"expected \[E, N, K\]"),
         ((a, w, counts), {"w_layout": "tn"}, "w_layout 'tn' is not 'kn' or 'nk'"),
+        ((a, w[:0], counts[:0]), {}, r"w has 0 experts; expected 1\.\.256"),
         ((a, w, counts.long()), {}, "counts is torch.int64"),
         ((a, w, counts[:1]), {}, r"expected torch.int32 \[E, P\] = \[2, 2\]"),
         ((a, w, counts.float()), {}, "counts has dtype torch.float32"),
         ((a, w, counts), {"counts_host": [[1, 2]]}, "counts_host is torch.int32 \\(1, 2\\)"),
         ((a, w, counts), {"recv_rows": [1, 2, 3]}, "recv_rows is torch.int32 \\(3,\\)"),
+        ((a, w, counts), {"counts_host": counts.to("meta")},
+         r"counts_host is torch.int32 \(2, 2\) on meta; expected a contiguous CPU"),
         ((a, w, counts), {"out_rows": -1}, "out_rows -1 is negative"),
         ((a[:, :3].contiguous().t(), w, counts), {}, "a is not contiguous"),
         ((a, w, counts), {"impl": "bogus"}, "impl 'bogus'"),
@@ -171,6 +174,10 @@ def _w_bad_input():
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.gemm_alltoall(a, w, counts, recv_rows=rr, out=out)
         assert e.value.name == "INVALID_ARGUMENT" and bool((out == 7.0).all())
+    # "triton" runs on CUDA only
+    with pytest.raises(fco.FcoError, match="impl 'triton' runs on CUDA tensors") as e:
+        fco.gemm_alltoall(a, w, counts, impl="triton")
+    assert e.value.name == "UNSUPPORTED"
     # ints below -1 are not impls (the Python-only "triton" is taken by name only)
     with pytest.raises(fco.FcoError, match="impl -2 is not -1") as e:
         fco.gemm_alltoall(a, w, counts, impl=-2)
@@ -235,7 +242,8 @@ def _w_bad_out_and_hints():
     ref = fco.gemm_alltoall(a, w, counts, out_rows=P)
     got = fco.gemm_alltoall(a, w, counts, out_rows=torch.tensor(P), counts_host=((1,) * P,),
                             recv_rows=_refs.recv_rows(counts).long())
-    return torch.equal(ref, got)
+    flat = fco.gemm_alltoall(a, w, counts, out_rows=P, counts_host=[1] * P)  # flat, e-major
+    return torch.equal(ref, got) and torch.equal(ref, flat)
 
 
 def test_bad_out_and_hints(pool2):

@@ -152,6 +152,7 @@ def _w_bad_input():
         ((x, torch.ones(8, 4).t()), "w is not contiguous"),
         ((x, w, torch.ones(5)), r"bias has shape \(5,\); expected \[N\] = \[4\]"),
         ((x, w, b.half()), "bias has dtype torch.float16"),
+        ((x, w, torch.ones(1, 4)), r"bias has shape \(1, 4\); expected \[N\] = \[4\]"),
         ((torch.ones(()), w), "x is a 0-d tensor"),
         (([1.0], w), "x is a list, not a Tensor"),
     ]
@@ -174,10 +175,15 @@ def _w_bad_input():
     # out= of the wrong shape or dtype: refused on every rank before anything runs; one that
     # overlaps x: libfco refuses it (the same on every rank)
     for out, msg in ((torch.empty(2, 5), r"out is torch.float32 \(2, 5\)"),
-                     (torch.empty(2, 4, dtype=torch.float16), "out is torch.float16")):
+                     (torch.empty(2, 4, dtype=torch.float16), "out is torch.float16"),
+                     (torch.empty(4, 2).t(), r"out is torch.float32 \(2, 4\).*contiguous: False")):
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.gemv_allreduce(x, w, out=out)
         assert e.value.name == "INVALID_ARGUMENT"
+    # the same check where autograd records (the op, then a copy into out)
+    with pytest.raises(fco.FcoError, match=r"out is .*\(contiguous: False\)") as e:
+        fco.gemv_allreduce(x.clone().requires_grad_(), w, out=torch.empty(4, 2).t())
+    assert e.value.name == "INVALID_ARGUMENT"
     xx = torch.ones(2, 4)
     with pytest.raises(fco.FcoError, match="y overlaps x") as e:
         fco.gemv_allreduce(xx, torch.ones(4, 4), out=xx)
@@ -198,6 +204,11 @@ def _w_bad_input():
         with pytest.raises(fco.FcoError, match=f"out overlaps {name}") as e:
             fco.gemv_allreduce(*args, out=wide)
         assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wide, keep)
+    # out right before x in one buffer shares no byte with it: accepted (M > 64, "auto")
+    buf = torch.randn(140, 4)
+    ref = fco.gemv_allreduce(buf[70:].clone(), ww, bb)
+    y = fco.gemv_allreduce(buf[70:], ww, bb, out=buf[:70])
+    assert y.data_ptr() == buf.data_ptr() and torch.equal(y, ref)
     # ints below -1 are not impls (the Python-only "triton" id is taken by name only)
     with pytest.raises(fco.FcoError, match="impl -2 is not -1") as e:
         fco.gemv_allreduce(x, w, impl=-2)
@@ -207,6 +218,11 @@ def _w_bad_input():
     with pytest.raises(fco.FcoError, match="rank") as e:
         fco.gemv_allreduce(torch.ones(2, 8), torch.ones(4 + r, 8))
     assert e.value.name == "INVALID_ARGUMENT"
+    # "auto" runs the fused GEMV up to M = 64 rows, matmul + fco.allreduce above
+    fco.gemv_allreduce(torch.ones(64, 8), w)
+    assert fco.last_plan().startswith("gemv_allreduce impl "), fco.last_plan()
+    fco.gemv_allreduce(torch.ones(65, 8), w)
+    assert fco.last_plan().startswith("allreduce impl "), fco.last_plan()
     # the communicator keeps working
     return fco.gemv_allreduce(x, w, b).tolist()
 

@@ -22,6 +22,7 @@ def test_library_loads():
 def test_library_version_matches_binding():
     assert fco.lib_version() == fco.__version__
     assert _lib.version_string(_lib.BINDING_VERSION_CODE) == fco.__version__
+    assert _lib.version_string(10203) == "1.2.3" and _lib.version_string(120099) == "12.0.99"
 
 
 class _FakeLib:
@@ -43,6 +44,31 @@ def test_library_of_another_major_minor_is_refused(code):
     assert _lib.version_string(code) in str(e.value) and "0.1.0" in str(e.value)
 
 
+class _PatchedLib(_FakeLib):
+    """The loaded libfco, but fco_get_version reports `code`."""
+
+    def __getattr__(self, name):
+        return getattr(_lib.lib(), name)
+
+
+@pytest.mark.parametrize("code", [100, 199])
+def test_library_of_another_patch_level_is_accepted(code):
+    _lib._declare(_PatchedLib(code))  # patch levels mix: no error
+
+
+def test_library_with_another_config_size_is_refused():
+    lib = _PatchedLib(_lib.BINDING_VERSION_CODE)
+
+    def config_init(ref):
+        ref._obj.size = 8
+        return _lib.OK
+    lib.fco_config_init = config_init
+    with pytest.raises(fco.FcoError, match="fco_config_t is 8 bytes .* binding is out of date") \
+            as e:
+        _lib._declare(lib)
+    assert e.value.code == _lib.INTERNAL
+
+
 def test_library_without_fco_get_version_is_refused():
     with pytest.raises(fco.FcoError, match="older than this binding"):
         _lib._declare(_FakeLib(0, has_version=False))
@@ -53,6 +79,38 @@ def test_result_names_match_library():
         assert _lib.result_string(code) != "unknown result", name
     assert _lib.result_string(len(_lib.RESULT_NAMES)) == "unknown result"
     assert _lib.result_string(_lib.TIMEOUT).startswith("a peer did not signal")
+
+
+def test_fco_error_names_and_text():
+    # every code by its name (the last one too), an unknown code by its number; the function
+    # prefixed once (not again when the message already starts with it)
+    for code, name in enumerate(_lib.RESULT_NAMES):
+        assert fco.FcoError(code, "m").name == name
+    e = fco.FcoError(len(_lib.RESULT_NAMES), "m")
+    assert e.name == str(len(_lib.RESULT_NAMES)) and str(e) == f"m [FCO_ERR_{e.name}]"
+    assert str(fco.FcoError(_lib.INTERNAL, "boom", "fco_x")) == "fco_x: boom [FCO_ERR_INTERNAL]"
+    assert str(fco.FcoError(_lib.INTERNAL, "fco_x: boom", "fco_x")) == \
+        "fco_x: boom [FCO_ERR_INTERNAL]"
+
+
+def test_check_falls_back_to_the_result_string(monkeypatch):
+    _lib.check(_lib.OK)
+    monkeypatch.setattr(_lib, "last_error", lambda comm=None: "")  # libfco left no message
+    with pytest.raises(fco.FcoError, match=r"^fco_x: a peer did not signal") as e:
+        _lib.check(_lib.TIMEOUT, None, "fco_x")
+    assert e.value.name == "TIMEOUT" and e.value.func == "fco_x"
+
+
+def test_without_torch_distributed():
+    # this process has no process group: fco.init says so, fco.last_plan is "" (creates nothing)
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        pytest.skip("torch.distributed is initialized in this process")
+    with pytest.raises(fco.FcoError, match="torch.distributed is not initialized") as e:
+        fco.init()
+    assert e.value.name == "INVALID_USAGE" and e.value.func == "fco.init"
+    assert fco.last_plan() == "" and fco.last_plan(device="cpu") == ""
 
 
 def test_dtype_and_transport_names():

@@ -23,6 +23,9 @@ def _w_alloc():
     t = fco.empty_symmetric((3, 5), torch.bfloat16, device="cpu")
     assert t.shape == (3, 5) and t.dtype == torch.bfloat16 and t.is_contiguous()
     assert torch.count_nonzero(t) == 0
+    d = fco.empty_symmetric(4, device="cpu")  # dtype default: float32
+    assert d.shape == (4,) and d.dtype == torch.float32
+    del d
     t.fill_(2.5)
     assert float(t.float().sum()) == 2.5 * 15
     for i in range(40):  # > FCO_MAX_SYMMETRIC (16) in sequence: dropped tensors free their slot
@@ -44,6 +47,9 @@ def _w_alloc():
     gc.collect()
     with pytest.raises(FcoError, match="nbytes"):
         fco.empty_symmetric((4, 4), torch.float32, device="cpu", nbytes=10)
+    with pytest.raises(FcoError, match=r"nbytes 0 cannot hold \(0,\).*at least 1") as e:
+        fco.empty_symmetric(0, torch.float32, device="cpu")  # no zero-byte buffer
+    assert e.value.name == "INVALID_ARGUMENT"
     # the communicator destroyed first (it frees the buffer): dropping the tensor later is safe,
     # and the next op makes a new communicator
     late = fco.empty_symmetric(64, torch.float32, device="cpu")
