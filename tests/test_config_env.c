@@ -297,6 +297,19 @@ static void knob_helper(void) {
 }
 
 /* Runs fn with stderr going to a temporary file; returns what it wrote (malloc'd). */
+/* What was written to tmp (from its start to its end), as a string; tmp closed. */
+static char* slurp(FILE* tmp) {
+  ASSERT_GE(fseek(tmp, 0, SEEK_END), 0); /* a child may have written through a shared offset */
+  const long n = ftell(tmp);
+  ASSERT_GE(n, 0);
+  char* out = calloc((size_t)n + 1, 1);
+  ASSERT_NOT_NULL(out);
+  rewind(tmp);
+  ASSERT_EQ(fread(out, 1, (size_t)n, tmp), (size_t)n);
+  fclose(tmp);
+  return out;
+}
+
 static char* stderr_of(void (*fn)(void)) {
   fflush(stderr);
   FILE* tmp = tmpfile();
@@ -308,14 +321,7 @@ static char* stderr_of(void (*fn)(void)) {
   fflush(stderr);
   ASSERT_GE(dup2(saved, 2), 0);
   close(saved);
-  long n = ftell(tmp);
-  ASSERT_GE(n, 0);
-  char* out = calloc((size_t)n + 1, 1);
-  ASSERT_NOT_NULL(out);
-  rewind(tmp);
-  ASSERT_EQ(fread(out, 1, (size_t)n, tmp), (size_t)n);
-  fclose(tmp);
-  return out;
+  return slurp(tmp);
 }
 
 static const char* const kProbe = "FCO_TEST_ENV_INT_PROBE";
@@ -456,14 +462,7 @@ static void debug_env(void) {
   ASSERT_EQ(waitpid(pid, &st, 0), pid);
   ASSERT_TRUE(WIFEXITED(st));
   ASSERT_EQ(WEXITSTATUS(st), 0);
-  ASSERT_GE(fseek(tmp, 0, SEEK_END), 0); /* the child wrote through the shared file offset */
-  const long n = ftell(tmp);
-  ASSERT_GT(n, 0);
-  char* err = calloc((size_t)n + 1, 1);
-  ASSERT_NOT_NULL(err);
-  rewind(tmp);
-  ASSERT_EQ(fread(err, 1, (size_t)n, tmp), (size_t)n);
-  fclose(tmp);
+  char* err = slurp(tmp);
   /* the comm-less error's line starts with "fco error", at the start of stderr or of a line */
   const char* line = strstr(err, "fco error");
   if (!line || (line != err && line[-1] != '\n') || !strstr(line, "comm is NULL"))
