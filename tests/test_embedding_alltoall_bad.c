@@ -357,6 +357,8 @@ static void bad_args(const t_world_t* w) {
     memcpy(tsplit, p.tpr, sizeof tsplit);
     tsplit[0] -= 1; /* p.tpr[0] >= 1 (bad_args' problem) */
     tsplit[1] += 1;
+    const fco_emb_pooling_t other_pool =
+        p.pool == FCO_EMB_POOL_SUM ? FCO_EMB_POOL_MEAN : FCO_EMB_POOL_SUM;
     for (int what = 0; what < 2; what++) {
       t_context("bad arguments: %s differs on rank 0", what ? "pooling" : "tables_per_rank split");
       first = FCO_OK;
@@ -366,7 +368,7 @@ static void bad_args(const t_world_t* w) {
         fco_result_t e2 = fco_embedding_alltoall(
             w->comms[r], p.d_weight[r], p.rows[r], odd && !what ? tsplit : p.tpr, p.bpr, p.D,
             p.dt, p.d_offsets[r], p.d_indices[r], p.nnz[r], p.it, NULL,
-            odd && what ? FCO_EMB_POOL_MEAN : p.pool, p.bpr[r] ? p.d_out[r] : NULL, 1, NULL);
+            odd && what ? other_pool : p.pool, p.bpr[r] ? p.d_out[r] : NULL, 1, NULL);
         if (e2 != FCO_OK && first == FCO_OK) first = e2;
       }
       e = fco_group_end();
