@@ -1,7 +1,8 @@
 """test_targets.py — bench/targets.py (the issues' benchmark targets from fco-bench JSON): every
 target on hand-made rows whose verdicts are known, then recorded runs (bench/results,
 399af73: gemm_alltoall on 2×H200; a40c518: embedding on one rank), whose numbers the table must
-reproduce; CPU runs (machine or transport "cpu", gpus 0) are not judged. Pure Python.
+reproduce; CPU runs (machine or transport "cpu", gpus 0) are not judged; values exactly at a bound
+meet it. Pure Python.
 Run: pytest tests/python/test_targets.py
 """
 import io
@@ -184,3 +185,110 @@ def test_cpu_transport_on_a_gpu_host_is_skipped(tmp_path):
         buf = io.StringIO()
         assert targets.report([p], file=buf) == (0, 0), p
         assert "no target applies" in buf.getvalue() and "MISSED" not in buf.getvalue()
+
+
+def test_targets_at_their_bounds():
+    """A value exactly at a bound meets it (>= / <=); just past it misses; the 1.3x target
+    applies from comm = 30 % (gemm, embedding) / 20 % (gemv) of compute on."""
+    g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
+    # comm 60 = 30 % of compute 200: applies; overlap bound 200 + 0.2 · 60 = 212; AUTO 0.99
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 99.0, 200.0, 60.0),
+            _res("gemm_alltoall", g, "tiles", 1, 212.0, 200.0, 60.0),
+            _res("gemm_alltoall", g, "auto", -1, 100.0, 200.0, 60.0)]
+    c = _checks(rows)
+    assert c["overlap"][1:4] == (100.0, 212.0, True) and c["overlap"][4] == "auto"
+    assert c["auto >= impl 0"][1:4] == (0.99, 0.99, True)
+    assert c["1.3x impl 0"][1:4] == (0.99, 1.3, False)
+    rows[1]["time_us"], rows[2]["time_us"] = 212.0, 230.0  # the overlap at its bound
+    c = _checks(rows)
+    assert c["overlap"][1:4] == (212.0, 212.0, True) and c["overlap"][4] == "tiles"
+    assert c["auto >= impl 0"][3] is False
+    for r in rows:  # comm 59: under 30 % of compute, the 1.3x does not apply
+        r["comm_us"] = 59.0
+    assert _checks(rows)["1.3x impl 0 (n/a)"][3] is None
+    # embedding: comm 28 % of the lookup: n/a (30 % needed); a speedup of 1.25 misses 1.3
+    e = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
+    look = 1024 * 2 * 8 * 64 * 2 / (0.72 * 4300e9) * 1e6  # the lookup at 72 % of HBM
+    rows = [_res("embedding_alltoall", e, "nccl", 0, 125.0, look, 0.28 * look),
+            _res("embedding_alltoall", e, "fused", 1, 100.0, look, 0.28 * look)]
+    c = _checks(rows)
+    assert c["1.3x impl 0 (n/a)"][3] is None
+    assert abs(c["lookup hbm >= 75%"][1] - 0.72) < 1e-9 and c["lookup hbm >= 75%"][3] is False
+    for r in rows:
+        r["comm_us"] = 0.3 * look
+    c = _checks(rows)
+    assert c["1.3x impl 0"][1:4] == (1.25, 1.3, False)
+    c = {x[0]: x for x in targets.check_row("embedding_alltoall", e, "bf16", rows, ranks=1)}
+    assert c["lookup hbm >= 75%"][3] is False  # one rank: the same 75 %
+    # gemv: at 1.2 floor + 3 exactly, met; comm exactly 20 % of compute: the 1.3x applies
+    s = {"M": 16, "N": 8192, "K": 8192}
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 27.0, 20.0, 4.0, 15.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 21.0, 20.0, 4.0, 15.0)]
+    c = _checks(rows)
+    assert c["1.2 floor + 3"][1:4] == (21.0, 21.0, True)
+    assert c["1.3x impl 0"][1:4] == (27.0 / 21.0, 1.3, False)
+    # one rank: the GEMV phase at exactly 80 % of HBM (floor 16 / 20 µs) meets it
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 20.0, 20.0, None, 16.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 20.0, 20.0, None, 16.0)]
+    c = {x[0]: x for x in targets.check_row("gemv_allreduce", s, "bf16", rows, ranks=1)}
+    assert c["gemv hbm >= 80%"][1:4] == (0.8, 0.8, True)
+    # one rank: the tiles at 65 % of cuBLAS miss 70 %
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 130.0, 130.0, None),
+            _res("gemm_alltoall", g, "tiles", 1, 200.0, 130.0, None)]
+    c = {x[0]: x for x in targets.check_row("gemm_alltoall", g, "bf16", rows, ranks=1)}
+    assert c["tiles >= 70% cublas"][1:4] == (0.65, 0.7, False)
+    # no tiles time (-G 1: the tiles cannot be captured): no tiles target, chunks does not stand in
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 130.0, 130.0, None),
+            _res("gemm_alltoall", g, "tiles", 1, None, 130.0, None),
+            _res("gemm_alltoall", g, "chunks", 2, 140.0, 130.0, None)]
+    assert targets.check_row("gemm_alltoall", g, "bf16", rows, ranks=1) == []
+
+
+def test_impl_0_is_not_an_fco_impl():
+    """The fco impl of a row is the fastest of impl >= 1 and auto, never impl 0: where impl 0 is
+    fastest, the 1.3x value is impl 0 / that impl (< 1) and the overlap judges it."""
+    g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8, "skew": 1}
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 200.0, 200.0, 120.0),
+            _res("gemm_alltoall", g, "tiles", 1, 250.0, 200.0, 120.0),
+            _res("gemm_alltoall", g, "chunks", 2, 400.0, 200.0, 120.0)]
+    c = _checks(rows)
+    assert c["1.3x impl 0"][1:5] == (0.8, 1.3, False, "tiles")
+    assert c["overlap"][1:5] == (250.0, 224.0, False, "tiles")
+    # no comm number (or none measured): no overlap, the 1.3x n/a
+    for r in rows:
+        r["comm_us"] = 0.0
+    c = _checks(rows)
+    assert "overlap" not in c and c["1.3x impl 0 (n/a)"][3] is None
+
+
+def test_slack_shape_and_counts(tmp_path):
+    """slack is relative to the bound; random routing shows as "r"; --all lists the n/a rows
+    without counting them; no file: the usage (exit 2), -h: exit 0; unreadable JSON: exit 2."""
+    assert targets.slack("overlap", 250.0, 200.0) == -0.25
+    assert targets.slack("1.3x impl 0", 1.04, 1.3) == (1.04 - 1.3) / 1.3
+    assert targets.slack("1.2 floor + 3", 20.0, 25.0) == 0.2
+    g = {"tokens": 64, "k": 16, "n": 24, "experts": 8, "topk": 3, "skew": -1}
+    assert targets._shape_str("gemm_alltoall", g) == "64,16,24,8,3,r"
+    assert targets._shape_str("gemm_alltoall", dict(g, skew=2.5)) == "64,16,24,8,3,2.5"
+    assert targets.lookup_note({"D": 64, "L": 2}, "bf16") == "lookup"
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 400.0, 200.0, 20.0),  # comm 10 %: 1.3x n/a
+            _res("gemm_alltoall", g, "tiles", 1, 203.0, 200.0, 20.0)]
+    doc = {"tool": "fco-bench", "machine": "nvidia-h200-x2", "gpus": 2, "transport": "nccl",
+           "results": rows}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(doc))
+    for show_all in (False, True):
+        buf = io.StringIO()
+        assert targets.report([path], show_all=show_all, file=buf) == (1, 0)  # overlap 203 <= 204
+        text = buf.getvalue()
+        assert ("1.3x impl 0 (n/a)" in text) == show_all, text
+        assert "64,16,24,8,3,r" in text, text
+    script = os.path.join(ROOT, "bench", "targets.py")
+    p = subprocess.run([sys.executable, script], capture_output=True, text=True)
+    assert p.returncode == 2 and "targets.py" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([sys.executable, script, "-h"], capture_output=True, text=True)
+    assert p.returncode == 0 and "targets.py" in p.stdout, p.stdout + p.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    p = subprocess.run([sys.executable, script, str(bad)], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("targets.py: "), p.stdout + p.stderr

@@ -82,7 +82,12 @@ static void parse_lists(const bench_ctx_t* ctx) {
         break;
       }
       unsigned long long n = 0, k = 0;
-      if (sscanf(t, "%llux%llu", &n, &k) == 2 && n > 0 && k > 0) {
+      int used = 0;
+      const char* q = t + strspn(t, " "); /* digits x digits, then blanks only: "-72x40" was */
+      const char* x = strchr(q, 'x');     /* a 2^64-byte N, "8x8junk" taken as 8x8 silently */
+      if (*q >= '0' && *q <= '9' && x && x[1] >= '0' && x[1] <= '9' &&
+          sscanf(q, "%llux%llu%n", &n, &k, &used) == 2 && !q[used + strspn(q + used, " ")] &&
+          n > 0 && k > 0) {
         g_nk[g_num_nk][0] = (size_t)n;
         g_nk[g_num_nk][1] = (size_t)k;
         g_num_nk++;
