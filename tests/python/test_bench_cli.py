@@ -200,6 +200,22 @@ def test_no_workload_selected_is_a_usage_error(op, env):
     assert "out of host memory" not in p.stderr, p.stderr
 
 
+def _shim(tmp_path, src, *defines):
+    """src built as an LD_PRELOAD library over libfco (skips without a C compiler)."""
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the LD_PRELOAD shim")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    c, so = tmp_path / "shim.c", tmp_path / "shim.so"
+    c.write_text(src)
+    p = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.join(root, "include"), "-o",
+                        str(so), str(c), "-ldl"] + ["-D" + d for d in defines],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return str(so)
+
+
 _SHIM = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -246,19 +262,9 @@ def test_gemm_one_wrong_element_counts_once(value, index, where, shape, tmp_path
     """One corrupted element of gemm_alltoall's output (an LD_PRELOAD shim over libfco) is one
     #wrong: it sits in a sampled row that the spread picks repeated (counted twice), and a NaN
     was counted by the finiteness scan and again by the comparison (three times)."""
-    import shutil
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler for the LD_PRELOAD shim")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    src, so = tmp_path / "shim.c", tmp_path / "shim.so"
-    src.write_text(_SHIM)
-    c = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-DVALUE=" + value, f"-DINDEX={index}",
-                        "-I", os.path.join(root, "include"), "-o", str(so), str(src), "-ldl"],
-                       capture_output=True, text=True)
-    assert c.returncode == 0, c.stderr
+    so = _shim(tmp_path, _SHIM, "VALUE=" + value, f"INDEX={index}")
     p = run(["gemm_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D",
-             "0,1"], {"FCO_BENCH_GA_SHAPES": shape, "LD_PRELOAD": str(so)})
+             "0,1"], {"FCO_BENCH_GA_SHAPES": shape, "LD_PRELOAD": so})
     assert p.returncode == 1, p.stdout + p.stderr
     assert "# wrong elements: 1\n" in p.stdout, p.stdout + p.stderr
     assert p.stderr.count(where) == 1, p.stderr
@@ -537,22 +543,6 @@ def test_machine_name(flag, env, want, tmp_path):
     assert json.loads(js.read_text())["machine"] == want
 
 
-def _shim(tmp_path, src, *defines):
-    """src built as an LD_PRELOAD library over libfco (skips without a C compiler)."""
-    import shutil
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler for the LD_PRELOAD shim")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    c, so = tmp_path / "shim.c", tmp_path / "shim.so"
-    c.write_text(src)
-    p = subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.join(root, "include"), "-o",
-                        str(so), str(c), "-ldl"] + ["-D" + d for d in defines],
-                       capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    return str(so)
-
-
 _CORRUPT = r"""
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -636,7 +626,9 @@ fco_result_t fco_group_end(void) {
 """
 
 
-@pytest.mark.parametrize("ms,want", [("60,20,140", 60e3), ("20,100", 60e3)])
+# a margin of 150 ms for a loaded CI machine's stalls; the wrong picks (the last round, the mean
+# of three, either one of two) lie 200 ms or more from the median
+@pytest.mark.parametrize("ms,want", [("200,50,1000", 200e3), ("50,450", 250e3)])
 def test_rounds_report_the_median(ms, want, tmp_path):
     """-R: a column reports the median over its rounds (of 3: the middle one, not the last; of 2:
     the mean of both), comm_us (allreduce: impl 0) too. Rounds take MS ms by an LD_PRELOAD shim."""
@@ -647,7 +639,7 @@ def test_rounds_report_the_median(ms, want, tmp_path):
             {"LD_PRELOAD": so})
     assert p.returncode == 0, p.stdout + p.stderr
     (res,) = json.loads(js.read_text())["results"]
-    assert want <= res["time_us"] < want + 35e3 and res["comm_us"] == res["time_us"], res
+    assert want <= res["time_us"] < want + 150e3 and res["comm_us"] == res["time_us"], res
 
 
 _FAIL = r"""
