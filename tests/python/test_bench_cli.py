@@ -490,7 +490,7 @@ def test_size_sweep(args, want):
 def test_usage_errors_exit_2(args, env, msg):
     p = run(args, env)
     assert p.returncode == 2, p.stdout + p.stderr
-    assert msg in p.stderr, p.stderr
+    assert msg in p.stderr and "(fco-bench -h for help)" in p.stderr, p.stderr
 
 
 def test_gpu_transport_without_gpu_exit_2():

@@ -410,8 +410,8 @@ int main(int argc, char** argv) {
   }
   int status = 0;
   if (resolve_impls(ctx, op, o->impl_spec)) {
-    fprintf(stderr, "fco-bench: -D %s: want impl numbers 0..%d, names, auto or all\n",
-            o->impl_spec, op->num_impls - 1);
+    fprintf(stderr, "fco-bench: -D %s: want impl numbers 0..%d, names, auto or all\n"
+            "(fco-bench -h for help)\n", o->impl_spec, op->num_impls - 1);
     status = 2;
     goto done;
   }
