@@ -1,6 +1,7 @@
 /*
  * test_sim_calib.c — fco-sim's JSON reader and calibration files: valid JSON parses (escapes,
- * nesting, numbers), invalid JSON fails naming line and column; the shipped calibration loads;
+ * nesting, numbers, lone surrogates), invalid JSON (numbers strtod takes but JSON does not
+ * included) fails naming line and column; the shipped calibration loads;
  * collective lookups interpolate by bytes exactly on a hand-made file, pick the fastest fused
  * impl, drop rows with wrong elements, never extrapolate below the smallest measured time;
  * compute lookups scale by bytes; bad calibration files fail naming the file, line and field;
@@ -48,6 +49,12 @@ static void json(void) {
       {"{\n\n  \"x\": .5}", "line 3, column 8"},
       {"\"bad \\q escape\"", "bad escape"},
       {"{\"k\": \"a\nb\"}", "control character"},
+      {"[-x]", "line 1, column 2: bad number"},
+      /* JSON's number grammar, not strtod's: no hex, no leading zeros, digits after '.' */
+      {"[0x10]", "line 1, column 2: bad number"},
+      {"[01]", "line 1, column 2: bad number"},
+      {"[1.]", "line 1, column 2: bad number"},
+      {"[1e+]", "line 1, column 2: bad number"},
   };
   for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; i++) {
     t_context("json bad %zu: %s", i, kBad[i].text);
@@ -60,6 +67,33 @@ static void json(void) {
   deep[sizeof deep - 1] = '\0';
   ASSERT_NULL(sim_json_parse(deep, err, sizeof err));
   ASSERT_STR_HAS(err, "nested deeper");
+  /* the root is level 0: 65 nested arrays are the deepest accepted */
+  memset(deep, 0, sizeof deep);
+  memset(deep, '[', 65);
+  memset(deep + 65, ']', 65);
+  j = sim_json_parse(deep, err, sizeof err);
+  if (!j) t_fail(__FILE__, __LINE__, "%s", err);
+  sim_json_free(j);
+  memset(deep, '[', 66);
+  memset(deep + 66, ']', 66);
+  ASSERT_NULL(sim_json_parse(deep, err, sizeof err));
+  ASSERT_STR_HAS(err, "nested deeper than 64 levels");
+  t_context("json: every escape, CRLF line ends, numbers");
+  j = sim_json_parse("{\"s\": \"\\/\\b\\f\\r\\t\\u00E9\",\r\n \"n\": [-0.5e-1, 0, 1E2]}\r\n", err,
+                     sizeof err);
+  if (!j) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_STR_EQ(sim_json_str(j, "s"), "/\b\f\r\t\xc3\xa9");
+  const sim_json_t* n = sim_json_get(j, "n");
+  ASSERT_EQ(n->line, 2);
+  ASSERT_NEAR(n->child->number, -0.05, 0);
+  ASSERT_NEAR(n->child->next->next->number, 100, 0);
+  sim_json_free(j);
+  /* a lone high surrogate is kept as it is; the escape after it is not lost */
+  j = sim_json_parse("[\"\\ud83d\\u0041\", \"\\ud83d\\ue000\"]", err, sizeof err);
+  if (!j) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_STR_EQ(j->child->string, "\xed\xa0\xbd" "A");
+  ASSERT_STR_EQ(j->child->next->string, "\xed\xa0\xbd\xee\x80\x80");
+  sim_json_free(j);
 }
 
 static void shipped(void) {
@@ -119,6 +153,7 @@ static void lookups(void) {
   if (rc) t_fail(__FILE__, __LINE__, "%s", err);
   ASSERT_EQ(c.num, 6);
   ASSERT_EQ(c.dropped, 2); /* the row with wrong elements, the row without a time */
+  ASSERT_NEAR(c.e[2].bytes, 1000, 0); /* "count": 500 bf16 elements */
   double us;
   ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 2000, &us, NULL, 0), 1);
   ASSERT_NEAR(us, 15, 1e-12);                    /* halfway between 10 and 20 */
@@ -134,6 +169,47 @@ static void lookups(void) {
   ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 4000, &us, note, sizeof note), 1);
   ASSERT_NEAR(us, 60, 1e-12);                    /* 30 us at 2000 B, scaled to 4000 B */
   ASSERT_STR_HAS(note, "measured");
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1000, &us, note, sizeof note), 1);
+  ASSERT_STR_HAS(note, "hand.json allreduce impl 0, bf16, 4 GPUs): at 1000 B");
+  /* the baseline allreduce is the measured one on one node of the file's 4 GPUs only */
+  sim_params_t p;
+  sim_test_params(&p);
+  sim_env_t env = {p, &c, NULL};
+  sim_coll_t ar = sim_baseline_allreduce(&env, (sim_topo_t){1, 4}, 2000, 2);
+  ASSERT_EQ(ar.algo, SIM_ALGO_MEASURED);
+  ASSERT_NEAR(ar.us, 15, 1e-12);
+  ar = sim_baseline_allreduce(&env, (sim_topo_t){2, 4}, 2000, 2);
+  ASSERT_EQ(ar.algo, SIM_ALGO_TREE); /* modelled: 10 + 5 x 2 x (3 + 3) + 0.04 beats the ring */
+  ASSERT_NEAR(ar.us, 70.04, 1e-9);
+  ASSERT_EQ(sim_baseline_allreduce(&env, (sim_topo_t){1, 2}, 2000, 2).algo, SIM_ALGO_RING);
+  /* f32 has only an impl 0 row: no fused time, NCCL's is not one */
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 1, 4, 1000, &us, NULL, 0), 0);
+  sim_calib_free(&c);
+
+  /* bf16 first among 2-byte dtypes, wherever its rows are; the rows fco-bench's auto measured
+   * (impl_id -1) choose nothing; negative compute/comm times are none */
+  t_context("dtype choice, negative compute_us");
+  text = "{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n"
+         "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"f16\",\"impl\":\"auto\","
+         "\"impl_id\":-1,\"time_us\":3},\n"
+         "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"half\",\"impl\":\"nccl\","
+         "\"impl_id\":0,\"time_us\":7},\n"
+         "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"bf16\",\"impl\":\"nccl\","
+         "\"impl_id\":0,\"time_us\":5},\n"
+         "{\"op\":\"gemv_allreduce\",\"shape\":{\"bytes\":1000},\"dtype\":\"bf16\","
+         "\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":5,\"compute_us\":-2,\"comm_us\":-1}]}";
+  rc = sim_calib_parse(text, "dtypes.json", &c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1000, &us, note, sizeof note), 1);
+  ASSERT_NEAR(us, 5, 0);
+  ASSERT_STR_HAS(note, "bf16");
+  ASSERT_NEAR(c.e[3].compute_us, -1, 0);
+  ASSERT_NEAR(c.e[3].comm_us, -1, 0);
+  ASSERT_EQ(sim_calib_compute(&c, "gemv_allreduce", 2, 1000, &us, NULL, 0), 0);
+  /* no bf16 row: the first 2-byte dtype of a row of a numbered impl ("half", not auto's f16) */
+  snprintf(c.e[2].dtype, sizeof c.e[2].dtype, "f32");
+  ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1000, &us, note, sizeof note), 1);
+  ASSERT_NEAR(us, 7, 0);
   sim_calib_free(&c);
 
   static const struct { const char* text; const char* words; } kBad[] = {
@@ -151,6 +227,18 @@ static void lookups(void) {
        "\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":0}]}",
        "time_us is 0, must be > 0"},
       {"{\"tool\":\"fco-bench\",\n\"gpus\":2,", "bad.json: not valid JSON: line 2"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2.5,\"results\":[]}",
+       "\"gpus\" must be a positive integer"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":0,\"results\":[]}", "\"gpus\" must be a positive integer"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n7]}",
+       "bad.json:2: results[0] is not an object"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\","
+       "\"shape\":{\"bytes\":1},\"impl\":\"nccl\",\"impl_id\":0,\"time_us\":1}]}",
+       "bad.json:2: results[0] lacks dtype (a string)"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\","
+       "\"shape\":{\"bytes\":1},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":\"0\","
+       "\"time_us\":1}]}",
+       "bad.json:2: results[0] lacks impl_id (a number)"},
   };
   for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; i++) {
     t_context("bad calibration %zu", i);
@@ -276,6 +364,14 @@ static void validate_ops(void) {
   ASSERT_EQ(v.skipped, 2);
   sim_val_free(&v);
   snprintf(c.e[3].dtype, sizeof c.e[3].dtype, "bf16");
+  /* the models are of GPUs on NVLink: another transport's rows are all skipped, with a note */
+  snprintf(c.transport, sizeof c.transport, "cpu");
+  ASSERT_EQ(sim_validate(&p, &c, &v), 0);
+  ASSERT_EQ(v.num, 0);
+  ASSERT_EQ(v.skipped, 5);
+  ASSERT_STR_HAS(v.note, "transport cpu");
+  sim_val_free(&v);
+  snprintf(c.transport, sizeof c.transport, "nccl");
   /* compute lookups on operator rows use fco-bench's bytes: gathered B x T x L x D x esize
    * (2048 x 1 x 1 x 128 x 4 = 1 MiB in 30 us), weights N x K_r x esize (64 MiB in 20 us) */
   double us;
@@ -333,6 +429,9 @@ static void fit_recovers(void) {
   ASSERT_NEAR(fit.sig_us, 1.5, 1e-9);
   ASSERT_NEAR(fit.x_gbs, 4000, 1e-9);
   ASSERT_NEAR(fit.rms_pct, 0, 1e-9);
+  snprintf(c.transport, sizeof c.transport, "local"); /* not NVLink: no fit rows */
+  ASSERT_EQ(sim_fit_fused(&p, &cp, 1, &fit), 0);
+  ASSERT_EQ(fit.rows, 0);
   sim_calib_free(&c);
 }
 

@@ -1,9 +1,12 @@
 /*
  * test_sim_config.c — fco-sim's configuration parser: every shipped configuration loads with
  * the values its sources give; each kind of bad file fails with a message that names the file,
- * the line and the key (or the value) at fault.
+ * the line and the key (or the value) at fault; values at the ends of the documented ranges
+ * load, and keys left out take README.md's defaults.
  *   make test   or   build/tests/test_sim_config
  */
+#include <unistd.h>
+
 #include "config.h"
 #include "test_sim_util.h"
 
@@ -114,6 +117,23 @@ static const bad_t kBad[] = {
     {"[moe]\nhidden = 64\nexpert_ffn = 1\nexperts = 4\ntop_k = 2\ntokens_per_gpu = 1\n"
      "zipf = 11\n",
      7, "zipf is 11"},
+    {"[moe]\nzipf = -1\n", 2, "zipf is -1: must be in [0, 10]"},
+    {"[moe]\nzipf = nan\n", 2, "zipf = 'nan': not a number"},
+    {"[dlrm] x\n", 1, "bad section header '[dlrm] x'"},
+    {"[dlrm]\nname = " /* 64 characters: one more than name[] holds */
+     "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl\n",
+     2, "name is longer than 63 characters"},
+    {"[dlrm]\nembedding_dim = 16\nrows = 1, 2, 3\npooling = 1, 2\ndense_features = 1\n"
+     "bottom_mlp = 16\ntop_mlp = 1\ninteraction = dot\nbatch_per_gpu = 1\n",
+     4, "'pooling' has 2 values but 'rows' (line 3) has 3"},
+    {"[dlrm]\nembedding_dim = 16\nrows = 1\npooling = 1\nbottom_mlp = 16\ntop_mlp = 1\n"
+     "interaction = dot\nbatch_per_gpu = 1\n",
+     1, "[dlrm] lacks the required key 'dense_features'"},
+    {"[dlrm]\nembedding_dim = 16\nrows = 1\npooling = 1\ndense_features = 1\n"
+     "bottom_mlp = 16\ntop_mlp = 1\ninteraction = dcn\nbatch_per_gpu = 1\ndcn_layers = 2\n",
+     8, "interaction = dcn needs dcn_layers and dcn_low_rank"},
+    {GOOD "dcn_low_rank = 64\n", 11, "dcn_* keys are set but interaction (line 9) is dot"},
+    {GOOD "min_shard_dim = 32\n", 11, "min_shard_dim 32 exceeds embedding_dim 16"},
 };
 
 static void bad_files(void) {
@@ -125,6 +145,10 @@ static void bad_files(void) {
   if (rc) t_fail(__FILE__, __LINE__, "%s", err);
   ASSERT_NEAR(c->batch_per_gpu, 128, 0);
   ASSERT_STR_EQ(c->name, "good.cfg"); /* no name key: the file's */
+  ASSERT_NEAR(c->min_shard_dim, 16, 0); /* README.md's defaults */
+  ASSERT_EQ(c->sharding, SIM_SHARD_TABLE);
+  ASSERT_NEAR(c->dtype_bytes, 2, 0);
+  ASSERT_NEAR(c->grad_bytes, 4, 0);
   for (size_t i = 0; i < sizeof kBad / sizeof kBad[0]; i++) {
     t_context("bad case %zu: %s", i, kBad[i].words);
     err[0] = '\0';
@@ -141,9 +165,80 @@ static void bad_files(void) {
   free(c);
 }
 
+/* Cases built at run time: a list one value longer than the tables it fills, a line longer
+ * than the parser's buffer, a binary file. */
+static void big_and_binary(void) {
+  sim_config_t* c = calloc(1, sizeof *c);
+  size_t cap = 64 * 1024;
+  char *text = calloc(cap, 1), err[512];
+  ASSERT_NOT_NULL(c);
+  ASSERT_NOT_NULL(text);
+  t_context("rows: SIM_MAX_TABLES values, then one more");
+  size_t n = (size_t)snprintf(text, cap, "[dlrm]\nrows = 1");
+  for (int i = 1; i < SIM_MAX_TABLES; i++) n += (size_t)snprintf(text + n, cap - n, ", 1");
+  snprintf(text + n, cap - n, "\n");
+  ASSERT_EQ(sim_config_parse(text, "big.cfg", c, err, sizeof err), -1); /* lacks keys, no more */
+  ASSERT_STR_HAS(err, "big.cfg:1: [dlrm] lacks the required key 'embedding_dim'");
+  snprintf(text + n, cap - n, ", 1\n");
+  ASSERT_EQ(sim_config_parse(text, "big.cfg", c, err, sizeof err), -1);
+  ASSERT_STR_HAS(err, "big.cfg:2: rows has more than 1024 values");
+  t_context("a line of 16384 characters");
+  n = (size_t)snprintf(text, cap, "[dlrm]\nname = ");
+  memset(text + n, 'x', 16384 - strlen("name = "));
+  text[n + 16384 - strlen("name = ")] = '\0';
+  ASSERT_EQ(sim_config_parse(text, "long.cfg", c, err, sizeof err), -1);
+  ASSERT_STR_HAS(err, "long.cfg:2: line longer than 16383 characters");
+  t_context("binary file");
+  char path[] = "/tmp/fco-sim-config-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  static const char kBin[] = "[dlrm]\nname = a\0b\n";
+  ASSERT_EQ(write(fd, kBin, sizeof kBin - 1), (ssize_t)(sizeof kBin - 1));
+  close(fd);
+  ASSERT_EQ(sim_config_load(path, c, err, sizeof err), -1);
+  ASSERT_STR_HAS(err, "binary file (NUL byte)");
+  unlink(path);
+  free(text);
+  free(c);
+}
+
+/* Values at the ends of their documented ranges are accepted (README.md's key tables). */
+static void edges(void) {
+  sim_config_t* c = calloc(1, sizeof *c);
+  char err[512];
+  ASSERT_NOT_NULL(c);
+  t_context("dlrm edges: D 1, fractional pooling, fp8, min_shard_dim 1");
+  int rc = sim_config_parse("[dlrm]\nembedding_dim = 1\nrows = 1, 2\npooling = 0.5, 2\n"
+                            "dense_features = 0\nbottom_mlp = 1\ntop_mlp = 1\ninteraction = dot\n"
+                            "global_batch = 1\ndtype = fp8\nmin_shard_dim = 1\n",
+                            "dir/sub/edge.cfg", c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_NEAR(c->emb_dim, 1, 0);
+  ASSERT_NEAR(c->pooling[0], 0.5, 0); /* an average: need not be whole */
+  ASSERT_NEAR(c->dtype_bytes, 1, 0);
+  ASSERT_NEAR(c->global_batch, 1, 0);
+  ASSERT_STR_EQ(c->name, "edge.cfg"); /* the file's base name */
+  t_context("moe edges: top_k = experts, zipf 10");
+  rc = sim_config_parse("[moe]\nhidden = 1\nexpert_ffn = 1\nexperts = 4\ntop_k = 4\n"
+                        "tokens_per_gpu = 1\nzipf = 10\n", "moe.cfg", c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_NEAR(c->top_k, 4, 0);
+  ASSERT_NEAR(c->zipf, 10, 0);
+  ASSERT_NEAR(c->gated, 1, 0); /* default */
+  t_context("decode edges: vocab 0 (no LM head), head_dim from hidden / heads");
+  rc = sim_config_parse("[decode]\nhidden = 96\nffn = 1\nlayers = 1\nheads = 8\nkv_heads = 8\n"
+                        "vocab = 0\nbatch = 1\ncontext = 0\n", "dec.cfg", c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  ASSERT_NEAR(c->vocab, 0, 0);
+  ASSERT_NEAR(c->head_dim, 12, 0);
+  free(c);
+}
+
 int main(void) {
   shipped();
   bad_files();
+  big_and_binary();
+  edges();
   printf("test_sim_config: ok\n");
   return 0;
 }

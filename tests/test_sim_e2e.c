@@ -3,8 +3,9 @@
  * case of tools/fco-sim/expected/cases.txt runs through the command line (in-process) and its
  * output must match the stored tools/fco-sim/expected/<name>.txt (text exactly, numbers to the
  * last printed digit); -J writes JSON our reader parses back; --svg writes a complete SVG; the
- * collective models agree with the shipped measurements within 10%; usage errors exit 2 and
- * unreadable files exit 1, each with a message.
+ * collective models agree with the shipped measurements within 10%; usage errors (each
+ * parameter's range included) exit 2 and unreadable or unwritable files exit 1, each with a
+ * message; help goes to stdout; without --nodes or --gpus the documented default worlds run.
  *   make test   or   build/tests/test_sim_e2e
  */
 #include <stdlib.h>
@@ -257,6 +258,12 @@ static void validation(void) {
   sim_calib_free(&c);
 }
 
+/* 65 values: one more than a list holds; 9 calibration files: one more than fit takes */
+#define LIST8 "1,1,1,1,1,1,1,1,"
+#define LIST65 LIST8 LIST8 LIST8 LIST8 LIST8 LIST8 LIST8 LIST8 "1"
+#define CAL "calib/h200-x2-allreduce.json"
+#define CAL9 CAL "," CAL "," CAL "," CAL "," CAL "," CAL "," CAL "," CAL "," CAL
+
 static void errors(void) {
   static const struct {
     const char* cmd;
@@ -271,7 +278,26 @@ static void errors(void) {
       {"dlrm --config /nonexistent.cfg", 1, "/nonexistent.cfg: cannot open"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --calib /nonexistent.json", 1,
        "cannot open calibration"},
-      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nic-eff 2", 2, "--nic-eff is 2"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nic-eff 2", 2,
+       "--nic-eff is 2: must be in (0, 1]"},
+      /* every parameter's range (params.h): fractions in (0, 1], toggles 0 or 1, bandwidths
+       * and tile counts > 0, jitter in [0, 1), interference < 10, nothing above 1e12 */
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nic-eff 0", 2,
+       "--nic-eff is 0: must be in (0, 1]"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nvl-gbs 0", 2,
+       "--nvl-gbs is 0: must be a non-negative number (some must be > 0)"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --ea-blocks-per-sm 0", 2,
+       "--ea-blocks-per-sm is 0"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --hbm-gbs 2e12", 2,
+       "--hbm-gbs is 2e+12"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --fco-land 2", 2,
+       "--fco-land is 2: must be 0 or 1"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --jitter 1", 2,
+       "--jitter is 1: must be in [0, 1)"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --fused-interf 10", 2,
+       "--fused-interf is 10"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --jitter 0.1x", 2,
+       "--jitter '0.1x': not a number"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --warp-speed 9", 2,
        "unknown option '--warp-speed'"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 0,2", 2, "--nodes '0,2'"},
@@ -283,12 +309,31 @@ static void errors(void) {
        "--nodes '1-100': a range"},
       {"decode --config tools/fco-sim/configs/llama3-70b-decode.cfg --batch 3-12", 2,
        "--batch '3-12': a range"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 4-2", 2, "--nodes '4-2': want"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --batch 1x2", 2,
+       "--batch '1x2': want a list of integers"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --batch 1.5", 2, "--batch '1.5'"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --batch " LIST65, 2, "--batch '1,1,"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --gpus-per-node 2048", 2,
+       "--gpus-per-node '2048': want an integer in [1, 1024]"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg -g 2.5", 2, "--gpus-per-node '2.5'"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --global-batch 0", 2,
+       "--global-batch '0': want a positive number"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --batch 8 --global-batch 1024", 2,
+       "--batch and --global-batch exclude each other"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 1 --gpus 8", 2,
+       "give --nodes or --gpus, not both"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 1 -J /nonexistent/x.json", 1,
+       "/nonexistent/x.json: cannot open for writing"},
+      {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --nodes 1 --svg /nonexistent/x.svg", 1,
+       "/nonexistent/x.svg: cannot open for writing"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --gpus 12", 2, "--gpus 12"},
       {"decode --config tools/fco-sim/configs/llama3-70b-decode.cfg --global-batch 8", 2,
        "dlrm only"},
       {"validate", 2, "needs --calib"},
       {"fit", 2, "fit needs --calib"},
       {"fit --calib /nonexistent.json", 1, "cannot open calibration"},
+      {"fit --calib " CAL9, 2, "fit takes at most 8 calibration files"},
   };
   for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
     t_context("fco-sim %s", kCases[i].cmd);
@@ -303,6 +348,78 @@ static void errors(void) {
   /* 8 experts cannot spread over 16 GPUs: the row is printed with '-' and a note */
   ASSERT_EQ(run_cli("moe --config tools/fco-sim/configs/moe-mixtral-8x7b.cfg --gpus 8,16", &out, &err), 0);
   ASSERT_STR_HAS(out, "8 experts < 16 GPUs");
+  ASSERT_TRUE(!t_contains(out, "8 experts < 8 GPUs")); /* one expert per GPU is enough */
+  free(out);
+  free(err);
+}
+
+/* Flags name whole parameters ("--fused-interf" is not a prefix of "--fused-interf-net"); the
+ * range check refuses NaN, which no flag can give but a caller of sim_params_check can. */
+static void param_flags(void) {
+  static const char* const kFlags[][2] = {{"--fused-interf-net", "fused_interf_net"},
+                                          {"--fused-interf", "fused_interf"},
+                                          {"nvl_gbs", "nvl_gbs"},
+                                          {"-nvl-gbs", "nvl_gbs"}};
+  for (size_t i = 0; i < sizeof kFlags / sizeof kFlags[0]; i++) {
+    t_context("flag %s", kFlags[i][0]);
+    int k = sim_param_find(kFlags[i][0]);
+    ASSERT_GE(k, 0);
+    ASSERT_STR_EQ(sim_param_info[k].name, kFlags[i][1]);
+  }
+  ASSERT_EQ(sim_param_find("--nvl-gbs-x"), -1);
+  ASSERT_EQ(sim_param_find("--nvl"), -1);
+  t_context("NaN parameter");
+  sim_params_t p;
+  char msg[200];
+  sim_params_default(&p);
+  ASSERT_EQ(sim_params_check(&p, msg, sizeof msg), 0);
+  p.nvl_lat_us = NAN;
+  ASSERT_EQ(sim_params_check(&p, msg, sizeof msg), -1);
+  ASSERT_STR_HAS(msg, "--nvl-lat-us is nan");
+}
+
+/* Table rows of an output (lines that are not '#' metadata); the first token of the last. */
+static int table_rows(const char* out, double* last_first) {
+  int n = 0;
+  for (const char* l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+    if (*l == '#' || *l == '\n') continue;
+    n++;
+    *last_first = strtod(l, NULL);
+  }
+  return n;
+}
+
+/* Help goes to stdout with status 0; the short options; the documented default worlds
+ * (README.md: dlrm --nodes 1-128, moe 1-32, decode --gpus 1-8, i.e. 1 up to G). */
+static void help_and_defaults(void) {
+  static const char* const kHelp[] = {"-h", "--help", "help", "dlrm -h"};
+  char *out, *err;
+  for (size_t i = 0; i < sizeof kHelp / sizeof kHelp[0]; i++) {
+    t_context("fco-sim %s", kHelp[i]);
+    ASSERT_EQ(run_cli(kHelp[i], &out, &err), 0);
+    ASSERT_STR_HAS(out, "usage: fco-sim <command> [options]");
+    ASSERT_STR_EQ(err, "");
+    free(out);
+    free(err);
+  }
+  double last = 0;
+  t_context("decode, -c and -g 4: GPUs 1, 2, 4");
+  ASSERT_EQ(run_cli("decode -c tools/fco-sim/configs/llama3-70b-decode.cfg -g 4 --batch 8", &out,
+                    &err), 0);
+  ASSERT_EQ(table_rows(out, &last), 3);
+  ASSERT_STR_HAS(out, "\n      1      4          8 ");
+  free(out);
+  free(err);
+  t_context("dlrm default nodes 1-128");
+  ASSERT_EQ(run_cli("dlrm --config tools/fco-sim/configs/dlrm-kaggle.cfg", &out, &err), 0);
+  ASSERT_EQ(table_rows(out, &last), 8);
+  ASSERT_NEAR(last, 128, 0);
+  free(out);
+  free(err);
+  t_context("moe default nodes 1-32");
+  ASSERT_EQ(run_cli("moe --config tools/fco-sim/configs/moe-mixtral-8x7b.cfg", &out, &err), 0);
+  ASSERT_EQ(table_rows(out, &last), 6);
+  ASSERT_NEAR(last, 32, 0);
   free(out);
   free(err);
 }
@@ -313,6 +430,8 @@ int main(void) {
   json_and_svg();
   validation();
   errors();
+  help_and_defaults();
+  param_flags();
   printf("test_sim_e2e: ok\n");
   return 0;
 }

@@ -4,6 +4,8 @@
  * nodes never mean less inter-node traffic per GPU for an all-to-all of fixed size per GPU;
  * remote-first is never slower than local-first; more jitter never makes an iteration faster;
  * the exposed-communication shares stay in [0, 100] and the compute-only time is a lower bound.
+ * Also the models' edges: where decode's AUTO stops fusing, KV heads replicated below one per
+ * GPU, rows that do not apply, narrow embedding rows, the jitter draws.
  *   make test   or   build/tests/test_sim_monotonic
  */
 #include <stdlib.h>
@@ -142,6 +144,119 @@ static void schedule_knobs(const sim_config_t* dlrm) {
   }
 }
 
+/* Jitter draws: deterministic in (seed, kernel, rank), 1 + jitter x z with z ~ N(0, 1) over
+ * many ranks, never below half the kernel's time (docs/fco-sim.md). */
+static void jitter_draws(void) {
+  sim_params_t p;
+  sim_params_default(&p);
+  t_context("jitter draws");
+  enum { kN = 20000 };
+  double s = 0, s2 = 0;
+  for (int r = 0; r < kN; r++) {
+    double m = sim_jitter(&p, 3, r);
+    ASSERT_NEAR(m, sim_jitter(&p, 3, r), 0);
+    s += m, s2 += m * m;
+  }
+  double mean = s / kN, sd = sqrt(s2 / kN - mean * mean);
+  ASSERT_NEAR(mean, 1, 0.001);
+  ASSERT_NEAR(sd, 0.03, 0.001);
+  ASSERT_TRUE(sim_jitter(&p, 3, 0) != sim_jitter(&p, 4, 0));
+  double first = sim_jitter(&p, 3, 0);
+  p.seed = 2;
+  ASSERT_TRUE(sim_jitter(&p, 3, 0) != first);
+  p.seed = 1;
+  p.jitter = 0.9; /* 1 + 0.9 z < 0.5 for a third of the draws: held at 0.5 */
+  double lo = INFINITY;
+  for (int r = 0; r < kN; r++) lo = fmin(lo, sim_jitter(&p, 3, r));
+  ASSERT_NEAR(lo, 0.5, 0);
+}
+
+/* The fused time of a row's part, -1 when the row has no such part. */
+static double part_fused(const sim_row_t* row, const char* name) {
+  for (int i = 0; i < row->num_parts; i++)
+    if (!strcmp(row->part[i].name, name)) return row->part[i].fused_us;
+  return -1;
+}
+
+static void parse(const char* text, sim_config_t* c) {
+  char err[512];
+  if (sim_config_parse(text, "test.cfg", c, err, sizeof err)) t_fail(__FILE__, __LINE__, "%s", err);
+}
+
+/* Where the decode and MoE models switch: fco's AUTO fuses GEMV + AllReduce up to M =
+ * gemv_auto_max_m and N = gemv_auto_max_n inclusive (docs/fco-sim.md), else runs the GEMV, then
+ * the faster of fco's one-shot and NCCL; KV heads are replicated below one per GPU; rows that
+ * cannot be split print '-'. Test parameters (tests/test_sim_util.h). */
+static void decode_and_moe_edges(void) {
+  sim_params_t p;
+  sim_test_params(&p);
+  sim_config_t* c = calloc(1, sizeof *c);
+  ASSERT_NOT_NULL(c);
+  sim_env_t env = {p, NULL, NULL};
+  sim_row_t row;
+  char err[256];
+  t_context("decode: M 8, N 4096 is fused");
+  parse("[decode]\nhidden = 4096\nffn = 4096\nlayers = 1\nheads = 32\nkv_heads = 8\n"
+        "batch = 8\ncontext = 0\n", c);
+  row = run(sim_run_decode, &p, c, (sim_topo_t){1, 2}, 0);
+  ASSERT_NEAR(part_fused(&row, "gemv, then fco_allreduce"), -1, 0);
+  /* both projections (K 2048 a rank): 2 waves of 128 tiles, 8.43776 us each (weights 2 x
+   * (4096 x 2048 + 8 x 2048 + 8 x 4096) B at 1000 GB/s); each wave's fp32 partials, 65536 B,
+   * cross NVLink in 0.65536 us (+ 1): 18.53088. Then the sum reads 2 x 131072 B of partials
+   * and writes y, 65536 B: 0.32768 */
+  ASSERT_NEAR(part_fused(&row, "fused gemv+allreduce"), 2 * (18.53088 + 0.32768), 1e-9);
+  t_context("decode: M 9 is above gemv_auto_max_m");
+  row = run(sim_run_decode, &p, c, (sim_topo_t){1, 2}, 9);
+  ASSERT_NEAR(part_fused(&row, "fused gemv+allreduce"), -1, 0);
+  ASSERT_TRUE(part_fused(&row, "gemv, then fco_allreduce") > 0);
+  t_context("decode: N 4096 above gemv_auto_max_n 2048");
+  p.gemv_auto_max_n = 2048;
+  row = run(sim_run_decode, &p, c, (sim_topo_t){1, 2}, 8);
+  ASSERT_NEAR(part_fused(&row, "fused gemv+allreduce"), -1, 0);
+  p.gemv_auto_max_n = 4096;
+  /* 8192 tokens: 64 MiB allreduces, where NCCL's ring beats the one-shot: the fused schedule
+   * then runs exactly the baseline */
+  t_context("decode: the faster of fco's one-shot and NCCL");
+  row = run(sim_run_decode, &p, c, (sim_topo_t){1, 8}, 8192);
+  ASSERT_TRUE(sim_nccl_allreduce(&p, (sim_topo_t){1, 8}, 8192 * 4096 * 2.0).us <
+              sim_fco_oneshot_allreduce(&p, (sim_topo_t){1, 8}, 8192 * 4096 * 2.0));
+  ASSERT_NEAR(row.fused_us, row.base_us, 1e-9 * row.base_us);
+  t_context("decode: 8 KV heads on 16 GPUs are replicated, as 16 are");
+  sim_row_t r8 = run(sim_run_decode, &p, c, (sim_topo_t){2, 8}, 0);
+  c->kv_heads = 16;
+  sim_row_t r16 = run(sim_run_decode, &p, c, (sim_topo_t){2, 8}, 0);
+  ASSERT_NEAR(r8.base_us, r16.base_us, 0);
+  t_context("decode: 12 heads on 8 GPUs");
+  parse("[decode]\nhidden = 96\nffn = 64\nlayers = 1\nheads = 12\nkv_heads = 4\nbatch = 1\n"
+        "context = 0\n", c);
+  ASSERT_EQ(sim_run_decode(&env, c, (sim_topo_t){1, 8}, 0, &row, err, sizeof err), 0);
+  ASSERT_TRUE(row.skipped);
+  ASSERT_STR_HAS(row.note, "8 GPUs do not divide 12 attention heads");
+  t_context("dlrm: embedding rows narrower than access_bytes cost access_bytes");
+  parse("[dlrm]\nembedding_dim = 16\nrows = 1000, 1000\npooling = 10, 10\ndense_features = 13\n"
+        "bottom_mlp = 64, 16\ntop_mlp = 64, 1\ninteraction = dot\nbatch_per_gpu = 4096\n", c);
+  p.access_bytes = 16; /* below the 32-byte bf16 rows: no effect */
+  sim_row_t a16 = run(sim_run_dlrm, &p, c, (sim_topo_t){1, 2}, 0);
+  p.access_bytes = 32;
+  sim_row_t a32 = run(sim_run_dlrm, &p, c, (sim_topo_t){1, 2}, 0);
+  p.access_bytes = 64; /* each 32-byte row costs 64 */
+  sim_row_t a64 = run(sim_run_dlrm, &p, c, (sim_topo_t){1, 2}, 0);
+  ASSERT_NEAR(a16.base_us, a32.base_us, 0);
+  ASSERT_TRUE(a64.base_us > a32.base_us + 1);
+  p.access_bytes = 64;
+  t_context("moe: 8 experts on 8 GPUs, not on 16");
+  parse("[moe]\nhidden = 64\nexpert_ffn = 64\nexperts = 8\ntop_k = 2\ntokens_per_gpu = 64\n", c);
+  row = run(sim_run_moe, &p, c, (sim_topo_t){1, 8}, 0);
+  ASSERT_EQ(sim_run_moe(&env, c, (sim_topo_t){2, 8}, 0, &row, err, sizeof err), 0);
+  ASSERT_TRUE(row.skipped);
+  ASSERT_STR_HAS(row.note, "8 experts < 16 GPUs");
+  t_context("moe: one GPU has nothing to fuse");
+  row = run(sim_run_moe, &p, c, (sim_topo_t){1, 1}, 0);
+  ASSERT_NEAR(row.fused_us, row.base_us, 0);
+  ASSERT_NEAR(row.speedup, 1, 0);
+  free(c);
+}
+
 int main(void) {
   sim_config_t* dlrm = load("tools/fco-sim/configs/dlrm-dcnv2.cfg");
   sim_config_t* kaggle = load("tools/fco-sim/configs/dlrm-kaggle.cfg");
@@ -156,6 +271,8 @@ int main(void) {
   sim_topo_t mo[] = {{1, 8}, {4, 8}};
   sweep("moe", sim_run_moe, moe, mo, 2, 0);
   schedule_knobs(dlrm);
+  decode_and_moe_edges();
+  jitter_draws();
   free(dlrm);
   free(kaggle);
   free(dec);

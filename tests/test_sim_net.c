@@ -8,6 +8,8 @@
 #include "net.h"
 #include "test_sim_util.h"
 
+#define SIMPLE SIM_PROTO_SIMPLE
+
 static void allreduce_ring_tree(void) {
   sim_params_t p;
   sim_test_params(&p);
@@ -34,6 +36,18 @@ static void allreduce_ring_tree(void) {
   /* NIC-bound: 2 nodes x 1 GPU: edge = NIC 50 GB/s; ring 10 + 5 * 2 * 3 + 1e6 / 5e4 = 60 */
   ASSERT_NEAR(sim_nccl_allreduce_with(&p, (sim_topo_t){2, 1}, 1e6, SIM_ALGO_RING, SIM_PROTO_SIMPLE).us,
               60, 1e-9);
+  /* tree across 3 nodes x 4: ceil(log2 3) = 2 network hops each way, and tree_eff scales
+   * its bandwidth: 10 + 5 x 2 x (3 x 1 + 2 x 3) + 2 x 8e6 / (1e5 x 0.5) = 10 + 90 + 320 */
+  p.tree_eff = 0.5;
+  ASSERT_NEAR(sim_nccl_allreduce_with(&p, (sim_topo_t){3, 4}, 8e6, SIM_ALGO_TREE, SIMPLE).us, 420,
+              1e-9);
+  p.tree_eff = 1;
+  /* one GPU a node has no NVLink edge, even where the NIC is faster: edge = NIC 1000 GB/s;
+   * ring 10 + 5 x 2 x 3 + 1e6 / 1e6 = 41 */
+  p.nic_gbps = 8000;
+  ASSERT_NEAR(sim_nccl_allreduce_with(&p, (sim_topo_t){2, 1}, 1e6, SIM_ALGO_RING, SIMPLE).us, 41,
+              1e-9);
+  p.nic_gbps = 400;
   /* the protocol with the lower line wins: LL at base 1, eff 0.1 beats Simple for small sizes */
   p.nccl_ll_us = 1, p.nvl_ll_eff = 0.1;
   c = sim_nccl_allreduce(&p, (sim_topo_t){1, 2}, 1000); /* LL: 1 + 2 + 1000/1e4 = 3.1 */
@@ -88,6 +102,11 @@ static void alltoall(void) {
   double u2[4] = {1, 1, 1, 1}, v2[4] = {0, 0, 0, 1e6};
   sim_a2a_phase_bytes(t, u2, v2, &nvl, &net);
   ASSERT_NEAR(net, 2e6, 1e-3); /* node 0's 2 x 1e6 enter GPU 3 through its own NIC */
+  /* nothing to send: no collective, not even its base latency */
+  double u0[4] = {0, 0, 0, 0};
+  c = sim_nccl_alltoall(&p, t, u0, v);
+  ASSERT_NEAR(c.us, 0, 0);
+  ASSERT_EQ(c.algo, SIM_ALGO_NONE);
   p.comm_off = 1;
   ASSERT_NEAR(sim_nccl_alltoall(&p, t, u, v).us, 0, 0);
 }
@@ -101,6 +120,10 @@ static void oneshot(void) {
   ASSERT_NEAR(sim_fco_oneshot_allreduce(&p, (sim_topo_t){1, 2}, 1e6), 18, 1e-9);
   /* 2 nodes x 2: NVLink 1e6 / 1e5 = 10, NIC 2e6 / 5e4 = 40 (the larger), hop 3, HBM 5 */
   ASSERT_NEAR(sim_fco_oneshot_allreduce(&p, (sim_topo_t){2, 2}, 1e6), 4 + 3 + 40 + 5, 1e-9);
+  /* + fco_peer_us per destination: 4 GPUs, 3 peers x 0.5 (NVLink 3e6 / 1e5, HBM 5e6 / 1e6) */
+  p.fco_peer_us = 0.5;
+  ASSERT_NEAR(sim_fco_oneshot_allreduce(&p, (sim_topo_t){1, 4}, 1e6), 4 + 1.5 + 1 + 30 + 5, 1e-9);
+  p.fco_peer_us = 0;
   /* link classes */
   ASSERT_NEAR(sim_link_gbs(&p, SIM_LINK_NET), 50, 1e-12);
   ASSERT_NEAR(sim_xfer_us(1e6, 100), 10, 1e-12);

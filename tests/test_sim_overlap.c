@@ -62,6 +62,10 @@ static void tile_order(void) {
   /* fixed costs: launch, per-destination signal, compute penalty (100 x 1.1 = 2 x 55) */
   p.remote_first = 1, p.fco_launch_us = 4, p.fco_peer_us = 0.5, p.fused_penalty = 0.1;
   ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 4 + 8 * 0.5 + 55 + 100 + 3, 1e-9);
+  /* the compute-only reference (comm_off): launch and penalised compute, no destinations */
+  p.comm_off = 1;
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 4 + 110, 1e-9);
+  p.comm_off = 0;
   /* many waves: the pipeline approaches max(C, M) + one wave (C = 100, M = 100 over 100
    * waves, remote-first over a 1/2 remote share: remote tiles in waves 1-50) */
   p.fco_launch_us = 0, p.fco_peer_us = 0, p.fused_penalty = 0;
@@ -70,6 +74,11 @@ static void tile_order(void) {
   ASSERT_NEAR(sim_waves(&p, 100 * p.sms), 100, 0);
   ASSERT_NEAR(sim_waves(&p, 1), 1, 0);
   ASSERT_NEAR(sim_waves(&p, p.sms + 1), 2, 0);
+  /* a kernel without tiles still runs once: one wave of its compute */
+  ASSERT_NEAR(sim_waves(&p, 0), 1, 0);
+  op.tiles = 0;
+  memset(op.bytes, 0, sizeof op.bytes);
+  ASSERT_NEAR(sim_fused_time(&p, &op, NULL), 100, 1e-9);
 }
 
 static void broadcast_and_all(void) {
@@ -103,6 +112,15 @@ static void broadcast_and_all(void) {
   double u3[4] = {0, 4e7, 4e7, 4e7}, v3[4] = {1, 0, 0, 0}, z[4] = {0, 0, 0, 0};
   arrive = sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t, u3, v3, z, z, tiles, NULL, NULL);
   ASSERT_NEAR(arrive, 1201, 1e-6);
+  /* --fco-pxn 1, 2 nodes x 2, a lone sender (GPU 0, 8e6 B, a quarter to each rank): direct,
+   * its own NIC carries the 4e6 B for node 1: 80 + 3. Relayed, half of them cross NVLink to
+   * GPU 1 first (NVLink 2e6 + 2e6: 40 + 1) and the node's two NICs carry them: 40 + 3 */
+  sim_topo_t t2 = {2, 2};
+  double u1[4] = {8e6, 0, 0, 0};
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t2, u1, v, z, z, tiles, NULL, NULL), 83, 1e-9);
+  p.fco_pxn = 1;
+  ASSERT_NEAR(sim_fused_all(&p, SIM_FUSED_GEMM_A2A, t2, u1, v, z, z, tiles, NULL, NULL), 43, 1e-9);
+  p.fco_pxn = 0;
 }
 
 /* Interference, signal stalls and the landing copy, each alone, then together. */

@@ -143,9 +143,11 @@ static char* parse_string_raw(parser_t* ps) {
         if (!hex4(ps, &cp)) { free(out); return NULL; }
         if (cp >= 0xD800 && cp < 0xDC00 && ps->p[0] == '\\' && ps->p[1] == 'u') {
           unsigned lo;
+          const char* next = ps->p;
           ps->p += 2;
           if (!hex4(ps, &lo)) { free(out); return NULL; }
           if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          else ps->p = next; /* not a pair: the next escape is a character of its own */
         }
         n += put_utf8(out + n, cp);
         break;
@@ -250,14 +252,27 @@ static sim_json_t* parse_value(parser_t* ps, int depth) {
     /* JSON's grammar is stricter than strtod's (no hex, inf, leading '+' or '.'). */
     const char* q = ps->p;
     if (*q == '-') q++;
-    if (!(*q >= '0' && *q <= '9')) {
+    int ok = *q >= '0' && *q <= '9';
+    if (ok && *q++ != '0')
+      while (*q >= '0' && *q <= '9') q++;
+    if (ok && *q == '.') {
+      ok = q[1] >= '0' && q[1] <= '9';
+      for (q++; *q >= '0' && *q <= '9';) q++;
+    }
+    if (ok && (*q == 'e' || *q == 'E')) {
+      q += q[1] == '+' || q[1] == '-' ? 2 : 1;
+      ok = *q >= '0' && *q <= '9';
+      while (*q >= '0' && *q <= '9') q++;
+    }
+    char* end;
+    double v = ok ? strtod(ps->p, &end) : 0;
+    if (!ok || end != q) { /* strtod read more: "0x10", "01" */
       fail(ps, "bad number");
       return NULL;
     }
     sim_json_t* n = new_node(ps, SIM_JSON_NUMBER);
     if (!n) return NULL;
-    char* end;
-    n->number = strtod(ps->p, &end);
+    n->number = v;
     ps->p = end;
     return n;
   }
