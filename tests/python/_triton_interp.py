@@ -102,6 +102,11 @@ def case_timeout():
     assert e.want == L.sig_value(1, 0) and e.seen == 0, (hex(e.want), e.seen)
     assert w.devs[0].epoch == 1 and w.devs[0].arrive == 0
     assert w.errs[1].code == 0
+    # first error wins: the next call's wait gives up (an error is set) and records nothing
+    G.gemv_allreduce([w.states[0]], xs, ws, blocks_per_rank=1)
+    assert (e.code, e.peer, e.slot, e.want) == (L.ERR_TIMEOUT, 1, 0, L.sig_value(1, 0)), \
+        (e.code, e.peer, e.slot, hex(e.want))
+    assert w.devs[0].epoch == 2 and w.devs[0].arrive == 0
 
 
 def case_epoch_limit():
@@ -625,6 +630,51 @@ def case_profile():
     p = prof.view(-1, 8)
     assert bool((p[:, 0] > 0).all()) and bool((p[:, :5].diff(dim=1) >= 0).all()), p
     assert GA.last_launch["order"] == "merged" and GA.last_launch["blocks_per_rank"] == 3
+
+
+def case_ws_exact():
+    """Workspaces of exactly what a call needs run (the GEMV's 2·P·S, the GEMM's 2·half_need),
+    256 bytes less record FCO_ERR_INTERNAL and write nothing; a GEMM whose counts send every
+    row of a (Σ counts = a_rows) is valid; an odd ws_bytes' halves are 256-byte rounded."""
+    torch.manual_seed(8)
+    P, M, N, K = 2, 3, 70, 16
+    S = G.slot_bytes(M, N, G.plan(M, N, 4)[1])
+    xs, ws = [torch.randn(M, K) for _ in range(P)], [torch.randn(N, K) for _ in range(P)]
+    ref = _ref(xs, ws, None)
+    for nbytes, ok in ((2 * P * S, True), (2 * P * S - 256, False)):
+        w = World(P, ws_bytes=nbytes)
+        ys = G.gemv_allreduce(w.states, xs, ws)
+        assert [e.code for e in w.errs] == [0 if ok else L.ERR_INTERNAL] * P, (nbytes, ok)
+        if ok:
+            for y in ys:
+                assert ((y.double() - ref).abs().max() / ref.abs().max()).item() < 1e-5
+        else:
+            assert all(int(t.abs().sum()) == 0 for t in w.ws), "wrote into a too small workspace"
+    As, Ws, Cs = _ga_data(P, torch.float32, 16, 20, "kn", seed=11)
+    tot = [int(C.sum()) for C in Cs]
+    a_rows = max(tot)
+    for r in range(P):
+        Cs[r][0, 0] += a_rows - tot[r]
+    As = [a[:a_rows].contiguous() for a in As]
+    refs = _ga_ref(As, Ws, Cs, "kn")
+    out_rows = max(r.shape[0] for r in refs)
+    need = GA.half_need(P, out_rows, 20, 4)
+    for nbytes, ok in ((2 * need, True), (2 * need - 256, False)):
+        w = World(P, ws_bytes=nbytes)
+        outs = [torch.full((out_rows, 20), float("nan")) for _ in range(P)]
+        GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, outs=outs)
+        assert GA.last_launch["need"] == need
+        # the grid's bound is one on the tiles: every expert adds at most one partial M tile
+        assert GA.last_launch["bound"] >= max(GA.tile_total(C, 16, 16, 20) for C in Cs)
+        assert [e.code for e in w.errs] == [0 if ok else L.ERR_INTERNAL] * P, (nbytes, ok)
+        if ok:
+            _ga_check(outs, refs, torch.float32, "ws_exact")
+        else:
+            assert all(torch.isnan(o).all() for o in outs)
+    w = World(3, ws_bytes=4096 + 333)  # 2214 bytes a half: 2048, not 2176 (128-rounded)
+    out = torch.zeros(8, dtype=torch.int64)
+    _probe[(1,)](w.states[2].addr, out)
+    assert out[4].item() == L.half_offset(4096 + 333, 1) == 2048, out.tolist()
 
 
 if __name__ == "__main__":

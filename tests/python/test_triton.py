@@ -150,6 +150,8 @@ def test_programs_per_sm():
     assert host.programs_per_sm(128, 0, 4) == 4        # registers: 65536 / (128·128)
     assert host.programs_per_sm(40, 100000, 4) == 2    # shared memory
     assert host.programs_per_sm(255, 300000, 8) == 0   # does not fit
+    assert host.programs_per_sm(33, 0, 4) == 12        # 33 regs: 1280 per warp, not 1056
+    assert host.programs_per_sm(16, 1024, 1) == 32     # 64 by threads, 228 by smem: capped
 
 
 def test_ensure_workspace_checks():
@@ -172,6 +174,62 @@ def _cpu_world(n):
     return [comms[i] for i in range(n)]
 
 
+def test_ensure_workspace_on_cpu_worlds():
+    """nbytes 0 and the size already held are no-ops (even while capturing); a growth while
+    capturing is refused, nothing grown; comms of separate worlds each grow."""
+    try:
+        fco.lib_path()
+    except fco.FcoError:
+        pytest.skip("libfco.so is not built")
+    from fco import _lib
+
+    comms = _cpu_world(2)
+    other = _cpu_world(1)  # another world: the first comm's reserve does not grow it
+    try:
+        host.ensure_workspace(comms, 0)
+        have = host.workspace_bytes(comms[0])
+        host.ensure_workspace(comms, have, capturing=True)
+        with pytest.raises(fco.FcoError) as e:
+            host.ensure_workspace(comms, have + 4096, capturing=True)
+        assert e.value.name == "INVALID_USAGE" and "captured" in e.value.message
+        assert host.workspace_bytes(comms[0]) == have
+        want = host.workspace_bytes(other[0]) + have + (1 << 16)
+        host.ensure_workspace([comms[0], other[0]], want)
+        assert host.workspace_bytes(comms[0]) >= want and host.workspace_bytes(other[0]) >= want
+    finally:
+        for c in comms + other:
+            _lib.lib().fco_comm_destroy(c)
+
+
+def test_device_state_checks_what_the_accessor_returns(monkeypatch):
+    """A NULL device state or another layout from fco_comm_device_state: FcoError(INTERNAL)."""
+    try:
+        fco.lib_path()
+    except fco.FcoError:
+        pytest.skip("libfco.so is not built")
+    from fco import _lib
+
+    def accessor(nbytes, version):
+        def f(h, ptr, size, ver):  # leaves *ptr NULL
+            size._obj.value, ver._obj.value = nbytes, version
+            return 0
+        return lambda: f
+
+    comms = _cpu_world(1)
+    try:
+        monkeypatch.setattr(host, "_bind_accessor", accessor(L.DEV_RANK_BYTES, L.LAYOUT_VERSION))
+        with pytest.raises(fco.FcoError) as e:
+            host.device_state(comms[0])
+        assert e.value.name == "INTERNAL" and "NULL device state" in e.value.message
+        monkeypatch.setattr(host, "_bind_accessor", accessor(L.DEV_RANK_BYTES + 8,
+                                                             L.LAYOUT_VERSION))
+        with pytest.raises(fco.FcoError) as e:
+            host.device_state(comms[0])
+        assert e.value.name == "INTERNAL" and "layout.py" in e.value.message
+    finally:
+        _lib.lib().fco_comm_destroy(comms[0])
+
+
 def test_device_state_on_cpu_transport_is_unsupported():
     """Either this libfco lacks fco_comm_device_state (the message says what is needed), or it
     has it and the cpu transport has no device state: UNSUPPORTED both ways, never a crash."""
@@ -190,6 +248,39 @@ def test_device_state_on_cpu_transport_is_unsupported():
         # workspace helpers work on any transport
         host.ensure_workspace(comms, 4096)
         assert all(host.workspace_bytes(c) >= 4096 for c in comms)
+    finally:
+        for c in comms:
+            _lib.lib().fco_comm_destroy(c)
+
+
+@needs_triton
+def test_ops_grow_the_workspace_to_both_halves(monkeypatch):
+    """The GEMV grows each comm's workspace to 2·P·S, the GEMM + All-to-All to 2·half_need
+    (both epoch halves), before the launch (here refused by the prof check that follows)."""
+    try:
+        fco.lib_path()
+    except fco.FcoError:
+        pytest.skip("libfco.so is not built")
+    import torch
+
+    from fco import _lib
+    from fco.triton import gemm_alltoall as GA, gemv_allreduce as G
+
+    comms = _cpu_world(2)
+    monkeypatch.setattr(host, "device_state",
+                        lambda c: host.DeviceState(16, comms.index(c), 2, c))
+    prof = torch.zeros(1, dtype=torch.int64)
+    try:
+        x, w = torch.zeros(8, 1), torch.zeros(65536, 1)
+        with pytest.raises(fco.FcoError, match="prof has 1 elements"):
+            G.gemv_allreduce(comms, [x, x], [w, w], prof=prof)
+        need = G.workspace_bytes(2, 8, 65536, G.plan(8, 65536, 4)[1])
+        assert all(host.workspace_bytes(c) >= need for c in comms), need
+        a, w, c = torch.zeros(10, 8), torch.zeros(3, 8, 256), torch.zeros(3, 2, dtype=torch.int32)
+        with pytest.raises(fco.FcoError, match="prof has 1 elements"):
+            GA.gemm_alltoall(comms, [a, a], [w, w], [c, c], 16384, prof=prof, streamk=0)
+        need = GA.workspace_bytes(2, 16384, 256, 4)
+        assert all(host.workspace_bytes(c) >= need for c in comms), need
     finally:
         for c in comms:
             _lib.lib().fco_comm_destroy(c)
@@ -226,6 +317,21 @@ def test_gemv_input_checks():
     assert e.name == "INVALID_ARGUMENT" and "blocks_per_rank 1024" in e.message
     assert "distinct ranks" in err([st[0], st[0]], [x, x], [w, w]).message
     assert "communicators given" in err([], [], []).message
+    # ranks of worlds of different sizes, or more ranks than the world has
+    other = [st[0], host.DeviceState(32, 1, 3, None)]
+    assert "distinct ranks of one world" in err(other, [x, x], [w, w]).message
+    three = st + [host.DeviceState(48, 2, 2, None)]
+    assert "distinct ranks of one world" in err(three, [x] * 3, [w] * 3).message
+    e = err(st, [torch.zeros(2, 0)] * 2, [torch.zeros(4, 0)] * 2)
+    assert e.name == "INVALID_ARGUMENT" and "K = 0" in e.message
+    e = err(st, [x, x], [w, w], blocks_per_rank=0)
+    assert e.name == "INVALID_ARGUMENT" and "blocks_per_rank 0" in e.message
+    # checked before the launch: 2 ranks x 1 program (T = 1 tile) x 8 fields
+    e = err(st, [x, x], [w, w], prof=torch.zeros(15, dtype=torch.int64))
+    assert e.name == "INVALID_ARGUMENT" and "prof has 15 elements; expected >= 16" in e.message
+    # M = 64 = MAX_M is the GEMV's (refused only above)
+    x64 = torch.zeros(64, 8)
+    assert G._check_inputs(2, [x64, x64], [w, w], None) == (64, 4)
 
 
 @needs_triton
@@ -235,6 +341,9 @@ def test_gemv_plan_and_workspace():
     bm, bn, bk, T = G.plan(1, 8192, 2, 132)
     assert (bm, bn, T) == (16, 32, 256)
     assert G.plan(64, 64 * 132, 4, 132)[1] == 64
+    assert G.plan(32, 100, 2) == (32, 32, 128, 4)   # BLOCK_K halved from BLOCK_M 64 on
+    assert G.plan(64, 100, 2) == (64, 32, 64, 4)
+    assert G.plan(64, 100, 4)[2] == 32
     assert G.slot_bytes(3, 70, 32) == L.round_up(3 * 3 * 32 * 4, 256)
     assert G.workspace_bytes(4, 3, 70, 32) == 2 * 4 * G.slot_bytes(3, 70, 32)
 
@@ -294,7 +403,7 @@ def test_gemm_layout_matches_gemm_alltoall_h(tmp_path):
     kernel must land tiles where a C rank would, and need what fco_gemm_alltoall_workspace says)."""
     from fco.triton import gemm_alltoall as GA
 
-    cases = [(P, rows, n, es) for P in (1, 2, 3, 8) for rows, n, es in
+    cases = [(P, rows, n, es) for P in range(1, 9) for rows, n, es in
              ((0, 1, 2), (8192, 4096, 2), (37, 33, 4), (1, 7, 2))]
     src = tmp_path / "ga.c"
     src.write_text(
@@ -390,6 +499,29 @@ def test_gemm_input_checks():
     assert "out overlaps w[1]" in err(st, [a, a], [w, w1], [c, c], 5,
                                       outs=[torch.zeros(5, 6), wbig[100:130].view(5, 6)]).message
     assert "0 communicators" in err([], [], [], []).message
+    # out_rows defaults to a_rows (outs of [a_rows, N] fit; checked before the prof check)
+    assert "prof has 1 elements" in err(st, [a, a], [w, w], [c, c], outs=[torch.zeros(10, 6)] * 2,
+                                        prof=torch.zeros(1, dtype=torch.int64)).message
+    other = [st[0], host.DeviceState(32, 1, 3, None)]
+    assert "distinct ranks of one world" in err(other, [a, a], [w, w], [c, c]).message
+    three = st + [host.DeviceState(48, 2, 2, None)]
+    assert "distinct ranks of one world" in err(three, [a] * 3, [w] * 3, [c] * 3).message
+    assert "w_layout 2" in err(st, [a, a], [w, w], [c, c], w_layout=2).message
+    assert "out[1] has dtype" in err(st, [a, a], [w, w], [c, c], 10,
+                                     outs=[torch.zeros(10, 6), torch.zeros(10, 6).half()]).message
+    meta = torch.zeros(3, 8, 6, device="meta")
+    assert "w[1] is on meta" in err(st, [a, a], [w, meta], [c, c]).message
+    assert "out[0] is on meta" in err(st, [a, a], [w, w], [c, c], 10,
+                                      outs=[torch.zeros(10, 6, device="meta")] * 2).message
+    # 1..MAX_EXPERTS experts per rank
+    big = [torch.zeros(GA.MAX_EXPERTS + k, 8, 6) for k in (0, 1)]
+    cs = [torch.zeros(GA.MAX_EXPERTS + k, 2, dtype=torch.int32) for k in (0, 1)]
+    assert GA._check_inputs(2, 2, [a, a], [big[0]] * 2, [cs[0]] * 2, 0, 10, None) == (10, 8, 6)
+    assert "257 experts" in err(st, [a, a], [big[1]] * 2, [cs[1]] * 2).message
+    # blocks_per_rank 1..MAX_PARTS (1022 taken: the prof check after it is what refuses)
+    e = err(st, [a, a], [w, w], [c, c], blocks_per_rank=GA.MAX_PARTS,
+            prof=torch.zeros(8, dtype=torch.int64))
+    assert f"expected >= {8 * 2 * GA.MAX_PARTS}" in e.message, e.message
     e = err(st, [a, a], [w, w], [c, c], -1)
     assert e.name == "INVALID_ARGUMENT" and "out_rows -1" in e.message
     # fco_gemm_alltoall's host checks, as fco.gemm_alltoall(impl="triton") runs them
@@ -403,6 +535,8 @@ def test_gemm_input_checks():
             chk(*args, **kw)
         assert ei.value.name == "INVALID_ARGUMENT" and want in ei.value.message, ei.value.message
     chk(2, 10, 10, 8, 6, counts_host=c + 1, recv_rows=torch.tensor([5, 5]))
+    chk(2, 6, 10, 8, 6, counts_host=c + 1)  # every row of a sent: Σ counts = a_rows
+    chk(2, 0, 0, 8, 6)                      # no rows at all
 
 
 @needs_triton
@@ -415,6 +549,8 @@ def test_gemm_plan(monkeypatch):
     # few rows per expert: the same tile (its M tiles span the expert's rows of every source)
     assert GA.plan(2, 7168, 1024, 16, 2) == (128, 256, 64, 8, 3)
     assert GA.plan(2, 1024, 1024, 16, 2) == (128, 128, 64, 8, 3)  # narrow N
+    assert GA.plan(2, 2048, 1024, 16, 2) == (128, 256, 64, 8, 3)  # N 2048: wide
+    assert GA.plan(2, 2047, 1024, 16, 2) == (128, 128, 64, 8, 3)
     assert GA.plan(4, 4096, 8192, 4, 2) == (64, 64, 32, 4, 3)     # f32: FFMA
     # tile order: split (peers' tiles first) when compute-bound, merged (W read once) when not
     assert GA.tile_order(2, 8192, 4) == 1      # 2048 rows per expert
@@ -443,10 +579,11 @@ def test_gemm_plan(monkeypatch):
     assert GA.plan(2, 100, 8, 1, 1, interpret=True)[:3] == (16, 16, 16)
     monkeypatch.setenv("FCO_TRITON_GA_TILE", "128,128,64,8,4")
     assert GA.plan(2, 4096, 8192, 4, 2) == (128, 128, 64, 8, 4)
-    monkeypatch.setenv("FCO_TRITON_GA_TILE", "100,128,64,8,4")
-    with pytest.raises(fco.FcoError) as e:
-        GA.plan(2, 4096, 8192, 4, 2)
-    assert "FCO_TRITON_GA_TILE" in e.value.message
+    for bad in ("100,128,64,8,4", "8,128,64,8,4", "128,128,64,0,4", "128,128,64,8"):
+        monkeypatch.setenv("FCO_TRITON_GA_TILE", bad)
+        with pytest.raises(fco.FcoError) as e:
+            GA.plan(2, 4096, 8192, 4, 2)
+        assert "FCO_TRITON_GA_TILE" in e.value.message, bad
     assert GA.workspace_bytes(2, 100, 10, 2) == 2 * GA.half_need(2, 100, 10, 2)
     # the whole per-shape choice, and the waits' backoff cap (FCO_TRITON_WAIT_NS)
     monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
@@ -457,6 +594,9 @@ def test_gemm_plan(monkeypatch):
     monkeypatch.setenv("FCO_TRITON_WAIT_NS", "0")
     assert GA.config(2, 7168, 4096, 16, 2)["split"] == 0
     assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 0
+    for v, want in (("1000000000", 1 << 20), ("-5", 0), ("300", 300)):  # clamped to 0..2^20
+        monkeypatch.setenv("FCO_TRITON_WAIT_NS", v)
+        assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == want, v
     monkeypatch.setenv("FCO_TRITON_WAIT_NS", "junk")
     with pytest.warns(RuntimeWarning, match="FCO_TRITON_WAIT_NS='junk' is not an integer"):
         assert GA.config(2, 7168, 4096, 16, 2)["wait_ns"] == 512
@@ -517,6 +657,14 @@ def test_on_off_knobs(monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert slot() == 1, v
+    # announced only 16-byte aligned; slots 0..MAX_SYMMETRIC-1 or -1, a non-NULL table
+    monkeypatch.delenv("FCO_GA_DIRECT", raising=False)
+    assert GA._sym_args([None], [None], 64, [(0x1000, 15, 8)]) == [(0x1000, 0, 0)]
+    assert GA._sym_args([None], [None], 64, [(0x1000, 15, 48)]) == [(0x1000, 16, 48)]
+    for bad in ((0x1000, L.MAX_SYMMETRIC, 0), (0, 0, 0), (0x1000, -2, 0), (0x1000, 0, -16)):
+        with pytest.raises(fco.FcoError) as e:
+            GA._sym_args([None], [None], 64, [bad])
+        assert e.value.name == "INVALID_ARGUMENT" and "sym entry" in e.value.message, bad
     knobs = getattr(triton, "knobs", None)
     for v in ("1", "true", "On", "yes", "0", "false", "off", "2", "-1", " 1", ""):
         monkeypatch.setenv("TRITON_INTERPRET", v)
@@ -543,6 +691,7 @@ def test_gemm_streamk_rule(monkeypatch):
     assert on == dict(GA.SK_DEFAULTS, on=1)
     assert GA.streamk_config(True, 224) == on
     assert GA.streamk_config(16, 224)["max_slices"] == 16
+    assert GA.streamk_config(16, 224)["min_slices"] == 4   # at least min(4, n)
     for n in (2, 3):  # documented 2..64: at most n slices, so at least min(4, n) (once refused)
         sk = GA.streamk_config(n, 224)
         assert sk["on"] == 1 and sk["max_slices"] == n and sk["min_slices"] == n
@@ -552,6 +701,8 @@ def test_gemm_streamk_rule(monkeypatch):
     assert GA.streamk_config(dict(min_ksteps=1, min_slices=2), 2)["on"] == 1
     monkeypatch.setenv("FCO_TRITON_GA_STREAMK", "1")
     assert GA.streamk_config(None, 224) == on
+    monkeypatch.setenv("FCO_TRITON_GA_STREAMK", "64")   # the most the knob takes
+    assert GA.streamk_config(None, 224)["max_slices"] == 64
     monkeypatch.setenv("FCO_TRITON_GA_STREAMK", "12")
     assert GA.streamk_config(None, 224)["max_slices"] == 12
     assert GA.streamk_config(0, 224) == GA.SK_OFF           # the argument wins
@@ -568,6 +719,7 @@ def test_gemm_streamk_rule(monkeypatch):
     # scratch: counters (256-byte rounded) + items fp32 tiles, per half; none when off
     assert GA.sk_scratch_bytes(GA.SK_OFF, 128, 256) == 0
     assert GA.sk_scratch_bytes(on, 128, 256) == 256 + 64 * 128 * 256 * 4
+    assert GA.sk_scratch_bytes(dict(on, items=128), 16, 16) == 512 + 128 * 16 * 16 * 4
     assert GA.workspace_bytes(2, 100, 10, 2, 4096) == 2 * (GA.half_need(2, 100, 10, 2) + 4096)
     # the rule: (t_full, split tiles, slices)
     assert GA.streamk_split(400, 132, 224, on) == (396, 4, 8)    # skewed: 4 tiles × 8 slices
@@ -704,6 +856,8 @@ def test_gemm_tma_config(monkeypatch):
     t = torch.zeros(64, dtype=torch.bfloat16)
     assert GA.tma_config(None, 2, 64, 64, [t, t[8:]]) == on
     assert GA.tma_config(None, 2, 64, 64, [t, t[1:]])[0] == 0  # a 2-byte aligned base
+    assert GA.tma_config(None, 2, 64, 64, [t, t[4:]])[0] == 0  # 8 bytes: not enough
+    assert GA.tma_config(None, 2, 24, 40) == on                 # multiples of 8, not of 16
     monkeypatch.setenv("FCO_TRITON_GA_TMA", "0")
     assert GA.tma_config(None, 2, 14336, 4096) == (0, "off")
     for bad in ("2", "yes"):
@@ -879,7 +1033,8 @@ def test_interpreter_gemm_tile_order(order):
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "epoch_limit",
                                   "bad_table", "gemm",
                                   "gemm_sym", "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
-                                  "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile"])
+                                  "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile",
+                                  "ws_exact"])
 def test_interpreter(case):
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, os.path.join(HERE, "_triton_interp.py"), case], env=env,
