@@ -271,15 +271,19 @@ def test_ops_grow_the_workspace_to_both_halves(monkeypatch):
                         lambda c: host.DeviceState(16, comms.index(c), 2, c))
     prof = torch.zeros(1, dtype=torch.int64)
     try:
-        x, w = torch.zeros(8, 1), torch.zeros(65536, 1)
+        # sizes of a few MiB (the cpu world's workspace lives in /dev/shm), each above what the
+        # comms hold before the call
+        x, w = torch.zeros(8, 1), torch.zeros(16384, 1)
+        need = G.workspace_bytes(2, 8, 16384, G.plan(8, 16384, 4)[1])
+        assert all(host.workspace_bytes(c) < need for c in comms), need
         with pytest.raises(fco.FcoError, match="prof has 1 elements"):
             G.gemv_allreduce(comms, [x, x], [w, w], prof=prof)
-        need = G.workspace_bytes(2, 8, 65536, G.plan(8, 65536, 4)[1])
         assert all(host.workspace_bytes(c) >= need for c in comms), need
         a, w, c = torch.zeros(10, 8), torch.zeros(3, 8, 256), torch.zeros(3, 2, dtype=torch.int32)
+        need = GA.workspace_bytes(2, 2048, 256, 4)
+        assert all(host.workspace_bytes(c) < need for c in comms), need
         with pytest.raises(fco.FcoError, match="prof has 1 elements"):
-            GA.gemm_alltoall(comms, [a, a], [w, w], [c, c], 16384, prof=prof, streamk=0)
-        need = GA.workspace_bytes(2, 16384, 256, 4)
+            GA.gemm_alltoall(comms, [a, a], [w, w], [c, c], 2048, prof=prof, streamk=0)
         assert all(host.workspace_bytes(c) >= need for c in comms), need
     finally:
         for c in comms:
