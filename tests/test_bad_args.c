@@ -376,6 +376,10 @@ static void call_mismatch(fco_transport_t t) {
     if (what == 3 && t == FCO_TRANSPORT_CPU) {
       ASSERT_MSG(w.comms[0], "impl=0 copy");
       ASSERT_MSG(w.comms[0], "impl=1 oneshot");
+      /* each call whole: the operator, every shape field, the impl */
+      char call[96];
+      snprintf(call, sizeof call, "fco_allreduce(count=%d, dtype=f32, impl=1 oneshot)", (int)N);
+      ASSERT_MSG(w.comms[0], call);
     }
     /* cpu: both ranks by number in every rank's message (a group hands each rank the first
      * failure's text, so "this rank" would name the wrong one on the other) */

@@ -12,14 +12,17 @@
  * knobs (every FCO_* number the library reads, src/core/error.c fco_env_int): size suffixes
  * k / M / G with an optional B or iB, decimal or hex after 0x (never octal); a value that is not
  * an integer, or out of range with its suffix, is ignored (as if unset) and said so on stderr,
- * once per knob. String knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE:
- * fco_env_choice) likewise: a name not among the choices is ignored and said once, with the list;
+ * once per knob (also a name longer than the record keeps; 32 knobs in a fresh process). String
+ * knobs (FCO_GA_TILE, FCO_GA_EPI, FCO_EA_DECODE: fco_env_choice) likewise: a name not among
+ * the choices is ignored and said once, with the list;
  * and on/off knobs (fco_env_flag): 0 or 1, anything else ignored and said once. cfg.debug = 1
  * logs the init and errors to stderr ("fco[rank/nranks] ..."); 0 leaves stderr alone; FCO_DEBUG=1
  * (read once a process: checked in a child process) logs them too, and errors of calls without a
  * communicator as "fco error ...".
  *   make test   or   build/tests/test_config_env   (FCO_TRANSPORT=cpu|local|nccl)
  */
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -345,7 +348,10 @@ static void env_ints(void) {
               {"8589934591G", 8589934591LL << 30},
               /* hex after blanks or a sign; lower-case m; kib; a trailing tab */
               {" 0x10", 16},       {"\t0x10", 16},      {"-0x10", -16},      {"+0x10", 16},
-              {"4m", 4 << 20},     {"2kib", 2048},       {"2KiB", 2048},      {"3\t", 3}};
+              {"4m", 4 << 20},     {"2kib", 2048},       {"2KiB", 2048},      {"3\t", 3},
+              /* a newline before hex; in range with a suffix down to LLONG_MIN, as without */
+              {"\n0x10", 16},      {"-8589934591G", -(8589934591LL << 30)},
+              {"-8589934592G", LLONG_MIN}, {"-9223372036854775808", LLONG_MIN}};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     t_context("%s=\"%s\"", kProbe, good[i].v);
     setenv(kProbe, good[i].v, 1);
@@ -361,7 +367,10 @@ static void env_ints(void) {
   ASSERT_EQ(fco_env_int(kProbe, -7), -7);
   /* not integers, or out of long long's range (once wrapped or clamped silently) */
   static const char* const bad[] = {"abc",  "30s", "4x", "1.5", "4MBs", "on",
-                                    "99999999999999999999", "8589934592G", "-8589934592G", "0x"};
+                                    "99999999999999999999", "8589934592G", "-8589934593G", "0x",
+                                    /* no digits (strtoll reads none: not 0); B only after a
+                                     * suffix; iB with a lower-case i */
+                                    " ", "k", "+", "4B", "2KIB"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     t_context("%s=\"%s\"", kProbe, bad[i]);
     setenv(kProbe, bad[i], 1);
@@ -377,6 +386,12 @@ static void env_ints(void) {
     }
     free(err);
   }
+  /* errno left at ERANGE by the caller (or an earlier out-of-range value) does not refuse a
+   * valid one */
+  t_context("%s=\"12\" with errno ERANGE before", kProbe);
+  setenv(kProbe, "12", 1);
+  errno = ERANGE;
+  ASSERT_EQ(fco_env_int(kProbe, -7), 12);
   unsetenv(kProbe);
   /* Through the library: FCO_TIMEOUT_MS read at init; the init works (the default bound) and
    * the message names the knob, once for two inits. */
@@ -444,8 +459,8 @@ static int debug_child(void) {
   return fco_comm_destroy(c) == FCO_OK ? 0 : 6;
 }
 
-static void debug_env(void) {
-  t_context("FCO_DEBUG=1 in a fresh process");
+/* This program again as `mode` (with knob=1 where knob is not NULL): its stderr; it must exit 0. */
+static char* child_stderr(const char* mode, const char* knob) {
   FILE* tmp = tmpfile();
   ASSERT_NOT_NULL(tmp);
   fflush(stdout);
@@ -453,16 +468,21 @@ static void debug_env(void) {
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    setenv("FCO_DEBUG", "1", 1);
+    if (knob) setenv(knob, "1", 1);
     if (dup2(fileno(tmp), 2) < 0) _exit(10);
-    execl("/proc/self/exe", "test_config_env", "--debug-child", (char*)NULL);
+    execl("/proc/self/exe", "test_config_env", mode, (char*)NULL);
     _exit(11);
   }
   int st = 0;
   ASSERT_EQ(waitpid(pid, &st, 0), pid);
   ASSERT_TRUE(WIFEXITED(st));
   ASSERT_EQ(WEXITSTATUS(st), 0);
-  char* err = slurp(tmp);
+  return slurp(tmp);
+}
+
+static void debug_env(void) {
+  t_context("FCO_DEBUG=1 in a fresh process");
+  char* err = child_stderr("--debug-child", "FCO_DEBUG");
   /* the comm-less error's line starts with "fco error", at the start of stderr or of a line */
   const char* line = strstr(err, "fco error");
   if (!line || (line != err && line[-1] != '\n') || !strstr(line, "comm is NULL"))
@@ -471,6 +491,56 @@ static void debug_env(void) {
   ASSERT_NOT_NULL(strstr(err, "fco[0/1] error"));
   free(err);
   printf("FCO_DEBUG=1: comm-less and rank lines logged\n");
+  t_context("%s", "");
+}
+
+/* The once-per-knob record (env_bad): a name longer than the record keeps (47 characters) is
+ * still said once; names alike in their first 24 characters are two knobs, each said; and a
+ * fresh process says each of 32 bad knobs once (--said-child, read by env_said). */
+static const char* g_name;
+static void read_named(void) { g_got = fco_env_int(g_name, -7); }
+static char* said_of(const char* name) {
+  g_name = name;
+  setenv(name, "x", 1);
+  char* err = stderr_of(read_named);
+  unsetenv(name);
+  ASSERT_EQ(g_got, -7);
+  return err;
+}
+static int said_child(void) {
+  char name[32];
+  for (int i = 0; i < 32; i++)
+    for (int twice = 0; twice < 2; twice++) {
+      snprintf(name, sizeof name, "FCO_TEST_ENV_SAID_%02d", i);
+      setenv(name, "x", 1);
+      if (fco_env_int(name, -7) != -7) return 2;
+    }
+  return 0;
+}
+static void env_said(void) {
+  static const char* const kLong = "FCO_TEST_ENV_SAID_PROBE_WITH_A_NAME_LONGER_THAN_THE_RECORD";
+  t_context("%s twice", kLong);
+  char* err = said_of(kLong);
+  ASSERT_STR_HAS(err, "FCO_TEST_ENV_SAID_PROBE_WITH_A_NAME_LONGER_THAN_THE_RECORD=\"x\" is not");
+  free(err);
+  err = said_of(kLong);
+  ASSERT_STR_EQ(err, "");
+  free(err);
+  static const char* const kAlike[] = {"FCO_TEST_ENV_SAID_PROBE_A", "FCO_TEST_ENV_SAID_PROBE_B"};
+  for (int i = 0; i < 2; i++) {
+    t_context("%s", kAlike[i]);
+    err = said_of(kAlike[i]);
+    ASSERT_STR_HAS(err, kAlike[i]);
+    ASSERT_STR_HAS(err, "=\"x\" is not an integer");
+    free(err);
+  }
+  t_context("32 bad knobs in a fresh process");
+  err = child_stderr("--said-child", NULL);
+  int n = 0;
+  for (const char* p = err; (p = strstr(p, "is not an integer")) != NULL; p++) n++;
+  if (n != 32) t_fail(__FILE__, __LINE__, "%d messages for 32 knobs read twice: \"%s\"", n, err);
+  free(err);
+  printf("said once: long names, names alike, 32 knobs\n");
   t_context("%s", "");
 }
 
@@ -600,6 +670,7 @@ static void rank_cap_knob(void) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "--debug-child") == 0) return debug_child();
+  if (argc > 1 && strcmp(argv[1], "--said-child") == 0) return said_child();
   t_seed_init();
   knob_helper();
   rank_cap_knob();
@@ -609,6 +680,7 @@ int main(int argc, char** argv) {
   g_env_saved = e ? strdup(e) : NULL;
   unsetenv("FCO_TIMEOUT_MS");
   env_ints();
+  env_said();
   env_choices();
   env_flags();
   debug_log();

@@ -9,7 +9,9 @@
  * output); the claim protocol of the claimed tile order (FCO_EA_LEAN_DYN: threads racing for a
  * queue's indices across calls of skipped and repeated epochs get every index exactly once); the
  * row split of a ragged warp tile (fco_ea_row_share and the lean tile's scan, modelled: every
- * bag stored once with its exact sum). Transport-independent: the same checks on every transport.
+ * bag stored once with its exact sum); exact values at the rules' edges (a tile's shared
+ * memory, the tile size's doubling and halving, w's and the land units' ceilings).
+ * Transport-independent: the same checks on every transport.
  *   make test   or   build/tests/test_ea_plan
  */
 #include <pthread.h>
@@ -365,6 +367,46 @@ static void row_shares(void) {
   t_context("after the row shares");
 }
 
+/* ---- exact values at the rules' edges (the property checks above hold for a tile one doubling
+ * off, a floor for a ceiling, a wrong shared-memory size; these do not). */
+static void exact(void) {
+  t_context("exact: shared memory");
+  /* G 8, W 16, 3 stages: row ring 3·4·256·16, 8 warps' offsets 8·17·4, weights ring
+   * (256/8)·3·4·4, alignment slack 128 */
+  ASSERT_EQ(fco_ea_lean_smem_s(8, 16, 3), (size_t)(49152 + 544 + 1536 + 128));
+  t_context("exact: tile bags");
+  /* G 8 (4 groups a warp), 4 chunks a group: 64 rows a tile, mean 0.25 → W·0.25 ≥ 64 at 256
+   * exactly (no further doubling); a million bags on one warp: no halving */
+  ASSERT_EQ(fco_ea_lean_tile_bags(8, 0.25, 1000000, 1, 1, 4), 256);
+  /* no indices: 1024, halved while ⌈B / W⌉ · T < 2 · warps: 1024 bags → 1 tile < 2 → 512 → 2
+   * tiles, not < 2: 512 (a ≤, or warps for 2 · warps, would give 256 or 1024) */
+  ASSERT_EQ(fco_ea_lean_tile_bags(32, 0.0, 1024, 1, 1, 4), 512);
+  /* 1000 bags: ⌈1000 / 512⌉ = 2 tiles (a floor, 1, would halve to 256) */
+  ASSERT_EQ(fco_ea_lean_tile_bags(32, 0.0, 1000, 1, 1, 4), 512);
+  /* T 3 tables, 3 warps: 1024 → 3 tiles < 6, 512 → 6: 512 */
+  ASSERT_EQ(fco_ea_lean_tile_bags(32, 0.0, 1000, 3, 3, 4), 512);
+  t_context("exact: the order's w");
+  ASSERT_EQ(fco_ea_lean_w(5, 10, 37), 9u); /* ⌈3.7⌉ = 4 local tiles among the remote */
+  ASSERT_EQ(fco_ea_lean_w(5, 10, 1), 6u);  /* ⌈0.1⌉ = 1 */
+  ASSERT_EQ(fco_ea_lean_w(5, 10, 50), 10u); /* exactly 5 */
+  /* nR 2, nL 3, w 5: remote where (j·2) mod 5 < 2: j = 0, 3 */
+  static const uint32_t kOrder[] = {0, 2, 3, 1, 4};
+  for (uint32_t j = 0; j < 5; j++) ASSERT_EQ(fco_ea_lean_order(j, 2, 5), kOrder[j]);
+  t_context("exact: land units");
+  ASSERT_EQ(fco_ea_lean_land_units(100, 1, 1024, 4096), 25); /* 102400 bytes: 25 exactly */
+  ASSERT_EQ(fco_ea_lean_land_units(100, 2, 16, 1024), 4);    /* 3200 bytes: ⌈3.125⌉ */
+  ASSERT_EQ(fco_ea_lean_land_units(3, 6, 512, 1024), 3);     /* 9 units, a row each at most */
+  /* 5 rows over 4 units: 2 a unit, the last one empty */
+  static const int64_t kRows[][2] = {{0, 2}, {2, 4}, {4, 5}, {5, 5}};
+  for (int u = 0; u < 4; u++) {
+    int64_t r0 = -1, r1 = -1;
+    fco_ea_lean_land_rows(5, 4, u, &r0, &r1);
+    ASSERT_EQ(r0, kRows[u][0]);
+    ASSERT_EQ(r1, kRows[u][1]);
+  }
+  t_context("%s", "");
+}
+
 int main(void) {
   g_rng = t_seed_init();
   row_shares();
@@ -374,6 +416,7 @@ int main(void) {
   order();
   plans();
   land();
+  exact();
   printf("PASS\n");
   return 0;
 }

@@ -160,6 +160,13 @@ static void bad_args(const t_world_t* w) {
   ea_prob_upload(w, &p);
   fco_comm_t c = w->comms[0];
   const fco_result_t E = FCO_ERR_INVALID_ARGUMENT;
+  /* the impl names fco.h gives: impl 0 the transport's baseline (nccl, or the copy), 1 fused */
+  ASSERT_STR_EQ(fco_embedding_alltoall_impl_name(c, 0),
+                w->transport == FCO_TRANSPORT_NCCL ? "nccl" : "copy");
+  ASSERT_STR_EQ(fco_embedding_alltoall_impl_name(c, 1), "fused");
+  ASSERT_STR_EQ(fco_embedding_alltoall_impl_name(c, FCO_IMPL_AUTO), "auto");
+  ASSERT_NULL(fco_embedding_alltoall_impl_name(c, FCO_EMBEDDING_ALLTOALL_NUM_IMPLS));
+  ASSERT_NULL(fco_embedding_alltoall_impl_name(c, -2));
   void *wt = p.d_weight[0], *of = p.d_offsets[0], *ix = p.d_indices[0], *out = p.d_out[0];
   int64_t* rows = p.rows[0];
   int32_t tpr[EA_MAX_P];

@@ -591,6 +591,9 @@ static void bad_args(const t_world_t* w) {
   ASSERT_OK(fco_gemm_alltoall_workspace(c, 100, 100, 64, 64, FCO_BF16, 0, &ws));
   if (w->transport == FCO_TRANSPORT_CPU) ASSERT_GE(ws, (size_t)100 * 64 * 2);
   else ASSERT_EQ(ws, (size_t)0);
+  ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 0), w->transport == FCO_TRANSPORT_NCCL ? "nccl"
+                                                   : w->transport == FCO_TRANSPORT_LOCAL ? "copy"
+                                                                                      : "ref");
   ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 1), "tiles");
   ASSERT_STR_EQ(fco_gemm_alltoall_impl_name(c, 2), "chunks");
   ASSERT_NULL(fco_gemm_alltoall_impl_name(c, 3));

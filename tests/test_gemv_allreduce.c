@@ -146,6 +146,14 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
   ASSERT_STR_EQ(fco_gemv_allreduce_impl_name(c, FCO_IMPL_AUTO), "auto");
   for (int i = 0; i < FCO_GEMV_ALLREDUCE_NUM_IMPLS; i++)
     ASSERT_NOT_NULL(fco_gemv_allreduce_impl_name(c, i));
+  /* each by name: impl 0 the transport's baseline (cpu: the reference), 1..3 the fused ones */
+  ASSERT_STR_EQ(fco_gemv_allreduce_impl_name(c, 0),
+                w->transport == FCO_TRANSPORT_NCCL    ? "cublas_nccl"
+                : w->transport == FCO_TRANSPORT_LOCAL ? "cublas_copy"
+                                                      : "cpu_ref");
+  ASSERT_STR_EQ(fco_gemv_allreduce_impl_name(c, 1), "oneshot");
+  ASSERT_STR_EQ(fco_gemv_allreduce_impl_name(c, 2), "twophase");
+  ASSERT_STR_EQ(fco_gemv_allreduce_impl_name(c, 3), "cublas_oneshot");
 
   /* M differs across ranks: the group's ranks are compared on the host (every transport). */
   if (w->n >= 2) {

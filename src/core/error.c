@@ -167,7 +167,7 @@ long long fco_env_int(const char* name, long long dflt) {
     default: break;
   }
   if (shift) {
-    if (x > (LLONG_MAX >> shift) || x < -(LLONG_MAX >> shift)) {
+    if (x > (LLONG_MAX >> shift) || x < LLONG_MIN / (1LL << shift)) { /* -2^33 G: LLONG_MIN */
       env_not_int(name, v);
       return dflt;
     }
