@@ -435,6 +435,69 @@ static void fit_recovers(void) {
   sim_calib_free(&c);
 }
 
+/* Ties, both resolved by order: the compute lookup takes the first row in the file among rows at
+ * the same (log) distance in bytes; the fit takes the first grid point (fused_interf, then
+ * fco_sig_us, then gemv_x_gbs, each from its smallest value) among equal RMS errors. */
+static void ties(void) {
+  char err[512];
+  sim_calib_t c;
+  t_context("ties: equal-distance calibration rows, equal-error grid points");
+  for (int order = 0; order < 2; order++) {
+    /* 2000 and 8000 gathered bytes (B x tables x L x D x 2 B) around a query of 4000 */
+    const char* a = "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":1000,\"tables_per_gpu\":1,"
+                    "\"D\":1,\"L\":1},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,"
+                    "\"time_us\":9,\"compute_us\":10}";
+    const char* b = "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":4000,\"tables_per_gpu\":1,"
+                    "\"D\":1,\"L\":1},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,"
+                    "\"time_us\":9,\"compute_us\":80}";
+    char text[1024];
+    snprintf(text, sizeof text, "{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[%s,\n%s]}",
+             order ? b : a, order ? a : b);
+    int rc = sim_calib_parse(text, "tie.json", &c, err, sizeof err);
+    if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+    double us;
+    ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 4000, &us, NULL, 0), 1);
+    /* a: 10 us at 2000 B -> 20; b: 80 us at 8000 B -> 40 */
+    ASSERT_NEAR(us, order ? 40 : 20, 1e-12);
+    sim_calib_free(&c);
+  }
+  /* fit rows of the embedding operator only: gemv_x_gbs changes no error, so every x ties and
+   * the fit keeps the first, SIM_FIT_X_MIN; the two others are recovered */
+  const char* text =
+      "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":16384,\"tables_per_gpu\":8,\"D\":128,"
+      "\"L\":32,\"dist\":\"uniform\"},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,"
+      "\"time_us\":1,\"compute_us\":370,\"comm_us\":80},\n"
+      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":65536,\"tables_per_gpu\":8,\"D\":64,"
+      "\"L\":8},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,\"time_us\":1,"
+      "\"compute_us\":260,\"comm_us\":140}\n"
+      "]}";
+  int rc = sim_calib_parse(text, "fit.json", &c, err, sizeof err);
+  if (rc) t_fail(__FILE__, __LINE__, "%s", err);
+  sim_params_t truth;
+  sim_params_default(&truth);
+  truth.fused_interf = 0.5, truth.fco_sig_us = 1.5, truth.gemv_x_gbs = 9000;
+  sim_val_t v;
+  ASSERT_EQ(sim_validate(&truth, &c, &v), 0);
+  ASSERT_EQ(v.num, 2);
+  for (int i = 0; i < 2; i++) {
+    ASSERT_EQ(v.row[i].kind, SIM_VAL_FIT);
+    c.e[i].time_us = v.row[i].model_us;
+  }
+  sim_val_free(&v);
+  sim_params_t p;
+  sim_params_default(&p);
+  const sim_calib_t* cp = &c;
+  sim_fit_t fit;
+  ASSERT_EQ(sim_fit_fused(&p, &cp, 1, &fit), 0);
+  ASSERT_EQ(fit.rows, 2);
+  ASSERT_NEAR(fit.rms_pct, 0, 1e-9);
+  ASSERT_NEAR(fit.x_gbs, SIM_FIT_X_MIN, 1e-9);
+  ASSERT_NEAR(fit.interf, 0.5, 1e-9);
+  ASSERT_NEAR(fit.sig_us, 1.5, 1e-9);
+  sim_calib_free(&c);
+}
+
 int main(void) {
   json();
   shipped();
@@ -442,6 +505,7 @@ int main(void) {
   falling_times();
   validate_ops();
   fit_recovers();
+  ties();
   printf("test_sim_calib: ok\n");
   return 0;
 }
