@@ -382,6 +382,30 @@ static void validate_ops(void) {
   sim_calib_free(&c);
 }
 
+/* The fit tests' calibration files begin so: two GPUs over NVLink, two embedding_alltoall fit
+ * rows (their times set from the model by times_from_model). */
+#define FIT_EMB_ROWS \
+  "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n" \
+  "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":16384,\"tables_per_gpu\":8,\"D\":128," \
+  "\"L\":32,\"dist\":\"uniform\"},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1," \
+  "\"time_us\":1,\"compute_us\":370,\"comm_us\":80},\n" \
+  "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":65536,\"tables_per_gpu\":8,\"D\":64," \
+  "\"L\":8},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,\"time_us\":1," \
+  "\"compute_us\":260,\"comm_us\":140}"
+
+/* Sets the times of c's rows [0, nfit) — fit rows — to what the model gives with truth; the rows
+ * after them are hold-out rows. */
+static void times_from_model(sim_calib_t* c, const sim_params_t* truth, int nfit) {
+  sim_val_t v;
+  ASSERT_EQ(sim_validate(truth, c, &v), 0);
+  ASSERT_EQ(v.num, c->num); /* one row per entry, in order */
+  for (int i = 0; i < v.num; i++) {
+    ASSERT_EQ(v.row[i].kind, i < nfit ? SIM_VAL_FIT : SIM_VAL_HOLDOUT);
+    if (i < nfit) c->e[i].time_us = v.row[i].model_us;
+  }
+  sim_val_free(&v);
+}
+
 /* fco-sim fit recovers known constants: fit-set rows whose times the model itself produced
  * with fused_interf 0.5, fco_sig_us 1.5, gemv_x_gbs 4000 (grid points); a hold-out row with a
  * wild time must not move the fit. */
@@ -390,13 +414,7 @@ static void fit_recovers(void) {
   sim_calib_t c;
   t_context("fit: recovering known constants");
   const char* text =
-      "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n"
-      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":16384,\"tables_per_gpu\":8,\"D\":128,"
-      "\"L\":32,\"dist\":\"uniform\"},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,"
-      "\"time_us\":1,\"compute_us\":370,\"comm_us\":80},\n"
-      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":65536,\"tables_per_gpu\":8,\"D\":64,"
-      "\"L\":8},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,\"time_us\":1,"
-      "\"compute_us\":260,\"comm_us\":140},\n"
+      FIT_EMB_ROWS ",\n"
       "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":1,\"N\":8192,\"K\":8192,\"K_r\":4096},"
       "\"dtype\":\"bf16\",\"impl\":\"oneshot\",\"impl_id\":1,\"time_us\":1,\"compute_us\":20},\n"
       "{\"op\":\"gemv_allreduce\",\"shape\":{\"M\":64,\"N\":8192,\"K\":8192,\"K_r\":4096},"
@@ -409,16 +427,9 @@ static void fit_recovers(void) {
   sim_params_t truth;
   sim_params_default(&truth);
   truth.fused_interf = 0.5, truth.fco_sig_us = 1.5, truth.gemv_x_gbs = 4000;
-  sim_val_t v;
-  ASSERT_EQ(sim_validate(&truth, &c, &v), 0);
-  ASSERT_EQ(v.num, 5); /* one row per entry, in order */
-  for (int i = 0; i < 4; i++) {
-    ASSERT_EQ(v.row[i].kind, SIM_VAL_FIT);
-    c.e[i].time_us = v.row[i].model_us;
-  }
-  ASSERT_EQ(v.row[4].kind, SIM_VAL_HOLDOUT); /* N = 4096 */
+  ASSERT_EQ(c.num, 5);
+  times_from_model(&c, &truth, 4); /* the hold-out row: N = 4096 */
   c.e[4].time_us = 1000;
-  sim_val_free(&v);
   sim_params_t p;
   sim_params_default(&p);
   const sim_calib_t* cp = &c;
@@ -464,27 +475,14 @@ static void ties(void) {
   /* fit rows of the embedding operator only: gemv_x_gbs changes no error, so every x ties and
    * the fit keeps the first, SIM_FIT_X_MIN; the two others are recovered */
   const char* text =
-      "{\"tool\":\"fco-bench\",\"gpus\":2,\"transport\":\"nccl\",\"results\":[\n"
-      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":16384,\"tables_per_gpu\":8,\"D\":128,"
-      "\"L\":32,\"dist\":\"uniform\"},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,"
-      "\"time_us\":1,\"compute_us\":370,\"comm_us\":80},\n"
-      "{\"op\":\"embedding_alltoall\",\"shape\":{\"B\":65536,\"tables_per_gpu\":8,\"D\":64,"
-      "\"L\":8},\"dtype\":\"bf16\",\"impl\":\"fused\",\"impl_id\":1,\"time_us\":1,"
-      "\"compute_us\":260,\"comm_us\":140}\n"
-      "]}";
+      FIT_EMB_ROWS "\n]}";
   int rc = sim_calib_parse(text, "fit.json", &c, err, sizeof err);
   if (rc) t_fail(__FILE__, __LINE__, "%s", err);
   sim_params_t truth;
   sim_params_default(&truth);
   truth.fused_interf = 0.5, truth.fco_sig_us = 1.5, truth.gemv_x_gbs = 9000;
-  sim_val_t v;
-  ASSERT_EQ(sim_validate(&truth, &c, &v), 0);
-  ASSERT_EQ(v.num, 2);
-  for (int i = 0; i < 2; i++) {
-    ASSERT_EQ(v.row[i].kind, SIM_VAL_FIT);
-    c.e[i].time_us = v.row[i].model_us;
-  }
-  sim_val_free(&v);
+  ASSERT_EQ(c.num, 2);
+  times_from_model(&c, &truth, 2);
   sim_params_t p;
   sim_params_default(&p);
   const sim_calib_t* cp = &c;
