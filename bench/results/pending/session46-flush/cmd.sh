@@ -1,12 +1,13 @@
 #!/bin/bash
-# Session 46, one H200: A/B of the lookup kernel's lean_tile with its pooling a compile-time mode (kPool:
-# sum / mean; lean_store: no length, no test at a sum's bag end) against HEAD, and ncu with source counters of the
-# new claimed lookup at 65536/8/64/8 bf16, even (workload 1) and ragged (8) bags. Tree: main + the
-# change (`git apply lean_store.diff`, in this folder, if main lacks it); on the CPU machine: build-old/ =
-# the two embedding objects built before applying it (build-old/ea_old.o = embedding_alltoall.o,
-# eafl_old.o = embedding_alltoall_fused_lean.o), build/obj = `make lib tools tests` after; both stripped
-# (strip --strip-debug) and carried as build/carry.tgz (tar czf build/carry.tgz build/obj build-old).
-# Run: FCO_COMMIT=<commit> bash cmd.sh.
+# Session 46, one H200: A/B of the lookup kernel's lean_tile with its pooling a compile-time mode
+# (kPool: sum / mean; lean_store: no length, no test at a sum's bag end) against HEAD, and ncu with
+# source counters of the new claimed lookup at 65536/8/64/8 bf16, even (workload 1) and ragged (8)
+# bags. Tree: main + the change (`git apply lean_store.diff`, in this folder, if main lacks it); on
+# the CPU machine: build-old/ = the two embedding objects built before applying it
+# (build-old/ea_old.o = embedding_alltoall.o, eafl_old.o = embedding_alltoall_fused_lean.o),
+# build/obj = `make lib tools tests` after; both stripped (strip --strip-debug) and carried as
+# build/carry.tgz (tar czf build/carry.tgz build/obj build-old). Run: FCO_COMMIT=<commit> bash
+# cmd.sh.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
 export NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
