@@ -474,8 +474,7 @@ static void ties(void) {
   }
   /* fit rows of the embedding operator only: gemv_x_gbs changes no error, so every x ties and
    * the fit keeps the first, SIM_FIT_X_MIN; the two others are recovered */
-  const char* text =
-      FIT_EMB_ROWS "\n]}";
+  const char* text = FIT_EMB_ROWS "\n]}";
   int rc = sim_calib_parse(text, "fit.json", &c, err, sizeof err);
   if (rc) t_fail(__FILE__, __LINE__, "%s", err);
   sim_params_t truth;
