@@ -52,6 +52,11 @@ typedef struct {
 uint64_t fco_cpu_now_ns(void);
 void fco_cpu_backoff_init(fco_cpu_backoff_t* b, int timeout_ms);
 int fco_cpu_backoff(fco_cpu_backoff_t* b);
+/* Wait (acquire, with back-off) until (*f & mask) >= want; 1 if timeout_ms passed first. *seen:
+ * the last value loaded — on a timeout one loaded after the deadline, so a value that lands
+ * during the last back-off counts as arrived, never as a timeout. */
+int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
+                  uint64_t* seen);
 
 /* ---- operators (src/cpu/<op>.c) ----------------------------------------------------------- */
 /* Run one rank's op (dispatch on op->kind, src/cpu/dispatch.c). */

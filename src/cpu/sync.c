@@ -47,22 +47,32 @@ int fco_cpu_backoff(fco_cpu_backoff_t* b) {
   return 0;
 }
 
-fco_result_t fco_cpu_wait(const fco_cpu_peers_t* t, int src, int slot, const char* what) {
-  _Atomic uint64_t* f = fco_cpu_flag(t, t->rank, src, slot);
-  if (atomic_load_explicit(f, memory_order_acquire) >= t->epoch) return FCO_OK;
-  fco_cpu_backoff_t b;
-  fco_cpu_backoff_init(&b, t->timeout_ms);
-  while (atomic_load_explicit(f, memory_order_acquire) < t->epoch) {
-    if (fco_cpu_backoff(&b)) {
-      uint64_t seen = atomic_load_explicit(f, memory_order_acquire);
-      if (seen >= t->epoch) break;
-      t->comm->async_error = FCO_ERR_TIMEOUT;
-      return fco_set_error(t->comm, FCO_ERR_TIMEOUT,
-                           "%s (call %llu): rank %d did not signal slot %d within %d ms (flag "
-                           "%llu, waiting for %llu); the communicator is unusable, destroy it",
-                           what, (unsigned long long)t->epoch, src, slot, t->timeout_ms,
-                           (unsigned long long)seen, (unsigned long long)t->epoch);
-    }
+int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
+                  uint64_t* seen) {
+  uint64_t v = atomic_load_explicit(f, memory_order_acquire);
+  if ((v & mask) >= want) {
+    *seen = v;
+    return 0;
   }
-  return FCO_OK;
+  fco_cpu_backoff_t b;
+  fco_cpu_backoff_init(&b, timeout_ms);
+  for (;;) {
+    const int expired = fco_cpu_backoff(&b); /* the deadline read before the value */
+    v = atomic_load_explicit(f, memory_order_acquire);
+    *seen = v;
+    if ((v & mask) >= want) return 0;
+    if (expired) return 1;
+  }
+}
+
+fco_result_t fco_cpu_wait(const fco_cpu_peers_t* t, int src, int slot, const char* what) {
+  uint64_t seen;
+  if (!fco_cpu_await(fco_cpu_flag(t, t->rank, src, slot), ~0ull, t->epoch, t->timeout_ms, &seen))
+    return FCO_OK;
+  t->comm->async_error = FCO_ERR_TIMEOUT;
+  return fco_set_error(t->comm, FCO_ERR_TIMEOUT,
+                       "%s (call %llu): rank %d did not signal slot %d within %d ms (flag %llu, "
+                       "waiting for %llu); the communicator is unusable, destroy it",
+                       what, (unsigned long long)t->epoch, src, slot, t->timeout_ms,
+                       (unsigned long long)seen, (unsigned long long)t->epoch);
 }

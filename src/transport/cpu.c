@@ -261,7 +261,9 @@ static fco_result_t join(fco_comm_t comm, uint64_t nonce) {
   }
   fco_cpu_backoff_t b;
   fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
-  for (;;) {
+  /* the deadline is read before the loads (fco_cpu_await's order): a rank that joins just as
+   * the deadline passes has joined */
+  for (int expired = 0;; expired = fco_cpu_backoff(&b)) {
     uint64_t a = atomic_load_explicit(&h->abort, memory_order_acquire);
     if (a) {
       r = abort_error(comm, a);
@@ -269,7 +271,7 @@ static fco_result_t join(fco_comm_t comm, uint64_t nonce) {
     }
     uint64_t j = atomic_load_explicit(&h->joined, memory_order_acquire);
     if ((j & all) == all) break;
-    if (fco_cpu_backoff(&b)) {
+    if (expired) {
       set_abort(h, kAbortTimeout, me, 0);
       char missing[160] = "";
       size_t len = 0;
@@ -351,21 +353,14 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
   atomic_store_explicit(&ctrl->rank[me].posted, seq, memory_order_release);
   for (int p = 0; p < P; p++) {
     if (p == me) continue;
-    _Atomic uint64_t* posted = &ctrl->rank[p].posted;
-    if (atomic_load_explicit(posted, memory_order_acquire) < seq) {
-      fco_cpu_backoff_t b;
-      fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
-      while (atomic_load_explicit(posted, memory_order_acquire) < seq) {
-        if (!fco_cpu_backoff(&b)) continue;
-        uint64_t seen = atomic_load_explicit(posted, memory_order_acquire);
-        if (seen >= seq) break;
-        comm->async_error = FCO_ERR_TIMEOUT;
-        return fco_set_error(comm, FCO_ERR_TIMEOUT,
-                             "%s (call %llu): rank %d did not make the matching call within %d "
-                             "ms (it is at call %llu); the communicator is unusable, destroy it",
-                             what, (unsigned long long)seq, p, comm->cfg.timeout_ms,
-                             (unsigned long long)seen);
-      }
+    uint64_t seen;
+    if (fco_cpu_await(&ctrl->rank[p].posted, ~0ull, seq, comm->cfg.timeout_ms, &seen)) {
+      comm->async_error = FCO_ERR_TIMEOUT;
+      return fco_set_error(comm, FCO_ERR_TIMEOUT,
+                           "%s (call %llu): rank %d did not make the matching call within %d ms "
+                           "(it is at call %llu); the communicator is unusable, destroy it",
+                           what, (unsigned long long)seq, p, comm->cfg.timeout_ms,
+                           (unsigned long long)seen);
     }
     const rec_t* theirs = &ctrl->rank[p].rec[seq & 1];
     if (theirs->seq != seq)
@@ -416,12 +411,8 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
                         memory_order_release);
   /* Wait until every rank has mapped (or failed): only then may the name go. */
   for (int p = 0; p < P && r == FCO_OK; p++) {
-    _Atomic uint64_t* ack = &ctrl->rank[p].ack;
-    fco_cpu_backoff_t b;
-    fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
     uint64_t a;
-    while (((a = atomic_load_explicit(ack, memory_order_acquire)) & ~kAckFail) < seq) {
-      if (!fco_cpu_backoff(&b)) continue;
+    if (fco_cpu_await(&ctrl->rank[p].ack, ~kAckFail, seq, comm->cfg.timeout_ms, &a)) {
       comm->async_error = FCO_ERR_TIMEOUT;
       r = fco_set_error(comm, FCO_ERR_TIMEOUT,
                         "workspace growth (call %llu): rank %d did not map %s within %d ms; the "
