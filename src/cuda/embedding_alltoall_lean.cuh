@@ -60,8 +60,10 @@
  *   (agreed by every rank) give a lane group ~4 bags, too few to fill the ring at small L. So
  *   ea_kernel_fused_lean counts bags, not tiles, and runs these warp tiles (lean_tile).
  * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the
- *   lookup kernels: no spills, session 43 — the claimed order's 12 bytes for 16-bit tables with
- *   int64 indices went with lean_tile's kWIdx), any grid; W a multiple of RW,
+ *   lookup kernels: no spills in session 43 — the claimed order's 12 bytes for 16-bit tables with
+ *   int64 indices went with lean_tile's kWIdx; since session 47's kPool those two claimed kernels
+ *   spill 8 / 12 bytes, at the kernel's start and the tile loop's head), any grid; W a multiple
+ *   of RW,
  *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte
  *   units, 16-byte aligned, G = a power of two ≥ the row's units.
  */
@@ -143,6 +145,24 @@ __device__ __forceinline__ void lean_bad(const LeanSrc& p, int slot, int t, int 
                  (uint64_t)pos, (uint64_t)value);
 }
 
+/* bag_store for lean_tile's stream where pooling is known at compile time (kMode, below): no test
+ * of mean and no length computed at a bag end for sum. With bag_store's `mean && len > 0` every bag
+ * end computed the length (~14 of a bag end's ~43 instructions; a ragged tile runs its bag ends
+ * once per lane group: the groups' ends diverge). */
+template <typename T, bool kMean>
+__device__ __forceinline__ void lean_store(float (&acc)[Pack<T>::kN], int len, T* dst, bool on) {
+  if constexpr (kMean) {
+    if (len > 0) {
+      const float n = (float)len;
+#pragma unroll
+      for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = acc[e] / n;
+    }
+  }
+  if (on) st_global_v4((uint4*)dst, Pack<T>::pack(acc));
+#pragma unroll
+  for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = 0.f;
+}
+
 /* base + a · b, a and b 32-bit (one IMAD.WIDE.U32) */
 __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, uint32_t b) {
   uint64_t r;
@@ -161,8 +181,16 @@ __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, u
  * T·D apart (small rows over NVLink). Rows of table u are [rb[u], rb[u + 1]); row0 and rows are
  * unused; the warp's staged offsets take nt · (p.W + 1) slots (the launcher sizes the shared
  * memory as lean_smem(G, nt · (W + 1) − 1)). kMT = false
- * compiles to the single-table tile. */
-template <typename T, typename I, int kS, int kU, bool kMT = false, bool kWIdx = true>
+ * compiles to the single-table tile.
+ * kPool (the claimed lookup kernel): the stream is compiled once for sum and once for mean (p.mean
+ * chosen per tile), so a bag end of a sum stores without computing a length (lean_store). Run
+ * 2026-12-05_nvidia-h200_9ad3459-kpool (one H200, impl 0, bf16, P = 1, three rounds side by
+ * side): the claimed lookup 1.066x on ragged 65536/8/64/8 (170.0 -> 159.5 us, 73 -> 78 % of HBM),
+ * 1.02x on ragged 16384/8/128/32, 0.99-1.00x on even bags, 0.98x on Zipf; in the static lookup
+ * (bags of < 8 rows) it cost 2-4 %, and the fused kernel's lean kernels spill more with it
+ * (session 46), so both keep one stream that reads p.mean at each bag end. */
+template <typename T, typename I, int kS, int kU, bool kMT = false, bool kWIdx = true,
+          bool kPool = false>
 __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, int nb, int64_t row0,
                                           int64_t rows, T* const obase, int64_t stride, int nt = 1,
                                           int ntab = 1, const int64_t* rb = nullptr) {
@@ -289,8 +317,10 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
     const int len0 = so[1] - so[0];
     for (int i = lane + 1; i <= nb; i += 32) even = even && so[i] - so[i - 1] == len0;
   }
-  auto stream = [&](auto split_t) {
+  /* kMode: 0 = pooling read at each bag end (p.mean), 1 = sum, 2 = mean (kPool: claimed lookup) */
+  auto stream = [&](auto split_t, auto mode_t) {
     constexpr bool kSplit = decltype(split_t)::value;
+    constexpr int kMode = decltype(mode_t)::value;
     int qa, qb, kb, ke;
     bool head = false, seg = true;
     if constexpr (kSplit) {
@@ -328,7 +358,10 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
 #pragma unroll
         for (int e = 0; e < kE; ++e) hacc[e] = acc[e], acc[e] = 0.f;
       } else {
-        bag_store<T>(acc, p.mean, p.mean ? next_end - so[cur] : 0, op, 0, lane_on);
+        if constexpr (kMode == 0)
+          bag_store<T>(acc, p.mean, p.mean ? next_end - so[cur] : 0, op, 0, lane_on);
+        else
+          lean_store<T, kMode == 2>(acc, kMode == 2 ? next_end - so[cur] : 0, op, lane_on);
       }
     };
     /* on to bag cur + 1, reading its end when asked (end_bags: there cur + 1 ≤ ke < nb; the
@@ -498,10 +531,26 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       if (head) bag_store<T>(acc, p.mean, so[kb + 1] - so[kb], ob + (int64_t)kb * stride, 0, lane_on);
     }
   };
-  if (__all_sync(0xffffffffu, even))
-    stream(std::false_type{});
-  else
-    stream(std::true_type{});
+  const bool all_even = __all_sync(0xffffffffu, even);
+  using M0 = std::integral_constant<int, 0>;
+  using M1 = std::integral_constant<int, 1>;
+  using M2 = std::integral_constant<int, 2>;
+  if constexpr (!kPool) {
+    if (all_even)
+      stream(std::false_type{}, M0{});
+    else
+      stream(std::true_type{}, M0{});
+  } else if (p.mean) {
+    if (all_even)
+      stream(std::false_type{}, M2{});
+    else
+      stream(std::true_type{}, M2{});
+  } else {
+    if (all_even)
+      stream(std::false_type{}, M1{});
+    else
+      stream(std::true_type{}, M1{});
+  }
 }
 
 /* The same warp tile for rows or outputs that are not 16-byte aligned (the fused kernel takes
@@ -559,7 +608,9 @@ __device__ __forceinline__ void lean_tile_any(const LeanSrc& p, int t, int64_t b
  * the launch are made by then, and the next launch on the stream starts after this one ends, so
  * each launch (a CUDA-graph replay too) starts at 0 without a memset. Two lookups of one rank
  * running at once (one communicator on two streams) would share the queue: a communicator's
- * calls are ordered on one stream (as its epochs need). */
+ * calls are ordered on one stream (as its epochs need). The claimed lookup also takes the
+ * weights' ring index (kWIdx) and the stream per pooling mode (kPool); the static one neither
+ * (lean_tile says why). */
 template <typename T, typename I, int kS, int kU, bool kDyn = false>
 __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     ea_kernel_lean_stream(const __grid_constant__ LeanParams p) {
@@ -570,9 +621,10 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     const int t = j / tpt;
     const int64_t b0 = (int64_t)(j - t * tpt) * p.W;
     const int nb = (int)min((int64_t)p.W, p.B - b0);
-    lean_tile<T, I, kS, kU, false, kDyn>(p, t, b0, nb, p.row_base[t],
-                                         p.row_base[t + 1] - p.row_base[t],
-                                         (T*)p.out + b0 * p.stride + (int64_t)t * p.D, p.stride);
+    lean_tile<T, I, kS, kU, false, kDyn, kDyn>(p, t, b0, nb, p.row_base[t],
+                                               p.row_base[t + 1] - p.row_base[t],
+                                               (T*)p.out + b0 * p.stride + (int64_t)t * p.D,
+                                               p.stride);
   };
   if constexpr (kDyn) {
     const unsigned last = (unsigned)ntiles + (unsigned)nw - 1u;
