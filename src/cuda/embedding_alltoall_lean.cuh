@@ -62,8 +62,8 @@
  * Launch: kThreads threads, __launch_bounds__(kThreads, 4) (64 registers; nvcc 13.0, the
  *   lookup kernels: no spills in session 43 — the claimed order's 12 bytes for 16-bit tables with
  *   int64 indices went with lean_tile's kWIdx; since session 47's kPool those two claimed kernels
- *   spill 8 / 12 bytes, at the kernel's start and the tile loop's head), any grid; W a multiple
- *   of RW,
+ *   store 8 and load 12 bytes of spills, at the kernel's start and the tile loop's head), any
+ *   grid; W a multiple of RW,
  *   T ≤ kLeanMaxTables, T · ⌈B / W⌉ + warps < 2^31, rows of ≤ 512 bytes that are whole 16-byte
  *   units, 16-byte aligned, G = a power of two ≥ the row's units.
  */
