@@ -8,9 +8,9 @@
  * *seen), a value that arrives mid-wait, a value that lands just as the deadline is found passed
  * (arrived, not a timeout: the deadline is read before the value — before fco_cpu_await the CPU
  * ops' wait re-read the value after the deadline, the transport's growth wait did not), and a
- * value that never
- * comes (a timeout no earlier than the bound and less than one back-off step after it, *seen the
- * last value loaded). Transport-independent.
+ * value that never comes (a timeout no earlier than the bound and less than one back-off step
+ * after it, *seen the last value loaded); then a short wait on the real clock.
+ * Transport-independent.
  *   make test   or   build/tests/test_cpu_await
  */
 #include <sched.h>
