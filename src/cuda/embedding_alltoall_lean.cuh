@@ -145,24 +145,6 @@ __device__ __forceinline__ void lean_bad(const LeanSrc& p, int slot, int t, int 
                  (uint64_t)pos, (uint64_t)value);
 }
 
-/* bag_store for lean_tile's stream where pooling is known at compile time (kMode, below): no test
- * of mean and no length computed at a bag end for sum. With bag_store's `mean && len > 0` every bag
- * end computed the length (~14 of a bag end's ~43 instructions; a ragged tile runs its bag ends
- * once per lane group: the groups' ends diverge). */
-template <typename T, bool kMean>
-__device__ __forceinline__ void lean_store(float (&acc)[Pack<T>::kN], int len, T* dst, bool on) {
-  if constexpr (kMean) {
-    if (len > 0) {
-      const float n = (float)len;
-#pragma unroll
-      for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = acc[e] / n;
-    }
-  }
-  if (on) st_global_v4((uint4*)dst, Pack<T>::pack(acc));
-#pragma unroll
-  for (int e = 0; e < Pack<T>::kN; ++e) acc[e] = 0.f;
-}
-
 /* base + a · b, a and b 32-bit (one IMAD.WIDE.U32) */
 __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, uint32_t b) {
   uint64_t r;
@@ -183,9 +165,10 @@ __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, u
  * memory as lean_smem(G, nt · (W + 1) − 1)). kMT = false
  * compiles to the single-table tile.
  * kPool (the claimed lookup kernel): the stream is compiled once for sum and once for mean (p.mean
- * chosen per tile), so a bag end of a sum stores without computing a length (lean_store). Run
- * 2026-12-05_nvidia-h200_9ad3459-kpool (one H200, impl 0, bf16, P = 1, three rounds side by
- * side): the claimed lookup 1.066x on ragged 65536/8/64/8 (170.0 -> 159.5 us, 73 -> 78 % of HBM),
+ * chosen per tile), so a bag end of a sum stores without computing a length (bag_store with a
+ * constant mean; the length and the run-time test were ~14 of a bag end's ~43 instructions, and a
+ * ragged tile runs its bag ends once per lane group). Run 2026-12-05_nvidia-h200_9ad3459-kpool
+ * (one H200, impl 0, bf16, P = 1, three rounds side by side): the claimed lookup 1.066x on ragged 65536/8/64/8 (170.0 -> 159.5 us, 73 -> 78 % of HBM),
  * 1.02x on ragged 16384/8/128/32, 0.99-1.00x on even bags, 0.98x on Zipf; in the static lookup
  * (bags of < 8 rows) it cost 2-4 %, and the fused kernel's lean kernels spill more with it
  * (session 46), so both keep one stream that reads p.mean at each bag end. */
@@ -360,8 +343,8 @@ __device__ __forceinline__ void lean_tile(const LeanSrc& p, int t, int64_t b0, i
       } else {
         if constexpr (kMode == 0)
           bag_store<T>(acc, p.mean, p.mean ? next_end - so[cur] : 0, op, 0, lane_on);
-        else
-          lean_store<T, kMode == 2>(acc, kMode == 2 ? next_end - so[cur] : 0, op, lane_on);
+        else /* a constant mean: a sum's bag end computes no length */
+          bag_store<T>(acc, kMode == 2, kMode == 2 ? next_end - so[cur] : 0, op, 0, lane_on);
       }
     };
     /* on to bag cur + 1, reading its end when asked (end_bags: there cur + 1 ≤ ke < nb; the
