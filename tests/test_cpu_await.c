@@ -20,11 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/cpu/cpu.h"
 #include "test.h"
-
-/* src/cpu/cpu.h's declaration (that header pulls in the library's internals) */
-int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
-                  uint64_t* seen);
 
 /* ---- the test's clock: on while g_fake, else the kernel's --------------------------------- */
 static int g_fake;
