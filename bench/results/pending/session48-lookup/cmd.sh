@@ -1,5 +1,5 @@
 #!/bin/bash
-# Written in session 48 for one GPU (~330 s with a cold start; session 48 ran out of device time before it):
+# Written in session 48 for one GPU (~380 s with a cold start; session 48 ran out of device time before it):
 # the claimed lookup without its start burst, two codings. Run 2026-12-05_nvidia-h100-x1_571244b-claim (one
 # H100): warp w taking tile w before claiming (fco_ea_lookup_next: claim j gives tile nw + j; no claims where
 # tiles <= warps) made impl 0 1.07–1.66x faster at small batches but 0.990–0.999x on the full-size claimed
@@ -10,7 +10,9 @@
 # else). Land v2 (or v1) if no full-size row is slower than old beyond the rounds' spread and the test
 # passes; both diffs apply to 571244b and carry their test_ea_plan.c change (the CPU test of the claim rule).
 # (1) test_embedding_alltoall on local at P <= 2 with v2; (2) P = 1 impl 0, bf16 all workloads, f32 on 1 / 8,
-# B / 16 and / 256 on 1, 3, 4, 8, two rounds alternating. Carry (CPU machine, at the commit run):
+# B / 16 and / 256 on 1, 3, 4, 8, two rounds alternating; beside them old with FCO_EA_LOOKUP_DYN=0 ("st": the
+# static lookup kernel — if it matches v1 / v2 at the small batches, a host rule taking it where a launch has few
+# tiles a warp would keep the claimed kernel's code as it is). Carry (CPU machine, at the commit run):
 #   P=bench/results/pending/session48-lookup; mkdir -p build-ab
 #   for v in v1 v2; do git apply $P/lookup_$v.diff && make -j2 build/obj/src/cuda/embedding_alltoall.o &&
 #     strip --strip-debug build/obj/src/cuda/embedding_alltoall.o -o build-ab/ea_$v.o; git apply -R $P/lookup_$v.diff; done
@@ -40,9 +42,10 @@ FCO_TEST_MAX_RANKS=2 FCO_TRANSPORT=local timeout 150 build/tests/test_embedding_
 el "test_embedding_alltoall local P<=2 (v2) rc=$?"; pack
 B="build/bin/fco-bench embedding_alltoall -t nccl -g 1 -G 1 -R 3 -n 10 -w 3 -D 0"
 for round in 1 2; do
-  for v in old v1 v2; do
-    [ $(( $(date +%s) - T0 )) -gt 420 ] && { el "time up at round $round $v"; break 2; }
+  for v in old v1 v2 st; do  # st: old with the static lookup order forced (FCO_EA_LOOKUP_DYN=0)
+    [ $(( $(date +%s) - T0 )) -gt 440 ] && { el "time up at round $round $v"; break 2; }
     X="env LD_LIBRARY_PATH=/tmp/lib-$v"
+    [ $v = st ] && X="env LD_LIBRARY_PATH=/tmp/lib-old FCO_EA_LOOKUP_DYN=0"
     $X timeout 60 $B -d bf16 -J $O/ab/$v-bf16-$round.json > $O/ab/$v-bf16-$round.txt 2>&1
     $X FCO_BENCH_EA_WORKLOADS=1,8 timeout 60 $B -d f32 -J $O/ab/$v-f32-$round.json > $O/ab/$v-f32-$round.txt 2>&1
     for div in 16 256; do
@@ -66,13 +69,13 @@ for f in sorted(glob.glob(O + "/ab/*.json")):
         k = "%d/%d/%d/%d %s %s" % (s["B"], s["tables_per_gpu"], s["D"], s["L"], s["dist"][:4], r["dtype"])
         rows.setdefault(k, {}).setdefault(v, []).append(r["time_us"])
         if r.get("wrong"): print("WRONG", f, k, r["wrong"])
-vs = ("old", "v1", "v2")
+vs = ("old", "v1", "v2", "st")
 print("== impl 0 at P = 1: median us of the rounds (the rounds in brackets)")
-print("".ljust(32) + "".join(v.rjust(9) for v in vs) + "old/v1".rjust(9) + "old/v2".rjust(9))
+print("".ljust(32) + "".join(v.rjust(9) for v in vs) + "".join(("old/" + v).rjust(9) for v in vs[1:]))
 for k, m in sorted(rows.items()):
     if all(v in m for v in vs):
         t = [statistics.median(m[v]) for v in vs]
-        print(k.ljust(32) + "".join("%9.2f" % x for x in t) + "%9.3f%9.3f" % (t[0] / t[1], t[0] / t[2])
+        print(k.ljust(32) + "".join("%9.2f" % x for x in t) + "".join("%9.3f" % (t[0] / x) for x in t[1:])
               + "   " + " ".join("[%s]" % ",".join("%.2f" % x for x in m[v]) for v in vs))
 PY
 pack
