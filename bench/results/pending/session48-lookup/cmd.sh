@@ -1,5 +1,5 @@
 #!/bin/bash
-# Written in session 48 for one GPU (~380 s with a cold start; session 48 ran out of device time before it):
+# Written in session 48 for one GPU (~420 s with a cold start; session 48 ran out of device time before it):
 # the claimed lookup without its start burst, two codings. Run 2026-12-05_nvidia-h100-x1_571244b-claim (one
 # H100): warp w taking tile w before claiming (fco_ea_lookup_next: claim j gives tile nw + j; no claims where
 # tiles <= warps) made impl 0 1.07–1.66x faster at small batches but 0.990–0.999x on the full-size claimed
@@ -18,6 +18,7 @@
 #     strip --strip-debug build/obj/src/cuda/embedding_alltoall.o -o build-ab/ea_$v.o; git apply -R $P/lookup_$v.diff; done
 #   make -j2 lib tools tests; find build/obj -name '*.o' | xargs strip --strip-debug; tar czf build/carry.tgz build/obj build-ab
 # (session 48 left such a carry on the CPU machine, built at its last commit: build-ab/ea_v1.o, ea_v2.o.)
+# (3) the fused kernel at local P = 2, B / 16 and / 256, claimed against static order (see below).
 # Run: FCO_COMMIT=<commit> bash cmd.sh; copy this script and the diffs into the run's folder.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
@@ -56,6 +57,22 @@ for round in 1 2; do
   done
   pack
 done
+# (3) the fused kernel's tile order at small batches on local P = 2 (claimed, the default, against static:
+# FCO_EA_LEAN_DYN=0), main's library: at P = 1 the claimed order costs it 3–7 µs a call at B / 256 (run
+# 2026-12-05_nvidia-h200_571244b-gap); does it at P = 2, where its remote queue is not empty?
+mkdir -p $O/fdyn
+L="build/bin/fco-bench embedding_alltoall -t local -g 2 -R 3 -n 10 -w 3 -D 1 -d bf16"
+for round in 1 2; do
+  for dyn in 1 0; do
+    [ $(( $(date +%s) - T0 )) -gt 500 ] && { el "fused order: time up at round $round dyn $dyn"; break 2; }
+    for div in 16 256; do
+      LD_LIBRARY_PATH=/tmp/lib-old FCO_EA_LEAN_DYN=$dyn FCO_BENCH_EA_BATCH_DIV=$div FCO_BENCH_EA_WORKLOADS=1,3,4,8 \
+        timeout 60 $L -J $O/fdyn/dyn$dyn-d$div-$round.json > $O/fdyn/dyn$dyn-d$div-$round.txt 2>&1
+    done
+    el "fused order round $round dyn $dyn rc=$?"
+  done
+  pack
+done
 python3 - $O <<'PY' | tee $O/table.txt
 import json, sys, glob, statistics
 O = sys.argv[1]
@@ -77,5 +94,20 @@ for k, m in sorted(rows.items()):
         t = [statistics.median(m[v]) for v in vs]
         print(k.ljust(32) + "".join("%9.2f" % x for x in t) + "".join("%9.3f" % (t[0] / x) for x in t[1:])
               + "   " + " ".join("[%s]" % ",".join("%.2f" % x for x in m[v]) for v in vs))
+fd = {}
+for f in sorted(glob.glob(O + "/fdyn/*.json")):
+    d = f.split("/")[-1].split("-")[0]
+    try: res = json.load(open(f))["results"]
+    except Exception as e: print("bad", f, e); continue
+    for r in res:
+        s = r["shape"]
+        k = "%d/%d/%d/%d %s" % (s["B"], s["tables_per_gpu"], s["D"], s["L"], s["dist"][:4])
+        fd.setdefault(k, {}).setdefault(d, []).append(r["time_us"])
+        if r.get("wrong"): print("WRONG", f, k, r["wrong"])
+print("== fused, local P = 2, bf16: claimed (dyn1) / static (dyn0), median us")
+for k, m in sorted(fd.items()):
+    if "dyn1" in m and "dyn0" in m:
+        a, b = statistics.median(m["dyn1"]), statistics.median(m["dyn0"])
+        print(k.ljust(32) + "%9.2f%9.2f%9.3f" % (a, b, a / b))
 PY
 pack
