@@ -83,7 +83,8 @@ for f in sorted(glob.glob(O + "/ab/*.json")):
     except Exception as e: print("bad", f, e); continue
     for r in res:
         s = r["shape"]
-        k = "%d/%d/%d/%d %s %s" % (s["B"], s["tables_per_gpu"], s["D"], s["L"], s["dist"][:4], r["dtype"])
+        k = "%d/%d/%d/%d %s %s %s" % (s["B"], s["tables_per_gpu"], s["D"], s["L"], s["dist"][:4], r["dtype"],
+                                      r["impl"])
         rows.setdefault(k, {}).setdefault(v, []).append(r["time_us"])
         if r.get("wrong"): print("WRONG", f, k, r["wrong"])
 vs = ("old", "v1", "v2", "st")
@@ -101,7 +102,7 @@ for f in sorted(glob.glob(O + "/fdyn/*.json")):
     except Exception as e: print("bad", f, e); continue
     for r in res:
         s = r["shape"]
-        k = "%d/%d/%d/%d %s" % (s["B"], s["tables_per_gpu"], s["D"], s["L"], s["dist"][:4])
+        k = "%d/%d/%d/%d %s %s" % (s["B"], s["tables_per_gpu"], s["D"], s["L"], s["dist"][:4], r["impl"])
         fd.setdefault(k, {}).setdefault(d, []).append(r["time_us"])
         if r.get("wrong"): print("WRONG", f, k, r["wrong"])
 print("== fused, local P = 2, bf16: claimed (dyn1) / static (dyn0), median us")
