@@ -1,8 +1,9 @@
 #!/bin/bash
 # Written in session 48 for one GPU (~330 s with a cold start): the fused kernel's claimed order with each warp's
 # first tile taken without a claim (fused_first.diff: fco_ea_lean_first — warp g of the rank pools remote tile g
-# for the first ⌈split %⌉ of the warps, local tiles after, every warp one where the tiles are at least the warps;
-# claim j of a queue gives tile first[q] + j, and a queue whose tiles all went first is never claimed from).
+# for the first ⌈split %⌉ of the warps, local tiles after, every warp one where the tiles are at least the warps,
+# pooled when the warp's loop is at that tile's queue; claim j of a queue gives tile first[q] + j, and a queue
+# whose tiles all went first is never claimed from).
 # Runs 2026-12-05_*_571244b-gap: at P = 1 the claimed order cost the fused kernel 3–7 µs a call at B / 256 where
 # the static order did not; the block's one claim of session 48's claim run did not remove it. ptxas: the P = 1
 # kernels 88 / 188 -> 104 / 196 B of spills (all in the kernel's cold tail, cuobjdump). ff = main + the diff's
