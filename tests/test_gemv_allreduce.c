@@ -115,8 +115,15 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
       "overlaps x");
   BAD(fco_gemv_allreduce(c, x, wt, bs, (char*)wt + 64 * 2, 4, 100, 64, FCO_BF16, 1, NULL), E,
       "overlaps w");
-  BAD(fco_gemv_allreduce(c, x, wt, bs, (char*)bs + 2, 4, 100, 64, FCO_BF16, 1, NULL), E,
-      "overlaps bias");
+  { /* y (4 · 100 elements) at bias's second element runs past bias (100): bias and y in one
+     * allocation of their own, so that y overlaps bias and nothing else whatever the allocator
+     * put after the fixture's bias */
+    const int dev = t_rank_device(w->transport, 0);
+    char* both = (char*)t_alloc(w->transport, dev, (100 + 4 * 100) * 2);
+    BAD(fco_gemv_allreduce(c, x, wt, both, both + 2, 4, 100, 64, FCO_BF16, 1, NULL), E,
+        "overlaps bias");
+    t_free(w->transport, dev, both);
+  }
   BAD(fco_gemv_allreduce(NULL, x, wt, bs, y, 4, 100, 64, FCO_BF16, 1, NULL), E, "comm");
   t_context("%s", "workspace / impl names");
   size_t bytes = 0;
