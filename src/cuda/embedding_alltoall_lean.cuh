@@ -168,8 +168,10 @@ __device__ __forceinline__ const void* addr_wide(const void* base, uint32_t a, u
  * chosen per tile), so a bag end of a sum stores without computing a length (bag_store with a
  * constant mean; the length and the run-time test were ~14 of a bag end's ~43 instructions, and a
  * ragged tile runs its bag ends once per lane group). Run 2026-12-05_nvidia-h200_9ad3459-kpool
- * (one H200, impl 0, bf16, P = 1, three rounds side by side): the claimed lookup 1.066x on ragged 65536/8/64/8 (170.0 -> 159.5 us, 73 -> 78 % of HBM),
- * 1.02x on ragged 16384/8/128/32, 0.99-1.00x on even bags, 0.98x on Zipf; in the static lookup
+ * (one H200, impl 0, bf16, P = 1, three rounds side by side): the claimed lookup 1.066x on ragged
+ * 65536/8/64/8 (170.0 -> 159.5 us, 73 -> 78 % of HBM), 1.02x on ragged 16384/8/128/32,
+ * 0.99-1.00x on even bags, 0.98x on Zipf (on one H100 no gain: run
+ * 2026-12-05_nvidia-h100-x1_571244b-fkpool, 0.997-1.004x ragged, 0.98x Zipf); in the static lookup
  * (bags of < 8 rows) it cost 2-4 %, and the fused kernel's lean kernels spill more with it
  * (session 46), so both keep one stream that reads p.mean at each bag end. */
 template <typename T, typename I, int kS, int kU, bool kMT = false, bool kWIdx = true,
