@@ -233,40 +233,40 @@ static void claims(void) {
   ASSERT_EQ(fco_ea_claim(&ctr, e << 32), 0xffffffffu);
 }
 
-/* ---- fco_ea_lookup_claim: launch after launch, nw threads (a launch's warps, 1..kClaimThreads)
- * drain the queue of ntiles tiles (0..4999, now and then 0..3), each claiming until it gets a
- * number >= ntiles; a launch's threads are joined before the next (the stream's order). Every
- * launch: each tile claimed exactly once, and the queue back at 0 at its end — a launch that
- * left it anywhere else would skip that many tiles of the next. */
+/* ---- fco_ea_lookup_next: launch after launch, nw threads (a launch's warps, 1..kClaimThreads)
+ * pool the ntiles tiles (0..4999, now and then 0..3 — fewer than the warps: no claims): thread
+ * w takes tile w, then the next ones from the queue until it gets a number >= ntiles; a launch's
+ * threads are joined before the next (the stream's order). Every launch: each tile pooled exactly
+ * once, and the queue back at 0 at its end — a launch that left it anywhere else would skip that
+ * many tiles of the next. */
 typedef struct {
   unsigned int* q;
-  uint32_t ntiles, last;
+  uint32_t ntiles, nw, w;
   unsigned char* seen; /* [ntiles] */
 } lookup_launch_t;
 static void* lookup_worker(void* arg) {
   lookup_launch_t* c = (lookup_launch_t*)arg;
-  for (;;) {
-    const uint32_t j = fco_ea_lookup_claim(c->q, c->last);
-    if (j >= c->ntiles) return NULL;
+  for (uint32_t j = c->w; j < c->ntiles; j = fco_ea_lookup_next(c->q, c->ntiles, c->nw))
     __atomic_fetch_add(&c->seen[j], 1, __ATOMIC_RELAXED);
-  }
+  return NULL;
 }
 static void lookup_claims(void) {
   unsigned int q = 0;
   for (int launch = 0; launch < 300; launch++) {
-    lookup_launch_t c;
+    lookup_launch_t c[kClaimThreads];
     const int nw = (int)rnd_in(1, kClaimThreads);
-    c.q = &q;
-    c.ntiles = (uint32_t)(rnd() % 3 == 0 ? rnd() % 4 : rnd() % 5000);
-    c.last = c.ntiles + (uint32_t)nw - 1u;
-    c.seen = (unsigned char*)calloc(c.ntiles + 1, 1);
-    t_context("lookup launch %d: %u tiles, %d warps", launch, c.ntiles, nw);
+    const uint32_t ntiles = (uint32_t)(rnd() % 3 == 0 ? rnd() % 4 : rnd() % 5000);
+    unsigned char* seen = (unsigned char*)calloc(ntiles + 1, 1);
+    t_context("lookup launch %d: %u tiles, %d warps", launch, ntiles, nw);
     pthread_t th[kClaimThreads];
-    for (int t = 0; t < nw; t++) ASSERT_EQ(pthread_create(&th[t], NULL, lookup_worker, &c), 0);
+    for (int t = 0; t < nw; t++) {
+      c[t] = (lookup_launch_t){&q, ntiles, (uint32_t)nw, (uint32_t)t, seen};
+      ASSERT_EQ(pthread_create(&th[t], NULL, lookup_worker, &c[t]), 0);
+    }
     for (int t = 0; t < nw; t++) pthread_join(th[t], NULL);
-    for (uint32_t i = 0; i < c.ntiles; i++) ASSERT_EQ(c.seen[i], 1);
+    for (uint32_t i = 0; i < ntiles; i++) ASSERT_EQ(seen[i], 1);
     ASSERT_EQ(q, 0u);
-    free(c.seen);
+    free(seen);
   }
   /* the rule: claimed where bags hold >= 8 rows on average, unless the knob says */
   ASSERT_EQ(fco_ea_lookup_dyn(8.0, -1), 1);

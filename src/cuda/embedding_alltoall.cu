@@ -371,6 +371,9 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
   lp.W = W;
   lp.mean = p.mean;
   const unsigned grid = (unsigned)(sms * per_sm);
+  /* fewer than 2^31 (lean_applies: T_r · B + 10^6 < 2^31, the warps far fewer than 10^6) */
+  lp.ntiles = (uint32_t)((int64_t)Tr * ((p.B + W - 1) / W));
+  lp.nw = grid * (unsigned)(kThreads / 32);
   k<<<grid, kThreads, smem, (cudaStream_t)stream>>>(lp);
   ce = cudaGetLastError();
   if (ce != cudaSuccess) return cuda_fail(err, ce, "fco_embedding_alltoall: lean lookup launch");

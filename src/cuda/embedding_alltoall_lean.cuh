@@ -106,6 +106,7 @@ struct LeanParams : LeanSrc {
   int64_t stride;
   int64_t row_base[kLeanMaxTables + 1];
   int32_t T;
+  uint32_t ntiles, nw;       /* kDyn: the launch's tiles (T · tiles a table) and warps */
 };
 
 /* ---- the launch shape of both lean kernels: src/ops/embedding_alltoall_plan.h (plain C, tested
@@ -585,17 +586,16 @@ __device__ __forceinline__ void lean_tile_any(const LeanSrc& p, int t, int64_t b
 
 /* The lookup: tile j = table j / tpt, samples [(j mod tpt) · W, +W). Static order (kDyn false):
  * warp w takes tiles w, w + nw, ... (nw warps in the grid). Claimed order (kDyn; the launcher's
- * rule fco_ea_lookup_dyn: bags of ≥ 8 rows on average): a warp claims its next tile from
- * p.queue (lane 0, one atomicAdd), so warps whose tiles hold fewer rows take more of them
- * (ragged bags: the static order ends with the warp whose tiles summed the most rows). Every
- * warp claims until it gets a number ≥ the tiles: exactly tiles + nw claims a launch, and the
- * one that gets the last number sets the queue back to 0 (fco_ea_lookup_claim) — all claims of
- * the launch are made by then, and the next launch on the stream starts after this one ends, so
- * each launch (a CUDA-graph replay too) starts at 0 without a memset. Two lookups of one rank
- * running at once (one communicator on two streams) would share the queue: a communicator's
- * calls are ordered on one stream (as its epochs need). The claimed lookup also takes the
- * weights' ring index (kWIdx) and the stream per pooling mode (kPool); the static one neither
- * (lean_tile says why). */
+ * rule fco_ea_lookup_dyn: bags of ≥ 8 rows on average): warp w takes tile w, then claims its
+ * next tiles from p.queue (lane 0, one atomicAdd: fco_ea_lookup_next), so warps whose tiles hold
+ * fewer rows take more of them (ragged bags: the static order ends with the warp whose tiles
+ * summed the most rows). The launch's final claim sets the queue back to 0 — all claims of the
+ * launch are made by then, and the next launch on the stream starts after this one ends, so each
+ * launch (a CUDA-graph replay too) starts at 0 without a memset. Two lookups of one rank running
+ * at once (one communicator on two streams) would share the queue: a communicator's calls are
+ * ordered on one stream (as its epochs need). The claimed lookup also takes the weights' ring
+ * index (kWIdx) and the stream per pooling mode (kPool); the static one neither (lean_tile says
+ * why). */
 template <typename T, typename I, int kS, int kU, bool kDyn = false>
 __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
     ea_kernel_lean_stream(const __grid_constant__ LeanParams p) {
@@ -612,13 +612,11 @@ __global__ void __launch_bounds__(kThreads, kLeanMinBlocks)
                                                p.stride);
   };
   if constexpr (kDyn) {
-    const unsigned last = (unsigned)ntiles + (unsigned)nw - 1u;
-    for (;;) {
-      unsigned j = 0;
-      if ((threadIdx.x & 31) == 0) j = fco_ea_lookup_claim(p.queue, last);
-      j = __shfl_sync(0xffffffffu, j, 0);
-      if (j >= (unsigned)ntiles) break;
+    for (unsigned j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < p.ntiles;) {
       tile((int)j);
+      unsigned n = 0; /* not j: nothing of the loop's live across tile (the counts are p's) */
+      if ((threadIdx.x & 31) == 0) n = fco_ea_lookup_next(p.queue, p.ntiles, p.nw);
+      j = __shfl_sync(0xffffffffu, n, 0);
     }
   } else {
     for (int j = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < ntiles; j += nw) tile(j);

@@ -188,21 +188,28 @@ FCO_EA_HD uint32_t fco_ea_claim(unsigned long long* ctr, uint64_t base) {
   }
 }
 
-/* One claim from impl 0's lookup queue (ea_kernel_lean_stream's claimed order,
- * src/cuda/embedding_alltoall_lean.cuh): a launch of nw warps over ntiles tiles makes exactly
- * ntiles + nw claims (each warp claims until it gets a number ≥ ntiles), so the claim that gets
- * last = ntiles + nw − 1 is the launch's final one: it sets the queue back to 0 for the next
- * launch (ordered after this one on the stream; a CUDA-graph replay too). Lane 0 of a warp runs
- * it on the GPU; tests/test_ea_plan.c from host threads, launch after launch. */
-FCO_EA_HD uint32_t fco_ea_lookup_claim(unsigned int* q, uint32_t last) {
+/* The next tile of a warp of impl 0's claimed lookup (ea_kernel_lean_stream's claimed order,
+ * src/cuda/embedding_alltoall_lean.cuh), after the one it pooled, or a number ≥ ntiles when none
+ * is left. Warp w of the launch's nw pools tile w first (none where w ≥ ntiles) without a claim:
+ * a claim for every warp's first tile queued one atomic a warp on one address at the kernel's
+ * start, which cost small batches up to 3 µs a call (one H100, P = 1: 256/8/64/8 7.49 → 4.59 µs;
+ * full-size rows 0.995–1.008×, run `2026-12-05_nvidia-h100-x1_0a6e7c3-lookup`). The tiles
+ * after the first nw are claimed: claim j gives tile nw + j, and a warp claims until it gets a tile
+ * ≥ ntiles — so a launch makes ntiles claims where ntiles > nw (ntiles − nw tiles and nw end
+ * claims) and none where ntiles ≤ nw, and the claim that gets ntiles − 1 is its final one: it sets
+ * the queue back to 0 for the next launch (ordered after this one on the stream; a CUDA-graph
+ * replay too). Lane 0 of a warp runs it on the GPU; tests/test_ea_plan.c from host threads,
+ * launch after launch. Host check: T · tiles a table + nw < 2^31. */
+FCO_EA_HD uint32_t fco_ea_lookup_next(unsigned int* q, uint32_t ntiles, uint32_t nw) {
+  if (ntiles <= nw) return ntiles;
 #if defined(__CUDA_ARCH__)
   const uint32_t j = atomicAdd(q, 1u);
-  if (j == last) atomicExch(q, 0u);
+  if (j == ntiles - 1u) atomicExch(q, 0u);
 #else
   const uint32_t j = __atomic_fetch_add(q, 1u, __ATOMIC_RELAXED);
-  if (j == last) __atomic_store_n(q, 0u, __ATOMIC_RELAXED);
+  if (j == ntiles - 1u) __atomic_store_n(q, 0u, __ATOMIC_RELAXED);
 #endif
-  return j;
+  return nw + j;
 }
 
 /* Whether impl 0's lookup claims its tiles (FCO_EA_LOOKUP_DYN unset: where bags hold ≥ 8 rows
