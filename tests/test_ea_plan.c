@@ -268,11 +268,47 @@ static void lookup_claims(void) {
     ASSERT_EQ(q, 0u);
     free(seen);
   }
-  /* the rule: claimed where bags hold >= 8 rows on average, unless the knob says */
-  ASSERT_EQ(fco_ea_lookup_dyn(8.0, -1), 1);
-  ASSERT_EQ(fco_ea_lookup_dyn(7.99, -1), 0);
-  ASSERT_EQ(fco_ea_lookup_dyn(1.0, 1), 1);
-  ASSERT_EQ(fco_ea_lookup_dyn(64.0, 0), 0);
+  /* the rule: claimed where bags hold >= 8 rows on average and the tiles outnumber the warps
+   * (few = 0), unless the knob says */
+  ASSERT_EQ(fco_ea_lookup_dyn(8.0, 0, -1), 1);
+  ASSERT_EQ(fco_ea_lookup_dyn(7.99, 0, -1), 0);
+  ASSERT_EQ(fco_ea_lookup_dyn(64.0, 1, -1), 0);
+  ASSERT_EQ(fco_ea_lookup_dyn(1.0, 0, 1), 1);
+  ASSERT_EQ(fco_ea_lookup_dyn(64.0, 1, 1), 1);
+  ASSERT_EQ(fco_ea_lookup_dyn(64.0, 0, 0), 0);
+}
+
+/* ---- fco_ea_few_tiles: T · Σ_d ⌈b_d / (32 / G)⌉ tiles at the fewest bags a tile against the
+ * warps — the sum of per-batch ceilings (the fused kernel's tiles never span destinations),
+ * exactly at the bound and one over; lanes of 32 and more (one bag a tile); random batches
+ * against a direct count. */
+static void few_tiles(void) {
+  const int64_t one[2] = {0, 256};               /* one batch of 256 */
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 8, 512), 1);  /* 8 · 256 / 4 = 512 tiles */
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 8, 511), 0);
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 16, 1024), 1); /* 2 bags a tile: 1024 */
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 16, 1023), 0);
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 32, 2048), 1); /* 1 bag a tile */
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 64, 2048), 1);
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 64, 2047), 0);
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 1, 64), 1);   /* 32 bags a tile: 8 · 8 */
+  ASSERT_EQ(fco_ea_few_tiles(8, one, 1, 1, 63), 0);
+  const int64_t three[4] = {0, 5, 5, 14};             /* b = 5, 0, 9 at 4 bags: 2 + 0 + 3 */
+  ASSERT_EQ(fco_ea_few_tiles(3, three, 3, 8, 15), 1);
+  ASSERT_EQ(fco_ea_few_tiles(3, three, 3, 8, 14), 0);
+  ASSERT_EQ(fco_ea_few_tiles(0, three, 3, 8, 0), 1);  /* no tables: no tiles */
+  for (int it = 0; it < 2000; it++) {
+    int64_t bs[FCO_MAX_GPU_RANKS + 1] = {0};
+    const int nb = 1 + (int)(rnd() % FCO_MAX_GPU_RANKS);
+    for (int d = 0; d < nb; d++) bs[d + 1] = bs[d] + (int64_t)(rnd() % 3000);
+    const int G = 1 << (int)(rnd() % 7); /* 1..64 */
+    const int64_t T = 1 + (int64_t)(rnd() % 16);
+    int64_t n = 0;
+    for (int d = 0; d < nb; d++)
+      for (int64_t b = bs[d]; b < bs[d + 1]; b += G >= 32 ? 1 : 32 / G) n += T;
+    const int64_t warps = (int64_t)(rnd() % 40000);
+    ASSERT_EQ(fco_ea_few_tiles(T, bs, nb, G, warps), n <= warps);
+  }
 }
 
 /* ---- fco_ea_row_share: random ragged tiles (empty bags, bags of 1..6 rows, one in 8 of up to
@@ -412,6 +448,7 @@ int main(void) {
   row_shares();
   claims();
   lookup_claims();
+  few_tiles();
   tile_bags();
   order();
   plans();

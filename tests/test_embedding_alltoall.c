@@ -287,6 +287,59 @@ static void knobs(const t_world_t* w) {
   t_knob_reset("FCO_EA_LEAN");
 }
 
+/* The default tile order of both lean kernels (fco_ea_few_tiles, src/ops/embedding_alltoall_plan.h):
+ * static where a launch has no more tiles than warps, claimed where it has more and (impl 0's
+ * lookup) bags hold ≥ 8 rows on average — even tables' bags of 16 rows beside random ones of 0..6.
+ * Small: T_r = 2, b_s = 16 (at most 2 · 4P tiles of 4 bf16 D = 64 bags a rank); big: b_s ∈
+ * [12288, 24576] / P (at least 2 · 3072 tiles a rank, the warps 3168 on 132 SMs). FCO_EA_LEAN_DYN=1
+ * and FCO_EA_LOOKUP_DYN=1 force the claimed order on the small one (no claims in the lookup,
+ * whose warps take their first tile by number: fco_ea_lookup_next). Exact results each time;
+ * the plans on GPU transports. */
+static void tile_orders(const t_world_t* w) {
+  if (!t_is_gpu(w->transport)) return; /* cpu: no tile orders (the sweep covers its results) */
+  int32_t tpr[EA_MAX_P];
+  int64_t bpr[EA_MAX_P];
+  static const struct {
+    int big;
+    const char *knob, *knob2; /* set to 1, or NULL */
+    const char *fused, *lookup; /* in impl 1's and impl 0's plans */
+  } kRuns[] = {{0, NULL, NULL, "fused lean static", "lean lookup W="},
+               {0, "FCO_EA_LEAN_DYN", "FCO_EA_LOOKUP_DYN", "fused lean claimed", "claimed"},
+               {1, NULL, NULL, "fused lean claimed", "claimed"}};
+  ea_even_len = 16;
+  for (size_t k = 0; k < sizeof kRuns / sizeof kRuns[0]; k++) {
+    for (int r = 0; r < w->n; r++) {
+      tpr[r] = 2;
+      bpr[r] = kRuns[k].big ? ea_rnd_in(12288 / w->n, 24576 / w->n) : 16;
+    }
+    if (kRuns[k].knob) {
+      t_knob_set(kRuns[k].knob, "1");
+      t_knob_set(kRuns[k].knob2, "1");
+    }
+    for (int impl = 1; impl >= 0; impl--) {
+      char what[96];
+      snprintf(what, sizeof what, "tile order (%s%s)", kRuns[k].big ? "big" : "small",
+               kRuns[k].knob ? ", claimed forced" : "");
+      shape_call(w, 64, FCO_BF16, kCombos[k % 4].it, kCombos[k % 4].weighted, kCombos[k % 4].pool, 0,
+                 impl, 0, tpr, bpr, what);
+      const char* want = impl ? kRuns[k].fused : kRuns[k].lookup;
+      for (int r = 0; r < w->n; r++) {
+        const char* plan = fco_last_plan(w->comms[r]);
+        if (!strstr(plan, want))
+          t_fail(__FILE__, __LINE__, "%s impl %d: rank %d's plan \"%s\" lacks \"%s\"", what, impl, r,
+                 plan, want);
+        if (impl == 0 && !kRuns[k].big && !kRuns[k].knob && strstr(plan, "claimed"))
+          t_fail(__FILE__, __LINE__, "%s: rank %d's lookup claims (plan \"%s\")", what, r, plan);
+      }
+    }
+    if (kRuns[k].knob) {
+      t_knob_reset(kRuns[k].knob);
+      t_knob_reset(kRuns[k].knob2);
+    }
+  }
+  ea_even_len = -1;
+}
+
 /* The fused kernel's two forms, ea_kernel_fused32 (the default: the 32-bit tile cursor) and
  * ea_kernel_fused (FCO_EA_DECODE=old; also the launcher's fallback beyond the cursor's 32-bit
  * bounds), on ragged shapes, exact: a rank without tables (no pool tiles, lands only), a
@@ -477,10 +530,12 @@ int main(void) {
     ASSERT_OK(t_world_init(&w, t, P, NULL));
     sweep(&w, quick);
     knobs(&w);
+    tile_orders(&w);
     decode_edges(&w);
     back_to_back(&w);
-    /* the lean fused kernel's two tile orders back to back (the default claims tiles where bags
-     * are short, as here: each call's queues start from the previous call's counters) */
+    /* the lean fused kernel's two tile orders back to back (the default is static on these
+     * small problems, fewer tiles than warps; claimed, each call's queues start from the
+     * previous call's counters) */
     t_knob_set("FCO_EA_LEAN_DYN", "0");
     back_to_back(&w);
     t_knob_set("FCO_EA_LEAN_DYN", "1");

@@ -34,8 +34,9 @@
  *                        (run 65443c9), else 3
  *   FCO_EA_LEAN_DYN      the fused lean kernel's tile order: 1 = claimed (two queues, remote and
  *                        local, one atomic a tile; kernel variant kDyn), 0 = static; unset =
- *                        claimed (but with FCO_EA_LEAN_MIX; until session 12 only where bags held
- *                        <= 16 rows; run 6cc8f88)
+ *                        claimed (but with FCO_EA_LEAN_MIX, and where no local rank has more
+ *                        tiles than warps: fco_ea_few_tiles; until session 12 only where bags
+ *                        held <= 16 rows; run 6cc8f88)
  *   FCO_EA_LEAN_SPLIT    claimed order: the blocks on the first s % of the SMs (default 60) take
  *                        remote tiles first, the others local first
  *   FCO_EA_LEAN_MIX      static order: 0..100 (default 0 = remote tiles first), the % of the local
@@ -46,8 +47,9 @@
  *                        should get at the mean bag length, 1..64 (default by the mean bag: 16
  *                        at >= 16 rows, 8 at >= 8, else 4; lean_tile_bags, run 731ced0)
  *   FCO_EA_LOOKUP_DYN    impl 0's lean lookup: 1 = warps claim tiles from a queue, 0 = static
- *                        order (default: claimed where bags hold >= 8 rows on average;
- *                        fco_ea_lookup_dyn, run 2026-12-04_nvidia-h200_dyn-ab)
+ *                        order (default: claimed where bags hold >= 8 rows on average and
+ *                        the tiles outnumber the warps; fco_ea_lookup_dyn, fco_ea_few_tiles,
+ *                        run 2026-12-04_nvidia-h200_dyn-ab)
  *   FCO_EA_LEAN_TABLES   the fused lean kernel: n > 1 = warp tiles of up to n neighbouring tables
  *                        (kernel variant kMT, static order; run 7d1cf97: not faster but for
  *                        32-byte rows)
@@ -394,12 +396,21 @@ bool lean_applies(const EaParams& p, const Variant& v) {
 /* FCO_EA_LOOKUP_DYN (read at every call): 1 = the lookup's warps claim their tiles from a
  * queue in the rank's device state (ea_kernel_lean_stream's claimed order), 0 = the static
  * order (warp w takes tiles w, w + warps, ...); unset: claimed where the rank's bags hold ≥ 8
- * rows on average (fco_ea_lookup_dyn). */
+ * rows on average and its tiles outnumber the warps of kLeanMinBlocks blocks a SM
+ * (fco_ea_lookup_dyn, fco_ea_few_tiles). */
 template <typename T>
 fco_result_t launch_lean(const EaParams& p, void* stream, LeanLookupNote* note, char* err) {
   const long long knob = fco_env_int("FCO_EA_LOOKUP_DYN", -1);
+  int device = 0, sms = 0;
+  if (knob < 0) {
+    const fco_result_t res = current_device(err, &device, &sms);
+    if (res != FCO_OK) return res;
+  }
+  const int64_t batch[2] = {0, p.B};
   for (int i = 0; i < p.num_local; i++) {
-    const bool d = fco_ea_lookup_dyn(lean_mean_len(p, i), knob) && p.r[i].dev != nullptr;
+    const int few = knob < 0 && fco_ea_few_tiles(ea_tables(p, p.r[i].rank), batch, 1, p.lanes,
+                                                 (int64_t)sms * kLeanMinBlocks * kWarps);
+    const bool d = fco_ea_lookup_dyn(lean_mean_len(p, i), few, knob) && p.r[i].dev != nullptr;
     const fco_result_t res =
         p.r[i].idx64 ? (d ? launch_lean_t<T, int64_t, true>(p, i, stream, note, err)
                           : launch_lean_t<T, int64_t, false>(p, i, stream, note, err))

@@ -618,10 +618,27 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * slower claimed, run 07fcd7a) — measured with the ring misaligned (ea_ring); with it aligned, at
    * P = 1 (run 6cc8f88, 4 blocks a SM) the claimed order pools long uniform bags within 0.5 % of
    * the static one and Zipf bags 5–7 % faster (bf16 210.6 vs 222.3 µs, f32 342.0 vs 366.3), so it
-   * is the default there too; the P = 2 comparison on two GPUs is still to be made. A local choice
-   * (the protocol is the same): ranks may differ. 1 / 0: always / never. */
+   * is the default there too; the P = 2 comparison on two GPUs is still to be made. Static by
+   * default also where no local rank has more tiles than the warps of 3 blocks a SM (the kernels'
+   * fewest; fco_ea_few_tiles: every warp pools at most one tile, the claims balance nothing and
+   * cost a fixed 0.3–4 µs). A local choice (the protocol is the same): ranks may differ. 1 / 0:
+   * always / never. */
   long long dyn = fco_env_int("FCO_EA_LEAN_DYN", -1);
-  if (dyn < 0) dyn = fco_env_int("FCO_EA_LEAN_MIX", 0) > 0 ? 0 : 1;
+  if (dyn < 0 && fco_env_int("FCO_EA_LEAN_MIX", 0) > 0) dyn = 0;
+  if (dyn < 0) {
+    int device = 0, sms = 0;
+    const fco_result_t res = current_device(err, &device, &sms);
+    if (res != FCO_OK) return res;
+    const int units = (int)((int64_t)p.D * p.esize / 16);
+    int G = 1; /* as launch_t */
+    while (G < units) G *= 2;
+    bool few = true;
+    for (int i = 0; i < num_local; i++)
+      if (!fco_ea_few_tiles(ea_tables(p, p.r[i].rank), p.bstart, p.nranks, G,
+                            (int64_t)sms * 3 * kWarps / num_local))
+        few = false;
+    dyn = few ? 0 : 1;
+  }
   bool longer = true; /* every local rank's bags hold > kLeanFourMinLen rows on average */
   for (int i = 0; i < num_local; i++)
     if (lean_mean_len(p, i) <= kLeanFourMinLen) longer = false;

@@ -212,13 +212,34 @@ FCO_EA_HD uint32_t fco_ea_lookup_next(unsigned int* q, uint32_t ntiles, uint32_t
   return nw + j;
 }
 
+/* Whether a launch of either lean kernel has no more tiles than warps, whatever its tile size:
+ * T tables over nb batches bstart[0..nb] (the fused kernel's destinations; the lookup's one
+ * batch), tiles of at least 32 / G bags (lean_tile_bags never goes below the lane groups of a
+ * warp; G: lanes a bag, a power of two ≤ 32), against `warps` resident for the launch. Then
+ * every warp pools at most one tile and claiming balances nothing, while its claims (and the
+ * fused kernel's empty-queue round) cost a fixed 0.3–4 µs: both kernels' default takes the
+ * static order there (fco_ea_lookup_dyn; the fused kernel's FCO_EA_LEAN_DYN unset). One H200,
+ * bf16, B / 256 (run 2026-12-05_nvidia-h200_571244b-gap): fused at P = 1 static vs claimed
+ * 256/8/64/8 7.59 vs 10.28 µs, ragged 11.12 vs 15.40, 256/8/64/1 7.20 vs 8.63; one H100 (run
+ * 2026-12-05_nvidia-h100-x1_0a6e7c3-lookup): fused at local P = 2 1.05–1.15× faster static on the
+ * four B / 256 rows, the lookup (warp w's first tile unclaimed already) 4.26 vs 4.59 µs at
+ * 256/8/64/8 and 6.40 vs 6.87 on 64/8/128/32 Zipf. Where warps pool a few tiles each the claims
+ * balance ragged bags (4096/8/64/8 ragged, B / 16: claimed 2–3 % faster): claimed there. */
+FCO_EA_HD int fco_ea_few_tiles(int64_t T, const int64_t* bstart, int nb, int G, int64_t warps) {
+  const int64_t rw = G >= 32 ? 1 : 32 / (G < 1 ? 1 : G);
+  int64_t tiles = 0;
+  for (int d = 0; d < nb; d++) tiles += (bstart[d + 1] - bstart[d] + rw - 1) / rw;
+  return T * tiles <= warps;
+}
+
 /* Whether impl 0's lookup claims its tiles (FCO_EA_LOOKUP_DYN unset: where bags hold ≥ 8 rows
- * on average; 0 / 1 force it). Run 2026-12-04_nvidia-h200_dyn-ab (one H200, bf16 µs static →
- * claimed): bags of ≥ 8 rows 0.99–1.11× faster (ragged 16384/8/128/32 303.1 → 271.9, ragged
- * 65536/8/64/8 190.2 → 177.9, Zipf 171.6 → 165.6); shorter bags with many small tiles lose to
- * the one queue's atomics (f32 131072/8/32/4 169.9 → 197.3, 65536/8/64/1 46.3 → 48.2). */
-FCO_EA_HD int fco_ea_lookup_dyn(double mean_len, long long knob) {
-  return knob < 0 ? mean_len >= 8.0 : knob != 0;
+ * on average and the launch has more tiles than warps, `few` = fco_ea_few_tiles; 0 / 1 force
+ * it). Run 2026-12-04_nvidia-h200_dyn-ab (one H200, bf16 µs static → claimed): bags of ≥ 8 rows
+ * 0.99–1.11× faster (ragged 16384/8/128/32 303.1 → 271.9, ragged 65536/8/64/8 190.2 → 177.9,
+ * Zipf 171.6 → 165.6); shorter bags with many small tiles lose to the one queue's atomics (f32
+ * 131072/8/32/4 169.9 → 197.3, 65536/8/64/1 46.3 → 48.2). */
+FCO_EA_HD int fco_ea_lookup_dyn(double mean_len, int few, long long knob) {
+  return knob < 0 ? mean_len >= 8.0 && !few : knob != 0;
 }
 
 #ifdef __cplusplus
