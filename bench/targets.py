@@ -17,7 +17,9 @@ impl of the row, impl ≥ 1 or auto, named in the line):
              the same run)
   gemv       M ≤ 16: fco ≤ 1.2 · floor + 3 µs; 1.3× over impl 0 where comm ≥ 20 % of compute
   embedding  1.3× over impl 0 where comm ≥ 30 % of compute; the lookup alone reads the gathered
-             rows at ≥ 75 % of 4300 GB/s (B · tables · L · D · element size per rank)
+             rows at ≥ 75 % of the HBM rate (B · tables · L · D · element size per rank): the
+             JSON's hbm_gbps (fco-bench measures the card's copy rate since session 49: ~3000
+             GB/s on an H100), 4300 GB/s (the H200's, the issues' machine) in older files
   gemm       1.3× over impl 0 where comm ≥ 30 % of compute
 One rank (a nccl run with gpus = 1: no communication) gets the issues' fallbacks for a machine
 without two GPUs instead: gemv the fused GEMV phase at ≥ 80 % of HBM bandwidth (floor / the
@@ -31,7 +33,7 @@ Exit status 0 (a report, not a test), 2 for unreadable input. Pure standard libr
 import json
 import sys
 
-HBM_GBPS = 4300.0
+HBM_GBPS = 4300.0  # the H200's copy rate (DESIGN.md): files written before hbm_gbps existed
 ESIZE = {"f32": 4, "f16": 2, "bf16": 2}
 
 
@@ -56,11 +58,11 @@ def rows_of(doc):
     return rows
 
 
-def lookup_hbm(shape, dtype, c):
-    """The embedding lookup's gathered bytes over compute_us, as a fraction of HBM_GBPS (ragged
+def lookup_hbm(shape, dtype, c, hbm=HBM_GBPS):
+    """The embedding lookup's gathered bytes over compute_us, as a fraction of hbm GB/s (ragged
     bags, dist "ragged": L is their mean length, the bytes within a fraction of a percent)."""
     gathered = shape["B"] * shape["tables_per_gpu"] * shape["L"] * shape["D"] * ESIZE.get(dtype, 4)
-    return gathered / (c * 1e-6) / (HBM_GBPS * 1e9)
+    return gathered / (c * 1e-6) / (hbm * 1e9)
 
 
 def lookup_note(shape, dtype):
@@ -82,7 +84,7 @@ def lookup_note(shape, dtype):
     return "lookup"
 
 
-def check_one_rank(op, shape, dtype, results, base):
+def check_one_rank(op, shape, dtype, results, base, hbm=HBM_GBPS):
     """The one-GPU fallbacks of the issues (see the docstring) for a row of a one-rank run."""
     out = []
     c = base.get("compute_us")
@@ -97,7 +99,7 @@ def check_one_rank(op, shape, dtype, results, base):
         else:
             out.append(("gemv hbm >= 80% (n/a)", frac, 0.8, None, best["impl"]))
     if op == "embedding_alltoall" and c:
-        frac = lookup_hbm(shape, dtype, c)
+        frac = lookup_hbm(shape, dtype, c, hbm)
         out.append(("lookup hbm >= 75%", frac, 0.75, frac >= 0.75, lookup_note(shape, dtype)))
     tiles = [r for r in results if r.get("impl") == "tiles" and r.get("time_us") is not None]
     if op == "gemm_alltoall" and tiles and c:
@@ -106,8 +108,9 @@ def check_one_rank(op, shape, dtype, results, base):
     return out
 
 
-def check_row(op, shape, dtype, results, ranks=None, local=False):
-    """[(target, value, bound, met, note)] for one row; value/bound in the target's unit.
+def check_row(op, shape, dtype, results, ranks=None, local=False, hbm=HBM_GBPS):
+    """[(target, value, bound, met, note)] for one row; value/bound in the target's unit; hbm:
+    the HBM rate in GB/s of the lookup's share (the JSON's hbm_gbps where it has one).
     ranks = 1: a one-rank run (check_one_rank's targets only). local: a local-transport run
     (virtual ranks sharing one GPU): the overlap bound and the lookup's HBM share assume a GPU
     per rank, so they are listed as n/a there (the issues' one-GPU fallback is fused vs the
@@ -125,7 +128,7 @@ def check_row(op, shape, dtype, results, ranks=None, local=False):
         out.append(("auto >= impl 0", t0 / auto["time_us"], 0.99, t0 / auto["time_us"] >= 0.99,
                     "x"))
     if ranks == 1:
-        return out + check_one_rank(op, shape, dtype, results, base)
+        return out + check_one_rank(op, shape, dtype, results, base, hbm)
     c, a = base.get("compute_us"), base.get("comm_us")
     if best is None:
         return out
@@ -147,7 +150,7 @@ def check_row(op, shape, dtype, results, ranks=None, local=False):
         out.append(("1.3x impl 0" if applies else "1.3x impl 0 (n/a)", sp, 1.3,
                     sp >= 1.3 if applies else None, name))
     if op == "embedding_alltoall" and c:
-        frac = lookup_hbm(shape, dtype, c)
+        frac = lookup_hbm(shape, dtype, c, hbm)
         out.append(("lookup hbm >= 75% (n/a: local)" if local else "lookup hbm >= 75%", frac,
                     0.75, None if local else frac >= 0.75, lookup_note(shape, dtype)))
     return out
@@ -184,10 +187,15 @@ def report(paths, show_all=False, file=sys.stdout):
             tag += " (one rank: the issues' one-GPU targets)"
         if local:
             tag += " (virtual ranks on one GPU: overlap and lookup HBM n/a)"
+        hbm = doc.get("hbm_gbps") or HBM_GBPS
+        tag += f", HBM {hbm:.0f} GB/s"
+        if not doc.get("hbm_gbps"):
+            tag += " (the H200's: not in the file)"
         print(f"# {path}: {tag}", file=file)
         for (op, sj, dt), results in rows_of(doc).items():
             shape = json.loads(sj)
-            for target, value, bound, ok, note in check_row(op, shape, dt, results, ranks, local):
+            for target, value, bound, ok, note in check_row(op, shape, dt, results, ranks, local,
+                                                            hbm):
                 if ok is None and not show_all:
                     continue
                 verdict = "n/a" if ok is None else "met" if ok else "MISSED"

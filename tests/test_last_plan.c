@@ -79,6 +79,28 @@ static void allreduce(const t_world_t* w) {
   ASSERT_OK(fco_allreduce_workspace(w->comms[0], 4096, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
   ASSERT_OK(fco_allreduce_workspace(w->comms[0], 4096, FCO_F32, impl, &ws_impl));
   ASSERT_EQ(ws_auto, ws_impl);
+  /* local: impl 0 (copies, one reduction) above 8 MB / P (16 MB: 0.8x one-shot, one H200 and
+   * one H100), one-shot up to it or up to FCO_ALLREDUCE_ONESHOT_MAX; the workspace tells which
+   * (one-shot 2 · P · S, local impl 0 S) without running a 16 MB call */
+  if (w->transport == FCO_TRANSPORT_LOCAL && w->n > 1) {
+    const size_t big = (size_t)4 << 20, edge = ((size_t)8 << 20) / (size_t)w->n / 4; /* f32 */
+    size_t ws0 = 0, ws1 = 0;
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 0, &ws0));
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 1, &ws1));
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
+    ASSERT_EQ(ws_auto, ws0);
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, 1, &ws1));
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
+    ASSERT_EQ(ws_auto, ws1);
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, 0, &ws0));
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
+    ASSERT_EQ(ws_auto, ws0);
+    t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64M");
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 1, &ws1));
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
+    ASSERT_EQ(ws_auto, ws1);
+    t_knob_reset("FCO_ALLREDUCE_ONESHOT_MAX");
+  }
 
   for (int i = 0; i < FCO_ALLREDUCE_NUM_IMPLS; i++) {
     t_context("allreduce impl %d", i);

@@ -21,11 +21,17 @@
  * 2026-11-30_nvidia-h200-x4_39ee289): gemv_allreduce's impl 3 (cuBLAS + this one-shot) took
  * 65.93 µs against impl 0's (cuBLAS + ncclAllReduce) 71.82 at 16384² M = 64, where y is 2 MB —
  * the one-shot ~5.9 µs ahead at 2 MB; larger sizes at P = 4 are unmeasured. P > 4: 1 MB, where
- * it is latency-bound (no P = 8 run yet). Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes,
- * k / M / G suffix). */
+ * it is latency-bound (no P = 8 run yet). AUTO on local (virtual ranks sharing one GPU's HBM,
+ * impl 0 = copies, then one reduction): one-shot up to 4 MB at P = 2, impl 0 above — one-shot
+ * 1.09–1.28× faster at 4 MB, 0.76–0.80× at 16 and 64 MB on one H200 (run
+ * 2026-12-04_nvidia-h200_5b746d6-bench) and 0.80× at 16 MB on one H100 (run
+ * 2026-12-05_nvidia-h100-x1_6828bb2-hbm); 8 MB / P at P > 2 (every rank reads P slots through
+ * the one HBM; unmeasured). Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k / M / G suffix),
+ * on either transport. */
 int fco_allreduce_auto_impl(fco_comm_t comm, size_t bytes) {
-  if (comm->transport != FCO_TRANSPORT_NCCL || comm->nranks == 1) return 1;
+  if (comm->transport == FCO_TRANSPORT_CPU || comm->nranks == 1) return 1;
   long long dflt = comm->nranks == 2 ? (16 << 20) : comm->nranks <= 4 ? (2 << 20) : (1 << 20);
+  if (comm->transport == FCO_TRANSPORT_LOCAL) dflt = (8 << 20) / comm->nranks;
   long long max = fco_env_int("FCO_ALLREDUCE_ONESHOT_MAX", dflt);
   return (long long)bytes <= max ? 1 : 0;
 }

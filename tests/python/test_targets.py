@@ -220,6 +220,12 @@ def test_targets_at_their_bounds():
     assert c["1.3x impl 0"][1:4] == (1.25, 1.3, False)
     c = {x[0]: x for x in targets.check_row("embedding_alltoall", e, "bf16", rows, ranks=1)}
     assert c["lookup hbm >= 75%"][3] is False  # one rank: the same 75 %
+    # the same lookup time on a card whose HBM copies at 0.72 · 4300 / 0.8 GB/s: 80 %, met
+    h = 0.72 * 4300 / 0.8
+    c = {x[0]: x for x in targets.check_row("embedding_alltoall", e, "bf16", rows, ranks=1, hbm=h)}
+    assert abs(c["lookup hbm >= 75%"][1] - 0.8) < 1e-9 and c["lookup hbm >= 75%"][3] is True
+    c = {x[0]: x for x in targets.check_row("embedding_alltoall", e, "bf16", rows, hbm=h)}
+    assert c["lookup hbm >= 75%"][3] is True
     # gemv: at 1.2 floor + 3 exactly, met; comm exactly 20 % of compute: the 1.3x applies
     s = {"M": 16, "N": 8192, "K": 8192}
     rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 27.0, 20.0, 4.0, 15.0),
@@ -292,3 +298,24 @@ def test_slack_shape_and_counts(tmp_path):
     bad.write_text("{not json")
     p = subprocess.run([sys.executable, script, str(bad)], capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.startswith("targets.py: "), p.stdout + p.stderr
+
+
+def test_report_takes_the_files_hbm_rate(tmp_path):
+    # a one-rank embedding row whose lookup reads 0.72 · 4300 GB/s: missed against the H200's
+    # rate (no hbm_gbps: files before session 49), met against a measured 3000 GB/s (an H100)
+    e = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
+    look = 1024 * 2 * 8 * 64 * 2 / (0.72 * 4300e9) * 1e6
+    doc = {"tool": "fco-bench", "machine": "nvidia-h100", "gpus": 1, "transport": "nccl",
+           "results": [_res("embedding_alltoall", e, "nccl", 0, look, look, None),
+                       _res("embedding_alltoall", e, "fused", 1, look, look, None)]}
+    for hbm, value, verdict in ((None, 0.72, "MISSED"), (3000.0, 0.72 * 4300 / 3000, "met")):
+        if hbm:
+            doc["hbm_gbps"] = hbm
+        path = tmp_path / f"e{hbm}.json"
+        path.write_text(json.dumps(doc))
+        buf = io.StringIO()
+        targets.report([str(path)], file=buf)
+        text = buf.getvalue()
+        assert (f"HBM {hbm or 4300:.0f} GB/s") in text, text
+        line = [l for l in text.splitlines() if "lookup hbm" in l][0]
+        assert f"{value:9.3f}" in line and f" {verdict} " in line, line

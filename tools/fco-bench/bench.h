@@ -31,7 +31,10 @@ int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n);
 #define BENCH_MAX_ROUNDS 64  /* -R */
 #define BENCH_MIN_GRAPH_OPS 8 /* iterations captured in one CUDA graph, at least */
 
-/* Bandwidths for the floor column (GB/s = 1e9 B/s), from DESIGN.md's measurements. */
+/* Bandwidths for the floor column (GB/s = 1e9 B/s), from DESIGN.md's measurements. The HBM's
+ * is measured at start on GPU transports (ctx->hbm_gbps: a device-to-device copy, bytes read and
+ * written; the H200's 4300 and the H100's ~3000 differ by 1.4×); BENCH_HBM_GBPS, the H200's,
+ * stands in where nothing was measured (cpu transport, a failed measurement). */
 #define BENCH_NVLINK_GBPS 364.0 /* SM stores to a peer, per direction, both directions busy */
 #define BENCH_HBM_GBPS 4300.0   /* H200 HBM copy */
 
@@ -128,6 +131,9 @@ struct bench_ctx {
   void* side_join[BENCH_MAX_RANKS];
   int on_side;
   size_t cache_bytes;        /* L2 (GPU) or last-level cache (CPU) that inputs must exceed */
+  double hbm_gbps;           /* HBM rate of the floors and hbm% (bench_dev_init: measured on
+                              * device devs[0], or FCO_BENCH_HBM_GBPS; BENCH_HBM_GBPS on cpu) */
+  int hbm_measured;          /* 1 measured, 2 FCO_BENCH_HBM_GBPS, 0 the default */
   void* pool[BENCH_MAX_RANKS]; /* per rank: rotating buffers of the current shape */
   size_t pool_bytes;
   int impls[BENCH_MAX_IMPLS]; /* columns, in order; impls[0] == FCO_IMPL_BASELINE */

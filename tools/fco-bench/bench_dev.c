@@ -57,6 +57,42 @@ void* bench_stream(bench_ctx_t* ctx, int rank) {
   return ctx->on_side ? ctx->side[s] : ctx->streams[s];
 }
 
+#ifdef FCO_HAVE_CUDA
+/* The HBM rate of device dev: the median of 9 device-to-device copies of max(256 MiB, 4 × L2)
+ * after 2 warm-ups, bytes read and written over the time (as DESIGN.md's 4.3 TB/s on an H200).
+ * 0 where it cannot be measured (no memory for the two buffers). */
+static double measure_hbm(int dev, size_t l2) {
+  size_t bytes = (size_t)256 << 20;
+  if (bytes < 4 * l2) bytes = 4 * l2;
+  void *a = NULL, *b = NULL;
+  cudaStream_t st = NULL;
+  cudaEvent_t e[2] = {NULL, NULL};
+  double gbps = 0, t[9];
+  int ok = cudaSetDevice(dev) == cudaSuccess && cudaMalloc(&a, bytes) == cudaSuccess &&
+           cudaMalloc(&b, bytes) == cudaSuccess &&
+           cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess &&
+           cudaEventCreate(&e[0]) == cudaSuccess && cudaEventCreate(&e[1]) == cudaSuccess &&
+           cudaMemsetAsync(a, 0, bytes, st) == cudaSuccess;
+  for (int i = -2; ok && i < 9; i++) {
+    float ms = 0;
+    ok = cudaEventRecord(e[0], st) == cudaSuccess &&
+         cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, st) == cudaSuccess &&
+         cudaEventRecord(e[1], st) == cudaSuccess && cudaEventSynchronize(e[1]) == cudaSuccess &&
+         cudaEventElapsedTime(&ms, e[0], e[1]) == cudaSuccess && ms > 0;
+    if (ok && i >= 0) t[i] = ms;
+  }
+  if (ok) gbps = 2.0 * (double)bytes / (bench_median(t, 9) * 1e-3) / 1e9;
+  (void)cudaGetLastError();
+  if (e[0]) cudaEventDestroy(e[0]);
+  if (e[1]) cudaEventDestroy(e[1]);
+  if (st) cudaStreamDestroy(st);
+  cudaFree(a);
+  cudaFree(b);
+  (void)cudaGetLastError();
+  return gbps;
+}
+#endif
+
 static size_t cpu_cache_bytes(void) {
   long l3 = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
@@ -69,6 +105,8 @@ static size_t cpu_cache_bytes(void) {
 
 fco_result_t bench_dev_init(bench_ctx_t* ctx) {
   ctx->cache_bytes = cpu_cache_bytes();
+  ctx->hbm_gbps = BENCH_HBM_GBPS;
+  ctx->hbm_measured = 0;
   if (!ctx->on_gpu) return FCO_OK;
 #ifdef FCO_HAVE_CUDA
   /* local: every virtual rank on one GPU, launched as one grid, so one stream. */
@@ -101,6 +139,20 @@ fco_result_t bench_dev_init(bench_ctx_t* ctx) {
     l2 = 0;
   }
   ctx->cache_bytes = l2 > 0 ? (size_t)l2 : (size_t)60 << 20; /* H200: 60 MB */
+  /* FCO_BENCH_HBM_GBPS = x > 0: the floors' HBM rate given (e.g. 4300 to compare with tables
+   * from before session 49, which all used the H200's); else measured */
+  const char* env = getenv("FCO_BENCH_HBM_GBPS");
+  const double given = env && *env ? atof(env) : 0;
+  if (given > 0) {
+    ctx->hbm_gbps = given;
+    ctx->hbm_measured = 2;
+  } else {
+    const double m = measure_hbm(ctx->devs[0], ctx->cache_bytes);
+    if (m > 0) {
+      ctx->hbm_gbps = m;
+      ctx->hbm_measured = 1;
+    }
+  }
   return FCO_OK;
 #else
   return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "GPU transport in a build without CUDA");

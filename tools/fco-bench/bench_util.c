@@ -239,6 +239,9 @@ int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows
   json_str(f, machine);
   fprintf(f, ",\"gpus\":%d,\"transport\":", bench_gpus_used(ctx));
   json_str(f, fco_transport_name(ctx->transport));
+  /* the floors' HBM rate (measured on GPU transports: hbm_measured 1; 2 given; 0 the default) */
+  if (ctx->on_gpu)
+    fprintf(f, ",\"hbm_gbps\":%.1f,\"hbm_measured\":%d", ctx->hbm_gbps, ctx->hbm_measured);
   fputs(",\"results\":[", f);
   int first = 1;
   for (int i = 0; i < nrows; i++) {

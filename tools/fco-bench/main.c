@@ -83,7 +83,7 @@ static void usage(FILE* f) {
           "  -t auto|nccl|local|cpu  transport (default auto: nccl with a GPU, else cpu)\n"
           "  -J file.json        write every result as JSON\n"
           "  -c 0|1              check every result exactly (default 1)\n"
-          "  -L GB/s             bandwidth of the floor column (default 364 nccl, 4300 local)\n"
+          "  -L GB/s             bandwidth of the floor column (default 364 nccl, HBM measured local)\n"
           "  -M machine          machine name for the records (default env FCO_MACHINE, else "
           "derived)\n"
           "  -h, --help          this help\n");
@@ -349,9 +349,15 @@ static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
             o->link_gbps > 0 ? o->link_gbps : BENCH_NVLINK_GBPS);
   else if (ctx->transport == FCO_TRANSPORT_LOCAL)
     fprintf(f, "# floor: 2 x P x size bytes over %.0f GB/s of HBM shared by the virtual ranks\n",
-            o->link_gbps > 0 ? o->link_gbps : BENCH_HBM_GBPS);
+            o->link_gbps > 0 ? o->link_gbps : ctx->hbm_gbps);
   else
     fprintf(f, "# floor: none on the cpu transport\n");
+  if (ctx->on_gpu)
+    fprintf(f, "# HBM %.0f GB/s for the floors' HBM terms and hbm%% (%s)\n", ctx->hbm_gbps,
+            ctx->hbm_measured == 1   ? "a device-to-device copy on device 0, bytes read and "
+                                       "written, measured now"
+            : ctx->hbm_measured == 2 ? "FCO_BENCH_HBM_GBPS"
+                                     : "the H200's: the measurement failed");
   fprintf(f, "# speedup: %s / fastest fused impl (best); auto_x: %s / auto\n",
           bench_impl_label(ctx, op, 0), bench_impl_label(ctx, op, 0));
   fprintf(f, "# workspace %zu bytes per rank (after the run)\n", ws);

@@ -10,7 +10,7 @@
  *
  * Floor: bytes one rank must move at least, over the bandwidth (-L overrides it):
  *   nccl   2·(P−1)/P·S over NVLink, 364 GB/s per direction (DESIGN.md); none for P = 1
- *   local  2·P·S over HBM, 4300 GB/s: the virtual ranks share one GPU's memory
+ *   local  2·P·S over HBM (the copy rate measured at start): the virtual ranks share one GPU
  *   cpu    none
  */
 #include <stdlib.h>
@@ -174,7 +174,7 @@ static fco_result_t ar_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* ro
     if (gbps <= 0) gbps = BENCH_NVLINK_GBPS;
   } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
     moved = 2.0 * P * S;
-    if (gbps <= 0) gbps = BENCH_HBM_GBPS;
+    if (gbps <= 0) gbps = ctx->hbm_gbps;
   }
   row->floor_us = moved >= 0 ? moved / (gbps * 1e3) : -1;
   row->compute_us = -1;          /* a collective alone has no compute part */

@@ -22,10 +22,10 @@
  * lookup kernel) → compute_us; a2a = the All-to-All alone on the same byte counts: grouped
  * ncclSend/ncclRecv on our own NCCL communicators (nccl), cudaMemcpyAsync between the virtual
  * ranks' buffers (local), none on cpu → comm_us; then impl 0 (lookup + All-to-All + permute),
- * fused, auto; floor = max(bytes gathered per rank / 4300 GB/s, bytes a rank sends / 364 GB/s
- * or -L) on nccl, P · bytes gathered / 4300 GB/s or -L on local (one HBM); ovl = the overlap
- * target max(lookup, a2a) + 0.2 · min(lookup, a2a); hbm% = bytes gathered / lookup time /
- * 4300 GB/s.
+ * fused, auto; floor = max(bytes gathered per rank / HBM, bytes a rank sends / 364 GB/s or -L)
+ * on nccl, P · bytes gathered / HBM or -L on local (one HBM); ovl = the overlap target
+ * max(lookup, a2a) + 0.2 · min(lookup, a2a); hbm% = bytes gathered / lookup time / HBM. HBM:
+ * the copy rate measured at start (ctx->hbm_gbps; 4300 GB/s on an H200, ~3000 on an H100).
  *
  * Env FCO_BENCH_SYM=1: every rank's out in a symmetric buffer (fco_mem_alloc): the fused lean
  * kernel's peers store into it directly, no landing copy (FCO_EA_DIRECT=0: staged as before).
@@ -472,7 +472,8 @@ static fco_result_t ea_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* ro
 #endif
   const double gathered = (double)row->bytes;
   const double sent = (double)(st->w.B - st->bpr[ctx->nranks - 1]) * st->w.tpg * (double)st->vec;
-  double hbm = BENCH_HBM_GBPS, link = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_NVLINK_GBPS;
+  double hbm = ctx->hbm_gbps;
+  const double link = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_NVLINK_GBPS;
   if (ctx->transport == FCO_TRANSPORT_NCCL) {
     double a = gathered / (hbm * 1e3), b = ctx->nranks > 1 ? sent / (link * 1e3) : 0;
     row->floor_us = a > b ? a : b;
@@ -527,7 +528,7 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
           "both = the two issued at once on two streams per rank; ovl = max(lookup, a2a) + 0.2 "
           "min; hbm%% = gathered bytes / lookup / %.0f GB/s\n",
           ctx->transport == FCO_TRANSPORT_NCCL ? "ncclSend/Recv" : "copies", bench_impl_label(ctx, op, 0),
-          BENCH_HBM_GBPS);
+          ctx->hbm_gbps);
   fprintf(f, "#%7s %4s %4s %3s %8s %4s %5s %9s %9s %9s", "B", "T/g", "D", "L", "rows", "dist",
           "dtype", "lookup", "a2a", "both");
   for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %9s", bench_impl_label(ctx, op, j));
@@ -554,7 +555,7 @@ static void ea_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, i
     if (ac >= 0 && t0 > 0 && r->time_us[ac] > 0) fprintf(f, " %7.2f", t0 / r->time_us[ac]);
     else fprintf(f, " %7s", "-");
     if (lo > 0 && ctx->on_gpu)
-      fprintf(f, " %5.0f", 100.0 * (double)r->bytes / (lo * 1e-6) / (BENCH_HBM_GBPS * 1e9) *
+      fprintf(f, " %5.0f", 100.0 * (double)r->bytes / (lo * 1e-6) / (ctx->hbm_gbps * 1e9) *
                                (ctx->transport == FCO_TRANSPORT_LOCAL ? ctx->nranks : 1));
     else fprintf(f, " %5s", "-");
     bench_print_wrong(f, ctx, r);

@@ -38,7 +38,7 @@
  * bound max + 0.2·min, which assumes each part keeps its speed; impl 0, tiles, chunks, auto; best;
  * speedup = impl 0 / best; floor = max(FLOPs / peak, bytes sent to peers / 364 GB/s or -L) per
  * rank on nccl (the busiest rank); local: all ranks' FLOPs / peak and 2× all bytes moved over
- * HBM / 4300 GB/s or -L; peak = the dense GEMM rate of device 0 in the dtype, measured in the
+ * HBM (the copy rate measured at start) or -L; peak = the dense GEMM rate of device 0 in the dtype, measured in the
  * same run (cuBLAS, best of 10 calls at three large shapes; the table's "# floor's GEMM rate"
  * line) or given by FCO_BENCH_PEAK_TFLOPS, or the row's gemm column's rate where that is higher
  * (the JSON's peak_tflops: the rate the row's floor used); TFLOP/s of the best impl (all ranks'
@@ -758,7 +758,7 @@ static fco_result_t ga_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* ro
   /* -L: the link's GB/s on nccl, the HBM's on local (as the other ops' floors) */
   const double gbps = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps
                       : nccl                 ? BENCH_NVLINK_GBPS
-                                             : BENCH_HBM_GBPS;
+                                             : ctx->hbm_gbps;
   const double f = flops / (row->peak_tflops * 1e12),
                b = nccl ? st->bytes_max / (gbps * 1e9) : 2 * st->bytes_all / (gbps * 1e9);
   row->floor_us = 1e6 * (f > b ? f : b);

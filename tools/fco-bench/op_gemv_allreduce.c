@@ -23,9 +23,10 @@
  * "PDL"; the library's default): the two A/B PDL in one run. The other columns (auto
  * included) see FCO_GEMV_AR_LL and FCO_GEMV_PDL as the caller set them (run twice, with and
  * without FCO_GEMV_PDL=0, to A/B PDL on those).
- * Floor: max(bytes of W_r / 4300 GB/s, bytes a rank must send / 364 GB/s) on nccl, where a
- * rank must send at least 2·(P−1)/P·M·N·esize (reduce-scatter + all-gather of y in the dtype;
- * = M·N·esize for P = 2); local: (P · W_r + 2·P·M·N·esize) bytes over 4300 GB/s (one HBM).
+ * Floor: max(bytes of W_r / HBM, bytes a rank must send / 364 GB/s) on nccl, where a rank must
+ * send at least 2·(P−1)/P·M·N·esize (reduce-scatter + all-gather of y in the dtype; = M·N·esize
+ * for P = 2); local: (P · W_r + 2·P·M·N·esize) bytes over HBM (one HBM). HBM: the copy rate
+ * measured at start (ctx->hbm_gbps; 4300 GB/s on an H200, ~3000 on an H100).
  *
  * Check (#wrong), exact: x[m][k] ∈ {−1, 0, 1} and W sparse, W[n][k] = ±1 where
  * (k + 7n) mod 128 = 0 (k global), else 0; every partial and total sum is an integer of
@@ -441,10 +442,10 @@ static fco_result_t gar_finish_row(bench_ctx_t* ctx, void* state, bench_row_t* r
   double link = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_NVLINK_GBPS;
   row->floor_us = -1;
   if (ctx->transport == FCO_TRANSPORT_NCCL) {
-    double hbm = wr / (BENCH_HBM_GBPS * 1e3), net = P > 1 ? 2 * (P - 1) / P * y / (link * 1e3) : 0;
+    double hbm = wr / (ctx->hbm_gbps * 1e3), net = P > 1 ? 2 * (P - 1) / P * y / (link * 1e3) : 0;
     row->floor_us = hbm > net ? hbm : net;
   } else if (ctx->transport == FCO_TRANSPORT_LOCAL) {
-    double gbps = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : BENCH_HBM_GBPS;
+    double gbps = ctx->opt.link_gbps > 0 ? ctx->opt.link_gbps : ctx->hbm_gbps;
     row->floor_us = (P * wr + 2 * P * y) / (gbps * 1e3);
   }
   row->compute_us = row->comm_us = -1;
