@@ -60,8 +60,10 @@ void* bench_stream(bench_ctx_t* ctx, int rank) {
 #ifdef FCO_HAVE_CUDA
 /* The HBM rate of device dev: the median of 9 device-to-device copies of max(256 MiB, 4 × L2)
  * after 2 warm-ups, bytes read and written over the time (as DESIGN.md's 4.3 TB/s on an H200).
- * 0 where it cannot be measured (no memory for the two buffers). */
+ * 0 where it cannot be measured (no memory for the two buffers). The current device is kept. */
 static double measure_hbm(int dev, size_t l2) {
+  int was = -1;
+  if (cudaGetDevice(&was) != cudaSuccess) was = -1;
   size_t bytes = (size_t)256 << 20;
   if (bytes < 4 * l2) bytes = 4 * l2;
   void *a = NULL, *b = NULL;
@@ -88,6 +90,7 @@ static double measure_hbm(int dev, size_t l2) {
   if (st) cudaStreamDestroy(st);
   cudaFree(a);
   cudaFree(b);
+  if (was >= 0) cudaSetDevice(was);
   (void)cudaGetLastError();
   return gbps;
 }
@@ -142,8 +145,12 @@ fco_result_t bench_dev_init(bench_ctx_t* ctx) {
   /* FCO_BENCH_HBM_GBPS = x > 0: the floors' HBM rate given (e.g. 4300 to compare with tables
    * from before session 49, which all used the H200's); else measured */
   const char* env = getenv("FCO_BENCH_HBM_GBPS");
-  const double given = env && *env ? atof(env) : 0;
-  if (given > 0) {
+  char* end = NULL;
+  const double given = env && *env ? strtod(env, &end) : 0;
+  if (env && *env && (given <= 0 || *end != 0))
+    fprintf(stderr, "fco-bench: FCO_BENCH_HBM_GBPS=\"%s\" is not a positive number of GB/s: "
+            "measuring the HBM rate instead\n", env);
+  if (given > 0 && *end == 0) {
     ctx->hbm_gbps = given;
     ctx->hbm_measured = 2;
   } else {
