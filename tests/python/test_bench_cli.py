@@ -397,8 +397,9 @@ fco_result_t fco_gemm_alltoall(fco_comm_t c, const void* a, int64_t ar, const vo
 def test_table_and_json_agree(op, slow, tmp_path):
     """Per row: the JSON's baseline_us is impl 0's time and speedup baseline / time; the table's
     best is the fastest impl >= 1, speedup impl 0 / best, auto_x impl 0 / auto, #wrong 0; no floor
-    on cpu; the header of a cpu run: gpus 0, transport cpu (machine cpu without a GPU). slow: the
-    fused impls made slower than impl 0 (an LD_PRELOAD shim): best is still one of them."""
+    on cpu; the header of a cpu run: gpus 0, transport cpu (machine cpu without a GPU), no HBM
+    rate. slow: the fused impls made slower than impl 0 (an LD_PRELOAD shim): best is still one
+    of them."""
     from _dist import gpu_count
     args, env = OPS[op]
     js = tmp_path / "t.json"
@@ -410,6 +411,9 @@ def test_table_and_json_agree(op, slow, tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     doc = json.loads(js.read_text())
     assert doc["gpus"] == 0 and doc["transport"] == "cpu", doc
+    # no HBM rate on cpu (GPU transports measure the card's copy rate: JSON hbm_gbps, # HBM line)
+    assert "hbm_gbps" not in doc and "hbm_measured" not in doc, doc
+    assert "# HBM" not in p.stdout, p.stdout
     if gpu_count() == 0:
         assert doc["machine"] == "cpu", doc
     table = _table(p.stdout)
