@@ -92,6 +92,13 @@ done
 # the claimed order against the static one at P = 2 (session 12 chose the claimed order
 # everywhere at P = 1; session 16 lifted its queues once a block): fused only, bf16
 el "embedding bf16 static order"; FCO_EA_LEAN_DYN=0 timeout 80 build/bin/fco-bench embedding_alltoall -t nccl -g 2 -G 1 -d bf16 -D 1 -R 2 -n 10 -w 2 > $O/ea-static.txt 2>&1; echo rc=$?
+# session 49: both lean kernels take the static order where a launch has no more tiles than warps (fco_ea_few_tiles;
+# 1.05-1.15x at B / 256 on local P = 2, run 2026-12-05_nvidia-h100-x1_a9c4f24-few): B / 256 and B / 16, the default
+# beside both kernels' claimed order forced (FCO_EA_LEAN_DYN=1 FCO_EA_LOOKUP_DYN=1), two rounds
+for r in 1 2; do for dyn in def 1; do X=env; [ $dyn = 1 ] && X="env FCO_EA_LEAN_DYN=1 FCO_EA_LOOKUP_DYN=1"
+  for div in 256 16; do echo "== round $r dyn $dyn B / $div" >> $O/ea-small.txt
+    $X FCO_BENCH_EA_BATCH_DIV=$div FCO_BENCH_EA_WORKLOADS=1,3,4,8 timeout 40 build/bin/fco-bench embedding_alltoall -t nccl \
+      -g 2 -G 1 -d bf16 -D 0,1 -R 2 -n 10 -w 2 >> $O/ea-small.txt 2>&1; done; done; done
 pack
 # -R 4: the 4 columns (impl 0, tiles, chunks, auto) in fco-bench's balanced order (session 16)
 el "gemm"; timeout 170 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -J $O/ga.json > $O/ga.txt 2>&1; echo rc=$?
@@ -125,5 +132,5 @@ for e in tp_mlp_decode dlrm_forward moe_layer; do
 done
 el all done
 pack
-for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 gemv-tma ea-bf16 ea-f32 ea-static ga ga-loop ga-skew-sep ga-skew2048; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
+for f in gemv gemv-split1 gemv-llfp32 gemv-groupfp32 gemv-tma ea-bf16 ea-f32 ea-static ea-small ga ga-loop ga-skew-sep ga-skew2048; do echo "== $f"; grep -E '^ +[0-9]|wrong|rror|^#  +[NB]' $O/$f.txt | cut -c1-200; done
 echo "== targets"; grep -c " met" $O/targets.txt; grep -v " met" $O/targets.txt | head -30
