@@ -87,6 +87,7 @@ static void allreduce(const t_world_t* w) {
     size_t ws0 = 0, ws1 = 0;
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 0, &ws0));
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 1, &ws1));
+    ASSERT_NE(ws0, ws1); /* the workspace tells the two impls apart */
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
     ASSERT_EQ(ws_auto, ws0);
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, 1, &ws1));
