@@ -271,41 +271,60 @@ static void init_args(void) {
   t_context("%s", "");
 }
 
-/* ---- mismatches across ranks (cpu transport) ----------------------------------------------------- */
+/* ---- mismatches across ranks (cpu transport) ------------------------------------------------- */
 typedef struct {
   fco_unique_id_t id;
-  int nranks[2];
+  int nranks[2], rank[2];
+  int timeout_ms;
 } mismatch_arg_t;
 
-/* Child `idx` joins with its own idea of nranks; exit 0 when init failed as documented. */
+/* Child `idx` joins as rank a->rank[idx] of a->nranks[idx]; exit 0 when init failed as
+ * documented: nranks differ → INVALID_ARGUMENT naming nranks (or TIMEOUT: the peer can give up
+ * first); one rank claimed twice → INVALID_ARGUMENT naming that rank for both callers (the one
+ * waiting sees the other's abort long before its timeout). */
 static int mismatch_child(int idx, void* p) {
   mismatch_arg_t* a = (mismatch_arg_t*)p;
+  const int dup = a->rank[0] == a->rank[1];
   fco_config_t cfg;
   fco_comm_t c = NULL;
   ASSERT_OK(fco_config_init(&cfg));
   cfg.transport = FCO_TRANSPORT_CPU;
-  cfg.timeout_ms = 1500;
-  fco_result_t r = fco_comm_init(&c, a->nranks[idx], idx, &a->id, &cfg);
-  t_context("process %d joined with nranks %d", idx, a->nranks[idx]);
-  if (r == FCO_OK) t_fail(__FILE__, __LINE__, "fco_comm_init succeeded despite nranks mismatch");
+  cfg.timeout_ms = a->timeout_ms;
+  t_context("process %d joins as rank %d of %d", idx, a->rank[idx], a->nranks[idx]);
+  fco_result_t r = fco_comm_init(&c, a->nranks[idx], a->rank[idx], &a->id, &cfg);
+  if (r == FCO_OK) t_fail(__FILE__, __LINE__, "fco_comm_init succeeded despite the mismatch");
   ASSERT_NULL(c);
-  ASSERT_TRUE(r == FCO_ERR_INVALID_ARGUMENT || r == FCO_ERR_TIMEOUT);
-  if (r == FCO_ERR_INVALID_ARGUMENT) ASSERT_MSG(NULL, "nranks");
-  printf("process %d (nranks %d): %s: %s\n", idx, a->nranks[idx], fco_result_string(r),
-         fco_last_error(NULL));
+  if (dup) {
+    char rank[16];
+    snprintf(rank, sizeof rank, "rank %d", a->rank[idx]);
+    ASSERT_RES(r, FCO_ERR_INVALID_ARGUMENT);
+    ASSERT_MSG(NULL, rank);
+    ASSERT_MSG(NULL, "used once");
+  } else {
+    ASSERT_TRUE(r == FCO_ERR_INVALID_ARGUMENT || r == FCO_ERR_TIMEOUT);
+    if (r == FCO_ERR_INVALID_ARGUMENT) ASSERT_MSG(NULL, "nranks");
+  }
+  printf("process %d (rank %d of %d): %s: %s\n", idx, a->rank[idx], a->nranks[idx],
+         fco_result_string(r), fco_last_error(NULL));
   return 0;
 }
 
-static void nranks_mismatch(void) {
-  const char* old = getenv("FCO_TRANSPORT");
-  char* saved = old ? strdup(old) : NULL;
-  setenv("FCO_TRANSPORT", "cpu", 1);
-  mismatch_arg_t a = {.nranks = {2, 3}};
+static void join_mismatch(const mismatch_arg_t* in) {
+  mismatch_arg_t a = *in;
   int st[2];
   ASSERT_OK(fco_get_unique_id(&a.id));
   t_fork_run(2, mismatch_child, &a, 30, st);
   ASSERT_EQ(st[0], 0);
   ASSERT_EQ(st[1], 0);
+}
+
+static void init_mismatch(void) {
+  const char* old = getenv("FCO_TRANSPORT");
+  char* saved = old ? strdup(old) : NULL;
+  setenv("FCO_TRANSPORT", "cpu", 1);
+  join_mismatch(&(mismatch_arg_t){.nranks = {2, 3}, .rank = {0, 1}, .timeout_ms = 1500});
+  /* both callers take the rank 1 of a world of 3 (rank 0 and 2 never come) */
+  join_mismatch(&(mismatch_arg_t){.nranks = {3, 3}, .rank = {1, 1}, .timeout_ms = 10000});
   if (saved) setenv("FCO_TRANSPORT", saved, 1);
   else unsetenv("FCO_TRANSPORT");
   free(saved);
@@ -512,10 +531,11 @@ int main(void) {
   if (g_t != FCO_TRANSPORT_NCCL && t_max_ranks(g_t) >= 2) call_mismatch(g_t);
   else printf("count/dtype mismatch part skipped on transport %s\n", fco_transport_name(g_t));
   if (g_t == FCO_TRANSPORT_CPU) {
-    nranks_mismatch();
+    init_mismatch();
     reserve_mismatch();
   } else {
-    printf("nranks / reserve mismatch parts skipped: they fork processes (cpu transport only)\n");
+    printf("init (nranks, one rank twice) / reserve mismatch parts skipped: they fork "
+           "processes (cpu transport only)\n");
   }
   printf("PASS\n");
   return 0;
