@@ -147,6 +147,7 @@ def _w_bad_input():
         (ok, {"mode": "max"}, "mode 'max' is not 'sum' or 'mean'"),
         (ok, {"per_sample_weights": psw[:-1]}, "per_sample_weights has shape"),
         ((w.t(),) + ok[1:], {}, "weight is not contiguous"),
+        ((w.reshape(-1),) + ok[1:], {}, r"weight has shape \(\d+,\); expected \[rows, D\]"),
         # indices / offsets: strided, on weight's device, contiguous, 1-d
         ((w, idx.to_sparse()) + ok[2:], {}, "indices has layout torch.sparse_coo, not strided"),
         ((w, idx.to("meta")) + ok[2:], {}, "indices is on meta but the data is on cpu"),

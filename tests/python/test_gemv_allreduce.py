@@ -213,6 +213,10 @@ def _w_bad_input():
     with pytest.raises(fco.FcoError, match="impl -2 is not -1") as e:
         fco.gemv_allreduce(x, w, impl=-2)
     assert e.value.name == "INVALID_ARGUMENT"
+    # "triton" runs on CUDA only (as fco.gemm_alltoall's): said before any communicator work
+    with pytest.raises(fco.FcoError, match="impl 'triton' runs on CUDA tensors") as e:
+        fco.gemv_allreduce(x, w, impl="triton")
+    assert e.value.name == "UNSUPPORTED"
     # N differs across ranks: only the ranks together see it; every rank raises, naming it
     r = dist.get_rank()
     with pytest.raises(fco.FcoError, match="rank") as e:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 import fco
 from fco import _lib
@@ -110,6 +111,18 @@ def test_without_torch_distributed():
     with pytest.raises(fco.FcoError, match="torch.distributed is not initialized") as e:
         fco.init()
     assert e.value.name == "INVALID_USAGE" and e.value.func == "fco.init"
+    # an op or a symmetric tensor without fco.init looks for the group's communicator: the same
+    # error (it names fco.init), no communicator made
+    calls = {
+        "allreduce": lambda: fco.allreduce(torch.ones(4)),
+        "gemv_allreduce": lambda: fco.gemv_allreduce(torch.ones(1, 4), torch.ones(3, 4)),
+        "empty_symmetric": lambda: fco.empty_symmetric((4,), torch.float32, device="cpu"),
+    }
+    for what, call in calls.items():
+        with pytest.raises(fco.FcoError, match="torch.distributed is not initialized") as e:
+            call()
+        assert e.value.name == "INVALID_USAGE", what
+        assert "fco.init()" in str(e.value), what
     assert fco.last_plan() == "" and fco.last_plan(device="cpu") == ""
 
 
@@ -179,6 +192,15 @@ def test_bad_fco_lib_reports_where_it_looked(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env=env)
     assert "nope.so (missing)" in out.stdout and "make" in out.stdout, out.stdout + out.stderr
+    # a file that is there but no shared library: the loader's reason, and nothing else tried
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"not an ELF file\n")
+    env["FCO_LIB"] = str(bad)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    tried = out.stdout.partition("tried: ")[2]
+    assert tried.startswith(f"{bad} (") and "(missing)" not in tried, out.stdout + out.stderr
+    assert "; " not in tried.partition(". Build")[0], out.stdout  # one candidate only
 
 
 def test_wrappers_and_ops_go_together():

@@ -25,6 +25,7 @@ from typing import Optional
 import torch
 
 from .. import _comm, _lib
+from .._lib import FcoError
 from . import _common
 from . import allreduce as _allreduce
 
@@ -87,6 +88,9 @@ def _run(x, w, bias, dt, group_name, impl, out=None):
             y += bias
         return y
     if impl == IMPL_TRITON:  # fco.triton's one-shot kernel over the same communicator
+        if x.device.type != "cuda":
+            raise FcoError(_lib.UNSUPPORTED, f"{_OP}: impl 'triton' runs on CUDA tensors (nccl "
+                           f"transport); x is on {x.device}: use another impl on the cpu transport")
         from ..triton.gemv_allreduce import gemv_allreduce_comm
         y2 = gemv_allreduce_comm(_comm.get(group_name, x.device), x.reshape(M, K), w, bias)
         return y2.reshape(shape) if out is None else out.copy_(y2.reshape(shape))
