@@ -490,6 +490,10 @@ def test_size_sweep(args, want):
      "-D 0,bogus: want impl numbers 0..2, names, auto or all"),
     (["allreduce"], {"FCO_TRANSPORT": "bogus"},
      "FCO_TRANSPORT=bogus: want auto, nccl, local or cpu"),
+    (["allreduce", "-t", "bogus"], {}, "-t bogus: want auto, nccl, local or cpu"),
+    (["allreduce", "-t", "cpu", "-g", "0"], {}, "-g 0: want 1..64"),
+    (["allreduce", "-t", "cpu", "-g", "65"], {}, "-g 65: want 1..64"),
+    (["allreduce", "-t", "cpu", "-G", "2"], {}, "-G 2: want 0 or 1"),
 ])
 def test_usage_errors_exit_2(args, env, msg):
     p = run(args, env)
@@ -676,8 +680,8 @@ def _ga(tokens, k, n, experts, topk, skew, a_rows):
             "ranks": 2, "a_rows": a_rows, "out_rows": tokens * topk}
 
 
-def _ea(B, tpg, D, L):
-    return {"B": B, "tables_per_gpu": tpg, "D": D, "L": L, "rows": 300, "dist": "uniform"}
+def _ea(B, tpg, D, L, dist="uniform"):
+    return {"B": B, "tables_per_gpu": tpg, "D": D, "L": L, "rows": 300, "dist": dist}
 
 
 _EA_ENV = {"FCO_BENCH_EA_WORKLOADS": "0,4", "FCO_BENCH_EA_ROWS": "300"}
@@ -693,6 +697,11 @@ _EA_ENV = {"FCO_BENCH_EA_WORKLOADS": "0,4", "FCO_BENCH_EA_ROWS": "300"}
      [_ea(8, 8, 128, 32), _ea(32, 8, 64, 1)], {"f16"}),
     ("embedding_alltoall", dict(_EA_ENV, FCO_BENCH_EA_BATCH_DIV="100000"), "all",
      [_ea(2, 8, 128, 32), _ea(2, 8, 64, 1)], {"f32", "bf16"}),
+    # the Zipf and ragged workloads (their index and bag generators; indices outside a table
+    # would fail the call)
+    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "3,8", "FCO_BENCH_EA_ROWS": "300",
+                            "FCO_BENCH_EA_BATCH_DIV": "1024"}, "f32",
+     [_ea(16, 8, 128, 32, "zipf"), _ea(64, 8, 64, 8, "ragged")], {"f32"}),
     # the default list on cpu: tokens (at least 2), K and N / 64; a_rows by hand: balanced
     # tokens · topk; skew 4 of 32 rows over 8 experts 16 + 2 × 7 + 2 (ties: the lower experts)
     # → rank 0's experts 0..3 24 rows from each of 2 sources; 16 rows over 32 experts: 0..15
