@@ -402,6 +402,25 @@ static void help_and_defaults(void) {
     free(out);
     free(err);
   }
+  /* `params`: one line a parameter, its flag (underscores as dashes) and default, on stdout */
+  t_context("fco-sim params");
+  ASSERT_EQ(run_cli("params", &out, &err), 0);
+  ASSERT_STR_EQ(err, "");
+  ASSERT_STR_HAS(out, "parameters (every one a flag: --name value)");
+  int lines = 0;
+  for (const char* l = out; (l = strstr(l, "\n  --")); l++) lines++;
+  ASSERT_EQ(lines, sim_num_params);
+  for (int i = 0; i < sim_num_params; i++) {
+    char flag[64], want[128];
+    snprintf(flag, sizeof flag, "%s", sim_param_info[i].name);
+    for (char* c = flag; *c; c++)
+      if (*c == '_') *c = '-';
+    snprintf(want, sizeof want, "  --%-18s %10g ", flag, sim_param_info[i].def);
+    t_context("fco-sim params: %s", flag);
+    ASSERT_STR_HAS(out, want);
+  }
+  free(out);
+  free(err);
   double last = 0;
   t_context("decode, -c and -g 4: GPUs 1, 2, 4");
   ASSERT_EQ(run_cli("decode -c tools/fco-sim/configs/llama3-70b-decode.cfg -g 4 --batch 8", &out,
