@@ -102,6 +102,14 @@ static void alltoall(void) {
   double u2[4] = {1, 1, 1, 1}, v2[4] = {0, 0, 0, 1e6};
   sim_a2a_phase_bytes(t, u2, v2, &nvl, &net);
   ASSERT_NEAR(net, 2e6, 1e-3); /* node 0's 2 x 1e6 enter GPU 3 through its own NIC */
+  /* one GPU a node (4 nodes): no NVLink phase; each rank's NIC sends u (V - v) and receives
+   * v (U - u) — rank 1 sends 3 x (10 - 2) = 24, rank 3 receives 4 x (7 - 1) = 24, rank 2 sends
+   * 2 x (10 - 3) = 14 and receives 3 x (7 - 2) = 15: the largest is 24 */
+  double u3[4] = {1, 3, 2, 1}, v3[4] = {1, 2, 3, 4};
+  sim_topo_t t1 = {4, 1};
+  sim_a2a_phase_bytes(t1, u3, v3, &nvl, &net);
+  ASSERT_NEAR(nvl, 0, 0);
+  ASSERT_NEAR(net, 24, 1e-12);
   /* nothing to send: no collective, not even its base latency */
   double u0[4] = {0, 0, 0, 0};
   c = sim_nccl_alltoall(&p, t, u0, v);
