@@ -203,9 +203,10 @@ static uint64_t splitmix64(uint64_t* x) {
  * multinomial imbalance of a router with random logits, the same on every run and in
  * bench/gemm_alltoall_torch.py's route() (the same integer operations). Every source routes
  * alike, as in the skew mode. */
-static void route_random(const ga_work_t* w, int64_t* per_expert) {
+static int route_random(const ga_work_t* w, int64_t* per_expert) {
   const int E = w->experts;
   int* perm = (int*)malloc((size_t)E * sizeof(int));
+  if (!perm) return -1;
   for (int g = 0; g < E; g++) {
     perm[g] = g;
     per_expert[g] = 0;
@@ -220,16 +221,16 @@ static void route_random(const ga_work_t* w, int64_t* per_expert) {
       per_expert[perm[j]]++;
     }
   free(perm);
+  return 0;
 }
 
-static void route(const ga_work_t* w, int64_t* per_expert) {
-  if (w->skew < 0) {
-    route_random(w, per_expert);
-    return;
-  }
+/* Rows per expert of the workload's routing; -1: out of host memory. */
+static int route(const ga_work_t* w, int64_t* per_expert) {
+  if (w->skew < 0) return route_random(w, per_expert);
   const int E = w->experts;
   const int64_t total = (int64_t)w->tokens * w->topk;
   double* rem = (double*)malloc((size_t)E * sizeof(double));
+  if (!rem) return -1;
   int64_t given = 0;
   for (int g = 0; g < E; g++) {
     double x = g == 0 ? (double)total * w->skew / E
@@ -247,6 +248,7 @@ static void route(const ga_work_t* w, int64_t* per_expert) {
     given++;
   }
   free(rem);
+  return 0;
 }
 
 static void free_state(bench_ctx_t* ctx, ga_state_t* st) {
@@ -334,9 +336,16 @@ static fco_result_t ga_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   st->E = w->experts / P;
   st->es = fco_dtype_size(dtype);
   int64_t* per = (int64_t*)calloc((size_t)w->experts, sizeof(int64_t));
-  route(w, per);
+  if (!per || route(w, per)) {
+    free(per);
+    return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
   for (int r = 0; r < P; r++) {
     st->counts[r] = (int32_t*)calloc((size_t)st->E * P, sizeof(int32_t));
+    if (!st->counts[r]) {
+      free(per);
+      return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
     for (int e = 0; e < st->E; e++)
       for (int s = 0; s < P; s++) {
         int32_t c = (int32_t)per[r * st->E + e]; /* every source routes alike */
