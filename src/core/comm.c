@@ -91,21 +91,25 @@ static uint64_t random_nonce(void) {
   return x ? x : 1;
 }
 
+_Static_assert(sizeof(fco_uid_t) <= FCO_UNIQUE_ID_BYTES, "fco_uid_t fits fco_unique_id_t");
+
 fco_result_t fco_get_unique_id(fco_unique_id_t* id) {
   if (!id) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "fco_get_unique_id: id is NULL");
   memset(id, 0, sizeof *id);
-  fco_uid_t* u = (fco_uid_t*)id->internal;
-  u->magic = FCO_UID_MAGIC;
-  u->nonce = random_nonce();
+  fco_uid_t u;
+  memset(&u, 0, sizeof u);
+  u.magic = FCO_UID_MAGIC;
+  u.nonce = random_nonce();
   fco_transport_t t;
   FCO_CHECK(transport_from_env(&t));
 #ifdef FCO_HAVE_CUDA
   /* An NCCL id costs a bootstrap listener; make one only where the nccl transport may run. */
   if ((t == FCO_TRANSPORT_AUTO || t == FCO_TRANSPORT_NCCL) && fco_gpu_count() > 0) {
-    FCO_CHECK(fco_nccl_get_unique_id(u->nccl_id));
-    u->has_nccl = 1;
+    FCO_CHECK(fco_nccl_get_unique_id(u.nccl_id));
+    u.has_nccl = 1;
   }
 #endif
+  fco_uid_write(id, &u); /* a failed call leaves the id all zero: fco_comm_init refuses it */
   return FCO_OK;
 }
 
@@ -139,7 +143,7 @@ fco_result_t fco_comm_init(fco_comm_t* comm, int nranks, int rank, const fco_uni
   if (!comm) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "fco_comm_init: comm is NULL");
   *comm = NULL;
   if (!id) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "fco_comm_init: id is NULL");
-  const fco_uid_t* u = (const fco_uid_t*)id->internal;
+  const fco_uid_t uid = fco_uid_read(id), *u = &uid;
   if (u->magic != FCO_UID_MAGIC)
     return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT,
                          "fco_comm_init: id was not made by fco_get_unique_id");

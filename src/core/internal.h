@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fco.h"
 
@@ -90,6 +91,18 @@ typedef struct {
   uint64_t nonce;         /* random; names the cpu transport's shared memory      */
   char nccl_id[128];      /* ncclUniqueId                                         */
 } fco_uid_t;
+
+/* fco_unique_id_t's bytes have no alignment (a char array, and callers embed it anywhere: a
+ * struct member, a received buffer), so fco_uid_t is copied in and out, never accessed in place
+ * (a cast pointer was a misaligned access: UBSan, session 50). */
+static inline fco_uid_t fco_uid_read(const fco_unique_id_t* id) {
+  fco_uid_t u;
+  memcpy(&u, id->internal, sizeof u);
+  return u;
+}
+static inline void fco_uid_write(fco_unique_id_t* id, const fco_uid_t* u) {
+  memcpy(id->internal, u, sizeof *u);
+}
 
 /* nccl transport: fill a ncclUniqueId (FCO_HAVE_CUDA builds). */
 fco_result_t fco_nccl_get_unique_id(void* nccl_id128);

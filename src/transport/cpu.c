@@ -299,8 +299,7 @@ static fco_result_t cpu_init_rank(fco_comm_t comm, const fco_unique_id_t* id, vo
   if (nccl_comm || !id)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "cpu transport: needs a unique id (it cannot adopt an NCCL communicator)");
-  const fco_uid_t* u = (const fco_uid_t*)id->internal;
-  return join(comm, u->nonce);
+  return join(comm, fco_uid_read(id).nonce);
 }
 
 static fco_result_t join_job(job_t* j) { return join(j->comm, j->nonce); }

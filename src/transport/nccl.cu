@@ -282,7 +282,7 @@ static fco_result_t nccl_init_rank(fco_comm_t comm, const fco_unique_id_t* id, v
       return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "nranks %d > %d on the nccl transport",
                            comm->nranks, FCO_MAX_GPU_RANKS);
     ncclUniqueId uid;
-    memcpy(&uid, ((const fco_uid_t*)id->internal)->nccl_id, sizeof uid);
+    memcpy(&uid, id->internal + offsetof(fco_uid_t, nccl_id), sizeof uid); /* unaligned bytes */
     ncclComm_t nc = NULL;
     NCCL_CHECK(comm, ncclCommInitRank(&nc, comm->nranks, uid, comm->rank));
     me->nccl = nc;
