@@ -5,7 +5,7 @@
 #   make install    install fco.h, libfco (.so, .a), fco.pc (pkg-config), fco-bench and fco-sim
 #                   under PREFIX (default /usr/local; DESTDIR for staging); make uninstall
 # CUDA code is built when nvcc is found ($(CUDA_HOME)/bin/nvcc); otherwise a CPU-only library.
-# Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD.
+# Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD, SANITIZE=0|1.
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
@@ -40,6 +40,20 @@ else
   CU_SRC :=
   CUDA_LIBS :=
   LD := $(CC)
+endif
+
+# SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer in every C object and link, for the C
+# tests (`make FCO_CUDA=0 SANITIZE=1 BUILD=build-san tests`, then `BUILD=build-san tests/run.sh`;
+# .ci/run does). CPU-only builds; not for `make test` as a whole: its install check and pytest
+# load libfco into programs built without the sanitizer runtime, which must come first.
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+  ifeq ($(FCO_CUDA),1)
+    $(error SANITIZE=1 is for CPU-only builds: add FCO_CUDA=0)
+  endif
+  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  CFLAGS += $(SAN_FLAGS)
+  LDLIBS += $(SAN_FLAGS)
 endif
 
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CU_SRC))
