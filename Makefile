@@ -5,7 +5,7 @@
 #   make install    install fco.h, libfco (.so, .a), fco.pc (pkg-config), fco-bench and fco-sim
 #                   under PREFIX (default /usr/local; DESTDIR for staging); make uninstall
 # CUDA code is built when nvcc is found ($(CUDA_HOME)/bin/nvcc); otherwise a CPU-only library.
-# Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD, SANITIZE=0|1.
+# Overridable: CUDA_HOME, NCCL_HOME, NVCC, FCO_CUDA=0|1, CUDA_ARCH, BUILD, SANITIZE=address|thread.
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
@@ -42,16 +42,23 @@ else
   LD := $(CC)
 endif
 
-# SANITIZE=1: AddressSanitizer + UndefinedBehaviorSanitizer in every C object and link, for the C
-# tests (`make FCO_CUDA=0 SANITIZE=1 BUILD=build-san tests`, then `BUILD=build-san tests/run.sh`;
-# .ci/run does). CPU-only builds; not for `make test` as a whole: its install check and pytest
-# load libfco into programs built without the sanitizer runtime, which must come first.
-SANITIZE ?= 0
-ifeq ($(SANITIZE),1)
+# SANITIZE=address (AddressSanitizer + UndefinedBehaviorSanitizer) or SANITIZE=thread
+# (ThreadSanitizer: the cpu transport's worlds of threads) in every C object and link, for the C
+# tests (`make FCO_CUDA=0 SANITIZE=address BUILD=build-san all`, then `BUILD=build-san
+# tests/run.sh`; .ci/run runs both). CPU-only builds; not for `make test` as a whole: its install
+# check and pytest load libfco into programs built without the sanitizer runtime.
+SANITIZE ?=
+ifneq ($(SANITIZE),)
   ifeq ($(FCO_CUDA),1)
-    $(error SANITIZE=1 is for CPU-only builds: add FCO_CUDA=0)
+    $(error SANITIZE=$(SANITIZE) is for CPU-only builds: add FCO_CUDA=0)
   endif
-  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  ifeq ($(SANITIZE),address)
+    SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  else ifeq ($(SANITIZE),thread)
+    SAN_FLAGS := -fsanitize=thread
+  else
+    $(error SANITIZE=$(SANITIZE): want address or thread)
+  endif
   CFLAGS += $(SAN_FLAGS)
   LDLIBS += $(SAN_FLAGS)
 endif
