@@ -134,8 +134,9 @@ const char* fco_last_error(fco_comm_t comm);
 const char* fco_last_plan(fco_comm_t comm);
 
 /* [OUT] id: a fresh bootstrap id. Called by ONE rank, then broadcast to the others out of band
- * (MPI_Bcast, torch.distributed, a file, fork). On a machine with a GPU it carries an NCCL
- * unique id. Not collective. */
+ * (MPI_Bcast, torch.distributed, a file, fork): its bytes are all there is, with no alignment
+ * needed. On a machine with a GPU it carries an NCCL unique id. Not collective. On failure the
+ * id is all zero, which fco_comm_init refuses. */
 fco_result_t fco_get_unique_id(fco_unique_id_t* id);
 
 /* One process (or thread) per rank: the way torchrun and MPI users run.

@@ -252,6 +252,10 @@ static void init_args(void) {
   if (saved) setenv("FCO_TRANSPORT", saved, 1);
   else unsetenv("FCO_TRANSPORT");
   free(saved);
+  /* the failed call left the id all zero (fco.h), which fco_comm_init refuses */
+  ASSERT_EQ(memcmp(&id, &zero, sizeof id), 0);
+  BAD_INIT(1, 0, &id, &cfg, E, "fco_get_unique_id");
+  ASSERT_OK(fco_get_unique_id(&id));
 
   ASSERT_RES(fco_comm_init_from_nccl(NULL, (void*)&cfg, NULL), E);
   ASSERT_MSG(NULL, "comm");
