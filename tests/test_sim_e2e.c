@@ -412,9 +412,9 @@ static void help_and_defaults(void) {
   ASSERT_EQ(lines, sim_num_params);
   for (int i = 0; i < sim_num_params; i++) {
     char flag[64], want[128];
-    snprintf(flag, sizeof flag, "%s", sim_param_info[i].name);
-    for (char* c = flag; *c; c++)
-      if (*c == '_') *c = '-';
+    sim_param_flag(i, flag, sizeof flag);
+    ASSERT_TRUE(strchr(flag, '_') == NULL);
+    ASSERT_EQ(sim_param_find(flag), i); /* the flag names its parameter back */
     snprintf(want, sizeof want, "  --%-18s %10g ", flag, sim_param_info[i].def);
     t_context("fco-sim params: %s", flag);
     ASSERT_STR_HAS(out, want);

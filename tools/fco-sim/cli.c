@@ -92,12 +92,8 @@ static void print_params(FILE* f) {
   fprintf(f, "# %-20s %10s %-8s %s\n", "flag", "default", "unit", "meaning");
   for (int i = 0; i < sim_num_params; i++) {
     char flag[40];
-    size_t j = 0;
-    for (; sim_param_info[i].name[j] && j < sizeof flag - 1; j++)
-      flag[j] = sim_param_info[i].name[j] == '_' ? '-' : sim_param_info[i].name[j];
-    flag[j] = '\0';
-    fprintf(f, "  --%-18s %10g %-8s %s\n", flag, sim_param_info[i].def, sim_param_info[i].unit,
-            sim_param_info[i].help);
+    fprintf(f, "  --%-18s %10g %-8s %s\n", sim_param_flag(i, flag, sizeof flag),
+            sim_param_info[i].def, sim_param_info[i].unit, sim_param_info[i].help);
   }
 }
 

@@ -37,6 +37,14 @@ int sim_param_find(const char* flag) {
   return -1;
 }
 
+const char* sim_param_flag(int idx, char* buf, size_t len) {
+  const char* name = sim_param_info[idx].name;
+  size_t j = 0;
+  for (; j + 1 < len && name[j]; j++) buf[j] = name[j] == '_' ? '-' : name[j];
+  if (len) buf[j] = '\0';
+  return buf;
+}
+
 static int is_toggle(const char* name) {
   return !strcmp(name, "remote_first") || !strcmp(name, "fco_pxn") || !strcmp(name, "baseline_overlap") ||
          !strcmp(name, "ddp_overlap") || !strcmp(name, "fuse_bwd") || !strcmp(name, "fco_land") ||
@@ -70,10 +78,8 @@ int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
                          : !strcmp(name, "jitter") ? "in [0, 1)"
                                                     : "a non-negative number (some must be > 0)";
       char flag[64];
-      size_t j = 0;
-      for (; name[j] && j < sizeof flag - 1; j++) flag[j] = name[j] == '_' ? '-' : name[j];
-      flag[j] = '\0';
-      snprintf(err, err_len, "--%s is %g: must be %s", flag, v, want);
+      snprintf(err, err_len, "--%s is %g: must be %s", sim_param_flag(i, flag, sizeof flag), v,
+               want);
       return -1;
     }
   }

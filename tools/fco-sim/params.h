@@ -94,6 +94,9 @@ extern const int sim_num_params;
 void sim_params_default(sim_params_t* p);
 /* Index of the parameter whose flag is `flag` ("--nvl-gbs" or "nvl-gbs" or "nvl_gbs"), or -1. */
 int sim_param_find(const char* flag);
+/* The flag of parameter idx without its leading "--" (underscores as dashes: "nvl-gbs") in buf
+ * (cut to len - 1 characters); returns buf. */
+const char* sim_param_flag(int idx, char* buf, size_t len);
 double* sim_param_ptr(sim_params_t* p, int idx);
 double sim_param_get(const sim_params_t* p, int idx);
 /* Check ranges (bandwidths > 0, fractions in (0, 1], ...); 0 ok, else message in err. */

@@ -83,11 +83,8 @@ void sim_print_header(FILE* f, const sim_report_t* r) {
   int col = 0;
   for (int i = 0; i < sim_num_params; i++) {
     char item[64], flag[40];
-    size_t j = 0;
-    for (; sim_param_info[i].name[j] && j < sizeof flag - 1; j++)
-      flag[j] = sim_param_info[i].name[j] == '_' ? '-' : sim_param_info[i].name[j];
-    flag[j] = '\0';
-    int n = snprintf(item, sizeof item, " --%s %g", flag, sim_param_get(p, i));
+    int n = snprintf(item, sizeof item, " --%s %g", sim_param_flag(i, flag, sizeof flag),
+                     sim_param_get(p, i));
     if (col == 0 || col + n > 96) {
       fprintf(f, "%s# params:", col ? "\n" : "");
       col = 9;
