@@ -483,7 +483,8 @@ static fco_result_t run_rank(fco_op_t* op) {
   t.rank = comm->rank;
   t.nranks = comm->nranks;
   t.epoch = tp->seq;
-  for (int p = 0; p < comm->nranks; p++) t.peer_data[p] = tp->ws + (size_t)p * tp->ws_stride;
+  for (int p = 0; p < comm->nranks; p++) /* no workspace (one rank): NULL, not NULL + 0 (UB) */
+    t.peer_data[p] = tp->ws ? tp->ws + (size_t)p * tp->ws_stride : NULL;
   t.ws_bytes = comm->ws_bytes;
   t.sig = &tp->ctrl->sig[0][0][0];
   t.timeout_ms = comm->cfg.timeout_ms;
