@@ -82,7 +82,7 @@ EXAMPLE_SRC := $(wildcard examples/c/*.c)
 EXAMPLES := $(patsubst examples/c/%.c,$(BUILD)/examples/%,$(EXAMPLE_SRC))
 TESTS += $(patsubst examples/c/%.c,$(BUILD)/tests/test_example_%,$(EXAMPLE_SRC))
 
-.PHONY: all lib tools tests examples test bench clean install uninstall FORCE
+.PHONY: all lib tools tests examples test bench clean install uninstall fuzz FORCE
 all: lib tools tests examples
 examples: $(EXAMPLES)
 lib: $(LIB_SO) $(LIB_A)
@@ -190,6 +190,19 @@ test: all
 BENCH_OPS ?= gemv_allreduce embedding_alltoall gemm_alltoall allreduce
 bench: all
 	@for op in $(BENCH_OPS); do $(BUILD_RUN)/bin/fco-bench $$op $(BENCH_ARGS) || exit 1; done
+
+# libFuzzer builds of the tests/test_fuzz_*.c harnesses (their suite builds run in `make test`):
+# clang, ASan + UBSan, the library's CPU-only sources compiled in. `make fuzz`, then e.g.
+# build/fuzz/fuzz_embedding -max_total_time=600.
+FUZZ_CC ?= clang
+FUZZ_SRC := $(wildcard src/core/*.c src/ops/*.c src/cpu/*.c) src/transport/cpu.c
+FUZZ_BINS := $(patsubst tests/test_fuzz_%.c,$(BUILD)/fuzz/fuzz_%,$(wildcard tests/test_fuzz_*.c))
+fuzz: $(FUZZ_BINS)
+$(BUILD)/fuzz/fuzz_%: tests/test_fuzz_%.c $(FUZZ_SRC) $(TEST_COMMON) $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  -std=c11 -D_GNU_SOURCE -DFCO_LIBFUZZER -Iinclude -Itests/common -o $@ $< $(FUZZ_SRC) \
+	  $(TEST_COMMON) -lpthread -lrt -lm
 
 # Installation. fco.pc's Libs.private lists what the static library needs (CUDA, cuBLAS, NCCL
 # and the C++ runtime of the CUDA objects in a CUDA build); `pkg-config --libs fco` is -lfco
