@@ -12,37 +12,23 @@
  * the dtype is done by the oracle too); nothing is written past an out (guard bytes), nothing read
  * outside the inputs (each is its own exact-size allocation: the sanitizer builds of CI see it).
  *
- * Two builds of one decoder (fuzz_one: bytes → problem → call → checks):
- *   - the suite's (this main): FCO_FUZZ_ITERS problems from the run's seed (default 5000; 1000
- *     with FCO_TEST_QUICK=1); FCO_TEST_SEED reproduces a run;
- *   - libFuzzer's (FCO_LIBFUZZER), for long runs by hand: `make fuzz` builds it with clang and
- *     ASan + UBSan, with the library's CPU-only sources, as $(BUILD)/fuzz/fuzz_embedding; run
- *     e.g. `build/fuzz/fuzz_embedding -max_total_time=600` (cpu transport).
+ * Two builds (tests/common/fuzz.h): the suite's, FCO_FUZZ_ITERS problems from the run's seed
+ * (default 5000), and libFuzzer's (`make fuzz`: clang, ASan + UBSan, the library's CPU-only
+ * sources; e.g. `build/fuzz/fuzz_embedding -max_total_time=600`).
  * GPU transports report bad data asynchronously and the communicator must then be destroyed
  * (fco.h), a different contract: this test runs on the cpu transport only (77 elsewhere).
  */
 #include <math.h>
 #include <stdlib.h>
 
-#include "test.h"
+#include "fuzz.h"
 
-#define MAXP 3
+#define MAXP T_FUZZ_MAX_RANKS
 #define MAXT 2    /* tables a rank */
 #define MAXB 3    /* samples a rank */
 #define MAXROWS 3 /* rows a table */
 #define MAXD 5
 #define MAXBAG 3
-
-typedef struct {
-  const uint8_t* p;
-  size_t n, i;
-} rd_t;
-
-/* The next input byte mod `mod` (0 once the input is used up). */
-static int rd(rd_t* r, int mod) {
-  const int v = r->i < r->n ? r->p[r->i++] : 0;
-  return mod > 0 ? v % mod : 0;
-}
 
 typedef struct {
   int64_t rows[MAXT], nidx;
@@ -55,25 +41,6 @@ typedef struct {
   int bad;       /* this rank's data has bad offsets or a bad index in a well-formed bag */
 } rank_t;
 
-static t_world_t g_worlds[MAXP + 1];
-
-static t_world_t* world(int P) {
-  t_world_t* w = &g_worlds[P];
-  if (w->n == 0) {
-    fco_config_t cfg;
-    ASSERT_OK(fco_config_init(&cfg));
-    cfg.timeout_ms = 20000;
-    ASSERT_OK(t_world_init(w, FCO_TRANSPORT_CPU, P, &cfg));
-  }
-  return w;
-}
-
-static void* alloc_or_null(size_t bytes) {
-  if (bytes == 0) return NULL;
-  void* p = malloc(bytes);
-  if (!p) t_fail(__FILE__, __LINE__, "out of host memory (%zu bytes)", bytes);
-  return p;
-}
 
 static int64_t ld(const void* p, int i64, int64_t i) {
   return i64 ? ((const int64_t*)p)[i] : (int64_t)((const int32_t*)p)[i];
@@ -83,7 +50,7 @@ static void st(void* p, int i64, int64_t i, int64_t v) {
   else ((int32_t*)p)[i] = (int32_t)v;
 }
 
-/* The value of a float after one rounding to dtype (the library rounds fp32 once, to nearest even). */
+/* A float after one rounding to dtype (the library rounds fp32 once, to nearest even). */
 static float rounded(fco_dtype_t dt, float v) {
   return dt == FCO_F16 ? t_half_to_f32(t_f32_to_half(v))
          : dt == FCO_BF16 ? t_bf16_to_f32(t_f32_to_bf16(v))
@@ -92,19 +59,19 @@ static float rounded(fco_dtype_t dt, float v) {
 
 /* One problem from the bytes, run and checked; returns whether it had bad data. */
 static int fuzz_one(const uint8_t* data, size_t size) {
-  rd_t r = {data, size, 0};
-  const int P = 1 + rd(&r, MAXP);
+  t_rd_t r = {data, size, 0};
+  const int P = 1 + t_rd(&r, MAXP);
   int32_t tpr[MAXP];
   int64_t bpr[MAXP];
   int T = 0, B = 0;
-  for (int q = 0; q < P; q++) T += tpr[q] = rd(&r, MAXT + 1);
+  for (int q = 0; q < P; q++) T += tpr[q] = t_rd(&r, MAXT + 1);
   if (T == 0) T = tpr[0] = 1;
-  for (int q = 0; q < P; q++) B += (int)(bpr[q] = rd(&r, MAXB + 1));
+  for (int q = 0; q < P; q++) B += (int)(bpr[q] = t_rd(&r, MAXB + 1));
   if (B == 0) B = (int)(bpr[0] = 1);
   static const fco_dtype_t kDt[3] = {FCO_F32, FCO_F16, FCO_BF16};
-  const int D = 1 + rd(&r, MAXD);
-  const fco_dtype_t dt = kDt[rd(&r, 3)];
-  const int i64 = rd(&r, 2), mean = rd(&r, 2), weighted = rd(&r, 2), impl = rd(&r, 3) - 1;
+  const int D = 1 + t_rd(&r, MAXD);
+  const fco_dtype_t dt = kDt[t_rd(&r, 3)];
+  const int i64 = t_rd(&r, 2), mean = t_rd(&r, 2), weighted = t_rd(&r, 2), impl = t_rd(&r, 3) - 1;
   const size_t es = fco_dtype_size(dt), isz = i64 ? 8 : 4;
   t_context("P=%d T=%d B=%d D=%d %s i%d %s%s impl=%d", P, T, B, D, fco_dtype_name(dt),
             i64 ? 64 : 32, mean ? "mean" : "sum", weighted ? " weighted" : "", impl);
@@ -118,7 +85,7 @@ static int fuzz_one(const uint8_t* data, size_t size) {
   for (int q = 0; q < P; q++) { /* outs, poisoned, and their oracle (zeros until pooled) */
     const size_t n = (size_t)bpr[q] * T * D;
     if (n) {
-      rk[q].out = alloc_or_null(n * es + T_GUARD);
+      rk[q].out = t_fuzz_alloc(n * es + T_GUARD);
       memset(rk[q].out, T_POISON, n * es);
       memset((char*)rk[q].out + n * es, T_GUARD_BYTE, T_GUARD);
     }
@@ -130,47 +97,48 @@ static int fuzz_one(const uint8_t* data, size_t size) {
     const int Tr = tpr[q];
     int64_t nrows = 0, row0[MAXT + 1] = {0};
     for (int t = 0; t < Tr; t++) {
-      nrows += k->rows[t] = rd(&r, MAXROWS + 1);
+      nrows += k->rows[t] = t_rd(&r, MAXROWS + 1);
       row0[t + 1] = nrows;
     }
-    k->weight = alloc_or_null((size_t)nrows * D * es);
-    for (int64_t i = 0; i < nrows * D; i++) t_set_elem(dt, k->weight, (size_t)i, (float)(rd(&r, 9) - 4));
+    k->weight = t_fuzz_alloc((size_t)nrows * D * es);
+    for (int64_t i = 0; i < nrows * D; i++)
+      t_set_elem(dt, k->weight, (size_t)i, (float)(t_rd(&r, 9) - 4));
     /* a CSR of bag lengths 0..MAXBAG, each index in its table (one in eight outside it) */
     const int64_t nbags = (int64_t)Tr * B;
     int64_t len[MAXT * MAXP * MAXB], owner[MAXT * MAXP * MAXB * MAXBAG];
     k->nidx = 0;
     for (int64_t g = 0; g < nbags; g++) {
-      len[g] = rd(&r, MAXBAG + 1);
+      len[g] = t_rd(&r, MAXBAG + 1);
       for (int64_t j = 0; j < len[g]; j++) owner[k->nidx + j] = g / B;
       k->nidx += len[g];
     }
-    k->offsets = Tr ? alloc_or_null((size_t)(nbags + 1) * isz) : NULL;
+    k->offsets = Tr ? t_fuzz_alloc((size_t)(nbags + 1) * isz) : NULL;
     if (Tr) {
       int64_t o = 0;
       for (int64_t g = 0; g <= nbags; g++) {
         st(k->offsets, i64, g, o);
         if (g < nbags) o += len[g];
       }
-      for (int m = rd(&r, 4) == 0 ? rd(&r, 3) + 1 : 0; m > 0; m--) { /* corruptions */
-        const int64_t g = rd(&r, (int)nbags + 1);
+      for (int m = t_rd(&r, 4) == 0 ? t_rd(&r, 3) + 1 : 0; m > 0; m--) { /* corruptions */
+        const int64_t g = t_rd(&r, (int)nbags + 1);
         const int64_t v = ld(k->offsets, i64, g);
-        switch (rd(&r, 4)) {
-          case 0: st(k->offsets, i64, g, -1 - rd(&r, 3)); break;
-          case 1: st(k->offsets, i64, g, k->nidx + 1 + rd(&r, 3)); break;
-          case 2: st(k->offsets, i64, g, rd(&r, (int)k->nidx + 1)); break;
-          default: st(k->offsets, i64, g, v - 1 - rd(&r, 2)); break;
+        switch (t_rd(&r, 4)) {
+          case 0: st(k->offsets, i64, g, -1 - t_rd(&r, 3)); break;
+          case 1: st(k->offsets, i64, g, k->nidx + 1 + t_rd(&r, 3)); break;
+          case 2: st(k->offsets, i64, g, t_rd(&r, (int)k->nidx + 1)); break;
+          default: st(k->offsets, i64, g, v - 1 - t_rd(&r, 2)); break;
         }
       }
     }
-    k->indices = alloc_or_null((size_t)k->nidx * isz);
-    k->psw = weighted ? (float*)alloc_or_null((size_t)k->nidx * sizeof(float)) : NULL;
+    k->indices = t_fuzz_alloc((size_t)k->nidx * isz);
+    k->psw = weighted ? (float*)t_fuzz_alloc((size_t)k->nidx * sizeof(float)) : NULL;
     for (int64_t j = 0; j < k->nidx; j++) {
       const int64_t rows = k->rows[owner[j]];
-      const int64_t v = rd(&r, 16) == 0 ? (rd(&r, 2) ? rows + rd(&r, 2) : -1 - rd(&r, 2))
-                        : rows > 0     ? rd(&r, (int)rows)
+      const int64_t v = t_rd(&r, 16) == 0 ? (t_rd(&r, 2) ? rows + t_rd(&r, 2) : -1 - t_rd(&r, 2))
+                        : rows > 0     ? t_rd(&r, (int)rows)
                                        : 0; /* no rows: every index is outside */
       st(k->indices, i64, j, v);
-      if (k->psw) k->psw[j] = 0.5f * (float)(rd(&r, 5) - 2);
+      if (k->psw) k->psw[j] = 0.5f * (float)(t_rd(&r, 5) - 2);
     }
     /* the oracle: fco.h's pooling of every bag of rank q into its destination's out */
     for (int t = 0; t < Tr; t++)
@@ -200,7 +168,7 @@ static int fuzz_one(const uint8_t* data, size_t size) {
       }
     any_bad |= k->bad;
   }
-  t_world_t* w = world(P);
+  t_world_t* w = t_fuzz_world(P);
   ASSERT_OK(fco_group_start());
   for (int q = 0; q < P; q++)
     ASSERT_OK(fco_embedding_alltoall(w->comms[q], rk[q].weight, tpr[q] ? rk[q].rows : NULL, tpr,
@@ -237,32 +205,4 @@ static int fuzz_one(const uint8_t* data, size_t size) {
   return any_bad;
 }
 
-#ifdef FCO_LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  fuzz_one(data, size);
-  return 0;
-}
-#else
-int main(void) {
-  t_seed_init();
-  if (t_transport() != FCO_TRANSPORT_CPU)
-    t_skip("cpu transport only: GPU transports report bad data asynchronously and the "
-           "communicator must then be destroyed (fco.h)");
-  const long long iters = fco_env_int("FCO_FUZZ_ITERS", t_quick() ? 1000 : 5000);
-  uint8_t buf[2048];
-  long long bad = 0;
-  for (long long it = 0; it < iters; it++) {
-    uint64_t x = t_next_seed();
-    for (size_t i = 0; i < sizeof buf; i += 8) {
-      x = t_mix(x);
-      memcpy(buf + i, &x, 8);
-    }
-    bad += fuzz_one(buf, sizeof buf);
-  }
-  for (int P = 1; P <= MAXP; P++)
-    if (g_worlds[P].n) t_world_destroy(&g_worlds[P], 0);
-  printf("%lld random problems, %lld of them with bad data\n", iters, bad);
-  printf("PASS\n");
-  return 0;
-}
-#endif
+FCO_FUZZ_MAIN(fuzz_one, "embedding_alltoall")
