@@ -286,7 +286,10 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  *   y [M, N] = Σ_r x_r · W_r^T (+ bias, added once).
  * [IN]  x      device pointer (host pointer on cpu), M·K elements, row-major, contiguous
  * [IN]  w      N·K elements, row-major (row n = output column n), contiguous
- * [IN]  bias   N elements or NULL; NULL or not must be the same on every rank
+ * [IN]  bias   N elements or NULL; NULL or not must be the same on every rank, and so must its
+ *              values (a replicated bias: each impl adds one rank's copy — impls 0 and 3 rank
+ *              0's, impl 1 each rank its own, impl 2 each column's owner's —, so copies that
+ *              differ give impl-dependent results)
  * [OUT] y      M·N elements, row-major; must not overlap x, w or bias
  * [IN]  M      1..FCO_GEMV_ALLREDUCE_MAX_M (64), the same on every rank; larger M returns
  *              FCO_ERR_UNSUPPORTED (use a GEMM, then fco_allreduce)
