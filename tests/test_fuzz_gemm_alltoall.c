@@ -89,9 +89,7 @@ static int fuzz_one(const uint8_t* data, size_t size) {
       t_set_elem(dt, k->w, (size_t)i, (float)(t_rd(&r, 5) - 2));
     k->counts_buf = (int32_t*)t_fuzz_alloc((size_t)k->E * P * sizeof(int32_t));
     memcpy(k->counts_buf, k->counts, (size_t)k->E * P * sizeof(int32_t));
-    k->out = t_fuzz_alloc((size_t)out_rows * N * es + T_GUARD);
-    memset(k->out, T_POISON, (size_t)out_rows * N * es);
-    memset((char*)k->out + (size_t)out_rows * N * es, T_GUARD_BYTE, T_GUARD);
+    k->out = t_fuzz_out((size_t)out_rows * N * es);
     k->want = (float*)t_fuzz_alloc((size_t)(out_rows ? out_rows : 1) * N * sizeof(float));
     for (int64_t i = 0; i < out_rows * N; i++) k->want[i] = NAN;
   }
@@ -132,16 +130,7 @@ static int fuzz_one(const uint8_t* data, size_t size) {
   if (res == FCO_OK) res = end;
   ASSERT_RES(res, bad ? FCO_ERR_INVALID_ARGUMENT : FCO_OK);
   for (int q = 0; q < P; q++) {
-    const size_t n = (size_t)out_rows * N;
-    for (size_t i = 0; i < n; i++) {
-      const float got = t_get_elem(dt, rk[q].out, i), want = rk[q].want[i];
-      if (!(got == want || (isnan(got) && isnan(want))))
-        t_fail(__FILE__, __LINE__, "rank %d out[%zu] (row %zu, col %zu) = %g, want %g", q, i,
-               i / N, i % N, got, want);
-    }
-    for (size_t i = 0; i < T_GUARD; i++)
-      if (((const uint8_t*)rk[q].out)[n * es + i] != T_GUARD_BYTE)
-        t_fail(__FILE__, __LINE__, "rank %d: byte %zu past out was written", q, i);
+    t_fuzz_check_out(q, dt, rk[q].out, rk[q].want, (size_t)out_rows * N, (size_t)N);
     free(rk[q].a);
     free(rk[q].w);
     free(rk[q].counts_buf);

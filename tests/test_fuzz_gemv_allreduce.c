@@ -59,10 +59,7 @@ static int fuzz_one(const uint8_t* data, size_t size) {
     for (int i = 0; k->b && i < k->N; i++) /* replicated: the same values on every rank (fco.h) */
       t_set_elem(k->dt, k->b, i, q && rk[0].b && i < rk[0].N ? t_get_elem(rk[0].dt, rk[0].b, i)
                                                           : (float)(t_rd(&r, 5) - 2));
-    const size_t yb = (size_t)k->M * k->N * es;
-    k->y = t_fuzz_alloc(yb + T_GUARD);
-    memset(k->y, T_POISON, yb);
-    memset((char*)k->y + yb, T_GUARD_BYTE, T_GUARD);
+    k->y = t_fuzz_out((size_t)k->M * k->N * es);
   }
   t_world_t* w = t_fuzz_world(P);
   fco_result_t res = FCO_OK;
@@ -76,28 +73,23 @@ static int fuzz_one(const uint8_t* data, size_t size) {
   const fco_result_t end = fco_group_end();
   if (res == FCO_OK) res = end;
   ASSERT_RES(res, expect);
+  float* want = (float*)t_fuzz_alloc((size_t)(M + 1) * (N + 1) * sizeof(float));
   for (int q = 0; q < P; q++) {
     const rank_t* k = &rk[q];
-    const size_t n = (size_t)k->M * k->N, es = fco_dtype_size(k->dt);
+    const size_t n = (size_t)k->M * k->N;
     for (size_t i = 0; i < n; i++) {
-      float want = NAN; /* refused: y untouched (poison) */
-      if (expect == FCO_OK) {
-        const size_t m = i / N, c = i % N;
-        want = bias ? t_get_elem(dt, rk[0].b, c) : 0.0f;
-        for (int p = 0; p < P; p++)
-          for (int kk = 0; kk < rk[p].K; kk++)
-            want += t_get_elem(dt, rk[p].x, m * rk[p].K + kk) *
-                    t_get_elem(dt, rk[p].w, c * rk[p].K + kk);
-      }
-      const float got = t_get_elem(k->dt, k->y, i);
-      if (!(got == want || (isnan(got) && isnan(want))))
-        t_fail(__FILE__, __LINE__, "rank %d y[%zu] (row %zu, col %zu) = %g, want %g", q, i, i / N,
-               i % N, got, want);
+      want[i] = NAN; /* refused: y untouched (poison) */
+      if (expect != FCO_OK) continue;
+      const size_t m = i / N, c = i % N;
+      want[i] = bias ? t_get_elem(dt, rk[0].b, c) : 0.0f;
+      for (int p = 0; p < P; p++)
+        for (int kk = 0; kk < rk[p].K; kk++)
+          want[i] += t_get_elem(dt, rk[p].x, m * rk[p].K + kk) *
+                     t_get_elem(dt, rk[p].w, c * rk[p].K + kk);
     }
-    for (size_t i = 0; i < T_GUARD; i++)
-      if (((const uint8_t*)k->y)[n * es + i] != T_GUARD_BYTE)
-        t_fail(__FILE__, __LINE__, "rank %d: byte %zu past y was written", q, i);
+    t_fuzz_check_out(q, k->dt, k->y, want, n, (size_t)k->N);
   }
+  free(want);
   for (int q = 0; q < P; q++) {
     free(rk[q].x);
     free(rk[q].w);

@@ -49,6 +49,29 @@ static inline void* t_fuzz_alloc(size_t bytes) {
   return p;
 }
 
+/* An output of `bytes` poisoned (T_POISON: NaN in every dtype), then T_GUARD guard bytes. */
+static inline void* t_fuzz_out(size_t bytes) {
+  char* p = (char*)t_fuzz_alloc(bytes + T_GUARD);
+  memset(p, T_POISON, bytes);
+  memset(p + bytes, T_GUARD_BYTE, T_GUARD);
+  return p;
+}
+
+/* Rank q's output of n elements of dt (rows of `row` elements, for the message) against want,
+ * bit for bit (NaN wanted: the element must be left untouched, poison), and its guard bytes. */
+static inline void t_fuzz_check_out(int q, fco_dtype_t dt, const void* out, const float* want,
+                                    size_t n, size_t row) {
+  for (size_t i = 0; i < n; i++) {
+    const float got = t_get_elem(dt, out, i);
+    if (!(got == want[i] || (got != got && want[i] != want[i])))
+      t_fail(__FILE__, __LINE__, "rank %d out[%zu] (row %zu, column %zu) = %g, want %g", q, i,
+             i / row, i % row, got, want[i]);
+  }
+  for (size_t i = 0; i < T_GUARD; i++)
+    if (((const uint8_t*)out)[n * fco_dtype_size(dt) + i] != T_GUARD_BYTE)
+      t_fail(__FILE__, __LINE__, "rank %d: byte %zu past the output was written", q, i);
+}
+
 #ifdef FCO_LIBFUZZER
 #define FCO_FUZZ_MAIN(one, what)                                      \
   int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {      \
