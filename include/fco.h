@@ -298,51 +298,54 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * [IN]  dtype  FCO_F32, FCO_F16 or FCO_BF16, the same on every rank; fp32 accumulation,
  *              y in dtype. Pointers must be aligned to the element size; rows that are not
  *              16-byte aligned take a slower scalar path in the fused impls.
- * [IN]  impl   0 = cuBLAS GEMM (fp32 compute) into y, then ncclAllReduce in place (local
- *              transport: the copy allreduce; cpu: the reference), 1 = fused one-shot (each
- *              16-column tile's fp32 partial is pushed to every peer as soon as it is
- *              computed; every rank sums all tiles in rank order: bit-identical on all
- *              ranks; for M ≤ 16 on GPUs the partials travel as LL words {value, flag}
- *              polled by the receiver, no fence or flag, where a rank pushes ≤ 2 MiB of
- *              them (on local not above 4 ranks, nor at M 9..16 in bf16 / f16 except at
- *              2 ranks with N ≤ 4096: the tile below instead; FCO_GEMV_AR_LL=1: wherever
- *              they fit; =0 turns them off); bf16 / f16
- *              partials travel there rounded to the dtype, two a word (half the bytes;
- *              impl 0's precision, which rounds y before its all-reduce; still the same bits
- *              on every rank), FCO_GEMV_LL_FP32=1 sends fp32 words: the plain one-shot's
- *              bits; at M ≤ 16 where N ≤ 32·SMs the blocks (LL or not) have 8 warps
- *              instead of 4, FCO_GEMV_WIDE=0 turns that off: another fp32 order of K, same bits
- *              on every rank; at M 9..64 in bf16 / f16 (not with LL) groups of 128 columns share
- *              x through shared memory (TMA-fed wgmma; groups of 64 columns where those keep
- *              more SMs streaming W, FCO_GEMV_GROUP_TMA=4 / 8 forces either, at M 1..8 too;
- *              =0: below M 33 the one-tile kernels, at M 33..64 groups of 64 or 32 on the
- *              cp.async tile), and where the groups leave SMs idle a group's K is
- *              split over up to 4 blocks of the rank (a cluster, the slices handed over in
- *              shared memory; a block with several groups takes them as rounds of one
- *              TMA ring, FCO_GEMV_ROUNDS; a pair's two blocks finalise half the group
- *              each, FCO_GEMV_PAIR_FIN): FCO_GEMV_GROUP, FCO_GEMV_GROUP_TMA,
- *              FCO_GEMV_SPLIT, FCO_GEMV_ROUNDS, FCO_GEMV_PAIR_FIN in docs/gemv_allreduce.md; their partials are pushed rounded to the dtype as
- *              the LL words', FCO_GEMV_GROUP_FP32=1 pushes fp32 ones), 2 = fused
- *              two-phase (tile t is reduced by one owner rank, which pushes the result to
- *              every peer; for large M·N; at M 33..64 in bf16 / f16 on impl 1's groups, each
- *              block computing the groups owned elsewhere first), 3 = unfused cuBLAS GEMM
- *              into y, then
- *              fco's one-shot all-reduce (fco_allreduce impl 1) in place: for M where the
- *              fused tiles lose to cuBLAS but fco's all-reduce still beats NCCL's (cpu: the
- *              reference), FCO_IMPL_AUTO (see src/ops/gemv_allreduce.c: the rule and its
- *              measurements). The fused impls are launched with programmatic dependent launch
- *              (sm_90: the next call's blocks prefetch their W into L2 while this call ends;
- *              FCO_GEMV_PDL=0 turns it off). They let a next kernel that is itself launched
- *              with programmatic stream serialization start early: such a kernel must call
+ * [IN]  impl   one of
+ *                0  cuBLAS GEMM (fp32 compute) into y, then ncclAllReduce in place (local
+ *                   transport: the copy all-reduce; cpu: the reference)
+ *                1  fused one-shot: each 16-column tile's fp32 partial is pushed to every peer
+ *                   as soon as it is computed; every rank sums all tiles in rank order
+ *                   (bit-identical on all ranks). Its variants on GPUs (their knobs in
+ *                   docs/gemv_allreduce.md):
+ *                   - M ≤ 16: the partials travel as LL words {value, flag} polled by the
+ *                     receiver (no fence, no flag) where a rank pushes ≤ 2 MiB of them (on local
+ *                     not above 4 ranks, nor at M 9..16 in bf16 / f16 except at 2 ranks with
+ *                     N ≤ 4096: the grouped tile below instead; FCO_GEMV_AR_LL=1: wherever they
+ *                     fit, =0: never); bf16 / f16 partials travel there rounded to the dtype, two a
+ *                     word (half the bytes; impl 0's precision, which rounds y before its
+ *                     all-reduce; still the same bits on every rank), FCO_GEMV_LL_FP32=1 sends
+ *                     fp32 words (the plain one-shot's bits);
+ *                   - M ≤ 16 where N ≤ 32·SMs: blocks (LL or not) of 8 warps instead of 4
+ *                     (another fp32 order of K, the same bits on every rank; FCO_GEMV_WIDE=0
+ *                     turns it off);
+ *                   - M 9..64 in bf16 / f16 (not with LL): groups of 128 columns share x through
+ *                     shared memory (TMA-fed wgmma; groups of 64 where those keep more SMs
+ *                     streaming W; FCO_GEMV_GROUP_TMA=4 / 8 forces either, at M 1..8 too; =0:
+ *                     below M 33 the one-tile kernels, at M 33..64 groups of 64 or 32 on the
+ *                     cp.async tile). Where the groups leave SMs idle a group's K is split over
+ *                     up to 4 blocks of the rank (a cluster, the slices handed over in shared
+ *                     memory; a block with several groups takes them as rounds of one TMA ring,
+ *                     FCO_GEMV_ROUNDS; a pair's two blocks finalise half the group each,
+ *                     FCO_GEMV_PAIR_FIN; also FCO_GEMV_GROUP, FCO_GEMV_SPLIT). Their partials
+ *                     are pushed rounded to the dtype as the LL words', FCO_GEMV_GROUP_FP32=1
+ *                     pushes fp32 ones.
+ *                2  fused two-phase: tile t is reduced by one owner rank, which pushes the
+ *                   result to every peer (for large M·N; at M 33..64 in bf16 / f16 on impl 1's
+ *                   groups, each block computing the groups owned elsewhere first)
+ *                3  unfused: cuBLAS GEMM into y, then fco's one-shot all-reduce (fco_allreduce
+ *                   impl 1) in place: for M where the fused tiles lose to cuBLAS but fco's
+ *                   all-reduce still beats NCCL's (cpu: the reference)
+ *                FCO_IMPL_AUTO  the rule and its measurements: src/ops/gemv_allreduce.c
+ *              The fused impls are launched with programmatic dependent launch (sm_90: the next
+ *              call's blocks prefetch their W into L2 while this call ends; FCO_GEMV_PDL=0
+ *              turns it off). They let a next kernel that is itself launched with programmatic
+ *              stream serialization start early: such a kernel must call
  *              cudaGridDependencySynchronize() before it reads y (the PDL contract).
  * [IN]  stream cudaStream_t or NULL
  * Collective. Workspace per rank, T = ceil(N/16), S = roundup(T·16·M·4, 256),
  * Sg = roundup(T·16·M·esize, 256): impl 1: 2·P·S (on GPUs at M 33..64 in bf16 / f16 with
  * N ≤ 10240 also 2·3·roundup(ceil(T/8)·8·16·M·4, 256) for split groups; for M ≤ 16 the LL
  * words: docs/gemv_allreduce.md); impl 2: 2·(P·S + Sg) (and the same split area as impl 1);
- * impl 3 (P > 1):
- * 2·P·roundup(M·N·esize, 256); impl 0: none (nccl),
- * roundup(M·N·esize, 256) (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS
+ * impl 3 (P > 1): 2·P·roundup(M·N·esize, 256); impl 0: none (nccl), roundup(M·N·esize, 256)
+ * (local); cpu: 2·P·roundup(M·N·4, 256). impls 0 and 3 use a cuBLAS
  * handle per device and a cuBLAS workspace per (device, stream), made at the first eager call
  * on that stream: make one eager call on the stream you will capture before capturing a CUDA
  * graph (a capture on a stream without one runs cuBLAS without a workspace, maybe slower; before
