@@ -12,6 +12,7 @@ Communicators are cached per (group name, device) and destroyed by shutdown() or
 """
 import atexit
 import ctypes
+import operator
 import threading
 import warnings
 
@@ -95,10 +96,21 @@ class Communicator:
         when it goes: the tensor stays valid (no longer symmetric)."""
         h = self._h()
         dtype = torch.float32 if dtype is None else dtype
-        shape = tuple(int(x) for x in (shape if isinstance(shape, (tuple, list, torch.Size))
-                                       else (shape,)))
+        if not isinstance(dtype, torch.dtype):
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"empty_symmetric: dtype {dtype!r} is not a torch.dtype")
+        dims = shape if isinstance(shape, (tuple, list, torch.Size)) else (shape,)
+        try:
+            shape = tuple(operator.index(x) for x in dims)
+            nbytes = None if nbytes is None else operator.index(nbytes)
+        except (TypeError, RuntimeError):  # RuntimeError: a tensor with no value (meta)
+            raise FcoError(_lib.INVALID_ARGUMENT, f"empty_symmetric: shape {dims!r} and nbytes "
+                           f"{nbytes!r} must be integers") from None
+        if any(d < 0 for d in shape):
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"empty_symmetric: shape {shape} has a negative dimension")
         need = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-        nbytes = need if nbytes is None else int(nbytes)
+        nbytes = need if nbytes is None else nbytes
         if nbytes < need or nbytes <= 0:
             raise FcoError(_lib.INVALID_ARGUMENT,
                            f"empty_symmetric: nbytes {nbytes} cannot hold {shape} {dtype} "

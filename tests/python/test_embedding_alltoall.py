@@ -148,6 +148,11 @@ def _w_bad_input():
         (ok, {"per_sample_weights": psw[:-1]}, "per_sample_weights has shape"),
         ((w.t(),) + ok[1:], {}, "weight is not contiguous"),
         ((w.reshape(-1),) + ok[1:], {}, r"weight has shape \(\d+,\); expected \[rows, D\]"),
+        # lists that are no lists (session 50's test_fuzz_args: TypeError / NotImplementedError)
+        ((w, idx, off, None, tpr, bpr), {}, "table_rows None is not a list of ints"),
+        ((w, idx, off, rows, 2, bpr), {}, "tables_per_rank 2 is not a list of ints"),
+        ((w, idx, off, rows, tpr, torch.tensor(bpr, device="meta")), {},
+         "batch_per_rank is a tensor on meta; expected a list of ints or a CPU tensor"),
         # indices / offsets: strided, on weight's device, contiguous, 1-d
         ((w, idx.to_sparse()) + ok[2:], {}, "indices has layout torch.sparse_coo, not strided"),
         ((w, idx.to("meta")) + ok[2:], {}, "indices is on meta but the data is on cpu"),

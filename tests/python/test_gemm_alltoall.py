@@ -153,6 +153,10 @@ def _w_bad_input():
         ((a, w, counts), {"recv_rows": [1, None]}, "recv_rows is not a list of ints"),
         ((a, w, counts), {"counts_host": [[1, "2"], [0, 1]]}, "counts_host is not a list of ints"),
         ((a.reshape(-1), w, counts), {}, r"a has shape \(\d+,\); expected \[a_rows, K\]"),
+        # (session 50's test_fuzz_args: IndexError / TypeError before)
+        ((a[0, 0], w, counts), {}, r"a has shape \(\); expected \[a_rows, K\]"),
+        ((a, w, counts), {"counts_host": 3}, "counts_host 3 is not a list of ints"),
+        ((a, w, counts), {"recv_rows": 2.0}, "recv_rows 2.0 is not a list of ints"),
         ((a, w, counts), {"counts_host": counts.to("meta")},
          r"counts_host is torch.int32 \(2, 2\) on meta; expected a contiguous CPU"),
         ((a, w, counts), {"out_rows": -1}, "out_rows -1 is negative"),

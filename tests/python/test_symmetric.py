@@ -50,6 +50,17 @@ def _w_alloc():
     with pytest.raises(FcoError, match=r"nbytes 0 cannot hold \(0,\).*at least 1") as e:
         fco.empty_symmetric(0, torch.float32, device="cpu")  # no zero-byte buffer
     assert e.value.name == "INVALID_ARGUMENT"
+    # shapes, dtypes and sizes that are not ones: FcoError, not a TypeError / ValueError (session
+    # 50's test_fuzz_args); a float dimension is not truncated
+    for args, kw, msg in [(("x", torch.float32), {}, "must be integers"),
+                          (((2.5,), torch.float32), {}, "must be integers"),
+                          (((torch.ones((), device="meta"),), None), {}, "must be integers"),
+                          (((2, -1), torch.float32), {}, "negative dimension"),
+                          (((2,), "float32"), {}, "is not a torch.dtype"),
+                          (((2,), torch.float32), {"nbytes": 8.0}, "must be integers")]:
+        with pytest.raises(FcoError, match=msg) as e:
+            fco.empty_symmetric(*args, device="cpu", **kw)
+        assert e.value.name == "INVALID_ARGUMENT"
     # the communicator destroyed first (it frees the buffer): dropping the tensor later is safe,
     # and the next op makes a new communicator
     late = fco.empty_symmetric(64, torch.float32, device="cpu")

@@ -243,10 +243,19 @@ _embedding_alltoall.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _ints(v, arg):
-    """A host list as a list of ints (a tensor's tolist()); a float in it (2.0) is refused."""
-    v = v.tolist() if isinstance(v, torch.Tensor) else list(v)
-    _common.check_ints(v, _OP, arg)
-    return v
+    """A host list as a list of ints (a CPU tensor's tolist()); a float in it (2.0) is refused,
+    and so is what is no list at all (None, a number, a 0-d tensor, a tensor on a device)."""
+    if isinstance(v, torch.Tensor) and v.device.type != "cpu":
+        raise _common.bad(_OP, f"{arg} is a tensor on {v.device}; expected a list of ints or a "
+                          "CPU tensor")
+    try:
+        ints = v.tolist() if isinstance(v, torch.Tensor) else list(v)
+    except TypeError:
+        ints = None
+    if not isinstance(ints, list):
+        raise _common.bad(_OP, f"{arg} {v!r} is not a list of ints")
+    _common.check_ints(ints, _OP, arg)
+    return ints
 
 
 def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, batch_per_rank,

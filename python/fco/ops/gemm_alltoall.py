@@ -238,6 +238,8 @@ def _host_ints(v, op, arg):
         if v.device.type == "cpu" and v.dtype in (torch.int64, torch.int16, torch.uint8):
             return v.to(torch.int32).contiguous()
         return v
+    if not isinstance(v, (list, tuple)):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: {arg} {v!r} is not a list of ints")
     try:
         t = torch.tensor(v, dtype=torch.int32)
     except (TypeError, ValueError, RuntimeError) as e:
@@ -299,7 +301,7 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
             counts_host.numel() == counts.numel() and counts.dim() == 2:
         counts_host = counts_host.view(counts.shape)  # a flat list, e-major
     if out_rows is None:
-        out_rows = a.shape[0]
+        out_rows = a.shape[0] if a.dim() else 0  # a 0-d a: the shape check below says so
     elif not isinstance(out_rows, (int, torch.SymInt)):
         try:
             out_rows = operator.index(out_rows)  # numpy ints; never a float's truncation
