@@ -1,9 +1,9 @@
-"""test_fuzz_args.py — every public op of the fco package on random arguments: a valid call made
-at random, then (in two calls of three) one or two of its arguments replaced by something wrong —
-a tensor of a random dtype (float, half, int, bool), dimension (0-d to 3-d, sizes 0..5),
+"""test_fuzz_args.py — every public op of the fco package on random arguments: a valid call made at
+random, then (in two calls of three) one or two of its arguments replaced by something wrong — a
+tensor of a random dtype (float, half, int, bool), dimension (0-d to 3-d, sizes 0..5),
 non-contiguous, on the meta device, or no tensor at all (None, a list, a number, a string), or a
-random impl / mode / layout / list value — the same on every rank (one seed), in a world of 2
-ranks (gloo + the cpu transport).
+random impl / mode / layout / list / out / group value — the same on every rank (one seed), in a
+world of 2 ranks (gloo + the cpu transport).
 Contract: a call either returns a tensor of the documented shape, or raises fco.FcoError with a
 code a caller can act on (INVALID_ARGUMENT, UNSUPPORTED, INVALID_USAGE) — never another exception
 type, a crash or a hang — and the communicator works afterwards. Found in session 50: TypeError,
@@ -86,10 +86,17 @@ def _w_fuzz(seed, iters):
             return [shape, dt], {"device": "cpu"}, shape
         raise AssertionError(name)
 
-    extra_keys = {"gemv_allreduce": ["impl"],
-                  "embedding_alltoall": ["per_sample_weights", "mode", "impl"],
-                  "gemm_alltoall": ["out_rows", "impl", "counts_host", "recv_rows", "w_layout"],
-                  "allreduce": ["impl"], "allreduce_": ["impl"], "empty_symmetric": ["nbytes"]}
+    extra_keys = {"gemv_allreduce": ["impl", "out", "group"],
+                  "embedding_alltoall": ["per_sample_weights", "mode", "impl", "out", "group"],
+                  "gemm_alltoall": ["out_rows", "impl", "counts_host", "recv_rows", "w_layout",
+                                    "out", "group"],
+                  "allreduce": ["impl", "group"], "allreduce_": ["impl", "group"],
+                  "empty_symmetric": ["nbytes", "group"]}
+
+    def bad_out(args):
+        """An out= that is wrong: another shape or dtype, not contiguous, on meta, an input."""
+        return rng.choice([lambda: wrong(), lambda: torch.zeros(2, 3, 4).transpose(0, 1),
+                           lambda: args[0]])()
 
     # wrong values of embedding_alltoall's lists that are wrong on every rank alike: a value that
     # only one rank refuses (T_r = tables_per_rank[rank] fitting the offsets on one rank only)
@@ -112,6 +119,8 @@ def _w_fuzz(seed, iters):
                  "counts_host": lambda: rng.choice([[[1, 0]], "x", [[1.5, 0]], wrong()]),
                  "recv_rows": lambda: rng.choice([[1, 1], [-1, 0], [0], "x", [2.0, 1]]),
                  "nbytes": lambda: rng.choice([0, -4, 3, 2.5, "x", 1 << 10]),
+                 "out": lambda: bad_out(args),
+                 "group": lambda: rng.choice(["no_such_group", 3, object(), [None]]),
                  "per_sample_weights": wrong}[k]()
         return k
 
