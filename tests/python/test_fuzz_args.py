@@ -131,6 +131,9 @@ def _w_fuzz(seed, iters):
     for i in range(iters):
         name = rng.choice(sorted(ops))
         args, kw, shape = valid(name)
+        if "out" in extra_keys[name] and rng.random() < 0.25:  # a right out=, filled and returned
+            kw["out"] = torch.full(shape, float("nan")).to(args[0].dtype)
+        mine = kw.get("out")
         changed = [mutate(name, args, kw) for _ in range(rng.choice([0, 1, 1, 2]))]
         what = f"call {i}: {name}, changed {changed or 'nothing'} (seed {seed})"
         try:
@@ -149,6 +152,8 @@ def _w_fuzz(seed, iters):
                 raise AssertionError(f"{what}: returned {type(out).__name__}")
             if not changed and tuple(out.shape) != tuple(shape):
                 raise AssertionError(f"{what}: shape {tuple(out.shape)}, want {tuple(shape)}")
+            if not changed and mine is not None and (out is not mine or out.isnan().any()):
+                raise AssertionError(f"{what}: out= not returned, or not filled")
             key = (name, "ok")
         outcome[key] = outcome.get(key, 0) + 1
     assert fco.allreduce(torch.ones(3)).tolist() == [2.0] * 3  # the communicator still works
