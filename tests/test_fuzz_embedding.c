@@ -176,6 +176,7 @@ static int fuzz_one(const uint8_t* data, size_t size) {
   if (any_bad) {
     ASSERT_RES(res, FCO_ERR_INVALID_ARGUMENT);
     ASSERT_MSG(w->comms[0], "fco_embedding_alltoall");
+    ASSERT_MSG(w->comms[0], "rank");
   } else {
     ASSERT_RES(res, FCO_OK);
   }
