@@ -1,18 +1,27 @@
 #!/bin/bash
-# Session 51, one GPU: the local C suite at the commit (session 50's lean_lanes helper, its id-by-memcpy fix in
-# the core), the nccl suite at P = 1 (quick; c42e822's one line in transport/nccl.cu, test_lifecycle's id at an odd
-# address), then session 49's bench step: fco-bench for all four ops on local P = 2 and nccl P = 1 (graphs,
-# -D 0,1), bench/targets.py, the torch scripts and the examples at one rank.
-# Carry: build/obj at the commit, stripped (tar czf build/carry.tgz build/obj). Run: FCO_COMMIT=<commit> bash cmd.sh
+# Session 51, one GPU, two calls on one warm machine (the device tool allows 10 minutes a call):
+#   PART=tests: the local C suite at the commit (session 50's lean_lanes helper and id-by-memcpy fix,
+#     session 51's test_random_shapes) and, as FCO_GPU_EXTRA, the nccl suite at P = 1 (quick; c42e822's
+#     one line in transport/nccl.cu, test_lifecycle's id at an odd address);
+#   PART=bench: session 49's bench step — fco-bench for all four ops on local P = 2 and nccl P = 1
+#     (graphs, -D 0,1), bench/targets.py, the torch scripts and the examples at one rank.
+# Carry: build/obj at the commit, stripped (tar czf build/carry.tgz build/obj).
+# Run: FCO_COMMIT=<commit> PART=tests|bench bash cmd.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-unknown}
 tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
-OUT=/tmp/o1 FCO_GPU_SUITES=local FCO_GPU_QUICK=0 FCO_GPU_PYTEST=0 FCO_GPU_PREBUILT=1 FCO_GPU_BUDGET=575 \
-  FCO_GPU_EXTRA="env FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=100 VERBOSE=1 FCO_TEST_QUICK=1 tests/run.sh" \
-  bash tests/gpu/run.sh > /tmp/run.txt 2>&1
+if [ "${PART:-tests}" = tests ]; then
+  OUT=/tmp/o1 FCO_GPU_SUITES=local FCO_GPU_PYTEST=0 FCO_GPU_BENCH=0 FCO_GPU_TORCH=0 FCO_GPU_PREBUILT=1 \
+    FCO_GPU_BUDGET=570 \
+    FCO_GPU_EXTRA="env FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=100 VERBOSE=1 FCO_TEST_QUICK=1 tests/run.sh" \
+    bash tests/gpu/run.sh > /tmp/run.txt 2>&1
+else
+  OUT=/tmp/o1 FCO_GPU_TESTS=0 FCO_GPU_PYTEST=0 FCO_GPU_PREBUILT=1 FCO_GPU_BUDGET=540 \
+    bash tests/gpu/run.sh > /tmp/run.txt 2>&1
+fi
 echo "run.sh rc=$?"
 cp /tmp/run.txt /tmp/o1/run.txt; nvidia-smi --query-gpu=name --format=csv > /tmp/o1/gpu.txt 2>&1
 cp -r build/tests/logs /tmp/o1/test-logs 2>/dev/null
 tar czf $OUT/out.tgz -C /tmp/o1 .
-grep -E '^(== |   \|)' /tmp/run.txt | cut -c1-160 | head -60
-sed -n '/=== targets ===/,$p' /tmp/run.txt | cut -c1-200 | tail -70
+grep -E '^(== |   \|)' /tmp/run.txt | cut -c1-160 | head -40
+sed -n '/^step /,$p;/=== targets ===/,$p' /tmp/run.txt | cut -c1-200 | tail -80
