@@ -1,14 +1,16 @@
 /*
- * test_random_shapes.c — the three fused operators on random valid shapes, every impl, against
- * the fixtures' references: the operator tests sweep fixed grids (gemv: M ∈ {1, 3, 16, 64}, N and
- * K ∈ {1, 7, 33, 1000}; gemm and embedding: ragged counts on a few chosen K, N and D), the fuzz
- * tests (test_fuzz_*.c) random problems of a few elements on the cpu transport only; this one
- * draws whole shapes at random on every transport, so the GPU kernels meet sizes no grid
- * names (tile remainders, row lengths off the vector width, per-rank K of any residue, M in every
- * kernel range).
+ * test_random_shapes.c — every operator on random valid shapes, every impl, against the
+ * fixtures' references: the operator tests sweep fixed grids (gemv: M ∈ {1, 3, 16, 64}, N and
+ * K ∈ {1, 7, 33, 1000}; gemm and embedding: ragged counts on a few chosen K, N and D; allreduce:
+ * nine counts), the fuzz tests (test_fuzz_*.c) random problems of a few elements on the cpu
+ * transport only; this one draws whole shapes at random on every transport, so the GPU kernels
+ * meet sizes no grid names (tile remainders, row lengths off the vector width, per-rank K of any
+ * residue, M in every kernel range).
  *   P = 1..FCO_TEST_MAX_RANKS (default 4); per world and operator FCO_RANDOM_SHAPES problems
  *   (default 16, 6 with FCO_TEST_QUICK=1), each with a fresh seed (printed in the context:
  *   FCO_TEST_SEED reproduces the run):
+ *   - fco_allreduce: count 1..2^21 log-uniform, a dtype, impl 0, 1 or AUTO, in place or not:
+ *     t_ar_check (exact sums of small integers, bit-identical on every rank, guards, inputs);
  *   - fco_gemv_allreduce: M 1..64, N 1..8192 and K 1..4608 log-uniform (K split unevenly over
  *     the ranks), a dtype, bias or not, impl 0..3 or AUTO: gemv_check (float64 reference, every
  *     rank's y bit-identical to rank 0's, guard bytes);
@@ -49,6 +51,29 @@ static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
 
 /* The work bound of one problem (multiply-adds of the host reference). */
 static double work_cap(fco_transport_t t) { return t_is_gpu(t) ? 2e7 : 2e6; }
+
+#define AR_MAX_COUNT ((size_t)1 << 21)
+
+static void allreduce_random(const t_world_t* w, int n) {
+  static const int kImpls[] = {0, 1, FCO_IMPL_AUTO};
+  t_ar_bufs_t b;
+  t_ar_alloc(w, &b, AR_MAX_COUNT);
+  for (int i = 0; i < n; i++) {
+    const uint64_t seed = t_next_seed();
+    rs_state = seed;
+    const size_t count = (size_t)rs_log((int64_t)AR_MAX_COUNT);
+    const fco_dtype_t dt = kDtypes[rs_in(0, 2)];
+    const int impl = kImpls[rs_in(0, 2)], inplace = (int)rs_in(0, 1);
+    t_context("P=%d allreduce count=%zu %s impl=%d %s seed=0x%016llx", w->n, count,
+              fco_dtype_name(dt), impl, inplace ? "in place" : "out of place",
+              (unsigned long long)seed);
+    t_ar_prepare(w, &b, count, dt, inplace, seed);
+    ASSERT_OK(t_ar_run(w, &b, impl));
+    t_sync(w);
+    ASSERT_EQ(t_ar_check(w, &b, seed), 0);
+  }
+  t_ar_free(w, &b);
+}
 
 static void gemv_random(const t_world_t* w, gemv_bufs_t* b, int n) {
   static const int kImpls[] = {0, 1, 2, 3, FCO_IMPL_AUTO};
@@ -164,6 +189,7 @@ static void embedding_random(const t_world_t* w, int n) {
 
 static void body(const t_world_t* w, gemv_bufs_t* b, void* arg) {
   const int n = *(const int*)arg;
+  allreduce_random(w, n);
   gemv_random(w, b, n);
   gemm_random(w, n);
   embedding_random(w, n);
@@ -175,7 +201,7 @@ int main(void) {
   t_require_ranks(t, 1);
   int n = (int)fco_env_int("FCO_RANDOM_SHAPES", t_quick() ? 6 : 16);
   if (n < 0) n = 0;
-  gemv_each_world(t, t_test_max_ranks(t), body, &n);
-  printf("PASS\n");
-  return 0;
+  const int max = t_test_max_ranks(t);
+  gemv_each_world(t, max, body, &n);
+  return t_pass(t, max, t_test_rank_cap());
 }
