@@ -1,8 +1,9 @@
 #!/bin/bash
 # Session 51, one GPU, two calls on one warm machine (the device tool allows 10 minutes a call):
 #   PART=tests: the local C suite at the commit (session 50's lean_lanes helper and id-by-memcpy fix,
-#     session 51's test_random_shapes) and, as FCO_GPU_EXTRA, the nccl suite at P = 1 (quick; c42e822's
-#     one line in transport/nccl.cu, test_lifecycle's id at an odd address);
+#     session 51's test_random_shapes) and, as FCO_GPU_EXTRA, three tests on nccl at P = 1 (quick):
+#     test_lifecycle (c42e822's one line in transport/nccl.cu; the id at an odd address), test_bad_args,
+#     test_random_shapes;
 #   PART=bench: session 49's bench step — fco-bench for all four ops on local P = 2 and nccl P = 1
 #     (graphs, -D 0,1), bench/targets.py, the torch scripts and the examples at one rank.
 # Carry: build/obj at the commit, stripped (tar czf build/carry.tgz build/obj).
@@ -12,8 +13,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
 if [ "${PART:-tests}" = tests ]; then
   OUT=/tmp/o1 FCO_GPU_SUITES=local FCO_GPU_PYTEST=0 FCO_GPU_BENCH=0 FCO_GPU_TORCH=0 FCO_GPU_PREBUILT=1 \
-    FCO_GPU_BUDGET=570 \
-    FCO_GPU_EXTRA="env FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=100 VERBOSE=1 FCO_TEST_QUICK=1 tests/run.sh" \
+    FCO_GPU_BUDGET=${FCO_GPU_BUDGET:-470} \
+    FCO_GPU_EXTRA="env FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=100 VERBOSE=1 FCO_TEST_QUICK=1 tests/run.sh test_lifecycle test_bad_args test_random_shapes" \
     bash tests/gpu/run.sh > /tmp/run.txt 2>&1
 else
   OUT=/tmp/o1 FCO_GPU_TESTS=0 FCO_GPU_PYTEST=0 FCO_GPU_PREBUILT=1 FCO_GPU_BUDGET=540 \
