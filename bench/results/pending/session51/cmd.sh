@@ -7,11 +7,18 @@
 #   PART=bench: session 49's bench step — fco-bench for all four ops on local P = 2 and nccl P = 1
 #     (graphs, -D 0,1), bench/targets.py, the torch scripts and the examples at one rank.
 # Carry: build/obj at the commit, stripped (tar czf build/carry.tgz build/obj).
-# Run: FCO_COMMIT=<commit> PART=tests|bench bash cmd.sh
+#   PART=short: the tests part's changed code only (below), for a call with little device time left.
+# Run: FCO_COMMIT=<commit> PART=tests|bench|short bash cmd.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000 FCO_COMMIT=${FCO_COMMIT:-unknown}
 tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
-if [ "${PART:-tests}" = tests ]; then
+if [ "${PART:-tests}" = short ]; then
+  # the tests part's changes only (when little device time is left): on local, test_lifecycle, test_bad_args,
+  # test_embedding_alltoall (lean_lanes), test_random_shapes; on nccl at P = 1 test_lifecycle and test_random_shapes
+  OUT=/tmp/o1 FCO_GPU_TESTS=0 FCO_GPU_PYTEST=0 FCO_GPU_BENCH=0 FCO_GPU_TORCH=0 FCO_GPU_PREBUILT=1 \
+    FCO_GPU_BUDGET=${FCO_GPU_BUDGET:-330} FCO_GPU_EXTRA="bash bench/results/pending/session51/short.sh" \
+    bash tests/gpu/run.sh > /tmp/run.txt 2>&1
+elif [ "${PART:-tests}" = tests ]; then
   OUT=/tmp/o1 FCO_GPU_SUITES=local FCO_GPU_PYTEST=0 FCO_GPU_BENCH=0 FCO_GPU_TORCH=0 FCO_GPU_PREBUILT=1 \
     FCO_GPU_BUDGET=${FCO_GPU_BUDGET:-470} \
     FCO_GPU_EXTRA="env FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=100 VERBOSE=1 FCO_TEST_QUICK=1 tests/run.sh test_lifecycle test_bad_args test_random_shapes" \
