@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 51, one GPU, two calls on one warm machine (the device tool allows 10 minutes a call):
-#   PART=tests: the local C suite at the commit (session 50's lean_lanes helper and id-by-memcpy fix,
-#     session 51's test_random_shapes) and, as FCO_GPU_EXTRA, three tests on nccl at P = 1 (quick):
+#   PART=tests: the local C suite at the commit (apply ../session50-lanes/lanes.diff and commit first;
+#     session 50's id-by-memcpy fix, session 51's test_random_shapes) and, as FCO_GPU_EXTRA, three tests on nccl at P = 1 (quick):
 #     test_lifecycle (c42e822's one line in transport/nccl.cu; the id at an odd address), test_bad_args,
 #     test_random_shapes;
 #   PART=bench: session 49's bench step — fco-bench for all four ops on local P = 2 and nccl P = 1
