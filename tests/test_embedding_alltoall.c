@@ -41,11 +41,7 @@ static void shape_call(const t_world_t* w, int64_t D, fco_dtype_t dt, fco_emb_in
   uint64_t seed = t_next_seed();
   ea_prob_make_shape(&p, w->n, D, dt, it, weighted, pool, real, seed, bmax, tpr, bpr);
   ea_describe(&p, impl, seed, what ? what : bmax ? "sweep (big)" : "sweep");
-  ea_prob_upload(w, &p);
-  ASSERT_OK(ea_prob_run(w, &p, impl, NULL));
-  t_sync(w);
-  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-  ASSERT_EQ(ea_prob_check(w, &p), 0);
+  ea_run_checked(w, &p, impl);
   /* cpu: AUTO runs impl 1 at every P, one rank too (src/ops/embedding_alltoall.c: GPUs differ) */
   if (impl == FCO_IMPL_AUTO && w->transport == FCO_TRANSPORT_CPU)
     for (int r = 0; r < w->n; r++)

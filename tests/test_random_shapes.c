@@ -47,8 +47,6 @@ static int64_t rs_log(int64_t hi) {
   return v < 1 ? 1 : v > hi ? hi : v;
 }
 
-static const fco_dtype_t kDtypes[] = {FCO_F32, FCO_F16, FCO_BF16};
-
 /* The work bound of one problem (multiply-adds of the host reference). */
 static double work_cap(fco_transport_t t) { return t_is_gpu(t) ? 2e7 : 2e6; }
 
@@ -62,7 +60,7 @@ static void allreduce_random(const t_world_t* w, int n) {
     const uint64_t seed = t_next_seed();
     rs_state = seed;
     const size_t count = (size_t)rs_log((int64_t)AR_MAX_COUNT);
-    const fco_dtype_t dt = kDtypes[rs_in(0, 2)];
+    const fco_dtype_t dt = gemv_dtypes[rs_in(0, 2)];
     const int impl = kImpls[rs_in(0, 2)], inplace = (int)rs_in(0, 1);
     t_context("P=%d allreduce count=%zu %s impl=%d %s seed=0x%016llx", w->n, count,
               fco_dtype_name(dt), impl, inplace ? "in place" : "out of place",
@@ -88,7 +86,7 @@ static void gemv_random(const t_world_t* w, gemv_bufs_t* b, int n) {
       else if (N > 1) N = N * 3 / 4;
       else M = M > 1 ? M / 2 : 1;
     }
-    const fco_dtype_t dt = kDtypes[rs_in(0, 2)];
+    const fco_dtype_t dt = gemv_dtypes[rs_in(0, 2)];
     const int bias = (int)rs_in(0, 1), impl = kImpls[rs_in(0, 4)];
     t_context("P=%d gemv_allreduce M=%zu N=%zu K=%zu %s%s impl=%d seed=0x%016llx", w->n, M, N,
               kt, fco_dtype_name(dt), bias ? " bias" : "", impl, (unsigned long long)seed);
@@ -108,7 +106,7 @@ static void gemm_random(const t_world_t* w, int n) {
     c.K = (int)rs_log(2048);
     c.N = (int)rs_log(2048);
     c.layout = (int)rs_in(0, 1);
-    c.dtype = kDtypes[rs_in(0, 2)];
+    c.dtype = gemv_dtypes[rs_in(0, 2)];
     const int64_t most = rs_log(600); /* the largest count of this problem */
     const int zeros = (int)rs_in(0, 50); /* percent of zero segments */
     int64_t rows = 0;
@@ -149,7 +147,7 @@ static void embedding_random(const t_world_t* w, int n) {
   for (int i = 0; i < n; i++) {
     const uint64_t seed = t_next_seed();
     rs_state = seed;
-    const fco_dtype_t dt = kDtypes[rs_in(0, 2)];
+    const fco_dtype_t dt = gemv_dtypes[rs_in(0, 2)];
     int64_t D = rs_log(512), bmax = rs_in(0, 3) ? rs_log(2048) : 0;
     ea_long_bags = rs_in(0, 3) == 0 ? rs_log(400) : 0;
     /* rows pooled ≈ P · T_r ≤ 3 · b_s · bag (≤ 6, long ones 1 in 8), each D elements */
@@ -175,11 +173,7 @@ static void embedding_random(const t_world_t* w, int n) {
              (long long)bmax, (long long)ea_long_bags, ea_sym_mask, ea_shift_bytes,
              (unsigned long long)seed);
     ea_describe(&p, impl, pseed, what);
-    ea_prob_upload(w, &p);
-    ASSERT_OK(ea_prob_run(w, &p, impl, NULL));
-    t_sync(w);
-    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-    ASSERT_EQ(ea_prob_check(w, &p), 0);
+    ea_run_checked(w, &p, impl);
     ea_prob_free(w, &p);
     ea_sym_mask = 0;
     ea_shift_bytes = 0;

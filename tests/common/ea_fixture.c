@@ -292,3 +292,11 @@ void ea_describe(const ea_prob_t* p, int impl, uint64_t seed, const char* what) 
             p->weighted ? "weighted" : "unweighted", p->pool == FCO_EMB_POOL_MEAN ? "mean" : "sum",
             p->real ? "real" : "integer", impl, (unsigned long long)seed);
 }
+
+void ea_run_checked(const t_world_t* w, ea_prob_t* p, int impl) {
+  ea_prob_upload(w, p);
+  ASSERT_OK(ea_prob_run(w, p, impl, NULL));
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(ea_prob_check(w, p), 0);
+}

@@ -98,6 +98,9 @@ fco_result_t ea_prob_run_rank(const t_world_t* w, const ea_prob_t* p, int r, int
  * are skipped, as the library does. */
 size_t ea_prob_check(const t_world_t* w, const ea_prob_t* p);
 
+/* Upload, every rank's call (impl, the default stream), sync: no error on any rank and
+ * ea_prob_check() == 0. The caller frees the problem. */
+void ea_run_checked(const t_world_t* w, ea_prob_t* p, int impl);
 /* t_context: what, the problem's shape and options, impl and seed. */
 void ea_describe(const ea_prob_t* p, int impl, uint64_t seed, const char* what);
 
