@@ -476,6 +476,16 @@ inline double lean_mean_len(const EaParams& p, int i) {
   return Tr > 0 && p.B > 0 ? (double)p.r[i].num_indices / ((double)Tr * (double)p.B) : 0.0;
 }
 
+/* Lanes a bag: the 16-byte units of a row, rounded up to a power of two (agreed values; a rank
+ * whose pointers are not 16-byte aligned pools by lean_tile_any, which ignores G — so not
+ * p.lanes, which follows the element path there). */
+inline int lean_lanes(const EaParams& p) {
+  const int units = (int)((int64_t)p.D * p.esize / 16);
+  int G = 1;
+  while (G < units) G *= 2;
+  return G;
+}
+
 /* fco_last_plan: what this thread's last successful launch of the lean fused kernel ran (its
  * variant, W and nt over the local ranks, the symmetric-out roles, the grid). */
 struct LeanNote {
@@ -496,11 +506,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   int device = 0, sms = 0;
   fco_result_t res = current_device(err, &device, &sms);
   if (res != FCO_OK) return res;
-  /* lanes a bag: the 16-byte units of a row, rounded up to a power of two (agreed values; a
-   * rank whose pointers are not 16-byte aligned pools by lean_tile_any, which ignores G) */
-  const int units = (int)((int64_t)p0.D * p0.esize / 16);
-  int G = 1;
-  while (G < units) G *= 2;
+  const int G = lean_lanes(p0);
   /* the most any G, W and nt need (kMT: W · nt ≤ kLeanMaxTileBags, so nt·(W + 1) ≤ that + 32) */
   const int most = (int)(lean_smem(1, kLeanMaxTileBags) + (size_t)kWarps * 32 * 4);
   if ((res = opt_in_smem<kern>(device, most, err)) != FCO_OK) return res;
@@ -629,12 +635,9 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
     int device = 0, sms = 0;
     const fco_result_t res = current_device(err, &device, &sms);
     if (res != FCO_OK) return res;
-    const int units = (int)((int64_t)p.D * p.esize / 16);
-    int G = 1; /* as launch_t */
-    while (G < units) G *= 2;
     bool few = true;
     for (int i = 0; i < num_local; i++)
-      if (!fco_ea_few_tiles(ea_tables(p, p.r[i].rank), p.bstart, p.nranks, G,
+      if (!fco_ea_few_tiles(ea_tables(p, p.r[i].rank), p.bstart, p.nranks, lean_lanes(p),
                             (int64_t)sms * 3 * kWarps / num_local))
         few = false;
     dyn = few ? 0 : 1;
