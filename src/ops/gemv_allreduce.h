@@ -65,7 +65,7 @@ typedef struct {
                    * 4 in groups of 8, 6 in groups of 4) */
   int rounds;    /* FCO_GEMV_ROUNDS: -1 (unset) rounds where a block has several groups anyway; 1
                   * off; 2..FCO_GEMV_ROUNDS_MAX: the TMA tile's one-shot takes that many groups a
-                  * block as rounds of one ring (M 33..64), with fewer owner blocks */
+                  * block as rounds of one ring (wherever the TMA tile runs), with fewer owners */
   int pair_fin;  /* FCO_GEMV_PAIR_FIN: 1 (unset) a cluster pair's owner and helper finalise half
                   * of their group each (the TMA tile's one-shot, unless FCO_GEMV_ROUNDS=1); 0 off */
   int ll_fp32;   /* FCO_GEMV_LL_FP32=1: LL partials as fp32 words for bf16 / f16              */
