@@ -528,12 +528,17 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
  * FCO_ERR_INVALID_ARGUMENT). AUTO (the same on every rank: on local, ranks whose E_r or hints
- * differ agree on one choice): with P > 1, impl 1 for
- * bf16/f16 with k ≤ 2048 (k, n multiples of 8: fine-grained MoE, where the GEMM is bound by
- * reading W and impl 1 was fastest on 2×H200); else on nccl impl 2 wherever it can run, else 0;
- * on local impl 0 first; else 1. One rank (P = 1): impl 0 writes `out` directly (nothing to
- * exchange); AUTO is impl 1 for bf16/f16 (k, n multiples of 8) when no expert has more than
- * 256 rows (counts_host when given, else the mean of a_rows), else impl 0.
+ * differ agree on one choice; rule and measurements in src/ops/gemm_alltoall.c and
+ * docs/gemm_alltoall.md "AUTO"): impl 1 only for bf16/f16 with k, n multiples of 8, and then
+ * - P > 1 on nccl: where k ≤ 2048 (fine-grained MoE: the GEMM is bound by reading W);
+ * - P > 1 on local: where k ≤ 2048, a_rows / E_r · n < 2^20 and, above two ranks,
+ *   a_rows ≤ 2048 (the virtual ranks share one GPU's SMs);
+ * - P = 1 (impl 0 writes `out` directly: nothing to exchange): never where counts_host shows
+ *   balanced routing with rows · n ≤ 2^21 (impl 0 runs one batched GEMM); at k ≤ 2048 where
+ *   the mean rows an expert · n < 2^21 and no expert's rows · n > 2^23 (counts_host when
+ *   given, else the mean of a_rows); at k > 2048 where no expert has more than 256 rows.
+ * Otherwise impl 2 first on nccl at P > 1, impl 0 first elsewhere, then the other of the two,
+ * then impl 1 (the one impl that captures without counts_host). On the cpu transport: 1.
  * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
  * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
 #define FCO_GEMM_ALLTOALL_NUM_IMPLS 3

@@ -333,7 +333,7 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2) ea_k
  * on the host; otherwise the launcher runs ea_kernel_fused. Registers: the block constants are in
  * shared memory (EaBlk), rank me is read as rk.rank where used, and the loop state waits in per-
  * thread shared slots while pool_tile runs, so pool_tile has the registers it has in the lookup
- * kernel. SASS (sm_90, CUDA 13; docs/embedding_alltoall.md has the tables): the per-tile code
+ * kernel. SASS (sm_90, CUDA 13; tables in docs/embedding_alltoall_history.md): the per-tile code
  * outside pool_tile's loops is ~150 instructions and ~50 local-memory spill operations shorter,
  * without 64-bit division calls; the row loops are the same length (±2 %), but the kB = 4 chunk
  * level has 4-7 % more instructions (moves, parameter reloads). Measured on 2×H200 (run 2ee934f,

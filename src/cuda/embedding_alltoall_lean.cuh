@@ -3,7 +3,7 @@
  * bench/probe/ea_gather_probe.cu): the probe's (d2) CSR streaming (warp tiles sized to the work, a
  * per-thread cp.async ring) with the library's pooling semantics — what pool_tile_stream
  * (embedding_alltoall_pool.cuh) was meant to be: that port of d2 ran 1.3–2.5× slower than d2 in
- * the probe (run 80deada; docs/embedding_alltoall.md). The warp tile (lean_tile, and
+ * the probe (run 80deada; docs/embedding_alltoall_history.md). The warp tile (lean_tile, and
  * lean_tile_any for unaligned pointers), the lookup kernel ea_kernel_lean_stream and the launch
  * shape (lean_smem, lean_tile_bags). Included by embedding_alltoall.cu (impl 0's lookup), by
  * embedding_alltoall_fused_lean.cu (impl 1) and by the probe, after embedding_alltoall_pool.cuh's

@@ -171,7 +171,7 @@ __device__ __forceinline__ void note_bad(const ErrCtx& e, int t, int kind, int64
  * reached 72–81 % of 4300 GB/s for 128–512-byte rows at L = 8 and 32, where the kB paths reached
  * 42–71 %. This code did not (runs 41b9bcb, be83f48: slower than the kB paths in impl 0's lookup,
  * faster in the fused kernel only for short bags), so FCO_EA_STREAM's default uses it only there
- * (stream_auto, embedding_alltoall.cu; docs/embedding_alltoall.md has the numbers).
+ * (stream_auto, embedding_alltoall.cu; docs/embedding_alltoall_history.md has the numbers).
  * Bad data: the run's offsets are checked first (each within [0, num_indices], none below its
  * predecessor — exactly "every bag valid" of the kB paths); a run with a bad bag is pooled bag
  * by bag (a bad bag stored as zeros and reported as there). An index outside its table is
