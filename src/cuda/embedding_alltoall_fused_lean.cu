@@ -295,8 +295,9 @@ __device__ __forceinline__ uint32_t lean_claim(unsigned long long* ctr, uint64_t
   return __shfl_sync(0xffffffffu, i, 0);
 }
 
-/* The claimed order (FCO_EA_LEAN_DYN; the default where bags are short): warps claim tiles from
- * two queues of the rank — its remote tiles and its local ones — one atomic a tile, so blocks
+/* The claimed order (FCO_EA_LEAN_DYN; the default but where a launch has no more tiles than its
+ * warps): warps claim tiles from two queues of the rank — its remote tiles and its local ones —
+ * one atomic a tile, so blocks
  * finish within a tile of each other whatever their speed; a warp takes its preferred queue
  * (remote when pref_remote) until empty, then the other. Every warp sees the remote queue empty exactly once (a remote-first warp
  * before its local tiles, a local-first one at its end): there it meets the block barrier and
