@@ -173,7 +173,7 @@ static void sweep(const t_world_t* w, int quick) {
   ea_shift_bytes = 0;
   ea_shift_rank = -1;
   t_knob_reset("FCO_EA_LEAN_TABLES");
-  /* The fused lean kernel compiled for 4 blocks a SM (by default 4 only where bags are long). */
+  /* The fused lean kernel compiled for 4 blocks a SM (by default: static order, or long bags). */
   t_knob_set("FCO_EA_LEAN_BLOCKS", "4");
   one_call(w, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, 1, bbig);
   one_call(w, 16, FCO_F32, FCO_EMB_INDEX_I64, 0, FCO_EMB_POOL_MEAN, 0, 1, 0);

@@ -240,8 +240,8 @@ static int tma_plan(const char* plan, size_t N, tma_plan_t* tp) {
   return cols > 0;
 }
 
-/* FCO_GEMV_ROUNDS = R (impl 1 on the TMA tile, any M it runs at: a block takes its groups as rounds
- * of one ring, run_oneshot_rounds): every rank's plan says "rounds=R" and runs
+/* FCO_GEMV_ROUNDS = R (impl 1 on the TMA tile, at any M it runs: a block takes its groups as
+ * rounds of one ring, run_oneshot_rounds): every rank's plan says "rounds=R" and runs
  * min(the owners of the usual rule, ceil(groups / R)) owner blocks, times the split (1, or 2
  * as a cluster pair: never the split area). */
 static void expect_rounds(const t_world_t* w, size_t N, int R) {
