@@ -4,7 +4,8 @@
  *   P = 1..4 ranks (random problems as there: uneven tables and batch splits, ragged bags).
  *   Bad arguments on rank 0 (bad_args): every argument refused with FCO_ERR_INVALID_ARGUMENT and
  *   a message naming it (each bound also at its edge), out (and its guard) untouched; and
- *   (P > 1) ranks that disagree on dim, on the batch or tables split, or on pooling.
+ *   (P > 1) ranks that disagree on dim, on the batch or tables split, or on pooling; the
+ *   kernels' discrete launch knobs (FCO_EA_LEAN_DYN, ...) at values no kernel exists for.
  *   Bad data on one rank (bad_data, impls 0 and 1): an index outside its table (= rows, or
  *   negative; its per-sample weight NaN or Inf), decreasing offsets, offsets past num_indices —
  *   FCO_ERR_INVALID_ARGUMENT naming the table and position (on GPUs the comm's async error), the
@@ -317,6 +318,22 @@ static void bad_args(const t_world_t* w) {
     BAD("overlaps offsets", c, wt, rows, tpr, bpr, D, FCO_F32, both, ix, n, FCO_EMB_INDEX_I32, NULL,
         FCO_EMB_POOL_SUM, both + ob - 4, 0);
     t_free(w->transport, dev, both);
+  }
+  /* the kernels' discrete launch knobs at values no kernel exists for (docs/embedding_alltoall.md,
+   * the knob table): refused on every transport, for either impl, naming the knob; each knob back
+   * at the caller's value after */
+  {
+    static const char* const kBadKnobs[][2] = {
+        {"FCO_EA_LOOKUP_DYN", "2"}, {"FCO_EA_LEAN_DYN", "-2"}, {"FCO_EA_LEAN_DYN", "7"},
+        {"FCO_EA_LEAN_BLOCKS", "5"}, {"FCO_EA_LEAN_BLOCKS", "0"}, {"FCO_EA_LEAN_STAGES", "2"},
+        {"FCO_EA_PROFILE", "3"},     {"FCO_EA_STREAM", "2"},      {"FCO_EA_BAGS", "2"},
+    };
+    for (size_t k = 0; k < sizeof kBadKnobs / sizeof kBadKnobs[0]; k++) {
+      t_knob_set(kBadKnobs[k][0], kBadKnobs[k][1]);
+      BAD(kBadKnobs[k][0], c, wt, rows, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32, NULL,
+          FCO_EMB_POOL_SUM, out, (int)(k % 2));
+      t_knob_reset(kBadKnobs[k][0]);
+    }
   }
 #undef BAD
   t_sync(w);

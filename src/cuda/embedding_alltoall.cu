@@ -20,7 +20,8 @@
  *   found at P = 4, run 39ee289). local: one stream for all ranks, no barrier. P == 1: the
  *   lookup writes out; no signals, no epoch.
  *
- * Knobs (read on the host at every launch; measured in docs/embedding_alltoall{,_history}.md):
+ * Knobs (read on the host at every launch; measured in docs/embedding_alltoall{,_history}.md; the
+ * discrete ones' values checked first by the op layer, src/ops/embedding_alltoall.c):
  *   FCO_EA_LEAN          1 (default) = the lean kernels wherever rows are whole 16-byte units of
  *                        <= 512 bytes: impl 0's lookup (ea_kernel_lean_stream) and impl 1
  *                        (ea_kernel_fused_lean, embedding_alltoall_fused_lean.cu); 0 = the

@@ -120,6 +120,36 @@ static int overlap(const void* a, size_t na, const void* b, size_t nb) {
   return x < y + nb && y < x + na;
 }
 
+/* The GPU kernels' discrete launch knobs (read again at every launch in src/cuda/
+ * embedding_alltoall*.cu; docs/embedding_alltoall.md, the knob table): a value no kernel exists
+ * for is refused here, on every transport, before anything is issued (as fco_gemv_allreduce's
+ * knobs) — until session 52 such values were taken silently as another setting (e.g.
+ * FCO_EA_LEAN_DYN=2 as 0, FCO_EA_LEAN_BLOCKS=5 as 3). The ranged knobs (FCO_EA_LEAN_SPLIT,
+ * _MIX, _CHUNKS, _TABLES, FCO_EA_LAND_KB, FCO_EA_SIGNAL_EVERY, FCO_EA_MIX) are clamped by the
+ * launchers; FCO_EA_LEAN, _DIRECT, _LAND_POLL and _DECODE are said on stderr and ignored. */
+static fco_result_t check_knobs(fco_comm_t comm, const char* fn) {
+  static const struct {
+    const char* name;
+    long long dflt, ok[3]; /* ok: the values a kernel exists for (dflt among them) */
+    const char* says;
+  } kKnobs[] = {
+      {"FCO_EA_LOOKUP_DYN", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)"},
+      {"FCO_EA_LEAN_DYN", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)"},
+      {"FCO_EA_LEAN_BLOCKS", -1, {-1, 3, 4}, "3 or 4 (unset or -1: automatic)"},
+      {"FCO_EA_LEAN_STAGES", 3, {3, 4, 4}, "3 or 4 (unset: 3)"},
+      {"FCO_EA_PROFILE", 0, {0, 1, 2}, "0, 1 or 2 (unset: 0)"},
+      {"FCO_EA_STREAM", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)"},
+      {"FCO_EA_BAGS", 0, {0, 1, 4}, "1 or 4 (unset or 0: automatic)"},
+  };
+  for (size_t i = 0; i < sizeof kKnobs / sizeof kKnobs[0]; i++) {
+    const long long v = fco_env_int(kKnobs[i].name, kKnobs[i].dflt);
+    if (v != kKnobs[i].ok[0] && v != kKnobs[i].ok[1] && v != kKnobs[i].ok[2])
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: %s=%lld is not %s", fn,
+                           kKnobs[i].name, v, kKnobs[i].says);
+  }
+  return FCO_OK;
+}
+
 fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const int64_t* table_rows,
                                     const int32_t* tables_per_rank, const int64_t* batch_per_rank,
                                     int64_t dim, fco_dtype_t dtype, const void* offsets,
@@ -199,6 +229,7 @@ fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const i
     if (overlap(out, out_bytes, ins[i], in_bytes[i]))
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", fn,
                            in_names[i]);
+  FCO_CHECK(check_knobs(comm, fn));
 
   fco_op_t op;
   memset(&op, 0, sizeof op);
