@@ -411,7 +411,7 @@ static void multi_rank_auto_rule(const t_world_t* w) {
 /* The knobs the launchers read per call (GPU transports), read back from fco_last_plan, each
  * call checked against the reference: FCO_GA_TILES_BLOCKS (impl 1's blocks a rank),
  * FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and chunk rows), FCO_GA_TILE and
- * FCO_GA_EPI (impl 1's tile). A value that is not an integer ("40x", once read as 40) or not one
+ * FCO_GA_EPI (impl 1's tile), FCO_GEMM_A2A_AUTO (AUTO's forced impl). A value that is not an integer ("40x", once read as 40) or not one
  * of a string knob's names ("tma3") is ignored, as if unset (fco_env_int / fco_env_choice; the
  * message on stderr: test_config_env). The tile cases expect the wgmma tiles (H100 / H200, the
  * sm_90a image loaded); elsewhere they are skipped. Rows of 300 per rank so that 128-row chunks
@@ -437,6 +437,9 @@ static void knob_readback(const t_world_t* w) {
       {1, "FCO_GA_TILE", "tma3", " kernel tiles wgmma tma 128x", 1},
       {1, "FCO_GA_EPI", "async", " kernel tiles wgmma tma epi=async 128x", 1},
       {1, "FCO_GA_EPI", "asynch", "epi=async", 0},
+      /* AUTO's experiment knob: the impl it names runs, whatever the rule would pick */
+      {FCO_IMPL_AUTO, "FCO_GEMM_A2A_AUTO", "0", "gemm_alltoall impl 0 ", 1},
+      {FCO_IMPL_AUTO, "FCO_GEMM_A2A_AUTO", "2", "gemm_alltoall impl 2 ", 1},
   };
   const int P = w->n;
   int have_tma = -1; /* the default tile is WgmmaTileTma: from case 0's plan (impl 1) */
@@ -559,6 +562,19 @@ static void bad_args(const t_world_t* w) {
                                (char*)p + 1024 + 4 * 4 * 4, 8, 4, 4, FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_MSG(c, "overlaps w");
+  /* AUTO's experiment knob at an impl that does not exist: refused whatever the impl asked for,
+   * naming the knob (nothing issued); the knob back at the caller's value after */
+  static const char* const kBadForced[] = {"3", "-2", "9"};
+  for (int i = 0; i < 3; i++) {
+    t_knob_set("FCO_GEMM_A2A_AUTO", kBadForced[i]);
+    t_context("FCO_GEMM_A2A_AUTO=%s", kBadForced[i]);
+    ASSERT_RES(fco_gemm_alltoall(c, p, 1, (char*)p + 64, 0, 1, dummy, NULL, NULL,
+                                 (char*)p + 2048, 1, 4, 4, FCO_F32, i == 0 ? FCO_IMPL_AUTO : i,
+                                 NULL),
+               FCO_ERR_INVALID_ARGUMENT);
+    ASSERT_MSG(c, "FCO_GEMM_A2A_AUTO");
+    t_knob_reset("FCO_GEMM_A2A_AUTO");
+  }
   size_t ws = 0;
   /* the shape's bounds at their edges, asked of the workspace query (no buffers that big):
    * k and n 1..2^31-1, a_rows and out_rows 0..2^31-1 */

@@ -373,6 +373,13 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   if (w_layout != FCO_W_KN && w_layout != FCO_W_NK)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: w_layout %d is not FCO_W_KN (0) or FCO_W_NK (1)", fn, w_layout);
+  /* AUTO's experiment knob (choose_impl): an impl that does not exist is refused, as the other
+   * ops' discrete knobs (until session 52 it was ignored without a word) */
+  const long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
+  if (forced < -1 || forced >= FCO_GEMM_ALLTOALL_NUM_IMPLS)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMM_A2A_AUTO=%lld is not 0..%d (unset or -1: off)", fn, forced,
+                         FCO_GEMM_ALLTOALL_NUM_IMPLS - 1);
   if (num_experts < 1 || num_experts > FCO_GEMM_ALLTOALL_MAX_EXPERTS)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: num_experts %d is not in 1..%d", fn,
                          num_experts, FCO_GEMM_ALLTOALL_MAX_EXPERTS);
