@@ -15,6 +15,8 @@
  *   fco_allreduce) issued in between without a sync; back-to-back LL calls of
  *   changing shapes; a CUDA graph; FCO_CHECK_ARGS; a silent peer (timeout, not a hang).
  *   FCO_TEST_LL=only runs just that part (GPU transports; 77 = skip elsewhere).
+ *   The pipelined tile loop forced (FCO_GEMV_PIPE=1: impl 1 plain and LL, narrow and wide
+ *   blocks, impl 2; by default it runs only where K_r ≥ 12288, beyond every other test's shapes).
  *   The grouped tiles (M 9..64 by default, and their knobs): test_gemv_allreduce_group.c, a
  *   program of its own (it outgrew one test's time bound in tests/run.sh with the rest).
  *   Then much of the operator's tests again with FCO_GEMV_PDL=1
@@ -382,6 +384,48 @@ static void ll_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
   for (int r = 0; r < w->n; r++) t_free(w->transport, t_rank_device(w->transport, r), y2[r]);
 }
 
+/* ---- the pipelined tile loop (FCO_GEMV_PIPE=1) ---------------------------------------------- */
+/* By default the loop runs only where a rank's K ≥ 12288 (kPipeAutoMinK), which no other test's
+ * shape reaches: forced here on the one-tile kernels of two m-tiles (M 9..16, bf16 / f16;
+ * FCO_GEMV_GROUP_TMA=0, else the TMA tile takes the plain one-shot there) — impl 1 plain and LL,
+ * in narrow blocks and wide ones (N small), impl 2 — K wrapping the loop's groups of 4 chunks
+ * and not; each call against the float64 reference, ranks bit-identical, guards intact, and every
+ * rank's plan naming " pipe"; then FCO_GEMV_PIPE=0 on the same shape names none. */
+static void pipe_tests(const t_world_t* w, gemv_bufs_t* b, int quick) {
+  static const size_t shapes[][3] = {{9, 1000, 1000}, {16, 999, 4608}, {12, 17, 4608},
+                                     {16, 4096, 1000}, {10, 33, 33},    {16, 8, 257}};
+  static const int impls[3][2] = {{1, 0}, {1, 1}, {2, 0}}; /* impl, LL */
+  t_knob_set("FCO_GEMV_GROUP_TMA", "0");
+  const int n = quick ? 6 : 18;
+  for (int i = 0; i < n; i++) {
+    const size_t M = shapes[i % 6][0], N = shapes[i % 6][1], kt = shapes[i % 6][2];
+    const fco_dtype_t dt = i % 2 ? FCO_BF16 : FCO_F16;
+    const int impl = impls[i % 3][0];
+    ll_set(impls[i % 3][1]);
+    for (int on = 1; on >= 0; on--) {
+      t_knob_set("FCO_GEMV_PIPE", on ? "1" : "0");
+      uint64_t seed = t_next_seed();
+      t_context("P=%d FCO_GEMV_PIPE=%d impl %d%s: M=%zu N=%zu K=%zu %s seed=0x%016llx", w->n, on,
+                impl, impls[i % 3][1] ? " LL" : "", M, N, kt, fco_dtype_name(dt),
+                (unsigned long long)seed);
+      gemv_prepare(b, M, N, kt, dt, i % 2, seed);
+      ASSERT_OK(gemv_issue(w, b, impl, NULL));
+      t_sync(w);
+      for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+      ASSERT_EQ(gemv_check(w, b), 0); /* reference, guards, ranks identical */
+      for (int r = 0; r < w->n; r++) {
+        const char* plan = fco_last_plan(w->comms[r]);
+        if ((strstr(plan, " pipe") != NULL) != on)
+          t_fail(__FILE__, __LINE__, "rank %d: plan \"%s\" %s \" pipe\"", r, plan,
+                 on ? "lacks" : "has");
+      }
+    }
+  }
+  ll_set(0);
+  t_knob_reset("FCO_GEMV_PIPE");
+  t_knob_reset("FCO_GEMV_GROUP_TMA");
+}
+
 /* ---- PDL (FCO_GEMV_PDL=1) ------------------------------------------------------------------ */
 /* PDL is on by default (unset): the parts before pdl_tests run with it; off is "0", which
  * the parts after pdl_tests keep (here and, by setting it, in test_gemv_allreduce), so both
@@ -475,7 +519,13 @@ static void chains_alloc(const t_world_t* w, gemv_bufs_t* b) {
 }
 
 /* The parts of a run: all of them, or one alone (FCO_TEST_LL / _PDL = only). */
-enum { PART_CHAIN = 1, PART_LL = 2, PART_PDL = 8, PART_ALL = PART_CHAIN | PART_LL | PART_PDL };
+enum {
+  PART_CHAIN = 1,
+  PART_LL = 2,
+  PART_PIPE = 4,
+  PART_PDL = 8,
+  PART_ALL = PART_CHAIN | PART_LL | PART_PIPE | PART_PDL
+};
 
 /* For P = 1..max: the chain (all parts: with FCO_GEMV_PDL as the caller set it; the PDL part
  * alone: on the cpu transport only, where it is that part's semantics), then on GPU transports
@@ -491,6 +541,7 @@ static void run_world(const t_world_t* w, gemv_bufs_t* b, void* arg) {
 #ifdef FCO_HAVE_CUDA
   if (r->gpu) {
     if (r->parts & PART_LL) ll_tests(w, b, r->quick);
+    if (r->parts & PART_PIPE) pipe_tests(w, b, r->quick);
     if (r->parts & PART_PDL) pdl_tests(w, b, r->quick); /* FCO_GEMV_PDL=1, then "0" */
   }
 #endif
