@@ -413,9 +413,9 @@ static void multi_rank_auto_rule(const t_world_t* w) {
  * FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and chunk rows), FCO_GA_TILE and
  * FCO_GA_EPI (impl 1's tile), FCO_GEMM_A2A_AUTO (AUTO's forced impl). A value that is not an
  * integer ("40x", once read as 40) or not one of a string knob's names ("tma3") is ignored, as if
- * unset (fco_env_int / fco_env_choice; the message on stderr: test_config_env). The tile cases expect the wgmma tiles (H100 / H200, the
- * sm_90a image loaded); elsewhere they are skipped. Rows of 300 per rank so that 128-row chunks
- * split them. */
+ * unset (fco_env_int / fco_env_choice; the message on stderr: test_config_env). The tile cases
+ * expect the wgmma tiles (H100 / H200, the sm_90a image loaded); elsewhere they are skipped. Rows
+ * of 300 per rank so that 128-row chunks split them. */
 static void knob_readback(const t_world_t* w) {
   static const struct {
     int impl;
