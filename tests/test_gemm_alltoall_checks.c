@@ -575,6 +575,25 @@ static void bad_args(const t_world_t* w) {
     ASSERT_MSG(c, "FCO_GEMM_A2A_AUTO");
     t_knob_reset("FCO_GEMM_A2A_AUTO");
   }
+  /* FCO_GA_EPI=async beside a tile other than the default: refused whatever the impl (the
+   * epilogue exists for the TMA tile only); beside tma, or a tile name that is not one (taken as
+   * unset), the call goes on to the next check (num_experts 0 here, so nothing runs) */
+  static const struct {
+    const char* tile;
+    int refused;
+  } kEpiTiles[] = {{"tma2", 1}, {"wgmma", 1}, {"MMA", 1}, {"tma", 0}, {"tma3", 0}, {"", 0}};
+  t_knob_set("FCO_GA_EPI", "async");
+  for (size_t i = 0; i < sizeof kEpiTiles / sizeof kEpiTiles[0]; i++) {
+    t_knob_set("FCO_GA_TILE", kEpiTiles[i].tile);
+    t_context("FCO_GA_EPI=async FCO_GA_TILE=\"%s\"", kEpiTiles[i].tile);
+    const int e = kEpiTiles[i].refused ? 1 : 0;
+    ASSERT_RES(fco_gemm_alltoall(c, p, 1, (char*)p + 64, 0, e, dummy, NULL, NULL,
+                                 (char*)p + 2048, 1, 4, 4, FCO_F32, (int)(i % 3) - 1, NULL),
+               FCO_ERR_INVALID_ARGUMENT);
+    ASSERT_MSG(c, e ? "FCO_GA_EPI" : "num_experts");
+  }
+  t_knob_reset("FCO_GA_TILE");
+  t_knob_reset("FCO_GA_EPI");
   size_t ws = 0;
   /* the shape's bounds at their edges, asked of the workspace query (no buffers that big):
    * k and n 1..2^31-1, a_rows and out_rows 0..2^31-1 */

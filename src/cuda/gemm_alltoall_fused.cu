@@ -284,15 +284,16 @@ LaunchFn pick_mma(bool bt, bool aligned) {
 /* The epilogue of the TMA tile: FCO_GA_EPI=async (C in its own shared memory, drained by bulk
  * copies while the next tile computes, 3 pipeline stages; measured slower, runs 689b8cb and
  * 0f4e81f) or =store / unset (the default: stores from the C staging in the pipeline's bytes,
- * 4 stages); another value is said on stderr and ignored. */
+ * 4 stages); another value is said on stderr and ignored. With FCO_GA_TILE naming another tile,
+ * =async is refused by the op layer (src/ops/gemm_alltoall.c). */
 bool async_epilogue() {
-  static const char* const kEpi[] = {"store", "async", nullptr};
+  static const char* const kEpi[] = FCO_GA_EPI_NAMES;
   return fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1;
 }
-/* FCO_GA_TILE: the names below; unset, or a value not among them (said on stderr), is kTileTma. */
+/* FCO_GA_TILE: FCO_GA_TILE_NAMES (in TileKnob's order); unset, or a value not among them (said on stderr), is kTileTma. */
 enum TileKnob { kTileTma, kTileTma2, kTileWgmma, kTileMma };
 TileKnob tile_knob() {
-  static const char* const kTiles[] = {"tma", "tma2", "wgmma", "mma", nullptr};
+  static const char* const kTiles[] = FCO_GA_TILE_NAMES;
   return (TileKnob)fco_env_choice("FCO_GA_TILE", kTiles, kTileTma);
 }
 /* The tile of impl 1 (*fallback: what runs when the chosen TMA tile's maps cannot be encoded).

@@ -380,6 +380,15 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: FCO_GEMM_A2A_AUTO=%lld is not 0..%d (unset or -1: off)", fn, forced,
                          FCO_GEMM_ALLTOALL_NUM_IMPLS - 1);
+  /* The asynchronous epilogue exists for the default tile only: beside another tile it would be
+   * ignored without a word (until session 53), so the pair is refused, whatever the impl. An
+   * unknown name of either is said on stderr and taken as unset (the docs' knob list). */
+  static const char* const kTiles[] = FCO_GA_TILE_NAMES, *const kEpi[] = FCO_GA_EPI_NAMES;
+  const int tile = fco_env_choice("FCO_GA_TILE", kTiles, 0);
+  if (fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1 && tile != 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GA_EPI=async is the epilogue of FCO_GA_TILE=tma (the default), "
+                         "not of FCO_GA_TILE=%s", fn, kTiles[tile]);
   if (num_experts < 1 || num_experts > FCO_GEMM_ALLTOALL_MAX_EXPERTS)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: num_experts %d is not in 1..%d", fn,
                          num_experts, FCO_GEMM_ALLTOALL_MAX_EXPERTS);

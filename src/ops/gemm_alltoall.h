@@ -97,6 +97,12 @@ typedef struct {
   fco_dtype_t dtype;
 } fco_gemm_a2a_args_t;
 
+/* The names of impl 1's string knobs (fco_env_choice, first = default), read by the tile picker
+ * (src/cuda/gemm_alltoall_fused.cu) and by the op layer, which refuses FCO_GA_EPI=async beside a
+ * FCO_GA_TILE other than tma (the asynchronous epilogue exists for the default tile only). */
+#define FCO_GA_TILE_NAMES {"tma", "tma2", "wgmma", "mma", NULL}
+#define FCO_GA_EPI_NAMES {"store", "async", NULL}
+
 /* Header fields (int64 each). */
 #define FCO_GA_H_VALID 0
 #define FCO_GA_H_E 1
