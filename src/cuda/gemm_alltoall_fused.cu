@@ -290,7 +290,8 @@ bool async_epilogue() {
   static const char* const kEpi[] = FCO_GA_EPI_NAMES;
   return fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1;
 }
-/* FCO_GA_TILE: FCO_GA_TILE_NAMES (in TileKnob's order); unset, or a value not among them (said on stderr), is kTileTma. */
+/* FCO_GA_TILE: FCO_GA_TILE_NAMES (in TileKnob's order); unset, or a value not among them (said
+ * on stderr), is kTileTma. */
 enum TileKnob { kTileTma, kTileTma2, kTileWgmma, kTileMma };
 TileKnob tile_knob() {
   static const char* const kTiles[] = FCO_GA_TILE_NAMES;
