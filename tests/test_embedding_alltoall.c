@@ -283,6 +283,38 @@ static void knobs(const t_world_t* w) {
   t_knob_reset("FCO_EA_LEAN");
 }
 
+/* The knobs are read when the call is made (src/ops/embedding_alltoall.c, read_knobs), not when
+ * the group launches it: every rank's call with FCO_EA_LEAN_MIX=37, then FCO_EA_LEAN_MIX=0 and
+ * FCO_EA_LEAN_DYN=1 before fco_group_end — every rank's plan names the static order with
+ * mix=37 and the result is checked (until session 53 the launch read the environment again:
+ * the claimed order ran). GPU transports (the cpu backend has no launch knobs). */
+static void knobs_at_call(const t_world_t* w) {
+  if (!t_is_gpu(w->transport)) return;
+  ea_prob_t p;
+  const uint64_t seed = t_next_seed();
+  ea_prob_make(&p, w->n, 64, FCO_BF16, FCO_EMB_INDEX_I32, 1, FCO_EMB_POOL_SUM, 0, seed);
+  ea_describe(&p, 1, seed, "knobs read at the call, changed before fco_group_end");
+  ea_prob_upload(w, &p);
+  t_knob_set("FCO_EA_LEAN", "1");
+  t_knob_set("FCO_EA_LEAN_MIX", "37");
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < w->n; r++) ASSERT_OK(ea_prob_run_rank(w, &p, r, 1, NULL));
+  t_knob_set("FCO_EA_LEAN_MIX", "0");
+  t_knob_set("FCO_EA_LEAN_DYN", "1");
+  ASSERT_OK(fco_group_end());
+  t_knob_reset("FCO_EA_LEAN_DYN");
+  t_knob_reset("FCO_EA_LEAN_MIX");
+  t_knob_reset("FCO_EA_LEAN");
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(ea_prob_check(w, &p), 0);
+  for (int r = 0; r < w->n; r++)
+    if (!strstr(fco_last_plan(w->comms[r]), "fused lean static mix=37"))
+      t_fail(__FILE__, __LINE__, "rank %d's plan \"%s\" lacks \"fused lean static mix=37\"", r,
+             fco_last_plan(w->comms[r]));
+  ea_prob_free(w, &p);
+}
+
 /* The default tile order of both lean kernels (fco_ea_few_tiles, src/ops/embedding_alltoall_plan.h):
  * static where a launch has no more tiles than warps, claimed where it has more and (impl 0's
  * lookup) bags hold ≥ 8 rows on average — even tables' bags of 16 rows beside random ones of 0..6.
@@ -526,6 +558,7 @@ int main(void) {
     ASSERT_OK(t_world_init(&w, t, P, NULL));
     sweep(&w, quick);
     knobs(&w);
+    knobs_at_call(&w);
     tile_orders(&w);
     decode_edges(&w);
     back_to_back(&w);

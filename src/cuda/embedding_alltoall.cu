@@ -20,8 +20,9 @@
  *   found at P = 4, run 39ee289). local: one stream for all ranks, no barrier. P == 1: the
  *   lookup writes out; no signals, no epoch.
  *
- * Knobs (read on the host at every launch; measured in docs/embedding_alltoall{,_history}.md; the
- * discrete ones' values checked first by the op layer, src/ops/embedding_alltoall.c):
+ * Knobs (read once a call by the op layer, src/ops/embedding_alltoall.c's read_knobs, which
+ * refuses the discrete ones at values no kernel exists for, into the record's fco_ea_knobs_t:
+ * EaParams::knobs here; measured in docs/embedding_alltoall{,_history}.md):
  *   FCO_EA_LEAN          1 (default) = the lean kernels wherever rows are whole 16-byte units of
  *                        <= 512 bytes: impl 0's lookup (ea_kernel_lean_stream) and impl 1
  *                        (ea_kernel_fused_lean, embedding_alltoall_fused_lean.cu); 0 = the
@@ -92,8 +93,7 @@ namespace fco {
 namespace ea {
 namespace {
 
-/* Knob defaults (see the header). */
-constexpr int kDefaultSignalEvery = 4;
+/* Knob defaults (see the header; the op layer's read_knobs holds the others). */
 constexpr int kAutoBagsMaxLen = 16; /* FCO_EA_BAGS=0: kB = 4 when the mean bag length is ≤ this */
 
 /* ---- impl 0 ------------------------------------------------------------------------------- */
@@ -196,11 +196,11 @@ Variant pick_variant(const fco_gpu_launch_t* l, const fco_ea_args_t* a0, size_t 
   v.vec = vec;
   v.nv = units > 32 ? 4 : 1;
   v.lanes = units >= 32 ? 32 : pow2_at_least((int)units);
-  const long long knob = fco_env_int("FCO_EA_BAGS", 0);
+  const long long knob = a0->knobs.bags;
   const bool short_bags = nidx <= (int64_t)kAutoBagsMaxLen * nbags; /* mean length */
   v.bags = vec && v.nv == 1 && (knob == 4 || (knob != 1 && short_bags)) ? 4 : 1;
   /* FCO_EA_STREAM: 1 the streaming path wherever it applies, 0 the kB paths, unset: auto. */
-  const long long st = fco_env_int("FCO_EA_STREAM", -1);
+  const long long st = a0->knobs.stream;
   const double bag_bytes = nbags > 0 ? (double)a0->dim * (double)es * (double)nidx / (double)nbags : 0.0;
   if (vec && v.nv == 1 && (st > 0 || (st < 0 && stream_auto(impl, bag_bytes)))) v.bags = 0;
   return v;
@@ -222,6 +222,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   const fco_ea_args_t* a0 = fco_ea_args(l->r[0].op);
   const size_t es = fco_dtype_size(a0->dtype);
   memset(p, 0, sizeof *p);
+  p->knobs = &a0->knobs;
   const int P = l->nranks;
   p->nranks = P;
   p->num_local = l->num_local;
@@ -236,7 +237,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
   /* Tiling per source: agreed values only (D, dtype, the splits), never the path taken. */
   const int per_warp = 32 / vec_lanes(a0->dim, es);
   const int bags = kWarps * per_warp * kBagsPerLane;
-  const int64_t land = land_kib();
+  const int64_t land = land_kib(a0->knobs);
   int64_t bmax = 0;
   for (int q = 0; q < P; q++)
     if (a0->batch_per_rank[q] > bmax) bmax = a0->batch_per_rank[q];
@@ -255,18 +256,17 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
     p->land_split[q] = (int32_t)split + ((double)(int32_t)split < split ? 1 : 0);
     if (p->land_split[q] > grows) p->land_split[q] = (int32_t)grows;
   }
-  long long sig_every = fco_env_int("FCO_EA_SIGNAL_EVERY", kDefaultSignalEvery);
+  const long long sig_every = a0->knobs.signal_every;
   p->sig_every = (int32_t)(sig_every < 1 ? 1 : sig_every > kMaxPending ? kMaxPending : sig_every);
-  p->land_poll = fco_env_flag("FCO_EA_LAND_POLL", 0);
-  const long long mix = fco_env_int("FCO_EA_MIX", -1);
+  p->land_poll = (int32_t)a0->knobs.land_poll;
+  const long long mix = a0->knobs.mix;
   p->mix = (int32_t)(mix < 0 ? -1 : mix > 100 ? 100 : mix);
   /* FCO_EA_DECODE: "old" / "0" the previous fused kernel, "cursor" / "1" the 32-bit cursor
    * kernel; unset (or another value, said on stderr): the cursor kernel for rows of at most 256
    * bytes, the previous one for longer rows (run ad0463c, f32 D = 128 — 512-byte rows: the
    * cursor kernel 7–14 % slower, even slower than impl 0; rows of ≤ 256 bytes, bf16 and f32:
    * 1–13 % faster). */
-  static const char* const kDecode[] = {"old", "0", "cursor", "1", nullptr};
-  const int dec = fco_env_choice("FCO_EA_DECODE", kDecode, -1); /* other values: said, unset */
+  const int64_t dec = a0->knobs.decode; /* read_knobs: old / 0 / cursor / 1 = 0..3, or -1 */
   p->decode = dec >= 0 ? dec / 2 : (double)a0->dim * (double)es <= 256.0;
   p->recv_bytes = fco_ea_recv_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
   p->send_bytes = fco_ea_send_bytes(a0->tables_per_rank, a0->batch_per_rank, P, a0->dim, es);
@@ -296,7 +296,7 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
       const size_t out_bytes = (size_t)a->batch_per_rank[a->rank] * (size_t)T * (size_t)a->dim * es;
       size_t off = 0;
       int k = -1, cap = 0;
-      if (comm->sym_dev && fco_env_flag("FCO_EA_DIRECT", 1)) {
+      if (comm->sym_dev && a->knobs.direct) {
         k = fco_sym_find(comm, a->out, out_bytes, &off);
         for (int q = 0; q < FCO_MAX_SYMMETRIC; q++) cap |= comm->sym[q].state != FCO_SYM_FREE;
       }
@@ -345,7 +345,7 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
   cudaError_t ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads,
                                                                  lean_smem(G, kLeanMaxTileBags));
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int W = lean_tile_bags(G, lean_mean_len(p, li), p.B, Tr,
+  const int W = lean_tile_bags(*p.knobs, G, lean_mean_len(p, li), p.B, Tr,
                                (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps);
   const size_t smem = lean_smem(G, W);
   ce = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kThreads, smem);
@@ -387,7 +387,7 @@ fco_result_t launch_lean_t(const EaParams& p, int li, void* stream, LeanLookupNo
 /* Whether the lean lookup takes impl 0's lookup (FCO_EA_LEAN not 0, the 16-byte path with one
  * vector per lane, tile numbers of every local rank in 31 bits). */
 bool lean_applies(const EaParams& p, const Variant& v) {
-  if (!fco_env_flag("FCO_EA_LEAN", 1) || !v.vec || v.nv != 1) return false;
+  if (!p.knobs->lean || !v.vec || v.nv != 1) return false;
   for (int i = 0; i < p.num_local; i++) {
     const int Tr = ea_tables(p, p.r[i].rank);
     if (Tr > kLeanMaxTables || (int64_t)Tr * p.B + 1000000 >= ((int64_t)1 << 31)) return false;
@@ -401,7 +401,7 @@ bool lean_applies(const EaParams& p, const Variant& v) {
  * (fco_ea_lookup_dyn, fco_ea_few_tiles). */
 template <typename T>
 fco_result_t launch_lean(const EaParams& p, void* stream, LeanLookupNote* note, char* err) {
-  const long long knob = fco_env_int("FCO_EA_LOOKUP_DYN", -1);
+  const long long knob = p.knobs->lookup_dyn;
   int device = 0, sms = 0;
   if (knob < 0) {
     const fco_result_t res = current_device(err, &device, &sms);
@@ -537,8 +537,8 @@ void CUDART_CB prof_print(void* arg) {
 }
 
 /* p.prof for this launch (nullptr when FCO_EA_PROFILE is unset or the buffer fails). */
-uint64_t* prof_buffer(int device) {
-  if (fco_env_int("FCO_EA_PROFILE", 0) == 0 || device < 0 || device >= kMaxDevices) return nullptr;
+uint64_t* prof_buffer(const fco_ea_knobs_t& k, int device) {
+  if (k.profile == 0 || device < 0 || device >= kMaxDevices) return nullptr;
   ProfCtx* c = &g_prof[device];
   if (!c->buf &&
       cudaHostAlloc(&c->buf, (size_t)kProfMaxBlocks * kProfSlots * 8, cudaHostAllocMapped |
@@ -568,7 +568,7 @@ extern "C" fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* 
       return fail(err, FCO_ERR_UNSUPPORTED, "fco_embedding_alltoall: dtype %d", (int)a0->dtype);
     int device = -1;
     (void)cudaGetDevice(&device);
-    p.prof = prof_buffer(device);
+    p.prof = prof_buffer(*p.knobs, device);
     if (lean) {
       res = run_fused_lean(p, a0->dtype, l->num_local, l->stream, err);
       /* fco_last_plan, e.g. " kernel fused lean claimed split=60 idx32 W=64 minB=4 direct=send+out,

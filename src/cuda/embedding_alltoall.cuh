@@ -93,6 +93,9 @@ struct EaParams {
   uint64_t* prof;
   int32_t mix;
   int32_t decode; /* 1 (default): the 32-bit tile cursor kernel; 0 (FCO_EA_DECODE=old) the other */
+  /* Host only (a kernel never reads it; last, so no other field moves): the call's knobs, in
+   * local rank 0's record (fill_params; read_knobs read them from one environment). */
+  const fco_ea_knobs_t* knobs;
 };
 /* FCO_EA_PROFILE timeline of the fused kernel, per block: start, end of its remote pool tiles
  * (their last signal batch issued), end of all its pool tiles, end (land units copied). */

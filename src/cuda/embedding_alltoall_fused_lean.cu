@@ -519,13 +519,14 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   const int64_t warps = (int64_t)sms * (per_sm > 0 ? per_sm : 1) * kWarps / num_local;
   static thread_local LeanFusedArgs x;
   memset(&x, 0, sizeof x);
-  x.land_bytes = land_kib() * 1024;
-  const long long mix = fco_env_int("FCO_EA_LEAN_MIX", 0);
+  const fco_ea_knobs_t& kn = *p0.knobs;
+  x.land_bytes = land_kib(kn) * 1024;
+  const long long mix = kn.lean_mix;
   x.mix = (int32_t)(mix < 0 ? 0 : mix > 100 ? 100 : mix);
   /* run 07fcd7a (2×H200, bags of 1–8 rows): 60 within 3 % of the best of 50..80, both dtypes */
-  const long long split = fco_env_int("FCO_EA_LEAN_SPLIT", 60);
+  const long long split = kn.lean_split;
   x.split = (int32_t)(split < 0 ? 0 : split > 100 ? 100 : split);
-  x.fake = kProf && fco_env_int("FCO_EA_PROFILE", 0) == 2;
+  x.fake = kProf && kn.profile == 2;
   int lg = 0;
   while ((1 << lg) < G) lg++;
   int slots = 2; /* staged offsets a warp, the most of any local rank: nt · (W + 1) */
@@ -552,7 +553,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
     if (kMT)
       while (nt * 2 <= nt_knob && nt * 2 <= 32 / G && nt * 2 <= Tr) nt *= 2;
     s.nt = nt;
-    s.W = lean_tile_bags(G * nt, mean_len, p0.B, Tr > 0 ? (Tr + nt - 1) / nt : 1, warps);
+    s.W = lean_tile_bags(kn, G * nt, mean_len, p0.B, Tr > 0 ? (Tr + nt - 1) / nt : 1, warps);
     while (kMT && s.W > 32 / G / nt && (int64_t)s.W * nt > kLeanMaxTileBags) s.W /= 2;
     if (s.nt * (s.W + 1) > slots) slots = s.nt * (s.W + 1);
     x.aligned[i] = (uintptr_t)rk.weight % 16 == 0 && (uintptr_t)rk.out % 16 == 0;
@@ -608,7 +609,7 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * specialized to its index type (kIdx; ptxas: ~4 B of spills at 64 registers instead of ~90) */
   const bool spec = num_local == 1 && (uintptr_t)p.r[0].weight % 16 == 0 && (uintptr_t)p.r[0].out % 16 == 0;
   /* FCO_EA_LEAN_TABLES = nt > 1: the kMT variant (3 blocks a SM, no profile); experimental */
-  const long long nt = fco_env_int("FCO_EA_LEAN_TABLES", 1);
+  const long long nt = p.knobs->lean_tables;
   if (nt > 1) {
     p.prof = nullptr;
     const int n = (int)(nt > 32 ? 32 : nt);
@@ -630,8 +631,8 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * fewest; fco_ea_few_tiles: every warp pools at most one tile, the claims balance nothing and
    * cost a fixed 0.3–4 µs). A local choice (the protocol is the same): ranks may differ. 1 / 0:
    * always / never. */
-  long long dyn = fco_env_int("FCO_EA_LEAN_DYN", -1);
-  if (dyn < 0 && fco_env_int("FCO_EA_LEAN_MIX", 0) > 0) dyn = 0;
+  long long dyn = p.knobs->lean_dyn;
+  if (dyn < 0 && p.knobs->lean_mix > 0) dyn = 0;
   if (dyn < 0) {
     int device = 0, sms = 0;
     const fco_result_t res = current_device(err, &device, &sms);
@@ -656,8 +657,8 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
    * vs 174.9, f32 293.1 vs 304.6; Zipf f32 344.0 vs 368.5), 1–7 % slower where they hold ≤ 4.
    * The generic 64-register kernel (not spec) spills ~0.1 KB and was 0–12 % slower (runs
    * ac50ff3, 07fcd7a). */
-  const long long blocks = fco_env_int("FCO_EA_LEAN_BLOCKS", -1);
-  const bool stages4 = fco_env_int("FCO_EA_LEAN_STAGES", kLeanStages) == 4;
+  const long long blocks = p.knobs->lean_blocks;
+  const bool stages4 = p.knobs->lean_stages == 4;
   const bool four = blocks == 4 || (blocks < 0 && (dyn == 0 || longer) && spec && !p.prof && !stages4);
   /* FCO_EA_LEAN_STAGES = 4 (experimental): a 4-stage cp.async ring (65 KB a block, still 3
    * blocks a SM) — a third more rows in flight a warp, against the 24 warps a SM that 80
@@ -697,7 +698,7 @@ fco_result_t run_t(EaParams& p, int num_local, void* stream, char* err) {
 
 bool fused_lean_applies(const EaParams& p) {
   const int64_t row = (int64_t)p.D * p.esize, lim = (int64_t)1 << 31;
-  if (!fco_env_flag("FCO_EA_LEAN", 1) || row % 16 != 0 || row > 512) return false;
+  if (!p.knobs->lean || row % 16 != 0 || row > 512) return false;
   for (int q = 0; q < p.nranks; q++) {
     const int64_t Tq = ea_tables(p, q);
     if (Tq > kLeanMaxTables || Tq * (p.B + p.nranks) >= lim) return false;

@@ -123,17 +123,19 @@ __host__ inline size_t lean_smem(int G, int W) { return fco_ea_lean_smem(G, W); 
  * 351.4, fused 417.1 → 365.8; 65536/8/64/8 (chunks 8) f32 lookup 290.4 → 279.1, fused 308.3 →
  * 286.8, bf16 fused 172.3 → 166.9; long uniform bags within ±1 %; bags of ≤ 4 rows were slower
  * with more (131072/8/32/4 bf16 lookup 133.2 → 138.0 at 8), so they keep 4. FCO_EA_LEAN_CHUNKS
- * (1..64) overrides. A local choice of each rank, read at every launch, by both lean kernels. */
-__host__ inline int lean_tile_bags(int G, double mean_len, int64_t B, int T, int64_t resident_warps) {
-  long long c = fco_env_int("FCO_EA_LEAN_CHUNKS", mean_len >= 16.0 ? 16 : mean_len >= 8.0 ? 8 : 4);
-  c = c < 1 ? 1 : c > 64 ? 64 : c;
+ * (1..64) overrides. A local choice of each rank, by both lean kernels (read once a call:
+ * fco_ea_knobs_t). */
+__host__ inline int lean_tile_bags(const fco_ea_knobs_t& k, int G, double mean_len, int64_t B,
+                                   int T, int64_t resident_warps) {
+  const int64_t c = k.lean_chunks > 0 ? k.lean_chunks /* 1..64: read_knobs */
+                    : mean_len >= 16.0 ? 16 : mean_len >= 8.0 ? 8 : 4;
   return fco_ea_lean_tile_bags(G, mean_len, B, T, resident_warps, (int)c);
 }
 
-/* FCO_EA_LAND_KB: the land unit of both fused kernels in KiB, 4..16384 (default 64), read at
- * every launch (embedding_alltoall.cu's header). */
-__host__ inline int64_t land_kib() {
-  const long long k = fco_env_int("FCO_EA_LAND_KB", 64);
+/* FCO_EA_LAND_KB: the land unit of both fused kernels in KiB, 4..16384 (default 64; the call's
+ * fco_ea_knobs_t, embedding_alltoall.cu's header). */
+__host__ inline int64_t land_kib(const fco_ea_knobs_t& knobs) {
+  const int64_t k = knobs.land_kb;
   return k < 4 ? 4 : k > 16384 ? 16384 : k;
 }
 

@@ -8,9 +8,12 @@
  *   [5] hash of tables_per_rank[0..P)   [6] hash of batch_per_rank[0..P)
  * index_type, num_indices and per_sample_weights are per rank (they only shape local input).
  */
+#include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "embedding_alltoall.h"
+#include "embedding_alltoall_plan.h" /* FCO_EA_LEAN_STAGES */
 
 /* AUTO: the fused kernel wherever there is something to exchange. It writes every pooled
  * vector once (NVLink for remote samples) and lands it locally, where impl 0 writes the send
@@ -120,33 +123,65 @@ static int overlap(const void* a, size_t na, const void* b, size_t nb) {
   return x < y + nb && y < x + na;
 }
 
-/* The GPU kernels' discrete launch knobs (read again at every launch in src/cuda/
- * embedding_alltoall*.cu; docs/embedding_alltoall.md, the knob table): a value no kernel exists
- * for is refused here, on every transport, before anything is issued (as fco_gemv_allreduce's
- * knobs) — until session 52 such values were taken silently as another setting (e.g.
- * FCO_EA_LEAN_DYN=2 as 0, FCO_EA_LEAN_BLOCKS=5 as 3). The ranged knobs (FCO_EA_LEAN_SPLIT,
- * _MIX, _CHUNKS, _TABLES, FCO_EA_LAND_KB, FCO_EA_SIGNAL_EVERY, FCO_EA_MIX) are clamped by the
- * launchers; FCO_EA_LEAN, _DIRECT, _LAND_POLL and _DECODE are said on stderr and ignored. */
-static fco_result_t check_knobs(fco_comm_t comm, const char* fn) {
+/* The GPU kernels' knobs (fco_ea_knobs_t; src/cuda/embedding_alltoall.cu's header, the docs'
+ * knob table), read once here, on every transport, into the call's record: the launchers read
+ * no environment (until session 53 they read it again at every launch, after this check). The
+ * discrete ones at a value no kernel exists for are refused before anything is issued (as
+ * fco_gemv_allreduce's knobs) — until session 52 such values were taken silently as another
+ * setting (e.g. FCO_EA_LEAN_DYN=2 as 0, FCO_EA_LEAN_BLOCKS=5 as 3). The ranged ones
+ * (FCO_EA_LEAN_SPLIT, _MIX, _TABLES, FCO_EA_LAND_KB, FCO_EA_SIGNAL_EVERY, FCO_EA_MIX) are clamped
+ * by the launchers, _CHUNKS here; FCO_EA_LEAN, _DIRECT, _LAND_POLL and _DECODE at another value
+ * are said on stderr and taken as unset. */
+static fco_result_t read_knobs(fco_comm_t comm, const char* fn, fco_ea_knobs_t* k) {
   static const struct {
     const char* name;
     long long dflt, ok[3]; /* ok: the values a kernel exists for (dflt among them) */
     const char* says;
-  } kKnobs[] = {
-      {"FCO_EA_LOOKUP_DYN", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)"},
-      {"FCO_EA_LEAN_DYN", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)"},
-      {"FCO_EA_LEAN_BLOCKS", -1, {-1, 3, 4}, "3 or 4 (unset or -1: automatic)"},
-      {"FCO_EA_LEAN_STAGES", 3, {3, 4, 4}, "3 or 4 (unset: 3)"},
-      {"FCO_EA_PROFILE", 0, {0, 1, 2}, "0, 1 or 2 (unset: 0)"},
-      {"FCO_EA_STREAM", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)"},
-      {"FCO_EA_BAGS", 0, {0, 1, 4}, "1 or 4 (unset or 0: automatic)"},
+    size_t field;
+  } kDiscrete[] = {
+      {"FCO_EA_LOOKUP_DYN", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)",
+       offsetof(fco_ea_knobs_t, lookup_dyn)},
+      {"FCO_EA_LEAN_DYN", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)",
+       offsetof(fco_ea_knobs_t, lean_dyn)},
+      {"FCO_EA_LEAN_BLOCKS", -1, {-1, 3, 4}, "3 or 4 (unset or -1: automatic)",
+       offsetof(fco_ea_knobs_t, lean_blocks)},
+      {"FCO_EA_LEAN_STAGES", FCO_EA_LEAN_STAGES, {3, 4, 4}, "3 or 4 (unset: 3)",
+       offsetof(fco_ea_knobs_t, lean_stages)},
+      {"FCO_EA_PROFILE", 0, {0, 1, 2}, "0, 1 or 2 (unset: 0)", offsetof(fco_ea_knobs_t, profile)},
+      {"FCO_EA_STREAM", -1, {-1, 0, 1}, "0 or 1 (unset or -1: automatic)",
+       offsetof(fco_ea_knobs_t, stream)},
+      {"FCO_EA_BAGS", 0, {0, 1, 4}, "1 or 4 (unset or 0: automatic)",
+       offsetof(fco_ea_knobs_t, bags)},
   };
-  for (size_t i = 0; i < sizeof kKnobs / sizeof kKnobs[0]; i++) {
-    const long long v = fco_env_int(kKnobs[i].name, kKnobs[i].dflt);
-    if (v != kKnobs[i].ok[0] && v != kKnobs[i].ok[1] && v != kKnobs[i].ok[2])
+  static const struct {
+    const char* name;
+    long long dflt;
+    size_t field;
+  } kRanged[] = {
+      {"FCO_EA_LEAN_SPLIT", 60, offsetof(fco_ea_knobs_t, lean_split)},
+      {"FCO_EA_LEAN_MIX", 0, offsetof(fco_ea_knobs_t, lean_mix)},
+      {"FCO_EA_LEAN_TABLES", 1, offsetof(fco_ea_knobs_t, lean_tables)},
+      {"FCO_EA_LAND_KB", 64, offsetof(fco_ea_knobs_t, land_kb)},
+      {"FCO_EA_SIGNAL_EVERY", FCO_EA_SIGNAL_EVERY_DEFAULT, offsetof(fco_ea_knobs_t, signal_every)},
+      {"FCO_EA_MIX", -1, offsetof(fco_ea_knobs_t, mix)},
+  };
+  memset(k, 0, sizeof *k);
+  for (size_t i = 0; i < sizeof kDiscrete / sizeof kDiscrete[0]; i++) {
+    const long long v = fco_env_int(kDiscrete[i].name, kDiscrete[i].dflt);
+    if (v != kDiscrete[i].ok[0] && v != kDiscrete[i].ok[1] && v != kDiscrete[i].ok[2])
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: %s=%lld is not %s", fn,
-                           kKnobs[i].name, v, kKnobs[i].says);
+                           kDiscrete[i].name, v, kDiscrete[i].says);
+    *(int64_t*)((char*)k + kDiscrete[i].field) = v;
   }
+  for (size_t i = 0; i < sizeof kRanged / sizeof kRanged[0]; i++)
+    *(int64_t*)((char*)k + kRanged[i].field) = fco_env_int(kRanged[i].name, kRanged[i].dflt);
+  const long long chunks = fco_env_int("FCO_EA_LEAN_CHUNKS", LLONG_MIN); /* unset: 0 (rule) */
+  k->lean_chunks = chunks == LLONG_MIN ? 0 : chunks < 1 ? 1 : chunks > 64 ? 64 : chunks;
+  k->lean = fco_env_flag("FCO_EA_LEAN", 1);
+  k->direct = fco_env_flag("FCO_EA_DIRECT", 1);
+  k->land_poll = fco_env_flag("FCO_EA_LAND_POLL", 0);
+  static const char* const kDecode[] = {"old", "0", "cursor", "1", NULL};
+  k->decode = fco_env_choice("FCO_EA_DECODE", kDecode, -1);
   return FCO_OK;
 }
 
@@ -229,7 +264,8 @@ fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const i
     if (overlap(out, out_bytes, ins[i], in_bytes[i]))
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", fn,
                            in_names[i]);
-  FCO_CHECK(check_knobs(comm, fn));
+  fco_ea_knobs_t knobs;
+  FCO_CHECK(read_knobs(comm, fn, &knobs));
 
   fco_op_t op;
   memset(&op, 0, sizeof op);
@@ -258,6 +294,7 @@ fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const i
   a.dtype = dtype;
   a.index_type = index_type;
   a.pooling = pooling;
+  a.knobs = knobs;
   memcpy(op.u.raw, &a, sizeof a);
   op.shape[0] = T;
   op.shape[1] = dim;

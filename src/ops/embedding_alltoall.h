@@ -16,6 +16,20 @@
 extern "C" {
 #endif
 
+/* The GPU kernels' knobs (FCO_EA_*: src/cuda/embedding_alltoall.cu's header, the docs' knob
+ * table), read once a call by the op layer (src/ops/embedding_alltoall.c, read_knobs: the discrete
+ * ones refused at values no kernel exists for) and carried in the call's record, so the launch —
+ * inside a group at fco_group_end — runs what was checked and reads no environment. Each field is
+ * the value fco_env_int / _flag / _choice gave, the default where unset; the ranged ones are
+ * clamped by the launchers. lean_chunks: 0 where unset (the tile rule's choice by the mean bag
+ * length), else 1..64; decode: FCO_EA_DECODE's choice (old / 0 / cursor / 1: 0..3) or -1. */
+typedef struct {
+  int64_t lean, lean_blocks, lean_dyn, lean_split, lean_mix, lean_stages, lean_chunks;
+  int64_t lookup_dyn, lean_tables, land_kb, signal_every, land_poll, stream, bags, mix;
+  int64_t decode, profile, direct;
+} fco_ea_knobs_t;
+#define FCO_EA_SIGNAL_EVERY_DEFAULT 4 /* remote tiles per counter batch (the older fused kernels) */
+
 typedef struct {
   const void* weight;             /* [Σ rows, D] local tables packed                        */
   const int64_t* table_rows;      /* host [T_me]                                            */
@@ -31,6 +45,7 @@ typedef struct {
   fco_dtype_t dtype;
   fco_emb_index_t index_type;
   fco_emb_pooling_t pooling;
+  fco_ea_knobs_t knobs;           /* GPU transports only                                    */
 } fco_ea_args_t;
 
 #if defined(__cplusplus)
