@@ -86,8 +86,8 @@ struct EaParams {
   int32_t sig_every;                     /* remote tiles per signal batch, 1..kMaxPending */
   int32_t land_poll;                     /* land between local tiles */
   int64_t row_base[kRowBaseCap];
-  /* The last two, so the other fields keep their parameter offsets (the default kernel's SASS).
-   * FCO_EA_PROFILE's [grid][kProfSlots] globaltimer stamps (pinned host memory), or NULL; read
+  /* The fields from here on come after row_base, so the ones above keep their parameter offsets
+   * (the default kernel's SASS). FCO_EA_PROFILE's [grid][kProfSlots] globaltimer stamps (pinned host memory), or NULL; read
    * only by the kProf kernel variant. FCO_EA_MIX: 0..100, the % of each block's local tiles its
    * remote ones are interleaved with, or -1 (unset: remote first); read only by kMix. */
   uint64_t* prof;
