@@ -187,29 +187,27 @@ static void one_rank_hint_unlike_counts(fco_transport_t t) {
 
 /* impl 0's GEMM rule (src/ops/gemm_alltoall.h; exported by libfco, not in fco.h): the rows m
  * of every expert when one strided batched GEMM runs them all, else 0. */
-int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n);
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n, int blas_loop);
 
 /* The rule itself, on every transport (a host function): every expert of E ≥ 2 the same rows
- * m > 0 over the sources and m · N ≤ 2^21, FCO_GA_BLAS not "loop". counts [E][P]. */
+ * m > 0 over the sources and m · N ≤ 2^21, blas_loop (FCO_GA_BLAS=loop, read by the op layer:
+ * one_rank_auto_rule reads that back) off. counts [E][P]. */
 static void batched_rule(void) {
   t_context("fco_ga_batched_rows");
   const int32_t two[4] = {3, 5, 6, 2};              /* P 2: experts of 8 rows each */
-  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64), 8);
+  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64, 0), 8);
   const int32_t uneq[4] = {3, 5, 6, 3};             /* 8 and 9 */
-  ASSERT_EQ(fco_ga_batched_rows(uneq, 2, 2, 64), 0);
+  ASSERT_EQ(fco_ga_batched_rows(uneq, 2, 2, 64, 0), 0);
   const int32_t zero[4] = {0, 0, 0, 0};             /* no rows: nothing to batch */
-  ASSERT_EQ(fco_ga_batched_rows(zero, 2, 2, 64), 0);
+  ASSERT_EQ(fco_ga_batched_rows(zero, 2, 2, 64, 0), 0);
   const int32_t one[1] = {8};                       /* one expert: one GEMM anyway */
-  ASSERT_EQ(fco_ga_batched_rows(one, 1, 1, 64), 0);
+  ASSERT_EQ(fco_ga_batched_rows(one, 1, 1, 64, 0), 0);
   const int32_t big[2] = {256, 256};                /* 256 · 8192 = 2^21: batched */
-  ASSERT_EQ(fco_ga_batched_rows(big, 2, 1, 8192), 256);
+  ASSERT_EQ(fco_ga_batched_rows(big, 2, 1, 8192, 0), 256);
   const int32_t over[2] = {257, 257};               /* above 2^21: one GEMM per expert */
-  ASSERT_EQ(fco_ga_batched_rows(over, 2, 1, 8192), 0);
-  t_knob_set("FCO_GA_BLAS", "loop");
-  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64), 0);
-  t_knob_set("FCO_GA_BLAS", "batched");
-  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64), 8);
-  t_knob_reset("FCO_GA_BLAS");
+  ASSERT_EQ(fco_ga_batched_rows(over, 2, 1, 8192, 0), 0);
+  ASSERT_EQ(fco_ga_batched_rows(two, 2, 2, 64, 1), 0); /* FCO_GA_BLAS=loop */
+  ASSERT_EQ(fco_ga_batched_rows(big, 2, 1, 8192, 1), 0);
 }
 
 /* AUTO's revision of a local batch (fco_ga_agree, src/ops/gemm_alltoall.c; the hook
@@ -408,14 +406,14 @@ static void multi_rank_auto_rule(const t_world_t* w) {
   }
 }
 
-/* The knobs the launchers read per call (GPU transports), read back from fco_last_plan, each
- * call checked against the reference: FCO_GA_TILES_BLOCKS (impl 1's blocks a rank),
- * FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and chunk rows), FCO_GA_TILE and
- * FCO_GA_EPI (impl 1's tile), FCO_GEMM_A2A_AUTO (AUTO's forced impl). A value that is not an
- * integer ("40x", once read as 40) or not one of a string knob's names ("tma3") is ignored, as if
- * unset (fco_env_int / fco_env_choice; the message on stderr: test_config_env). The tile cases
- * expect the wgmma tiles (H100 / H200, the sm_90a image loaded); elsewhere they are skipped. Rows
- * of 300 per rank so that 128-row chunks split them. */
+/* The launch knobs (read once a call by the op layer, read_knobs; they act on GPU transports),
+ * read back from fco_last_plan, each call checked against the reference: FCO_GA_TILES_BLOCKS
+ * (impl 1's blocks a rank), FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and
+ * chunk rows), FCO_GA_TILE and FCO_GA_EPI (impl 1's tile), FCO_GEMM_A2A_AUTO (AUTO's forced
+ * impl). A value that is not an integer ("40x", once read as 40) or not one of a string knob's
+ * names ("tma3") is ignored, as if unset (fco_env_int / fco_env_choice; the message on stderr:
+ * test_config_env). The tile cases expect the wgmma tiles (H100 / H200, the sm_90a image loaded);
+ * elsewhere they are skipped. Rows of 300 per rank so that 128-row chunks split them. */
 static void knob_readback(const t_world_t* w) {
   static const struct {
     int impl;
@@ -475,6 +473,63 @@ static void knob_readback(const t_world_t* w) {
         printf("P=%d: impl 1 runs no TMA tile here (plan \"%s\"): FCO_GA_TILE / _EPI cases "
                "skipped\n", P, fco_last_plan(w->comms[0]));
     }
+    ga_free_bufs(w, &c, &b);
+    ga_free_case(&c);
+  }
+}
+
+/* The knobs are read when the call is made (src/ops/gemm_alltoall.c, read_knobs), not when
+ * fco_group_end launches it: each case's knob set for the calls, then changed in before_end (after
+ * the last submit, before fco_group_end) — every rank's plan names the call's value, each result
+ * checked (until session 53 the launchers and AUTO's rule read the environment at the launch). */
+static const char* g_flip_knob;
+static const char* g_flip_value;
+static void flip_knob(void* arg) {
+  (void)arg;
+  t_knob_set(g_flip_knob, g_flip_value);
+}
+static void knobs_at_call(const t_world_t* w) {
+  static const struct {
+    int impl;
+    const char *knob, *at_call, *before_end, *want;
+  } cases[] = {
+      {1, "FCO_GA_TILES_BLOCKS", "4", "8", ", 4 blocks/rank"},
+      {2, "FCO_GA_CHUNK_ROWS", "128", "0", " Ts=128 Tg=128 "},
+      {FCO_IMPL_AUTO, "FCO_GEMM_A2A_AUTO", "0", "2", "gemm_alltoall impl 0 "},
+      {FCO_IMPL_AUTO, "FCO_GEMM_A2A_AUTO", "2", "0", "gemm_alltoall impl 2 "},
+  };
+  const int P = w->n;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    t_context("P=%d %s=%s at the call, %s before fco_group_end, impl %d", P, cases[i].knob,
+              cases[i].at_call, cases[i].before_end, cases[i].impl);
+    ga_case_t c;
+    ga_two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
+    for (int r = 0; r < P; r++)
+      for (int k = 0; k < 2 * P; k++) c.counts[r][k] = (300 + 7 * k + r) / (2 * P);
+    ga_finish_case(&c, t_next_seed(), 8);
+    ga_bufs_t b;
+    ga_upload(w, &c, &b);
+    ga_poison(w, &c, &b);
+    ga_hints_t h;
+    memset(&h, 0, sizeof h);
+    for (int r = 0; r < P; r++) {
+      h.counts[r] = c.counts[r];
+      h.recv[r] = c.recv[r];
+    }
+    h.before_end = flip_knob;
+    g_flip_knob = cases[i].knob;
+    g_flip_value = cases[i].before_end;
+    t_knob_set(cases[i].knob, cases[i].at_call);
+    fco_result_t res = ga_issue_hints(w, &c, &b, cases[i].impl, &h, NULL);
+    t_knob_reset(cases[i].knob);
+    ASSERT_OK(res);
+    t_sync(w);
+    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+    ASSERT_EQ(ga_check(w, &c, &b), 0);
+    for (int r = 0; r < P; r++)
+      if (!strstr(fco_last_plan(w->comms[r]), cases[i].want))
+        t_fail(__FILE__, __LINE__, "rank %d: plan \"%s\" lacks \"%s\"", r,
+               fco_last_plan(w->comms[r]), cases[i].want);
     ga_free_bufs(w, &c, &b);
     ga_free_case(&c);
   }
@@ -721,8 +776,9 @@ int main(void) {
     t_context("P=%d: fco_comm_init_all", pb);
     ASSERT_OK(t_world_init(&w, t, pb, NULL));
     knob_readback(&w);
+    knobs_at_call(&w);
     t_world_destroy(&w, 0);
-    printf("P=%d: knobs read back: ok\n", pb);
+    printf("P=%d: knobs read back (also those changed before fco_group_end): ok\n", pb);
   }
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
     shape_mismatch(t);

@@ -140,7 +140,7 @@ fco_result_t blas_fail(char* err, cublasStatus_t s, const char* what) {
   return fail(err, FCO_ERR_CUDA, "%s: cuBLAS %s", what, cublasGetStatusString(s));
 }
 
-fco_result_t resources(cudaStream_t user, char* err, DevRes** out) {
+fco_result_t resources(const fco_ga_knobs_t& k, cudaStream_t user, char* err, DevRes** out) {
   int dev = 0;
   cudaError_t ce = cudaGetDevice(&dev);
   if (ce != cudaSuccess) return cuda_fail(err, ce, "cudaGetDevice");
@@ -177,7 +177,7 @@ fco_result_t resources(cudaStream_t user, char* err, DevRes** out) {
     }
   }
   r->used = ++t.tick;
-  fco_result_t res = preload_kernels(err);
+  fco_result_t res = preload_kernels(k, err);
   if (res != FCO_OK) return res;
   *out = r;
   return FCO_OK;
@@ -287,7 +287,7 @@ fco_result_t gemm_all(const fco_gpu_launch_t* l, int i, const std::vector<int32_
   fco_result_t lr = blas_lease((cudaStream_t)l->stream, "fco_gemm_alltoall", &lease, err);
   if (lr != FCO_OK) return lr;
   if (!lease.workspace) *no_ws = true;
-  const int64_t rows = fco_ga_batched_rows(c.data(), a->num_experts, P, a->n);
+  const int64_t rows = fco_ga_batched_rows(c.data(), a->num_experts, P, a->n, a->knobs.blas_loop);
   if (rows > 0) {
     g->batched = true;
     const cudaDataType_t t = blas_type(a->dtype);
@@ -465,7 +465,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
   cudaStream_t st = (cudaStream_t)l->stream;
   DevRes* res = nullptr;
-  fco_result_t r = resources(st, err, &res);
+  fco_result_t r = resources(a0->knobs, st, err, &res);
   if (r != FCO_OK) return r;
   bool no_ws = false; /* cuBLAS ran without a workspace (blas.cuh): said in the plan */
   Gemms g;            /* which GEMMs ran (blas_word): said in the plan */
@@ -684,7 +684,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
   cudaStream_t st = (cudaStream_t)l->stream;
   DevRes* res = nullptr;
-  fco_result_t r = resources(st, err, &res); /* also preloads our kernels */
+  fco_result_t r = resources(a0->knobs, st, err, &res); /* also preloads our kernels */
   if (r != FCO_OK) return r;
   std::vector<int32_t> hc[kMaxP];
   if ((r = host_counts(l, hc, err)) != FCO_OK) return r; /* a sync: before any kernel waits */
@@ -701,8 +701,8 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   }
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
-  const int64_t env_rows = fco_env_int("FCO_GA_CHUNK_ROWS", 0);
-  const long long env_pb = fco_env_int("FCO_GA_PUSH_BLOCKS", 0);
+  const int64_t env_rows = a0->knobs.chunk_rows; /* the call's knobs (read_knobs) */
+  const long long env_pb = a0->knobs.push_blocks;
   const int push_blocks = env_pb > 0 ? (int)std::min<long long>(env_pb, 1 << 16)
                                      : std::max(sms / 2, 1);
   /* Rows that give 2 waves of 128×128 tiles at this N, and about one wave (rounded down). */
@@ -779,7 +779,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   lease.lock.unlock();
   /* 2. Exchange, then the pushes, on the push stream (and, FCO_GA_LAND_EARLY=1, after each
    * chunk's push the progress flags and an early landing: gemm_alltoall_fused.cu). */
-  const bool early = fco_env_flag("FCO_GA_LAND_EARLY", 0);
+  const bool early = a0->knobs.land_early;
   int64_t pushed[kMaxP][kMaxP]; /* [local rank][destination]: rows pushed so far */
   memset(pushed, 0, sizeof pushed);
   if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;

@@ -70,7 +70,7 @@ inline void rank_sym(const fco_gpu_launch_t* l, int i, RankArgs* ra) {
   size_t off = 0;
   const size_t bytes = (size_t)a->out_rows * (size_t)a->n * fco_dtype_size(a->dtype);
   ra->sym = (void* const*)op->comm->sym_dev;
-  ra->out_sym = fco_env_flag("FCO_GA_DIRECT", 1) && op->comm->sym_dev
+  ra->out_sym = !a->knobs.staged && op->comm->sym_dev
                     ? fco_sym_find(op->comm, a->out, bytes, &off)
                     : -1;
   ra->out_off = ra->out_sym >= 0 ? (int64_t)off : 0;
@@ -320,7 +320,7 @@ __device__ __forceinline__ void copy_cg(char* dst, const char* src, size_t nbyte
  * device): a kernel first launched while one of ours spins would otherwise be loaded lazily
  * (CUDA_MODULE_LOADING=LAZY), which may wait for the spinning kernel: a deadlock until the
  * timeout. */
-fco_result_t preload_kernels(char* err);
+fco_result_t preload_kernels(const fco_ga_knobs_t& k, char* err);
 /* impl 1 (gemm_alltoall_fused.cu). */
 fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err);
 /* impl 2's exchange, push and finish kernels (gemm_alltoall_fused.cu, next to impl 1's

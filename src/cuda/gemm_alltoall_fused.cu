@@ -91,11 +91,6 @@ namespace ga {
 namespace {
 
 /* ---- host side -------------------------------------------------------------------------------- */
-int env_int(const char* name, int dflt) {
-  const long long x = fco_env_int(name, dflt);
-  return x < INT_MIN || x > INT_MAX ? dflt : (int)x;
-}
-
 /* Blocks of `kernel` co-resident on the current device at kThreads threads and `smem` dynamic
  * shared memory (cached per kernel and device). */
 template <auto kKernel>
@@ -228,8 +223,8 @@ fco_result_t launch_tiles_t(const fco_gpu_launch_t* l, char* err, const char** n
                              : coresident_pairs<ga_kernel_tiles<Tile>>(err, Tile::kSmemBytes, &cap);
   if (r != FCO_OK) return r;
   int bpr = cap / l->num_local;
-  int want = env_int("FCO_GA_TILES_BLOCKS", 0);
-  if (want > 0 && want < bpr) bpr = want;
+  const int64_t want = a0->knobs.tiles_blocks; /* FCO_GA_TILES_BLOCKS (read_knobs) */
+  if (want > 0 && want < bpr) bpr = (int)want;
   if (bpr > kMaxParts) bpr = kMaxParts;
   bpr -= bpr % kCta; /* whole clusters per rank */
   if (bpr < kCta)
@@ -281,22 +276,13 @@ LaunchFn pick_mma(bool bt, bool aligned) {
   return aligned ? launch_tiles_t<tile::MmaTile<T, false, true>>
                  : launch_tiles_t<tile::MmaTile<T, false, false>>;
 }
-/* The epilogue of the TMA tile: FCO_GA_EPI=async (C in its own shared memory, drained by bulk
- * copies while the next tile computes, 3 pipeline stages; measured slower, runs 689b8cb and
- * 0f4e81f) or =store / unset (the default: stores from the C staging in the pipeline's bytes,
- * 4 stages); another value is said on stderr and ignored. With FCO_GA_TILE naming another tile,
- * =async is refused by the op layer (src/ops/gemm_alltoall.c). */
-bool async_epilogue() {
-  static const char* const kEpi[] = FCO_GA_EPI_NAMES;
-  return fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1;
-}
-/* FCO_GA_TILE: FCO_GA_TILE_NAMES (in TileKnob's order); unset, or a value not among them (said
- * on stderr), is kTileTma. */
+/* FCO_GA_TILE: fco_ga_knobs_t::tile, FCO_GA_TILE_NAMES' index (in TileKnob's order); unset, or
+ * a value not among them (said on stderr), is kTileTma. The epilogue of the TMA tile,
+ * fco_ga_knobs_t::epi_async: FCO_GA_EPI=async (C in its own shared memory, drained by bulk copies
+ * while the next tile computes, 3 pipeline stages; measured slower, runs 689b8cb and 0f4e81f) or
+ * =store / unset (the default: stores from the C staging in the pipeline's bytes, 4 stages);
+ * beside another tile the op layer refuses it (src/ops/gemm_alltoall.c, read_knobs). */
 enum TileKnob { kTileTma, kTileTma2, kTileWgmma, kTileMma };
-TileKnob tile_knob() {
-  static const char* const kTiles[] = FCO_GA_TILE_NAMES;
-  return (TileKnob)fco_env_choice("FCO_GA_TILE", kTiles, kTileTma);
-}
 /* The tile of impl 1 (*fallback: what runs when the chosen TMA tile's maps cannot be encoded).
  * Where wgmma runs (bf16 / f16, aligned, wgmma_usable): WgmmaTileTma by default (0.81–0.96 of
  * cuBLAS in tests/gpu/wgmma_tile_check.cu on H200, run 054dd36, against WgmmaTile's 0.61–0.95);
@@ -305,18 +291,19 @@ TileKnob tile_knob() {
  * says no); unset or =tma (the former opt-in): the default; any other value is said on stderr
  * and runs the default. Elsewhere MmaTile. */
 template <typename T>
-LaunchFn pick_tile(bool bt, bool aligned, bool wgmma, LaunchFn* fallback) {
+LaunchFn pick_tile(const fco_ga_knobs_t& k, bool bt, bool aligned, bool wgmma,
+                   LaunchFn* fallback) {
   *fallback = pick_mma<T>(bt, aligned);
   if (!wgmma || !aligned) return *fallback;
   const LaunchFn cp = bt ? launch_tiles_t<tile::WgmmaTile<T, true>>
                          : launch_tiles_t<tile::WgmmaTile<T, false>>;
-  const TileKnob knob = tile_knob();
+  const TileKnob knob = (TileKnob)k.tile;
   if (knob == kTileWgmma) return cp;
   *fallback = cp;
   if (knob == kTileTma2)
     return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 2>>
               : launch_tiles_t<tile::WgmmaTileTma<T, false, 2>>;
-  if (async_epilogue())
+  if (k.epi_async)
     return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true, 1, true>>
               : launch_tiles_t<tile::WgmmaTileTma<T, false, 1, true>>;
   return bt ? launch_tiles_t<tile::WgmmaTileTma<T, true>>
@@ -339,10 +326,10 @@ __global__ void ga_kernel_wgmma_probe(int* out) {
 /* The wgmma tiles for impl 1: compute capability 9.0 with the sm_90a image loaded (the Makefile
  * builds this file for sm_90a where CUDA_ARCH asks for sm_90), unless FCO_GA_TILE=mma. Cached
  * per device. */
-fco_result_t wgmma_usable(char* err, bool* usable) {
+fco_result_t wgmma_usable(const fco_ga_knobs_t& k, char* err, bool* usable) {
   static std::atomic<int> cache[kMaxDevices]; /* 0 unknown, 1 no, 2 yes */
   *usable = false;
-  if (tile_knob() == kTileMma) return FCO_OK;
+  if (k.tile == kTileMma) return FCO_OK;
   int device = 0, sms = 0;
   fco_result_t r = current_device(err, &device, &sms);
   if (r != FCO_OK) return r;
@@ -378,13 +365,13 @@ fco_result_t launch_tiles(const fco_gpu_launch_t* l, char* err) {
   }
   bool wgmma = false;
   if (aligned && (a0->dtype == FCO_BF16 || a0->dtype == FCO_F16)) {
-    fco_result_t r = wgmma_usable(err, &wgmma);
+    fco_result_t r = wgmma_usable(a0->knobs, err, &wgmma);
     if (r != FCO_OK) return r;
   }
   LaunchFn fn = nullptr, fallback = nullptr;
   switch (a0->dtype) {
-    case FCO_BF16: fn = pick_tile<__nv_bfloat16>(bt, aligned, wgmma, &fallback); break;
-    case FCO_F16: fn = pick_tile<__half>(bt, aligned, wgmma, &fallback); break;
+    case FCO_BF16: fn = pick_tile<__nv_bfloat16>(a0->knobs, bt, aligned, wgmma, &fallback); break;
+    case FCO_F16: fn = pick_tile<__half>(a0->knobs, bt, aligned, wgmma, &fallback); break;
     case FCO_F32:
       fn = bt ? launch_tiles_t<tile::FfmaTile<true>> : launch_tiles_t<tile::FfmaTile<false>>;
       break;
@@ -529,7 +516,7 @@ fco_result_t launch_barrier(fco_dev_rank_t* dev, void* stream, char* err) {
   return ce == cudaSuccess ? FCO_OK : cuda_fail(err, ce, "gemm_alltoall nccl: barrier launch");
 }
 
-fco_result_t preload_kernels(char* err) {
+fco_result_t preload_kernels(const fco_ga_knobs_t& k, char* err) {
   static std::atomic<int> done[kMaxDevices];
   int device = 0, sms = 0;
   fco_result_t r = current_device(err, &device, &sms);
@@ -542,7 +529,7 @@ fco_result_t preload_kernels(char* err) {
   int cap = 0;
   if ((r = coresident<ga_kernel_finish>(err, 0, &cap)) != FCO_OK) return r;
   bool wgmma = false; /* decide (and load the probe) before any capture or spinning kernel */
-  if ((r = wgmma_usable(err, &wgmma)) != FCO_OK) return r;
+  if ((r = wgmma_usable(k, err, &wgmma)) != FCO_OK) return r;
   if (device < kMaxDevices) done[device].store(1);
   return FCO_OK;
 }

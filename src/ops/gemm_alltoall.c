@@ -154,9 +154,8 @@ static const int64_t kLocalMeanCells = (int64_t)1 << 20;
  * GEMM fills the GPU on its own. So batched where m · N ≤ 2^21 (at most 128 of cuBLAS's 128×128
  * tiles an expert, fewer than the 132 SMs; measured wins up to 2^20). */
 static const int64_t kBatchedMaxCells = (int64_t)1 << 21;
-int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n) {
-  static const char* const modes[] = {"batched", "loop", NULL};
-  if (E < 2 || fco_env_choice("FCO_GA_BLAS", modes, 0) != 0) return 0;
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n, int blas_loop) {
+  if (E < 2 || blas_loop) return 0;
   int64_t first = 0;
   for (int e = 0; e < E; e++) {
     int64_t m = 0;
@@ -171,7 +170,9 @@ static int one_rank_tiles_win(const fco_gemm_a2a_args_t* a) {
   const int64_t E = a->num_experts;
   /* Balanced (hint): impl 0 runs one strided batched GEMM, 1.06–1.33× faster than the tiles
    * on the five rows above where it runs (run 27ecec1-batched). */
-  if (a->counts_host && fco_ga_batched_rows(a->counts_host, (int)E, 1, a->n) > 0) return 0;
+  if (a->counts_host &&
+      fco_ga_batched_rows(a->counts_host, (int)E, 1, a->n, a->knobs.blas_loop) > 0)
+    return 0;
   if (a->k <= 2048) {
     int64_t rows = a->a_rows; /* without the hint: the capacity's mean */
     if (a->counts_host) {
@@ -207,9 +208,9 @@ static int tiles_win(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int64_t esum
  * rank or, from fco_ga_agree, on any rank). Impl 1 is never blocked. */
 static int choose_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int64_t esum,
                        unsigned blocked) {
-  long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
+  const int forced = a->knobs.auto_impl - 1; /* FCO_GEMM_A2A_AUTO (read_knobs), −1: unset */
   if (forced >= 0 && forced < FCO_GEMM_ALLTOALL_NUM_IMPLS && !(blocked >> forced & 1u))
-    return (int)forced;
+    return forced;
   if (tiles_win(comm, a, esum)) return 1;
   /* One rank has nothing to push while the next chunk computes: impl 0 first (below). */
   const int first = comm->transport == FCO_TRANSPORT_NCCL && comm->nranks > 1 ? 2 : 0;
@@ -362,6 +363,38 @@ static fco_result_t check_hints(fco_comm_t comm, const fco_gemm_a2a_args_t* a) {
   return FCO_OK;
 }
 
+/* The call's launch knobs (fco_ga_knobs_t), read once here on every transport: the launchers
+ * (src/cuda/gemm_alltoall*.cu) and AUTO's rule read no environment (until session 53 they read it
+ * at every launch). Refused: FCO_GEMM_A2A_AUTO outside -1..2 (an impl that does not exist; until
+ * session 52 ignored without a word) and FCO_GA_EPI=async beside a FCO_GA_TILE other than tma
+ * (the asynchronous epilogue exists for the default tile only; until session 53 ignored without a
+ * word). An unknown name of the string knobs, or an on/off knob not 0 or 1, is said on stderr and
+ * taken as unset; the sizes are clamped by the launchers (the docs' knob list). */
+static fco_result_t read_knobs(fco_comm_t comm, const char* fn, fco_ga_knobs_t* k) {
+  memset(k, 0, sizeof *k);
+  const long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
+  if (forced < -1 || forced >= FCO_GEMM_ALLTOALL_NUM_IMPLS)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GEMM_A2A_AUTO=%lld is not 0..%d (unset or -1: off)", fn, forced,
+                         FCO_GEMM_ALLTOALL_NUM_IMPLS - 1);
+  k->auto_impl = (int32_t)forced + 1;
+  static const char* const kTiles[] = FCO_GA_TILE_NAMES, *const kEpi[] = FCO_GA_EPI_NAMES;
+  static const char* const kBlas[] = {"batched", "loop", NULL};
+  k->tile = fco_env_choice("FCO_GA_TILE", kTiles, 0);
+  k->epi_async = fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1;
+  if (k->epi_async && k->tile != 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: FCO_GA_EPI=async is the epilogue of FCO_GA_TILE=tma (the default), "
+                         "not of FCO_GA_TILE=%s", fn, kTiles[k->tile]);
+  k->blas_loop = fco_env_choice("FCO_GA_BLAS", kBlas, 0) == 1;
+  k->tiles_blocks = fco_env_int("FCO_GA_TILES_BLOCKS", 0);
+  k->chunk_rows = fco_env_int("FCO_GA_CHUNK_ROWS", 0);
+  k->push_blocks = fco_env_int("FCO_GA_PUSH_BLOCKS", 0);
+  k->staged = !fco_env_flag("FCO_GA_DIRECT", 1);
+  k->land_early = fco_env_flag("FCO_GA_LAND_EARLY", 0);
+  return FCO_OK;
+}
+
 fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, const void* w,
                                int w_layout, int num_experts, const int32_t* counts,
                                const int32_t* counts_host, const int32_t* recv_rows_host,
@@ -373,22 +406,8 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   if (w_layout != FCO_W_KN && w_layout != FCO_W_NK)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: w_layout %d is not FCO_W_KN (0) or FCO_W_NK (1)", fn, w_layout);
-  /* AUTO's experiment knob (choose_impl): an impl that does not exist is refused, as the other
-   * ops' discrete knobs (until session 52 it was ignored without a word) */
-  const long long forced = fco_env_int("FCO_GEMM_A2A_AUTO", -1);
-  if (forced < -1 || forced >= FCO_GEMM_ALLTOALL_NUM_IMPLS)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GEMM_A2A_AUTO=%lld is not 0..%d (unset or -1: off)", fn, forced,
-                         FCO_GEMM_ALLTOALL_NUM_IMPLS - 1);
-  /* The asynchronous epilogue exists for the default tile only: beside another tile it would be
-   * ignored without a word (until session 53), so the pair is refused, whatever the impl. An
-   * unknown name of either is said on stderr and taken as unset (the docs' knob list). */
-  static const char* const kTiles[] = FCO_GA_TILE_NAMES, *const kEpi[] = FCO_GA_EPI_NAMES;
-  const int tile = fco_env_choice("FCO_GA_TILE", kTiles, 0);
-  if (fco_env_choice("FCO_GA_EPI", kEpi, 0) == 1 && tile != 0)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: FCO_GA_EPI=async is the epilogue of FCO_GA_TILE=tma (the default), "
-                         "not of FCO_GA_TILE=%s", fn, kTiles[tile]);
+  fco_ga_knobs_t knobs;
+  FCO_CHECK(read_knobs(comm, fn, &knobs));
   if (num_experts < 1 || num_experts > FCO_GEMM_ALLTOALL_MAX_EXPERTS)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: num_experts %d is not in 1..%d", fn,
                          num_experts, FCO_GEMM_ALLTOALL_MAX_EXPERTS);
@@ -435,6 +454,7 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   g->num_experts = num_experts;
   g->w_layout = w_layout;
   g->dtype = dtype;
+  g->knobs = knobs;
   FCO_CHECK(check_hints(comm, g));
   int capturing = comm->tops->capturing ? comm->tops->capturing(comm, stream) : 0;
   op.kind = FCO_OP_GEMM_ALLTOALL;

@@ -83,6 +83,23 @@ extern "C" {
 #define FCO_GA_HD
 #endif
 
+/* The launch knobs of impls 0..2 and AUTO's (FCO_GA_*, FCO_GEMM_A2A_AUTO: docs/gemm_alltoall.md's
+ * knob list), read once a call by the op layer (src/ops/gemm_alltoall.c, read_knobs: values no
+ * kernel exists for refused) into the call's record, so that a launch — inside a group at
+ * fco_group_end — runs what the call checked and reads no environment. All zero = every default
+ * (a record made by hand, as tests/test_gemm_alltoall_checks.c's, needs nothing set). */
+typedef struct {
+  int64_t tiles_blocks; /* FCO_GA_TILES_BLOCKS: n > 0 lowers impl 1's blocks a rank to n       */
+  int64_t chunk_rows;   /* FCO_GA_CHUNK_ROWS: n > 0 sets impl 2's chunk rows                    */
+  int64_t push_blocks;  /* FCO_GA_PUSH_BLOCKS: n > 0 sets impl 2's push grid                    */
+  int32_t auto_impl;    /* FCO_GEMM_A2A_AUTO + 1 (0: unset, AUTO's rule)                        */
+  int32_t tile;         /* FCO_GA_TILE: FCO_GA_TILE_NAMES' index (0: tma, the default)           */
+  int32_t epi_async;    /* FCO_GA_EPI=async                                                      */
+  int32_t blas_loop;    /* FCO_GA_BLAS=loop (impl 0: a GEMM per expert)                          */
+  int32_t staged;       /* FCO_GA_DIRECT=0 (a symmetric out staged too)                          */
+  int32_t land_early;   /* FCO_GA_LAND_EARLY=1                                                   */
+} fco_ga_knobs_t;
+
 /* Host arrays (counts_host, recv_rows_host) are pointers to caller memory, read when the call
  * executes: valid until the call (or fco_group_end, inside a group) returns, as for every op. */
 typedef struct {
@@ -95,6 +112,7 @@ typedef struct {
   int64_t a_rows, out_rows, k, n;
   int32_t num_experts, w_layout;
   fco_dtype_t dtype;
+  fco_ga_knobs_t knobs;
 } fco_gemm_a2a_args_t;
 
 /* The names of impl 1's string knobs (fco_env_choice, first = default), read by the tile picker
@@ -196,10 +214,11 @@ static inline uint64_t fco_ga_digest_host(const int32_t* c, int E, int P) {
 /* impl 0's GEMMs on GPU transports (src/cuda/gemm_alltoall.cu): where every one of a rank's E ≥ 2
  * experts has the same rows m > 0 in counts [E][P] (balanced routing, or a capacity every expert
  * is padded to) and m · n ≤ 2^21 (an expert's GEMM alone fills less than a wave of the GPU), one
- * cublasGemmStridedBatchedEx for all of them — returns m — unless FCO_GA_BLAS=loop; else 0 (one
+ * cublasGemmStridedBatchedEx for all of them — returns m — unless blas_loop (FCO_GA_BLAS=loop,
+ * the call's knobs); else 0 (one
  * cublasGemmEx per expert). src/ops/gemm_alltoall.c says what was measured; AUTO reads it at one
  * rank. */
-int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n);
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n, int blas_loop);
 
 #ifdef __cplusplus
 }

@@ -20,9 +20,13 @@
  * tests/common/test.h declares it too): 1 on, 0 off, dflt when unset or empty, anything else
  * said once on stderr ("is not 0 (off) or 1 (on): ignored, as if unset") and dflt. */
 int fco_env_flag(const char* name, int dflt);
+/* libfco's string knobs (src/core/error.c, exported, not in fco.h): the index of the value among
+ * choices (NULL-terminated, case-insensitive), dflt when unset, empty or not among them (said). */
+int fco_env_choice(const char* name, const char* const* choices, int dflt);
 /* libfco's rule for impl 0's GEMMs (src/ops/gemm_alltoall.h, exported, not in fco.h): the rows m
- * of every expert when impl 0 runs them as one strided batched GEMM, else 0. */
-int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n);
+ * of every expert when impl 0 runs them as one strided batched GEMM, else 0 (also when
+ * blas_loop: FCO_GA_BLAS=loop, which the library reads once a call). */
+int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n, int blas_loop);
 
 #define BENCH_VERSION "0.1.0"
 #define BENCH_MAX_RANKS 64

@@ -557,7 +557,9 @@ static fco_result_t gemm_issue(bench_ctx_t* ctx, void* arg, int iter) {
     /* impl 0's GEMMs (src/cuda/gemm_alltoall.cu, gemm_all): one strided batched call where
      * libfco's rule says so (every expert the same small rows, FCO_GA_BLAS not "loop"), else one
      * call per expert */
-    const int64_t same = fco_ga_batched_rows(st->counts[r], st->E, P, N);
+    static const char* const kBlas[] = {"batched", "loop", NULL};
+    const int loop = fco_env_choice("FCO_GA_BLAS", kBlas, 0) == 1;
+    const int64_t same = fco_ga_batched_rows(st->counts[r], st->E, P, N, loop);
     if (same > 0) {
       cublasStatus_t bs = cublasGemmStridedBatchedEx(
           g_blas[r], CUBLAS_OP_T, CUBLAS_OP_N, N, (int)same, K, &one, st->wt[r], t, K,
