@@ -406,6 +406,24 @@ static void multi_rank_auto_rule(const t_world_t* w) {
   }
 }
 
+/* knob_readback's and knobs_at_call's case: two experts a rank, 64 x 64 bf16, ragged counts,
+ * fresh inputs, out poisoned; then the check after the call. */
+static void knob_case(const t_world_t* w, ga_case_t* c, ga_bufs_t* b) {
+  const int P = w->n;
+  ga_two_expert_case(c, P, 64, 64, FCO_W_KN, FCO_BF16);
+  for (int r = 0; r < P; r++)
+    for (int k = 0; k < 2 * P; k++) c->counts[r][k] = (300 + 7 * k + r) / (2 * P);
+  ga_finish_case(c, t_next_seed(), 8);
+  ga_upload(w, c, b);
+  ga_poison(w, c, b);
+}
+
+static void knob_case_check(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  ASSERT_EQ(ga_check(w, c, b), 0);
+}
+
 /* The launch knobs (read once a call by the op layer, read_knobs; they act on GPU transports),
  * read back from fco_last_plan, each call checked against the reference: FCO_GA_TILES_BLOCKS
  * (impl 1's blocks a rank), FCO_GA_PUSH_BLOCKS and FCO_GA_CHUNK_ROWS (impl 2's push grid and
@@ -447,20 +465,13 @@ static void knob_readback(const t_world_t* w) {
     if (tile_knob && !have_tma) continue;
     t_context("P=%d %s=\"%s\", impl %d", P, cases[i].knob, cases[i].value, cases[i].impl);
     ga_case_t c;
-    ga_two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
-    for (int r = 0; r < P; r++)
-      for (int k = 0; k < 2 * P; k++) c.counts[r][k] = (300 + 7 * k + r) / (2 * P);
-    ga_finish_case(&c, t_next_seed(), 8);
     ga_bufs_t b;
-    ga_upload(w, &c, &b);
-    ga_poison(w, &c, &b);
+    knob_case(w, &c, &b);
     t_knob_set(cases[i].knob, cases[i].value);
     fco_result_t res = ga_issue(w, &c, &b, cases[i].impl, 1, NULL);
     t_knob_reset(cases[i].knob);
     ASSERT_OK(res);
-    t_sync(w);
-    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-    ASSERT_EQ(ga_check(w, &c, &b), 0);
+    knob_case_check(w, &c, &b);
     for (int r = 0; r < P; r++) {
       const char* plan = fco_last_plan(w->comms[r]);
       if ((strstr(plan, cases[i].want) != NULL) != cases[i].set)
@@ -503,13 +514,8 @@ static void knobs_at_call(const t_world_t* w) {
     t_context("P=%d %s=%s at the call, %s before fco_group_end, impl %d", P, cases[i].knob,
               cases[i].at_call, cases[i].before_end, cases[i].impl);
     ga_case_t c;
-    ga_two_expert_case(&c, P, 64, 64, FCO_W_KN, FCO_BF16);
-    for (int r = 0; r < P; r++)
-      for (int k = 0; k < 2 * P; k++) c.counts[r][k] = (300 + 7 * k + r) / (2 * P);
-    ga_finish_case(&c, t_next_seed(), 8);
     ga_bufs_t b;
-    ga_upload(w, &c, &b);
-    ga_poison(w, &c, &b);
+    knob_case(w, &c, &b);
     ga_hints_t h;
     memset(&h, 0, sizeof h);
     for (int r = 0; r < P; r++) {
@@ -523,9 +529,7 @@ static void knobs_at_call(const t_world_t* w) {
     fco_result_t res = ga_issue_hints(w, &c, &b, cases[i].impl, &h, NULL);
     t_knob_reset(cases[i].knob);
     ASSERT_OK(res);
-    t_sync(w);
-    for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-    ASSERT_EQ(ga_check(w, &c, &b), 0);
+    knob_case_check(w, &c, &b);
     for (int r = 0; r < P; r++)
       if (!strstr(fco_last_plan(w->comms[r]), cases[i].want))
         t_fail(__FILE__, __LINE__, "rank %d: plan \"%s\" lacks \"%s\"", r,
