@@ -223,6 +223,14 @@ def _w_out_requires_grad():
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         fco.embedding_alltoall(*args, out=leaf)
     assert torch.equal(leaf.detach(), torch.zeros(1, P, 2))
+    # an out= sharing bytes with an input where autograd records (per_sample_weights that
+    # require grad): refused before the op, the input intact (the copy once went over it)
+    wbuf = torch.ones(8, 2)
+    psw = torch.ones(2 * P, requires_grad=True)
+    with pytest.raises(fco.FcoError, match="out overlaps weight") as e:
+        fco.embedding_alltoall(wbuf[:4], *args[1:], per_sample_weights=psw,
+                               out=wbuf.view(-1)[:2 * P].view(1, P, 2))
+    assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wbuf, torch.ones(8, 2))
     # split lists holding floats: INVALID_ARGUMENT naming the list (was a TypeError from
     # new_empty, or the dispatcher's RuntimeError)
     for i, name in ((3, "table_rows"), (4, "tables_per_rank"), (5, "batch_per_rank")):

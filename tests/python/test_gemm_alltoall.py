@@ -228,6 +228,11 @@ def _w_bad_out_and_hints():
     with pytest.raises(fco.FcoError, match="out overlaps w") as e:
         fco.gemm_alltoall(torch.ones(P, K), w, counts, out_rows=P * K, out=wbuf)
     assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wbuf, keep_w)
+    # the same where autograd records (the op, then a copy into out): refused before the op
+    with pytest.raises(fco.FcoError, match="out overlaps w") as e:
+        fco.gemm_alltoall(torch.ones(P, K, requires_grad=True), w, counts, out_rows=P * K,
+                          out=wbuf)
+    assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wbuf, keep_w)
     cbuf = torch.zeros(P, N)  # counts [1, P] int32 in the bytes of out
     cnt = cbuf.view(-1).view(torch.int32)[:P].view(1, P)
     cnt.fill_(1)

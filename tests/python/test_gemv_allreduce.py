@@ -188,6 +188,12 @@ def _w_bad_input():
     with pytest.raises(fco.FcoError, match="y overlaps x") as e:
         fco.gemv_allreduce(xx, torch.ones(4, 4), out=xx)
     assert e.value.name == "INVALID_ARGUMENT"
+    # the same where autograd records (the op, then a copy into out): refused before the op, the
+    # input intact (the copy once went over w, which the backward then found modified)
+    wbuf = torch.ones(4, 4)
+    with pytest.raises(fco.FcoError, match="out overlaps w") as e:
+        fco.gemv_allreduce(torch.ones(2, 4, requires_grad=True), wbuf, out=wbuf[:2])
+    assert e.value.name == "INVALID_ARGUMENT" and torch.equal(wbuf, torch.ones(4, 4))
     # M > 64 under "auto" runs matmul + fco.allreduce in Python: the same overlaps refused there
     # (x, w, and bias; a view into x too), nothing written into out
     buf, ww, bb = torch.randn(72, 4), torch.randn(4, 4), torch.randn(4)

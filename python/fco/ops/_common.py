@@ -188,6 +188,18 @@ def check_no_overlap(out, tensors, op, names):
             raise bad(op, f"out overlaps {name}; give a separate tensor")
 
 
+def check_op_out(out, tensors, op, names):
+    """The dispatcher path's `out=` (autograd, a profiler, FCO_TORCH_DIRECT=0): refused before the
+    op runs where it shares bytes with an input, as libfco refuses it on the direct path — the
+    result would be right, but copied over an input (one autograd saved for the backward, say).
+    Not checked while torch.compile traces (fake tensors have no addresses) nor for tensor
+    subclasses; None entries of `tensors` skipped."""
+    if out is None or type(out) is not torch.Tensor or torch.compiler.is_compiling():
+        return
+    plain = [(t, n) for t, n in zip(tensors, names) if type(t) is torch.Tensor]
+    check_no_overlap(out, [t for t, _ in plain], op, [n for _, n in plain])
+
+
 def check_ints(values, op, arg, shown=None):
     """values (a list of host ints; SymInts under torch.compile) holds only ints: a float such as
     2.0 raises INVALID_ARGUMENT naming `arg` (and `shown`, the caller's value, when values is a

@@ -301,6 +301,8 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
             _ints(batch_per_rank, "batch_per_rank"), POOLING[mode], gname, iid)
     if _common.direct_ok(weight, indices, offsets, per_sample_weights, out):
         return _run(weight, indices, offsets, per_sample_weights, *args, out=out)
+    _common.check_op_out(out, (weight, indices, offsets, per_sample_weights), _OP,
+                         ("weight", "indices", "offsets", "per_sample_weights"))
     res = torch.ops.fco.embedding_alltoall(weight, indices, offsets, per_sample_weights, *args)
     if out is None:
         return res

@@ -311,6 +311,7 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     args = (counts_host, recv_rows, out_rows, LAYOUTS[w_layout], gname, iid)
     if _common.direct_ok(a, w, counts, out):
         return _run(a, w, counts, *args, out=out)
+    _common.check_op_out(out, (a, w, counts), _OP, ("a", "w", "counts"))
     res = torch.ops.fco.gemm_alltoall(a, w, counts, *args)
     if out is None:
         return res

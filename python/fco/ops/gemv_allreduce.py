@@ -175,6 +175,7 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     if _common.direct_ok(x, w, bias, out):
         return _run(x, w, bias, _check(x, w, bias), gname, iid, out=out)
+    _common.check_op_out(out, (x, w, bias), _OP, ("x", "w", "bias"))
     res = torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
     if out is None:
         return res

@@ -10,7 +10,7 @@ The address comes from the C accessor
     fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* bytes,
                                        uint32_t* version);
 
-(GPU transports; not in include/fco.h yet: see docs/triton.md). When the loaded libfco lacks
+(GPU transports; declared in include/fco.h, see docs/triton.md). When the loaded libfco lacks
 it, device_state raises FcoError(UNSUPPORTED) saying so; a layout version or size other than
 layout.py's raises FcoError(INTERNAL) (this binding and libfco disagree on dev.h).
 Nothing here imports triton or needs a GPU, so CPU tests cover the argument checks.
