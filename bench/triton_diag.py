@@ -11,9 +11,9 @@ inputs), bf16, w "nk". Per workload: impl 0 and chunks (the C references, µs), 
 kernel with the config fco.triton picks ("auto") and variants that isolate one choice each:
   spin     the waits without their backoff (wait_ns 0: every thread spins, as before the fix)
   split / merged   the other tile order
-  sk on / sk off   the stream-K tail the other way round from auto (FCO_TRITON_GA_STREAMK; off
-           by default until measured): the last partial wave's tiles cut along K over the idle
-           programs; `sk` in the config column: split tiles × slices the device did on each
+  sk on / sk off   the stream-K tail the other way round from auto (FCO_TRITON_GA_STREAMK; on
+           by default on GPUs since 86be7db): the last partial wave's tiles cut along K over
+           the idle programs; `sk` in the config column: split tiles × slices the device did on each
            rank (read back from its counters), "-" when it split nothing
   sk<n>    stream-K with at most n slices a tile (--streamk-slices n,...)
 Then one call of "auto" with per-program timestamps (prof=): per rank, the programs (B), the
