@@ -115,9 +115,10 @@ typedef struct {
   fco_ga_knobs_t knobs;
 } fco_gemm_a2a_args_t;
 
-/* The names of impl 1's string knobs (fco_env_choice, first = default), read by the tile picker
- * (src/cuda/gemm_alltoall_fused.cu) and by the op layer, which refuses FCO_GA_EPI=async beside a
- * FCO_GA_TILE other than tma (the asynchronous epilogue exists for the default tile only). */
+/* The names of impl 1's string knobs (fco_env_choice, first = default), read by the op layer
+ * (read_knobs) into fco_ga_knobs_t's indices, which the tile picker (src/cuda/
+ * gemm_alltoall_fused.cu) takes in this order; FCO_GA_EPI=async beside a FCO_GA_TILE other than
+ * tma is refused (the asynchronous epilogue exists for the default tile only). */
 #define FCO_GA_TILE_NAMES {"tma", "tma2", "wgmma", "mma", NULL}
 #define FCO_GA_EPI_NAMES {"store", "async", NULL}
 
@@ -215,9 +216,8 @@ static inline uint64_t fco_ga_digest_host(const int32_t* c, int E, int P) {
  * experts has the same rows m > 0 in counts [E][P] (balanced routing, or a capacity every expert
  * is padded to) and m · n ≤ 2^21 (an expert's GEMM alone fills less than a wave of the GPU), one
  * cublasGemmStridedBatchedEx for all of them — returns m — unless blas_loop (FCO_GA_BLAS=loop,
- * the call's knobs); else 0 (one
- * cublasGemmEx per expert). src/ops/gemm_alltoall.c says what was measured; AUTO reads it at one
- * rank. */
+ * the call's knobs); else 0 (one cublasGemmEx per expert). src/ops/gemm_alltoall.c says what was
+ * measured; AUTO reads it at one rank. */
 int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n, int blas_loop);
 
 #ifdef __cplusplus
