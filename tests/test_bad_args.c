@@ -514,6 +514,30 @@ static void group_refusal(void) {
   t_context("%s", "");
 }
 
+/* Queries that fail inside a group (fco_allreduce_workspace with bytes NULL, fco_mem_alloc of 0
+ * bytes, on every rank between its calls) are no operator calls: fco_group_end issues the
+ * group's calls, which complete (until session 54 any failure set on a rank of the world
+ * cancelled every call of the group, as a refused operator call does). */
+static void group_query_failure(void) {
+  const int P = g_w.n;
+  t_context("a group with failing queries between its calls (%d ranks)", P);
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < P; r++) {
+    ASSERT_RES(fco_allreduce_workspace(g_w.comms[r], N, FCO_F32, 1, NULL),
+               FCO_ERR_INVALID_ARGUMENT);
+    ASSERT_OK(fco_allreduce(g_w.comms[r], g_b.in[r], g_b.out[r], N, FCO_F32, 1, NULL));
+    void* p = NULL;
+    ASSERT_NE(fco_mem_alloc(g_w.comms[r], 0, &p), FCO_OK);
+  }
+  ASSERT_OK(fco_group_end());
+  t_sync(&g_w);
+  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  for (int r = 0; r < P; r++) ASSERT_STR_HAS(fco_last_plan(g_w.comms[r]), "allreduce impl 1");
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   g_t = t_transport();
@@ -530,6 +554,7 @@ int main(void) {
   query_args();
   init_args();
   group_refusal();
+  group_query_failure();
   t_ar_free(&g_w, &g_b);
   t_world_destroy(&g_w, 0);
   if (g_t != FCO_TRANSPORT_NCCL && t_max_ranks(g_t) >= 2) call_mismatch(g_t);

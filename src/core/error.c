@@ -51,7 +51,6 @@ fco_result_t fco_set_error(fco_comm_t comm, fco_result_t code, const char* fmt, 
   va_end(ap);
   /* Calls without a comm also leave the message for fco_last_error(NULL). */
   if (comm) memcpy(tls_error, dst, FCO_ERRMSG_LEN);
-  if (comm) fco_group_note_failure(comm, code, dst);
   /* The first message once the communicator holds an asynchronous error is that error's. */
   if (comm && comm->async_error != FCO_OK && !comm->async_msg[0])
     memcpy(comm->async_msg, dst, FCO_ERRMSG_LEN);

@@ -16,8 +16,8 @@ static _Thread_local int g_depth;
 static _Thread_local fco_op_t* g_queue;
 static _Thread_local int g_len, g_cap;
 
-/* Worlds with a call that failed on one of their ranks while this thread's group was open
- * (fco_group_note_failure): the first failure of each, up to kMaxRefused worlds a group (more
+/* Worlds with an operator call that failed on one of their ranks while this thread's group was
+ * open (fco_op_call_result): the first failure of each, up to kMaxRefused worlds a group (more
  * keep the old behaviour: their other ranks' ops run, and wait for the missing call). */
 enum { kMaxRefused = 8 };
 typedef struct {
@@ -29,16 +29,17 @@ typedef struct {
 static _Thread_local refused_t g_refused[kMaxRefused];
 static _Thread_local int g_nrefused;
 
-void fco_group_note_failure(fco_comm_t comm, fco_result_t code, const char* msg) {
-  if (g_depth == 0 || !comm->world) return;
+fco_result_t fco_op_call_result(fco_comm_t comm, fco_result_t r) {
+  if (r == FCO_OK || !comm || g_depth == 0 || !comm->world) return r;
   for (int i = 0; i < g_nrefused; i++)
-    if (g_refused[i].world == comm->world) return;
-  if (g_nrefused == kMaxRefused) return;
+    if (g_refused[i].world == comm->world) return r;
+  if (g_nrefused == kMaxRefused) return r;
   refused_t* f = &g_refused[g_nrefused++];
   f->world = comm->world;
   f->rank = comm->rank;
-  f->code = code;
-  snprintf(f->msg, sizeof f->msg, "%s", msg);
+  f->code = r;
+  snprintf(f->msg, sizeof f->msg, "%s", comm->last_error);
+  return r;
 }
 
 static const refused_t* refused_of(const fco_comm_t comm) {

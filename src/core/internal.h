@@ -247,11 +247,13 @@ int fco_env_flag(const char* name, int dflt);
 
 /* Submit an op (group.c): queued while a group is open, else executed now. */
 fco_result_t fco_op_submit(const fco_op_t* op);
-/* A failure set on `comm` (fco_set_error) while this thread has a group open: when comm is a
- * rank of a fco_comm_init_all world, fco_group_end issues none of that world's queued ops and
- * fails them with this message (group.c), instead of leaving the peers of a refused call to
- * wait for it until FCO_TIMEOUT_MS. */
-void fco_group_note_failure(fco_comm_t comm, fco_result_t code, const char* msg);
+/* An operator call's result r (its public entry returns fco_op_call_result(comm, r)): a failure
+ * while this thread has a group open, on a rank of a fco_comm_init_all world, makes
+ * fco_group_end issue none of that world's queued ops and fail them with comm's message
+ * (group.c), instead of leaving the peers of a refused call to wait for it until
+ * FCO_TIMEOUT_MS. Only operator calls: a query, fco_mem_* or fco_comm_reserve that fails inside
+ * a group cancels nothing (until session 54 every fco_set_error on a comm did). */
+fco_result_t fco_op_call_result(fco_comm_t comm, fco_result_t r);
 /* comm->async_error, after polling the transport's device-side record when it is still OK
  * (src/core/comm.c; fco_comm_get_async_error and every submitted call use it). */
 fco_result_t fco_comm_poll_async(fco_comm_t comm);

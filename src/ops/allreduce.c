@@ -79,8 +79,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl) {
   return fco_op_impl_name(FCO_OP_ALLREDUCE, comm->transport, impl);
 }
 
-fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t count,
-                           fco_dtype_t dtype, int impl, void* stream) {
+static fco_result_t allreduce_call(fco_comm_t comm, const void* in, void* out, size_t count,
+                                   fco_dtype_t dtype, int impl, void* stream) {
   FCO_CHECK(check_common(comm, count, dtype, impl, "fco_allreduce"));
   if (comm->async_error != FCO_OK) return fco_async_refuse(comm, "fco_allreduce");
   if (!in) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_allreduce: in is NULL");
@@ -106,4 +106,10 @@ fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t co
   op.shape[0] = (int64_t)count;
   op.shape[1] = (int64_t)dtype;
   return fco_op_submit(&op);
+}
+
+/* The public entry: a refusal inside a group is noted (fco_op_call_result). */
+fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t count,
+                           fco_dtype_t dtype, int impl, void* stream) {
+  return fco_op_call_result(comm, allreduce_call(comm, in, out, count, dtype, impl, stream));
 }

@@ -185,12 +185,16 @@ static fco_result_t read_knobs(fco_comm_t comm, const char* fn, fco_ea_knobs_t* 
   return FCO_OK;
 }
 
-fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const int64_t* table_rows,
-                                    const int32_t* tables_per_rank, const int64_t* batch_per_rank,
-                                    int64_t dim, fco_dtype_t dtype, const void* offsets,
-                                    const void* indices, int64_t num_indices,
-                                    fco_emb_index_t index_type, const float* per_sample_weights,
-                                    fco_emb_pooling_t pooling, void* out, int impl, void* stream) {
+static fco_result_t embedding_alltoall_call(fco_comm_t comm, const void* weight,
+                                            const int64_t* table_rows,
+                                            const int32_t* tables_per_rank,
+                                            const int64_t* batch_per_rank, int64_t dim,
+                                            fco_dtype_t dtype, const void* offsets,
+                                            const void* indices, int64_t num_indices,
+                                            fco_emb_index_t index_type,
+                                            const float* per_sample_weights,
+                                            fco_emb_pooling_t pooling, void* out, int impl,
+                                            void* stream) {
   const char* fn = "fco_embedding_alltoall";
   int64_t T, B;
   FCO_CHECK(check_splits(comm, tables_per_rank, batch_per_rank, dim, dtype, impl, fn, &T, &B));
@@ -304,4 +308,18 @@ fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const i
   op.shape[5] = split_hash(tables_per_rank, comm->nranks, 0);
   op.shape[6] = split_hash(batch_per_rank, comm->nranks, 1);
   return fco_op_submit(&op);
+}
+
+/* The public entry: a refusal inside a group is noted (fco_op_call_result). */
+fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const int64_t* table_rows,
+                                    const int32_t* tables_per_rank, const int64_t* batch_per_rank,
+                                    int64_t dim, fco_dtype_t dtype, const void* offsets,
+                                    const void* indices, int64_t num_indices,
+                                    fco_emb_index_t index_type, const float* per_sample_weights,
+                                    fco_emb_pooling_t pooling, void* out, int impl, void* stream) {
+  return fco_op_call_result(comm, embedding_alltoall_call(comm, weight, table_rows, tables_per_rank,
+                                                          batch_per_rank, dim, dtype, offsets,
+                                                          indices, num_indices, index_type,
+                                                          per_sample_weights, pooling, out, impl,
+                                                          stream));
 }

@@ -395,11 +395,12 @@ static fco_result_t read_knobs(fco_comm_t comm, const char* fn, fco_ga_knobs_t* 
   return FCO_OK;
 }
 
-fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, const void* w,
-                               int w_layout, int num_experts, const int32_t* counts,
-                               const int32_t* counts_host, const int32_t* recv_rows_host,
-                               void* out, int64_t out_rows, int64_t k, int64_t n,
-                               fco_dtype_t dtype, int impl, void* stream) {
+static fco_result_t gemm_alltoall_call(fco_comm_t comm, const void* a, int64_t a_rows,
+                                       const void* w, int w_layout, int num_experts,
+                                       const int32_t* counts, const int32_t* counts_host,
+                                       const int32_t* recv_rows_host, void* out, int64_t out_rows,
+                                       int64_t k, int64_t n, fco_dtype_t dtype, int impl,
+                                       void* stream) {
   const char* fn = "fco_gemm_alltoall";
   FCO_CHECK(check_shape(comm, a_rows, out_rows, k, n, dtype, impl, fn));
   if (comm->async_error != FCO_OK) return fco_async_refuse(comm, fn);
@@ -474,4 +475,15 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
   op.shape[4] = a_rows;
   op.shape[5] = out_rows;
   return fco_op_submit(&op);
+}
+
+/* The public entry: a refusal inside a group is noted (fco_op_call_result). */
+fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, const void* w,
+                               int w_layout, int num_experts, const int32_t* counts,
+                               const int32_t* counts_host, const int32_t* recv_rows_host,
+                               void* out, int64_t out_rows, int64_t k, int64_t n,
+                               fco_dtype_t dtype, int impl, void* stream) {
+  return fco_op_call_result(comm, gemm_alltoall_call(comm, a, a_rows, w, w_layout, num_experts,
+                                                     counts, counts_host, recv_rows_host, out,
+                                                     out_rows, k, n, dtype, impl, stream));
 }

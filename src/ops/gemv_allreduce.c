@@ -344,9 +344,9 @@ static int overlaps(const void* a, size_t na, const void* b, size_t nb) {
   return x < y + nb && y < x + na;
 }
 
-fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
-                                void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,
-                                int impl, void* stream) {
+static fco_result_t gemv_allreduce_call(fco_comm_t comm, const void* x, const void* w,
+                                        const void* bias, void* y, size_t M, size_t N, size_t K,
+                                        fco_dtype_t dtype, int impl, void* stream) {
   static const char fn[] = "fco_gemv_allreduce";
   FCO_CHECK(check_common(comm, M, N, K, dtype, impl, fn));
   if (comm->async_error != FCO_OK) return fco_async_refuse(comm, fn);
@@ -404,4 +404,12 @@ fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, c
   op.shape[FCO_GEMV_SHAPE_DTYPE] = (int64_t)dtype;
   op.shape[FCO_GEMV_SHAPE_BIAS] = bias != NULL;
   return fco_op_submit(&op);
+}
+
+/* The public entry: a refusal inside a group is noted (fco_op_call_result). */
+fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
+                                void* y, size_t M, size_t N, size_t K, fco_dtype_t dtype,
+                                int impl, void* stream) {
+  return fco_op_call_result(comm, gemv_allreduce_call(comm, x, w, bias, y, M, N, K, dtype, impl,
+                                                      stream));
 }
