@@ -16,7 +16,8 @@
  *    workspace halves, embedding impl 0's tile queue) belongs to the communicator; work meant
  *    to run at the same time on two streams takes a communicator each. Failures found on the
  *    device after the call returned (a peer that never signals, a bad index) are reported by
- *    fco_comm_get_async_error() and by every later call on that communicator, which must then
+ *    fco_comm_get_async_error() and by every later operator call on that communicator
+ *    (fco_comm_reserve and fco_mem_alloc refuse too once a poll has found it), which must then
  *    be destroyed.
  */
 #ifndef FCO_H_
@@ -78,12 +79,14 @@ typedef enum {
 #define FCO_IMPL_AUTO (-1)  /* fastest measured variant for the shape, never slower than 0 */
 
 /* Communicator configuration. Plain fixed-width data (ctypes-friendly): call
- * fco_config_init() first, then change fields. Zero / negative fields mean "default". */
+ * fco_config_init() first, then change fields. Zero / negative fields mean "default", except:
+ * size (0 is refused, so a zero-filled config fails with FCO_ERR_INVALID_ARGUMENT), transport
+ * (0 is AUTO, negative is refused) and device (0 is GPU 0; only < 0 means the current one). */
 typedef struct {
   uint32_t size;           /* sizeof(fco_config_t), set by fco_config_init (ABI check) */
   int32_t transport;       /* fco_transport_t; AUTO → env FCO_TRANSPORT, else by hardware  */
   int32_t timeout_ms;      /* bound on every wait; <= 0 → env FCO_TIMEOUT_MS, else 30000    */
-  int32_t device;          /* fco_comm_init: CUDA device of this rank; < 0 → current device */
+  int32_t device;          /* fco_comm_init: CUDA device of this rank (0: GPU 0); < 0 → current */
   int64_t max_workspace_bytes; /* cap on the symmetric workspace per rank; <= 0 → no cap   */
   int32_t debug;           /* > 0 → log to stderr (also env FCO_DEBUG=1)                     */
   int32_t reserved[7];
@@ -135,8 +138,9 @@ const char* fco_last_plan(fco_comm_t comm);
 
 /* [OUT] id: a fresh bootstrap id. Called by ONE rank, then broadcast to the others out of band
  * (MPI_Bcast, torch.distributed, a file, fork): its bytes are all there is, with no alignment
- * needed. On a machine with a GPU it carries an NCCL unique id. Not collective. On failure the
- * id is all zero, which fco_comm_init refuses. */
+ * needed. It carries an NCCL unique id only where the nccl transport may run: a CUDA build, a
+ * GPU on the machine and FCO_TRANSPORT unset, auto or nccl. Not collective. On failure the id
+ * is all zero, which fco_comm_init refuses. */
 fco_result_t fco_get_unique_id(fco_unique_id_t* id);
 
 /* One process (or thread) per rank: the way torchrun and MPI users run.
@@ -163,7 +167,10 @@ fco_result_t fco_comm_init_from_nccl(fco_comm_t* comm, void* nccl_comm, const fc
  * [IN]  cfg     NULL for defaults. transport local: ndev virtual ranks on devs[0] (every devs[i]
  *               must be equal); cpu: ndev ranks as threads of this process.
  * Operations on these communicators are issued for all ranks inside one
- * fco_group_start()/fco_group_end() (or from one thread per rank, except on local). */
+ * fco_group_start()/fco_group_end() (or from one thread per rank, except on local). On nccl,
+ * workspace growth and fco_mem_alloc act on every rank of the world at once: with one thread
+ * per rank, first call fco_comm_reserve (enough for every call) and fco_mem_alloc from one
+ * thread, so that no rank's call needs to grow the workspace. */
 fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
                                const fco_config_t* cfg);
 
@@ -182,8 +189,10 @@ fco_result_t fco_comm_transport(fco_comm_t comm, fco_transport_t* transport);
  * data found on the device, FCO_ERR_INVALID_USAGE when the communicator reached its call limit
  * (GPU transports: 2^32 − 2^24 calls, about 6 days at 8000 calls a second — its signal values
  * hold the call count in 32 bits; the calls up to there are correct: destroy it and create a
- * new one). Does not wait for the stream. Message via fco_last_error. Every call polls the
- * same record (one read of host-mapped memory) and returns the error once it is there. */
+ * new one). Does not wait for the stream. Message via fco_last_error. Every operator call polls
+ * the same record (one read of host-mapped memory) and returns the error once it is there;
+ * fco_comm_reserve and fco_mem_alloc do not poll but refuse once a poll has found it; queries
+ * (rank, size, workspace bytes, fco_mem_find) and fco_mem_free ignore it. */
 fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they
@@ -193,9 +202,11 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * the LL one-shot of fco_gemv_allreduce), not counted by max_workspace_bytes or
  * fco_comm_workspace_bytes. Collective (same bytes on every rank);
  * on a communicator of fco_comm_init_all it reserves for every rank of that group at once, so
- * one thread calls it for the group: a cpu world driven one thread per rank must not call it
- * from the ranks' threads (they would grow each other's workspace at once; there it is never
- * needed: the cpu transport captures no graphs, and its ops grow the workspace themselves).
+ * one thread calls it for the group, never the ranks' threads of a world driven one thread per
+ * rank (they would grow each other's workspace at once). On nccl such a world calls it from one
+ * thread before the ranks' threads issue calls (its ops grow every rank of the world together,
+ * so a call that must grow it would touch the other ranks' communicators from several threads);
+ * on cpu it is never needed (no graphs are captured; its ops grow the workspace themselves).
  * [IN] bytes: data workspace bytes per rank to have at least. */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
 /* [OUT] bytes: data workspace bytes per rank held now. */
@@ -219,9 +230,12 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * treat it as ordinary memory). Ranks may
  * differ: each rank announces in every call whether its own output is symmetric.
  * fco_mem_alloc is collective: every rank calls it with the same bytes, in the same order of
- * fco_mem_alloc calls; on a communicator of fco_comm_init_all the first rank's call allocates
- * the buffer of every rank of that group and each other rank's call of the same order returns
- * its own (the same bytes are checked). At most FCO_MAX_SYMMETRIC buffers live a communicator.
+ * fco_mem_alloc calls; on a communicator of fco_comm_init_all on the GPU transports the first
+ * rank's call allocates the buffer of every rank of that group and each other rank's call of the
+ * same order returns its own (the same bytes are checked; the slots are not locked, so a world
+ * driven one thread per rank makes its fco_mem_alloc calls from one thread); on cpu each rank's
+ * call allocates its own (bytes not compared). At most FCO_MAX_SYMMETRIC buffers live a
+ * communicator.
  * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
  * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call
@@ -246,21 +260,24 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
 /* Group calls (like ncclGroupStart/End), per thread, nestable. Between them, operations are
  * recorded; fco_group_end issues them together: on the local transport as one grid covering
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.
- * fco_group_end returns the first failure of the group's operations. A call that a rank's own
- * argument checks refuse (returned by that call) is not issued. When one thread drives several
- * ranks of a fco_comm_init_all world in a group, fco_group_end then issues none of that world's
- * calls of the group: they fail with the refused call's code, each rank's fco_last_error naming
- * it, and the communicators stay usable. Otherwise (one thread or process per rank) the peers'
- * calls run without it and, like an NCCL collective missing a rank, wait for it until
- * FCO_TIMEOUT_MS (FCO_ERR_TIMEOUT; the communicators are then unusable). Checks that need
- * every rank's arguments (shapes that differ, bad device-side data) report on every rank. */
+ * fco_group_end returns the first failure of the group's operations. An operator call that a
+ * rank's own argument checks refuse (returned by that call) is not issued. When one thread
+ * drives several ranks of a fco_comm_init_all world in a group, fco_group_end then issues none
+ * of that world's calls of the group: they fail with the refused operator call's code, each
+ * rank's fco_last_error naming it, and the communicators stay usable. A query, fco_mem_* or
+ * fco_comm_reserve failing inside a group cancels nothing. Otherwise (one thread or process per
+ * rank) the peers' calls run without the refused one and, like an NCCL collective missing a
+ * rank, wait for it until FCO_TIMEOUT_MS (FCO_ERR_TIMEOUT; the communicators are then
+ * unusable). Checks that need every rank's arguments (shapes that differ, fco_gemm_alltoall's
+ * counts) report on every rank; bad embedding indices / offsets only on the rank holding them. */
 fco_result_t fco_group_start(void);
 fco_result_t fco_group_end(void);
 
 /* ------------------------------------------------------------------------------------------ */
 /* AllReduce (sum): out[i] = Σ_r in_r[i] on every rank. in == out allowed (in place).
- * [IN]  in, out  device pointers (host pointers on the cpu transport), 16-byte aligned for the
- *                fused impls (impl 1 falls back to a scalar path when they are not)
+ * [IN]  in, out  device pointers (host pointers on the cpu transport), aligned to the element
+ *                size (GPU transports), 16-byte aligned for the fused impls (impl 1 falls back
+ *                to a scalar path when they are not)
  * [IN]  count    elements, ≥ 1, the same on every rank
  * [IN]  dtype    FCO_F32, FCO_F16 or FCO_BF16, the same on every rank
  * [IN]  impl     0 = ncclAllReduce (local transport: copy-based reduction; cpu: shared-memory
@@ -287,9 +304,10 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * [IN]  x      device pointer (host pointer on cpu), M·K elements, row-major, contiguous
  * [IN]  w      N·K elements, row-major (row n = output column n), contiguous
  * [IN]  bias   N elements or NULL; NULL or not must be the same on every rank, and so must its
- *              values (a replicated bias: each impl adds one rank's copy — impls 0 and 3 rank
- *              0's, impl 1 each rank its own, impl 2 each column's owner's —, so copies that
- *              differ give impl-dependent results)
+ *              values (a replicated bias: each impl adds one rank's copy — on GPUs impls 0 and
+ *              3 rank 0's, impl 1 each rank its own, impl 2 each column's owner's; cpu: each
+ *              rank its own, every impl (the reference) —, so copies that differ give
+ *              impl-dependent results)
  * [OUT] y      M·N elements, row-major; must not overlap x, w or bias
  * [IN]  M      1..FCO_GEMV_ALLREDUCE_MAX_M (64), the same on every rank; larger M returns
  *              FCO_ERR_UNSUPPORTED (use a GEMM, then fco_allreduce)
@@ -394,14 +412,16 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  * skipped, a bag whose offsets decrease or leave [0, num_indices] is treated as empty; nothing
  * is read outside the inputs or written outside out. It is reported as
  * FCO_ERR_INVALID_ARGUMENT naming the global table id and the position (in indices, or in
- * offsets) — by the call on the cpu transport, by fco_comm_get_async_error (and every later
- * call) on GPU transports, where the communicator must then be destroyed.
+ * offsets) on the rank holding it — by the call on the cpu transport, by
+ * fco_comm_get_async_error (and every later operator call) on GPU transports, where the
+ * communicator must then be destroyed.
  *
  * [IN]  comm              communicator; collective (every rank calls, in one group when one
  *                         thread drives several ranks)
  * [IN]  weight            device pointer (host on cpu), aligned to the dtype size; NULL only
- *                         when T_r == 0. 16-byte alignment (and D·dtype size a multiple of 16)
- *                         selects the vector path on GPUs; anything else is correct, slower.
+ *                         when T_r == 0 or every local table has 0 rows. 16-byte alignment
+ *                         (and D·dtype size a multiple of 16) selects the vector path on
+ *                         GPUs; anything else is correct, slower.
  * [IN]  table_rows        host array [T_r]: rows_t ≥ 0 of each local table; NULL when T_r == 0
  * [IN]  tables_per_rank   host array [P]: T_q ≥ 0, T = Σ T_q with 1 ≤ T ≤ FCO_EMBEDDING_MAX_TABLES
  * [IN]  batch_per_rank    host array [P]: b_q ≥ 0, B = Σ b_q with 1 ≤ B < 2^31
@@ -474,17 +494,18 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * rank its token came from (exactly: grouped GEMM, permute, all_to_all_single).
  *
  * Rank r hosts E_r = num_experts local experts (E_r may differ across ranks).
- * [IN]  a          device [a_rows, K] activations; rows grouped by local expert, then by source
- *                  rank: expert 0's rows from rank 0, from rank 1, ..., then expert 1's, ...
+ * [IN]  a          device (host on cpu) [a_rows, K] activations; rows grouped by local expert,
+ *                  then by source rank: expert 0's rows from rank 0, from rank 1, ..., then
+ *                  expert 1's, ...
  * [IN]  a_rows     rows allocated in `a` (capacity, ≥ Σ counts); the SAME on every rank
- * [IN]  w          device weights of the local experts as ONE packed tensor: [E_r, K, N]
- *                  (FCO_W_KN: Y = A·W_e) or [E_r, N, K] (FCO_W_NK: torch Linear weight,
- *                  Y = A·W_eᵀ)
+ * [IN]  w          device (host on cpu) weights of the local experts as ONE packed tensor:
+ *                  [E_r, K, N] (FCO_W_KN: Y = A·W_e) or [E_r, N, K] (FCO_W_NK: torch Linear
+ *                  weight, Y = A·W_eᵀ)
  * [IN]  w_layout   FCO_W_KN or FCO_W_NK, the same on every rank
  * [IN]  num_experts E_r, 1..FCO_GEMM_ALLTOALL_MAX_EXPERTS
- * [IN]  counts     DEVICE int32 [E_r][P]: counts[e][s] rows of local expert e came from rank s.
- *                  Read on the device only (fused impls): a call can be captured in a CUDA
- *                  graph and replayed with new counts.
+ * [IN]  counts     DEVICE (host on cpu) int32 [E_r][P]: counts[e][s] rows of local expert e
+ *                  came from rank s. Read on the device only (fused impls): a call can be
+ *                  captured in a CUDA graph and replayed with new counts.
  * [IN]  counts_host NULL, or a host copy of `counts` (a hint: impls 0 and 2 size their cuBLAS
  *                  GEMMs from it without a device→host copy; it must hold the same values)
  * [IN]  recv_rows_host NULL, or host int32 [P]: rows this rank receives from each rank s
@@ -492,16 +513,16 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  impl 0 on the nccl transport. Both hints are read when the call runs: inside
  *                  fco_group_start/end they must stay valid (and unchanged) until
  *                  fco_group_end returns.
- * [OUT] out        device [out_rows, N]: rows from rank 0 (its expert 0's, expert 1's, ...), then
- *                  from rank 1, ...; row order kept. Rows past Σ_r Σ_e counts_r[e][me] are not
- *                  written. Inside a symmetric buffer (fco_mem_alloc, all out_rows × N of it),
- *                  impls 1 and 2 have the peers store into it directly (no staging, no landing
- *                  copy); FCO_GA_DIRECT=0 turns that off.
+ * [OUT] out        device (host on cpu) [out_rows, N]: rows from rank 0 (its expert 0's,
+ *                  expert 1's, ...), then from rank 1, ...; row order kept. Rows past
+ *                  Σ_r Σ_e counts_r[e][me] are not written. Inside a symmetric buffer
+ *                  (fco_mem_alloc, all out_rows × N of it), impls 1 and 2 have the peers store
+ *                  into it directly (no staging, no landing copy); FCO_GA_DIRECT=0 turns that off.
  * [IN]  out_rows   rows allocated in `out` (capacity); the SAME on every rank. Nothing is ever
  *                  written past it: counts that need more (or negative counts, or counts whose
  *                  sum exceeds a_rows) make every rank write nothing and report
  *                  FCO_ERR_INVALID_ARGUMENT (device-side for fused impls: from
- *                  fco_comm_get_async_error / the next call). With hints, a rank whose
+ *                  fco_comm_get_async_error / the next operator call). With hints, a rank whose
  *                  counts_host (negative, sum over a_rows) or recv_rows_host (negative, sum over
  *                  out_rows) shows it refuses its call on the host: nothing is issued there,
  *                  and its peers are handled as for any argument one rank alone refuses
@@ -518,7 +539,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * Host synchronisation: impl 1 never. Impls 0 and 2 without counts_host copy counts to the host
  * and synchronise `stream` (what the unfused path does today), so they cannot be captured
  * (FCO_ERR_INVALID_USAGE while capturing); impl 0 on nccl also needs recv_rows_host, or else
- * one rank per thread (it then exchanges the totals with ncclAllGather and synchronises).
+ * a communicator of fco_comm_init / fco_comm_init_from_nccl (it then exchanges the totals with
+ * ncclAllGather and synchronises): on a fco_comm_init_all world (P > 1), even one driven one
+ * thread per rank, explicit impl 0 without it is refused (FCO_ERR_INVALID_USAGE).
  * Impls 0 and 2 keep cuBLAS state as fco_gemv_allreduce's impl 0 does (a handle per device, a
  * workspace per (device, stream): warm up on the stream you will capture). Impl 2 pushes on an
  * internal stream forked from and joined back to `stream` within the call, one per `stream` (up
