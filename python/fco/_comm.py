@@ -62,9 +62,18 @@ class Communicator:
     def reserve(self, nbytes):
         """Grow the symmetric workspace to at least nbytes per rank (collective: every rank,
         same bytes). Call it before capturing a CUDA graph when the captured ops' shapes were
-        not run eagerly first (the first eager call of a shape grows it on its own)."""
+        not run eagerly first (the first eager call of a shape grows it on its own).
+        nbytes: an int in 0..2^63-1 (a float, a str or a larger int raises INVALID_ARGUMENT:
+        int() truncated 2.5, ctypes wrapped 2^64 to 0)."""
         h = self._h()
-        _lib.check(_lib.lib().fco_comm_reserve(h, int(nbytes)), h, "fco_comm_reserve")
+        try:
+            n = operator.index(nbytes)
+        except TypeError:
+            n = -1
+        if not 0 <= n < 2 ** 63:
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"reserve: nbytes {nbytes!r} is not an int in 0..2^63-1")
+        _lib.check(_lib.lib().fco_comm_reserve(h, n), h, "fco_comm_reserve")
 
     def workspace_bytes(self):
         h = self._h()

@@ -136,6 +136,27 @@ def _w_inplace_refuses_grad(direct):
         assert torch.equal(leaf.detach(), torch.ones(3))
         with torch.no_grad():  # no gradient recorded: allowed (e.g. an optimizer step)
             assert fco.allreduce_(leaf) is leaf
+        # t's version counter is bumped on both paths, so a backward that saved t raises (the
+        # direct path wrote unseen: the backward read the sum, silently wrong gradients)
+        a = torch.ones(4, requires_grad=True)
+        t = torch.full((4,), 2.0)
+        z = (a * t).sum()
+        v = t._version
+        with torch.no_grad():
+            fco.allreduce_(t)
+        assert t._version > v
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.backward()
+        # an inference tensor outside inference_mode: refused as torch refuses in-place updates
+        # to it (was written); inside inference_mode allowed
+        with torch.inference_mode():
+            ti = torch.ones(3)
+        with pytest.raises(fco.FcoError, match="inference tensor") as e:
+            fco.allreduce_(ti)
+        assert e.value.name == "INVALID_USAGE" and torch.equal(ti, torch.ones(3))
+        with torch.inference_mode():
+            assert fco.allreduce_(ti) is ti
+        assert torch.equal(ti, torch.full((3,), 2.0))
         return leaf.tolist()
     finally:
         _common._DIRECT = was

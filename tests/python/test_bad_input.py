@@ -44,6 +44,15 @@ def _w_local_checks():
         fco.allreduce(torch.ones(2), impl=True)
     assert e.value.name == "INVALID_ARGUMENT"
     assert fco.allreduce(torch.ones(2), impl=-1).tolist() == [2.0, 2.0]
+    # ints past int32 (ctypes wrapped them: 2^32 + 1 ran impl 1) and unhashable values (a
+    # TypeError): INVALID_ARGUMENT naming the value as given
+    for impl, msg in ((2 ** 32 + 1, "impl 4294967297 is not -1"),
+                      (2 ** 31, "impl 2147483648 is not -1"), ([1], r"impl \[1\] is not"),
+                      ({}, r"impl \{\} is not")):
+        for fn in (fco.allreduce, fco.allreduce_):
+            with pytest.raises(fco.FcoError, match=msg) as e:
+                fn(torch.ones(2), impl=impl)
+            assert e.value.name == "INVALID_ARGUMENT"
     # still works
     return fco.allreduce(torch.ones(3)).tolist()
 

@@ -5,6 +5,7 @@ Run: pytest tests/python/test_comm.py
 
 
 def _w_init():
+    import pytest
     import torch.distributed as dist
 
     import fco
@@ -18,6 +19,14 @@ def _w_init():
     before = c.workspace_bytes()
     c.reserve(before + (1 << 20))  # collective: the same bytes on every rank
     assert c.workspace_bytes() >= before + (1 << 20)
+    # nbytes: an int in 0..2^63-1 (2^64 wrapped to 0 in ctypes, 2.5 was truncated, "10"
+    # taken, -1 an OUT_OF_MEMORY): INVALID_ARGUMENT, the workspace untouched
+    size = c.workspace_bytes()
+    for nbytes in (2 ** 64, 2 ** 63, 2.5, "10", -1, None):
+        with pytest.raises(fco.FcoError, match=f"nbytes {nbytes!r} is not an int") as e:
+            c.reserve(nbytes)
+        assert e.value.name == "INVALID_ARGUMENT"
+    assert c.workspace_bytes() == size
     assert fco.allreduce_workspace_bytes(_ones(1000)) >= 2 * dist.get_world_size() * 4000
     return repr(c)
 

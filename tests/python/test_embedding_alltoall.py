@@ -145,6 +145,8 @@ def _w_bad_input():
         ((w, idx, off, [-1]) + ok[4:], {}, r"table_rows \[-1\] has a negative entry"),
         ((w[:, :0],) + ok[1:], {}, r"dim D = 0 is not in 1\.\.65536"),
         (ok, {"mode": "max"}, "mode 'max' is not 'sum' or 'mean'"),
+        (ok, {"mode": ["sum"]}, r"mode \['sum'\] is not 'sum' or 'mean'"),  # was a TypeError
+        (ok, {"impl": 2 ** 64}, "impl 18446744073709551616 is not -1"),  # ctypes wrapped it
         (ok, {"per_sample_weights": psw[:-1]}, "per_sample_weights has shape"),
         ((w.t(),) + ok[1:], {}, "weight is not contiguous"),
         ((w.reshape(-1),) + ok[1:], {}, r"weight has shape \(\d+,\); expected \[rows, D\]"),
@@ -166,8 +168,19 @@ def _w_bad_input():
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.embedding_alltoall(*args, **kw)
         assert e.value.name == "INVALID_ARGUMENT", e.value
-    with pytest.raises(fco.FcoError, match="tables_per_rank and batch_per_rank need 2 entries"):
-        fco.embedding_alltoall_workspace_bytes(w, [2], [4])
+    # the workspace query checks its arguments as the op does (TypeError, a 1-d weight taken,
+    # a batch of 2^64 wrapped to 0 by ctypes before)
+    for args, msg in (((w, [2], [4]), r"need one entry per rank of the group \(2\)"),
+                      ((w, [1.5, 1], bpr), r"tables_per_rank \[1.5, 1\] holds 1.5"),
+                      ((w, None, bpr), "tables_per_rank None is not a list of ints"),
+                      ((w.reshape(-1), tpr, bpr), r"weight has shape \(\d+,\); expected"),
+                      ((w, tpr, [2 ** 64, 0]), r"batch_per_rank sums to \d+; expected"),
+                      ((w, tpr, [2, -1]), "negative entry")):
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.embedding_alltoall_workspace_bytes(*args)
+        assert e.value.name == "INVALID_ARGUMENT", e.value
+    assert fco.embedding_alltoall_workspace_bytes(w, torch.tensor(tpr), tuple(bpr)) == \
+        fco.embedding_alltoall_workspace_bytes(w, tpr, bpr)
     # the op itself takes float32 per_sample_weights only (the wrapper converts)
     with pytest.raises(fco.FcoError, match="per_sample_weights has dtype torch.float16; the op "
                        "takes torch.float32") as e:
@@ -223,6 +236,20 @@ def _w_out_requires_grad():
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         fco.embedding_alltoall(*args, out=leaf)
     assert torch.equal(leaf.detach(), torch.zeros(1, P, 2))
+    # an out= saved by another op for its backward: its version counter bumped by the direct
+    # path's write (it wrote unseen: a silently wrong gradient), so that backward raises
+    q, o = torch.ones(1, P, 2, requires_grad=True), torch.ones(1, P, 2)
+    z = (q * o).sum()
+    v = o._version
+    fco.embedding_alltoall(*args, out=o)
+    assert o._version > v and torch.equal(o, torch.full((1, P, 2), 2.0))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+    # an inference tensor outside inference_mode: torch's error, as its in-place ops raise
+    with torch.inference_mode():
+        oi = torch.zeros(1, P, 2)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        fco.embedding_alltoall(*args, out=oi)
     # an out= sharing bytes with an input where autograd records (per_sample_weights that
     # require grad): refused before the op, the input intact (the copy once went over it)
     wbuf = torch.ones(8, 2)

@@ -160,6 +160,13 @@ def _w_bad_input():
         ((a, w, counts), {"counts_host": counts.to("meta")},
          r"counts_host is torch.int32 \(2, 2\) on meta; expected a contiguous CPU"),
         ((a, w, counts), {"out_rows": -1}, "out_rows -1 is negative"),
+        # libfco's limit, before new_zeros tried to allocate it (a torch RuntimeError/TypeError)
+        ((a, w, counts), {"out_rows": 2 ** 62},
+         r"out_rows 4611686018427387904 is more than 2\^31-1"),
+        ((a, w, counts), {"out_rows": 2 ** 64}, r"out_rows 18446744073709551616 is more than"),
+        ((a.clone().requires_grad_(), w, counts), {"out_rows": 2 ** 64}, "is more than 2"),
+        ((a, w, counts), {"w_layout": ["kn"]}, r"w_layout \['kn'\] is not"),  # a TypeError
+        ((a, w, counts), {"impl": 2 ** 32 + 2}, "impl 4294967298 is not -1"),  # ran impl 2
         ((a[:, :3].contiguous().t(), w, counts), {}, "a is not contiguous"),
         ((a, w, counts), {"impl": "bogus"}, "impl 'bogus'"),
     ]
@@ -167,6 +174,20 @@ def _w_bad_input():
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.gemm_alltoall(*args, **kw)
         assert e.value.name == "INVALID_ARGUMENT", e.value
+    # the workspace query checks its arguments as the op does (KeyError, IndexError,
+    # AttributeError, a ctypes error, or a number for mismatched K / dtypes before)
+    for args, kw, msg in (((a, w), {"w_layout": "tn"}, "w_layout 'tn' is not 'kn' or 'nk'"),
+                          ((a, w[0]), {}, r"w has shape \(8, 4\); expected \[E, K, N\]"),
+                          ((a, [1]), {}, "w is a list, not a Tensor"),
+                          ((a, w), {"out_rows": 2.5}, "out_rows 2.5 is not an int"),
+                          ((a, w), {"out_rows": 2 ** 62}, "is more than 2"),
+                          ((a, w[:, :7].contiguous()), {}, r"w has shape \(2, 7, 4\)"),
+                          ((a, w.half()), {}, "w has dtype torch.float16 but a has")):
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemm_alltoall_workspace_bytes(*args, **kw)
+        assert e.value.name == "INVALID_ARGUMENT", e.value
+    assert fco.gemm_alltoall_workspace_bytes(a, w) == \
+        fco.gemm_alltoall_workspace_bytes(a, w, out_rows=a.shape[0])
     # negative counts on one rank: every rank raises, nothing is written
     bad = counts.clone()
     if r == 0:
@@ -246,7 +267,12 @@ def _w_bad_out_and_hints():
                     ({"counts_host": [1.0] * P}, r"counts_host \[1.0"),
                     ({"recv_rows": [2.5] + [1] * (P - 1)}, r"recv_rows \[2.5"),
                     ({"out_rows": 4.0}, "out_rows 4.0 is not an int"),
-                    ({"out_rows": "4"}, "out_rows '4' is not an int")):
+                    ({"out_rows": "4"}, "out_rows '4' is not an int"),
+                    # int64 tensors: values outside int32 refused as in a list (were wrapped)
+                    ({"recv_rows": torch.tensor([2 ** 32 + 1] + [0] * (P - 1))},
+                     "recv_rows holds 4294967297, outside int32"),
+                    ({"counts_host": torch.tensor([[-2 ** 32 + 1] * P])},
+                     "counts_host holds -4294967295, outside int32")):
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.gemm_alltoall(a, w, counts, **kw)
         assert e.value.name == "INVALID_ARGUMENT", e.value
@@ -286,6 +312,20 @@ def _w_out_requires_grad():
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         fco.gemm_alltoall(a, w, counts, out=leaf, **hints)
     assert torch.equal(leaf.detach(), torch.zeros(P, 5))
+    # an out= saved by another op for its backward: its version counter bumped by the direct
+    # path's write (it wrote unseen: a silently wrong gradient), so that backward raises
+    q, o = torch.ones(P, 5, requires_grad=True), torch.ones(P, 5)
+    z = (q * o).sum()
+    v = o._version
+    fco.gemm_alltoall(a, w, counts, out=o, **hints)
+    assert o._version > v and torch.equal(o, torch.full((P, 5), 3.0))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+    # an inference tensor outside inference_mode: torch's error, as its in-place ops raise
+    with torch.inference_mode():
+        oi = torch.zeros(P, 5)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        fco.gemm_alltoall(a, w, counts, out=oi, **hints)
     return True
 
 

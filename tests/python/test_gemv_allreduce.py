@@ -166,6 +166,11 @@ def _w_bad_input():
                 torch.ops.fco.gemv_allreduce(*full, "", -1)
     with pytest.raises(fco.FcoError, match="impl 'bogus'"):
         fco.gemv_allreduce(x, w, impl="bogus")
+    # ints past int32 (ctypes wrapped 2^32 + 1 to impl 1) and unhashable impls (a TypeError)
+    for impl, msg in ((2 ** 32 + 1, "impl 4294967297 is not -1"), ([1], r"impl \[1\] is not")):
+        with pytest.raises(fco.FcoError, match=msg) as e:
+            fco.gemv_allreduce(x, w, impl=impl)
+        assert e.value.name == "INVALID_ARGUMENT"
     # libfco's own checks, identical on every rank: M > 64 for an explicit impl, impl range
     with pytest.raises(fco.FcoError, match="M = 65 rows is more than a GEMV") as e:
         fco.gemv_allreduce(torch.ones(65, 8), w, impl="oneshot")
@@ -260,6 +265,23 @@ def _w_k_zero_on_one_rank():
         y = fco.gemv_allreduce(x, w, impl=impl)
         torch.testing.assert_close(y, x0 @ w0.t())
         res.append(y.shape == (M, 5))
+    # its workspace query gives the M rows' need (M was x.numel() // K: 0 on rank 1, and a
+    # reserve of that was not enough), the same as with K = 8; a fresh communicator reserved
+    # with it does not grow in the call
+    g = dist.new_group(list(range(dist.get_world_size())))
+    xk, wk = (torch.ones(40, 3), torch.ones(512, 3)) if r == 0 else \
+        (torch.empty(40, 0), torch.empty(512, 0))
+    need = fco.gemv_allreduce_workspace_bytes(xk, wk, group=g)
+    ref = fco.gemv_allreduce_workspace_bytes(torch.ones(40, 8), torch.ones(512, 8), group=g)
+    needs = [None] * dist.get_world_size()
+    dist.all_gather_object(needs, need)  # every rank fails alike (no reserve left waiting)
+    assert needs == [ref] * len(needs), (needs, ref)
+    c = fco.init(g)
+    c.reserve(need)
+    before = c.workspace_bytes()
+    fco.gemv_allreduce(xk, wk, group=g)
+    assert c.workspace_bytes() == before, (need, before, c.workspace_bytes())
+    fco.shutdown(g)
     # with autograd (the op path): rank 1's gradients are empty, rank 0's the usual ones
     x = (torch.randn(2, K) if r == 0 else torch.empty(2, 0)).requires_grad_()
     w = torch.randn(5, K, requires_grad=True)
@@ -293,6 +315,23 @@ def _w_out_requires_grad():
         with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
             fco.gemv_allreduce(x, w, out=leaf)
         assert torch.equal(leaf.detach(), torch.zeros(M, 5))
+        # an out= saved by another op for its backward: written in place, its version counter
+        # bumped, so that backward raises (the direct path wrote unseen: a silently wrong grad)
+        a, o = torch.ones(M, 5, requires_grad=True), torch.ones(M, 5)
+        z = (a * o).sum()
+        v = o._version
+        fco.gemv_allreduce(x, w, out=o)
+        assert o._version > v and torch.equal(o, torch.full((M, 5), 6.0))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.backward()
+        # an inference tensor outside inference_mode: torch's error, as its in-place ops raise
+        with torch.inference_mode():
+            oi = torch.zeros(M, 5)
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+            fco.gemv_allreduce(x, w, out=oi)
+        with torch.inference_mode():
+            assert fco.gemv_allreduce(x, w, out=oi) is oi
+        assert torch.equal(oi, torch.full((M, 5), 6.0))
     return True
 
 
@@ -308,18 +347,38 @@ def _w_bias_on_one_rank():
     import fco
 
     # a bias on rank 0 only: the fused op (M <= 64) raises on every rank, naming both calls;
-    # M > 64 under "auto" (matmul + fco.allreduce + bias) does not detect it (documented):
-    # each rank adds its own bias, or none
-    r = dist.get_rank()
+    # M > 64 under "auto" (addmm / matmul + fco.allreduce) does not detect it (documented):
+    # group rank 0's bias is added (as impls 0 and 3 add rank 0's), another rank's not read
+    r, P = dist.get_rank(), dist.get_world_size()
     b = torch.full((1,), 100.0) if r == 0 else None
     with pytest.raises(fco.FcoError, match="bias=1") as e:
         fco.gemv_allreduce(torch.ones(2, 3), torch.ones(1, 3), b)
     assert e.value.name == "INVALID_ARGUMENT"
-    return fco.gemv_allreduce(torch.ones(70, 3), torch.ones(1, 3), b)[0].item()
+    res = [fco.gemv_allreduce(torch.ones(70, 3), torch.ones(1, 3), b)[0].item()]
+    b = torch.full((1,), 100.0) if r == 1 else None
+    res.append(fco.gemv_allreduce(torch.ones(70, 3), torch.ones(1, 3), b)[0].item())
+    # the bias is rounded once with rank 0's product (addmm), not added after the sum (bf16:
+    # rounded twice, y += bias): on a group of one rank, exactly torch.addmm
+    groups = [dist.new_group([q]) for q in range(P)]  # every rank creates every group
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(65, 4096, generator=g).bfloat16()
+    w = torch.randn(256, 4096, generator=g).bfloat16()
+    bias = torch.randn(256, generator=g).bfloat16()
+    y = fco.gemv_allreduce(x, w, bias, group=groups[r])
+    assert torch.equal(y, torch.addmm(bias, x, w.t()))
+    fco.shutdown(groups[r])
+    # and on the whole group: rank 0's addmm and the others' matmul, summed in fp32
+    x, w = x[:, r::P].contiguous(), w[:, r::P].contiguous()
+    y = fco.gemv_allreduce(x, w, bias)
+    part = torch.addmm(bias, x, w.t()) if r == 0 else x @ w.t()
+    parts = [torch.empty_like(part) for _ in range(P)]
+    dist.all_gather(parts, part)
+    assert torch.equal(y, sum(p.float() for p in parts).bfloat16())
+    return res
 
 
 def test_bias_on_one_rank(pool2):
-    assert pool2.run(_w_bias_on_one_rank) == [106.0, 6.0]
+    assert pool2.run(_w_bias_on_one_rank) == [[106.0, 6.0]] * 2
 
 
 def _w_opcheck():

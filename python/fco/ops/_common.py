@@ -33,20 +33,24 @@ def group_name(group):
                        "or None (the default group)") from None
 
 
+INT32_MAX = 2 ** 31 - 1
+
+
 def impl_id(impl, names, op):
-    """impl as an int: "auto" → FCO_IMPL_AUTO (-1), a name from `names`, or an int ≥ -1 (the
+    """impl as an int: "auto" → FCO_IMPL_AUTO (-1), a name from `names`, or an int -1..2^31-1
+    (the C impl argument is an int: ctypes would wrap a larger one, 2^32 + 1 running impl 1; the
     Python-only ids below -1, such as "triton", are taken by name only)."""
     if isinstance(impl, bool):
         raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: impl {impl!r} is not an int or a name")
     if isinstance(impl, int):
-        if impl < _lib.IMPL_AUTO:
+        if not _lib.IMPL_AUTO <= impl <= INT32_MAX:
             raise FcoError(_lib.INVALID_ARGUMENT,
-                           f"{op}: impl {impl} is not -1 ('auto'), an int >= 0 or one of "
-                           f"{sorted(names)}")
+                           f"{op}: impl {impl} is not -1 ('auto'), an int in 0..2^31-1 or one "
+                           f"of {sorted(names)}")
         return impl
     if impl == "auto":
         return _lib.IMPL_AUTO
-    if impl in names:
+    if isinstance(impl, str) and impl in names:  # a list or dict: unhashable, no TypeError
         return names[impl]
     raise FcoError(_lib.INVALID_ARGUMENT,
                    f"{op}: impl {impl!r} is not 'auto', an int or one of {sorted(names)}")
@@ -120,6 +124,21 @@ def direct_ok(*tensors):
             return False
     return not (torch._C._is_torch_function_mode_enabled() or
                 torch._C._len_torch_dispatch_stack() > 0)
+
+
+def writable(t):
+    """May the direct path write into t, a caller's tensor (allreduce_'s t, an out=; None: none)?
+    Not an inference tensor outside torch.inference_mode(): torch refuses in-place updates to
+    those — an out= then takes the dispatcher path, whose copy_ raises torch's error (allreduce_
+    raises FcoError: a custom op's mutation is not refused)."""
+    return t is None or not t.is_inference() or torch.is_inference_mode_enabled()
+
+
+def written(t):
+    """After the direct path wrote into t (a caller's tensor): bump its version counter, as
+    torch's in-place ops do, so autograd raises where it saved t before (it read the new values
+    silently: wrong gradients). ~0.25 µs; a no-op for inference tensors (they have none)."""
+    torch.autograd.graph.increment_version(t)
 
 
 try:

@@ -110,16 +110,25 @@ def allreduce_(t, group=None, impl="auto"):
     """In-place allreduce: t becomes the sum over the ranks of `group`; returns t.
     Same arguments as allreduce(); no autograd (use allreduce() for differentiable code): a t
     that requires grad while grad mode is on raises FcoError (INVALID_USAGE) — autograd would
-    not see the sum (wrong gradients); under torch.no_grad() it is allowed."""
+    not see the sum (wrong gradients); under torch.no_grad() it is allowed. t's version counter
+    is bumped, as torch's in-place ops do: a backward that saved t raises. An inference tensor
+    outside torch.inference_mode() raises FcoError (INVALID_USAGE), as torch refuses in-place
+    updates to it."""
     _common.require_tensor(t, "fco.allreduce_", "t")
     if t.requires_grad and torch.is_grad_enabled():  # both paths: the op has no autograd
         raise FcoError(_lib.INVALID_USAGE,
                        "fco.allreduce_: t requires grad, and the in-place op has no autograd "
                        "(its gradient would be wrong): use y = fco.allreduce(t), or run it "
                        "under torch.no_grad()")
+    if not _common.writable(t):  # both paths: torch's custom ops let such a write through
+        raise FcoError(_lib.INVALID_USAGE,
+                       "fco.allreduce_: t is an inference tensor: Inplace update to inference "
+                       "tensor outside InferenceMode is not allowed (torch's rule); clone it, "
+                       "or call this under torch.inference_mode()")
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, "fco.allreduce_")
     if _common.direct_ok(t):
         _launch(t, t, _check(t, "fco.allreduce_"), gname, iid)
+        _common.written(t)  # as the op's mutates_args does: autograd sees t changed
     else:
         torch.ops.fco.allreduce_(t, gname, iid)
     return t

@@ -49,10 +49,8 @@ def _fn():
     return _c_fn
 
 
-@functools.lru_cache(maxsize=256)
-def _check_lists(table_rows, tables_per_rank, batch_per_rank, rank, size, op=_OP):
-    """Checks of the split lists (tuples), cached: they are the same every call.
-    Returns (T, B, T_r, rows of this rank's tables)."""
+def _check_splits(tables_per_rank, batch_per_rank, size, op=_OP):
+    """Checks of tables_per_rank and batch_per_rank (tuples of ints); returns (T, B)."""
     if len(tables_per_rank) != size or len(batch_per_rank) != size:
         raise _common.bad(op, f"tables_per_rank (length {len(tables_per_rank)}) and "
                           f"batch_per_rank (length {len(batch_per_rank)}) need one entry per "
@@ -65,6 +63,14 @@ def _check_lists(table_rows, tables_per_rank, batch_per_rank, rank, size, op=_OP
         raise _common.bad(op, f"tables_per_rank sums to {T}; expected 1..{MAX_TABLES}")
     if not 1 <= B < 2 ** 31:
         raise _common.bad(op, f"batch_per_rank sums to {B}; expected 1..2^31-1")
+    return T, B
+
+
+@functools.lru_cache(maxsize=256)
+def _check_lists(table_rows, tables_per_rank, batch_per_rank, rank, size, op=_OP):
+    """Checks of the split lists (tuples), cached: they are the same every call.
+    Returns (T, B, T_r, rows of this rank's tables)."""
+    T, B = _check_splits(tables_per_rank, batch_per_rank, size, op)
     Tr = tables_per_rank[rank]
     if len(table_rows) != Tr:
         raise _common.bad(op, f"table_rows has {len(table_rows)} entries but "
@@ -74,10 +80,8 @@ def _check_lists(table_rows, tables_per_rank, batch_per_rank, rank, size, op=_OP
     return T, B, Tr, sum(table_rows)
 
 
-def _check(weight, indices, offsets, psw, table_rows, tables_per_rank, batch_per_rank, pooling,
-           rank, size, op=_OP):
-    """Everything checkable from the arguments and (rank, size) of the group. Returns the
-    fco dtype, T and B."""
+def _check_weight(weight, op):
+    """weight [rows, D]; returns the fco dtype."""
     dt = _common.check_tensor(weight, op, "weight")
     if weight.dim() != 2:
         raise _common.bad(op, f"weight has shape {tuple(weight.shape)}; expected [rows, D] "
@@ -85,6 +89,14 @@ def _check(weight, indices, offsets, psw, table_rows, tables_per_rank, batch_per
     D = weight.shape[1]
     if not 1 <= D <= MAX_DIM:
         raise _common.bad(op, f"dim D = {D} is not in 1..{MAX_DIM}")
+    return dt
+
+
+def _check(weight, indices, offsets, psw, table_rows, tables_per_rank, batch_per_rank, pooling,
+           rank, size, op=_OP):
+    """Everything checkable from the arguments and (rank, size) of the group. Returns the
+    fco dtype, T and B."""
+    dt = _check_weight(weight, op)
     _common.check_index(indices, op, "indices", weight)
     _common.check_index(offsets, op, "offsets", weight)
     if indices.dim() != 1 or offsets.dim() != 1:
@@ -290,7 +302,7 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
     """
     for t, name in ((weight, "weight"), (indices, "indices"), (offsets, "offsets")):
         _common.require_tensor(t, _OP, name)
-    if mode not in POOLING:
+    if not isinstance(mode, str) or mode not in POOLING:  # a list: unhashable
         raise FcoError(_lib.INVALID_ARGUMENT, f"{_OP}: mode {mode!r} is not 'sum' or 'mean'")
     if per_sample_weights is not None:
         _common.require_tensor(per_sample_weights, _OP, "per_sample_weights")
@@ -299,8 +311,12 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     args = (_ints(table_rows, "table_rows"), _ints(tables_per_rank, "tables_per_rank"),
             _ints(batch_per_rank, "batch_per_rank"), POOLING[mode], gname, iid)
-    if _common.direct_ok(weight, indices, offsets, per_sample_weights, out):
-        return _run(weight, indices, offsets, per_sample_weights, *args, out=out)
+    if _common.direct_ok(weight, indices, offsets, per_sample_weights, out) and \
+            _common.writable(out):
+        y = _run(weight, indices, offsets, per_sample_weights, *args, out=out)
+        if out is not None:
+            _common.written(out)
+        return y
     _common.check_op_out(out, (weight, indices, offsets, per_sample_weights), _OP,
                          ("weight", "indices", "offsets", "per_sample_weights"))
     res = torch.ops.fco.embedding_alltoall(weight, indices, offsets, per_sample_weights, *args)
@@ -311,17 +327,20 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
 
 
 def workspace_bytes(weight, tables_per_rank, batch_per_rank, group=None, impl="auto"):
-    """Workspace bytes per rank fco_embedding_alltoall needs (for comm.reserve())."""
-    dt = _common.check_tensor(weight, _OP, "weight")
+    """Workspace bytes per rank fco_embedding_alltoall needs (for comm.reserve()); the arguments
+    are checked as fco.embedding_alltoall checks them."""
+    dt = _check_weight(weight, _OP)
+    tables_per_rank = tuple(_ints(tables_per_rank, "tables_per_rank"))
+    batch_per_rank = tuple(_ints(batch_per_rank, "batch_per_rank"))
+    iid = _common.impl_id(impl, IMPLS, _OP)
     comm = _comm.get(_common.group_name(group), weight.device)
-    if len(tables_per_rank) != comm.size or len(batch_per_rank) != comm.size:
-        raise _common.bad(_OP, f"tables_per_rank and batch_per_rank need {comm.size} entries")
+    _check_splits(tables_per_rank, batch_per_rank, comm.size)
     out = ctypes.c_size_t()
     f = _lib.bind("fco_embedding_alltoall_workspace", [
         _lib.comm_t, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int64),
         ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)])
-    _lib.check(f(comm.handle, _common.int_array(ctypes.c_int32, tuple(tables_per_rank)),
-                 _common.int_array(ctypes.c_int64, tuple(batch_per_rank)), weight.shape[-1], dt,
-                 _common.impl_id(impl, IMPLS, _OP), ctypes.byref(out)),
+    _lib.check(f(comm.handle, _common.int_array(ctypes.c_int32, tables_per_rank),
+                 _common.int_array(ctypes.c_int64, batch_per_rank), weight.shape[1], dt, iid,
+                 ctypes.byref(out)),
                comm.handle, "fco_embedding_alltoall_workspace")
     return out.value

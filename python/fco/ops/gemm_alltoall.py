@@ -83,18 +83,25 @@ def _check(a, w, counts, counts_host, recv_rows, out_rows, w_layout, size, op=_O
     E = w.shape[0]
     if not 1 <= E <= MAX_EXPERTS:
         raise _common.bad(op, f"w has {E} experts; expected 1..{MAX_EXPERTS}")
-    _common.check_index(counts, op, "counts", a)
-    if counts.dtype != torch.int32 or counts.shape != (E, size):
-        raise _common.bad(op, f"counts is {counts.dtype} {tuple(counts.shape)}; expected "
-                          f"torch.int32 [E, P] = [{E}, {size}] (rows of local expert e from "
-                          "rank s)")
+    if counts is not None:  # None: workspace_bytes (the op's schema requires counts)
+        _common.check_index(counts, op, "counts", a)
+        if counts.dtype != torch.int32 or counts.shape != (E, size):
+            raise _common.bad(op, f"counts is {counts.dtype} {tuple(counts.shape)}; expected "
+                              f"torch.int32 [E, P] = [{E}, {size}] (rows of local expert e "
+                              "from rank s)")
     if counts_host is not None:
         _check_host_ints(counts_host, op, "counts_host", (E, size))
     if recv_rows is not None:
         _check_host_ints(recv_rows, op, "recv_rows", (size,))
+    _check_out_rows(out_rows, op)
+    return dt
+
+
+def _check_out_rows(out_rows, op):
     if out_rows < 0:
         raise _common.bad(op, f"out_rows {out_rows} is negative")
-    return dt
+    if out_rows > _common.INT32_MAX:  # libfco's limit; before new_zeros tries to allocate it
+        raise _common.bad(op, f"out_rows {out_rows} is more than 2^31-1")
 
 
 def _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, impl, out=None):
@@ -236,6 +243,11 @@ def _host_ints(v, op, arg):
         return None
     if isinstance(v, torch.Tensor):
         if v.device.type == "cpu" and v.dtype in (torch.int64, torch.int16, torch.uint8):
+            if v.dtype == torch.int64 and v.numel():  # refused as a list's would be: no wrap
+                lo, hi = (int(m) for m in torch.aminmax(v))
+                if lo < -2 ** 31 or hi > _common.INT32_MAX:
+                    raise _common.bad(op, f"{arg} holds {lo if lo < -2 ** 31 else hi}, "
+                                      "outside int32")
             return v.to(torch.int32).contiguous()
         return v
     if not isinstance(v, (list, tuple)):
@@ -293,24 +305,19 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     """
     for t, name in ((a, "a"), (w, "w"), (counts, "counts")):
         _common.require_tensor(t, _OP, name)
-    if w_layout not in LAYOUTS:
-        raise FcoError(_lib.INVALID_ARGUMENT, f"{_OP}: w_layout {w_layout!r} is not 'kn' or 'nk'")
+    layout, out_rows = _host_args(a, w_layout, out_rows)
     counts_host = _host_ints(counts_host, _OP, "counts_host")
     recv_rows = _host_ints(recv_rows, _OP, "recv_rows")
     if counts_host is not None and counts_host.dim() == 1 and \
             counts_host.numel() == counts.numel() and counts.dim() == 2:
         counts_host = counts_host.view(counts.shape)  # a flat list, e-major
-    if out_rows is None:
-        out_rows = a.shape[0] if a.dim() else 0  # a 0-d a: the shape check below says so
-    elif not isinstance(out_rows, (int, torch.SymInt)):
-        try:
-            out_rows = operator.index(out_rows)  # numpy ints; never a float's truncation
-        except TypeError:
-            raise _common.bad(_OP, f"out_rows {out_rows!r} is not an int") from None
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
-    args = (counts_host, recv_rows, out_rows, LAYOUTS[w_layout], gname, iid)
-    if _common.direct_ok(a, w, counts, out):
-        return _run(a, w, counts, *args, out=out)
+    args = (counts_host, recv_rows, out_rows, layout, gname, iid)
+    if _common.direct_ok(a, w, counts, out) and _common.writable(out):
+        y = _run(a, w, counts, *args, out=out)
+        if out is not None:
+            _common.written(out)
+        return y
     _common.check_op_out(out, (a, w, counts), _OP, ("a", "w", "counts"))
     res = torch.ops.fco.gemm_alltoall(a, w, counts, *args)
     if out is None:
@@ -319,24 +326,43 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     return out.copy_(res)
 
 
+def _host_args(a, w_layout, out_rows):
+    """(w_layout as an int, out_rows as an int: default a_rows), checked as the op checks them
+    (a float out_rows is refused, never truncated; out_rows ≤ 2^31-1, libfco's limit)."""
+    if not isinstance(w_layout, str) or w_layout not in LAYOUTS:  # a list: unhashable
+        raise FcoError(_lib.INVALID_ARGUMENT, f"{_OP}: w_layout {w_layout!r} is not 'kn' or 'nk'")
+    if out_rows is None:
+        out_rows = a.shape[0] if a.dim() else 0  # a 0-d a: the shape check says so
+    elif not isinstance(out_rows, (int, torch.SymInt)):
+        try:
+            out_rows = operator.index(out_rows)  # numpy ints; never a float's truncation
+        except TypeError:
+            raise _common.bad(_OP, f"out_rows {out_rows!r} is not an int") from None
+    _check_out_rows(out_rows, _OP)  # here too: 2^64 would fail the op's schema first
+    return LAYOUTS[w_layout], out_rows
+
+
 def workspace_bytes(a, w, out_rows=None, w_layout="kn", group=None, impl="auto"):
-    """Workspace bytes per rank fco_gemm_alltoall needs (for comm.reserve())."""
-    dt = _common.check_tensor(a, _OP, "a")
-    N, K = _nk(w, LAYOUTS[w_layout])
+    """Workspace bytes per rank fco_gemm_alltoall needs (for comm.reserve()); the arguments are
+    checked as fco.gemm_alltoall checks them."""
+    _common.require_tensor(a, _OP, "a")
+    _common.require_tensor(w, _OP, "w")
+    layout, out_rows = _host_args(a, w_layout, out_rows)
+    iid = _common.impl_id(impl, IMPLS, _OP)
     comm = _comm.get(_common.group_name(group), a.device)
-    if _common.impl_id(impl, IMPLS, _OP) == IMPL_TRITON:  # impl 1's layout
+    dt = _check(a, w, None, None, None, out_rows, layout, comm.size)
+    N, K = _nk(w, layout)
+    if iid == IMPL_TRITON:  # impl 1's layout
         from ..triton import gemm_alltoall as tg
         # The stream-K scratch of the launch (FCO_TRITON_GA_STREAMK, read as the op reads it),
         # for the tile the op will pick: reserving this before capturing is then enough.
         bm, bn, bk = tg.config(a.element_size(), N, a.shape[0], w.shape[0], comm.size)["tile"][:3]
         scratch = tg.sk_scratch_bytes(tg.streamk_config(None, -(-K // bk)), bm, bn)
-        return tg.workspace_bytes(comm.size, a.shape[0] if out_rows is None else out_rows, N,
-                                  a.element_size(), scratch)
+        return tg.workspace_bytes(comm.size, out_rows, N, a.element_size(), scratch)
     out = ctypes.c_size_t()
     i64 = ctypes.c_int64
     f = _lib.bind("fco_gemm_alltoall_workspace", [_lib.comm_t, i64, i64, i64, i64, ctypes.c_int,
                                                   ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)])
-    _lib.check(f(comm.handle, a.shape[0], a.shape[0] if out_rows is None else out_rows, K, N, dt,
-                 _common.impl_id(impl, IMPLS, _OP), ctypes.byref(out)),
+    _lib.check(f(comm.handle, a.shape[0], out_rows, K, N, dt, iid, ctypes.byref(out)),
                comm.handle, "fco_gemm_alltoall_workspace")
     return out.value

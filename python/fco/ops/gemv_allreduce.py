@@ -6,9 +6,10 @@ C function (include/fco.h):
   fco_gemv_allreduce(comm, x, w, bias, y, M, N, K, dtype, impl, stream)
     y [M, N] = Σ_r x_r [M, K_r] · W_r^T [K_r, N] (+ bias once), M ≤ 64, fp32 accumulation
 impls: 0 = cuBLAS + ncclAllReduce ("baseline"), 1 = fused one-shot, 2 = fused two-phase,
--1 = auto. M > 64 with impl "auto": matmul, then fco_allreduce in place, then the bias (the C op
-is a GEMV; explicit impls return FCO_ERR_UNSUPPORTED there, naming the limit); that path has no
-check that every rank has a bias or none (the C op's check; one more collective otherwise).
+-1 = auto. M > 64 with impl "auto": addmm with the bias on group rank 0 (the rank whose bias
+impls 0 and 3 add), matmul on the others, then fco_allreduce in place (the C op is a GEMV;
+explicit impls return FCO_ERR_UNSUPPORTED there, naming the limit); that path has no check that
+every rank has a bias or none (the C op's check; one more collective otherwise).
 K_r = 0 on a rank: it calls the C op with x, w of zeros and K = 1 (the C op refuses K = 0).
 
 Autograd (Megatron's RowParallelLinear, and DTensor's RowwiseParallel): what follows the op is
@@ -82,10 +83,12 @@ def _run(x, w, bias, dt, group_name, impl, out=None):
     if M > MAX_M and impl == _lib.IMPL_AUTO:  # a GEMM, not a GEMV: unfused
         if out is not None:  # refused as libfco refuses it at M <= 64 (matmul would misread x)
             _common.check_no_overlap(out, (x, w, bias), _OP, ("x", "w", "bias"))
-        torch.matmul(x, w.t(), out=y)
+        x2, y2 = x.reshape(M, K), y.view(M, N)
+        if bias is not None and _comm.get(group_name, x.device).rank == 0:
+            torch.addmm(bias, x2, w.t(), out=y2)  # rounded once (y += bias after: twice)
+        else:
+            torch.matmul(x2, w.t(), out=y2)
         _allreduce._launch(y, y, dt, group_name, _lib.IMPL_AUTO)
-        if bias is not None:
-            y += bias
         return y
     if impl == IMPL_TRITON:  # fco.triton's one-shot kernel over the same communicator
         if x.device.type != "cuda":
@@ -146,8 +149,9 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     w      [N, K_r] this rank's slice of the weight, torch Linear layout (row n = output n)
     bias   [N] or None; the same tensor on every rank (a replicated parameter), added once.
            A bias on some ranks only raises FcoError on every rank — except for M > 64 under
-           "auto" (matmul + fco.allreduce + bias, unfused), where nothing detects it: each
-           rank adds its own bias (or none) after the sum, and the results differ by rank
+           "auto" (addmm / matmul + fco.allreduce, unfused), where nothing detects it: group
+           rank 0's bias (or none) is added to its partial product before the sum, as impls 0
+           and 3 add rank 0's; the other ranks' biases are not read
     → y    [..., N] (a new tensor, or out), identical on every rank (fp32 accumulation,
            rank-order sum)
     All float tensors share one dtype: float32, float16 or bfloat16; contiguous. CUDA: on the
@@ -173,8 +177,11 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     if bias is not None:
         _common.require_tensor(bias, _OP, "bias")
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
-    if _common.direct_ok(x, w, bias, out):
-        return _run(x, w, bias, _check(x, w, bias), gname, iid, out=out)
+    if _common.direct_ok(x, w, bias, out) and _common.writable(out):
+        y = _run(x, w, bias, _check(x, w, bias), gname, iid, out=out)
+        if out is not None:
+            _common.written(out)
+        return y
     _common.check_op_out(out, (x, w, bias), _OP, ("x", "w", "bias"))
     res = torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
     if out is None:
@@ -187,7 +194,7 @@ def workspace_bytes(x, w, group=None, impl="auto"):
     """Workspace bytes per rank fco_gemv_allreduce needs for x, w (for comm.reserve())."""
     dt = _check(x, w, None)
     N, K = w.shape
-    M = x.numel() // max(K, 1)
+    M = x.shape[:-1].numel()  # not x.numel() // K: 0 on a rank with K_r = 0
     iid = _common.impl_id(impl, IMPLS, _OP)
     if M > MAX_M and iid == _lib.IMPL_AUTO:
         return _allreduce.workspace_bytes(x.new_empty((M, N)), group)
