@@ -40,6 +40,7 @@ class Communicator:
         self.transport = transport  # "nccl" or "cpu"
         self._nsym = 0         # live _SymBuffer objects (tensors of empty_symmetric)
         self._deferred = None  # cpu: the handle destroy() left for the last buffer to free
+        self._cfg = (0, 0, False)  # (timeout_ms, max_workspace_bytes, debug) it was made with
 
     def __repr__(self):
         state = "destroyed" if self.handle is None else f"0x{self.handle:x}"
@@ -262,15 +263,45 @@ def init(group=None, device=None, *, timeout_ms=0, max_workspace_bytes=0, debug=
     torch.cuda.current_device()); CPU uses the cpu transport (all ranks on one host).
     Call it before torch.compile'd code or CUDA-graph capture runs its first fco op (an op
     without a communicator creates one, which broadcasts over the group).
-    timeout_ms / max_workspace_bytes / debug: fco_config_t fields (0 = default / env).
+    timeout_ms / max_workspace_bytes / debug: fco_config_t fields (0 = default / env); ints in
+    0..2^31-1 / 0..2^63-1, else FcoError (INVALID_ARGUMENT). They configure the communicator
+    when this call creates it: given (not 0 / False) for a (group, device) whose communicator
+    exists with other values (made by an earlier fco.init or by an op, which uses the
+    defaults), FcoError (INVALID_USAGE) — they cannot change; fco.shutdown(group) first.
     """
+    timeout_ms = _config_int(timeout_ms, "timeout_ms", 2 ** 31 - 1)
+    max_workspace_bytes = _config_int(max_workspace_bytes, "max_workspace_bytes", 2 ** 63 - 1)
+    debug = bool(debug)
     if not dist.is_available() or not dist.is_initialized():
         raise FcoError(_lib.INVALID_USAGE,
                        "torch.distributed is not initialized: call "
                        "torch.distributed.init_process_group() before fco.init()", "fco.init")
     pg = _process_group(group)
     dev = torch.device(device) if device is not None else _default_device(pg)
-    return _get(pg.group_name, _device_key(dev), pg, timeout_ms, max_workspace_bytes, debug)
+    comm = _get(pg.group_name, _device_key(dev), pg, timeout_ms, max_workspace_bytes, debug)
+    asked = (timeout_ms, max_workspace_bytes, debug)
+    if asked != (0, 0, False) and asked != comm._cfg:
+        raise FcoError(_lib.INVALID_USAGE,
+                       f"{comm!r} exists with timeout_ms={comm._cfg[0]}, max_workspace_bytes="
+                       f"{comm._cfg[1]}, debug={comm._cfg[2]} (an earlier fco.init, or an op's "
+                       "defaults); its config cannot change: call fco.shutdown(group) first, or "
+                       "fco.init before the group's first op", "fco.init")
+    return comm
+
+
+def _config_int(v, name, hi):
+    """fco.init's int fields: an int 0..hi (a bool, float or str refused, never truncated; ctypes
+    would wrap a larger one)."""
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        i = operator.index(v)
+    except TypeError:
+        i = None
+    if i is None or not 0 <= i <= hi:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{name} {v!r} is not an int in 0..{hi} (0: the default)", "fco.init")
+    return i
 
 
 def empty_symmetric(shape, dtype=None, device=None, group=None, nbytes=None):
@@ -347,6 +378,7 @@ def _get(group_name, key_dev, pg, timeout_ms, max_ws, debug):
         device = torch.device("cpu") if key_dev == "cpu" else torch.device(key_dev)
         comm = Communicator(h.value, group_name, device, rank, size,
                             L.fco_transport_name(t.value).decode())
+        comm._cfg = (int(timeout_ms), int(max_ws), bool(debug))  # fco.init compares them
         _comms[(group_name, key_dev)] = comm
         if not _atexit_registered:
             atexit.register(_shutdown_at_exit)

@@ -28,6 +28,26 @@ def _w_init():
         assert e.value.name == "INVALID_ARGUMENT"
     assert c.workspace_bytes() == size
     assert fco.allreduce_workspace_bytes(_ones(1000)) >= 2 * dist.get_world_size() * 4000
+    # fco.init's config fields: ints in range (2.5 was truncated, -5 taken, 2^70 wrapped)
+    for kw in ({"timeout_ms": 2.5}, {"timeout_ms": -5}, {"timeout_ms": 2 ** 31},
+               {"timeout_ms": "10"}, {"max_workspace_bytes": 2 ** 70},
+               {"max_workspace_bytes": -1}, {"timeout_ms": True}):
+        (name, v), = kw.items()
+        with pytest.raises(fco.FcoError, match=f"{name} {v!r} is not an int") as e:
+            fco.init(**kw)
+        assert e.value.name == "INVALID_ARGUMENT"
+    # ... and they configure a communicator only when fco.init creates it: for one that exists
+    # with other values, INVALID_USAGE (they were ignored without a word); the same values or
+    # the defaults return it
+    with pytest.raises(fco.FcoError, match="its config cannot change") as e:
+        fco.init(timeout_ms=1234)
+    assert e.value.name == "INVALID_USAGE"
+    g = dist.new_group(list(range(dist.get_world_size())))
+    c2 = fco.init(g, timeout_ms=1234, max_workspace_bytes=1 << 30)
+    assert fco.init(g, timeout_ms=1234, max_workspace_bytes=1 << 30) is c2 and fco.init(g) is c2
+    with pytest.raises(fco.FcoError, match="timeout_ms=1234, max_workspace_bytes=1073741824"):
+        fco.init(g, timeout_ms=1234)
+    fco.shutdown(g)
     return repr(c)
 
 
