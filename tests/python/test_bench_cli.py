@@ -4,7 +4,9 @@ transport with tiny shapes: every element checked (0 wrong), -R rounds reported 
 each table), bad flags and workload lists that select nothing exit 2, one wrong gemm_alltoall
 element counts once; the table's best / speedup / auto_x and #wrong agree with the JSON, sizes,
 flags, defaults and workload knobs as documented (tools/fco-bench/README.md), -R reports medians,
-corrupted outputs are counted per element (LD_PRELOAD shims), the element conversions are exact.
+corrupted outputs are counted per element (LD_PRELOAD shims), the element conversions are exact;
+env values past the ops' range and an unwritable -J exit 2 before running, skipped rows say why,
+-M stays one UTF-8 header line.
 Run: pytest tests/python/test_bench_cli.py
 """
 import json
@@ -468,6 +470,9 @@ def test_checks_off(tmp_path):
     (["-b", "6", "-e", "6"], [(4, 1)]),  # rounded down to whole elements
     (["-b", "4", "-e", "4"], [(4, 1)]),
     (["-b", "2", "-e", "2"], []),  # smaller than one f32: skipped
+    # sizes that round to the same count run once (4 and 16 B ran twice: 7 → 4, 19 → 16)
+    (["-b", "4", "-e", "20", "-i", "3"], [(4, 1), (8, 2), (12, 3), (16, 4)]),
+    (["-b", "1", "-e", "9", "-i", "1"], [(4, 1), (8, 2)]),
 ])
 def test_size_sweep(args, want):
     """-b / -e / -f / -i: the rows' size (B) and count (elements), K = 1024, inclusive of -e."""
@@ -494,6 +499,11 @@ def test_size_sweep(args, want):
     (["allreduce", "-t", "cpu", "-g", "0"], {}, "-g 0: want 1..64"),
     (["allreduce", "-t", "cpu", "-g", "65"], {}, "-g 65: want 1..64"),
     (["allreduce", "-t", "cpu", "-G", "2"], {}, "-G 2: want 0 or 1"),
+    # an -D that names nothing ran impl 0 alone, silently (-d "" is a usage error)
+    (["allreduce", "-t", "cpu", "-D", ""], {}, "-D : want impl numbers 0..1, names, auto or all"),
+    (["allreduce", "-t", "cpu", "-D", ","], {}, "-D ,: want impl numbers 0..1, names, auto or all"),
+    (["gemm_alltoall", "-t", "cpu", "-D", ",,"], {},
+     "-D ,,: want impl numbers 0..2, names, auto or all"),
 ])
 def test_usage_errors_exit_2(args, env, msg):
     p = run(args, env)
@@ -810,3 +820,174 @@ def test_element_conversions_and_median(tmp_path):
         arr = (ctypes.c_double * len(vals))(*vals)
         assert u.bench_median(arr, len(vals)) == want, vals
     assert u.bench_median((ctypes.c_double * 1)(1.0), 0) == -1
+
+
+# Values past what the op (or the bench) takes: refused with the entry named, exit 2, nothing run.
+# Before: FCO_BENCH_GEMV_M=2^62 and NK 2^62x40 overflowed a heap buffer (the size products
+# wrapped; SIGSEGV), FCO_BENCH_EA_ROWS=2^56+1 too, M=99999999999999999999 was clamped to
+# LONG_MAX and ran, 4294967336 in FCO_BENCH_GA_SHAPES wrapped to 40 tokens (sscanf's %d).
+@pytest.mark.parametrize("op,env,msg", [
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "4611686018427387904"},
+     "FCO_BENCH_GEMV_M: '4611686018427387904' is more than 64 (fco_gemv_allreduce takes M <= 64"),
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "1,99999999999999999999"},
+     "FCO_BENCH_GEMV_M: '99999999999999999999' is more than 64"),
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "65"},
+     "FCO_BENCH_GEMV_M: '65' is more than 64"),
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "4611686018427387904x40", "FCO_BENCH_GEMV_M": "1"},
+     "FCO_BENCH_GEMV_NK: '4611686018427387904x40': N and K must be below 2^31"),
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40,72x18446744073709551656"},
+     "FCO_BENCH_GEMV_NK: '72x18446744073709551656': N and K must be below 2^31"),
+    ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "2000000x2000000", "FCO_BENCH_GEMV_M": "1"},
+     "FCO_BENCH_GEMV_NK: '2000000x2000000': shape too large"),
+    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "4", "FCO_BENCH_EA_BATCH_DIV": "2048",
+                            "FCO_BENCH_EA_ROWS": "72057594037927937"},
+     'FCO_BENCH_EA_ROWS="72057594037927937" is more than 1099511627776: refused'),
+    ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "4", "FCO_BENCH_EA_ROWS": "300",
+                            "FCO_BENCH_EA_BATCH_DIV": "99999999999999999999"},
+     'FCO_BENCH_EA_BATCH_DIV="99999999999999999999" is more than 1099511627776: refused'),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "4294967336,72,48,4,2"},
+     "FCO_BENCH_GA_SHAPES entry '4294967336,72,48,4,2': a field is more than 2^31 - 1"),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "40,72,48,4,2;40,72,4294967344,4,2"},
+     "FCO_BENCH_GA_SHAPES entry '40,72,4294967344,4,2': a field is more than 2^31 - 1"),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "65536,72,48,4,65536"},
+     "FCO_BENCH_GA_SHAPES entry '65536,72,48,4,65536': tokens x top-k rows more than 2^31 - 1"),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "40,2000000000,2000000000,4,2"},
+     "FCO_BENCH_GA_SHAPES entry '40,2000000000,2000000000,4,2': shape too large"),
+    ("gemm_alltoall", {"FCO_BENCH_GA_SHAPES": "40,72,48,1024,2"},
+     "FCO_BENCH_GA_SHAPES entry '40,72,48,1024,2': more than 256 experts a rank"),
+])
+def test_env_values_out_of_range_are_usage_errors(op, env, msg):
+    p = run([op, "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D", "0"], env,
+            timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    assert msg in p.stderr and ": refused" in p.stderr, p.stderr
+    assert "(fco-bench -h for help)" in p.stderr, p.stderr
+    assert not _table(p.stdout), p.stdout
+
+
+@pytest.mark.parametrize("op,env", [(op, env) for op, (args, env) in sorted(OPS.items())
+                                    if op != "allreduce"])
+def test_sweep_flags_warned_ignored_by_workload_ops(op, env):
+    """-b/-e/-f/-i are allreduce's byte sweep: the ops with a workload list say on stderr that
+    they ignore them (they were ignored silently), and still run; allreduce says nothing."""
+    p = run([op, "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D", "0", "-b", "1K",
+             "-e", "4K", "-i", "1K"], env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"fco-bench: -b -e -i ignored: the size sweep is allreduce's; %s runs its "
+                     r"workload list \(FCO_BENCH_" % op, p.stderr), p.stderr
+    assert _table(p.stdout), p.stdout
+    p = run(["allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D", "0",
+             "-b", "1K", "-e", "4K", "-i", "1K"])
+    assert p.returncode == 0 and "ignored" not in p.stderr, p.stdout + p.stderr
+
+
+def test_gemv_k_below_ranks_is_skipped_with_its_reason():
+    """A gemv shape with K < P: a "# skipped (<dtype>): <why>" line (README), the other shapes
+    run (it was an empty table, exit 0, no reason)."""
+    p = run(["gemv_allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D",
+             "0"], {"FCO_BENCH_GEMV_NK": "72x1,72x40", "FCO_BENCH_GEMV_M": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ("# skipped (f32): gemv_allreduce: K = 1 does not split over 2 ranks (each rank needs "
+            "K_r >= 1)\n") in p.stdout, p.stdout
+    assert [(r["N"], r["K"]) for r in _table(p.stdout)] == [("72", "40")], p.stdout
+
+
+def test_gemm_above_the_bench_ranks_says_so():
+    """gemm_alltoall above the bench's 8 ranks (its tables; libfco's cpu transport takes 64):
+    the skip line gives that reason (it said "16 experts do not split over 16 ranks")."""
+    p = run(["gemm_alltoall", "-t", "cpu", "-g", "16", "-n", "1", "-w", "0", "-d", "f32", "-D",
+             "0"], {"FCO_BENCH_GA_SHAPES": "40,72,48,16,2"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ("# skipped (f32): gemm_alltoall: fco-bench runs this op on at most 8 ranks, not 16\n"
+            in p.stdout), p.stdout
+    assert "do not split" not in p.stdout, p.stdout
+
+
+def test_sizes_below_one_element_say_why():
+    """-b 1 -e 3: no size holds a whole f32 (an empty table and nothing said): one skip line per
+    dtype, not per size; f16 runs from 2 B on."""
+    p = run(["allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32,f16", "-D",
+             "0", "-b", "1", "-e", "3", "-i", "1"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ("# skipped (f32): allreduce: sizes below 4 B (from 1 B) hold no whole f32 element\n"
+            in p.stdout), p.stdout
+    assert ("# skipped (f16): allreduce: sizes below 2 B (from 1 B) hold no whole f16 element\n"
+            in p.stdout), p.stdout
+    assert p.stdout.count("# skipped") == 2, p.stdout
+    assert [(r["size"], r["dtype"]) for r in _table(p.stdout)] == [("2", "f16")], p.stdout
+
+
+_M_BASE = ["allreduce", "-t", "cpu", "-n", "1", "-w", "0", "-d", "f32", "-D", "0", "-b", "1K",
+           "-e", "1K"]
+
+
+def test_machine_name_cut_at_a_character_boundary(tmp_path):
+    """-M past 127 bytes is cut at a UTF-8 character boundary (an "é" cut in half made the JSON
+    invalid UTF-8); a byte that is no UTF-8 is U+FFFD in the JSON and "?" in the header."""
+    js = tmp_path / "m.json"
+    p = run(_M_BASE + ["-J", str(js), "-M", "a" * 126 + "é"])  # "é": bytes 127 and 128
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(js.read_bytes().decode("utf-8"))["machine"] == "a" * 126
+    assert "  machine " + "a" * 126 + "\n" in p.stdout, p.stdout
+    p = run(_M_BASE + ["-J", str(js), "-M", b"bad\xffname"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "  machine bad?name\n" in p.stdout, p.stdout
+    assert json.loads(js.read_bytes().decode("utf-8"))["machine"] == "bad\ufffdname"
+
+
+def test_machine_name_control_characters_keep_one_header_line(tmp_path):
+    """Control characters in -M (a newline began a line without '#', read as a table row) are
+    "?" in the '#' header; the JSON keeps them, escaped."""
+    js = tmp_path / "m.json"
+    p = run(_M_BASE + ["-J", str(js), "-M", "rack\n7\x01"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "  machine rack?7?\n" in p.stdout, p.stdout
+    assert not any(l.startswith("7") for l in p.stdout.splitlines()), p.stdout
+    assert json.loads(js.read_text())["machine"] == "rack\n7\x01"
+
+
+def test_ea_rows_are_decimal(tmp_path):
+    """FCO_BENCH_EA_ROWS=010 is ten rows (strtoll's base 0 read it as octal 8)."""
+    js = tmp_path / "e.json"
+    p = run(["embedding_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32",
+             "-D", "0", "-J", str(js)],
+            {"FCO_BENCH_EA_WORKLOADS": "4", "FCO_BENCH_EA_BATCH_DIV": "2048",
+             "FCO_BENCH_EA_ROWS": "010"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert [r["shape"]["rows"] for r in json.loads(js.read_text())["results"]] == [10]
+
+
+def test_ea_long_workload_token_names_nothing():
+    """A workload token longer than the parser's room names nothing, said (it was cut to its
+    first 31 characters: 000...04 ran workload 0)."""
+    tok = "0" * 40 + "4"
+    p = run(["embedding_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32",
+             "-D", "0"], {"FCO_BENCH_EA_WORKLOADS": tok, "FCO_BENCH_EA_BATCH_DIV": "2048",
+                          "FCO_BENCH_EA_ROWS": "300"})
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"FCO_BENCH_EA_WORKLOADS: '{tok}' is not a workload number 0..8, ignored" in p.stderr
+    assert "no workload selected for embedding_alltoall" in p.stderr, p.stderr
+
+
+def test_json_path_checked_before_the_run(tmp_path):
+    """-J that cannot be opened for writing is a usage error before anything runs (it was found
+    after the whole run); an existing file is kept until the record replaces it, and a file
+    made by a run that stops on a usage error is removed."""
+    base = ["allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "f32", "-D", "0",
+            "-b", "1K", "-e", "1K"]
+    bad = tmp_path / "missing" / "x.json"
+    p = run(base + ["-J", str(bad)], {"FCO_BENCH_PROGRESS": "1"})
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"-J {bad}: cannot open it for writing: " in p.stderr, p.stderr
+    assert "(fco-bench -h for help)" in p.stderr and "# progress" not in p.stderr, p.stderr
+    assert p.stdout == "", p.stdout
+    new = tmp_path / "new.json"
+    p = run(base[:-6] + ["-D", "bogus", "-J", str(new)])
+    assert p.returncode == 2 and not new.exists(), p.stdout + p.stderr
+    old = tmp_path / "old.json"
+    old.write_text("old")
+    p = run(base[:-6] + ["-D", "bogus", "-J", str(old)])
+    assert p.returncode == 2 and old.read_text() == "old", p.stdout + p.stderr
+    p = run(base + ["-J", str(old)])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(json.loads(old.read_text())["results"]) == 1

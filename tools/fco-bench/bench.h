@@ -104,9 +104,11 @@ struct bench_op {
   void (*print_table)(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
   /* Optional: the op's own list of shapes instead of the -b/-e/-f byte sweep. Returns their
    * number and a malloc'd array of ids (*ids), each passed to setup() as `bytes`; 0 when
-   * shapes_env selected none (a usage error), -1 out of host memory. */
+   * shapes_env selected none (a usage error), -1 out of host memory, -2 an env value out of
+   * range (said on stderr: a usage error). */
   int (*shapes)(bench_ctx_t* ctx, size_t** ids);
-  /* The env variable that picks or replaces shapes()'s list (named when it selects none). */
+  /* The env variable that picks or replaces shapes()'s list (named when it selects none, and
+   * when -b/-e/-f/-i are given to an op that has one). */
   const char* shapes_env;
 };
 
@@ -182,6 +184,17 @@ fco_result_t bench_time_both(bench_ctx_t* ctx, bench_issue_fn first, bench_issue
 
 /* ---- bench_util.c: parsing, metadata, output -------------------------------------------- */
 int bench_parse_size(const char* s, size_t* out);  /* "64M" → 67108864; 0 on success */
+/* The decimal digits at s (no sign, no blank) → *v, *end just past them. 0: a value <= max;
+ * 1: more than max (every digit still read: "99999999999999999999" is not clamped to a limit);
+ * -1: no digit at s. */
+int bench_parse_dec(const char* s, const char** end, unsigned long long max,
+                    unsigned long long* v);
+/* Drop an incomplete UTF-8 sequence at the end of s (a name cut at a buffer's size). */
+void bench_utf8_trim(char* s);
+/* Text for a '#' line, in place: control characters and bytes that are no UTF-8 as '?' (a
+ * newline in -M started a line without the '#', which readers of the tables took for a row).
+ * The JSON keeps them, escaped (U+FFFD for a byte that is no UTF-8). */
+void bench_header_text(char* s);
 double bench_median(double* v, int n);             /* sorts v */
 double bench_now_s(void);                          /* CLOCK_MONOTONIC seconds */
 void bench_date_iso(char* buf, size_t n);          /* UTC, 2025-01-31T12:00:00Z */
@@ -207,7 +220,8 @@ void bench_print_knobs(FILE* f, const char* const* names, size_t n);
 /* The #wrong column and the end of a table row: the sum over the checked impls, "-" if none. */
 void bench_print_wrong(FILE* f, const bench_ctx_t* ctx, const bench_row_t* r);
 void bench_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
-int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
+/* The JSON record to f (opened before the run: main.c), flushed; 0 on success. */
+int bench_write_json(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows);
 
 /* Host-side element conversions (exact for the small integers the checks use). */
 float bench_half_to_float(unsigned short h);

@@ -32,6 +32,22 @@ int bench_parse_size(const char* s, size_t* out) {
   return 0;
 }
 
+int bench_parse_dec(const char* s, const char** end, unsigned long long max,
+                    unsigned long long* v) {
+  const char* p = s;
+  unsigned long long x = 0;
+  int over = 0;
+  for (; *p >= '0' && *p <= '9'; p++) { /* every digit read, also past max: not clamped */
+    const unsigned d = (unsigned)(*p - '0');
+    if (over || d > max || x > (max - d) / 10) over = 1;
+    else x = x * 10 + d;
+  }
+  if (end) *end = p;
+  if (p == s) return -1;
+  if (v) *v = x;
+  return over;
+}
+
 static int cmp_double(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
   return x < y ? -1 : x > y;
@@ -68,12 +84,23 @@ const char* bench_commit(void) {
 #endif
 }
 
+void bench_utf8_trim(char* s) {
+  size_t n = strlen(s), i = n;
+  while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) i--;
+  if (i == 0) return;
+  const unsigned char lead = (unsigned char)s[i - 1];
+  const size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  if (want > 1 && n - (i - 1) < want) s[i - 1] = 0;
+}
+
 void bench_machine(const bench_ctx_t* ctx, char* buf, size_t n) {
   const char* env = getenv("FCO_MACHINE");
   if (ctx->opt.machine && *ctx->opt.machine) {
     snprintf(buf, n, "%s", ctx->opt.machine);
+    bench_utf8_trim(buf); /* cut at n - 1 bytes: not inside a character (the JSON's UTF-8) */
   } else if (env && *env) {
     snprintf(buf, n, "%s", env);
+    bench_utf8_trim(buf);
   } else if (ctx->gpus_visible == 0) {
     snprintf(buf, n, "cpu");
   } else {
@@ -209,13 +236,52 @@ void bench_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int n
 
 /* ---- JSON --------------------------------------------------------------------------------- */
 
+/* Bytes of the well-formed UTF-8 character at s (RFC 3629: no overlong form, no surrogate,
+ * at most U+10FFFF), 0 when s does not start one. */
+static int utf8_len(const unsigned char* s) {
+  const unsigned char c = s[0];
+  int n;
+  unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (int i = 2; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+void bench_header_text(char* s) {
+  for (unsigned char* p = (unsigned char*)s; *p;) {
+    const int n = utf8_len(p);
+    if (n == 0 || *p < 0x20 || *p == 0x7f) *p = '?';
+    p += n > 0 ? n : 1;
+  }
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped; a byte that does not
+ * start a well-formed UTF-8 character becomes U+FFFD (a JSON text is UTF-8). */
 static void json_str(FILE* f, const char* s) {
   fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  for (const unsigned char* p = (const unsigned char*)s; p && *p;) {
+    const unsigned char c = *p;
+    const int n = utf8_len(p);
     if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
     else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
+    else if (n == 0) fputs("\\ufffd", f);
+    else fwrite(p, 1, (size_t)n, f);
+    p += n > 0 ? n : 1;
   }
   fputc('"', f);
 }
@@ -225,9 +291,7 @@ static void json_num(FILE* f, double v) {
   else fprintf(f, "%.3f", v);
 }
 
-int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
-  FILE* f = fopen(path, "w");
-  if (!f) return -1;
+int bench_write_json(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
   char date[64], machine[128];
   bench_date_iso(date, sizeof date);
   bench_machine(ctx, machine, sizeof machine);
@@ -284,9 +348,7 @@ int bench_write_json(const char* path, bench_ctx_t* ctx, const bench_row_t* rows
     }
   }
   fputs("\n]}\n", f);
-  int bad = ferror(f);
-  if (fclose(f) != 0) bad = 1;
-  return bad ? -1 : 0;
+  return fflush(f) != 0 || ferror(f) ? -1 : 0;
 }
 
 /* ---- element conversions ------------------------------------------------------------------ */

@@ -11,10 +11,13 @@
  * checks passed, 1 a wrong element or a failed call, 2 a usage error. See README.md.
  * This file: the CLI, communicator set-up, the sweep driver, metadata and output.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -135,12 +138,13 @@ static unsigned parse_dtypes(const char* spec) {
 
 /* -D → ctx->impls: impl 0 first (the A/B baseline), fused impls ascending, AUTO last. */
 static int resolve_impls(bench_ctx_t* ctx, const bench_op_t* op, const char* spec) {
-  int want[BENCH_MAX_IMPLS] = {0}, want_auto = 0;
+  int want[BENCH_MAX_IMPLS] = {0}, want_auto = 0, ntok = 0;
   int n = op->num_impls < BENCH_MAX_IMPLS - 1 ? op->num_impls : BENCH_MAX_IMPLS - 1;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", spec);
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     int v;
+    ntok++;
     if (!strcasecmp(tok, "all")) {
       for (int i = 0; i < n; i++) want[i] = 1;
       want_auto = 1;
@@ -157,6 +161,7 @@ static int resolve_impls(bench_ctx_t* ctx, const bench_op_t* op, const char* spe
       if (!found) return -1;
     }
   }
+  if (!ntok) return -1; /* -D "" or -D ",": names nothing (ran impl 0 alone, silently) */
   want[0] = 1;
   ctx->nimpls = 0;
   for (int i = 0; i < n; i++)
@@ -298,9 +303,9 @@ static int make_sizes(const bench_opts_t* o, size_t** out) {
       v = nv;
     }
     v[n++] = s;
-    size_t next = o->step_bytes ? s + o->step_bytes : s * o->step_factor;
-    if (next <= s) break; /* overflow */
-    s = next;
+    if (o->step_bytes ? s > SIZE_MAX - o->step_bytes : s > SIZE_MAX / o->step_factor)
+      break; /* the next size would wrap (a wrapped product can land above s) */
+    s = o->step_bytes ? s + o->step_bytes : s * o->step_factor;
   }
   *out = v;
   return v ? n : -1;
@@ -308,16 +313,21 @@ static int make_sizes(const bench_opts_t* o, size_t** out) {
 
 static void print_metadata(FILE* f, bench_ctx_t* ctx, const bench_op_t* op) {
   const bench_opts_t* o = &ctx->opt;
-  char date[64], machine[128], gpu[256] = "";
+  char date[64], machine[128], gpu[256] = "", commit[256];
   bench_date_iso(date, sizeof date);
   bench_machine(ctx, machine, sizeof machine);
+  bench_header_text(machine);
+  snprintf(commit, sizeof commit, "%s", bench_commit());
+  bench_utf8_trim(commit);
+  bench_header_text(commit);
   if (ctx->on_gpu) bench_gpu_name(ctx->devs[0], gpu, sizeof gpu);
+  bench_header_text(gpu);
   size_t ws = 0;
   fco_comm_workspace_bytes(ctx->comms[0], &ws);
   int lib_version = 0; /* the loaded libfco's, which a stale LD_LIBRARY_PATH could change */
   (void)fco_get_version(&lib_version);
   fprintf(f, "# fco-bench %s  fco %d.%d.%d  commit %s\n", BENCH_VERSION, lib_version / 10000,
-          lib_version / 100 % 100, lib_version % 100, bench_commit());
+          lib_version / 100 % 100, lib_version % 100, commit);
   fprintf(f, "# date %s  machine %s\n", date, machine);
   if (ctx->transport == FCO_TRANSPORT_CPU)
     fprintf(f, ctx->gpus_visible == 0
@@ -379,6 +389,30 @@ static void print_auto_ran(FILE* f, const bench_ctx_t* ctx, const bench_row_t* r
   fputs(" (impl numbers; the JSON's \"plan\" names the kernels)\n", f);
 }
 
+/* -J: opened before the run (an unwritable path was found only after it), kept open and
+ * written at the end; json_discard closes it unwritten, and removes the file if it was made
+ * now (no empty .json left by a usage error or a failed set-up). */
+static FILE* g_json;
+static int g_json_created;
+
+static void json_discard(const char* path) {
+  if (!g_json) return;
+  fclose(g_json);
+  g_json = NULL;
+  if (g_json_created) remove(path);
+}
+
+/* The record to the -J file opened at start: emptied (a regular file), then written. */
+static int json_write(bench_ctx_t* ctx, const bench_row_t* rows, int nrows) {
+  struct stat sb;
+  const int fd = fileno(g_json);
+  int bad = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && ftruncate(fd, 0) != 0;
+  if (!bad) bad = bench_write_json(g_json, ctx, rows, nrows) != 0; /* "a": writes at the end */
+  if (fclose(g_json) != 0) bad = 1;
+  g_json = NULL;
+  return bad ? -1 : 0;
+}
+
 int main(int argc, char** argv) {
   static bench_ctx_t ctx_storage;
   bench_ctx_t* ctx = &ctx_storage;
@@ -403,7 +437,20 @@ int main(int argc, char** argv) {
     fprintf(stderr, "\n(fco-bench -h for help)\n");
     return 2;
   }
+  /* -b/-e/-f/-i are allreduce's size sweep: an op with a workload list of its own does not
+   * read them (was silent; a warning, not an error, so one command line can run every op) */
+  if (op->shapes && (o->min_bytes || o->max_bytes || o->step_factor || o->step_bytes))
+    fprintf(stderr, "fco-bench:%s%s%s%s ignored: the size sweep is allreduce's; %s runs its "
+            "workload list (%s)\n", o->min_bytes ? " -b" : "", o->max_bytes ? " -e" : "",
+            o->step_factor ? " -f" : "", o->step_bytes ? " -i" : "", op->name,
+            op->shapes_env ? op->shapes_env : "README \"Workloads\"");
   resolve_setup(ctx, graph_set);
+  if (o->json_path) {
+    struct stat sb;
+    g_json_created = stat(o->json_path, &sb) != 0;
+    if (!(g_json = fopen(o->json_path, "a"))) /* "a": an old file stays until the record */
+      USAGE_ERROR("-J %s: cannot open it for writing: %s", o->json_path, strerror(errno));
+  }
 
   fco_config_t cfg;
   fco_config_init(&cfg);
@@ -412,6 +459,7 @@ int main(int argc, char** argv) {
   if (r != FCO_OK) {
     fprintf(stderr, "fco-bench: fco_comm_init_all(%d ranks, transport %s): %s: %s\n", ctx->nranks,
             fco_transport_name(ctx->transport), fco_result_string(r), fco_last_error(NULL));
+    json_discard(o->json_path);
     return 1;
   }
   int status = 0;
@@ -429,6 +477,11 @@ int main(int argc, char** argv) {
 
   size_t* sizes = NULL;
   int nsizes = op->shapes ? op->shapes(ctx, &sizes) : make_sizes(o, &sizes);
+  if (nsizes == -2) { /* an env value out of range, said by the op */
+    fprintf(stderr, "(fco-bench -h for help)\n");
+    status = 2;
+    goto done;
+  }
   if (nsizes == 0) { /* the op's env list selected nothing (was reported as out of memory) */
     fprintf(stderr, "fco-bench: %s: no workload selected for %s (each entry dropped is "
             "reported above)\n(fco-bench -h for help)\n",
@@ -457,6 +510,13 @@ int main(int argc, char** argv) {
     if (!((o->dtype_mask >> d) & 1)) continue;
     fco_dtype_t dt = (fco_dtype_t)d;
     for (int si = 0; si < nsizes && !failed; si++) {
+      /* The byte sweep is rounded down to whole elements of the dtype (README): sizes that
+       * round alike gave the same row twice (-b 4 -e 20 -i 3 in f32: 4 B and 16 B twice). The
+       * sweep ascends, so such sizes are neighbours: the first of them runs (or, below one
+       * element, is the one skipped row that says why). */
+      if (!op->shapes && si > 0 &&
+          sizes[si] / fco_dtype_size(dt) == sizes[si - 1] / fco_dtype_size(dt))
+        continue;
       bench_row_t* row = &rows[nrows];
       memset(row, 0, sizeof *row);
       row->op = op;
@@ -573,7 +633,7 @@ int main(int argc, char** argv) {
   if (failed) fprintf(stdout, "# stopped early: a call failed (see stderr)\n");
   fprintf(stdout, "# wrong elements: %lld%s\n", total_wrong, o->check ? "" : " (checks off)");
   fflush(stdout);
-  if (o->json_path && bench_write_json(o->json_path, ctx, rows, nrows)) {
+  if (g_json && json_write(ctx, rows, nrows)) {
     fprintf(stderr, "fco-bench: cannot write %s\n", o->json_path);
     failed = 1;
   }
@@ -591,5 +651,6 @@ done:
     }
   }
   bench_dev_fini(ctx); /* buffers and streams after the comms: they waited for their work */
+  json_discard(o->json_path); /* not written: a usage error or a failed set-up */
   return status;
 }

@@ -87,7 +87,9 @@ static fco_result_t ar_issue(bench_ctx_t* ctx, void* arg, int iter) {
 static fco_result_t ar_setup(bench_ctx_t* ctx, size_t bytes, fco_dtype_t dtype, bench_row_t* row,
                              void** state) {
   size_t es = fco_dtype_size(dtype);
-  if (bytes < es) return FCO_ERR_UNSUPPORTED; /* no element fits: skip the row */
+  if (bytes < es) /* no element fits: skip the row, said under the metadata (was silent) */
+    return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "allreduce: sizes below %zu B (from %zu B) hold "
+                      "no whole %s element", es, bytes, fco_dtype_name(dtype));
   ar_state_t* st = (ar_state_t*)calloc(1, sizeof *st);
   if (!st) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
   *state = st;

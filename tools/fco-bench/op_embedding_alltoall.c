@@ -106,33 +106,52 @@ static uint64_t mix(uint64_t x) {
 static int val_a(int64_t g) { return (int)(((g % EA_PERIOD) * 5) % 9) - 4; }
 static int val_c(int64_t d) { return (int)(d % 5) - 2; }
 
-static long long env_ll(const char* name, long long dflt) {
+/* A positive decimal integer (blanks around it allowed) from the env, dflt when unset or not one
+ * (said: ignored); *refused set when it is more than max (said). Base 10: "010" is ten (base 0
+ * read it as octal 8), and a value past max is refused, not clamped or wrapped. */
+static long long env_ll(const char* name, long long dflt, long long max, int* refused) {
   const char* s = getenv(name);
   if (!s || !*s) return dflt;
-  char* end = NULL;
-  long long v = strtoll(s, &end, 0);
+  unsigned long long v = 0;
+  const char* end = NULL;
+  const int big = bench_parse_dec(s + strspn(s, " \t"), &end, (unsigned long long)max, &v);
   while (end && (*end == ' ' || *end == '\t' || *end == '\n')) ++end;
-  if (end != s && !*end && v > 0) return v;
+  if (big >= 0 && !*end && v > 0) {
+    if (!big) return (long long)v;
+    fprintf(stderr, "fco-bench: %s=\"%s\" is more than %lld: refused\n", name, s, max);
+    *refused = 1;
+    return dflt;
+  }
   fprintf(stderr, "fco-bench: %s=\"%s\" is not a positive integer: ignored\n", name, s);
   return dflt;
 }
 
+/* Rows per table: at most 2^40 (fco_embedding_alltoall's table_rows limit; 72057594037927937
+ * wrapped the tables' byte count, a heap overflow). The batch divisor: at most 2^40 too (any
+ * larger one leaves every batch at the ranks' count alike). */
+#define EA_MAX_ROWS (1ll << 40)
+#define EA_MAX_DIV (1ll << 40)
+
 static int ea_shapes(bench_ctx_t* ctx, size_t** ids) {
   const int cpu = ctx->transport == FCO_TRANSPORT_CPU;
-  long long rows = env_ll("FCO_BENCH_EA_ROWS", 0);
-  long long div = env_ll("FCO_BENCH_EA_BATCH_DIV", cpu ? 64 : 1);
+  int refused = 0;
+  long long rows = env_ll("FCO_BENCH_EA_ROWS", 0, EA_MAX_ROWS, &refused);
+  long long div = env_ll("FCO_BENCH_EA_BATCH_DIV", cpu ? 64 : 1, EA_MAX_DIV, &refused);
+  if (refused) return -2;
   const char* pick = getenv("FCO_BENCH_EA_WORKLOADS");
   int chosen[EA_NUM_WL];
   for (int i = 0; i < EA_NUM_WL; i++) chosen[i] = !(pick && *pick);
   for (const char* p = pick ? pick : ""; *p;) { /* one pass: select, and say what names nothing */
     size_t l = strcspn(p, ",");
     char tok[32];
-    snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok - 1 ? l : sizeof tok - 1), p);
+    /* a token that does not fit tok is no workload number (a cut one was: 0000...04 ran 0) */
+    const int fits = l < sizeof tok;
+    snprintf(tok, sizeof tok, "%.*s", (int)(fits ? l : 0), p);
     char* end = NULL;
     long v = strtol(tok, &end, 10);
-    if (l == 0 || end == tok || *end != 0 || v < 0 || v >= EA_NUM_WL)
-      fprintf(stderr, "fco-bench: FCO_BENCH_EA_WORKLOADS: '%s' is not a workload number "
-              "0..%d, ignored\n", tok, EA_NUM_WL - 1);
+    if (l == 0 || !fits || end == tok || *end != 0 || v < 0 || v >= EA_NUM_WL)
+      fprintf(stderr, "fco-bench: FCO_BENCH_EA_WORKLOADS: '%.*s' is not a workload number "
+              "0..%d, ignored\n", (int)l, p, EA_NUM_WL - 1);
     else
       chosen[v] = 1;
     p += l + (p[l] == ',');

@@ -118,8 +118,30 @@ static const char* ga_impl_name(bench_ctx_t* ctx, int impl) {
   return fco_gemm_alltoall_impl_name(ctx->comms[0], impl);
 }
 
+/* Bounds of FCO_BENCH_GA_SHAPES's fields. Each of tokens, K, N, E, top-k is an int (1..2^31 − 1:
+ * sscanf's %d wrapped 4294967336 to 40); tokens · top-k rows must fit the int32 counts; E at
+ * most 256 a rank (FCO_GEMM_ALLTOALL_MAX_EXPERTS, fco_gemm_alltoall's local experts); and every
+ * buffer of a rank (A: a_rows ≤ P · tokens · top-k rows of K, W: E · N · K, out: tokens · top-k
+ * rows of N, the scratch: a_rows rows of N) at most 2^40 elements, so no size product wraps. */
+#define GA_MAX_FIELD 2147483647ull
+#define GA_MAX_ELEMS 1099511627776.0 /* 2^40 */
+
+/* One field of an entry at *p: blanks, decimal digits, blanks → *v (*p past them). 0 read,
+ * -1 no number (the entry names nothing), 1 more than 2^31 − 1 (not clamped: refused). */
+static int ga_field(const char** p, int* v) {
+  unsigned long long x = 0;
+  const char* q = *p + strspn(*p, " ");
+  const int big = bench_parse_dec(q, &q, GA_MAX_FIELD, &x);
+  *p = q + strspn(q, " ");
+  *v = (int)x;
+  return big;
+}
+
+/* The list from FCO_BENCH_GA_SHAPES (or the default); -2: an entry out of range (said). */
 static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
   const char* env = getenv("FCO_BENCH_GA_SHAPES");
+  const int P = ctx->nranks;
+  int refused = 0;
   g_nwork = 0;
   if (env && *env) {
     char buf[4096];
@@ -136,11 +158,17 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
       ga_work_t w = {0, 0, 0, 0, 0, 1.0};
       /* skew: expert 0's rows / the average, 0..E (E: every row to expert 0), 1 when E == 1;
        * or "r": random routing (route(), top-k distinct experts per token, topk <= E) */
-      int used = 0, ok = sscanf(tok, "%d,%d,%d,%d,%d%n", &w.tokens, &w.k, &w.n, &w.experts,
-                                &w.topk, &used) == 5;
-      while (ok && tok[used] == ' ') used++;
-      if (ok && tok[used] == ',') {
-        const char* f = tok + used + 1;
+      int* const field[5] = {&w.tokens, &w.k, &w.n, &w.experts, &w.topk};
+      const char* f = tok;
+      int ok = 1, big = 0;
+      for (int i = 0; i < 5 && ok; i++) {
+        const int e = ga_field(&f, field[i]);
+        ok = e >= 0 && (i == 4 || *f == ',');
+        if (ok && i < 4) f++;
+        big |= e > 0;
+      }
+      if (ok && *f == ',') {
+        f++;
         while (*f == ' ') f++;
         if (f[0] == 'r' || f[0] == 'R') {
           w.skew = -1;
@@ -154,18 +182,39 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
         while (*f == ' ') f++;
         ok = ok && !*f; /* "r" or the number, then blanks only */
       } else if (ok) {
-        ok = !tok[used]; /* blanks only after top-k ("16,64,64,4,2 3" was taken as its first
-                          * five fields, the rest dropped silently) */
+        ok = !*f; /* blanks only after top-k ("16,64,64,4,2 3" was taken as its first five
+                   * fields, the rest dropped silently) */
+      }
+      if (ok && big) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s': a field is more than "
+                "2^31 - 1: refused\n", tok);
+        refused = 1;
+        continue;
       }
       ok = ok && w.tokens > 0 && w.k > 0 && w.n > 0 && w.experts > 0 && w.topk > 0 &&
            (w.skew < 0 ? w.topk <= w.experts
                        : w.skew <= w.experts && (w.experts > 1 || w.skew == 1));
-      if (ok)
-        g_work[g_nwork++] = w;
-      else
+      if (!ok) {
         fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s' ignored (want "
                 "tokens,K,N,E,topk[,skew], each > 0, then blanks only; skew in 0..E, 1 when "
                 "E = 1, or r with top-k <= E)\n", tok);
+        continue;
+      }
+      const double rows = (double)w.tokens * w.topk, K = w.k, N = w.n;
+      const char* why = NULL;
+      if (rows > (double)GA_MAX_FIELD)
+        why = "tokens x top-k rows more than 2^31 - 1 (the counts are int32)";
+      else if (w.experts > FCO_GEMM_ALLTOALL_MAX_EXPERTS * P)
+        why = "more than 256 experts a rank (fco_gemm_alltoall's most) at these ranks";
+      else if (P * rows * K > GA_MAX_ELEMS || (double)w.experts * N * K > GA_MAX_ELEMS ||
+               P * rows * N > GA_MAX_ELEMS)
+        why = "shape too large (a buffer of a rank could exceed 2^40 elements at these ranks)";
+      if (why) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GA_SHAPES entry '%s': %s: refused\n", tok, why);
+        refused = 1;
+        continue;
+      }
+      g_work[g_nwork++] = w;
     }
   } else {
     const ga_work_t d[] = {{4096, 14336, 4096, 8, 2, 1}, {1024, 14336, 4096, 8, 2, 1},
@@ -181,6 +230,7 @@ static int ga_shapes(bench_ctx_t* ctx, size_t** ids) {
       g_nwork++;
     }
   }
+  if (refused) return -2;
   *ids = (size_t*)malloc((size_t)(g_nwork > 0 ? g_nwork : 1) * sizeof(size_t));
   for (int i = 0; i < g_nwork && *ids; i++) (*ids)[i] = (size_t)i;
   return *ids ? g_nwork : -1;
@@ -322,7 +372,10 @@ static fco_result_t ga_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, ben
   if ((int)id >= g_nwork) return FCO_ERR_UNSUPPORTED;
   const ga_work_t* w = &g_work[id];
   const int P = ctx->nranks;
-  if (P > GA_MAXP || w->experts % P)
+  if (P > GA_MAXP) /* the bench's tables (recv, counts, buffers per rank); libfco takes more */
+    return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "gemm_alltoall: fco-bench runs this op on at most "
+                      "%d ranks, not %d", GA_MAXP, P);
+  if (w->experts % P)
     return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "gemm_alltoall: %d experts do not split over %d ranks",
                       w->experts, P);
   table_init();

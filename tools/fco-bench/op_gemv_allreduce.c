@@ -7,7 +7,8 @@
  * Shapes (not the -b/-e byte sweep): N×K (K before the split) 8192×8192, 8192×28672, 4096×14336,
  * 16384×16384, each with M ∈ {1, 4, 16, 64}; rank r holds K_r = K/P columns (the remainder to
  * the first ranks). Env FCO_BENCH_GEMV_NK="8192x8192,4096x14336" and FCO_BENCH_GEMV_M="1,8"
- * replace the lists. On the cpu transport the default N and K are divided by 16 (CPU times).
+ * replace the lists (M ≤ 64, N and K < 2^31, N·K ≤ 2^40: more is refused, exit 2). On the cpu
+ * transport the default N and K are divided by 16 (CPU times).
  * One iteration = one fco_group with fco_gemv_allreduce on every rank; inputs rotate over sets
  * (x, W, y per rank) whose footprint exceeds 2× L2, as op_allreduce.c.
  *
@@ -36,6 +37,7 @@
  * is streamed either way).
  * The table header echoes the FCO_GEMV_* kernel and AUTO knobs (as the environment sets them).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,10 +67,21 @@ typedef struct {
 static size_t g_nk[GAR_MAX_NK][2], g_ms[GAR_MAX_M];
 static int g_num_nk, g_num_m;
 
-static void parse_lists(const bench_ctx_t* ctx) {
+/* fco_gemv_allreduce's limits (check_common in src/ops/gemv_allreduce.c): M <= 64 (more is
+ * FCO_ERR_UNSUPPORTED for every impl, auto included: a GEMM), N and K_r below 2^31, N·K_r at
+ * most 2^40 elements of W; the bench bounds K before the split alike. Beyond them it refuses
+ * the entry (exit 2; 4611686018427387904 wrapped its size products, a heap overflow); within
+ * them every size product it forms (x, W, y per rank, times the element size and the sets)
+ * fits a size_t. */
+#define GAR_MAX_DIM ((1ull << 31) - 1)
+#define GAR_MAX_W (1ull << 40)
+
+/* The lists from the env; -1: an entry out of range (said on stderr; a usage error). */
+static int parse_lists(const bench_ctx_t* ctx) {
   const char* nk = getenv("FCO_BENCH_GEMV_NK");
   const char* ms = getenv("FCO_BENCH_GEMV_M");
   size_t div = ctx->transport == FCO_TRANSPORT_CPU ? 16 : 1;
+  int refused = 0;
   g_num_nk = g_num_m = 0;
   if (nk && *nk) {
     char buf[512];
@@ -82,18 +95,28 @@ static void parse_lists(const bench_ctx_t* ctx) {
                 "ignored\n", GAR_MAX_NK, t);
         break;
       }
+      /* digits x digits, then blanks only: "-72x40" was a 2^64-byte N, "8x8junk" taken as 8x8
+       * silently, 4611686018427387904x40 wrapped the bench's size products */
       unsigned long long n = 0, k = 0;
-      int used = 0;
-      const char* q = t + strspn(t, " "); /* digits x digits, then blanks only: "-72x40" was */
-      const char* x = strchr(q, 'x');     /* a 2^64-byte N, "8x8junk" taken as 8x8 silently */
-      if (*q >= '0' && *q <= '9' && x && x[1] >= '0' && x[1] <= '9' &&
-          sscanf(q, "%llux%llu%n", &n, &k, &used) == 2 && !q[used + strspn(q + used, " ")] &&
-          n > 0 && k > 0) {
+      const char* q = t + strspn(t, " ");
+      const char* e = NULL;
+      const int big_n = bench_parse_dec(q, &e, GAR_MAX_DIM, &n);
+      int big_k = -1;
+      if (big_n >= 0 && *e == 'x') big_k = bench_parse_dec(e + 1, &e, GAR_MAX_DIM, &k);
+      if (big_k < 0 || e[strspn(e, " ")] || n == 0 || k == 0) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK: '%s' is not NxK, ignored\n", t);
+      } else if (big_n || big_k) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK: '%s': N and K must be below 2^31 "
+                "(fco_gemv_allreduce takes N, K_r < 2^31): refused\n", t);
+        refused = 1;
+      } else if (n > GAR_MAX_W / k) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK: '%s': shape too large (N x K more than "
+                "2^40 elements of W; fco_gemv_allreduce takes N x K_r <= 2^40): refused\n", t);
+        refused = 1;
+      } else {
         g_nk[g_num_nk][0] = (size_t)n;
         g_nk[g_num_nk][1] = (size_t)k;
         g_num_nk++;
-      } else {
-        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_NK: '%s' is not NxK, ignored\n", t);
       }
     }
   }
@@ -118,9 +141,18 @@ static void parse_lists(const bench_ctx_t* ctx) {
         break;
       }
       char* end = NULL;
+      errno = 0;
       long m = strtol(t, &end, 10);
-      if (end != t && *end == 0 && m >= 1) g_ms[g_num_m++] = (size_t)m;
-      else fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_M: '%s' is not a count >= 1, ignored\n", t);
+      if (end == t || *end != 0 || m < 1) {
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_M: '%s' is not a count >= 1, ignored\n", t);
+      } else if (errno == ERANGE || m > FCO_GEMV_ALLREDUCE_MAX_M) { /* was clamped, then ran */
+        fprintf(stderr, "fco-bench: FCO_BENCH_GEMV_M: '%s' is more than %d (fco_gemv_allreduce "
+                "takes M <= %d; a larger M is a GEMM): refused\n", t,
+                FCO_GEMV_ALLREDUCE_MAX_M, FCO_GEMV_ALLREDUCE_MAX_M);
+        refused = 1;
+      } else {
+        g_ms[g_num_m++] = (size_t)m;
+      }
     }
   }
   if (g_num_m == 0) {
@@ -128,10 +160,11 @@ static void parse_lists(const bench_ctx_t* ctx) {
     for (int i = 0; i < 4; i++) g_ms[i] = dflt[i];
     g_num_m = 4;
   }
+  return refused ? -1 : 0;
 }
 
 static int gar_shapes(bench_ctx_t* ctx, size_t** ids) {
-  parse_lists(ctx);
+  if (parse_lists(ctx)) return -2;
   int n = g_num_nk * g_num_m;
   size_t* v = (size_t*)malloc((size_t)n * sizeof *v);
   if (!v) return -1;
@@ -262,7 +295,9 @@ static fco_result_t gar_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, be
   st->K = g_nk[id / (size_t)g_num_m][1];
   st->M = g_ms[id % (size_t)g_num_m];
   st->dtype = dtype;
-  if (st->K < (size_t)P) return FCO_ERR_UNSUPPORTED;
+  if (st->K < (size_t)P) /* a rank would hold K_r = 0 columns (the op wants K >= 1 each) */
+    return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "gemv_allreduce: K = %zu does not split over %d "
+                      "ranks (each rank needs K_r >= 1)", st->K, P);
   const size_t es = fco_dtype_size(dtype);
   size_t off = 0, kmax = 0;
   for (int r = 0; r < P; r++) {
@@ -553,4 +588,5 @@ const bench_op_t bench_op_gemv_allreduce = {
     .teardown = gar_teardown,
     .print_table = gar_print_table,
     .shapes = gar_shapes,
+    .shapes_env = "FCO_BENCH_GEMV_NK / FCO_BENCH_GEMV_M",
 };
