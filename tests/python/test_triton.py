@@ -139,10 +139,31 @@ def test_blocks_per_rank():
     with pytest.raises(fco.FcoError) as e:
         host.blocks_per_rank(8, 8, 4, 1)  # 4 programs cannot give 8 ranks one each
     assert e.value.name == "UNSUPPORTED"
-    for bad in ((0, 1, 1, 1), (4, 0, 1, 1), (4, 1, 1, 1.5)):
+    for bad in ((0, 1, 1, 1), (4, 0, 1, 1), (4, 1, 1, 1.5), (4, 1, 1, True)):
         with pytest.raises(fco.FcoError) as e:
             host.blocks_per_rank(*bad)
         assert e.value.name == "INVALID_ARGUMENT"
+    # never more programs than the SIG_SLOTS - 1 signal slots of a rank, whatever max_blocks
+    # says (it returned 2500 here)
+    assert host.blocks_per_rank(5000, 1, 132, 32, max_blocks=5000) <= L.SIG_SLOTS - 1
+    assert host.blocks_per_rank(10 ** 6, 1, 132, 32, max_blocks=10 ** 6) == L.SIG_SLOTS - 1
+
+
+def test_programs_per_sm_checks():
+    """num_warps 0 divided by zero, negative sizes gave 0 silently, floats and strs were taken:
+    every argument is an int in its range, else INVALID_ARGUMENT naming it."""
+    for args, kw, name in (((32, 0, 0), {}, "num_warps"), ((32, 0, -4), {}, "num_warps"),
+                           ((32, 0, 64), {}, "num_warps"), ((-1, 0, 4), {}, "n_regs"),
+                           ((32, -1024, 4), {}, "shared_bytes"), ((32.5, 0, 4), {}, "n_regs"),
+                           (("32", 0, 4), {}, "n_regs"), ((32, 0, 4), {"regs_per_sm": 0},
+                                                          "regs_per_sm"),
+                           ((32, 0, 4), {"smem_per_sm": -1}, "smem_per_sm"),
+                           ((32, 0, 4), {"threads_per_sm": 0}, "threads_per_sm"),
+                           ((32, 0, 4), {"max_per_sm": 0}, "max_per_sm")):
+        with pytest.raises(fco.FcoError) as e:
+            host.programs_per_sm(*args, **kw)
+        assert e.value.name == "INVALID_ARGUMENT" and name in e.value.message, (args, kw)
+    assert host.programs_per_sm(0, 0, 32) == 2  # 1024 threads: 2 by threads
 
 
 def test_programs_per_sm():
@@ -154,10 +175,17 @@ def test_programs_per_sm():
     assert host.programs_per_sm(16, 1024, 1) == 32     # 64 by threads, 228 by smem: capped
 
 
-def test_ensure_workspace_checks():
+def test_ensure_workspace_checks(monkeypatch):
     with pytest.raises(fco.FcoError) as e:
         host.ensure_workspace([1234], -1)
     assert e.value.name == "INVALID_ARGUMENT"
+    # nbytes only an int in 0..2^63-1, checked before the comms are touched
+    # (test_ensure_workspace_on_cpu_worlds: what a bad one did to a real one)
+    monkeypatch.setattr(host, "handle_of", lambda c: pytest.fail("comms touched"))
+    for bad in (2 ** 63, 2 ** 64 + 4096, "65536", 8192.7, 4096.0, None):
+        with pytest.raises(fco.FcoError) as e:
+            host.ensure_workspace([1234], bad)
+        assert e.value.name == "INVALID_ARGUMENT" and "0..2^63-1" in e.value.message, bad
     with pytest.raises(fco.FcoError) as e:
         host.ensure_workspace([], 10)
     assert e.value.name == "INVALID_ARGUMENT"
@@ -196,6 +224,18 @@ def test_ensure_workspace_on_cpu_worlds():
         want = host.workspace_bytes(other[0]) + have + (1 << 16)
         host.ensure_workspace([comms[0], other[0]], want)
         assert host.workspace_bytes(comms[0]) >= want and host.workspace_bytes(other[0]) >= want
+        # only ints in 0..2^63-1 (as Communicator.reserve): 2^64 + 4096 wrapped to 4096 in
+        # c_size_t (nothing grown, no error), "65536" was parsed, 8192.7 truncated
+        have = host.workspace_bytes(comms[0])
+        for bad in (2 ** 64 + have + 4096, str(have + 65536), have + 8192.7):
+            with pytest.raises(fco.FcoError) as e:
+                host.ensure_workspace(comms, bad)
+            assert e.value.name == "INVALID_ARGUMENT" and "nbytes" in e.value.message, bad
+            assert host.workspace_bytes(comms[0]) == have, bad
+        import numpy as np
+
+        host.ensure_workspace(comms, np.int64(have + 4096))  # an integer type: taken
+        assert host.workspace_bytes(comms[0]) >= have + 4096
     finally:
         for c in comms + other:
             _lib.lib().fco_comm_destroy(c)
@@ -328,6 +368,25 @@ def test_gemv_input_checks():
     assert "distinct ranks of one world" in err(three, [x] * 3, [w] * 3).message
     e = err(st, [torch.zeros(2, 0)] * 2, [torch.zeros(4, 0)] * 2)
     assert e.name == "INVALID_ARGUMENT" and "K = 0" in e.message
+    # N = 0: refused as the C op refuses it ("num_tiles is 0" came from the grid's helper)
+    e = err(st, [x, x], [torch.zeros(0, 8)] * 2)
+    assert e.name == "INVALID_ARGUMENT" and "N is 0" in e.message, e.message
+    # y's offsets rm·N + n are int32 in the kernel: M·N up to 2^31 (no memory: meta tensors)
+    xm, wm = torch.empty(64, 8, device="meta"), torch.empty(2 ** 25, 8, device="meta")
+    assert G._check_inputs(2, [xm, xm], [wm, wm], None) == (64, 2 ** 25)
+    wm = torch.empty(2 ** 25 + 1, 8, device="meta")
+    e = err(st, [xm, xm], [wm, wm])
+    assert e.name == "UNSUPPORTED" and "2^31" in e.message and "M x N" in e.message, e.message
+    # arguments that are not ints, a prof that is not int64 (the kernel stores int64)
+    for kw, want in ((dict(blocks_per_rank="x"), "blocks_per_rank"),
+                     (dict(blocks_per_rank=2.5), "blocks_per_rank"),
+                     (dict(wait_ns="x"), "wait_ns"), (dict(wait_ns=1.5), "wait_ns"),
+                     (dict(num_warps=3), "num_warps"), (dict(num_warps="4"), "num_warps"),
+                     (dict(prof=[0] * 64), "prof"),
+                     (dict(prof=torch.zeros(64, dtype=torch.int32)), "prof"),
+                     (dict(prof=torch.zeros(64, 2, dtype=torch.int64).t()), "prof")):
+        e = err(st, [x, x], [w, w], **kw)
+        assert e.name == "INVALID_ARGUMENT" and want in e.message, (kw, e.message)
     e = err(st, [x, x], [w, w], blocks_per_rank=0)
     assert e.name == "INVALID_ARGUMENT" and "blocks_per_rank 0" in e.message
     # checked before the launch: 2 ranks x 1 program (T = 1 tile) x 8 fields
@@ -496,15 +555,38 @@ def test_gemm_input_checks():
     assert "blocks_per_rank" in err(st, [a, a], [w, w], [c, c], blocks_per_rank=1023).message
     # an out written while a or w is read: refused as fco_gemm_alltoall refuses it
     buf = torch.zeros(200)
-    assert "out overlaps a[0]" in err(st, [buf[:80].view(10, 8), a], [w, w], [c, c], 10,
-                                      outs=[buf[40:100].view(10, 6), torch.zeros(10, 6)]).message
+    assert "out[0] overlaps a[0]" in err(st, [buf[:80].view(10, 8), a], [w, w], [c, c], 10,
+                                         outs=[buf[40:100].view(10, 6), torch.zeros(10, 6)]
+                                         ).message
     wbig = torch.zeros(200)
     w1 = wbig[:144].view(3, 8, 6)
-    assert "out overlaps w[1]" in err(st, [a, a], [w, w1], [c, c], 5,
-                                      outs=[torch.zeros(5, 6), wbig[100:130].view(5, 6)]).message
+    assert "out[1] overlaps w[1]" in err(st, [a, a], [w, w1], [c, c], 5,
+                                         outs=[torch.zeros(5, 6), wbig[100:130].view(5, 6)]
+                                         ).message
+    # across ranks (every rank's programs write every out while every a and w is read): outs
+    # that alias each other, an out over another rank's a or w — they ran, silently wrong
+    o = torch.zeros(10, 6)
+    e = err(st, [a, a], [w, w], [c, c], 10, outs=[o, o])
+    assert e.name == "INVALID_ARGUMENT" and "out[0] overlaps out[1]" in e.message, e.message
+    assert "out[0] overlaps out[1]" in err(st, [a, a], [w, w], [c, c], 10,
+                                           outs=[buf[:60].view(10, 6),
+                                                 buf[59:119].view(10, 6)]).message
+    assert "out[0] overlaps a[1]" in err(st, [a, buf[:80].view(10, 8)], [w, w], [c, c], 10,
+                                         outs=[buf[70:130].view(10, 6), o]).message
+    assert "out[1] overlaps w[0]" in err(st, [a, a], [w1, w], [c, c], 10,
+                                         outs=[o, wbig[140:200].view(10, 6)]).message
+    three = [host.DeviceState(16 * (i + 1), i, 3, None) for i in range(3)]
+    c3 = torch.zeros(3, 3, dtype=torch.int32)
+    assert "out[2] overlaps a[0]" in err(three, [buf[:80].view(10, 8), a, a], [w] * 3, [c3] * 3,
+                                         10, outs=[o, torch.zeros(10, 6),
+                                                   buf[79:139].view(10, 6)]).message
+    # what stays allowed: one a / w for every rank (read only), outs side by side in a buffer
+    assert GA._check_inputs(2, 2, [a, a], [w, w], [c, c], 0, 10,
+                            [buf[:60].view(10, 6), buf[60:120].view(10, 6)]) == (10, 8, 6)
     assert "0 communicators" in err([], [], [], []).message
     # out_rows defaults to a_rows (outs of [a_rows, N] fit; checked before the prof check)
-    assert "prof has 1 elements" in err(st, [a, a], [w, w], [c, c], outs=[torch.zeros(10, 6)] * 2,
+    assert "prof has 1 elements" in err(st, [a, a], [w, w], [c, c],
+                                        outs=[torch.zeros(10, 6), torch.zeros(10, 6)],
                                         prof=torch.zeros(1, dtype=torch.int64)).message
     other = [st[0], host.DeviceState(32, 1, 3, None)]
     assert "distinct ranks of one world" in err(other, [a, a], [w, w], [c, c]).message
@@ -541,6 +623,209 @@ def test_gemm_input_checks():
     chk(2, 10, 10, 8, 6, counts_host=c + 1, recv_rows=torch.tensor([5, 5]))
     chk(2, 6, 10, 8, 6, counts_host=c + 1)  # every row of a sent: Σ counts = a_rows
     chk(2, 0, 0, 8, 6)                      # no rows at all
+
+
+class _FakeLaunch:
+    """Stands in for a @triton.jit kernel: records kernel[grid](*args, **kw) (the host side of
+    an operator runs whole, on CPU tensors, without a GPU or the interpreter)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kw: self.calls.append((grid, args, kw))
+
+
+@needs_triton
+def test_gemm_argument_coercion(monkeypatch):
+    """Arguments that are not what they must be raise FcoError(INVALID_ARGUMENT) naming them:
+    out_rows 10.9 was truncated and "12" parsed (the torch op refuses both), blocks_per_rank
+    "x", order ["split"], sym [1, 2], streamk dict(items="x") and prof [0] * 16 raised
+    ValueError / TypeError / AttributeError, and an int32 prof was launched (the kernel
+    stores int64 timestamps). Then the launch arguments themselves: wait_ns clamped."""
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    fake = _FakeLaunch()
+    monkeypatch.setattr(GA, "gemm_alltoall_kernel", fake)
+    st = [host.DeviceState(16, 0, 2, None), host.DeviceState(32, 1, 2, None)]
+    a, w = torch.zeros(10, 8), torch.zeros(3, 8, 6)
+    c = torch.zeros(3, 2, dtype=torch.int32)
+
+    def err(*args, **kw):
+        with pytest.raises(fco.FcoError) as e:
+            GA.gemm_alltoall(st, [a, a], [w, w], [c, c], *args, streamk=0, **kw)
+        assert e.value.name == "INVALID_ARGUMENT", e.value
+        return e.value.message
+
+    assert "out_rows 10.9 is not an int" in err(10.9)
+    assert "out_rows '12' is not an int" in err("12")
+    assert "blocks_per_rank 'x'" in err(10, blocks_per_rank="x")
+    assert "blocks_per_rank 2.5" in err(10, blocks_per_rank=2.5)
+    assert "order ['split']" in err(10, order=["split"])
+    assert "sym entry 1" in err(10, sym=[1, 2])
+    assert "sym entry (4096, 'x', 0)" in err(10, sym=[(4096, "x", 0), None])
+    assert "sym entry (4096, 0)" in err(10, sym=[(4096, 0), None])
+    assert "sym is 5" in err(10, sym=5)
+    with pytest.raises(fco.FcoError) as e:
+        GA.gemm_alltoall(st, [a, a], [w, w], [c, c], 10, streamk=dict(items="x"))
+    assert e.value.name == "INVALID_ARGUMENT" and "streamk['items']" in e.value.message
+    with pytest.raises(fco.FcoError) as e:
+        GA.gemm_alltoall(st, [a, a], [w, w], [c, c], 10, streamk=dict(items=64.5))
+    assert e.value.name == "INVALID_ARGUMENT" and "streamk['items']" in e.value.message
+    assert "prof is list" in err(10, prof=[0] * 16)
+    assert "prof is torch.int32" in err(10, prof=torch.zeros(64, dtype=torch.int32))
+    assert "not contiguous" in err(10, prof=torch.zeros(64, 2, dtype=torch.int64).t())
+    assert "wait_ns 'x'" in err(10, wait_ns="x")
+    assert "tile (16, 16, 16, 3, 1)" in err(10, tile=(16, 16, 16, 3, 1))
+    assert not fake.calls
+    # what is taken: numpy ints, an int64 prof, wait_ns clamped to 0..2^20
+    import numpy as np
+
+    prof = torch.zeros(8 * 2 * 4, dtype=torch.int64)
+    GA.gemm_alltoall(st, [a, a], [w, w], [c, c], np.int64(12), streamk=0, prof=prof,
+                     blocks_per_rank=np.int32(4), wait_ns=2 ** 30, tile=(16, 16, 16, 1, 1))
+    (grid, args, kw), = fake.calls
+    assert grid == (8,) and args[10] == 12 and kw["WAIT_NS"] == 1 << 20 and kw["prof"] is prof
+    assert GA.last_launch["wait_ns"] == 1 << 20 and GA.last_launch["blocks_per_rank"] == 4
+
+
+@needs_triton
+def test_gemv_wait_ns_clamped(monkeypatch):
+    """The GEMV's wait_ns= as the knob: clamped to 0..2^20 (it was taken as given)."""
+    import torch
+
+    from fco.triton import gemv_allreduce as G
+
+    fake = _FakeLaunch()
+    monkeypatch.setattr(G, "gemv_allreduce_kernel", fake)
+    st = [host.DeviceState(16, 0, 2, None), host.DeviceState(32, 1, 2, None)]
+    x, w = torch.zeros(2, 8), torch.zeros(4, 8)
+    for v, want in ((2 ** 30, 1 << 20), (-7, 0), (100, 100)):
+        fake.calls.clear()
+        G.gemv_allreduce(st, [x, x], [w, w], wait_ns=v)
+        assert [kw["WAIT_NS"] for _, _, kw in fake.calls] == [want], v
+        assert G.last_launch["wait_ns"] == want
+
+
+@needs_triton
+def test_gemm_index_range():
+    """The tile loop's int32 in-tile offsets: rows × K of A, W's columns × K ("nk") or K rows ×
+    N ("kn"), stored rows × N — each up to 2^31 elements (the largest index is one less), else
+    UNSUPPORTED before anything runs (they wrapped into wrong addresses: K >= 2^24 + 1 with
+    128-row tiles)."""
+    import torch
+
+    from fco.triton import gemm_alltoall as GA
+
+    chk = GA.check_index_range
+    chk(1000, 2 ** 24, 16, 128, 128, 64, False)       # 128 · 2^24 = 2^31: the last index fits
+    chk(1000, 2 ** 24, 16, 128, 128, 64, True)
+    chk(8, 2 ** 28, 16, 128, 128, 64, False)          # 8 rows: 8 · 2^28 = 2^31
+    chk(1000, 64, 2 ** 24, 128, 256, 64, False)       # 128 rows x N, 64 K rows x N
+    chk(1000, 16, 2 ** 27, 16, 256, 64, True)         # 16 rows x N = 2^31
+    chk(1000, 2 ** 30, 16, 128, 128, 64, True, tma=True)  # TMA: no int32 offsets into A, W
+    for args, what in (((1000, 2 ** 24 + 1, 16, 128, 128, 64, False), "BLOCK_M 128"),
+                       ((9, 2 ** 28, 16, 128, 128, 64, False), "a_rows 9"),
+                       ((8, 2 ** 23 + 16, 256, 16, 256, 64, True), "BLOCK_N 256"),
+                       ((16, 64, 2 ** 25 + 1, 16, 16, 64, False), "BLOCK_K 64"),
+                       ((1000, 64, 2 ** 24 + 1, 128, 128, 64, False), "x N"),
+                       ((1000, 64, 2 ** 25 + 1, 64, 128, 64, True), "x N")):
+        with pytest.raises(fco.FcoError) as e:
+            chk(*args)
+        assert e.value.name == "UNSUPPORTED" and what in e.value.message, (args, e.value)
+        assert "2^31" in e.value.message
+    with pytest.raises(fco.FcoError) as e:
+        chk(1000, 64, 2 ** 24 + 1, 128, 128, 64, False, tma=True)  # the stores: still int32
+    assert e.value.name == "UNSUPPORTED" and "x N" in e.value.message
+    # through the operator (meta tensors: no memory; refused before any launch)
+    st = [host.DeviceState(16, 0, 2, None), host.DeviceState(32, 1, 2, None)]
+    K = 2 ** 24 + 16
+    a = torch.empty(256, K, device="meta")
+    w = torch.empty(1, 16, K, device="meta")
+    c = torch.empty(1, 2, dtype=torch.int32, device="meta")
+    with pytest.raises(fco.FcoError) as e:
+        GA.gemm_alltoall(st, [a, a], [w, w], [c, c], 256, w_layout="nk",
+                         tile=(128, 16, 16, 4, 3))
+    assert e.value.name == "UNSUPPORTED" and "BLOCK_M 128" in e.value.message, e.value
+
+
+@needs_triton
+def test_occupancy_cache_keys_on_what_triton_specialises(monkeypatch):
+    """The programs-per-SM cache holds one entry per compiled kernel: two launches that differ
+    only in N % 16 (Triton specialises K and N on divisibility by 16, pointers on 16-byte
+    alignment) get separate entries — ptxas gave the f32 64×64×32 stream-K kernel 168 and
+    255 registers there, so reusing one's programs per SM for the other overfills the SMs and
+    the persistent grid's waits never end. Sizes Triton does not specialise (a_rows, B, need)
+    share the entry. The GEMV's cache likewise (it missed the pointers' alignment)."""
+    import types
+
+    import torch
+
+    from fco.triton import gemm_alltoall as GA, gemv_allreduce as G
+
+    props = types.SimpleNamespace(multi_processor_count=132, regs_per_multiprocessor=65536,
+                                  shared_memory_per_multiprocessor=233472,
+                                  max_threads_per_multi_processor=2048)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: props)
+    compiled = []
+
+    def compiled_kernel(n_regs):
+        return types.SimpleNamespace(n_regs=n_regs, n_spills=0, _init_handles=lambda: None,
+                                     metadata=types.SimpleNamespace(shared=0))
+
+    def ga_warmup(*args, grid, num_warps, num_stages, **kw):
+        compiled.append(args[12])
+        aligned = all(t.data_ptr() % 16 == 0 for t in args[1])
+        return compiled_kernel(168 if args[12] % 16 == 0 and aligned else 255)
+
+    monkeypatch.setattr(GA.gemm_alltoall_kernel, "warmup", ga_warmup)
+    monkeypatch.setattr(GA, "_occ_cache", {})
+    a, w, o = torch.zeros(64, 64), torch.zeros(1, 64, 64), torch.zeros(64, 64)
+    c = torch.zeros(1, 2, dtype=torch.int32)
+    kw = dict(L=2, DTYPE="fp32", BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, SK=1, PHASES=7)
+
+    def blocks(N, a_rows=64, need=1 << 20, av=a):
+        args = ((16, 32), (av, av), (w, w), (o, o), (c, c), (1, 1), (0, 0), (0, 0), (0, 0),
+                a_rows, 64, 64, N, 2, 2, need)
+        return GA._blocks(args, kw, 2, "cuda:0", 4, 3, 10 ** 6)
+
+    assert blocks(64) == 198        # 168 registers: 3 programs an SM, 396 for 2 ranks
+    assert blocks(72) == 132        # 255: 2 an SM (it got 198 from the cache: a hang)
+    assert GA.last_launch["n_regs"] == 255
+    assert len(GA._occ_cache) == 2 and compiled == [64, 72]
+    assert blocks(80) == 198 and blocks(64, a_rows=1000, need=3 << 20) == 198
+    assert compiled == [64, 72]     # the same kernels: no new probe
+    mis = torch.zeros(64 * 64 + 1)[1:].view(64, 64)  # 4-byte aligned A
+    assert blocks(64, av=mis) == 132 and len(GA._occ_cache) == 3
+    assert blocks(64, need=1 << 33) == 198 and len(GA._occ_cache) == 4  # an i64 argument now
+
+    def gv_warmup(*args, grid, num_warps, **kw):
+        compiled.append("gemv")
+        return compiled_kernel(64 if all(t.data_ptr() % 16 == 0 for t in args[1]) else 255)
+
+    monkeypatch.setattr(G.gemv_allreduce_kernel, "warmup", gv_warmup)
+    monkeypatch.setattr(G, "_occ_cache", {})
+    x, wv = torch.zeros(3, 64), torch.zeros(100, 64)
+    xm = torch.zeros(3 * 64 + 1)[1:].view(3, 64)
+    gkw = dict(L=1, HAS_BIAS=False, BLOCK_M=16, BLOCK_N=32, PHASES=3)
+
+    def gv(xv, M=3):
+        args = ((16,), (xv,), (wv,), (xv,), (x,), (64,), M, 100, 4, 1, 4096)
+        return G._blocks(args, gkw, 1000, 1, "cuda:0", 8)
+
+    assert gv(x) == 250 and gv(xm) == 125   # 2 programs an SM (capped), then 1
+    assert gv(x, M=5) == 250                # M 3 and 5: one compiled kernel
+    assert len(G._occ_cache) == 2 and compiled.count("gemv") == 2
+
+
+def test_docs_epoch_guard():
+    """docs/triton.md gives the epoch guard as dev.h has it: 0xffffffff − 2^24, not 2^32 − 2^24."""
+    with open(os.path.join(ROOT, "docs", "triton.md"), encoding="utf-8") as f:
+        doc = f.read()
+    assert L.EPOCH_LIMIT == 0xffffffff - (1 << 24)
+    assert "epoch 0xffffffff − 2^24" in doc and "2^32 − 2^24" not in doc
 
 
 @needs_triton
@@ -583,11 +868,20 @@ def test_gemm_plan(monkeypatch):
     assert GA.plan(2, 100, 8, 1, 1, interpret=True)[:3] == (16, 16, 16)
     monkeypatch.setenv("FCO_TRITON_GA_TILE", "128,128,64,8,4")
     assert GA.plan(2, 4096, 8192, 4, 2) == (128, 128, 64, 8, 4)
-    for bad in ("100,128,64,8,4", "8,128,64,8,4", "128,128,64,0,4", "128,128,64,8"):
+    for bad in ("100,128,64,8,4", "8,128,64,8,4", "128,128,64,0,4", "128,128,64,8",
+                # what the kernel cannot take: warps not a power of two or above 16, stages
+                # outside 1..8, blocks above 256 or below 16, a sixth value (all were taken)
+                "128,128,64,3,4", "128,128,64,32,4", "128,128,64,8,9", "128,128,64,8,0",
+                "512,128,64,8,3", "128,512,64,8,3", "128,128,512,8,3", "128,128,8,8,3",
+                "128,128,64,8,3,1", "128,128,64,8,x", "junk", ","):
         monkeypatch.setenv("FCO_TRITON_GA_TILE", bad)
         with pytest.raises(fco.FcoError) as e:
             GA.plan(2, 4096, 8192, 4, 2)
-        assert "FCO_TRITON_GA_TILE" in e.value.message, bad
+        assert e.value.name == "INVALID_ARGUMENT", bad
+        assert "FCO_TRITON_GA_TILE" in e.value.message and "1..16" in e.value.message, bad
+    for good in ("16,16,16,1,1", "256,256,256,16,8", "64, 32, 16, 2, 2"):
+        monkeypatch.setenv("FCO_TRITON_GA_TILE", good)
+        assert GA.plan(2, 4096, 8192, 4, 2) == tuple(int(x) for x in good.split(",")), good
     assert GA.workspace_bytes(2, 100, 10, 2) == 2 * GA.half_need(2, 100, 10, 2)
     # the whole per-shape choice, and the waits' backoff cap (FCO_TRITON_WAIT_NS)
     monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
@@ -623,6 +917,26 @@ def test_gemm_plan(monkeypatch):
     with pytest.raises(fco.FcoError) as e:
         GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), order="sideways", wait_ns=0)
     assert e.value.name == "INVALID_ARGUMENT" and "sideways" in e.value.message
+    # tile= follows the knob's rule (it was taken as given: 4 values, 3 warps, floats)
+    for bad in ((64, 128, 64, 4), (64, 128, 64, 3, 3), (64, 128, 64, 4, 0), (64, 128, 64, 4, 9),
+                (64, 128, 64, 64, 3), (512, 128, 64, 4, 3), (64, 128, 8, 4, 3),
+                (64.0, 128, 64, 4, 3), ("64", 128, 64, 4, 3), (64, 128, 64, 4, True), "abcde",
+                64, (64, 128, 64, 4, 3, 1)):
+        with pytest.raises(fco.FcoError) as e:
+            GA.resolve(2, 7168, 4096, 16, 2, tile=bad, order="split", wait_ns=0)
+        assert e.value.name == "INVALID_ARGUMENT" and "tile" in e.value.message, bad
+    # wait_ns= clamped to the knob's 0..2^20 (2^30 was taken as is); not an int: refused
+    for v, want in ((2 ** 30, 1 << 20), (1 << 20, 1 << 20), (-5, 0), (300, 300)):
+        assert GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), order=0,
+                          wait_ns=v)[2] == want, v
+    for bad in ("x", 2.5, "512", [512]):
+        with pytest.raises(fco.FcoError) as e:
+            GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), order=0, wait_ns=bad)
+        assert e.value.name == "INVALID_ARGUMENT" and "wait_ns" in e.value.message, bad
+    for bad in (["split"], 2, 0.5, "Split"):  # order: 'split' / 'merged' / 1 / 0
+        with pytest.raises(fco.FcoError) as e:
+            GA.resolve(2, 7168, 4096, 16, 2, tile=(64, 128, 64, 4, 3), order=bad, wait_ns=0)
+        assert e.value.name == "INVALID_ARGUMENT" and "order" in e.value.message, bad
     monkeypatch.delenv("FCO_TRITON_GA_TILE", raising=False)
     monkeypatch.delenv("FCO_TRITON_GA_ORDER", raising=False)
     monkeypatch.delenv("FCO_TRITON_WAIT_NS", raising=False)
@@ -744,7 +1058,8 @@ def test_gemm_streamk_rule(monkeypatch):
     assert GA.tile_total(c, 128, 256, 4096) == 400
 
 
-def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=0, tma=False):
+def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=0, tma=False,
+                  even_n=True, n_div16=True):
     import triton
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
@@ -759,7 +1074,7 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
            "symks": ("i64",) * L, "symos": ("i64",) * L, "a_rows": "i32", "out_rows": "i32",
            "K": "i32", "N": "i32", "B": "i32", "P_host": "i32", "need": "i64"}
     consts = dict(L=L, DTYPE=dt, ES=4 if dtype == "fp32" else 2, W_NK=nk, BLOCK_M=bm,
-                  BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=True,
+                  BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, E_PAD=8, P_PAD=2, EVEN_K=True, EVEN_N=even_n,
                   PRECISION="ieee" if dtype == "fp32" else "tf32", PHASES=7, VEC=True, QV=256,
                   COPY_BLOCK=2048, UPCAST=False, SPLIT=split, WAIT_NS=wait_ns, PROFILE=profile,
                   SK=sk, SK_MAX_SLICES=8, SK_MIN_SLICES=4, SK_MIN_KSTEPS=8, SK_ITEMS=64,
@@ -771,7 +1086,9 @@ def _compile_gemm(dtype, nk, tile, L=2, split=0, wait_ns=512, profile=False, sk=
     sig.update({k: "constexpr" for k in consts})
     # what a launch with 16-byte aligned tensors and K, N multiples of 16 specialises
     attrs = {(arg, i): [["tt.divisibility", 16]] for arg in (1, 2, 3, 4) for i in range(L)}
-    attrs.update({(11,): [["tt.divisibility", 16]], (12,): [["tt.divisibility", 16]]})  # K, N
+    attrs.update({(11,): [["tt.divisibility", 16]]})  # K
+    if n_div16:
+        attrs.update({(12,): [["tt.divisibility", 16]]})  # N
     src = triton.compiler.ASTSource(fn=GA.gemm_alltoall_kernel, signature=sig, constexprs=consts,
                                     attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32),
@@ -828,6 +1145,40 @@ def test_gemm_kernel_compiles_for_sm90(dtype, nk, tile, split, profile, sk, tma)
         assert "mbarrier.try_wait" in ptx and "cp.async.cg" not in ptx
         # (stages - 1) × 2 prologue copies, 2 in the loop
         assert ptx.count("cp.async.bulk.tensor") == 2 * tile[4], ptx.count("cp.async.bulk.tensor")
+
+
+@needs_triton
+def test_gemm_registers_depend_on_n_alignment():
+    """Why the occupancy cache keys on Triton's specialisation: the f32 64×64×32 stream-K kernel
+    compiled for sm_90 with N % 16 == 0 and without (nothing else differs: N 80 and 72, say)
+    gets different register counts from ptxas (168 and 255 with Triton 3.6), so programs per
+    SM measured on one must not be reused for the other."""
+    if _interpreting():
+        pytest.skip("TRITON_INTERPRET is set")
+    from triton import knobs
+
+    tool = getattr(getattr(knobs, "nvidia", None), "cuobjdump", None)
+    path = getattr(tool, "path", None) if tool is not None else None
+    if not path or not os.path.exists(path):
+        pytest.skip("no cuobjdump in this triton install")
+    regs = {}
+    for div in (True, False):
+        try:
+            c = _compile_gemm("fp32", True, (64, 64, 32, 4, 3), L=1, split=1, sk=1,
+                              even_n=False, n_div16=div)
+        except Exception as e:  # noqa: BLE001 — e.g. no ptxas in this triton install
+            if "ptxas" in str(e).lower():
+                pytest.skip(f"cannot run ptxas here: {e}")
+            raise
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(c.asm["cubin"])
+            f.flush()
+            out = subprocess.run([path, "--dump-resource-usage", f.name], capture_output=True,
+                                 text=True, check=True).stdout
+        regs[div] = int(out.split("REG:")[1].split()[0])
+    assert regs[True] != regs[False], regs
 
 
 def test_gemm_tma_config(monkeypatch):

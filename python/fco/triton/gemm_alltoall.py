@@ -65,6 +65,7 @@ Launch requirements: every rank runs the same sequence of epoch-advancing calls 
   split_phases=True launches steps 1, 2-3 and 2-4 as three kernels (no co-residency need, no
   overlap): what Triton's CPU interpreter runs, where programs execute one after another.
 """
+import operator
 import os
 
 import triton
@@ -159,7 +160,13 @@ def streamk_config(streamk, nk, interpret=None):
         unknown = set(streamk) - set(SK_DEFAULTS)
         if unknown:
             bad(f"streamk has keys {sorted(unknown)}; expected some of {sorted(SK_DEFAULTS)}")
-        sk = dict(SK_DEFAULTS, **{k: int(v) for k, v in streamk.items()}, on=1)
+        vals = {}
+        for k, v in streamk.items():
+            try:
+                vals[k] = operator.index(v)
+            except TypeError:
+                bad(f"streamk[{k!r}] is {v!r}; expected an int")
+        sk = dict(SK_DEFAULTS, **vals, on=1)
     elif streamk in (False, 0, None):
         return dict(SK_OFF)
     elif streamk is True or streamk == 1:
@@ -312,24 +319,46 @@ def plan(dtype_bytes, n, a_rows, e_max, nranks, interpret=False):
     one tile row (W read once). The 64×128 tile of 4 warps that segments of ≤ 64 rows had
     took 1654 µs on 2×H200 where chunks took 239 (128 tokens, K 2048, N 7168, 32 experts,
     top-8), 4× what this tile took for the same W traffic at 512 tokens.
-    FCO_TRITON_GA_TILE="bm,bn,bk,warps,stages" overrides (experiments)."""
+    FCO_TRITON_GA_TILE="bm,bn,bk,warps,stages" overrides (experiments): check_tile()'s rule,
+    else FcoError(INVALID_ARGUMENT)."""
     env = os.environ.get("FCO_TRITON_GA_TILE", "")
     if env:
         try:
             v = [int(x) for x in env.split(",")]
-            if len(v) == 5 and all(x >= 1 for x in v) and all(
-                    x >= 16 and x & (x - 1) == 0 for x in v[:3]):
-                return tuple(v)
         except ValueError:
-            pass
-        raise FcoError(_lib.INVALID_ARGUMENT,
-                       f"FCO_TRITON_GA_TILE={env!r}: expected bm,bn,bk,warps,stages (tile sizes "
-                       "powers of two >= 16)", _NAME)
+            v = None
+        return check_tile(v, f"FCO_TRITON_GA_TILE={env!r}")
     if interpret:
         return 16, 16, 16, 1, 1
     if dtype_bytes == 4:  # FFMA (no TF32): small tiles
         return 64, 64, 32, 4, 3
     return 128, 256 if n >= 2048 else 128, 64, 8, 3
+
+
+TILE_RULE = ("BLOCK_M, BLOCK_N, BLOCK_K powers of two in 16..256, warps a power of two in "
+             "1..16, stages 1..8")
+
+
+def check_tile(tile, what=None):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) as 5 ints the kernel takes: block
+    sizes powers of two (tl.arange) in 16..256 (tl.dot's least M, N and K is 16; 256 is
+    wgmma's widest N, and the fp32 accumulator of a larger tile would not fit the registers),
+    warps a power of two (Triton's rule) in 1..16 (at 32 a thread keeps 64 registers), stages
+    1..8 (the pipeline's shared-memory buffers). FcoError(INVALID_ARGUMENT) naming `what`
+    (default: the argument, "tile (..)") otherwise. → the tuple."""
+    try:
+        t = tuple(tile)
+        ok = len(t) == 5 and not any(isinstance(x, bool) for x in t)
+        t = tuple(operator.index(x) for x in t)
+    except TypeError:
+        ok = False
+    if ok:
+        bm, bn, bk, nw, ns = t
+        if all(16 <= x <= 256 and x & (x - 1) == 0 for x in (bm, bn, bk)) and \
+                1 <= nw <= 16 and nw & (nw - 1) == 0 and 1 <= ns <= 8:
+            return t
+    raise FcoError(_lib.INVALID_ARGUMENT, f"{what or f'tile {tile!r}'}: expected 5 ints "
+                   f"(BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): {TILE_RULE}", _NAME)
 
 
 def tile_order(dtype_bytes, a_rows, e_max, interpret=False):
@@ -370,17 +399,22 @@ def resolve(dtype_bytes, n, a_rows, e_max, nranks, interpret=False, tile=None, o
     """config() where the caller did not choose: an argument given (tile, order "split" /
     "merged" / 1 / 0, wait_ns) wins and its knob (FCO_TRITON_GA_TILE / _ORDER /
     FCO_TRITON_WAIT_NS) is not read, so a malformed value there cannot fail such a call.
+    tile: check_tile()'s rule; wait_ns: an int, clamped to 0..2^20 as the knob.
     → (tile, split, wait_ns)."""
-    t = tuple(tile) if tile else plan(dtype_bytes, n, a_rows, e_max, nranks, interpret)
+    if tile is not None:
+        t = check_tile(tile)
+    else:
+        t = plan(dtype_bytes, n, a_rows, e_max, nranks, interpret)
     if order is None:
         split = tile_order(dtype_bytes, a_rows, e_max, interpret)
     else:
-        split = {"split": 1, "merged": 0}.get(order, order)
-        if split not in (0, 1):
-            raise FcoError(_lib.INVALID_ARGUMENT, f"order {order!r} is not 'split' or 'merged'",
-                           _NAME)
-    wns = fl.wait_ns_default() if wait_ns is None else max(0, int(wait_ns))
-    return t, int(split), wns
+        split = {"split": 1, "merged": 0}.get(order) if isinstance(order, str) else (
+            int(order) if isinstance(order, int) and order in (0, 1) else None)
+        if split is None:
+            raise FcoError(_lib.INVALID_ARGUMENT,
+                           f"order {order!r} is not 'split' or 'merged' (or 1 / 0)", _NAME)
+    wns = fl.wait_ns_default() if wait_ns is None else host.wait_ns_arg(wait_ns, _NAME)
+    return t, split, wns
 
 
 _occ_cache = {}
@@ -393,11 +427,16 @@ last_launch = {}
 
 def _blocks(args, kwargs, num_local, device, num_warps, num_stages, bound):
     """B for a co-resident launch, from the compiled kernel's registers and shared memory
-    (the kernel probed is the one launched: the sizes that vary are not specialised)."""
+    (the kernel probed is the one launched: the sizes that vary are not specialised). Cached
+    per compiled kernel: the key holds what Triton specialises the launch on (host.launch_spec:
+    K and N divisible by 16, the tensors' 16-byte alignment, ...), not only the constexprs —
+    ptxas gave the f32 64×64×32 stream-K kernel 168 registers with N % 16 == 0 and 255
+    without, so one kernel's programs per SM can be more than another's can keep resident
+    (then the persistent grid's waits never end)."""
     import torch
 
-    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items() if k != "prof")),
-           num_warps, num_stages)
+    key = (str(device), host.kwargs_spec(kwargs), num_warps, num_stages,
+           host.launch_spec(args, host.dns_positions(gemm_alltoall_kernel)))
     props = torch.cuda.get_device_properties(device)
     hit = _occ_cache.get(key)
     if hit is None:
@@ -468,6 +507,28 @@ def check_host_args(nranks, a_rows, out_rows, K, N, counts_host=None, recv_rows=
             bad(f"recv_rows_host sum to {sum(rr)} rows, more than out_rows {out_rows}")
 
 
+def check_index_range(a_rows, K, N, bm, bn, bk, w_nk, tma=False, name=_NAME):
+    """The tile loop keeps its in-tile offsets in int32 (half the registers of 64-bit pointer
+    tensors): A's rows × K (_tile: a_off), W's columns × K ("nk") or K rows × N ("kn": w_off)
+    — the pointer path's, not TMA's (int32 coordinates, each < 2^31) — and the stored rows × N
+    (_store_rows). Each holds the largest index it reaches — at most min(BLOCK, extent) rows
+    or columns — only while that product is at most 2^31; a larger shape raises
+    FcoError(UNSUPPORTED) instead of wrapping into wrong addresses (the C impls take it)."""
+    lim = 2 ** 31
+    m = min(int(bm), max(int(a_rows), 1))
+    checks = [(f"min(BLOCK_M {bm}, a_rows {a_rows}) x N {N}", m * N)]
+    if not tma:
+        checks += [(f"min(BLOCK_M {bm}, a_rows {a_rows}) x K {K}", m * K),
+                   (f"min(BLOCK_N {bn}, N {N}) x K {K}" if w_nk else
+                    f"min(BLOCK_K {bk}, K {K}) x N {N}",
+                    min(bn, N) * K if w_nk else min(bk, K) * N)]
+    for what, prod in checks:
+        if prod > lim:
+            raise FcoError(_lib.UNSUPPORTED,
+                           f"{what} = {prod} elements is more than the 2^31 the kernel's int32 "
+                           "tile offsets reach (use a smaller tile or a C impl)", name)
+
+
 def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
     import torch
 
@@ -519,10 +580,38 @@ def _check_inputs(L, nranks, as_, ws, counts, w_layout, out_rows, outs):
                 f"[{w.shape[0]}, {nranks}] (rows of local expert e from rank s)")
         if outs is not None and tuple(outs[i].shape) != (out_rows, N):
             bad(f"out[{i}] has shape {tuple(outs[i].shape)}; expected [{out_rows}, {N}]")
-        if outs is not None:  # written while a and w are read (the C op refuses it alike)
-            from ..ops import _common
-            _common.check_no_overlap(outs[i], (a, w), _NAME, (f"a[{i}]", f"w[{i}]"))
+    if outs is not None:
+        _check_out_overlap(as_, ws, outs, bad)
     return a_rows, K, N
+
+
+def _check_out_overlap(as_, ws, outs, bad):
+    """No out shares a byte with another out, nor with any rank's a or w: every rank's
+    programs of the one launch write every out while every a and w is read (the C op refuses
+    an out over its own a / w alike; a shared out would be written by two ranks). a and w may
+    overlap each other (read only: one W for every rank). One sweep over the byte ranges
+    sorted by start: a range that starts before the farthest end seen so far overlaps the
+    range that reached it."""
+    spans = []
+    for kind, ts in (("out", outs), ("a", as_), ("w", ws)):
+        for i, t in enumerate(ts):
+            if t.numel() and t.device.type != "meta":  # meta: no memory
+                lo = t.data_ptr()
+                spans.append((lo, lo + t.numel() * t.element_size(), kind, f"{kind}[{i}]"))
+    spans.sort(key=lambda s: s[0])
+    far_any = far_out = (0, None)  # (farthest end, its name) of every range / of the outs
+    for lo, hi, kind, name in spans:
+        hit = far_any if kind == "out" else far_out
+        if hit[1] is not None and hit[0] > lo:
+            pair = (name, hit[1]) if kind == "out" else (hit[1], name)
+            if kind == "out" and hit[1].startswith("out"):  # two outs: the lower rank's first
+                pair = sorted(pair, key=lambda x: int(x[4:-1]))
+            bad(f"{pair[0]} overlaps {pair[1]}; give each rank a separate out that shares no "
+                "byte with any rank's a, w or out")
+        if hi > far_any[0]:
+            far_any = (hi, name)
+        if kind == "out" and hi > far_out[0]:
+            far_out = (hi, name)
 
 
 def _sym_args(states, outs, nbytes, sym):
@@ -533,7 +622,11 @@ def _sym_args(states, outs, nbytes, sym):
     L = len(states)
     announce = sym is not False and _lib.env_flag("FCO_GA_DIRECT", True)
     if sym is not None and sym is not False:
-        sym = list(sym)
+        try:
+            sym = list(sym)
+        except TypeError:
+            raise FcoError(_lib.INVALID_ARGUMENT, f"sym is {sym!r}; expected None, False or a "
+                           f"list of {L} (table, slot, offset) / None", _NAME) from None
         if len(sym) != L:
             raise FcoError(_lib.INVALID_ARGUMENT, f"sym has {len(sym)} entries; expected {L}",
                            _NAME)
@@ -542,7 +635,11 @@ def _sym_args(states, outs, nbytes, sym):
             if x is None:
                 got.append((0, 0, 0))
                 continue
-            t, k, o = (int(v) for v in x)
+            try:
+                t, k, o = (operator.index(v) for v in x)
+            except (TypeError, ValueError):
+                raise FcoError(_lib.INVALID_ARGUMENT, f"sym entry {x!r}: expected None or 3 "
+                               "ints (table address, slot, offset)", _NAME) from None
             if not -1 <= k < layout.MAX_SYMMETRIC or t == 0 or o < 0:
                 raise FcoError(_lib.INVALID_ARGUMENT, f"sym entry {x!r}: expected (table "
                                f"address != 0, slot -1..{layout.MAX_SYMMETRIC - 1}, offset >= 0)",
@@ -573,10 +670,13 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     ws       [E_r, K, N] ("kn") or [E_r, N, K] ("nk") per rank; one dtype (f32, f16, bf16)
     counts   [E_r, P] torch.int32 per rank, on the device: read there only
     out_rows capacity of the output (the same on every rank; default a_rows)
-    outs     optional [out_rows, N] outputs to write into (else new, uninitialised tensors)
+    outs     optional [out_rows, N] outputs to write into (else new, uninitialised tensors);
+             none may share a byte with another out or with any rank's a or w
     tile     optional (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) instead of plan()'s
+             (check_tile()'s rule)
     order    optional "split" / "merged" instead of tile_order()'s; wait_ns: the waits' backoff
-             cap in ns instead of fl.wait_ns_default()'s (0: spin); experiments and diagnostics
+             cap in ns instead of fl.wait_ns_default()'s (0: spin; an int, clamped to
+             0..2^20); experiments and diagnostics
     streamk  the stream-K tail (streamk_config(): None = FCO_TRITON_GA_STREAMK, on by
              default on GPUs, off under the interpreter; 0 / 1; the most slices per tile; a
              dict of SK_DEFAULTS' keys). On, the workspace need grows by 2·sk_scratch_bytes()
@@ -617,9 +717,15 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
                        f"{[s.nranks for s in states]}: expected distinct ranks of one world", _NAME)
     if out_rows is None:
         out_rows = as_[0].shape[0] if as_ and hasattr(as_[0], "shape") and as_[0].dim() == 2 else 0
-    a_rows, K, N = _check_inputs(L, P, as_, ws, counts, wl, int(out_rows), outs)
-    out_rows = int(out_rows)
+    else:  # as the torch op: numpy ints taken, never a float's truncation nor a str's parse
+        try:
+            out_rows = operator.index(out_rows)
+        except TypeError:
+            raise FcoError(_lib.INVALID_ARGUMENT, f"out_rows {out_rows!r} is not an int",
+                           _NAME) from None
+    a_rows, K, N = _check_inputs(L, P, as_, ws, counts, wl, out_rows, outs)
     check_host_args(P, a_rows, out_rows, K, N)
+    host.check_prof(prof, as_[0].device, _NAME)
     dev = as_[0].device
     on_gpu = dev.type == "cuda"
     capturing = on_gpu and torch.cuda.is_current_stream_capturing()
@@ -632,6 +738,7 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
     sk = streamk_config(streamk, -(-K // bk))
     use_tma, tma_why = tma_config(tma, esize, K, N,
                                   [t for t in as_ + ws if t.numel()] if on_gpu else (), dev)
+    check_index_range(a_rows, K, N, bm, bn, bk, wl == 1, use_tma)
     if use_tma and tile is None and not os.environ.get("FCO_TRITON_GA_TILE", "") and \
             (bm, bn, bk, ns) == (128, 256, 64, 3):
         ns = 4  # TMA frees the registers of the pointer loads: 4 stages (196 KB; run 63585a1)
@@ -678,10 +785,7 @@ def gemm_alltoall(comms, as_, ws, counts, out_rows=None, *, w_layout="kn", outs=
         else:
             B = host.blocks_per_rank(bound, L, 4 * L, 1, MAX_PARTS)
     else:
-        B = int(blocks_per_rank)
-        if not 1 <= B <= MAX_PARTS:
-            raise FcoError(_lib.INVALID_ARGUMENT,
-                           f"blocks_per_rank {B} is not in 1..{MAX_PARTS}", _NAME)
+        B = host.int_arg(blocks_per_rank, "blocks_per_rank", 1, MAX_PARTS, _NAME)
     grid = (L * B,)
     if prof is not None and prof.numel() < 8 * L * B:
         raise FcoError(_lib.INVALID_ARGUMENT,

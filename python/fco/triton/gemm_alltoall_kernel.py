@@ -219,7 +219,7 @@ def _tile(a, w, a_row, rows, m0, n0, ex, K, N, k_lo, k_hi, W_NK: tl.constexpr,
     """fp32 [BLOCK_M, BLOCK_N] = A[a_row + m0 .., k_lo:k_hi] · W_ex[k_lo:k_hi, n0 ..] (k_lo a
     multiple of BLOCK_K; 0, K: the whole tile; a stream-K slice otherwise). Rows past the segment
     read its last row again (no mask on A; the store masks them), columns past N read 0.
-    Scalar int64 bases, int32 offsets inside the tile (host: BLOCK·K, BLOCK·N < 2^31): half
+    Scalar int64 bases, int32 offsets inside the tile (host: check_index_range): half
     the registers of 64-bit pointer tensors."""
     rr = tl.arange(0, BLOCK_M)
     rr = tl.where(m0 + rr < rows, rr, rows - 1 - m0)

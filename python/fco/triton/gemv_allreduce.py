@@ -193,11 +193,13 @@ def _blocks(kernel_args, kwargs, grid_tiles, num_local, device, num_warps):
     the 1 KB per block the driver reserves), probed on the kernel that is launched (B is not
     specialised; every other argument is the launch's). At most PER_SM_MAX programs per SM:
     the grid never leans on the last program slots of an SM (the driver's shared-memory
-    carveout, another kernel still draining), and T = 256 tiles on 132 SMs stay one wave."""
+    carveout, another kernel still draining), and T = 256 tiles on 132 SMs stay one wave.
+    Cached per compiled kernel: the key holds what Triton specialises the launch on
+    (host.launch_spec: the tensors' 16-byte alignment, K, M, N divisible by 16, ...)."""
     import torch
 
-    key = (str(device), tuple(sorted((k, str(v)) for k, v in kwargs.items() if k != "prof")),
-           num_warps, tuple(a for a in kernel_args if isinstance(a, int)))
+    key = (str(device), host.kwargs_spec(kwargs), num_warps,
+           host.launch_spec(kernel_args, host.dns_positions(gemv_allreduce_kernel)))
     hit = _occ_cache.get(key)
     props = torch.cuda.get_device_properties(device)
     if hit is None:
@@ -255,13 +257,18 @@ def _check_inputs(L, xs, ws, biases):
             bad(f"bias[{i}] has shape {tuple(biases[i].shape)}; expected [{w.shape[0]}]")
         if x.shape[-1] < 1:
             bad(f"x[{i}] has K = 0")
-    M = x0.numel() // x0.shape[-1]
+    M, N = x0.numel() // x0.shape[-1], ws[0].shape[0]
     if M == 0:  # as the C op: an argument error; above MAX_M: unsupported (a GEMM's job)
         bad("M is 0 (x holds no rows)")
     if M > MAX_M:
         bad(f"M = {M} rows; the GEMV takes 1..{MAX_M} (use a GEMM, then fco.allreduce)",
             _lib.UNSUPPORTED)
-    return M, ws[0].shape[0]
+    if N == 0:  # as the C op (fco.gemv_allreduce returns its empty y before any impl runs)
+        bad("N is 0 (w holds no rows)")
+    if M * N > 2 ** 31:  # y's offsets rm·N + n are int32 in the kernel
+        bad(f"M x N = {M} x {N} = {M * N} outputs is more than the 2^31 the kernel's int32 "
+            "offsets into y reach (use a C impl)", _lib.UNSUPPORTED)
+    return M, N
 
 
 def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=None,
@@ -274,9 +281,12 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
     xs      [..., K_r] per rank, ws [N, K_r] per rank (torch Linear layout), biases [N] per
             rank or None (the same on every rank, added once); one dtype (f32, f16, bf16),
             contiguous, one device; M = x.numel() / K_r ≤ 64 and N equal on every rank
-    wait_ns the waits' backoff cap in ns instead of fl.wait_ns_default()'s (0: spin)
-    prof    optional int64 tensor of ≥ 8·L·B elements: per program [start, pushed, waited, end
-            (%globaltimer ns), 0, %smid, tiles, 0] (diagnostics; a separate compile)
+    wait_ns the waits' backoff cap in ns instead of fl.wait_ns_default()'s (0: spin; an int,
+            clamped to 0..2^20 as FCO_TRITON_WAIT_NS)
+    num_warps a power of two in 1..16; blocks_per_rank an int in 1..1023
+    prof    optional contiguous int64 tensor of ≥ 8·L·B elements on x's device: per program
+            [start, pushed, waited, end (%globaltimer ns), 0, %smid, tiles, 0] (diagnostics; a
+            separate compile)
     → list of y [..., N], identical on every rank. Runs on the current stream; CUDA-graph
       capturable once the shape ran eagerly (workspace growth and compilation happen then).
       Collective: every rank calls it with the same M, N, dtype and bias presence. Device-side failures (a peer that never
@@ -292,6 +302,12 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
                        "rank a bias or none", _NAME)
     M, N = _check_inputs(len(comms), xs, ws, biases)
     L = len(comms)
+    wns = fl.wait_ns_default() if wait_ns is None else host.wait_ns_arg(wait_ns, _NAME)
+    num_warps = host.int_arg(num_warps, "num_warps", 1, 16, _NAME)
+    if num_warps & (num_warps - 1):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"num_warps {num_warps} is not a power of two",
+                       _NAME)
+    host.check_prof(prof, xs[0].device, _NAME)
     states = [c if isinstance(c, host.DeviceState) else host.device_state(c) for c in comms]
     P = states[0].nranks
     if any(s.nranks != P for s in states) or len({s.rank for s in states}) != L or L > P:
@@ -318,7 +334,7 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
     kw = dict(L=L, DTYPE=_tl_dtype(xs[0].dtype), HAS_BIAS=biases is not None, BLOCK_M=block_m,
               BLOCK_N=block_n, BLOCK_K=block_k,
               PRECISION="ieee" if esize == 4 else "tf32", UPCAST=fl.INTERPRET and esize == 2,
-              WAIT_NS=fl.wait_ns_default() if wait_ns is None else max(0, int(wait_ns)))
+              WAIT_NS=wns)
     if prof is not None:
         kw.update(PROFILE=True, prof=prof)
     if blocks_per_rank is None:
@@ -328,10 +344,8 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
         else:
             B = host.blocks_per_rank(T, L, 4, 1)
     else:
-        bpr = int(blocks_per_rank)  # per rank, as gemm_alltoall's (it was divided by L)
-        if not 1 <= bpr <= layout.SIG_SLOTS - 1:
-            raise FcoError(_lib.INVALID_ARGUMENT, f"blocks_per_rank {bpr} is not in "
-                           f"1..{layout.SIG_SLOTS - 1}", _NAME)
+        # per rank, as gemm_alltoall's (it was divided by L)
+        bpr = host.int_arg(blocks_per_rank, "blocks_per_rank", 1, layout.SIG_SLOTS - 1, _NAME)
         B = host.blocks_per_rank(T, L, L * bpr, 1, bpr)
     grid = (L * B,)
     if prof is not None and prof.numel() < 8 * L * B:

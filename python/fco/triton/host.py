@@ -16,6 +16,7 @@ layout.py's raises FcoError(INTERNAL) (this binding and libfco disagree on dev.h
 Nothing here imports triton or needs a GPU, so CPU tests cover the argument checks.
 """
 import ctypes
+import operator
 
 from .. import _lib
 from .._lib import FcoError
@@ -126,10 +127,10 @@ def ensure_workspace(comms, nbytes, capturing=False):
     every rank calls it with the same nbytes (ranks of one fco_comm_init_all world: pass them
     all; one reserve grows them together). Every rank holds the same workspace size (growth
     is collective), so every rank takes the same decision. While `capturing` a growth is
-    refused (FcoError INVALID_USAGE): run once eagerly, or reserve, before capturing."""
-    nbytes = int(nbytes)
-    if nbytes < 0:
-        raise FcoError(_lib.INVALID_ARGUMENT, f"nbytes is {nbytes}; expected >= 0", "fco.triton")
+    refused (FcoError INVALID_USAGE): run once eagerly, or reserve, before capturing.
+    nbytes: an int in 0..2^63-1, as Communicator.reserve takes it (a float, a str or a larger
+    int raises INVALID_ARGUMENT: int() truncated 8192.7, ctypes wrapped 2^64 + 4096 to 4096)."""
+    nbytes = int_arg(nbytes, "nbytes", 0, 2 ** 63 - 1, "fco.triton.ensure_workspace")
     handles = [handle_of(c) for c in comms]
     if not handles:
         raise FcoError(_lib.INVALID_ARGUMENT, "comms is empty", "fco.triton")
@@ -147,18 +148,96 @@ def ensure_workspace(comms, nbytes, capturing=False):
             _lib.check(_lib.lib().fco_comm_reserve(h, nbytes), h, "fco_comm_reserve")
 
 
+def int_arg(v, name, lo, hi, func):
+    """v as an int in lo..hi (operator.index: ints, numpy ints; never a float's truncation nor
+    a str's parse); FcoError(INVALID_ARGUMENT) naming `name` otherwise."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        i = None
+    if i is None or isinstance(v, bool) or not lo <= i <= hi:
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{name} {v!r} is not an int in {_span(lo)}..{_span(hi)}", func)
+    return i
+
+
+WAIT_NS_MAX = 1 << 20  # the waits' backoff cap: FCO_TRITON_WAIT_NS is clamped to 0..this
+
+
+def wait_ns_arg(v, func):
+    """A wait_ns= argument (the waits' backoff cap in ns) as the kernels' WAIT_NS: an int,
+    clamped to 0..2^20 as FCO_TRITON_WAIT_NS is (fl.wait_ns_default); FcoError
+    (INVALID_ARGUMENT) for anything but an int (a float, a str)."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        i = None
+    if i is None or isinstance(v, bool):
+        raise FcoError(_lib.INVALID_ARGUMENT, f"wait_ns {v!r} is not an int (ns, clamped to "
+                       f"0..2^20)", func)
+    return max(0, min(i, WAIT_NS_MAX))
+
+
+def launch_spec(args, skip=()):
+    """What Triton specialises a launch with these positional arguments on (one compiled
+    kernel, with its own registers and shared memory, per value of it): per int its width
+    (i32 / u32 / i64 / u64 by range) and, unless its position is in `skip` (the kernel's
+    do_not_specialize), whether it is 1 and whether it is a multiple of 16; per pointer
+    (anything with data_ptr()) its dtype and whether it is 16-byte aligned; tuples element by
+    element. A cache of what a compiled kernel allows (occupancy) must be keyed on it: two
+    launches with equal specs (and equal constexprs and options) run the same binary."""
+    return tuple(_spec(v, i not in skip) for i, v in enumerate(args))
+
+
+def _spec(v, special=True):
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int):
+        w = ("i32" if -2 ** 31 <= v < 2 ** 31 else "u32" if 0 <= v < 2 ** 32 else
+             "i64" if -2 ** 63 <= v < 2 ** 63 else "u64")
+        return (w, v % 16 == 0, v == 1) if special else (w,)
+    if isinstance(v, (tuple, list)):
+        return tuple(_spec(x, special) for x in v)
+    if hasattr(v, "data_ptr"):
+        return ("*", str(getattr(v, "dtype", "")), v.data_ptr() % 16 == 0)
+    return type(v).__name__  # floats and the like: by type (Triton does not specialise them)
+
+
+def kwargs_spec(kwargs):
+    """launch_spec of keyword arguments: constexprs by value, tensors (prof) as pointers."""
+    return tuple(sorted((k, _spec(v) if hasattr(v, "data_ptr") else str(v))
+                        for k, v in kwargs.items()))
+
+
+def dns_positions(kernel):
+    """Positions of a @triton.jit kernel's do_not_specialize parameters (() when this Triton
+    does not say: every int is then keyed on its value classes, a finer key)."""
+    try:
+        return frozenset(i for i, p in enumerate(kernel.params) if p.do_not_specialize)
+    except (AttributeError, TypeError):
+        return frozenset()
+
+
+def _span(x):
+    """2^k or 2^k-1 as such in messages."""
+    for d in (0, 1):
+        if x + d > 1 and (x + d) & (x + d - 1) == 0 and x + d >= 1 << 16:
+            return f"2^{(x + d).bit_length() - 1}" + ("-1" if d else "")
+    return str(x)
+
+
 def blocks_per_rank(num_tiles, num_local, num_sms, per_sm, max_blocks=layout.SIG_SLOTS - 1):
     """Programs per rank of a persistent launch covering num_local ranks (local transport:
     all virtual ranks in ONE grid): all num_local·B programs co-resident (B ≤ per_sm·num_sms /
-    num_local), at most one per tile, at most max_blocks (one signal slot each), then lowered
-    so every program gets the same number of tiles. FcoError(UNSUPPORTED) when not even one
-    program per rank fits."""
+    num_local), at most one per tile, at most max_blocks and never more than the SIG_SLOTS − 1
+    signal slots a rank has (one each), then lowered so every program gets the same number of
+    tiles. FcoError(UNSUPPORTED) when not even one program per rank fits."""
     for name, v in (("num_tiles", num_tiles), ("num_local", num_local), ("num_sms", num_sms),
                     ("per_sm", per_sm), ("max_blocks", max_blocks)):
-        if not isinstance(v, int) or v < 1:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise FcoError(_lib.INVALID_ARGUMENT, f"{name} is {v!r}; expected an int >= 1",
                            "fco.triton.blocks_per_rank")
-    B = min(per_sm * num_sms // num_local, max_blocks, num_tiles)
+    B = min(per_sm * num_sms // num_local, max_blocks, layout.SIG_SLOTS - 1, num_tiles)
     if B < 1:
         raise FcoError(_lib.UNSUPPORTED,
                        f"{per_sm * num_sms} co-resident programs ({per_sm} per SM × {num_sms} "
@@ -171,13 +250,39 @@ def blocks_per_rank(num_tiles, num_local, num_sms, per_sm, max_blocks=layout.SIG
 def programs_per_sm(n_regs, shared_bytes, num_warps, regs_per_sm=65536, smem_per_sm=233472,
                     threads_per_sm=2048, max_per_sm=32):
     """Co-resident programs per SM of a compiled Triton kernel (register allocation is per warp
-    in units of 256). 0 when it does not fit at all."""
+    in units of 256). 0 when it does not fit at all. Every argument an int: n_regs and
+    shared_bytes >= 0, num_warps 1..32 (a block has at most 1024 threads), the limits >= 1;
+    FcoError(INVALID_ARGUMENT) otherwise."""
+    f = "fco.triton.programs_per_sm"
+    n_regs = int_arg(n_regs, "n_regs", 0, 2 ** 31 - 1, f)
+    shared_bytes = int_arg(shared_bytes, "shared_bytes", 0, 2 ** 63 - 1, f)
+    num_warps = int_arg(num_warps, "num_warps", 1, 32, f)
+    regs_per_sm = int_arg(regs_per_sm, "regs_per_sm", 1, 2 ** 31 - 1, f)
+    smem_per_sm = int_arg(smem_per_sm, "smem_per_sm", 1, 2 ** 63 - 1, f)
+    threads_per_sm = int_arg(threads_per_sm, "threads_per_sm", 1, 2 ** 31 - 1, f)
+    max_per_sm = int_arg(max_per_sm, "max_per_sm", 1, 2 ** 31 - 1, f)
     threads = 32 * num_warps
     by_threads = threads_per_sm // threads
-    regs_warp = -(-max(int(n_regs), 1) * 32 // 256) * 256
+    regs_warp = -(-max(n_regs, 1) * 32 // 256) * 256
     by_regs = regs_per_sm // (regs_warp * num_warps)
-    by_smem = smem_per_sm // int(shared_bytes) if shared_bytes else max_per_sm
+    by_smem = smem_per_sm // shared_bytes if shared_bytes else max_per_sm
     return max(0, min(by_threads, by_regs, by_smem, max_per_sm))
+
+
+def check_prof(prof, device, name):
+    """prof= (diagnostics): None or a contiguous torch.int64 tensor on the launch's device (the
+    kernel stores 8 int64 per program at prof + pid·8); its size is checked once B is known."""
+    if prof is None:
+        return
+    import torch
+
+    if not isinstance(prof, torch.Tensor) or prof.dtype != torch.int64 or \
+            prof.device != device or not prof.is_contiguous():
+        what = (f"{prof.dtype} on {prof.device}" + ("" if prof.is_contiguous() else
+                                                     ", not contiguous")
+                if isinstance(prof, torch.Tensor) else type(prof).__name__)
+        raise FcoError(_lib.INVALID_ARGUMENT, f"prof is {what}; expected a contiguous "
+                       f"torch.int64 tensor on {device}", name)
 
 
 def dev_ptr(addr, dtype=None):
