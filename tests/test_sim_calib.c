@@ -228,8 +228,44 @@ static void lookups(void) {
        "time_us is 0, must be > 0"},
       {"{\"tool\":\"fco-bench\",\n\"gpus\":2,", "bad.json: not valid JSON: line 2"},
       {"{\"tool\":\"fco-bench\",\"gpus\":2.5,\"results\":[]}",
-       "\"gpus\" must be a positive integer"},
-      {"{\"tool\":\"fco-bench\",\"gpus\":0,\"results\":[]}", "\"gpus\" must be a positive integer"},
+       "bad.json:1: \"gpus\" is 2.5: must be a positive integer, at most 1024"},
+      /* integer fields are bounded before use: 2^32 + 2 and 1e400 (inf) read as 1 node x
+       * -2147483648 GPUs, impl_id 1e300 was cast to an int, shape B 1e300 gave 1e+300-digit
+       * times, shape D -128 or bytes 0 modelled nonsense rows */
+      {"{\"tool\":\"fco-bench\",\"gpus\":4294967298,\"results\":[]}",
+       "bad.json:1: \"gpus\" is 4294967298: must be a positive integer, at most 1024"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":1e400,\"results\":[]}",
+       "bad.json:1: \"gpus\" is inf: must be a positive integer, at most 1024"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":1025,\"results\":[]}", "\"gpus\" is 1025: must be"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":-2,\"results\":[]}", "\"gpus\" is -2: must be"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\","
+       "\"shape\":{\"bytes\":1},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":1e300,"
+       "\"time_us\":1}]}",
+       "bad.json:2: results[0].impl_id is 1e+300: must be an integer in [-1, 1000000]"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\","
+       "\"shape\":{\"bytes\":1},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":-2,"
+       "\"time_us\":1}]}",
+       "results[0].impl_id is -2: must be"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"embedding_alltoall\",\"shape\":"
+       "{\n\"B\":1e300,\"D\":128},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,"
+       "\"time_us\":1}]}",
+       "bad.json:3: results[0].shape.B is 1e+300: must be a positive integer, at most 1e+15"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"embedding_alltoall\",\"shape\":"
+       "{\"B\":64,\"D\":-128},\"dtype\":\"bf16\",\"impl\":\"nccl\",\"impl_id\":0,"
+       "\"time_us\":1}]}",
+       "results[0].shape.D is -128: must be a positive integer"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\",\"shape\":"
+       "{\"count\":256,\"bytes\":0},\"dtype\":\"f32\",\"impl\":\"nccl\",\"impl_id\":0,"
+       "\"time_us\":1}]}",
+       "results[0].shape.bytes is 0: must be a positive integer"},
+      {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"gemv_allreduce\",\"shape\":"
+       "{\"M\":1,\"N\":8.5,\"K\":64},\"dtype\":\"f32\",\"impl\":\"nccl\",\"impl_id\":0,"
+       "\"time_us\":1}]}",
+       "results[0].shape.N is 8.5: must be a positive integer"},
+      /* fco-bench's cpu transport writes "gpus": 0: said so, not "must be a positive integer" */
+      {"{\"tool\":\"fco-bench\",\"gpus\":0,\"transport\":\"cpu\",\"results\":[]}",
+       "bad.json:1: \"gpus\" is 0: a cpu-transport run of fco-bench, which measured no GPU and "
+       "cannot calibrate fco-sim"},
       {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n7]}",
        "bad.json:2: results[0] is not an object"},
       {"{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n{\"op\":\"allreduce\","
@@ -246,6 +282,19 @@ static void lookups(void) {
     ASSERT_STR_HAS(err, kBad[i].words);
     ASSERT_EQ(c.num, 0);
   }
+  /* the bounds themselves are accepted: 1024 GPUs, impl_id -1 (auto) and 10^6, shape 10^15 */
+  t_context("calibration at the bounds");
+  ASSERT_EQ(sim_calib_parse("{\"tool\":\"fco-bench\",\"gpus\":1024,\"results\":[\n"
+                            "{\"op\":\"allreduce\",\"shape\":{\"bytes\":1e15},\"dtype\":\"f32\","
+                            "\"impl\":\"auto\",\"impl_id\":-1,\"time_us\":1},\n"
+                            "{\"op\":\"allreduce\",\"shape\":{\"count\":1,\"skew\":-1.5},"
+                            "\"dtype\":\"f32\",\"impl\":\"x\",\"impl_id\":1e6,\"time_us\":1}]}",
+                            "ok.json", &c, err, sizeof err),
+            0);
+  ASSERT_EQ(c.gpus, 1024);
+  ASSERT_EQ(c.num, 2);
+  ASSERT_EQ(c.e[1].impl_id, 1000000);
+  sim_calib_free(&c);
   t_context("missing calibration file");
   ASSERT_EQ(sim_calib_load("/nonexistent.json", &c, err, sizeof err), -1);
   ASSERT_STR_HAS(err, "cannot open");

@@ -9,6 +9,7 @@
  *   make test   or   build/tests/test_sim_e2e
  */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "calib.h"
@@ -16,6 +17,8 @@
 #include "json.h"
 #include "report.h"
 #include "test_sim_util.h"
+
+#define DCN "--config tools/fco-sim/configs/dlrm-dcnv2.cfg"
 
 static char* slurp(const char* path) {
   FILE* f = fopen(path, "rb");
@@ -130,6 +133,184 @@ static void expected_outputs(void) {
   }
   ASSERT_GE(n, 5);
   free(cases);
+}
+
+/* Table rows of an output (lines that are not '#' metadata); the first token of the last. */
+static int table_rows(const char* out, double* last_first) {
+  int n = 0;
+  for (const char* l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+    if (*l == '#' || *l == '\n') continue;
+    n++;
+    *last_first = strtod(l, NULL);
+  }
+  return n;
+}
+
+static void write_text(const char* path, const char* text) {
+  FILE* f = fopen(path, "w");
+  ASSERT_NOT_NULL(f);
+  fputs(text, f);
+  ASSERT_EQ(fclose(f), 0);
+}
+
+/* Every '&' of an SVG starts one of XML's five entities (a name is text, not markup). */
+static void assert_xml_text(const char* svg) {
+  for (const char* a = strchr(svg, '&'); a; a = strchr(a + 1, '&'))
+    if (strncmp(a, "&amp;", 5) && strncmp(a, "&lt;", 4) && strncmp(a, "&gt;", 4) &&
+        strncmp(a, "&quot;", 6) && strncmp(a, "&apos;", 6))
+      t_fail(__FILE__, __LINE__, "bare '&' in the SVG: %.40s", a);
+}
+
+/* Tick labels of the x axis (text at y = 398, H - B + 18): their count; fails on a negative. */
+static int x_ticks(const char* svg) {
+  int n = 0;
+  for (const char* a = strstr(svg, "y=\"398\""); a; a = strstr(a + 1, "y=\"398\"")) {
+    const char* gt = strchr(a, '>');
+    ASSERT_NOT_NULL(gt);
+    if (gt[1] == '-') t_fail(__FILE__, __LINE__, "negative tick label: %.30s", gt + 1);
+    n++;
+  }
+  return n;
+}
+
+static int count_of(const char* s, const char* word) {
+  int n = 0;
+  for (const char* a = strstr(s, word); a; a = strstr(a + 1, word)) n++;
+  return n;
+}
+
+/* The SVG plot: titles escaped (a config file dlrm-r&d.cfg gave an SVG that did not parse),
+ * one point (1 node: the axis went to 2^-1, a tick labelled -2147483648, 1 << -1), several
+ * batches (decode --batch 1,8,64: one line through all of them, no legend). */
+static void svg_plots(void) {
+  char dir[] = "/tmp/fco-sim-svg-XXXXXX", cfg[128], svg_path[128], cmd[1024], *out, *err;
+  ASSERT_NOT_NULL(mkdtemp(dir));
+  snprintf(svg_path, sizeof svg_path, "%s/p.svg", dir);
+  static const char kDlrm[] = "[dlrm]\nembedding_dim = 64\nrows = 1000000, 20000\n"
+                              "pooling = 4, 1\ndense_features = 13\nbottom_mlp = 128, 64\n"
+                              "top_mlp = 64, 1\ninteraction = dot\nbatch_per_gpu = 256\n";
+  t_context("svg: a configuration file named dlrm-r&d.cfg");
+  snprintf(cfg, sizeof cfg, "%s/dlrm-r&d.cfg", dir);
+  write_text(cfg, kDlrm);
+  snprintf(cmd, sizeof cmd, "dlrm --config %s --nodes 1,2 --svg %s", cfg, svg_path);
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  char* svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_STR_HAS(svg, "fco-sim dlrm: dlrm-r&amp;d.cfg, fused vs unfused");
+  assert_xml_text(svg);
+  free(svg), free(out), free(err);
+  unlink(cfg);
+
+  t_context("svg: a name with all five of & < > \" '");
+  snprintf(cfg, sizeof cfg, "%s/named.cfg", dir);
+  char text[1024];
+  snprintf(text, sizeof text, "%sname = R&D <\"x\"> 'y'\n", kDlrm);
+  write_text(cfg, text);
+  snprintf(cmd, sizeof cmd, "dlrm --config %s --nodes 1,2 --svg %s", cfg, svg_path);
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_STR_HAS(svg, "dlrm: R&amp;D &lt;&quot;x&quot;&gt; &apos;y&apos;, fused");
+  assert_xml_text(svg);
+  free(svg), free(out), free(err);
+
+  /* one point: ticks 2^0 and 2^1 only (the axis spans one unit either side of the point) */
+  t_context("svg: one point (dlrm --nodes 1)");
+  snprintf(cmd, sizeof cmd, "dlrm --config %s --nodes 1 --svg %s", cfg, svg_path);
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_TRUE(!t_contains(svg, "2147483648"));
+  ASSERT_EQ(x_ticks(svg), 2);
+  ASSERT_STR_HAS(svg, "text-anchor=\"middle\">1</text>");
+  ASSERT_EQ(count_of(svg, "<circle"), 1);
+  free(svg), free(out), free(err);
+  t_context("svg: one point (decode --gpus 4)");
+  snprintf(cmd, sizeof cmd,
+           "decode --config tools/fco-sim/configs/llama3-70b-decode.cfg --gpus 4 --batch 8 "
+           "--svg %s", svg_path);
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_EQ(x_ticks(svg), 3); /* 2, 4, 8 around the point at 4 */
+  free(svg), free(out), free(err);
+
+  /* several batches: a line and a legend entry each, points of one batch on its line */
+  t_context("svg: decode --gpus 1-8 --batch 1,8,64");
+  snprintf(cmd, sizeof cmd,
+           "decode --config tools/fco-sim/configs/llama3-70b-decode.cfg --gpus 1-8 "
+           "--batch 1,8,64 --svg %s", svg_path);
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_EQ(count_of(svg, "<polyline"), 3);
+  ASSERT_EQ(count_of(svg, "<circle"), 12);
+  ASSERT_STR_HAS(svg, ">tokens 1</text>");
+  ASSERT_STR_HAS(svg, ">tokens 8</text>");
+  ASSERT_STR_HAS(svg, ">tokens 64</text>");
+  for (const char* pl = strstr(svg, "<polyline"); pl; pl = strstr(pl + 1, "<polyline")) {
+    const char* pts = strstr(pl, "points=\"");
+    ASSERT_NOT_NULL(pts);
+    int commas = 0;
+    for (pts += 8; *pts != '"'; pts++) commas += *pts == ',';
+    ASSERT_EQ(commas, 4); /* 1, 2, 4, 8 GPUs */
+  }
+  assert_xml_text(svg);
+  free(svg), free(out), free(err);
+  /* one batch (strong scaling: the batch per GPU differs by row): one line, no legend */
+  t_context("svg: one batch");
+  snprintf(cmd, sizeof cmd, "dlrm " DCN " --nodes 1-8 --svg %s", svg_path);
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  svg = slurp(svg_path);
+  ASSERT_NOT_NULL(svg);
+  ASSERT_EQ(count_of(svg, "<polyline"), 1);
+  ASSERT_TRUE(!t_contains(svg, ">batch/GPU "));
+  free(svg), free(out), free(err);
+  unlink(cfg);
+  unlink(svg_path);
+  rmdir(dir);
+}
+
+/* Large worlds run in seconds: the fused op took every rank's volumes by a loop over all
+ * ranks (dlrm at 16384 nodes x 8 ran for minutes), the planner scanned every shard and every
+ * GPU per step (a config of 1024 tables cut into 4M column shards: 92 s at 131072 GPUs, the
+ * fused pipelines kept to one wave by --sms so that only the planner counts). */
+static void large_worlds(void) {
+  char *out, *err, dir[] = "/tmp/fco-sim-big-XXXXXX", cfg[128], cmd[512];
+  double last = 0;
+  t_context("dlrm-dcnv2 at 16384 nodes x 8 GPUs");
+  clock_t t0 = clock();
+  ASSERT_EQ(run_cli("dlrm " DCN " --nodes 16384 --batch 8", &out, &err), 0);
+  double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  if (!(cpu_s < 10)) t_fail(__FILE__, __LINE__, "took %.1f s of CPU", cpu_s);
+  ASSERT_EQ(table_rows(out, &last), 1);
+  ASSERT_STR_HAS(out, "\n  16384 131072          8 ");
+  free(out), free(err);
+
+  t_context("1024 tables in column shards over 16384 nodes x 8 GPUs");
+  ASSERT_NOT_NULL(mkdtemp(dir));
+  snprintf(cfg, sizeof cfg, "%s/wide.cfg", dir);
+  size_t cap = 32768, len = 0;
+  char* text = malloc(cap);
+  ASSERT_NOT_NULL(text);
+  len += (size_t)snprintf(text + len, cap - len, "[dlrm]\nembedding_dim = 4096\nrows = 1000000");
+  for (int i = 1; i < 1024; i++) len += (size_t)snprintf(text + len, cap - len, ", 1000000");
+  len += (size_t)snprintf(text + len, cap - len, "\npooling = 10");
+  for (int i = 1; i < 1024; i++) len += (size_t)snprintf(text + len, cap - len, ", 10");
+  snprintf(text + len, cap - len,
+           "\ndense_features = 13\nbottom_mlp = 512, 4096\ntop_mlp = 1024, 1\n"
+           "interaction = dot\nbatch_per_gpu = 1\nsharding = column\nmin_shard_dim = 1\n");
+  write_text(cfg, text);
+  free(text);
+  snprintf(cmd, sizeof cmd, "dlrm --config %s --nodes 16384 --sms 1e9", cfg);
+  t0 = clock();
+  ASSERT_EQ(run_cli(cmd, &out, &err), 0);
+  cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  if (!(cpu_s < 20)) t_fail(__FILE__, __LINE__, "took %.1f s of CPU", cpu_s);
+  ASSERT_STR_HAS(out, "131072 column shards on 131072 of 131072 GPUs");
+  free(out), free(err);
+  unlink(cfg);
+  rmdir(dir);
 }
 
 static void json_and_svg(void) {
@@ -314,6 +495,40 @@ static void errors(void) {
        "--batch '1x2': want a list of integers"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --batch 1.5", 2, "--batch '1.5'"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --batch " LIST65, 2, "--batch '1,1,"},
+      /* a list too long names its limit (it said "want a list of integers") */
+      {"dlrm " DCN " --batch " LIST65, 2, "1': at most 64 values"},
+      {"dlrm " DCN " --nodes " LIST65, 2, "--nodes '1,1,1,1,1,1,1,1,1,"},
+      {"dlrm " DCN " --nodes " LIST65, 2, "1': at most 64 values"},
+      /* a word that is no option: "foo needs a value" before */
+      {"dlrm " DCN " foo", 2, "unexpected argument 'foo'"},
+      {"dlrm " DCN " foo --nodes 1", 2, "unexpected argument 'foo'"},
+      {"dlrm " DCN " --warp-speed", 2, "unknown option '--warp-speed'"},
+      /* the global batch in the configuration's range: 1e308 gave -inf times and exit 0 */
+      {"dlrm " DCN " --global-batch 1e308", 2,
+       "--global-batch '1e308': want a positive number, at most 1e12"},
+      {"dlrm " DCN " --global-batch 1.000001e12", 2, "at most 1e12"},
+      /* the largest world: 2^17 GPUs (the time grows with the GPUs) */
+      {"dlrm " DCN " --nodes 16385", 2, "16385 nodes x 8 GPUs: at most 131072 GPUs (2^17)"},
+      {"dlrm " DCN " --gpus 262144", 2, "at most 131072 GPUs"},
+      {"moe --config tools/fco-sim/configs/moe-deepseek-v3.cfg --nodes 1 -g 1024 --nodes 256", 2,
+       "256 nodes x 1024 GPUs: at most 131072 GPUs"},
+      /* options a command would ignore are refused (validate -J wrote no JSON, fit --svg no
+       * plot, --nodes changed nothing) */
+      {"validate --calib " CAL " -J /tmp/fco-sim-e2e-none.json", 2,
+       "validate does not take -J: it takes only --calib F and model parameters"},
+      {"validate --calib " CAL " --json x.json", 2, "validate does not take --json"},
+      {"validate --calib " CAL " --svg x.svg", 2, "validate does not take --svg"},
+      {"validate --calib " CAL " " DCN, 2, "validate does not take --config"},
+      {"validate --calib " CAL " --nodes 4", 2, "validate does not take --nodes"},
+      {"validate --calib " CAL " -g 4", 2, "validate does not take -g"},
+      {"fit --calib " CAL " -J x.json", 2, "fit does not take -J: it takes only --calib F1,F2,..."},
+      {"fit --calib " CAL " --batch 8", 2, "fit does not take --batch"},
+      {"params " DCN, 2, "params does not take --config: it takes only model parameters"},
+      {"params --calib " CAL, 2, "params does not take --calib"},
+      /* fit needs a file per name: ',' loaded nothing and fitted nothing, with exit 0 */
+      {"fit --calib ,", 2, "fit --calib ',': an empty file name"},
+      {"fit --calib " CAL ",", 2, "an empty file name"},
+      {"fit --calib " CAL ",," CAL, 2, "an empty file name"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg --gpus-per-node 2048", 2,
        "--gpus-per-node '2048': want an integer in [1, 1024]"},
       {"dlrm --config tools/fco-sim/configs/dlrm-dcnv2.cfg -g 2.5", 2, "--gpus-per-node '2.5'"},
@@ -378,16 +593,6 @@ static void param_flags(void) {
   ASSERT_STR_HAS(msg, "--nvl-lat-us is nan");
 }
 
-/* Table rows of an output (lines that are not '#' metadata); the first token of the last. */
-static int table_rows(const char* out, double* last_first) {
-  int n = 0;
-  for (const char* l = out; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
-    if (*l == '#' || *l == '\n') continue;
-    n++;
-    *last_first = strtod(l, NULL);
-  }
-  return n;
-}
 
 /* Help goes to stdout with status 0; the short options; the documented default worlds
  * (README.md: dlrm --nodes 1-128, moe 1-32, decode --gpus 1-8, i.e. 1 up to G). */
@@ -421,6 +626,23 @@ static void help_and_defaults(void) {
   }
   free(out);
   free(err);
+  /* `params --nic-gbps 800` shows the value set (it printed the default 400, as if ignored) */
+  t_context("fco-sim params --nic-gbps 800");
+  ASSERT_EQ(run_cli("params --nic-gbps 800 --jitter 0", &out, &err), 0);
+  ASSERT_STR_EQ(err, "");
+  ASSERT_STR_HAS(out, "  --nic-gbps                  800 ");
+  ASSERT_STR_HAS(out, " [set; default 400]\n");
+  ASSERT_STR_HAS(out, " [set; default 0.03]\n");
+  ASSERT_EQ(count_of(out, "[set; default"), 2);
+  free(out);
+  free(err);
+  /* the largest global batch runs, with finite times (1e308 gave -inf and exit 0) */
+  t_context("dlrm --global-batch 1e12");
+  ASSERT_EQ(run_cli("dlrm " DCN " --nodes 1,2 --global-batch 1e12", &out, &err), 0);
+  ASSERT_TRUE(!t_contains(out, "inf") && !t_contains(out, "nan"));
+  ASSERT_STR_HAS(out, "1.25e+11");
+  free(out);
+  free(err);
   double last = 0;
   t_context("decode, -c and -g 4: GPUs 1, 2, 4");
   ASSERT_EQ(run_cli("decode -c tools/fco-sim/configs/llama3-70b-decode.cfg -g 4 --batch 8", &out,
@@ -447,6 +669,8 @@ int main(void) {
   if (chdir(FCO_SRC_DIR)) t_skip("cannot enter the source tree %s", FCO_SRC_DIR);
   expected_outputs();
   json_and_svg();
+  svg_plots();
+  large_worlds();
   validation();
   errors();
   help_and_defaults();

@@ -6,9 +6,12 @@
  * fused-kernel terms fitted on measurements: interference (compute stalls on the kernel's own
  * puts), signal stalls per wave, the landing copy, the fused GEMV's x re-reads, the
  * embedding kernel's tile (tables x samples) and its design since ed0108a (signals batched per
- * 4 remote tiles, landing alongside its local tiles).
+ * 4 remote tiles, landing alongside its local tiles); the fused op over all ranks the same
+ * as rank by rank, and linear in ranks.
  *   make test   or   build/tests/test_sim_overlap
  */
+#include <time.h>
+
 #include "model.h"
 #include "overlap.h"
 #include "test_sim_util.h"
@@ -403,6 +406,85 @@ static void embedding_kernel(void) {
               1e-9);
 }
 
+/* The fused op over all ranks takes every rank's volumes from sums taken once (sim_traffic_t):
+ * the same to the bit as the per-rank functions (sim_fused_from_rank1, sim_direct_volume, each
+ * a loop over all ranks), and linear in ranks: 16384 nodes x 8 GPUs took minutes (quadratic),
+ * now well under a second. */
+static void fused_all_scale(void) {
+  sim_params_t p;
+  sim_params_default(&p); /* every fused term on, jitter drawn by the caller below */
+  sim_topo_t t = {3, 4};
+  int P = sim_topo_ranks(t);
+  double u[12], v[12], start[12], comp[12], tiles[12], kend[12], vsum = 0;
+  for (int r = 0; r < P; r++) {
+    u[r] = 1e5 * (1 + r % 5) * (r == 7 ? 0 : 1);
+    v[r] = 1.0 + (r * 7) % 3;
+    vsum += v[r];
+    start[r] = 3.0 * (r % 4);
+    comp[r] = 40 * sim_jitter(&p, 1, r) * (1 + r % 2);
+    tiles[r] = p.sms * (1 + r % 3) + r;
+  }
+  for (int r = 0; r < P; r++) v[r] /= vsum;
+  sim_traffic_t s;
+  ASSERT_EQ(sim_traffic_init(t, u, v, &s), 0);
+  for (int pxn = 0; pxn < 2; pxn++)
+    for (int kind = SIM_FUSED_GEMM_A2A; kind <= SIM_FUSED_EMBEDDING; kind++) {
+      t_context("sim_fused_all against the per-rank functions: pxn %d, kind %d", pxn, kind);
+      p.fco_pxn = pxn;
+      double longest, arrive = sim_fused_all(&p, kind, t, u, v, start, comp, tiles, kend,
+                                             &longest);
+      double lk = 0, last = 0;
+      for (int r = 0; r < P; r++) {
+        sim_vol_t a, b;
+        sim_direct_volume(t, u, v, r, &a);
+        sim_direct_volume_at(t, &s, u, v, r, &b);
+        ASSERT_EQ(memcmp(&a, &b, sizeof a), 0);
+        sim_fused_op_t op, op2;
+        sim_fused_from_rank1(t, u, v, r, comp[r], tiles[r], &op);
+        sim_fused_from_traffic(t, &s, u, v, r, comp[r], tiles[r], &op2);
+        ASSERT_EQ(memcmp(&op, &op2, sizeof op), 0);
+        sim_fused_kernel(&p, kind, &op);
+        if (pxn) {
+          double Un = 0;
+          for (int q = r - r % t.gpn; q < r - r % t.gpn + t.gpn; q++) Un += u[q];
+          op.net_x = Un > 0 ? fmax(1.0, fmin((double)t.gpn, t.gpn * u[r] / Un)) : 1.0;
+          op.relay_frac = (t.gpn - 1.0) / t.gpn;
+        }
+        double k = sim_fused_time(&p, &op, NULL);
+        ASSERT_NEAR(kend[r], start[r] + k, 0);
+        lk = fmax(lk, k);
+        last = fmax(last, start[r] + k);
+      }
+      ASSERT_NEAR(longest, lk, 0);
+      ASSERT_TRUE(arrive >= last);
+    }
+  sim_traffic_free(&s);
+
+  t_context("sim_fused_all over 16384 nodes x 8 GPUs");
+  sim_topo_t big = {16384, 8};
+  int n = sim_topo_ranks(big);
+  double* a[6];
+  for (int i = 0; i < 6; i++) {
+    a[i] = calloc((size_t)n, sizeof(double));
+    ASSERT_NOT_NULL(a[i]);
+  }
+  for (int r = 0; r < n; r++) {
+    a[0][r] = 1e4 * (1 + r % 3); /* u */
+    a[1][r] = 1.0 / n;           /* v */
+    a[3][r] = 10;                /* compute */
+    a[4][r] = 1;                 /* tiles */
+  }
+  p.fco_pxn = 1;
+  clock_t t0 = clock();
+  double arrive = sim_fused_all(&p, SIM_FUSED_EMBEDDING, big, a[0], a[1], a[2], a[3], a[4], a[5],
+                                NULL);
+  double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+  ASSERT_TRUE(isfinite(arrive) && arrive > 0);
+  if (!(cpu_s < 10))
+    t_fail(__FILE__, __LINE__, "%d ranks took %.1f s of CPU (quadratic?)", n, cpu_s);
+  for (int i = 0; i < 6; i++) free(a[i]);
+}
+
 int main(void) {
   pipeline();
   tile_order();
@@ -410,6 +492,7 @@ int main(void) {
   fused_terms();
   kernel_shapes();
   embedding_kernel();
+  fused_all_scale();
   printf("test_sim_overlap: ok\n");
   return 0;
 }

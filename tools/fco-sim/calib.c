@@ -30,6 +30,22 @@ static int errf(char* err, size_t len, const char* fmt, ...) {
   return -1;
 }
 
+/* A number as written: integers whole (4294967298, not 4.29497e+09), others %g (inf). */
+static const char* num_str(double x, char* buf, size_t len) {
+  if (isfinite(x) && x == floor(x) && fabs(x) < 1e17) snprintf(buf, len, "%.0f", x);
+  else snprintf(buf, len, "%g", x);
+  return buf;
+}
+
+/* Integer fields are bounded before they are used as counts or cast to int ("gpus":
+ * 4294967298 or 1e400 read as -2147483648 GPUs): an integer in [lo, hi]. */
+static int int_in(double x, double lo, double hi) { return x >= lo && x <= hi && x == floor(x); }
+
+/* The shape members the models read (calib.c, validate.c), all counts of elements, rows or
+ * bytes: a positive integer, at most SIM_CALIB_MAX_DIM. */
+static const char* const kShapeInts[] = {"count", "bytes", "B", "tables_per_gpu", "D", "L",
+                                         "M",     "N",     "K", "K_r"};
+
 static void copy_str(char* dst, size_t cap, const char* src) {
   snprintf(dst, cap, "%s", src ? src : "");
 }
@@ -53,8 +69,21 @@ int sim_calib_parse(const char* text, const char* name, sim_calib_t* c, char* er
     goto done;
   }
   double gpus = 0;
-  if (!sim_json_num(root, "gpus", &gpus) || gpus < 1 || gpus != floor(gpus)) {
+  char num[40];
+  if (!sim_json_num(root, "gpus", &gpus)) {
     errf(err, err_len, "%s:%d: \"gpus\" must be a positive integer", name, root->line);
+    goto done;
+  }
+  if (gpus == 0) { /* fco-bench writes 0 for its cpu transport: no GPU was measured */
+    errf(err, err_len, "%s:%d: \"gpus\" is 0: a cpu-transport run of fco-bench, which measured "
+         "no GPU and cannot calibrate fco-sim (give the -J output of a GPU run)", name,
+         root->line);
+    goto done;
+  }
+  if (!int_in(gpus, 1, SIM_CALIB_MAX_GPUS)) {
+    errf(err, err_len, "%s:%d: \"gpus\" is %s: must be a positive integer, at most %d (the "
+         "GPUs of one fco-bench run)", name, root->line, num_str(gpus, num, sizeof num),
+         SIM_CALIB_MAX_GPUS);
     goto done;
   }
   const sim_json_t* res = sim_json_get(root, "results");
@@ -96,6 +125,20 @@ int sim_calib_parse(const char* text, const char* name, sim_calib_t* c, char* er
     if (missing) {
       errf(err, err_len, "%s:%d: results[%d] lacks %s", name, r->line, idx, missing);
       goto fail;
+    }
+    if (!int_in(impl_id, -1, SIM_CALIB_MAX_IMPL)) {
+      errf(err, err_len, "%s:%d: results[%d].impl_id is %s: must be an integer in [-1, %d]",
+           name, r->line, idx, num_str(impl_id, num, sizeof num), SIM_CALIB_MAX_IMPL);
+      goto fail;
+    }
+    for (size_t k = 0; k < sizeof kShapeInts / sizeof kShapeInts[0]; k++) {
+      const sim_json_t* m = sim_json_get(shape, kShapeInts[k]);
+      if (m && m->type == SIM_JSON_NUMBER && !int_in(m->number, 1, SIM_CALIB_MAX_DIM)) {
+        errf(err, err_len, "%s:%d: results[%d].shape.%s is %s: must be a positive integer, at "
+             "most %g", name, m->line, idx, kShapeInts[k], num_str(m->number, num, sizeof num),
+             SIM_CALIB_MAX_DIM);
+        goto fail;
+      }
     }
     if (!sim_json_num(shape, "bytes", &bytes)) {
       double count;

@@ -19,6 +19,13 @@
 #include <stddef.h>
 
 #define SIM_CALIB_SHAPE_KEYS 12
+/* Bounds of a file's integer fields ("path:line: field is X: must be ..." beyond them):
+ * "gpus" (one fco-bench run; 0, fco-bench's cpu transport, is refused as such), "impl_id"
+ * (-1: auto) and the shape's counts the models read (count, bytes, B, tables_per_gpu, D, L, M,
+ * N, K, K_r: positive integers). */
+#define SIM_CALIB_MAX_GPUS 1024
+#define SIM_CALIB_MAX_IMPL 1000000
+#define SIM_CALIB_MAX_DIM 1e15
 
 typedef struct {
   char op[32];

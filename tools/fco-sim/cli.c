@@ -12,6 +12,10 @@
 #include "report.h"
 
 #define MAX_LIST 64
+/* The largest world: every GPU is a rank with its own clock and its own fused pipeline (up to
+ * SIM_MAX_CHUNKS waves), so time grows with GPUs x waves; at 2^17 GPUs the shipped
+ * configurations take well under a second, the largest tile counts tens of seconds. */
+#define MAX_GPUS 131072
 
 static void usage(FILE* f) {
   fprintf(f,
@@ -22,17 +26,18 @@ static void usage(FILE* f) {
           "  moe       one MoE layer forward (fused GEMM + All-to-All combine)\n"
           "  validate  the models against the calibration's measured rows (fit / hold-out)\n"
           "  fit       choose the fused-operator constants on the fit set of --calib F1,F2,...\n"
-          "  params    every model parameter: flag, default, unit, meaning\n"
-          "options:\n"
+          "  params    every model parameter: flag, value (default unless set), unit, meaning\n"
+          "options (validate and fit take only --calib and --<param>, params only --<param>):\n"
           "  --config F          model configuration (tools/fco-sim/configs/*.cfg)\n"
           "  --calib F           fco-bench -J output (calib/*.json); optional for models\n"
           "  --nodes LIST        node counts: 1,2,4 or a range 1-128 (A, 2A, 4A, ..., B;\n"
-          "                      A and B powers of two; default dlrm 1-128, moe 1-32)\n"
+          "                      A and B powers of two; default dlrm 1-128, moe 1-32);\n"
+          "                      at most 64 values and 131072 GPUs\n"
           "  --gpus-per-node G   GPUs per node (default 8)\n"
           "  --gpus LIST         total GPUs instead of --nodes (default for decode: 1-8)\n"
           "  --batch LIST        dlrm: samples per GPU; decode: tokens; moe: tokens per GPU\n"
           "                      (default: the configuration's)\n"
-          "  --global-batch N    dlrm: fix the global batch instead (strong scaling)\n"
+          "  --global-batch N    dlrm: fix the global batch instead (strong scaling), <= 1e12\n"
           "  -J F                write every result as JSON\n"
           "  --svg F             plot speedup against scale (SVG)\n"
           "  --<param> V         any model parameter (fco-sim params lists them)\n"
@@ -56,7 +61,8 @@ static int is_pow2(double x) {
   "1-128); give other values as a list (3,6,12,24)"
 
 /* "1,2,4" or "1-128" (A, 2A, 4A, ..., B: both ends powers of two); 0 ok, -1 bad, -2 a range
- * with an end not a power of two (3-24 gave 3, 6, 12, 24 and 1-100 stopped at 64, silently). */
+ * with an end not a power of two (3-24 gave 3, 6, 12, 24 and 1-100 stopped at 64, silently),
+ * -3 more than MAX_LIST values. */
 static int parse_list(const char* s, double* out, int* n) {
   *n = 0;
   char* end;
@@ -72,7 +78,8 @@ static int parse_list(const char* s, double* out, int* n) {
   const char* p = s;
   for (;;) {
     double v = strtod(p, &end);
-    if (end == p || !(v >= 1) || v != floor(v) || v > 1e9 || *n >= MAX_LIST) return -1;
+    if (end == p || !(v >= 1) || v != floor(v) || v > 1e9) return -1;
+    if (*n >= MAX_LIST) return -3;
     out[(*n)++] = v;
     if (*end == '\0') return 0;
     if (*end != ',') return -1;
@@ -87,14 +94,49 @@ static int parse_num(const char* s, double* v) {
   return end == s || *end || errno || !isfinite(*v) ? -1 : 0;
 }
 
-static void print_params(FILE* f) {
+/* The parameter table; `value`: the default, or what this command line set (then marked). */
+static void print_params(FILE* f, const sim_params_t* p) {
   fprintf(f, "# fco-sim %s parameters (every one a flag: --name value)\n", FCO_SIM_VERSION);
-  fprintf(f, "# %-20s %10s %-8s %s\n", "flag", "default", "unit", "meaning");
+  fprintf(f, "# %-20s %10s %-8s %s\n", "flag", "value", "unit", "meaning");
   for (int i = 0; i < sim_num_params; i++) {
     char flag[40];
-    fprintf(f, "  --%-18s %10g %-8s %s\n", sim_param_flag(i, flag, sizeof flag),
-            sim_param_info[i].def, sim_param_info[i].unit, sim_param_info[i].help);
+    double v = sim_param_get(p, i), def = sim_param_info[i].def;
+    fprintf(f, "  --%-18s %10g %-8s %s", sim_param_flag(i, flag, sizeof flag), v,
+            sim_param_info[i].unit, sim_param_info[i].help);
+    if (v != def) fprintf(f, " [set; default %g]", def);
+    fputc('\n', f);
   }
+}
+
+/* The options other than the model parameters; a command takes some of them (takes_opts). */
+enum {
+  OPT_CONFIG = 1 << 0,
+  OPT_CALIB = 1 << 1,
+  OPT_JSON = 1 << 2,
+  OPT_SVG = 1 << 3,
+  OPT_NODES = 1 << 4,
+  OPT_GPUS = 1 << 5,
+  OPT_BATCH = 1 << 6,
+  OPT_GPN = 1 << 7,
+  OPT_GLOBAL = 1 << 8,
+  OPT_PARAM = 1 << 9, /* --<param> */
+  OPT_ALL = (1 << 10) - 1
+};
+
+static const struct {
+  const char *name, *alias;
+  int opt;
+} kOpts[] = {{"--config", "-c", OPT_CONFIG},         {"--calib", NULL, OPT_CALIB},
+             {"-J", "--json", OPT_JSON},             {"--svg", NULL, OPT_SVG},
+             {"--nodes", NULL, OPT_NODES},           {"--gpus", NULL, OPT_GPUS},
+             {"--batch", NULL, OPT_BATCH},           {"--gpus-per-node", "-g", OPT_GPN},
+             {"--global-batch", NULL, OPT_GLOBAL}};
+
+static int option_of(const char* a) {
+  for (size_t i = 0; i < sizeof kOpts / sizeof kOpts[0]; i++)
+    if (!strcmp(a, kOpts[i].name) || (kOpts[i].alias && !strcmp(a, kOpts[i].alias)))
+      return kOpts[i].opt;
+  return 0;
 }
 
 #define MAX_FIT_CALIB 8
@@ -105,14 +147,29 @@ static int run_fit(const sim_params_t* p, const char* list, FILE* out, FILE* err
   const sim_calib_t* cp[MAX_FIT_CALIB];
   char path[1024], msg[512];
   int n = 0, rc = 0;
-  snprintf(path, sizeof path, "%s", list);
-  for (char *save = NULL, *f = strtok_r(path, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
+  /* every name of the list must be there: ',' or 'a,,b' named no file (',' fitted nothing) */
+  for (const char* f = list;; f++) {
+    size_t len = strcspn(f, ",");
+    if (len == 0 || len >= sizeof path) {
+      fprintf(err, "fco-sim: fit --calib '%s': %s\n(fco-sim -h for help)\n", list,
+              len ? "a file name longer than 1023 characters"
+                  : "an empty file name (want F1,F2,... : one or more files)");
+      return 2;
+    }
+    f += len;
+    if (!*f) break;
+  }
+  for (const char* f = list; *f; f += *f == ',') {
+    size_t len = strcspn(f, ",");
+    memcpy(path, f, len);
+    path[len] = '\0';
+    f += len;
     if (n == MAX_FIT_CALIB) {
       fprintf(err, "fco-sim: fit takes at most %d calibration files\n", MAX_FIT_CALIB);
       rc = 2;
       break;
     }
-    if (sim_calib_load(f, &calib[n], msg, sizeof msg)) {
+    if (sim_calib_load(path, &calib[n], msg, sizeof msg)) {
       fprintf(err, "fco-sim: %s\n", msg);
       rc = 1;
       break;
@@ -164,6 +221,11 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
   int is_validate = !strcmp(cmd, "validate"), is_params = !strcmp(cmd, "params");
   int is_fit = !strcmp(cmd, "fit");
   if (model < 0 && !is_validate && !is_params && !is_fit) USAGE("unknown command '%s'", cmd);
+  /* what each command takes: an option it would ignore is refused (validate -J wrote nothing) */
+  int takes = model >= 0 ? OPT_ALL : is_params ? OPT_PARAM : OPT_CALIB | OPT_PARAM;
+  const char* takes_what = is_params ? "only model parameters (--<param> V: it shows their values)"
+                           : is_fit  ? "only --calib F1,F2,... and model parameters"
+                                     : "only --calib F and model parameters";
 
   const char *config_path = NULL, *calib_path = NULL, *json_path = NULL, *svg_path = NULL;
   double nodes[MAX_LIST], gpus[MAX_LIST], batches[MAX_LIST], gpn = 8, global_batch = 0;
@@ -174,36 +236,44 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
       usage(out);
       goto out;
     }
+    if (a[0] != '-') USAGE("unexpected argument '%s'", a);
+    int opt = option_of(a), k = -1;
+    if (!opt) {
+      k = a[1] == '-' ? sim_param_find(a) : -1;
+      if (k < 0) USAGE("unknown option '%s'", a);
+      opt = OPT_PARAM;
+    }
+    if (!(opt & takes)) USAGE("%s does not take %s: it takes %s", cmd, a, takes_what);
     if (i + 1 >= argc) USAGE("%s needs a value", a);
     const char* v = argv[++i];
-    if (!strcmp(a, "--config") || !strcmp(a, "-c")) config_path = v;
-    else if (!strcmp(a, "--calib")) calib_path = v;
-    else if (!strcmp(a, "-J") || !strcmp(a, "--json")) json_path = v;
-    else if (!strcmp(a, "--svg")) svg_path = v;
-    else if (!strcmp(a, "--nodes")) {
-      if ((e = parse_list(v, nodes, &num_nodes)) == -2) USAGE(RANGE_NOT_POW2, a, v);
-      if (e) USAGE("--nodes '%s': want 1,2,4 or 1-128", v);
-    } else if (!strcmp(a, "--gpus")) {
-      if ((e = parse_list(v, gpus, &num_gpus)) == -2) USAGE(RANGE_NOT_POW2, a, v);
-      if (e) USAGE("--gpus '%s': want 1,2,4,8 or 1-8", v);
-    } else if (!strcmp(a, "--batch")) {
-      if ((e = parse_list(v, batches, &num_batches)) == -2) USAGE(RANGE_NOT_POW2, a, v);
-      if (e) USAGE("--batch '%s': want a list of integers", v);
-    } else if (!strcmp(a, "--gpus-per-node") || !strcmp(a, "-g")) {
+    if (opt == OPT_CONFIG) config_path = v;
+    else if (opt == OPT_CALIB) calib_path = v;
+    else if (opt == OPT_JSON) json_path = v;
+    else if (opt == OPT_SVG) svg_path = v;
+    else if (opt == OPT_NODES || opt == OPT_GPUS || opt == OPT_BATCH) {
+      double* list = opt == OPT_NODES ? nodes : opt == OPT_GPUS ? gpus : batches;
+      int* num = opt == OPT_NODES ? &num_nodes : opt == OPT_GPUS ? &num_gpus : &num_batches;
+      if ((e = parse_list(v, list, num)) == -2) USAGE(RANGE_NOT_POW2, a, v);
+      if (e == -3) USAGE("%s '%s': at most %d values", a, v, MAX_LIST);
+      if (e)
+        USAGE("%s '%s': want %s", a, v,
+              opt == OPT_NODES  ? "1,2,4 or 1-128"
+              : opt == OPT_GPUS ? "1,2,4,8 or 1-8"
+                                : "a list of integers");
+    } else if (opt == OPT_GPN) {
       if (parse_num(v, &gpn) || gpn < 1 || gpn != floor(gpn) || gpn > 1024)
         USAGE("--gpus-per-node '%s': want an integer in [1, 1024]", v);
-    } else if (!strcmp(a, "--global-batch")) {
-      if (parse_num(v, &global_batch) || global_batch < 1)
-        USAGE("--global-batch '%s': want a positive number", v);
-    } else {
-      int k = a[0] == '-' && a[1] == '-' ? sim_param_find(a) : -1;
-      if (k < 0) USAGE("unknown option '%s'", a);
-      if (parse_num(v, sim_param_ptr(&p, k))) USAGE("%s '%s': not a number", a, v);
+    } else if (opt == OPT_GLOBAL) {
+      /* the configuration's global_batch range: 1e308 gave -inf times and exit 0 */
+      if (parse_num(v, &global_batch) || global_batch < 1 || global_batch > 1e12)
+        USAGE("--global-batch '%s': want a positive number, at most 1e12", v);
+    } else if (parse_num(v, sim_param_ptr(&p, k))) {
+      USAGE("%s '%s': not a number", a, v);
     }
   }
   if (sim_params_check(&p, msg, sizeof msg)) USAGE("%s", msg);
   if (is_params) {
-    print_params(out);
+    print_params(out, &p);
     goto out;
   }
   if (is_fit) {
@@ -268,7 +338,9 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
     for (int i = 0; i < num_nodes; i++) topo[num_topo++] = (sim_topo_t){(int)nodes[i], (int)gpn};
   }
   for (int i = 0; i < num_topo; i++)
-    if ((double)topo[i].nodes * topo[i].gpn > 1048576) USAGE("more than 2^20 GPUs");
+    if ((double)topo[i].nodes * topo[i].gpn > MAX_GPUS)
+      USAGE("%d nodes x %d GPUs: at most %d GPUs (2^17) are simulated (the time grows with "
+            "the GPUs)", topo[i].nodes, topo[i].gpn, MAX_GPUS);
   if (!num_batches) batches[num_batches++] = 0; /* the configuration's */
 
   rows = calloc((size_t)(num_topo * num_batches), sizeof *rows);
@@ -297,7 +369,8 @@ int sim_cli(int argc, char** argv, FILE* out, FILE* err) {
     }
   sim_report_t rep = {model, cfg, have_calib ? &calib : NULL, &p, sources,
                       model == SIM_MODEL_DLRM && cfg->batch_per_gpu <= 0 && num_batches == 1 &&
-                          batches[0] == 0};
+                          batches[0] == 0,
+                      num_batches};
   sim_print_header(out, &rep);
   sim_print_table(out, &rep, rows, n);
   if (json_path && sim_write_json(json_path, &rep, rows, n, msg, sizeof msg)) {

@@ -89,6 +89,12 @@ double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double
   int P = sim_topo_ranks(t);
   double arrive = 0, min_start = INFINITY, lk = 0, Un = 0;
   int pxn = p->fco_pxn && t.nodes > 1 && t.gpn > 1;
+  sim_traffic_t sums; /* every rank's volumes from sums taken once: O(P), not O(P^2) */
+  if (sim_traffic_init(t, u, v, &sums)) {
+    sim_traffic_free(&sums);
+    if (longest) *longest = INFINITY;
+    return INFINITY; /* out of memory: never a silent 0 */
+  }
   for (int r = 0; r < P; r++) {
     sim_fused_op_t op;
     sim_fused_from_rank1(t, u, v, r, compute[r], tiles[r], &op);
@@ -131,6 +137,7 @@ double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double
       if (bound > arrive) arrive = bound;
     }
   }
+  sim_traffic_free(&sums);
   if (longest) *longest = lk;
   return arrive;
 }

@@ -86,6 +86,56 @@ static int cmp_cost(const void* a, const void* b) {
   return x->table - y->table;
 }
 
+/* A binary heap of indices, `before(a, b)` the order (a pops first), for the planner: the
+ * costliest splittable shard and the least-loaded GPU in O(log) rather than by a scan over all
+ * shards or GPUs (quadratic in GPUs: 2^20 GPUs would take hours). The orders are total (ties
+ * by index or position), so the heap picks exactly what the scans picked. */
+typedef struct {
+  int *h, n;
+  int (*before)(const void* ctx, int a, int b);
+  const void* ctx;
+} heap_t;
+
+static void heap_push(heap_t* q, int x) {
+  int i = q->n++;
+  while (i > 0 && q->before(q->ctx, x, q->h[(i - 1) / 2])) {
+    q->h[i] = q->h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  q->h[i] = x;
+}
+
+static int heap_pop(heap_t* q) {
+  int top = q->h[0], x = q->h[--q->n], i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= q->n) break;
+    if (c + 1 < q->n && q->before(q->ctx, q->h[c + 1], q->h[c])) c++;
+    if (!q->before(q->ctx, q->h[c], x)) break;
+    q->h[i] = q->h[c];
+    i = c;
+  }
+  if (q->n) q->h[i] = x;
+  return top;
+}
+
+/* split order: costliest first, then the lower index */
+static int split_before(const void* ctx, int a, int b) {
+  const shard_t* s = ctx;
+  return s[a].cost != s[b].cost ? s[a].cost > s[b].cost : a < b;
+}
+
+/* placement order over positions k of the GPU order: least loaded first, then the lower k */
+typedef struct {
+  const double* load;
+  const int* order;
+} place_t;
+static int place_before(const void* ctx, int a, int b) {
+  const place_t* pc = ctx;
+  double la = pc->load[pc->order[a]], lb = pc->load[pc->order[b]];
+  return la != lb ? la < lb : a < b;
+}
+
 static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_topo_t t, double B,
                        plan_t* pl, char* err, size_t len) {
   /* The plan is costed with the default machine, so a sweep over one parameter (a faster
@@ -97,8 +147,11 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
   double eb = c->dtype_bytes;
   memset(pl, 0, sizeof *pl);
   pl->P = P;
-  int max_shards = T * (int)(c->emb_dim / c->min_shard_dim + 1) + P;
-  shard_t* s = calloc((size_t)max_shards, sizeof *s);
+  /* splitting stops at P shards (or at max_shards), so at most max(T, P) are ever held */
+  double max_shards = T * floor(c->emb_dim / c->min_shard_dim + 1) + P;
+  int cap = T > P ? T : P;
+  shard_t* s = calloc((size_t)cap, sizeof *s);
+  int* hp = calloc((size_t)cap, sizeof(int));
   pl->dims = calloc((size_t)P, sizeof(double));
   pl->lookups = calloc((size_t)P, sizeof(double));
   pl->gather = calloc((size_t)P, sizeof(double));
@@ -109,13 +162,14 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
   pl->width = calloc((size_t)P * SIM_DLRM_WIDTHS, sizeof(double));
   double* load = calloc((size_t)P, sizeof(double));
   int* order = calloc((size_t)P, sizeof(int));
-  if (!s || !pl->dims || !pl->lookups || !pl->gather || !pl->shards || !pl->mem ||
+  if (!s || !hp || !pl->dims || !pl->lookups || !pl->gather || !pl->shards || !pl->mem ||
       !pl->raw_gather || !pl->tiles || !pl->width || !load || !order) {
     free(s);
+    free(hp);
     free(load);
     free(order);
     plan_free(pl);
-    snprintf(err, len, "out of memory planning %d shards over %d GPUs", max_shards, P);
+    snprintf(err, len, "out of memory planning %d shards over %d GPUs", cap, P);
     return -1;
   }
   int n = 0;
@@ -127,32 +181,54 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
   /* Split the costliest splittable shard until every GPU has one: column-wise (halves its
    * lookup bytes and its traffic) down to min_shard_dim; then, with grid, row-wise (halves its
    * lookups only, its traffic stays) while its lookups outweigh its traffic. */
-  while (c->sharding != SIM_SHARD_TABLE && n < P && n < max_shards) {
-    int best = -1, how = 0;
-    for (int i = 0; i < n; i++) {
-      int col = s[i].dim >= 2 * c->min_shard_dim && fmod(s[i].dim, 2) == 0;
-      int row = c->sharding == SIM_SHARD_GRID && shard_hbm(p, &s[i], eb) > shard_comm(p, t, &s[i], eb);
-      if ((col || row) && (best < 0 || s[i].cost > s[best].cost)) {
-        best = i;
-        how = col ? 1 : 2;
-      }
-    }
-    if (best < 0) break;
-    if (how == 1) s[best].dim /= 2;
+  heap_t q = {hp, 0, split_before, s};
+#define SPLIT_COL(x) ((x)->dim >= 2 * c->min_shard_dim && fmod((x)->dim, 2) == 0)
+#define SPLIT_ROW(x) \
+  (c->sharding == SIM_SHARD_GRID && shard_hbm(p, (x), eb) > shard_comm(p, t, (x), eb))
+  if (c->sharding != SIM_SHARD_TABLE)
+    for (int i = 0; i < n; i++)
+      if (SPLIT_COL(&s[i]) || SPLIT_ROW(&s[i])) heap_push(&q, i);
+  while (c->sharding != SIM_SHARD_TABLE && n < P && n < max_shards && q.n) {
+    int best = heap_pop(&q);
+    if (SPLIT_COL(&s[best])) s[best].dim /= 2;
     else s[best].pooling /= 2, s[best].rows /= 2;
     s[best].cost = shard_hbm(p, &s[best], eb) + shard_comm(p, t, &s[best], eb);
-    s[n++] = s[best];
+    s[n] = s[best];
+    if (SPLIT_COL(&s[best]) || SPLIT_ROW(&s[best])) {
+      heap_push(&q, best);
+      heap_push(&q, n);
+    }
+    n++;
   }
+#undef SPLIT_COL
+#undef SPLIT_ROW
   qsort(s, (size_t)n, sizeof *s, cmp_cost);
   /* ties go to GPUs interleaved over nodes: node 0 GPU 0, node 1 GPU 0, ..., so a few
    * shards spread over nodes rather than filling node 0 first */
   for (int i = 0; i < P; i++) order[i] = (i % t.nodes) * t.gpn + i / t.nodes;
+  /* the least-loaded GPU, ties to the first in that order: a heap of order positions (all
+   * loads 0 at first: already a heap in position order) */
+  place_t pc = {load, order};
+  int* pos = NULL;
+  heap_t g = {NULL, 0, place_before, &pc};
+  if (n > 0) {
+    pos = calloc((size_t)P, sizeof(int));
+    if (!pos) {
+      free(s);
+      free(hp);
+      free(load);
+      free(order);
+      plan_free(pl);
+      snprintf(err, len, "out of memory placing %d shards over %d GPUs", n, P);
+      return -1;
+    }
+    for (int k = 0; k < P; k++) pos[k] = k;
+    g.h = pos, g.n = P;
+  }
   for (int i = 0; i < n; i++) {
-    int best = order[0];
-    for (int k = 1; k < P; k++)
-      if (load[order[k]] < load[best]) best = order[k];
-    load[best] += s[i].cost;
-    int r = best;
+    int k = heap_pop(&g), r = order[k];
+    load[r] += s[i].cost;
+    heap_push(&g, k);
     pl->dims[r] += s[i].dim;
     pl->lookups[r] += s[i].pooling;
     pl->gather[r] += s[i].pooling * row_bytes(run_p, s[i].dim, eb);
@@ -161,6 +237,7 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
     pl->width[(size_t)r * SIM_DLRM_WIDTHS + width_class(c, s[i].dim)] += 1;
     pl->mem[r] += s[i].rows * (s[i].dim * eb + 4.0); /* + row-wise Adagrad state */
   }
+  free(pos);
   pl->num_shards = n;
   /* the kernel tiles a rank's shards of one width together (up to 32/G of them a tile) */
   for (int r = 0; r < P; r++)
@@ -172,6 +249,7 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
     if (pl->mem[r] / 1e9 > pl->max_mem_gb) pl->max_mem_gb = pl->mem[r] / 1e9;
   }
   free(s);
+  free(hp);
   free(load);
   free(order);
   return 0;

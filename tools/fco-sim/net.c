@@ -205,6 +205,39 @@ void sim_direct_volume(sim_topo_t t, const double* u, const double* v, int r, si
   out->peers[SIM_LINK_NET] = P - t.gpn;
 }
 
+int sim_traffic_init(sim_topo_t t, const double* u, const double* v, sim_traffic_t* s) {
+  int P = sim_topo_ranks(t);
+  s->U = s->V = 0;
+  s->Un = calloc((size_t)t.nodes, sizeof(double));
+  s->Vn = calloc((size_t)t.nodes, sizeof(double));
+  if (!s->Un || !s->Vn) return -1;
+  for (int q = 0; q < P; q++) {
+    s->U += u[q];
+    s->V += v[q];
+    s->Un[q / t.gpn] += u[q];
+    s->Vn[q / t.gpn] += v[q];
+  }
+  return 0;
+}
+
+void sim_traffic_free(sim_traffic_t* s) {
+  free(s->Un);
+  free(s->Vn);
+  s->Un = s->Vn = NULL;
+}
+
+void sim_direct_volume_at(sim_topo_t t, const sim_traffic_t* s, const double* u, const double* v,
+                          int r, sim_vol_t* out) {
+  int n = r / t.gpn;
+  double Un = s->Un[n], Vn = s->Vn[n];
+  out->send[SIM_LINK_NVL] = u[r] * (Vn - v[r]);
+  out->send[SIM_LINK_NET] = u[r] * (s->V - Vn);
+  out->recv[SIM_LINK_NVL] = v[r] * (Un - u[r]);
+  out->recv[SIM_LINK_NET] = v[r] * (s->U - Un);
+  out->peers[SIM_LINK_NVL] = t.gpn - 1;
+  out->peers[SIM_LINK_NET] = sim_topo_ranks(t) - t.gpn;
+}
+
 double sim_fco_oneshot_allreduce(const sim_params_t* p, sim_topo_t t, double bytes) {
   int P = sim_topo_ranks(t);
   if (P <= 1 || bytes <= 0 || p->comm_off) return 0;

@@ -36,9 +36,28 @@ double sim_waves(const sim_params_t* p, double tiles) {
   return w < 1 ? 1 : w;
 }
 
+/* Rank r's op from its direct volume and the sums of v over all ranks (V) and its node (Vn). */
+static void fused_from(const sim_vol_t* vol, double V, double Vn, double vr, double compute_us,
+                       double tiles, sim_fused_op_t* op) {
+  memset(op, 0, sizeof *op);
+  op->compute_us = compute_us;
+  op->tiles = tiles;
+  if (V > 0) {
+    op->frac[SIM_DEST_SELF] = vr / V;
+    op->frac[SIM_DEST_NODE] = (Vn - vr) / V;
+    op->frac[SIM_DEST_REMOTE] = (V - Vn) / V;
+  } else {
+    op->frac[SIM_DEST_SELF] = 1;
+  }
+  op->bytes[SIM_DEST_NODE] = vol->send[SIM_LINK_NVL];
+  op->bytes[SIM_DEST_REMOTE] = vol->send[SIM_LINK_NET];
+  op->peers[SIM_DEST_NODE] = vol->peers[SIM_LINK_NVL];
+  op->peers[SIM_DEST_REMOTE] = vol->peers[SIM_LINK_NET];
+  op->land_bytes = vol->recv[SIM_LINK_NVL] + vol->recv[SIM_LINK_NET];
+}
+
 void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
                           double compute_us, double tiles, sim_fused_op_t* op) {
-  memset(op, 0, sizeof *op);
   sim_vol_t vol;
   sim_direct_volume(t, u, v, r, &vol);
   int P = sim_topo_ranks(t), n = r / t.gpn;
@@ -47,20 +66,15 @@ void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
     V += v[q];
     if (q / t.gpn == n) Vn += v[q];
   }
-  op->compute_us = compute_us;
-  op->tiles = tiles;
-  if (V > 0) {
-    op->frac[SIM_DEST_SELF] = v[r] / V;
-    op->frac[SIM_DEST_NODE] = (Vn - v[r]) / V;
-    op->frac[SIM_DEST_REMOTE] = (V - Vn) / V;
-  } else {
-    op->frac[SIM_DEST_SELF] = 1;
-  }
-  op->bytes[SIM_DEST_NODE] = vol.send[SIM_LINK_NVL];
-  op->bytes[SIM_DEST_REMOTE] = vol.send[SIM_LINK_NET];
-  op->peers[SIM_DEST_NODE] = vol.peers[SIM_LINK_NVL];
-  op->peers[SIM_DEST_REMOTE] = vol.peers[SIM_LINK_NET];
-  op->land_bytes = vol.recv[SIM_LINK_NVL] + vol.recv[SIM_LINK_NET];
+  fused_from(&vol, V, Vn, v[r], compute_us, tiles, op);
+}
+
+void sim_fused_from_traffic(sim_topo_t t, const sim_traffic_t* s, const double* u,
+                            const double* v, int r, double compute_us, double tiles,
+                            sim_fused_op_t* op) {
+  sim_vol_t vol;
+  sim_direct_volume_at(t, s, u, v, r, &vol);
+  fused_from(&vol, s->V, s->Vn[r / t.gpn], v[r], compute_us, tiles, op);
 }
 
 void sim_fused_kernel(const sim_params_t* p, int kind, sim_fused_op_t* op) {

@@ -115,6 +115,10 @@ typedef struct {
  * follow v, bytes follow u[r] * v; it lands (staging -> output) everything it receives. */
 void sim_fused_from_rank1(sim_topo_t t, const double* u, const double* v, int r,
                           double compute_us, double tiles, sim_fused_op_t* op);
+/* The same from the sums of u and v taken once for all ranks (sim_traffic_init): O(1). */
+void sim_fused_from_traffic(sim_topo_t t, const sim_traffic_t* s, const double* u,
+                            const double* v, int r, double compute_us, double tiles,
+                            sim_fused_op_t* op);
 
 /* Time of the fused kernel on one rank: fco_launch + per-destination cost + the pipeline of
  * its waves, each wave's compute (x (1 + fused_penalty)) stretched by its interference and

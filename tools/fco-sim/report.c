@@ -228,6 +228,18 @@ int sim_write_json(const char* path, const sim_report_t* r, const sim_row_t* row
 
 /* ---- SVG ------------------------------------------------------------------------------- */
 
+/* Text for an SVG (XML) element: & < > " ' escaped (a config named dlrm-r&d.cfg broke it). */
+static void xml_str(FILE* f, const char* s) {
+  for (; s && *s; s++) switch (*s) {
+      case '&': fputs("&amp;", f); break;
+      case '<': fputs("&lt;", f); break;
+      case '>': fputs("&gt;", f); break;
+      case '"': fputs("&quot;", f); break;
+      case '\'': fputs("&apos;", f); break;
+      default: fputc(*s, f);
+    }
+}
+
 /* A "nice" tick step for a range (1, 2 or 5 x 10^k), about `want` ticks. */
 static double nice_step(double range, int want) {
   double raw = range / want, mag = pow(10, floor(log10(raw))), f = raw / mag;
@@ -253,7 +265,13 @@ int sim_write_svg(const char* path, const sim_report_t* r, const sim_row_t* rows
   }
   int paper = by_nodes && xmin <= 7 && xmax >= 7; /* SC'24's 128-node point */
   if (paper) ymax = fmax(ymax, 1.27);
+  /* one point: centred, an axis unit either side (only ticks >= 2^0 are drawn, below) */
   if (xmax == xmin) xmin -= 1, xmax += 1;
+  /* rows come world by world, `series` batches each: one line per batch, with a legend */
+  int series = r->series > 1 && n % r->series == 0 ? r->series : 1;
+  static const char* const kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                        "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#d62728"};
+  const int num_colors = (int)(sizeof kColors / sizeof kColors[0]);
   double ystep = nice_step(ymax - ymin > 0.05 ? ymax - ymin : 0.05, 5);
   ymin = floor(ymin / ystep) * ystep;
   ymax = ceil(ymax / ystep) * ystep;
@@ -270,19 +288,21 @@ int sim_write_svg(const char* path, const sim_report_t* r, const sim_row_t* rows
              "viewBox=\"0 0 %g %g\" font-family=\"sans-serif\" font-size=\"12\">\n",
           W, H, W, H);
   fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-  fprintf(f, "<text x=\"%g\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">fco-sim %s: %s, "
-             "fused vs unfused (%d GPUs per node)</text>\n",
-          W / 2, sim_model_name(r->model), r->cfg->name, rows[0].gpn);
+  fprintf(f, "<text x=\"%g\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">fco-sim %s: ",
+          W / 2, sim_model_name(r->model));
+  xml_str(f, r->cfg->name);
+  fprintf(f, ", fused vs unfused (%d GPUs per node)</text>\n", rows[0].gpn);
   for (double y = ymin; y <= ymax + ystep / 2; y += ystep) {
     fprintf(f, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, SY(y),
             W - R, SY(y));
     fprintf(f, "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", L - 6, SY(y) + 4, y);
   }
-  for (int e = (int)ceil(xmin); e <= (int)floor(xmax); e++) {
+  /* ticks at powers of two from 2^0 (one point at 1 node put the axis at -1: 1 << -1) */
+  for (int e = (int)fmax(0, ceil(xmin)); e <= (int)floor(xmax); e++) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#ddd\"/>\n", SX(e), T,
             SX(e), H - B);
-    fprintf(f, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%d</text>\n", SX(e), H - B + 18,
-            1 << e);
+    fprintf(f, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.0f</text>\n", SX(e),
+            H - B + 18, ldexp(1, e));
   }
   fprintf(f, "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#888\" "
              "stroke-dasharray=\"4 4\"/>\n",
@@ -294,18 +314,36 @@ int sim_write_svg(const char* path, const sim_report_t* r, const sim_row_t* rows
   fprintf(f, "<text x=\"18\" y=\"%g\" text-anchor=\"middle\" transform=\"rotate(-90 18 %g)\">"
              "speedup: baseline time / fused time</text>\n",
           (T + H - B) / 2, (T + H - B) / 2);
-  fprintf(f, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"");
-  for (int i = 0; i < n; i++)
-    if (!rows[i].skipped)
-      fprintf(f, "%.1f,%.1f ", SX(log2(by_nodes ? rows[i].nodes : rows[i].ranks)),
-              SY(rows[i].speedup));
-  fprintf(f, "\"/>\n");
-  for (int i = 0; i < n; i++) {
-    if (rows[i].skipped) continue;
-    double x = SX(log2(by_nodes ? rows[i].nodes : rows[i].ranks)), y = SY(rows[i].speedup);
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"/>\n", x, y);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">%.2f</text>\n",
-            x, y - 8, rows[i].speedup);
+  for (int b = 0; b < series; b++) {
+    const char* color = kColors[b % num_colors];
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+    for (int i = b; i < n; i += series)
+      if (!rows[i].skipped)
+        fprintf(f, "%.1f,%.1f ", SX(log2(by_nodes ? rows[i].nodes : rows[i].ranks)),
+                SY(rows[i].speedup));
+    fprintf(f, "\"/>\n");
+    for (int i = b; i < n; i += series) {
+      if (rows[i].skipped) continue;
+      double x = SX(log2(by_nodes ? rows[i].nodes : rows[i].ranks)), y = SY(rows[i].speedup);
+      fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x, y, color);
+      fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">%.2f"
+                 "</text>\n",
+              x, y - 8, rows[i].speedup);
+    }
+  }
+  if (series > 1) { /* the legend: one entry per batch, top left, 16 entries a column */
+    int per_col = 16, cols = (series + per_col - 1) / per_col;
+    fprintf(f, "<rect x=\"%g\" y=\"%g\" width=\"%d\" height=\"%d\" fill=\"white\" "
+               "stroke=\"#888\"/>\n",
+            L + 8, T + 8, 140 * cols, 8 + 16 * (series < per_col ? series : per_col));
+    for (int b = 0; b < series; b++) {
+      double x = L + 140 * (b / per_col), y = T + 20 + 16 * (b % per_col);
+      fprintf(f, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"%s\" "
+                 "stroke-width=\"2\"/>\n",
+              x + 14, y - 4, x + 34, y - 4, kColors[b % num_colors]);
+      fprintf(f, "<text x=\"%g\" y=\"%g\">%s %g</text>\n", x + 40, y, batch_label(r->model),
+              rows[b].batch);
+    }
   }
   if (paper) {
     /* "21% faster" read as 1.21x, or as 21% less time (1.27x): both ends drawn */

@@ -19,6 +19,8 @@ typedef struct {
   const sim_params_t* p;
   const sim_sources_t* sources;
   int strong; /* DLRM: global batch fixed (strong scaling) */
+  int series; /* rows come world by world, `series` batches (--batch list) each: the SVG draws
+               * one line per batch, with a legend; 0 or 1: one line */
 } sim_report_t;
 
 void sim_print_header(FILE* f, const sim_report_t* r);
@@ -26,6 +28,7 @@ void sim_print_table(FILE* f, const sim_report_t* r, const sim_row_t* rows, int 
 /* 0 ok, -1 with a message in err. */
 int sim_write_json(const char* path, const sim_report_t* r, const sim_row_t* rows, int n,
                    char* err, size_t err_len);
+/* Speedup against nodes (dlrm) or GPUs, log2 axis; one line per batch (r->series). */
 int sim_write_svg(const char* path, const sim_report_t* r, const sim_row_t* rows, int n,
                   char* err, size_t err_len);
 

@@ -9,7 +9,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
 NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
 nvidia-smi --query-gpu=name --format=csv,noheader
-make -j16 NCCL_HOME="$NCCL_HOME" > $OUT/build.log 2>&1; echo "make rc=$?"
+make -j16 NCCL_HOME="$NCCL_HOME" build/lib/libfco.so > $OUT/build.log 2>&1; echo "make rc=$?"
 K="test_vs_reference_and_c or test_gemm_vs_reference_and_c or test_gemm_streamk_skew_class"
 K="$K or test_gemm_1024_token_class or test_gemm_bad_counts or test_gemm_cuda_graph_replay"
 K="$K or test_op_impl_triton_vs_torch or test_many_calls_alternate_halves"
