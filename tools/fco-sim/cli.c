@@ -39,7 +39,7 @@ static void usage(FILE* f) {
           "                      (default: the configuration's)\n"
           "  --global-batch N    dlrm: fix the global batch instead (strong scaling), <= 1e12\n"
           "  -J F                write every result as JSON\n"
-          "  --svg F             plot speedup against scale (SVG)\n"
+          "  --svg F             plot speedup against scale (SVG), a line per --batch value\n"
           "  --<param> V         any model parameter (fco-sim params lists them)\n"
           "  -h                  this help\n");
 }
@@ -108,7 +108,7 @@ static void print_params(FILE* f, const sim_params_t* p) {
   }
 }
 
-/* The options other than the model parameters; a command takes some of them (takes_opts). */
+/* The options other than the model parameters; a command takes some of them (sim_cli: takes). */
 enum {
   OPT_CONFIG = 1 << 0,
   OPT_CALIB = 1 << 1,

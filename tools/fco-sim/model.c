@@ -97,7 +97,7 @@ double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double
   }
   for (int r = 0; r < P; r++) {
     sim_fused_op_t op;
-    sim_fused_from_rank1(t, u, v, r, compute[r], tiles[r], &op);
+    sim_fused_from_traffic(t, &sums, u, v, r, compute[r], tiles[r], &op);
     sim_fused_kernel(p, kind, &op);
     if (pxn) {
       /* relaying lends rank r the node's NICs in proportion to its share of the node's sends */
@@ -123,7 +123,7 @@ double sim_fused_all(const sim_params_t* p, int kind, sim_topo_t t, const double
     sim_fused_kernel(p, kind, &kop);
     for (int d = 0; d < P; d++) {
       sim_vol_t vol;
-      sim_direct_volume(t, u, v, d, &vol);
+      sim_direct_volume_at(t, &sums, u, v, d, &vol);
       double rb = 0;
       for (int l = 0; l < SIM_NUM_LINKS; l++)
         if (vol.recv[l] > 0) {

@@ -88,8 +88,9 @@ static int cmp_cost(const void* a, const void* b) {
 
 /* A binary heap of indices, `before(a, b)` the order (a pops first), for the planner: the
  * costliest splittable shard and the least-loaded GPU in O(log) rather than by a scan over all
- * shards or GPUs (quadratic in GPUs: 2^20 GPUs would take hours). The orders are total (ties
- * by index or position), so the heap picks exactly what the scans picked. */
+ * shards or GPUs (quadratic in GPUs: 1024 tables cut into 131072 column shards took a minute
+ * to place on 131072 GPUs). The orders are total (ties by index or position), so the heaps
+ * pick exactly what the scans picked. */
 typedef struct {
   int *h, n;
   int (*before)(const void* ctx, int a, int b);

@@ -230,14 +230,16 @@ int sim_write_json(const char* path, const sim_report_t* r, const sim_row_t* row
 
 /* Text for an SVG (XML) element: & < > " ' escaped (a config named dlrm-r&d.cfg broke it). */
 static void xml_str(FILE* f, const char* s) {
-  for (; s && *s; s++) switch (*s) {
-      case '&': fputs("&amp;", f); break;
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\'': fputs("&apos;", f); break;
-      default: fputc(*s, f);
-    }
+  for (; s && *s; s++) {
+    const char* e = *s == '&'    ? "&amp;"
+                    : *s == '<'  ? "&lt;"
+                    : *s == '>'  ? "&gt;"
+                    : *s == '"'  ? "&quot;"
+                    : *s == '\'' ? "&apos;"
+                                 : NULL;
+    if (e) fputs(e, f);
+    else fputc(*s, f);
+  }
 }
 
 /* A "nice" tick step for a range (1, 2 or 5 x 10^k), about `want` ticks. */
