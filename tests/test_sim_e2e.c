@@ -274,15 +274,14 @@ static void svg_plots(void) {
 /* Large worlds run in seconds: the fused op took every rank's volumes by a loop over all
  * ranks (dlrm at 16384 nodes x 8 ran for minutes), the planner scanned every shard and every
  * GPU per step (a config of 1024 tables cut into 4M column shards: 92 s at 131072 GPUs, the
- * fused pipelines kept to one wave by --sms so that only the planner counts). */
+ * fused pipelines kept to one wave by --sms so that only the planner counts). No timed
+ * assertion (tests assert results; the CLI runs in a child, whose time clock() does not see):
+ * a quadratic regression runs into tests/run.sh's per-test timeout. */
 static void large_worlds(void) {
   char *out, *err, dir[] = "/tmp/fco-sim-big-XXXXXX", cfg[128], cmd[512];
   double last = 0;
   t_context("dlrm-dcnv2 at 16384 nodes x 8 GPUs");
-  clock_t t0 = clock();
   ASSERT_EQ(run_cli("dlrm " DCN " --nodes 16384 --batch 8", &out, &err), 0);
-  double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  if (!(cpu_s < 10)) t_fail(__FILE__, __LINE__, "took %.1f s of CPU", cpu_s);
   ASSERT_EQ(table_rows(out, &last), 1);
   ASSERT_STR_HAS(out, "\n  16384 131072          8 ");
   free(out), free(err);
@@ -303,10 +302,7 @@ static void large_worlds(void) {
   write_text(cfg, text);
   free(text);
   snprintf(cmd, sizeof cmd, "dlrm --config %s --nodes 16384 --sms 1e9", cfg);
-  t0 = clock();
   ASSERT_EQ(run_cli(cmd, &out, &err), 0);
-  cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  if (!(cpu_s < 20)) t_fail(__FILE__, __LINE__, "took %.1f s of CPU", cpu_s);
   ASSERT_STR_HAS(out, "131072 column shards on 131072 of 131072 GPUs");
   free(out), free(err);
   unlink(cfg);

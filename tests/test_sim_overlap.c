@@ -475,13 +475,11 @@ static void fused_all_scale(void) {
     a[4][r] = 1;                 /* tiles */
   }
   p.fco_pxn = 1;
-  clock_t t0 = clock();
+  /* No timed assertion (tests assert results): the quadratic version took 79.6 s of CPU here,
+   * which tests/run.sh's per-test timeout stops; this one takes well under a second. */
   double arrive = sim_fused_all(&p, SIM_FUSED_EMBEDDING, big, a[0], a[1], a[2], a[3], a[4], a[5],
                                 NULL);
-  double cpu_s = (double)(clock() - t0) / CLOCKS_PER_SEC;
   ASSERT_TRUE(isfinite(arrive) && arrive > 0);
-  if (!(cpu_s < 10))
-    t_fail(__FILE__, __LINE__, "%d ranks took %.1f s of CPU (quadratic?)", n, cpu_s);
   for (int i = 0; i < 6; i++) free(a[i]);
 }
 
