@@ -67,13 +67,7 @@ class Communicator:
         nbytes: an int in 0..2^63-1 (a float, a str or a larger int raises INVALID_ARGUMENT:
         int() truncated 2.5, ctypes wrapped 2^64 to 0)."""
         h = self._h()
-        try:
-            n = operator.index(nbytes)
-        except TypeError:
-            n = -1
-        if not 0 <= n < 2 ** 63:
-            raise FcoError(_lib.INVALID_ARGUMENT,
-                           f"reserve: nbytes {nbytes!r} is not an int in 0..2^63-1")
+        n = _lib.int_arg(nbytes, "nbytes", 0, 2 ** 63 - 1, "reserve")
         _lib.check(_lib.lib().fco_comm_reserve(h, n), h, "fco_comm_reserve")
 
     def workspace_bytes(self):
@@ -269,8 +263,9 @@ def init(group=None, device=None, *, timeout_ms=0, max_workspace_bytes=0, debug=
     exists with other values (made by an earlier fco.init or by an op, which uses the
     defaults), FcoError (INVALID_USAGE) — they cannot change; fco.shutdown(group) first.
     """
-    timeout_ms = _config_int(timeout_ms, "timeout_ms", 2 ** 31 - 1)
-    max_workspace_bytes = _config_int(max_workspace_bytes, "max_workspace_bytes", 2 ** 63 - 1)
+    timeout_ms = _lib.int_arg(timeout_ms, "timeout_ms", 0, 2 ** 31 - 1, "fco.init")
+    max_workspace_bytes = _lib.int_arg(max_workspace_bytes, "max_workspace_bytes", 0,
+                                        2 ** 63 - 1, "fco.init")
     debug = bool(debug)
     if not dist.is_available() or not dist.is_initialized():
         raise FcoError(_lib.INVALID_USAGE,
@@ -287,21 +282,6 @@ def init(group=None, device=None, *, timeout_ms=0, max_workspace_bytes=0, debug=
                        "defaults); its config cannot change: call fco.shutdown(group) first, or "
                        "fco.init before the group's first op", "fco.init")
     return comm
-
-
-def _config_int(v, name, hi):
-    """fco.init's int fields: an int 0..hi (a bool, float or str refused, never truncated; ctypes
-    would wrap a larger one)."""
-    try:
-        if isinstance(v, bool):
-            raise TypeError
-        i = operator.index(v)
-    except TypeError:
-        i = None
-    if i is None or not 0 <= i <= hi:
-        raise FcoError(_lib.INVALID_ARGUMENT,
-                       f"{name} {v!r} is not an int in 0..{hi} (0: the default)", "fco.init")
-    return i
 
 
 def empty_symmetric(shape, dtype=None, device=None, group=None, nbytes=None):

@@ -14,6 +14,7 @@ Each operator module binds its own C function with `bind(name, argtypes)`, so ad
 operator touches no file but its own.
 """
 import ctypes
+import operator
 import os
 import threading
 import warnings
@@ -83,6 +84,27 @@ class FcoLibraryNotFound(FcoError):
 
     def __init__(self, message):
         FcoError.__init__(self, SYSTEM, message)
+
+
+def int_arg(v, name, lo, hi, func):
+    """v as an int in lo..hi (operator.index: ints, numpy ints; never a float's truncation nor
+    a str's parse); FcoError(INVALID_ARGUMENT) naming `name` otherwise."""
+    try:
+        i = operator.index(v)
+    except TypeError:
+        i = None
+    if i is None or isinstance(v, bool) or not lo <= i <= hi:
+        raise FcoError(INVALID_ARGUMENT,
+                       f"{name} {v!r} is not an int in {span(lo)}..{span(hi)}", func)
+    return i
+
+
+def span(x):
+    """2^k or 2^k-1 as such in messages."""
+    for d in (0, 1):
+        if x + d > 1 and (x + d) & (x + d - 1) == 0 and x + d >= 1 << 16:
+            return f"2^{(x + d).bit_length() - 1}" + ("-1" if d else "")
+    return str(x)
 
 
 _lib = None

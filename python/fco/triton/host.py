@@ -19,7 +19,7 @@ import ctypes
 import operator
 
 from .. import _lib
-from .._lib import FcoError
+from .._lib import FcoError, int_arg  # int_arg: host.int_arg for the launchers
 from . import layout
 
 _ACCESSOR = "fco_comm_device_state"
@@ -148,19 +148,6 @@ def ensure_workspace(comms, nbytes, capturing=False):
             _lib.check(_lib.lib().fco_comm_reserve(h, nbytes), h, "fco_comm_reserve")
 
 
-def int_arg(v, name, lo, hi, func):
-    """v as an int in lo..hi (operator.index: ints, numpy ints; never a float's truncation nor
-    a str's parse); FcoError(INVALID_ARGUMENT) naming `name` otherwise."""
-    try:
-        i = operator.index(v)
-    except TypeError:
-        i = None
-    if i is None or isinstance(v, bool) or not lo <= i <= hi:
-        raise FcoError(_lib.INVALID_ARGUMENT,
-                       f"{name} {v!r} is not an int in {_span(lo)}..{_span(hi)}", func)
-    return i
-
-
 WAIT_NS_MAX = 1 << 20  # the waits' backoff cap: FCO_TRITON_WAIT_NS is clamped to 0..this
 
 
@@ -216,14 +203,6 @@ def dns_positions(kernel):
         return frozenset(i for i, p in enumerate(kernel.params) if p.do_not_specialize)
     except (AttributeError, TypeError):
         return frozenset()
-
-
-def _span(x):
-    """2^k or 2^k-1 as such in messages."""
-    for d in (0, 1):
-        if x + d > 1 and (x + d) & (x + d - 1) == 0 and x + d >= 1 << 16:
-            return f"2^{(x + d).bit_length() - 1}" + ("-1" if d else "")
-    return str(x)
 
 
 def blocks_per_rank(num_tiles, num_local, num_sms, per_sm, max_blocks=layout.SIG_SLOTS - 1):
