@@ -102,7 +102,7 @@ def check_current_device(t, op, arg):
 _DIRECT = _lib.env_flag("FCO_TORCH_DIRECT", True)  # 0 / 1; another value: warned, on
 
 
-def direct_ok(*tensors):
+def direct_ok(*tensors, out=None):
     """May an eager wrapper call the op's kernel directly instead of through the dispatcher?
 
     torch.ops.fco.* costs ~7 µs of dispatch per call (custom_op + autograd wrapper), as much as
@@ -110,13 +110,16 @@ def direct_ok(*tensors):
     add nothing: not tracing (torch.compile), plain CPU/CUDA tensors (no subclass such as
     FakeTensor or DTensor), no gradient to record, no torch-function or dispatch mode, no
     profiler (which should see fco::<op>). FCO_TORCH_DIRECT=0 turns it off.
-    `tensors`: the inputs and the caller's `out=` (None entries skipped): an out that requires
-    grad needs the op + copy_, which autograd records (or refuses, for a leaf).
+    `tensors`: the inputs (None entries skipped); `out`: the caller's out= (None: none), checked
+    as they are — an out that requires grad needs the op + copy_, which autograd records (or
+    refuses, for a leaf) — and writable (below).
     """
     if not _DIRECT or torch.compiler.is_compiling() or torch.autograd.profiler._is_profiler_enabled:
         return False
+    if not writable(out):
+        return False
     grad = torch.is_grad_enabled()
-    for t in tensors:
+    for t in tensors + (out,):
         if t is None:
             continue
         if type(t) is not torch.Tensor or (grad and t.requires_grad) or \
@@ -135,10 +138,11 @@ def writable(t):
 
 
 def written(t):
-    """After the direct path wrote into t (a caller's tensor): bump its version counter, as
-    torch's in-place ops do, so autograd raises where it saved t before (it read the new values
-    silently: wrong gradients). ~0.25 µs; a no-op for inference tensors (they have none)."""
-    torch.autograd.graph.increment_version(t)
+    """After the direct path wrote into t (a caller's tensor; None: nothing was): bump its
+    version counter, as torch's in-place ops do, so autograd raises where it saved t before (it
+    read the new values silently: wrong gradients). ~0.25 µs; a no-op for inference tensors."""
+    if t is not None:
+        torch.autograd.graph.increment_version(t)
 
 
 try:

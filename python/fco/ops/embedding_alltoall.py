@@ -311,11 +311,9 @@ def embedding_alltoall(weight, indices, offsets, table_rows, tables_per_rank, ba
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     args = (_ints(table_rows, "table_rows"), _ints(tables_per_rank, "tables_per_rank"),
             _ints(batch_per_rank, "batch_per_rank"), POOLING[mode], gname, iid)
-    if _common.direct_ok(weight, indices, offsets, per_sample_weights, out) and \
-            _common.writable(out):
+    if _common.direct_ok(weight, indices, offsets, per_sample_weights, out=out):
         y = _run(weight, indices, offsets, per_sample_weights, *args, out=out)
-        if out is not None:
-            _common.written(out)
+        _common.written(out)
         return y
     _common.check_op_out(out, (weight, indices, offsets, per_sample_weights), _OP,
                          ("weight", "indices", "offsets", "per_sample_weights"))

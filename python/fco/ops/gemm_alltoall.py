@@ -313,10 +313,9 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
         counts_host = counts_host.view(counts.shape)  # a flat list, e-major
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
     args = (counts_host, recv_rows, out_rows, layout, gname, iid)
-    if _common.direct_ok(a, w, counts, out) and _common.writable(out):
+    if _common.direct_ok(a, w, counts, out=out):
         y = _run(a, w, counts, *args, out=out)
-        if out is not None:
-            _common.written(out)
+        _common.written(out)
         return y
     _common.check_op_out(out, (a, w, counts), _OP, ("a", "w", "counts"))
     res = torch.ops.fco.gemm_alltoall(a, w, counts, *args)

@@ -177,10 +177,9 @@ def gemv_allreduce(x, w, bias=None, group=None, impl="auto", out=None):
     if bias is not None:
         _common.require_tensor(bias, _OP, "bias")
     gname, iid = _common.group_name(group), _common.impl_id(impl, IMPLS, _OP)
-    if _common.direct_ok(x, w, bias, out) and _common.writable(out):
+    if _common.direct_ok(x, w, bias, out=out):
         y = _run(x, w, bias, _check(x, w, bias), gname, iid, out=out)
-        if out is not None:
-            _common.written(out)
+        _common.written(out)
         return y
     _common.check_op_out(out, (x, w, bias), _OP, ("x", "w", "bias"))
     res = torch.ops.fco.gemv_allreduce(x, w, bias, gname, iid)
