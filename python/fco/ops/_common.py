@@ -116,8 +116,6 @@ def direct_ok(*tensors, out=None):
     """
     if not _DIRECT or torch.compiler.is_compiling() or torch.autograd.profiler._is_profiler_enabled:
         return False
-    if not writable(out):
-        return False
     grad = torch.is_grad_enabled()
     for t in tensors + (out,):
         if t is None:
@@ -125,6 +123,8 @@ def direct_ok(*tensors, out=None):
         if type(t) is not torch.Tensor or (grad and t.requires_grad) or \
                 t.device.type not in ("cpu", "cuda"):
             return False
+    if not writable(out):  # after the type checks: out is a tensor here (a str reaches check_out)
+        return False
     return not (torch._C._is_torch_function_mode_enabled() or
                 torch._C._len_torch_dispatch_stack() > 0)
 
