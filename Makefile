@@ -205,8 +205,9 @@ $(BUILD)/fuzz/fuzz_%: tests/test_fuzz_%.c $(FUZZ_SRC) $(TEST_COMMON) $(HDRS)
 	  $(TEST_COMMON) -lpthread -lrt -lm
 
 # Installation. fco.pc's Libs.private lists what the static library needs (CUDA, cuBLAS, NCCL
-# and the C++ runtime of the CUDA objects in a CUDA build); `pkg-config --libs fco` is -lfco
-# alone, libfco.so carrying its own dependencies (and their rpath, as built).
+# and the C++ runtime of the CUDA objects in a CUDA build); `pkg-config --libs fco` is -lfco with
+# an rpath to the installed lib/ (a program starts without LD_LIBRARY_PATH for any PREFIX),
+# libfco.so carrying its own dependencies (and their rpath, as built).
 PREFIX  ?= /usr/local
 DESTDIR ?=
 FCO_VERSION := $(shell awk '/^\#define FCO_VERSION_(MAJOR|MINOR|PATCH) /{v = v s $$3; s = "."} END {print v}' include/fco.h)
@@ -219,7 +220,8 @@ install: lib tools
 	printf '%s\n' 'prefix=$(PREFIX)' 'exec_prefix=$${prefix}' 'libdir=$${prefix}/lib' \
 	  'includedir=$${prefix}/include' '' 'Name: fco' \
 	  'Description: fused compute + collective operators for NVIDIA GPUs' \
-	  'Version: $(FCO_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lfco' \
+	  'Version: $(FCO_VERSION)' 'Cflags: -I$${includedir}' \
+	  'Libs: -L$${libdir} -Wl,-rpath,$${libdir} -lfco' \
 	  'Libs.private: $(PC_PRIVATE)' > $(BUILD)/fco.pc
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 include/fco.h $(DESTDIR)$(PREFIX)/include/

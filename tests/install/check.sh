@@ -4,7 +4,8 @@
 # header says, with `pkg-config fco`, against the installed libfco.so and, statically, libfco.a
 # (Libs.private), run on the cpu transport; then `make uninstall` must leave nothing; a DESTDIR
 # install stages under DESTDIR/PREFIX, and a relative PREFIX is refused.
-# `make test` calls it after tests/run.sh (BUILD and MAKE from make).
+# `make test` calls it after tests/run.sh (BUILD and MAKE from make). Reads BUILD (default build),
+# MAKE (default make), CC (default cc) and TMPDIR (where the scratch prefix goes, default /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build}
@@ -33,20 +34,23 @@ hdr=$(awk '/^#define FCO_VERSION_(MAJOR|MINOR|PATCH) /{v = v s $3; s = "."} END 
 
 # examples/c/gemv_allreduce.c as its header says to build it against an installed fco (no GPU
 # buffers: the cpu transport); it checks y against float64 and the loaded library's version
-# against the header's. Shared: the library found through LD_LIBRARY_PATH, as a user's would be.
+# against the header's. Shared: the installed libfco.so found through the rpath that fco.pc's Libs
+# gives, as a user's program would find it. LD_LIBRARY_PATH is unset for the run and for ldd: a
+# caller's would outrank the rpath (a RUNPATH) and could supply another libfco.so (a build tree's),
+# and the run must prove the installed program starts without it.
 ex=examples/c/gemv_allreduce.c
 # shellcheck disable=SC2046
 $CC -Wall -Werror -o "$prefix/consumer" $ex $(pkg-config --cflags --libs fco) -lm ||
   fail "$ex does not build against libfco.so"
-LD_LIBRARY_PATH="$prefix/lib" FCO_TRANSPORT=cpu "$prefix/consumer" 3 200 96 2 >/dev/null ||
-  fail "$ex built against libfco.so failed"
+env -u LD_LIBRARY_PATH FCO_TRANSPORT=cpu "$prefix/consumer" 3 200 96 2 >/dev/null ||
+  fail "$ex built against libfco.so failed (without LD_LIBRARY_PATH: fco.pc's rpath)"
 # (ldd's output in a variable: `ldd | grep -q` fails under pipefail when grep exits first)
-deps=$(LD_LIBRARY_PATH="$prefix/lib" ldd "$prefix/consumer")
+deps=$(env -u LD_LIBRARY_PATH ldd "$prefix/consumer")
 grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "consumer is not linked against the installed libfco.so: $deps"
 
 # Static: everything libfco.a needs comes from Libs.private (a C compiler driver, not g++).
 libs=$(pkg-config --static --libs fco)
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046,SC2086
 $CC -Wall -Werror -o "$prefix/consumer-static" $ex $(pkg-config --cflags fco) \
   "$prefix/lib/libfco.a" ${libs/-lfco/} -lm || fail "$ex does not build against libfco.a with Libs.private"
 deps=$(ldd "$prefix/consumer-static")
