@@ -54,17 +54,25 @@
   XX(ea_land_overlap, 1.0, "0|1", "embedding kernel lands alongside its local tiles (0: after)") \
   XX(ea_sig_every, 4.0, "tiles", "embedding kernel: remote tiles per signal (FCO_EA_SIGNAL_EVERY)") \
   XX(ea_drain, 1.0, "0|1", "embedding kernel waits for its last signal batch's NVLink puts before its local tiles") \
-  XX(ea_blocks_per_sm, 2.0, "", "co-resident blocks per SM of the embedding kernel (launch bounds 256, 2)") \
+  XX(ea_blocks_per_sm, 2.0, "",                                                                   \
+     "co-resident blocks per SM of the modelled embedding kernel (as fitted: launch bounds"        \
+     " 256, 2; fco's lean kernel now runs 3 or 4, FCO_EA_LEAN_BLOCKS)")                            \
   XX(fused_penalty, 0.0, "", "further compute slowdown in a fused kernel (the fit finds none)") \
   XX(sms, 132.0, "", "tiles in flight at once (H200 SMs, one tile per SM): one wave")             \
   XX(remote_first, 1.0, "0|1", "fused kernels compute tiles bound for other nodes first")         \
   XX(fco_pxn, 0.0, "0|1", "fused kernels relay remote tiles through the rail GPU (not built yet)") \
   XX(tile_rows, 0.0, "rows", "embedding tile: samples x one table (0: fco's rule, by D, tables)") \
   XX(gemm_tile, 128.0, "", "GEMM output tile edge (tile = gemm_tile x gemm_tile)")                \
-  XX(gemv_tile_cols, 16.0, "cols", "GEMV output columns per tile (fco's fused GEMV: 16)")         \
-  XX(gemv_auto_max_m, 8.0, "rows", "fco's AUTO fuses GEMV+AllReduce up to this M (else + fco_allreduce)") \
-  XX(gemv_auto_max_n, 4096.0, "cols", "... and up to this N (one tile per block; else + fco_allreduce)") \
-  XX(gemv_x_gbs, 6600.0, "GB/s", "fco's fused GEMV re-reads x per tile at this rate (fitted)") \
+  XX(gemv_tile_cols, 16.0, "cols",                                                               \
+     "GEMV output columns per tile of the modelled fused GEMV (as fitted: 16; fco's now runs"      \
+     " groups of 64/128 columns at M >= 9)")                                                       \
+  XX(gemv_auto_max_m, 8.0, "rows",                                                               \
+     "the model's bound for fco's AUTO: it fuses GEMV+AllReduce up to this M, else"                \
+     " + fco_allreduce (as fitted; the library's bound is now M <= 16, bf16/f16)")                 \
+  XX(gemv_auto_max_n, 4096.0, "cols",                                                            \
+     "... and up to this N (as fitted; the library's bound is now N <= 16384)")                    \
+  XX(gemv_x_gbs, 6600.0, "GB/s",                                                                 \
+     "the modelled fused GEMV re-reads x per tile at this rate (fitted)")                          \
   /* skew and schedule */                                                                         \
   XX(jitter, 0.03, "", "per-rank compute-time jitter (coefficient of variation, each kernel)")    \
   XX(seed, 1.0, "", "seed of the jitter draws (deterministic)")                                   \
