@@ -170,13 +170,16 @@ fco_result_t fco_comm_init_from_nccl(fco_comm_t* comm, void* nccl_comm, const fc
  * fco_group_start()/fco_group_end() (or from one thread per rank, except on local). On nccl,
  * workspace growth and fco_mem_alloc act on every rank of the world at once: with one thread
  * per rank, first call fco_comm_reserve (enough for every call) and fco_mem_alloc from one
- * thread, so that no rank's call needs to grow the workspace. */
+ * thread, so that no rank's call needs to grow the workspace. On failure comms[0..ndev) are
+ * NULL (when 1 <= ndev <= 64). */
 fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
                                const fco_config_t* cfg);
 
 /* Free everything the communicator holds. NULL accepted. Not collective, but destroy every
  * rank's communicator: peers may still be reading a workspace being freed only if an
- * operation is still in flight, so the call first waits for this rank's work to finish. */
+ * operation is still in flight, so the call first waits for this rank's work to finish.
+ * FCO_ERR_INVALID_USAGE (nothing freed) while a call on comm is queued in this thread's open
+ * fco_group_start: call fco_group_end first. */
 fco_result_t fco_comm_destroy(fco_comm_t comm);
 
 /* [OUT] rank / size / transport actually used. */
@@ -260,8 +263,12 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
 /* Group calls (like ncclGroupStart/End), per thread, nestable. Between them, operations are
  * recorded; fco_group_end issues them together: on the local transport as one grid covering
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.
- * fco_group_end returns the first failure of the group's operations. An operator call that a
- * rank's own argument checks refuse (returned by that call) is not issued. When one thread
+ * When one thread drives several ranks of a fco_comm_init_all world in a group, each rank's
+ * calls must be the same operators in the same order (else none of that world's calls is
+ * issued: FCO_ERR_INVALID_ARGUMENT naming both ranks' calls).
+ * fco_group_end returns the first failure of the group's operations, an operator call that a
+ * rank's own argument checks refused included (it returned that code, was not issued, and its
+ * message stays in fco_last_error(NULL) unless a later failure replaced it). When one thread
  * drives several ranks of a fco_comm_init_all world in a group, fco_group_end then issues none
  * of that world's calls of the group: they fail with the refused operator call's code, each
  * rank's fco_last_error naming it, and the communicators stay usable. A query, fco_mem_* or
@@ -278,7 +285,7 @@ fco_result_t fco_group_end(void);
  * [IN]  in, out  device pointers (host pointers on the cpu transport), aligned to the element
  *                size (GPU transports), 16-byte aligned for the fused impls (impl 1 falls back
  *                to a scalar path when they are not)
- * [IN]  count    elements, ≥ 1, the same on every rank
+ * [IN]  count    elements, 1 ≤ count ≤ 2^40, the same on every rank
  * [IN]  dtype    FCO_F32, FCO_F16 or FCO_BF16, the same on every rank
  * [IN]  impl     0 = ncclAllReduce (local transport: copy-based reduction; cpu: shared-memory
  *                copy then reduce), 1 = one-shot over the peer table (each block pushes its slice
@@ -294,7 +301,8 @@ fco_result_t fco_allreduce(fco_comm_t comm, const void* in, void* out, size_t co
  * arguments (FCO_IMPL_AUTO resolved as the call would). Not collective. */
 fco_result_t fco_allreduce_workspace(fco_comm_t comm, size_t count, fco_dtype_t dtype, int impl,
                                      size_t* bytes);
-/* Name of an allreduce impl ("nccl" / "copy" / "oneshot" ...) or NULL when out of range. */
+/* Name of an allreduce impl ("nccl" / "copy" / "oneshot" ...) or NULL when out of range;
+ * "auto" for FCO_IMPL_AUTO. */
 const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
 
 /* ---- GEMV + AllReduce (src/ops/gemv_allreduce.c) ---------------------------------------- */
@@ -311,8 +319,9 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * [OUT] y      M·N elements, row-major; must not overlap x, w or bias
  * [IN]  M      1..FCO_GEMV_ALLREDUCE_MAX_M (64), the same on every rank; larger M returns
  *              FCO_ERR_UNSUPPORTED (use a GEMM, then fco_allreduce)
- * [IN]  N      ≥ 1, the same on every rank
- * [IN]  K      ≥ 1, this rank's slice of the reduction dimension (may differ across ranks)
+ * [IN]  N      1 ≤ N < 2^31, the same on every rank
+ * [IN]  K      1 ≤ K < 2^31 (N · K ≤ 2^40), this rank's slice of the reduction dimension (may
+ *              differ across ranks)
  * [IN]  dtype  FCO_F32, FCO_F16 or FCO_BF16, the same on every rank; fp32 accumulation,
  *              y in dtype. Pointers must be aligned to the element size; rows that are not
  *              16-byte aligned take a slower scalar path in the fused impls.
@@ -422,7 +431,8 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  *                         when T_r == 0 or every local table has 0 rows. 16-byte alignment
  *                         (and D·dtype size a multiple of 16) selects the vector path on
  *                         GPUs; anything else is correct, slower.
- * [IN]  table_rows        host array [T_r]: rows_t ≥ 0 of each local table; NULL when T_r == 0
+ * [IN]  table_rows        host array [T_r]: 0 ≤ rows_t ≤ 2^40 of each local table; NULL when
+ *                         T_r == 0
  * [IN]  tables_per_rank   host array [P]: T_q ≥ 0, T = Σ T_q with 1 ≤ T ≤ FCO_EMBEDDING_MAX_TABLES
  * [IN]  batch_per_rank    host array [P]: b_q ≥ 0, B = Σ b_q with 1 ≤ B < 2^31
  * [IN]  dim               D, 1 ≤ D ≤ FCO_EMBEDDING_MAX_DIM
@@ -430,7 +440,7 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  * [IN]  offsets, indices  device pointers (host on cpu) of index_type, aligned to its size;
  *                         offsets may be NULL only when T_r == 0, indices only when
  *                         num_indices == 0
- * [IN]  num_indices       elements of indices (and of per_sample_weights), ≥ 0
+ * [IN]  num_indices       elements of indices (and of per_sample_weights), 0..2^40
  * [IN]  index_type        FCO_EMB_INDEX_I32 or FCO_EMB_INDEX_I64 (offsets and indices)
  * [IN]  per_sample_weights  device pointer (host on cpu) to floats, 4-byte aligned, or NULL
  * [IN]  pooling           FCO_EMB_POOL_SUM or FCO_EMB_POOL_MEAN
@@ -486,7 +496,8 @@ fco_result_t fco_embedding_alltoall(fco_comm_t comm, const void* weight, const i
 fco_result_t fco_embedding_alltoall_workspace(fco_comm_t comm, const int32_t* tables_per_rank,
                                               const int64_t* batch_per_rank, int64_t dim,
                                               fco_dtype_t dtype, int impl, size_t* bytes);
-/* Name of an impl ("nccl" / "copy" / "fused") or NULL when out of range. */
+/* Name of an impl ("nccl" / "copy" / "fused") or NULL when out of range;
+ * "auto" for FCO_IMPL_AUTO. */
 const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
 
 /* ---- GEMM + All-to-All (src/ops/gemm_alltoall.c) ---------------------------------------- */
@@ -497,7 +508,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * [IN]  a          device (host on cpu) [a_rows, K] activations; rows grouped by local expert,
  *                  then by source rank: expert 0's rows from rank 0, from rank 1, ..., then
  *                  expert 1's, ...
- * [IN]  a_rows     rows allocated in `a` (capacity, ≥ Σ counts); the SAME on every rank
+ * [IN]  a_rows     rows allocated in `a` (capacity, ≥ Σ counts), 0..2^31-1; the SAME on every
+ *                  rank
  * [IN]  w          device (host on cpu) weights of the local experts as ONE packed tensor:
  *                  [E_r, K, N] (FCO_W_KN: Y = A·W_e) or [E_r, N, K] (FCO_W_NK: torch Linear
  *                  weight, Y = A·W_eᵀ)
@@ -518,16 +530,18 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  Σ_r Σ_e counts_r[e][me] are not written. Inside a symmetric buffer
  *                  (fco_mem_alloc, all out_rows × N of it), impls 1 and 2 have the peers store
  *                  into it directly (no staging, no landing copy); FCO_GA_DIRECT=0 turns that off.
- * [IN]  out_rows   rows allocated in `out` (capacity); the SAME on every rank. Nothing is ever
- *                  written past it: counts that need more (or negative counts, or counts whose
- *                  sum exceeds a_rows) make every rank write nothing and report
+ * [IN]  out_rows   rows allocated in `out` (capacity), 0..2^31-1; the SAME on every rank.
+ *                  Nothing is ever written past it: counts that need more (or negative counts,
+ *                  or counts whose sum exceeds a_rows) make every rank write nothing and report
  *                  FCO_ERR_INVALID_ARGUMENT (device-side for fused impls: from
  *                  fco_comm_get_async_error / the next operator call). With hints, a rank whose
  *                  counts_host (negative, sum over a_rows) or recv_rows_host (negative, sum over
  *                  out_rows) shows it refuses its call on the host: nothing is issued there,
  *                  and its peers are handled as for any argument one rank alone refuses
  *                  (fco_group_start: in a one-thread group, none issued; else they time out).
- * [IN]  k, n       GEMM sizes, 1 ≤ k, n < 2^31, the same on every rank
+ * [IN]  k, n       GEMM sizes, 1 ≤ k, n < 2^31, the same on every rank; a_rows · k, a_rows · n,
+ *                  out_rows · n and E_r · k · n ≤ 2^40 elements. out must not overlap a, w,
+ *                  counts or the host hints.
  * [IN]  dtype      FCO_F32, FCO_F16 or FCO_BF16 (fp32 accumulation)
  * [IN]  impl       0 = cuBLAS GEMM per expert + all-to-all (nccl: pack + grouped
  *                  ncclSend/ncclRecv; local: copy kernel; cpu: reference),
@@ -578,7 +592,8 @@ fco_result_t fco_gemm_alltoall(fco_comm_t comm, const void* a, int64_t a_rows, c
 fco_result_t fco_gemm_alltoall_workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows,
                                          int64_t k, int64_t n, fco_dtype_t dtype, int impl,
                                          size_t* bytes);
-/* Name of an impl ("nccl" / "copy" / "ref" / "tiles" / "chunks") or NULL when out of range. */
+/* Name of an impl ("nccl" / "copy" / "ref" / "tiles" / "chunks") or NULL when out of range;
+ * "auto" for FCO_IMPL_AUTO. */
 const char* fco_gemm_alltoall_impl_name(fco_comm_t comm, int impl);
 
 #ifdef __cplusplus

@@ -4,12 +4,13 @@
  * bit-identical). Covers NULL pointers, zero / absurd counts, unknown dtype and impl, ranks and
  * sizes out of range, an uninitialised config, FCO_TRANSPORT=bogus, overlapping buffers, group
  * misuse, a group whose one rank's call is refused (none of the world's calls issued, the
- * communicators still usable), nranks / count / dtype / impl mismatches across ranks (cpu
+ * communicators still usable) or whose every call is, fco_comm_destroy inside a group, nranks / count / dtype / impl mismatches across ranks (cpu
  * transport; the message gives both values) and processes reserving different workspace sizes,
  * the result-code, transport and impl names and the library's version (fco_get_version); and
  * what is not bad: count at its bound 2^40, in and out touching without overlapping.
  *   make test   or   build/tests/test_bad_args   (FCO_TRANSPORT=cpu|local|nccl)
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,14 @@ static void query_args(void) {
   ASSERT_MSG(NULL, "comm");
   ASSERT_RES(fco_comm_reserve(NULL, 1), E);
   ASSERT_MSG(NULL, "comm");
+  if (g_t == FCO_TRANSPORT_CPU) { /* 2^63 bytes in all: FCO_ERR_SYSTEM (ftruncate) before 55 */
+    size_t held = 0;
+    ASSERT_OK(fco_comm_workspace_bytes(c, &held));
+    ASSERT_RES(fco_comm_reserve(c, ((size_t)1 << 63) / (size_t)g_w.n), FCO_ERR_OUT_OF_MEMORY);
+    ASSERT_MSG(c, "overflows");
+    ASSERT_OK(fco_comm_workspace_bytes(c, &s));
+    ASSERT_EQ(s, held); /* the old workspace kept */
+  }
   ASSERT_RES(fco_comm_workspace_bytes(NULL, &s), E);
   ASSERT_MSG(NULL, "comm");
   ASSERT_RES(fco_comm_workspace_bytes(c, NULL), E);
@@ -223,12 +232,16 @@ static void init_args(void) {
   BAD_INIT(1, 0, &id, &bad, E, "transport");
 
   /* fco_comm_init_all: comms entries are never left pointing at anything on failure. */
+  /* comms[0..ndev) (up to 64) are NULL after a failure whatever they held (until session 55 a
+   * refused config or ndev left the caller's values); nothing past them is written */
+  fco_comm_t const junk = (fco_comm_t)&zero;
 #define BAD_ALL(ndev, cfgp, code, word)                                                  \
   do {                                                                                   \
-    for (int i_ = 0; i_ < T_MAX_RANKS + 2; i_++) comms[i_] = NULL;                      \
+    for (int i_ = 0; i_ < T_MAX_RANKS + 2; i_++) comms[i_] = junk;                      \
     t_context("fco_comm_init_all(comms, %s, NULL, %s)", #ndev, #cfgp);                   \
     ASSERT_RES(fco_comm_init_all(comms, ndev, NULL, cfgp), code);                        \
-    for (int i_ = 0; i_ < T_MAX_RANKS + 2; i_++) ASSERT_NULL(comms[i_]);                \
+    for (int i_ = 0; i_ < T_MAX_RANKS + 2; i_++)                                         \
+      ASSERT_TRUE(comms[i_] == (i_ < (ndev) && i_ < 64 ? NULL : junk));                  \
     ASSERT_MSG(NULL, word);                                                              \
   } while (0)
   ASSERT_RES(fco_comm_init_all(NULL, 2, NULL, &cfg), E);
@@ -424,6 +437,63 @@ static void call_mismatch(fco_transport_t t) {
   t_context("%s", "");
 }
 
+/* A thread per rank, each calling fco_allreduce with its own count (cpu): each rank grows the
+ * workspace for its own call before the calls are compared, so the growth records differ.
+ * Every rank's message names the field and both values (until session 55: "workspace growth:
+ * arguments differ ... (operation arguments or fco_comm_reserve bytes differ)", no field, and
+ * fco_comm_reserve blamed though never called); nothing written; the next call works. */
+typedef struct {
+  const t_world_t* w;
+  const t_ar_bufs_t* b;
+  int r;
+  size_t count;
+  fco_result_t res;
+} grow_job_t;
+
+static void* grow_thread(void* arg) {
+  grow_job_t* j = (grow_job_t*)arg;
+  j->res = fco_allreduce(j->w->comms[j->r], j->b->in[j->r], j->b->out[j->r], j->count, FCO_F32,
+                         1, NULL);
+  return NULL;
+}
+
+static void grow_mismatch_threads(void) {
+  t_world_t w;
+  t_ar_bufs_t b;
+  ASSERT_OK(t_world_init(&w, FCO_TRANSPORT_CPU, 2, NULL));
+  t_ar_alloc(&w, &b, 4 * N);
+  t_context("a thread per rank, counts %d and %d (the workspace grows differently)", N, 4 * N);
+  t_ar_prepare(&w, &b, 4 * N, FCO_F32, 0, 1);
+  pthread_t th[2];
+  grow_job_t jobs[2];
+  for (int r = 0; r < 2; r++) {
+    jobs[r] = (grow_job_t){&w, &b, r, r ? 4 * N : N, FCO_OK};
+    ASSERT_EQ(pthread_create(&th[r], NULL, grow_thread, &jobs[r]), 0);
+  }
+  for (int r = 0; r < 2; r++) ASSERT_EQ(pthread_join(th[r], NULL), 0);
+  char want0[48], want1[48];
+  snprintf(want0, sizeof want0, "rank 0 has %d", N);
+  snprintf(want1, sizeof want1, "rank 1 has %d", 4 * N);
+  for (int r = 0; r < 2; r++) {
+    ASSERT_RES(jobs[r].res, FCO_ERR_INVALID_ARGUMENT);
+    ASSERT_MSG(w.comms[r], "count differs across ranks");
+    ASSERT_MSG(w.comms[r], want0);
+    ASSERT_MSG(w.comms[r], want1);
+    if (t_contains(fco_last_error(w.comms[r]), "fco_comm_reserve"))
+      t_fail(__FILE__, __LINE__, "rank %d's message blames fco_comm_reserve: \"%s\"", r,
+             fco_last_error(w.comms[r]));
+  }
+  ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(&w, &b, 4 * N, FCO_F32, 0, seed);
+  ASSERT_OK(t_ar_run(&w, &b, 1));
+  t_sync(&w);
+  ASSERT_EQ(t_ar_check(&w, &b, seed), 0);
+  t_ar_free(&w, &b);
+  t_world_destroy(&w, 0);
+  t_context("%s", "");
+}
+
 /* ---- names --------------------------------------------------------------------------------- */
 static void names(void) {
   const char* s[FCO_NUM_RESULTS];
@@ -538,6 +608,59 @@ static void group_query_failure(void) {
   t_context("%s", "");
 }
 
+/* A group whose every call is refused returns the refusal's code from fco_group_end (until
+ * session 55 it returned FCO_OK: nothing was queued), and a refusal on a lone call as well; the
+ * communicators stay usable. */
+static void group_all_refused(void) {
+  const int P = g_w.n;
+  t_context("a group with every rank's call refused (%d ranks)", P);
+  poison();
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < P; r++)
+    ASSERT_RES(fco_allreduce(g_w.comms[r], g_b.in[r], NULL, N, FCO_F32, 1, NULL),
+               FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(NULL, "out");
+  t_sync(&g_w);
+  assert_untouched(__LINE__);
+  /* a nested group: the outer fco_group_end reports the inner refusal */
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_group_start());
+  ASSERT_RES(fco_allreduce(g_w.comms[0], g_b.in[0], g_b.out[0], 0, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(fco_group_end());
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(NULL, "count");
+  /* the next group starts clean */
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_group_end());
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
+  ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
+  t_sync(&g_w);
+  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  t_context("%s", "");
+}
+
+/* fco_comm_destroy of a communicator with a call queued in this thread's open group is refused
+ * (FCO_ERR_INVALID_USAGE, nothing freed): before session 55 it freed the communicator and
+ * fco_group_end then ran the queued call on freed memory. The group then completes. */
+static void destroy_in_group(void) {
+  const int P = g_w.n;
+  t_context("fco_comm_destroy inside a group (%d ranks)", P);
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < P; r++)
+    ASSERT_OK(fco_allreduce(g_w.comms[r], g_b.in[r], g_b.out[r], N, FCO_F32, 1, NULL));
+  ASSERT_RES(fco_comm_destroy(g_w.comms[0]), FCO_ERR_INVALID_USAGE);
+  ASSERT_MSG(g_w.comms[0], "fco_group_end first");
+  ASSERT_OK(fco_group_end());
+  t_sync(&g_w);
+  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   g_t = t_transport();
@@ -555,6 +678,8 @@ int main(void) {
   init_args();
   group_refusal();
   group_query_failure();
+  group_all_refused();
+  destroy_in_group();
   t_ar_free(&g_w, &g_b);
   t_world_destroy(&g_w, 0);
   if (g_t != FCO_TRANSPORT_NCCL && t_max_ranks(g_t) >= 2) call_mismatch(g_t);
@@ -562,6 +687,7 @@ int main(void) {
   if (g_t == FCO_TRANSPORT_CPU) {
     init_mismatch();
     reserve_mismatch();
+    grow_mismatch_threads();
   } else {
     printf("init (nranks, one rank twice) / reserve mismatch parts skipped: they fork "
            "processes (cpu transport only)\n");

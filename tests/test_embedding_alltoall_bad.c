@@ -319,6 +319,25 @@ static void bad_args(const t_world_t* w) {
         FCO_EMB_POOL_SUM, both + ob - 4, 0);
     t_free(w->transport, dev, both);
   }
+  /* out holding a host array (cpu only, where out is host memory): refused — before session 55
+   * the cpu reference read tables_per_rank after its own rows had overwritten it (a crash) */
+  if (w->transport == FCO_TRANSPORT_CPU && p.out_bytes[0] >= 8 * EA_MAX_P &&
+      p.out_bytes[0] >= 8 * (size_t)p.tpr[0]) {
+    int64_t* host = (int64_t*)malloc(p.out_bytes[0]);
+    ASSERT_NOT_NULL(host);
+    memcpy(host, tpr, sizeof(int32_t) * (size_t)w->n);
+    BAD("overlaps tables_per_rank", c, wt, rows, (const int32_t*)host, bpr, D, FCO_F32, of, ix, n,
+        FCO_EMB_INDEX_I32, NULL, FCO_EMB_POOL_SUM, host, 0);
+    memcpy(host, bpr, sizeof(int64_t) * (size_t)w->n);
+    BAD("overlaps batch_per_rank", c, wt, rows, tpr, host, D, FCO_F32, of, ix, n,
+        FCO_EMB_INDEX_I32, NULL, FCO_EMB_POOL_SUM, host, 0);
+    if (p.tpr[0] > 0) {
+      memcpy(host, rows, sizeof(int64_t) * (size_t)p.tpr[0]);
+      BAD("overlaps table_rows", c, wt, host, tpr, bpr, D, FCO_F32, of, ix, n, FCO_EMB_INDEX_I32,
+          NULL, FCO_EMB_POOL_SUM, host, 0);
+    }
+    free(host);
+  }
   /* the kernels' discrete launch knobs at values no kernel exists for (docs/embedding_alltoall.md,
    * the knob table): refused on every transport, for either impl, naming the knob; each knob back
    * at the caller's value after */

@@ -4,7 +4,8 @@
  * the recorded operations); one group may hold operations of two separate worlds, and two
  * operations per rank of one world (run in issue order), all completing correctly; on local, a
  * call issued for only some of the virtual ranks is refused (FCO_ERR_INVALID_USAGE, nothing
- * written) and the world still works.
+ * written) and the world still works; a group whose ranks' call sequences differ (another
+ * operator, one call more) is refused as a whole, naming both.
  *   make test   or   build/tests/test_group   (FCO_TRANSPORT=cpu|local|nccl)
  */
 #include "test.h"
@@ -114,6 +115,51 @@ static void local_partial(const t_world_t* w) {
   t_ar_free(w, &b);
 }
 
+/* One thread driving the world queues different call sequences for its ranks: rank 0 an
+ * allreduce where rank 1 has a gemv_allreduce, or one call more on rank 0. fco_group_end issues
+ * none of them (FCO_ERR_INVALID_ARGUMENT naming both operators, or both counts, on every rank;
+ * nothing written) and the world works after (until session 55 the round was split by kind
+ * into batches that each waited for the missing ranks until the timeout). */
+static void mismatched_sequences(const t_world_t* w) {
+  t_ar_bufs_t b;
+  const int P = w->n;
+  t_ar_alloc(w, &b, 256);
+  void* g[T_MAX_RANKS]; /* gemv x [1, 16], W [16, 16], y [1, 16] (f32) of each rank */
+  for (int r = 0; r < P; r++) g[r] = t_alloc(w->transport, t_rank_device(w->transport, r), 4096);
+  for (int what = 0; what < 2; what++) {
+    t_context("%s (%d ranks)", what ? "one call more on rank 0" : "rank 1's call another operator",
+              P);
+    t_ar_prepare(w, &b, 256, FCO_F32, 0, 1);
+    ASSERT_OK(fco_group_start());
+    for (int r = 0; r < P; r++) {
+      char* x = (char*)g[r];
+      if (what == 0 && r == 1)
+        ASSERT_OK(fco_gemv_allreduce(w->comms[r], x, x + 256, NULL, x + 2048, 1, 16, 16, FCO_F32,
+                                     0, NULL));
+      else
+        ASSERT_OK(fco_allreduce(w->comms[r], b.in[r], b.out[r], 256, FCO_F32, 0, NULL));
+      if (what == 1 && r == 0)
+        ASSERT_OK(fco_allreduce(w->comms[r], b.in[r], b.out[r], 256, FCO_F32, 0, NULL));
+    }
+    ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
+    for (int r = 0; r < P; r++) {
+      ASSERT_MSG(w->comms[r], what ? "rank 0 has 2 calls" : "fco_gemv_allreduce on rank 1");
+      ASSERT_MSG(w->comms[r], what ? "has 1" : "fco_allreduce on rank 0");
+      ASSERT_STR_EQ(fco_last_plan(w->comms[r]), "");
+    }
+    t_sync(w);
+    ASSERT_EQ(t_ar_check_untouched(w, &b), 0);
+  }
+  t_context("the world after the refused groups (%d ranks)", P);
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(w, &b, 256, FCO_F32, 0, seed);
+  ASSERT_OK(t_ar_run(w, &b, 1));
+  t_sync(w);
+  ASSERT_EQ(t_ar_check(w, &b, seed), 0);
+  for (int r = 0; r < P; r++) t_free(w->transport, t_rank_device(w->transport, r), g[r]);
+  t_ar_free(w, &b);
+}
+
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -127,6 +173,7 @@ int main(void) {
   nested(&a);
   two_worlds(&a, &b);
   if (t == FCO_TRANSPORT_LOCAL && a.n >= 2) local_partial(&a);
+  if (a.n >= 2) mismatched_sequences(&a);
   misuse_and_empty(); /* the group state is clean after all that */
   t_world_destroy(&b, 0);
   t_world_destroy(&a, 0);

@@ -205,6 +205,9 @@ fco_result_t fco_comm_init_from_nccl(fco_comm_t* comm, void* nccl_comm, const fc
 fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
                                const fco_config_t* cfg_in) {
   if (!comms) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "fco_comm_init_all: comms is NULL");
+  /* comms[] is NULL on every failure, as fco_comm_init's *comm (until session 55 a refused
+   * config or transport left the caller's values there). */
+  for (int i = 0; i < ndev && i < FCO_MAX_RANKS; i++) comms[i] = NULL;
   fco_config_t cfg;
   FCO_CHECK(resolve_config(cfg_in, &cfg));
   fco_transport_t t = (fco_transport_t)cfg.transport;
@@ -258,6 +261,12 @@ fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
 
 fco_result_t fco_comm_destroy(fco_comm_t comm) {
   if (!comm) return FCO_OK;
+  /* A call on it queued in this thread's open group would run on freed memory at fco_group_end
+   * (until session 55 it did). */
+  if (fco_group_holds(comm))
+    return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                         "fco_comm_destroy: a call on this communicator is queued in this "
+                         "thread's open group; call fco_group_end first");
   fco_result_t r = comm->tops ? comm->tops->destroy(comm) : FCO_OK;
   if (r != FCO_OK) fco_set_error(NULL, r, "fco_comm_destroy: %s", comm->last_error);
   fco_world_t* w = comm->world;

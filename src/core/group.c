@@ -28,9 +28,15 @@ typedef struct {
 } refused_t;
 static _Thread_local refused_t g_refused[kMaxRefused];
 static _Thread_local int g_nrefused;
+/* The first refused operator call's code of this thread's open group, whatever its comm:
+ * fco_group_end returns it (until session 55 a group whose every call was refused, or a lone
+ * communicator's refused call, gave FCO_OK there). */
+static _Thread_local fco_result_t g_refused_code;
 
 fco_result_t fco_op_call_result(fco_comm_t comm, fco_result_t r) {
-  if (r == FCO_OK || !comm || g_depth == 0 || !comm->world) return r;
+  if (r == FCO_OK || g_depth == 0) return r;
+  if (g_refused_code == FCO_OK) g_refused_code = r;
+  if (!comm || !comm->world) return r;
   for (int i = 0; i < g_nrefused; i++)
     if (g_refused[i].world == comm->world) return r;
   if (g_nrefused == kMaxRefused) return r;
@@ -49,8 +55,17 @@ static const refused_t* refused_of(const fco_comm_t comm) {
 }
 
 fco_result_t fco_group_start(void) {
-  if (g_depth++ == 0) g_nrefused = 0;
+  if (g_depth++ == 0) {
+    g_nrefused = 0;
+    g_refused_code = FCO_OK;
+  }
   return FCO_OK;
+}
+
+int fco_group_holds(fco_comm_t comm) {
+  for (int i = 0; i < g_len; i++)
+    if (g_queue[i].comm == comm) return 1;
+  return 0;
 }
 
 static int capturing_any(fco_op_t* ops, int n) {
@@ -100,7 +115,10 @@ static fco_result_t execute(fco_op_t* ops, int n) {
                            "stream is being captured into a CUDA graph: call fco_comm_reserve(comm, "
                            "%zu) on every rank before capturing", need, need);
     fco_log(c0, "workspace: growing to %zu bytes per rank", need);
-    FCO_CHECK(c0->tops->grow(comms, ncomms, need));
+    for (int i = 0; i < n; i++) ops[i].comm->grow_cause = &ops[i];
+    const fco_result_t g = c0->tops->grow(comms, ncomms, need);
+    for (int i = 0; i < n; i++) ops[i].comm->grow_cause = NULL;
+    if (g != FCO_OK) return g;
   }
   /* fco_last_plan: the op layer's part; GPU launchers append theirs during run. */
   for (int i = 0; i < n; i++)
@@ -153,6 +171,51 @@ static const void* group_key(const fco_op_t* op) {
   return op->comm->world ? (const void*)op->comm->world : (const void*)op->comm;
 }
 
+/* Compare every rank's call sequence of q[at]'s world with q[at]'s rank's (each op is looked at
+ * once: `seen` marks the world's ops); on a difference, fail (and mark done) every call of that
+ * world with a message naming both ranks. kinds0: scratch of n entries. */
+static fco_result_t check_sequences(const fco_op_t* q, int n, int at, char* done, char* seen,
+                                    fco_op_kind_t* kinds0) {
+  const fco_world_t* w = q[at].comm->world;
+  const fco_comm_t c0 = q[at].comm;
+  int n0 = 0;
+  for (int i = at; i < n; i++)
+    if (q[i].comm == c0) kinds0[n0++] = q[i].kind;
+  char msg[FCO_ERRMSG_LEN] = "";
+  for (int i = at; i < n; i++) {
+    if (q[i].comm->world != w || seen[i]) continue;
+    const fco_comm_t c = q[i].comm;
+    int m = 0, bad = -1;
+    fco_op_kind_t bad_kind = FCO_OP_ALLREDUCE;
+    for (int j = i; j < n; j++)
+      if (q[j].comm == c) {
+        seen[j] = 1;
+        if (bad < 0 && m < n0 && q[j].kind != kinds0[m]) {
+          bad = m;
+          bad_kind = q[j].kind;
+        }
+        m++;
+      }
+    if (msg[0] || (bad < 0 && m == n0)) continue;
+    if (m != n0)
+      snprintf(msg, sizeof msg, "fco_group_end: rank %d has %d calls of its world in the group, "
+               "rank %d has %d (one thread driving several ranks queues the same calls for "
+               "each, in the same order); none issued", c0->rank, n0, c->rank, m);
+    else
+      snprintf(msg, sizeof msg, "fco_group_end: call %d of the world in the group is fco_%s on "
+               "rank %d but fco_%s on rank %d (every rank makes the same calls in the same "
+               "order); none issued", bad + 1, fco_op_name(kinds0[bad]), c0->rank,
+               fco_op_name(bad_kind), c->rank);
+  }
+  if (!msg[0]) return FCO_OK;
+  for (int i = 0; i < n; i++)
+    if (q[i].comm->world == w) {
+      done[i] = 1;
+      fco_set_error(q[i].comm, FCO_ERR_INVALID_ARGUMENT, "%s", msg);
+    }
+  return FCO_ERR_INVALID_ARGUMENT;
+}
+
 fco_result_t fco_group_end(void) {
   if (g_depth == 0)
     return fco_set_error(NULL, FCO_ERR_INVALID_USAGE, "fco_group_end without fco_group_start");
@@ -161,9 +224,12 @@ fco_result_t fco_group_end(void) {
   fco_op_t* q = g_queue;
   g_queue = NULL;
   g_len = g_cap = 0;
+  const fco_result_t refused = g_refused_code;
+  g_refused_code = FCO_OK;
   if (n == 0) {
     free(q);
-    return FCO_OK;
+    g_nrefused = 0;
+    return refused;
   }
   fco_result_t first = FCO_OK;
   char* done = (char*)calloc((size_t)n, 1);
@@ -174,6 +240,20 @@ fco_result_t fco_group_end(void) {
     free(q);
     return fco_set_error(NULL, FCO_ERR_OUT_OF_MEMORY, "fco_group_end: out of memory");
   }
+  /* One thread driving several ranks of a world: their call sequences must match (the same
+   * operators in the same order), or a round would pair different operators (until session 55
+   * split into batches that each waited for the other ranks until FCO_TIMEOUT_MS; an agree hook
+   * could read another operator's arguments). Refused as a whole, nothing issued. (A world with
+   * a refused call is cancelled below, with that call's message.) */
+  char* seen = (char*)calloc((size_t)n, 1);
+  fco_op_kind_t* kinds0 = (fco_op_kind_t*)malloc((size_t)n * sizeof *kinds0);
+  for (int i = 0; seen && kinds0 && i < n; i++)
+    if (!seen[i] && q[i].comm->world && !refused_of(q[i].comm)) {
+      const fco_result_t r = check_sequences(q, n, i, done, seen, kinds0);
+      if (r != FCO_OK && first == FCO_OK) first = r;
+    }
+  free(seen);
+  free(kinds0);
   /* Take rounds: per key (world or lone comm), the first not-yet-run op of each comm, in
    * queue order; ops of different kinds in one round are split into separate batches. */
   for (int start = 0; start < n; start++) {
@@ -209,5 +289,5 @@ fco_result_t fco_group_end(void) {
   free(done);
   free(batch);
   free(q);
-  return first;
+  return refused != FCO_OK ? refused : first;
 }

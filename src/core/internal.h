@@ -58,6 +58,10 @@ struct fco_comm {
   void* tp;                   /* transport-private state of this rank                   */
   fco_world_t* world;         /* NULL when created by fco_comm_init / init_from_nccl    */
   size_t ws_bytes;            /* data workspace bytes per rank held now                 */
+  /* During a growth that an operator call needs (execute() in group.c): that call, so a
+   * transport that agrees on growth across ranks can name the field that differs (cpu); NULL
+   * for fco_comm_reserve. */
+  const struct fco_op* grow_cause;
   void* dev_state;            /* GPU transports: this rank's fco_dev_rank_t (device memory) */
   uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
   fco_result_t async_error;   /* sticky: once set, every later call returns it          */
@@ -174,6 +178,8 @@ void fco_op_describe(const fco_op_t* op, char* buf, size_t len);
 /* Do two ranks' ops agree (kind, impl, shape)? If not: FCO_ERR_INVALID_ARGUMENT with a message
  * on a->comm naming both ranks and the first differing field. */
 fco_result_t fco_op_check_same(const fco_op_t* a, const fco_op_t* b);
+/* The same for views of ranks ra and rb (b->comm may be NULL: a peer's record, cpu). */
+fco_result_t fco_op_check_same_at(const fco_op_t* a, int ra, const fco_op_t* b, int rb);
 
 /* ---- transport interface --------------------------------------------------------------- */
 struct fco_transport_ops {
@@ -262,6 +268,8 @@ fco_result_t fco_comm_poll_async(fco_comm_t comm);
 fco_result_t fco_async_refuse(fco_comm_t comm, const char* fn);
 /* Grow (collectively) and run ops of one comm or one world. */
 fco_result_t fco_ops_execute(fco_op_t* ops, int n);
+/* Whether this thread's open group has a call on comm queued (fco_comm_destroy refuses then). */
+int fco_group_holds(fco_comm_t comm);
 
 /* Has the build CUDA support / does this process see a GPU? */
 int fco_have_cuda(void);

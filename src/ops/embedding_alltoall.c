@@ -258,13 +258,20 @@ static fco_result_t embedding_alltoall_call(fco_comm_t comm, const void* weight,
                          "%s: per_sample_weights %p is not 4-byte aligned", fn,
                          (const void*)per_sample_weights);
   const size_t out_bytes = (size_t)bme * (size_t)T * (size_t)dim * es;
-  const void* ins[4] = {weight, offsets, indices, per_sample_weights};
-  const size_t in_bytes[4] = {(size_t)total_rows * (size_t)dim * es,
+  /* The host arrays too: the cpu reference reads them while it writes out (until session 55
+   * an out holding tables_per_rank was accepted, and crashed it). */
+  const void* ins[7] = {weight, offsets, indices, per_sample_weights, tables_per_rank,
+                        batch_per_rank, table_rows};
+  const size_t in_bytes[7] = {(size_t)total_rows * (size_t)dim * es,
                               Tme > 0 ? ((size_t)Tme * (size_t)B + 1) * is : 0,
                               (size_t)num_indices * is,
-                              per_sample_weights ? (size_t)num_indices * 4 : 0};
-  static const char* const in_names[4] = {"weight", "offsets", "indices", "per_sample_weights"};
-  for (int i = 0; i < 4; i++)
+                              per_sample_weights ? (size_t)num_indices * 4 : 0,
+                              (size_t)comm->nranks * sizeof *tables_per_rank,
+                              (size_t)comm->nranks * sizeof *batch_per_rank,
+                              table_rows ? (size_t)Tme * sizeof *table_rows : 0};
+  static const char* const in_names[7] = {"weight", "offsets", "indices", "per_sample_weights",
+                                          "tables_per_rank", "batch_per_rank", "table_rows"};
+  for (int i = 0; i < 7; i++)
     if (overlap(out, out_bytes, ins[i], in_bytes[i]))
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", fn,
                            in_names[i]);

@@ -283,6 +283,8 @@ static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64
   return most;
 }
 
+static const int64_t kMaxElems = (int64_t)1 << 40;
+
 static fco_result_t check_shape(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t k,
                                 int64_t n, fco_dtype_t dtype, int impl, const char* fn) {
   if (!comm) return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "%s: comm is NULL", fn);
@@ -301,6 +303,18 @@ static fco_result_t check_shape(fco_comm_t comm, int64_t a_rows, int64_t out_row
   if (out_rows < 0 || out_rows > INT32_MAX)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: out_rows %lld is not in 0..2^31-1", fn, (long long)out_rows);
+  /* Each size fits an int32, their products not always a size_t in bytes: the workspace and
+   * the overlap checks multiply them (until session 55 out_rows 2^30 + 1 by n 2^31 - 2 wrapped the
+   * workspace query to 35 KB). The cap the other ops use: 2^40 elements of one matrix. */
+  static const struct { const char* what; int i, j; } kProducts[] = {
+      {"a_rows x k (elements of a)", 0, 2}, {"a_rows x n (rows of a times n)", 0, 3},
+      {"out_rows x n (elements of out)", 1, 3}};
+  const int64_t v[4] = {a_rows, out_rows, k, n};
+  for (size_t i = 0; i < sizeof kProducts / sizeof kProducts[0]; i++)
+    if (v[kProducts[i].i] * v[kProducts[i].j] > kMaxElems)
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "%s: %s = %lld x %lld is absurd (> 2^40)", fn, kProducts[i].what,
+                           (long long)v[kProducts[i].i], (long long)v[kProducts[i].j]);
   if (impl != FCO_IMPL_AUTO && (impl < 0 || impl >= FCO_GEMM_ALLTOALL_NUM_IMPLS))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                          "%s: impl %d is not 0..%d or FCO_IMPL_AUTO (-1)", fn, impl,
@@ -412,6 +426,10 @@ static fco_result_t gemm_alltoall_call(fco_comm_t comm, const void* a, int64_t a
   if (num_experts < 1 || num_experts > FCO_GEMM_ALLTOALL_MAX_EXPERTS)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: num_experts %d is not in 1..%d", fn,
                          num_experts, FCO_GEMM_ALLTOALL_MAX_EXPERTS);
+  if (k * n > kMaxElems / num_experts)
+    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                         "%s: num_experts x k x n = %d x %lld x %lld elements of w is absurd "
+                         "(> 2^40)", fn, num_experts, (long long)k, (long long)n);
   if (!a && a_rows > 0)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: a is NULL (a_rows %lld)", fn,
                          (long long)a_rows);
@@ -421,13 +439,16 @@ static fco_result_t gemm_alltoall_call(fco_comm_t comm, const void* a, int64_t a
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out is NULL (out_rows %lld)", fn,
                          (long long)out_rows);
   size_t es = fco_dtype_size(dtype);
-  if (((uintptr_t)a | (uintptr_t)w | (uintptr_t)out) % es)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: a, w or out is not aligned to the element size %zu", fn, es);
+  const void* const ptrs[3] = {a, w, out};
+  for (int i = 0; i < 3; i++)
+    if ((uintptr_t)ptrs[i] % es)
+      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
+                           "%s: %s %p is not aligned to the element size %zu", fn,
+                           (const char* const[]){"a", "w", "out"}[i], ptrs[i], es);
   if ((uintptr_t)counts % 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: counts %p is not 4-byte aligned",
                          fn, (const void*)counts);
-  if (out) { /* out is written while a and w are still being read */
+  if (out) { /* out is written while a, w and counts are still being read */
     const char* po = (const char*)out;
     const size_t bo = (size_t)out_rows * (size_t)n * es;
     const char* pa = (const char*)a;
@@ -438,6 +459,20 @@ static fco_result_t gemm_alltoall_call(fco_comm_t comm, const void* a, int64_t a
     const size_t bw = (size_t)num_experts * (size_t)k * (size_t)n * es;
     if (pw < po + bo && po < pw + bw)
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps w", fn);
+    /* counts (device) and the host hints: read while rows land (until session 55 a counts
+     * array carved out of out's tail was accepted, and the cpu reference re-read it after rows
+     * had overwritten it: a crash). */
+    const int P = comm->nranks;
+    const struct { const char* name; const void* p; size_t bytes; } in[3] = {
+        {"counts", counts, (size_t)num_experts * (size_t)P * 4},
+        {"counts_host", counts_host, (size_t)num_experts * (size_t)P * 4},
+        {"recv_rows_host", recv_rows_host, (size_t)P * 4}};
+    for (int i = 0; i < 3; i++) {
+      const char* pi = (const char*)in[i].p;
+      if (pi && pi < po + bo && po < pi + in[i].bytes)
+        return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", fn,
+                             in[i].name);
+    }
   }
   fco_op_t op;
   memset(&op, 0, sizeof op);

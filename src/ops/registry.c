@@ -18,7 +18,7 @@ static const fco_op_info_t kOps[] = {
      {NULL, "oneshot", "twophase", "cublas_oneshot"}, fco_gemv_ar_agree},
     /* embedding_alltoall */
     {FCO_OP_EMBEDDING_ALLTOALL, "embedding_alltoall",
-     {"tables", "dim", "batch", "dtype", "pooling", "tables_per_rank", "batch_per_rank"},
+     {"tables", "dim", "batch", "dtype", "pooling", "tables_per_rank#", "batch_per_rank#"},
      FCO_EMBEDDING_ALLTOALL_NUM_IMPLS, {"-", "nccl", "copy", "copy"}, {NULL, "fused"}, NULL},
     /* gemm_alltoall */
     {FCO_OP_GEMM_ALLTOALL, "gemm_alltoall", {"k", "n", "dtype", "w_layout", "a_rows", "out_rows"},
@@ -44,11 +44,28 @@ const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl) {
   return impl == 0 ? o->baseline_name[t] : o->impl_names[impl];
 }
 
+/* A shape field's name; a trailing '#' in the table marks a hash of a host array (the value
+ * printed as such, never as if it were the array's). */
+static void field_name(const fco_op_info_t* o, int i, char* buf, size_t len) {
+  const char* n = o->shape_names[i];
+  size_t l = strlen(n);
+  snprintf(buf, len, "%.*s", (int)(l && n[l - 1] == '#' ? l - 1 : l), n);
+}
+
 static void shape_str(const fco_op_info_t* o, const fco_op_t* op, int i, char* buf, size_t len) {
-  if (!strcmp(o->shape_names[i], "dtype"))
-    snprintf(buf, len, "%s", fco_dtype_name((fco_dtype_t)op->shape[i]) ? fco_dtype_name((fco_dtype_t)op->shape[i]) : "?");
+  const char* n = o->shape_names[i];
+  const long long v = (long long)op->shape[i];
+  static const char* const kPool[] = {"sum", "mean"}, *const kLayout[] = {"kn", "nk"};
+  if (!strcmp(n, "dtype"))
+    snprintf(buf, len, "%s", fco_dtype_name((fco_dtype_t)v) ? fco_dtype_name((fco_dtype_t)v) : "?");
+  else if (!strcmp(n, "pooling") && v >= 0 && v < 2)
+    snprintf(buf, len, "%s", kPool[v]);
+  else if (!strcmp(n, "w_layout") && v >= 0 && v < 2)
+    snprintf(buf, len, "%s", kLayout[v]);
+  else if (n[0] && n[strlen(n) - 1] == '#')
+    snprintf(buf, len, "an array hashing to %016llx", (unsigned long long)v);
   else
-    snprintf(buf, len, "%lld", (long long)op->shape[i]);
+    snprintf(buf, len, "%lld", v);
 }
 
 void fco_op_describe(const fco_op_t* op, char* buf, size_t len) {
@@ -59,9 +76,10 @@ void fco_op_describe(const fco_op_t* op, char* buf, size_t len) {
   }
   size_t n = (size_t)snprintf(buf, len, "fco_%s(", o->name);
   for (int i = 0; i < FCO_OP_SHAPE_MAX && o->shape_names[i] && n < len; i++) {
-    char v[32];
+    char v[48], f[32];
     shape_str(o, op, i, v, sizeof v);
-    n += (size_t)snprintf(buf + n, len - n, "%s=%s, ", o->shape_names[i], v);
+    field_name(o, i, f, sizeof f);
+    n += (size_t)snprintf(buf + n, len - n, "%s=%s, ", f, v);
   }
   if (n < len) {
     const char* in = fco_op_impl_name(op->kind, op->comm ? op->comm->transport : FCO_TRANSPORT_AUTO,
@@ -71,8 +89,12 @@ void fco_op_describe(const fco_op_t* op, char* buf, size_t len) {
 }
 
 fco_result_t fco_op_check_same(const fco_op_t* a, const fco_op_t* b) {
+  return fco_op_check_same_at(a, a->comm->rank, b, b->comm->rank);
+}
+
+fco_result_t fco_op_check_same_at(const fco_op_t* a, int ra, const fco_op_t* b, int rb) {
   const char* what = NULL;
-  char va[32] = "", vb[32] = "";
+  char va[48] = "", vb[48] = "", f[32];
   const fco_op_info_t* o = fco_op_info(a->kind);
   if (b->kind != a->kind) {
     what = "operation";
@@ -85,7 +107,8 @@ fco_result_t fco_op_check_same(const fco_op_t* a, const fco_op_t* b) {
   } else {
     for (int i = 0; o && i < FCO_OP_SHAPE_MAX && o->shape_names[i]; i++)
       if (a->shape[i] != b->shape[i]) {
-        what = o->shape_names[i];
+        field_name(o, i, f, sizeof f);
+        what = f;
         shape_str(o, a, i, va, sizeof va);
         shape_str(o, b, i, vb, sizeof vb);
         break;
@@ -94,6 +117,5 @@ fco_result_t fco_op_check_same(const fco_op_t* a, const fco_op_t* b) {
   if (!what) return FCO_OK;
   return fco_set_error(a->comm, FCO_ERR_INVALID_ARGUMENT,
                        "fco_%s: %s differs across ranks: rank %d has %s, rank %d has %s (every "
-                       "rank must pass the same)", fco_op_name(a->kind), what, a->comm->rank, va,
-                       b->comm->rank, vb);
+                       "rank must pass the same)", fco_op_name(a->kind), what, ra, va, rb, vb);
 }

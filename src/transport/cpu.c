@@ -48,6 +48,9 @@ typedef struct {
   int32_t impl;
   int64_t shape[FCO_OP_SHAPE_MAX]; /* op: fco_op_t.shape, what every rank must agree on */
   uint64_t bytes; /* op: workspace needed; growth: workspace bytes per rank */
+  /* growth: the kind of the operator call that needs it (its impl and shape above; compared
+   * only to name the field when the bytes differ), or -1 for fco_comm_reserve */
+  int32_t cause;
 } rec_t;
 
 typedef struct {
@@ -337,8 +340,18 @@ static void describe(const rec_t* r, fco_comm_t comm, char* buf, size_t len) {
 }
 
 static int rec_equal(const rec_t* a, const rec_t* b) {
+  if (a->what == kRecGrow) return b->what == kRecGrow && a->bytes == b->bytes;
   return a->what == b->what && a->impl == b->impl &&
          !memcmp(a->shape, b->shape, sizeof a->shape) && a->bytes == b->bytes;
+}
+
+/* The operator call behind a record (an op's own, or the one a growth is for): 0 when none. */
+static int rec_call(const rec_t* r, fco_comm_t comm, fco_op_t* op) {
+  if (r->what == kRecGrow && r->cause < 0) return 0;
+  rec_t v = *r;
+  if (r->what == kRecGrow) v.what = r->cause;
+  *op = rec_op(&v, comm);
+  return 1;
 }
 
 /* Publish this rank's record for the next collective, then check every peer's. */
@@ -367,15 +380,28 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
                            "%s (call %llu): rank %d's record is for call %llu", what,
                            (unsigned long long)seq, p, (unsigned long long)theirs->seq);
     if (!rec_equal(&rec, theirs)) {
-      /* ranks named by number, not "this rank": a world's group gives every rank the first
-       * failure's message (src/core/group.c) */
+      /* the field that differs, when both records come from operator calls (also through a
+       * growth one of them needs: with a thread or process per rank, each rank grows for its
+       * own call before the calls are compared; until session 55 that said "arguments or
+       * fco_comm_reserve bytes differ" without naming the field) */
+      fco_op_t mine_op, their_op;
       char a[200], b[200];
       describe(&rec, comm, a, sizeof a);
       describe(theirs, comm, b, sizeof b);
+      if (rec_call(&rec, comm, &mine_op) && rec_call(theirs, comm, &their_op) &&
+          fco_op_check_same_at(&mine_op, me, &their_op, p) != FCO_OK) {
+        char field[FCO_ERRMSG_LEN];
+        memcpy(field, comm->last_error, sizeof field);
+        return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%.240s; rank %d %s, rank %d %s",
+                             field, me, a, p, b);
+      }
+      /* ranks named by number, not "this rank": a world's group gives every rank the first
+       * failure's message (src/core/group.c) */
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                            "%s: arguments differ across ranks: rank %d %s, rank %d %s%s",
                            what, me, a, p, b,
-                           rec.what != theirs->what || rec.what == kRecGrow
+                           (rec.what == kRecGrow && rec.cause < 0) ||
+                                   (theirs->what == kRecGrow && theirs->cause < 0)
                                ? " (operation arguments or fco_comm_reserve bytes differ)"
                                : "");
     }
@@ -392,7 +418,13 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                          "cpu transport: communicator not initialised");
   int me = comm->rank, P = comm->nranks;
-  rec_t rec = {.what = kRecGrow, .bytes = bytes};
+  rec_t rec = {.what = kRecGrow, .bytes = bytes, .cause = -1};
+  const fco_op_t* why = comm->grow_cause;
+  if (why) {
+    rec.cause = why->kind;
+    rec.impl = why->impl;
+    memcpy(rec.shape, why->shape, sizeof rec.shape);
+  }
   FCO_CHECK(agree(comm, rec, "workspace growth"));
   uint64_t seq = tp->seq;
   ctrl_t* ctrl = tp->ctrl;
@@ -401,7 +433,9 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
   size_t stride = fco_round_up(bytes, 4096), total = stride * (size_t)P;
   void* map = NULL;
   fco_result_t r = FCO_OK;
-  if (stride < bytes || total / (size_t)P != stride)
+  /* ftruncate takes an off_t: a total past INT64_MAX was an EINVAL (FCO_ERR_SYSTEM) before
+   * session 55. */
+  if (stride < bytes || total / (size_t)P != stride || total > (size_t)INT64_MAX)
     r = fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
                       "workspace growth: %zu bytes per rank x %d ranks overflows", bytes, P);
   else /* one reservation serves all: nobody touches the pages before every rank acked */
@@ -468,7 +502,7 @@ static fco_result_t run_rank(fco_op_t* op) {
     return fco_set_error(comm, FCO_ERR_INTERNAL,
                          "cpu transport: op needs %zu bytes of workspace, %zu held", op->ws_bytes,
                          comm->ws_bytes);
-  rec_t rec = {.what = op->kind, .impl = op->impl, .bytes = op->ws_bytes};
+  rec_t rec = {.what = op->kind, .impl = op->impl, .bytes = op->ws_bytes, .cause = -1};
   memcpy(rec.shape, op->shape, sizeof rec.shape);
   char what[48];
   snprintf(what, sizeof what, "fco_%s", fco_op_name(op->kind));
