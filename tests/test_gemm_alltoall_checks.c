@@ -91,7 +91,9 @@ static void clobber_hints(void* arg) {
  * one row less from rank 1 and one more from itself), kind 1 counts_host (rank 1's first two
  * entries swapped: same totals), kind 2 recv_rows_host rewritten after the submits, before
  * fco_group_end, kind 3 counts_host with rank 1's last two entries swapped (its last expert),
- * kind 4 recv_rows_host 0 for rows that do come (rank 0 from rank 1: 0 is a hint, not "none").
+ * kind 4 recv_rows_host 0 for rows that do come (rank 0 from rank 1: 0 is a hint, not "none"),
+ * kind 5 recv_rows_host one row more than rank 1 sends rank 0 (alone: kind 0 also has one entry
+ * too small, so a check for too-small hints only passed it; still within out_rows).
  * Checked where the truth is at hand (cpu: every kind; local impl 0: recv on the host,
  * counts_host by the digest; local impl 2: counts_host): FCO_ERR_INVALID_ARGUMENT, nothing
  * written. nccl cannot check recv_rows_host without an exchange: not run there. */
@@ -99,7 +101,8 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
   static const char* kinds[] = {"recv_rows_host off by one", "counts_host unlike counts",
                                 "recv_rows_host rewritten before fco_group_end",
                                 "counts_host unlike counts in its last expert",
-                                "recv_rows_host 0 where rows come"};
+                                "recv_rows_host 0 where rows come",
+                                "recv_rows_host one row more than sent"};
   t_world_t w;
   t_context("P=%d bad hints: %s, impl %d", P, kinds[kind], impl);
   ASSERT_OK(t_world_init(&w, t, P, NULL));
@@ -132,6 +135,8 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
     hc.counts[1][2 * P - 1] = c.counts[1][2 * P - 2];
   } else if (kind == 4) { /* rank 1 does send rank 0 rows (every count >= 2) */
     hc.recv[0][1] = 0;
+  } else if (kind == 5) { /* out_rows has 4 slack rows (ga_finish_case) */
+    hc.recv[0][1] += 1;
   } else {
     h.before_end = clobber_hints;
     h.arg = &hc;
@@ -598,11 +603,15 @@ static void bad_args(const t_world_t* w) {
   ASSERT_MSG(c, "counts_host");
   /* recv_rows_host checked whenever given, also without counts_host (a negative entry once
    * passed there: the cpu backend read it as "no hint") */
-  int32_t rneg[1] = {-7}, rbig[1] = {9};
+  int32_t rneg[1] = {-7}, rbig[1] = {9}, rm1[1] = {-1}; /* -1: the cpu backend's "no hint" */
   ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, NULL, rneg, (char*)p + 2048, 8, 4, 4,
                                FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
   ASSERT_MSG(c, "recv_rows_host");
+  ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, NULL, rm1, (char*)p + 2048, 8, 4, 4,
+                               FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_MSG(c, "recv_rows_host[0] = -1");
   ASSERT_RES(fco_gemm_alltoall(c, p, 8, p, 0, 1, dummy, NULL, rbig, (char*)p + 2048, 8, 4, 4,
                                FCO_F32, 1, NULL),
              FCO_ERR_INVALID_ARGUMENT);
@@ -834,7 +843,7 @@ int main(void) {
   }
   /* Hints unlike the counts (the nccl bench's hang: recv_rows_host read after it changed). */
   if (pb >= 2 && t != FCO_TRANSPORT_NCCL) {
-    for (int kind = 0; kind < 5; kind++) {
+    for (int kind = 0; kind < 6; kind++) {
       bad_hints(t, pb, kind, t == FCO_TRANSPORT_CPU ? 1 : 0);
       if (t == FCO_TRANSPORT_LOCAL && (kind == 1 || kind == 3)) bad_hints(t, pb, kind, 2);
     }
