@@ -256,6 +256,32 @@ size_t gemv_check(const t_world_t* w, gemv_bufs_t* b) {
                fabs(got - want), tol, mag);
     }
   free(ref);
+  /* cpu: bit for bit the order src/cpu/gemv_allreduce.c documents — each rank's partial in
+   * fp32, k ascending; the partials summed in fp32 in rank order; the bias added once, after;
+   * rounded to the dtype (the tolerance above passed a reference summing in double, or adding
+   * the bias first: session 55's mutation audit). */
+  if (b->t == FCO_TRANSPORT_CPU) {
+    unsigned char want[4];
+    size_t bad = 0;
+    for (size_t m = 0; m < M; m++)
+      for (size_t n = 0; n < N; n++) {
+        float sum = 0.0f;
+        for (int r = 0; r < w->n; r++) {
+          const float* xr = b->hx[r] + m * b->K[r];
+          const float* wr = b->hw[r] + n * b->K[r];
+          float part = 0.0f;
+          for (size_t k = 0; k < b->K[r]; k++) part += xr[k] * wr[k];
+          sum = r == 0 ? part : sum + part;
+        }
+        if (b->has_bias) sum += b->hb[n];
+        t_set_elem(b->dt, want, 0, sum);
+        if (!memcmp(want, b->hy0 + (m * N + n) * es, es)) continue;
+        if (bad++ < 5)
+          printf("cpu: y[%zu][%zu] = %.9g, the documented fp32 order gives %.9g\n", m, n,
+                 t_get_elem(b->dt, b->hy0, m * N + n), t_get_elem(b->dt, want, 0));
+      }
+    wrong += bad;
+  }
   return wrong;
 }
 
