@@ -207,7 +207,8 @@ $(BUILD)/fuzz/fuzz_%: tests/test_fuzz_%.c $(FUZZ_SRC) $(TEST_COMMON) $(HDRS)
 # Installation. fco.pc's Libs.private lists what the static library needs (CUDA, cuBLAS, NCCL
 # and the C++ runtime of the CUDA objects in a CUDA build); `pkg-config --libs fco` is -lfco with
 # an rpath to the installed lib/ (a program starts without LD_LIBRARY_PATH for any PREFIX),
-# libfco.so carrying its own dependencies (and their rpath, as built).
+# libfco.so carrying its own dependencies (and their rpath, as built). fco-bench is linked again
+# for the prefix (the build's carries an rpath to the build tree's lib/); fco-sim needs no libfco.
 PREFIX  ?= /usr/local
 DESTDIR ?=
 FCO_VERSION := $(shell awk '/^\#define FCO_VERSION_(MAJOR|MINOR|PATCH) /{v = v s $$3; s = "."} END {print v}' include/fco.h)
@@ -228,7 +229,11 @@ install: lib tools
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(BUILD)/fco.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 755 $(BENCH) $(SIM) $(DESTDIR)$(PREFIX)/bin/
+	@mkdir -p $(BUILD)/install
+	$(CC) $(CFLAGS) $(if $(FCO_GIT_COMMIT),-DFCO_GIT_COMMIT=$(FCO_GIT_COMMIT)) \
+	  -o $(BUILD)/install/fco-bench $(BENCH_SRC) -L$(BUILD)/lib -lfco -Wl,-rpath,$(PREFIX)/lib \
+	  $(CUDA_LIBS) $(LDLIBS)
+	install -m 755 $(BUILD)/install/fco-bench $(SIM) $(DESTDIR)$(PREFIX)/bin/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALLED))

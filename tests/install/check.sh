@@ -2,7 +2,8 @@
 # tests/install/check.sh — `make install` into a scratch prefix; pkg-config's version is the
 # installed header's; a program outside the tree (examples/c/gemv_allreduce.c) built the way its
 # header says, with `pkg-config fco`, against the installed libfco.so and, statically, libfco.a
-# (Libs.private), run on the cpu transport; then `make uninstall` must leave nothing; a DESTDIR
+# (Libs.private), run on the cpu transport; the installed fco-bench loads the installed libfco.so;
+# then `make uninstall` must leave nothing; a DESTDIR
 # install stages under DESTDIR/PREFIX, and a relative PREFIX is refused.
 # `make test` calls it after tests/run.sh (BUILD and MAKE from make). Reads BUILD (default build),
 # MAKE (default make), CC (default cc) and TMPDIR (where the scratch prefix goes, default /tmp).
@@ -47,6 +48,13 @@ env -u LD_LIBRARY_PATH FCO_TRANSPORT=cpu "$prefix/consumer" 3 200 96 2 >/dev/nul
 # (ldd's output in a variable: `ldd | grep -q` fails under pipefail when grep exits first)
 deps=$(env -u LD_LIBRARY_PATH ldd "$prefix/consumer")
 grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "consumer is not linked against the installed libfco.so: $deps"
+
+# The installed fco-bench runs on the installed libfco.so (the build's binary has an rpath to the
+# build tree: installed as it was before session 55, it loaded the build tree's library).
+deps=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/fco-bench")
+grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "the installed fco-bench does not load the installed libfco.so: $deps"
+env -u LD_LIBRARY_PATH "$prefix/bin/fco-bench" --help >/dev/null ||
+  fail "the installed fco-bench --help failed"
 
 # Static: everything libfco.a needs comes from Libs.private (a C compiler driver, not g++).
 libs=$(pkg-config --static --libs fco)
