@@ -178,7 +178,7 @@ void fco_op_describe(const fco_op_t* op, char* buf, size_t len);
 /* Do two ranks' ops agree (kind, impl, shape)? If not: FCO_ERR_INVALID_ARGUMENT with a message
  * on a->comm naming both ranks and the first differing field. */
 fco_result_t fco_op_check_same(const fco_op_t* a, const fco_op_t* b);
-/* The same for views of ranks ra and rb (b->comm may be NULL: a peer's record, cpu). */
+/* The same with the ranks given (a peer's record as an op: cpu, its comm is not the peer's). */
 fco_result_t fco_op_check_same_at(const fco_op_t* a, int ra, const fco_op_t* b, int rb);
 
 /* ---- transport interface --------------------------------------------------------------- */
