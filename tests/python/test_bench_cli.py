@@ -566,20 +566,26 @@ _CORRUPT = r"""
 #include <dlfcn.h>
 #include <string.h>
 #include "fco.h"
-/* Corrupts the first and the last f32 element (LAST) of rank 0's out of impl 1 after the group. */
+/* Corrupts the first and the last f32 element (LAST) of rank VICTIM's out of impl 1 after the
+ * group: the VICTIM-th impl 1 call of the group (fco-bench issues rank 0's, then rank 1's, ...). */
+#ifndef VICTIM
+#define VICTIM 0
+#endif
 static float* victim;
+static int nth; /* impl 1 calls of this group so far */
 #define REAL(f) static __typeof__(f)* real; \
   if (!real) real = (__typeof__(f)*)dlsym(RTLD_NEXT, #f)
+#define TAKE(p) if (impl == 1 && nth++ == VICTIM) victim = (float*)(p)
 fco_result_t fco_allreduce(fco_comm_t c, const void* in, void* out, size_t n, fco_dtype_t dt,
                            int impl, void* s) {
   REAL(fco_allreduce);
-  if (!victim && impl == 1) victim = out;
+  TAKE(out);
   return real(c, in, out, n, dt, impl, s);
 }
 fco_result_t fco_gemv_allreduce(fco_comm_t c, const void* x, const void* w, const void* b, void* y,
                                 size_t M, size_t N, size_t K, fco_dtype_t dt, int impl, void* s) {
   REAL(fco_gemv_allreduce);
-  if (!victim && impl == 1) victim = y;
+  TAKE(y);
   return real(c, x, w, b, y, M, N, K, dt, impl, s);
 }
 fco_result_t fco_embedding_alltoall(fco_comm_t c, const void* w, const int64_t* tr,
@@ -588,7 +594,7 @@ fco_result_t fco_embedding_alltoall(fco_comm_t c, const void* w, const int64_t* 
                                     fco_emb_index_t it, const float* psw, fco_emb_pooling_t pl,
                                     void* out, int impl, void* s) {
   REAL(fco_embedding_alltoall);
-  if (!victim && impl == 1) victim = out;
+  TAKE(out);
   return real(c, w, tr, tpr, bpr, d, dt, o, ix, ni, it, psw, pl, out, impl, s);
 }
 fco_result_t fco_group_end(void) {
@@ -598,11 +604,13 @@ fco_result_t fco_group_end(void) {
     victim[0] = victim[LAST] = 777.0f;
     victim = NULL;
   }
+  nth = 0;
   return r;
 }
 """
 
 
+@pytest.mark.parametrize("victim", [0, 1])  # -g 2: the first rank and the last
 @pytest.mark.parametrize("op,env,last", [
     ("allreduce", {}, 255),  # -b 1K: 256 f32
     ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x40", "FCO_BENCH_GEMV_M": "3"}, 3 * 72 - 1),
@@ -610,11 +618,13 @@ fco_result_t fco_group_end(void) {
     ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "4", "FCO_BENCH_EA_BATCH_DIV": "2048",
                             "FCO_BENCH_EA_ROWS": "300"}, 16 * 16 * 64 - 1),
 ])
-def test_two_wrong_elements_count_twice(op, env, last, tmp_path):
-    """Impl 1's first and last output element of rank 0 corrupted (an LD_PRELOAD shim): 2 wrong,
-    counted in round 0 only (-R 2), in the row's #wrong (summed over its impls, auto last), the
-    impl's JSON "wrong" (the others 0) and the total; exit 1."""
-    so = _shim(tmp_path, _CORRUPT, f"LAST={last}")
+def test_two_wrong_elements_count_twice(op, env, last, victim, tmp_path):
+    """Impl 1's first and last output element of rank VICTIM corrupted (an LD_PRELOAD shim): 2
+    wrong, counted in round 0 only (-R 2), in the row's #wrong (summed over its impls, auto last),
+    the impl's JSON "wrong" (the others 0) and the total; exit 1. The check reads every rank's
+    output: rank 1's two wrong elements count as rank 0's (a check of rank 0 alone passed), and
+    the examples on stderr name the corrupted rank only."""
+    so = _shim(tmp_path, _CORRUPT, f"LAST={last}", f"VICTIM={victim}")
     js = tmp_path / "w.json"
     p = run([op, "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-R", "2", "-d", "f32", "-D",
              "0,1,auto", "-b", "1K", "-e", "1K", "-J", str(js)], dict(env, LD_PRELOAD=so))
@@ -623,6 +633,9 @@ def test_two_wrong_elements_count_twice(op, env, last, tmp_path):
     assert [r["#wrong"] for r in _table(p.stdout)] == ["2"], p.stdout
     res = json.loads(js.read_text())["results"]
     assert [(r["impl_id"], r["wrong"]) for r in res] == [(0, 0), (1, 2), (-1, 0)], res
+    elem = "y" if op == "gemv_allreduce" else "out"  # "rank R y[i][j] = ..." / "rank R out[..."
+    assert f": rank {victim} {elem}[" in p.stderr, p.stderr
+    assert f": rank {1 - victim} {elem}[" not in p.stderr, p.stderr
 
 
 _SLEEP = r"""

@@ -2,8 +2,9 @@
 2 and 3 ranks over gloo + the cpu transport: forward against F.embedding_bag +
 all_to_all_single + permute for every dtype, impl, pooling, index type, with and without
 per-sample weights, uneven tables and batches (ranks with no table / no sample, empty bags);
-the backward (table and per-sample-weight gradients) against torch's autograd of that pipeline;
-bad input, opcheck. Run: pytest tests/python/test_embedding_alltoall.py
+the backward (table and per-sample-weight gradients) against torch's autograd of that pipeline,
+and the backward op alone with indices outside their table (no gradient for them); bad input,
+opcheck. Run: pytest tests/python/test_embedding_alltoall.py
 """
 import pytest
 
@@ -117,6 +118,61 @@ def test_backward_3_ranks(pool3):
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_backward_half_dtypes(pool2, dtype):
     pool2.run(_w_backward, dtype, "mean", True)
+
+
+def _w_backward_skips_bad_indices(mode, weighted):
+    """fco::embedding_alltoall_backward called directly with indices outside their table (on CPU
+    the forward raises, so autograd never runs the backward with one; on CUDA the error is
+    asynchronous and it does): such an entry adds nothing to any row (not to row 0, the
+    backward's stand-in row for it, nor to the next table's row) and its per-sample-weight
+    gradient is 0; a mean bag still divides by its whole length. Against a loop over the
+    entries, in float64."""
+    import torch
+    import torch.distributed as dist
+
+    import fco  # noqa: F401  (registers the ops)
+    from fco.ops import embedding_alltoall as emb
+
+    r = dist.get_rank()
+    assert dist.get_world_size() == 2
+    tpr, bpr, D, rows, base = [2, 2], [1, 2], 4, [3, 2], [0, 3]
+    B, T, toff, bs = 3, 4, 2 * r, [0, 1][r]
+    # bags (t, b), table-major over the global batch; bad: 3 (table 0's size: it would be table
+    # 1's row 0), -1, and 2 (table 1's size: past the weight)
+    bags = [[1, 3], [2], [3, 0, 0], [-1, 0], [], [1, 2, 1]]
+    off = torch.tensor([0] + [len(x) for x in bags]).cumsum(0)
+    idx = torch.tensor([i for x in bags for i in x])
+    g = torch.Generator().manual_seed(5 + r)
+    weight = torch.randn(sum(rows), D, generator=g)
+    psw = torch.rand(idx.numel(), generator=g) + 0.5 if weighted else None
+    G = torch.randn(B, T, D, generator=torch.Generator().manual_seed(9))  # every rank's grad
+    gw, gp = torch.ops.fco.embedding_alltoall_backward(
+        G[bs:bs + bpr[r]].contiguous(), weight, idx, off, psw, rows, tpr, bpr,
+        emb.POOLING[mode], "", weighted)
+    rw = torch.zeros(sum(rows), D, dtype=torch.float64)
+    rp = torch.zeros(idx.numel(), dtype=torch.float64)
+    for t in range(2):
+        for b in range(B):
+            lo, hi = int(off[t * B + b]), int(off[t * B + b + 1])
+            div = hi - lo if mode == "mean" else 1
+            for j in range(lo, hi):
+                i = int(idx[j])
+                if not 0 <= i < rows[t]:
+                    continue
+                gb = G[b, toff + t].double()
+                rw[base[t] + i] += (float(psw[j]) if weighted else 1.0) / div * gb
+                rp[j] = (gb * weight[base[t] + i].double()).sum() / div
+    torch.testing.assert_close(gw.double(), rw, rtol=1e-5, atol=1e-5)
+    assert gp.numel() == (idx.numel() if weighted else 0)
+    if weighted:
+        torch.testing.assert_close(gp.double(), rp, rtol=1e-5, atol=1e-5)
+    return True
+
+
+@pytest.mark.parametrize("mode,weighted", [("sum", False), ("sum", True), ("mean", False),
+                                           ("mean", True)])
+def test_backward_skips_bad_indices(pool2, mode, weighted):
+    assert pool2.run(_w_backward_skips_bad_indices, mode, weighted) == [True, True]
 
 
 def _w_bad_input():

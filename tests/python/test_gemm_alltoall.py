@@ -58,12 +58,18 @@ def _w_forward(dtype_name):
     ref = _refs.gemm_alltoall(a, w, counts, total)
     _refs.close(out, ref, dtype)
     # the same into a NaN-poisoned out= with the host hints: the rows past this rank's received
-    # total are zeroed by the wrapper (none on the rank that receives the most)
-    poisoned = torch.full((total, w.shape[2]), float("nan"), dtype=dtype)
-    got = fco.gemm_alltoall(a, w, counts, out_rows=total, out=poisoned,
-                            counts_host=counts.tolist(), recv_rows=_refs.recv_rows(counts))
-    assert got.data_ptr() == poisoned.data_ptr()
-    _refs.close(got, ref, dtype)
+    # total are zeroed by the wrapper (none on the rank that receives the most); out_rows past
+    # the largest total by 0, 1, 2 rows: that rank's tail is exactly as long (a one-row tail
+    # was once left unzeroed, unseen)
+    mine = int(_refs.recv_rows(counts).sum())
+    for tail in (0, 1, 2):
+        rows = total + tail
+        poisoned = torch.full((rows, w.shape[2]), float("nan"), dtype=dtype)
+        got = fco.gemm_alltoall(a, w, counts, out_rows=rows, out=poisoned,
+                                counts_host=counts.tolist(), recv_rows=_refs.recv_rows(counts))
+        assert got.data_ptr() == poisoned.data_ptr()
+        assert torch.equal(got[mine:], torch.zeros_like(got[mine:])), (tail, got[mine:])
+        _refs.close(got, _refs.gemm_alltoall(a, w, counts, rows), dtype)
     zero = fco.gemm_alltoall(a, w, torch.zeros_like(counts), out_rows=8)
     assert torch.equal(zero, torch.zeros_like(zero))
     return True
@@ -198,6 +204,8 @@ def _w_bad_input():
     # caller's out keeps its values (it once came back zeroed: a negative total cut the tail)
     out = torch.full((20, 4), 7.0)
     for rr, msg in (([-7, 1], "recv_rows_host\\[0\\] = -7 is negative"),
+                    # -1, the edge (the cpu backend's own "no hint"): a check of < -1 took it
+                    ([-1, 1], "recv_rows_host\\[0\\] = -1 is negative"),
                     ([15, 6], "more than out_rows 20")):
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.gemm_alltoall(a, w, counts, recv_rows=rr, out=out)

@@ -7,7 +7,8 @@ evaluates identically (the same seeded inputs everywhere):
   forward   a float64 plain-torch reference of the op's semantics, without collectives:
             gemv_allreduce      Y = Σ_r x_r · W_rᵀ + bias          (one output, replicated)
             embedding_alltoall  [B, T, D]: every bag of every rank's tables (rank s's output
-                                is the slice of its b_s samples)
+                                is the slice of its b_s samples); offsets start past 1 or 2
+                                junk entries of indices and per_sample_weights
             gemm_alltoall       [P, out_rows, N]: every rank's output
   backward  fco's OWN autograd code: the op module's _setup_context fills a ctx from this rank's
             inputs, the module's _backward (with its collectives: the reverse all-to-all over
@@ -170,8 +171,11 @@ class _Emb:
             lens = torch.randint(0, 4, (tpr[q] * B,), generator=g)  # empty bags too
             idx = [torch.randint(0, rows[t], (int(lens[t * B:(t + 1) * B].sum()),), generator=g)
                    for t in range(tpr[q])]
-            idx = torch.cat(idx) if idx else torch.zeros(0, dtype=torch.int64)
-            off = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)])
+            # 1 or 2 junk entries in front (offsets[0] = pad): never read, out of every table;
+            # their per-sample weights get no gradient
+            pad = 1 + (seed + q) % 2
+            idx = torch.cat([torch.full((pad,), 99, dtype=torch.int64)] + idx)
+            off = torch.cat([torch.full((1,), pad, dtype=torch.int64), pad + lens.cumsum(0)])
             self.weights.append(torch.randn(sum(rows), D, generator=g))
             self.psws.append(torch.rand(idx.numel(), generator=g) + 0.5)
             self.data.append((idx.to(index_dtype), off.to(index_dtype), rows))
