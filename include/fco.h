@@ -171,7 +171,9 @@ fco_result_t fco_comm_init_from_nccl(fco_comm_t* comm, void* nccl_comm, const fc
  * workspace growth and fco_mem_alloc act on every rank of the world at once: with one thread
  * per rank, first call fco_comm_reserve (enough for every call) and fco_mem_alloc from one
  * thread, so that no rank's call needs to grow the workspace. On failure comms[0..ndev) are
- * NULL (when 1 <= ndev <= 64). */
+ * NULL (when 1 <= ndev <= 64). GPU transports: calls on these communicators leave the CUDA
+ * device of the last rank they touched current on the calling thread (as cudaSetDevice would):
+ * a program driving several GPUs from one thread sets its own device again after them. */
 fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
                                const fco_config_t* cfg);
 
@@ -210,7 +212,14 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * thread before the ranks' threads issue calls (its ops grow every rank of the world together,
  * so a call that must grow it would touch the other ranks' communicators from several threads);
  * on cpu it is never needed (no graphs are captured; its ops grow the workspace themselves).
- * [IN] bytes: data workspace bytes per rank to have at least. */
+ * On nccl the ranks agree on a growth (and on fco_mem_alloc) through an NCCL all-reduce that
+ * FCO_TIMEOUT_MS does not bound: a rank whose peer never grows (its call refused on the host,
+ * or a need that differs) waits there like an NCCL collective missing a rank.
+ * Growth frees the old workspace, whose address captured kernels keep: a CUDA graph captured
+ * before a growth (a later call with a larger shape, or a larger fco_comm_reserve) must not be
+ * replayed after it — reserve, before the first capture, what every later call needs.
+ * [IN] bytes: data workspace bytes per rank to have at least, ≤ 2^50 (FCO_ERR_OUT_OF_MEMORY
+ *             above). */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
 /* [OUT] bytes: data workspace bytes per rank held now. */
 fco_result_t fco_comm_workspace_bytes(fco_comm_t comm, size_t* bytes);
@@ -576,6 +585,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *   given, else the mean of a_rows); at k > 2048 where no expert has more than 256 rows.
  * Otherwise impl 2 first on nccl at P > 1, impl 0 first elsewhere, then the other of the two,
  * then impl 1 (the one impl that captures without counts_host). On the cpu transport: 1.
+ * AUTO reads each rank's hints and whether its stream is capturing: with one process per rank
+ * (nccl), pass the hints (both or neither) and capture alike on every rank, or name the impl —
+ * ranks that choose differently are not detected (wrong data or FCO_ERR_TIMEOUT).
  * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
  * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
 #define FCO_GEMM_ALLTOALL_NUM_IMPLS 3

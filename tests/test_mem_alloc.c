@@ -137,6 +137,40 @@ static void world(fco_transport_t t, int n) {
     for (int r = 1; r < n; r++) ASSERT_OK(fco_mem_alloc(w.comms[r], 512, &p[r][5]));
   }
 
+  if (n > 1 && t != FCO_TRANSPORT_CPU) {
+    /* After a free, a newer collective allocation can sit in a lower slot than an older one
+     * still pending on the other ranks: each rank's call takes the oldest (before session 55
+     * the lowest slot, so rank 1's call got rank 0's newer buffer: another slot than rank 0's,
+     * or with other sizes a false "bytes differ"). Slots 5 and 7 are free on every rank here. */
+    t_context("P=%d: pending allocations taken oldest first", n);
+    void* q[8][3];
+    for (int r = 0; r < n; r++) ASSERT_OK(fco_mem_free(w.comms[r], p[r][5]));
+    for (int r = 0; r < n; r++) ASSERT_OK(fco_mem_free(w.comms[r], p[r][7]));
+    ASSERT_OK(fco_mem_alloc(w.comms[0], 4096, &q[0][0])); /* A: slot 5 */
+    ASSERT_OK(fco_mem_alloc(w.comms[0], 8192, &q[0][1])); /* B: slot 7 */
+    for (int r = 1; r < n; r++) ASSERT_OK(fco_mem_alloc(w.comms[r], 4096, &q[r][0]));
+    for (int r = 0; r < n; r++) ASSERT_OK(fco_mem_free(w.comms[r], q[r][0])); /* slot 5 free */
+    ASSERT_OK(fco_mem_alloc(w.comms[0], 16384, &q[0][2])); /* C: slot 5, B still pending */
+    for (int r = 1; r < n; r++) {
+      ASSERT_OK(fco_mem_alloc(w.comms[r], 8192, &q[r][1])); /* B, not C */
+      ASSERT_OK(fco_mem_alloc(w.comms[r], 16384, &q[r][2])); /* C */
+    }
+    for (int i = 1; i < 3; i++) {
+      int s0 = -1;
+      ASSERT_OK(fco_mem_find(w.comms[0], q[0][i], 1, &s0, NULL, NULL));
+      ASSERT_TRUE(s0 >= 0);
+      for (int r = 1; r < n; r++) {
+        int sr = -2;
+        ASSERT_OK(fco_mem_find(w.comms[r], q[r][i], i == 1 ? 8192 : 16384, &sr, NULL, NULL));
+        ASSERT_EQ(sr, s0); /* the same collective call: the same slot on every rank */
+      }
+    }
+    for (int r = 0; r < n; r++) {
+      p[r][5] = q[r][2];
+      p[r][7] = q[r][1];
+    }
+  }
+
   t_context("P=%d: free half, destroy with the rest held", n);
   for (int k = 0; k < FCO_MAX_SYMMETRIC; k += 2)
     for (int r = 0; r < n; r++) ASSERT_OK(fco_mem_free(w.comms[r], p[r][k]));

@@ -329,6 +329,13 @@ fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {
   NEED_COMM(comm, "fco_comm_reserve");
   if (comm->async_error != FCO_OK) return fco_async_refuse(comm, "fco_comm_reserve");
   if (bytes <= comm->ws_bytes) return FCO_OK;
+  /* Beyond any allocation (the operators need at most ~2^47): the GPU transports round the size
+   * up and add the LL area, which wrapped near SIZE_MAX until session 55 (a reserve of
+   * (size_t)-1 freed the workspace and "grew" it to 0 bytes, FCO_OK). */
+  if (bytes > (size_t)1 << 50)
+    return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
+                         "fco_comm_reserve: %zu bytes per rank overflows any allocation (> 2^50)",
+                         bytes);
   if (comm->cfg.max_workspace_bytes > 0 && bytes > (size_t)comm->cfg.max_workspace_bytes)
     return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
                          "workspace of %zu bytes per rank needed, over cfg.max_workspace_bytes = %lld",

@@ -37,6 +37,7 @@ typedef struct fco_world {
   fco_comm_t comms[FCO_MAX_RANKS];
   int live;      /* communicators not yet destroyed; the last destroy frees the world */
   void* shared;  /* transport state shared by the world (owned by the transport)     */
+  uint64_t sym_seq; /* collective fco_mem_alloc calls made for the whole world (sym.c)   */
 } fco_world_t;
 
 /* A symmetric buffer slot of a rank (src/core/sym.c, fco_mem_alloc). Slot k of every rank
@@ -47,6 +48,7 @@ typedef struct {
   void* ptr;    /* this rank's buffer                                                    */
   size_t bytes;
   int state;    /* fco_sym_state_t; PENDING: allocated by a world peer's call, not handed out */
+  uint64_t seq; /* PENDING: the world's allocation number (the oldest is taken first)      */
 } fco_sym_t;
 
 struct fco_comm {

@@ -53,10 +53,17 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
   if (!comm->tops->sym_alloc)
     return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "fco_mem_alloc: the %s transport has none",
                          comm->tops->name);
-  /* A buffer a world peer's call allocated for this rank: take the oldest. */
-  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
-    fco_sym_t* s = &comm->sym[k];
-    if (s->state != FCO_SYM_PENDING) continue;
+  /* A buffer a world peer's call allocated for this rank: take the oldest — by allocation
+   * number, not by slot: after a free, a newer allocation may sit in a lower slot (until
+   * session 55 the lowest was taken, so one collective call could land in different slots on
+   * different ranks, or be refused as "bytes differ"). */
+  int oldest = -1;
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++)
+    if (comm->sym[k].state == FCO_SYM_PENDING &&
+        (oldest < 0 || comm->sym[k].seq < comm->sym[oldest].seq))
+      oldest = k;
+  if (oldest >= 0) {
+    fco_sym_t* s = &comm->sym[oldest];
     if (s->bytes != bytes)
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                            "fco_mem_alloc: rank %d asks %zu bytes, but another rank of its "
@@ -90,9 +97,11 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
     if (comm->last_error[0] == 0) fco_set_error(comm, r, "%s", fco_last_error(NULL));
     return r;
   }
+  const uint64_t seq = world ? ++comm->world->sym_seq : 0;
   for (int i = 0; i < n; i++) {
     comms[i]->sym[k].bytes = bytes;
     comms[i]->sym[k].state = comms[i] == comm ? FCO_SYM_TAKEN : FCO_SYM_PENDING;
+    comms[i]->sym[k].seq = seq;
   }
   *ptr = comm->sym[k].ptr;
   fco_log(comm, "fco_mem_alloc: slot %d, %zu bytes a rank, %d rank(s) at once", k, bytes, n);

@@ -94,8 +94,10 @@ namespace {
  * (thread, device): two communicators driven from one thread on two streams queued their pushes
  * on one side stream, and each call's stream joined it, so the second call waited for the first
  * call's pushes). Up to kSideStreams entries a thread and device. A stream without an entry gets
- * a new one, or, when all are made or the stream is being captured (nothing is created during a
- * capture), the least recently used entry is handed over to it (since session 34; before, the
+ * a new one, or, when all are made or the stream is being captured and the thread has one, the
+ * least recently used entry is handed over to it (a thread's first entry is made even during a
+ * capture — stream and event creation are no stream work; such a first call has no cuBLAS
+ * handle yet, which blas_lease refuses under capture) (since session 34; before, the
  * first entry was shared). Handing over is safe: every call forks from and joins back to its own
  * stream within the call, so between calls no push stream belongs to any stream's work; the new
  * owner's pushes only queue behind what the entry's push stream still runs. */

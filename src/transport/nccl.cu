@@ -577,13 +577,15 @@ static fco_result_t nccl_destroy(fco_comm_t comm) {
   nccl_rank_t* me = nr(comm);
   if (!me) return FCO_OK;
   fco_result_t r = FCO_OK;
-  /* Our kernels' waits are bounded, so the sync ends even after a timeout. */
+  /* Our kernels' waits are bounded, so the sync ends even after a timeout. Whether a kernel
+   * failed is read after it (before session 55 it was read first: a timeout recorded during
+   * the sync still led to ncclCommDestroy, which may wait for a peer that is gone). */
   const volatile fco_async_err_t* e = me->g.err_host;
-  int failed = comm->async_error != FCO_OK || (e && e->code != 0);
   if (comm->device >= 0) {
     FCO_CUDA_CHECK_KEEP(comm, cudaSetDevice(comm->device), r);
     FCO_CUDA_CHECK_KEEP(comm, cudaDeviceSynchronize(), r);
   }
+  const int failed = comm->async_error != FCO_OK || (e && e->code != 0) || r != FCO_OK;
   /* Reverse order of allocation. */
   fco_result_t x = fco_sym_free_all(comm);
   if (r == FCO_OK) r = x;
