@@ -7,7 +7,7 @@
 #     test_gemm_alltoall_checks, test_mixed_ops  (~330 s cold)
 #   PART=pytest: pytest -m gpu -k "not test_gemm_tma"  (~300 s)
 # Carry: build/obj at the commit, stripped (tar czf build/carry.tgz build/obj).
-# Run: FCO_COMMIT=<commit> PART=tests|pytest bash cmd.sh
+# Run: FCO_COMMIT=<commit> PART=tests|pytest bash cmd.sh   (ran as FCO_COMMIT=f9fb6f6 PART=tests)
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
 export FCO_COMMIT=${FCO_COMMIT:-unknown}
