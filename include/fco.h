@@ -430,7 +430,8 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  * skipped, a bag whose offsets decrease or leave [0, num_indices] is treated as empty; nothing
  * is read outside the inputs or written outside out. It is reported as
  * FCO_ERR_INVALID_ARGUMENT naming the global table id and the position (in indices, or in
- * offsets) on the rank holding it — by the call on the cpu transport, by
+ * offsets; with several bad entries, one of them — which one is not specified: the kernels'
+ * order of work decides) on the rank holding it — by the call on the cpu transport, by
  * fco_comm_get_async_error (and every later operator call) on GPU transports, where the
  * communicator must then be destroyed.
  *

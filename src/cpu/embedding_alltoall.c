@@ -17,7 +17,8 @@
  * P == 1: bags are pooled straight into out. Bad data (an index outside its table, offsets that
  * decrease or leave [0, num_indices]) is skipped / treated as an empty bag, the protocol is
  * completed so peers never wait in vain, and the call returns FCO_ERR_INVALID_ARGUMENT naming
- * the first bad table (global id) and position.
+ * the bad table (global id) and position it met first (fco.h leaves unspecified which bad entry
+ * is named when there are several).
  */
 #include <math.h>
 #include <stdlib.h>
