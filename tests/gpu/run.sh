@@ -213,7 +213,9 @@ bench() { # name op args...
 for op in ${OPS_BENCH-$OPS}; do
   case $op in
     allreduce)
-      bench ar-local allreduce -t local -g 2 "${sizes[@]}"
+      # -G 1 (CUDA graphs), as the nccl rows: eager times on local held the host's launch rate,
+      # which charged impl 0's several launches more than the fused impls' one (until session 55)
+      bench ar-local allreduce -t local -g 2 -G 1 "${sizes[@]}"
       if [ "$NGPU" -ge 2 ]; then
         # The fused path must beat ncclAllReduce up to 1 MB: fine steps there, eager and graphed.
         bench "ar-nccl$PR" allreduce -t nccl -g "$BR" -b 1K -e 64M -f 2 -d bf16
@@ -222,7 +224,7 @@ for op in ${OPS_BENCH-$OPS}; do
       fi
       ;;
     *)
-      bench "$op-local" "$op" -t local -g 2 -d bf16 -n 20 -w 3
+      bench "$op-local" "$op" -t local -g 2 -G 1 -d bf16 -n 20 -w 3
       # P = 1 (one rank, no communication): the fused kernel's compute against impl 0's on the
       # same work — where a fused kernel is slower than the unfused one it shares code with, the
       # gap is the kernel's, not the protocol's (session 12: a misaligned cp.async ring, found so);

@@ -571,6 +571,9 @@ _CORRUPT = r"""
 #ifndef VICTIM
 #define VICTIM 0
 #endif
+#ifndef BAD
+#define BAD 777.0f
+#endif
 static float* victim;
 static int nth; /* impl 1 calls of this group so far */
 #define REAL(f) static __typeof__(f)* real; \
@@ -601,7 +604,7 @@ fco_result_t fco_group_end(void) {
   REAL(fco_group_end);
   fco_result_t r = real();
   if (victim) {
-    victim[0] = victim[LAST] = 777.0f;
+    victim[0] = victim[LAST] = BAD;
     victim = NULL;
   }
   nth = 0;
@@ -636,6 +639,18 @@ def test_two_wrong_elements_count_twice(op, env, last, victim, tmp_path):
     elem = "y" if op == "gemv_allreduce" else "out"  # "rank R y[i][j] = ..." / "rank R out[..."
     assert f": rank {victim} {elem}[" in p.stderr, p.stderr
     assert f": rank {1 - victim} {elem}[" not in p.stderr, p.stderr
+
+
+def test_allreduce_zeros_caught_at_nine_ranks(tmp_path):
+    """At P = 9 (and every multiple of 9) the allreduce check's expected sums were all 0 before
+    session 55 (the rank term cancelled), so zeros written over rank 8's out passed; now the
+    nine expected values differ at every P <= 64 and the two zeroed elements count."""
+    so = _shim(tmp_path, _CORRUPT, "LAST=255", "VICTIM=8", "BAD=0.0f")
+    p = run(["allreduce", "-t", "cpu", "-g", "9", "-n", "1", "-w", "0", "-d", "f32", "-D", "1",
+             "-b", "1K", "-e", "1K"], {"LD_PRELOAD": so})
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "# wrong elements: 2\n" in p.stdout, p.stdout + p.stderr
+    assert ": rank 8 out[" in p.stderr, p.stderr
 
 
 _SLEEP = r"""

@@ -47,6 +47,45 @@ def test_gemv_targets():
     assert c["auto >= impl 0"][3] is False and c["overlap"][3] is False
 
 
+def test_gemv_gate_counts_nccls_all_reduce():
+    """The 1.3x gate takes the larger of fco's all-reduce (comm_us) and NCCL's share of impl 0
+    (impl 0 - the GEMV alone): run a70f468's 16384² M 16 row, fco's one-shot 12 % of the GEMV,
+    NCCL's 21 % — the target applies and 1.11x misses it (before session 55: n/a)."""
+    s = {"M": 16, "N": 16384, "K": 16384}
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 80.81, 66.80, 8.32, 62.43),
+            _res("gemv_allreduce", s, "oneshot_ll_pdl", 5, 72.57, 66.80, 8.32, 62.43)]
+    c = _checks(rows)
+    assert "1.3x impl 0 (n/a)" not in c
+    assert c["1.3x impl 0"][3] is False and abs(c["1.3x impl 0"][1] - 80.81 / 72.57) < 1e-12
+    # NCCL's share under 20 % too (8192x28672 M 16: 19.6 %): n/a
+    s2 = {"M": 16, "N": 8192, "K": 28672}
+    rows = [_res("gemv_allreduce", s2, "cublas_nccl", 0, 73.63, 61.56, 7.17, 54.62),
+            _res("gemv_allreduce", s2, "oneshot_ll_pdl", 5, 63.25, 61.56, 7.17, 54.62)]
+    assert _checks(rows)["1.3x impl 0 (n/a)"][3] is None
+
+
+def test_wrong_elements_never_meet():
+    """An impl with wrong elements is not the row's fco impl, a wrong AUTO does not meet "auto >=
+    impl 0", and the row gets a missed "0 wrong" target (before session 55 targets.py never read
+    "wrong": a fast wrong impl could meet every target)."""
+    s = {"M": 1, "N": 8192, "K": 8192}
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, 30.0, 20.0, 8.0, 15.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 19.0, 20.0, 8.0, 15.0),
+            _res("gemv_allreduce", s, "twophase", 2, 25.0, 20.0, 8.0, 15.0),
+            _res("gemv_allreduce", s, "auto", -1, 19.0, 20.0, 8.0, 15.0)]
+    for r in rows:
+        r["wrong"] = 0
+    rows[1]["wrong"] = rows[3]["wrong"] = 3
+    c = _checks(rows)
+    assert c["0 wrong"][1:4] == (6, 0, False) and c["0 wrong"][4] == "oneshot,auto"
+    assert c["auto >= impl 0"][3] is False
+    assert c["1.3x impl 0"][4] == "twophase" and c["1.3x impl 0"][3] is False  # 30 / 25
+    rows[1]["wrong"] = rows[3]["wrong"] = 0
+    c = _checks(rows)
+    assert "0 wrong" not in c and c["auto >= impl 0"][3] is True
+    assert c["1.3x impl 0"][4] in ("oneshot", "auto") and c["1.3x impl 0"][3] is True
+
+
 def test_embedding_and_gemm_targets():
     s = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
     gathered = 1024 * 2 * 8 * 64 * 2  # bytes per rank, bf16
