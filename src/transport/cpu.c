@@ -400,7 +400,7 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
       return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
                            "%s: arguments differ across ranks: rank %d %s, rank %d %s%s",
                            what, me, a, p, b,
-                           (rec.what == kRecGrow && rec.cause < 0) ||
+                           rec.what != theirs->what || (rec.what == kRecGrow && rec.cause < 0) ||
                                    (theirs->what == kRecGrow && theirs->cause < 0)
                                ? " (operation arguments or fco_comm_reserve bytes differ)"
                                : "");
