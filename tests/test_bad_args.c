@@ -28,6 +28,15 @@ static void assert_untouched(int line) {
   if (t_ar_check_untouched(&g_w, &g_b)) t_fail(__FILE__, line, "a failed call wrote output");
 }
 
+/* One allreduce on fresh inputs, issued for every rank in a group, checked: the world works. */
+static void ar_works(const t_world_t* w, t_ar_bufs_t* b, size_t count, int impl) {
+  uint64_t seed = t_next_seed();
+  t_ar_prepare(w, b, count, FCO_F32, 0, seed);
+  ASSERT_OK(t_ar_run(w, b, impl));
+  t_sync(w);
+  ASSERT_EQ(t_ar_check(w, b, seed), 0);
+}
+
 /* A bad fco_allreduce on rank 0: `code`, a message naming `word` on the comm (or, when comm
  * is NULL, on the thread), no output written. */
 #define BAD_AR(comm, in, out, count, dtype, impl, code, word)                              \
@@ -90,11 +99,7 @@ static void allreduce_args(void) {
 
   /* None of these failures is sticky: the communicator still works. */
   ASSERT_OK(fco_comm_get_async_error(c));
-  uint64_t seed = t_next_seed();
-  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
-  ASSERT_OK(t_ar_run(&g_w, &g_b, FCO_IMPL_AUTO));
-  t_sync(&g_w);
-  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  ar_works(&g_w, &g_b, N, FCO_IMPL_AUTO);
 }
 
 /* in and out side by side in one allocation (out right after in, then in right after out): they
@@ -489,11 +494,7 @@ static void grow_mismatch_threads(void) {
              fco_last_error(w.comms[r]));
   }
   ASSERT_EQ(t_ar_check_untouched(&w, &b), 0);
-  uint64_t seed = t_next_seed();
-  t_ar_prepare(&w, &b, 4 * N, FCO_F32, 0, seed);
-  ASSERT_OK(t_ar_run(&w, &b, 1));
-  t_sync(&w);
-  ASSERT_EQ(t_ar_check(&w, &b, seed), 0);
+  ar_works(&w, &b, 4 * N, 1);
   t_ar_free(&w, &b);
   t_world_destroy(&w, 0);
   t_context("%s", "");
@@ -541,11 +542,7 @@ static void group_refusal(void) {
   /* a good call first, so every rank holds a plan that the refused group must clear (with none
    * held, a mutant that kept the peers' plans passed) */
   t_context("a good call before the refused group");
-  uint64_t seed = t_next_seed();
-  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
-  ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
-  t_sync(&g_w);
-  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  ar_works(&g_w, &g_b, N, 1);
   for (int r = 0; r < P; r++) ASSERT_TRUE(fco_last_plan(g_w.comms[r])[0] != '\0');
   t_context("a group with rank %d's call refused", P - 1);
   poison();
@@ -581,11 +578,7 @@ static void group_refusal(void) {
   t_sync(&g_w);
   assert_untouched(__LINE__);
   for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(g_w.comms[r]));
-  seed = t_next_seed();
-  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
-  ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
-  t_sync(&g_w);
-  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  ar_works(&g_w, &g_b, N, 1);
   t_context("%s", "");
 }
 
@@ -639,11 +632,7 @@ static void group_all_refused(void) {
   /* the next group starts clean */
   ASSERT_OK(fco_group_start());
   ASSERT_OK(fco_group_end());
-  uint64_t seed = t_next_seed();
-  t_ar_prepare(&g_w, &g_b, N, FCO_F32, 0, seed);
-  ASSERT_OK(t_ar_run(&g_w, &g_b, 1));
-  t_sync(&g_w);
-  ASSERT_EQ(t_ar_check(&g_w, &g_b, seed), 0);
+  ar_works(&g_w, &g_b, N, 1);
   t_context("%s", "");
 }
 

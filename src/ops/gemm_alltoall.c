@@ -448,26 +448,21 @@ static fco_result_t gemm_alltoall_call(fco_comm_t comm, const void* a, int64_t a
   if ((uintptr_t)counts % 4)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: counts %p is not 4-byte aligned",
                          fn, (const void*)counts);
-  if (out) { /* out is written while a, w and counts are still being read */
+  if (out) {
+    /* out is written while every input is still being read: a and w (w: [E_r, K, N] or
+     * [E_r, N, K], checked since session 42), counts (device) and the host hints (until session
+     * 55 a counts array carved out of out's tail was accepted, and the cpu reference re-read it
+     * after rows had overwritten it: a crash) */
     const char* po = (const char*)out;
     const size_t bo = (size_t)out_rows * (size_t)n * es;
-    const char* pa = (const char*)a;
-    const size_t ba = a ? (size_t)a_rows * (size_t)k * es : 0;
-    if (pa && pa < po + bo && po < pa + ba)
-      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps a", fn);
-    const char* pw = (const char*)w; /* w: [E_r, K, N] or [E_r, N, K] (checked since session 42) */
-    const size_t bw = (size_t)num_experts * (size_t)k * (size_t)n * es;
-    if (pw < po + bo && po < pw + bw)
-      return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps w", fn);
-    /* counts (device) and the host hints: read while rows land (until session 55 a counts
-     * array carved out of out's tail was accepted, and the cpu reference re-read it after rows
-     * had overwritten it: a crash). */
-    const int P = comm->nranks;
-    const struct { const char* name; const void* p; size_t bytes; } in[3] = {
-        {"counts", counts, (size_t)num_experts * (size_t)P * 4},
-        {"counts_host", counts_host, (size_t)num_experts * (size_t)P * 4},
-        {"recv_rows_host", recv_rows_host, (size_t)P * 4}};
-    for (int i = 0; i < 3; i++) {
+    const size_t EP = (size_t)num_experts * (size_t)comm->nranks;
+    const struct { const char* name; const void* p; size_t bytes; } in[5] = {
+        {"a", a, (size_t)a_rows * (size_t)k * es},
+        {"w", w, (size_t)num_experts * (size_t)k * (size_t)n * es},
+        {"counts", counts, EP * 4},
+        {"counts_host", counts_host, EP * 4},
+        {"recv_rows_host", recv_rows_host, (size_t)comm->nranks * 4}};
+    for (int i = 0; i < 5; i++) {
       const char* pi = (const char*)in[i].p;
       if (pi && pi < po + bo && po < pi + in[i].bytes)
         return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: out overlaps %s", fn,

@@ -44,12 +44,17 @@ const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl) {
   return impl == 0 ? o->baseline_name[t] : o->impl_names[impl];
 }
 
-/* A shape field's name; a trailing '#' in the table marks a hash of a host array (the value
+/* A trailing '#' on a shape field's name in the table marks a hash of a host array (the value
  * printed as such, never as if it were the array's). */
+static int hashed(const char* name) {
+  const size_t l = strlen(name);
+  return l && name[l - 1] == '#';
+}
+
+/* A shape field's name, without the mark. */
 static void field_name(const fco_op_info_t* o, int i, char* buf, size_t len) {
   const char* n = o->shape_names[i];
-  size_t l = strlen(n);
-  snprintf(buf, len, "%.*s", (int)(l && n[l - 1] == '#' ? l - 1 : l), n);
+  snprintf(buf, len, "%.*s", (int)strlen(n) - hashed(n), n);
 }
 
 static void shape_str(const fco_op_info_t* o, const fco_op_t* op, int i, char* buf, size_t len) {
@@ -62,7 +67,7 @@ static void shape_str(const fco_op_info_t* o, const fco_op_t* op, int i, char* b
     snprintf(buf, len, "%s", kPool[v]);
   else if (!strcmp(n, "w_layout") && v >= 0 && v < 2)
     snprintf(buf, len, "%s", kLayout[v]);
-  else if (n[0] && n[strlen(n) - 1] == '#')
+  else if (hashed(n))
     snprintf(buf, len, "an array hashing to %016llx", (unsigned long long)v);
   else
     snprintf(buf, len, "%lld", v);
