@@ -4,8 +4,10 @@
  * bit-identical). Covers NULL pointers, zero / absurd counts, unknown dtype and impl, ranks and
  * sizes out of range, an uninitialised config, FCO_TRANSPORT=bogus, overlapping buffers, group
  * misuse, a group whose one rank's call is refused (none of the world's calls issued, the
- * communicators still usable) or whose every call is, fco_comm_destroy inside a group, nranks / count / dtype / impl mismatches across ranks (cpu
- * transport; the message gives both values) and processes reserving different workspace sizes,
+ * communicators still usable) or whose every call is, fco_comm_destroy inside a group,
+ * nranks / count / dtype / impl mismatches across ranks (cpu transport; the message gives both
+ * values, also when each rank's thread grows the workspace for its own call), absurd reserves,
+ * and processes reserving different workspace sizes,
  * the result-code, transport and impl names and the library's version (fco_get_version); and
  * what is not bad: count at its bound 2^40, in and out touching without overlapping.
  *   make test   or   build/tests/test_bad_args   (FCO_TRANSPORT=cpu|local|nccl)

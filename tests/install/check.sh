@@ -52,7 +52,8 @@ grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "consumer is not linked again
 # The installed fco-bench runs on the installed libfco.so (the build's binary has an rpath to the
 # build tree: installed as it was before session 55, it loaded the build tree's library).
 deps=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/fco-bench")
-grep -q "$prefix/lib/libfco.so" <<<"$deps" || fail "the installed fco-bench does not load the installed libfco.so: $deps"
+grep -q "$prefix/lib/libfco.so" <<<"$deps" ||
+  fail "the installed fco-bench does not load the installed libfco.so: $deps"
 env -u LD_LIBRARY_PATH "$prefix/bin/fco-bench" --help >/dev/null ||
   fail "the installed fco-bench --help failed"
 
