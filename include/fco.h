@@ -171,9 +171,11 @@ fco_result_t fco_comm_init_from_nccl(fco_comm_t* comm, void* nccl_comm, const fc
  * workspace growth and fco_mem_alloc act on every rank of the world at once: with one thread
  * per rank, first call fco_comm_reserve (enough for every call) and fco_mem_alloc from one
  * thread, so that no rank's call needs to grow the workspace. On failure comms[0..ndev) are
- * NULL (when 1 <= ndev <= 64). GPU transports: calls on these communicators leave the CUDA
- * device of the last rank they touched current on the calling thread (as cudaSetDevice would):
- * a program driving several GPUs from one thread sets its own device again after them. */
+ * NULL (when 1 <= ndev <= 64). GPU transports: every call switches to each rank's device
+ * inside and makes the caller's current device current again before it returns (as NCCL's
+ * calls do) — when the process uses that device; a thread whose device had no context yet
+ * (it reads device 0 before any CUDA call) is left on the last rank's device, so no context is
+ * made on GPU 0 for a program that runs on other GPUs. */
 fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
                                const fco_config_t* cfg);
 

@@ -167,8 +167,11 @@ fco_result_t fco_comm_init(fco_comm_t* comm, int nranks, int rank, const fco_uni
                          "where no GPU was visible, or with FCO_TRANSPORT=cpu/local)");
   fco_comm_t c;
   FCO_CHECK(comm_alloc(&c, nranks, rank, &cfg));
+  const int dev = fco_device_save(t);
   fco_result_t r = c->tops->init_rank(c, id, NULL);
-  if (r != FCO_OK) return comm_fail(c, r);
+  if (r != FCO_OK) r = comm_fail(c, r);
+  fco_device_restore(dev);
+  if (r != FCO_OK) return r;
   fco_log(c, "init: transport %s, device %d", fco_transport_name(c->transport), c->device);
   *comm = c;
   return FCO_OK;
@@ -196,8 +199,11 @@ fco_result_t fco_comm_init_from_nccl(fco_comm_t* comm, void* nccl_comm, const fc
                          fco_transport_name((fco_transport_t)cfg.transport));
   fco_comm_t c;
   FCO_CHECK(comm_alloc(&c, 0, 0, &cfg));
+  const int dev = fco_device_save(c->transport);
   fco_result_t r = c->tops->init_rank(c, NULL, nccl_comm);
-  if (r != FCO_OK) return comm_fail(c, r);
+  if (r != FCO_OK) r = comm_fail(c, r);
+  fco_device_restore(dev);
+  if (r != FCO_OK) return r;
   *comm = c;
   return FCO_OK;
 }
@@ -244,6 +250,7 @@ fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
     w->comms[i]->device = t == FCO_TRANSPORT_CPU ? -1 : devs ? devs[i] : t == FCO_TRANSPORT_LOCAL ? 0 : i;
     w->live++;
   }
+  const int dev = fco_device_save(t);
   if (r == FCO_OK) r = w->comms[0]->tops->init_all(w->comms, ndev, devs);
   if (r != FCO_OK) {
     if (w->comms[0]) fco_set_error(NULL, r, "%s", w->comms[0]->last_error);
@@ -253,9 +260,11 @@ fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
     if (had == 0) free(w);
     for (int i = had - 1; i >= 0; i--) fco_comm_destroy(w->comms[i]);
     fco_set_error(NULL, r, "%s", msg);
+    fco_device_restore(dev);
     return r;
   }
   for (int i = 0; i < ndev; i++) comms[i] = w->comms[i];
+  fco_device_restore(dev);
   return FCO_OK;
 }
 
@@ -267,7 +276,9 @@ fco_result_t fco_comm_destroy(fco_comm_t comm) {
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                          "fco_comm_destroy: a call on this communicator is queued in this "
                          "thread's open group; call fco_group_end first");
+  const int dev = fco_device_save(comm->transport);
   fco_result_t r = comm->tops ? comm->tops->destroy(comm) : FCO_OK;
+  fco_device_restore(dev);
   if (r != FCO_OK) fco_set_error(NULL, r, "fco_comm_destroy: %s", comm->last_error);
   fco_world_t* w = comm->world;
   if (w) {
@@ -348,9 +359,12 @@ fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {
         return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                              "fco_comm_reserve: workspace growth needs every rank of the "
                              "fco_comm_init_all group, but rank %d was destroyed", i);
-    return comm->tops->grow(comm->world->comms, comm->world->n, bytes);
   }
-  return comm->tops->grow(&comm, 1, bytes);
+  const int dev = fco_device_save(comm->transport);
+  const fco_result_t r = comm->world ? comm->tops->grow(comm->world->comms, comm->world->n, bytes)
+                                     : comm->tops->grow(&comm, 1, bytes);
+  fco_device_restore(dev);
+  return r;
 }
 
 fco_result_t fco_comm_workspace_bytes(fco_comm_t comm, size_t* bytes) {

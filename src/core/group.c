@@ -124,14 +124,13 @@ static fco_result_t execute(fco_op_t* ops, int n) {
   for (int i = 0; i < n; i++)
     snprintf(ops[i].comm->last_plan, FCO_PLAN_LEN, "%s impl %d", fco_op_name(ops[i].kind),
              ops[i].impl);
-  fco_result_t r = c0->tops->run(ops, n);
-  if (r != FCO_OK) return r;
-  for (int i = 0; i < n; i++) ops[i].comm->num_calls++;
-  return FCO_OK;
+  return c0->tops->run(ops, n);
 }
 
 fco_result_t fco_ops_execute(fco_op_t* ops, int n) {
+  const int dev = fco_device_save(ops[0].comm->transport);
   fco_result_t r = execute(ops, n);
+  fco_device_restore(dev);
   if (r != FCO_OK) {
     /* fco_set_error left the message in this thread's slot too (whichever comm it named: the
      * batch's first for a workspace cap or a capture, the failing one from run): every rank

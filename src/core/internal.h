@@ -65,7 +65,6 @@ struct fco_comm {
    * for fco_comm_reserve. */
   const struct fco_op* grow_cause;
   void* dev_state;            /* GPU transports: this rank's fco_dev_rank_t (device memory) */
-  uint64_t num_calls;         /* operations issued (host side; the device keeps its own) */
   fco_result_t async_error;   /* sticky: once set, every later call returns it          */
   char last_error[FCO_ERRMSG_LEN];
   /* The message of the failure that set async_error (its first fco_set_error, or the poll's),
@@ -276,6 +275,11 @@ int fco_group_holds(fco_comm_t comm);
 /* Has the build CUDA support / does this process see a GPU? */
 int fco_have_cuda(void);
 int fco_gpu_count(void);
+/* The calling thread's current CUDA device when t is a GPU transport (-1 otherwise, or when
+ * none can be read), and making it current again (dev < 0: nothing). Every public call that
+ * may switch devices brackets its work with them. */
+int fco_device_save(fco_transport_t t);
+void fco_device_restore(int dev);
 
 static inline size_t fco_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 

@@ -1,4 +1,5 @@
-/* platform.c — what this build and this process can use (CUDA compiled in, GPUs visible). */
+/* platform.c — what this build and this process can use (CUDA compiled in, GPUs visible), and
+ * the caller's CUDA device kept across public calls. */
 #include "internal.h"
 #ifdef FCO_HAVE_CUDA
 #include "../cuda/cuda_ops.h"
@@ -18,4 +19,22 @@ int fco_gpu_count(void) {
 #else
   return 0;
 #endif
+}
+
+/* Public calls on a GPU transport switch to each rank's device; they give the caller's back at
+ * the end, as NCCL's do (until session 56 the last rank's device stayed current). The cpu
+ * transport never touches CUDA, so it neither reads nor sets the device. */
+int fco_device_save(fco_transport_t t) {
+#ifdef FCO_HAVE_CUDA
+  if (t == FCO_TRANSPORT_LOCAL || t == FCO_TRANSPORT_NCCL) return fco_cuda_current_device();
+#endif
+  (void)t;
+  return -1;
+}
+
+void fco_device_restore(int dev) {
+#ifdef FCO_HAVE_CUDA
+  fco_cuda_restore_device(dev);
+#endif
+  (void)dev;
 }

@@ -92,7 +92,9 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                          "fco_mem_alloc: rank %d holds FCO_MAX_SYMMETRIC = %d symmetric buffers "
                          "(free one with fco_mem_free)", comm->rank, FCO_MAX_SYMMETRIC);
+  const int dev = fco_device_save(comm->transport);
   fco_result_t r = comm->tops->sym_alloc(comms, n, k, bytes);
+  fco_device_restore(dev);
   if (r != FCO_OK) {
     if (comm->last_error[0] == 0) fco_set_error(comm, r, "%s", fco_last_error(NULL));
     return r;
@@ -114,7 +116,9 @@ fco_result_t fco_mem_free(fco_comm_t comm, void* ptr) {
   for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
     fco_sym_t* s = &comm->sym[k];
     if (s->state != FCO_SYM_TAKEN || s->ptr != ptr) continue;
+    const int dev = fco_device_save(comm->transport);
     fco_result_t r = comm->tops->sym_free(comm, k);
+    fco_device_restore(dev);
     memset(s, 0, sizeof *s); /* freed (or lost) either way */
     return r;
   }

@@ -85,6 +85,11 @@ fco_result_t fco_cuda_allreduce_copy(const fco_cuda_ar_launch_t* l, char* err);
 
 /* Device count without failing when there is no driver (0 then). */
 int fco_cuda_device_count(void);
+/* The calling thread's current device (-1 when cudaGetDevice fails), and making dev current
+ * again when it differs and is in use (its primary context active; dev < 0: nothing); neither
+ * leaves a sticky error. */
+int fco_cuda_current_device(void);
+void fco_cuda_restore_device(int dev);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,13 @@
 /*
  * device.cu — small host helpers of the CUDA backend: the device count that never fails
- * (no driver → 0), and the launch helpers of launch.cuh (error text, SM count cache).
+ * (no driver → 0), the caller's device kept across a public call, and the launch helpers of launch.cuh (error text, SM count cache).
  */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include <atomic>
+
+#include <cuda.h>
 
 #include "cuda_ops.h"
 #include "launch.cuh"
@@ -18,6 +20,56 @@ extern "C" int fco_cuda_device_count(void) {
     return 0;
   }
   return n;
+}
+
+/* Whether dev's primary context is active (the process has used dev), read through the
+ * driver's cuDevicePrimaryCtxGetState without linking libcuda; -1 when it cannot be read. */
+static int primary_active(int dev) {
+  typedef CUresult (*get_t)(CUdevice*, int);
+  typedef CUresult (*state_t)(CUdevice, unsigned int*, int*);
+  static std::atomic<get_t> get{nullptr};
+  static std::atomic<state_t> state{nullptr};
+  if (!get.load() || !state.load()) {
+    void *g = nullptr, *s = nullptr;
+    cudaDriverEntryPointQueryResult q1, q2;
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &g, 12000, cudaEnableDefault, &q1) !=
+            cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &s, 12000,
+                                         cudaEnableDefault, &q2) != cudaSuccess ||
+        q1 != cudaDriverEntryPointSuccess || q2 != cudaDriverEntryPointSuccess || !g || !s) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+    get.store((get_t)g);
+    state.store((state_t)s);
+  }
+  CUdevice d;
+  unsigned int flags = 0;
+  int active = 0;
+  if (get.load()(&d, dev) != CUDA_SUCCESS || state.load()(d, &flags, &active) != CUDA_SUCCESS)
+    return -1;
+  return active != 0;
+}
+
+extern "C" int fco_cuda_current_device(void) {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
+
+/* Only a device in use is made current again: a thread that had not used CUDA reads device 0,
+ * and setting it would make a context there (hundreds of MB on GPU 0 for every process of a
+ * one-rank-per-process program on other GPUs); such a thread keeps the rank's device. */
+extern "C" void fco_cuda_restore_device(int dev) {
+  int now = -1;
+  if (dev < 0 || cudaGetDevice(&now) != cudaSuccess || now == dev) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (primary_active(dev) == 1 && cudaSetDevice(dev) != cudaSuccess) (void)cudaGetLastError();
 }
 
 namespace fco {

@@ -358,3 +358,46 @@ def test_report_takes_the_files_hbm_rate(tmp_path):
         assert (f"HBM {hbm or 4300:.0f} GB/s") in text, text
         line = [l for l in text.splitlines() if "lookup hbm" in l][0]
         assert f"{value:9.3f}" in line and f" {verdict} " in line, line
+
+
+def test_hbm_gbps_option(tmp_path):
+    # --hbm-gbps judges the HBM-share targets against a given rate: the lookup's share and one
+    # rank's GEMV floor (W's bytes over the file's rate) are rescaled, the file's rate named
+    e = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
+    look = 1024 * 2 * 8 * 64 * 2 / (0.8 * 3000e9) * 1e6  # 80 % of the file's 3000 GB/s
+    s = {"M": 16, "N": 8192, "K": 8192}
+    doc = {"tool": "fco-bench", "machine": "nvidia-h100", "gpus": 1, "transport": "nccl",
+           "hbm_gbps": 3000.0,
+           "results": [_res("embedding_alltoall", e, "nccl", 0, look, look, None),
+                       _res("embedding_alltoall", e, "fused", 1, look, look, None),
+                       _res("gemv_allreduce", s, "cublas_nccl", 0, 20.0, 20.0, None, 15.0),
+                       _res("gemv_allreduce", s, "oneshot", 1, 17.0, 20.0, None, 15.0)]}
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(doc))
+
+    def lines(*extra):
+        buf = io.StringIO()
+        hbm = float(extra[0]) if extra else None
+        targets.report([str(path)], file=buf, hbm_gbps=hbm)
+        text = buf.getvalue()
+        return text, {t: [l for l in text.splitlines() if t in l][0]
+                      for t in ("lookup hbm", "gemv hbm")}
+
+    text, ln = lines()
+    assert "HBM 3000 GB/s" in text and "--hbm-gbps" not in text
+    assert f"{0.8:9.3f}" in ln["lookup hbm"] and " met " in ln["lookup hbm"]
+    assert f"{15 / 17:9.3f}" in ln["gemv hbm"] and " met " in ln["gemv hbm"]
+    text, ln = lines("4000")  # the datasheet-like rate: both shares drop by 3000 / 4000
+    assert "HBM 4000 GB/s (--hbm-gbps; the file's 3000)" in text, text
+    assert f"{0.8 * 3000 / 4000:9.3f}" in ln["lookup hbm"] and " MISSED " in ln["lookup hbm"]
+    assert f"{15 * 3000 / 4000 / 17:9.3f}" in ln["gemv hbm"] and " MISSED " in ln["gemv hbm"]
+    # the command line: both spellings, and a clear refusal of a bad rate (exit 2)
+    script = os.path.join(ROOT, "bench", "targets.py")
+    for args in (["--hbm-gbps", "4000"], ["--hbm-gbps=4000"]):
+        p = subprocess.run([sys.executable, script, str(path)] + args, capture_output=True,
+                           text=True)
+        assert p.returncode == 0 and "the file's 3000" in p.stdout, p.stdout + p.stderr
+    for bad in (["--hbm-gbps"], ["--hbm-gbps", "fast"], ["--hbm-gbps=0"], ["--hbm-gbps=-1"]):
+        p = subprocess.run([sys.executable, script, str(path)] + bad, capture_output=True,
+                           text=True)
+        assert p.returncode == 2 and "--hbm-gbps" in p.stderr, (bad, p.stderr)

@@ -186,6 +186,18 @@ sim_coll_t sim_nccl_alltoall(const sim_params_t* p, sim_topo_t t, const double* 
   return best;
 }
 
+/* Rank r's direct volumes from the sums over all ranks (U, V) and over r's node (Un, Vn): the
+ * one formula of sim_direct_volume and sim_direct_volume_at. */
+static void volume_from(sim_topo_t t, double U, double V, double Un, double Vn, const double* u,
+                        const double* v, int r, sim_vol_t* out) {
+  out->send[SIM_LINK_NVL] = u[r] * (Vn - v[r]);
+  out->send[SIM_LINK_NET] = u[r] * (V - Vn);
+  out->recv[SIM_LINK_NVL] = v[r] * (Un - u[r]);
+  out->recv[SIM_LINK_NET] = v[r] * (U - Un);
+  out->peers[SIM_LINK_NVL] = t.gpn - 1;
+  out->peers[SIM_LINK_NET] = sim_topo_ranks(t) - t.gpn;
+}
+
 void sim_direct_volume(sim_topo_t t, const double* u, const double* v, int r, sim_vol_t* out) {
   int P = sim_topo_ranks(t), n = r / t.gpn;
   double U = 0, V = 0, Un = 0, Vn = 0;
@@ -197,12 +209,7 @@ void sim_direct_volume(sim_topo_t t, const double* u, const double* v, int r, si
       Vn += v[q];
     }
   }
-  out->send[SIM_LINK_NVL] = u[r] * (Vn - v[r]);
-  out->send[SIM_LINK_NET] = u[r] * (V - Vn);
-  out->recv[SIM_LINK_NVL] = v[r] * (Un - u[r]);
-  out->recv[SIM_LINK_NET] = v[r] * (U - Un);
-  out->peers[SIM_LINK_NVL] = t.gpn - 1;
-  out->peers[SIM_LINK_NET] = P - t.gpn;
+  volume_from(t, U, V, Un, Vn, u, v, r, out);
 }
 
 int sim_traffic_init(sim_topo_t t, const double* u, const double* v, sim_traffic_t* s) {
@@ -228,14 +235,8 @@ void sim_traffic_free(sim_traffic_t* s) {
 
 void sim_direct_volume_at(sim_topo_t t, const sim_traffic_t* s, const double* u, const double* v,
                           int r, sim_vol_t* out) {
-  int n = r / t.gpn;
-  double Un = s->Un[n], Vn = s->Vn[n];
-  out->send[SIM_LINK_NVL] = u[r] * (Vn - v[r]);
-  out->send[SIM_LINK_NET] = u[r] * (s->V - Vn);
-  out->recv[SIM_LINK_NVL] = v[r] * (Un - u[r]);
-  out->recv[SIM_LINK_NET] = v[r] * (s->U - Un);
-  out->peers[SIM_LINK_NVL] = t.gpn - 1;
-  out->peers[SIM_LINK_NET] = sim_topo_ranks(t) - t.gpn;
+  const int n = r / t.gpn;
+  volume_from(t, s->U, s->V, s->Un[n], s->Vn[n], u, v, r, out);
 }
 
 double sim_fco_oneshot_allreduce(const sim_params_t* p, sim_topo_t t, double bytes) {
