@@ -330,7 +330,7 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * [OUT] y      M·N elements, row-major; must not overlap x, w or bias
  * [IN]  M      1..FCO_GEMV_ALLREDUCE_MAX_M (64), the same on every rank; larger M returns
  *              FCO_ERR_UNSUPPORTED (use a GEMM, then fco_allreduce)
- * [IN]  N      1 ≤ N < 2^31, the same on every rank
+ * [IN]  N      1 ≤ N < 2^31 − 2^16, the same on every rank
  * [IN]  K      1 ≤ K < 2^31 (N · K ≤ 2^40), this rank's slice of the reduction dimension (may
  *              differ across ranks)
  * [IN]  dtype  FCO_F32, FCO_F16 or FCO_BF16, the same on every rank; fp32 accumulation,
@@ -458,8 +458,9 @@ const char* fco_gemv_allreduce_impl_name(fco_comm_t comm, int impl);
  * [IN]  pooling           FCO_EMB_POOL_SUM or FCO_EMB_POOL_MEAN
  * [OUT] out               device pointer (host on cpu) [b_s, T, D], aligned to the dtype size;
  *                         NULL only when b_s == 0. Must not overlap the inputs. Inside a
- *                         symmetric buffer (fco_mem_alloc) the fused lean kernel's peers store
- *                         into it directly (no landing copy); FCO_EA_DIRECT=0 turns that off.
+ *                         symmetric buffer (fco_mem_alloc) and 16-byte aligned, the fused lean
+ *                         kernel's peers store into it directly (no landing copy; otherwise it
+ *                         is landed as any out); FCO_EA_DIRECT=0 turns that off.
  * [IN]  impl              0 = pooled-lookup kernel into a send buffer [B, T_r, D], the
  *                         All-to-All (grouped ncclSend/ncclRecv on nccl; copies between virtual
  *                         ranks on local; shared memory on cpu), then a permute kernel into out;
@@ -531,7 +532,10 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  came from rank s. Read on the device only (fused impls): a call can be
  *                  captured in a CUDA graph and replayed with new counts.
  * [IN]  counts_host NULL, or a host copy of `counts` (a hint: impls 0 and 2 size their cuBLAS
- *                  GEMMs from it without a device→host copy; it must hold the same values)
+ *                  GEMMs from it without a device→host copy; it must hold the same values:
+ *                  impls 0 and 2 compare on the device, a difference is
+ *                  FCO_ERR_INVALID_ARGUMENT on every rank, nothing written — impl 0 at one
+ *                  rank reports it but out holds the GEMMs of counts_host's sizes)
  * [IN]  recv_rows_host NULL, or host int32 [P]: rows this rank receives from each rank s
  *                  (Σ_e counts_s[e][me]: the input splits of the dispatch all-to-all); used by
  *                  impl 0 on the nccl transport. Both hints are read when the call runs: inside
@@ -551,6 +555,11 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  *                  out_rows) shows it refuses its call on the host: nothing is issued there,
  *                  and its peers are handled as for any argument one rank alone refuses
  *                  (fco_group_start: in a one-thread group, none issued; else they time out).
+ *                  Except impl 0 on nccl with recv_rows_host and one rank per process or
+ *                  thread: its peers' ncclSend / ncclRecv with a rank that refused never
+ *                  complete (NCCL's waits are not bounded by FCO_TIMEOUT_MS): the job hangs.
+ *                  Check the counts before such calls, or pass no recv_rows_host (the totals'
+ *                  ncclAllGather then carries every rank's validity and every rank refuses).
  * [IN]  k, n       GEMM sizes, 1 ≤ k, n < 2^31, the same on every rank; a_rows · k, a_rows · n,
  *                  out_rows · n and E_r · k · n ≤ 2^40 elements. out must not overlap a, w,
  *                  counts or the host hints.
@@ -590,7 +599,10 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * then impl 1 (the one impl that captures without counts_host). On the cpu transport: 1.
  * AUTO reads each rank's hints and whether its stream is capturing: with one process per rank
  * (nccl), pass the hints (both or neither) and capture alike on every rank, or name the impl —
- * ranks that choose differently are not detected (wrong data or FCO_ERR_TIMEOUT).
+ * ranks that choose impls 1 and 2 differently (or the Triton operator beside impl 2) are found
+ * from the headers: every rank reports FCO_ERR_INVALID_USAGE (a Triton rank
+ * FCO_ERR_INVALID_ARGUMENT) and writes nothing; impl 0 beside a fused impl is not detected
+ * (FCO_ERR_TIMEOUT, or a hang in NCCL).
  * Accuracy: bf16/f16 with fp32 accumulation; f32 is computed in fp32 (FFMA in impl 1).
  * Collective: every rank calls it (one group on fco_comm_init_all worlds). */
 #define FCO_GEMM_ALLTOALL_NUM_IMPLS 3

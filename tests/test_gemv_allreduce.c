@@ -27,6 +27,7 @@
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 makes the loops shorter.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "gemv_fixture.h"
 
@@ -136,12 +137,14 @@ static void bad_args(const t_world_t* w, gemv_bufs_t* b) {
     ASSERT_OK(fco_gemv_allreduce_workspace(c, 4, 100, 64, FCO_BF16, i, &bytes));
     ASSERT_GT(bytes, 0);
   }
-  /* the bounds at their edges, asked of the workspace query (no buffers that big): N and K
-   * below 2^31, N·K at most 2^40 */
-  const size_t k31 = (size_t)1 << 31, k20 = (size_t)1 << 20;
-  ASSERT_OK(fco_gemv_allreduce_workspace(c, 1, k31 - 1, 1, FCO_BF16, 1, &bytes));
-  ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, k31, 1, FCO_BF16, 1, &bytes), E);
+  /* the bounds at their edges, asked of the workspace query (no buffers that big): N below
+   * 2^31 - 2^16 (the kernels' int tile columns run up to 128 past N: session 56), K below 2^31,
+   * N·K at most 2^40 */
+  const size_t k31 = (size_t)1 << 31, k20 = (size_t)1 << 20, nmax = k31 - ((size_t)1 << 16);
+  ASSERT_OK(fco_gemv_allreduce_workspace(c, 1, nmax - 1, 1, FCO_BF16, 1, &bytes));
+  ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, nmax, 1, FCO_BF16, 1, &bytes), E);
   ASSERT_MSG(c, "N");
+  ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, k31 - 4, 1, FCO_BF16, 1, &bytes), E);
   ASSERT_OK(fco_gemv_allreduce_workspace(c, 1, 1, k31 - 1, FCO_BF16, 1, &bytes));
   ASSERT_RES(fco_gemv_allreduce_workspace(c, 1, 1, k31, FCO_BF16, 1, &bytes), E);
   ASSERT_MSG(c, "K");
@@ -379,6 +382,38 @@ static void device_mismatch_rounds(fco_transport_t t, int fin) {
   gemv_bufs_free(&b);
   for (int r = 0; r < w.n; r++) (void)fco_comm_destroy(w.comms[r]);
 }
+
+/* FCO_CHECK_ARGS=1 in rounds without the split finalise, the ranks agreeing but rank 1 issued
+ * 2 s after rank 0: rank 0's helpers wait for the peer's hash as their owners do (session 56).
+ * Before, a helper's hand-off wait sat behind its owner's check and trapped after ~2^26 mbarrier
+ * polls (~1 s): the context was lost instead of the call waiting (FCO_TIMEOUT_MS). */
+static void late_peer_rounds(fco_transport_t t) {
+  t_world_t w;
+  gemv_bufs_t b;
+  t_context("%s", "FCO_CHECK_ARGS=1, M 57 in rounds, FCO_GEMV_PAIR_FIN=0, rank 1 issued 2 s late");
+  ASSERT_OK(t_world_init(&w, t, 2, NULL));
+  gemv_bufs_alloc(&b, &w);
+  t_knob_set("FCO_CHECK_ARGS", "1");
+  t_knob_set("FCO_GEMV_ROUNDS", "2");
+  t_knob_set("FCO_GEMV_PAIR_FIN", "0");
+  for (int r = 0; r < w.n; r++) {
+    size_t need = 0;
+    ASSERT_OK(fco_gemv_allreduce_workspace(w.comms[r], 57, 1000, 1000, FCO_BF16, 1, &need));
+    ASSERT_OK(fco_comm_reserve(w.comms[r], need));
+  }
+  gemv_prepare(&b, 57, 1000, 1000, FCO_BF16, 0, t_next_seed());
+  ASSERT_OK(gemv_issue_rank(&w, &b, 0, 1, NULL));
+  usleep(2000 * 1000);
+  ASSERT_OK(gemv_issue_rank(&w, &b, 1, 1, NULL));
+  t_sync(&w);
+  for (int r = 0; r < 2; r++) ASSERT_OK(fco_comm_get_async_error(w.comms[r]));
+  ASSERT_EQ(gemv_check(&w, &b), 0);
+  t_knob_reset("FCO_GEMV_ROUNDS");
+  t_knob_reset("FCO_GEMV_PAIR_FIN");
+  t_knob_reset("FCO_CHECK_ARGS");
+  gemv_bufs_free(&b);
+  t_world_destroy(&w, 0);
+}
 #endif
 
 /* One rank, y between x and w in one allocation ([x][y][w][bias], each touching the next): no
@@ -459,6 +494,7 @@ int main(void) {
       if (t == FCO_TRANSPORT_NCCL && p == 2) {
         device_mismatch_rounds(t, 1);
         device_mismatch_rounds(t, 0);
+        late_peer_rounds(t);
         device_mismatch(&w, &b); /* leaves the comms unusable: last */
         gemv_bufs_free(&b);
         for (int r = 0; r < w.n; r++) (void)fco_comm_destroy(w.comms[r]);

@@ -13,6 +13,8 @@
  *                          flag), embedding (0..63: counters of a source's groups), gemm impl 2
  *                          (slot 0: progress, FCO_GA_LAND_EARLY), fco.triton's parts
  *   64 .. 68               embedding fused: presence, bag counter, 2 queues, symmetric out offset
+ *                          ((e << 32) | offset / 16: epoch-tagged as every value, since session 56)
+ *   FCO_SIG_SLOTS − 3      gemm impl 0 on nccl: "my device counts were my host's" (pack → land)
  *   FCO_SIG_SLOTS − 2      gemm impl 2 "all pushed" and the impl 0 barriers (gemm, embedding)
  *   FCO_SIG_SLOTS − 1      headers (gemm impls 1 and 2, fco.triton), gemv's FCO_CHECK_ARGS hash
  * Limit: the values put the epoch in the upper 32 bits (sig_value, the embedding counters and

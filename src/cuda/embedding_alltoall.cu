@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(kThreads, kB == 0 ? kStreamMinBlocks : 2)
 constexpr int kBarrierSlot = FCO_SIG_SLOTS - 2;
 static_assert(kBarrierSlot > kPresenceSlot + 4, "the barrier slot must not be a counter slot");
 __global__ void __launch_bounds__(kThreads) ea_kernel_barrier(fco_dev_rank_t* dev) {
-  rank_barrier(dev, FCO_OP_EMBEDDING_ALLTOALL, kBarrierSlot);
+  /* bad data of this rank (its own record) must not end the wait: its next call may be fused */
+  rank_barrier(dev, FCO_OP_EMBEDDING_ALLTOALL, kBarrierSlot, FCO_ERR_INVALID_ARGUMENT);
 }
 
 __global__ void __launch_bounds__(kThreads) ea_kernel_permute(const __grid_constant__ EaParams p) {
@@ -299,6 +300,10 @@ fco_result_t fill_params(const fco_gpu_launch_t* l, EaParams* p, char* err) {
       if (comm->sym_dev && a->knobs.direct) {
         k = fco_sym_find(comm, a->out, out_bytes, &off);
         for (int q = 0; q < FCO_MAX_SYMMETRIC; q++) cap |= comm->sym[q].state != FCO_SYM_FREE;
+        /* Announced only where peers may store 16-byte vectors (their rows are whole 16-byte
+         * units) and the offset packs as (e << 32) | off / 16 (the fused lean kernel's signal
+         * slot); other symmetric outs are landed, as ordinary ones. */
+        if (k >= 0 && ((uintptr_t)a->out % 16 != 0 || off % 16 != 0 || off >> 36 != 0)) k = -1;
       }
       r->sym = (void* const*)comm->sym_dev;
       r->out_off = k >= 0 ? (int64_t)off : 0;

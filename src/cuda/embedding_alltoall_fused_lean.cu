@@ -39,20 +39,28 @@
  *   rank starts call e + 2 (which writes the half of call e) before its peers finished call e.
  *   Its value is (e << 32) | bits: bit 0 "I store into symmetric outs" (the rank holds a
  *   symmetric buffer, fco_mem_alloc, and FCO_EA_DIRECT is not 0), bits 1–5 = 1 + the slot of
- *   the symmetric buffer holding my out (0: an ordinary out), whose byte offset is stored in
- *   kOutOffSlot first (a fence between).
+ *   the symmetric buffer holding my out (0: an ordinary out, or one not 16-byte aligned: the
+ *   host announces only outs the peers' 16-byte stores may target), whose byte offset is in
+ *   kOutOffSlot first (a fence between), as (e << 32) | offset / 16: the slot is also other
+ *   ops' flag slot, whose values must only grow (dev.h); bit 6 (kStagedBit) "I staged your rows
+ *   after all" (below).
  * Symmetric outs: a capable sender's warp, before its block's first remote tile for d, waits
  *   for d's presence of this call (d began it, so its stream's earlier readers of out are done)
  *   and stores d's rows at d's out as its own table maps it (lean_resolve) instead of d's
  *   workspace half; d lands nothing from such a source (its land units only wait for the
  *   counter). A sender that is not capable never waits (the default: no symmetric buffer).
+ *   Where d announced a symmetric out that the sender cannot use (its table lacks that slot:
+ *   fco_mem_free is local; an offset of another epoch, or a misaligned address) it stages d's
+ *   rows and lifts d's presence with kStagedBit before its block's signal, so d — which reads
+ *   the bit after the counter's acquire — lands that source as from an ordinary sender.
  * Landing: land units (source me−1, me−2, ...; slices of about FCO_EA_LAND_KB KiB of the rows
  *   of out, at least a row; one presence-only unit for a source that sends nothing), dealt
  *   round-robin over the rank's blocks and run after a block's last pool tile: thread 0 waits
  *   (bounded) for the source's presence (first unit; every unit when my out is symmetric, to
- *   read the source's bit 0) and counter, then the block copies the source's columns of those
- *   rows from the workspace half into out (copy_cols_any) — unless the source stored them into
- *   my symmetric out (run 5d02c14: 8–14 % faster on the short-bag workloads).
+ *   read the source's bit 0 and kStagedBit, after the counter) and counter, then the block
+ *   copies the source's columns of those rows from the workspace half into out
+ *   (copy_cols_any) — unless the source stored them into my symmetric out (run 5d02c14: 8–14 %
+ *   faster on the short-bag workloads).
  * Progress: pool tiles never wait; a block waits only after its last pool tile, and only for
  *   counters other ranks complete without waiting (their blocks' signals follow their remote
  *   tiles). Every block of the grid must be co-resident (the launcher sizes the grid from the
@@ -83,7 +91,8 @@ constexpr double kLeanFourMinLen = 4.0; /* the claimed order's 4-block default: 
 constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill at 64 registers */
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
 constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
-constexpr int kOutOffSlot = kLeanQueueSlot + 2; /* a symmetric out's byte offset (see Presence) */
+constexpr int kOutOffSlot = kLeanQueueSlot + 2; /* a symmetric out's offset / 16 (see Presence) */
+constexpr uint64_t kStagedBit = 1ull << 6; /* presence: the sender staged this destination's rows */
 static_assert(kOutOffSlot < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
 static_assert(kThreads > FCO_MAX_GPU_RANKS + 1, "thread FCO_MAX_GPU_RANKS + 1 fills the tables");
 
@@ -164,28 +173,43 @@ __device__ __forceinline__ void lean_block_signal(const EaParams& p, const RankV
   prof_stamp<kProf>(p, 1);
 }
 
+/* The low bits of this rank's presence value (see the header; kStagedBit aside). */
+__device__ __forceinline__ uint64_t lean_pres_bits(const LeanBlk* b, int32_t sym_bits) {
+  return (uint64_t)b->cap | (b->direct_me ? (uint64_t)(sym_bits & ~1) : 0u);
+}
+
 /* All lanes of a warp, the first remote tile of the block for position k (destination d) when
  * the rank stores into symmetric outs (b->cap): lane 0 waits for d's presence of this call (d
  * began it: its stream's earlier readers of out are done), whose low bits say whether d's out
- * is symmetric (slot kk − 1, offset in d's kOutOffSlot, stored before the presence with a
- * fence); then d's out as this rank's table maps it, else `staging`. Kept in b->rdst[k] (warps
- * of the block may race here: they store the same value). Not inlined: the pool loop's
- * registers stay as they are. */
+ * is symmetric (slot kk − 1, (e << 32) | offset / 16 in d's kOutOffSlot, stored before the
+ * presence with a fence); then d's out as this rank's table maps it, else `staging`. Kept in
+ * b->rdst[k] (warps of the block may race here: they store the same value). Staging for a d
+ * that announced a symmetric out (or whose presence never came) lifts d's presence with
+ * kStagedBit: d lands this rank's rows (a table without d's slot is no error: staging is
+ * correct). Before the block's stores and signal, so d's counter acquire sees the bit. Not
+ * inlined: the pool loop's registers stay as they are. */
 __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k, int d,
-                                           void* const* sym, char* staging) {
+                                           void* const* sym, char* staging, int32_t sym_bits) {
   char* r = staging;
   if ((threadIdx.x & 31) == 0) {
     const uint64_t* row = v.peer_sig[v.rank] + (size_t)d * FCO_SIG_SLOTS;
     const uint64_t e = v.epoch + 1;
+    bool announced = true; /* unknown when the wait fails: d lands then */
     if (wait_count(row + kPresenceSlot, e << 32, v, d, kPresenceSlot)) {
       const uint64_t pres = ld_acquire_sys(row + kPresenceSlot);
       const int kk = (int)((pres >> 1) & 31);
-      if (kk > 0) {
-        char* q = (char*)sym[(size_t)(kk - 1) * FCO_MAX_GPU_RANKS + d];
-        if (q) r = q + __ldcg((const long long*)(row + kOutOffSlot));
-        else record_error(v.err, FCO_ERR_INVALID_USAGE, FCO_OP_EMBEDDING_ALLTOALL, d, kk - 1, 0, 0);
+      announced = kk > 0;
+      char* q = kk > 0 ? (char*)sym[(size_t)(kk - 1) * FCO_MAX_GPU_RANKS + d] : nullptr;
+      if (q) {
+        const uint64_t off = __ldcg((const unsigned long long*)(row + kOutOffSlot));
+        q += (off & 0xffffffffull) << 4;
+        /* st.global.v4 into it (lean_tile): 16-byte aligned rows only */
+        if (off >> 32 == e && (uintptr_t)q % 16 == 0) r = q;
       }
     }
+    if (r == staging && announced)
+      red_max_relaxed_sys(v.peer_sig[d] + (size_t)v.rank * FCO_SIG_SLOTS + kPresenceSlot,
+                          (e << 32) | lean_pres_bits(b, sym_bits) | kStagedBit);
     b->rdst[k] = r;
   }
   return (char*)__shfl_sync(0xffffffffu, (unsigned long long)r, 0);
@@ -197,7 +221,7 @@ __device__ __forceinline__ char* lean_remote_base(const RankView& v, LeanBlk* b,
                                                   int k, int d, char* staging) {
   if (!b->cap) return staging;
   char* r = *(char* volatile*)&b->rdst[k];
-  return r ? r : lean_resolve(v, b, k, d, rk.sym, staging);
+  return r ? r : lean_resolve(v, b, k, d, rk.sym, staging, rk.sym_bits);
 }
 
 /* One warp tile (all lanes): tile number `tile` of the rank (k-major, then table, then chunk),
@@ -360,10 +384,15 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
     bool done = true, direct = false;
     if (threadIdx.x == 0) {
       const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
-      /* my out symmetric: did s store into it (its presence's bit 0)? then nothing to copy */
       if (rem == 0 || b.direct_me) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
-      if (done && b.direct_me) direct = (ld_acquire_sys(row + kPresenceSlot) & 1) != 0;
       if (done && data) done = wait_count(row + kLeanSlot, base + (uint64_t)(bme * Ts), v, s, kLeanSlot);
+      /* my out symmetric: did s store into it (bit 0) and not stage after all (kStagedBit)?
+       * then nothing to copy. Read after the counter's acquire: every block of s that staged
+       * my rows lifted the bit before its signal's release. */
+      if (done && b.direct_me) {
+        const uint64_t pres = ld_acquire_sys(row + kPresenceSlot);
+        direct = (pres & 1) != 0 && (pres & kStagedBit) == 0;
+      }
     }
     /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after */
     if (__syncthreads_or(!done)) break; /* timeout or another error: give up */
@@ -418,12 +447,13 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   if (part == 0 && (int)threadIdx.x < P - 1) {
     /* presence, its low bits b.cap | (1 + my out's symmetric slot) << 1 (the offset before it) */
     uint64_t* row = v.peer_sig[(me + 1 + threadIdx.x) % P] + (size_t)me * FCO_SIG_SLOTS;
-    const uint32_t bits = (uint32_t)b.cap | (b.direct_me ? (uint32_t)(rk.sym_bits & ~1) : 0u);
     if (b.direct_me) {
-      *(volatile uint64_t*)(row + kOutOffSlot) = (uint64_t)rk.out_off;
+      /* epoch-tagged, lifted by max: other ops flag this slot (the host announces only
+       * offsets that are multiples of 16 below 2^36) */
+      red_max_relaxed_sys(row + kOutOffSlot, base | ((uint64_t)rk.out_off >> 4));
       fence_acq_rel_sys();
     }
-    red_max_relaxed_sys(row + kPresenceSlot, base | bits);
+    red_max_relaxed_sys(row + kPresenceSlot, base | lean_pres_bits(&b, rk.sym_bits));
   }
 
   const uint32_t j0 = part * kWarps + (threadIdx.x >> 5);

@@ -71,6 +71,14 @@ __device__ __forceinline__ int64_t ld_index(const void* base, int idx64, int64_t
 }
 
 __device__ __forceinline__ int warp_max(int x) { return __reduce_max_sync(0xffffffffu, (unsigned)x); }
+/* The same for x ≥ 0 of 64 bits: the high words' max, then the low words of the lanes that
+ * hold it. */
+__device__ __forceinline__ int64_t warp_max64(int64_t x) {
+  const unsigned xh = (unsigned)((uint64_t)x >> 32);
+  const unsigned h = __reduce_max_sync(0xffffffffu, xh);
+  const unsigned l = __reduce_max_sync(0xffffffffu, xh == h ? (unsigned)x : 0u);
+  return (int64_t)(((uint64_t)h << 32) | l);
+}
 
 template <typename T>
 __device__ __forceinline__ float to_f32(T x);
@@ -396,7 +404,7 @@ __device__ __forceinline__ void pool_tile_bags(const EaParams& p, const EaRank& 
       lo[j] = ld_index_raw(ix_addr(rk.offsets, rk.idx64, k, have), rk.idx64);
       hi[j] = ld_index_raw(ix_addr(rk.offsets, rk.idx64, k + 1, have), rk.idx64);
     }
-    int maxit = 0;
+    int64_t maxit = 0; /* 64-bit: a bag may hold ≥ 2^31 · G indices (num_indices ≤ 2^40) */
 #pragma unroll
     for (int j = 0; j < kB; ++j) {
       const int bag = (s0 + j) * per_step + bag0;
@@ -411,9 +419,9 @@ __device__ __forceinline__ void pool_tile_bags(const EaParams& p, const EaRank& 
       const int64_t row0 = p.row_base[rk.row_base0 + t];
       rows[j] = p.row_base[rk.row_base0 + t + 1] - row0;
       table[j] = (const T*)rk.weight + row0 * (int64_t)D;
-      maxit = max(maxit, (int)((hi[j] - lo[j] + G - 1) / G));
+      maxit = max(maxit, (hi[j] - lo[j] + G - 1) / G);
     }
-    const int iters = warp_max(maxit);
+    const int64_t iters = warp_max64(maxit);
     for (int cc = 0; cc < nchunks; ++cc) {
       const int u0 = cc * chunk_units + gl;
       float acc[kB][kNV][kE];
@@ -423,7 +431,7 @@ __device__ __forceinline__ void pool_tile_bags(const EaParams& p, const EaRank& 
         for (int v = 0; v < kNV; ++v)
 #pragma unroll
           for (int e = 0; e < kE; ++e) acc[j][v][e] = 0.0f;
-      for (int it = 0; it < iters; ++it) {
+      for (int64_t it = 0; it < iters; ++it) {
         int64_t idx[kB];
         float w[kB];
         bool ok[kB];

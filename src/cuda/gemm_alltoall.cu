@@ -14,19 +14,25 @@
  *            all_to_all_single) into `send`, and one ncclSend / ncclRecv per peer in a group
  *            (receive sizes: recv_rows_host, or an ncclAllGather of every rank's totals and a
  *            sync, with one rank per thread) into `recv` in the workspace, then (after the
- *            transport's NCCL group) one copy recv → out. Both send and receive buffers are in
+ *            transport's NCCL group) one copy kernel recv → out. Send and receive buffers are in
  *            the NCCL-registered workspace: NCCL's zero-copy p2p needs both sides registered
  *            alike, a registered send to an unregistered out hung (gemm_alltoall.h);
  *     local: one kernel copies every rank's rows from its y into their destination's out.
- *   Bad counts are found on the host before anything is launched (nccl with hints: per rank;
- *   local also checks every recv_rows_host against what its sources send). On nccl the hints
+ *   Bad counts are found on the host before anything is launched (local also checks every
+ *   recv_rows_host against what its sources send). nccl without recv_rows_host: the validity
+ *   rides in the totals' allgather, so every rank refuses together (a rank that refused alone
+ *   left its peers in ncclAllGather forever: audit56 F1); with recv_rows_host a bad rank
+ *   refuses alone and peers in other threads wait in NCCL (fco.h); ranks of this thread's
+ *   world queued before it are cancelled with the NCCL group (cancel_group). On nccl the hints
  *   size the ncclSend/ncclRecv as given: a recv_rows_host that disagrees with the peer's counts
  *   (or that no longer holds its values when a group executes) makes NCCL fail ("Message
  *   truncated" in its connection set-up) or hang.
  *   The pack / copy kernel checks that the device counts are the host's (digest): a CUDA graph
  *   captured with hints bakes the GEMM sizes, so a replay with other device counts reports
  *   FCO_ERR_INVALID_ARGUMENT (slot 4) instead of silently mixing sizes (local: nothing
- *   written; nccl: the send/recv still run, out is garbage). Scratch (y, send, recv) at the
+ *   written; nccl: the send/recv still run, but each pack tells every receiver on kValidSlot
+ *   and the copy into out (ga_kernel_land0) copies nothing where a sender's were not: every
+ *   rank reports it, no out is written). Scratch (y, send, recv) at the
  *   start of the workspace; on nccl the copy into out and a barrier kernel follow the
  *   send/recv (fco_cuda_gemm_alltoall_after_group, after the transport's NCCL group):
  *   gemm_alltoall.h says why.
@@ -393,6 +399,13 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_pack(const PackParams p) {
     /* counts unlike the host's: pack nothing (the send/recv still run) */
     record_error(p.dev->err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, -1, kCountsChanged,
                  0, 0);
+  if (blockIdx.x == 0) { /* tell s whether what it receives from me is real (ga_kernel_land0) */
+    __shared__ RankView v;
+    load_rank_view(p.dev, &v, FCO_OP_GEMM_ALLTOALL);
+    if (threadIdx.x == 0 && s < v.nranks)
+      st_release_sys(v.peer_sig[s] + (size_t)v.rank * FCO_SIG_SLOTS + kValidSlot,
+                     sig_value(v.epoch + 1, same ? 0 : 1));
+  }
   if (!same) return;
   int64_t soff = 0;
   for (int i = 0; i < p.E * P; ++i)
@@ -410,6 +423,40 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_pack(const PackParams p) {
       }
       arow += n;
     }
+}
+
+/* ---- impl 0, nccl: received rows → out, after the send/recv ------------------------------ */
+/* Every block waits for every rank's kValidSlot (raised by its pack kernel, before its sends);
+ * when one rank's device counts were not its host's, its rows here are stale: nothing is copied
+ * and every rank records FCO_ERR_INVALID_ARGUMENT naming the lowest such rank. Else the blocks
+ * copy their slices of the received rows. Before the barrier: peers may not reuse my workspace
+ * (or raise this slot again) until it signalled. */
+__global__ void __launch_bounds__(kThreads)
+    ga_kernel_land0(fco_dev_rank_t* dev, const char* rbuf, char* out, size_t bytes) {
+  __shared__ RankView v;
+  __shared__ int s_bad;
+  load_rank_view(dev, &v, FCO_OP_GEMM_ALLTOALL);
+  const uint64_t e = v.epoch + 1;
+  const int P = v.nranks, me = v.rank, q = threadIdx.x;
+  if (q == 0) s_bad = P;
+  __syncthreads();
+  const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
+  bool ok = true;
+  if (q < P) {
+    const uint64_t* f = v.peer_sig[me] + (size_t)q * FCO_SIG_SLOTS + kValidSlot;
+    ok = wait_ge(f, sig_value(e, 0), ctx, q, kValidSlot);
+    if (ok && ld_acquire_sys(f) != sig_value(e, 0)) atomicMin(&s_bad, q);
+  }
+  if (__syncthreads_or(!ok)) return; /* recorded by wait_ge */
+  if (s_bad < P) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, s_bad, kCountsChanged,
+                   0, 0);
+    return;
+  }
+  size_t b0, b1;
+  slice_of(bytes, gridDim.x, blockIdx.x, &b0, &b1);
+  if (b1 > b0) copy_cg(out + b0, rbuf + b0, b1 - b0, threadIdx.x, blockDim.x);
 }
 
 ncclDataType_t nccl_type(fco_dtype_t t) {
@@ -461,6 +508,36 @@ bool noted_recv_rows(const fco_op_t* op, int64_t* rows) {
   return false;
 }
 
+/* impl 0 on nccl's own kernels, loaded once per device before any is launched: land0 waits for
+ * peers, and a kernel loaded lazily may wait for running ones (preload_kernels says why). */
+fco_result_t preload_nccl(char* err) {
+  static std::atomic<int> done[kMaxDevices];
+  int device = 0, sms = 0;
+  fco_result_t r = current_device(err, &device, &sms);
+  if (r != FCO_OK || (device < kMaxDevices && done[device].load())) return r;
+  const void* fns[] = {(const void*)ga_kernel_pack, (const void*)ga_kernel_land0};
+  if ((r = load_kernels(err, fns, 2, "gemm_alltoall nccl: cudaFuncGetAttributes")) != FCO_OK)
+    return r;
+  if (device < kMaxDevices) done[device].store(1);
+  return FCO_OK;
+}
+
+/* nccl, one thread driving several ranks (fco_comm_init_all): the transport wraps every rank's
+ * launch in one NCCL group and ends it even after a launch failed, which would start the
+ * send / recv of the ranks queued before this one without their peers (a hang). An NCCL call
+ * that fails its argument check inside a group makes ncclGroupEnd fail and drop everything
+ * queued in the group (NCCL's group error: the group fails as a whole, the comms stay usable),
+ * so a rank that refuses makes one: a send to peer -1. Outside a group it fails alone, no harm.
+ * Returns r. */
+fco_result_t cancel_group(const fco_gpu_launch_t* l, fco_result_t r) {
+  if (l->transport == FCO_TRANSPORT_NCCL && l->r[0].op->comm->world) {
+    const ncclResult_t x = ncclSend(l->r[0].ws, 1, ncclInt8, -1, (ncclComm_t)l->r[0].nccl_comm,
+                                    (cudaStream_t)l->stream);
+    (void)x; /* ncclInvalidArgument, by design */
+  }
+  return r;
+}
+
 fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = args(l, 0);
   const int P = l->nranks;
@@ -469,18 +546,23 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   DevRes* res = nullptr;
   fco_result_t r = resources(a0->knobs, st, err, &res);
   if (r != FCO_OK) return r;
+  if (l->transport == FCO_TRANSPORT_NCCL && P > 1 && (r = preload_nccl(err)) != FCO_OK) return r;
   bool no_ws = false; /* cuBLAS ran without a workspace (blas.cuh): said in the plan */
   Gemms g;            /* which GEMMs ran (blas_word): said in the plan */
   std::vector<int32_t> hc[kMaxP];
   if ((r = host_counts(l, hc, err)) != FCO_OK) return r;
   int64_t tot[kMaxP][kMaxP] = {}; /* tot[i][s]: local rank i → s */
-  for (int i = 0; i < l->num_local; ++i)
-    if (!rank_valid(hc[i], args(l, i)->num_experts, P, args(l, i)->a_rows, tot[i]))
+  bool valid = true;               /* nccl: one rank per launch, valid = its counts' */
+  for (int i = 0; i < l->num_local; ++i) {
+    valid = rank_valid(hc[i], args(l, i)->num_experts, P, args(l, i)->a_rows, tot[i]);
+    /* nccl with peers: the peers must hear of it first (below) */
+    if (!valid && (l->transport != FCO_TRANSPORT_NCCL || P == 1))
       return fail(err, FCO_ERR_INVALID_ARGUMENT,
                   "%s%d's counts have a negative entry or sum to more than a_rows %lld; "
                   "nothing was written",
                   l->transport == FCO_TRANSPORT_LOCAL ? "rank " : "local rank ", i,
                   (long long)a0->a_rows);
+  }
 
   if (P == 1) {
     /* One rank: out holds the rows from rank 0 in expert order, which is A's order, so the
@@ -562,14 +644,25 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   int64_t recv[kMaxP] = {};
   const char* recv_word = a->recv_rows_host ? "hint" : "allgather"; /* plan */
   if (a->recv_rows_host) {
+    /* Bad counts with hints: no exchange tells the peers (that would cost the good case a
+     * sync), and no send size they expect is known here, so their ncclSend / ncclRecv with
+     * this rank cannot complete (fco.h says so). Ranks of this thread's world queued before
+     * this one are cancelled with the NCCL group (cancel_group), so that case returns. */
+    if (!valid)
+      return cancel_group(l, fail(err, FCO_ERR_INVALID_ARGUMENT,
+                                  "this rank's counts have a negative entry or sum to more than "
+                                  "a_rows %lld; nothing was written (with recv_rows_host on "
+                                  "nccl, peers in other threads wait for it in NCCL: fco.h)",
+                                  (long long)a->a_rows));
     for (int s = 0; s < P; ++s) recv[s] = a->recv_rows_host[s];
   } else {
-    /* Every rank's totals to every rank (ncclAllGather), through the plan area of the
-     * workspace, then a sync: all ranks reach the same verdict. */
+    /* Every rank's totals and validity to every rank (ncclAllGather), through the plan area of
+     * the workspace, then a sync: all ranks reach the same verdict (a rank that refused before
+     * the allgather left its peers in it forever: audit56 F1). */
     int32_t* dbuf = (int32_t*)((char*)l->r[0].ws + fco_ga_base_off_totals(a->a_rows, a->n, es));
     std::vector<int32_t> mine(P + 1), all((size_t)P * (P + 1));
-    for (int s = 0; s < P; ++s) mine[s] = (int32_t)tot[0][s];
-    mine[P] = 1;
+    for (int s = 0; s < P; ++s) mine[s] = valid ? (int32_t)tot[0][s] : 0;
+    mine[P] = valid ? 1 : 0;
     cudaError_t ce = cudaMemcpyAsync(dbuf, mine.data(), (P + 1) * 4, cudaMemcpyHostToDevice, st);
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: totals to device");
     GA_NCCL(ncclAllGather(dbuf, dbuf + P + 1, P + 1, ncclInt32, nc, st), nc, "ncclAllGather (totals)");
@@ -578,6 +671,12 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: totals to host");
     int me = 0;
     GA_NCCL(ncclCommUserRank(nc, &me), nc, "ncclCommUserRank");
+    for (int q = 0; q < P; ++q)
+      if (all[(size_t)q * (P + 1) + P] != 1)
+        return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                    "rank %d's counts have a negative entry or sum to more than a_rows %lld; "
+                    "nothing was written",
+                    q, (long long)a->a_rows);
     for (int s = 0; s < P; ++s) {
       int64_t in = 0;
       for (int q = 0; q < P; ++q) in += all[(size_t)q * (P + 1) + s];
@@ -592,12 +691,13 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   int64_t in = 0;
   for (int s = 0; s < P; ++s) in += recv[s];
   if (in > a->out_rows)
-    return fail(err, FCO_ERR_INVALID_ARGUMENT,
-                "this rank would receive %lld rows, more than out_rows %lld; nothing was written",
-                (long long)in, (long long)a->out_rows);
+    return cancel_group(l, fail(err, FCO_ERR_INVALID_ARGUMENT,
+                                "this rank would receive %lld rows, more than out_rows %lld; "
+                                "nothing was written",
+                                (long long)in, (long long)a->out_rows));
   char* y = (char*)l->r[0].ws; /* scratch (gemm_alltoall.h) */
   char* send = (char*)l->r[0].ws + fco_ga_base_off_send(a->a_rows, a->n, es);
-  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, &g, err)) != FCO_OK) return r;
+  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, &g, err)) != FCO_OK) return cancel_group(l, r);
   size_t most = 0;
   for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
   PackParams pp = {y,     send, a->counts, l->r[0].dev, fco_ga_digest_host(hc[0].data(), a->num_experts, P),
@@ -605,7 +705,8 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const unsigned pack_blocks = (unsigned)copy_grid(most, P); /* per destination */
   ga_kernel_pack<<<dim3(pack_blocks, (unsigned)P), kThreads, 0, st>>>(pp);
   cudaError_t ce = cudaGetLastError();
-  if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: pack launch");
+  if (ce != cudaSuccess)
+    return cancel_group(l, cuda_fail(err, ce, "gemm_alltoall nccl: pack launch"));
   /* Received rows land in the workspace (registered like `send`, see gemm_alltoall.h), then
    * fco_cuda_gemm_alltoall_after_group copies them into out. */
   char* rbuf = (char*)l->r[0].ws + fco_ga_base_off_recv(P, a->a_rows, a->n, es);
@@ -845,13 +946,15 @@ extern "C" fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_
     if (!ga::noted_recv_rows(l->r[i].op, &rows))
       return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall nccl: no receive count noted for the op");
     const size_t es = fco_dtype_size(a->dtype);
-    if (rows > 0) {
-      const char* rbuf =
-          (const char*)l->r[i].ws + fco_ga_base_off_recv(l->nranks, a->a_rows, a->n, es);
-      cudaError_t ce = cudaMemcpyAsync(a->out, rbuf, (size_t)rows * (size_t)a->n * es,
-                                       cudaMemcpyDeviceToDevice, (cudaStream_t)l->stream);
-      if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: received rows → out");
-    }
+    /* Only where every sender's device counts were its host's (ga_kernel_land0); a kernel
+     * also when nothing comes in, so that every rank reports a sender's stale rows. */
+    const char* rbuf =
+        (const char*)l->r[i].ws + fco_ga_base_off_recv(l->nranks, a->a_rows, a->n, es);
+    const size_t bytes = (size_t)rows * (size_t)a->n * es;
+    ga::ga_kernel_land0<<<(unsigned)ga::copy_grid(bytes, 1), ga::kThreads, 0,
+                          (cudaStream_t)l->stream>>>(l->r[i].dev, rbuf, (char*)a->out, bytes);
+    cudaError_t ce = cudaGetLastError();
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall nccl: received rows → out");
     fco_result_t r = ga::launch_barrier(l->r[i].dev, l->stream, err);
     if (r != FCO_OK) return r;
   }

@@ -12,12 +12,14 @@
  * header of that call (rule 2: each rank waits for a signal each peer raises in the same call).
  * Every block then waits for all P header flags of its rank and reads the headers into shared
  * memory (Ctl). The verdict is computed from the headers alone, so every rank reaches the same:
- * all valid and Σ_r tot_r[s] ≤ out_rows for every s. Otherwise every rank records
- * FCO_ERR_INVALID_ARGUMENT (peer = the offending rank, slot = kind) and writes nothing.
+ * all valid, of one protocol (header [0]: impl 1 / Triton or impl 2, which ranks choosing
+ * differently would mix) and Σ_r tot_r[s] ≤ out_rows for every s. Otherwise every rank records
+ * FCO_ERR_INVALID_ARGUMENT (FCO_ERR_INVALID_USAGE for mixed protocols; peer = the offending
+ * rank, slot = kind) and writes nothing.
  *
  * Signal slots of a source rank at a receiver: 0..blocks-1 parts (impl 1: one flag each when all
- * its tiles are stored), kDoneSlot
- * (impl 2: all chunks pushed; impl 0 on nccl: barrier), kHdrSlot (header). Values
+ * its tiles are stored), kValidSlot (impl 0 on nccl: the sender's counts matched its host's),
+ * kDoneSlot (impl 2: all chunks pushed; impl 0 on nccl: barrier), kHdrSlot (header). Values
  * sig_value(e, j): never reset.
  */
 #ifndef FCO_CUDA_GEMM_ALLTOALL_CUH_
@@ -37,6 +39,9 @@ constexpr int kThreads = 256;
 constexpr int kHdrSlot = FCO_SIG_SLOTS - 1;
 constexpr int kDoneSlot = FCO_SIG_SLOTS - 2;
 constexpr int kMaxParts = FCO_SIG_SLOTS - 2; /* tile-part slots available to impl 1 */
+/* impl 0 on nccl: each sender's "my device counts were the host's" (gemm_alltoall.h). Read in
+ * the call that raised it before that call's barrier, so no later call's value can land first. */
+constexpr int kValidSlot = FCO_SIG_SLOTS - 3;
 constexpr int kMaxP = FCO_MAX_GPU_RANKS;
 constexpr int kHdrWords = FCO_GA_HDR_WORDS(kMaxP);
 static_assert(kThreads > FCO_MAX_GPU_RANKS, "load_rank_view and the per-peer threads");
@@ -45,6 +50,7 @@ constexpr int kBadCounts = 1;    /* negative count or Σ > a_rows on rank `peer`
 constexpr int kBadCapacity = 2;  /* rank `peer` would receive more than out_rows */
 constexpr int kBadPlan = 3;      /* a push would leave the destination (inconsistent hints) */
 constexpr int kCountsChanged = 4; /* device counts differ from counts_host (graph replay) */
+constexpr int kMixedImpls = 5;    /* rank `peer` runs the other protocol (FCO_GA_PROTO_*) */
 
 /* One local rank of a launch. */
 struct RankArgs {
@@ -248,9 +254,16 @@ __device__ __forceinline__ bool gather_headers(const RankView& v, uint64_t e, in
     c->fail = 0;
     c->verdict = 0;
     c->bad_rank = -1;
-    for (int r = 0; r < P && !c->verdict; ++r)
-      if (c->h[r][FCO_GA_H_VALID] != 1) { /* [3]: why (kBadCounts / kCountsChanged) */
+    for (int r = 0; r < P && !c->verdict; ++r) {
+      const int64_t proto = c->h[r][FCO_GA_H_VALID];
+      if (proto != FCO_GA_PROTO_TILES && proto != FCO_GA_PROTO_CHUNKS) { /* [3]: why */
         c->verdict = c->h[r][3] == kCountsChanged ? kCountsChanged : kBadCounts;
+        c->bad_rank = r;
+      }
+    }
+    for (int r = 1; r < P && !c->verdict; ++r)
+      if (c->h[r][FCO_GA_H_VALID] != c->h[0][FCO_GA_H_VALID]) {
+        c->verdict = kMixedImpls;
         c->bad_rank = r;
       }
     for (int s = 0; s < P; ++s) {
@@ -273,6 +286,16 @@ __device__ __forceinline__ bool gather_headers(const RankView& v, uint64_t e, in
   }
   __syncthreads();
   return true;
+}
+
+/* Thread 0, after gather_headers: the verdict's error on this rank (the same on every rank). */
+__device__ __forceinline__ void record_verdict(const RankView& v, const Ctl& c) {
+  if (c.verdict == kMixedImpls) /* want / seen: rank 0's protocol, the offender's */
+    record_error(v.err, FCO_ERR_INVALID_USAGE, FCO_OP_GEMM_ALLTOALL, c.bad_rank, kMixedImpls,
+                 (uint64_t)c.h[0][FCO_GA_H_VALID], (uint64_t)c.h[c.bad_rank][FCO_GA_H_VALID]);
+  else
+    record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict, 0,
+                 0);
 }
 
 /* ---- copies ------------------------------------------------------------------------------ */
@@ -368,6 +391,14 @@ fco_result_t launch_land(const RankArgs& ra, int P, int64_t out_rows, int64_t n,
 __device__ __forceinline__ char* plan_area(char* ws, size_t ws_bytes, uint64_t e, int P,
                                            int64_t out_rows, int64_t n, size_t es) {
   return ws + fco_ga_half_off(ws_bytes, e) + fco_ga_peer_bytes(P, out_rows, n, es);
+}
+
+/* The plan area of call e lies inside the workspace (false only with a corrupted table: the
+ * launcher checked the workspace); a kernel that finds it outside reads and writes no plan. */
+__device__ __forceinline__ bool plan_in_range(const RankView& v, uint64_t e, int P,
+                                              int64_t out_rows, int64_t n, size_t es) {
+  return fco_ga_half_off(v.ws_bytes, e) + fco_ga_peer_bytes(P, out_rows, n, es) + sizeof(Plan) <=
+         v.ws_bytes;
 }
 
 /* All threads, first thing in each of impl 2's kernels: this rank's view into the block-shared

@@ -58,7 +58,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
       run += (int64_t)s_tot[s];
     }
     for (int k = 0; k < kHdrWords; ++k) hdr[k] = 0;
-    hdr[FCO_GA_H_VALID] = valid ? 1 : 0;
+    hdr[FCO_GA_H_VALID] = valid ? FCO_GA_PROTO_TILES : 0;
     hdr[FCO_GA_H_E] = E;
     hdr[FCO_GA_H_BLOCKS] = p.blocks_per_rank;
     hdr[3] = valid ? 0 : kBadCounts;
@@ -151,9 +151,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     return;
   }
   if (c.verdict) {
-    if (part == 0 && threadIdx.x == 0)
-      record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict,
-                   0, 0);
+    if (part == 0 && threadIdx.x == 0) record_verdict(v, c);
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
@@ -255,6 +253,12 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     const int r = (me + k) % P;
     if (c.recv[r] == 0) continue;
     const int64_t g = c.h[r][FCO_GA_H_BLOCKS];
+    if (g < 1) { /* no flags to wait for: r's rows would land unstored (the verdict rules it out) */
+      if (part == 0 && threadIdx.x == 0)
+        record_error(v.err, FCO_ERR_INVALID_USAGE, FCO_OP_GEMM_ALLTOALL, r, kMixedImpls, 1,
+                     (uint64_t)g);
+      continue;
+    }
     bool ok = true;
     for (int64_t q = threadIdx.x; q < g && ok; q += blockDim.x)
       ok = wait_ge(v.peer_sig[me] + (size_t)r * FCO_SIG_SLOTS + q, sig_value(e, 0), ctx, r, (int)q);
@@ -290,9 +294,12 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   const int P = v.nranks, me = v.rank, E = ra.num_experts;
   const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
   if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
-    /* The launcher checked the workspace: only a corrupted table gets here. Peers time out. */
-    if (threadIdx.x == 0)
+    /* The launcher checked the workspace: only a corrupted table gets here. Peers time out.
+     * This call's push and finish kernels must not use the plan call e - 2 left here. */
+    if (threadIdx.x == 0) {
       record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1, 2 * need, v.ws_bytes);
+      if (plan_in_range(v, e, p.P, p.out_rows, p.N, p.es)) plan->verdict = -1;
+    }
     return;
   }
   block_count_sums(ra.counts, E, P, s_tot, &s_sum, &s_bad, nullptr); /* syncs */
@@ -302,7 +309,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
     const int why = s_bad || s_sum > p.a_rows ? kBadCounts
                     : digest != ra.digest     ? kCountsChanged
                                               : 0;
-    hdr[FCO_GA_H_VALID] = why == 0;
+    hdr[FCO_GA_H_VALID] = why == 0 ? FCO_GA_PROTO_CHUNKS : 0;
     hdr[FCO_GA_H_E] = E;
     hdr[3] = why;
     for (int s = 0; s < P; ++s) hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
@@ -320,9 +327,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
       plan->dst[s] = c.dst[s];
     }
     for (int s = 0; s < kMaxP; ++s) plan->landed[s] = plan->seen[s] = 0;
-    if (ok && c.verdict)
-      record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMM_ALLTOALL, c.bad_rank, c.verdict, 0,
-                   0);
+    if (ok && c.verdict) record_verdict(v, c);
   }
 }
 
@@ -345,6 +350,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   __shared__ RankView v;
   uint64_t e;
   const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
+  if (!plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) return; /* the exchange recorded it */
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
   /* The plan's placement, read once into shared memory: a load per piece in the loop (one a
    * thread, dependent, before each piece's copy) cost 40–80 µs a call at 512 tokens (run
@@ -394,7 +400,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
   const Plan* g = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.n, p.es);
   const int P = v.nranks, me = v.rank;
-  if (P != p.P) { /* the exchange recorded it */
+  if (P != p.P || !plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) { /* the exchange recorded it */
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
@@ -459,6 +465,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_progress(const ProgParams 
   __shared__ RankView v;
   uint64_t e;
   Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
+  if (!plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) return;
   if (*(volatile const int32_t*)&plan->verdict != 0 || v.nranks != p.P) return;
   const int s = threadIdx.x, me = v.rank;
   if (s >= p.P || s == me) return;
@@ -488,6 +495,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
   __shared__ int s_ok;
   uint64_t e;
   const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
+  if (!plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) return;
   if (threadIdx.x == 0) s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;
   if ((int)threadIdx.x < kMaxP) { /* written by this rank's progress kernel, just before */
     s_lo[threadIdx.x] = __ldcg((const long long*)&plan->landed[threadIdx.x]);

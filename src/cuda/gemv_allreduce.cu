@@ -319,10 +319,20 @@ __global__ void __launch_bounds__(kW * 32, kG > 1 ? 1 : kW == kWarpsOf<kMT> ? kM
                      * fin_split, where it pushes half of its group to every rank */
       if constexpr (kTma && kImpl == 1)
         if (rounds_path(p)) {
-          if (!p.fin_split || !p.check_args || c.P == 1 || check_args(s.v, c, wc, p.arg_hash))
+          /* Without fin_split the helper runs its rounds whatever the check says (its owner
+           * takes the hand-offs either way: rounds_bail), but it still waits for the peers'
+           * hashes: its hand_empty wait sits behind the owner's check, and an mbarrier wait
+           * traps after ~2^26 polls (~1 s), so a peer issuing the call a second late killed the
+           * context until session 56 instead of waiting up to FCO_TIMEOUT_MS. */
+          const bool check = p.check_args && c.P > 1;
+          if (!p.fin_split) {
+            if (check) (void)check_args(s.v, c, wc, p.arg_hash);
             run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
-          else
+          } else if (!check || check_args(s.v, c, wc, p.arg_hash)) {
+            run_oneshot_rounds<T, kG>(p, c, s.v, dyn_smem, wc, primed);
+          } else {
             rounds_bail<kG>(p, c, dyn_smem, primed);
+          }
           epoch_end(dev, c.e, BT);
           return;
         }

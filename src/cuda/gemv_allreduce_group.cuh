@@ -315,7 +315,7 @@ __device__ __forceinline__ void oneshot_group_reduce(const GarParams& p, const C
                    q0);
     if (__syncthreads_or(!ok)) return;
     const int t0 = q * kG + tw_lo, lim = max(0, min(nt, p.T - t0)) * per;
-    const bool fast = yvec && (t0 + nt) * kTileN <= p.N;
+    const bool fast = yvec && (int64_t)(t0 + nt) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
@@ -446,7 +446,7 @@ __device__ __forceinline__ void run_oneshot_rounds(const GarParams& p, const Ctx
         tile::bar_sync_all(G::kConsumers);
         if (tid == 0) FCO_GTRACE(6); /* FCO_GEMV_TRACE: the round's hand-off done */
         const int t0 = (cq + r * B) * kG + tw_lo, lim = max(0, min(nt, p.T - t0)) * per;
-        const bool fast = yvec && (t0 + nt) * kTileN <= p.N;
+        const bool fast = yvec && (int64_t)(t0 + nt) * kTileN <= p.N;
         const float4* o4 = reinterpret_cast<const float4*>(out) + tw_lo * 256;
         int tw = gw.tw0, ii = gw.ii0;
         for (int idx = tid; idx < lim; idx += G::kConsumers, gw.next(tw, ii))
@@ -543,7 +543,7 @@ __device__ __forceinline__ void run_oneshot_group(const GarParams& p, const Ctx&
     if (!group_owner_slice<T, kMT, kG, kWg, kTma>(p, c, v, q, smem, wc, j == 0 ? primed : 0))
       return;
     const int t0 = q * kG, lim = min(kG, p.T - t0) * per;
-    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    const bool fast = yvec && (int64_t)(t0 + kG) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
@@ -603,7 +603,7 @@ __device__ __forceinline__ void run_twophase_group(const GarParams& p, const Ctx
     }
     /* (2) this rank's group: the peers' partials, the sum in rank order, y, the gathers */
     if (!ord.wait_partials(v, c, wc, jj)) return;
-    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    const bool fast = yvec && (int64_t)(t0 + kG) * kTileN <= p.N;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;
       const float4 own = gs.sum(p, c, v, t, tw, ii);
@@ -622,7 +622,7 @@ __device__ __forceinline__ void run_twophase_group(const GarParams& p, const Ctx
     if (ord.owner(jj) == me) continue;
     if (!ord.wait_gather(v, c, wc, jj)) return;
     const int t0 = (b + jj * c.B) * kG, lim = min(kG, p.T - t0) * per;
-    const bool fast = yvec && (t0 + kG) * kTileN <= p.N;
+    const bool fast = yvec && (int64_t)(t0 + kG) * kTileN <= p.N;
     int tw = gw.tw0, ii = gw.ii0;
     for (int idx = i; idx < lim; idx += step, gw.next(tw, ii)) {
       const int t = t0 + tw;

@@ -285,10 +285,14 @@ __device__ __forceinline__ bool check_args(const RankView& v, const Ctx& c, cons
     ok = wait_ge(f, c.e << 32, wc, q, kCheckSlot);
     if (ok) {
       const uint64_t seen = ld_acquire_sys(f);
-      /* A later epoch means the peer is already past this call: it agreed then. */
-      if ((seen >> 32) == c.e && (uint32_t)seen != hash) {
+      /* A later epoch (the peer's next call wrote the slot: a gemv check or a gemm header)
+       * means the peer finished this call without this block's pushes, which it needs in every
+       * fused schedule (each block has tiles whose partials every rank sums): it skipped the
+       * call, its hash differed. Until session 56 this read as agreement, and a late block
+       * pushed and wrote y after its peers had refused the call. */
+      if ((seen >> 32) != c.e || (uint32_t)seen != hash) {
         record_error(v.err, FCO_ERR_INVALID_ARGUMENT, FCO_OP_GEMV_ALLREDUCE, q, kCheckSlot, hash,
-                     (uint32_t)seen);
+                     (seen >> 32) == c.e ? (uint32_t)seen : seen); /* later: epoch shown */
         ok = false;
       }
     }

@@ -144,11 +144,27 @@ struct WaitCtx {
   int32_t op; /* fco_op_kind_t, for the error record */
 };
 
+/* Per thread: does the recorded error stop waits — any code but `ignore` (0: none) and but
+ * the epoch-limit record (load_rank_view): dev.h promises that calls already issued or captured
+ * still run correctly, so their waits must go on (the record only makes the host refuse later
+ * calls). An FCO_ERR_INVALID_USAGE whose details are still being written (record_error writes
+ * op last) does not stop them yet: the next poll looks again. */
+__device__ __forceinline__ bool error_stops_waits(const fco_async_err_t* err, int32_t ignore) {
+  if (!err) return false;
+  const int32_t code = ld_relaxed_sys(&err->code);
+  if (code == 0 || code == ignore) return false;
+  if (code != FCO_ERR_INVALID_USAGE) return true;
+  int32_t op;
+  asm volatile("ld.acquire.sys.global.s32 %0, [%1];" : "=r"(op) : "l"(&err->op) : "memory");
+  return op != 0 && ld_relaxed_sys(&err->slot) != FCO_ERR_SLOT_EPOCH;
+}
+
 /* Per thread. Spin until *flag >= want (acquire, system scope). Returns false (the caller
  * must skip the rest of its work) after timeout_ns — recording FCO_ERR_TIMEOUT with the peer,
  * slot, wanted and last seen value — or when another wait has already recorded an error other
  * than `ignore` (embedding_alltoall: FCO_ERR_INVALID_ARGUMENT, bad data that does not stop its
- * protocol; 0 = none ignored). */
+ * protocol; 0 = none ignored) and the epoch-limit record (error_stops_waits). Behind that
+ * record (first error wins) a timeout is not recorded: each wait then ends at its own. */
 __device__ __forceinline__ bool wait_ge(const uint64_t* flag, uint64_t want, const WaitCtx& c,
                                         int32_t peer, int32_t slot, int32_t ignore = 0) {
   uint64_t seen = ld_acquire_sys(flag);
@@ -162,14 +178,7 @@ __device__ __forceinline__ bool wait_ge(const uint64_t* flag, uint64_t want, con
         record_error(c.err, FCO_ERR_TIMEOUT, c.op, peer, slot, want, seen);
         return false;
       }
-      if (spin % kSpinsPerErrPoll == 0) {
-        if (ignore == 0) {
-          if (error_set(c.err)) return false;
-        } else if (c.err) {
-          const int32_t code = ld_relaxed_sys(&c.err->code);
-          if (code != 0 && code != ignore) return false;
-        }
-      }
+      if (spin % kSpinsPerErrPoll == 0 && error_stops_waits(c.err, ignore)) return false;
     }
   }
 }
@@ -201,8 +210,11 @@ __device__ __forceinline__ void epoch_end(fco_dev_rank_t* dev, uint64_t e, uint3
  * and waits for p's in its own row; then the epoch advances. The NCCL-based impl 0 of an op
  * that stages peers' data in the workspace outside the epoch halves ends with it (after its
  * last read of that staging), so that no peer starts a next call, which may write into this
- * rank's workspace at once, before this rank is done: workspace rule (2), src/core/internal.h. */
-__device__ __forceinline__ void rank_barrier(fco_dev_rank_t* dev, int32_t op, int slot) {
+ * rank's workspace at once, before this rank is done: workspace rule (2), src/core/internal.h.
+ * `ignore`: an error code that must not end the wait (wait_ge; embedding_alltoall:
+ * FCO_ERR_INVALID_ARGUMENT, its bad data, after which the rank's next call still runs). */
+__device__ __forceinline__ void rank_barrier(fco_dev_rank_t* dev, int32_t op, int slot,
+                                             int32_t ignore = 0) {
   __shared__ RankView v;
   load_rank_view(dev, &v, op);
   const uint64_t e = v.epoch + 1;
@@ -211,7 +223,8 @@ __device__ __forceinline__ void rank_barrier(fco_dev_rank_t* dev, int32_t op, in
   if (p < P && p != me) {
     /* This kernel starts after the call's reads of its staging ended (stream order). */
     st_release_sys(v.peer_sig[p] + (size_t)me * FCO_SIG_SLOTS + slot, sig_value(e, 0));
-    wait_ge(v.peer_sig[me] + (size_t)p * FCO_SIG_SLOTS + slot, sig_value(e, 0), ctx, p, slot);
+    wait_ge(v.peer_sig[me] + (size_t)p * FCO_SIG_SLOTS + slot, sig_value(e, 0), ctx, p, slot,
+            ignore);
   }
   epoch_end(dev, e, 1);
 }

@@ -9,7 +9,9 @@
  *   Fused impls (1, 2) and the cpu backend; call with epoch e uses half h = e & 1:
  *     h·H + 0              hdr      P slots × hdr_bytes: slot r holds rank r's header for this
  *                                   rank (written by r, then signalled). A header says what r
- *                                   sends:  [0] valid (1: r's counts are sane)  [1] E_r
+ *                                   sends:  [0] valid: 0 bad counts, else r's protocol
+ *                                   (FCO_GA_PROTO_*: 1 impl 1 and Triton, 2 impl 2; every
+ *                                   rank refuses a call whose valid headers differ)  [1] E_r
  *                                   [2] blocks per rank (impl 1)  [3] why invalid (FCO_GA_WHY_*)
  *                                   [4 + s]      tot[s]    rows r sends to rank s
  *                                   [4 + P + s]  tiles[s]  impl 1 (C and Triton): flags r
@@ -58,6 +60,10 @@
  *   out) runs mismatched protocols and both ncclSend/ncclRecv kernels spin forever (the hang of
  *   fco-bench and examples/moe_layer.py at 8 MiB per peer; the tests' few-KiB messages used LL
  *   and passed). Send and receive buffers must be registered alike on both sides: both here.
+ *   On nccl the pack kernel also raises, on slot FCO_SIG_SLOTS − 3 of every rank (itself
+ *   included), whether its device counts were the ones the sends were sized from
+ *   (sig_value(e, 0) yes, (e, 1) no); the copy recv → out is a kernel that waits for every
+ *   rank's and copies nothing when one says no (every rank then reports the sender).
  *   On nccl, impl 0 ends with the copy recv → out and a barrier kernel (every rank signals
  *   every peer, waits for all, advances the epoch) after its send/recv: a peer that receives
  *   nothing from this rank could otherwise finish the call at once and start the next fused
@@ -134,6 +140,13 @@ typedef struct {
 #define FCO_GA_H_SYM(P) (4 + 3 * (P))
 #define FCO_GA_H_SYM_OFF(P) (5 + 3 * (P))
 #define FCO_GA_HDR_WORDS(P) (6 + 3 * (P))
+
+/* Header [0] of a valid header: the sender's protocol. Impl 1 (and fco.triton, which reads
+ * [0] != 1 as invalid) raises one flag per block; impl 2 one "all pushed" flag. A receiver of the
+ * other protocol would land rows not yet stored (impl 1 waits for 0 flags from an impl 2
+ * header) or wait until the timeout, so mixed protocols are refused on every rank (cpu: 1). */
+#define FCO_GA_PROTO_TILES 1
+#define FCO_GA_PROTO_CHUNKS 2
 
 /* Why a header is invalid ([3]; the kernels' kBadCounts / kCountsChanged are the same numbers). */
 #define FCO_GA_WHY_BAD_COUNTS 1     /* a negative count, or Σ counts > a_rows */

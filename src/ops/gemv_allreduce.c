@@ -300,11 +300,14 @@ static fco_result_t check_common(fco_comm_t comm, size_t M, size_t N, size_t K, 
                          "%s: M = %zu rows is more than a GEMV (M <= %d): use a GEMM (e.g. "
                          "cublasGemmEx) followed by fco_allreduce", fn, M,
                          FCO_GEMV_ALLREDUCE_MAX_M);
-  /* 2^31: every row index and row length fits an int; offsets are 64-bit anyway. */
+  /* N < FCO_GEMV_MAX_N = 2^31 - 2^16: every row index and row length fits an int, and so do the
+   * kernels' tile columns, which run up to 128 past N (a group of 8 tiles of 16; until session
+   * 56 N up to 2^31 - 1 was taken, and a column test wrapped near 2^31); offsets are 64-bit. */
   if (N == 0) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: N is 0", fn);
-  if (N >= ((size_t)1 << 31))
+  if (N >= FCO_GEMV_MAX_N)
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,
-                         "%s: N %zu is negative or absurd (>= 2^31)", fn, N);
+                         "%s: N %zu is negative or too large (N < 2^31 - 2^16 = %zu)", fn, N,
+                         (size_t)FCO_GEMV_MAX_N);
   if (K == 0) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "%s: K is 0", fn);
   if (K >= ((size_t)1 << 31))
     return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT,

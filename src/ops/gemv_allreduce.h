@@ -38,6 +38,9 @@ extern "C" {
 #endif
 
 #define FCO_GEMV_TILE_N 16 /* output columns per tile */
+/* N < this on every transport (the op layer's check): the kernels' int tile columns, up to 128
+ * past N, never wrap. */
+#define FCO_GEMV_MAX_N (((size_t)1 << 31) - ((size_t)1 << 16))
 
 typedef struct {
   const void* x;     /* [M, K] row-major, this rank's slice of the activations            */

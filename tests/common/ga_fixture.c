@@ -260,7 +260,7 @@ size_t ga_check(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {
 }
 
 /* Every output byte still poison, every guard intact. */
-static size_t untouched(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {
+size_t ga_untouched(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {
   size_t bad = 0;
   for (int s = 0; s < c->P; s++) {
     unsigned char* h = (unsigned char*)malloc(b->out_bytes[s] + T_GUARD);
@@ -294,7 +294,7 @@ void ga_expect_rejected(t_world_t* w, ga_case_t* c, ga_bufs_t* b, fco_result_t r
   t_sync(w);
   for (int q = 0; q < w->n && r == FCO_OK; q++) r = fco_comm_get_async_error(w->comms[q]);
   ASSERT_EQ(r, FCO_ERR_INVALID_ARGUMENT);
-  ASSERT_EQ(untouched(w, c, b), 0);
+  ASSERT_EQ(ga_untouched(w, c, b), 0);
   ga_free_bufs(w, c, b);
   ga_free_case(c);
   for (int q = 0; q < w->n; q++) ASSERT_OK(fco_comm_destroy(w->comms[q]));

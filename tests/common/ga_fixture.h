@@ -89,6 +89,9 @@ fco_result_t ga_issue_rank(const t_world_t* w, const ga_case_t* c, const ga_bufs
  * and the guard intact. */
 size_t ga_check(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b);
 
+/* Bytes of any rank's out (or its guard) that are no longer what ga_poison wrote. */
+size_t ga_untouched(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b);
+
 /* Upload, poison, one call (impl, with or without the hints), sync: no error anywhere and every
  * rank's out equal to the reference; frees the case. */
 void ga_run_checked(const t_world_t* w, ga_case_t* c, int impl, int hints);
