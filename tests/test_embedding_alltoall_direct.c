@@ -24,7 +24,6 @@
  *   make test   or   build/tests/test_embedding_alltoall_direct [misaligned|freed|epoch]
  *   (one part alone; FCO_TRANSPORT=cpu|local|nccl)
  */
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -158,18 +157,6 @@ static void freed_peer_slot(const t_world_t* w) {
 }
 
 #ifdef FCO_HAVE_CUDA
-static void set_epoch(const t_world_t* w, uint64_t e) {
-  for (int r = 0; r < w->n; r++) {
-    void* dev = NULL;
-    size_t bytes = 0;
-    uint32_t version = 0;
-    ASSERT_OK(fco_comm_device_state(w->comms[r], &dev, &bytes, &version));
-    ASSERT_GE(bytes, sizeof(fco_dev_rank_t));
-    t_put(w->transport, t_rank_device(w->transport, r),
-          (char*)dev + offsetof(fco_dev_rank_t, epoch), &e, sizeof e);
-  }
-}
-
 static void CUDART_CB sleep_300ms(void* arg) {
   (void)arg;
   usleep(300 * 1000);
@@ -190,7 +177,7 @@ static void epoch_limit_waits(fco_transport_t t) {
   ea_describe(&p, 1, seed, "below the epoch limit (the workspace grows)");
   ea_run_checked(&w, &p, 1);
   redraw(&w, &p);
-  set_epoch(&w, FCO_EPOCH_LIMIT);
+  t_world_set_epoch(&w, FCO_EPOCH_LIMIT);
   ea_describe(&p, 1, seed, "a call starting at the epoch limit");
   if (t == FCO_TRANSPORT_NCCL) { /* rank 1 starts 300 ms late: rank 0's waits last that long */
     ASSERT_EQ(cudaSetDevice(t_rank_device(t, 1)), cudaSuccess);

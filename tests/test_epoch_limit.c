@@ -8,7 +8,6 @@
  * device epoch (its waits compare 64-bit counters): exit 77 there.
  *   make test   or   build/tests/test_epoch_limit   (FCO_TRANSPORT=local|nccl)
  */
-#include <stddef.h>
 
 #include "../src/cuda/dev.h"
 #include "test.h"
@@ -25,18 +24,6 @@ static void good_call(const t_world_t* w, t_ar_bufs_t* b) {
   ASSERT_EQ(t_ar_check(w, b, seed), 0);
 }
 
-static void set_epoch(const t_world_t* w, uint64_t e) {
-  for (int r = 0; r < w->n; r++) {
-    void* dev = NULL;
-    size_t bytes = 0;
-    uint32_t version = 0;
-    ASSERT_OK(fco_comm_device_state(w->comms[r], &dev, &bytes, &version));
-    ASSERT_EQ(bytes >= sizeof(fco_dev_rank_t), 1);
-    t_put(w->transport, t_rank_device(w->transport, r),
-          (char*)dev + offsetof(fco_dev_rank_t, epoch), &e, sizeof e);
-  }
-}
-
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -48,7 +35,7 @@ int main(void) {
   t_ar_alloc(&w, &b, COUNT);
   good_call(&w, &b); /* the workspace exists, epochs at 1 */
 
-  set_epoch(&w, FCO_EPOCH_LIMIT - 1);
+  t_world_set_epoch(&w, FCO_EPOCH_LIMIT - 1);
   t_context("epoch limit − 1");
   good_call(&w, &b); /* starts below the limit: no error */
   for (int r = 0; r < w.n; r++) ASSERT_OK(fco_comm_get_async_error(w.comms[r]));

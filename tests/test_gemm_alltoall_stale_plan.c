@@ -16,25 +16,6 @@
 #include "../src/ops/gemm_alltoall.h"
 #include "ga_fixture.h"
 
-static uint64_t read_epoch(const t_world_t* w, int r) {
-  void* dev = NULL;
-  size_t bytes = 0;
-  uint32_t version = 0;
-  ASSERT_OK(fco_comm_device_state(w->comms[r], &dev, &bytes, &version));
-  uint64_t e = 0;
-  t_get(w->transport, ga_dev_of(w, r), &e, (char*)dev + offsetof(fco_dev_rank_t, epoch), 8);
-  return e;
-}
-
-static void set_ws_bytes(const t_world_t* w, int r, uint64_t v) {
-  void* dev = NULL;
-  size_t bytes = 0;
-  uint32_t version = 0;
-  ASSERT_OK(fco_comm_device_state(w->comms[r], &dev, &bytes, &version));
-  ASSERT_GE(bytes, sizeof(fco_dev_rank_t));
-  t_put(w->transport, ga_dev_of(w, r), (char*)dev + offsetof(fco_dev_rank_t, ws_bytes), &v, 8);
-}
-
 int main(void) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -59,7 +40,8 @@ int main(void) {
                                         &need));
   ASSERT_OK(fco_comm_reserve(w.comms[0], need));
   /* Good calls until the next one (epoch e = done + 1) is even: its half is call e − 2's. */
-  for (int i = 0; i < 2 || (read_epoch(&w, 1) + 1) % 2; i++) {
+  uint64_t epoch = 0;
+  for (int i = 0; i < 2 || (epoch + 1) % 2; i++) {
     t_context("good impl 2 call %d", i);
     ga_refill_a(&w, &c, &b, t_next_seed());
     ga_poison(&w, &c, &b);
@@ -67,6 +49,7 @@ int main(void) {
     t_sync(&w);
     for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(w.comms[r]));
     ASSERT_EQ(ga_check(&w, &c, &b), 0);
+    t_dev_state_get(&w, 1, offsetof(fco_dev_rank_t, epoch), &epoch, sizeof epoch);
   }
   /* Rank 1's table: half of it holds less than impl 2 needs, the plan area (half 0) still
    * inside: the exchange refuses, and the plan of call e − 2 is where this call reads it. */
@@ -74,7 +57,8 @@ int main(void) {
   const size_t plan_end = fco_ga_peer_bytes(P, c.out_rows, c.N, 2) + 4096;
   ASSERT_LT(fco_ws_half_bytes(half_need), half_need);
   ASSERT_GE(half_need, plan_end);
-  set_ws_bytes(&w, 1, half_need);
+  const uint64_t ws = half_need;
+  t_dev_state_put(&w, 1, offsetof(fco_dev_rank_t, ws_bytes), &ws, sizeof ws);
   t_context("impl 2 call with rank 1's table corrupted");
   ga_poison(&w, &c, &b);
   ASSERT_OK(ga_issue(&w, &c, &b, 2, 1, NULL));

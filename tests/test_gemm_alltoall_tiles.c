@@ -50,12 +50,7 @@ static void need_rows(int set, int64_t* a, int64_t* out) {
 
 /* Count set 0, capacities that hold every set. */
 static void make_case(ga_case_t* c, fco_dtype_t dt, int layout, int K, int N) {
-  memset(c, 0, sizeof *c);
-  c->P = P;
-  c->K = K;
-  c->N = N;
-  c->layout = layout;
-  c->dtype = dt;
+  ga_case_init(c, P, K, N, layout, dt);
   for (int r = 0; r < P; r++) {
     c->E[r] = kE[r];
     c->counts[r] = (int32_t*)calloc((size_t)kE[r] * P, sizeof(int32_t));

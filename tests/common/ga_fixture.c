@@ -18,8 +18,7 @@ static double urand(uint64_t* s) {
   return (double)(*s >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* An empty case of this shape (no experts, no counts yet). */
-static void case_init(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt) {
+void ga_case_init(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt) {
   memset(c, 0, sizeof *c);
   c->P = P;
   c->K = K;
@@ -31,7 +30,7 @@ static void case_init(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t
 /* Counts: ragged, with zero segments; `big` makes some segments span several 128-row tiles. */
 void ga_make_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt, uint64_t seed,
                   int big, int slack) {
-  case_init(c, P, K, N, layout, dt);
+  ga_case_init(c, P, K, N, layout, dt);
   uint64_t s = seed;
   int zero_src = P > 1 ? (int)(urand(&s) * P) : -1; /* a source nobody gets rows from, at times */
   if (urand(&s) < 0.5) zero_src = -1;
@@ -89,7 +88,7 @@ void ga_finish_case(ga_case_t* c, uint64_t s, int slack) {
 /* A case with 2 experts per rank and zeroed counts [2][P] for the caller to fill (then
  * ga_finish_case). */
 void ga_two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt) {
-  case_init(c, P, K, N, layout, dt);
+  ga_case_init(c, P, K, N, layout, dt);
   for (int r = 0; r < P; r++) {
     c->E[r] = 2;
     c->counts[r] = (int32_t*)calloc((size_t)2 * P, sizeof(int32_t));

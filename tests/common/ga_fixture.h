@@ -47,6 +47,8 @@ extern unsigned ga_sym_mask;
 /* CUDA device of rank r (-1 on cpu). */
 int ga_dev_of(const t_world_t* w, int r);
 
+/* An empty case of this shape (no experts, no counts yet). */
+void ga_case_init(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt);
 /* Counts: ragged, with zero segments; `big` makes some segments span several 128-row tiles. */
 void ga_make_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt, uint64_t seed,
                   int big, int slack);

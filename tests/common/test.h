@@ -192,6 +192,13 @@ void t_memset(fco_transport_t t, int device, void* dst, int byte, size_t bytes);
 void t_sync(const t_world_t* w);
 /* cudaDeviceSynchronize(device) (no-op on cpu). */
 void t_sync_device(fco_transport_t t, int device);
+/* Rank r's device state (fco_comm_device_state; GPU transports): read / write `bytes` at byte
+ * `offset` of its fco_dev_rank_t (src/cuda/dev.h), for the tests that put a world at an epoch
+ * or corrupt its table. */
+void t_dev_state_get(const t_world_t* w, int r, size_t offset, void* dst, size_t bytes);
+void t_dev_state_put(const t_world_t* w, int r, size_t offset, const void* src, size_t bytes);
+/* Every rank's device epoch (calls run) set to e. */
+void t_world_set_epoch(const t_world_t* w, uint64_t e);
 
 /* ---- allreduce helpers ----------------------------------------------------------------- */
 /* Per-rank buffers of one allreduce: count elements (+ T_GUARD guard bytes) per buffer. */

@@ -11,6 +11,10 @@
 
 #include "test.h"
 
+#include <stddef.h>
+
+#include "../../src/cuda/dev.h"
+
 #ifdef FCO_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -395,4 +399,28 @@ fco_result_t t_lone_rank0_allreduce(t_world_t* w, int impl, size_t count, double
     t_free(t, d, out[r]);
   }
   return res;
+}
+
+static void* dev_state_at(const t_world_t* w, int r, size_t offset, size_t bytes) {
+  void* dev = NULL;
+  size_t have = 0;
+  uint32_t version = 0;
+  ASSERT_OK(fco_comm_device_state(w->comms[r], &dev, &have, &version));
+  ASSERT_GE(have, offset + bytes);
+  return (char*)dev + offset;
+}
+
+void t_dev_state_get(const t_world_t* w, int r, size_t offset, void* dst, size_t bytes) {
+  t_get(w->transport, t_rank_device(w->transport, r), dst, dev_state_at(w, r, offset, bytes),
+        bytes);
+}
+
+void t_dev_state_put(const t_world_t* w, int r, size_t offset, const void* src, size_t bytes) {
+  t_put(w->transport, t_rank_device(w->transport, r), dev_state_at(w, r, offset, bytes), src,
+        bytes);
+}
+
+void t_world_set_epoch(const t_world_t* w, uint64_t e) {
+  for (int r = 0; r < w->n; r++)
+    t_dev_state_put(w, r, offsetof(fco_dev_rank_t, epoch), &e, sizeof e);
 }
