@@ -253,7 +253,11 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
  * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call
- * of any rank still writes into it; fco_comm_destroy frees the buffers left. */
+ * of any rank still writes into it; fco_comm_destroy frees the buffers left. Free a slot on
+ * every rank alike: a rank that freed its buffer of a slot can no longer store into its peers'
+ * buffers of that slot (fco_embedding_alltoall then stages their rows; fco_gemm_alltoall's
+ * impls 1 and 2 report FCO_ERR_INVALID_USAGE on that rank only, and the peer whose out is there
+ * keeps stale rows: docs/gemm_alltoall.md). */
 #define FCO_MAX_SYMMETRIC 16
 #define FCO_MAX_GPU_RANKS 8 /* ranks of a communicator on the nccl and local transports */
 fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr);

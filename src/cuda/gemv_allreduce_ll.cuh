@@ -51,7 +51,8 @@ __device__ __forceinline__ bool ll_wait(const char* p, uint32_t flag, const Wait
         record_error(wc.err, FCO_ERR_TIMEOUT, FCO_OP_GEMV_ALLREDUCE, peer, tile, flag, seen);
         return false;
       }
-      if (spin % kSpinsPerErrPoll == kSpinsPerErrPoll - 1 && error_set(wc.err)) return false;
+      if (spin % kSpinsPerErrPoll == kSpinsPerErrPoll - 1 && error_stops_waits(wc.err, 0))
+        return false; /* not the epoch-limit record: calls issued at the limit still run */
     }
   }
 }

@@ -213,6 +213,31 @@ def _probe(dev, out):
     tl.store(out + 7, fl.sig_ptr(dev, 1, 2, 3).to(tl.int64))
 
 
+@triton.jit
+def _stops(dev, out):
+    tl.store(out, fl.error_stops_waits(dev))
+
+
+def case_error_stops():
+    """Which error records end the waits (fl.error_stops_waits, as prims.cuh's): none; any code
+    but the epoch-limit record (ERR_INVALID_USAGE, slot ERR_SLOT_EPOCH), which calls issued at
+    the limit must run past (until session 56 every wait gave up on it); an INVALID_USAGE whose
+    op is not written yet waits for a later poll."""
+    w = World(1)
+    e = w.errs[0]
+    out = torch.zeros(1, dtype=torch.int32)
+    for code, slot, op, want in ((0, 0, 0, 0),
+                                 (L.ERR_TIMEOUT, 3, L.OP_GEMV_ALLREDUCE, 1),
+                                 (L.ERR_INVALID_ARGUMENT, 4, L.OP_GEMM_ALLTOALL, 1),
+                                 (L.ERR_INVALID_USAGE, L.ERR_SLOT_EPOCH, L.OP_GEMV_ALLREDUCE, 0),
+                                 (L.ERR_INVALID_USAGE, 5, L.OP_GEMM_ALLTOALL, 1),
+                                 (L.ERR_INVALID_USAGE, 5, 0, 0)):
+        e.code, e.slot, e.op = code, slot, op
+        out.fill_(7)
+        _stops[(1,)](w.states[0].addr, out)
+        assert int(out[0]) == want, (code, slot, op, int(out[0]))
+
+
 def case_fields():
     w = World(3, ws_bytes=4096 + 77, timeout_ms=0)
     out = torch.zeros(8, dtype=torch.int64)

@@ -1386,6 +1386,7 @@ def test_interpreter_gemm_tile_order(order):
 # ---- Triton's CPU interpreter: the cases of _triton_interp.py ------------------------------
 @needs_triton
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "epoch_limit",
+                                  "error_stops",
                                   "bad_table", "gemm",
                                   "gemm_sym", "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
                                   "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile",

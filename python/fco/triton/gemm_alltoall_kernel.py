@@ -181,7 +181,7 @@ def _wait_vec(dev, flags, want, need, peer, q, WAIT_NS: tl.constexpr):
             spins += 1
             bad = (fl.globaltimer() - t0) > limit
             if spins % fl.SPINS_PER_ERR_POLL == 0:
-                bad = bad | (fl.error_set(dev) != 0)
+                bad = bad | (fl.error_stops_waits(dev) != 0)
             got = tl.min(tl.where(need & (seen < want), 0, 1))
             late = fl.block_any(bad)
             status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))

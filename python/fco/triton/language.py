@@ -146,6 +146,10 @@ if INTERPRET:
         return tl.atomic_add(ptr, 0, sem="relaxed", scope="sys")
 
     @triton.jit
+    def ld_acquire_i32(ptr):
+        return tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
+
+    @triton.jit
     def poll_u64(ptr):
         return tl.atomic_add(ptr, 0, sem="relaxed", scope="sys")
 
@@ -179,6 +183,12 @@ else:
     def ld_relaxed_i32(ptr):
         """ld.relaxed.sys of an int32 (per thread): the async error word."""
         return tl.inline_asm_elementwise("ld.relaxed.sys.global.s32 $0, [$1];", "=r,l", [ptr],
+                                         dtype=tl.int32, is_pure=False, pack=1)
+
+    @triton.jit
+    def ld_acquire_i32(ptr):
+        """ld.acquire.sys of an int32 (per thread): the async error record's op, written last."""
+        return tl.inline_asm_elementwise("ld.acquire.sys.global.s32 $0, [$1];", "=r,l", [ptr],
                                          dtype=tl.int32, is_pure=False, pack=1)
 
     @triton.jit
@@ -367,6 +377,26 @@ def error_set(dev):
 
 
 @triton.jit
+def error_stops_waits(dev):
+    """Does the recorded error end this rank's waits? (int32 0/1, per thread) As the C kernels'
+    error_stops_waits (src/cuda/prims.cuh): any code but the epoch-limit record
+    (ERR_INVALID_USAGE in slot ERR_SLOT_EPOCH, epoch_guard), since calls issued at the limit
+    still run correctly (dev.h) and their waits must go on; a record whose op is not written yet
+    (record_error writes it last) does not stop them until a later poll."""
+    a = err_addr(dev)
+    stop = tl.full((), 0, tl.int32)
+    if a != 0:
+        code = ld_relaxed_i32(addr_ptr(a + ERR_OFF_CODE, tl.int32))
+        if code == ERR_INVALID_USAGE:
+            op = ld_acquire_i32(addr_ptr(a + ERR_OFF_OP, tl.int32))
+            slot = ld_relaxed_i32(addr_ptr(a + ERR_OFF_SLOT, tl.int32))
+            stop = ((op != 0) & (slot != ERR_SLOT_EPOCH)).to(tl.int32)
+        else:
+            stop = (code != 0).to(tl.int32)
+    return stop
+
+
+@triton.jit
 def record_error(dev, code, op, peer, slot, want, seen):
     """All threads. First error wins: CAS the code at system scope; the winner writes the
     details, then `op` (never 0) with release, which the host polls for (gpu_common.c)."""
@@ -411,7 +441,7 @@ def wait_flag(dev, flag, want, op, peer, slot, WAIT_NS: tl.constexpr = WAIT_NS):
             spins += 1
             bad = (globaltimer() - t0) > limit
             if spins % SPINS_PER_ERR_POLL == 0:
-                bad = bad | (error_set(dev) != 0)
+                bad = bad | (error_stops_waits(dev) != 0)
             got = block_any(seen >= want)  # the first warp polled
             late = block_any(bad)
             status = tl.where(got != 0, 1, tl.where(late != 0, 2, 0))
