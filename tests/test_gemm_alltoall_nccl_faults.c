@@ -30,8 +30,12 @@ enum { P = 2, E = 2, K = 16, N = 32, A_ROWS = 40, OUT_ROWS = 40 };
 /* Good counts [rank][e][s]: rank 0 sends 18 rows, rank 1 22; rank 0 gets 18, rank 1 22. */
 static int32_t good_count(int r, int e, int s) { return 3 + r + 2 * e + s; }
 
-static int a_val(int r, int i, int k) { return (i * 7 + k * 3 + r * 5 + 1) % 5 - 2; }
-static int w_val(int r, int e, int k, int n) { return (e * 11 + k * 5 + n * 3 + r) % 5 - 2; }
+/* Fresh inputs every run (the run's seed, set before the children fork): small integers. */
+static unsigned g_mix;
+static int a_val(int r, int i, int k) { return (int)((i * 7 + k * 3 + r * 5 + g_mix) % 5) - 2; }
+static int w_val(int r, int e, int k, int n) {
+  return (int)((e * 11 + k * 5 + n * 3 + r + g_mix / 5) % 5) - 2;
+}
 
 typedef struct {
   int32_t counts[P][E * P]; /* host counts (the truth) */
@@ -261,6 +265,7 @@ static int count_gpus(int idx, void* arg) {
 
 int main(void) {
   t_seed_init();
+  g_mix = (unsigned)(t_next_seed() % 25);
   if (t_transport() != FCO_TRANSPORT_NCCL) t_skip("nccl transport only (FCO_TRANSPORT=nccl)");
   int st[P];
   /* in a child: CUDA must not be initialised in this process before it forks the ranks */
