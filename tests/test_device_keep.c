@@ -1,13 +1,14 @@
 /*
  * test_device_keep.c — public calls on a GPU transport give the caller's current CUDA device
  * back (as NCCL's calls do), though they switch to each rank's device inside: init_all,
- * fco_comm_reserve, fco_mem_alloc / fco_mem_free, an operator call (a group), destroy. And a
+ * fco_comm_reserve, fco_mem_alloc / fco_mem_free, operator calls in a group (fco_gemm_alltoall
+ * asks whether the stream captures when the call is made, before the group runs), destroy. And a
  * process that has not used the caller's device (a thread reads device 0 before any CUDA
  * call) is left on the rank's device: no context is made on GPU 0 for it. Needs two GPUs to
  * tell devices apart (skips otherwise; cpu: no CUDA device).
  *   make test   or   build/tests/test_device_keep   (FCO_TRANSPORT=local|nccl)
  */
-#include "test.h"
+#include "ga_fixture.h"
 
 #ifdef FCO_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -64,6 +65,19 @@ static void caller_kept(fco_transport_t t, int caller) {
   ASSERT_DEVICE(caller, "an allreduce group");
   t_sync(&w);
   ASSERT_EQ(t_ar_check(&w, &b, seed), 0);
+
+  ga_case_t gc;
+  ga_bufs_t gb;
+  ga_make_case(&gc, n, 64, 48, FCO_W_KN, FCO_BF16, t_next_seed(), 0, 2);
+  ga_upload(&w, &gc, &gb);
+  ga_poison(&w, &gc, &gb);
+  use(caller);
+  ASSERT_OK(ga_issue(&w, &gc, &gb, FCO_IMPL_AUTO, 1, NULL));
+  ASSERT_DEVICE(caller, "a gemm_alltoall group");
+  t_sync(&w);
+  ASSERT_EQ(ga_check(&w, &gc, &gb), 0);
+  ga_free_bufs(&w, &gc, &gb);
+  ga_free_case(&gc);
 
   use(caller);
   size_t ws = 0;

@@ -396,6 +396,7 @@ static void late_peer_rounds(fco_transport_t t) {
   t_knob_set("FCO_CHECK_ARGS", "1");
   t_knob_set("FCO_GEMV_ROUNDS", "2");
   t_knob_set("FCO_GEMV_PAIR_FIN", "0");
+  t_knob_set("FCO_GEMV_SPLIT", "2"); /* owners with helpers in cluster pairs: the path at stake */
   for (int r = 0; r < w.n; r++) {
     size_t need = 0;
     ASSERT_OK(fco_gemv_allreduce_workspace(w.comms[r], 57, 1000, 1000, FCO_BF16, 1, &need));
@@ -406,8 +407,14 @@ static void late_peer_rounds(fco_transport_t t) {
   usleep(2000 * 1000);
   ASSERT_OK(gemv_issue_rank(&w, &b, 1, 1, NULL));
   t_sync(&w);
-  for (int r = 0; r < 2; r++) ASSERT_OK(fco_comm_get_async_error(w.comms[r]));
+  for (int r = 0; r < 2; r++) {
+    ASSERT_OK(fco_comm_get_async_error(w.comms[r]));
+    const char* plan = fco_last_plan(w.comms[r]);
+    if (!strstr(plan, "split=2 pair") || !strstr(plan, "rounds=2") || strstr(plan, "fin-split"))
+      t_fail(__FILE__, __LINE__, "not the rounds of pairs without fin-split: %s", plan);
+  }
   ASSERT_EQ(gemv_check(&w, &b), 0);
+  t_knob_reset("FCO_GEMV_SPLIT");
   t_knob_reset("FCO_GEMV_ROUNDS");
   t_knob_reset("FCO_GEMV_PAIR_FIN");
   t_knob_reset("FCO_CHECK_ARGS");

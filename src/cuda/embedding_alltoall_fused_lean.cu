@@ -200,7 +200,11 @@ __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k,
       const int kk = (int)((pres >> 1) & 31);
       announced = kk > 0;
       char* q = kk > 0 ? (char*)sym[(size_t)(kk - 1) * FCO_MAX_GPU_RANKS + d] : nullptr;
-      if (q) {
+      /* The presence may be a staging block's lift (kStagedBit), raised before d's block 0
+       * wrote this call's offset: wait for the offset's epoch (d announced kk > 0, so its block 0
+       * writes it), else this block would stage where d's other senders' blocks store directly
+       * and d, seeing the bit, would land stale staging over them (session 56's review, R3). */
+      if (q && wait_count(row + kOutOffSlot, e << 32, v, d, kOutOffSlot)) {
         const uint64_t off = __ldcg((const unsigned long long*)(row + kOutOffSlot));
         q += (off & 0xffffffffull) << 4;
         /* st.global.v4 into it (lean_tile): 16-byte aligned rows only */

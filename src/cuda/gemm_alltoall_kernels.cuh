@@ -518,7 +518,9 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
 
 /* ---- impl 0 on nccl: barrier after the send/recv ------------------------------------------ */
 __global__ void __launch_bounds__(kThreads) ga_kernel_barrier(fco_dev_rank_t* dev) {
-  rank_barrier(dev, FCO_OP_GEMM_ALLTOALL, kDoneSlot);
+  /* bad data (every rank records a sender's changed counts: ga_kernel_land0) must not end the
+   * wait: a rank's next call could write a slower peer's workspace (as the embedding's E3) */
+  rank_barrier(dev, FCO_OP_GEMM_ALLTOALL, kDoneSlot, FCO_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace

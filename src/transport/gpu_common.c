@@ -151,13 +151,18 @@ fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
                        seen);
 }
 
+/* Called before a call's bracket too (fco_gemm_alltoall's AUTO asks it when the call is made):
+ * the caller's device is given back here. */
 int fco_gpu_capturing(fco_comm_t comm, void* stream) {
+  const int caller = fco_device_save(comm->transport);
   if (cudaSetDevice(comm->device) != cudaSuccess) {
     (void)cudaGetLastError();
+    fco_device_restore(caller);
     return 0;
   }
   enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
+  fco_device_restore(caller);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     /* The legacy stream cannot be queried while another stream captures globally: treat it
