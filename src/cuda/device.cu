@@ -1,6 +1,7 @@
 /*
  * device.cu — small host helpers of the CUDA backend: the device count that never fails
- * (no driver → 0), the caller's device kept across a public call, and the launch helpers of launch.cuh (error text, SM count cache).
+ * (no driver → 0), the caller's device kept across a public call, and the launch helpers of
+ * launch.cuh (error text, SM count cache).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -11,8 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 [ -d build/obj ] || { echo "make_carry: no build/obj (run make first)" >&2; exit 1; }
-make -q build/lib/libfco.so 2>/dev/null || echo "make_carry: warning: build/lib/libfco.so is not up to date (run make)" >&2
-v=$(awk '/define NCCL_(MAJOR|MINOR|PATCH) /{printf "%s%s", s, $3; s="."}' /usr/local/cuda/include/nccl.h)
+make -q build/lib/libfco.so 2>/dev/null ||
+  echo "make_carry: warning: build/lib/libfco.so is not up to date (run make)" >&2
+v=$(awk '/define NCCL_(MAJOR|MINOR|PATCH) /{printf "%s%s", s, $3; s="."}' \
+  /usr/local/cuda/include/nccl.h)
 echo "make_carry: this machine's nccl.h is $v (the device must link the same: torch's NCCL)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
