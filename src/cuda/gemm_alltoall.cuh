@@ -393,21 +393,18 @@ __device__ __forceinline__ char* plan_area(char* ws, size_t ws_bytes, uint64_t e
   return ws + fco_ga_half_off(ws_bytes, e) + fco_ga_peer_bytes(P, out_rows, n, es);
 }
 
-/* The plan area of call e lies inside the workspace (false only with a corrupted table: the
- * launcher checked the workspace); a kernel that finds it outside reads and writes no plan. */
-__device__ __forceinline__ bool plan_in_range(const RankView& v, uint64_t e, int P,
-                                              int64_t out_rows, int64_t n, size_t es) {
-  return fco_ga_half_off(v.ws_bytes, e) + fco_ga_peer_bytes(P, out_rows, n, es) + sizeof(Plan) <=
-         v.ws_bytes;
-}
-
 /* All threads, first thing in each of impl 2's kernels: this rank's view into the block-shared
- * *v, the call's epoch into *e, and the call's plan. */
+ * *v, the call's epoch into *e, and the call's plan — nullptr where the plan area would leave the
+ * workspace (only a corrupted table: the launcher checked it; the exchange records it), and
+ * such a kernel reads and writes no plan. */
 __device__ __forceinline__ Plan* call_plan(fco_dev_rank_t* dev, RankView* v, uint64_t* e,
                                            char* ws, int P, int64_t out_rows, int64_t n,
                                            size_t es) {
   load_rank_view(dev, v, FCO_OP_GEMM_ALLTOALL);
   *e = v->epoch + 1;
+  if (fco_ga_half_off(v->ws_bytes, *e) + fco_ga_peer_bytes(P, out_rows, n, es) + sizeof(Plan) >
+      v->ws_bytes)
+    return nullptr;
   return reinterpret_cast<Plan*>(plan_area(ws, v->ws_bytes, *e, P, out_rows, n, es));
 }
 

@@ -298,7 +298,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
      * This call's push and finish kernels must not use the plan call e - 2 left here. */
     if (threadIdx.x == 0) {
       record_error(v.err, FCO_ERR_INTERNAL, FCO_OP_GEMM_ALLTOALL, me, -1, 2 * need, v.ws_bytes);
-      if (plan_in_range(v, e, p.P, p.out_rows, p.N, p.es)) plan->verdict = -1;
+      if (plan) plan->verdict = -1;
     }
     return;
   }
@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   __shared__ RankView v;
   uint64_t e;
   const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
-  if (!plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) return; /* the exchange recorded it */
+  if (!plan) return; /* the exchange recorded it */
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
   /* The plan's placement, read once into shared memory: a load per piece in the loop (one a
    * thread, dependent, before each piece's copy) cost 40–80 µs a call at 512 tokens (run
@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
   const Plan* g = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.n, p.es);
   const int P = v.nranks, me = v.rank;
-  if (P != p.P || !plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) { /* the exchange recorded it */
+  if (P != p.P || !g) { /* the exchange recorded it */
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
@@ -465,7 +465,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_progress(const ProgParams 
   __shared__ RankView v;
   uint64_t e;
   Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
-  if (!plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) return;
+  if (!plan) return;
   if (*(volatile const int32_t*)&plan->verdict != 0 || v.nranks != p.P) return;
   const int s = threadIdx.x, me = v.rank;
   if (s >= p.P || s == me) return;
@@ -495,7 +495,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
   __shared__ int s_ok;
   uint64_t e;
   const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
-  if (!plan_in_range(v, e, p.P, p.out_rows, p.n, p.es)) return;
+  if (!plan) return;
   if (threadIdx.x == 0) s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;
   if ((int)threadIdx.x < kMaxP) { /* written by this rank's progress kernel, just before */
     s_lo[threadIdx.x] = __ldcg((const long long*)&plan->landed[threadIdx.x]);
