@@ -6,8 +6,9 @@
  *   F1  impl 0 without hints, one rank's device counts bad (a negative entry; a sum over a_rows):
  *       every rank returns FCO_ERR_INVALID_ARGUMENT naming that rank (the peers used to wait in
  *       ncclAllGather forever), writes nothing, and the next good call is exact (the epochs still
- *       agree). One thread for both ranks (fco_comm_init_all, hints), rank 1's counts bad: the
- *       group is refused without starting rank 0's send / recv alone; the next call is exact.
+ *       agree). One thread for both ranks (fco_comm_init_all, hints), rank 1's counts bad, then a
+ *       hint unlike its sender's counts, then rows over out_rows: each group is refused on the
+ *       host before any rank's send / recv is queued (audit56 R1); the next call is exact.
  *   F3  rank 0 impl 1, rank 1 impl 2 (and the reverse), good counts: both ranks report
  *       FCO_ERR_INVALID_USAGE well before the timeout (impl 1 used to land impl 2's rows unstored,
  *       without an error), nothing written.
@@ -228,28 +229,49 @@ static int proc_world(int idx, void* arg) {
     upload(&b[r], r);
     for (int q = 0; q < P; q++) recv[r][q] = good_count(q, 0, r) + good_count(q, 1, r);
   }
-  for (int round = 0; round < 2; round++) {
-    t_context("F1 world: round %d (%s)", round, round ? "good counts" : "rank 1's counts bad");
+  /* Rounds 0..2 refused (rank 1's counts; rank 1's hint from rank 0 one row short; rank 1's
+   * counts fine but over rank 0's out_rows by its hint and counts alike), each on the world's
+   * first good call's connections still unmade, then a good round; every refusal on the host
+   * before any rank's send / receive is queued (audit56 R1: a group cancelled mid-way could leave
+   * the next call hanging in NCCL). */
+  static const char* const what[] = {"rank 1's counts bad", "rank 1's recv_rows_host[0] short",
+                                     "rank 0 over out_rows", "good counts"};
+  static const char* const want[] = {"rank 1's counts", "recv_rows_host[0]", "more than out_rows",
+                                     ""};
+  for (int round = 0; round < 4; round++) {
+    t_context("F1 world: round %d (%s)", round, what[round]);
+    int32_t hint[P][P];
+    memcpy(hint, recv, sizeof hint);
     for (int r = 0; r < P; r++) {
       int32_t dc[E * P];
       memcpy(dc, b[r].counts[r], sizeof dc);
       if (r == 1 && round == 0) dc[0] = -1; /* rank 0's send / recv are queued first */
+      if (r == 1 && round == 2) {           /* rank 1 sends rank 0 all its A_ROWS rows */
+        for (int i = 0; i < E * P; i++) dc[i] = 0;
+        dc[0] = A_ROWS;
+        hint[0][1] = A_ROWS;
+      }
       put_counts(&b[r], dc);
       poison(&b[r]);
     }
+    if (round == 1) hint[1][0] -= 1;
     ASSERT_OK(fco_group_start());
     for (int r = 0; r < P; r++) /* the hints: a world driven by one thread needs recv_rows_host */
       (void)fco_gemm_alltoall(c[r], b[r].a, A_ROWS, b[r].w, FCO_W_KN, E, b[r].dcounts, NULL,
-                              recv[r], b[r].out, OUT_ROWS, K, N, FCO_BF16, 0, NULL);
+                              hint[r], b[r].out, OUT_ROWS, K, N, FCO_BF16, 0, NULL);
     fco_result_t res = fco_group_end();
     for (int r = 0; r < P; r++) {
       ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       ASSERT_OK(fco_comm_get_async_error(c[r]));
     }
-    if (round == 0) ASSERT_RES(res, FCO_ERR_INVALID_ARGUMENT);
-    else ASSERT_OK(res);
-    for (int r = 0; r < P; r++) check_out(&b[r], r, round == 0);
+    if (round < 3) {
+      ASSERT_RES(res, FCO_ERR_INVALID_ARGUMENT);
+      for (int r = 0; r < P; r++) ASSERT_STR_HAS(fco_last_error(c[r]), want[round]);
+    } else {
+      ASSERT_OK(res);
+    }
+    for (int r = 0; r < P; r++) check_out(&b[r], r, round < 3);
   }
   for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_destroy(c[r]));
   return 0;

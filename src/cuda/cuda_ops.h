@@ -62,6 +62,11 @@ fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err);
  * on the stream (embedding_alltoall impl 0: the permute after the send/recv). FCO_OK and no-op
  * for kinds that need nothing. */
 fco_result_t fco_cuda_run_after_group(const fco_gpu_launch_t* l, char* err);
+/* Called by the nccl transport before it queues anything of a batch of n > 1 ranks that one
+ * thread drives (ls[i]: rank i's launch): host-side refusals that look at every rank, so that no
+ * rank's NCCL send / receive starts without its peers' (a group cancelled mid-way can leave
+ * NCCL's connections half set up: audit56 R1). FCO_OK for kinds that need nothing. */
+fco_result_t fco_cuda_check_batch(const fco_gpu_launch_t* ls, int n, char* err);
 
 /* Per-op entry points behind fco_cuda_run (one line each). */
 fco_result_t fco_cuda_allreduce_run(const fco_gpu_launch_t* l, char* err);
@@ -75,6 +80,7 @@ fco_result_t fco_cuda_embedding_alltoall_run(const fco_gpu_launch_t* l, char* er
 fco_result_t fco_cuda_embedding_alltoall_after_group(const fco_gpu_launch_t* l, char* err);
 /* gemm_alltoall */
 fco_result_t fco_cuda_gemm_alltoall_run(const fco_gpu_launch_t* l, char* err);
+fco_result_t fco_cuda_gemm_alltoall_check_batch(const fco_gpu_launch_t* ls, int n, char* err);
 fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_t* l, char* err);
 
 /* impl 1: one-shot over the peer table (needs 2·P·roundup(count·esize,256) workspace). */

@@ -28,3 +28,12 @@ extern "C" fco_result_t fco_cuda_run_after_group(const fco_gpu_launch_t* l, char
     default: return FCO_OK;
   }
 }
+
+/* Host checks across a batch before the nccl transport queues it (see cuda_ops.h). */
+extern "C" fco_result_t fco_cuda_check_batch(const fco_gpu_launch_t* ls, int n, char* err) {
+  switch (ls[0].r[0].op->kind) {
+    /* gemm_alltoall */
+    case FCO_OP_GEMM_ALLTOALL: return fco_cuda_gemm_alltoall_check_batch(ls, n, err);
+    default: return FCO_OK;
+  }
+}

@@ -22,8 +22,10 @@
  *   recv_rows_host against what its sources send). nccl without recv_rows_host: the validity
  *   rides in the totals' allgather, so every rank refuses together (a rank that refused alone
  *   left its peers in ncclAllGather forever: audit56 F1); with recv_rows_host a bad rank
- *   refuses alone and peers in other threads wait in NCCL (fco.h); ranks of this thread's
- *   world queued before it are cancelled with the NCCL group (cancel_group). On nccl the hints
+ *   refuses alone and peers in other threads wait in NCCL (fco.h); a world one thread drives
+ *   is checked whole, every rank's counts and hints, before any rank queues anything
+ *   (fco_cuda_gemm_alltoall_check_batch), and a failure no check foresees cancels the NCCL group
+ *   (cancel_group). On nccl the hints
  *   size the ncclSend/ncclRecv as given: a recv_rows_host that disagrees with the peer's counts
  *   (or that no longer holds its values when a group executes) makes NCCL fail ("Message
  *   truncated" in its connection set-up) or hang.
@@ -522,6 +524,31 @@ fco_result_t preload_nccl(char* err) {
   return FCO_OK;
 }
 
+/* Every rank is in l (the local transport; the nccl transport's batch check): the refusals that
+ * need every rank's totals (tot[r][s]: rows rank r sends s) — a recv_rows_host unlike what its
+ * sources send (the sizes impl 0 on nccl would trust; the cpu backend checks them too), more rows
+ * in than out_rows. */
+fco_result_t check_receivers(const fco_gpu_launch_t* l, const int64_t (*tot)[kMaxP], char* err) {
+  const int P = l->nranks;
+  for (int s = 0; s < P; ++s) {
+    const fco_gemm_a2a_args_t* a = args(l, s);
+    for (int r = 0; a->recv_rows_host && r < P; ++r)
+      if (a->recv_rows_host[r] != tot[r][s])
+        return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                    "rank %d's recv_rows_host[%d] = %d, but rank %d sends it %lld rows; "
+                    "nothing was written",
+                    s, r, a->recv_rows_host[r], r, (long long)tot[r][s]);
+    int64_t in = 0;
+    for (int i = 0; i < P; ++i) in += tot[i][s];
+    if (in > a->out_rows)
+      return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                  "rank %d would receive %lld rows, more than out_rows %lld; nothing was "
+                  "written",
+                  s, (long long)in, (long long)a->out_rows);
+  }
+  return FCO_OK;
+}
+
 /* nccl, one thread driving several ranks (fco_comm_init_all): the transport wraps every rank's
  * launch in one NCCL group and ends it even after a launch failed, which would start the
  * send / recv of the ranks queued before this one without their peers (a hang). An NCCL call
@@ -592,23 +619,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   }
 
   if (l->transport == FCO_TRANSPORT_LOCAL) {
-    for (int s = 0; s < P; ++s) {
-      /* Every rank is here: check the hints impl 0 on nccl would trust (the cpu backend too). */
-      const int32_t* hint = args(l, s)->recv_rows_host;
-      for (int r = 0; hint && r < P; ++r)
-        if (hint[r] != tot[r][s])
-          return fail(err, FCO_ERR_INVALID_ARGUMENT,
-                      "rank %d's recv_rows_host[%d] = %d, but rank %d sends it %lld rows; "
-                      "nothing was written",
-                      s, r, hint[r], r, (long long)tot[r][s]);
-      int64_t in = 0;
-      for (int i = 0; i < P; ++i) in += tot[i][s];
-      if (in > a0->out_rows)
-        return fail(err, FCO_ERR_INVALID_ARGUMENT,
-                    "rank %d would receive %lld rows, more than out_rows %lld; nothing was "
-                    "written",
-                    s, (long long)in, (long long)a0->out_rows);
-    }
+    if ((r = check_receivers(l, tot, err)) != FCO_OK) return r;
     CopyParams p;
     memset(&p, 0, sizeof p);
     size_t most = 0;
@@ -959,6 +970,60 @@ extern "C" fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_
     if (r != FCO_OK) return r;
   }
   return FCO_OK;
+}
+
+/* impl 0 on nccl, one thread driving a world (fco_cuda_check_batch): every rank's host-side
+ * refusals before any rank queues its send / receive, so that none is queued without its peers'.
+ * run_baseline's own checks (and cancel_group) stay for ranks driven one per thread and for the
+ * failures no check foresees (a launch, cuBLAS): a group cancelled mid-way can leave NCCL's
+ * connections to a peer marked seen but never set up, and the next call may then hang in NCCL
+ * (audit56 R1). The counts are read here and again by run_baseline (a second device→host copy
+ * and sync where counts_host is not given). */
+extern "C" fco_result_t fco_cuda_gemm_alltoall_check_batch(const fco_gpu_launch_t* ls, int n,
+                                                           char* err) {
+  using namespace fco;
+  if (n < 2 || ls[0].transport != FCO_TRANSPORT_NCCL || ls[0].r[0].op->impl != 0 ||
+      ls[0].nranks == 1)
+    return FCO_OK;
+  const int P = ls[0].nranks;
+  if (n > P || P > ga::kMaxP) return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall: bad batch");
+  fco_gpu_launch_t w; /* every rank of the batch as one launch, in rank order */
+  memset(&w, 0, sizeof w);
+  w.transport = FCO_TRANSPORT_NCCL;
+  w.nranks = P;
+  w.num_local = 1;
+  std::vector<int32_t> hc[ga::kMaxP];
+  int64_t tot[ga::kMaxP][ga::kMaxP] = {};
+  bool seen[ga::kMaxP] = {};
+  for (int i = 0; i < n; ++i) {
+    const fco_comm_t c = ls[i].r[0].op->comm;
+    const fco_gemm_a2a_args_t* a = ga::args(&ls[i], 0);
+    if (c->rank < 0 || c->rank >= P || seen[c->rank])
+      return fail(err, FCO_ERR_INTERNAL, "gemm_alltoall: bad batch (rank %d)", c->rank);
+    seen[c->rank] = true;
+    cudaError_t ce = cudaSetDevice(c->device);
+    if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: cudaSetDevice");
+    fco_result_t r = ga::host_counts(&ls[i], &hc[c->rank], err);
+    if (r != FCO_OK) return r;
+    if (!ga::rank_valid(hc[c->rank], a->num_experts, P, a->a_rows, tot[c->rank]))
+      return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                  "rank %d's counts have a negative entry or sum to more than a_rows %lld; "
+                  "nothing was written (checked on every rank before any was queued)",
+                  c->rank, (long long)a->a_rows);
+    if (a->recv_rows_host) {
+      int64_t in = 0;
+      for (int s = 0; s < P; ++s) in += a->recv_rows_host[s];
+      if (in > a->out_rows)
+        return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                    "rank %d would receive %lld rows (recv_rows_host), more than out_rows "
+                    "%lld; nothing was written",
+                    c->rank, (long long)in, (long long)a->out_rows);
+    }
+    w.r[c->rank] = ls[i].r[0];
+  }
+  if (n < P) return FCO_OK; /* part of the world: what one rank's peers send is not known here */
+  w.num_local = P;
+  return ga::check_receivers(&w, tot, err);
 }
 
 extern "C" fco_result_t fco_cuda_gemm_alltoall_run(const fco_gpu_launch_t* l, char* err) {

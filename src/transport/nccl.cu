@@ -516,16 +516,11 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
    * side and the host never waits between launches. Several ranks in one thread: NCCL calls
    * (baselines) are grouped so they do not wait for each other; a lone rank needs no group. */
   ncclComm_t ncs[FCO_MAX_GPU_RANKS];
-  for (int i = 0; i < n; i++) ncs[i] = nr(ops[i].comm)->nccl;
-  if (n > 1) {
-    ncclResult_t e = ncclGroupStart();
-    if (e != ncclSuccess) return nccl_fail(ops[0].comm, e, "ncclGroupStart");
-  }
-  fco_result_t first = FCO_OK;
   fco_gpu_launch_t ls[FCO_MAX_GPU_RANKS]; /* kept for fco_cuda_run_after_group */
-  for (int i = 0; i < n && first == FCO_OK; i++) {
+  for (int i = 0; i < n; i++) {
     fco_comm_t c = ops[i].comm;
     fco_gpu_launch_t& l = ls[i];
+    ncs[i] = nr(c)->nccl;
     memset(&l, 0, sizeof l);
     l.transport = FCO_TRANSPORT_NCCL;
     l.num_local = 1;
@@ -536,6 +531,24 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
     l.r[0].dev = nr(c)->g.dev;
     l.r[0].ws = nr(c)->ws;
     l.r[0].nccl_comm = nr(c)->nccl;
+  }
+  if (n > 1) {
+    /* Refusals that look at every rank, before any rank's NCCL call is queued (cuda_ops.h). */
+    char err[FCO_ERRMSG_LEN];
+    err[0] = '\0';
+    fco_result_t x = fco_cuda_check_batch(ls, n, err);
+    if (x != FCO_OK) {
+      char d[160];
+      fco_op_describe(&ops[0], d, sizeof d);
+      return fco_set_error(ops[0].comm, x, "%s: %s", d, err[0] ? err : "refused");
+    }
+    ncclResult_t e = ncclGroupStart();
+    if (e != ncclSuccess) return nccl_fail(ops[0].comm, e, "ncclGroupStart");
+  }
+  fco_result_t first = FCO_OK;
+  for (int i = 0; i < n && first == FCO_OK; i++) {
+    fco_comm_t c = ops[i].comm;
+    fco_gpu_launch_t& l = ls[i];
     cudaError_t ce = cudaSetDevice(c->device);
     if (ce != cudaSuccess) {
       first = fco_cuda_fail(c, ce, "cudaSetDevice", __FILE__, __LINE__);
