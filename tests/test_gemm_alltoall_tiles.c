@@ -5,7 +5,8 @@
  * ragged second N tile), N = 8 and K = 8 (TMA boxes larger than the tensor), experts spanning
  * several 128-row M tiles, a source sending nothing, E_r = 3 and 2; every tile variant
  * (FCO_GA_TILE = tma, tma2, wgmma, mma; FCO_GA_EPI=async; FCO_GA_TILES_BLOCKS = 5, and 4 with
- * tma2: many tiles per block); and on the local transport one CUDA graph replayed with three
+ * tma2: many tiles per block), each variant's plan asserted to name its tile (a knob that fell
+ * back silently would pass the data check); and on the local transport one CUDA graph replayed with three
  * count sets (a rank sending nothing, all rows to one destination) and fresh inputs each time.
  * Float64 reference (ga_check: rows past the received total stay poison). Two ranks, GPU
  * transports; exit 77 on cpu. About 10 s on one H100.
@@ -65,6 +66,15 @@ static void make_case(ga_case_t* c, fco_dtype_t dt, int layout, int K, int N) {
     if (o - o0 > slack) slack = o - o0;
   }
   ga_finish_case(c, t_next_seed(), (int)slack + 5);
+}
+
+/* Does rank 0's plan name the tile `want` asked for? want[0] == '=': the default tile, "tiles
+ * wgmma tma <BM>x<BN>" with neither cluster nor epilogue word; else a substring. */
+static int plan_has(const t_world_t* w, const char* want) {
+  const char* plan = fco_last_plan(w->comms[0]);
+  if (want[0] != '=') return strstr(plan, want) != NULL;
+  const char* t = strstr(plan, " kernel tiles wgmma tma ");
+  return t && t[24] >= '0' && t[24] <= '9';
 }
 
 static void eager(const t_world_t* w, ga_case_t* c, ga_bufs_t* b, const char* what) {
@@ -141,12 +151,22 @@ int main(void) {
                                              {NULL, "async", NULL}, {NULL, NULL, "5"},
                                              {"tma2", NULL, "4"}};
   static const char* const kKnobs[3] = {"FCO_GA_TILE", "FCO_GA_EPI", "FCO_GA_TILES_BLOCKS"};
+  /* What each variant's plan must say (a knob that silently fell back would pass the data check
+   * alone: audit56 R7); the second word only for the last variant. */
+  static const char* const kWant[][2] = {{"=", NULL},
+                                         {"wgmma tma cluster=2 ", NULL},
+                                         {"wgmma cp.async ", NULL},
+                                         {"mma.sync ", NULL},
+                                         {"wgmma tma epi=async ", NULL},
+                                         {", 5 blocks/rank", NULL},
+                                         {"cluster=2 ", ", 4 blocks/rank"}};
   for (size_t si = 0; si < sizeof kShapes / sizeof kShapes[0]; si++) {
     ga_case_t c;
     ga_bufs_t b;
     make_case(&c, kShapes[si].dt, kShapes[si].layout, kShapes[si].K, kShapes[si].N);
     ga_upload(&w, &c, &b);
     const size_t nv = kShapes[si].variants ? sizeof kVariants / sizeof kVariants[0] : 1;
+    int no_wgmma = 0;
     for (size_t v = 0; v < nv; v++) {
       char what[128];
       int n = snprintf(what, sizeof what, "variant");
@@ -157,6 +177,14 @@ int main(void) {
       }
       if (v == 0) snprintf(what + n, sizeof what - (size_t)n, " default");
       eager(&w, &c, &b, what);
+      if (v == 0 && kShapes[si].variants && strstr(fco_last_plan(w.comms[0]), "mma.sync")) {
+        printf("note: wgmma is not used on this GPU: the variants' plans are not asserted\n");
+        no_wgmma = 1;
+      }
+      for (int k = 0; kShapes[si].variants && !no_wgmma && k < 2; k++)
+        if (kWant[v][k] && !plan_has(&w, kWant[v][k]))
+          t_fail(__FILE__, __LINE__, "%s: the plan [%s] lacks \"%s\"", what,
+                 fco_last_plan(w.comms[0]), kWant[v][k]);
     }
     for (int k = 0; k < 3; k++) t_knob_reset(kKnobs[k]);
     if (kShapes[si].graph && t == FCO_TRANSPORT_LOCAL) graph(&w, &c, &b);
