@@ -25,7 +25,7 @@
  *   refuses alone and peers in other threads wait in NCCL (fco.h); a world one thread drives
  *   is checked whole, every rank's counts and hints, before any rank queues anything
  *   (fco_cuda_gemm_alltoall_check_batch), and a failure no check foresees cancels the NCCL group
- *   (cancel_group). On nccl the hints
+ *   (src/transport/nccl.cu). On nccl the hints
  *   size the ncclSend/ncclRecv as given: a recv_rows_host that disagrees with the peer's counts
  *   (or that no longer holds its values when a group executes) makes NCCL fail ("Message
  *   truncated" in its connection set-up) or hang.
@@ -549,22 +549,6 @@ fco_result_t check_receivers(const fco_gpu_launch_t* l, const int64_t (*tot)[kMa
   return FCO_OK;
 }
 
-/* nccl, one thread driving several ranks (fco_comm_init_all): the transport wraps every rank's
- * launch in one NCCL group and ends it even after a launch failed, which would start the
- * send / recv of the ranks queued before this one without their peers (a hang). An NCCL call
- * that fails its argument check inside a group makes ncclGroupEnd fail and drop everything
- * queued in the group (NCCL's group error: the group fails as a whole, the comms stay usable),
- * so a rank that refuses makes one: a send to peer -1. Outside a group it fails alone, no harm.
- * Returns r. */
-fco_result_t cancel_group(const fco_gpu_launch_t* l, fco_result_t r) {
-  if (l->transport == FCO_TRANSPORT_NCCL && l->r[0].op->comm->world) {
-    const ncclResult_t x = ncclSend(l->r[0].ws, 1, ncclInt8, -1, (ncclComm_t)l->r[0].nccl_comm,
-                                    (cudaStream_t)l->stream);
-    (void)x; /* ncclInvalidArgument, by design */
-  }
-  return r;
-}
-
 fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const fco_gemm_a2a_args_t* a0 = args(l, 0);
   const int P = l->nranks;
@@ -657,14 +641,14 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   if (a->recv_rows_host) {
     /* Bad counts with hints: no exchange tells the peers (that would cost the good case a
      * sync), and no send size they expect is known here, so their ncclSend / ncclRecv with
-     * this rank cannot complete (fco.h says so). Ranks of this thread's world queued before
-     * this one are cancelled with the NCCL group (cancel_group), so that case returns. */
+     * this rank cannot complete (fco.h says so). A world driven by one thread refused it
+     * before anything was queued (fco_cuda_gemm_alltoall_check_batch). */
     if (!valid)
-      return cancel_group(l, fail(err, FCO_ERR_INVALID_ARGUMENT,
-                                  "this rank's counts have a negative entry or sum to more than "
-                                  "a_rows %lld; nothing was written (with recv_rows_host on "
-                                  "nccl, peers in other threads wait for it in NCCL: fco.h)",
-                                  (long long)a->a_rows));
+      return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                  "this rank's counts have a negative entry or sum to more than a_rows %lld; "
+                  "nothing was written (with recv_rows_host on nccl, peers in other threads wait "
+                  "for it in NCCL: fco.h)",
+                  (long long)a->a_rows);
     for (int s = 0; s < P; ++s) recv[s] = a->recv_rows_host[s];
   } else {
     /* Every rank's totals and validity to every rank (ncclAllGather), through the plan area of
@@ -702,13 +686,12 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   int64_t in = 0;
   for (int s = 0; s < P; ++s) in += recv[s];
   if (in > a->out_rows)
-    return cancel_group(l, fail(err, FCO_ERR_INVALID_ARGUMENT,
-                                "this rank would receive %lld rows, more than out_rows %lld; "
-                                "nothing was written",
-                                (long long)in, (long long)a->out_rows));
+    return fail(err, FCO_ERR_INVALID_ARGUMENT,
+                "this rank would receive %lld rows, more than out_rows %lld; nothing was written",
+                (long long)in, (long long)a->out_rows);
   char* y = (char*)l->r[0].ws; /* scratch (gemm_alltoall.h) */
   char* send = (char*)l->r[0].ws + fco_ga_base_off_send(a->a_rows, a->n, es);
-  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, &g, err)) != FCO_OK) return cancel_group(l, r);
+  if ((r = gemm_all(l, 0, hc[0], y, &no_ws, &g, err)) != FCO_OK) return r;
   size_t most = 0;
   for (int s = 0; s < P; ++s) most = (size_t)tot[0][s] * rb > most ? (size_t)tot[0][s] * rb : most;
   PackParams pp = {y,     send, a->counts, l->r[0].dev, fco_ga_digest_host(hc[0].data(), a->num_experts, P),
@@ -717,7 +700,7 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   ga_kernel_pack<<<dim3(pack_blocks, (unsigned)P), kThreads, 0, st>>>(pp);
   cudaError_t ce = cudaGetLastError();
   if (ce != cudaSuccess)
-    return cancel_group(l, cuda_fail(err, ce, "gemm_alltoall nccl: pack launch"));
+    return cuda_fail(err, ce, "gemm_alltoall nccl: pack launch");
   /* Received rows land in the workspace (registered like `send`, see gemm_alltoall.h), then
    * fco_cuda_gemm_alltoall_after_group copies them into out. */
   char* rbuf = (char*)l->r[0].ws + fco_ga_base_off_recv(P, a->a_rows, a->n, es);
@@ -974,10 +957,10 @@ extern "C" fco_result_t fco_cuda_gemm_alltoall_after_group(const fco_gpu_launch_
 
 /* impl 0 on nccl, one thread driving a world (fco_cuda_check_batch): every rank's host-side
  * refusals before any rank queues its send / receive, so that none is queued without its peers'.
- * run_baseline's own checks (and cancel_group) stay for ranks driven one per thread and for the
- * failures no check foresees (a launch, cuBLAS): a group cancelled mid-way can leave NCCL's
- * connections to a peer marked seen but never set up, and the next call may then hang in NCCL
- * (audit56 R1). The counts are read here and again by run_baseline (a second device→host copy
+ * run_baseline's own checks stay for ranks driven one per thread; for the failures no check
+ * foresees (a launch, cuBLAS) the transport cancels its NCCL group (nccl_run), which can leave
+ * NCCL's connections to a peer marked seen but never set up (audit56 R1: the next call may hang
+ * in NCCL). The counts are read here and again by run_baseline (a second device→host copy
  * and sync where counts_host is not given). */
 extern "C" fco_result_t fco_cuda_gemm_alltoall_check_batch(const fco_gpu_launch_t* ls, int n,
                                                            char* err) {

@@ -546,9 +546,11 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
     if (e != ncclSuccess) return nccl_fail(ops[0].comm, e, "ncclGroupStart");
   }
   fco_result_t first = FCO_OK;
+  int failed = 0; /* the rank whose launch failed (the group is cancelled through its comm) */
   for (int i = 0; i < n && first == FCO_OK; i++) {
     fco_comm_t c = ops[i].comm;
     fco_gpu_launch_t& l = ls[i];
+    failed = i;
     cudaError_t ce = cudaSetDevice(c->device);
     if (ce != cudaSuccess) {
       first = fco_cuda_fail(c, ce, "cudaSetDevice", __FILE__, __LINE__);
@@ -562,6 +564,18 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
       fco_op_describe(&ops[i], d, sizeof d);
       first = fco_set_error(c, x, "rank %d: %s: %s", c->rank, d, err[0] ? err : "launch failed");
     }
+  }
+  if (n > 1 && first != FCO_OK) {
+    /* A rank failed after the ranks before it queued their NCCL calls (impl 0's send / recv):
+     * ending the group would start those without their peers' (a hang). An NCCL call that
+     * fails its argument check inside a group makes ncclGroupEnd fail and drop everything
+     * queued in it: a send to peer -1. fco_cuda_check_batch refuses bad arguments before
+     * anything is queued; this is for failures no check foresees (a launch, cuBLAS), and a
+     * group dropped before its first send to a peer was set up can leave NCCL's connection
+     * to it half made (audit56 R1: the world's next call may hang in NCCL). */
+    const ncclResult_t x = ncclSend(nr(ops[failed].comm)->ws, 1, ncclInt8, -1, ncs[failed],
+                                    (cudaStream_t)ops[failed].stream);
+    (void)x; /* ncclInvalidArgument, by design */
   }
   ncclResult_t e = n > 1 ? ncclGroupEnd() : ncclSuccess; /* always balances the group */
   e = settle(ncs, n, e);
