@@ -255,9 +255,9 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call
  * of any rank still writes into it; fco_comm_destroy frees the buffers left. Free a slot on
  * every rank alike: a rank that freed its buffer of a slot can no longer store into its peers'
- * buffers of that slot (fco_embedding_alltoall then stages their rows; fco_gemm_alltoall's
- * impls 1 and 2 report FCO_ERR_INVALID_USAGE on that rank only, and the peer whose out is there
- * keeps stale rows: docs/gemm_alltoall.md). */
+ * buffers of that slot, so it stages their rows instead and they land them (a copy more, same
+ * result: fco_embedding_alltoall, fco_gemm_alltoall's impls 1 and 2 and fco.triton's
+ * gemm_alltoall; docs/gemm_alltoall.md). */
 #define FCO_MAX_SYMMETRIC 16
 #define FCO_MAX_GPU_RANKS 8 /* ranks of a communicator on the nccl and local transports */
 fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr);

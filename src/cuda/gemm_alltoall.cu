@@ -894,7 +894,9 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     }
     if (early) {
       for (const std::array<int64_t, 4>& pc : pp.pieces) pushed[pp.rank][pc[0]] += pc[1];
-      const bool snap = ra[pp.rank].out_sym < 0; /* a symmetric out: the peers store into it */
+      /* A symmetric out lands nothing early: the peers store into it (the finish kernel lands
+       * the rows of one that staged because it lacks the slot: fco_ga_direct). */
+      const bool snap = ra[pp.rank].out_sym < 0;
       r = launch_progress(ra[pp.rank], P, a->out_rows, a->n, (int)es, pushed[pp.rank], snap,
                           (void*)side, err);
       if (r == FCO_OK && snap)

@@ -4,18 +4,21 @@
  * block scan, the counts digest, and the staging → out landing copy.
  *
  * Header exchange (layout in src/ops/gemm_alltoall.h): one block per rank builds its header
- * {valid, E, blocks, why-invalid, tot[s], tiles[s], tstart[s]} from its device counts, puts it into slot [me]
- * of every rank's header area in the half of this call (e & 1), its own included, and
- * release-signals kHdrSlot there. No "has the peer started this call" handshake is needed: by
- * the workspace rule (src/core/internal.h) a peer still busy with the previous call reads the
- * other half, and it cannot be two calls behind, because finishing a call needs every peer's
- * header of that call (rule 2: each rank waits for a signal each peer raises in the same call).
+ * {valid, E, blocks, why-invalid, tot[s], tiles[s], tstart[s], sym, sym_off, held} from its
+ * device counts and its symmetric-buffer table, puts it into slot [me] of every rank's header
+ * area in the half of this call (e & 1), its own included, and release-signals kHdrSlot there.
+ * No "has the peer started this call" handshake is needed: by the workspace rule
+ * (src/core/internal.h) a peer still busy with the previous call reads the other half, and it
+ * cannot be two calls behind, because finishing a call needs every peer's header of that call
+ * (rule 2: each rank waits for a signal each peer raises in the same call).
  * Every block then waits for all P header flags of its rank and reads the headers into shared
  * memory (Ctl). The verdict is computed from the headers alone, so every rank reaches the same:
  * all valid, of one protocol (header [0]: impl 1 / Triton or impl 2, which ranks choosing
  * differently would mix) and Σ_r tot_r[s] ≤ out_rows for every s. Otherwise every rank records
  * FCO_ERR_INVALID_ARGUMENT (FCO_ERR_INVALID_USAGE for mixed protocols; peer = the offending
- * rank, slot = kind) and writes nothing.
+ * rank, slot = kind) and writes nothing. Where a rank's rows for s go (s's symmetric out or
+ * its staging) and whether s lands them are decided per pair from the same two headers
+ * (fco_ga_direct), so a sender that lacks s's slot stages and s lands that sender's rows.
  *
  * Signal slots of a source rank at a receiver: 0..blocks-1 parts (impl 1: one flag each when all
  * its tiles are stored), kValidSlot (impl 0 on nccl: the sender's counts matched its host's),
@@ -95,26 +98,47 @@ inline const char* recv_words(const RankArgs* ra, int num_local, int P, char* b,
   return b;
 }
 
-/* Header words that announce where peers may store this rank's rows (FCO_GA_H_SYM). */
-__device__ __forceinline__ void header_sym(const RankArgs& ra, int P, int64_t* h) {
-  h[FCO_GA_H_SYM(P)] = ra.out_sym >= 0 ? ra.out_sym + 1 : 0;
-  h[FCO_GA_H_SYM_OFF(P)] = ra.out_sym >= 0 ? ra.out_off : 0;
+/* Every thread of the header block, before it sums the counts (the loads overlap): whether
+ * row k = threadIdx.x < FCO_MAX_SYMMETRIC of my symmetric-buffer table maps every peer's
+ * buffer; warp 0's ballot of it is the header's held mask (FCO_GA_H_HELD). Read from the
+ * device table each call, not from the host: a graph replayed after an fco_mem_free sees it. */
+static_assert(FCO_MAX_SYMMETRIC <= 32, "held: one ballot of warp 0");
+__device__ __forceinline__ bool sym_row_held(const RankArgs& ra, int P, int me) {
+  const int k = threadIdx.x;
+  if (!ra.sym || k >= FCO_MAX_SYMMETRIC) return false;
+  bool all = true;
+  for (int s = 0; s < P; ++s) all &= s == me || ra.sym[k * kMaxP + s] != nullptr;
+  return all;
+}
+/* Warp 0 (every lane): the mask of sym_row_held. */
+__device__ __forceinline__ uint32_t sym_held(bool row_held) {
+  return __ballot_sync(0xffffffffu, row_held);
 }
 
-/* After gather_headers, thread 0: where my rows for s start — my out (s == me), s's out when
- * s announced a symmetric one and my table has it, else s's staging of this call's half
- * (`staging`: its offset in a workspace). NULL where s announced a slot my table lacks (the
- * buffer was freed here: a usage error, recorded; nothing is stored to s). */
+/* Header words that announce where peers may store this rank's rows (FCO_GA_H_SYM) and which
+ * peers' symmetric outs this rank can store into (FCO_GA_H_HELD). */
+__device__ __forceinline__ void header_sym(const RankArgs& ra, int P, uint32_t held, int64_t* h) {
+  h[FCO_GA_H_SYM(P)] = ra.out_sym >= 0 ? ra.out_sym + 1 : 0;
+  h[FCO_GA_H_SYM_OFF(P)] = ra.out_sym >= 0 ? ra.out_off : 0;
+  h[FCO_GA_H_HELD(P)] = (int64_t)held;
+}
+
+/* After gather_headers, thread 0: where my rows for s start — my out (s == me), s's symmetric
+ * out where fco_ga_direct (s announced one, my header says I hold its slot), else s's staging
+ * of this call's half (`staging`: its offset in a workspace), which s then lands: a slot freed
+ * here (fco_mem_free is local) costs s a landing copy, never stale rows. NULL only where my
+ * table lost the slot after my header said I held it (freed during the call, against
+ * fco_mem_free's contract): recorded as a usage error, nothing stored to s. */
 __device__ __forceinline__ void dest_rows(const RankView& v, const RankArgs& ra, size_t staging,
                                           const int64_t (*h)[kHdrWords], char** dst) {
   const int P = v.nranks, me = v.rank;
   for (int s = 0; s < P; ++s) {
-    const int64_t k = h[s][FCO_GA_H_SYM(P)] - 1;
     if (s == me) {
       dst[s] = ra.out;
-    } else if (k < 0 || k >= FCO_MAX_SYMMETRIC) {
+    } else if (!fco_ga_direct(h[me], h[s], P, me, s)) {
       dst[s] = v.peer_data[s] + staging;
     } else {
+      const int64_t k = h[s][FCO_GA_H_SYM(P)] - 1;
       char* b = (char*)ra.sym[k * kMaxP + s];
       dst[s] = b ? b + h[s][FCO_GA_H_SYM_OFF(P)] : nullptr;
       if (!b) record_error(v.err, FCO_ERR_INVALID_USAGE, FCO_OP_GEMM_ALLTOALL, s, (int)k, 0, 0);
@@ -367,8 +391,8 @@ constexpr int kMaxPieces = 64; /* pieces per push kernel */
  * gemm_alltoall_fused.cu): rows of r's (a prefix) copied into out by the land kernels so far
  * and rows r had published at the last progress kernel; 0 without it. */
 struct Plan {
-  int32_t verdict; /* 0 ok */
-  int32_t pad;
+  int32_t verdict;     /* 0 ok */
+  uint32_t stage_from; /* bit r: r's rows come through my staging (all but fco_ga_direct's) */
   int64_t base[kMaxP];
   int64_t roff[kMaxP];
   int64_t recv[kMaxP];

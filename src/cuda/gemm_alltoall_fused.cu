@@ -47,6 +47,9 @@
  * in a symmetric buffer (fco_mem_alloc): its header says so (FCO_GA_H_SYM: slot, offset), the
  * senders store there (dest_rows) and it copies nothing — run 4868f9b: 242.0 → 224.3 µs at 512
  * tokens (under the bound, 233.7), 162.2 → 155.6 at decode. FCO_GA_DIRECT=0: staging anyway.
+ * A sender whose own header says it lacks that slot (FCO_GA_H_HELD: it freed its buffer of the
+ * slot, fco_mem_free being local) stages instead, and the receiver lands that sender's rows:
+ * both read the decision off the same two headers (fco_ga_direct).
  * Launch: one grid of G · num_local blocks, every block co-resident (G from occupancy).
  *
  * impl 2, per call (e = epoch + 1 in every kernel: only the finish kernel's end advances it):
@@ -59,8 +62,8 @@
  *     run 5d02c14);
  *   finish (grid of ≤ 64 blocks per rank): after every push of this rank (stream order), part 0
  *     release-signals kDoneSlot to every peer; every block waits for every peer's, then copies
- *     its slice of the received rows from staging into out (none when its out is symmetric),
- *     and the last block ends the epoch.
+ *     its slice of the received rows from staging into out (none from a peer that stored into
+ *     its symmetric out: the plan's stage_from), and the last block ends the epoch.
  *
  * Back-to-back calls, of this op or any other, without a handshake at the start (the first
  * version made every rank wait for each peer's "I started this call" before writing to it: a

@@ -49,8 +49,10 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
   const int P = v.nranks, me = v.rank, E = ra.num_experts, n = E * P;
   const int64_t nN = (p.N + kBN - 1) / kBN;
   int* cnt = reinterpret_cast<int*>(smem);
+  const bool row_held = sym_row_held(ra, P, me);
   block_count_sums(ra.counts, E, P, s_tot, &s_sum, &s_bad, cnt); /* syncs */
   const bool valid = !s_bad && s_sum <= p.a_rows;
+  const uint32_t held = threadIdx.x < 32 ? sym_held(row_held) : 0;
   if (threadIdx.x == 0) {
     int64_t run = 0;
     for (int s = 0; s < P; ++s) {
@@ -62,7 +64,7 @@ __device__ void build_plan(const TilesParams& p, const RankArgs& ra, const RankV
     hdr[FCO_GA_H_E] = E;
     hdr[FCO_GA_H_BLOCKS] = p.blocks_per_rank;
     hdr[3] = valid ? 0 : kBadCounts;
-    header_sym(ra, P, hdr);
+    header_sym(ra, P, held, hdr);
     /* Flags, not tiles: every block raises one flag per peer (step 3), announced as the
      * Triton operator does — tiles[s] = blocks where I send s rows, tstart[s] their running
      * sum in the order me+1, me+2, ... — so that count_mod(tstart, tstart + tiles, q, blocks)
@@ -246,8 +248,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     st_release_sys(v.peer_sig[threadIdx.x] + (size_t)me * FCO_SIG_SLOTS + part, sig_value(e, 0));
 
   /* ---- receive: wait for each peer's tiles, copy my slice of its rows into out (nothing
-   * to copy when my out is symmetric: the peers stored into it) ---- */
-  const bool land = ra.out_sym < 0;
+   * to copy from a peer that stored into my symmetric out: fco_ga_direct, as it decided) ---- */
   const WaitCtx ctx{v.err, v.timeout_ns, FCO_OP_GEMM_ALLTOALL};
   for (int k = 1; k < P; ++k) {
     const int r = (me + k) % P;
@@ -263,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     for (int64_t q = threadIdx.x; q < g && ok; q += blockDim.x)
       ok = wait_ge(v.peer_sig[me] + (size_t)r * FCO_SIG_SLOTS + q, sig_value(e, 0), ctx, r, (int)q);
     if (__syncthreads_or(!ok)) break;
-    if (!land) continue;
+    if (fco_ga_direct(c.h[r], c.h[me], P, r, me)) continue;
     const size_t bytes = (size_t)c.recv[r] * rb, off = (size_t)c.roff[r] * rb;
     size_t b0, b1;
     slice_of(bytes, p.blocks_per_rank, part, &b0, &b1);
@@ -302,8 +303,10 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
     }
     return;
   }
+  const bool row_held = sym_row_held(ra, P, me);
   block_count_sums(ra.counts, E, P, s_tot, &s_sum, &s_bad, nullptr); /* syncs */
   const uint64_t digest = block_digest(ra.counts, E, P, &s_digest); /* syncs */
+  const uint32_t held = threadIdx.x < 32 ? sym_held(row_held) : 0;
   if (threadIdx.x == 0) {
     for (int k = 0; k < kHdrWords; ++k) hdr[k] = 0;
     const int why = s_bad || s_sum > p.a_rows ? kBadCounts
@@ -313,18 +316,20 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
     hdr[FCO_GA_H_E] = E;
     hdr[3] = why;
     for (int s = 0; s < P; ++s) hdr[FCO_GA_H_TOT(P, s)] = (int64_t)s_tot[s];
-    header_sym(ra, P, hdr);
+    header_sym(ra, P, held, hdr);
   }
   post_header(v, e, hdr); /* syncs first */
   const bool ok = gather_headers(v, e, p.out_rows, &c);
   if (threadIdx.x == 0) {
     plan->verdict = !ok ? -1 : c.verdict;
     if (ok) dest_rows(v, ra, fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P), c.h, c.dst);
+    plan->stage_from = 0;
     for (int s = 0; s < P && ok; ++s) {
       plan->base[s] = c.base[s];
       plan->roff[s] = c.roff[s];
       plan->recv[s] = c.recv[s];
       plan->dst[s] = c.dst[s];
+      if (s != me && !fco_ga_direct(c.h[s], c.h[me], P, s, me)) plan->stage_from |= 1u << s;
     }
     for (int s = 0; s < kMaxP; ++s) plan->landed[s] = plan->seen[s] = 0;
     if (ok && c.verdict) record_verdict(v, c);
@@ -404,7 +409,10 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
-  if (threadIdx.x == 0) pl.verdict = __ldcg(&g->verdict);
+  if (threadIdx.x == 0) {
+    pl.verdict = __ldcg(&g->verdict);
+    pl.stage_from = __ldcg(&g->stage_from);
+  }
   if ((int)threadIdx.x < kMaxP) {
     pl.roff[threadIdx.x] = __ldcg((const long long*)&g->roff[threadIdx.x]);
     pl.recv[threadIdx.x] = __ldcg((const long long*)&g->recv[threadIdx.x]);
@@ -425,11 +433,12 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   if ((int)threadIdx.x < P && (int)threadIdx.x != me)
     ok = wait_ge(v.peer_sig[me] + (size_t)threadIdx.x * FCO_SIG_SLOTS + kDoneSlot,
                  sig_value(e, 0), ctx, (int)threadIdx.x, kDoneSlot);
-  if (!__syncthreads_or(!ok) && ra.out_sym < 0) { /* symmetric out: the peers stored into it */
+  if (!__syncthreads_or(!ok)) {
     const char* staging = v.peer_data[me] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(P);
     for (int r = 0; r < P; ++r) {
       const int64_t done = min(max(pl.seen[r], (int64_t)0), pl.recv[r]);
-      if (r == me || pl.recv[r] == done) continue;
+      /* not from me, nor from a peer that stored into my symmetric out (fco_ga_direct) */
+      if (r == me || !(pl.stage_from >> r & 1) || pl.recv[r] == done) continue;
       const size_t bytes = (size_t)(pl.recv[r] - done) * p.row_bytes;
       const size_t off = (size_t)(pl.roff[r] + done) * p.row_bytes;
       size_t b0, b1;
@@ -493,10 +502,14 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
   __shared__ RankView v;
   __shared__ int64_t s_lo[kMaxP], s_hi[kMaxP], s_roff[kMaxP];
   __shared__ int s_ok;
+  __shared__ uint32_t s_from;
   uint64_t e;
   const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
   if (!plan) return;
-  if (threadIdx.x == 0) s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;
+  if (threadIdx.x == 0) {
+    s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;
+    s_from = __ldcg(&plan->stage_from); /* every peer: launched for an ordinary out only */
+  }
   if ((int)threadIdx.x < kMaxP) { /* written by this rank's progress kernel, just before */
     s_lo[threadIdx.x] = __ldcg((const long long*)&plan->landed[threadIdx.x]);
     s_hi[threadIdx.x] = __ldcg((const long long*)&plan->seen[threadIdx.x]);
@@ -507,7 +520,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
   const char* staging =
       v.peer_data[v.rank] + fco_ga_half_off(v.ws_bytes, e) + fco_ga_off_staging(p.P);
   for (int r = 0; r < p.P; ++r) {
-    if (r == v.rank || s_hi[r] <= s_lo[r]) continue;
+    if (r == v.rank || !(s_from >> r & 1) || s_hi[r] <= s_lo[r]) continue;
     const size_t bytes = (size_t)(s_hi[r] - s_lo[r]) * p.row_bytes;
     const size_t off = (size_t)(s_roff[r] + s_lo[r]) * p.row_bytes;
     size_t b0, b1;

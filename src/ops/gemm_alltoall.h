@@ -28,14 +28,21 @@
  *                                                          `out` lies in its symmetric buffer
  *                                                          of slot k (fco_mem_alloc), else 0
  *                                   [5 + 3P]     sym_off   its byte offset in that buffer
+ *                                   [6 + 3P]     held      GPU impls 1, 2: bit k set when r's
+ *                                                          table maps slot k of every peer
+ *                                                          (fco_mem_free is local: a rank
+ *                                                          that freed slot k has none)
  *     h·H + staging        staging  out_rows × N elements laid out like `out`: rows from peers
  *                                   land here; the receiver copies them into `out` once they
  *                                   arrived (peers cannot write an ordinary `out`: only the
  *                                   workspace is mapped). Rows a rank sends itself go to `out`
  *                                   directly, and so do a peer's when the receiver's header
- *                                   says its `out` is symmetric (sym ≠ 0): then the sender
+ *                                   says its `out` is symmetric (sym ≠ 0) and the sender's
+ *                                   says it holds that slot (held, bit k): then the sender
  *                                   stores at its table's slot k of the receiver + sym_off,
- *                                   and the receiver copies nothing. Safe without more
+ *                                   and the receiver copies nothing from it (fco_ga_direct:
+ *                                   per pair, from the two headers, so sender and receiver
+ *                                   agree; a sender without the slot stages). Safe without more
  *                                   handshake: a sender stores only after it read the
  *                                   receiver's header of this call, posted when the receiver's
  *                                   call began (its stream's earlier readers of `out` done).
@@ -139,7 +146,8 @@ typedef struct {
 #define FCO_GA_H_RECV(P, s) (4 + (P) + (s)) /* cpu backend only (impl 1's tiles slot) */
 #define FCO_GA_H_SYM(P) (4 + 3 * (P))
 #define FCO_GA_H_SYM_OFF(P) (5 + 3 * (P))
-#define FCO_GA_HDR_WORDS(P) (6 + 3 * (P))
+#define FCO_GA_H_HELD(P) (6 + 3 * (P))
+#define FCO_GA_HDR_WORDS(P) (7 + 3 * (P))
 
 /* Header [0] of a valid header: the sender's protocol. Impl 1 (and fco.triton, which reads
  * [0] != 1 as invalid) raises one flag per block; impl 2 one "all pushed" flag. A receiver of the
@@ -147,6 +155,16 @@ typedef struct {
  * header) or wait until the timeout, so mixed protocols are refused on every rank (cpu: 1). */
 #define FCO_GA_PROTO_TILES 1
 #define FCO_GA_PROTO_CHUNKS 2
+
+/* Whether sender r stores its rows for s straight into s's symmetric out (GPU impls 1, 2 and
+ * fco.triton): s announced one (hs: sym = 1 + k) and r holds slot k (hr: held, bit k). Both
+ * from this call's headers, which every rank reads before its first store or landing, so r
+ * (stores there, or stages) and s (lands nothing from r, or r's staged rows) always agree. */
+static inline FCO_GA_HD int fco_ga_direct(const int64_t* hr, const int64_t* hs, int P, int r,
+                                          int s) {
+  const int64_t k = hs[FCO_GA_H_SYM(P)] - 1;
+  return r != s && k >= 0 && k < FCO_MAX_SYMMETRIC && ((hr[FCO_GA_H_HELD(P)] >> k) & 1);
+}
 
 /* Why a header is invalid ([3]; the kernels' kBadCounts / kCountsChanged are the same numbers). */
 #define FCO_GA_WHY_BAD_COUNTS 1     /* a negative count, or Σ counts > a_rows */

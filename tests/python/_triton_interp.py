@@ -333,8 +333,9 @@ def case_gemm_sym():
     """Symmetric outputs (sym=): a rank whose out lies in a symmetric buffer announces (slot,
     offset) in its header and the peers store its rows there — its staging stays untouched (no
     landing copy) — while a rank without one is staged for as before. P = 2, 3, ranks mixed,
-    every dtype; then a peer announcing a slot the sender's table lacks: FCO_ERR_INVALID_USAGE
-    (peer, slot) on the sender, nothing stored to that peer."""
+    every dtype; then a peer announcing a slot the sender has no table for: the sender's header
+    says it holds no slot (held = 0), so it stages those rows and the peer lands them (no
+    error; case gemm_sym_freed: a table that lost the slot)."""
     n = 200
     for P in (2, 3):
         for dt in (torch.float32, torch.bfloat16, torch.float16):
@@ -379,21 +380,75 @@ def case_gemm_sym():
     GA.gemm_alltoall(w.states, As, Ws, Cs, outs[0].shape[0], outs=outs, sym=False)
     assert GA.last_launch["sym"] == [False, False]
     _ga_check(outs, refs, torch.bfloat16, "sym=False")
-    # a slot the sender's table lacks
+    # a slot the sender has no table for: staged and landed (until the held mask, rank 1 kept
+    # NaN rows from rank 0 and rank 0 recorded FCO_ERR_INVALID_USAGE)
     w = World(2)
     As, Ws, Cs = _ga_data(2, torch.float32, 16, 16, "kn", seed=7)
     Cs = [torch.ones_like(c) for c in Cs]
+    refs = _ga_ref(As, Ws, Cs, "kn")
     table = torch.zeros(L.MAX_SYMMETRIC * L.MAX_GPU_RANKS, dtype=torch.int64)  # all NULL
     outs = [torch.full((64, 16), float("nan")) for _ in range(2)]
     GA.gemm_alltoall(w.states, As, Ws, Cs, 64, outs=outs, sym=[None, (table.data_ptr(), 3, 0)])
-    e = w.errs[0]
-    assert (e.code, e.op, e.peer, e.slot) == (L.ERR_INVALID_USAGE, L.OP_GEMM_ALLTOALL, 1, 3), (
-        e.code, e.op, e.peer, e.slot)
-    # rank 1's out: rank 0's rows first (never stored), then its own
-    n1 = sum(int(c[:, 1].sum()) for c in Cs)
-    from0 = int(Cs[0][:, 1].sum())
-    assert torch.isnan(outs[1][:from0]).all() and torch.isfinite(outs[1][from0:n1]).all()
-    assert w.errs[1].code == 0
+    assert GA.last_launch["sym"] == [False, True]
+    _ga_check(outs, refs, torch.float32, "no table")
+    assert all(e.code == 0 for e in w.errs), [(e.code, e.peer, e.slot) for e in w.errs]
+
+
+def case_gemm_sym_freed():
+    """fco_mem_free is local: rank f freed its buffer of slot 5 (its table's row 5 is empty)
+    while every other rank's out lies in its own buffer of slot 5. Rank f's header holds no
+    slot 5, so it stages its rows for each peer and each peer lands exactly those (the other
+    senders still store straight into the peer's out: its staging holds f's rows only); every
+    out right, no error anywhere. P = 2..4, f = 0 and P − 1, two calls each (both halves)."""
+    n = 300
+    for P in (2, 3, 4):
+        for f in sorted({0, P - 1}):
+            w = World(P)
+            N, dt = 24, torch.bfloat16
+            es = 2
+            off = 256
+            for call in (1, 2):
+                n += 1
+                As, Ws, Cs = _ga_data(P, dt, 16, N, "kn", seed=n, max_count=9,
+                                      cap=3 * P * 10)
+                for c in Cs:  # every rank sends every rank rows: each pair is exercised
+                    c[0] += 1
+                refs = _ga_ref(As, Ws, Cs, "kn")
+                out_rows = max(r.shape[0] for r in refs) + 3
+                nb = out_rows * N * es
+                bufs = [torch.zeros(off + nb + 64, dtype=torch.uint8) for _ in range(P)]
+                tables = [torch.zeros(L.MAX_SYMMETRIC * L.MAX_GPU_RANKS, dtype=torch.int64)
+                          for _ in range(P)]
+                for r in range(P):
+                    for q in range(P):
+                        if r != f:  # rank f's row 5 is gone (its own buffer freed)
+                            tables[r][5 * L.MAX_GPU_RANKS + q] = bufs[q].data_ptr()
+                outs = [bufs[r][off:off + nb].view(dt).view(out_rows, N) if r != f else
+                        torch.empty(out_rows, N, dtype=dt) for r in range(P)]
+                for o in outs:
+                    o.fill_(float("nan"))
+                sym = [(tables[r].data_ptr(), 5 if r != f else -1, off) for r in range(P)]
+                half = L.half_offset(w.devs[0].ws_bytes, call)
+                stg = half + GA.off_staging(P)
+                for r in range(P):
+                    w.ws[r][stg:stg + nb] = 0
+                GA.gemm_alltoall(w.states, As, Ws, Cs, out_rows, outs=outs, sym=sym)
+                tag = ("freed", P, f, call)
+                assert GA.last_launch["sym"] == [r != f for r in range(P)], tag
+                _ga_check(outs, refs, dt, tag)
+                assert all(e.code == 0 for e in w.errs), (tag, [(e.code, e.peer, e.slot)
+                                                                for e in w.errs])
+                rb = N * es
+                for s in range(P):
+                    if s == f:
+                        continue
+                    got = [int(Cs[r][:, s].sum()) for r in range(P)]
+                    lo = sum(got[:f]) * rb
+                    hi = lo + got[f] * rb
+                    area = w.ws[s][stg:stg + nb]
+                    assert area[lo:hi].any(), (tag, s, "rank f's rows not staged")
+                    assert not area[:lo].any() and not area[hi:].any(), (
+                        tag, s, "a sender holding the slot staged")
 
 
 def case_gemm_bad_counts():

@@ -1388,7 +1388,8 @@ def test_interpreter_gemm_tile_order(order):
 @pytest.mark.parametrize("case", ["fields", "helpers", "gemv", "timeout", "epoch_limit",
                                   "error_stops",
                                   "bad_table", "gemm",
-                                  "gemm_sym", "gemm_bad_counts", "gemm_timeout", "gemm_tile_timeout",
+                                  "gemm_sym", "gemm_sym_freed", "gemm_bad_counts",
+                                  "gemm_timeout", "gemm_tile_timeout",
                                   "gemm_bad_table", "gemm_streamk", "gemm_tma", "profile",
                                   "ws_exact"])
 def test_interpreter(case):

@@ -15,9 +15,10 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
                expert its first A row, its rows (every source's: they are contiguous in A),
                its local-only M tiles [jl0, jl1) and first tiles, per (expert, source) the rows
                and the first row among them at the source. Then it puts its header {valid, E,
-               B, why, tot[s], tiles[s] = B where tot[s] > 0, tstart[s]} into slot [me] of
-               every rank's header area (its own included) and release-signals sig[me][1023]
-               there. The release also publishes the plan to the rank's other programs.
+               B, why, tot[s], tiles[s] = B where tot[s] > 0, tstart[s], sym, sym_off, held}
+               into slot [me] of every rank's header area (its own included) and
+               release-signals sig[me][1023] there. The release also publishes the plan to the
+               rank's other programs.
   2. verdict   every program waits for all P headers (acquire, bounded) and derives from them
                alone — so every rank reaches the same — the verdict (all valid, Σ_r tot_r[s] ≤
                out_rows for every s; else FCO_ERR_INVALID_ARGUMENT on every rank, nothing
@@ -31,8 +32,10 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
                accumulator; A and W blocks by pointer loads, a cp.async pipeline, or with
                TMA=1 through device-side tensor descriptors: FCO_TRITON_GA_TMA, on by default
                on GPUs since run 63585a1), rounded, each source's rows stored straight at their final rows: into `out` (own rows) or into the destination's
-               staging (laid out as its out). Before its first local-only tile (or at the end)
-               part b raises sig_value(e, 0) on slot [me][b] of every peer it has rows for:
+               staging (laid out as its out); into the destination's symmetric out instead
+               where fco_ga_direct says so (it announced one, my header holds its slot).
+               Before its first local-only tile (or at the end) part b raises
+               sig_value(e, 0) on slot [me][b] of every peer it has rows for:
                one flag per part and peer, so the header's tiles[s] = B makes count_mod give
                every part exactly 1 and impl 1's receivers count it unchanged.
                Stream-K tail (SK, streamk=; on by default on GPUs since run 63585a1): with the tile count
@@ -48,7 +51,8 @@ Design (one persistent launch; program → (local rank li = pid // B, part b = p
   4. land      from each peer r: part q of r raised count_mod(tstart, tstart + tiles, q, G_r)
                flags here (r's header); every program waits for all those flags (a vector of
                acquire loads; polled with volatile loads and a nanosleep backoff of up to
-               WAIT_NS ns), then copies its slice of r's rows from staging into out.
+               WAIT_NS ns), then copies its slice of r's rows from staging into out (unless r
+               stored them into my symmetric out: the same fco_ga_direct, from r's header).
   end          the last program of each rank advances the epoch.
 Workspace: exactly impl 1's (src/ops/gemm_alltoall.h): half h = e & 1 holds the header area,
   staging (out_rows × N) — what peers write — then the private plan area. Need 2·(R + plan)
@@ -88,7 +92,7 @@ _NAME = "fco.triton.gemm_alltoall"
 
 # ---- workspace layout (src/ops/gemm_alltoall.h, mirrored) -------------------------------------
 def hdr_bytes(P):
-    return (8 * (6 + 3 * int(P)) + 127) // 128 * 128   # FCO_GA_HDR_WORDS(P) int64 words
+    return (8 * (7 + 3 * int(P)) + 127) // 128 * 128   # FCO_GA_HDR_WORDS(P) int64 words
 
 
 def off_staging(P):

@@ -58,7 +58,7 @@ def _plan_ptrs(dev, plan_off, P):
 
 
 @triton.jit
-def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, symk, symo,
+def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, stbl, symk, symo,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, E_PAD: tl.constexpr,
                  P_PAD: tl.constexpr, SPLIT: tl.constexpr, SK: tl.constexpr,
                  SK_ITEMS: tl.constexpr):
@@ -74,7 +74,9 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, sy
     SK: the stream-K counters are zeroed here, before the release that publishes the plan:
     every program acquires this header before it counts a slice, so a call never sees a
     count of an earlier call (or garbage another op left in the private area), whatever ran
-    on this half before — back-to-back calls and graph replays alike."""
+    on this half before — back-to-back calls and graph replays alike.
+    held (FCO_GA_H_HELD): bit k when my symmetric-buffer table (stbl) maps slot k of every peer,
+    read from the table each call as the C kernels do (sym_row_held)."""
     me = fl.rank(dev)
     P = fl.world_size(dev)
     ev = tl.arange(0, E_PAD)[:, None]
@@ -127,6 +129,12 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, sy
     tstart = tl.sum(tl.where((rot[None, :] < rot[:, None]) & m1[None, :], tiles[None, :], 0),
                     axis=1)
     okv = ok.to(tl.int64)
+    kv = tl.arange(0, MAX_SYM)
+    pm = (kv[:, None] >= 0) & (sv < P) & (sv != me) & (stbl != 0)
+    ent = tl.load(fl.addr_ptr(stbl + (kv[:, None] * MAXR + sv) * 8, tl.int64), mask=pm, other=0)
+    miss = tl.sum(tl.where(pm & (ent == 0), 1, 0), axis=1)        # [k]: peers row k lacks
+    held = tl.sum(tl.where((miss == 0) & (stbl != 0), tl.full((MAX_SYM,), 1, tl.int64) <<
+                           kv.to(tl.int64), 0))
     if SK:
         zi = tl.arange(0, SK_ITEMS)
         tl.store(fl.peer_ptr(dev, me, sk_off, tl.int32) + zi, tl.zeros((SK_ITEMS,), tl.int32),
@@ -144,6 +152,7 @@ def _post_header(dev, counts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, sy
         # offset there (peers store my rows into it), or 0: stage
         tl.store(h + 4 + 3 * P, symk)
         tl.store(h + 5 + 3 * P, symo)
+        tl.store(h + 6 + 3 * P, held)  # FCO_GA_H_HELD: the slots I can store into at every peer
     tl.debug_barrier()  # every thread's stores before the release (cumulative)
     for p in range(0, P):
         tl.atomic_xchg(fl.sig_ptr(dev, p, me, HDR_SLOT), fl.sig_value(e, 0), sem="release",
@@ -398,7 +407,7 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_
         if b == 0:
             fl.record_error(dev, fl.ERR_INTERNAL, OP, me, -1, 2 * tl.cast(need, tl.int64), have)
     P64 = tl.cast(P, tl.int64)
-    hb = (8 * (6 + 3 * P64) + 127) // 128 * 128                # header slot bytes
+    hb = (8 * (7 + 3 * P64) + 127) // 128 * 128                # header slot bytes
     stg_off = hoff + (P64 * hb + 255) // 256 * 256              # staging, laid out as out
     rb = tl.cast(N, tl.int64) * ES
     plan_off = stg_off + (tl.cast(out_rows, tl.int64) * rb + 255) // 256 * 256
@@ -407,8 +416,8 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_
     if PHASES & 1:
         if valid != 0:
             if b == 0:
-                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, symk,
-                             symo, BLOCK_M, BLOCK_N, E_PAD, P_PAD, SPLIT, SK, SK_ITEMS)
+                _post_header(dev, cnts, E, a_rows, N, B, e, hoff, hb, plan_off, sk_off, tbl,
+                             symk, symo, BLOCK_M, BLOCK_N, E_PAD, P_PAD, SPLIT, SK, SK_ITEMS)
 
     if PHASES & 6:
         # ---- every rank's header: verdict, placement (identical on every rank) ----
@@ -463,19 +472,22 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_
                 # my first tile past the remote ones: the flags go out just before it
                 b64 = tl.cast(b, tl.int64)
                 t_sig = tl.where(b64 >= t_r, b64, b64 + (t_r - b64 + B - 1) // B * B)
-                # where my rows for s go: s's symmetric out when its header announces one
-                # (slot k: entry [k][s] of my table, + its offset), else s's staging (the same
-                # offset in every rank's workspace); 0 when s announced a buffer my table lacks
-                # (freed here: a usage error, recorded; nothing is stored to s)
+                # where my rows for s go (fco_ga_direct): s's symmetric out when its header
+                # announces one (slot k) and my header says I hold slot k (entry [k][s] of my
+                # table, + its offset), else s's staging (the same offset in every rank's
+                # workspace), which s then lands; 0 only when my table lost the slot after my
+                # header (freed during the call: a usage error, recorded; nothing stored to s)
                 hk = tl.load(hdr + rv * hw + 4 + 3 * P, mask=rm1, other=0, cache_modifier=".cg")
                 ho = tl.load(hdr + rv * hw + 5 + 3 * P, mask=rm1, other=0, cache_modifier=".cg")
-                tbl_ok = (tbl != 0) & (hk > 0) & (hk <= MAX_SYM) & rm1
+                myheld = tl.load(hdr + me * hw + 6 + 3 * P, cache_modifier=".cg")
+                direct = ((hk > 0) & (hk <= MAX_SYM) & rm1 & (rv != me) &
+                          (((myheld >> tl.maximum(hk - 1, 0)) & 1) != 0))
                 tent = tl.load(fl.addr_ptr(tbl + ((hk - 1) * MAXR + rv) * 8, tl.int64),
-                               mask=tbl_ok, other=0)
+                               mask=direct & (tbl != 0), other=0)
                 pbase = tl.load(fl.field_ptr(dev, fl.OFF_PEER_DATA, tl.int64) + rv, mask=rm1,
                                 other=0)
-                dbase = tl.where(hk > 0, tl.where(tent != 0, tent + ho, 0), pbase + stg_off)
-                lost = tl.min(tl.where((hk > 0) & (tent == 0) & rm1 & (rv != me), rv, P_PAD))
+                dbase = tl.where(direct, tl.where(tent != 0, tent + ho, 0), pbase + stg_off)
+                lost = tl.min(tl.where(direct & (tent == 0), rv, P_PAD))
                 if lost < P:
                     if b == 0:
                         fl.record_error(dev, ERR_INVALID_USAGE, OP, lost,
@@ -616,7 +628,12 @@ def gemm_alltoall_kernel(devs, as_, ws, outs, counts, Es, syms, symks, symos, a_
                         if PROFILE:
                             t_land = fl.globaltimer()
                         work = work & (okw != 0)
-                        if (okw != 0) & (symk == 0):  # a symmetric out: the peers stored there
+                        # nothing to land from r when it stored into my symmetric out: I
+                        # announced a slot (symk) that r's header says it holds (fco_ga_direct)
+                        rheld = tl.load(hdr + r * hw + 6 + 3 * P, cache_modifier=".cg")
+                        stg_r = ((symk <= 0) | (symk > MAX_SYM) |
+                                 (((rheld >> tl.maximum(symk - 1, 0)) & 1) == 0)).to(tl.int32)
+                        if (okw != 0) & (stg_r != 0):
                             nel = n_r * N
                             per = ((nel + B - 1) // B + 63) // 64 * 64
                             b0 = tl.minimum(nel, b * per)
