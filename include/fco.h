@@ -249,7 +249,10 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * same order returns its own (the same bytes are checked; the slots are not locked, so a world
  * driven one thread per rank makes its fco_mem_alloc calls from one thread); on cpu each rank's
  * call allocates its own (bytes not compared). At most FCO_MAX_SYMMETRIC buffers live a
- * communicator.
+ * communicator. One call takes the same slot on every rank (fco_mem_find), the lowest free on
+ * all of them: ranks driven one per process or thread on nccl agree on it through an NCCL
+ * all-reduce (so after a rank freed a buffer its peers kept, the next allocation skips that
+ * slot everywhere); none free on every rank is FCO_ERR_INVALID_USAGE on every rank.
  * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
  * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call

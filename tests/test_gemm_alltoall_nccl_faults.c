@@ -1,8 +1,8 @@
 /*
  * test_gemm_alltoall_nccl_faults.c — fco_gemm_alltoall on the nccl transport when the ranks'
- * calls disagree (audit56 F1, F3, F4). Two GPUs; each case runs in fresh child processes (one per
- * rank, or one for a world driven by one thread) under a deadline, so a hang fails the test
- * instead of stalling the suite.
+ * calls disagree (audit56 F1, F3, F4) or a rank freed a buffer alone (S1). Two GPUs; each case
+ * runs in fresh child processes (one per rank, or one for a world driven by one thread) under a
+ * deadline, so a hang fails the test instead of stalling the suite.
  *   F1  impl 0 without hints, one rank's device counts bad (a negative entry; a sum over a_rows):
  *       every rank returns FCO_ERR_INVALID_ARGUMENT naming that rank (the peers used to wait in
  *       ncclAllGather forever), writes nothing, and the next good call is exact (the epochs still
@@ -14,6 +14,8 @@
  *       without an error), nothing written.
  *   F4  impl 0 with the hints, rank 0's device counts unlike its counts_host: every rank reports
  *       FCO_ERR_INVALID_ARGUMENT and no out is written (rank 1 used to take stale rows silently).
+ *   S1  rank 0 frees a symmetric buffer rank 1 keeps, both allocate another: the same slot on
+ *       both (until session 57 each took its own lowest free one), impl 1 into it exact.
  * Inputs are small integers, so every output element is exact in bf16.
  *   FCO_TRANSPORT=nccl build/tests/test_gemm_alltoall_nccl_faults   (exit 77 otherwise)
  */
@@ -114,11 +116,13 @@ typedef enum {
   F1_OVER_AROWS,
   F3_TILES_CHUNKS,
   F3_CHUNKS_TILES,
-  F4_UNLIKE_HOST
+  F4_UNLIKE_HOST,
+  S1_SLOT
 } mode_t_;
 static const char* const kModeName[] = {"F1 negative count", "F1 sum over a_rows",
                                         "F3 impl 1 + impl 2", "F3 impl 2 + impl 1",
-                                        "F4 device counts unlike counts_host"};
+                                        "F4 device counts unlike counts_host",
+                                        "S1 slot after a one-sided fco_mem_free"};
 typedef struct {
   mode_t_ mode;
   int fd[2]; /* rank 0 writes the unique id, rank 1 reads it */
@@ -151,6 +155,39 @@ static fco_comm_t join(int rank, proc_arg_t* pa) {
   return c;
 }
 
+/* S1: rank 0 frees a symmetric buffer rank 1 keeps, then both allocate another: one slot on both,
+ * the lowest free on both (agreed through NCCL; rank 0 used to take the slot it had freed and
+ * rank 1 the next, so rank 1's table row of rank 0's out pointed at the freed buffer), every
+ * peer mapped in it, and impl 1 with its outs there exact. */
+static void slot_case(fco_comm_t c, rank_bufs_t* b, int rank) {
+  const size_t bytes = OUT_BYTES + T_GUARD;
+  void *x = NULL, *y = NULL, *z = NULL, *table = NULL;
+  ASSERT_OK(fco_mem_alloc(c, bytes, &x));
+  ASSERT_OK(fco_mem_alloc(c, bytes, &y));
+  if (rank == 0) ASSERT_OK(fco_mem_free(c, x));
+  ASSERT_OK(fco_mem_alloc(c, bytes, &z));
+  int ky = -1, kz = -1;
+  ASSERT_OK(fco_mem_find(c, y, bytes, &ky, NULL, NULL));
+  ASSERT_OK(fco_mem_find(c, z, bytes, &kz, NULL, &table));
+  ASSERT_EQ(ky, 1);
+  ASSERT_EQ(kz, 2); /* slot 0 is free on rank 0 only */
+  void* row[FCO_MAX_GPU_RANKS];
+  ASSERT_EQ(cudaMemcpy(row, (void**)table + (size_t)kz * FCO_MAX_GPU_RANKS, sizeof row,
+                       cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int q = 0; q < P; q++) ASSERT_NOT_NULL(row[q]);
+  ASSERT_EQ(cudaFree(b->out), cudaSuccess);
+  b->out = z;
+  put_counts(b, b->counts[rank]);
+  poison(b);
+  ASSERT_OK(fco_gemm_alltoall(c, b->a, A_ROWS, b->w, FCO_W_KN, E, b->dcounts, NULL, NULL, b->out,
+                              OUT_ROWS, K, N, FCO_BF16, 1, NULL));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ASSERT_OK(fco_comm_get_async_error(c));
+  ASSERT_STR_HAS(fco_last_plan(c), " direct");
+  check_out(b, rank, 0);
+}
+
 static int proc_rank(int rank, void* arg) {
   proc_arg_t* pa = (proc_arg_t*)arg;
   t_context("%s: rank %d", kModeName[pa->mode], rank);
@@ -158,6 +195,11 @@ static int proc_rank(int rank, void* arg) {
   rank_bufs_t b;
   b.dev = rank;
   upload(&b, rank);
+  if (pa->mode == S1_SLOT) {
+    slot_case(c, &b, rank);
+    ASSERT_OK(fco_comm_destroy(c));
+    return 0;
+  }
   int32_t dc[E * P];
   memcpy(dc, b.counts[rank], sizeof dc);
   const int bad = pa->mode == F1_OVER_AROWS ? 1 : 0; /* whose counts are wrong */
@@ -293,7 +335,7 @@ int main(void) {
   /* in a child: CUDA must not be initialised in this process before it forks the ranks */
   t_fork_run(1, count_gpus, NULL, 60, st);
   if (st[0] < 2) t_skip("needs two GPUs, found %d", st[0] < 0 ? 0 : st[0]);
-  for (int m = F1_NEGATIVE; m <= F4_UNLIKE_HOST; m++) {
+  for (int m = F1_NEGATIVE; m <= S1_SLOT; m++) {
     proc_arg_t pa;
     pa.mode = (mode_t_)m;
     ASSERT_EQ(pipe(pa.fd), 0);

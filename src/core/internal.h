@@ -212,6 +212,11 @@ struct fco_transport_ops {
   fco_result_t (*sym_alloc)(fco_comm_t* comms, int n, int k, size_t bytes);
   /* Local: free slot k of comm (after its device is idle); clears its table row k. */
   fco_result_t (*sym_free)(fco_comm_t comm, int k);
+  /* Collective, for a rank allocating alone (n == 1 in sym_alloc: one thread or process per
+   * rank): *all_free = the AND of every rank's free_mask (bit k: slot k FREE), so that one
+   * fco_mem_alloc takes the same slot on every rank even after a rank freed a buffer its
+   * peers kept. NULL where buffers are not mapped (cpu) or every rank allocates together. */
+  fco_result_t (*sym_slots)(fco_comm_t comm, unsigned free_mask, unsigned* all_free);
 };
 
 extern const fco_transport_ops_t fco_transport_cpu;

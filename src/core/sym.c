@@ -18,6 +18,13 @@
       return fco_set_error(NULL, FCO_ERR_INVALID_ARGUMENT, "%s: comm is NULL", what);  \
   } while (0)
 
+/* Slots comm holds (TAKEN or PENDING). */
+static int fco_sym_held(fco_comm_t comm) {
+  int held = 0;
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) held += comm->sym[k].state != FCO_SYM_FREE;
+  return held;
+}
+
 int fco_sym_find(fco_comm_t comm, const void* p, size_t bytes, size_t* off) {
   const char* q = (const char*)p;
   for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
@@ -82,18 +89,33 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
       return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                            "fco_mem_alloc: needs every rank of the fco_comm_init_all group, but "
                            "rank %d was destroyed", i);
-  int k = 0; /* the lowest slot free on every rank allocated together */
-  for (; k < FCO_MAX_SYMMETRIC; k++) {
+  unsigned free_mask = 0; /* slots free on every rank allocated together */
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) {
     int free_all = 1;
     for (int i = 0; i < n; i++) free_all &= comms[i]->sym[k].state == FCO_SYM_FREE;
-    if (free_all) break;
+    if (free_all) free_mask |= 1u << k;
   }
-  if (k == FCO_MAX_SYMMETRIC)
-    return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
-                         "fco_mem_alloc: rank %d holds FCO_MAX_SYMMETRIC = %d symmetric buffers "
-                         "(free one with fco_mem_free)", comm->rank, FCO_MAX_SYMMETRIC);
   const int dev = fco_device_save(comm->transport);
-  fco_result_t r = comm->tops->sym_alloc(comms, n, k, bytes);
+  fco_result_t r = FCO_OK;
+  if (n == 1 && comm->nranks > 1 && comm->tops->sym_slots) {
+    /* A rank allocating alone: the slots free on every rank (a rank that freed a buffer its
+     * peers kept would otherwise take that slot while they take another one). */
+    r = comm->tops->sym_slots(comm, free_mask, &free_mask);
+    if (r != FCO_OK) {
+      fco_device_restore(dev);
+      return r;
+    }
+  }
+  int k = 0; /* the lowest of them */
+  while (k < FCO_MAX_SYMMETRIC && !(free_mask >> k & 1u)) k++;
+  if (k == FCO_MAX_SYMMETRIC) {
+    fco_device_restore(dev);
+    return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                         "fco_mem_alloc: no slot of the FCO_MAX_SYMMETRIC = %d is free on every "
+                         "rank (rank %d holds %d buffers; free one with fco_mem_free, on every "
+                         "rank alike)", FCO_MAX_SYMMETRIC, comm->rank, fco_sym_held(comm));
+  }
+  r = comm->tops->sym_alloc(comms, n, k, bytes);
   fco_device_restore(dev);
   if (r != FCO_OK) {
     if (comm->last_error[0] == 0) fco_set_error(comm, r, "%s", fco_last_error(NULL));

@@ -35,7 +35,7 @@ typedef struct {
   fco_gpu_rank_t g;
   ncclComm_t nccl;
   int own_nccl;            /* 0: adopted (fco_comm_init_from_nccl), the caller destroys it */
-  int* scratch;            /* one int on the device: agree/barrier allreduces               */
+  int* scratch;            /* FCO_MAX_SYMMETRIC ints on the device: agree/barrier/slots     */
   void* sig;               /* ncclMemAlloc, FCO_SIG_BYTES                                   */
   ncclWindow_t sig_win;
   ncclDevComm dev_comm;
@@ -166,13 +166,32 @@ static fco_result_t agree(fco_comm_t* comms, int n, int ok, int* all_ok) {
   return FCO_OK;
 }
 
+/* sym_slots (internal.h): every rank's free-slot mask ANDed, one ncclAllReduce (min of 0 / 1 per
+ * slot) on the legacy stream, as agree. */
+static fco_result_t nccl_sym_slots(fco_comm_t comm, unsigned free_mask, unsigned* all_free) {
+  nccl_rank_t* me = nr(comm);
+  int v[FCO_MAX_SYMMETRIC];
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) v[k] = (int)(free_mask >> k & 1u);
+  FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
+  FCO_CUDA_CHECK(comm, cudaMemcpy(me->scratch, v, sizeof v, cudaMemcpyHostToDevice));
+  auto slots = [&](int) {
+    return ncclAllReduce(me->scratch, me->scratch, FCO_MAX_SYMMETRIC, ncclInt32, ncclMin, me->nccl,
+                         0);
+  };
+  FCO_CHECK(nccl_group(&comm, 1, "ncclAllReduce (fco_mem_alloc's slot)", slots));
+  FCO_CUDA_CHECK(comm, cudaMemcpy(v, me->scratch, sizeof v, cudaMemcpyDeviceToHost));
+  *all_free = 0;
+  for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) *all_free |= (unsigned)(v[k] != 0) << k;
+  return FCO_OK;
+}
+
 /* Local allocations of one rank; the scratch first, so a later failure can still be agreed on. */
 static fco_result_t alloc_rank(fco_comm_t comm) {
   nccl_rank_t* me = nr(comm);
   FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
   int* scratch = NULL; /* stored only on success: a failed call leaves it unspecified */
   void* sig = NULL;
-  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, sizeof *scratch));
+  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, FCO_MAX_SYMMETRIC * sizeof *scratch));
   me->scratch = scratch;
   FCO_CHECK(fco_gpu_rank_create(comm, &me->g));
   NCCL_CHECK(comm, ncclMemAlloc(&sig, FCO_SIG_BYTES));
@@ -655,4 +674,5 @@ extern "C" const fco_transport_ops_t fco_transport_nccl = {
     /* capturing */ fco_gpu_capturing,
     /* sym_alloc */ nccl_sym_alloc,
     /* sym_free */ nccl_sym_free,
+    /* sym_slots */ nccl_sym_slots,
 };
