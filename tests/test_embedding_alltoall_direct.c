@@ -14,6 +14,12 @@
  *                        (F2) that the symmetric-out offset in signal slot 68 is epoch-tagged,
  *                        (e << 32) | offset / 16, never a raw offset that could satisfy another
  *                        op's flag wait there
+ *   back_to_back_freed   (session 56's review, R2) calls issued back to back, no sync between
+ *                        them, after rank 0 freed the slots of some calls' outs: the receivers
+ *                        must land exactly the staged sources of each call (local and cpu)
+ *   back_to_back_mixed   (R2's other forms) back to back with every buffer held, the calls
+ *                        alternating direct stores, ranks 1.. not storing directly, and the
+ *                        previous fused kernel (every transport; the race itself only on nccl)
  *   epoch_limit_waits    a call starting at FCO_EPOCH_LIMIT records FCO_ERR_INVALID_USAGE and
  *                        must still complete exactly (dev.h): its waits must not give up on that
  *                        record (E4). On nccl rank 1's stream sleeps 300 ms before the call, so
@@ -21,7 +27,7 @@
  *                        possible): exactness only. GPU transports.
  * Inputs are small integers (ea_fixture.h: exact, bit-for-bit checks), fresh each call, outs
  * poisoned first. P = 2..FCO_TEST_MAX_RANKS (the epoch part: P = 2); skips below 2 ranks.
- *   make test   or   build/tests/test_embedding_alltoall_direct [misaligned|freed|epoch]
+ *   make test   or   build/tests/test_embedding_alltoall_direct [misaligned|freed|b2b|epoch]
  *   (one part alone; FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -156,6 +162,116 @@ static void freed_peer_slot(const t_world_t* w) {
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_mem_free(w->comms[r], a[r]));
 }
 
+/* ---- R2 (session 56's review): calls back to back, no sync between them ------------------ */
+#define B2B_CALLS 8 /* calls a round: each on its own problem (buffers, symmetric buffer) */
+
+/* Makes call j's group for problem p (impl 1). */
+typedef void (*b2b_issue_t)(const t_world_t* w, const ea_prob_t* p, int j);
+
+/* One round: fresh tables and poisoned outs for every problem (all uploads before the first
+ * call), the n calls issued back to back, one sync, then every problem checked exactly. */
+static void b2b_round(const t_world_t* w, ea_prob_t* p, int n, b2b_issue_t issue,
+                      const char* what, int round) {
+  for (int j = 0; j < n; j++) redraw(w, &p[j]);
+  t_context("P=%d: %s, round %d: %d calls back to back", w->n, what, round, n);
+  for (int j = 0; j < n; j++) issue(w, &p[j], j);
+  t_sync(w);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  for (int j = 0; j < n; j++) {
+    t_context("P=%d: %s, round %d: call %d of %d back to back", w->n, what, round, j, n);
+    ASSERT_EQ(ea_prob_check(w, &p[j]), 0);
+  }
+}
+
+static void issue_impl1(const t_world_t* w, const ea_prob_t* p, int j) {
+  (void)j;
+  ASSERT_OK(ea_prob_run(w, p, 1, NULL));
+}
+
+/* R2 as freed_peer_slot: ranks 1..'s outs symmetric, rank 0's ordinary, slot A held by every
+ * rank (rank 0 stays a sender into symmetric outs). Rank 0 frees its buffer of call j's slot
+ * where j % 3 != 1: it stages ranks 1..'s rows, which they must land; where j % 3 == 1 it keeps
+ * it, stores into their outs, and they must not land (stale staging over its rows). A receiver
+ * that misses "staged" (until R2's fix: rank 0's next call rewrote its presence without the
+ * bit) keeps poison; one that takes an earlier call's "stored directly" of the same workspace
+ * half (calls 1 and 3, 4 and 6) keeps poison too. On local and cpu (one rank's free: as
+ * freed_peer_slot). The local transport runs a call's virtual ranks in one grid, so there a
+ * call never overlaps the next: this checks the mechanism, not the race. */
+static void back_to_back_freed(const t_world_t* w) {
+  void* a[EA_MAX_P];
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_mem_alloc(w->comms[r], 4096, &a[r]));
+  t_knob_set("FCO_EA_LEAN", "1");
+  t_knob_set("FCO_EA_DIRECT", "1");
+  ea_sym_mask = ((1u << w->n) - 1) & ~1u;
+  ea_prob_t p[B2B_CALLS];
+  for (int j = 0; j < B2B_CALLS; j++) {
+    const uint64_t seed = t_next_seed();
+    ea_prob_make_shape(&p[j], w->n, 64, FCO_BF16, FCO_EMB_INDEX_I32, j & 1, FCO_EMB_POOL_SUM, 0,
+                       seed, 0, kTpr, kBpr);
+    if (j == 0) ea_describe(&p[j], 1, seed, "back to back: every buffer held (the ws grows)");
+    ea_prob_upload(w, &p[j]);
+  }
+  run_exact(w, &p[0], 1);
+  for (int j = 0; j < B2B_CALLS; j++)
+    if (j % 3 != 1) { /* local: rank 0's table loses call j's slot */
+      ASSERT_OK(fco_mem_free(w->comms[0], p[j].d_sym[0]));
+      p[j].d_sym[0] = NULL;
+    }
+  for (int round = 0; round < 2; round++)
+    b2b_round(w, p, B2B_CALLS, issue_impl1, "rank 0 freed the slots of calls j % 3 != 1", round);
+  for (int j = 0; j < B2B_CALLS; j++) ea_prob_free(w, &p[j]);
+  ea_sym_mask = 0;
+  t_knob_reset("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_DIRECT");
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_mem_free(w->comms[r], a[r]));
+}
+
+/* Call j of back_to_back_mixed: the kernel and rank r's FCO_EA_DIRECT by j % 4 (knobs are read
+ * when the call is made; ranks may differ on FCO_EA_DIRECT, not on FCO_EA_LEAN). */
+static void issue_mixed(const t_world_t* w, const ea_prob_t* p, int j) {
+  t_knob_set("FCO_EA_LEAN", j % 4 == 3 ? "0" : "1");
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < w->n; r++) {
+    t_knob_set("FCO_EA_DIRECT", j % 4 == 1 && r > 0 ? "0" : "1");
+    ASSERT_OK(ea_prob_run_rank(w, p, r, 1, NULL));
+  }
+  ASSERT_OK(fco_group_end());
+}
+
+/* R2's other forms, no free: every out symmetric, every buffer held; per 4 calls the fused lean
+ * kernel storing directly everywhere; the same with FCO_EA_DIRECT=0 on ranks 1.. (until R2's
+ * fix their presence of that call said "I do not store directly", which rank 0, still landing
+ * the call before, could read: it landed stale staging over their direct rows — the review's
+ * "capability changed" form); the lean kernel again; the previous fused kernel (FCO_EA_LEAN=0:
+ * its presence carries no bits at all; so would another op's flag in that slot). On nccl rank 0
+ * pools many more local rows than its peers (its tables 6 to their 1, bags up to 1024 rows), so
+ * it lands after they have begun their next call: there it catches the race (two GPUs); on
+ * local and cpu a small problem checks the mechanism. All transports. */
+static void back_to_back_mixed(const t_world_t* w) {
+  static const int32_t tpr_heavy[EA_MAX_P] = {6, 1, 1, 1, 1, 1, 1, 1};
+  static const int64_t bpr_heavy[EA_MAX_P] = {1024, 16, 16, 16, 16, 16, 16, 16};
+  const int heavy = w->transport == FCO_TRANSPORT_NCCL;
+  ea_sym_mask = (1u << w->n) - 1;
+  ea_long_bags = heavy ? 1024 : 0;
+  ea_prob_t p[B2B_CALLS];
+  for (int j = 0; j < B2B_CALLS; j++) {
+    const uint64_t seed = t_next_seed();
+    ea_prob_make_shape(&p[j], w->n, 64, FCO_BF16, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_SUM, 0, seed,
+                       0, heavy ? tpr_heavy : kTpr, heavy ? bpr_heavy : kBpr);
+    if (j == 0) ea_describe(&p[j], 1, seed, "back to back: lean / lean, ranks 1.. staged / fused");
+    ea_prob_upload(w, &p[j]);
+  }
+  ea_long_bags = 0;
+  issue_mixed(w, &p[0], 0); /* the workspace grows: not back to back */
+  t_sync(w);
+  for (int round = 0; round < 2; round++)
+    b2b_round(w, p, B2B_CALLS, issue_mixed, "lean / lean, ranks 1.. staged / lean / fused", round);
+  for (int j = 0; j < B2B_CALLS; j++) ea_prob_free(w, &p[j]);
+  ea_sym_mask = 0;
+  t_knob_reset("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_DIRECT");
+}
+
 #ifdef FCO_HAVE_CUDA
 static void CUDART_CB sleep_300ms(void* arg) {
   (void)arg;
@@ -193,7 +309,7 @@ static void epoch_limit_waits(fco_transport_t t) {
 }
 #endif
 
-/* argv[1], optional: one part alone (misaligned, freed or epoch); all by default. */
+/* argv[1], optional: one part alone (misaligned, freed, b2b or epoch); all by default. */
 int main(int argc, char** argv) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -201,13 +317,15 @@ int main(int argc, char** argv) {
   const char* only = argc > 1 ? argv[1] : NULL;
 #define PART(name) (!only || !strcmp(only, name))
   int max = t_test_max_ranks(t);
-  for (int P = 2; P <= max && (PART("misaligned") || PART("freed")); P++) {
+  for (int P = 2; P <= max && (PART("misaligned") || PART("freed") || PART("b2b")); P++) {
     t_world_t w;
     double t0 = t_now_ms();
     t_context("P=%d: fco_comm_init_all", P);
     ASSERT_OK(t_world_init(&w, t, P, NULL));
     if (PART("misaligned")) misaligned_one_rank(&w);
     if (PART("freed") && t != FCO_TRANSPORT_NCCL) freed_peer_slot(&w);
+    if (PART("b2b") && t != FCO_TRANSPORT_NCCL) back_to_back_freed(&w);
+    if (PART("b2b")) back_to_back_mixed(&w);
     t_world_destroy(&w, 0);
     printf("P=%d: ok (%.0f ms)\n", P, t_now_ms() - t0);
     fflush(stdout);

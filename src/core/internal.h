@@ -304,7 +304,8 @@ static inline FCO_HOST_DEVICE size_t fco_ws_half_bytes(size_t ws_bytes) {
   return (ws_bytes / 2) & ~(size_t)255;
 }
 
-/* LL area (GPU transports; used by fco_gemv_allreduce impl 1 with FCO_GEMV_AR_LL=1). Every
+/* LL area (GPU transports; used by fco_gemv_allreduce impl 1 with FCO_GEMV_AR_LL=1 and by the
+ * fused lean kernel of fco_embedding_alltoall, below). Every
  * rank's workspace allocation holds, past its ws_bytes of data workspace, L =
  * fco_ws_ll_bytes(ws_bytes) more bytes at [O, O + L), O = fco_ws_ll_offset(ws_bytes). It is
  * outside the workspace rule above: ws_bytes and fco_ws_half_bytes do not include it, and no
@@ -323,7 +324,12 @@ static inline FCO_HOST_DEVICE size_t fco_ws_half_bytes(size_t ws_bytes) {
  * it in the call, and those words are signals raised in that call; so a peer is at most one
  * call ahead and stores into the other LL half. Every LL user must use fco_ll_flag (else stale
  * words of one op could carry another op's current flag). Size: ws_bytes, at most
- * FCO_WS_LL_MAX_BYTES; allocated (and zeroed) even when no LL op runs. */
+ * FCO_WS_LL_MAX_BYTES; allocated (and zeroed) even when no LL op runs.
+ * The embedding's fused lean kernel (src/cuda/embedding_alltoall_fused_lean.cu, "Symmetric
+ * outs") uses word s of the half: {1, flag}, "source s stored my rows straight into my
+ * symmetric out in this call", stored before s's counter signal and read once after it (not
+ * polled: a staging source stores none). Its rule (2) is the kernel's presence wait. Not a
+ * signal slot: a peer's next call (any op) may rewrite those before the word is read. */
 #define FCO_WS_LL_MAX_BYTES ((size_t)16 << 20)
 static inline FCO_HOST_DEVICE size_t fco_ws_ll_bytes(size_t ws_bytes) {
   return (ws_bytes < FCO_WS_LL_MAX_BYTES ? ws_bytes : FCO_WS_LL_MAX_BYTES) & ~(size_t)255;

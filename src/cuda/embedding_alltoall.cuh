@@ -56,9 +56,9 @@ struct EaRank {
   int32_t row_base0;  /* p.row_base[row_base0 + t] = first row of local table t (T_r + 1 entries) */
   int32_t rank;       /* global rank */
   int32_t idx64;      /* index type is int64 */
-  /* Symmetric outputs (fco_mem_alloc; the fused lean kernel only): the low bits of this rank's
-   * presence value, (1 + slot of the comm's symmetric buffer holding all of out, 0: none, or
-   * not 16-byte aligned) << 1 | 1 when this rank stores into peers' symmetric outs (it holds a
+  /* Symmetric outputs (fco_mem_alloc; the fused lean kernel only): (1 + slot of the comm's
+   * symmetric buffer holding all of out, 0: none, or not 16-byte aligned) << 1 (the low bits of
+   * this rank's presence value) | 1 when this rank stores into peers' symmetric outs (it holds a
    * symmetric buffer and FCO_EA_DIRECT is not 0). */
   int32_t sym_bits;
   void* const* sym;   /* the comm's symmetric-buffer table [FCO_MAX_SYMMETRIC][FCO_MAX_GPU_RANKS] */

@@ -37,30 +37,43 @@
  * Presence: block 0 lifts slot kPresenceSlot of every destination at start; every rank waits
  *   for every source's presence each call (its first land unit), as ea_kernel_fused does — so no
  *   rank starts call e + 2 (which writes the half of call e) before its peers finished call e.
- *   Its value is (e << 32) | bits: bit 0 "I store into symmetric outs" (the rank holds a
- *   symmetric buffer, fco_mem_alloc, and FCO_EA_DIRECT is not 0), bits 1–5 = 1 + the slot of
- *   the symmetric buffer holding my out (0: an ordinary out, or one not 16-byte aligned: the
- *   host announces only outs the peers' 16-byte stores may target), whose byte offset is in
- *   kOutOffSlot first (a fence between), as (e << 32) | offset / 16: the slot is also other
- *   ops' flag slot, whose values must only grow (dev.h); bit 6 (kStagedBit) "I staged your rows
- *   after all" (below).
- * Symmetric outs: a capable sender's warp, before its block's first remote tile for d, waits
- *   for d's presence of this call (d began it, so its stream's earlier readers of out are done)
- *   and stores d's rows at d's out as its own table maps it (lean_resolve) instead of d's
- *   workspace half; d lands nothing from such a source (its land units only wait for the
- *   counter). A sender that is not capable never waits (the default: no symmetric buffer).
- *   Where d announced a symmetric out that the sender cannot use (its table lacks that slot:
- *   fco_mem_free is local; an offset of another epoch, or a misaligned address) it stages d's
- *   rows and lifts d's presence with kStagedBit before its block's signal, so d — which reads
- *   the bit after the counter's acquire — lands that source as from an ordinary sender.
+ *   Its value is (e << 32) | (1 + the slot of the symmetric buffer holding my out) << 1 (0: an
+ *   ordinary out, or one not 16-byte aligned: the host announces only outs the peers' 16-byte
+ *   stores may target), whose byte offset is in kOutOffSlot first (a fence between), as
+ *   (e << 32) | offset / 16: the slot is also other ops' flag slot, whose values must only grow
+ *   (dev.h). Nothing else lifts it during the call (until session 56's review, R2, a staging
+ *   sender lifted bit 6; bit 0 said "I store into symmetric outs").
+ * Symmetric outs: a capable sender (it holds a symmetric buffer, fco_mem_alloc, and
+ *   FCO_EA_DIRECT is not 0) waits, in a warp before its block's first remote tile for d, for d's
+ *   presence of this call (d began it, so its stream's earlier readers of out are done), then
+ *   stores d's rows at d's out as its own table maps it (lean_resolve) instead of d's workspace
+ *   half, and says so with its direct word: the LL word {1, fco_ll_flag(e)} at index me of d's
+ *   LL half e & 1 (src/core/internal.h, rule (3); lean_direct_word), stored before the block's
+ *   signal. d skips the land units of a source whose word of this call it finds after the
+ *   counter's acquire; it lands every other source. A sender that is not capable never waits
+ *   (the default: no symmetric buffer) and stores no word; nor does one that cannot use the out
+ *   d announced (its table lacks that slot: fco_mem_free is local; an offset of another epoch,
+ *   or a misaligned address): it stages d's rows, d lands them. Every block of a sender decides
+ *   alike for d (the same presence, offset and table; a wait that times out is an error anyway),
+ *   so a source's rows are all direct or all staged. Why a word in d's workspace and not a
+ *   signal slot: d reads it after its counter, when the sender may already run its next call
+ *   e + 1, which may rewrite any slot of d's row for it (its presence of e + 1 at start, or
+ *   another op's flags: they use slots 0..blocks − 1 and the last three) — the R2 race: d read
+ *   e + 1's presence bits and missed "staged" (poison kept), or missed "direct" (a next call
+ *   that does not store directly, another op's flag: stale staging landed over direct rows).
+ *   The LL half e & 1 is d's workspace of call e: e + 1 writes the other half, and no call
+ *   e + 2 starts before d finished e (the workspace rule: e + 1 waits for a signal d raises in
+ *   e + 1), so nothing overwrites the word before d read it; a stale word (an earlier call of
+ *   that parity, another op's, the zeroed area) carries another flag. The LL half holds the P
+ *   words wherever a row moves: ea_view_ok's workspace of ≥ 2 · recv_bytes, a multiple of 256,
+ *   is then ≥ 512 bytes, and its LL half ≥ 256.
  * Landing: land units (source me−1, me−2, ...; slices of about FCO_EA_LAND_KB KiB of the rows
  *   of out, at least a row; one presence-only unit for a source that sends nothing), dealt
  *   round-robin over the rank's blocks and run after a block's last pool tile: thread 0 waits
- *   (bounded) for the source's presence (first unit; every unit when my out is symmetric, to
- *   read the source's bit 0 and kStagedBit, after the counter) and counter, then the block
- *   copies the source's columns of those rows from the workspace half into out
- *   (copy_cols_any) — unless the source stored them into my symmetric out (run 5d02c14: 8–14 %
- *   faster on the short-bag workloads).
+ *   (bounded) for the source's presence (first unit) and counter (when my out is symmetric it
+ *   then reads the source's direct word), then the block copies the source's columns of those
+ *   rows from the workspace half into out (copy_cols_any) — unless the source stored them into
+ *   my symmetric out (run 5d02c14: 8–14 % faster on the short-bag workloads).
  * Progress: pool tiles never wait; a block waits only after its last pool tile, and only for
  *   counters other ranks complete without waiting (their blocks' signals follow their remote
  *   tiles). Every block of the grid must be co-resident (the launcher sizes the grid from the
@@ -92,7 +105,6 @@ constexpr int kLeanLandUnroll = 4; /* landing loads in flight a thread: 8 spill 
 constexpr int kLeanSlot = kPresenceSlot + 1; /* the bag counter, slot of the source's row */
 constexpr int kLeanQueueSlot = kLeanSlot + 1; /* FCO_EA_LEAN_DYN: 2 queues, the rank's own row */
 constexpr int kOutOffSlot = kLeanQueueSlot + 2; /* a symmetric out's offset / 16 (see Presence) */
-constexpr uint64_t kStagedBit = 1ull << 6; /* presence: the sender staged this destination's rows */
 static_assert(kOutOffSlot < FCO_SIG_SLOTS, "the lean counters must fit the signal row");
 static_assert(kThreads > FCO_MAX_GPU_RANKS + 1, "thread FCO_MAX_GPU_RANKS + 1 fills the tables");
 
@@ -117,6 +129,11 @@ struct LeanBlk {
   char* rdst[FCO_MAX_GPU_RANKS];          /* cap: where position k's rows go (lean_remote_base) */
   int32_t cap;                            /* this rank stores into peers' symmetric outs */
   int32_t direct_me;                      /* this rank's out is symmetric */
+  /* thread 0 only (set after load_rank_view, read by lean_land: out of its unit loop's
+   * registers): the sources' direct words of this call at this rank, the value "stored
+   * directly" (lean_direct_word) */
+  const uint64_t* dword;
+  uint64_t dval;
 };
 
 /* One thread: the tile and land-unit tables of rank me (see the header; the arithmetic is
@@ -173,9 +190,25 @@ __device__ __forceinline__ void lean_block_signal(const EaParams& p, const RankV
   prof_stamp<kProf>(p, 1);
 }
 
-/* The low bits of this rank's presence value (see the header; kStagedBit aside). */
+/* The low bits of this rank's presence value (see the header): (1 + my out's slot) << 1. */
 __device__ __forceinline__ uint64_t lean_pres_bits(const LeanBlk* b, int32_t sym_bits) {
-  return (uint64_t)b->cap | (b->direct_me ? (uint64_t)(sym_bits & ~1) : 0u);
+  return b->direct_me ? (uint64_t)(sym_bits & ~1) : 0u;
+}
+
+/* Source s's direct word in rank `at`'s LL half of call e (see the header: "Symmetric outs"),
+ * and its value: an LL word (src/core/internal.h, rule (3)), so no earlier call's word, of any
+ * op, equals it. */
+__device__ __forceinline__ uint64_t* lean_direct_word(const RankView& v, int at, uint64_t e,
+                                                      int s) {
+  return (uint64_t*)(v.peer_data[at] + fco_ws_ll_offset(v.ws_bytes) +
+                     (size_t)(e & 1) * fco_ws_ll_half_bytes(v.ws_bytes)) + s;
+}
+__device__ __forceinline__ uint64_t lean_direct_value(uint64_t e) {
+  return (uint64_t)fco_ll_flag(e) << 32 | 1u;
+}
+/* One single-copy-atomic 64-bit store, as LL words need (internal.h, rule (3)). */
+__device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 /* All lanes of a warp, the first remote tile of the block for position k (destination d) when
@@ -183,27 +216,27 @@ __device__ __forceinline__ uint64_t lean_pres_bits(const LeanBlk* b, int32_t sym
  * began it: its stream's earlier readers of out are done), whose low bits say whether d's out
  * is symmetric (slot kk − 1, (e << 32) | offset / 16 in d's kOutOffSlot, stored before the
  * presence with a fence); then d's out as this rank's table maps it, else `staging`. Kept in
- * b->rdst[k] (warps of the block may race here: they store the same value). Staging for a d
- * that announced a symmetric out (or whose presence never came) lifts d's presence with
- * kStagedBit: d lands this rank's rows (a table without d's slot is no error: staging is
- * correct). Before the block's stores and signal, so d's counter acquire sees the bit. Not
- * inlined: the pool loop's registers stay as they are. */
+ * b->rdst[k] (warps of the block may race here: they store the same value). Storing into d's
+ * out, it first stores this rank's direct word at d (lean_direct_word), before the block's
+ * stores and signal, so d's counter acquire sees it; staging stores none, and d lands this
+ * rank's rows (a table without d's slot is no error: staging is correct). Not inlined: the
+ * pool loop's registers stay as they are. */
 __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k, int d,
-                                           void* const* sym, char* staging, int32_t sym_bits) {
+                                           void* const* sym, char* staging) {
   char* r = staging;
   if ((threadIdx.x & 31) == 0) {
     const uint64_t* row = v.peer_sig[v.rank] + (size_t)d * FCO_SIG_SLOTS;
     const uint64_t e = v.epoch + 1;
-    bool announced = true; /* unknown when the wait fails: d lands then */
+    /* Of this call: d cannot finish it (and raise another call's values here) before this
+     * block's signal, which follows. */
     if (wait_count(row + kPresenceSlot, e << 32, v, d, kPresenceSlot)) {
       const uint64_t pres = ld_acquire_sys(row + kPresenceSlot);
       const int kk = (int)((pres >> 1) & 31);
-      announced = kk > 0;
       char* q = kk > 0 ? (char*)sym[(size_t)(kk - 1) * FCO_MAX_GPU_RANKS + d] : nullptr;
-      /* The presence may be a staging block's lift (kStagedBit), raised before d's block 0
-       * wrote this call's offset: wait for the offset's epoch (d announced kk > 0, so its block 0
-       * writes it), else this block would stage where d's other senders' blocks store directly
-       * and d, seeing the bit, would land stale staging over them (session 56's review, R3). */
+      /* d's block 0 writes the offset before the presence (a fence between), so this wait
+       * passes at once; kept so that no block decides on another call's offset (session 56's
+       * review, R3: a staging block's lift of the presence, since removed, could come first,
+       * and the blocks of one sender then decided differently for d). */
       if (q && wait_count(row + kOutOffSlot, e << 32, v, d, kOutOffSlot)) {
         const uint64_t off = __ldcg((const unsigned long long*)(row + kOutOffSlot));
         q += (off & 0xffffffffull) << 4;
@@ -211,9 +244,7 @@ __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k,
         if (off >> 32 == e && (uintptr_t)q % 16 == 0) r = q;
       }
     }
-    if (r == staging && announced)
-      red_max_relaxed_sys(v.peer_sig[d] + (size_t)v.rank * FCO_SIG_SLOTS + kPresenceSlot,
-                          (e << 32) | lean_pres_bits(b, sym_bits) | kStagedBit);
+    if (r != staging) st_relaxed_sys(lean_direct_word(v, d, e, v.rank), lean_direct_value(e));
     b->rdst[k] = r;
   }
   return (char*)__shfl_sync(0xffffffffu, (unsigned long long)r, 0);
@@ -225,7 +256,7 @@ __device__ __forceinline__ char* lean_remote_base(const RankView& v, LeanBlk* b,
                                                   int k, int d, char* staging) {
   if (!b->cap) return staging;
   char* r = *(char* volatile*)&b->rdst[k];
-  return r ? r : lean_resolve(v, b, k, d, rk.sym, staging, rk.sym_bits);
+  return r ? r : lean_resolve(v, b, k, d, rk.sym, staging);
 }
 
 /* One warp tile (all lanes): tile number `tile` of the rank (k-major, then table, then chunk),
@@ -388,15 +419,13 @@ __device__ __noinline__ void lean_land(const EaParams& p, const EaRank& rk, cons
     bool done = true, direct = false;
     if (threadIdx.x == 0) {
       const uint64_t* row = v.peer_sig[me] + (size_t)s * FCO_SIG_SLOTS;
-      if (rem == 0 || b.direct_me) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
+      if (rem == 0) done = wait_count(row + kPresenceSlot, base, v, s, kPresenceSlot);
       if (done && data) done = wait_count(row + kLeanSlot, base + (uint64_t)(bme * Ts), v, s, kLeanSlot);
-      /* my out symmetric: did s store into it (bit 0) and not stage after all (kStagedBit)?
-       * then nothing to copy. Read after the counter's acquire: every block of s that staged
-       * my rows lifted the bit before its signal's release. */
-      if (done && b.direct_me) {
-        const uint64_t pres = ld_acquire_sys(row + kPresenceSlot);
-        direct = (pres & 1) != 0 && (pres & kStagedBit) == 0;
-      }
+      /* my out symmetric: did s store into it (its direct word of this call)? then nothing to
+       * copy. Read after the counter's acquire: a block of s that stored into my out stored
+       * the word before its signal's release. Not the presence (or any slot of s's row): s may
+       * already run its next call and have rewritten it (see the header). */
+      if (done && data && b.direct_me) direct = ld_acquire_sys(b.dword + s) == b.dval;
     }
     /* thread 0's acquire, then bar.sync: every thread's reads of the unit come after */
     if (__syncthreads_or(!done)) break; /* timeout or another error: give up */
@@ -448,8 +477,12 @@ __global__ void __launch_bounds__(kThreads, kMinB)
   const size_t half = (size_t)(e & 1) * fco_ws_half_bytes(v.ws_bytes);
   const uint64_t base = e << 32;
   const uint32_t bpr = p.blocks_per_rank;
+  if (threadIdx.x == 0) { /* for lean_land (the same thread) */
+    b.dword = lean_direct_word(v, me, e, 0);
+    b.dval = lean_direct_value(e);
+  }
   if (part == 0 && (int)threadIdx.x < P - 1) {
-    /* presence, its low bits b.cap | (1 + my out's symmetric slot) << 1 (the offset before it) */
+    /* presence, its low bits (1 + my out's symmetric slot) << 1 (the offset before it) */
     uint64_t* row = v.peer_sig[(me + 1 + threadIdx.x) % P] + (size_t)me * FCO_SIG_SLOTS;
     if (b.direct_me) {
       /* epoch-tagged, lifted by max: other ops flag this slot (the host announces only
