@@ -24,14 +24,16 @@ nvidia-smi -L > $O/smi.txt; nvidia-smi topo -m >> $O/smi.txt 2>&1
 find build/obj -name '*.o' -exec touch {} +
 make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 && make -j16 NCCL_HOME=$NCCL_HOME tests >> $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
 el build done
-# (0) session 56's two-GPU tests first (the suite below is capped at 240 s and could end before
-# them): gemm impl 0's bad counts / mixed impls / changed counts, each under a 60 s deadline;
-# the caller's device kept; gemv FCO_CHECK_ARGS with a peer 2 s late; the embedding at the
-# epoch limit with a late peer
-el "session 56 tests nccl"
+# (0) sessions 56 and 57's two-GPU tests first (the suite below is capped at 240 s and could end
+# before them): gemm impl 0's bad counts / mixed impls / changed counts, each under a 60 s
+# deadline, a one-thread world refused on the host before anything is queued (session 57, R1),
+# one slot on both ranks after a one-sided fco_mem_free (S1); the caller's device kept; gemv
+# FCO_CHECK_ARGS with a peer 2 s late; the embedding at the epoch limit with a late peer and its
+# back-to-back calls (b2b: the R2 race, which only two GPUs can show); gemm's freed slot staged
+el "session 56-57 tests nccl"
 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=170 FCO_TEST_QUICK=1 timeout 230 tests/run.sh \
   test_gemm_alltoall_nccl_faults test_device_keep test_embedding_alltoall_direct test_gemv_allreduce \
-  > $O/tests-nccl-s56.txt 2>&1; echo rc=$?
+  test_gemm_alltoall_freed > $O/tests-nccl-s56.txt 2>&1; echo rc=$?
 tail -6 $O/tests-nccl-s56.txt
 # (1) the C suite on nccl, quick
 el "C suite nccl"
