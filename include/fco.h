@@ -252,7 +252,9 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * communicator. One call takes the same slot on every rank (fco_mem_find), the lowest free on
  * all of them: ranks driven one per process or thread on nccl agree on it through an NCCL
  * all-reduce (so after a rank freed a buffer its peers kept, the next allocation skips that
- * slot everywhere); none free on every rank is FCO_ERR_INVALID_USAGE on every rank.
+ * slot everywhere); none free on every rank is FCO_ERR_INVALID_USAGE on every rank, and so,
+ * for such ranks on nccl, is a call another rank refused (bytes 0, an async error): its peers
+ * return instead of waiting for it.
  * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
  * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call

@@ -183,9 +183,19 @@ static void b2b_round(const t_world_t* w, ea_prob_t* p, int n, b2b_issue_t issue
   }
 }
 
+/* GPU transports: rank r's plan of the call just issued names the lean kernel's direct stores
+ * (a change that silently staged everything would pass the data checks alone). */
+static void b2b_want_direct(const t_world_t* w, int r, int j) {
+  if (!t_is_gpu(w->transport)) return;
+  const char* plan = fco_last_plan(w->comms[r]);
+  if (!strstr(plan, "kernel fused lean") || !strstr(plan, "direct=send"))
+    t_fail(__FILE__, __LINE__, "call %d: rank %d's plan \"%s\" names no direct stores", j, r,
+           plan);
+}
+
 static void issue_impl1(const t_world_t* w, const ea_prob_t* p, int j) {
-  (void)j;
   ASSERT_OK(ea_prob_run(w, p, 1, NULL));
+  b2b_want_direct(w, 0, j); /* rank 0 still holds slot A: it stores where it can */
 }
 
 /* R2 as freed_peer_slot: ranks 1..'s outs symmetric, rank 0's ordinary, slot A held by every
@@ -236,6 +246,7 @@ static void issue_mixed(const t_world_t* w, const ea_prob_t* p, int j) {
     ASSERT_OK(ea_prob_run_rank(w, p, r, 1, NULL));
   }
   ASSERT_OK(fco_group_end());
+  if (j % 4 != 3) b2b_want_direct(w, 0, j); /* rank 0 stores directly in every lean call */
 }
 
 /* R2's other forms, no free: every out symmetric, every buffer held; per 4 calls the fused lean

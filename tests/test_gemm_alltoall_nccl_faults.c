@@ -14,8 +14,10 @@
  *       without an error), nothing written.
  *   F4  impl 0 with the hints, rank 0's device counts unlike its counts_host: every rank reports
  *       FCO_ERR_INVALID_ARGUMENT and no out is written (rank 1 used to take stale rows silently).
- *   S1  rank 0 frees a symmetric buffer rank 1 keeps, both allocate another: the same slot on
- *       both (until session 57 each took its own lowest free one), impl 1 into it exact.
+ *   S1  an fco_mem_alloc rank 1 refuses (bytes 0): rank 0 returns FCO_ERR_INVALID_USAGE (it used
+ *       to wait in the collective registration forever); then rank 0 frees a symmetric buffer
+ *       rank 1 keeps, both allocate another: the same slot on both (until session 57 each took
+ *       its own lowest free one), impl 1 into it exact.
  * Inputs are small integers, so every output element is exact in bf16.
  *   FCO_TRANSPORT=nccl build/tests/test_gemm_alltoall_nccl_faults   (exit 77 otherwise)
  */
@@ -162,6 +164,11 @@ static fco_comm_t join(int rank, proc_arg_t* pa) {
 static void slot_case(fco_comm_t c, rank_bufs_t* b, int rank) {
   const size_t bytes = OUT_BYTES + T_GUARD;
   void *x = NULL, *y = NULL, *z = NULL, *table = NULL;
+  /* a call rank 1 refuses (bytes 0): rank 0 hears of it in the slot agreement and returns */
+  ASSERT_RES(fco_mem_alloc(c, rank == 1 ? 0 : bytes, &x),
+             rank == 1 ? FCO_ERR_INVALID_ARGUMENT : FCO_ERR_INVALID_USAGE);
+  ASSERT_STR_HAS(fco_last_error(c), rank == 1 ? "bytes is 0" : "another rank refused");
+  ASSERT_NULL(x);
   ASSERT_OK(fco_mem_alloc(c, bytes, &x));
   ASSERT_OK(fco_mem_alloc(c, bytes, &y));
   if (rank == 0) ASSERT_OK(fco_mem_free(c, x));

@@ -215,8 +215,11 @@ struct fco_transport_ops {
   /* Collective, for a rank allocating alone (n == 1 in sym_alloc: one thread or process per
    * rank): *all_free = the AND of every rank's free_mask (bit k: slot k FREE), so that one
    * fco_mem_alloc takes the same slot on every rank even after a rank freed a buffer its
-   * peers kept. NULL where buffers are not mapped (cpu) or every rank allocates together. */
-  fco_result_t (*sym_slots)(fco_comm_t comm, unsigned free_mask, unsigned* all_free);
+   * peers kept; *all_ok = the AND of every rank's ok (0: that rank refused its call, and
+   * takes part only so that its peers do not wait). NULL where buffers are not mapped (cpu)
+   * or every rank allocates together. */
+  fco_result_t (*sym_slots)(fco_comm_t comm, unsigned free_mask, int ok, unsigned* all_free,
+                            int* all_ok);
 };
 
 extern const fco_transport_ops_t fco_transport_cpu;

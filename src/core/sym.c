@@ -50,13 +50,35 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
   return FCO_OK;
 }
 
+/* A rank allocating alone (one thread or process per rank on a transport that agrees on the
+ * slot): the agreement, an all-reduce its peers are in, is also how they hear of a refusal. */
+static int alone_agrees(fco_comm_t comm) {
+  const int world = comm->world && comm->tops->world_grows_together;
+  return !world && comm->nranks > 1 && comm->tops->sym_slots;
+}
+
 fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
   NEED_COMM(comm, "fco_mem_alloc");
-  if (!ptr) return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: ptr is NULL");
-  *ptr = NULL;
-  if (bytes == 0)
-    return fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: bytes is 0");
-  if (comm->async_error != FCO_OK) return fco_async_refuse(comm, "fco_mem_alloc");
+  fco_result_t refused = FCO_OK;
+  if (!ptr) refused = fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: ptr is NULL");
+  else if (bytes == 0)
+    refused = fco_set_error(comm, FCO_ERR_INVALID_ARGUMENT, "fco_mem_alloc: bytes is 0");
+  else if (comm->async_error != FCO_OK) refused = fco_async_refuse(comm, "fco_mem_alloc");
+  if (ptr) *ptr = NULL;
+  if (refused != FCO_OK) {
+    if (alone_agrees(comm)) {
+      /* take part in the peers' agreement (it says "refused"), else they wait in it forever */
+      unsigned all_free = 0;
+      int all_ok = 0;
+      char msg[FCO_ERRMSG_LEN];
+      memcpy(msg, comm->last_error, sizeof msg);
+      const int dev = fco_device_save(comm->transport);
+      (void)comm->tops->sym_slots(comm, 0, 0, &all_free, &all_ok);
+      fco_device_restore(dev);
+      fco_set_error(comm, refused, "%s", msg); /* this rank's own reason, not the agreement's */
+    }
+    return refused;
+  }
   if (!comm->tops->sym_alloc)
     return fco_set_error(comm, FCO_ERR_UNSUPPORTED, "fco_mem_alloc: the %s transport has none",
                          comm->tops->name);
@@ -97,10 +119,16 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
   }
   const int dev = fco_device_save(comm->transport);
   fco_result_t r = FCO_OK;
-  if (n == 1 && comm->nranks > 1 && comm->tops->sym_slots) {
+  if (alone_agrees(comm)) {
     /* A rank allocating alone: the slots free on every rank (a rank that freed a buffer its
-     * peers kept would otherwise take that slot while they take another one). */
-    r = comm->tops->sym_slots(comm, free_mask, &free_mask);
+     * peers kept would otherwise take that slot while they take another one), and whether a
+     * peer refused its call. */
+    int all_ok = 0;
+    r = comm->tops->sym_slots(comm, free_mask, 1, &free_mask, &all_ok);
+    if (r == FCO_OK && !all_ok)
+      r = fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                        "fco_mem_alloc: another rank refused this collective call (see its "
+                        "error); nothing was allocated");
     if (r != FCO_OK) {
       fco_device_restore(dev);
       return r;

@@ -31,11 +31,14 @@
 #error "the nccl transport needs NCCL >= 2.28 (symmetric windows and the device API)"
 #endif
 
+/* Scratch ints a rank holds on the device: agree's [0]; sym_slots' free mask (one a slot) + ok. */
+constexpr int kScratchInts = FCO_MAX_SYMMETRIC + 1;
+
 typedef struct {
   fco_gpu_rank_t g;
   ncclComm_t nccl;
   int own_nccl;            /* 0: adopted (fco_comm_init_from_nccl), the caller destroys it */
-  int* scratch;            /* FCO_MAX_SYMMETRIC ints on the device: agree/barrier/slots     */
+  int* scratch;            /* kScratchInts ints on the device: agree/barrier/slots         */
   void* sig;               /* ncclMemAlloc, FCO_SIG_BYTES                                   */
   ncclWindow_t sig_win;
   ncclDevComm dev_comm;
@@ -166,22 +169,24 @@ static fco_result_t agree(fco_comm_t* comms, int n, int ok, int* all_ok) {
   return FCO_OK;
 }
 
-/* sym_slots (internal.h): every rank's free-slot mask ANDed, one ncclAllReduce (min of 0 / 1 per
- * slot) on the legacy stream, as agree. */
-static fco_result_t nccl_sym_slots(fco_comm_t comm, unsigned free_mask, unsigned* all_free) {
+/* sym_slots (internal.h): every rank's free-slot mask and ok ANDed, one ncclAllReduce (min of
+ * 0 / 1 per slot, then ok) on the legacy stream, as agree. */
+static fco_result_t nccl_sym_slots(fco_comm_t comm, unsigned free_mask, int ok,
+                                   unsigned* all_free, int* all_ok) {
   nccl_rank_t* me = nr(comm);
-  int v[FCO_MAX_SYMMETRIC];
+  int v[kScratchInts];
   for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) v[k] = (int)(free_mask >> k & 1u);
+  v[FCO_MAX_SYMMETRIC] = ok ? 1 : 0;
   FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
   FCO_CUDA_CHECK(comm, cudaMemcpy(me->scratch, v, sizeof v, cudaMemcpyHostToDevice));
   auto slots = [&](int) {
-    return ncclAllReduce(me->scratch, me->scratch, FCO_MAX_SYMMETRIC, ncclInt32, ncclMin, me->nccl,
-                         0);
+    return ncclAllReduce(me->scratch, me->scratch, kScratchInts, ncclInt32, ncclMin, me->nccl, 0);
   };
   FCO_CHECK(nccl_group(&comm, 1, "ncclAllReduce (fco_mem_alloc's slot)", slots));
   FCO_CUDA_CHECK(comm, cudaMemcpy(v, me->scratch, sizeof v, cudaMemcpyDeviceToHost));
   *all_free = 0;
   for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) *all_free |= (unsigned)(v[k] != 0) << k;
+  *all_ok = v[FCO_MAX_SYMMETRIC] != 0;
   return FCO_OK;
 }
 
@@ -191,7 +196,7 @@ static fco_result_t alloc_rank(fco_comm_t comm) {
   FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
   int* scratch = NULL; /* stored only on success: a failed call leaves it unspecified */
   void* sig = NULL;
-  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, FCO_MAX_SYMMETRIC * sizeof *scratch));
+  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, kScratchInts * sizeof *scratch));
   me->scratch = scratch;
   FCO_CHECK(fco_gpu_rank_create(comm, &me->g));
   NCCL_CHECK(comm, ncclMemAlloc(&sig, FCO_SIG_BYTES));
