@@ -208,7 +208,8 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * workspace, an LL area of min(data bytes, 16 MiB) per rank (src/core/internal.h, rule 3:
  * the LL one-shot of fco_gemv_allreduce), not counted by max_workspace_bytes or
  * fco_comm_workspace_bytes. Collective (same bytes on every rank);
- * on a communicator of fco_comm_init_all it reserves for every rank of that group at once, so
+ * on a communicator of fco_comm_init_all it reserves for every rank of that group at once
+ * (refused, with that rank's code, while any of them holds an asynchronous error), so
  * one thread calls it for the group, never the ranks' threads of a world driven one thread per
  * rank (they would grow each other's workspace at once). On nccl such a world calls it from one
  * thread before the ranks' threads issue calls (its ops grow every rank of the world together,
@@ -249,8 +250,9 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * same order returns its own (the same bytes are checked; the slots are not locked, so a world
  * driven one thread per rank makes its fco_mem_alloc calls from one thread); on cpu each rank's
  * call allocates its own (bytes not compared). At most FCO_MAX_SYMMETRIC buffers live a
- * communicator. One call takes the same slot on every rank (fco_mem_find), the lowest free on
- * all of them: ranks driven one per process or thread on nccl agree on it through an NCCL
+ * communicator. On the GPU transports one call takes the same slot on every rank
+ * (fco_mem_find), the lowest free on all of them (on cpu each rank's lowest free one: no peer
+ * stores into it): ranks driven one per process or thread on nccl agree on it through an NCCL
  * all-reduce (so after a rank freed a buffer its peers kept, the next allocation skips that
  * slot everywhere); none free on every rank is FCO_ERR_INVALID_USAGE on every rank, and so,
  * for such ranks on nccl, is a call another rank refused (bytes 0, an async error): its peers
@@ -285,7 +287,10 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
  * every virtual rank, on nccl inside one ncclGroupStart/End, on cpu one thread per rank.
  * When one thread drives several ranks of a fco_comm_init_all world in a group, each rank's
  * calls must be the same operators in the same order (else none of that world's calls is
- * issued: FCO_ERR_INVALID_ARGUMENT naming both ranks' calls).
+ * issued: FCO_ERR_INVALID_ARGUMENT naming both ranks' calls). Calls on different
+ * communicators (or worlds) in one group run in the order they were queued, as NCCL's fused
+ * kernels would too: keep that order the same on every rank (threads that queue two worlds in
+ * opposite orders wait for each other until FCO_TIMEOUT_MS).
  * fco_group_end returns the first failure of the group's operations, an operator call that a
  * rank's own argument checks refused included (it returned that code, was not issued, and its
  * message stays in fco_last_error(NULL) unless a later failure replaced it). When one thread

@@ -1,7 +1,8 @@
 /*
  * test_timeout.c — a rank that never calls turns into FCO_ERR_TIMEOUT on the others within
  * the bound (cfg.timeout_ms = 300; on cpu not before it), never a hang; the error is sticky
- * (every later call on that communicator returns it, fco_comm_reserve and fco_mem_alloc too)
+ * (every later call on that communicator returns it, fco_comm_reserve and fco_mem_alloc too;
+ * a world's reserve through a healthy rank is refused at once, naming the broken one)
  * and its message names the silent peer, as do the refusals of later calls (also after an
  * unrelated bad call in between; cpu: every operator's, before its own pointer checks).
  * Afterwards the communicator can still be destroyed and a new world works. On cpu also a rank
@@ -73,6 +74,13 @@ static void silent_peer(fco_transport_t t, int impl, int warm) {
     t_fail(__FILE__, __LINE__, "the refusal does not name the earlier timeout: \"%s\"", msg);
   ASSERT_RES(fco_comm_reserve(w.comms[0], (size_t)1 << 24), FCO_ERR_TIMEOUT);
   ASSERT_MSG(w.comms[0], "fco_comm_reserve: refused");
+  if (fco_comm_get_async_error(w.comms[1]) == FCO_OK) {
+    /* reserved through the healthy rank: refused at once, naming rank 0, and rank 1 stays
+     * healthy (the growth used to wait for rank 0 until the timeout, which then broke rank 1) */
+    ASSERT_RES(fco_comm_reserve(w.comms[1], (size_t)1 << 24), FCO_ERR_TIMEOUT);
+    ASSERT_MSG(w.comms[1], "rank 0 of this fco_comm_init_all group holds an earlier error");
+    ASSERT_OK(fco_comm_get_async_error(w.comms[1]));
+  }
   void* sym = (void*)1; /* a symmetric buffer too: refused, nothing allocated */
   ASSERT_RES(fco_mem_alloc(w.comms[0], 4096, &sym), FCO_ERR_TIMEOUT);
   ASSERT_NULL(sym);

@@ -354,11 +354,20 @@ fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {
   /* A world is reserved as a whole: this is how one thread driving it (tests, fco-bench)
    * prepares every rank before capturing a graph. */
   if (comm->world) {
-    for (int i = 0; i < comm->world->n; i++)
-      if (!comm->world->comms[i])
+    for (int i = 0; i < comm->world->n; i++) {
+      const fco_comm_t q = comm->world->comms[i];
+      if (!q)
         return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                              "fco_comm_reserve: workspace growth needs every rank of the "
                              "fco_comm_init_all group, but rank %d was destroyed", i);
+      /* A rank holding an error would refuse its part of the growth and leave the others
+       * waiting in it until the timeout, which then breaks them too. */
+      if (q->async_error != FCO_OK)
+        return fco_set_error(comm, q->async_error,
+                             "fco_comm_reserve: refused: rank %d of this fco_comm_init_all "
+                             "group holds an earlier error: %s", i,
+                             q->async_msg[0] ? q->async_msg : fco_result_string(q->async_error));
+    }
   }
   const int dev = fco_device_save(comm->transport);
   const fco_result_t r = comm->world ? comm->tops->grow(comm->world->comms, comm->world->n, bytes)
