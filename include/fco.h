@@ -181,7 +181,9 @@ fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
 
 /* Free everything the communicator holds. NULL accepted. Not collective, but destroy every
  * rank's communicator: peers may still be reading a workspace being freed only if an
- * operation is still in flight, so the call first waits for this rank's work to finish.
+ * operation is still in flight, so the call first waits for this rank's work to finish. In a
+ * fco_comm_init_all group, operator calls on the ranks left are then refused
+ * (FCO_ERR_INVALID_USAGE naming the destroyed rank): none could complete.
  * FCO_ERR_INVALID_USAGE (nothing freed) while a call on comm is queued in this thread's open
  * fco_group_start: call fco_group_end first. */
 fco_result_t fco_comm_destroy(fco_comm_t comm);

@@ -657,6 +657,34 @@ static void destroy_in_group(void) {
   t_context("%s", "");
 }
 
+/* A world whose rank 1 was destroyed (allowed: only rank 0's call was queued) refuses rank 0's
+ * calls at once (FCO_ERR_INVALID_USAGE naming rank 1), queued or direct, and rank 0 stays
+ * healthy (until session 57 the cpu transport ran the call, which waited for rank 1 until the
+ * timeout and left rank 0 unusable). */
+static void peer_destroyed(void) {
+  t_context("%s", "a world with rank 1 destroyed");
+  fco_config_t cfg;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.timeout_ms = 5000;
+  t_world_t w;
+  ASSERT_OK(t_world_init(&w, g_t, 2, &cfg));
+  t_ar_bufs_t b;
+  t_ar_alloc(&w, &b, N);
+  t_ar_prepare(&w, &b, N, FCO_F32, 0, t_next_seed());
+  ASSERT_OK(fco_group_start());
+  ASSERT_OK(fco_allreduce(w.comms[0], b.in[0], b.out[0], N, FCO_F32, 1, NULL));
+  ASSERT_OK(fco_comm_destroy(w.comms[1]));
+  w.comms[1] = NULL;
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_USAGE);
+  ASSERT_MSG(w.comms[0], "rank 1 of this fco_comm_init_all group was destroyed");
+  ASSERT_RES(fco_allreduce(w.comms[0], b.in[0], b.out[0], N, FCO_F32, 1, NULL),
+             FCO_ERR_INVALID_USAGE);
+  ASSERT_OK(fco_comm_get_async_error(w.comms[0]));
+  t_ar_free(&w, &b);
+  t_world_destroy(&w, 0); /* rank 0; rank 1's NULL is accepted */
+  t_context("%s", "");
+}
+
 int main(void) {
   t_seed_init();
   g_t = t_transport();
@@ -678,6 +706,7 @@ int main(void) {
   destroy_in_group();
   t_ar_free(&g_w, &g_b);
   t_world_destroy(&g_w, 0);
+  if (n >= 2) peer_destroyed();
   if (g_t != FCO_TRANSPORT_NCCL && t_max_ranks(g_t) >= 2) call_mismatch(g_t);
   else printf("count/dtype mismatch part skipped on transport %s\n", fco_transport_name(g_t));
   if (g_t == FCO_TRANSPORT_CPU) {

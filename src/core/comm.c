@@ -286,7 +286,7 @@ fco_result_t fco_comm_destroy(fco_comm_t comm) {
      * each clears only its own slot, and the live count drops atomically, so exactly the last
      * frees the world (a plain --live raced there: a leak or a use after free). */
     if (comm->rank >= 0 && comm->rank < w->n && w->comms[comm->rank] == comm)
-      w->comms[comm->rank] = NULL;
+      __atomic_store_n(&w->comms[comm->rank], NULL, __ATOMIC_RELEASE); /* peers' execute reads */
     if (__atomic_sub_fetch(&w->live, 1, __ATOMIC_ACQ_REL) == 0) free(w);
   }
   free(comm);

@@ -85,6 +85,16 @@ static fco_result_t execute(fco_op_t* ops, int n) {
       return fco_async_refuse(ops[i].comm, fco_op_name(ops[i].kind));
     if (ops[i].ws_bytes > need) need = ops[i].ws_bytes;
   }
+  /* A world with a rank destroyed (allowed while only other ranks' calls are queued): no
+   * collective call on it can complete; it would wait for that rank until the timeout and
+   * leave the communicator unusable. */
+  if (c0->world && c0->nranks > 1)
+    for (int i = 0; i < c0->world->n; i++)
+      if (!__atomic_load_n(&c0->world->comms[i], __ATOMIC_ACQUIRE))
+        return fco_set_error(c0, FCO_ERR_INVALID_USAGE,
+                             "%s: rank %d of this fco_comm_init_all group was destroyed: no "
+                             "collective call on the group can complete (destroy every rank)",
+                             fco_op_name(ops[0].kind), i);
   fco_comm_t batch[FCO_MAX_RANKS];
   fco_comm_t* comms = batch;
   int ncomms = n;
