@@ -74,8 +74,9 @@ static void make_case(ga_case_t* c, fco_dtype_t dt, int layout, int K, int N) {
 static int plan_has(const t_world_t* w, const char* want) {
   const char* plan = fco_last_plan(w->comms[0]);
   if (want[0] != '=') return strstr(plan, want) != NULL;
-  const char* t = strstr(plan, " kernel tiles wgmma tma ");
-  return t && t[24] >= '0' && t[24] <= '9';
+  static const char kTma[] = " kernel tiles wgmma tma ";
+  const char* t = strstr(plan, kTma);
+  return t && t[sizeof kTma - 1] >= '0' && t[sizeof kTma - 1] <= '9';
 }
 
 static void eager(const t_world_t* w, ga_case_t* c, ga_bufs_t* b, const char* what) {

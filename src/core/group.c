@@ -104,15 +104,11 @@ static fco_result_t execute(fco_op_t* ops, int n) {
   } else {
     for (int i = 0; i < n; i++) batch[i] = ops[i].comm;
   }
-  int grow = 0;
+  int grow = 0; /* every rank of a world is alive: checked above */
   for (int i = 0; i < ncomms; i++)
-    if (comms[i] && comms[i]->ws_bytes < need) grow = 1;
+    if (comms[i]->ws_bytes < need) grow = 1;
   if (grow) {
     for (int i = 0; i < ncomms; i++) {
-      if (!comms[i])
-        return fco_set_error(c0, FCO_ERR_INVALID_USAGE,
-                             "workspace growth needs every rank of the fco_comm_init_all group, "
-                             "but rank %d was destroyed", i);
       long long cap = comms[i]->cfg.max_workspace_bytes;
       if (cap > 0 && need > (size_t)cap)
         return fco_set_error(c0, FCO_ERR_OUT_OF_MEMORY,
