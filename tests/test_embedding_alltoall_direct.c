@@ -25,9 +25,13 @@
  *                        record (E4). On nccl rank 1's stream sleeps 300 ms before the call, so
  *                        rank 0's land waits long; on local one grid runs both ranks (no delay
  *                        possible): exactness only. GPU transports.
+ *   failed_resolve       (session 57's review) a sender block whose symmetric-out resolve fails
+ *                        while its siblings store directly (test hook FCO_FAULT_EA_RESOLVE): the
+ *                        receiver must report its own error, not keep the block's rows stale
+ *                        (it did: no error, poison rows). GPU transports, P = 2, its own world.
  * Inputs are small integers (ea_fixture.h: exact, bit-for-bit checks), fresh each call, outs
  * poisoned first. P = 2..FCO_TEST_MAX_RANKS (the epoch part: P = 2); skips below 2 ranks.
- *   make test   or   build/tests/test_embedding_alltoall_direct [misaligned|freed|b2b|epoch]
+ *   make test   or   build/tests/test_embedding_alltoall_direct [misaligned|freed|b2b|epoch|fault]
  *   (one part alone; FCO_TRANSPORT=cpu|local|nccl)
  */
 #include <stdlib.h>
@@ -318,9 +322,55 @@ static void epoch_limit_waits(fco_transport_t t) {
   ea_prob_free(&w, &p);
   t_world_destroy(&w, 0);
 }
+
+/* Session 57's review: a sender block whose symmetric-out resolve fails (a wait's timeout, or
+ * the sender's own error stopping it) stages, while its sibling blocks store directly and write
+ * the direct word: the receiver skipped the whole source and kept the failed block's rows
+ * stale, reporting nothing (only the sender did). Now such a block signals none of its bags, so
+ * the receiver times out with its own error. FCO_FAULT_EA_RESOLVE=0: rank 0's odd blocks fail
+ * after their waits (recording FCO_ERR_TIMEOUT); enough remote tiles (2 tables × 4096 samples
+ * for rank 1) that odd and even blocks of rank 0 resolve rank 1. Rank 1 must report an error
+ * (fails on the old kernel: no error, poison rows). Its own world (it ends broken), P = 2. */
+static void failed_resolve(fco_transport_t t) {
+  static const int32_t tpr[2] = {2, 1};
+  static const int64_t bpr[2] = {64, 4096};
+  fco_config_t cfg;
+  t_world_t w;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.timeout_ms = 1000; /* rank 1's counter wait ends at it */
+  t_context("failed resolve: fco_comm_init_all");
+  ASSERT_OK(t_world_init(&w, t, 2, &cfg));
+  t_knob_set("FCO_EA_LEAN", "1");
+  t_knob_set("FCO_EA_DIRECT", "1");
+  ea_sym_mask = 3;
+  ea_prob_t p;
+  const uint64_t seed = t_next_seed();
+  ea_prob_make_shape(&p, 2, 64, FCO_BF16, FCO_EMB_INDEX_I32, 0, FCO_EMB_POOL_SUM, 0, seed, 0, tpr,
+                     bpr);
+  ea_describe(&p, 1, seed, "failed resolve: every out symmetric, good call first");
+  ea_prob_upload(&w, &p);
+  run_exact(&w, &p, 1); /* the workspace grows: the faulty call runs the lean kernel */
+  redraw(&w, &p);
+  ea_describe(&p, 1, seed, "failed resolve: FCO_FAULT_EA_RESOLVE=0 (rank 0's odd blocks)");
+  t_knob_set("FCO_FAULT_EA_RESOLVE", "0");
+  ASSERT_OK(ea_prob_run(&w, &p, 1, NULL));
+  t_knob_reset("FCO_FAULT_EA_RESOLVE");
+  b2b_want_direct(&w, 0, 1);
+  t_sync(&w);
+  ASSERT_RES(fco_comm_get_async_error(w.comms[0]), FCO_ERR_TIMEOUT); /* the hook's record */
+  const fco_result_t r1 = fco_comm_get_async_error(w.comms[1]);
+  printf("failed resolve: rank 1 reports %s: %s\n", fco_result_string(r1),
+         fco_last_error(w.comms[1]));
+  ASSERT_RES(r1, FCO_ERR_TIMEOUT);
+  ea_prob_free(&w, &p);
+  ea_sym_mask = 0;
+  t_knob_reset("FCO_EA_LEAN");
+  t_knob_reset("FCO_EA_DIRECT");
+  t_world_destroy(&w, 0);
+}
 #endif
 
-/* argv[1], optional: one part alone (misaligned, freed, b2b or epoch); all by default. */
+/* argv[1], optional: one part alone (misaligned, freed, b2b, epoch or fault); all by default. */
 int main(int argc, char** argv) {
   t_seed_init();
   fco_transport_t t = t_transport();
@@ -346,6 +396,11 @@ int main(int argc, char** argv) {
     double t0 = t_now_ms();
     epoch_limit_waits(t);
     printf("epoch limit: ok (%.0f ms)\n", t_now_ms() - t0);
+  }
+  if (t_is_gpu(t) && PART("fault")) {
+    double t0 = t_now_ms();
+    failed_resolve(t);
+    printf("failed resolve: ok (%.0f ms)\n", t_now_ms() - t0);
   }
 #endif
   return t_pass(t, max, t_test_rank_cap());

@@ -54,13 +54,16 @@
  *   (the default: no symmetric buffer) and stores no word; nor does one that cannot use the out
  *   d announced (its table lacks that slot: fco_mem_free is local; an offset of another epoch,
  *   or a misaligned address): it stages d's rows, d lands them. Every block of a sender decides
- *   alike for d (the same presence, offset and table; a wait that times out is an error anyway),
- *   so a source's rows are all direct or all staged. Why a word in d's workspace and not a
- *   signal slot: d reads it after its counter, when the sender may already run its next call
- *   e + 1, which may rewrite any slot of d's row for it (its presence of e + 1 at start, or
- *   another op's flags: they use slots 0..blocks − 1 and the last three) — the R2 race: d read
- *   e + 1's presence bits and missed "staged" (poison kept), or missed "direct" (a next call
- *   that does not store directly, another op's flag: stale staging landed over direct rows).
+ *   alike for d (the same presence, offset and table), so a source's rows are all direct or
+ *   all staged — but for a block whose wait fails (a timeout, or this rank's error stopping it):
+ *   it stages and signals none of its bags to d (b->rfail), so d times out with its own error
+ *   rather than skip the source for a sibling's word and keep the block's rows stale. Why a
+ *   word in d's workspace and not a signal slot: d reads it after its counter, when the sender
+ *   may already run its next call e + 1, which may rewrite any slot of d's row for it (its
+ *   presence of e + 1 at start, or another op's flags: they use slots 0..blocks − 1 and the
+ *   last three) — the R2 race: d read e + 1's presence bits and missed "staged" (poison
+ *   kept), or missed "direct" (a next call that does not store directly, another op's flag:
+ *   stale staging landed over direct rows).
  *   The LL half e & 1 is d's workspace of call e: e + 1 writes the other half, and no call
  *   e + 2 starts before d finished e (the workspace rule: e + 1 waits for a signal d raises in
  *   e + 1), so nothing overwrites the word before d read it; a stale word (an earlier call of
@@ -116,6 +119,7 @@ struct LeanFusedArgs {
   int32_t mix; /* FCO_EA_LEAN_MIX: % of the local tiles the remote ones are spread over (0: remote first) */
   int32_t split; /* FCO_EA_LEAN_SPLIT (kDyn): % of the SMs whose blocks take remote tiles first */
   int32_t fake;  /* FCO_EA_PROFILE=2 (kProf only): remote tiles stored locally, see run_t */
+  int32_t fault_rank; /* FCO_FAULT_EA_RESOLVE (test hook): this rank's odd blocks fail to resolve */
 };
 
 /* The block's tables, filled by one thread before load_rank_view's closing barrier. */
@@ -127,6 +131,8 @@ struct LeanBlk {
   uint32_t sent[FCO_MAX_GPU_RANKS];       /* bags this block pooled for position k */
   uint32_t park[kWarps][2];               /* a warp's loop state across lean_tile */
   char* rdst[FCO_MAX_GPU_RANKS];          /* cap: where position k's rows go (lean_remote_base) */
+  uint32_t rfail;                         /* bit k: position k's resolve failed, not signalled */
+  int32_t fault;                          /* FCO_FAULT_EA_RESOLVE: the block's resolves fail */
   int32_t cap;                            /* this rank stores into peers' symmetric outs */
   int32_t direct_me;                      /* this rank's out is symmetric */
   /* thread 0 only (set after load_rank_view, read by lean_land: out of its unit loop's
@@ -144,6 +150,7 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x
   b->cap = sym_bits & 1;
   b->direct_me = (sym_bits >> 1) != 0;
   for (int k = 0; k < P; ++k) b->rdst[k] = nullptr;
+  b->rfail = 0;
   const int nt = x_nt < 1 ? 1 : x_nt;
   fco_ea_lean_tiles(P, me, (ea_tables(p, me) + nt - 1) / nt, W, p.bstart, b->tstart, b->tpk);
   for (int k = 0; k < P; ++k) b->sent[k] = 0;
@@ -160,23 +167,25 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x
 }
 
 /* Thread 0, once all warps of the block are past their remote tiles (after a bar.sync): the
- * block's remote bags to each destination's counter (see the header: max, one fence, adds). */
+ * block's remote bags to each destination's counter (see the header: max, one fence, adds) —
+ * none to a destination whose resolve failed in this block (b->rfail, lean_resolve). */
 __device__ __forceinline__ void lean_signal(const EaParams& p, const RankView& v, const LeanBlk* b,
                                             uint64_t base) {
   const int P = p.nranks, me = v.rank;
   if (threadIdx.x != 0 || b->tstart[P - 1] == 0) return;
   bool any = false;
+  const auto sent = [b](int q) { return (b->rfail >> q) & 1u ? 0u : b->sent[q]; };
   for (int q = 0; q < P - 1; ++q)
-    if (b->sent[q]) {
+    if (sent(q)) {
       red_max_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot, base);
       any = true;
     }
   if (any) {
     fence_acq_rel_sys();
     for (int q = 0; q < P - 1; ++q)
-      if (b->sent[q])
+      if (sent(q))
         red_add_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot,
-                            b->sent[q]);
+                            sent(q));
   }
 }
 
@@ -219,8 +228,12 @@ __device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
  * b->rdst[k] (warps of the block may race here: they store the same value). Storing into d's
  * out, it first stores this rank's direct word at d (lean_direct_word), before the block's
  * stores and signal, so d's counter acquire sees it; staging stores none, and d lands this
- * rank's rows (a table without d's slot is no error: staging is correct). Not inlined: the
- * pool loop's registers stay as they are. */
+ * rank's rows (a table without d's slot is no error: staging is correct). A wait that fails (a
+ * timeout, or another error of this rank that stops waits) stages too, but sets bit k of
+ * b->rfail: the block then signals none of its bags to d, so d times out with its own error —
+ * a sibling block that resolved later may have stored directly and said so, and d would skip
+ * this block's staged rows (keep them stale) with no error of its own. Not inlined: the pool
+ * loop's registers stay as they are. */
 __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k, int d,
                                            void* const* sym, char* staging) {
   char* r = staging;
@@ -229,7 +242,8 @@ __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k,
     const uint64_t e = v.epoch + 1;
     /* Of this call: d cannot finish it (and raise another call's values here) before this
      * block's signal, which follows. */
-    if (wait_count(row + kPresenceSlot, e << 32, v, d, kPresenceSlot)) {
+    bool failed = !wait_count(row + kPresenceSlot, e << 32, v, d, kPresenceSlot);
+    if (!failed) {
       const uint64_t pres = ld_acquire_sys(row + kPresenceSlot);
       const int kk = (int)((pres >> 1) & 31);
       char* q = kk > 0 ? (char*)sym[(size_t)(kk - 1) * FCO_MAX_GPU_RANKS + d] : nullptr;
@@ -237,12 +251,22 @@ __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k,
        * passes at once; kept so that no block decides on another call's offset (session 56's
        * review, R3: a staging block's lift of the presence, since removed, could come first,
        * and the blocks of one sender then decided differently for d). */
-      if (q && wait_count(row + kOutOffSlot, e << 32, v, d, kOutOffSlot)) {
+      if (q) failed = !wait_count(row + kOutOffSlot, e << 32, v, d, kOutOffSlot);
+      if (q && !failed) {
         const uint64_t off = __ldcg((const unsigned long long*)(row + kOutOffSlot));
         q += (off & 0xffffffffull) << 4;
         /* st.global.v4 into it (lean_tile): 16-byte aligned rows only */
         if (off >> 32 == e && (uintptr_t)q % 16 == 0) r = q;
       }
+    }
+    if (b->fault && !failed) { /* FCO_FAULT_EA_RESOLVE: as if the wait timed out after all */
+      record_error(v.err, FCO_ERR_TIMEOUT, FCO_OP_EMBEDDING_ALLTOALL, d, kPresenceSlot, e << 32,
+                   e << 32);
+      failed = true;
+    }
+    if (failed) {
+      r = staging;
+      atomicOr(&b->rfail, 1u << k);
     }
     if (r != staging) st_relaxed_sys(lean_direct_word(v, d, e, v.rank), lean_direct_value(e));
     b->rdst[k] = r;
@@ -465,6 +489,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
     if (!kOne) src_sh = x.s[li];
     lean_blk(p, rk.rank, x.s[li].W, kMT ? x.s[li].nt : 1, x.land_bytes, x.mix,
              kProf && x.fake ? 0 : rk.sym_bits, &b);
+    b.fault = x.fault_rank == rk.rank && (part & 1);
   }
   load_rank_view(dev, &v, FCO_OP_EMBEDDING_ALLTOALL); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
@@ -594,6 +619,7 @@ fco_result_t launch_t(EaParams& p0, int num_local, void* stream, char* err, int 
   const long long split = kn.lean_split;
   x.split = (int32_t)(split < 0 ? 0 : split > 100 ? 100 : split);
   x.fake = kProf && kn.profile == 2;
+  x.fault_rank = (int32_t)kn.fault_resolve; /* test hook (read_knobs): -1 = none */
   int lg = 0;
   while ((1 << lg) < G) lg++;
   int slots = 2; /* staged offsets a warp, the most of any local rank: nt · (W + 1) */

@@ -182,6 +182,9 @@ static fco_result_t read_knobs(fco_comm_t comm, const char* fn, fco_ea_knobs_t* 
   k->land_poll = fco_env_flag("FCO_EA_LAND_POLL", 0);
   static const char* const kDecode[] = {"old", "0", "cursor", "1", NULL};
   k->decode = fco_env_choice("FCO_EA_DECODE", kDecode, -1);
+  /* test hook (not an API): rank r's odd blocks of the lean fused kernel fail their symmetric
+   * out resolve (src/cuda/embedding_alltoall_fused_lean.cu, test_embedding_alltoall_direct) */
+  k->fault_resolve = fco_env_int("FCO_FAULT_EA_RESOLVE", -1);
   return FCO_OK;
 }
 

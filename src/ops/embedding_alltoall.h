@@ -27,6 +27,7 @@ typedef struct {
   int64_t lean, lean_blocks, lean_dyn, lean_split, lean_mix, lean_stages, lean_chunks;
   int64_t lookup_dyn, lean_tables, land_kb, signal_every, land_poll, stream, bags, mix;
   int64_t decode, profile, direct;
+  int64_t fault_resolve; /* test hook FCO_FAULT_EA_RESOLVE (not an API; -1 where unset) */
 } fco_ea_knobs_t;
 #define FCO_EA_SIGNAL_EVERY_DEFAULT 4 /* remote tiles per counter batch (the older fused kernels) */
 
