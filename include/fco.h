@@ -223,6 +223,9 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * Growth frees the old workspace, whose address captured kernels keep: a CUDA graph captured
  * before a growth (a later call with a larger shape, or a larger fco_comm_reserve) must not be
  * replayed after it — reserve, before the first capture, what every later call needs.
+ * A growth (here or inside an operator call) that fails on one rank fails on every rank and
+ * changes no rank's workspace, not sticky; on cpu every peer returns that rank's code (e.g.
+ * FCO_ERR_OUT_OF_MEMORY when /dev/shm is full) with a message naming it.
  * [IN] bytes: data workspace bytes per rank to have at least, ≤ 2^50 (FCO_ERR_OUT_OF_MEMORY
  *             above). */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);

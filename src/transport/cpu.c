@@ -19,11 +19,16 @@
  * Threads of one process drive several ranks (a "world"): run/grow with n > 1 execute each
  * rank in its own thread (n-1 pthreads + the caller).
  *
- * Test hook (not an API), as the local transport's: env FCO_FAULT_SKIP_RANK=r, read at every
- * op, makes rank r return FCO_OK from the op after its record (the agreement) without running it
- * — it neither writes nor signals — so its peers time out inside the operator, in
- * fco_cpu_wait, as if rank r had died mid-call (a rank that never calls times out earlier, in
- * the record exchange). Used by tests/test_timeout.c.
+ * Test hooks (not an API), as the local transport's, read at every op or growth:
+ *   FCO_FAULT_SKIP_RANK=r  rank r returns FCO_OK from the op after its record (the agreement)
+ *                          without running it — it neither writes nor signals — so its peers
+ *                          time out inside the operator, in fco_cpu_wait, as if rank r had died
+ *                          mid-call (a rank that never calls times out earlier, in the record
+ *                          exchange). Used by tests/test_timeout.c.
+ *   FCO_FAULT_GROW_FAIL=r  rank r's workspace growth fails after its record as if /dev/shm were
+ *                          full (FCO_ERR_OUT_OF_MEMORY, nothing mapped); its peers map theirs,
+ *                          see its failure in the ack and report its code, naming it. Used by
+ *                          tests/test_grow_fail.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,11 +60,15 @@ typedef struct {
 
 typedef struct {
   _Alignas(128) _Atomic uint64_t posted; /* seq of the last record published (release)  */
-  _Atomic uint64_t ack;                   /* growth: seq once mapped, | kAckFail if not   */
+  /* growth: seq once mapped; if not, | kAckFail | its fco_result_t << kAckCodeShift */
+  _Atomic uint64_t ack;
   rec_t rec[2];                           /* by seq parity: a peer is at most one ahead   */
 } rank_ctrl_t;
 
 static const uint64_t kAckFail = 1ull << 63;
+enum { kAckCodeShift = 48 };
+/* An ack's seq bits: 2^48 collectives are about 9 years at one a microsecond. */
+static const uint64_t kAckSeq = (1ull << kAckCodeShift) - 1;
 
 /* Bootstrap words; zero in a fresh segment. */
 typedef struct {
@@ -438,14 +447,19 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
   if (stride < bytes || total / (size_t)P != stride || total > (size_t)INT64_MAX)
     r = fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
                       "workspace growth: %zu bytes per rank x %d ranks overflows", bytes, P);
+  else if (P > 1 && fco_env_int("FCO_FAULT_GROW_FAIL", -1) == me) /* test hook: file comment */
+    r = fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
+                      "workspace growth: FCO_FAULT_GROW_FAIL=%d: rank %d fails to map %s (as if "
+                      "/dev/shm were full)", me, me, name);
   else /* one reservation serves all: nobody touches the pages before every rank acked */
     r = shm_map(comm, name, total, me == 0 ? total : 0, &map);
-  atomic_store_explicit(&ctrl->rank[me].ack, seq | (r != FCO_OK ? kAckFail : 0),
-                        memory_order_release);
+  /* a failure carries its code, so the peers report it rather than a generic one */
+  const uint64_t fail = r != FCO_OK ? kAckFail | (uint64_t)(r & 0x7f) << kAckCodeShift : 0;
+  atomic_store_explicit(&ctrl->rank[me].ack, seq | fail, memory_order_release);
   /* Wait until every rank has mapped (or failed): only then may the name go. */
   for (int p = 0; p < P && r == FCO_OK; p++) {
     uint64_t a;
-    if (fco_cpu_await(&ctrl->rank[p].ack, ~kAckFail, seq, comm->cfg.timeout_ms, &a)) {
+    if (fco_cpu_await(&ctrl->rank[p].ack, kAckSeq, seq, comm->cfg.timeout_ms, &a)) {
       comm->async_error = FCO_ERR_TIMEOUT;
       r = fco_set_error(comm, FCO_ERR_TIMEOUT,
                         "workspace growth (call %llu): rank %d did not map %s within %d ms; the "
@@ -453,10 +467,13 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
                         (unsigned long long)seq, p, name, comm->cfg.timeout_ms);
       break;
     }
-    if (r == FCO_OK && (a & kAckFail))
-      r = fco_set_error(comm, FCO_ERR_SYSTEM,
-                        "workspace growth to %zu bytes per rank failed on rank %d (see its "
-                        "fco_last_error)", bytes, p);
+    if (a & kAckFail) {
+      fco_result_t code = (fco_result_t)(a >> kAckCodeShift & 0x7f);
+      if (code <= FCO_OK || code >= FCO_NUM_RESULTS) code = FCO_ERR_SYSTEM;
+      r = fco_set_error(comm, code,
+                        "workspace growth to %zu bytes per rank failed on rank %d: %s (see its "
+                        "fco_last_error)", bytes, p, fco_result_string(code));
+    }
   }
   shm_unlink_quiet(name);
   if (r != FCO_OK) {
