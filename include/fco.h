@@ -201,7 +201,11 @@ fco_result_t fco_comm_transport(fco_comm_t comm, fco_transport_t* transport);
  * new one). Does not wait for the stream. Message via fco_last_error. Every operator call polls
  * the same record (one read of host-mapped memory) and returns the error once it is there;
  * fco_comm_reserve and fco_mem_alloc do not poll but refuse once a poll has found it; queries
- * (rank, size, workspace bytes, fco_mem_find) and fco_mem_free ignore it. */
+ * (rank, size, workspace bytes, fco_mem_find) and fco_mem_free ignore it. On the cpu transport a
+ * rank that gave up on a call (its timeout) tells its peers so: a peer that comes to that call
+ * later, or waits for that rank inside it, fails at once with the same FCO_ERR_TIMEOUT (sticky),
+ * its message naming the rank that gave up, the call and why, instead of waiting FCO_TIMEOUT_MS
+ * more and blaming that rank's silence; the peer then gives up in turn. */
 fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they

@@ -9,7 +9,11 @@
  * (arrived, not a timeout: the deadline is read before the value — before fco_cpu_await the CPU
  * ops' wait re-read the value after the deadline, the transport's growth wait did not), and a
  * value that never comes (a timeout no earlier than the bound and less than one back-off step
- * after it, *seen the last value loaded); then a short wait on the real clock.
+ * after it, *seen the last value loaded); then a short wait on the real clock. And the wait that
+ * also watches a peer's "gave up" word (fco_cpu_await_or_gone: the cpu transport's growth acks
+ * and the operators' signal waits): a value already there wins over the bit, the bit already
+ * set or going up mid-wait ends the wait at once (2, not a timeout), a word without the bit
+ * changes nothing.
  * Transport-independent.
  *   make test   or   build/tests/test_cpu_await
  */
@@ -61,21 +65,29 @@ int sched_yield(void) {
   return 0;
 }
 
-/* One wait on the fake clock from t = 1 s; the value `land` is stored at land_ns after the start
- * (never when land_ns is UINT64_MAX). Returns fco_cpu_await's result; *elapsed the fake time. */
-static int wait_fake(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
-                     uint64_t land_ns, uint64_t land, uint64_t* seen, uint64_t* elapsed) {
+/* One wait on the fake clock from t = 1 s; the value `land` is stored into *land_on (f when
+ * NULL) at land_ns after the start (never when land_ns is UINT64_MAX). gone NULL: fco_cpu_await,
+ * else fco_cpu_await_or_gone watching it. Returns the wait's result; *elapsed the fake time. */
+static int wait_fake_on(_Atomic uint64_t* f, uint64_t mask, uint64_t want, _Atomic uint64_t* gone,
+                        int timeout_ms, _Atomic uint64_t* land_on, uint64_t land_ns, uint64_t land,
+                        uint64_t* seen, uint64_t* elapsed) {
   const uint64_t t0 = 1000000000ull;
   g_now_ns = t0;
   g_backoffs = 0;
-  g_flag = land_ns == UINT64_MAX ? NULL : f;
+  g_flag = land_ns == UINT64_MAX ? NULL : land_on ? land_on : f;
   g_land_ns = land_ns == UINT64_MAX ? 0 : t0 + land_ns;
   g_land_value = land;
   g_fake = 1;
-  const int r = fco_cpu_await(f, mask, want, timeout_ms, seen);
+  const int r = gone ? fco_cpu_await_or_gone(f, mask, want, gone, timeout_ms, seen)
+                     : fco_cpu_await(f, mask, want, timeout_ms, seen);
   g_fake = 0;
   *elapsed = g_now_ns - t0;
   return r;
+}
+
+static int wait_fake(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
+                     uint64_t land_ns, uint64_t land, uint64_t* seen, uint64_t* elapsed) {
+  return wait_fake_on(f, mask, want, NULL, timeout_ms, NULL, land_ns, land, seen, elapsed);
 }
 
 int main(void) {
@@ -127,6 +139,33 @@ int main(void) {
     ASSERT_GE(el, tmo_ns);
     ASSERT_LT(el, tmo_ns + 1000000ull); /* within a back-off step (sleeps are 50 µs) */
     ASSERT_GT(g_backoffs, 0);
+
+    /* A peer's "gave up" word (FCO_CPU_GAVE_UP over the call it left, here want or later). */
+    _Atomic uint64_t g;
+    const uint64_t bit = FCO_CPU_GAVE_UP | (want + rng % 2);
+    t_context("gone: value there want=%llu", (unsigned long long)want);
+    atomic_store(&f, want);
+    atomic_store(&g, bit);
+    ASSERT_EQ(wait_fake_on(&f, ~0ull, want, &g, timeout_ms, NULL, UINT64_MAX, 0, &seen, &el), 0);
+    ASSERT_EQ(seen, want);
+    t_context("gone: before the wait want=%llu", (unsigned long long)want);
+    atomic_store(&f, want - 1);
+    ASSERT_EQ(wait_fake_on(&f, ~0ull, want, &g, timeout_ms, NULL, UINT64_MAX, 0, &seen, &el), 2);
+    ASSERT_EQ(seen, want - 1);
+    ASSERT_LT(el, tmo_ns);
+    t_context("gone: mid-wait want=%llu timeout=%d ms", (unsigned long long)want, timeout_ms);
+    atomic_store(&g, want); /* a word without the bit: a record posted, nothing more */
+    ASSERT_EQ(wait_fake_on(&f, ~0ull, want, &g, timeout_ms, &g, at, bit, &seen, &el), 2);
+    ASSERT_EQ(seen, want - 1);
+    ASSERT_GE(el, at);
+    ASSERT_LT(el, tmo_ns);
+    t_context("gone: never want=%llu timeout=%d ms", (unsigned long long)want, timeout_ms);
+    atomic_store(&g, want);
+    ASSERT_EQ(wait_fake_on(&f, ~0ull, want, &g, timeout_ms, NULL, UINT64_MAX, 0, &seen, &el), 1);
+    ASSERT_GE(el, tmo_ns);
+    t_context("gone: no bit, the value mid-wait want=%llu", (unsigned long long)want);
+    ASSERT_EQ(wait_fake_on(&f, ~0ull, want, &g, timeout_ms, NULL, at, want, &seen, &el), 0);
+    ASSERT_EQ(seen, want);
   }
   /* the real clock is back: a short wait for a value that never comes ends after its bound */
   t_context("real clock");

@@ -27,7 +27,24 @@ typedef struct fco_cpu_peers {
   size_t ws_bytes;                   /* data workspace bytes per rank                      */
   _Atomic uint64_t* sig;             /* [dst][src][slot], FCO_MAX_RANKS x FCO_MAX_RANKS x SLOTS */
   int timeout_ms;
+  /* Peer p's "gave up" word, gone + p * gone_stride (NULL: none): once FCO_CPU_GAVE_UP is set
+   * there, p signals nothing more, and a wait for p ends at once (the transport's record word,
+   * src/transport/cpu.c). */
+  _Atomic uint64_t* gone;
+  size_t gone_stride;                /* in words */
+  struct fco_cpu_stop* stop;         /* NULL, or told why a wait ended the call (below)     */
 } fco_cpu_peers_t;
+
+/* Set in a rank's word once it gave up on a call (a timeout, or a peer that gave up): it posts,
+ * signals and acknowledges nothing more. The other bits keep the call's sequence number. */
+#define FCO_CPU_GAVE_UP (1ull << 63)
+
+/* Where fco_cpu_wait stopped a call (for the transport's own "gave up" record): the peer it
+ * waited for, and whether that peer had given up (1) or the wait timed out (0). */
+typedef struct fco_cpu_stop {
+  int peer;
+  int gone;
+} fco_cpu_stop_t;
 
 static inline _Atomic uint64_t* fco_cpu_flag(const fco_cpu_peers_t* t, int dst, int src,
                                              int slot) {
@@ -39,8 +56,9 @@ static inline void fco_cpu_signal(const fco_cpu_peers_t* t, int dst, int slot) {
   atomic_store_explicit(fco_cpu_flag(t, dst, t->rank, slot), t->epoch, memory_order_release);
 }
 
-/* Wait (acquire) until `src` signalled `slot` of this call. On timeout: FCO_ERR_TIMEOUT, the
- * communicator's async error is set and the message names the peer and `what` (the op). */
+/* Wait (acquire) until `src` signalled `slot` of this call. On timeout, or once src gave up
+ * (t->gone) without signalling it: FCO_ERR_TIMEOUT, the communicator's async error is set, the
+ * message names the peer and `what` (the op), and t->stop (if any) says which it was. */
 fco_result_t fco_cpu_wait(const fco_cpu_peers_t* t, int src, int slot, const char* what);
 
 /* Bounded back-off for wait loops: spin briefly, then sched_yield, then short sleeps, so
@@ -57,6 +75,11 @@ int fco_cpu_backoff(fco_cpu_backoff_t* b);
  * during the last back-off counts as arrived, never as a timeout. */
 int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
                   uint64_t* seen);
+/* The same, and 2 once FCO_CPU_GAVE_UP is set in *gone (NULL: never) while the value has not
+ * arrived: the value is read once more after the bit, so what the peer stored before it gave up
+ * counts. Loads *gone only when the value is not there at the first look. */
+int fco_cpu_await_or_gone(_Atomic uint64_t* f, uint64_t mask, uint64_t want,
+                          _Atomic uint64_t* gone, int timeout_ms, uint64_t* seen);
 
 /* ---- operators (src/cpu/<op>.c) ----------------------------------------------------------- */
 /* Run one rank's op (dispatch on op->kind, src/cpu/dispatch.c). */

@@ -1,6 +1,7 @@
 /*
  * sync.c — bounded waits of the CPU backend and the cpu transport: back-off (spin, yield,
- * sleep) and the flag wait that turns a silent peer into FCO_ERR_TIMEOUT.
+ * sleep) and the flag wait that turns a silent peer into FCO_ERR_TIMEOUT (at once when the
+ * peer is known to have given up on the call).
  */
 #include <sched.h>
 #include <time.h>
@@ -47,8 +48,8 @@ int fco_cpu_backoff(fco_cpu_backoff_t* b) {
   return 0;
 }
 
-int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
-                  uint64_t* seen) {
+int fco_cpu_await_or_gone(_Atomic uint64_t* f, uint64_t mask, uint64_t want,
+                          _Atomic uint64_t* gone, int timeout_ms, uint64_t* seen) {
   uint64_t v = atomic_load_explicit(f, memory_order_acquire);
   if ((v & mask) >= want) {
     *seen = v;
@@ -61,15 +62,34 @@ int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout
     v = atomic_load_explicit(f, memory_order_acquire);
     *seen = v;
     if ((v & mask) >= want) return 0;
+    if (gone && (atomic_load_explicit(gone, memory_order_acquire) & FCO_CPU_GAVE_UP)) {
+      /* the bit went up after everything the peer stored before it (release, acquire) */
+      v = atomic_load_explicit(f, memory_order_acquire);
+      *seen = v;
+      return (v & mask) >= want ? 0 : 2;
+    }
     if (expired) return 1;
   }
 }
 
+int fco_cpu_await(_Atomic uint64_t* f, uint64_t mask, uint64_t want, int timeout_ms,
+                  uint64_t* seen) {
+  return fco_cpu_await_or_gone(f, mask, want, NULL, timeout_ms, seen);
+}
+
 fco_result_t fco_cpu_wait(const fco_cpu_peers_t* t, int src, int slot, const char* what) {
   uint64_t seen;
-  if (!fco_cpu_await(fco_cpu_flag(t, t->rank, src, slot), ~0ull, t->epoch, t->timeout_ms, &seen))
-    return FCO_OK;
+  _Atomic uint64_t* gone = t->gone ? t->gone + (size_t)src * t->gone_stride : NULL;
+  const int r = fco_cpu_await_or_gone(fco_cpu_flag(t, t->rank, src, slot), ~0ull, t->epoch, gone,
+                                      t->timeout_ms, &seen);
+  if (r == 0) return FCO_OK;
   t->comm->async_error = FCO_ERR_TIMEOUT;
+  if (t->stop) *t->stop = (fco_cpu_stop_t){.peer = src, .gone = r == 2};
+  if (r == 2)
+    return fco_set_error(t->comm, FCO_ERR_TIMEOUT,
+                         "%s (call %llu): rank %d gave up on this call before it signalled slot "
+                         "%d; the communicator is unusable, destroy it",
+                         what, (unsigned long long)t->epoch, src, slot);
   return fco_set_error(t->comm, FCO_ERR_TIMEOUT,
                        "%s (call %llu): rank %d did not signal slot %d within %d ms (flag %llu, "
                        "waiting for %llu); the communicator is unusable, destroy it",

@@ -16,6 +16,17 @@
  * barrier: when any rank starts call seq, every rank has finished seq-1. seq is the epoch: the
  * value ops write into signal flags, so flags only grow and never need resetting.
  *
+ * Giving up: a rank that abandons call seq on a timeout (in the record exchange, the growth's
+ * acknowledgements or inside the operator) is unusable from then on (its sticky async error)
+ * and sets FCO_CPU_GAVE_UP in its record word `posted` (after `why`: stage, code, the rank it
+ * waited for, the first rank to give up). Every wait for that rank (a record, an ack, a signal)
+ * watches the bit, so a peer that comes late to that call, or waits for the rank in it, fails at
+ * once with its code, naming it, instead of waiting a second FCO_TIMEOUT_MS and blaming it for a
+ * silence; such a peer gives up in turn (stage "peer"), so a third rank learns it too. Costs
+ * nothing where the peer is there: the bit lives in the word already read; `why` is read only
+ * once the bit is seen. (Without it the late peer passed the record exchange, since the record
+ * was posted, and timed out in the ack or the operator, naming a rank that had long left.)
+ *
  * Threads of one process drive several ranks (a "world"): run/grow with n > 1 execute each
  * rank in its own thread (n-1 pthreads + the caller).
  *
@@ -59,9 +70,11 @@ typedef struct {
 } rec_t;
 
 typedef struct {
-  _Alignas(128) _Atomic uint64_t posted; /* seq of the last record published (release)  */
+  /* seq of the last record published (release), | FCO_CPU_GAVE_UP once this rank gave up */
+  _Alignas(128) _Atomic uint64_t posted;
   /* growth: seq once mapped; if not, | kAckFail | its fco_result_t << kAckCodeShift */
   _Atomic uint64_t ack;
+  _Atomic uint64_t why;                   /* why it gave up (give_up), written before the bit */
   rec_t rec[2];                           /* by seq parity: a peer is at most one ahead   */
 } rank_ctrl_t;
 
@@ -69,6 +82,9 @@ static const uint64_t kAckFail = 1ull << 63;
 enum { kAckCodeShift = 48 };
 /* An ack's seq bits: 2^48 collectives are about 9 years at one a microsecond. */
 static const uint64_t kAckSeq = (1ull << kAckCodeShift) - 1;
+
+/* Where a rank gave up (the `why` word's stage). */
+enum { kGaveUpRecord = 1, kGaveUpGrowth = 2, kGaveUpOp = 3, kGaveUpPeer = 4 };
 
 /* Bootstrap words; zero in a fresh segment. */
 typedef struct {
@@ -325,6 +341,77 @@ static fco_result_t cpu_init_all(fco_comm_t* comms, int n, const int* devs) {
   return run_jobs(jobs, n);
 }
 
+/* ---- giving up (the file comment) --------------------------------------------------------- */
+static _Atomic uint64_t* posted_of(fco_comm_t comm, int p) {
+  return &((cpu_rank_t*)comm->tp)->ctrl->rank[p].posted;
+}
+
+/* This rank abandons its current call (tp->seq) for good: the sticky error `code`, then `why`
+ * and the bit for the peers (release: a peer that sees the bit sees `why`). waited: the rank it
+ * waited for (-1: none known); origin: the first rank to give up (this one, or one before it).
+ * Once only. */
+static void give_up(fco_comm_t comm, int stage, int waited, int origin, fco_result_t code) {
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  rank_ctrl_t* mine = &tp->ctrl->rank[comm->rank];
+  comm->async_error = code;
+  if (atomic_load_explicit(&mine->posted, memory_order_relaxed) & FCO_CPU_GAVE_UP) return;
+  const uint64_t why = (uint64_t)stage << 48 | (uint64_t)(code & 0xff) << 32 |
+                       (uint64_t)(origin & 0xffff) << 16 | (uint64_t)(waited & 0xffff);
+  atomic_store_explicit(&mine->why, why, memory_order_relaxed);
+  atomic_store_explicit(&mine->posted, tp->seq | FCO_CPU_GAVE_UP, memory_order_release);
+}
+
+/* Rank p's record word `v` holds the bit: this rank gives up too, with p's code, and says why
+ * (`what`, call seq: this rank's call). */
+static fco_result_t gave_up_error(fco_comm_t comm, const char* what, uint64_t seq, int p,
+                                  uint64_t v) {
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  /* after the acquire load that saw the bit, which `why` was written before */
+  const uint64_t why = atomic_load_explicit(&tp->ctrl->rank[p].why, memory_order_acquire);
+  const int stage = (int)(why >> 48 & 0xff), origin = (int)(why >> 16 & 0xffff);
+  const int waited = (int)(why & 0xffff) < comm->nranks ? (int)(why & 0xffff) : -1;
+  fco_result_t code = (fco_result_t)(why >> 32 & 0xff);
+  if (code <= FCO_OK || code >= FCO_NUM_RESULTS) code = FCO_ERR_TIMEOUT;
+  const int first = stage == kGaveUpPeer && origin < comm->nranks ? origin : p;
+  give_up(comm, kGaveUpPeer, p, first, code);
+  char call[40], whom[40], reason[160];
+  const uint64_t at = v & ~FCO_CPU_GAVE_UP;
+  if (at == seq) snprintf(call, sizeof call, "this call");
+  else snprintf(call, sizeof call, "call %llu", (unsigned long long)at);
+  snprintf(whom, sizeof whom, "rank %d%s", waited, waited == comm->rank ? " (this rank)" : "");
+  switch (stage) {
+    case kGaveUpRecord:
+      snprintf(reason, sizeof reason, "after waiting for the matching call of %s until its "
+               "timeout", whom);
+      break;
+    case kGaveUpGrowth:
+      snprintf(reason, sizeof reason, "after waiting for %s to map the new workspace until its "
+               "timeout", whom);
+      break;
+    case kGaveUpOp:
+      if (waited >= 0)
+        snprintf(reason, sizeof reason, "after waiting inside the operator for %s's signal until "
+                 "its timeout", whom);
+      else
+        snprintf(reason, sizeof reason, "inside the operator");
+      break;
+    default:
+      if (first == waited || waited < 0)
+        snprintf(reason, sizeof reason, "because rank %d had given up", first);
+      else
+        snprintf(reason, sizeof reason, "because %s had (the first to give up: rank %d)", whom,
+                 first);
+      break;
+  }
+  return fco_set_error(comm, code,
+                       "%s (call %llu): rank %d gave up on %s %s%s%s%s, and takes part in no "
+                       "further call; the communicator is unusable, destroy it",
+                       what, (unsigned long long)seq, p, call, reason,
+                       code == FCO_ERR_TIMEOUT ? "" : " (", /* a code other than the usual */
+                       code == FCO_ERR_TIMEOUT ? "" : fco_result_string(code),
+                       code == FCO_ERR_TIMEOUT ? "" : ")");
+}
+
 /* ---- records: agreement + barrier at the start of every collective ----------------------- */
 /* A record as an op (for the registry's describe / check_same), so messages name fields. */
 static fco_op_t rec_op(const rec_t* r, fco_comm_t comm) {
@@ -372,17 +459,45 @@ static fco_result_t agree(fco_comm_t comm, rec_t rec, const char* what) {
   rec.seq = seq;
   ctrl->rank[me].rec[seq & 1] = rec;
   atomic_store_explicit(&ctrl->rank[me].posted, seq, memory_order_release);
-  for (int p = 0; p < P; p++) {
-    if (p == me) continue;
-    uint64_t seen;
-    if (fco_cpu_await(&ctrl->rank[p].posted, ~0ull, seq, comm->cfg.timeout_ms, &seen)) {
-      comm->async_error = FCO_ERR_TIMEOUT;
+  /* Every peer's record, all watched at once: a peer that gave up on this call or an earlier one
+   * ends the wait whichever peer is still missing. A peer's bit with a later call (it is ahead
+   * of us and gave up there) leaves its record of this call valid. Where every record is there,
+   * one acquire load each, as before; the clock is read only once one is missing, and the
+   * deadline before the loads (fco_cpu_await's order). */
+  uint64_t missing = (P == 64 ? ~0ull : (1ull << P) - 1) & ~(1ull << me);
+  fco_cpu_backoff_t bo;
+  for (int expired = 0, waiting = 0;;) {
+    int late = -1; /* the first peer still missing, and its word */
+    uint64_t late_v = 0;
+    for (uint64_t m = missing; m; m &= m - 1) {
+      const int p = __builtin_ctzll(m);
+      const uint64_t v = atomic_load_explicit(&ctrl->rank[p].posted, memory_order_acquire);
+      if ((v & FCO_CPU_GAVE_UP) && (v & ~FCO_CPU_GAVE_UP) <= seq)
+        return gave_up_error(comm, what, seq, p, v);
+      if ((v & ~FCO_CPU_GAVE_UP) >= seq) {
+        missing &= ~(1ull << p);
+      } else if (late < 0) {
+        late = p;
+        late_v = v;
+      }
+    }
+    if (!missing) break;
+    if (expired) {
+      give_up(comm, kGaveUpRecord, late, me, FCO_ERR_TIMEOUT);
       return fco_set_error(comm, FCO_ERR_TIMEOUT,
                            "%s (call %llu): rank %d did not make the matching call within %d ms "
                            "(it is at call %llu); the communicator is unusable, destroy it",
-                           what, (unsigned long long)seq, p, comm->cfg.timeout_ms,
-                           (unsigned long long)seen);
+                           what, (unsigned long long)seq, late, comm->cfg.timeout_ms,
+                           (unsigned long long)late_v);
     }
+    if (!waiting) {
+      fco_cpu_backoff_init(&bo, comm->cfg.timeout_ms);
+      waiting = 1;
+    }
+    expired = fco_cpu_backoff(&bo);
+  }
+  for (int p = 0; p < P; p++) {
+    if (p == me) continue;
     const rec_t* theirs = &ctrl->rank[p].rec[seq & 1];
     if (theirs->seq != seq)
       return fco_set_error(comm, FCO_ERR_INTERNAL,
@@ -456,11 +571,19 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
   /* a failure carries its code, so the peers report it rather than a generic one */
   const uint64_t fail = r != FCO_OK ? kAckFail | (uint64_t)(r & 0x7f) << kAckCodeShift : 0;
   atomic_store_explicit(&ctrl->rank[me].ack, seq | fail, memory_order_release);
-  /* Wait until every rank has mapped (or failed): only then may the name go. */
+  /* Wait until every rank has mapped (or failed): only then may the name go. A rank that gave
+   * up meanwhile acks nothing: its bit ends the wait. */
   for (int p = 0; p < P && r == FCO_OK; p++) {
     uint64_t a;
-    if (fco_cpu_await(&ctrl->rank[p].ack, kAckSeq, seq, comm->cfg.timeout_ms, &a)) {
-      comm->async_error = FCO_ERR_TIMEOUT;
+    const int w = fco_cpu_await_or_gone(&ctrl->rank[p].ack, kAckSeq, seq, posted_of(comm, p),
+                                        comm->cfg.timeout_ms, &a);
+    if (w == 2) {
+      r = gave_up_error(comm, "workspace growth", seq, p,
+                        atomic_load_explicit(posted_of(comm, p), memory_order_acquire));
+      break;
+    }
+    if (w) {
+      give_up(comm, kGaveUpGrowth, p, me, FCO_ERR_TIMEOUT);
       r = fco_set_error(comm, FCO_ERR_TIMEOUT,
                         "workspace growth (call %llu): rank %d did not map %s within %d ms; the "
                         "communicator is unusable, destroy it",
@@ -539,7 +662,19 @@ static fco_result_t run_rank(fco_op_t* op) {
   t.ws_bytes = comm->ws_bytes;
   t.sig = &tp->ctrl->sig[0][0][0];
   t.timeout_ms = comm->cfg.timeout_ms;
-  return fco_cpu_run(&t, op);
+  t.gone = &tp->ctrl->rank[0].posted; /* the waits watch each peer's bit (file comment) */
+  t.gone_stride = sizeof(rank_ctrl_t) / sizeof(uint64_t);
+  fco_cpu_stop_t stop = {.peer = -1, .gone = 0};
+  t.stop = &stop;
+  const fco_result_t r = fco_cpu_run(&t, op);
+  if (r == FCO_OK || comm->async_error == FCO_OK) return r;
+  if (stop.gone && stop.peer >= 0) { /* the wait's message, with the peer's reason: */
+    comm->async_msg[0] = '\0';
+    return gave_up_error(comm, what, tp->seq, stop.peer,
+                         atomic_load_explicit(posted_of(comm, stop.peer), memory_order_acquire));
+  }
+  give_up(comm, kGaveUpOp, stop.peer, comm->rank, comm->async_error);
+  return r;
 }
 
 static fco_result_t run_job(job_t* j) { return run_rank(j->op); }
