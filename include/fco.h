@@ -310,7 +310,9 @@ fco_result_t fco_mem_find(fco_comm_t comm, const void* ptr, size_t bytes, int* s
  * rank) the peers' calls run without the refused one and, like an NCCL collective missing a
  * rank, wait for it until FCO_TIMEOUT_MS (FCO_ERR_TIMEOUT; the communicators are then
  * unusable). Checks that need every rank's arguments (shapes that differ, fco_gemm_alltoall's
- * counts) report on every rank; bad embedding indices / offsets only on the rank holding them. */
+ * counts) report on every rank; bad embedding indices / offsets only on the rank holding them.
+ * FCO_ERR_OUT_OF_MEMORY when fco_group_end cannot get host memory for its bookkeeping: none of
+ * the group's calls is issued, and each queued call's communicator holds the message. */
 fco_result_t fco_group_start(void);
 fco_result_t fco_group_end(void);
 

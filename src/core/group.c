@@ -239,20 +239,29 @@ fco_result_t fco_group_end(void) {
   fco_result_t first = FCO_OK;
   char* done = (char*)calloc((size_t)n, 1);
   fco_op_t* batch = (fco_op_t*)malloc((size_t)n * sizeof *batch);
-  if (!done || !batch) {
+  char* seen = (char*)calloc((size_t)n, 1);
+  fco_op_kind_t* kinds0 = (fco_op_kind_t*)malloc((size_t)n * sizeof *kinds0);
+  if (!done || !batch || !seen || !kinds0) {
+    /* None issued, every queued call's communicator told. (The sequence check's scratch was
+     * once allocated apart and the check skipped, silently, without it: a group whose ranks'
+     * calls differ then paired different operators.) */
+    for (int i = 0; i < n; i++)
+      fco_set_error(q[i].comm, FCO_ERR_OUT_OF_MEMORY,
+                    "fco_group_end: out of host memory for the group's %d calls; none issued", n);
     free(done);
     free(batch);
+    free(seen);
+    free(kinds0);
     free(q);
-    return fco_set_error(NULL, FCO_ERR_OUT_OF_MEMORY, "fco_group_end: out of memory");
+    g_nrefused = 0;
+    return FCO_ERR_OUT_OF_MEMORY; /* the message is in this thread's slot too */
   }
   /* One thread driving several ranks of a world: their call sequences must match (the same
    * operators in the same order), or a round would pair different operators (until session 55
    * split into batches that each waited for the other ranks until FCO_TIMEOUT_MS; an agree hook
    * could read another operator's arguments). Refused as a whole, nothing issued. (A world with
    * a refused call is cancelled below, with that call's message.) */
-  char* seen = (char*)calloc((size_t)n, 1);
-  fco_op_kind_t* kinds0 = (fco_op_kind_t*)malloc((size_t)n * sizeof *kinds0);
-  for (int i = 0; seen && kinds0 && i < n; i++)
+  for (int i = 0; i < n; i++)
     if (!seen[i] && q[i].comm->world && !refused_of(q[i].comm)) {
       const fco_result_t r = check_sequences(q, n, i, done, seen, kinds0);
       if (r != FCO_OK && first == FCO_OK) first = r;
