@@ -6,9 +6,11 @@
 # 2. the same fault part against a mutant lean kernel object (build/mutant.tgz: lean_signal
 #    ignoring b->rfail — the old signalling): it must FAIL (rank 1 silent, rows stale);
 # 3. A/B of session 57's protocol changes (the embedding's direct word, gemm's held mask) against
-#    59d4cef (build/old.tgz: its libfco.so and fco-bench), local P = 2, bf16, CUDA graphs,
+#    59d4cef (build/src59.tgz: `git archive 59d4cef Makefile include src tools`, built here in the
+#    background while the tests run: its libfco.so and fco-bench), local P = 2, bf16, CUDA graphs,
 #    symmetric and ordinary outs, old / new alternating twice.
-# Carry: build/carry.tgz (make -j2 && make_carry.sh), build/mutant.tgz, build/old.tgz.
+# Carry: build/carry.tgz (make -j2 && make_carry.sh), build/mutant.tgz, build/src59.tgz (the
+# 64 MiB carry limit holds no prebuilt old library beside the tracked tree).
 # Run: FCO_COMMIT=<commit> bash cmd.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
@@ -18,6 +20,10 @@ O=/tmp/o58; mkdir -p $O
 nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
 make -j16 NCCL_HOME="$NCCL_HOME" > $O/build.log 2>&1
 echo "make rc=$? ($(grep -c nvcc $O/build.log) nvcc lines)"
+mkdir -p /tmp/old59 && tar xzf build/src59.tgz -C /tmp/old59
+(cd /tmp/old59 && make -j14 NCCL_HOME="$NCCL_HOME" build/lib/libfco.so build/bin/fco-bench \
+  > $O/build-old.log 2>&1; echo "old make rc=$?" >> $O/build-old.log) &
+OLDPID=$!
 FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=160 tests/run.sh test_embedding_alltoall_direct \
   test_embedding_alltoall test_embedding_alltoall_bad test_timeout > $O/tests.txt 2>&1
 echo "tests rc=$?"; tail -n 6 $O/tests.txt
@@ -34,11 +40,11 @@ make -j16 NCCL_HOME="$NCCL_HOME" build/lib/libfco.so > $O/build-back.log 2>&1
 FCO_TRANSPORT=local timeout 120 build/tests/test_embedding_alltoall_direct fault > $O/fixed.txt 2>&1
 echo "fixed fault part rc=$?"; tail -n 3 $O/fixed.txt
 # 3. A/B old (59d4cef) / new
-mkdir -p /tmp/old && tar xzf build/old.tgz -C /tmp/old
+wait $OLDPID; tail -n 1 $O/build-old.log
 ab() { # $1 = old|new, $2 = tag; the rest: fco-bench args
   local w=$1 tag=$2; shift 2
   if [ $w = old ]; then
-    LD_LIBRARY_PATH=/tmp/old/lib:$NCCL_HOME/lib /tmp/old/bin/fco-bench "$@" > $O/$tag.txt 2>&1
+    /tmp/old59/build/bin/fco-bench "$@" > $O/$tag.txt 2>&1
   else
     build/bin/fco-bench "$@" > $O/$tag.txt 2>&1
   fi
