@@ -183,7 +183,12 @@ fco_result_t fco_comm_init_all(fco_comm_t* comms, int ndev, const int* devs,
  * rank's communicator: peers may still be reading a workspace being freed only if an
  * operation is still in flight, so the call first waits for this rank's work to finish. In a
  * fco_comm_init_all group, operator calls on the ranks left are then refused
- * (FCO_ERR_INVALID_USAGE naming the destroyed rank): none could complete.
+ * (FCO_ERR_INVALID_USAGE naming the destroyed rank): none could complete. On the cpu transport
+ * the same holds for a rank of another process (or thread) that is still in use: a peer's next
+ * collective call, or one already waiting for the destroyed rank, fails at once with
+ * FCO_ERR_INVALID_USAGE (sticky, see fco_comm_get_async_error) naming it, instead of waiting
+ * FCO_TIMEOUT_MS for it; a peer still finishing the rank's last call completes it. Destroying
+ * every rank after its last call (the normal shutdown) reports nothing.
  * FCO_ERR_INVALID_USAGE (nothing freed) while a call on comm is queued in this thread's open
  * fco_group_start: call fco_group_end first. */
 fco_result_t fco_comm_destroy(fco_comm_t comm);
@@ -198,14 +203,17 @@ fco_result_t fco_comm_transport(fco_comm_t comm, fco_transport_t* transport);
  * data found on the device, FCO_ERR_INVALID_USAGE when the communicator reached its call limit
  * (GPU transports: 2^32 − 2^24 calls, about 6 days at 8000 calls a second — its signal values
  * hold the call count in 32 bits; the calls up to there are correct: destroy it and create a
- * new one). Does not wait for the stream. Message via fco_last_error. Every operator call polls
- * the same record (one read of host-mapped memory) and returns the error once it is there;
- * fco_comm_reserve and fco_mem_alloc do not poll but refuse once a poll has found it; queries
- * (rank, size, workspace bytes, fco_mem_find) and fco_mem_free ignore it. On the cpu transport a
- * rank that gave up on a call (its timeout) tells its peers so: a peer that comes to that call
- * later, or waits for that rank inside it, fails at once with the same FCO_ERR_TIMEOUT (sticky),
- * its message naming the rank that gave up, the call and why, instead of waiting FCO_TIMEOUT_MS
- * more and blaming that rank's silence; the peer then gives up in turn. */
+ * new one) or, on the cpu transport, when a peer rank was destroyed (fco_comm_destroy) while
+ * this rank still called: no collective call can complete. Does not wait for the stream.
+ * Message via fco_last_error. Every operator call polls the same record (one read of
+ * host-mapped memory) and returns the error once it is there; fco_comm_reserve and
+ * fco_mem_alloc do not poll but refuse once a poll has found it; queries (rank, size, workspace
+ * bytes, fco_mem_find) and fco_mem_free ignore it. On the cpu transport a rank that gave up on a
+ * call (its timeout) tells its peers so: a peer that comes to that call later, or waits for that
+ * rank inside it, fails at once with the same FCO_ERR_TIMEOUT (sticky), its message naming the
+ * rank that gave up, the call and why, instead of waiting FCO_TIMEOUT_MS more and blaming that
+ * rank's silence; the peer then gives up in turn. A destroyed rank tells them the same way
+ * (FCO_ERR_INVALID_USAGE, fco_comm_destroy). */
 fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they

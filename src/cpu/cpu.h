@@ -35,8 +35,9 @@ typedef struct fco_cpu_peers {
   struct fco_cpu_stop* stop;         /* NULL, or told why a wait ended the call (below)     */
 } fco_cpu_peers_t;
 
-/* Set in a rank's word once it gave up on a call (a timeout, or a peer that gave up): it posts,
- * signals and acknowledges nothing more. The other bits keep the call's sequence number. */
+/* Set in a rank's word once it gave up on a call (a timeout, or a peer that gave up) or was
+ * destroyed: it posts, signals and acknowledges nothing more. The other bits keep the call's
+ * sequence number (a destroyed rank's: the call after its last). */
 #define FCO_CPU_GAVE_UP (1ull << 63)
 
 /* Where fco_cpu_wait stopped a call (for the transport's own "gave up" record): the peer it

@@ -26,6 +26,10 @@
  * nothing where the peer is there: the bit lives in the word already read; `why` is read only
  * once the bit is seen. (Without it the late peer passed the record exchange, since the record
  * was posted, and timed out in the ack or the operator, naming a rank that had long left.)
+ * A rank destroyed (fco_comm_destroy) marks itself the same way (stage "destroyed",
+ * FCO_ERR_INVALID_USAGE as a world's refusal of calls with a destroyed rank), at the call after
+ * its last one: a peer still inside that last call completes it (all the rank stored for it came
+ * before the bit), and the peers' next call fails at once, naming it (mark_destroyed).
  *
  * Threads of one process drive several ranks (a "world"): run/grow with n > 1 execute each
  * rank in its own thread (n-1 pthreads + the caller).
@@ -35,7 +39,8 @@
  *                          without running it — it neither writes nor signals — so its peers
  *                          time out inside the operator, in fco_cpu_wait, as if rank r had died
  *                          mid-call (a rank that never calls times out earlier, in the record
- *                          exchange). Used by tests/test_timeout.c.
+ *                          exchange; one destroyed after skipping ends their wait at once).
+ *                          Used by tests/test_timeout.c and tests/test_peer_destroyed.c.
  *   FCO_FAULT_GROW_FAIL=r  rank r's workspace growth fails after its record as if /dev/shm were
  *                          full (FCO_ERR_OUT_OF_MEMORY, nothing mapped); its peers map theirs,
  *                          see its failure in the ack and report its code, naming it. Used by
@@ -83,8 +88,14 @@ enum { kAckCodeShift = 48 };
 /* An ack's seq bits: 2^48 collectives are about 9 years at one a microsecond. */
 static const uint64_t kAckSeq = (1ull << kAckCodeShift) - 1;
 
-/* Where a rank gave up (the `why` word's stage). */
-enum { kGaveUpRecord = 1, kGaveUpGrowth = 2, kGaveUpOp = 3, kGaveUpPeer = 4 };
+/* Where a rank gave up (the `why` word's stage); kGaveUpDestroyed: fco_comm_destroy. */
+enum {
+  kGaveUpRecord = 1,
+  kGaveUpGrowth = 2,
+  kGaveUpOp = 3,
+  kGaveUpPeer = 4,
+  kGaveUpDestroyed = 5,
+};
 
 /* Bootstrap words; zero in a fresh segment. */
 typedef struct {
@@ -113,6 +124,7 @@ typedef struct {
   uint64_t nonce;
   char name[48];      /* control segment name */
   int linked;         /* this rank created/opened `name` and has not unlinked it yet */
+  int claimed;        /* this rank set its bit in `joined`: its rank_ctrl_t is its own */
   ctrl_t* ctrl;
   uint64_t seq;       /* collectives issued on this communicator (the epoch) */
   char* ws;           /* workspace mapping (every rank's part), NULL before the first growth */
@@ -287,6 +299,7 @@ static fco_result_t join(fco_comm_t comm, uint64_t nonce) {
                       "id (every rank number must be used once)", me);
     goto fail;
   }
+  tp->claimed = 1;
   fco_cpu_backoff_t b;
   fco_cpu_backoff_init(&b, comm->cfg.timeout_ms);
   /* the deadline is read before the loads (fco_cpu_await's order): a rank that joins just as
@@ -374,6 +387,29 @@ static fco_result_t gave_up_error(fco_comm_t comm, const char* what, uint64_t se
   if (code <= FCO_OK || code >= FCO_NUM_RESULTS) code = FCO_ERR_TIMEOUT;
   const int first = stage == kGaveUpPeer && origin < comm->nranks ? origin : p;
   give_up(comm, kGaveUpPeer, p, first, code);
+  /* A destroyed rank behind it: p itself, or the first to give up, whose words p read (acquire)
+   * before its own bit, so they are visible here too. */
+  int gone = stage == kGaveUpDestroyed ? p : -1;
+  uint64_t gone_v = v;
+  if (stage == kGaveUpPeer && first != p) {
+    const rank_ctrl_t* f = &tp->ctrl->rank[first];
+    if ((atomic_load_explicit(&f->why, memory_order_acquire) >> 48 & 0xff) == kGaveUpDestroyed) {
+      gone = first;
+      gone_v = atomic_load_explicit(&f->posted, memory_order_acquire);
+    }
+  }
+  if (gone >= 0) {
+    /* its bit is at the call after its last one (mark_destroyed) */
+    const uint64_t last = (gone_v & ~FCO_CPU_GAVE_UP) - 1;
+    char after[48], via[64] = "";
+    if (last) snprintf(after, sizeof after, "after its call %llu", (unsigned long long)last);
+    else snprintf(after, sizeof after, "before its first call");
+    if (gone != p) snprintf(via, sizeof via, " (rank %d gave up because of it)", p);
+    return fco_set_error(comm, code,
+                         "%s (call %llu): rank %d was destroyed (fco_comm_destroy) %s%s, and "
+                         "takes part in no further call; the communicator is unusable, destroy it",
+                         what, (unsigned long long)seq, gone, after, via);
+  }
   char call[40], whom[40], reason[160];
   const uint64_t at = v & ~FCO_CPU_GAVE_UP;
   if (at == seq) snprintf(call, sizeof call, "this call");
@@ -710,12 +746,31 @@ static fco_result_t cpu_sym_free(fco_comm_t comm, int k) {
   return FCO_OK;
 }
 
+/* A destroyed rank makes no call after its last one, S = tp->seq: its bit at S + 1 (the file
+ * comment), unless it gave up already. Everything it stored for calls up to S (records, acks,
+ * signals) came before, so a peer still inside call S completes it (a wait re-reads the value
+ * after the bit); a peer's call S + 1 or later fails at once, also one already waiting in the
+ * record exchange. FCO_ERR_INVALID_USAGE, as a world refuses calls with a destroyed rank
+ * (src/core/group.c). Only a rank that claimed its slot in the join marks it. */
+static void mark_destroyed(fco_comm_t comm) {
+  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
+  if (!tp->claimed || !tp->ctrl || comm->nranks < 2) return;
+  rank_ctrl_t* mine = &tp->ctrl->rank[comm->rank];
+  if (atomic_load_explicit(&mine->posted, memory_order_relaxed) & FCO_CPU_GAVE_UP) return;
+  const uint64_t why = (uint64_t)kGaveUpDestroyed << 48 |
+                       (uint64_t)FCO_ERR_INVALID_USAGE << 32 |
+                       (uint64_t)(comm->rank & 0xffff) << 16 | 0xffff;
+  atomic_store_explicit(&mine->why, why, memory_order_relaxed);
+  atomic_store_explicit(&mine->posted, (tp->seq + 1) | FCO_CPU_GAVE_UP, memory_order_release);
+}
+
 static fco_result_t cpu_destroy(fco_comm_t comm) {
   cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
   (void)fco_sym_free_all(comm);
   if (tp) {
     /* Ops are synchronous, so nothing is in flight; peers keep the segments alive through
      * their own mappings. No barrier: destroy must never hang. */
+    mark_destroyed(comm);
     if (tp->ws) munmap(tp->ws, tp->ws_map);
     if (tp->ctrl) munmap(tp->ctrl, CTRL_BYTES);
     if (tp->linked) shm_unlink_quiet(tp->name);
