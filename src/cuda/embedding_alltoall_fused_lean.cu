@@ -56,9 +56,10 @@
  *   or a misaligned address): it stages d's rows, d lands them. Every block of a sender decides
  *   alike for d (the same presence, offset and table), so a source's rows are all direct or
  *   all staged — but for a block whose wait fails (a timeout, or this rank's error stopping it):
- *   it stages and signals none of its bags to d (b->rfail), so d times out with its own error
- *   rather than skip the source for a sibling's word and keep the block's rows stale. Why a
- *   word in d's workspace and not a signal slot: d reads it after its counter, when the sender
+ *   it stages and signals none of its bags to d (bit 31 of b->sent[k]), so d times out with
+ *   its own error rather than skip the source for a sibling's word and keep the block's rows
+ *   stale (no shared memory or registers added: session 58's A/B, run 203fb7e-ab, measured a
+ *   3 % slower kernel with a separate mask and flag in LeanBlk). Why a word in d's workspace and not a signal slot: d reads it after its counter, when the sender
  *   may already run its next call e + 1, which may rewrite any slot of d's row for it (its
  *   presence of e + 1 at start, or another op's flags: they use slots 0..blocks − 1 and the
  *   last three) — the R2 race: d read e + 1's presence bits and missed "staged" (poison
@@ -128,12 +129,12 @@ struct LeanBlk {
   uint32_t w;                             /* the remote tiles lie in order positions [0, w) */
   uint32_t tpk[FCO_MAX_GPU_RANKS];        /* chunks of W samples a table at position k */
   int64_t lstart[FCO_MAX_GPU_RANKS + 1];  /* first land unit of source position k (1..P−1) */
-  uint32_t sent[FCO_MAX_GPU_RANKS];       /* bags this block pooled for position k */
+  /* bags this block pooled for position k; bit 31: its resolve failed, so they are not
+   * signalled (lean_resolve; counts stay below 2^31, see Bounds) */
+  uint32_t sent[FCO_MAX_GPU_RANKS];
   uint32_t park[kWarps][2];               /* a warp's loop state across lean_tile */
   char* rdst[FCO_MAX_GPU_RANKS];          /* cap: where position k's rows go (lean_remote_base) */
-  uint32_t rfail;                         /* bit k: position k's resolve failed, not signalled */
-  int32_t fault;                          /* FCO_FAULT_EA_RESOLVE: the block's resolves fail */
-  int32_t cap;                            /* this rank stores into peers' symmetric outs */
+  int32_t cap; /* bit 0: this rank stores into peers' symmetric outs; bit 1: FCO_FAULT_EA_RESOLVE */
   int32_t direct_me;                      /* this rank's out is symmetric */
   /* thread 0 only (set after load_rank_view, read by lean_land: out of its unit loop's
    * registers): the sources' direct words of this call at this rank, the value "stored
@@ -150,7 +151,6 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x
   b->cap = sym_bits & 1;
   b->direct_me = (sym_bits >> 1) != 0;
   for (int k = 0; k < P; ++k) b->rdst[k] = nullptr;
-  b->rfail = 0;
   const int nt = x_nt < 1 ? 1 : x_nt;
   fco_ea_lean_tiles(P, me, (ea_tables(p, me) + nt - 1) / nt, W, p.bstart, b->tstart, b->tpk);
   for (int k = 0; k < P; ++k) b->sent[k] = 0;
@@ -168,24 +168,23 @@ __device__ __forceinline__ void lean_blk(const EaParams& p, int me, int W, int x
 
 /* Thread 0, once all warps of the block are past their remote tiles (after a bar.sync): the
  * block's remote bags to each destination's counter (see the header: max, one fence, adds) —
- * none to a destination whose resolve failed in this block (b->rfail, lean_resolve). */
+ * none to a destination whose resolve failed in this block (bit 31 of sent, lean_resolve). */
 __device__ __forceinline__ void lean_signal(const EaParams& p, const RankView& v, const LeanBlk* b,
                                             uint64_t base) {
   const int P = p.nranks, me = v.rank;
   if (threadIdx.x != 0 || b->tstart[P - 1] == 0) return;
   bool any = false;
-  const auto sent = [b](int q) { return (b->rfail >> q) & 1u ? 0u : b->sent[q]; };
   for (int q = 0; q < P - 1; ++q)
-    if (sent(q)) {
+    if ((int32_t)b->sent[q] > 0) {
       red_max_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot, base);
       any = true;
     }
   if (any) {
     fence_acq_rel_sys();
     for (int q = 0; q < P - 1; ++q)
-      if (sent(q))
+      if ((int32_t)b->sent[q] > 0)
         red_add_relaxed_sys(v.peer_sig[(me + 1 + q) % P] + (size_t)me * FCO_SIG_SLOTS + kLeanSlot,
-                            sent(q));
+                            b->sent[q]);
   }
 }
 
@@ -229,8 +228,8 @@ __device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
  * out, it first stores this rank's direct word at d (lean_direct_word), before the block's
  * stores and signal, so d's counter acquire sees it; staging stores none, and d lands this
  * rank's rows (a table without d's slot is no error: staging is correct). A wait that fails (a
- * timeout, or another error of this rank that stops waits) stages too, but sets bit k of
- * b->rfail: the block then signals none of its bags to d, so d times out with its own error —
+ * timeout, or another error of this rank that stops waits) stages too, but sets bit 31 of
+ * b->sent[k]: the block then signals none of its bags to d, so d times out with its own error —
  * a sibling block that resolved later may have stored directly and said so, and d would skip
  * this block's staged rows (keep them stale) with no error of its own. Not inlined: the pool
  * loop's registers stay as they are. */
@@ -259,14 +258,14 @@ __device__ __noinline__ char* lean_resolve(const RankView& v, LeanBlk* b, int k,
         if (off >> 32 == e && (uintptr_t)q % 16 == 0) r = q;
       }
     }
-    if (b->fault && !failed) { /* FCO_FAULT_EA_RESOLVE: as if the wait timed out after all */
+    if ((b->cap & 2) && !failed) { /* FCO_FAULT_EA_RESOLVE: as if the wait timed out after all */
       record_error(v.err, FCO_ERR_TIMEOUT, FCO_OP_EMBEDDING_ALLTOALL, d, kPresenceSlot, e << 32,
                    e << 32);
       failed = true;
     }
     if (failed) {
       r = staging;
-      atomicOr(&b->rfail, 1u << k);
+      atomicOr(&b->sent[k], 0x80000000u);
     }
     if (r != staging) st_relaxed_sys(lean_direct_word(v, d, e, v.rank), lean_direct_value(e));
     b->rdst[k] = r;
@@ -489,7 +488,7 @@ __global__ void __launch_bounds__(kThreads, kMinB)
     if (!kOne) src_sh = x.s[li];
     lean_blk(p, rk.rank, x.s[li].W, kMT ? x.s[li].nt : 1, x.land_bytes, x.mix,
              kProf && x.fake ? 0 : rk.sym_bits, &b);
-    b.fault = x.fault_rank == rk.rank && (part & 1);
+    if (b.cap && x.fault_rank == rk.rank && (part & 1)) b.cap |= 2;
   }
   load_rank_view(dev, &v, FCO_OP_EMBEDDING_ALLTOALL); /* ends with a barrier: b is filled */
   const uint64_t e = v.epoch + 1;
