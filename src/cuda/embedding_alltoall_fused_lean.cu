@@ -58,9 +58,10 @@
  *   all staged — but for a block whose wait fails (a timeout, or this rank's error stopping it):
  *   it stages and signals none of its bags to d (bit 31 of b->sent[k]), so d times out with
  *   its own error rather than skip the source for a sibling's word and keep the block's rows
- *   stale (no shared memory or registers added: session 58's A/B, run 203fb7e-ab, measured a
- *   3 % slower kernel with a separate mask and flag in LeanBlk). Why a word in d's workspace and not a signal slot: d reads it after its counter, when the sender
- *   may already run its next call e + 1, which may rewrite any slot of d's row for it (its
+ *   stale — spare bits, no shared memory added: a separate mask and flag in LeanBlk made the
+ *   kernel 2–4 % slower with any out (session 58, runs 203fb7e-ab and 1580f40-ab2). Why a word
+ *   in d's workspace and not a signal slot: d reads it after its counter, when the sender may
+ *   already run its next call e + 1, which may rewrite any slot of d's row for it (its
  *   presence of e + 1 at start, or another op's flags: they use slots 0..blocks − 1 and the
  *   last three) — the R2 race: d read e + 1's presence bits and missed "staged" (poison
  *   kept), or missed "direct" (a next call that does not store directly, another op's flag:
