@@ -29,8 +29,10 @@ el build done
 # deadline, a one-thread world refused on the host before anything is queued (session 57, R1),
 # one slot on both ranks after a one-sided fco_mem_free (S1); the caller's device kept; gemv
 # FCO_CHECK_ARGS with a peer 2 s late; the embedding at the epoch limit with a late peer and its
-# back-to-back calls (b2b: the R2 race, which only two GPUs can show); gemm's freed slot staged
-el "session 56-57 tests nccl"
+# back-to-back calls (b2b: the R2 race, which only two GPUs can show) and its failed resolve
+# (session 58's `fault` part: FCO_FAULT_EA_RESOLVE, the receiver must report its own error);
+# gemm's freed slot staged
+el "session 56-58 tests nccl"
 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=170 FCO_TEST_QUICK=1 timeout 230 tests/run.sh \
   test_gemm_alltoall_nccl_faults test_device_keep test_embedding_alltoall_direct test_gemv_allreduce \
   test_gemm_alltoall_freed > $O/tests-nccl-s56.txt 2>&1; echo rc=$?
