@@ -359,19 +359,25 @@ static _Atomic uint64_t* posted_of(fco_comm_t comm, int p) {
   return &((cpu_rank_t*)comm->tp)->ctrl->rank[p].posted;
 }
 
+/* `why` (stage, code, origin, waited), then the bit at call `at` in this rank's record word
+ * (release: a peer that sees the bit sees `why`) — unless the bit is there already. */
+static void post_gone(fco_comm_t comm, int stage, int waited, int origin, fco_result_t code,
+                      uint64_t at) {
+  rank_ctrl_t* mine = &((cpu_rank_t*)comm->tp)->ctrl->rank[comm->rank];
+  if (atomic_load_explicit(&mine->posted, memory_order_relaxed) & FCO_CPU_GAVE_UP) return;
+  const uint64_t why = (uint64_t)stage << 48 | (uint64_t)(code & 0xff) << 32 |
+                       (uint64_t)(origin & 0xffff) << 16 | (uint64_t)(waited & 0xffff);
+  atomic_store_explicit(&mine->why, why, memory_order_relaxed);
+  atomic_store_explicit(&mine->posted, at | FCO_CPU_GAVE_UP, memory_order_release);
+}
+
 /* This rank abandons its current call (tp->seq) for good: the sticky error `code`, then `why`
  * and the bit for the peers (release: a peer that sees the bit sees `why`). waited: the rank it
  * waited for (-1: none known); origin: the first rank to give up (this one, or one before it).
  * Once only. */
 static void give_up(fco_comm_t comm, int stage, int waited, int origin, fco_result_t code) {
-  cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
-  rank_ctrl_t* mine = &tp->ctrl->rank[comm->rank];
   comm->async_error = code;
-  if (atomic_load_explicit(&mine->posted, memory_order_relaxed) & FCO_CPU_GAVE_UP) return;
-  const uint64_t why = (uint64_t)stage << 48 | (uint64_t)(code & 0xff) << 32 |
-                       (uint64_t)(origin & 0xffff) << 16 | (uint64_t)(waited & 0xffff);
-  atomic_store_explicit(&mine->why, why, memory_order_relaxed);
-  atomic_store_explicit(&mine->posted, tp->seq | FCO_CPU_GAVE_UP, memory_order_release);
+  post_gone(comm, stage, waited, origin, code, ((cpu_rank_t*)comm->tp)->seq);
 }
 
 /* Rank p's record word `v` holds the bit: this rank gives up too, with p's code, and says why
@@ -755,13 +761,7 @@ static fco_result_t cpu_sym_free(fco_comm_t comm, int k) {
 static void mark_destroyed(fco_comm_t comm) {
   cpu_rank_t* tp = (cpu_rank_t*)comm->tp;
   if (!tp->claimed || !tp->ctrl || comm->nranks < 2) return;
-  rank_ctrl_t* mine = &tp->ctrl->rank[comm->rank];
-  if (atomic_load_explicit(&mine->posted, memory_order_relaxed) & FCO_CPU_GAVE_UP) return;
-  const uint64_t why = (uint64_t)kGaveUpDestroyed << 48 |
-                       (uint64_t)FCO_ERR_INVALID_USAGE << 32 |
-                       (uint64_t)(comm->rank & 0xffff) << 16 | 0xffff;
-  atomic_store_explicit(&mine->why, why, memory_order_relaxed);
-  atomic_store_explicit(&mine->posted, (tp->seq + 1) | FCO_CPU_GAVE_UP, memory_order_release);
+  post_gone(comm, kGaveUpDestroyed, -1, comm->rank, FCO_ERR_INVALID_USAGE, tp->seq + 1);
 }
 
 static fco_result_t cpu_destroy(fco_comm_t comm) {
