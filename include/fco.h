@@ -232,9 +232,15 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * On nccl the ranks agree on a growth (and on fco_mem_alloc) through an NCCL all-reduce that
  * FCO_TIMEOUT_MS does not bound: a rank whose peer never grows (its call refused on the host,
  * or a need that differs) waits there like an NCCL collective missing a rank.
- * Growth frees the old workspace, whose address captured kernels keep: a CUDA graph captured
- * before a growth (a later call with a larger shape, or a larger fco_comm_reserve) must not be
- * replayed after it — reserve, before the first capture, what every later call needs.
+ * A CUDA graph captured before a growth (a later call with a larger shape, or a larger
+ * fco_comm_reserve) may be replayed after it, also between and back to back with calls on the
+ * grown workspace: a GPU transport keeps a workspace that a captured call used (and its window
+ * on nccl) until fco_comm_destroy instead of freeing it at the growth — the graph's host-
+ * launched work (staging copies, NCCL calls, cuBLAS scratch) keeps its address, its kernels
+ * reach the grown one through the peer table as their peers do. A workspace no captured call
+ * used is freed at the growth; FCO_DEBUG=1 logs the bytes kept. So each growth after a capture
+ * holds the old workspace's memory until destroy: reserve, before the first capture, what
+ * every later call needs, and nothing is kept.
  * A growth (here or inside an operator call) that fails on one rank fails on every rank and
  * changes no rank's workspace, not sticky; on cpu every peer returns that rank's code (e.g.
  * FCO_ERR_OUT_OF_MEMORY when /dev/shm is full) with a message naming it.

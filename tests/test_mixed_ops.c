@@ -15,7 +15,10 @@
  * this one covers every pair, in both orders, at random. On GPU transports where the ranks share
  * one stream (local, or P = 1) some rounds are also captured into one CUDA graph and replayed 3
  * times (fresh allreduce / GEMV inputs, every output poisoned, then checked, before each), as a
- * decoder layer's graph would hold several of these operators. On cpu and nccl some rounds are
+ * decoder layer's graph would hold several of these operators; and three rounds that together
+ * hold every (operator, impl) pair are captured, then replayed after the workspace grew twice,
+ * with eager calls on the new workspace between and back to back after (growth_round: a graph
+ * captured before a growth stays valid, fco.h). On cpu and nccl some rounds are
  * also issued from a thread per rank, each issuing its own rank's calls outside any group (the
  * other way fco_comm_init_all's communicators may be driven, fco.h; not on local, which needs
  * every virtual rank's call in one group); the outputs are checked after the threads are joined.
@@ -60,11 +63,13 @@ static uint64_t g_rng;
 static uint64_t rnd(void) { return g_rng = t_mix(g_rng + 0x9e3779b97f4a7c15ull); }
 static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
 
-/* Shape, inputs and poisoned output of one call; its workspace need into *need. */
-static void make_call(const t_world_t* w, call_t* c, int op, size_t* need) {
+/* Shape, inputs and poisoned output of one call of `impl` (kRandomImpl: any, AUTO included);
+ * its workspace need into *need. */
+#define kRandomImpl (-2)
+static void make_call(const t_world_t* w, call_t* c, int op, int impl, size_t* need) {
   memset(c, 0, sizeof *c);
   c->op = op;
-  c->impl = rnd_in(-1, kNumImpls[op] - 1); /* -1 = FCO_IMPL_AUTO */
+  c->impl = impl == kRandomImpl ? rnd_in(-1, kNumImpls[op] - 1) : impl; /* -1: FCO_IMPL_AUTO */
   c->seed = t_next_seed();
   c->hints = (int)(c->seed >> 63);
   const fco_dtype_t dt = kDtypes[rnd_in(0, 2)];
@@ -197,7 +202,7 @@ static int make_round(const t_world_t* w, int round, call_t* calls) {
     if (op == kGemv && gemvs == MAX_GEMV) op = kGemm;
     gemvs += op == kGemv;
     t_context("P=%d round %d call %d: preparing %s", w->n, round, i, kOpName[op]);
-    make_call(w, &calls[i], op, &need);
+    make_call(w, &calls[i], op, kRandomImpl, &need);
   }
   t_context("P=%d round %d: fco_comm_reserve(%zu)", w->n, round, need);
   if (need) ASSERT_OK(fco_comm_reserve(w->comms[0], need)); /* a world reserves for all ranks */
@@ -337,6 +342,105 @@ static void graph_round(const t_world_t* w, int round, int replays, int seen[kNu
   gemv_capture_free(&cap);
   for (int i = 0; i < n; i++) free_call(w, &g_calls[i]);
 }
+
+/* Every (operator, impl) pair, AUTO (-1) included, in three rounds of at most MAX_CALLS calls
+ * and MAX_GEMV GEMVs (growth_round). */
+static const int kPairs[][2] = {
+    {kAllreduce, 0}, {kAllreduce, 1}, {kAllreduce, -1}, {kGemv, 0},      {kGemv, 1},
+    {kEmbedding, 0}, {kEmbedding, 1}, {kEmbedding, -1}, /* round 0 */
+    {kGemv, 2},      {kGemv, 3},      {kGemm, 0},       {kGemm, 1},      {kGemm, 2},
+    {kGemm, -1}, /* round 1 */
+    {kGemv, -1},     {kEmbedding, 1}, {kGemm, 1},       {kAllreduce, 1}, /* round 2 */
+};
+static const int kPairRound[] = {0, 8, 14, 18};
+#define NUM_PAIR_ROUNDS 3
+
+static int make_pair_round(const t_world_t* w, int round, int part, call_t* calls) {
+  const int n = kPairRound[part + 1] - kPairRound[part];
+  size_t need = 0;
+  for (int i = 0; i < n; i++) {
+    const int* pr = kPairs[kPairRound[part] + i];
+    t_context("P=%d round %d call %d: preparing %s impl %d", w->n, round, i, kOpName[pr[0]],
+              pr[1]);
+    make_call(w, &calls[i], pr[0], pr[1], &need);
+  }
+  t_context("P=%d round %d: fco_comm_reserve(%zu)", w->n, round, need);
+  if (need) ASSERT_OK(fco_comm_reserve(w->comms[0], need));
+  return n;
+}
+
+
+static call_t g_graph_calls[MAX_CALLS];
+
+/* Replay the graph, every output of its calls checked (fresh inputs / poisoned outputs first). */
+static void replay_check(const t_world_t* w, gemv_capture_t* cap, call_t* calls, int n,
+                         const char* when) {
+  for (int i = 0; i < n; i++) refresh(w, &calls[i]);
+  t_context("P=%d: graph replay %s", w->n, when);
+  gemv_capture_replay(cap, 1);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d: graph replay %s, call %d: %s seed 0x%016llx", w->n, when, i, calls[i].what,
+              (unsigned long long)calls[i].seed);
+    ASSERT_EQ(check(w, &calls[i]), (size_t)0);
+  }
+}
+
+/* A graph replayed after the workspace grew (fco.h, fco_comm_reserve; the transports keep a
+ * captured call's workspace, src/transport/gpu_common.h): round `part` of kPairs (every
+ * operator and impl over the three) issued eagerly and checked, captured, replayed and checked;
+ * then twice: the workspace grows (fco_comm_reserve of one byte more than it holds: a new
+ * allocation), a round of random calls runs eagerly on the new one and is checked, the graph is
+ * replayed and checked; last, the graph and a random round back to back on the capture's stream
+ * (its fused calls and the round's share the new workspace's halves), one sync, both checked.
+ * Before the fix a replay after a growth staged in freed memory, and gemm's fused kernels kept
+ * their plan in the old workspace while their peers wrote the new one. */
+static void growth_round(const t_world_t* w, int round, int part, int seen[kNumOps][kNumOps]) {
+  call_t* calls = g_graph_calls;
+  const int n = make_pair_round(w, round, part, calls);
+  for (int i = 0; i < n; i++) calls[i].hints = 1; /* gemm: capturable with every impl */
+  gemv_capture_t cap;
+  gemv_capture_init(&cap, w);
+  run_round(w, round, calls, n, cap.sp, seen); /* eager: cuBLAS handles, kernels loaded */
+  gemv_capture_sync(&cap);
+  t_context("P=%d round %d: capturing %d calls", w->n, round, n);
+  gemv_capture_begin(&cap);
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (capture): %s", w->n, round, i, calls[i].what);
+    ASSERT_OK(issue(w, &calls[i], cap.sp));
+  }
+  gemv_capture_end(&cap);
+  replay_check(w, &cap, calls, n, "before any growth");
+  for (int k = 1; k <= 2; k++) {
+    size_t ws = 0, grown = 0;
+    ASSERT_OK(fco_comm_workspace_bytes(w->comms[0], &ws));
+    t_context("P=%d round %d: growth %d from %zu bytes", w->n, round, k, ws);
+    ASSERT_OK(fco_comm_reserve(w->comms[0], ws + 1));
+    ASSERT_OK(fco_comm_workspace_bytes(w->comms[0], &grown));
+    ASSERT_TRUE(grown > ws);
+    eager_round(w, round * 10 + k, seen);
+    char when[64];
+    snprintf(when, sizeof when, "after growth %d (%zu -> %zu bytes)", k, ws, grown);
+    replay_check(w, &cap, calls, n, when);
+  }
+  /* Back to back: the replay, then a random round, on one stream, one sync. */
+  const int m = make_round(w, round * 10 + 3, g_calls);
+  for (int i = 0; i < n; i++) refresh(w, &calls[i]);
+  t_context("P=%d round %d: graph replay then %d eager calls back to back", w->n, round, m);
+  ASSERT_EQ(cudaSetDevice(t_rank_device(w->transport, 0)), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(cap.ge, cap.st[0]), cudaSuccess);
+  for (int i = 0; i < m; i++) ASSERT_OK(issue(w, &g_calls[i], cap.sp));
+  check_round(w, round * 10 + 3, g_calls, m);
+  gemv_capture_sync(&cap);
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (graph replay back to back): %s seed 0x%016llx", w->n,
+              round, i, calls[i].what, (unsigned long long)calls[i].seed);
+    ASSERT_EQ(check(w, &calls[i]), (size_t)0);
+  }
+  for (int i = 0; i < m; i++) free_call(w, &g_calls[i]);
+  gemv_capture_free(&cap);
+  for (int i = 0; i < n; i++) free_call(w, &calls[i]);
+}
 #endif
 
 int main(void) {
@@ -358,8 +462,11 @@ int main(void) {
     for (int round = 0; round < rounds; round++) eager_round(&w, round, seen);
     int graphs = 0, threads = 0;
 #ifdef FCO_HAVE_CUDA
-    if (t == FCO_TRANSPORT_LOCAL || (t == FCO_TRANSPORT_NCCL && p == 1))
+    if (t == FCO_TRANSPORT_LOCAL || (t == FCO_TRANSPORT_NCCL && p == 1)) {
       for (; graphs < (quick ? 1 : 3); graphs++) graph_round(&w, rounds + graphs, 3, seen);
+      for (int part = 0; part < NUM_PAIR_ROUNDS; part++, graphs++)
+        growth_round(&w, rounds + graphs, part, seen);
+    }
 #endif
     if (t != FCO_TRANSPORT_LOCAL)
       for (; threads < (quick ? 2 : 4); threads++)

@@ -39,6 +39,14 @@ typedef struct {
   void* ws;             /* this rank's data workspace, host-usable device pointer         */
   void* nccl_comm;      /* ncclComm_t on the nccl transport (for baselines); NULL on local */
 } fco_gpu_rank_ctx_t;
+/* Two ways to the workspace, never mixed on one region: `ws` is baked into a CUDA graph with the
+ * work it is given to (impl 0's staging, NCCL send / receive, impl 2's cuBLAS scratch and the
+ * kernels that read it); dev->peer_data[rank] (the table, this rank's part included) is read by
+ * kernels at run time. A growth rewrites the table and, after a captured call, keeps the old
+ * workspace (src/transport/gpu_common.h), so a replay after it stages in the old one and
+ * exchanges through the new one. What a peer reads or writes must go through the table on both
+ * sides, with the table's ws_bytes for its offsets (halves): a kernel that combined `ws` with
+ * the table's halves (gemm's plan, before session 59) reached past the old workspace. */
 
 typedef struct {
   fco_transport_t transport; /* FCO_TRANSPORT_NCCL or FCO_TRANSPORT_LOCAL                   */

@@ -62,7 +62,13 @@ struct RankArgs {
   char* out;
   const int32_t* counts;
   fco_dev_rank_t* dev;
-  char* ws; /* this rank's workspace (host-usable device pointer) */
+  /* This rank's workspace as the host sees it: for the host-launched scratch only (impl 2's y,
+   * written by cuBLAS and read by the push kernel, both with this address baked into a graph).
+   * Kernels address what lies in the call's half (headers, staging, plan, segments) through the
+   * table (v.peer_data[v.rank]), as peers reach it: a graph captured before a workspace growth,
+   * replayed after it, then still agrees with its peers (the transports keep the old workspace
+   * of a captured call alive, src/transport/gpu_common.h). */
+  char* ws;
   int32_t num_experts;
   uint64_t digest; /* impl 2: fco_ga_digest_host(counts_host) the GEMMs were sized from */
   void* const* sym; /* the comm's symmetric-buffer table [FCO_MAX_SYMMETRIC][kMaxP] (device) */
@@ -421,15 +427,16 @@ __device__ __forceinline__ char* plan_area(char* ws, size_t ws_bytes, uint64_t e
  * *v, the call's epoch into *e, and the call's plan — nullptr where the plan area would leave the
  * workspace (only a corrupted table: the launcher checked it; the exchange records it), and
  * such a kernel reads and writes no plan. */
-__device__ __forceinline__ Plan* call_plan(fco_dev_rank_t* dev, RankView* v, uint64_t* e,
-                                           char* ws, int P, int64_t out_rows, int64_t n,
-                                           size_t es) {
+__device__ __forceinline__ Plan* call_plan(fco_dev_rank_t* dev, RankView* v, uint64_t* e, int P,
+                                           int64_t out_rows, int64_t n, size_t es) {
   load_rank_view(dev, v, FCO_OP_GEMM_ALLTOALL);
   *e = v->epoch + 1;
   if (fco_ga_half_off(v->ws_bytes, *e) + fco_ga_peer_bytes(P, out_rows, n, es) + sizeof(Plan) >
       v->ws_bytes)
     return nullptr;
-  return reinterpret_cast<Plan*>(plan_area(ws, v->ws_bytes, *e, P, out_rows, n, es));
+  /* The table's workspace (RankArgs.ws), whose size the half came from. */
+  return reinterpret_cast<Plan*>(plan_area(v->peer_data[v->rank], v->ws_bytes, *e, P, out_rows, n,
+                                           es));
 }
 
 }  // namespace ga

@@ -432,7 +432,6 @@ fco_result_t launch_push(const RankArgs& ra, const char* y, int P, int64_t out_r
   p.dev = ra.dev;
   p.y = y;
   p.out = ra.out;
-  p.ws = ra.ws;
   p.out_rows = out_rows;
   p.n = n;
   p.row_bytes = n * es;
@@ -455,7 +454,6 @@ fco_result_t launch_progress(const RankArgs& ra, int P, int64_t out_rows, int64_
   ProgParams p;
   memset(&p, 0, sizeof p);
   p.dev = ra.dev;
-  p.ws = ra.ws;
   p.out_rows = out_rows;
   p.n = n;
   p.P = P;
@@ -472,7 +470,6 @@ fco_result_t launch_land(const RankArgs& ra, int P, int64_t out_rows, int64_t n,
   LandParams p;
   memset(&p, 0, sizeof p);
   p.dev = ra.dev;
-  p.ws = ra.ws;
   p.out = ra.out;
   p.out_rows = out_rows;
   p.n = n;

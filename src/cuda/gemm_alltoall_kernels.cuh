@@ -144,9 +144,11 @@ __global__ void __launch_bounds__(kThreads, 1) ga_kernel_tiles(const __grid_cons
     epoch_end(ra.dev, e, p.blocks_per_rank);
     return;
   }
-  /* This call's half: peers' headers and staging, then my private segment table. */
+  /* This call's half: peers' headers and staging, then my private segment table (my workspace
+   * through the table, as the peers reach it: RankArgs.ws). */
   const size_t half = fco_ga_half_off(v.ws_bytes, e);
-  Seg* segs = reinterpret_cast<Seg*>(ra.ws + half + fco_ga_peer_bytes(P, p.out_rows, p.N, es));
+  Seg* segs =
+      reinterpret_cast<Seg*>(v.peer_data[me] + half + fco_ga_peer_bytes(P, p.out_rows, p.N, es));
   if (part == 0) build_plan<Tile::BM, Tile::BN>(p, ra, v, e, smem, segs);
   if (!gather_headers(v, e, p.out_rows, &c)) {
     epoch_end(ra.dev, e, p.blocks_per_rank);
@@ -291,7 +293,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_exchange(const ExParams p)
   __shared__ int64_t hdr[kHdrWords];
   const RankArgs& ra = p.r[blockIdx.x];
   uint64_t e;
-  Plan* plan = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.N, p.es);
+  Plan* plan = call_plan(ra.dev, &v, &e, p.P, p.out_rows, p.N, p.es);
   const int P = v.nranks, me = v.rank, E = ra.num_experts;
   const size_t need = fco_ga_half_need(2, 0, p.P, p.a_rows, p.out_rows, p.N, p.es);
   if (P != p.P || me < 0 || me >= P || fco_ws_half_bytes(v.ws_bytes) < need) {
@@ -344,7 +346,6 @@ struct PushParams {
   fco_dev_rank_t* dev;
   const char* y;
   char* out;
-  char* ws;
   int64_t out_rows, n;
   int64_t row_bytes;
   int32_t npieces, P, es;
@@ -354,7 +355,7 @@ struct PushParams {
 __global__ void __launch_bounds__(kThreads) ga_kernel_push(const PushParams p) {
   __shared__ RankView v;
   uint64_t e;
-  const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
+  const Plan* plan = call_plan(p.dev, &v, &e, p.P, p.out_rows, p.n, p.es);
   if (!plan) return; /* the exchange recorded it */
   if (*(volatile const int32_t*)&plan->verdict != 0) return; /* uniform: every thread reads it */
   /* The plan's placement, read once into shared memory: a load per piece in the loop (one a
@@ -403,7 +404,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
   const RankArgs& ra = p.r[li];
   uint64_t e;
   /* written by this call's exchange kernel (an earlier kernel of this rank's call) */
-  const Plan* g = call_plan(ra.dev, &v, &e, ra.ws, p.P, p.out_rows, p.n, p.es);
+  const Plan* g = call_plan(ra.dev, &v, &e, p.P, p.out_rows, p.n, p.es);
   const int P = v.nranks, me = v.rank;
   if (P != p.P || !g) { /* the exchange recorded it */
     epoch_end(ra.dev, e, p.blocks_per_rank);
@@ -464,7 +465,6 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_finish(const FinishParams 
  * it (rule (2) of src/core/internal.h). Off by default until measured on 2 GPUs. */
 struct ProgParams {
   fco_dev_rank_t* dev;
-  char* ws;
   int64_t out_rows, n;
   int32_t P, es, snap;
   int64_t rows_to[kMaxP];
@@ -473,7 +473,7 @@ struct ProgParams {
 __global__ void __launch_bounds__(kThreads) ga_kernel_progress(const ProgParams p) {
   __shared__ RankView v;
   uint64_t e;
-  Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
+  Plan* plan = call_plan(p.dev, &v, &e, p.P, p.out_rows, p.n, p.es);
   if (!plan) return;
   if (*(volatile const int32_t*)&plan->verdict != 0 || v.nranks != p.P) return;
   const int s = threadIdx.x, me = v.rank;
@@ -492,7 +492,6 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_progress(const ProgParams 
 
 struct LandParams {
   fco_dev_rank_t* dev;
-  char* ws;
   char* out;
   int64_t out_rows, n, row_bytes;
   int32_t P, es;
@@ -504,7 +503,7 @@ __global__ void __launch_bounds__(kThreads) ga_kernel_land(const LandParams p) {
   __shared__ int s_ok;
   __shared__ uint32_t s_from;
   uint64_t e;
-  const Plan* plan = call_plan(p.dev, &v, &e, p.ws, p.P, p.out_rows, p.n, p.es);
+  const Plan* plan = call_plan(p.dev, &v, &e, p.P, p.out_rows, p.n, p.es);
   if (!plan) return;
   if (threadIdx.x == 0) {
     s_ok = __ldcg(&plan->verdict) == 0 && v.nranks == p.P;

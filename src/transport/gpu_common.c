@@ -3,6 +3,7 @@
  * gpu_common.h). Everything here runs on the host; the device state it builds is read by the
  * kernels of src/cuda through fco_dev_rank_t.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -149,6 +150,38 @@ fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
                        "unusable: destroy it",
                        comm->rank, fco_result_string(c), (int)code, op_name(op), peer, slot, want,
                        seen);
+}
+
+void fco_gpu_keep_note(fco_gpu_keep_t* k, void* stream) {
+  if (k->captured) return;
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  const cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  k->captured = e != cudaSuccess || st != cudaStreamCaptureStatusNone;
+}
+
+fco_result_t fco_gpu_keep_need(fco_comm_t comm, fco_gpu_keep_t* k, int* keep) {
+  *keep = k->captured;
+  if (!k->captured || k->n < k->cap) return FCO_OK;
+  const int cap = k->cap ? 2 * k->cap : 4;
+  fco_gpu_kept_ws_t* v = (fco_gpu_kept_ws_t*)realloc(k->v, (size_t)cap * sizeof *v);
+  if (!v)
+    return fco_set_error(comm, FCO_ERR_OUT_OF_MEMORY,
+                         "rank %d: out of host memory keeping a captured call's workspace",
+                         comm->rank);
+  k->v = v;
+  k->cap = cap;
+  return FCO_OK;
+}
+
+void fco_gpu_keep_add(fco_gpu_keep_t* k, void* ptr, void* win, size_t bytes) {
+  if (ptr && k->n < k->cap) k->v[k->n++] = (fco_gpu_kept_ws_t){ptr, win, bytes};
+  k->captured = 0;
+}
+
+void fco_gpu_keep_clear(fco_gpu_keep_t* k) {
+  free(k->v);
+  memset(k, 0, sizeof *k);
 }
 
 /* Called before a call's bracket too (fco_gemm_alltoall's AUTO asks it when the call is made):

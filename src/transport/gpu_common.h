@@ -49,12 +49,33 @@ fco_result_t fco_cuda_fail(fco_comm_t comm, cudaError_t e, const char* call, con
     }                                                                                     \
   } while (0)
 
+/* Workspaces kept for CUDA graphs. A call captured into a graph bakes this rank's workspace
+ * address into its host-launched work (impl 0's staging copies, NCCL send / receive, cuBLAS
+ * into scratch); kernels address the workspace through the table (fco_dev_rank_t.peer_data,
+ * their own part included), which a growth rewrites. So a growth after such a capture does not
+ * free the old workspace but keeps it, with its window on nccl, until fco_comm_destroy: a graph
+ * captured before a growth and replayed after it then stages in the old workspace and exchanges
+ * through the new one, on every rank alike, instead of touching freed memory. A workspace no
+ * captured call used is freed at the growth as before. */
+typedef struct {
+  void* ptr;    /* the allocation (data workspace + LL area)                           */
+  void* win;    /* nccl: its ncclWindow_t; NULL on local                               */
+  size_t bytes; /* allocated bytes (fco_ws_alloc_bytes)                               */
+} fco_gpu_kept_ws_t;
+
+typedef struct {
+  int captured;          /* a call captured into a graph used the current workspace   */
+  int n, cap;
+  fco_gpu_kept_ws_t* v;  /* kept workspaces, oldest first                             */
+} fco_gpu_keep_t;
+
 /* Per-rank device state, identical on both transports. */
 typedef struct {
   fco_dev_rank_t* dev;        /* device memory; epoch/arrive owned by kernels once zeroed   */
   fco_async_err_t* err_host;  /* host-mapped pinned record, read by poll_error              */
   fco_async_err_t* err_dev;   /* the same record as the device sees it                      */
   fco_dev_rank_t table;       /* host copy of the host-written prefix of *dev               */
+  fco_gpu_keep_t keep;        /* old workspaces a graph may still use (above)               */
 } fco_gpu_rank_t;
 
 /* cudaSetDevice(dev) after checking it exists (FCO_ERR_INVALID_ARGUMENT naming it if not). */
@@ -79,6 +100,19 @@ fco_result_t fco_gpu_sym_row(fco_comm_t comm, int k, void* const* peers, int n);
  * VMM granularity); never above cfg.max_workspace_bytes when that is set (but >= bytes).
  * Depends only on bytes and cfg, so every rank picks the same size. */
 size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes);
+
+/* Before a call's launch (its device current): mark the current workspace as captured when
+ * `stream` is being captured into a CUDA graph (one query while unmarked; an unanswerable
+ * query, the legacy stream during a global capture, counts as captured). */
+void fco_gpu_keep_note(fco_gpu_keep_t* k, void* stream);
+/* At a growth, for a workspace about to be replaced: 1 if it must be kept (a captured call used
+ * it), after making room for it in the list (FCO_ERR_OUT_OF_MEMORY, nothing changed, when the
+ * host is out of memory); 0 if it may be freed. fco_gpu_keep_add then stores it (cannot fail)
+ * and clears the mark for the new workspace. */
+fco_result_t fco_gpu_keep_need(fco_comm_t comm, fco_gpu_keep_t* k, int* keep);
+void fco_gpu_keep_add(fco_gpu_keep_t* k, void* ptr, void* win, size_t bytes);
+/* The list itself, once the transport released every kept workspace (at destroy). */
+void fco_gpu_keep_clear(fco_gpu_keep_t* k);
 
 /* The transport hooks both GPU transports implement identically. */
 fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g);

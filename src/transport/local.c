@@ -125,8 +125,28 @@ static fco_result_t local_grow(fco_comm_t* comms, int n, size_t bytes) {
   FCO_CUDA_CHECK_GOTO(c0, cudaSetDevice(c0->device), r, fail);
   /* Work in flight on any virtual rank may still use the old buffers. */
   FCO_CUDA_CHECK_GOTO(c0, cudaDeviceSynchronize(), r, fail);
-  /* Free before allocating: all ranks share one GPU, old + new may not fit together. */
+  /* A workspace a captured call used is kept for its graph (gpu_common.h); the rest is freed
+   * before allocating: all ranks share one GPU, old + new may not fit together. */
+  int keep[FCO_MAX_GPU_RANKS] = {0};
+  for (int i = 0; i < n; i++)
+    if ((r = fco_gpu_keep_need(comms[i], &lr(comms[i])->g.keep, &keep[i])) != FCO_OK) {
+      fco_gpu_share_error(comms, n); /* nothing changed yet */
+      return r;
+    }
+  size_t kept = 0;
+  for (int i = 0; i < n; i++) { /* first (cannot fail): the fail path frees what is left */
+    local_rank_t* me = lr(comms[i]);
+    if (keep[i] && me->ws) kept += fco_ws_alloc_bytes(comms[i]->ws_bytes);
+    fco_gpu_keep_add(&me->g.keep, keep[i] ? me->ws : NULL, NULL,
+                     fco_ws_alloc_bytes(comms[i]->ws_bytes));
+    if (keep[i]) {
+      me->ws = NULL;
+      comms[i]->ws_bytes = 0;
+    }
+  }
   for (int i = 0; i < n; i++) FCO_CHECK_GOTO(free_ws(comms[i]), r, fail);
+  if (kept)
+    fco_log(c0, "local: %zu bytes of workspace a CUDA graph captured kept until destroy", kept);
   for (int i = 0; i < n; i++) {
     void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
     /* + the LL area past the data workspace, zeroed (src/core/internal.h: LL area). */
@@ -261,6 +281,15 @@ static fco_result_t local_run(fco_op_t* ops, int n) {
                          num_others + 1);
 
   FCO_CUDA_CHECK(c0, cudaSetDevice(c0->device));
+  /* Does a graph capture this call (then a growth keeps the workspace: gpu_common.h)? */
+  int unmarked = 0;
+  for (int i = 0; i < n; i++) unmarked |= !lr(ops[i].comm)->g.keep.captured;
+  if (unmarked) {
+    fco_gpu_keep_t probe = {0};
+    fco_gpu_keep_note(&probe, s0);
+    for (int j = 0; j < num_others; j++) fco_gpu_keep_note(&probe, others[j]);
+    for (int i = 0; i < n && probe.captured; i++) lr(ops[i].comm)->g.keep.captured = 1;
+  }
   for (int j = 0; j < num_others; j++) {
     /* One event serves every join: a wait binds to the record made just before it. */
     FCO_CUDA_CHECK(c0, cudaEventRecord(w->join, others[j]));
@@ -291,6 +320,9 @@ static fco_result_t local_destroy(fco_comm_t comm) {
     if (r == FCO_OK) r = x;
     x = free_ws(comm);
     if (r == FCO_OK) r = x;
+    for (int i = 0; i < me->g.keep.n; i++)
+      FCO_CUDA_CHECK_KEEP(comm, cudaFree(me->g.keep.v[i].ptr), r);
+    fco_gpu_keep_clear(&me->g.keep);
     if (me->sig) FCO_CUDA_CHECK_KEEP(comm, cudaFree(me->sig), r);
     x = fco_gpu_rank_destroy(comm, &me->g);
     if (r == FCO_OK) r = x;

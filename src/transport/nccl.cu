@@ -360,6 +360,40 @@ static fco_result_t release_ws(fco_comm_t comm) {
   return r;
 }
 
+/* Before a growth allocates: the old workspace is released, or kept with its window while a
+ * graph may use it (gpu_common.h: a captured call used it). A kept window stays registered: a
+ * captured NCCL call may have been set up for it. */
+static fco_result_t retire_ws(fco_comm_t comm) {
+  nccl_rank_t* me = nr(comm);
+  int keep = 0;
+  FCO_CHECK(fco_gpu_keep_need(comm, &me->g.keep, &keep));
+  if (!keep || !me->ws) {
+    fco_gpu_keep_add(&me->g.keep, NULL, NULL, 0); /* the new one starts unmarked */
+    return release_ws(comm);
+  }
+  const size_t bytes = fco_ws_alloc_bytes(comm->ws_bytes);
+  fco_gpu_keep_add(&me->g.keep, me->ws, (void*)me->ws_win, bytes);
+  fco_log(comm, "nccl: rank %d keeps %zu bytes of workspace a CUDA graph captured until destroy",
+          comm->rank, bytes);
+  me->ws = NULL;
+  me->ws_win = NULL;
+  comm->ws_bytes = 0;
+  return FCO_OK;
+}
+
+/* The kept workspaces (fco_comm_destroy). */
+static fco_result_t release_kept(fco_comm_t comm) {
+  fco_result_t r = FCO_OK;
+  nccl_rank_t* me = nr(comm);
+  for (int i = 0; i < me->g.keep.n; i++) {
+    const fco_gpu_kept_ws_t k = me->g.keep.v[i];
+    if (k.win) NCCL_CHECK_KEEP(comm, ncclCommWindowDeregister(me->nccl, (ncclWindow_t)k.win), r);
+    NCCL_CHECK_KEEP(comm, ncclMemFree(k.ptr), r);
+  }
+  fco_gpu_keep_clear(&me->g.keep);
+  return r;
+}
+
 /* The collective shape of workspace growth and fco_mem_alloc, over every rank (this thread: n
  * comms): alloc(c) on each (the buffer stored in the rank's state), agree, register every
  * rank's buffer in one NCCL group (reg(i)), post(c) on each (window check, peer table), agree
@@ -431,13 +465,14 @@ fail: {
 }
 }
 
-/* Workspace growth: every rank quiesces its device, drops its old workspace, allocates the new
- * one (+ the LL area, zeroed before any peer can reach it: the agreements are the barrier;
- * src/core/internal.h), registers it and rebuilds its table. */
+/* Workspace growth: every rank quiesces its device, drops its old workspace (keeps it for a
+ * graph after a captured call: retire_ws), allocates the new one (+ the LL area, zeroed before
+ * any peer can reach it: the agreements are the barrier; src/core/internal.h), registers it
+ * and rebuilds its table. */
 static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
   const size_t target = fco_gpu_ws_target(comms[0], bytes);
   auto alloc = [&](fco_comm_t c) {
-    fco_result_t x = release_ws(c);
+    fco_result_t x = retire_ws(c);
     void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
     if (x == FCO_OK) {
       ncclResult_t a = ncclMemAlloc(&ws, fco_ws_alloc_bytes(target));
@@ -464,7 +499,7 @@ static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
     return write_table(c);
   };
   auto undo = [&](fco_comm_t c) { /* consistently no workspace on every rank */
-    (void)release_ws(c);
+    if (retire_ws(c) != FCO_OK) (void)release_ws(c); /* a kept one stays kept */
     return write_table(c);
   };
   fco_result_t r = collective_register(comms, n, "data workspace", alloc, reg, post, undo);
@@ -580,6 +615,7 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
       first = fco_cuda_fail(c, ce, "cudaSetDevice", __FILE__, __LINE__);
       break;
     }
+    fco_gpu_keep_note(&nr(c)->g.keep, ops[i].stream); /* a graph's call: growth keeps the ws */
     char err[FCO_ERRMSG_LEN];
     err[0] = '\0';
     fco_result_t x = fco_cuda_run(&l, err);
@@ -641,6 +677,8 @@ static fco_result_t nccl_destroy(fco_comm_t comm) {
   fco_result_t x = fco_sym_free_all(comm);
   if (r == FCO_OK) r = x;
   x = release_ws(comm);
+  if (r == FCO_OK) r = x;
+  x = release_kept(comm);
   if (r == FCO_OK) r = x;
   if (me->have_dev_comm) NCCL_CHECK_KEEP(comm, ncclDevCommDestroy(me->nccl, &me->dev_comm), r);
   me->have_dev_comm = 0;
