@@ -5,7 +5,8 @@
 # 1. The tree under test (carried objects): on local, test_mixed_ops (its new growth_round: every
 #    operator and impl captured, replayed after two growths and back to back with eager calls),
 #    test_leaks (a growth after a capture: destroy frees the kept workspace), the gemm tests;
-#    on nccl P = 1 test_mixed_ops, test_leaks, test_gemm_alltoall.
+#    on nccl P = 1 test_mixed_ops, test_leaks, test_gemm_alltoall; pytest's CUDA-graph test (nccl,
+#    one process: graphs of every op replayed after two growths).
 # 2. The mutant: HEAD~ (ae09cd6, built here) with the new tests: test_mixed_ops must fail.
 # 3. gemm A/B old / new (impl 1 tiles, impl 2 chunks; local P = 2, bf16, graphs, 2 passes).
 # Carry: build/carry.tgz (make_carry.sh), build/srcold.tgz (git archive ae09cd6 Makefile include src tools).
@@ -28,6 +29,9 @@ echo "local tests rc=$?"; tail -n 9 $O/tests-local.txt
 FCO_TEST_MAX_RANKS=1 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops \
   test_leaks test_gemm_alltoall > $O/tests-nccl1.txt 2>&1
 echo "nccl P=1 tests rc=$?"; tail -n 4 $O/tests-nccl1.txt
+FCO_LIB="$PWD/build/lib/libfco.so" PYTHONPATH="$PWD/python" timeout 300 python3 -m pytest \
+  tests/python/test_gpu_ops.py -m gpu -rs -q -p no:cacheprovider -k cuda_graph > $O/pytest.txt 2>&1
+echo "pytest cuda_graph rc=$?"; tail -n 3 $O/pytest.txt
 mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null
 wait $OLDPID; tail -n 1 $O/build-old.log
 (cd /tmp/old && FCO_TRANSPORT=local timeout 300 build/tests/test_mixed_ops > $O/mutant.txt 2>&1
