@@ -308,36 +308,48 @@ static void refresh(const t_world_t* w, call_t* c) {
   }
 }
 
-/* A round captured into one CUDA graph (GPU transports where every rank shares one stream:
- * local, or P = 1): issued once eagerly on the capture's streams and checked, captured, then
- * `replays` times: fresh inputs / poisoned outputs, one replay, every output checked. GEMM calls
- * pass the host hints (without counts_host impls 0 and 2 synchronise, which a capture refuses). */
+/* Fresh inputs / poisoned outputs, one replay of the graph, every output of its calls checked. */
+static void replay_check(const t_world_t* w, gemv_capture_t* cap, call_t* calls, int n,
+                         const char* when) {
+  for (int i = 0; i < n; i++) refresh(w, &calls[i]);
+  t_context("P=%d: graph replay %s", w->n, when);
+  gemv_capture_replay(cap, 1);
+  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d: graph replay %s, call %d: %s seed 0x%016llx", w->n, when, i, calls[i].what,
+              (unsigned long long)calls[i].seed);
+    ASSERT_EQ(check(w, &calls[i]), (size_t)0);
+  }
+}
+
+/* The calls of a round (GPU transports where every rank shares one stream: local, or P = 1)
+ * issued once eagerly on the capture's streams and checked (cuBLAS handles made, kernels
+ * loaded), then captured into one CUDA graph. GEMM calls pass the host hints (without
+ * counts_host impls 0 and 2 synchronise, which a capture refuses). */
+static void capture_round(const t_world_t* w, int round, call_t* calls, int n, gemv_capture_t* cap,
+                          int seen[kNumOps][kNumOps]) {
+  for (int i = 0; i < n; i++) calls[i].hints = 1;
+  gemv_capture_init(cap, w);
+  run_round(w, round, calls, n, cap->sp, seen);
+  gemv_capture_sync(cap);
+  t_context("P=%d round %d: capturing %d calls", w->n, round, n);
+  gemv_capture_begin(cap);
+  for (int i = 0; i < n; i++) {
+    t_context("P=%d round %d call %d (capture): %s", w->n, round, i, calls[i].what);
+    ASSERT_OK(issue(w, &calls[i], cap->sp));
+  }
+  gemv_capture_end(cap);
+}
+
+/* A random round captured (capture_round), then replayed `replays` times (replay_check). */
 static void graph_round(const t_world_t* w, int round, int replays, int seen[kNumOps][kNumOps]) {
   const int n = make_round(w, round, g_calls);
-  for (int i = 0; i < n; i++) g_calls[i].hints = 1;
   gemv_capture_t cap;
-  gemv_capture_init(&cap, w);
-  run_round(w, round, g_calls, n, cap.sp, seen); /* eager: cuBLAS handles, kernels loaded */
-  for (int i = 0; i < n; i++) refresh(w, &g_calls[i]);
-  gemv_capture_sync(&cap);
-  t_context("P=%d round %d: capturing %d calls", w->n, round, n);
-  gemv_capture_begin(&cap);
-  for (int i = 0; i < n; i++) {
-    t_context("P=%d round %d call %d (capture): %s", w->n, round, i, g_calls[i].what);
-    ASSERT_OK(issue(w, &g_calls[i], cap.sp));
-  }
-  gemv_capture_end(&cap);
+  capture_round(w, round, g_calls, n, &cap, seen);
   for (int k = 0; k < replays; k++) {
-    if (k) /* the first replay runs on the inputs refreshed before the capture */
-      for (int i = 0; i < n; i++) refresh(w, &g_calls[i]);
-    t_context("P=%d round %d: graph replay %d of %d calls", w->n, round, k, n);
-    gemv_capture_replay(&cap, 1);
-    for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-    for (int i = 0; i < n; i++) {
-      t_context("P=%d round %d call %d (graph replay %d check): %s seed 0x%016llx", w->n, round,
-                i, k, g_calls[i].what, (unsigned long long)g_calls[i].seed);
-      ASSERT_EQ(check(w, &g_calls[i]), (size_t)0);
-    }
+    char when[64];
+    snprintf(when, sizeof when, "%d of round %d", k, round);
+    replay_check(w, &cap, g_calls, n, when);
   }
   gemv_capture_free(&cap);
   for (int i = 0; i < n; i++) free_call(w, &g_calls[i]);
@@ -372,20 +384,6 @@ static int make_pair_round(const t_world_t* w, int round, int part, call_t* call
 
 static call_t g_graph_calls[MAX_CALLS];
 
-/* Replay the graph, every output of its calls checked (fresh inputs / poisoned outputs first). */
-static void replay_check(const t_world_t* w, gemv_capture_t* cap, call_t* calls, int n,
-                         const char* when) {
-  for (int i = 0; i < n; i++) refresh(w, &calls[i]);
-  t_context("P=%d: graph replay %s", w->n, when);
-  gemv_capture_replay(cap, 1);
-  for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
-  for (int i = 0; i < n; i++) {
-    t_context("P=%d: graph replay %s, call %d: %s seed 0x%016llx", w->n, when, i, calls[i].what,
-              (unsigned long long)calls[i].seed);
-    ASSERT_EQ(check(w, &calls[i]), (size_t)0);
-  }
-}
-
 /* A graph replayed after the workspace grew (fco.h, fco_comm_reserve; the transports keep a
  * captured call's workspace, src/transport/gpu_common.h): round `part` of kPairs (every
  * operator and impl over the three) issued eagerly and checked, captured, replayed and checked;
@@ -398,18 +396,8 @@ static void replay_check(const t_world_t* w, gemv_capture_t* cap, call_t* calls,
 static void growth_round(const t_world_t* w, int round, int part, int seen[kNumOps][kNumOps]) {
   call_t* calls = g_graph_calls;
   const int n = make_pair_round(w, round, part, calls);
-  for (int i = 0; i < n; i++) calls[i].hints = 1; /* gemm: capturable with every impl */
   gemv_capture_t cap;
-  gemv_capture_init(&cap, w);
-  run_round(w, round, calls, n, cap.sp, seen); /* eager: cuBLAS handles, kernels loaded */
-  gemv_capture_sync(&cap);
-  t_context("P=%d round %d: capturing %d calls", w->n, round, n);
-  gemv_capture_begin(&cap);
-  for (int i = 0; i < n; i++) {
-    t_context("P=%d round %d call %d (capture): %s", w->n, round, i, calls[i].what);
-    ASSERT_OK(issue(w, &calls[i], cap.sp));
-  }
-  gemv_capture_end(&cap);
+  capture_round(w, round, calls, n, &cap, seen);
   replay_check(w, &cap, calls, n, "before any growth");
   for (int k = 1; k <= 2; k++) {
     size_t ws = 0, grown = 0;
