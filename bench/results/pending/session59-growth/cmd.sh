@@ -39,7 +39,7 @@ wait $OLDPID; tail -n 1 $O/build-old.log
 tail -n 5 $O/mutant.txt | cut -c1-400
 export FCO_BENCH_GA_SHAPES="512,2048,7168,32,8;128,2048,7168,32,8"
 for pass in 1 2; do
-  [ $pass = 2 ] && [ $SECONDS -gt 420 ] && { echo "pass 2 skipped (${SECONDS}s)"; break; }
+  [ $pass = 2 ] && [ $SECONDS -gt 330 ] && { echo "pass 2 skipped (${SECONDS}s)"; break; }
   for w in old new; do
     B=build/bin/fco-bench; [ $w = old ] && B=/tmp/old/build/bin/fco-bench
     for sym in 1 0; do
