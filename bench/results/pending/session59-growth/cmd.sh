@@ -26,17 +26,20 @@ FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops tes
   test_gemm_alltoall test_gemm_alltoall_tiles test_gemm_alltoall_freed test_gemm_alltoall_stale_plan \
   test_mem_alloc > $O/tests-local.txt 2>&1
 echo "local tests rc=$?"; tail -n 9 $O/tests-local.txt
+pack() { mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null; tar czf $OUT/out.tgz -C $O .; }
+pack
 FCO_TEST_MAX_RANKS=1 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops \
   test_leaks test_gemm_alltoall > $O/tests-nccl1.txt 2>&1
 echo "nccl P=1 tests rc=$?"; tail -n 4 $O/tests-nccl1.txt
 FCO_LIB="$PWD/build/lib/libfco.so" PYTHONPATH="$PWD/python" timeout 300 python3 -m pytest \
   tests/python/test_gpu_ops.py -m gpu -rs -q -p no:cacheprovider -k cuda_graph > $O/pytest.txt 2>&1
 echo "pytest cuda_graph rc=$?"; tail -n 3 $O/pytest.txt
-mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null
+pack
 wait $OLDPID; tail -n 1 $O/build-old.log
 (cd /tmp/old && FCO_TRANSPORT=local timeout 300 build/tests/test_mixed_ops > $O/mutant.txt 2>&1
  echo "mutant test_mixed_ops rc=$? (must not be 0)")
 tail -n 5 $O/mutant.txt | cut -c1-400
+pack
 export FCO_BENCH_GA_SHAPES="512,2048,7168,32,8;128,2048,7168,32,8"
 for pass in 1 2; do
   [ $pass = 2 ] && [ $SECONDS -gt 330 ] && { echo "pass 2 skipped (${SECONDS}s)"; break; }
@@ -45,9 +48,9 @@ for pass in 1 2; do
     for sym in 1 0; do
       FCO_BENCH_SYM=$sym $B gemm_alltoall -t local -g 2 -d bf16 -D 1,2 -G 1 -n 20 -w 3 \
         > $O/ga-$w-sym$sym-$pass.txt 2>&1
-      echo "ga-$w-sym$sym-$pass rc=$?"
+      echo "ga-$w-sym$sym-$pass rc=$?"; pack
     done
   done
 done
-tar czf $OUT/out.tgz -C $O .
+pack
 for f in $O/ga-*.txt; do echo "== $(basename $f)"; grep -E "^ +[0-9]" $f | cut -c1-160; done
