@@ -22,15 +22,17 @@ mkdir -p /tmp/old && tar xzf build/srcold.tgz -C /tmp/old && cp -r tests /tmp/ol
 (cd /tmp/old && make -j12 NCCL_HOME="$NCCL_HOME" build/lib/libfco.so build/bin/fco-bench \
   build/tests/test_mixed_ops > $O/build-old.log 2>&1; echo "old make rc=$?" >> $O/build-old.log) &
 OLDPID=$!
-FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops test_leaks \
-  test_gemm_alltoall test_gemm_alltoall_tiles test_gemm_alltoall_freed test_gemm_alltoall_stale_plan \
-  test_mem_alloc > $O/tests-local.txt 2>&1
-echo "local tests rc=$?"; tail -n 9 $O/tests-local.txt
 pack() { mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null; tar czf $OUT/out.tgz -C $O .; }
-pack
+FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops test_leaks \
+  > $O/tests-local.txt 2>&1
+echo "local tests rc=$?"; tail -n 3 $O/tests-local.txt; pack
 FCO_TEST_MAX_RANKS=1 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops \
-  test_leaks test_gemm_alltoall > $O/tests-nccl1.txt 2>&1
-echo "nccl P=1 tests rc=$?"; tail -n 4 $O/tests-nccl1.txt
+  test_leaks > $O/tests-nccl1.txt 2>&1
+echo "nccl P=1 tests rc=$?"; tail -n 3 $O/tests-nccl1.txt; pack
+FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=300 tests/run.sh test_gemm_alltoall \
+  test_gemm_alltoall_tiles test_gemm_alltoall_freed test_gemm_alltoall_stale_plan test_mem_alloc \
+  > $O/tests-local-gemm.txt 2>&1
+echo "local gemm tests rc=$?"; tail -n 6 $O/tests-local-gemm.txt; pack
 FCO_LIB="$PWD/build/lib/libfco.so" PYTHONPATH="$PWD/python" timeout 300 python3 -m pytest \
   tests/python/test_gpu_ops.py -m gpu -rs -q -p no:cacheprovider -k cuda_graph > $O/pytest.txt 2>&1
 echo "pytest cuda_graph rc=$?"; tail -n 3 $O/pytest.txt
