@@ -11,6 +11,7 @@
 # 3. gemm A/B old / new (impl 1 tiles, impl 2 chunks; local P = 2, bf16, graphs, 2 passes).
 # Carry: build/carry.tgz (make_carry.sh), build/srcold.tgz (git archive ae09cd6 Makefile include src tools).
 set -u
+export FCO_TEST_QUICK=1 # the growth rounds are the same; fewer random eager rounds (device time)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
 NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
 O=/tmp/o59; mkdir -p $O
@@ -29,6 +30,11 @@ echo "local tests rc=$?"; tail -n 3 $O/tests-local.txt; pack
 FCO_TEST_MAX_RANKS=1 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=300 tests/run.sh test_mixed_ops \
   test_leaks > $O/tests-nccl1.txt 2>&1
 echo "nccl P=1 tests rc=$?"; tail -n 3 $O/tests-nccl1.txt; pack
+wait $OLDPID; tail -n 1 $O/build-old.log
+(cd /tmp/old && FCO_TRANSPORT=local timeout 300 build/tests/test_mixed_ops > $O/mutant.txt 2>&1
+ echo "mutant test_mixed_ops rc=$? (must not be 0)")
+tail -n 5 $O/mutant.txt | cut -c1-400
+pack
 FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=300 tests/run.sh test_gemm_alltoall \
   test_gemm_alltoall_tiles test_gemm_alltoall_freed test_gemm_alltoall_stale_plan test_mem_alloc \
   > $O/tests-local-gemm.txt 2>&1
@@ -36,11 +42,6 @@ echo "local gemm tests rc=$?"; tail -n 6 $O/tests-local-gemm.txt; pack
 FCO_LIB="$PWD/build/lib/libfco.so" PYTHONPATH="$PWD/python" timeout 300 python3 -m pytest \
   tests/python/test_gpu_ops.py -m gpu -rs -q -p no:cacheprovider -k cuda_graph > $O/pytest.txt 2>&1
 echo "pytest cuda_graph rc=$?"; tail -n 3 $O/pytest.txt
-pack
-wait $OLDPID; tail -n 1 $O/build-old.log
-(cd /tmp/old && FCO_TRANSPORT=local timeout 300 build/tests/test_mixed_ops > $O/mutant.txt 2>&1
- echo "mutant test_mixed_ops rc=$? (must not be 0)")
-tail -n 5 $O/mutant.txt | cut -c1-400
 pack
 export FCO_BENCH_GA_SHAPES="512,2048,7168,32,8;128,2048,7168,32,8"
 for pass in 1 2; do
