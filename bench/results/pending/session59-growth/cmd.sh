@@ -19,6 +19,12 @@ nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
 tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
 make -j16 NCCL_HOME="$NCCL_HOME" > $O/build.log 2>&1
 echo "make rc=$? ($(grep -c nvcc $O/build.log) nvcc lines)"
+if [ "${S59_MIN:-0}" = 1 ]; then # little device time left: the new tree's growth tests only
+  FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=200 tests/run.sh test_mixed_ops test_leaks \
+    > $O/tests-local.txt 2>&1
+  echo "local tests rc=$?"; tail -n 3 $O/tests-local.txt
+  cp -r build/tests/logs $O/ 2>/dev/null; tar czf $OUT/out.tgz -C $O .; exit 0
+fi
 mkdir -p /tmp/old && tar xzf build/srcold.tgz -C /tmp/old && cp -r tests /tmp/old/
 (cd /tmp/old && make -j12 NCCL_HOME="$NCCL_HOME" build/lib/libfco.so build/bin/fco-bench \
   build/tests/test_mixed_ops > $O/build-old.log 2>&1; echo "old make rc=$?" >> $O/build-old.log) &
