@@ -282,17 +282,19 @@ def _g_cuda_graph():
         g, out = _capture(lambda: fco.embedding_alltoall(w, idx, off, rows, tpr, bpr, impl=impl))
         replays[f"embedding {impl}"] = emb_replay(g, out, w, idx, off, rows)
     # gemm, impl tiles (no host hints): replay with new counts
+    # (each replay function binds its own tensors: the names are reused below)
+    def gemm_replay(g, out, a, w, counts):
+        def f(seed):
+            counts.copy_(_refs.gemm_data(torch.bfloat16, 2, 256, 256, seed)[2])
+            g.replay()
+            torch.cuda.synchronize()
+            return torch.allclose(out.float(), _refs.gemm_alltoall(a, w, counts, 300).float(),
+                                  rtol=5e-2, atol=5e-2)
+        return f
+
     a, w, counts = _refs.gemm_data(torch.bfloat16, 2, 256, 256, 1)
     g, out = _capture(lambda: fco.gemm_alltoall(a, w, counts, out_rows=300, impl="tiles"))
-
-    def gemm_replay(seed):
-        counts.copy_(_refs.gemm_data(torch.bfloat16, 2, 256, 256, seed)[2])
-        g.replay()
-        torch.cuda.synchronize()
-        return torch.allclose(out.float(), _refs.gemm_alltoall(a, w, counts, 300).float(),
-                              rtol=5e-2, atol=5e-2)
-
-    replays["gemm tiles"] = gemm_replay
+    replays["gemm tiles"] = gemm_replay(g, out, a, w, counts)
     for name, f in replays.items():
         res[name] = all(f(10 + k) for k in range(3))
     # a shape first seen inside capture needs the workspace reserved before
