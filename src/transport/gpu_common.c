@@ -174,8 +174,8 @@ fco_result_t fco_gpu_keep_need(fco_comm_t comm, fco_gpu_keep_t* k, int* keep) {
   return FCO_OK;
 }
 
-void fco_gpu_keep_add(fco_gpu_keep_t* k, void* ptr, void* win, size_t bytes) {
-  if (ptr && k->n < k->cap) k->v[k->n++] = (fco_gpu_kept_ws_t){ptr, win, bytes};
+void fco_gpu_keep_add(fco_gpu_keep_t* k, void* ptr, void* win) {
+  if (ptr && k->n < k->cap) k->v[k->n++] = (fco_gpu_kept_ws_t){ptr, win};
   k->captured = 0;
 }
 

@@ -60,7 +60,6 @@ fco_result_t fco_cuda_fail(fco_comm_t comm, cudaError_t e, const char* call, con
 typedef struct {
   void* ptr;    /* the allocation (data workspace + LL area)                           */
   void* win;    /* nccl: its ncclWindow_t; NULL on local                               */
-  size_t bytes; /* allocated bytes (fco_ws_alloc_bytes)                               */
 } fco_gpu_kept_ws_t;
 
 typedef struct {
@@ -110,7 +109,7 @@ void fco_gpu_keep_note(fco_gpu_keep_t* k, void* stream);
  * host is out of memory); 0 if it may be freed. fco_gpu_keep_add then stores it (cannot fail)
  * and clears the mark for the new workspace. */
 fco_result_t fco_gpu_keep_need(fco_comm_t comm, fco_gpu_keep_t* k, int* keep);
-void fco_gpu_keep_add(fco_gpu_keep_t* k, void* ptr, void* win, size_t bytes);
+void fco_gpu_keep_add(fco_gpu_keep_t* k, void* ptr, void* win);
 /* The list itself, once the transport released every kept workspace (at destroy). */
 void fco_gpu_keep_clear(fco_gpu_keep_t* k);
 

@@ -137,8 +137,7 @@ static fco_result_t local_grow(fco_comm_t* comms, int n, size_t bytes) {
   for (int i = 0; i < n; i++) { /* first (cannot fail): the fail path frees what is left */
     local_rank_t* me = lr(comms[i]);
     if (keep[i] && me->ws) kept += fco_ws_alloc_bytes(comms[i]->ws_bytes);
-    fco_gpu_keep_add(&me->g.keep, keep[i] ? me->ws : NULL, NULL,
-                     fco_ws_alloc_bytes(comms[i]->ws_bytes));
+    fco_gpu_keep_add(&me->g.keep, keep[i] ? me->ws : NULL, NULL);
     if (keep[i]) {
       me->ws = NULL;
       comms[i]->ws_bytes = 0;

@@ -368,11 +368,11 @@ static fco_result_t retire_ws(fco_comm_t comm) {
   int keep = 0;
   FCO_CHECK(fco_gpu_keep_need(comm, &me->g.keep, &keep));
   if (!keep || !me->ws) {
-    fco_gpu_keep_add(&me->g.keep, NULL, NULL, 0); /* the new one starts unmarked */
+    fco_gpu_keep_add(&me->g.keep, NULL, NULL); /* the new one starts unmarked */
     return release_ws(comm);
   }
   const size_t bytes = fco_ws_alloc_bytes(comm->ws_bytes);
-  fco_gpu_keep_add(&me->g.keep, me->ws, (void*)me->ws_win, bytes);
+  fco_gpu_keep_add(&me->g.keep, me->ws, (void*)me->ws_win);
   fco_log(comm, "nccl: rank %d keeps %zu bytes of workspace a CUDA graph captured until destroy",
           comm->rank, bytes);
   me->ws = NULL;
