@@ -229,9 +229,13 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * thread before the ranks' threads issue calls (its ops grow every rank of the world together,
  * so a call that must grow it would touch the other ranks' communicators from several threads);
  * on cpu it is never needed (no graphs are captured; its ops grow the workspace themselves).
- * On nccl the ranks agree on a growth (and on fco_mem_alloc) through an NCCL all-reduce that
- * FCO_TIMEOUT_MS does not bound: a rank whose peer never grows (its call refused on the host,
- * or a need that differs) waits there like an NCCL collective missing a rank.
+ * On nccl a growth (here or inside an operator call) and fco_mem_alloc first pass a gate
+ * bounded by FCO_TIMEOUT_MS (src/cuda/gate.h) before their NCCL all-reduces: ranks that grow
+ * together take the largest size any of them asks; a rank whose peer does not take the step
+ * within the bound (its call needed no growth — a shape that differs between ranks —, was
+ * refused on the host, or the peer is gone) gets FCO_ERR_TIMEOUT naming that peer, and the
+ * communicator is unusable from then on (a sticky error: destroy it), where it used to wait in
+ * NCCL forever. A peer that arrives after the others gave up finds the step abandoned.
  * A CUDA graph captured before a growth (a later call with a larger shape, or a larger
  * fco_comm_reserve) may be replayed after it, also between and back to back with calls on the
  * grown workspace: a GPU transport keeps a workspace that a captured call used (and its window
@@ -279,7 +283,8 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * all-reduce (so after a rank freed a buffer its peers kept, the next allocation skips that
  * slot everywhere); none free on every rank is FCO_ERR_INVALID_USAGE on every rank, and so,
  * for such ranks on nccl, is a call another rank refused (bytes 0, an async error): its peers
- * return instead of waiting for it.
+ * return instead of waiting for it. A rank that never calls: its peers' calls return
+ * FCO_ERR_TIMEOUT after FCO_TIMEOUT_MS (the gate of fco_comm_reserve above; sticky).
  * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
  * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call

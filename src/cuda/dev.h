@@ -5,7 +5,8 @@
  * it. Plain C layout, included by .c and .cu files.
  *
  * Signals: rank p's signal area is an array sig[src][FCO_SIG_SLOTS] of uint64_t in p's
- * symmetric signal window; a sender s writes peer_sig[p][s * FCO_SIG_SLOTS + slot].
+ * symmetric signal window; a sender s writes peer_sig[p][s * FCO_SIG_SLOTS + slot]. On nccl
+ * the gate's words (gate.h) follow the rows.
  * Values only grow: a call uses values derived from the epoch (calls completed on this
  * communicator), so flags never need resetting and CUDA-graph replays stay correct.
  * Slots of sig[src][·] in use (ops share them: every call waits for values of its own epoch):

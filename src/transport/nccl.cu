@@ -14,6 +14,9 @@
  * window deregistration is local and never waits for peers, so it is issued ungrouped.
  * Setup and growth end with an "agree" allreduce (min of a per-rank ok flag): all ranks commit
  * or fail together, and it is the barrier after which peers may signal into our buffers.
+ * Growth and fco_mem_alloc's slot agreement first pass the gate (src/cuda/gate.h), a kernel
+ * bounded by FCO_TIMEOUT_MS: a rank whose peer never takes the step gets FCO_ERR_TIMEOUT
+ * instead of waiting in NCCL forever, and ranks that grow together agree on one size.
  *
  * impl 0 = ncclAllReduce; impl 1 = fco_cuda_allreduce_oneshot over the peer table.
  */
@@ -25,21 +28,29 @@
 #include <nccl_device.h>
 
 #include "../cuda/cuda_ops.h"
+#include "../cuda/gate.h"
 #include "gpu_common.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
 #error "the nccl transport needs NCCL >= 2.28 (symmetric windows and the device API)"
 #endif
 
-/* Scratch ints a rank holds on the device: agree's [0]; sym_slots' free mask (one a slot) + ok. */
+/* Scratch ints a rank holds on the device: agree's [0]; sym_slots' free mask (one a slot) + ok;
+ * then, at kGateResOff bytes, the gate's result. */
 constexpr int kScratchInts = FCO_MAX_SYMMETRIC + 1;
+constexpr size_t kGateResOff = (kScratchInts * sizeof(int) + 15) / 16 * 16;
+constexpr size_t kScratchBytes = kGateResOff + sizeof(fco_gate_result_t);
+/* The signal area: the signal rows (dev.h), then the gate's words (gate.h). */
+constexpr size_t kSigAreaBytes = FCO_SIG_BYTES + FCO_GATE_BYTES;
 
 typedef struct {
   fco_gpu_rank_t g;
   ncclComm_t nccl;
   int own_nccl;            /* 0: adopted (fco_comm_init_from_nccl), the caller destroys it */
-  int* scratch;            /* kScratchInts ints on the device: agree/barrier/slots         */
-  void* sig;               /* ncclMemAlloc, FCO_SIG_BYTES                                   */
+  int* scratch;            /* kScratchBytes on the device: agree/barrier/slots, gate result */
+  uint64_t gate_gen;       /* gates entered (gate.h)                                        */
+  int gate_broken;         /* a gate failed: out of step with the peers for good            */
+  void* sig;               /* ncclMemAlloc, kSigAreaBytes                                   */
   ncclWindow_t sig_win;
   ncclDevComm dev_comm;
   int have_dev_comm;
@@ -169,11 +180,114 @@ static fco_result_t agree(fco_comm_t* comms, int n, int ok, int* all_ok) {
   return FCO_OK;
 }
 
+/* A rank out of step with its peers' gates (gate.h) can take no collective step again: its
+ * communicator keeps the error (every later call returns it) and enters no gate again. */
+static fco_result_t gate_poison(fco_comm_t* comms, int n, fco_result_t code, const char* msg) {
+  for (int i = 0; i < n; i++) {
+    nr(comms[i])->gate_broken = 1;
+    if (comms[i]->async_error == FCO_OK) {
+      comms[i]->async_error = code;
+      comms[i]->async_msg[0] = '\0'; /* fco_set_error below fills it */
+    }
+    fco_set_error(comms[i], code, "%s", msg);
+  }
+  return code;
+}
+
+/* The gate (gate.h) of a collective step `what` for the n comms this thread drives: every
+ * rank's `value` in, *max_value = their maximum. Bounded by each comm's FCO_TIMEOUT_MS; a rank
+ * missing (or out of step) fails the step on every rank, before any NCCL call, and leaves
+ * these comms unusable. A world of one rank has no peer to wait for. */
+static fco_result_t gate(fco_comm_t* comms, int n, const char* what, uint64_t value,
+                         uint64_t* max_value) {
+  *max_value = value;
+  for (int i = 0; i < n; i++)
+    if (!comms[i] || !comms[i]->tp)
+      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
+                           "%s needs every rank driven by this thread, but rank %d was destroyed",
+                           what, i);
+  if (comms[0]->nranks == 1) return FCO_OK;
+  char err[FCO_ERRMSG_LEN] = "";
+  char msg[FCO_ERRMSG_LEN];
+  for (int i = 0; i < n; i++)
+    if (nr(comms[i])->gate_broken) { /* its peers give up on it within their bound */
+      snprintf(msg, sizeof msg, "rank %d: %s: an earlier collective step of this communicator "
+               "timed out; it is unusable: destroy it", comms[i]->rank, what);
+      return gate_poison(comms, n, FCO_ERR_INVALID_USAGE, msg);
+    }
+  fco_result_t r = FCO_OK;
+  /* Launch every comm's gate before waiting for any (one thread may drive all ranks), on the
+   * per-thread default stream: not behind the user's streams' work, which may wait for the
+   * very peers this gate waits for. */
+  for (int i = 0; i < n && r == FCO_OK; i++) {
+    nccl_rank_t* me = nr(comms[i]);
+    cudaError_t ce = cudaSetDevice(comms[i]->device);
+    if (ce != cudaSuccess) {
+      snprintf(err, sizeof err, "cudaSetDevice: %s", cudaGetErrorString(ce));
+      r = FCO_ERR_CUDA;
+      break;
+    }
+    const uint64_t ns = (uint64_t)comms[i]->cfg.timeout_ms * 1000000ull;
+    r = fco_cuda_gate(me->g.dev, ++me->gate_gen, value, ns,
+                      (fco_gate_result_t*)((char*)me->scratch + kGateResOff), cudaStreamPerThread,
+                      err);
+  }
+  fco_gate_result_t res[FCO_MAX_GPU_RANKS];
+  for (int i = 0; i < n && r == FCO_OK; i++) {
+    cudaError_t ce = cudaSetDevice(comms[i]->device);
+    if (ce == cudaSuccess)
+      ce = cudaMemcpyAsync(&res[i], (char*)nr(comms[i])->scratch + kGateResOff, sizeof res[i],
+                           cudaMemcpyDeviceToHost, cudaStreamPerThread);
+    if (ce == cudaSuccess) ce = cudaStreamSynchronize(cudaStreamPerThread);
+    if (ce != cudaSuccess) {
+      snprintf(err, sizeof err, "the gate's kernel: %s", cudaGetErrorString(ce));
+      r = FCO_ERR_CUDA;
+    }
+  }
+  if (r != FCO_OK) {
+    snprintf(msg, sizeof msg, "rank %d: %s: entering the collective step failed (%.300s); the "
+             "communicator is unusable: destroy it", comms[0]->rank, what, err);
+    return gate_poison(comms, n, r, msg);
+  }
+  for (int i = 0; i < n; i++) {
+    const fco_gate_result_t* g = &res[i];
+    const unsigned long long gen = nr(comms[i])->gate_gen;
+    if (g->decided >> 2 != gen) {
+      snprintf(msg, sizeof msg, "rank %d: %s: the ranks are out of step (collective step %llu "
+               "here, %llu decided: an earlier one timed out elsewhere); the communicator is "
+               "unusable: destroy it", comms[i]->rank, what, gen,
+               (unsigned long long)(g->decided >> 2));
+      return gate_poison(comms, n, FCO_ERR_INVALID_USAGE, msg);
+    }
+    if (!g->went) {
+      if (g->missing >= 0)
+        snprintf(msg, sizeof msg, "rank %d: %s: rank %d did not take this collective step "
+                 "within FCO_TIMEOUT_MS = %d ms (every rank must: its call may have needed no "
+                 "growth, or been refused, or it is gone); the communicator is unusable: destroy "
+                 "it", comms[i]->rank, what, g->missing, comms[i]->cfg.timeout_ms);
+      else
+        snprintf(msg, sizeof msg, "rank %d: %s: this rank came to the collective step after a "
+                 "peer had given up on it (FCO_TIMEOUT_MS = %d ms); the communicator is "
+                 "unusable: destroy it", comms[i]->rank, what, comms[i]->cfg.timeout_ms);
+      return gate_poison(comms, n, FCO_ERR_TIMEOUT, msg);
+    }
+    if (g->missing >= 0) { /* its count came and its words did not: never expected */
+      snprintf(msg, sizeof msg, "rank %d: %s: rank %d's gate words did not arrive; the "
+               "communicator is unusable: destroy it", comms[i]->rank, what, g->missing);
+      return gate_poison(comms, n, FCO_ERR_INTERNAL, msg);
+    }
+    if (g->max_value > *max_value) *max_value = g->max_value;
+  }
+  return FCO_OK;
+}
+
 /* sym_slots (internal.h): every rank's free-slot mask and ok ANDed, one ncclAllReduce (min of
- * 0 / 1 per slot, then ok) on the legacy stream, as agree. */
+ * 0 / 1 per slot, then ok) on the legacy stream, as agree; through the gate first. */
 static fco_result_t nccl_sym_slots(fco_comm_t comm, unsigned free_mask, int ok,
                                    unsigned* all_free, int* all_ok) {
   nccl_rank_t* me = nr(comm);
+  uint64_t unused = 0;
+  FCO_CHECK(gate(&comm, 1, "fco_mem_alloc", 0, &unused));
   int v[kScratchInts];
   for (int k = 0; k < FCO_MAX_SYMMETRIC; k++) v[k] = (int)(free_mask >> k & 1u);
   v[FCO_MAX_SYMMETRIC] = ok ? 1 : 0;
@@ -196,13 +310,13 @@ static fco_result_t alloc_rank(fco_comm_t comm) {
   FCO_CUDA_CHECK(comm, cudaSetDevice(comm->device));
   int* scratch = NULL; /* stored only on success: a failed call leaves it unspecified */
   void* sig = NULL;
-  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, kScratchInts * sizeof *scratch));
+  FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, kScratchBytes));
   me->scratch = scratch;
   FCO_CHECK(fco_gpu_rank_create(comm, &me->g));
-  NCCL_CHECK(comm, ncclMemAlloc(&sig, FCO_SIG_BYTES));
+  NCCL_CHECK(comm, ncclMemAlloc(&sig, kSigAreaBytes));
   me->sig = sig;
   /* Zeroed before registration; peers signal only after the final agree (a barrier). */
-  FCO_CUDA_CHECK(comm, cudaMemset(me->sig, 0, FCO_SIG_BYTES));
+  FCO_CUDA_CHECK(comm, cudaMemset(me->sig, 0, kSigAreaBytes));
   return FCO_OK;
 }
 
@@ -226,7 +340,7 @@ static fco_result_t setup(fco_comm_t* comms, int n) {
 
   auto reg_sig = [&](int i) {
     nccl_rank_t* me = nr(comms[i]);
-    return ncclCommWindowRegister(me->nccl, me->sig, FCO_SIG_BYTES, &me->sig_win,
+    return ncclCommWindowRegister(me->nccl, me->sig, kSigAreaBytes, &me->sig_win,
                                   NCCL_WIN_COLL_SYMMETRIC);
   };
   FCO_CHECK(nccl_group(comms, n, "ncclCommWindowRegister (signal area)", reg_sig));
@@ -470,8 +584,17 @@ fail: {
  * any peer can reach it: the agreements are the barrier; src/core/internal.h), registers it
  * and rebuilds its table. */
 static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
-  const size_t target = fco_gpu_ws_target(comms[0], bytes);
+  /* Every rank's size in, the largest out: ranks whose needs differ grow to one size. */
+  uint64_t most = fco_gpu_ws_target(comms[0], bytes);
+  FCO_CHECK(gate(comms, n, "workspace growth", most, &most));
+  const size_t target = (size_t)most;
   auto alloc = [&](fco_comm_t c) {
+    const long long cap = c->cfg.max_workspace_bytes;
+    if (cap > 0 && target > (size_t)cap) /* another rank needs more than this one may hold */
+      return fco_set_error(c, FCO_ERR_OUT_OF_MEMORY,
+                           "rank %d: another rank grows the workspace to %zu bytes per rank, "
+                           "over this rank's cfg.max_workspace_bytes = %lld",
+                           c->rank, target, cap);
     fco_result_t x = retire_ws(c);
     void* ws = NULL; /* stored only on success: a failed call leaves it unspecified */
     if (x == FCO_OK) {

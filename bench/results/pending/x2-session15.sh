@@ -31,11 +31,12 @@ el build done
 # FCO_CHECK_ARGS with a peer 2 s late; the embedding at the epoch limit with a late peer and its
 # back-to-back calls (b2b: the R2 race, which only two GPUs can show) and its failed resolve
 # (session 58's `fault` part: FCO_FAULT_EA_RESOLVE, the receiver must report its own error);
-# gemm's freed slot staged
-el "session 56-58 tests nccl"
-FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=170 FCO_TEST_QUICK=1 timeout 230 tests/run.sh \
-  test_gemm_alltoall_nccl_faults test_device_keep test_embedding_alltoall_direct test_gemv_allreduce \
-  test_gemm_alltoall_freed > $O/tests-nccl-s56.txt 2>&1; echo rc=$?
+# gemm's freed slot staged; session 60's gate ahead of growth and fco_mem_alloc (test_grow_gate:
+# a rank alone in a growth / an allocation times out instead of hanging, sizes agreed)
+el "session 56-60 tests nccl"
+FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=170 FCO_TEST_QUICK=1 timeout 300 tests/run.sh \
+  test_grow_gate test_gemm_alltoall_nccl_faults test_device_keep test_embedding_alltoall_direct \
+  test_gemv_allreduce test_gemm_alltoall_freed > $O/tests-nccl-s56.txt 2>&1; echo rc=$?
 tail -6 $O/tests-nccl-s56.txt
 # (1) the C suite on nccl, quick
 el "C suite nccl"
