@@ -131,25 +131,7 @@ typedef struct {
 } proc_arg_t;
 
 static fco_comm_t join(int rank, proc_arg_t* pa) {
-  fco_unique_id_t id;
-  if (rank == 0) {
-    ASSERT_OK(fco_get_unique_id(&id));
-    ASSERT_EQ(write(pa->fd[1], &id, sizeof id), (long long)sizeof id);
-  } else {
-    size_t got = 0;
-    while (got < sizeof id) {
-      ssize_t n = read(pa->fd[0], (char*)&id + got, sizeof id - got);
-      ASSERT_GT(n, 0);
-      got += (size_t)n;
-    }
-  }
-  fco_config_t cfg;
-  ASSERT_OK(fco_config_init(&cfg));
-  cfg.transport = FCO_TRANSPORT_NCCL;
-  cfg.device = rank;
-  cfg.timeout_ms = 10000; /* a refusal must come well before it */
-  fco_comm_t c = NULL;
-  ASSERT_OK(fco_comm_init(&c, P, rank, &id, &cfg));
+  fco_comm_t c = t_nccl_join(rank, P, pa->fd, 10000); /* a refusal must come well before it */
   /* one workspace size on both ranks whatever impl each runs (growth is collective) */
   size_t ws = 0;
   ASSERT_OK(fco_gemm_alltoall_workspace(c, A_ROWS, OUT_ROWS, K, N, FCO_BF16, FCO_IMPL_AUTO, &ws));
@@ -326,22 +308,13 @@ static int proc_world(int idx, void* arg) {
   return 0;
 }
 
-static int count_gpus(int idx, void* arg) {
-  (void)idx;
-  (void)arg;
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-  return n > 100 ? 100 : n;
-}
-
 int main(void) {
   t_seed_init();
   g_mix = (unsigned)(t_next_seed() % 25);
   if (t_transport() != FCO_TRANSPORT_NCCL) t_skip("nccl transport only (FCO_TRANSPORT=nccl)");
+  const int gpus = t_fork_gpu_count();
+  if (gpus < 2) t_skip("needs two GPUs, found %d", gpus);
   int st[P];
-  /* in a child: CUDA must not be initialised in this process before it forks the ranks */
-  t_fork_run(1, count_gpus, NULL, 60, st);
-  if (st[0] < 2) t_skip("needs two GPUs, found %d", st[0] < 0 ? 0 : st[0]);
   for (int m = F1_NEGATIVE; m <= S1_SLOT; m++) {
     proc_arg_t pa;
     pa.mode = (mode_t_)m;

@@ -42,29 +42,6 @@ typedef struct {
 
 static unsigned g_mix; /* fresh inputs every run (set before the children fork) */
 
-static fco_comm_t join(int rank, arg_t* a) {
-  fco_unique_id_t id;
-  if (rank == 0) {
-    ASSERT_OK(fco_get_unique_id(&id));
-    ASSERT_EQ(write(a->fd[1], &id, sizeof id), (long long)sizeof id);
-  } else {
-    size_t got = 0;
-    while (got < sizeof id) {
-      ssize_t n = read(a->fd[0], (char*)&id + got, sizeof id - got);
-      ASSERT_GT(n, 0);
-      got += (size_t)n;
-    }
-  }
-  fco_config_t cfg;
-  ASSERT_OK(fco_config_init(&cfg));
-  cfg.transport = FCO_TRANSPORT_NCCL;
-  cfg.device = rank;
-  cfg.timeout_ms = TIMEOUT_MS;
-  fco_comm_t c = NULL;
-  ASSERT_OK(fco_comm_init(&c, P, rank, &id, &cfg));
-  return c;
-}
-
 /* An impl 1 allreduce of `count` f32 on both ranks (the same count): exact (small integers). */
 static void exact_allreduce(fco_comm_t c, int rank, size_t count) {
   float* h = (float*)malloc(count * sizeof(float));
@@ -105,7 +82,7 @@ static int proc_rank(int rank, void* arg) {
   arg_t* a = (arg_t*)arg;
   t_context("%s: rank %d", kName[a->c], rank);
   ASSERT_EQ(cudaSetDevice(rank), cudaSuccess);
-  fco_comm_t c = join(rank, a);
+  fco_comm_t c = t_nccl_join(rank, P, a->fd, TIMEOUT_MS);
   size_t ws0 = 0, ws = 0;
   ASSERT_OK(fco_comm_workspace_bytes(c, &ws0));
   const size_t more = ws0 + ((size_t)40 << 20);
@@ -181,22 +158,13 @@ static int proc_rank(int rank, void* arg) {
   return 0;
 }
 
-static int count_gpus(int idx, void* arg) {
-  (void)idx;
-  (void)arg;
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
-  return n > 100 ? 100 : n;
-}
-
 int main(void) {
   t_seed_init();
   g_mix = (unsigned)(t_next_seed() % 11);
   if (t_transport() != FCO_TRANSPORT_NCCL) t_skip("nccl transport only (FCO_TRANSPORT=nccl)");
+  const int gpus = t_fork_gpu_count();
+  if (gpus < 2) t_skip("needs two GPUs, found %d", gpus);
   int st[P];
-  /* in a child: CUDA must not be initialised in this process before it forks the ranks */
-  t_fork_run(1, count_gpus, NULL, 60, st);
-  if (st[0] < 2) t_skip("needs two GPUs, found %d", st[0] < 0 ? 0 : st[0]);
   for (int k = G1_RESERVE_ALONE; k <= G5_LATE; k++) {
     arg_t a;
     a.c = (case_t)k;

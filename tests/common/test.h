@@ -251,6 +251,14 @@ void t_knob_reset(const char* name);
  * (SIGKILL, by pid) and stores each exit status in status[i] (-1 killed or crashed). */
 void t_fork_run(int n, int (*fn)(int idx, void* arg), void* arg, int timeout_s, int* status);
 double t_now_ms(void);
+/* GPUs this process could use, counted in a forked child (a process must not initialise CUDA
+ * before it forks ranks that use it); 0 without CUDA or driver. */
+int t_fork_gpu_count(void);
+/* In a forked rank of a multi-process nccl test: rank `rank` of an nranks-rank nccl
+ * communicator on device `rank` with cfg.timeout_ms = timeout_ms; rank 0 makes the unique id
+ * and writes it to fd[1] once per other rank, which read it from fd[0] (a pipe made before the
+ * fork). */
+fco_comm_t t_nccl_join(int rank, int nranks, const int fd[2], int timeout_ms);
 
 /* Issue an allreduce (count elements, f32, `impl`) on rank 0 of a 2-rank world whose rank 1
  * never takes part: cpu and nccl: rank 0's op alone, outside a group; local: both ops in a group

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -58,6 +59,44 @@ fco_transport_t t_transport(void) {
 }
 
 int t_is_gpu(fco_transport_t t) { return t == FCO_TRANSPORT_LOCAL || t == FCO_TRANSPORT_NCCL; }
+
+/* ---- multi-process nccl tests ------------------------------------------------------------ */
+static int count_child(int idx, void* arg) {
+  (void)idx;
+  (void)arg;
+  const int n = gpu_count();
+  return n > 100 ? 100 : n;
+}
+
+int t_fork_gpu_count(void) {
+  int st[1];
+  t_fork_run(1, count_child, NULL, 60, st);
+  return st[0] < 0 ? 0 : st[0];
+}
+
+fco_comm_t t_nccl_join(int rank, int nranks, const int fd[2], int timeout_ms) {
+  fco_unique_id_t id;
+  if (rank == 0) {
+    ASSERT_OK(fco_get_unique_id(&id));
+    for (int q = 1; q < nranks; q++)
+      ASSERT_EQ(write(fd[1], &id, sizeof id), (long long)sizeof id);
+  } else {
+    size_t got = 0;
+    while (got < sizeof id) {
+      ssize_t n = read(fd[0], (char*)&id + got, sizeof id - got);
+      ASSERT_GT(n, 0);
+      got += (size_t)n;
+    }
+  }
+  fco_config_t cfg;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.transport = FCO_TRANSPORT_NCCL;
+  cfg.device = rank;
+  cfg.timeout_ms = timeout_ms;
+  fco_comm_t c = NULL;
+  ASSERT_OK(fco_comm_init(&c, nranks, rank, &id, &cfg));
+  return c;
+}
 
 int t_max_ranks(fco_transport_t t) {
   switch (t) {
