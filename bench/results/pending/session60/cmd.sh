@@ -41,7 +41,8 @@ wait $OLDPID; tail -n 1 $O/build-old.log; echo "old build done ${SECONDS}s"
  echo "mutant test_mixed_ops rc=$? (must not be 0)")
 tail -n 4 $O/mutant.txt | cut -c1-400; pack
 B=build/bin/fco-bench
-for P in 2 4 8; do
+GV="2 4 8"; grep -q H200 $O/gpu.txt || { GV=""; echo "gemvlocal skipped: not an H200"; }
+for P in $GV; do
   FCO_BENCH_GEMV_NK=16384x16384,8192x8192 FCO_BENCH_GEMV_M=1,4,16 $B gemv_allreduce -t local \
     -g $P -d bf16 -D all -R 4 -n 20 -w 3 -J $O/gemv-p$P.json > $O/gemv-p$P.txt 2>&1
   echo "gemv P=$P rc=$?"
