@@ -243,8 +243,9 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * launched work (staging copies, NCCL calls, cuBLAS scratch) keeps its address, its kernels
  * reach the grown one through the peer table as their peers do. A workspace no captured call
  * used is freed at the growth; FCO_DEBUG=1 logs the bytes kept. So each growth after a capture
- * holds the old workspace's memory until destroy: reserve, before the first capture, what
- * every later call needs, and nothing is kept.
+ * holds the old workspace's memory until destroy (such a growth at least doubles the
+ * workspace, so all that is kept stays below the final size): reserve, before the first
+ * capture, what every later call needs, and nothing is kept.
  * A growth (here or inside an operator call) that fails on one rank fails on every rank and
  * changes no rank's workspace, not sticky; on cpu every peer returns that rank's code (e.g.
  * FCO_ERR_OUT_OF_MEMORY when /dev/shm is full) with a message naming it.

@@ -87,7 +87,7 @@ fco_result_t fco_gpu_sym_row(fco_comm_t comm, int k, void* const* peers, int n) 
   return FCO_OK;
 }
 
-size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes) {
+size_t fco_gpu_ws_target(fco_comm_t comm, const fco_gpu_keep_t* k, size_t bytes) {
   const size_t min = (size_t)2 << 20, pow2_max = (size_t)256 << 20, step = (size_t)64 << 20;
   size_t t = min;
   if (bytes > pow2_max) {
@@ -95,6 +95,7 @@ size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes) {
   } else {
     while (t < bytes) t <<= 1;
   }
+  if (k && k->captured && comm->ws_bytes > 0 && t < 2 * comm->ws_bytes) t = 2 * comm->ws_bytes;
   long long cap = comm->cfg.max_workspace_bytes;
   if (cap > 0 && t > (size_t)cap) t = bytes > (size_t)cap ? bytes : (size_t)cap;
   return t;

@@ -96,9 +96,13 @@ fco_result_t fco_gpu_sym_row(fco_comm_t comm, int k, void* const* peers, int n);
 
 /* Data workspace bytes to allocate for a need of `bytes`: powers of two up to 256 MiB (so a
  * slowly growing size regrows O(log) times), then multiples of 64 MiB; at least 2 MiB (the
- * VMM granularity); never above cfg.max_workspace_bytes when that is set (but >= bytes).
- * Depends only on bytes and cfg, so every rank picks the same size. */
-size_t fco_gpu_ws_target(fco_comm_t comm, size_t bytes);
+ * VMM granularity); and at least twice the current workspace (comm->ws_bytes) when `k` says a
+ * captured call used it: it is kept until destroy, so geometric steps bound what growths
+ * after captures keep to about the final size (64 MiB steps kept one workspace per step).
+ * Never above cfg.max_workspace_bytes when that is set (but >= bytes). Ranks may differ (a
+ * rank's captures are its own): the transports grow every rank to the largest (local: over
+ * its virtual ranks; nccl: through the gate, src/cuda/gate.h). */
+size_t fco_gpu_ws_target(fco_comm_t comm, const fco_gpu_keep_t* k, size_t bytes);
 
 /* Before a call's launch (its device current): mark the current workspace as captured when
  * `stream` is being captured into a CUDA graph (one query while unmarked; an unanswerable

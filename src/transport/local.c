@@ -121,7 +121,11 @@ static fco_result_t local_grow(fco_comm_t* comms, int n, size_t bytes) {
                            "workspace growth needs every virtual rank, but rank %d was "
                            "destroyed", i);
   fco_comm_t c0 = comms[0];
-  size_t target = fco_gpu_ws_target(c0, bytes);
+  size_t target = 0; /* one size for every virtual rank: the largest any asks (gpu_common.h) */
+  for (int i = 0; i < n; i++) {
+    const size_t t = fco_gpu_ws_target(comms[i], &lr(comms[i])->g.keep, bytes);
+    if (t > target) target = t;
+  }
   FCO_CUDA_CHECK_GOTO(c0, cudaSetDevice(c0->device), r, fail);
   /* Work in flight on any virtual rank may still use the old buffers. */
   FCO_CUDA_CHECK_GOTO(c0, cudaDeviceSynchronize(), r, fail);

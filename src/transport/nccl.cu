@@ -584,8 +584,13 @@ fail: {
  * any peer can reach it: the agreements are the barrier; src/core/internal.h), registers it
  * and rebuilds its table. */
 static fco_result_t nccl_grow(fco_comm_t* comms, int n, size_t bytes) {
-  /* Every rank's size in, the largest out: ranks whose needs differ grow to one size. */
-  uint64_t most = fco_gpu_ws_target(comms[0], bytes);
+  /* Every rank's size in, the largest out: ranks whose needs (or captures: gpu_common.h)
+   * differ grow to one size. */
+  uint64_t most = 0;
+  for (int i = 0; i < n; i++) {
+    const uint64_t t = fco_gpu_ws_target(comms[i], &nr(comms[i])->g.keep, bytes);
+    if (t > most) most = t;
+  }
   FCO_CHECK(gate(comms, n, "workspace growth", most, &most));
   const size_t target = (size_t)most;
   auto alloc = [&](fco_comm_t c) {

@@ -21,14 +21,20 @@ make -j16 NCCL_HOME="$NCCL_HOME" > $O/build.log 2>&1
 echo "make rc=$? ($(grep -c nvcc $O/build.log) nvcc lines) ${SECONDS}s"
 pack() { mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null; tar czf $OUT/out.tgz -C $O .; }
 # 0. the gate's kernel check (session 60: src/cuda/gate.cu, the nccl transport's bounded entry
-#    to growth and fco_mem_alloc; virtual ranks on one GPU) and nccl P = 1 growth on the new tree
+#    to growth and fco_mem_alloc; virtual ranks on one GPU) and nccl P = 1 growth on the new tree;
+#    the growth policy (test_grow_policy: after a capture a growth at least doubles) on nccl P = 1
+#    and local
 nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -o /tmp/gate_check tests/gpu/gate_check.cu -Lbuild/lib \
   -lfco -Xlinker -rpath=$PWD/build/lib > $O/gate_check.txt 2>&1 && timeout 120 /tmp/gate_check \
   >> $O/gate_check.txt 2>&1
 echo "gate_check rc=$? ${SECONDS}s"; tail -n 8 $O/gate_check.txt
 FCO_TEST_MAX_RANKS=1 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=200 tests/run.sh test_mixed_ops \
-  test_mem_alloc test_grow_gate > $O/tests-nccl1.txt 2>&1
-echo "nccl P=1 tests rc=$? ${SECONDS}s"; tail -n 4 $O/tests-nccl1.txt; pack
+  test_mem_alloc test_grow_gate test_grow_policy > $O/tests-nccl1.txt 2>&1
+echo "nccl P=1 tests rc=$? ${SECONDS}s"; tail -n 5 $O/tests-nccl1.txt; pack
+# session 60's growth policy (a growth after a capture at least doubles: test_grow_policy) on local
+FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=200 tests/run.sh test_grow_policy test_leaks \
+  > $O/tests-local-policy.txt 2>&1
+echo "local policy tests rc=$? ${SECONDS}s"; tail -n 3 $O/tests-local-policy.txt; pack
 mkdir -p /tmp/old && tar xzf build/srcold.tgz -C /tmp/old && cp -r tests /tmp/old/
 (cd /tmp/old && make -j12 NCCL_HOME="$NCCL_HOME" build/lib/libfco.so build/bin/fco-bench \
   build/tests/test_mixed_ops > $O/build-old.log 2>&1; echo "old make rc=$?" >> $O/build-old.log) &
