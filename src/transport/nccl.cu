@@ -180,6 +180,16 @@ static fco_result_t agree(fco_comm_t* comms, int n, int ok, int* all_ok) {
   return FCO_OK;
 }
 
+/* A collective step `what` over the n comms this thread drives needs every one of them. */
+static fco_result_t all_alive(fco_comm_t* comms, int n, const char* what) {
+  for (int i = 0; i < n; i++)
+    if (!comms[i] || !comms[i]->tp)
+      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
+                           "%s needs every rank driven by this thread, but rank %d was destroyed",
+                           what, i);
+  return FCO_OK;
+}
+
 /* A rank out of step with its peers' gates (gate.h) can take no collective step again: its
  * communicator keeps the error (every later call returns it) and enters no gate again. */
 static fco_result_t gate_poison(fco_comm_t* comms, int n, fco_result_t code, const char* msg) {
@@ -201,11 +211,7 @@ static fco_result_t gate_poison(fco_comm_t* comms, int n, fco_result_t code, con
 static fco_result_t gate(fco_comm_t* comms, int n, const char* what, uint64_t value,
                          uint64_t* max_value) {
   *max_value = value;
-  for (int i = 0; i < n; i++)
-    if (!comms[i] || !comms[i]->tp)
-      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
-                           "%s needs every rank driven by this thread, but rank %d was destroyed",
-                           what, i);
+  FCO_CHECK(all_alive(comms, n, what));
   if (comms[0]->nranks == 1) return FCO_OK;
   char err[FCO_ERRMSG_LEN] = "";
   char msg[FCO_ERRMSG_LEN];
@@ -519,12 +525,8 @@ static fco_result_t collective_register(fco_comm_t* comms, int n, const char* wh
   fco_result_t r = FCO_OK;
   int ok = 1, all_ok = 0;
   char call[96];
-  for (int i = 0; i < n; i++)
-    if (!comms[i] || !comms[i]->tp)
-      return fco_set_error(NULL, FCO_ERR_INVALID_USAGE,
-                           "allocating the %s needs every rank driven by this thread, but rank %d "
-                           "was destroyed",
-                           what, i);
+  snprintf(call, sizeof call, "allocating the %s", what);
+  FCO_CHECK(all_alive(comms, n, call));
   for (int i = 0; i < n && ok; i++) {
     fco_comm_t c = comms[i];
     fco_result_t x = FCO_OK;
