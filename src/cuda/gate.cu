@@ -89,3 +89,13 @@ extern "C" fco_result_t fco_cuda_gate(const fco_dev_rank_t* dev, uint64_t gen, u
   }
   return FCO_OK;
 }
+
+extern "C" fco_result_t fco_cuda_gate_preload(char* err) {
+  cudaFuncAttributes fa;
+  const cudaError_t ce = cudaFuncGetAttributes(&fa, gate_kernel);
+  if (ce != cudaSuccess) {
+    snprintf(err, FCO_ERRMSG_LEN, "fco_cuda_gate_preload: %s", cudaGetErrorString(ce));
+    return FCO_ERR_CUDA;
+  }
+  return FCO_OK;
+}

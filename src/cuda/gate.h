@@ -53,6 +53,10 @@ fco_result_t fco_cuda_gate(const fco_dev_rank_t* dev, uint64_t gen, uint64_t val
                            uint64_t timeout_ns, fco_gate_result_t* result, void* stream,
                            char* err);
 
+/* Load the gate's kernel on the current device now (at communicator set-up), so its first
+ * launch never loads a module while a kernel of ours spins on a peer (launch.cuh says why). */
+fco_result_t fco_cuda_gate_preload(char* err);
+
 #ifdef __cplusplus
 }
 #endif

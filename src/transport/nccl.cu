@@ -319,6 +319,9 @@ static fco_result_t alloc_rank(fco_comm_t comm) {
   FCO_CUDA_CHECK(comm, cudaMalloc((void**)&scratch, kScratchBytes));
   me->scratch = scratch;
   FCO_CHECK(fco_gpu_rank_create(comm, &me->g));
+  char err[FCO_ERRMSG_LEN] = "";
+  if (fco_cuda_gate_preload(err) != FCO_OK)
+    return fco_set_error(comm, FCO_ERR_CUDA, "rank %d: %s", comm->rank, err);
   NCCL_CHECK(comm, ncclMemAlloc(&sig, kSigAreaBytes));
   me->sig = sig;
   /* Zeroed before registration; peers signal only after the final agree (a barrier). */
