@@ -89,7 +89,7 @@ class Communicator:
         straight into it (no staging in the workspace, no landing copy: 8-14 % on short-bag
         embedding workloads, 7 % on the fine-grained MoE combine, 2×H200).
         Collective: every rank of the group calls it, in the same order, with the same byte
-        size: `nbytes` (default: the tensor's bytes; give the largest when shapes differ
+        size: `nbytes` (default: the tensor's bytes, at least 1; give the largest when shapes differ
         between ranks, e.g. outputs of per-rank batch sizes). The buffer is freed (a device
         synchronisation) when the tensor and every view of it are gone, or with the
         communicator. On the cpu transport an ordinary host buffer (the CPU ops copy anyway).
@@ -114,7 +114,7 @@ class Communicator:
             raise FcoError(_lib.INVALID_ARGUMENT,
                            f"empty_symmetric: shape {shape} has a negative dimension")
         need = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-        nbytes = need if nbytes is None else nbytes
+        nbytes = max(need, 1) if nbytes is None else nbytes  # a zero-size tensor: 1 byte
         if nbytes < need or nbytes <= 0:
             raise FcoError(_lib.INVALID_ARGUMENT,
                            f"empty_symmetric: nbytes {nbytes} cannot hold {shape} {dtype} "

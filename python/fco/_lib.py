@@ -78,6 +78,17 @@ class FcoError(RuntimeError):
         where = f"{func}: " if func and not message.startswith(func) else ""
         super().__init__(f"{where}{message} [FCO_ERR_{self.name}]")
 
+    def __reduce__(self):
+        # pickle / copy rebuild from the fields (args holds only the formatted text), so an error
+        # raised in a multiprocessing or ProcessPoolExecutor worker reaches the parent as itself
+        return (_rebuild_error, (type(self), self.code, self.message, self.func))
+
+
+def _rebuild_error(cls, code, message, func):
+    e = cls.__new__(cls)
+    FcoError.__init__(e, code, message, func)
+    return e
+
 
 class FcoLibraryNotFound(FcoError):
     """libfco.so could not be found or loaded (code SYSTEM)."""

@@ -7,6 +7,8 @@ import pytest
 
 
 def _w_local_checks():
+    import contextlib
+
     import pytest
     import torch
 
@@ -53,6 +55,23 @@ def _w_local_checks():
             with pytest.raises(fco.FcoError, match=msg) as e:
                 fn(torch.ones(2), impl=impl)
             assert e.value.name == "INVALID_ARGUMENT"
+    # the same through the ops themselves (their schema's impl is 64-bit), real and fake
+    # kernels alike: 2^32 + 1 ran impl 1, 2^32 - 1 ran auto
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    for impl in (2 ** 32 + 1, 2 ** 32 - 1, -3):  # (-2 is gemv's "triton")
+        for fake in (False, True):
+            with FakeTensorMode() if fake else contextlib.nullcontext():
+                for op in (torch.ops.fco.allreduce, torch.ops.fco.allreduce_):
+                    with pytest.raises(fco.FcoError, match=f"impl {impl} is not -1") as e:
+                        op(torch.ones(2), "", impl)
+                    assert e.value.name == "INVALID_ARGUMENT"
+                with pytest.raises(fco.FcoError, match=f"impl {impl} is not -1"):
+                    torch.ops.fco.gemv_allreduce(torch.ones(1, 2), torch.ones(2, 2), None, "",
+                                                 impl)
+    # numpy ints and 0-d integer tensors are ints, as for every other host int argument
+    import numpy as np
+    for impl in (np.int64(1), np.int32(0), torch.tensor(-1)):
+        assert fco.allreduce(torch.ones(2), impl=impl).tolist() == [2.0, 2.0]
     # still works
     return fco.allreduce(torch.ones(3)).tolist()
 

@@ -175,11 +175,19 @@ def _w_bad_input():
         ((a, w, counts), {"impl": 2 ** 32 + 2}, "impl 4294967298 is not -1"),  # ran impl 2
         ((a[:, :3].contiguous().t(), w, counts), {}, "a is not contiguous"),
         ((a, w, counts), {"impl": "bogus"}, "impl 'bogus'"),
+        # K or N of 0: refused by Python, so the fake kernel refuses it too (libfco did)
+        ((a[:, :0].contiguous(), w[:, :0].contiguous(), counts), {}, "K = 0, N = 4: both"),
+        ((a, w[:, :, :0].contiguous(), counts), {}, "K = 8, N = 0: both must be at least 1"),
     ]
     for args, kw, msg in cases:
         with pytest.raises(fco.FcoError, match=msg) as e:
             fco.gemm_alltoall(*args, **kw)
         assert e.value.name == "INVALID_ARGUMENT", e.value
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        with pytest.raises(fco.FcoError, match="K = 8, N = 0: both must be at least 1"):
+            torch.ops.fco.gemm_alltoall(a, w[:, :, :0].contiguous(), counts, None, None,
+                                        a.shape[0], 0, "", -1)
     # the workspace query checks its arguments as the op does (KeyError, IndexError,
     # AttributeError, a ctypes error, or a number for mismatched K / dtypes before)
     for args, kw, msg in (((a, w), {"w_layout": "tn"}, "w_layout 'tn' is not 'kn' or 'nk'"),
@@ -233,6 +241,7 @@ def test_bad_input(pool2):
 
 
 def _w_bad_out_and_hints():
+    import numpy as np
     import pytest
     import torch
     import torch.distributed as dist
@@ -289,7 +298,19 @@ def _w_bad_out_and_hints():
     got = fco.gemm_alltoall(a, w, counts, out_rows=torch.tensor(P), counts_host=((1,) * P,),
                             recv_rows=_refs.recv_rows(counts).long())
     flat = fco.gemm_alltoall(a, w, counts, out_rows=P, counts_host=[1] * P)  # flat, e-major
-    return torch.equal(ref, got) and torch.equal(ref, flat)
+    same = torch.equal(ref, got) and torch.equal(ref, flat)
+    # every integer CPU dtype the docstring names (int8 and uint16 / uint32 were refused), a
+    # uint32 value past int32 refused as an int64's; numpy ints and a 0-d tensor as impl
+    for dt in (torch.int8, torch.int16, torch.int64, torch.uint8, torch.uint16, torch.uint32):
+        hint = torch.ones(1, P, dtype=dt)
+        same = same and torch.equal(ref, fco.gemm_alltoall(a, w, counts, out_rows=P,
+                                                           counts_host=hint))
+    with pytest.raises(fco.FcoError, match="counts_host holds 4294967295, outside int32"):
+        fco.gemm_alltoall(a, w, counts, counts_host=torch.full((1, P), 2 ** 32 - 1,
+                                                               dtype=torch.uint32))
+    for impl in (np.int64(0), np.int32(1), torch.tensor(2)):
+        same = same and torch.equal(ref, fco.gemm_alltoall(a, w, counts, out_rows=P, impl=impl))
+    return same
 
 
 def test_bad_out_and_hints(pool2):

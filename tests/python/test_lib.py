@@ -94,6 +94,19 @@ def test_fco_error_names_and_text():
         "fco_x: boom [FCO_ERR_INTERNAL]"
 
 
+def test_fco_error_pickles():
+    # an error raised in a multiprocessing / ProcessPoolExecutor worker reaches the parent as
+    # itself (args held only the text: unpickling called FcoError(text) and raised TypeError)
+    import copy
+    import pickle
+    for e in (fco.FcoError(_lib.TIMEOUT, "peer 1 silent", "fco_allreduce"),
+              fco.FcoError(_lib.INVALID_ARGUMENT, "bad"), _lib.FcoLibraryNotFound("not here")):
+        for back in (pickle.loads(pickle.dumps(e)), copy.copy(e), copy.deepcopy(e)):
+            assert type(back) is type(e) and str(back) == str(e)
+            assert (back.code, back.name, back.message, back.func) == \
+                (e.code, e.name, e.message, e.func)
+
+
 def test_check_falls_back_to_the_result_string(monkeypatch):
     _lib.check(_lib.OK)
     monkeypatch.setattr(_lib, "last_error", lambda comm=None: "")  # libfco left no message

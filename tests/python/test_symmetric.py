@@ -48,8 +48,12 @@ def _w_alloc():
     with pytest.raises(FcoError, match="nbytes"):
         fco.empty_symmetric((4, 4), torch.float32, device="cpu", nbytes=10)
     with pytest.raises(FcoError, match=r"nbytes 0 cannot hold \(0,\).*at least 1") as e:
-        fco.empty_symmetric(0, torch.float32, device="cpu")  # no zero-byte buffer
+        fco.empty_symmetric(0, torch.float32, device="cpu", nbytes=0)  # no zero-byte buffer
     assert e.value.name == "INVALID_ARGUMENT"
+    # a zero-size shape (an embedding out where b_s = 0) by default: a 1-byte buffer
+    z = fco.empty_symmetric((0, 4), torch.float32, device="cpu")
+    assert z.shape == (0, 4) and z.dtype == torch.float32
+    del z
     # shapes, dtypes and sizes that are not ones: FcoError, not a TypeError / ValueError (session
     # 50's test_fuzz_args); a float dimension is not truncated
     for args, kw, msg in [(("x", torch.float32), {}, "must be integers"),

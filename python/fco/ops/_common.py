@@ -42,6 +42,11 @@ def impl_id(impl, names, op):
     Python-only ids below -1, such as "triton", are taken by name only)."""
     if isinstance(impl, bool):
         raise FcoError(_lib.INVALID_ARGUMENT, f"{op}: impl {impl!r} is not an int or a name")
+    if not isinstance(impl, (int, str)):
+        try:  # numpy ints, 0-d integer tensors: as every other host int argument
+            impl = operator.index(impl)
+        except TypeError:
+            pass
     if isinstance(impl, int):
         if not _lib.IMPL_AUTO <= impl <= INT32_MAX:
             raise FcoError(_lib.INVALID_ARGUMENT,
@@ -54,6 +59,15 @@ def impl_id(impl, names, op):
         return names[impl]
     raise FcoError(_lib.INVALID_ARGUMENT,
                    f"{op}: impl {impl!r} is not 'auto', an int or one of {sorted(names)}")
+
+
+def raw_impl(impl, op, extra=()):
+    """The torch.ops.fco.* kernels' (real and fake) check of their impl argument, which their
+    schema takes as a 64-bit int and ctypes would wrap into the C int (2^32 + 1 running impl 1):
+    -1 (auto), 0..2^31-1, or one of `extra` (Python-only ids such as IMPL_TRITON)."""
+    if isinstance(impl, int) and not (_lib.IMPL_AUTO <= impl <= INT32_MAX or impl in extra):
+        raise FcoError(_lib.INVALID_ARGUMENT,
+                       f"{op}: impl {impl} is not -1 (auto) or an int in 0..2^31-1")
 
 
 def fco_dtype(t, op, arg):

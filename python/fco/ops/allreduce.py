@@ -49,6 +49,7 @@ def _launch(inp, out, dt, group_name, impl):
 
 @torch.library.custom_op("fco::allreduce", mutates_args=())
 def _allreduce(t: torch.Tensor, group_name: str, impl: int) -> torch.Tensor:
+    _common.raw_impl(impl, _OP)
     dt = _check(t, _OP)
     out = torch.empty_like(t)
     _launch(t, out, dt, group_name, impl)
@@ -57,6 +58,7 @@ def _allreduce(t: torch.Tensor, group_name: str, impl: int) -> torch.Tensor:
 
 @_allreduce.register_fake
 def _allreduce_fake(t, group_name, impl):
+    _common.raw_impl(impl, _OP)
     _common.check_tensor(t, _OP, "t")
     return torch.empty_like(t)
 
@@ -74,11 +76,13 @@ _allreduce.register_autograd(_backward, setup_context=_setup_context)
 
 @torch.library.custom_op("fco::allreduce_", mutates_args=("t",))
 def _allreduce_inplace(t: torch.Tensor, group_name: str, impl: int) -> None:
+    _common.raw_impl(impl, "fco.allreduce_")
     _launch(t, t, _check(t, "fco.allreduce_"), group_name, impl)
 
 
 @_allreduce_inplace.register_fake
 def _allreduce_inplace_fake(t, group_name, impl):
+    _common.raw_impl(impl, "fco.allreduce_")
     _common.check_tensor(t, "fco.allreduce_", "t")
 
 

@@ -163,6 +163,7 @@ def _embedding_alltoall(weight: torch.Tensor, indices: torch.Tensor, offsets: to
                         per_sample_weights: Optional[torch.Tensor], table_rows: Sequence[int],
                         tables_per_rank: Sequence[int], batch_per_rank: Sequence[int],
                         pooling: int, group_name: str, impl: int) -> torch.Tensor:
+    _common.raw_impl(impl, _OP)
     return _run(weight, indices, offsets, per_sample_weights, table_rows, tables_per_rank,
                 batch_per_rank, pooling, group_name, impl)
 
@@ -170,6 +171,7 @@ def _embedding_alltoall(weight: torch.Tensor, indices: torch.Tensor, offsets: to
 @_embedding_alltoall.register_fake
 def _embedding_alltoall_fake(weight, indices, offsets, per_sample_weights, table_rows,
                              tables_per_rank, batch_per_rank, pooling, group_name, impl):
+    _common.raw_impl(impl, _OP)
     rank, size = _common.rank_size(group_name)
     _, T, _ = _check(weight, indices, offsets, per_sample_weights, table_rows, tables_per_rank,
                      batch_per_rank, pooling, rank, size)

@@ -80,6 +80,9 @@ def _check(a, w, counts, counts_host, recv_rows, out_rows, w_layout, size, op=_O
         want = "[E, K, N]" if w_layout == 0 else "[E, N, K]"
         raise _common.bad(op, f"w has shape {tuple(w.shape)}; expected {want} with K = "
                           f"a.shape[1] = {K} (w_layout {'kn' if w_layout == 0 else 'nk'})")
+    N = w.shape[2 - w_layout]
+    if K < 1 or N < 1:  # libfco's k, n in 1..2^31-1: refused in the fake kernel (tracing) too
+        raise _common.bad(op, f"K = {K}, N = {N}: both must be at least 1")
     E = w.shape[0]
     if not 1 <= E <= MAX_EXPERTS:
         raise _common.bad(op, f"w has {E} experts; expected 1..{MAX_EXPERTS}")
@@ -154,12 +157,14 @@ def _zero_tail(out, recv_rows, out_rows):
 def _gemm_alltoall(a: torch.Tensor, w: torch.Tensor, counts: torch.Tensor,
                    counts_host: Optional[torch.Tensor], recv_rows: Optional[torch.Tensor],
                    out_rows: int, w_layout: int, group_name: str, impl: int) -> torch.Tensor:
+    _common.raw_impl(impl, _OP, (IMPL_TRITON,))
     return _run(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name, impl)
 
 
 @_gemm_alltoall.register_fake
 def _gemm_alltoall_fake(a, w, counts, counts_host, recv_rows, out_rows, w_layout, group_name,
                         impl):
+    _common.raw_impl(impl, _OP, (IMPL_TRITON,))
     _check(a, w, counts, counts_host, recv_rows, out_rows, w_layout,
            _common.rank_size(group_name)[1])
     return a.new_empty((out_rows, _nk(w, w_layout)[0]))
@@ -236,14 +241,19 @@ def _backward(ctx, grad):
 _gemm_alltoall.register_autograd(_backward, setup_context=_setup_context)
 
 
+# the integer CPU dtypes a host hint may have besides int32 (converted to it, range checked)
+_HOST_INT_DTYPES = (torch.int8, torch.int16, torch.int64, torch.uint8, torch.uint16, torch.uint32)
+
+
 def _host_ints(v, op, arg):
     """A host hint as a CPU int32 tensor (lists and other integer CPU tensors converted; a list
     holding a float such as 2.5 is refused: torch.tensor would truncate it)."""
     if v is None:
         return None
     if isinstance(v, torch.Tensor):
-        if v.device.type == "cpu" and v.dtype in (torch.int64, torch.int16, torch.uint8):
-            if v.dtype == torch.int64 and v.numel():  # refused as a list's would be: no wrap
+        if v.device.type == "cpu" and v.dtype in _HOST_INT_DTYPES:
+            v = v.to(torch.int64)  # lossless for each of them (uint64 is not one: it could wrap)
+            if v.numel():  # refused as a list's would be: no wrap
                 lo, hi = (int(m) for m in torch.aminmax(v))
                 if lo < -2 ** 31 or hi > _common.INT32_MAX:
                     raise _common.bad(op, f"{arg} holds {lo if lo < -2 ** 31 else hi}, "
@@ -275,7 +285,8 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     counts       [E, P] torch.int32 on a's device: rows of expert e that came from rank s. On
                  CUDA read on the device only (impl 1): captured graphs replay with new counts
     out_rows     rows of the output (capacity, the same on every rank; default a_rows)
-    counts_host  optional host copy of counts (a list, nested or flat, or a CPU integer tensor):
+    counts_host  optional host copy of counts (a list, nested or flat, or a CPU integer tensor,
+                 int8..int64 or uint8..uint32):
                  lets impls 0/2 size their GEMMs without a device→host copy, and the backward
                  skip that copy
     recv_rows    optional [P] host ints (list or CPU tensor): rows this rank receives from
@@ -298,7 +309,9 @@ def gemm_alltoall(a, w, counts, out_rows=None, counts_host=None, recv_rows=None,
     Raises fco.FcoError for bad input; counts that are negative or need more rows than a_rows /
     out_rows raise INVALID_ARGUMENT on every rank and no row is written (on CUDA with impl 1
     or "triton": from comm.check_async_error() / the next call) — but a given `out` without
-    `recv_rows` was zero-filled before the call (the received total is unknown on the host).
+    `recv_rows`, written in place (eager, no gradients), was zero-filled before the call (the
+    received total is unknown on the host); where the op runs apart and is copied into `out`
+    (autograd, torch.compile), a failed call leaves `out` as it was.
     An out overlapping a, w or counts raises INVALID_ARGUMENT (without recv_rows: before the
     zero-fill, so the caller's tensors keep their values); so do host hints and out_rows that
     are not ints (2.5, 4.0: never truncated).

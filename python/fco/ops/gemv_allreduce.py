@@ -108,11 +108,13 @@ def _run(x, w, bias, dt, group_name, impl, out=None):
 @torch.library.custom_op("fco::gemv_allreduce", mutates_args=())
 def _gemv_allreduce(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor],
                     group_name: str, impl: int) -> torch.Tensor:
+    _common.raw_impl(impl, _OP, (IMPL_TRITON,))
     return _run(x, w, bias, _check(x, w, bias), group_name, impl)
 
 
 @_gemv_allreduce.register_fake
 def _gemv_allreduce_fake(x, w, bias, group_name, impl):
+    _common.raw_impl(impl, _OP, (IMPL_TRITON,))
     _check(x, w, bias)
     return x.new_empty(tuple(x.shape[:-1]) + (w.shape[0],))
 
