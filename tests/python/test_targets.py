@@ -86,6 +86,82 @@ def test_wrong_elements_never_meet():
     assert c["1.3x impl 0"][4] in ("oneshot", "auto") and c["1.3x impl 0"][3] is True
 
 
+def test_missing_data_is_missed_not_skipped(tmp_path):
+    """A row whose impl 0, AUTO or every fco impl has no usable time is reported, not dropped
+    (before session 61 a row without impl 0's time vanished with its "0 wrong" target, an AUTO
+    without a time lost its line, and a row with no usable fco impl lost the lookup's target)."""
+    s = {"M": 4, "N": 8192, "K": 8192}
+    rows = [_res("gemv_allreduce", s, "cublas_nccl", 0, None, 20.0, 8.0, 15.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 19.0, 20.0, 8.0, 15.0),
+            _res("gemv_allreduce", s, "auto", -1, 300.0, 20.0, 8.0, 15.0)]
+    rows[1]["wrong"] = 999
+    c = _checks(rows)
+    assert set(c) == {"0 wrong", "impl 0 timed"} and c["impl 0 timed"][1:4] == (None, None, False)
+    rows[0]["time_us"], rows[2]["time_us"], rows[1]["wrong"] = 30.0, None, 0
+    c = _checks(rows)
+    assert c["auto >= impl 0"][1:4] == (None, 0.99, False) and c["1.3x impl 0"][3] is True
+    e = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
+    look = 1024 * 2 * 8 * 64 * 2 / (0.8 * 4300e9) * 1e6  # 80 % of 4300 GB/s
+    rows = [_res("embedding_alltoall", e, "nccl", 0, 2 * look, look, look / 2),
+            _res("embedding_alltoall", e, "fused", 1, None, look, look / 2)]
+    c = _checks(rows)
+    assert c["fco impl timed"][3] is False and c["lookup hbm >= 75%"][3] is True
+    assert "overlap" not in c and not any(k.startswith("1.3x") for k in c)
+    del rows[1]  # only impl 0 ran (-D 0): nothing missed for the absent fco impls
+    c = _checks(rows)
+    assert "fco impl timed" not in c and c["lookup hbm >= 75%"][3] is True
+    # the table prints "-" where there is no value, and counts the misses
+    buf = io.StringIO()
+    doc = {"tool": "fco-bench", "machine": "nvidia-h200-x2", "gpus": 2, "transport": "nccl",
+           "results": [_res("gemv_allreduce", s, "cublas_nccl", 0, None, 20.0, 8.0, 15.0)]}
+    path = tmp_path / "noimpl0.json"
+    path.write_text(json.dumps(doc))
+    met, missed = targets.report([str(path)], file=buf)
+    line = [l for l in buf.getvalue().splitlines() if "impl 0 timed" in l][0]
+    assert (met, missed) == (0, 1) and line.split()[7:10] == ["-", "-", "MISSED"], line
+
+
+def test_one_rank_wrong_impls_never_meet():
+    """At one rank too an impl with wrong elements meets no target (the GEMV-phase and tiles
+    shares took it before session 61)."""
+    s = {"M": 4, "N": 8192, "K": 8192}
+    rows = [_res("gemv_allreduce", s, "cublas", 0, 20.0, 20.0, None, 15.0),
+            _res("gemv_allreduce", s, "oneshot", 1, 15.5, 20.0, None, 15.0),
+            _res("gemv_allreduce", s, "twophase", 2, 30.0, 20.0, None, 15.0)]
+    rows[1]["wrong"] = 1234
+    r0 = rows[0]
+    c = {x[0]: x for x in targets.check_row(r0["op"], s, "bf16", rows, ranks=1)}
+    assert c["gemv hbm >= 80%"][4] == "twophase" and c["gemv hbm >= 80%"][3] is False
+    g = {"tokens": 512, "k": 2048, "n": 7168, "experts": 32, "topk": 8}
+    rows = [_res("gemm_alltoall", g, "nccl", 0, 100.0, 95.0),
+            _res("gemm_alltoall", g, "tiles", 1, 100.0, 95.0)]
+    rows[1]["wrong"] = 77
+    c = {x[0]: x for x in targets.check_row("gemm_alltoall", g, "bf16", rows, ranks=1)}
+    assert "tiles >= 70% cublas" not in c and c["0 wrong"][3] is False
+
+
+def test_unreadable_files_exit_2_naming_them(tmp_path):
+    """Not JSON, not fco-bench's layout, a time that is not positive: exit 2 and the file named
+    (a ZeroDivisionError, AttributeError or TypeError traceback with exit 1 before)."""
+    s = {"M": 4, "N": 8192, "K": 8192}
+    good = {"tool": "fco-bench", "machine": "nvidia-h200", "gpus": 2, "transport": "nccl",
+            "results": [_res("gemv_allreduce", s, "cublas_nccl", 0, 30.0, 20.0, 8.0, 15.0)]}
+    zero = json.loads(json.dumps(good))
+    zero["results"].append(_res("gemv_allreduce", s, "auto", -1, 0, 20.0, 8.0, 15.0))
+    for name, text, msg in (("arr", "[1, 2]", "not an fco-bench document"),
+                            ("null", json.dumps({**good, "results": None}), "results list"),
+                            ("zero", json.dumps(zero), "time_us 0 is not a positive number"),
+                            ("cut", json.dumps(good)[:60], "JSONDecodeError"),
+                            ("noop", json.dumps({**good, "results": [{"x": 1}]}), "lacks op"),
+                            ("rate", json.dumps({**good, "hbm_gbps": "fast"}), "hbm_gbps 'fast'")):
+        path = tmp_path / f"{name}.json"
+        path.write_text(text)
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "targets.py"), str(path)],
+                           capture_output=True, text=True)
+        assert p.returncode == 2 and str(path) in p.stderr and msg in p.stderr, (name, p.stderr)
+        assert "Traceback" not in p.stderr
+
+
 def test_embedding_and_gemm_targets():
     s = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
     gathered = 1024 * 2 * 8 * 64 * 2  # bytes per rank, bf16
@@ -340,22 +416,30 @@ def test_slack_shape_and_counts(tmp_path):
 
 
 def test_report_takes_the_files_hbm_rate(tmp_path):
-    # a one-rank embedding row whose lookup reads 0.72 · 4300 GB/s: missed against the H200's
-    # rate (no hbm_gbps: files before session 49), met against a measured 3000 GB/s (an H100)
+    # a one-rank embedding row whose lookup reads 0.72 · 4300 GB/s: judged against the file's
+    # rate (hbm_gbps, since session 49), else its machine's measured copy rate (an H100's 2930:
+    # H100 files before session 49 were judged at the H200's 4300, their lookups 0.68 too low),
+    # else the H200's
     e = {"B": 1024, "tables_per_gpu": 2, "D": 64, "L": 8, "rows": 1000, "dist": "uniform"}
     look = 1024 * 2 * 8 * 64 * 2 / (0.72 * 4300e9) * 1e6
-    doc = {"tool": "fco-bench", "machine": "nvidia-h100", "gpus": 1, "transport": "nccl",
-           "results": [_res("embedding_alltoall", e, "nccl", 0, look, look, None),
-                       _res("embedding_alltoall", e, "fused", 1, look, look, None)]}
-    for hbm, value, verdict in ((None, 0.72, "MISSED"), (3000.0, 0.72 * 4300 / 3000, "met")):
+    for machine, hbm, rate, verdict, where in (
+            ("nvidia-h200", None, 4300, "MISSED", "nvidia-h200's copy rate 4300, not in the file"),
+            ("nvidia-h200-x2", None, 4300, "MISSED", "nvidia-h200-x2's copy rate 4300"),
+            ("nvidia-h100", None, 2930, "met", "nvidia-h100's copy rate 2930, not in the file"),
+            ("nvidia-h100", 3000.0, 3000, "met", ""),
+            ("some-gpu", None, 4300, "MISSED", "the H200's 4300: neither in the file nor")):
+        doc = {"tool": "fco-bench", "machine": machine, "gpus": 1, "transport": "nccl",
+               "results": [_res("embedding_alltoall", e, "nccl", 0, look, look, None),
+                           _res("embedding_alltoall", e, "fused", 1, look, look, None)]}
         if hbm:
             doc["hbm_gbps"] = hbm
-        path = tmp_path / f"e{hbm}.json"
+        value = 0.72 * 4300 / rate
+        path = tmp_path / f"e{machine}{hbm}.json"
         path.write_text(json.dumps(doc))
         buf = io.StringIO()
         targets.report([str(path)], file=buf)
         text = buf.getvalue()
-        assert (f"HBM {hbm or 4300:.0f} GB/s") in text, text
+        assert f"HBM {rate:.0f} GB/s" in text and where in text, text
         line = [l for l in text.splitlines() if "lookup hbm" in l][0]
         assert f"{value:9.3f}" in line and f" {verdict} " in line, line
 
