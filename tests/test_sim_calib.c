@@ -4,7 +4,8 @@
  * included) fails naming line and column; the shipped calibration loads;
  * collective lookups interpolate by bytes exactly on a hand-made file, pick the fastest fused
  * impl, drop rows with wrong elements, never extrapolate below the smallest measured time;
- * compute lookups scale by bytes; bad calibration files fail naming the file, line and field;
+ * compute lookups take the row of the query's shape (row bytes, bag length) and scale by
+ * bytes; bad calibration files fail naming the file, line and field;
  * `validate` models rows of the fused operators (measured compute + modelled communication)
  * exactly as computed by hand.
  *   make test   or   build/tests/test_sim_calib
@@ -121,7 +122,7 @@ static void shipped(void) {
   ASSERT_NEAR(us, (15.654 + 34.493) / 2, 1e-9);
   ASSERT_STR_HAS(note, "interpolated between 1 MB and 4 MB");
   ASSERT_EQ(sim_calib_collective(&c, "alltoall", 0, 2, 1024, &us, NULL, 0), 0); /* not measured */
-  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 1e6, &us, NULL, 0), 0);
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, NULL, 1e6, &us, NULL, 0), 0);
   sim_calib_free(&c);
 }
 
@@ -166,7 +167,7 @@ static void lookups(void) {
   ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 4, 1000, &us, NULL, 0), 1);
   ASSERT_NEAR(us, 99, 1e-12);                    /* f32 rows for 4-byte elements */
   char note[200];
-  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 4000, &us, note, sizeof note), 1);
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, NULL, 4000, &us, note, sizeof note), 1);
   ASSERT_NEAR(us, 60, 1e-12);                    /* 30 us at 2000 B, scaled to 4000 B */
   ASSERT_STR_HAS(note, "measured");
   ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1000, &us, note, sizeof note), 1);
@@ -205,7 +206,7 @@ static void lookups(void) {
   ASSERT_STR_HAS(note, "bf16");
   ASSERT_NEAR(c.e[3].compute_us, -1, 0);
   ASSERT_NEAR(c.e[3].comm_us, -1, 0);
-  ASSERT_EQ(sim_calib_compute(&c, "gemv_allreduce", 2, 1000, &us, NULL, 0), 0);
+  ASSERT_EQ(sim_calib_compute(&c, "gemv_allreduce", 2, NULL, 1000, &us, NULL, 0), 0);
   /* no bf16 row: the first 2-byte dtype of a row of a numbered impl ("half", not auto's f16) */
   snprintf(c.e[2].dtype, sizeof c.e[2].dtype, "f32");
   ASSERT_EQ(sim_calib_collective(&c, "allreduce", 0, 2, 1000, &us, note, sizeof note), 1);
@@ -424,9 +425,10 @@ static void validate_ops(void) {
   /* compute lookups on operator rows use fco-bench's bytes: gathered B x T x L x D x esize
    * (2048 x 1 x 1 x 128 x 4 = 1 MiB in 30 us), weights N x K_r x esize (64 MiB in 20 us) */
   double us;
-  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 4, 2 * 1048576.0, &us, NULL, 0), 1);
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 4, NULL, 2 * 1048576.0, &us, NULL, 0), 1);
   ASSERT_NEAR(us, 60, 1e-9);
-  ASSERT_EQ(sim_calib_compute(&c, "gemv_allreduce", 2, 8192 * 4096 * 2.0 / 2, &us, NULL, 0), 1);
+  ASSERT_EQ(sim_calib_compute(&c, "gemv_allreduce", 2, NULL, 8192 * 4096 * 2.0 / 2, &us, NULL, 0),
+            1);
   ASSERT_NEAR(us, 10, 1e-9);
   sim_calib_free(&c);
 }
@@ -495,6 +497,54 @@ static void fit_recovers(void) {
   sim_calib_free(&c);
 }
 
+/* Compute lookups by shape (calib.h): rows of equal work bytes (16384) but different row
+ * widths, bag lengths and distributions; the query takes the row of its own shape, not the
+ * first of equal bytes (which priced DLRM's D 128 multi-hot bags with an L 1 row). */
+#define EA_ROW(shape, us)                                                                   \
+  "{\"op\":\"embedding_alltoall\",\"shape\":{" shape "},\"dtype\":\"bf16\",\"impl\":\"nccl\"," \
+  "\"impl_id\":0,\"time_us\":99,\"compute_us\":" #us "}"
+static void compute_shape(void) {
+  char err[512], note[200];
+  sim_calib_t c;
+  t_context("compute lookup by row bytes, bag length, distribution");
+  const char* text =
+      "{\"tool\":\"fco-bench\",\"gpus\":2,\"results\":[\n"
+      EA_ROW("\"bytes\":16384", 1) ",\n"
+      EA_ROW("\"B\":64,\"tables_per_gpu\":1,\"D\":128,\"L\":1,\"dist\":\"uniform\"", 10) ",\n"
+      EA_ROW("\"B\":64,\"tables_per_gpu\":1,\"D\":32,\"L\":4,\"dist\":\"uniform\"", 20) ",\n"
+      EA_ROW("\"B\":16,\"tables_per_gpu\":1,\"D\":128,\"L\":4,\"dist\":\"zipf\"", 5) ",\n"
+      EA_ROW("\"B\":16,\"tables_per_gpu\":1,\"D\":128,\"L\":4,\"dist\":\"uniform\"", 30) "\n"
+      "]}";
+  ASSERT_EQ(sim_calib_parse(text, "shape.json", &c, err, sizeof err), 0);
+  static const struct {
+    double row_bytes, bag, us;
+  } kCases[] = {
+      {256, 4, 30},  /* its own shape, uniform (the zipf row of that shape is faster) */
+      {256, 1, 10},  /* D 128, L 1 */
+      {64, 4, 20},   /* D 32 */
+      {256, 3, 30},  /* no L 3: L 4 is nearer in log than L 1 */
+      {512, 4, 30},  /* no 512 B rows: 256 B is nearer in log than 64 B */
+  };
+  for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
+    t_context("compute lookup: row %g B, L %g", kCases[i].row_bytes, kCases[i].bag);
+    sim_calib_shape_t want = {kCases[i].row_bytes, kCases[i].bag};
+    double us;
+    ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, &want, 32768, &us, note, sizeof note),
+              1);
+    ASSERT_NEAR(us, 2 * kCases[i].us, 1e-12); /* twice the row's bytes */
+  }
+  double us;
+  sim_calib_shape_t want = {256, 4};
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, &want, 16384, &us, note, sizeof note),
+            1);
+  ASSERT_STR_HAS(note, "shape.json embedding_alltoall bf16 compute_us of D 128, L 4 at 16 KB");
+  /* without a shape, by bytes alone: all tie, the first row in the file */
+  ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, NULL, 16384, &us, NULL, 0), 1);
+  ASSERT_NEAR(us, 1, 1e-12);
+  sim_calib_free(&c);
+}
+#undef EA_ROW
+
 /* Ties, both resolved by order: the compute lookup takes the first row in the file among rows at
  * the same (log) distance in bytes; the fit takes the first grid point (fused_interf, then
  * fco_sig_us, then gemv_x_gbs, each from its smallest value) among equal RMS errors. */
@@ -516,7 +566,7 @@ static void ties(void) {
     int rc = sim_calib_parse(text, "tie.json", &c, err, sizeof err);
     if (rc) t_fail(__FILE__, __LINE__, "%s", err);
     double us;
-    ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, 4000, &us, NULL, 0), 1);
+    ASSERT_EQ(sim_calib_compute(&c, "embedding_alltoall", 2, NULL, 4000, &us, NULL, 0), 1);
     /* a: 10 us at 2000 B -> 20; b: 80 us at 8000 B -> 40 */
     ASSERT_NEAR(us, order ? 40 : 20, 1e-12);
     sim_calib_free(&c);
@@ -550,6 +600,7 @@ int main(void) {
   lookups();
   falling_times();
   validate_ops();
+  compute_shape();
   fit_recovers();
   ties();
   printf("test_sim_calib: ok\n");

@@ -333,30 +333,54 @@ static double work_bytes_of(const sim_calib_entry_t* e) {
   return -1;
 }
 
-int sim_calib_compute(const sim_calib_t* c, const char* op, int elem_bytes, double work_bytes,
-                      double* us, char* note, size_t note_len) {
+/* Distance in log of a row's value from the query's; INFINITY when either is unknown, so
+ * rows without the member rank after those with it (and tie among themselves). */
+static double log_dist(double row, double want) {
+  return row > 0 && want > 0 ? fabs(log(row / want)) : INFINITY;
+}
+
+/* The keys of sim_calib_compute's order (calib.h), most significant first. */
+#define SIM_COMPUTE_KEYS 4
+static void compute_keys(const sim_calib_entry_t* e, const sim_calib_shape_t* want,
+                         double work_bytes, double k[SIM_COMPUTE_KEYS]) {
+  double es = sim_dtype_bytes(e->dtype);
+  /* a skewed distribution (zipf) re-reads hot rows from cache: faster than hashed lookups */
+  k[0] = want && e->shape_tag[0] && !strstr(e->shape_tag, "uniform");
+  k[1] = want ? log_dist(sim_calib_shape(e, "D", 0) * es, want->row_bytes) : 0;
+  k[2] = want ? log_dist(sim_calib_shape(e, "L", 0), want->bag) : 0;
+  k[3] = log_dist(work_bytes_of(e), work_bytes);
+}
+
+int sim_calib_compute(const sim_calib_t* c, const char* op, int elem_bytes,
+                      const sim_calib_shape_t* want, double work_bytes, double* us, char* note,
+                      size_t note_len) {
   if (!c || !c->num || !(work_bytes > 0)) return 0;
   const char* dtype = pick_dtype(c, op, elem_bytes, 1);
   if (!dtype) return 0;
   const sim_calib_entry_t* best = NULL;
-  double best_d = INFINITY;
+  double best_k[SIM_COMPUTE_KEYS];
   for (int i = 0; i < c->num; i++) {
     const sim_calib_entry_t* e = &c->e[i];
     double wb = work_bytes_of(e);
     if (strcmp(e->op, op) || strcmp(e->dtype, dtype) || e->compute_us < 0 || !(wb > 0)) continue;
-    double d = fabs(log(work_bytes / wb));
-    if (d < best_d) {
-      best_d = d;
+    double k[SIM_COMPUTE_KEYS];
+    compute_keys(e, want, work_bytes, k);
+    int j = 0;
+    while (best && j < SIM_COMPUTE_KEYS && k[j] == best_k[j]) j++;
+    if (!best || (j < SIM_COMPUTE_KEYS && k[j] < best_k[j])) { /* strictly nearer */
       best = e;
+      memcpy(best_k, k, sizeof k);
     }
   }
   if (!best) return 0;
   *us = best->compute_us * work_bytes / work_bytes_of(best);
   if (note) {
-    char a[32];
+    char a[32], shape[64] = "";
     human_bytes(work_bytes_of(best), a, sizeof a);
-    snprintf(note, note_len, "measured (%s %s %s compute_us at %s, scaled by bytes)",
-             base_name(c->path), op, dtype, a);
+    double D = sim_calib_shape(best, "D", 0), L = sim_calib_shape(best, "L", 0);
+    if (D > 0 && L > 0) snprintf(shape, sizeof shape, " of D %g, L %g", D, L);
+    snprintf(note, note_len, "measured (%s %s %s compute_us%s at %s, scaled by bytes)",
+             base_name(c->path), op, dtype, shape, a);
   }
   return 1;
 }

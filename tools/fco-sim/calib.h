@@ -10,8 +10,8 @@
  *
  * Lookups: collectives interpolate linearly in bytes between the measured sizes around the
  * request (outside the range: the nearest two, never below the smallest measured time);
- * compute kernels take the measured row nearest in log(bytes) and scale its compute_us by
- * the work ratio. Every lookup says where its number came from.
+ * compute kernels take the measured row of the nearest shape (sim_calib_compute) and scale
+ * its compute_us by the work ratio. Every lookup says where its number came from.
  */
 #ifndef FCO_SIM_CALIB_H_
 #define FCO_SIM_CALIB_H_
@@ -75,10 +75,25 @@ int sim_dtype_bytes(const char* dtype);
 int sim_calib_collective(const sim_calib_t* c, const char* op, int fused, int elem_bytes,
                          double bytes, double* us, char* note, size_t note_len);
 
+/* The shape of a compute query, where the operator's rows carry one (embedding_alltoall):
+ * bytes of one gathered row (D x esize) and rows pooled per bag (L); 0: not known. */
+typedef struct {
+  double row_bytes, bag;
+} sim_calib_shape_t;
+
 /* Measured compute time of `op` for `work_bytes`, in fco-bench's bytes column's terms
  * (embedding_alltoall: bytes gathered per rank; gemv_allreduce: weight bytes per rank): the
- * nearest row with a compute_us, scaled by work_bytes / its work bytes. */
-int sim_calib_compute(const sim_calib_t* c, const char* op, int elem_bytes, double work_bytes,
-                      double* us, char* note, size_t note_len);
+ * row with a compute_us nearest to `want` (may be NULL: bytes only), scaled by work_bytes /
+ * its work bytes. Nearest, in this order, each deciding only among the rows tied on the
+ * ones before: (1) with `want`, a uniform (or untagged) index distribution, as the models'
+ * hashed lookups are; (2) the row bytes, D x esize, in log: the access granularity, the
+ * first thing a gather's rate depends on (h200-x2: 32-128 B rows at 0.17-0.58 of the 256 B
+ * rows' rate); (3) the bag length L, in log: a bag's fixed cost (indices, pooled write) is
+ * spread over its rows (D 64: L 1 at 0.31 of L 8's rate); (4) the work bytes, in log:
+ * occupancy; then the first row in the file. A row without D or L ranks after every row
+ * with them. */
+int sim_calib_compute(const sim_calib_t* c, const char* op, int elem_bytes,
+                      const sim_calib_shape_t* want, double work_bytes, double* us, char* note,
+                      size_t note_len);
 
 #endif /* FCO_SIM_CALIB_H_ */

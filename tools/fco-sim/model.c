@@ -34,11 +34,12 @@ double sim_gemm_us(const sim_env_t* env, double M, double N, double K, double eb
 }
 
 double sim_mem_kernel_us(const sim_env_t* env, const char* kernel, const char* calib_op,
-                         double calib_bytes, double bytes, double eb, const char* how) {
+                         const sim_calib_shape_t* want, double calib_bytes, double bytes,
+                         double eb, const char* how) {
   char note[200];
   double us;
-  if (calib_op &&
-      sim_calib_compute(env->calib, calib_op, (int)eb, calib_bytes, &us, note, sizeof note)) {
+  if (calib_op && sim_calib_compute(env->calib, calib_op, (int)eb, want, calib_bytes, &us, note,
+                                    sizeof note)) {
     sim_sources_add(env->sources, kernel, note);
     return us;
   }

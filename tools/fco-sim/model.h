@@ -61,10 +61,12 @@ double sim_roofline_us(const sim_params_t* p, double flops, double bytes);
 double sim_gemm_us(const sim_env_t* env, double M, double N, double K, double eb);
 /* A bandwidth-bound kernel moving `bytes` through HBM (efficiencies already applied by the
  * caller, described by `how` in the source note): the calibration row of `calib_op` nearest
- * in `calib_bytes` (fco-bench's bytes column, see sim_calib_compute), its compute_us scaled,
- * when the file has one; else bytes / HBM. No kernel_us. */
+ * to shape `want` (may be NULL) and `calib_bytes` (fco-bench's bytes column; see
+ * sim_calib_compute), its compute_us scaled, when the file has one; else bytes / HBM. No
+ * kernel_us. */
 double sim_mem_kernel_us(const sim_env_t* env, const char* kernel, const char* calib_op,
-                         double calib_bytes, double bytes, double eb, const char* how);
+                         const sim_calib_shape_t* want, double calib_bytes, double bytes,
+                         double eb, const char* how);
 
 /* Per-rank multiplier of kernel `phase` on `rank`: 1 + jitter * N(0, 1), at least 0.5;
  * deterministic in (seed, phase, rank), so baseline and fused runs see the same draws. */

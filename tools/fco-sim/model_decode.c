@@ -26,7 +26,7 @@
  * gemv_allreduce (compute_us) when the file has them. No kernel_us. */
 static double gemv_us(const sim_env_t* env, double M, double N, double K, double eb) {
   double bytes = (N * K + M * K + M * N) * eb;
-  double us = sim_mem_kernel_us(env, "GEMV", "gemv_allreduce", N * K * eb, bytes, eb,
+  double us = sim_mem_kernel_us(env, "GEMV", "gemv_allreduce", NULL, N * K * eb, bytes, eb,
                                 "weights streamed once");
   double flops_us = 2.0 * M * N * K / (env->p.tflops * 1e6);
   return us > flops_us ? us : flops_us;
@@ -137,7 +137,7 @@ int sim_run_decode(const sim_env_t* env, const sim_config_t* c, sim_topo_t t, do
   decode_t d;
   d.qkv = gemv_us(env, M, q_cols + 2 * kv_per * hd, H, eb);
   double kv_bytes = M * c->context * 2 * kv_per * hd * eb;
-  d.attn = sim_mem_kernel_us(env, "attention (KV cache)", NULL, 0, kv_bytes, eb,
+  d.attn = sim_mem_kernel_us(env, "attention (KV cache)", NULL, NULL, 0, kv_bytes, eb,
                              "KV cache read once");
   d.o = gemv_us(env, M, H, q_cols, eb);
   d.gate_up = gemv_us(env, M, (c->gated ? 2 : 1) * c->ffn / P, H, eb);

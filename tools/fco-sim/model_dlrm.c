@@ -43,12 +43,14 @@ typedef struct {
   double *dims, *lookups, *gather, *shards, *mem; /* per rank; per sample except mem */
   double* tiles; /* per rank: fused-kernel tiles per destination (B samples), all shards */
   double* width; /* per rank x SIM_DLRM_WIDTHS: shards of width emb_dim / 2^k             */
-  double* raw_gather; /* per rank and sample: pooling x dim x esize (no access rounding) */
   double max_mem_gb;
+  shard_t* shard; /* [num_shards], each on GPU owner[i]: priced one by one (their shapes) */
+  int* owner;
 } plan_t;
 
 static void plan_free(plan_t* pl) {
-  free(pl->raw_gather);
+  free(pl->shard);
+  free(pl->owner);
   free(pl->dims);
   free(pl->lookups);
   free(pl->gather);
@@ -158,13 +160,13 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
   pl->gather = calloc((size_t)P, sizeof(double));
   pl->shards = calloc((size_t)P, sizeof(double));
   pl->mem = calloc((size_t)P, sizeof(double));
-  pl->raw_gather = calloc((size_t)P, sizeof(double));
   pl->tiles = calloc((size_t)P, sizeof(double));
   pl->width = calloc((size_t)P * SIM_DLRM_WIDTHS, sizeof(double));
+  pl->owner = calloc((size_t)cap, sizeof(int));
   double* load = calloc((size_t)P, sizeof(double));
   int* order = calloc((size_t)P, sizeof(int));
   if (!s || !hp || !pl->dims || !pl->lookups || !pl->gather || !pl->shards || !pl->mem ||
-      !pl->raw_gather || !pl->tiles || !pl->width || !load || !order) {
+      !pl->tiles || !pl->width || !pl->owner || !load || !order) {
     free(s);
     free(hp);
     free(load);
@@ -230,10 +232,10 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
     int k = heap_pop(&g), r = order[k];
     load[r] += s[i].cost;
     heap_push(&g, k);
+    pl->owner[i] = r;
     pl->dims[r] += s[i].dim;
     pl->lookups[r] += s[i].pooling;
     pl->gather[r] += s[i].pooling * row_bytes(run_p, s[i].dim, eb);
-    pl->raw_gather[r] += s[i].pooling * s[i].dim * eb;
     pl->shards[r] += 1;
     pl->width[(size_t)r * SIM_DLRM_WIDTHS + width_class(c, s[i].dim)] += 1;
     pl->mem[r] += s[i].rows * (s[i].dim * eb + 4.0); /* + row-wise Adagrad state */
@@ -249,7 +251,7 @@ static int plan_shards(const sim_config_t* c, const sim_params_t* run_p, sim_top
     if (pl->shards[r] > 0) pl->used_gpus++;
     if (pl->mem[r] / 1e9 > pl->max_mem_gb) pl->max_mem_gb = pl->mem[r] / 1e9;
   }
-  free(s);
+  pl->shard = s;
   free(hp);
   free(load);
   free(order);
@@ -318,20 +320,27 @@ static int dlrm_setup(const sim_env_t* env, const sim_config_t* c, sim_topo_t t,
 
   double eb = d->eb, Bg = B * P, Dtot = 0;
   for (int r = 0; r < P; r++) Dtot += d->plan.dims[r];
+  const plan_t* pl = &d->plan;
+  char how[120];
+  snprintf(how, sizeof how, "row gathers at %g of it, >= %g B a row", p->gather_eff,
+           p->access_bytes);
+  /* the forward lookup shard by shard: a calibration row of each one's row width and bag
+   * length prices its gathers (fco-bench's bytes: rows gathered x D x esize, no rounding) */
+  for (int i = 0; i < pl->num_shards; i++) {
+    const shard_t* s = &pl->shard[i];
+    double raw = Bg * s->pooling * s->dim * eb;
+    double bytes = Bg * (s->pooling * row_bytes(p, s->dim, eb) / p->gather_eff +
+                         s->pooling * p->index_bytes + s->dim * eb);
+    sim_calib_shape_t want = {s->dim * eb, s->pooling};
+    d->emb_fwd[pl->owner[i]] += sim_mem_kernel_us(env, "embedding fwd", "embedding_alltoall",
+                                                  &want, raw, bytes, eb, how);
+  }
+  snprintf(how + strlen(how), sizeof how - strlen(how), "; %g x the gathers", p->emb_bwd_x);
   for (int r = 0; r < P; r++) {
-    const plan_t* pl = &d->plan;
     if (pl->shards[r] > 0) {
       double gather = Bg * pl->gather[r];
       double other = Bg * (pl->lookups[r] * p->index_bytes + pl->dims[r] * eb);
-      char how[120];
-      snprintf(how, sizeof how, "row gathers at %g of it, >= %g B a row", p->gather_eff,
-               p->access_bytes);
-      /* fco-bench's embedding bytes: rows gathered x D x esize, no access rounding */
-      double raw = Bg * pl->raw_gather[r];
-      d->emb_fwd[r] = sim_mem_kernel_us(env, "embedding fwd", "embedding_alltoall", raw,
-                                        gather / p->gather_eff + other, eb, how);
-      snprintf(how + strlen(how), sizeof how - strlen(how), "; %g x the gathers", p->emb_bwd_x);
-      d->emb_bwd[r] = sim_mem_kernel_us(env, "embedding bwd+optimizer", NULL, 0,
+      d->emb_bwd[r] = sim_mem_kernel_us(env, "embedding bwd+optimizer", NULL, NULL, 0,
                                         p->emb_bwd_x * gather / p->gather_eff + other, eb, how);
     }
     d->u_f[r] = Bg * pl->dims[r] * eb;
