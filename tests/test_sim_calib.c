@@ -183,6 +183,27 @@ static void lookups(void) {
   ASSERT_EQ(ar.algo, SIM_ALGO_TREE); /* modelled: 10 + 5 x 2 x (3 + 3) + 0.04 beats the ring */
   ASSERT_NEAR(ar.us, 70.04, 1e-9);
   ASSERT_EQ(sim_baseline_allreduce(&env, (sim_topo_t){1, 2}, 2000, 2).algo, SIM_ALGO_RING);
+  /* the decode model's baseline allreduce takes the rows of its own dtype (fp32 took bf16's) */
+  t_context("decode: allreduce rows of the model's element size");
+  char path[1024];
+  sim_config_t cfg;
+  ASSERT_EQ(sim_config_load(sim_src_path(path, sizeof path,
+                                         "tools/fco-sim/configs/llama3-70b-decode.cfg"),
+                            &cfg, err, sizeof err), 0);
+  for (int eb = 2; eb <= 4; eb += 2) {
+    cfg.dtype_bytes = eb;
+    sim_sources_t src = {0};
+    sim_env_t denv = {p, &c, &src};
+    sim_row_t row;
+    ASSERT_EQ(sim_run_decode(&denv, &cfg, (sim_topo_t){1, 4}, 8, &row, err, sizeof err), 0);
+    int found = 0;
+    for (int i = 0; i < src.num; i++)
+      if (!strcmp(src.s[i].kernel, "allreduce (NCCL)")) {
+        ASSERT_STR_HAS(src.s[i].source, eb == 4 ? "impl 0, f32, 4 GPUs" : "impl 0, bf16, 4 GPUs");
+        found++;
+      }
+    ASSERT_EQ(found, 1);
+  }
   /* f32 has only an impl 0 row: no fused time, NCCL's is not one */
   ASSERT_EQ(sim_calib_collective(&c, "allreduce", 1, 4, 1000, &us, NULL, 0), 0);
   sim_calib_free(&c);

@@ -52,7 +52,7 @@ static void row_parallel(const sim_env_t* env, sim_topo_t t, const decode_t* d, 
   int unfused_fco = fused && (d->M > p->gemv_auto_max_m || d->H > p->gemv_auto_max_n);
   if (!fused || P == 1 || unfused_fco) {
     for (int r = 0; r < P; r++) clk[r] += (gemv + p->kernel_us) * sim_jitter(p, phase, r);
-    sim_coll_t ar = sim_baseline_allreduce(env, t, bytes, 2);
+    sim_coll_t ar = sim_baseline_allreduce(env, t, bytes, d->eb);
     double us = ar.us;
     if (unfused_fco && P > 1) us = fmin(us, sim_fco_oneshot_allreduce(p, t, bytes));
     double T = sim_max(clk, P) + us;
