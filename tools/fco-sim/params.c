@@ -3,6 +3,7 @@
  */
 #include "params.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -56,6 +57,14 @@ static int is_fraction(const char* name) {
   return (n > 4 && !strcmp(name + n - 4, "_eff"));
 }
 
+/* Counts of SMs, tiles, blocks, tiles per signal: a fraction of one (--sms 0.5 made a wave
+ * half a tile) or none (--ea-sig-every 0) runs but means nothing. tile_rows: 0 is fco's rule. */
+static int is_count(const char* name) {
+  return !strcmp(name, "sms") || !strcmp(name, "gemm_tile") || !strcmp(name, "gemv_tile_cols") ||
+         !strcmp(name, "ea_blocks_per_sm") || !strcmp(name, "ea_sig_every") ||
+         !strcmp(name, "tile_rows");
+}
+
 int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
   static const char* const kPositive[] = {"nvl_gbs", "nic_gbps", "hbm_gbs", "tflops", "sms",
                                           "gemm_tile", "gemv_tile_cols", "gemv_x_gbs",
@@ -68,12 +77,16 @@ int sim_params_check(const sim_params_t* p, char* err, size_t err_len) {
       if (!strcmp(name, kPositive[k]) && !(v > 0)) bad = 1;
     if (is_fraction(name) && !(v > 0 && v <= 1)) bad = 1;
     if (is_toggle(name) && v != 0 && v != 1) bad = 1;
+    int zero_ok = !strcmp(name, "tile_rows");
+    if (is_count(name) && !(v == floor(v) && (v >= 1 || (zero_ok && v == 0)))) bad = 1;
     if (!strcmp(name, "jitter") && !(v < 1)) bad = 1;
     if ((!strcmp(name, "fused_penalty") || !strcmp(name, "fused_interf") ||
          !strcmp(name, "fused_interf_net")) && !(v < 10))
       bad = 1;
     if (bad) {
-      const char* want = is_toggle(name) ? "0 or 1"
+      const char* want = is_toggle(name)   ? "0 or 1"
+                         : zero_ok           ? "0 (fco's rule) or a whole number, 1 to 1e12"
+                         : is_count(name)    ? "a whole number, 1 to 1e12"
                          : is_fraction(name) ? "in (0, 1]"
                          : !strcmp(name, "jitter") ? "in [0, 1)"
                                                     : "a non-negative number (some must be > 0)";

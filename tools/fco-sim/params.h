@@ -107,7 +107,8 @@ int sim_param_find(const char* flag);
 const char* sim_param_flag(int idx, char* buf, size_t len);
 double* sim_param_ptr(sim_params_t* p, int idx);
 double sim_param_get(const sim_params_t* p, int idx);
-/* Check ranges (bandwidths > 0, fractions in (0, 1], ...); 0 ok, else message in err. */
+/* Check ranges (bandwidths > 0, fractions in (0, 1], counts of SMs, tiles and blocks whole
+ * and >= 1, ...); 0 ok, else message in err. */
 int sim_params_check(const sim_params_t* p, char* err, size_t err_len);
 
 #endif /* FCO_SIM_PARAMS_H_ */
