@@ -187,9 +187,16 @@ test: all
 # Every operator, one fco-bench table each, fco-bench's defaults (transport auto: nccl with a GPU,
 # else the cpu transport, which the tables' header says; fco-bench -h). BENCH_OPS / BENCH_ARGS
 # narrow it, e.g. make bench BENCH_OPS=embedding_alltoall BENCH_ARGS="-d bf16 -G 1".
+# BENCH_JSON=DIR writes each op's JSON to DIR/bench-<op>.json (a -J in BENCH_ARGS is refused:
+# each op's run would replace the file, leaving only the last op's results).
 BENCH_OPS ?= gemv_allreduce embedding_alltoall gemm_alltoall allreduce
 bench: all
-	@for op in $(BENCH_OPS); do $(BUILD_RUN)/bin/fco-bench $$op $(BENCH_ARGS) || exit 1; done
+	@case " $(BENCH_ARGS)" in *" -J"*) echo "make bench: no -J in BENCH_ARGS (one fco-bench" \
+	  "run per op: the file would keep the last op's only); BENCH_JSON=DIR writes" \
+	  "DIR/bench-<op>.json" >&2; exit 2;; esac
+	@$(if $(BENCH_JSON),mkdir -p $(BENCH_JSON) &&) for op in $(BENCH_OPS); do \
+	  $(BUILD_RUN)/bin/fco-bench $$op $(BENCH_ARGS) \
+	  $(if $(BENCH_JSON),-J $(BENCH_JSON)/bench-$$op.json) || exit 1; done
 
 # libFuzzer builds of the tests/test_fuzz_*.c harnesses (their suite builds run in `make test`):
 # clang, ASan + UBSan, the library's CPU-only sources compiled in. `make fuzz`, then e.g.

@@ -1019,3 +1019,29 @@ def test_json_path_checked_before_the_run(tmp_path):
     p = run(base + ["-J", str(old)])
     assert p.returncode == 0, p.stdout + p.stderr
     assert len(json.loads(old.read_text())["results"]) == 1
+
+
+@pytest.mark.parametrize("dspec, dtypes, said", [
+    (None, {"f32", "bf16"}, True),  # the issue's dtypes, the f16 skip said once
+    ("f32,f16,bf16", {"f32", "f16", "bf16"}, False),  # a full list dropped f16, unsaid
+    ("all", {"f32", "f16", "bf16"}, False),
+    ("f16", {"f16"}, False),
+])
+def test_embedding_f16_when_named(dspec, dtypes, said, tmp_path):
+    js = tmp_path / "e.json"
+    p = run(["embedding_alltoall", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-D", "0",
+             "-J", str(js)] + (["-d", dspec] if dspec else []),
+            {"FCO_BENCH_EA_WORKLOADS": "0,4", "FCO_BENCH_EA_BATCH_DIV": "2048",
+             "FCO_BENCH_EA_ROWS": "300"})
+    assert p.returncode == 0 and "# wrong elements: 0" in p.stdout, p.stdout + p.stderr
+    assert {r["dtype"] for r in json.loads(js.read_text())["results"]} == dtypes
+    assert p.stdout.count("# skipped (f16)") == (1 if said else 0), p.stdout
+
+
+def test_gemv_check_exact_at_large_k():
+    """Past K = 32768 the check's sparse W takes a wider stride, so every sum stays within 256
+    (exact in bf16): at K = 2^25 the sums reached several hundred, which bf16 rounds, and
+    correct results were counted wrong (exit 1)."""
+    p = run(["gemv_allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "bf16", "-D",
+             "0"], {"FCO_BENCH_GEMV_NK": "4x33554432", "FCO_BENCH_GEMV_M": "1"})
+    assert p.returncode == 0 and "# wrong elements: 0" in p.stdout, p.stdout + p.stderr

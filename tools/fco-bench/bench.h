@@ -50,6 +50,7 @@ typedef struct {
   int iters, warmup;           /* < 0 = transport default */
   int rounds;                  /* -R: columns timed round after round, median over rounds */
   unsigned dtype_mask;         /* bit (1 << fco_dtype_t); 0 = all */
+  int dtype_given;             /* -d was given (an op's own default dtypes apply without it) */
   const char* impl_spec;       /* -D as given: "all", "1", "oneshot", "0,auto" */
   int graph;                   /* -G: capture iterations into a CUDA graph */
   int nranks;                  /* -g; 0 = transport default */

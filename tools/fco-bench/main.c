@@ -204,6 +204,7 @@ static void parse_args(int argc, char** argv, bench_opts_t* o, int* graph_set) {
         break;
       case 'd':
         dspec = optarg;
+        o->dtype_given = 1;
         break;
       case 'D':
         o->impl_spec = optarg;

@@ -290,8 +290,12 @@ static int64_t draw_index(const ea_wl_t* w, uint64_t h) {
 
 static fco_result_t ea_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, bench_row_t* row,
                              void** state) {
-  /* The dtypes by default; -d f16 (alone or listed) adds f16. */
-  if (dtype == FCO_F16 && ctx->opt.dtype_mask == (1u << FCO_NUM_DTYPES) - 1) return FCO_ERR_UNSUPPORTED;
+  /* The issue's dtypes (f32, bf16) without -d; any -d naming f16 (a list, all) adds it (a
+   * full list once dropped f16 too, unsaid). */
+  if (dtype == FCO_F16 && !ctx->opt.dtype_given)
+    return id ? FCO_ERR_UNSUPPORTED
+              : bench_fail(ctx, FCO_ERR_UNSUPPORTED, "embedding_alltoall runs the issue's f32 "
+                           "and bf16 by default; -d f16 (or a list with it, or all) adds f16");
   ea_state_t* st = (ea_state_t*)calloc(1, sizeof *st);
   if (!st) return bench_fail(ctx, FCO_ERR_OUT_OF_MEMORY, "out of host memory");
   *state = st;

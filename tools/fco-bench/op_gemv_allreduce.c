@@ -30,9 +30,11 @@
  * measured at start (ctx->hbm_gbps; 4300 GB/s on an H200, ~3000 on an H100).
  *
  * Check (#wrong), exact: x[m][k] ∈ {−1, 0, 1} and W sparse, W[n][k] = ±1 where
- * (k + 7n) mod 128 = 0 (k global), else 0; every partial and total sum is an integer of
- * magnitude ≤ K/128 + 1 ≤ 257 for K ≤ 32768, exact in bf16 / f16 / f32 and in any summation
- * order, so every impl (cuBLAS + NCCL included) must produce exactly the host's integer sum,
+ * (k + 7n) mod S = 0 (k global), else 0, S = 128 · ⌈K / 32768⌉ (the stride; 128 up to K =
+ * 32768): every partial and total sum is an integer of magnitude ≤ ⌈K / S⌉ ≤ 256, exact in
+ * bf16 / f16 / f32 and in any summation order (with S fixed at 128, K = 2^25 summed to several
+ * hundred, which bf16 rounds: correct results were counted wrong), so every impl (cuBLAS +
+ * NCCL included) must produce exactly the host's integer sum,
  * computed independently on the host. Timing does not depend on the values (every byte of W
  * is streamed either way).
  * The table header echoes the FCO_GEMV_* kernel and AUTO knobs (as the environment sets them).
@@ -53,6 +55,7 @@
 
 typedef struct {
   size_t M, N, K;      /* K before the split */
+  size_t stride;       /* S of the check's sparse W (file comment) */
   fco_dtype_t dtype;
   size_t Kr[BENCH_MAX_RANKS], koff[BENCH_MAX_RANKS];
   size_t x_off[BENCH_MAX_RANKS], w_off, y_off; /* offsets in a set (per rank: same layout) */
@@ -299,6 +302,7 @@ static fco_result_t gar_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, be
     return bench_fail(ctx, FCO_ERR_UNSUPPORTED, "gemv_allreduce: K = %zu does not split over %d "
                       "ranks (each rank needs K_r >= 1)", st->K, P);
   const size_t es = fco_dtype_size(dtype);
+  st->stride = 128 * ((st->K + 32767) / 32768);
   size_t off = 0, kmax = 0;
   for (int r = 0; r < P; r++) {
     st->Kr[r] = st->K / (size_t)P + ((size_t)r < st->K % (size_t)P ? 1 : 0);
@@ -332,8 +336,8 @@ static fco_result_t gar_setup(bench_ctx_t* ctx, size_t id, fco_dtype_t dtype, be
         return r;
       memset(st->host, 0, st->N * Kr * es); /* 0 is all-zero bits in every dtype */
       for (size_t n = 0; n < st->N; n++) {
-        size_t first = (128 - (k0 + 7 * n) % 128) % 128; /* smallest k with (k0+k+7n)%128 == 0 */
-        for (size_t k = first; k < Kr; k += 128)
+        const size_t S = st->stride; /* smallest k with (k0 + k + 7n) % S == 0, then every S */
+        for (size_t k = (S - (k0 + 7 * n) % S) % S; k < Kr; k += S)
           put_elem(st->host, dtype, n * Kr + k, (float)w_val(seed, n, k0 + k));
       }
       if ((r = bench_upload(ctx, rk, w_ptr(ctx, st, rk, s), st->host, st->N * Kr * es)) != FCO_OK)
@@ -374,7 +378,8 @@ static void compute_expect(gar_state_t* st) {
   for (size_t m = 0; m < st->M; m++)
     for (size_t n = 0; n < st->N; n++) {
       int s = 0;
-      for (size_t k = (128 - (7 * n) % 128) % 128; k < st->K; k += 128)
+      for (size_t k = (st->stride - (7 * n) % st->stride) % st->stride; k < st->K;
+           k += st->stride)
         s += x_val(seed, m, k) * w_val(seed, n, k);
       st->expect[m * st->N + n] = (float)s;
     }
