@@ -88,6 +88,12 @@ def case_gemv():
     assert G.last_launch["blocks_per_rank"] == 2  # per rank (it was divided by the ranks)
     assert ys[0].shape == (2, 3, 100)
     assert torch.allclose(ys[0].double().reshape(6, 100), _ref(xs, ws, None), rtol=1e-5, atol=1e-5)
+    # 8 local ranks, the most a world has (5..8 were refused: 4 interpreter programs in all)
+    w = World(8)
+    xs = [torch.randn(2, 16) for _ in range(8)]
+    ws = [torch.randn(32, 16) for _ in range(8)]
+    ys = G.gemv_allreduce(w.states, xs, ws)
+    assert all(torch.allclose(y.double(), _ref(xs, ws, None), rtol=1e-5, atol=1e-5) for y in ys)
 
 
 def case_timeout():

@@ -1029,11 +1029,16 @@ def test_gemm_streamk_rule(monkeypatch):
         with pytest.raises(fco.FcoError) as e:
             GA.streamk_config(None, 224)
         assert "FCO_TRITON_GA_STREAMK" in e.value.message
+    # floats are not ints (1.0 turned stream-K on, 0.0 off, 2.0 was refused); numpy ints are
     for bad in ("on", dict(slices=4), dict(items=48), dict(min_slices=9), dict(min_ksteps=0),
-                dict(rows=48), -3):
+                dict(rows=48), -3, 1.0, 0.0, 4.0):
         with pytest.raises(fco.FcoError) as e:
             GA.streamk_config(bad, 224)
         assert e.value.name == "INVALID_ARGUMENT"
+    import numpy as np
+    assert GA.streamk_config(np.int64(4), 224)["max_slices"] == 4
+    assert GA.streamk_config(np.int32(1), 224) == on and GA.streamk_config(np.int8(0), 224) == \
+        GA.SK_OFF
     # scratch: counters (256-byte rounded) + items fp32 tiles, per half; none when off
     assert GA.sk_scratch_bytes(GA.SK_OFF, 128, 256) == 0
     assert GA.sk_scratch_bytes(on, 128, 256) == 256 + 64 * 128 * 256 * 4
@@ -1220,6 +1225,12 @@ def test_gemm_tma_config(monkeypatch):
         with pytest.raises(fco.FcoError) as e:
             GA.tma_config(None, 2, 64, 64)
         assert "FCO_TRITON_GA_TMA" in e.value.message
+    monkeypatch.delenv("FCO_TRITON_GA_TMA")
+    for bad in (1.0, 0.0, 2, "1"):  # 1.0 / 0.0 were taken by their value
+        with pytest.raises(fco.FcoError, match="expected None, 0 or 1") as e:
+            GA.tma_config(bad, 2, 64, 64)
+    import numpy as np
+    assert GA.tma_config(np.int64(1), 2, 64, 64) == on
     # no tensor descriptors in this Triton: one warning, then the pointer path quietly
     monkeypatch.setattr(GA, "tma_api", lambda: False)
     monkeypatch.setattr(GA, "_tma_warned", set())

@@ -171,16 +171,23 @@ def streamk_config(streamk, nk, interpret=None):
             except TypeError:
                 bad(f"streamk[{k!r}] is {v!r}; expected an int")
         sk = dict(SK_DEFAULTS, **vals, on=1)
-    elif streamk in (False, 0, None):
-        return dict(SK_OFF)
-    elif streamk is True or streamk == 1:
-        sk = dict(SK_DEFAULTS, on=1)
-    elif isinstance(streamk, int) and streamk >= 2:  # at most n slices (and at least min(n, ..))
-        n = int(streamk)
-        sk = dict(SK_DEFAULTS, max_slices=n, min_slices=min(SK_DEFAULTS["min_slices"], n), on=1)
     else:
-        bad(f"streamk {streamk!r}: expected None, 0/False, 1/True, the most slices (>= 2) or "
-            "a dict")
+        # an int (numpy ints too, as every host int argument) or a bool; never a float's value
+        # (1.0 turned stream-K on, 2.0 was refused)
+        try:
+            n = operator.index(streamk)
+        except TypeError:
+            n = -1
+        if n == 0:
+            return dict(SK_OFF)
+        if n == 1:
+            sk = dict(SK_DEFAULTS, on=1)
+        elif n >= 2 and not isinstance(streamk, bool):  # at most n slices (at least min(n, ..))
+            sk = dict(SK_DEFAULTS, max_slices=n, min_slices=min(SK_DEFAULTS["min_slices"], n),
+                      on=1)
+        else:
+            bad(f"streamk {streamk!r}: expected None, 0/False, 1/True, the most slices (>= 2) "
+                "or a dict")
     it, rows = sk["items"], sk["rows"]
     if not (2 <= it <= 1024 and it & (it - 1) == 0 and 2 <= sk["min_slices"] <= sk["max_slices"]
             <= it and sk["min_ksteps"] >= 1 and 1 <= rows <= 256 and rows & (rows - 1) == 0):
@@ -247,7 +254,11 @@ def tma_config(tma, esize, K, N, tensors=(), device=None, interpret=None):
         tma = env == "1" if explicit else not (fl.INTERPRET if interpret is None else interpret)
     else:
         explicit = True
-    if tma not in (0, 1, False, True):
+    try:  # 0 / 1 / a bool (numpy ints too); a float is not taken by its value
+        ok = operator.index(tma) in (0, 1)
+    except TypeError:
+        ok = False
+    if not ok:
         raise FcoError(_lib.INVALID_ARGUMENT, f"tma {tma!r}: expected None, 0 or 1", _NAME)
     if not tma:
         return 0, "off"

@@ -341,8 +341,8 @@ def gemv_allreduce(comms, xs, ws, biases=None, *, num_warps=4, blocks_per_rank=N
         if on_gpu and not fl.INTERPRET:
             args = targs + (M, N, T, 1, S)
             B = _blocks(args, dict(kw, PHASES=1 if split_phases else 3), T, L, dev, num_warps)
-        else:
-            B = host.blocks_per_rank(T, L, 4, 1)
+        else:  # the interpreter: 4 programs a rank (4 in all refused 5..8 local ranks)
+            B = host.blocks_per_rank(T, L, 4 * L, 1)
     else:
         # per rank, as gemm_alltoall's (it was divided by L)
         bpr = host.int_arg(blocks_per_rank, "blocks_per_rank", 1, layout.SIG_SLOTS - 1, _NAME)
