@@ -729,12 +729,13 @@ _EA_ENV = {"FCO_BENCH_EA_WORKLOADS": "0,4", "FCO_BENCH_EA_ROWS": "300"}
     # K_r: K / P, the remainder to the first ranks (rank 0's in the JSON)
     ("gemv_allreduce", {"FCO_BENCH_GEMV_NK": "72x41", "FCO_BENCH_GEMV_M": "2"}, "f32",
      [{"M": 2, "N": 72, "K": 41, "K_r": 21, "P": 2, "bias": False}], {"f32"}),
-    # B / FCO_BENCH_EA_BATCH_DIV (at least one sample per rank), FCO_BENCH_EA_ROWS; f16 only
-    # when asked for (-d all: the issue's f32 and bf16)
+    # B / FCO_BENCH_EA_BATCH_DIV (at least one sample per rank), FCO_BENCH_EA_ROWS; f16 when
+    # -d names it, all included (without -d the issue's f32 and bf16:
+    # test_embedding_f16_when_named)
     ("embedding_alltoall", dict(_EA_ENV, FCO_BENCH_EA_BATCH_DIV="2048"), "f16",
      [_ea(8, 8, 128, 32), _ea(32, 8, 64, 1)], {"f16"}),
     ("embedding_alltoall", dict(_EA_ENV, FCO_BENCH_EA_BATCH_DIV="100000"), "all",
-     [_ea(2, 8, 128, 32), _ea(2, 8, 64, 1)], {"f32", "bf16"}),
+     [_ea(2, 8, 128, 32), _ea(2, 8, 64, 1)], {"f32", "f16", "bf16"}),
     # the Zipf and ragged workloads (their index and bag generators; indices outside a table
     # would fail the call)
     ("embedding_alltoall", {"FCO_BENCH_EA_WORKLOADS": "3,8", "FCO_BENCH_EA_ROWS": "300",
