@@ -80,6 +80,10 @@ extern "C" fco_result_t fco_cuda_gate(const fco_dev_rank_t* dev, uint64_t gen, u
              !dev || !result ? "no device state or result" : "generation outside [1, 2^60)");
     return FCO_ERR_INVALID_ARGUMENT;
   }
+  /* A stale error of an earlier call (the caller's, not sticky) is not this launch's: read
+   * after a launch that did start, it made the host give up on a gate whose kernel still
+   * counts this rank in, so its peers went on into NCCL without it (a hang). */
+  (void)cudaGetLastError();
   gate_kernel<<<1, FCO_MAX_GPU_RANKS, 0, (cudaStream_t)stream>>>(dev, gen, value, timeout_ns,
                                                                  result);
   const cudaError_t ce = cudaGetLastError();
