@@ -282,6 +282,14 @@ static fco_result_t gate(fco_comm_t* comms, int n, const char* what, uint64_t va
                "communicator is unusable: destroy it", comms[i]->rank, what, g->missing);
       return gate_poison(comms, n, FCO_ERR_INTERNAL, msg);
     }
+    /* Growth passes its size (> 0), fco_mem_alloc 0: every rank saw every value, so all
+     * tell alike when ranks took different steps (their NCCL calls would not match: a hang). */
+    if ((g->min_value == 0) != (g->max_value == 0)) {
+      snprintf(msg, sizeof msg, "rank %d: %s: another rank took a different collective step "
+               "(a workspace growth against an fco_mem_alloc: the ranks' calls differ); the "
+               "communicator is unusable: destroy it", comms[i]->rank, what);
+      return gate_poison(comms, n, FCO_ERR_INVALID_USAGE, msg);
+    }
     if (g->max_value > *max_value) *max_value = g->max_value;
   }
   return FCO_OK;
