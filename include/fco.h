@@ -87,7 +87,9 @@ typedef struct {
   int32_t transport;       /* fco_transport_t; AUTO → env FCO_TRANSPORT, else by hardware  */
   int32_t timeout_ms;      /* bound on every wait; <= 0 → env FCO_TIMEOUT_MS, else 30000    */
   int32_t device;          /* fco_comm_init: CUDA device of this rank (0: GPU 0); < 0 → current */
-  int64_t max_workspace_bytes; /* cap on the symmetric workspace per rank; <= 0 → no cap   */
+  int64_t max_workspace_bytes; /* cap on the symmetric workspace per rank; <= 0 → no cap;
+                                  the same on every rank (growth takes the largest size any
+                                  rank asks: past a rank's cap it fails on every rank) */
   int32_t debug;           /* > 0 → log to stderr (also env FCO_DEBUG=1)                     */
   int32_t reserved[7];
 } fco_config_t;
@@ -218,7 +220,11 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
 
 /* Symmetric workspace (per rank, grown on demand). Operations grow it collectively when they
  * need more; growth allocates, so it cannot happen while a stream is being captured into a
- * CUDA graph: call fco_comm_reserve before capturing. GPU transports allocate, past the data
+ * CUDA graph: call fco_comm_reserve before capturing. While a capture is in progress
+ * fco_comm_reserve (and a call that must grow) is refused, FCO_ERR_INVALID_USAGE, not sticky,
+ * where the device's default streams tell it (a global-mode capture on a blocking stream, or a
+ * capture of the per-thread default stream; a thread-local capture on a non-blocking stream
+ * cannot be told: the growth then fails in CUDA and breaks it). GPU transports allocate, past the data
  * workspace, an LL area of min(data bytes, 16 MiB) per rank (src/core/internal.h, rule 3:
  * the LL one-shot of fco_gemv_allreduce), not counted by max_workspace_bytes or
  * fco_comm_workspace_bytes. Collective (same bytes on every rank);
@@ -235,7 +241,9 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * within the bound (its call needed no growth — a shape that differs between ranks —, was
  * refused on the host, or the peer is gone) gets FCO_ERR_TIMEOUT naming that peer, and the
  * communicator is unusable from then on (a sticky error: destroy it), where it used to wait in
- * NCCL forever. A peer that arrives after the others gave up finds the step abandoned.
+ * NCCL forever. A peer that arrives after the others gave up finds the step abandoned. A
+ * growth on one rank taking the step with an fco_mem_alloc on another fails on both
+ * (FCO_ERR_INVALID_USAGE, sticky: their calls differ).
  * A CUDA graph captured before a growth (a later call with a larger shape, or a larger
  * fco_comm_reserve) may be replayed after it, also between and back to back with calls on the
  * grown workspace: a GPU transport keeps a workspace that a captured call used (and its window
@@ -246,9 +254,11 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * holds the old workspace's memory until destroy (such a growth at least doubles the
  * workspace, so all that is kept stays below the final size): reserve, before the first
  * capture, what every later call needs, and nothing is kept.
- * A growth (here or inside an operator call) that fails on one rank fails on every rank and
- * changes no rank's workspace, not sticky; on cpu every peer returns that rank's code (e.g.
- * FCO_ERR_OUT_OF_MEMORY when /dev/shm is full) with a message naming it.
+ * A growth (here or inside an operator call) that fails on one rank fails on every rank, not
+ * sticky, and leaves every rank alike: on cpu no rank's workspace changes, and every peer
+ * returns that rank's code (e.g. FCO_ERR_OUT_OF_MEMORY when /dev/shm is full) with a message
+ * naming it; on the GPU transports every rank is left without a workspace (the old one freed
+ * before the new one is allocated), which the next call grows again.
  * [IN] bytes: data workspace bytes per rank to have at least, ≤ 2^50 (FCO_ERR_OUT_OF_MEMORY
  *             above). */
 fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes);
@@ -286,7 +296,10 @@ fco_result_t fco_comm_device_state(fco_comm_t comm, void** dev_state, size_t* by
  * for such ranks on nccl, is a call another rank refused (bytes 0, an async error): its peers
  * return instead of waiting for it. A rank that never calls: its peers' calls return
  * FCO_ERR_TIMEOUT after FCO_TIMEOUT_MS (the gate of fco_comm_reserve above; sticky).
- * Allocation synchronises the device; not while a stream is being captured. Zero-filled.
+ * Allocation synchronises the device; not while a stream is being captured: refused
+ * (FCO_ERR_INVALID_USAGE, not sticky) where the device's default streams tell a capture (as
+ * fco_comm_reserve's). A call that takes the step while a peer's call grows the workspace (the
+ * gate sees both in one step) is FCO_ERR_INVALID_USAGE on both, sticky. Zero-filled.
  * [IN] bytes ≥ 1   [OUT] ptr: this rank's buffer (device pointer; host pointer on cpu)
  * fco_mem_free is local (it synchronises this rank's device): free a buffer only when no call
  * of any rank still writes into it; fco_comm_destroy frees the buffers left. Free a slot on

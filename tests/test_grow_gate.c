@@ -13,6 +13,9 @@
  *       workspace (one size on every rank), and an allreduce through it is exact.
  *   G4  fco_mem_alloc on rank 0 only: FCO_ERR_TIMEOUT naming rank 1, sticky.
  *   G5  rank 1 500 ms late to a growth, inside the bound: both grow; exact allreduce after.
+ *   G6  rank 0 grows (fco_comm_reserve) while rank 1 calls fco_mem_alloc: both pass the gate
+ *       in one generation, but their NCCL steps differ (they hung in them): both refuse with
+ *       FCO_ERR_INVALID_USAGE naming "a different collective step", bounded, sticky.
  *   FCO_TRANSPORT=nccl build/tests/test_grow_gate   (exit 77 otherwise)
  */
 #include <stdlib.h>
@@ -30,11 +33,13 @@ typedef enum {
   G2_COUNTS_DIFFER,
   G3_SIZES_DIFFER,
   G4_ALLOC_ALONE,
-  G5_LATE
+  G5_LATE,
+  G6_STEPS_DIFFER
 } case_t;
 static const char* const kName[] = {"G1 reserve on one rank", "G2 allreduce counts differ",
                                     "G3 reserve sizes differ", "G4 fco_mem_alloc on one rank",
-                                    "G5 a rank late inside the bound"};
+                                    "G5 a rank late inside the bound",
+                                    "G6 a growth against an fco_mem_alloc"};
 typedef struct {
   case_t c;
   int fd[2]; /* rank 0 writes the unique id, rank 1 reads it */
@@ -156,6 +161,19 @@ static int proc_rank(int rank, void* arg) {
       ASSERT_GE(ws, more);
       exact_allreduce(c, rank, (size_t)1 << 16);
       break;
+    case G6_STEPS_DIFFER: {
+      void* p = NULL;
+      const fco_result_t r = rank == 0 ? fco_comm_reserve(c, more)
+                                       : fco_mem_alloc(c, (size_t)1 << 20, &p);
+      const double ms = t_now_ms() - t0;
+      printf("rank %d: after %.0f ms: %s\n", rank, ms, fco_last_error(c));
+      ASSERT_NULL(p);
+      ASSERT_RES(r, FCO_ERR_INVALID_USAGE);
+      ASSERT_STR_HAS(fco_last_error(c), "a different collective step");
+      ASSERT_LT(ms, 20.0 * TIMEOUT_MS);
+      expect_sticky(c, FCO_ERR_INVALID_USAGE);
+      break;
+    }
   }
   ASSERT_OK(fco_comm_destroy(c));
   return 0;
@@ -168,7 +186,7 @@ int main(void) {
   const int gpus = t_fork_gpu_count();
   if (gpus < 2) t_skip("needs two GPUs, found %d", gpus);
   int st[P];
-  for (int k = G1_RESERVE_ALONE; k <= G5_LATE; k++) {
+  for (int k = G1_RESERVE_ALONE; k <= G6_STEPS_DIFFER; k++) {
     arg_t a;
     a.c = (case_t)k;
     ASSERT_EQ(pipe(a.fd), 0);

@@ -68,9 +68,12 @@ int fco_group_holds(fco_comm_t comm) {
   return 0;
 }
 
+/* The calls' streams, and the devices' default streams (a global capture elsewhere). */
 static int capturing_any(fco_op_t* ops, int n) {
   for (int i = 0; i < n; i++)
-    if (ops[i].comm->tops->capturing && ops[i].comm->tops->capturing(ops[i].comm, ops[i].stream))
+    if (ops[i].comm->tops->capturing &&
+        (ops[i].comm->tops->capturing(ops[i].comm, ops[i].stream) ||
+         fco_capturing_device(ops[i].comm)))
       return 1;
   return 0;
 }

@@ -204,7 +204,10 @@ struct fco_transport_ops {
   fco_result_t (*run)(fco_op_t* ops, int n);
   /* Poll the device-side async error word without waiting; FCO_OK when none. */
   fco_result_t (*poll_error)(fco_comm_t comm);
-  /* Is `stream` being captured into a CUDA graph (then growth is impossible)? */
+  /* Is `stream` being captured into a CUDA graph (then growth is impossible)? NULL asks the
+   * device's default streams (legacy and per-thread): a capture that growth or fco_mem_alloc
+   * would break, as far as they tell (a global-mode capture on a blocking stream, a capture of
+   * the per-thread stream). */
   int (*capturing)(fco_comm_t comm, void* stream);
   /* Collective: slot k (FREE on every comm given) of comms[0..n) (n == 1, or all ranks of a
    * world) gets a zeroed buffer of `bytes` each: sets sym[k].ptr/bytes (not the state) and the
@@ -290,6 +293,12 @@ int fco_device_save(fco_transport_t t);
 void fco_device_restore(int dev);
 
 static inline size_t fco_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* A capture in progress that a collective setup step (growth, fco_mem_alloc) would break, as
+ * far as the device's default streams tell (capturing(comm, NULL)); never on cpu. */
+static inline int fco_capturing_device(fco_comm_t comm) {
+  return comm->tops->capturing && comm->tops->capturing(comm, NULL);
+}
 
 /* Workspace rule, every operator on every transport (so any sequence of different ops and
  * sizes is safe): (1) all data a peer writes into this rank's workspace during the call with

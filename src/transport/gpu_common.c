@@ -185,18 +185,9 @@ void fco_gpu_keep_clear(fco_gpu_keep_t* k) {
   memset(k, 0, sizeof *k);
 }
 
-/* Called before a call's bracket too (fco_gemm_alltoall's AUTO asks it when the call is made):
- * the caller's device is given back here. */
-int fco_gpu_capturing(fco_comm_t comm, void* stream) {
-  const int caller = fco_device_save(comm->transport);
-  if (cudaSetDevice(comm->device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    fco_device_restore(caller);
-    return 0;
-  }
+static int stream_capturing(cudaStream_t stream) {
   enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
-  fco_device_restore(caller);
+  cudaError_t e = cudaStreamIsCapturing(stream, &st);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     /* The legacy stream cannot be queried while another stream captures globally: treat it
@@ -204,6 +195,22 @@ int fco_gpu_capturing(fco_comm_t comm, void* stream) {
     return e == cudaErrorStreamCaptureImplicit || e == cudaErrorStreamCaptureUnsupported;
   }
   return st != cudaStreamCaptureStatusNone;
+}
+
+/* Called before a call's bracket too (fco_gemm_alltoall's AUTO asks it when the call is made):
+ * the caller's device is given back here. NULL: the legacy stream or the per-thread one
+ * (internal.h: what a setup step would break). */
+int fco_gpu_capturing(fco_comm_t comm, void* stream) {
+  const int caller = fco_device_save(comm->transport);
+  if (cudaSetDevice(comm->device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    fco_device_restore(caller);
+    return 0;
+  }
+  const int c = stream ? stream_capturing((cudaStream_t)stream)
+                       : stream_capturing(NULL) || stream_capturing(cudaStreamPerThread);
+  fco_device_restore(caller);
+  return c;
 }
 
 void fco_gpu_share_error(fco_comm_t* comms, int n) {

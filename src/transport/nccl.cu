@@ -221,6 +221,17 @@ static fco_result_t gate(fco_comm_t* comms, int n, const char* what, uint64_t va
                "timed out; it is unusable: destroy it", comms[i]->rank, what);
       return gate_poison(comms, n, FCO_ERR_INVALID_USAGE, msg);
     }
+  /* A capture in progress: the step would fail past the gate, its peers waiting in NCCL
+   * (review rev62). Refused before counting in, not sticky (the peers give up on this rank
+   * within their bound). */
+  for (int i = 0; i < n; i++)
+    if (fco_gpu_capturing(comms[i], NULL)) {
+      snprintf(msg, sizeof msg, "rank %d: %s: a stream of device %d is being captured into a "
+               "CUDA graph; take this step before capturing", comms[i]->rank, what,
+               comms[i]->device);
+      for (int j = 0; j < n; j++) fco_set_error(comms[j], FCO_ERR_INVALID_USAGE, "%s", msg);
+      return FCO_ERR_INVALID_USAGE;
+    }
   fco_result_t r = FCO_OK;
   /* Launch every comm's gate before waiting for any (one thread may drive all ranks), on the
    * per-thread default stream: not behind the user's streams' work, which may wait for the
