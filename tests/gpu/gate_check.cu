@@ -138,10 +138,15 @@ static void all_go(int P, int gens) {
       hi = v[r] > hi ? v[r] : hi;
       lo = v[r] < lo ? v[r] : lo;
     }
-    for (int i = 0; i < P; i++) { /* a random order of launches */
-      const int r = (int)((i * 5 + g) % P);
-      enter(&w, r, v[r], 3000);
+    int order[FCO_MAX_GPU_RANKS]; /* a random order of launches (Fisher-Yates): every rank
+                                   * once (i·5 + g mod P entered one rank P times at P = 5) */
+    for (int r = 0; r < P; r++) order[r] = r;
+    for (int i = P - 1; i > 0; i--) {
+      const int j = (int)(rnd() % (uint64_t)(i + 1)), t = order[i];
+      order[i] = order[j];
+      order[j] = t;
     }
+    for (int i = 0; i < P; i++) enter(&w, order[i], v[order[i]], 3000);
     for (int r = 0; r < P; r++) {
       const fco_gate_result_t x = result(&w, r);
       EXPECT(x.went == 1 && x.missing == -1 && x.decided == (uint64_t)g << 2,
