@@ -1,0 +1,26 @@
+#!/bin/bash
+# Session 62 (one GPU): the gate's kernel check with its P = 5 launch order fixed (the old
+# order i·5 + g mod P entered one rank P times at P = 5: the check's bug, seen on an H100 in
+# session 62's first call), then the whole C suite (quick) on local and on nccl P = 1 after
+# 2485d96 (setup steps inside a capture refused; every op growth now also asks the device's
+# default streams). Carry: build/carry.tgz (make_carry.sh). Run: FCO_COMMIT=<commit> bash cmd.sh
+set -u
+export FCO_TEST_QUICK=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
+NCCL_HOME=$(python3 -c 'import nvidia.nccl as m; print(m.__path__[0])')
+O=/tmp/o62; mkdir -p $O
+nvidia-smi --query-gpu=name --format=csv,noheader | tee $O/gpu.txt
+tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
+make -j16 NCCL_HOME="$NCCL_HOME" > $O/build.log 2>&1
+echo "make rc=$? ($(grep -c nvcc $O/build.log) nvcc lines) ${SECONDS}s"
+pack() { mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null; tar czf $OUT/out.tgz -C $O .; }
+nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -o /tmp/gate_check tests/gpu/gate_check.cu -Lbuild/lib \
+  -lfco -Xlinker -rpath=$PWD/build/lib > $O/gate_check.txt 2>&1 && timeout 200 /tmp/gate_check \
+  >> $O/gate_check.txt 2>&1
+echo "gate_check rc=$? ${SECONDS}s"; tail -n 8 $O/gate_check.txt; pack
+FCO_TRANSPORT=local BUILD=build TEST_TIMEOUT=200 tests/run.sh > $O/tests-local.txt 2>&1
+echo "local suite rc=$? ${SECONDS}s"; grep -E "^(FAIL|# )" $O/tests-local.txt; pack
+[ $SECONDS -gt 420 ] && { echo "nccl suite skipped (${SECONDS}s)"; exit 0; }
+FCO_TEST_MAX_RANKS=1 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=200 tests/run.sh \
+  > $O/tests-nccl1.txt 2>&1
+echo "nccl P=1 suite rc=$? ${SECONDS}s"; grep -E "^(FAIL|# )" $O/tests-nccl1.txt; pack
