@@ -131,7 +131,8 @@ static const char* cannot_run(int P) {
 #ifdef FCO_HAVE_CUDA
   if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
 #else
-  if (strcasecmp(t, "cpu"))
+  /* a GPU transport named; any other name reaches fco_comm_init_all, which refuses it */
+  if (!strcasecmp(t, "nccl") || !strcasecmp(t, "local"))
     return "built without -DFCO_HAVE_CUDA (no GPU buffers): FCO_TRANSPORT=cpu, or rebuild";
 #endif
   const int nccl = (t && !strcasecmp(t, "nccl")) || (unset && gpus > 0);
@@ -286,10 +287,28 @@ static void time_both(const world_t* W, int graph, int iters, double us[2]) {
   (void)graph;
 }
 
+/* argv[i] as a whole decimal int (atoi took "3x" as 3), else usage and exit 1. */
+static int arg_int(char** argv, int i) {
+  char* end = NULL;
+  const long v = strtol(argv[i], &end, 10);
+  if (end == argv[i] || *end || v < 0 || v > (1L << 30)) {
+    fprintf(stderr, "argument %d '%s': want a whole number 0..2^30\n"
+            "usage: %s [M N K P [f32|bf16]]\n", i, argv[i], argv[0]);
+    exit(1);
+  }
+  return (int)v;
+}
+
 int main(int argc, char** argv) {
   world_t W;
   memset(&W, 0, sizeof W);
-  const int P = W.P = argc > 4 ? atoi(argv[4]) : 2;
+  if (argc > 6 || (argc > 5 && strcmp(argv[5], "f32") && strcmp(argv[5], "bf16"))) {
+    fprintf(stderr, "usage: %s [M N K P [f32|bf16]]%s\n", argv[0],
+            argc > 6 ? "" : " (dtype: f32 or bf16)");
+    return 1;
+  }
+  for (int i = 1; i < argc && i <= 4; i++) (void)arg_int(argv, i);
+  const int P = W.P = argc > 4 ? arg_int(argv, 4) : 2;
   if (P < 1 || P > MAX_P) {
     fprintf(stderr, "P %d: want 1..%d\n", P, MAX_P);
     return 1;
@@ -303,9 +322,9 @@ int main(int argc, char** argv) {
   fco_transport_t t;
   CHECK(fco_comm_transport(W.comms[0], &t));
   g_gpu = t != FCO_TRANSPORT_CPU;
-  const int M = W.M = argc > 1 ? atoi(argv[1]) : g_gpu ? 4 : 3;
-  const int N = W.N = argc > 2 ? atoi(argv[2]) : g_gpu ? 8192 : 1000;
-  const int K = argc > 3 ? atoi(argv[3]) : g_gpu ? 8192 : 600;
+  const int M = W.M = argc > 1 ? arg_int(argv, 1) : g_gpu ? 4 : 3;
+  const int N = W.N = argc > 2 ? arg_int(argv, 2) : g_gpu ? 8192 : 1000;
+  const int K = argc > 3 ? arg_int(argv, 3) : g_gpu ? 8192 : 600;
   const int bf16 = argc > 5 ? !strcmp(argv[5], "bf16") : g_gpu;
   W.dt = bf16 ? FCO_BF16 : FCO_F32;
   const size_t es = W.es = bf16 ? 2 : 4;
