@@ -404,6 +404,15 @@ static void bad_args(const t_world_t* w) {
     if (first == FCO_OK) first = e;
     ASSERT_RES(first, E);
     ASSERT_MSG(NULL, "batch_per_rank");
+    /* cpu (the ranks compare records): the split is named without the table's hash mark and
+     * printed as a hash, never as if it were the array (a mutant dropping either passed) */
+    if (w->transport == FCO_TRANSPORT_CPU) {
+      ASSERT_MSG(NULL, "batch_per_rank differs across ranks");
+      ASSERT_MSG(NULL, "an array hashing to");
+      if (t_contains(fco_last_error(NULL), "#"))
+        t_fail(__FILE__, __LINE__, "the message shows the hash mark: \"%s\"",
+               fco_last_error(NULL));
+    }
     /* Likewise the tables (one of rank 0's moved to rank 1 in rank 0's split), and pooling. */
     int32_t tsplit[EA_MAX_P];
     memcpy(tsplit, p.tpr, sizeof tsplit);
@@ -427,6 +436,10 @@ static void bad_args(const t_world_t* w) {
       if (first == FCO_OK) first = e;
       ASSERT_RES(first, E);
       ASSERT_MSG(NULL, what ? "pooling" : "tables_per_rank");
+      if (!what && w->transport == FCO_TRANSPORT_CPU) { /* as batch_per_rank's above */
+        ASSERT_MSG(NULL, "tables_per_rank differs across ranks");
+        ASSERT_MSG(NULL, "an array hashing to");
+      }
     }
   }
   ea_prob_free(w, &p);
