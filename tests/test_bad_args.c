@@ -584,6 +584,42 @@ static void group_refusal(void) {
   t_context("%s", "");
 }
 
+/* As group_refusal, but the refused call leaves the refused rank with fewer calls queued than
+ * its peers (they queue two, it queues a good one and then the refused one): the world is
+ * cancelled with the refusal's message, not refused for its unequal call sequences ("rank 0 has
+ * 2 calls ..., rank P-1 has 1": a mutant that ran the sequence check on a world holding a
+ * refused call passed group_refusal, whose sequences are equal). */
+static void group_refusal_uneven(void) {
+  const int P = g_w.n;
+  if (P < 2) return;
+  t_context("a group with rank %d's second call refused (its peers queue two)", P - 1);
+  poison();
+  fco_result_t first = FCO_OK;
+  ASSERT_OK(fco_group_start());
+  for (int r = 0; r < P; r++)
+    for (int k = 0; k < 2; k++) {
+      fco_result_t e = fco_allreduce(g_w.comms[r], g_b.in[r],
+                                     r == P - 1 && k == 1 ? NULL : g_b.out[r], N, FCO_F32, 1,
+                                     NULL);
+      if (e != FCO_OK && first == FCO_OK) first = e;
+    }
+  ASSERT_RES(fco_group_end(), FCO_ERR_INVALID_ARGUMENT);
+  ASSERT_RES(first, FCO_ERR_INVALID_ARGUMENT);
+  char want[64];
+  snprintf(want, sizeof want, "rank %d's call in this group failed", P - 1);
+  for (int r = 0; r < P - 1; r++) ASSERT_MSG(g_w.comms[r], want);
+  ASSERT_MSG(g_w.comms[P - 1], "out");
+  for (int r = 0; r < P; r++)
+    if (t_contains(fco_last_error(g_w.comms[r]), "calls of its world"))
+      t_fail(__FILE__, __LINE__, "rank %d's message is the sequence check's: \"%s\"", r,
+             fco_last_error(g_w.comms[r]));
+  t_sync(&g_w);
+  assert_untouched(__LINE__);
+  for (int r = 0; r < P; r++) ASSERT_OK(fco_comm_get_async_error(g_w.comms[r]));
+  ar_works(&g_w, &g_b, N, 1);
+  t_context("%s", "");
+}
+
 /* Queries that fail inside a group (fco_allreduce_workspace with bytes NULL, fco_mem_alloc of 0
  * bytes, on every rank between its calls) are no operator calls: fco_group_end issues the
  * group's calls, which complete (until session 54 any failure set on a rank of the world
@@ -701,6 +737,7 @@ int main(void) {
   query_args();
   init_args();
   group_refusal();
+  group_refusal_uneven();
   group_query_failure();
   group_all_refused();
   destroy_in_group();
