@@ -23,6 +23,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
+#include "ga_fixture.h"
 #include "test.h"
 
 #define TIMEOUT_MS 300
@@ -108,6 +111,56 @@ static void cascade(void) {
   t_world_destroy(&w, 1);
 }
 
+typedef struct {
+  const t_world_t* w;
+  const t_ar_bufs_t* b;
+  fco_result_t res;
+} late_job_t;
+
+static void* rank1_call(void* arg) {
+  late_job_t* j = (late_job_t*)arg;
+  j->res = t_ar_run_rank(j->w, j->b, 1, 1, NULL);
+  return NULL;
+}
+
+static void bad_data(void) {
+  fco_config_t cfg;
+  t_world_t w;
+  t_ar_bufs_t b;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.timeout_ms = 5000; /* rank 1 waits 300 ms for rank 0's record, well within it */
+  t_context("2 ranks: a call refused for its data, then rank 0 late");
+  ASSERT_OK(t_world_init(&w, FCO_TRANSPORT_CPU, 2, &cfg));
+  ga_case_t c;
+  ga_bufs_t gb;
+  ga_make_case(&c, 2, 20, 12, 0, FCO_F32, t_next_seed(), 0, 10);
+  c.counts[1][0] = -3;
+  ga_upload(&w, &c, &gb);
+  ASSERT_RES(ga_issue(&w, &c, &gb, 1, 0, NULL), FCO_ERR_INVALID_ARGUMENT);
+  for (int r = 0; r < 2; r++) {
+    ASSERT_MSG(w.comms[r], "counts are invalid");
+    ASSERT_OK(fco_comm_get_async_error(w.comms[r]));
+  }
+  ga_free_bufs(&w, &c, &gb);
+  ga_free_case(&c);
+  t_ar_alloc(&w, &b, COUNT);
+  const uint64_t seed = t_next_seed();
+  t_ar_prepare(&w, &b, COUNT, FCO_F32, 0, seed);
+  late_job_t j = {&w, &b, FCO_ERR_INTERNAL};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, rank1_call, &j), 0);
+  usleep(300 * 1000);
+  const fco_result_t r0 = t_ar_run_rank(&w, &b, 0, 1, NULL);
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  printf("bad_data: then rank 0 late: rank 0 %s, rank 1 %s: %s\n", fco_result_string(r0),
+         fco_result_string(j.res), fco_last_error(w.comms[1]));
+  ASSERT_OK(r0);
+  ASSERT_OK(j.res);
+  ASSERT_EQ(t_ar_check(&w, &b, seed), 0);
+  t_ar_free(&w, &b);
+  t_world_destroy(&w, 0);
+}
+
 /* ---- ranks as processes ------------------------------------------------------------------ */
 typedef struct {
   fco_unique_id_t id;
@@ -175,6 +228,7 @@ int main(void) {
   for (int impl = 0; impl < 2; impl++)
     for (int warm = 0; warm < 2; warm++) late_rank(impl, warm);
   cascade();
+  bad_data();
   for (int warm = 0; warm < 2; warm++) processes(warm);
   printf("PASS\n");
   return 0;
