@@ -9,10 +9,16 @@
  *              returns rank 0's result (the first failure in rank order), which is what rank 0
  *              saw of rank f's; then a growth inside an operator call (a group)
  *   processes  2 processes, rank 1 failing: each process's own result
+ *   stall      2 processes, rank 1 stalling past the timeout before its ack (FCO_FAULT_GROW_STALL):
+ *              rank 0 returns FCO_ERR_TIMEOUT naming rank 1 ("did not map"), sticky, and posts
+ *              its gave-up bit, so rank 1's next call fails at once with rank 0's code, saying
+ *              why ("to map the new workspace") — a rank 0 that timed out without posting it
+ *              left rank 1 waiting for rank 0's record until its own timeout (mutation audit)
  *   make test   or   build/tests/test_grow_fail   (cpu only; other transports skip)
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -122,6 +128,55 @@ static void processes(void) {
   }
 }
 
+/* ---- a rank stalling before its ack -------------------------------------------------------- */
+enum { STALL_TIMEOUT_MS = 600 };
+
+static int stall_rank(int rank, void* p) {
+  const fco_unique_id_t* id = (const fco_unique_id_t*)p;
+  fco_config_t cfg;
+  fco_comm_t c = NULL;
+  ASSERT_OK(fco_config_init(&cfg));
+  cfg.transport = FCO_TRANSPORT_CPU;
+  cfg.timeout_ms = STALL_TIMEOUT_MS;
+  t_context("process rank %d of 2, rank 1 stalls in the growth", rank);
+  ASSERT_OK(fco_comm_init(&c, 2, rank, id, &cfg));
+  setenv("FCO_FAULT_GROW_STALL", "1", 1); /* in each process: rank 1 is the one it names */
+  const fco_result_t r = fco_comm_reserve(c, BYTES);
+  unsetenv("FCO_FAULT_GROW_STALL");
+  printf("stall: process rank %d: reserve %s: %s\n", rank, fco_result_string(r),
+         r == FCO_OK ? "" : fco_last_error(c));
+  if (rank == 0) {
+    ASSERT_RES(r, FCO_ERR_TIMEOUT);
+    expect_msg(fco_last_error(c), "rank 1 did not map");
+    ASSERT_RES(fco_comm_get_async_error(c), FCO_ERR_TIMEOUT);
+    /* alive, calling nothing, while rank 1 makes its next call: only the bit can end its wait
+     * before its timeout */
+    usleep(4 * STALL_TIMEOUT_MS * 1000);
+  } else {
+    float in[256], out[256];
+    for (int i = 0; i < 256; i++) in[i] = 1.0f;
+    const fco_result_t n = fco_allreduce(c, in, out, 256, FCO_F32, 1, NULL);
+    printf("stall: process rank 1: next call %s: %s\n", fco_result_string(n),
+           fco_last_error(c));
+    ASSERT_RES(n, FCO_ERR_TIMEOUT);
+    expect_msg(fco_last_error(c), "rank 0 gave up");
+    expect_msg(fco_last_error(c), "to map the new workspace");
+  }
+  (void)fco_comm_destroy(c);
+  return 0;
+}
+
+static void stall(void) {
+  fco_unique_id_t id;
+  int st[2];
+  ASSERT_OK(fco_get_unique_id(&id));
+  t_fork_run(2, stall_rank, &id, 60, st);
+  for (int i = 0; i < 2; i++) {
+    t_context("stall, rank %d", i);
+    ASSERT_EQ(st[i], 0);
+  }
+}
+
 int main(void) {
   t_seed_init();
   const fco_transport_t t = t_transport();
@@ -130,6 +185,7 @@ int main(void) {
   for (int P = 2; P <= 3; P++)
     for (int f = 1; f < P; f++) world(P, f);
   processes();
+  stall();
   printf("PASS\n");
   return 0;
 }

@@ -45,6 +45,11 @@
  *                          full (FCO_ERR_OUT_OF_MEMORY, nothing mapped); its peers map theirs,
  *                          see its failure in the ack and report its code, naming it. Used by
  *                          tests/test_grow_fail.c.
+ *   FCO_FAULT_GROW_STALL=r rank r's workspace growth maps its segment and then stalls for its
+ *                          FCO_TIMEOUT_MS + 300 ms before it acks, as a rank whose mapping
+ *                          hangs: its peers give up waiting for its ack (TIMEOUT, the gave-up
+ *                          bit posted), and its next call reads their bit at once. Used by
+ *                          tests/test_grow_fail.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -610,6 +615,12 @@ static fco_result_t grow_rank(fco_comm_t comm, size_t bytes) {
                       "/dev/shm were full)", me, me, name);
   else /* one reservation serves all: nobody touches the pages before every rank acked */
     r = shm_map(comm, name, total, me == 0 ? total : 0, &map);
+  if (r == FCO_OK && P > 1 && fco_env_int("FCO_FAULT_GROW_STALL", -1) == me) { /* test hook */
+    const long long ns = ((long long)comm->cfg.timeout_ms + 300) * 1000000LL;
+    struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
   /* a failure carries its code, so the peers report it rather than a generic one */
   const uint64_t fail = r != FCO_OK ? kAckFail | (uint64_t)(r & 0x7f) << kAckCodeShift : 0;
   atomic_store_explicit(&ctrl->rank[me].ack, seq | fail, memory_order_release);
