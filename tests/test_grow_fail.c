@@ -117,13 +117,14 @@ static int proc_rank(int rank, void* p) {
   return 0;
 }
 
-static void processes(void) {
+/* Two processes running fn with one fresh unique id; each must end with 0. */
+static void two_processes(int (*fn)(int, void*), const char* what) {
   fco_unique_id_t id;
   int st[2];
   ASSERT_OK(fco_get_unique_id(&id));
-  t_fork_run(2, proc_rank, &id, 60, st);
+  t_fork_run(2, fn, &id, 60, st);
   for (int i = 0; i < 2; i++) {
-    t_context("processes, rank %d", i);
+    t_context("%s, rank %d", what, i);
     ASSERT_EQ(st[i], 0);
   }
 }
@@ -166,17 +167,6 @@ static int stall_rank(int rank, void* p) {
   return 0;
 }
 
-static void stall(void) {
-  fco_unique_id_t id;
-  int st[2];
-  ASSERT_OK(fco_get_unique_id(&id));
-  t_fork_run(2, stall_rank, &id, 60, st);
-  for (int i = 0; i < 2; i++) {
-    t_context("stall, rank %d", i);
-    ASSERT_EQ(st[i], 0);
-  }
-}
-
 int main(void) {
   t_seed_init();
   const fco_transport_t t = t_transport();
@@ -184,8 +174,8 @@ int main(void) {
     t_skip("the cpu transport's growth hook (transport %s)", fco_transport_name(t));
   for (int P = 2; P <= 3; P++)
     for (int f = 1; f < P; f++) world(P, f);
-  processes();
-  stall();
+  two_processes(proc_rank, "processes");
+  two_processes(stall_rank, "stall");
   printf("PASS\n");
   return 0;
 }
