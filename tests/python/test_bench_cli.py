@@ -83,6 +83,8 @@ def test_unsupported_impls_listed_once():
     assert sorted(l.split(":")[0] for l in lines) == ["# oneshot_ll", "# oneshot_ll_pdl"], lines
     assert all("(first in f32)" in l and "GPU transports" in l for l in lines), lines
     assert "# wrong elements: 0" in p.stdout, p.stdout
+    # the GPU-only columns are said to be so, not described as cuBLAS timings (session 62 audit)
+    assert "cuBLAS" not in p.stdout and "GPU transports only" in p.stdout, p.stdout
 
 
 @pytest.mark.parametrize("flag", [["-R", "0"], ["-R", "65"], ["-R", "x"], ["-n", "0"],

@@ -545,8 +545,11 @@ static void gar_print_table(FILE* f, bench_ctx_t* ctx, const bench_row_t* rows, 
                                       "FCO_GEMV_GROUP_FP32", "FCO_GEMV_ROUNDS",
                                       "FCO_GEMV_PAIR_FIN"};
   bench_print_knobs(f, knobs, sizeof knobs / sizeof knobs[0]);
-  fprintf(f, "# gemv = cuBLAS GEMM alone, allreduce = fco_allreduce (auto) of y alone, both = the "
-          "two issued at once on two streams per rank, same run\n");
+  if (ctx->on_gpu)
+    fprintf(f, "# gemv = cuBLAS GEMM alone, allreduce = fco_allreduce (auto) of y alone, both = "
+            "the two issued at once on two streams per rank, same run\n");
+  else /* no cuBLAS, no streams: those columns stay "-" */
+    fprintf(f, "# gemv, allreduce, both: measured on the GPU transports only (\"-\" here)\n");
   fprintf(f, "#%6s %6s %3s %5s %9s %9s %9s", "N", "K", "M", "dtype", "gemv", "allreduce", "both");
   for (int j = 0; j < ctx->nimpls; j++) fprintf(f, " %*s", wt[j], bench_impl_label(ctx, op, j));
   fprintf(f, " %9s %8s", "best", "speedup");
