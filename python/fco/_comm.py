@@ -52,6 +52,16 @@ class Communicator:
             raise FcoError(_lib.INVALID_USAGE, f"{self!r} was destroyed (fco.shutdown)")
         return self.handle
 
+    def _not_capturing(self, fn):
+        """Collective setup steps allocate: inside a CUDA graph capture they would break it (and
+        on nccl fail past the gate, the peers waiting in NCCL). libfco refuses them only where
+        the device's default streams tell a capture; torch captures on its own non-blocking
+        streams, which it knows."""
+        if self.transport != "cpu" and torch.cuda.is_current_stream_capturing():
+            raise FcoError(_lib.INVALID_USAGE,
+                           f"{fn}: the current stream is being captured into a CUDA graph, and "
+                           "this allocates: call it before capturing", fn)
+
     def last_error(self):
         return _lib.last_error(self.handle)
 
@@ -68,6 +78,8 @@ class Communicator:
         int() truncated 2.5, ctypes wrapped 2^64 to 0)."""
         h = self._h()
         n = _lib.int_arg(nbytes, "nbytes", 0, 2 ** 63 - 1, "reserve")
+        if n > self.workspace_bytes():
+            self._not_capturing("fco_comm_reserve")
         _lib.check(_lib.lib().fco_comm_reserve(h, n), h, "fco_comm_reserve")
 
     def workspace_bytes(self):
@@ -119,6 +131,7 @@ class Communicator:
             raise FcoError(_lib.INVALID_ARGUMENT,
                            f"empty_symmetric: nbytes {nbytes} cannot hold {shape} {dtype} "
                            f"({need} bytes; and at least 1)")
+        self._not_capturing("fco_mem_alloc")
         p = ctypes.c_void_p()
         _lib.check(_lib.lib().fco_mem_alloc(h, nbytes, ctypes.byref(p)), h, "fco_mem_alloc")
         buf = _SymBuffer(self, h, p.value, nbytes)

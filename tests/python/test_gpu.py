@@ -125,6 +125,25 @@ def _g_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     results.append(bool((y == w).all().item()))
+    # setup steps inside a capture (session 62): refused on every rank alike, the capture valid
+    # and nothing sticky (torch captures on a non-blocking stream libfco cannot see: fco's
+    # Python layer asks torch)
+    refused = []
+    g2 = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g2):
+        for step in (lambda: c.reserve(c.workspace_bytes() + (64 << 20)),
+                     lambda: c.empty_symmetric((1024,), torch.float32)):
+            try:
+                step()
+                refused.append("no error")
+            except fco.FcoError as e:
+                refused.append(e.name if "being captured" in e.message else e.message)
+        y2 = fco.allreduce(x, impl="oneshot")
+    g2.replay()
+    torch.cuda.synchronize()
+    print("setup steps inside a capture:", refused)
+    results.append(refused == ["INVALID_USAGE", "INVALID_USAGE"])
+    results.append(bool((y2 == w).all().item()))
     c.check_async_error()
     return results
 

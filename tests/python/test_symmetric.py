@@ -235,3 +235,22 @@ def test_embedding_out_2_ranks(pool2):
 
 def test_embedding_out_3_ranks(pool3):
     pool3.run(_w_embedding_out)
+
+
+def test_setup_steps_refused_inside_a_capture(monkeypatch):
+    """A GPU communicator's empty_symmetric while torch captures a CUDA graph raises
+    INVALID_USAGE before any libfco call (torch captures on non-blocking streams, which libfco's
+    own check cannot see; on nccl the allocation failed past the gate, its peers waiting in NCCL:
+    session 62). A fake nccl communicator: nothing reaches the C library."""
+    import torch
+
+    import fco
+    from fco._comm import Communicator
+
+    c = Communicator(1, "fake", torch.device("cuda", 0), 0, 2, "nccl")
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    with pytest.raises(fco.FcoError) as e:
+        c.empty_symmetric((4,), torch.float32)
+    assert e.value.name == "INVALID_USAGE" and "being captured" in e.value.message
+    cpu = Communicator(1, "fake", torch.device("cpu"), 0, 2, "cpu")
+    cpu._not_capturing("fco_mem_alloc")  # the cpu transport captures nothing: never refused
