@@ -54,7 +54,9 @@ el "gemv M 16,24 one-tile kernels"; FCO_GEMV_GROUP_TMA=0 FCO_BENCH_GEMV_M=16,24 
 # there, run 2026-12-03_nvidia-h200_abc7a89-localtile); on nccl LL stays. Here: LL (oneshot_ll_pdl, the nccl default)
 # against the tile (oneshot) at M 9 / 12, AUTO beside — whether nccl's rule should follow local's
 el "gemv M 9,12 LL vs the tile"; FCO_BENCH_GEMV_M=9,12 timeout 60 $B -D 1,oneshot_ll_pdl,auto -J $O/gemv-m9.json > $O/gemv-m9.txt 2>&1; echo rc=$?
-el "gemv M 1,16 fp32 LL words"; FCO_GEMV_LL_FP32=1 FCO_BENCH_GEMV_M=1,16 timeout 60 $B -D 1 > $O/gemv-llfp32.txt 2>&1; echo rc=$?
+# fp32 LL words: the LL column (oneshot_ll_pdl, the library's LL default; against gemv.txt's) — not
+# -D 1: fco-bench's oneshot column forces FCO_GEMV_AR_LL=0, where FCO_GEMV_LL_FP32 changes nothing
+el "gemv M 1,16 fp32 LL words"; FCO_GEMV_LL_FP32=1 FCO_BENCH_GEMV_M=1,16 timeout 60 $B -D oneshot_ll_pdl > $O/gemv-llfp32.txt 2>&1; echo rc=$?
 # the grouped pushes in the dtype (default) and fp32, alternating invocations (drift between
 # invocations reached 13 % on one GPU in session 22, run b36d62b-ghalf)
 el "gemv M 64 grouped partials dtype / fp32"
