@@ -144,14 +144,16 @@ done
 el "gemm skew at K <= 2048"; FCO_BENCH_GA_SHAPES="1024,2048,4096,8,2;1024,2048,4096,8,2,2;1024,2048,4096,8,2,4;2048,1408,2048,16,2,4;512,2048,7168,32,8,4;2048,1408,2048,16,2,r;512,2048,7168,32,8,r;1024,14336,4096,8,2,r;1024,2048,4096,8,2,r;2048,2048,4096,8,2,r" \
   timeout 120 build/bin/fco-bench gemm_alltoall -t nccl -g 2 -G 1 -d bf16 -n 10 -w 2 -R 4 -D all > $O/ga-skew2048.txt 2>&1; echo rc=$?
 pack
-python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1
-[ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 > $O/torch-gemv.txt 2>&1; echo rc=$?; }
+python3 bench/targets.py $O/gemv.json $O/ea-*.json $O/ga.json > $O/targets.txt 2>&1; pack
+# (each step below packs: the device tool ends the command at 600 s, and what is not in out.tgz
+# then does not come back)
+[ $(( $(date +%s) - T0 )) -lt 420 ] && { el "torch gemv"; timeout 150 python3 bench/gemv_allreduce_torch.py --nprocs 2 --json $O/torch-gemv.json > $O/torch-gemv.txt 2>&1; echo rc=$?; pack; }
 # the PyTorch examples at two ranks (last on two GPUs in session 11, run 2026-11-30_nvidia-h200-x2_462750b;
 # since session 36 they time torch and fco side by side), each checking fco against plain torch
 for e in tp_mlp_decode dlrm_forward moe_layer; do
-  [ $(( $(date +%s) - T0 )) -lt 540 ] || break
+  [ $(( $(date +%s) - T0 )) -lt 500 ] || break  # + its 90 s bound: within the 600 s call
   el "example $e"; timeout 90 torchrun --nproc-per-node 2 --standalone examples/$e.py > $O/example-$e.txt 2>&1; echo rc=$?
-  grep "us/step\|check" $O/example-$e.txt
+  grep "us/step\|check" $O/example-$e.txt; pack
 done
 el all done
 pack
