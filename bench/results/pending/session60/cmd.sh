@@ -10,6 +10,8 @@
 # 4. gemm impls 1 / 2 A/B ae09cd6 against the tree (local P = 2, bf16, graphs, sym 1 / 0, 2 passes).
 # Carry: build/carry.tgz (make_carry.sh), build/srcold.tgz (git archive ae09cd6 Makefile include
 # src tools | gzip). Run: FCO_COMMIT=<commit> bash cmd.sh
+# S60_ONLY3=1: the build and step 3 only (what session 62's run left; steps 0-2 and 4 passed there,
+# run 2026-12-07_nvidia-h100-x1_2485d96-gate), no build/srcold.tgz needed.
 set -u
 export FCO_TEST_QUICK=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 FCO_TIMEOUT_MS=15000
@@ -20,6 +22,8 @@ tar xzf build/carry.tgz && find build/obj -name '*.o' -exec touch {} +
 make -j16 NCCL_HOME="$NCCL_HOME" > $O/build.log 2>&1
 echo "make rc=$? ($(grep -c nvcc $O/build.log) nvcc lines) ${SECONDS}s"
 pack() { mkdir -p $O/logs && cp -r build/tests/logs/* $O/logs/ 2>/dev/null; tar czf $OUT/out.tgz -C $O .; }
+ONLY3=${S60_ONLY3:-0}
+if [ "$ONLY3" != 1 ]; then
 # 0. the gate's kernel check (session 60: src/cuda/gate.cu, the nccl transport's bounded entry
 #    to growth and fco_mem_alloc; virtual ranks on one GPU) and nccl P = 1 growth on the new tree;
 #    the growth policy (test_grow_policy: after a capture a growth at least doubles) on nccl P = 1
@@ -47,6 +51,7 @@ wait $OLDPID; tail -n 1 $O/build-old.log; echo "old build done ${SECONDS}s"
 (cd /tmp/old && FCO_TRANSPORT=local timeout 200 build/tests/test_mixed_ops > $O/mutant.txt 2>&1
  echo "mutant test_mixed_ops rc=$? (must not be 0)")
 tail -n 4 $O/mutant.txt | cut -c1-400; pack
+fi # steps 0-2
 B=build/bin/fco-bench
 GV="2 4 8"; grep -q H200 $O/gpu.txt || { GV=""; echo "gemvlocal skipped: not an H200"; }
 for P in $GV; do
@@ -58,6 +63,8 @@ for P in $GV; do
     -J $O/gemv-p$P-max16k.json > $O/gemv-p$P-max16k.txt 2>&1
   echo "gemv P=$P max16k rc=$? ${SECONDS}s"; pack
 done
+[ "$ONLY3" = 1 ] && echo "S60_ONLY3=1: step 4 skipped"
+[ "$ONLY3" = 1 ] || {
 export FCO_BENCH_GA_SHAPES="512,2048,7168,32,8;128,2048,7168,32,8"
 for pass in 1 2; do
   [ $SECONDS -gt $((pass == 1 ? 450 : 480)) ] && { echo "pass $pass skipped (${SECONDS}s)"; break; }
@@ -70,6 +77,7 @@ for pass in 1 2; do
     done
   done
 done
+} # step 4
 echo "done ${SECONDS}s"
 for f in $O/gemv-p*.txt; do echo "== $(basename $f)"
   grep -E "^ +(16384|8192) |auto ran|wrong" $f | cut -c1-200; done
