@@ -100,9 +100,17 @@ NCCL_MAX_RANKS=${FCO_TEST_MAX_RANKS:-}
 
 # ---- build --------------------------------------------------------------------------------
 # FCO_GPU_PREBUILT=1: the objects under build/obj were built on the CPU machine with the same
-# flags and travelled with the tree (device tool: carry ["build/obj"]); newer than the sources,
-# make keeps them and only links (3 s instead of ~150 s, runs ac50ff3 / 3cf8337).
-if [ "${FCO_GPU_PREBUILT:-0}" = 1 ] && [ -d build/obj ]; then find build/obj -name '*.o' -exec touch {} +; fi
+# flags and travelled with the tree (device tool: carry ["build/carry.tgz"], made by
+# bench/results/pending/make_carry.sh: unpacked here, its .d files free of the NCCL header this
+# machine lacks, so nothing recompiles; or carry ["build/obj"], where the five TUs that include
+# nccl.h recompile); newer than the sources, make keeps them and only links (3 s instead of
+# ~150 s, runs ac50ff3 / 3cf8337).
+if [ "${FCO_GPU_PREBUILT:-0}" = 1 ]; then
+  if [ -f build/carry.tgz ] && ! tar xzf build/carry.tgz; then
+    echo "FCO_GPU_PREBUILT: build/carry.tgz did not unpack: make builds what is missing"
+  fi
+  if [ -d build/obj ]; then find build/obj -name '*.o' -exec touch {} +; fi
+fi
 run_step build "$OUT/build.log" 400 make -j16 NCCL_HOME="$NCCL_HOME"
 if [ ! -x "$BIN" ] || [ ! -d build/tests ]; then
   echo "build failed: see $OUT/build.log"
