@@ -11,6 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 [ -d build/obj ] || { echo "make_carry: no build/obj (run make first)" >&2; exit 1; }
+# a CPU-only build (FCO_CUDA=0) has no CUDA objects: carried, its C objects (built without
+# FCO_HAVE_CUDA, newer than the sources) would be linked into the device's CUDA library
+[ -f build/obj/src/transport/nccl.o ] ||
+  { echo "make_carry: build/obj holds no CUDA objects (built with FCO_CUDA=0?): run make with nvcc" >&2; exit 1; }
 make -q build/lib/libfco.so 2>/dev/null ||
   echo "make_carry: warning: build/lib/libfco.so is not up to date (run make)" >&2
 v=$(awk '/define NCCL_(MAJOR|MINOR|PATCH) /{printf "%s%s", s, $3; s="."}' \
