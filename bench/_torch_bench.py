@@ -82,8 +82,13 @@ def init_rank(idx, nproc):
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
 
 
-def time_fn(fn, iters, warmup, graph, stream):
-    """Median µs of fn() (slowest rank per iteration), replayed from a CUDA graph when graph."""
+def time_fn(fn, iters, warmup, graph, stream, calls=8):
+    """Median µs of fn() (slowest rank per iteration), replayed from a CUDA graph when graph:
+    each graph holds `calls` calls of fn and a replay's time / calls is one iteration's, as
+    fco-bench's graphs hold at least 8 calls and bench/gemv_allreduce_torch.py's --graph-iters
+    (until session 62 one call a graph: every torch time carried a replay's launch gap, ~1-3 µs,
+    that fco's did not). fn's buffers are the same in every call (fco-bench rotates input sets):
+    small workloads may find them in L2, in torch's favour."""
     torch.cuda.synchronize()
     with torch.cuda.stream(stream):
         for _ in range(warmup):  # eager first: lazy init (NCCL, cuBLAS) cannot be captured
@@ -93,7 +98,8 @@ def time_fn(fn, iters, warmup, graph, stream):
     if graph:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g, stream=stream):
-            fn()
+            for _ in range(calls):
+                fn()
         torch.cuda.synchronize()
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(iters + 1)]
     with torch.cuda.stream(stream):
@@ -107,7 +113,9 @@ def time_fn(fn, iters, warmup, graph, stream):
                 fn()
             ev[i + 1].record(stream)
     torch.cuda.synchronize()
-    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 for i in range(iters)], device="cuda")
+    per = calls if g is not None else 1
+    t = torch.tensor([ev[i].elapsed_time(ev[i + 1]) * 1e3 / per for i in range(iters)],
+                     device="cuda")
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     del g
     return statistics.median(t.tolist())

@@ -11,8 +11,9 @@ after another, indices shifted by each table's first row: one kernel, the most f
 for torch) and the transpose to the all_to_all_single send layout [B, T_r, D]; `a2a` =
 all_to_all_single of those bytes (element splits b_s·T_r·D out, b_me·T_q·D in) alone; `total` =
 lookup + a2a + permute (torch.cat of the received [b_me, T_q, D] blocks along the table axis).
-Timing: CUDA graphs when --graph 1 (default; NCCL inside torch.cuda.graph), else eager; CUDA
-events around each of --iters replays after --warmup; an iteration's time is the slowest rank's;
+Timing: CUDA graphs of 8 calls when --graph 1 (default; NCCL inside torch.cuda.graph; a replay /
+8 is one iteration, as fco-bench's graphs of ≥ 8 calls), else eager; CUDA events around each of
+--iters replays after --warmup; an iteration's time is the slowest rank's;
 the median is reported in µs. Env as fco-bench: FCO_BENCH_EA_WORKLOADS, FCO_BENCH_EA_ROWS,
 FCO_BENCH_EA_BATCH_DIV. Output: a table on rank 0's stdout, JSON with --json.
 Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -157,7 +158,8 @@ def _worker(idx, args):
     init_rank(idx, args.nproc)
     if dist.get_rank() == 0:
         print(f"# embedding_alltoall_torch: torch {torch.__version__}, {dist.get_world_size()} ranks, "
-              f"graph {args.graph}, iters {args.iters}, median us (slowest rank)")
+              f"graph {args.graph} (8 calls a graph), iters {args.iters}, "
+              "median us (slowest rank)")
         print(f"#{'B':>7s} {'T/g':>4s} {'D':>4s} {'L':>3s} {'rows':>8s} {'dist':>4s} {'dtype':>5s} "
               f"{'lookup':>10s} {'a2a':>10s} {'total':>10s} {'hbm%':>5s}", flush=True)
     t0 = time.time()

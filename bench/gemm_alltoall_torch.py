@@ -43,8 +43,9 @@ recv_rows) and A padded to the largest rank's rows (a_rows is agreed by every ra
   x_tri  total / triton;  tri_c = best C / triton (the issue's target: ≥ 0.9 of the best C
          variant's speedup); #wr_fco: #wrong of every fco impl's output, summed
 The split sizes are host constants here (a real MoE layer copies them from the router's device
-counts: one more sync per layer, not timed). Timing: CUDA graphs when --graph 1 (default; NCCL
-inside torch.cuda.graph), else eager; CUDA events around each of --iters replays after --warmup.
+counts: one more sync per layer, not timed). Timing: CUDA graphs of 8 calls when --graph 1
+(default; NCCL inside torch.cuda.graph; a replay / 8 is one iteration, as fco-bench's graphs of
+≥ 8 calls), else eager; CUDA events around each of --iters replays after --warmup.
 Output: a table on rank 0's stdout, JSON (fco-bench's record format: one record per column,
 fco ones as impl "fco_<name>") with --json.
 Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
@@ -501,8 +502,8 @@ def _worker(idx, args):
     names = fco_setup(args)
     if dist.get_rank() == 0:
         print(f"# gemm_alltoall_torch: torch {torch.__version__}, {torch.cuda.get_device_name(0)}, "
-              f"{dist.get_world_size()} ranks, graph {args.graph}, iters {args.iters}, "
-              "median us (slowest rank)")
+              f"{dist.get_world_size()} ranks, graph {args.graph} (8 calls a graph), "
+              f"iters {args.iters}, median us (slowest rank)")
         print("# floor = max(FLOPs / peak, bytes to peers / 364 GB/s) (busiest rank); "
               "target = max(gemm, a2a) + 0.2 min(gemm, a2a); TFLOP/s of gemm")
         if names:

@@ -86,7 +86,7 @@ def timed(fn, args, stream):
     """Median µs (slowest rank) or None, and the error text, agreed by every rank."""
     err = ""
     try:
-        us = time_fn(fn, args.iters, args.warmup, True, stream)
+        us = time_fn(fn, args.iters, args.warmup, True, stream, calls=1)
     except Exception as e:  # noqa: BLE001 — a failed variant must not stop the others
         us, err = None, f"{type(e).__name__}: {str(e)[:200]}"
     bad = torch.tensor([1.0 if us is None else 0.0], device="cuda")
