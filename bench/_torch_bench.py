@@ -47,6 +47,37 @@ def pick_env(name, count):
     return out
 
 
+def hbm_gbps(dev):
+    """The floors' HBM rate in GB/s on device dev, as fco-bench's (tools/fco-bench/bench_dev.c):
+    FCO_BENCH_HBM_GBPS when a positive number, else measured — the median of 9 device-to-device
+    copies of max(256 MiB, 4 × L2) after 2 warm-ups, bytes read and written over the time
+    (~4300 on an H200, ~2930 on an H100; until session 62 the peers took 4300 everywhere)."""
+    v = os.environ.get("FCO_BENCH_HBM_GBPS", "").strip()
+    if v:
+        try:
+            x = float(v)
+        except ValueError:
+            x = 0.0
+        if 0 < x < float("inf"):
+            return x
+        print(f"{os.path.basename(sys.argv[0])}: FCO_BENCH_HBM_GBPS={v!r} is not a positive "
+              "number of GB/s: measuring the HBM rate instead", file=sys.stderr)
+    n = max(256 << 20, 4 * torch.cuda.get_device_properties(dev).L2_cache_size)
+    a = torch.zeros(n, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    ms = []
+    for i in range(11):
+        e = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        e[0].record()
+        b.copy_(a)
+        e[1].record()
+        e[1].synchronize()
+        if i >= 2:
+            ms.append(e[0].elapsed_time(e[1]))
+    del a, b
+    return 2.0 * n / (statistics.median(ms) * 1e-3) / 1e9
+
+
 def free_port():
     """A free TCP port on localhost for the spawned ranks' rendezvous."""
     with socket.socket() as s:

@@ -34,7 +34,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from _torch_bench import init_rank, launch, pick_env, positive_env, time_fn  # noqa: E402
+from _torch_bench import hbm_gbps, init_rank, launch, pick_env, positive_env, time_fn  # noqa: E402
 
 # (global batch B, tables per GPU, D, L, rows per table, dist) — the list of op_embedding_alltoall.c;
 # dist "uniform", "zipf" (Zipf indices) or "ragged" (each bag's length uniform in 0..2L, indices
@@ -131,7 +131,7 @@ def run(args):
                 "shape": {"B": B, "tables_per_gpu": tpg, "D": D, "L": L, "rows": R,
                           "dist": law},
                 "dtype": dname, "lookup_us": t_lookup, "a2a_us": t_a2a, "total_us": t_total,
-                "lookup_hbm_pct": 100.0 * gathered / (t_lookup * 1e-6) / 4.3e12,
+                "lookup_hbm_pct": 100.0 * gathered / (t_lookup * 1e-6) / (args.hbm_gbps * 1e9),
             })
             if rank == 0:
                 print(f"{B:8d} {tpg:4d} {D:4d} {L:3d} {R:8d} {DIST_COL[law]:>4s} "
@@ -156,10 +156,16 @@ def main():
 
 def _worker(idx, args):
     init_rank(idx, args.nproc)
+    # hbm%: of rank 0's HBM rate, measured as fco-bench measures it (until session 62: 4300 GB/s
+    # on every card, which read an H100's lookups ~32 % low)
+    rate = torch.tensor([hbm_gbps(torch.device("cuda", torch.cuda.current_device()))],
+                        dtype=torch.float64, device="cuda")
+    dist.broadcast(rate, 0)
+    args.hbm_gbps = float(rate.item())
     if dist.get_rank() == 0:
         print(f"# embedding_alltoall_torch: torch {torch.__version__}, {dist.get_world_size()} ranks, "
               f"graph {args.graph} (8 calls a graph), iters {args.iters}, "
-              "median us (slowest rank)")
+              f"median us (slowest rank); hbm% of {args.hbm_gbps:.0f} GB/s")
         print(f"#{'B':>7s} {'T/g':>4s} {'D':>4s} {'L':>3s} {'rows':>8s} {'dist':>4s} {'dtype':>5s} "
               f"{'lookup':>10s} {'a2a':>10s} {'total':>10s} {'hbm%':>5s}", flush=True)
     t0 = time.time()
@@ -169,7 +175,8 @@ def _worker(idx, args):
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"tool": "embedding_alltoall_torch", "torch": torch.__version__,
-                           "ranks": dist.get_world_size(), "graph": args.graph, "results": res},
+                           "ranks": dist.get_world_size(), "graph": args.graph,
+                           "hbm_gbps": round(args.hbm_gbps, 1), "results": res},
                           f, indent=1)
     dist.barrier()
     dist.destroy_process_group()

@@ -16,7 +16,8 @@ on the *current* stream, so replays outside `torch.cuda.stream(stream)` would es
   symm_ar       torch.ops.symm_mem.one_shot_all_reduce_out alone (symmetric-memory input)
   mm+nccl       matmul, then dist.all_reduce: the baseline users run
   mm+symm       matmul written straight into a symmetric buffer, then one_shot_all_reduce_out
-  floor         max(W_r bytes / 4300 GB/s, 2(P-1)/P · M·N·esize / 364 GB/s), as fco-bench
+  floor         max(W_r bytes / HBM, 2(P-1)/P · M·N·esize / 364 GB/s), as fco-bench (HBM: its
+                rate, measured as fco-bench measures it, or FCO_BENCH_HBM_GBPS)
 fco's op on the same inputs, timed by the same time_graph (appended at the right; --fco 0 leaves
 them out and prints exactly the torch table; when `import fco` / fco.init() fails, or a column
 fails, it prints '-' and a `# note:` line, and the torch columns still run):
@@ -33,7 +34,7 @@ fails, it prints '-' and a `# note:` line, and the torch columns still run):
 Check (rank 0 prints it): the same inputs go through mm+nccl and mm+symm into NaN-poisoned outputs;
 both must match an fp32 sum of the partials and each other (maxdiff = max |mm+symm − mm+nccl| over
 ranks; tolerance 2e-2·Σ_r|partial_r| + 1e-3·max Σ_r|partial_r|, per element). A matmul-carrying
-time below half of W_r / 4300 GB/s prints a WARNING (timing is broken).
+time below half of W_r / HBM prints a WARNING (timing is broken).
 Needs torch >= 2.8 with torch.distributed._symmetric_memory, P GPUs on one NVLink host.
 Environment as tests/gpu/run.sh: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 NVSHMEM_DISABLE_NVLS=1 (set here if unset).
@@ -54,9 +55,9 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-from _torch_bench import free_port  # noqa: E402
+from _torch_bench import free_port, hbm_gbps  # noqa: E402
 
-HBM_GBPS = 4300.0   # H200 HBM copy (DESIGN.md)
+HBM_GBPS = 4300.0   # H200 HBM copy (DESIGN.md); run() sets rank 0's measured rate
 LINK_GBPS = 364.0   # SM stores to a peer, per direction, both busy (DESIGN.md)
 L2_BYTES = 60 << 20
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
@@ -258,6 +259,10 @@ def run(rank, world, args, port):
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)
     dist.init_process_group("nccl", rank=rank, world_size=world, device_id=dev)
+    global HBM_GBPS
+    rate = torch.tensor([hbm_gbps(dev)], dtype=torch.float64, device=dev)
+    dist.broadcast(rate, 0)  # rank 0's rate for every rank's floors (fco-bench: device 0's)
+    HBM_GBPS = float(rate.item())
     import torch.distributed._symmetric_memory as symm_mem
 
     group = dist.group.WORLD
@@ -398,7 +403,7 @@ def report(results, args, fco_info=None):
     print(f"# gemv_allreduce_torch  torch {torch.__version__}  {torch.cuda.get_device_name(0)}  "
           f"ranks {results[0]['P'] if results else '?'}  dtype {args.dtype}")
     print(f"# CUDA graphs of {args.graph_iters} iterations, median of {args.replays} replays / "
-          "iterations, slowest rank per replay; floor = max(W_r / 4300 GB/s, "
+          f"iterations, slowest rank per replay; floor = max(W_r / {HBM_GBPS:.0f} GB/s, "
           "2(P-1)/P·M·N·esize / 364 GB/s)")
     if fcols:
         if fco_info.get("lib"):
@@ -422,7 +427,7 @@ def report(results, args, fco_info=None):
     for r, c in below_floor(results):
         us = r["t"][c] if c in r["t"] else r["fco"][c]
         print(f"# WARNING: timing below the physical floor: {c} {us:.2f} us < 0.5 x "
-              f"W_r / 4300 GB/s = {0.5 * r['hbm_floor']:.2f} us at N={r['N']} K={r['K']} "
+              f"W_r / {HBM_GBPS:.0f} GB/s = {0.5 * r['hbm_floor']:.2f} us at N={r['N']} K={r['K']} "
               f"M={r['M']}: the timing measures nothing, do not use these numbers", flush=True)
     fails = [r for r in results if r["neq"] or r["wrong_nccl"] or r["wrong_symm"]
              or not r["max_abs"] > 0]
@@ -440,7 +445,8 @@ def report(results, args, fco_info=None):
     if args.json:
         out = {"tool": "gemv_allreduce_torch.py", "torch": torch.__version__,
                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "gpu": torch.cuda.get_device_name(0), "results": []}
+               "gpu": torch.cuda.get_device_name(0), "hbm_gbps": round(HBM_GBPS, 1),
+               "results": []}
         for r in results:
             for c in cols:
                 t_us = r["t"][c]

@@ -1048,3 +1048,24 @@ def test_gemv_check_exact_at_large_k():
     p = run(["gemv_allreduce", "-t", "cpu", "-g", "2", "-n", "1", "-w", "0", "-d", "bf16", "-D",
              "0"], {"FCO_BENCH_GEMV_NK": "4x33554432", "FCO_BENCH_GEMV_M": "1"})
     assert p.returncode == 0 and "# wrong elements: 0" in p.stdout, p.stdout + p.stderr
+
+
+def test_torch_peers_hbm_rate_knob(monkeypatch):
+    """bench/_torch_bench.hbm_gbps: FCO_BENCH_HBM_GBPS as fco-bench reads it (a positive number is
+    taken as given, without touching a GPU); anything else is said on stderr and the rate is
+    measured (on this machine without CUDA, that fails: the knob was not taken)."""
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import _torch_bench
+    import torch
+    for v, want in (("2930", 2930.0), (" 4300.5 ", 4300.5)):
+        monkeypatch.setenv("FCO_BENCH_HBM_GBPS", v)
+        assert _torch_bench.hbm_gbps(torch.device("cuda", 0)) == want
+    if not torch.cuda.is_available():
+        for v in ("0", "-5", "nan", "inf", "fast"):
+            monkeypatch.setenv("FCO_BENCH_HBM_GBPS", v)
+            with pytest.raises((RuntimeError, AssertionError)):
+                _torch_bench.hbm_gbps(torch.device("cuda", 0))
