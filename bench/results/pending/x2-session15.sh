@@ -1,7 +1,8 @@
 #!/bin/bash
 # Session 15's two-GPU run (nvidia-h200-x2), written while the machine was refused; copied into
 # bench/results/<date>_nvidia-h200-x2_<commit>/cmd.sh with FCO_COMMIT set (FCO_COMMIT=... bash
-# cmd.sh) when it runs. About 300 s; the first 2-GPU run since session 11.
+# cmd.sh) when it runs. X2_PART=tests / bench splits it into two calls (below); the first 2-GPU
+# run since session 11.
 # Sessions 12-14's changes (half-width LL words, wide plain one-shot, split groups at M 33..64,
 # one kernel per grouped tile; embedding ring alignment / tile sizes / claimed order; gemm impl 2
 # call_plan; session 15: fco_last_plan in the core and both GPU transports, the gemv knobs in
@@ -27,6 +28,12 @@ nvidia-smi -L > $O/smi.txt; nvidia-smi topo -m >> $O/smi.txt 2>&1
 [ -d build/obj ] && find build/obj -name '*.o' -exec touch {} +
 make -j16 NCCL_HOME=$NCCL_HOME > $O/build.log 2>&1 && make -j16 NCCL_HOME=$NCCL_HOME tests >> $O/build.log 2>&1 || { tail -30 $O/build.log; pack; exit 1; }
 el build done
+# X2_PART=tests: build, (0) and (1) only; X2_PART=bench: build, then (2) on (the benches); unset:
+# everything, whose worst case reaches the benches only after ~540 s of the 600 s a call may run
+# (session 62's script audit) — so with the machine for two calls, run it as two.
+PART=${X2_PART:-all}
+case $PART in all | tests | bench) ;; *) echo "X2_PART=$PART: want tests, bench or unset"; exit 2 ;; esac
+if [ "$PART" != bench ]; then
 # (0) sessions 56 and 57's two-GPU tests first (the suite below is capped at 240 s and could end
 # before them): gemm impl 0's bad counts / mixed impls / changed counts, each under a 60 s
 # deadline, a one-thread world refused on the host before anything is queued (session 57, R1),
@@ -50,6 +57,8 @@ el "C suite nccl (${#REST[@]} tests; (0)'s $(wc -w <<<"$FIRST") above)"
 FCO_TRANSPORT=nccl BUILD=build TEST_TIMEOUT=170 FCO_TEST_QUICK=1 timeout 240 tests/run.sh "${REST[@]}" > $O/tests-nccl.txt 2>&1; echo rc=$?
 tail -4 $O/tests-nccl.txt; grep -E "FAIL" $O/tests-nccl.txt | head
 pack
+fi
+[ "$PART" = tests ] && { el "X2_PART=tests: stop before the benches"; exit 0; }
 # (2) gemv
 B="build/bin/fco-bench gemv_allreduce -t nccl -g 2 -G 1 -d bf16 -n 20 -w 5 -R 3"
 el "gemv all M"; timeout 170 $B -D all -J $O/gemv.json > $O/gemv.txt 2>&1; echo rc=$?
