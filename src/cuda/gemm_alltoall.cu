@@ -554,8 +554,10 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
   const int P = l->nranks;
   const size_t es = fco_dtype_size(a0->dtype), rb = (size_t)a0->n * es;
   cudaStream_t st = (cudaStream_t)l->stream;
-  DevRes* res = nullptr;
-  fco_result_t r = resources(a0->knobs, st, err, &res);
+  /* Our kernels (the barrier of after_group among them) loaded before any waits; impl 0 uses no
+   * push stream, so it takes no DevRes (resources() made impl 2's stream and 128 events for
+   * every user stream impl 0 ran on, and counted them in g_push_streams). */
+  fco_result_t r = preload_kernels(a0->knobs, err);
   if (r != FCO_OK) return r;
   if (l->transport == FCO_TRANSPORT_NCCL && P > 1 && (r = preload_nccl(err)) != FCO_OK) return r;
   bool no_ws = false; /* cuBLAS ran without a workspace (blas.cuh): said in the plan */
@@ -796,6 +798,13 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
                      fco_ga_digest_host(hc[i].data(), a->num_experts, P)};
     rank_sym(l, i, &ra[i]);
   }
+  /* The lease (blas.cuh) binds the handle to st with st's workspace; released after the GEMM
+   * loop. Taken before the fork: its refusal (no handle yet while capturing) must leave no
+   * forked push stream behind in the caller's capture (cudaStreamEndCapture would then fail
+   * with cudaErrorStreamCaptureUnjoined and the whole graph be lost). */
+  BlasLease lease;
+  if ((r = blas_lease(st, "fco_gemm_alltoall", &lease, err)) != FCO_OK) return r;
+  const bool no_ws = !lease.workspace;
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
   const int64_t env_rows = a0->knobs.chunk_rows; /* the call's knobs (read_knobs) */
@@ -809,11 +818,8 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   std::vector<PendingPush> pushes;
   PlanSpan n_chunks, split_rows, group_rows; /* fco_last_plan: chunks, Ts and Tg of the local ranks */
 
-  /* 1. Every GEMM, an event after each chunk. No kernel of ours that waits is issued yet. The
-   * lease (blas.cuh) binds the handle to st with st's workspace; released after the loop. */
-  BlasLease lease;
-  if ((r = blas_lease(st, "fco_gemm_alltoall", &lease, err)) != FCO_OK) return r;
-  const bool no_ws = !lease.workspace;
+  /* 1. Every GEMM (with the lease taken above), an event after each chunk. No kernel of ours
+   * that waits is issued yet. */
   for (int i = 0; i < l->num_local; ++i) {
     const fco_gemm_a2a_args_t* a = args(l, i);
     const int E = a->num_experts;
