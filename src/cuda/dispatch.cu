@@ -3,7 +3,15 @@
 
 #include "cuda_ops.h"
 
+/* A stale error left by earlier work of this thread (the caller's unchecked launch: not sticky)
+ * is not this call's: read by a launcher's cudaGetLastError() after a launch that did start, it
+ * would report a kernel that runs (and signals its peers, advances the epoch) as not launched,
+ * so the caller retries or gives up on a collective its peers complete (gate.cu clears it for
+ * the same reason). fco_cuda_restore_device clears it at the end of the call anyway. */
+static void clear_stale_error(void) { (void)cudaGetLastError(); }
+
 extern "C" fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err) {
+  clear_stale_error();
   switch (l->r[0].op->kind) {
     case FCO_OP_ALLREDUCE: return fco_cuda_allreduce_run(l, err);
     /* gemv_allreduce */
@@ -21,6 +29,7 @@ extern "C" fco_result_t fco_cuda_run(const fco_gpu_launch_t* l, char* err) {
 
 /* Work that must follow an op's NCCL calls (see cuda_ops.h); one line per op that has any. */
 extern "C" fco_result_t fco_cuda_run_after_group(const fco_gpu_launch_t* l, char* err) {
+  clear_stale_error();
   switch (l->r[0].op->kind) {
     case FCO_OP_EMBEDDING_ALLTOALL: return fco_cuda_embedding_alltoall_after_group(l, err);
     /* gemm_alltoall */
