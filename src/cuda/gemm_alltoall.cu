@@ -131,12 +131,14 @@ struct ThreadRes {
   unsigned long long tick = 0;
   int device = -1; /* whose streams these are */
   ~ThreadRes() {
-    if (n == 0 || (pid_t)syscall(SYS_gettid) == getpid()) return;
+    /* device is set once an entry was begun; e[n] may hold what a failed resources() made
+     * (its stream, some events): freed too (null handles skipped) */
+    if (device < 0 || (pid_t)syscall(SYS_gettid) == getpid()) return;
     if (cudaSetDevice(device) != cudaSuccess) {
       (void)cudaGetLastError();
       return;
     }
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < kSideStreams; ++i) {
       for (int k = 0; k < kNumEvents; ++k)
         if (e[i].ev[k]) (void)cudaEventDestroy(e[i].ev[k]);
       if (e[i].side && cudaStreamDestroy(e[i].side) == cudaSuccess) --g_push_streams;
