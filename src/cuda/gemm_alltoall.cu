@@ -595,12 +595,15 @@ fco_result_t run_baseline(const fco_gpu_launch_t* l, char* err) {
                   "this rank would receive %lld rows, more than out_rows %lld; nothing was "
                   "written",
                   (long long)tot[0][0], (long long)a->out_rows);
+    /* The GEMMs first: their cuBLAS lease may be refused under capture (no handle yet), which
+     * must leave nothing in the caller's graph (the check queued before it stayed captured: a
+     * replay with other counts then broke the communicator). The check holds nothing back. */
+    if ((r = gemm_all(l, 0, hc[0], (char*)a->out, &no_ws, &g, err)) != FCO_OK) return r;
     ga_kernel_check_counts<<<1, kThreads, 0, st>>>(
         a->counts, a->num_experts, fco_ga_digest_host(hc[0].data(), a->num_experts, 1),
         l->r[0].dev);
     cudaError_t ce = cudaGetLastError();
     if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: count check launch");
-    if ((r = gemm_all(l, 0, hc[0], (char*)a->out, &no_ws, &g, err)) != FCO_OK) return r;
     fco_plan_append(l->plan, " kernel %s%s into out (one rank: no all-to-all) counts=%s",
                     blas_word(g), no_ws ? " (no cuBLAS workspace)" : "", counts_word(l));
     return FCO_OK;
