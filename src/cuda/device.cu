@@ -87,7 +87,9 @@ fco_result_t fail(char* err, fco_result_t code, const char* fmt, ...) {
 
 fco_result_t cuda_fail(char* err, cudaError_t ce, const char* what) {
   (void)cudaGetLastError();
-  return fail(err, FCO_ERR_CUDA, "%s: %s: %s", what, cudaGetErrorName(ce), cudaGetErrorString(ce));
+  /* as the transports' fco_cuda_fail (gpu_common.c): an allocation is FCO_ERR_OUT_OF_MEMORY */
+  const fco_result_t code = ce == cudaErrorMemoryAllocation ? FCO_ERR_OUT_OF_MEMORY : FCO_ERR_CUDA;
+  return fail(err, code, "%s: %s: %s", what, cudaGetErrorName(ce), cudaGetErrorString(ce));
 }
 
 fco_result_t current_device(char* err, int* device, int* num_sms) {
