@@ -446,11 +446,12 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * handle per device and a cuBLAS workspace per (device, stream), made at the first eager call
  * on that stream: make one eager call on the stream you will capture before capturing a CUDA
  * graph (a capture on a stream without one runs cuBLAS without a workspace, maybe slower; before
- * any eager call on the device it returns FCO_ERR_INVALID_USAGE). With env FCO_CHECK_ARGS=1 the
- * fused kernels also compare (M, N, dtype, bias, impl) across ranks on the device before moving
- * data, and report a mismatch as
- * FCO_ERR_INVALID_ARGUMENT through fco_comm_get_async_error (the local and cpu transports
- * compare them on the host at every call). */
+ * any eager call on the device it returns FCO_ERR_INVALID_USAGE; graphs captured on one stream
+ * share its workspace: replay them one at a time, as PyTorch's cuBLAS workspaces require). With
+ * env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias, impl) across ranks on
+ * the device before moving data, and report a mismatch as FCO_ERR_INVALID_ARGUMENT through
+ * fco_comm_get_async_error (the local and cpu transports compare them on the host at every
+ * call). */
 #define FCO_GEMV_ALLREDUCE_NUM_IMPLS 4
 #define FCO_GEMV_ALLREDUCE_MAX_M 64
 fco_result_t fco_gemv_allreduce(fco_comm_t comm, const void* x, const void* w, const void* bias,
