@@ -222,13 +222,13 @@ fco_result_t fco_comm_get_async_error(fco_comm_t comm);
  * need more; growth allocates, so it cannot happen while a stream is being captured into a
  * CUDA graph: call fco_comm_reserve before capturing. While a capture is in progress
  * fco_comm_reserve (and a call that must grow: always when its own stream is the captured
- * one) is refused, FCO_ERR_INVALID_USAGE, not sticky, where the device's default streams tell it (a global-mode capture on a blocking stream, or a
- * capture of the per-thread default stream; a capture on a non-blocking stream, torch's
- * included, cannot be told: the growth then fails in CUDA and breaks it — fco's Python layer
- * asks torch instead). GPU transports allocate, past the data
- * workspace, an LL area of min(data bytes, 16 MiB) per rank (src/core/internal.h, rule 3:
- * the LL one-shot of fco_gemv_allreduce), not counted by max_workspace_bytes or
- * fco_comm_workspace_bytes. Collective (same bytes on every rank);
+ * one) is refused, FCO_ERR_INVALID_USAGE, not sticky, where the device's default streams tell
+ * it (a global-mode capture on a blocking stream, or a capture of the per-thread default
+ * stream; a capture on a non-blocking stream, torch's included, cannot be told: the growth
+ * then fails in CUDA and breaks it — fco's Python layer asks torch instead). GPU transports
+ * allocate, past the data workspace, an LL area of min(data bytes, 16 MiB) per rank
+ * (src/core/internal.h, rule 3: the LL one-shot of fco_gemv_allreduce), not counted by
+ * max_workspace_bytes or fco_comm_workspace_bytes. Collective (same bytes on every rank);
  * on a communicator of fco_comm_init_all it reserves for every rank of that group at once
  * (refused, with that rank's code, while any of them holds an asynchronous error), so
  * one thread calls it for the group, never the ranks' threads of a world driven one thread per
