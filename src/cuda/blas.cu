@@ -46,9 +46,14 @@ fco_result_t blas_lease(cudaStream_t stream, const char* who, BlasLease* out, ch
   Device& d = g_dev[device];
   std::unique_lock<std::mutex> lock(d.mu);
   cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &cap) != cudaSuccess) {
+  const cudaError_t qe = cudaStreamIsCapturing(stream, &cap);
+  if (qe != cudaSuccess) {
+    /* the legacy stream during a global capture; any other failure (a bad stream handle) is
+     * said as itself, not as a capture (gpu_common.c's stream_capturing alike) */
+    if (qe != cudaErrorStreamCaptureImplicit && qe != cudaErrorStreamCaptureUnsupported)
+      return cuda_fail(err, qe, "cudaStreamIsCapturing (the call's stream)");
     (void)cudaGetLastError();
-    cap = cudaStreamCaptureStatusActive; /* the legacy stream during a global capture */
+    cap = cudaStreamCaptureStatusActive;
   }
   const bool capturing = cap != cudaStreamCaptureStatusNone;
   if (!d.h) {
