@@ -18,7 +18,10 @@
  *   a call captured on a stream that never ran eagerly (it gets no workspace: fco_last_plan says
  *   "no cuBLAS workspace"; the replay must be right), the same stream after an eager call
  *   (captured with its own workspace), and that graph replayed right after 18 more streams made
- *   the device free its least recently used workspaces (a captured one is never freed).
+ *   the device free its least recently used workspaces (a captured one is never freed);
+ *   impl 2 failing after its fork (test hook FCO_FAULT_GA_GEMM=1) joins back: a capture of it
+ *   still ends; then another thread's global-mode capture held open while gemv impl 0 runs on 18 fresh
+ *   streams and gemm impl 2 from a new thread (their lazy setup must neither fail nor break it).
  *   make test   or   build/tests/test_streams   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs 3 rounds instead of 8.
  */
@@ -309,6 +312,174 @@ static void threads_give_back(ctx_t* c) {
   }
 }
 
+/* impl 2 failing after it forked its push stream (test hook FCO_FAULT_GA_GEMM=1: the first GEMM
+ * fails) must join the push stream back: captured, the capture still ends (until session 63 the
+ * failure returned unjoined: cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined and
+ * the caller's whole graph was lost); then the hook off, an eager call and a capture on the same
+ * stream and communicator are right. */
+static void impl2_fault_joins(ctx_t* c) {
+  const t_world_t* w = &c->w[0];
+  void* s = new_stream(w->transport);
+  ga_case_t gc;
+  ga_bufs_t gb;
+  ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
+  ga_upload(w, &gc, &gb);
+  ASSERT_EQ(setenv("FCO_FAULT_GA_GEMM", "1", 1), 0);
+  t_context("impl 2 with FCO_FAULT_GA_GEMM=1, eager");
+  ASSERT_EQ(ga_issue(w, &gc, &gb, 2, 1, s), FCO_ERR_CUDA);
+  if (!strstr(fco_last_error(w->comms[0]), "FCO_FAULT_GA_GEMM"))
+    t_fail(__FILE__, __LINE__, "error \"%s\" does not name the hook", fco_last_error(w->comms[0]));
+  sync_stream(w->transport, s);
+  t_context("impl 2 with FCO_FAULT_GA_GEMM=1, captured");
+  cudaGraph_t g = NULL;
+  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  fco_result_t r = ga_issue(w, &gc, &gb, 2, 1, s);
+  const cudaError_t end = cudaStreamEndCapture((cudaStream_t)s, &g);
+  ASSERT_EQ(r, FCO_ERR_CUDA);
+  ASSERT_EQ(end, cudaSuccess); /* cudaErrorStreamCaptureUnjoined: the fork left open */
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ASSERT_EQ(unsetenv("FCO_FAULT_GA_GEMM"), 0);
+  t_context("impl 2 after the failures, eager");
+  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+  ga_poison(w, &gc, &gb);
+  ASSERT_OK(ga_issue(w, &gc, &gb, 2, 1, s));
+  sync_stream(w->transport, s);
+  ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
+  t_context("impl 2 after the failures, captured and replayed");
+  cudaGraphExec_t ge;
+  ga_poison(w, &gc, &gb);
+  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  r = ga_issue(w, &gc, &gb, 2, 1, s);
+  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s, &g), cudaSuccess);
+  ASSERT_OK(r);
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
+  sync_stream(w->transport, s);
+  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+  ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
+  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ga_free_bufs(w, &gc, &gb);
+  ga_free_case(&gc);
+  free_stream(w->transport, s);
+}
+
+/* Another thread's capture in CUDA's global mode (torch.cuda.graph's default), open on a stream
+ * of its own while this process's eager unfused calls do their lazy setup on fresh streams:
+ * gemv impl 0 on NF of them from this thread (cuBLAS workspaces made, the least recently used
+ * freed past 16) and gemm impl 2 from a new thread (its push stream and events made). Until
+ * session 63 that setup ran in the global mode too: the first cudaMalloc was refused (the call
+ * failed) and the other thread's capture was invalidated. Now every call must succeed, the
+ * capture end valid and its graph replay. Inputs are uploaded and outputs checked outside the
+ * capture's window (the test's own synchronous copies would be refused inside it). */
+typedef struct {
+  int device;
+  int phase; /* 1: the capture is open; 2: the other threads' calls are issued and synced */
+  cudaError_t begin, end, inst, launch;
+  unsigned char got[64];
+} fcap_t;
+
+static void* capture_thread(void* p) {
+  fcap_t* f = (fcap_t*)p;
+  cudaStream_t s;
+  void* buf;
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t ge = NULL;
+  ASSERT_EQ(cudaSetDevice(f->device), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&buf, sizeof f->got), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf, 0, sizeof f->got), cudaSuccess);
+  f->begin = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  if (f->begin == cudaSuccess) (void)cudaMemsetAsync(buf, 0x5a, sizeof f->got, s);
+  __atomic_store_n(&f->phase, 1, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&f->phase, __ATOMIC_ACQUIRE) != 2) usleep(200);
+  if (f->begin == cudaSuccess) f->end = cudaStreamEndCapture(s, &g);
+  if (f->begin == cudaSuccess && f->end == cudaSuccess) {
+    f->inst = cudaGraphInstantiate(&ge, g, 0);
+    if (f->inst == cudaSuccess) f->launch = cudaGraphLaunch(ge, s);
+    if (f->inst == cudaSuccess && f->launch == cudaSuccess)
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  }
+  (void)cudaGetLastError();
+  ASSERT_EQ(cudaMemcpy(f->got, buf, sizeof f->got, cudaMemcpyDeviceToHost), cudaSuccess);
+  if (ge) ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
+  if (g) ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ASSERT_EQ(cudaFree(buf), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  return NULL;
+}
+
+typedef struct {
+  const t_world_t* w;
+  const ga_case_t* gc;
+  const ga_bufs_t* gb;
+  void* stream;
+  fco_result_t r;
+  cudaError_t sync;
+} impl2_in_window_t;
+
+/* gemm impl 2 from a thread of its own (no push stream yet: it makes one), then that stream
+ * synchronized; results checked by the caller once the capture has ended. */
+static void* impl2_in_window(void* p) {
+  impl2_in_window_t* a = (impl2_in_window_t*)p;
+  ASSERT_EQ(cudaSetDevice(t_rank_device(a->w->transport, 0)), cudaSuccess);
+  a->r = ga_issue(a->w, a->gc, a->gb, 2, 1, a->stream);
+  a->sync = cudaStreamSynchronize((cudaStream_t)a->stream);
+  return NULL;
+}
+
+#define NF 18
+static void foreign_capture(ctx_t* c) {
+  const t_world_t* w = &c->w[0];
+  gemv_bufs_t* b = &c->gv[0];
+  void* s[NF + 1];
+  for (int k = 0; k <= NF; k++) s[k] = new_stream(w->transport);
+  gemv_prepare(b, 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
+  ga_case_t gc;
+  ga_bufs_t gb;
+  ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
+  ga_upload(w, &gc, &gb);
+  ga_poison(w, &gc, &gb);
+  const int before = fco_cuda_ga_push_streams_live();
+  fcap_t f;
+  memset(&f, 0, sizeof f);
+  f.device = t_rank_device(w->transport, 0);
+  pthread_t cap;
+  ASSERT_EQ(pthread_create(&cap, NULL, capture_thread, &f), 0);
+  const double t0 = t_now_ms();
+  while (!__atomic_load_n(&f.phase, __ATOMIC_ACQUIRE) && t_now_ms() - t0 < 10000) usleep(200);
+  ASSERT_EQ(__atomic_load_n(&f.phase, __ATOMIC_ACQUIRE), 1);
+  ASSERT_EQ(f.begin, cudaSuccess);
+  for (int k = 0; k < NF; k++) { /* the same inputs and y each time: one check at the end */
+    t_context("another thread's global capture open: gemv impl 0 on fresh stream %d of %d", k,
+              NF);
+    ASSERT_OK(gemv_issue(w, b, 0, &s[k]));
+    ASSERT_EQ(cudaStreamSynchronize((cudaStream_t)s[k]), cudaSuccess);
+  }
+  impl2_in_window_t a = {w, &gc, &gb, s[NF], FCO_OK, cudaSuccess};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, impl2_in_window, &a), 0);
+  ASSERT_EQ(pthread_join(th, NULL), 0);
+  t_context("another thread's global capture open: gemm impl 2 from a new thread");
+  ASSERT_OK(a.r);
+  ASSERT_EQ(a.sync, cudaSuccess);
+  __atomic_store_n(&f.phase, 2, __ATOMIC_RELEASE);
+  ASSERT_EQ(pthread_join(cap, NULL), 0);
+  t_context("the other thread's global capture after the calls: end / instantiate / launch");
+  ASSERT_EQ(f.end, cudaSuccess); /* cudaErrorStreamCaptureInvalidated: our setup broke it */
+  ASSERT_EQ(f.inst, cudaSuccess);
+  ASSERT_EQ(f.launch, cudaSuccess);
+  for (size_t i = 0; i < sizeof f.got; i++) ASSERT_EQ(f.got[i], 0x5a);
+  t_context("the calls made during the other thread's capture: check");
+  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+  ASSERT_EQ(gemv_check(w, b), (size_t)0);
+  ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
+  ASSERT_EQ(fco_cuda_ga_push_streams_live(), before); /* the ended thread gave its back */
+  ga_free_bufs(w, &gc, &gb);
+  ga_free_case(&gc);
+  for (int k = 0; k <= NF; k++) free_stream(w->transport, s[k]);
+}
+
 /* gemm_alltoall impl 0 (with the hints: capturable) captured on a stream that never ran it
  * eagerly: no workspace, right results. */
 static void gemm_graph_fresh_stream(ctx_t* c) {
@@ -383,6 +554,11 @@ int main(void) {
     free_stream(t, s);
     gemm_graph_fresh_stream(&c);
     printf("CUDA graphs on fresh and warmed-up streams, 18 more streams: ok\n");
+    impl2_fault_joins(&c);
+    printf("impl 2 failing after its fork (FCO_FAULT_GA_GEMM), eager and captured: ok\n");
+    foreign_capture(&c);
+    printf("another thread's global capture open during lazy setup on %d fresh streams: ok\n",
+           NF + 1);
   }
 #endif
   for (int k = 0; k < NW; k++) {

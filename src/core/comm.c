@@ -371,13 +371,11 @@ fco_result_t fco_comm_reserve(fco_comm_t comm, size_t bytes) {
   }
   /* Growth allocates and synchronizes: inside a capture it would break the capture, and on
    * nccl fail past the gate, its peers waiting in NCCL (review rev62). Refused, not sticky. */
-  const int n = comm->world ? comm->world->n : 1;
-  for (int i = 0; i < n; i++)
-    if (fco_capturing_device(comm->world ? comm->world->comms[i] : comm))
-      return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
-                           "fco_comm_reserve: a stream of device %d is being captured into a "
-                           "CUDA graph, and growth allocates: reserve before capturing",
-                           (comm->world ? comm->world->comms[i] : comm)->device);
+  const int cap_dev = fco_capturing_group(comm);
+  if (cap_dev >= 0)
+    return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
+                         "fco_comm_reserve: a stream of device %d is being captured into a "
+                         "CUDA graph, and growth allocates: reserve before capturing", cap_dev);
   const int dev = fco_device_save(comm->transport);
   const fco_result_t r = comm->world ? comm->tops->grow(comm->world->comms, comm->world->n, bytes)
                                      : comm->tops->grow(&comm, 1, bytes);

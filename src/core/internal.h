@@ -300,6 +300,17 @@ static inline int fco_capturing_device(fco_comm_t comm) {
   return comm->tops->capturing && comm->tops->capturing(comm, NULL);
 }
 
+/* The same over the group a setup step acts on (every live rank of comm's fco_comm_init_all
+ * world, or comm alone): the device whose default streams tell a capture, or -1 for none. */
+static inline int fco_capturing_group(fco_comm_t comm) {
+  const int n = comm->world ? comm->world->n : 1;
+  for (int i = 0; i < n; i++) {
+    const fco_comm_t q = comm->world ? comm->world->comms[i] : comm;
+    if (q && fco_capturing_device(q)) return q->device;
+  }
+  return -1;
+}
+
 /* Workspace rule, every operator on every transport (so any sequence of different ops and
  * sizes is safe): (1) all data a peer writes into this rank's workspace during the call with
  * epoch e lies in half (e & 1): bytes [(e & 1)·H, (e & 1)·H + H) with H = fco_ws_half_bytes(

@@ -68,15 +68,12 @@ fco_result_t fco_mem_alloc(fco_comm_t comm, size_t bytes, void** ptr) {
   /* Inside a capture its allocation and agreement would break the capture (and on nccl fail
    * past the gate, the peers waiting in NCCL: review rev62); refused before any agreement, not
    * sticky (its peers' gates give up on it within their bound). */
-  const int nw = comm->world ? comm->world->n : 1;
-  for (int i = 0; i < nw; i++) {
-    const fco_comm_t q = comm->world ? comm->world->comms[i] : comm;
-    if (!q || !fco_capturing_device(q)) continue;
+  const int cap_dev = fco_capturing_group(comm);
+  if (cap_dev >= 0) {
     if (refused != FCO_OK) return refused; /* its own reason */
     return fco_set_error(comm, FCO_ERR_INVALID_USAGE,
                          "fco_mem_alloc: a stream of device %d is being captured into a CUDA "
-                         "graph, and fco_mem_alloc allocates: allocate before capturing",
-                         q->device);
+                         "graph, and fco_mem_alloc allocates: allocate before capturing", cap_dev);
   }
   if (refused != FCO_OK) {
     if (alone_agrees(comm)) {

@@ -63,6 +63,7 @@ fco_result_t blas_lease(cudaStream_t stream, const char* who, BlasLease* out, ch
                   "impl, which allocates and cannot be captured: make one eager call before "
                   "capturing a CUDA graph",
                   who, device);
+    RelaxedCapture relaxed;
     cublasStatus_t st = cublasCreate(&d.h);
     if (st != CUBLAS_STATUS_SUCCESS) {
       d.h = nullptr;
@@ -74,6 +75,7 @@ fco_result_t blas_lease(cudaStream_t stream, const char* who, BlasLease* out, ch
   for (WsSlot& s : d.slots)
     if (same_stream(s, stream)) slot = &s;
   if (!slot && !capturing) {
+    RelaxedCapture relaxed;
     /* A new stream: past kBlasStreams, free the least recently used workspace no graph holds. */
     if ((int)d.slots.size() >= kBlasStreams) {
       size_t lru = d.slots.size();

@@ -13,7 +13,9 @@
  * captured it (the graph keeps its address): those are never freed. A GEMM captured on a stream
  * that never ran eagerly gets no workspace (cuBLAS then takes algorithms without one, maybe
  * slower: the lease says so); the handle itself must exist before any capture (one eager call of
- * an unfused impl on the device), else FCO_ERR_INVALID_USAGE.
+ * an unfused impl on the device), else FCO_ERR_INVALID_USAGE. The handle's and workspaces'
+ * allocations run in relaxed capture mode: a global-mode capture in another thread (torch's
+ * default) neither refuses them nor is broken by them.
  */
 #ifndef FCO_CUDA_BLAS_CUH_
 #define FCO_CUDA_BLAS_CUH_
@@ -29,6 +31,22 @@ namespace fco {
 
 constexpr size_t kBlasWorkspaceBytes = (size_t)32 << 20; /* cuBLAS's recommendation for Hopper */
 constexpr int kBlasStreams = 16; /* workspaces a device keeps before freeing the oldest */
+
+/* This thread's stream-capture mode relaxed for a scope (and put back after), around the lazy
+ * setup of an eager call: cublasCreate, a cuBLAS workspace's cudaMalloc / cudaFree, a push
+ * stream and its events. In CUDA's default (global) mode they are refused, and the capture
+ * invalidated, while another thread captures any stream of the process in global mode (as
+ * torch.cuda.graph does by default); they belong to no capture, so relaxed is right for them. */
+struct RelaxedCapture {
+  cudaStreamCaptureMode prev = cudaStreamCaptureModeRelaxed;
+  bool swapped;
+  RelaxedCapture() : swapped(cudaThreadExchangeStreamCaptureMode(&prev) == cudaSuccess) {}
+  ~RelaxedCapture() {
+    if (swapped) (void)cudaThreadExchangeStreamCaptureMode(&prev);
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+};
 
 struct BlasLease {
   cublasHandle_t h = nullptr;

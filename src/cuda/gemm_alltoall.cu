@@ -175,6 +175,7 @@ fco_result_t resources(const fco_ga_knobs_t& k, cudaStream_t user, char* err, De
     } else {
       r = &t.e[t.n];
       t.device = dev;
+      RelaxedCapture relaxed;
       if (!r->side) {
         if ((ce = cudaStreamCreateWithFlags(&r->side, cudaStreamNonBlocking)) != cudaSuccess)
           return cuda_fail(err, ce, "cudaStreamCreate (push stream)");
@@ -812,6 +813,18 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const bool no_ws = !lease.workspace;
   cudaStream_t side = res->side;
   if ((r = join(res, st, side, err)) != FCO_OK) return r; /* fork: after the user's prior work */
+  /* From the fork on, a failure still joins the push stream back (best effort): else a capture
+   * the call is part of cannot end (cudaErrorStreamCaptureUnjoined: the caller's whole graph
+   * lost), and eagerly the caller's next work would not wait for what the push stream holds. */
+  struct JoinBack {
+    DevRes* res;
+    cudaStream_t from, to;
+    bool armed;
+    ~JoinBack() {
+      char ignored[FCO_ERRMSG_LEN];
+      if (armed) (void)join(res, from, to, ignored);
+    }
+  } join_back{res, side, st, true};
   const int64_t env_rows = a0->knobs.chunk_rows; /* the call's knobs (read_knobs) */
   const long long env_pb = a0->knobs.push_blocks;
   const int push_blocks = env_pb > 0 ? (int)std::min<long long>(env_pb, 1 << 16)
@@ -866,8 +879,11 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       for (const GemmRange& g : chunk) {
         const int64_t row = arow[g.e] + g.r0;
         const char* W = (const char*)a->w + (size_t)g.e * a->k * a->n * es;
-        r = gemm(lease.h, a, (const char*)a->a + (size_t)row * a->k * es, W,
-                 y + (size_t)row * rb, g.r1 - g.r0, err);
+        r = a0->knobs.fault_gemm
+                ? fail(err, FCO_ERR_CUDA, "FCO_FAULT_GA_GEMM=1: impl 2's first GEMM fails (a "
+                       "test hook)")
+                : gemm(lease.h, a, (const char*)a->a + (size_t)row * a->k * es, W,
+                       y + (size_t)row * rb, g.r1 - g.r0, err);
         if (r != FCO_OK) return r;
         int64_t seg = 0; /* first row of source s's segment within the expert */
         for (int s = 0; s < P; ++s) {
@@ -916,6 +932,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     }
   }
   /* 3. Join, then land. */
+  join_back.armed = false;
   if ((r = join(res, side, st, err)) != FCO_OK) return r;
   int finish_blocks = 0;
   if ((r = launch_finish(l, ra, &finish_blocks, err)) != FCO_OK) return r;
