@@ -112,6 +112,28 @@ static void expect_plan(const t_world_t* w, const char* what, int want) {
     t_fail(__FILE__, __LINE__, "plan \"%s\" %s \"%s\"", plan, want ? "lacks" : "has", what);
 }
 
+/* gemm_alltoall impl `impl` (with the hints) of world w captured on stream s (out poisoned first),
+ * replayed once, checked; the capture's plan has (want_no_ws 1) or lacks (0) "no cuBLAS
+ * workspace", or either (-1). */
+static void ga_graph_once(const t_world_t* w, const ga_case_t* gc, ga_bufs_t* gb, int impl,
+                          void* s, int want_no_ws) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  ga_poison(w, gc, gb);
+  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  fco_result_t r = ga_issue(w, gc, gb, impl, 1, s);
+  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s, &g), cudaSuccess);
+  ASSERT_OK(r);
+  if (want_no_ws >= 0) expect_plan(w, "no cuBLAS workspace", want_no_ws);
+  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
+  sync_stream(w->transport, s);
+  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
+  ASSERT_EQ(ga_check(w, gc, gb), (size_t)0);
+  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+}
+
 /* Capture gemv impl 0 of world 0 on stream s, replay twice (fresh inputs, poisoned y before
  * each), check; the capture's plan has "no cuBLAS workspace" iff no_ws. */
 static void graph_on(ctx_t* c, void* s, int no_ws, const char* what) {
@@ -346,19 +368,7 @@ static void impl2_fault_joins(ctx_t* c) {
   sync_stream(w->transport, s);
   ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
   t_context("impl 2 after the failures, captured and replayed");
-  cudaGraphExec_t ge;
-  ga_poison(w, &gc, &gb);
-  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  r = ga_issue(w, &gc, &gb, 2, 1, s);
-  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s, &g), cudaSuccess);
-  ASSERT_OK(r);
-  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-  ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
-  sync_stream(w->transport, s);
-  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
-  ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
-  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
-  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ga_graph_once(w, &gc, &gb, 2, s, -1);
   ga_free_bufs(w, &gc, &gb);
   ga_free_case(&gc);
   free_stream(w->transport, s);
@@ -489,22 +499,8 @@ static void gemm_graph_fresh_stream(ctx_t* c) {
   ga_bufs_t gb;
   ga_make_case(&gc, 1, c->gemm_k, 128, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(w, &gc, &gb);
-  ga_poison(w, &gc, &gb);
   t_context("gemm_alltoall impl 0 captured on a fresh stream");
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  fco_result_t r = ga_issue(w, &gc, &gb, 0, 1, s);
-  ASSERT_EQ(cudaStreamEndCapture((cudaStream_t)s, &g), cudaSuccess);
-  ASSERT_OK(r);
-  expect_plan(w, "no cuBLAS workspace", 1);
-  ASSERT_EQ(cudaGraphInstantiate(&ge, g, 0), cudaSuccess);
-  ASSERT_EQ(cudaGraphLaunch(ge, (cudaStream_t)s), cudaSuccess);
-  sync_stream(w->transport, s);
-  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
-  ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
-  ASSERT_EQ(cudaGraphExecDestroy(ge), cudaSuccess);
-  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  ga_graph_once(w, &gc, &gb, 0, s, 1);
   ga_free_bufs(w, &gc, &gb);
   ga_free_case(&gc);
   free_stream(w->transport, s);
