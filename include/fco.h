@@ -447,7 +447,9 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * on that stream: make one eager call on the stream you will capture before capturing a CUDA
  * graph (a capture on a stream without one runs cuBLAS without a workspace, maybe slower; before
  * any eager call on the device it returns FCO_ERR_INVALID_USAGE; graphs captured on one stream
- * share its workspace: replay them one at a time, as PyTorch's cuBLAS workspaces require). With
+ * share its workspace: replay them one at a time, as PyTorch's cuBLAS workspaces require). That
+ * setup allocates in relaxed capture mode: another thread's capture in progress (global mode,
+ * torch.cuda.graph's default, included) neither refuses it nor is broken by it. With
  * env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias, impl) across ranks on
  * the device before moving data, and report a mismatch as FCO_ERR_INVALID_ARGUMENT through
  * fco_comm_get_async_error (the local and cpu transports compare them on the host at every
@@ -642,7 +644,8 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * internal stream forked from and joined back to `stream` within the call, one per `stream` (up
  * to 8 a thread and device, then the least recently used is handed over): calls of two
  * communicators on two streams do not wait for each other. A thread that ends gives its push
- * streams back (the main thread's stay until the process exits).
+ * streams back (the main thread's stay until the process exits). A failure after the fork
+ * still joins it back, so a capture that holds the failed call can end.
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
  * FCO_ERR_INVALID_ARGUMENT). AUTO (the same on every rank: on local, ranks whose E_r or hints
