@@ -138,6 +138,7 @@ struct ThreadRes {
       (void)cudaGetLastError();
       return;
     }
+    RelaxedCapture relaxed; /* another thread may be capturing (resources() says why) */
     for (int i = 0; i < kSideStreams; ++i) {
       for (int k = 0; k < kNumEvents; ++k)
         if (e[i].ev[k]) (void)cudaEventDestroy(e[i].ev[k]);
