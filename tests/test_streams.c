@@ -20,8 +20,10 @@
  *   (captured with its own workspace), and that graph replayed right after 18 more streams made
  *   the device free its least recently used workspaces (a captured one is never freed);
  *   impl 2 failing after its fork (test hook FCO_FAULT_GA_GEMM=1) joins back: a capture of it
- *   still ends; then another thread's global-mode capture held open while gemv impl 0 runs on 18 fresh
- *   streams and gemm impl 2 from a new thread (their lazy setup must neither fail nor break it).
+ *   still ends (and on local, two virtual ranks on two streams, only one captured, the launch
+ *   failing: the other stream is still joined back); then another thread's global-mode capture
+ *   held open while gemv impl 0 runs on 18 fresh streams and gemm impl 2 from a new thread
+ *   (their lazy setup must neither fail nor break it).
  *   make test   or   build/tests/test_streams   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs 3 rounds instead of 8.
  */
@@ -374,6 +376,51 @@ static void impl2_fault_joins(ctx_t* c) {
   free_stream(w->transport, s);
 }
 
+/* Local transport, two virtual ranks on two streams, only rank 1's being captured: the call
+ * makes rank 0's stream wait for rank 1's (which draws it into the capture) and, after the
+ * one launch, rank 1's wait for rank 0's. With the launch failing (FCO_FAULT_GA_GEMM=1) that
+ * second join must still be made: until session 63 the failure returned before it, and
+ * cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined (the whole graph lost). Then,
+ * the hook off, an eager call on the two streams is right. */
+static void local_join_after_failure(void) {
+  t_world_t w2;
+  t_context("local world of 2 virtual ranks");
+  ASSERT_OK(t_world_init(&w2, FCO_TRANSPORT_LOCAL, 2, NULL));
+  void* s[2] = {new_stream(FCO_TRANSPORT_LOCAL), new_stream(FCO_TRANSPORT_LOCAL)};
+  ga_case_t gc;
+  ga_bufs_t gb;
+  ga_make_case(&gc, 2, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
+  ga_upload(&w2, &gc, &gb);
+  for (int pass = 0; pass < 3; pass++) { /* 0: warm-up, 1: the failure captured, 2: after */
+    if (pass == 1) ASSERT_EQ(setenv("FCO_FAULT_GA_GEMM", "1", 1), 0);
+    if (pass == 2) ASSERT_EQ(unsetenv("FCO_FAULT_GA_GEMM"), 0);
+    t_context("local P = 2, impl 2 on two streams, pass %d", pass);
+    ga_poison(&w2, &gc, &gb);
+    cudaGraph_t g = NULL;
+    if (pass == 1)
+      ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s[1], cudaStreamCaptureModeThreadLocal),
+                cudaSuccess);
+    ASSERT_OK(fco_group_start());
+    for (int r = 0; r < 2; r++) ASSERT_OK(ga_issue_rank(&w2, &gc, &gb, r, 2, 1, s[r]));
+    const fco_result_t e = fco_group_end();
+    if (pass == 1) {
+      const cudaError_t end = cudaStreamEndCapture((cudaStream_t)s[1], &g);
+      ASSERT_EQ(e, FCO_ERR_CUDA);
+      ASSERT_EQ(end, cudaSuccess); /* cudaErrorStreamCaptureUnjoined: rank 0's stream left */
+      ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+      continue;
+    }
+    ASSERT_OK(e);
+    for (int r = 0; r < 2; r++) sync_stream(FCO_TRANSPORT_LOCAL, s[r]);
+    ASSERT_OK(fco_comm_get_async_error(w2.comms[0]));
+    ASSERT_EQ(ga_check(&w2, &gc, &gb), (size_t)0);
+  }
+  ga_free_bufs(&w2, &gc, &gb);
+  ga_free_case(&gc);
+  for (int r = 0; r < 2; r++) free_stream(FCO_TRANSPORT_LOCAL, s[r]);
+  t_world_destroy(&w2, 0);
+}
+
 /* Another thread's capture in CUDA's global mode (torch.cuda.graph's default), open on a stream
  * of its own while this process's eager unfused calls do their lazy setup on fresh streams:
  * gemv impl 0 on NF of them from this thread (cuBLAS workspaces made, the least recently used
@@ -552,6 +599,10 @@ int main(void) {
     printf("CUDA graphs on fresh and warmed-up streams, 18 more streams: ok\n");
     impl2_fault_joins(&c);
     printf("impl 2 failing after its fork (FCO_FAULT_GA_GEMM), eager and captured: ok\n");
+    if (t == FCO_TRANSPORT_LOCAL) {
+      local_join_after_failure();
+      printf("local P = 2 on two streams, the launch failing inside a capture of one: ok\n");
+    }
     foreign_capture(&c);
     printf("another thread's global capture open during lazy setup on %d fresh streams: ok\n",
            NF + 1);

@@ -298,7 +298,16 @@ static fco_result_t local_run(fco_op_t* ops, int n) {
     FCO_CUDA_CHECK(c0, cudaEventRecord(w->join, others[j]));
     FCO_CUDA_CHECK(c0, cudaStreamWaitEvent(s0, w->join, 0));
   }
-  FCO_CHECK(launch(by_rank, P, (void*)s0, c0));
+  const fco_result_t r = launch(by_rank, P, (void*)s0, c0);
+  if (r != FCO_OK) {
+    /* The other streams still wait for s0 (best effort): a capture that reached s0 through
+     * their joins above must be able to end (cudaErrorStreamCaptureUnjoined otherwise: the
+     * caller's whole graph lost). The launch's error stays the call's. */
+    if (num_others > 0 && cudaEventRecord(w->join, s0) == cudaSuccess)
+      for (int j = 0; j < num_others; j++) (void)cudaStreamWaitEvent(others[j], w->join, 0);
+    (void)cudaGetLastError();
+    return r;
+  }
   if (num_others > 0) {
     FCO_CUDA_CHECK(c0, cudaEventRecord(w->join, s0));
     for (int j = 0; j < num_others; j++)
