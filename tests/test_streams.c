@@ -472,16 +472,14 @@ typedef struct {
   const ga_bufs_t* gb;
   void* stream;
   fco_result_t r;
-  cudaError_t sync;
 } impl2_in_window_t;
 
-/* gemm impl 2 from a thread of its own (no push stream yet: it makes one), then that stream
- * synchronized; results checked by the caller once the capture has ended. */
+/* gemm impl 2 from a thread of its own (no push stream yet: it makes one); its stream
+ * synchronized and the results checked by the caller once the capture has ended. */
 static void* impl2_in_window(void* p) {
   impl2_in_window_t* a = (impl2_in_window_t*)p;
   ASSERT_EQ(cudaSetDevice(t_rank_device(a->w->transport, 0)), cudaSuccess);
   a->r = ga_issue(a->w, a->gc, a->gb, 2, 1, a->stream);
-  a->sync = cudaStreamSynchronize((cudaStream_t)a->stream);
   return NULL;
 }
 
@@ -507,21 +505,28 @@ static void foreign_capture(ctx_t* c) {
   while (!__atomic_load_n(&f.phase, __ATOMIC_ACQUIRE) && t_now_ms() - t0 < 10000) usleep(200);
   ASSERT_EQ(__atomic_load_n(&f.phase, __ATOMIC_ACQUIRE), 1);
   ASSERT_EQ(f.begin, cudaSuccess);
+  /* Each call's stream waits for the one before (an event): calls of one communicator must be
+   * ordered, and no stream may be synchronized here (cudaStreamSynchronize is refused too while
+   * another thread captures in global mode: cudaErrorStreamCaptureUnsupported, on an H100). */
+  cudaEvent_t ev;
+  ASSERT_EQ(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), cudaSuccess);
   for (int k = 0; k < NF; k++) { /* the same inputs and y each time: one check at the end */
     t_context("another thread's global capture open: gemv impl 0 on fresh stream %d of %d", k,
               NF);
     ASSERT_OK(gemv_issue(w, b, 0, &s[k]));
-    ASSERT_EQ(cudaStreamSynchronize((cudaStream_t)s[k]), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(ev, (cudaStream_t)s[k]), cudaSuccess);
+    ASSERT_EQ(cudaStreamWaitEvent((cudaStream_t)s[k + 1], ev, 0), cudaSuccess);
   }
-  impl2_in_window_t a = {w, &gc, &gb, s[NF], FCO_OK, cudaSuccess};
+  impl2_in_window_t a = {w, &gc, &gb, s[NF], FCO_OK};
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, impl2_in_window, &a), 0);
   ASSERT_EQ(pthread_join(th, NULL), 0);
   t_context("another thread's global capture open: gemm impl 2 from a new thread");
   ASSERT_OK(a.r);
-  ASSERT_EQ(a.sync, cudaSuccess);
   __atomic_store_n(&f.phase, 2, __ATOMIC_RELEASE);
   ASSERT_EQ(pthread_join(cap, NULL), 0);
+  sync_stream(w->transport, s[NF]); /* after every call of the window (the event chain) */
+  ASSERT_EQ(cudaEventDestroy(ev), cudaSuccess);
   t_context("the other thread's global capture after the calls: end / instantiate / launch");
   ASSERT_EQ(f.end, cudaSuccess); /* cudaErrorStreamCaptureInvalidated: our setup broke it */
   ASSERT_EQ(f.inst, cudaSuccess);
