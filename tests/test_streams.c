@@ -431,7 +431,7 @@ static void local_join_after_failure(void) {
  * capture's window (the test's own synchronous copies would be refused inside it). */
 typedef struct {
   int device;
-  int phase; /* 1: the capture is open; 2: the other threads' calls are issued and synced */
+  int phase; /* 1: the capture is open; 2: the other threads' calls are issued */
   cudaError_t begin, end, inst, launch;
   unsigned char got[64];
 } fcap_t;
