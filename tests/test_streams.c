@@ -19,7 +19,7 @@
  *   "no cuBLAS workspace"; the replay must be right), the same stream after an eager call
  *   (captured with its own workspace), and that graph replayed right after 18 more streams made
  *   the device free its least recently used workspaces (a captured one is never freed);
- *   impl 2 failing after its fork (test hook FCO_FAULT_GA_GEMM=1) joins back: a capture of it
+ *   impl 2 failing after its fork (test hook FCO_FAULT_GA_PUSH=1) joins back: a capture of it
  *   still ends (and on local, two virtual ranks on two streams, only one captured, the launch
  *   failing: the other stream is still joined back); then another thread's global-mode capture
  *   held open while gemv impl 0 runs on 18 fresh streams and gemm impl 2 from a new thread
@@ -336,8 +336,8 @@ static void threads_give_back(ctx_t* c) {
   }
 }
 
-/* impl 2 failing after it forked its push stream (test hook FCO_FAULT_GA_GEMM=1: the first GEMM
- * fails) must join the push stream back: captured, the capture still ends (until session 63 the
+/* impl 2 failing after it queued work on its push stream (test hook FCO_FAULT_GA_PUSH=1: the
+ * exchange is queued, the first push fails) must join the push stream back: captured, the capture still ends (until session 63 the
  * failure returned unjoined: cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined and
  * the caller's whole graph was lost); then the hook off, an eager call and a capture on the same
  * stream and communicator are right. */
@@ -348,13 +348,13 @@ static void impl2_fault_joins(ctx_t* c) {
   ga_bufs_t gb;
   ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(w, &gc, &gb);
-  ASSERT_EQ(setenv("FCO_FAULT_GA_GEMM", "1", 1), 0);
-  t_context("impl 2 with FCO_FAULT_GA_GEMM=1, eager");
+  ASSERT_EQ(setenv("FCO_FAULT_GA_PUSH", "1", 1), 0);
+  t_context("impl 2 with FCO_FAULT_GA_PUSH=1, eager");
   ASSERT_EQ(ga_issue(w, &gc, &gb, 2, 1, s), FCO_ERR_CUDA);
-  if (!strstr(fco_last_error(w->comms[0]), "FCO_FAULT_GA_GEMM"))
+  if (!strstr(fco_last_error(w->comms[0]), "FCO_FAULT_GA_PUSH"))
     t_fail(__FILE__, __LINE__, "error \"%s\" does not name the hook", fco_last_error(w->comms[0]));
   sync_stream(w->transport, s);
-  t_context("impl 2 with FCO_FAULT_GA_GEMM=1, captured");
+  t_context("impl 2 with FCO_FAULT_GA_PUSH=1, captured");
   cudaGraph_t g = NULL;
   ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   fco_result_t r = ga_issue(w, &gc, &gb, 2, 1, s);
@@ -362,7 +362,7 @@ static void impl2_fault_joins(ctx_t* c) {
   ASSERT_EQ(r, FCO_ERR_CUDA);
   ASSERT_EQ(end, cudaSuccess); /* cudaErrorStreamCaptureUnjoined: the fork left open */
   ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
-  ASSERT_EQ(unsetenv("FCO_FAULT_GA_GEMM"), 0);
+  ASSERT_EQ(unsetenv("FCO_FAULT_GA_PUSH"), 0);
   t_context("impl 2 after the failures, eager");
   ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
   ga_poison(w, &gc, &gb);
@@ -378,7 +378,7 @@ static void impl2_fault_joins(ctx_t* c) {
 
 /* Local transport, two virtual ranks on two streams, only rank 1's being captured: the call
  * makes rank 0's stream wait for rank 1's (which draws it into the capture) and, after the
- * one launch, rank 1's wait for rank 0's. With the launch failing (FCO_FAULT_GA_GEMM=1) that
+ * one launch, rank 1's wait for rank 0's. With the launch failing (FCO_FAULT_GA_PUSH=1) that
  * second join must still be made: until session 63 the failure returned before it, and
  * cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined (the whole graph lost). Then,
  * the hook off, an eager call on the two streams is right. */
@@ -392,8 +392,8 @@ static void local_join_after_failure(void) {
   ga_make_case(&gc, 2, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(&w2, &gc, &gb);
   for (int pass = 0; pass < 3; pass++) { /* 0: warm-up, 1: the failure captured, 2: after */
-    if (pass == 1) ASSERT_EQ(setenv("FCO_FAULT_GA_GEMM", "1", 1), 0);
-    if (pass == 2) ASSERT_EQ(unsetenv("FCO_FAULT_GA_GEMM"), 0);
+    if (pass == 1) ASSERT_EQ(setenv("FCO_FAULT_GA_PUSH", "1", 1), 0);
+    if (pass == 2) ASSERT_EQ(unsetenv("FCO_FAULT_GA_PUSH"), 0);
     t_context("local P = 2, impl 2 on two streams, pass %d", pass);
     ga_poison(&w2, &gc, &gb);
     cudaGraph_t g = NULL;
@@ -603,7 +603,7 @@ int main(void) {
     gemm_graph_fresh_stream(&c);
     printf("CUDA graphs on fresh and warmed-up streams, 18 more streams: ok\n");
     impl2_fault_joins(&c);
-    printf("impl 2 failing after its fork (FCO_FAULT_GA_GEMM), eager and captured: ok\n");
+    printf("impl 2 failing after its fork (FCO_FAULT_GA_PUSH), eager and captured: ok\n");
     if (t == FCO_TRANSPORT_LOCAL) {
       local_join_after_failure();
       printf("local P = 2 on two streams, the launch failing inside a capture of one: ok\n");

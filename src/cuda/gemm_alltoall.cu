@@ -880,11 +880,8 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       for (const GemmRange& g : chunk) {
         const int64_t row = arow[g.e] + g.r0;
         const char* W = (const char*)a->w + (size_t)g.e * a->k * a->n * es;
-        r = a0->knobs.fault_gemm
-                ? fail(err, FCO_ERR_CUDA, "FCO_FAULT_GA_GEMM=1: impl 2's first GEMM fails (a "
-                       "test hook)")
-                : gemm(lease.h, a, (const char*)a->a + (size_t)row * a->k * es, W,
-                       y + (size_t)row * rb, g.r1 - g.r0, err);
+        r = gemm(lease.h, a, (const char*)a->a + (size_t)row * a->k * es, W,
+                 y + (size_t)row * rb, g.r1 - g.r0, err);
         if (r != FCO_OK) return r;
         int64_t seg = 0; /* first row of source s's segment within the expert */
         for (int s = 0; s < P; ++s) {
@@ -915,9 +912,12 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
     const char* y = ra[pp.rank].ws + fco_ga_off_y(P, a->out_rows, a->n, es);
     for (size_t k = 0; k < pp.pieces.size(); k += kMaxPieces) {
       const int np = (int)std::min<size_t>(kMaxPieces, pp.pieces.size() - k);
-      r = launch_push(ra[pp.rank], y, P, a->out_rows, a->n, (int)es,
-                      reinterpret_cast<const int64_t(*)[4]>(pp.pieces[k].data()), np, push_blocks,
-                      (void*)side, err);
+      r = a0->knobs.fault_push
+              ? fail(err, FCO_ERR_CUDA, "FCO_FAULT_GA_PUSH=1: impl 2's first push fails (a test "
+                     "hook)")
+              : launch_push(ra[pp.rank], y, P, a->out_rows, a->n, (int)es,
+                            reinterpret_cast<const int64_t(*)[4]>(pp.pieces[k].data()), np,
+                            push_blocks, (void*)side, err);
       if (r != FCO_OK) return r;
     }
     if (early) {

@@ -406,7 +406,7 @@ static fco_result_t read_knobs(fco_comm_t comm, const char* fn, fco_ga_knobs_t* 
   k->push_blocks = fco_env_int("FCO_GA_PUSH_BLOCKS", 0);
   k->staged = !fco_env_flag("FCO_GA_DIRECT", 1);
   k->land_early = fco_env_flag("FCO_GA_LAND_EARLY", 0);
-  k->fault_gemm = fco_env_int("FCO_FAULT_GA_GEMM", 0) == 1;
+  k->fault_push = fco_env_int("FCO_FAULT_GA_PUSH", 0) == 1;
   return FCO_OK;
 }
 

@@ -111,8 +111,8 @@ typedef struct {
   int32_t blas_loop;    /* FCO_GA_BLAS=loop (impl 0: a GEMM per expert)                          */
   int32_t staged;       /* FCO_GA_DIRECT=0 (a symmetric out staged too)                          */
   int32_t land_early;   /* FCO_GA_LAND_EARLY=1                                                   */
-  int32_t fault_gemm;   /* FCO_FAULT_GA_GEMM=1, a test hook (not an API): impl 2's first GEMM
-                         * fails, after the push stream was forked (tests/test_streams.c)     */
+  int32_t fault_push;   /* FCO_FAULT_GA_PUSH=1, a test hook (not an API): impl 2's first push
+                         * fails, after the exchange was queued on its push stream            */
 } fco_ga_knobs_t;
 
 /* Host arrays (counts_host, recv_rows_host) are pointers to caller memory, read when the call

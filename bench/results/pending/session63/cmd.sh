@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 63 (one GPU), call 1: the new test_streams cases first (impl 2 failing after its fork
-# joins back, FCO_FAULT_GA_GEMM; another thread's global-mode capture open while the cuBLAS
+# joins back, FCO_FAULT_GA_PUSH; another thread's global-mode capture open while the cuBLAS
 # workspaces and a push stream are made: blas.cu / gemm_alltoall.cu in relaxed capture mode) on
 # local and nccl P = 1, then session 62's CUDA host fixes under the gate check and the whole quick
 # C suite on local and nccl P = 1 (as run 2026-12-07_nvidia-h100-x1_2485d96-gate's cmd-call2.sh).
