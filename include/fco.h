@@ -645,7 +645,9 @@ const char* fco_embedding_alltoall_impl_name(fco_comm_t comm, int impl);
  * to 8 a thread and device, then the least recently used is handed over): calls of two
  * communicators on two streams do not wait for each other. A thread that ends gives its push
  * streams back (the main thread's stay until the process exits). A failure after the fork
- * still joins it back, so a capture that holds the failed call can end.
+ * still joins it back, so a capture that holds the failed call can end; one after impl 2 queued
+ * its exchange kernel (a push or finish launch failing) leaves the call half done on the device,
+ * so the communicator keeps that error (every later call returns it: destroy it).
  * With hints, captured graphs keep the hinted sizes: replays with other counts need impl 1
  * (impls 0 and 2 compare the device counts with the captured ones and report a difference as
  * FCO_ERR_INVALID_ARGUMENT). AUTO (the same on every rank: on local, ranks whose E_r or hints

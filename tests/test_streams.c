@@ -337,39 +337,62 @@ static void threads_give_back(ctx_t* c) {
 }
 
 /* impl 2 failing after it queued work on its push stream (test hook FCO_FAULT_GA_PUSH=1: the
- * exchange is queued, the first push fails) must join the push stream back: captured, the capture still ends (until session 63 the
- * failure returned unjoined: cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined and
- * the caller's whole graph was lost); then the hook off, an eager call and a capture on the same
- * stream and communicator are right. */
+ * exchange is queued, the first push fails), eager and then captured, each on a world of its
+ * own (warmed up first, the hook off): the call returns the failure and its communicator keeps
+ * it, saying why (its device epoch did not end: every later call returns it); captured, the push
+ * stream is still joined back, so the capture ends (until session 63 the failure returned
+ * unjoined: cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined and the caller's
+ * whole graph was lost). Then, the hook off, world 0 on the same stream: an eager call and a
+ * capture are right. */
+static void expect_kept(const t_world_t* w, int r) {
+  ASSERT_EQ(fco_comm_get_async_error(w->comms[r]), FCO_ERR_CUDA);
+  const char* msg = fco_last_error(w->comms[r]);
+  if (!strstr(msg, "FCO_FAULT_GA_PUSH") || !strstr(msg, "unusable"))
+    t_fail(__FILE__, __LINE__, "rank %d's error \"%s\" lacks the hook or \"unusable\"", r, msg);
+}
+
 static void impl2_fault_joins(ctx_t* c) {
   const t_world_t* w = &c->w[0];
   void* s = new_stream(w->transport);
   ga_case_t gc;
   ga_bufs_t gb;
   ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
+  for (int captured = 0; captured < 2; captured++) {
+    const char* how = captured ? "captured" : "eager";
+    t_world_t wf;
+    ga_bufs_t fb;
+    t_context("impl 2 with FCO_FAULT_GA_PUSH=1, %s: its world, warmed up", how);
+    ASSERT_OK(t_world_init(&wf, w->transport, 1, NULL));
+    ga_upload(&wf, &gc, &fb);
+    ASSERT_OK(ga_issue(&wf, &gc, &fb, 2, 1, s));
+    sync_stream(w->transport, s);
+    ASSERT_EQ(ga_check(&wf, &gc, &fb), (size_t)0);
+    t_context("impl 2 with FCO_FAULT_GA_PUSH=1, %s", how);
+    ASSERT_EQ(setenv("FCO_FAULT_GA_PUSH", "1", 1), 0);
+    cudaGraph_t g = NULL;
+    if (captured)
+      ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal),
+                cudaSuccess);
+    const fco_result_t r = ga_issue(&wf, &gc, &fb, 2, 1, s);
+    const cudaError_t end = captured ? cudaStreamEndCapture((cudaStream_t)s, &g) : cudaSuccess;
+    ASSERT_EQ(unsetenv("FCO_FAULT_GA_PUSH"), 0);
+    ASSERT_EQ(r, FCO_ERR_CUDA);
+    ASSERT_EQ(end, cudaSuccess); /* cudaErrorStreamCaptureUnjoined: the push stream left */
+    if (g) ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
+    sync_stream(w->transport, s);
+    expect_kept(&wf, 0);
+    t_context("impl 2 %s after the failure: refused", how);
+    ASSERT_EQ(ga_issue(&wf, &gc, &fb, 2, 1, s), FCO_ERR_CUDA);
+    ga_free_bufs(&wf, &gc, &fb);
+    t_world_destroy(&wf, 0);
+  }
+  t_context("impl 2 of world 0 after the failures, eager");
   ga_upload(w, &gc, &gb);
-  ASSERT_EQ(setenv("FCO_FAULT_GA_PUSH", "1", 1), 0);
-  t_context("impl 2 with FCO_FAULT_GA_PUSH=1, eager");
-  ASSERT_EQ(ga_issue(w, &gc, &gb, 2, 1, s), FCO_ERR_CUDA);
-  if (!strstr(fco_last_error(w->comms[0]), "FCO_FAULT_GA_PUSH"))
-    t_fail(__FILE__, __LINE__, "error \"%s\" does not name the hook", fco_last_error(w->comms[0]));
-  sync_stream(w->transport, s);
-  t_context("impl 2 with FCO_FAULT_GA_PUSH=1, captured");
-  cudaGraph_t g = NULL;
-  ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  fco_result_t r = ga_issue(w, &gc, &gb, 2, 1, s);
-  const cudaError_t end = cudaStreamEndCapture((cudaStream_t)s, &g);
-  ASSERT_EQ(r, FCO_ERR_CUDA);
-  ASSERT_EQ(end, cudaSuccess); /* cudaErrorStreamCaptureUnjoined: the fork left open */
-  ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
-  ASSERT_EQ(unsetenv("FCO_FAULT_GA_PUSH"), 0);
-  t_context("impl 2 after the failures, eager");
-  ASSERT_OK(fco_comm_get_async_error(w->comms[0]));
   ga_poison(w, &gc, &gb);
   ASSERT_OK(ga_issue(w, &gc, &gb, 2, 1, s));
   sync_stream(w->transport, s);
   ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
-  t_context("impl 2 after the failures, captured and replayed");
+  t_context("impl 2 of world 0 after the failures, captured and replayed");
   ga_graph_once(w, &gc, &gb, 2, s, -1);
   ga_free_bufs(w, &gc, &gb);
   ga_free_case(&gc);
@@ -380,8 +403,8 @@ static void impl2_fault_joins(ctx_t* c) {
  * makes rank 0's stream wait for rank 1's (which draws it into the capture) and, after the
  * one launch, rank 1's wait for rank 0's. With the launch failing (FCO_FAULT_GA_PUSH=1) that
  * second join must still be made: until session 63 the failure returned before it, and
- * cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined (the whole graph lost). Then,
- * the hook off, an eager call on the two streams is right. */
+ * cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined (the whole graph lost). Both
+ * virtual ranks then keep the failure. */
 static void local_join_after_failure(void) {
   t_world_t w2;
   t_context("local world of 2 virtual ranks");
@@ -391,30 +414,33 @@ static void local_join_after_failure(void) {
   ga_bufs_t gb;
   ga_make_case(&gc, 2, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(&w2, &gc, &gb);
-  for (int pass = 0; pass < 3; pass++) { /* 0: warm-up, 1: the failure captured, 2: after */
-    if (pass == 1) ASSERT_EQ(setenv("FCO_FAULT_GA_PUSH", "1", 1), 0);
-    if (pass == 2) ASSERT_EQ(unsetenv("FCO_FAULT_GA_PUSH"), 0);
-    t_context("local P = 2, impl 2 on two streams, pass %d", pass);
+  for (int pass = 0; pass < 2; pass++) { /* 0: warm-up, 1: the failure captured */
+    t_context("local P = 2, impl 2 on two streams, %s", pass ? "the failure captured" : "warm-up");
     ga_poison(&w2, &gc, &gb);
     cudaGraph_t g = NULL;
-    if (pass == 1)
+    if (pass == 1) {
+      ASSERT_EQ(setenv("FCO_FAULT_GA_PUSH", "1", 1), 0);
       ASSERT_EQ(cudaStreamBeginCapture((cudaStream_t)s[1], cudaStreamCaptureModeThreadLocal),
                 cudaSuccess);
+    }
     ASSERT_OK(fco_group_start());
     for (int r = 0; r < 2; r++) ASSERT_OK(ga_issue_rank(&w2, &gc, &gb, r, 2, 1, s[r]));
     const fco_result_t e = fco_group_end();
     if (pass == 1) {
       const cudaError_t end = cudaStreamEndCapture((cudaStream_t)s[1], &g);
+      ASSERT_EQ(unsetenv("FCO_FAULT_GA_PUSH"), 0);
       ASSERT_EQ(e, FCO_ERR_CUDA);
       ASSERT_EQ(end, cudaSuccess); /* cudaErrorStreamCaptureUnjoined: rank 0's stream left */
       ASSERT_EQ(cudaGraphDestroy(g), cudaSuccess);
-      continue;
+      for (int r = 0; r < 2; r++) expect_kept(&w2, r);
+      break;
     }
     ASSERT_OK(e);
     for (int r = 0; r < 2; r++) sync_stream(FCO_TRANSPORT_LOCAL, s[r]);
     ASSERT_OK(fco_comm_get_async_error(w2.comms[0]));
     ASSERT_EQ(ga_check(&w2, &gc, &gb), (size_t)0);
   }
+  for (int r = 0; r < 2; r++) sync_stream(FCO_TRANSPORT_LOCAL, s[r]);
   ga_free_bufs(&w2, &gc, &gb);
   ga_free_case(&gc);
   for (int r = 0; r < 2; r++) free_stream(FCO_TRANSPORT_LOCAL, s[r]);

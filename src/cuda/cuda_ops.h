@@ -57,6 +57,11 @@ typedef struct {
    * launcher appends what it chose with fco_plan_append(l->plan, " kernel ...", ...) (NULL-safe,
    * truncates); the local transport copies it to every virtual rank after the launch. */
   char* plan;
+  /* Set to 1 by a launcher whose failure came after part of the call's device work was queued
+   * (gemm impl 2's exchange: the device epoch then does not end, and a peer may wait for the
+   * rest): the transport makes the failure sticky on the launch's comms
+   * (fco_gpu_mid_call_failed). May be NULL. */
+  int* mid_call;
   fco_gpu_rank_ctx_t r[FCO_MAX_GPU_RANKS];
 } fco_gpu_launch_t;
 

@@ -826,6 +826,16 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
       if (armed) (void)join(res, from, to, ignored);
     }
   } join_back{res, side, st, true};
+  /* A failure once the exchange is queued leaves the call half done on the device (no finish:
+   * the epoch does not end; peers wait for pushes that never come): said to the transport,
+   * which makes it sticky (cuda_ops.h, mid_call). */
+  struct MidCall {
+    int* flag;
+    bool on;
+    ~MidCall() {
+      if (on && flag) *flag = 1;
+    }
+  } mid_call{l->mid_call, false};
   const int64_t env_rows = a0->knobs.chunk_rows; /* the call's knobs (read_knobs) */
   const long long env_pb = a0->knobs.push_blocks;
   const int push_blocks = env_pb > 0 ? (int)std::min<long long>(env_pb, 1 << 16)
@@ -904,6 +914,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   const bool early = a0->knobs.land_early;
   int64_t pushed[kMaxP][kMaxP]; /* [local rank][destination]: rows pushed so far */
   memset(pushed, 0, sizeof pushed);
+  mid_call.on = true; /* a failed launch may still have queued it */
   if ((r = launch_exchange(l, ra, (void*)side, err)) != FCO_OK) return r;
   for (const PendingPush& pp : pushes) {
     cudaError_t ce = cudaStreamWaitEvent(side, pp.ev, 0);
@@ -937,6 +948,7 @@ fco_result_t run_chunks(const fco_gpu_launch_t* l, char* err) {
   if ((r = join(res, side, st, err)) != FCO_OK) return r;
   int finish_blocks = 0;
   if ((r = launch_finish(l, ra, &finish_blocks, err)) != FCO_OK) return r;
+  mid_call.on = false;
   /* fco_last_plan, e.g. " kernel cublasGemmEx chunks=6 Ts=2048 Tg=512 + push direct, push 66 +
    * finish 64 blocks/rank"; land-early: FCO_GA_LAND_EARLY */
   char nc[32], ts[40], tg[40], rw[24];

@@ -213,6 +213,17 @@ int fco_gpu_capturing(fco_comm_t comm, void* stream) {
   return c;
 }
 
+void fco_gpu_mid_call_failed(fco_comm_t comm, fco_result_t code) {
+  if (comm->async_error != FCO_OK) return;
+  char msg[FCO_ERRMSG_LEN];
+  memcpy(msg, comm->last_error, sizeof msg);
+  comm->async_error = code;
+  comm->async_msg[0] = '\0'; /* fco_set_error below fills it */
+  fco_set_error(comm, code, "%.700s; the call failed after part of its device work was queued "
+                "(its epoch did not end on the device, peers may wait for the rest): the "
+                "communicator is unusable: destroy it", msg);
+}
+
 void fco_gpu_share_error(fco_comm_t* comms, int n) {
   const char* msg = fco_last_error(NULL);
   for (int i = 0; i < n; i++)

@@ -236,12 +236,23 @@ static fco_result_t launch(const fco_op_t* const* by_rank, int P, void* stream, 
             skip, skip);
   char err[FCO_ERRMSG_LEN];
   err[0] = '\0';
+  int mid_call = 0;
+  l.mid_call = &mid_call;
   fco_result_t r = fco_cuda_run(&l, err);
   if (r != FCO_OK) {
     char d[160];
     fco_op_describe(a, d, sizeof d);
-    return fco_set_error(c0, r, "local transport, %s, P=%d: %s", d, P,
-                         err[0] ? err : "launch failed");
+    fco_set_error(c0, r, "local transport, %s, P=%d: %s", d, P, err[0] ? err : "launch failed");
+    if (mid_call) { /* every virtual rank was in the launch: each keeps it */
+      char base[FCO_ERRMSG_LEN];
+      memcpy(base, c0->last_error, sizeof base);
+      for (int p = P - 1; p >= 0; p--) { /* rank 0 last: its message is the thread's */
+        if (!by_rank[p]) continue;
+        memcpy(by_rank[p]->comm->last_error, base, FCO_ERRMSG_LEN);
+        fco_gpu_mid_call_failed(by_rank[p]->comm, r);
+      }
+    }
+    return r;
   }
   /* One grid ran every virtual rank: they all ran what r[0]'s launcher recorded. */
   for (int p = 0; p < P && l.plan; p++)

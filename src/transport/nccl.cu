@@ -770,11 +770,15 @@ static fco_result_t nccl_run(fco_op_t* ops, int n) {
     fco_gpu_keep_note(&nr(c)->g.keep, ops[i].stream); /* a graph's call: growth keeps the ws */
     char err[FCO_ERRMSG_LEN];
     err[0] = '\0';
+    int mid_call = 0;
+    l.mid_call = &mid_call;
     fco_result_t x = fco_cuda_run(&l, err);
+    l.mid_call = NULL; /* ls[i] lives on for fco_cuda_run_after_group */
     if (x != FCO_OK) {
       char d[160];
       fco_op_describe(&ops[i], d, sizeof d);
       first = fco_set_error(c, x, "rank %d: %s: %s", c->rank, d, err[0] ? err : "launch failed");
+      if (mid_call) fco_gpu_mid_call_failed(c, x);
     }
   }
   if (n > 1 && first != FCO_OK) {
