@@ -219,9 +219,10 @@ void fco_gpu_mid_call_failed(fco_comm_t comm, fco_result_t code) {
   memcpy(msg, comm->last_error, sizeof msg);
   comm->async_error = code;
   comm->async_msg[0] = '\0'; /* fco_set_error below fills it */
-  fco_set_error(comm, code, "%.700s; the call failed after part of its device work was queued "
-                "(its epoch did not end on the device, peers may wait for the rest): the "
-                "communicator is unusable: destroy it", msg);
+  /* the reason first (so a long call message cannot cut it off), then the call's message */
+  fco_set_error(comm, code, "the communicator is unusable (destroy it): a call failed after part "
+                "of its device work was queued (its epoch did not end on the device; peers may "
+                "wait for the rest): %s", msg);
 }
 
 void fco_gpu_share_error(fco_comm_t* comms, int n) {

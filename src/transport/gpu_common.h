@@ -121,12 +121,13 @@ void fco_gpu_keep_clear(fco_gpu_keep_t* k);
 fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g);
 int fco_gpu_capturing(fco_comm_t comm, void* stream);
 
-/* Copy this thread's last error message to every (non-NULL) comm of a failed collective
- * setup step, so fco_last_error gives it whichever rank the caller asks. */
 /* A launch that failed after part of the call's device work was queued (fco_gpu_launch_t's
  * mid_call): comm keeps the error (every later call returns it), its message the call's own
  * (comm->last_error, set just before) with why. */
 void fco_gpu_mid_call_failed(fco_comm_t comm, fco_result_t code);
+
+/* Copy this thread's last error message to every (non-NULL) comm of a failed collective
+ * setup step, so fco_last_error gives it whichever rank the caller asks. */
 void fco_gpu_share_error(fco_comm_t* comms, int n);
 
 #ifdef __cplusplus
