@@ -336,6 +336,14 @@ static void threads_give_back(ctx_t* c) {
   }
 }
 
+/* Rank r of w keeps the failure FCO_FAULT_GA_PUSH caused, its message saying why. */
+static void expect_kept(const t_world_t* w, int r) {
+  ASSERT_EQ(fco_comm_get_async_error(w->comms[r]), FCO_ERR_CUDA);
+  const char* msg = fco_last_error(w->comms[r]);
+  if (!strstr(msg, "FCO_FAULT_GA_PUSH") || !strstr(msg, "unusable"))
+    t_fail(__FILE__, __LINE__, "rank %d's error \"%s\" lacks the hook or \"unusable\"", r, msg);
+}
+
 /* impl 2 failing after it queued work on its push stream (test hook FCO_FAULT_GA_PUSH=1: the
  * exchange is queued, the first push fails), eager and then captured, each on a world of its
  * own (warmed up first, the hook off): the call returns the failure and its communicator keeps
@@ -344,13 +352,6 @@ static void threads_give_back(ctx_t* c) {
  * unjoined: cudaStreamEndCapture failed with cudaErrorStreamCaptureUnjoined and the caller's
  * whole graph was lost). Then, the hook off, world 0 on the same stream: an eager call and a
  * capture are right. */
-static void expect_kept(const t_world_t* w, int r) {
-  ASSERT_EQ(fco_comm_get_async_error(w->comms[r]), FCO_ERR_CUDA);
-  const char* msg = fco_last_error(w->comms[r]);
-  if (!strstr(msg, "FCO_FAULT_GA_PUSH") || !strstr(msg, "unusable"))
-    t_fail(__FILE__, __LINE__, "rank %d's error \"%s\" lacks the hook or \"unusable\"", r, msg);
-}
-
 static void impl2_fault_joins(ctx_t* c) {
   const t_world_t* w = &c->w[0];
   void* s = new_stream(w->transport);
