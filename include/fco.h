@@ -448,7 +448,8 @@ const char* fco_allreduce_impl_name(fco_comm_t comm, int impl);
  * graph (a capture on a stream without one runs cuBLAS without a workspace, maybe slower; before
  * any eager call on the device it returns FCO_ERR_INVALID_USAGE; graphs captured on one stream
  * share its workspace: replay them one at a time, as PyTorch's cuBLAS workspaces require). That
- * setup allocates in relaxed capture mode: another thread's capture in progress (global mode,
+ * setup allocates in relaxed capture mode (as fco_gemm_alltoall's impls 0 / 2 copy the counts
+ * and synchronize without counts_host): another thread's capture in progress (global mode,
  * torch.cuda.graph's default, included) neither refuses it nor is broken by it. With
  * env FCO_CHECK_ARGS=1 the fused kernels also compare (M, N, dtype, bias, impl) across ranks on
  * the device before moving data, and report a mismatch as FCO_ERR_INVALID_ARGUMENT through

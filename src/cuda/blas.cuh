@@ -32,11 +32,12 @@ namespace fco {
 constexpr size_t kBlasWorkspaceBytes = (size_t)32 << 20; /* cuBLAS's recommendation for Hopper */
 constexpr int kBlasStreams = 16; /* workspaces a device keeps before freeing the oldest */
 
-/* This thread's stream-capture mode relaxed for a scope (and put back after), around the lazy
- * setup of an eager call: cublasCreate, a cuBLAS workspace's cudaMalloc / cudaFree, a push
- * stream and its events. In CUDA's default (global) mode they are refused, and the capture
- * invalidated, while another thread captures any stream of the process in global mode (as
- * torch.cuda.graph does by default); they belong to no capture, so relaxed is right for them. */
+/* This thread's stream-capture mode relaxed for a scope (and put back after), around what an
+ * eager call does outside stream order: cublasCreate, a cuBLAS workspace's cudaMalloc /
+ * cudaFree, a push stream and its events, gemm's counts copy to the host and its stream sync.
+ * In CUDA's default (global) mode they are refused, and the capture invalidated, while another
+ * thread captures any stream of the process in global mode (as torch.cuda.graph does by
+ * default); they belong to no capture, so relaxed is right for them. */
 struct RelaxedCapture {
   cudaStreamCaptureMode prev = cudaStreamCaptureModeRelaxed;
   bool swapped;

@@ -88,6 +88,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <optional>
 #include <vector>
 
 #include "blas.cuh"
@@ -237,6 +238,10 @@ const fco_gemm_a2a_args_t* args(const fco_gpu_launch_t* l, int i) {
 /* Host copies of every local rank's counts (hint, or one device→host copy + stream sync). */
 fco_result_t host_counts(const fco_gpu_launch_t* l, std::vector<int32_t>* hc, char* err) {
   bool copied = false;
+  /* The copy and its sync in relaxed capture mode (blas.cuh): another thread's global-mode
+   * capture would refuse them and be invalidated; this call's stream is not being captured
+   * (without counts_host src/ops refuses a captured call). */
+  std::optional<RelaxedCapture> relaxed;
   for (int i = 0; i < l->num_local; ++i) {
     const fco_gemm_a2a_args_t* a = args(l, i);
     const size_t n = (size_t)a->num_experts * l->nranks;
@@ -244,6 +249,7 @@ fco_result_t host_counts(const fco_gpu_launch_t* l, std::vector<int32_t>* hc, ch
     if (a->counts_host) {
       memcpy(hc[i].data(), a->counts_host, n * 4);
     } else {
+      if (!relaxed) relaxed.emplace();
       cudaError_t ce = cudaMemcpyAsync(hc[i].data(), a->counts, n * 4, cudaMemcpyDeviceToHost,
                                        (cudaStream_t)l->stream);
       if (ce != cudaSuccess) return cuda_fail(err, ce, "gemm_alltoall: counts device→host");
