@@ -4,6 +4,8 @@
  */
 #include "blas.cuh"
 
+#include "capture.h"
+
 #include <stdint.h>
 
 #include <thread>
@@ -45,17 +47,10 @@ fco_result_t blas_lease(cudaStream_t stream, const char* who, BlasLease* out, ch
     return fail(err, FCO_ERR_UNSUPPORTED, "%s: device %d >= %d", who, device, kMaxDevices);
   Device& d = g_dev[device];
   std::unique_lock<std::mutex> lock(d.mu);
-  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-  const cudaError_t qe = cudaStreamIsCapturing(stream, &cap);
-  if (qe != cudaSuccess) {
-    /* the legacy stream during a global capture; any other failure (a bad stream handle) is
-     * said as itself, not as a capture (gpu_common.c's stream_capturing alike) */
-    if (qe != cudaErrorStreamCaptureImplicit && qe != cudaErrorStreamCaptureUnsupported)
-      return cuda_fail(err, qe, "cudaStreamIsCapturing (the call's stream)");
-    (void)cudaGetLastError();
-    cap = cudaStreamCaptureStatusActive;
-  }
-  const bool capturing = cap != cudaStreamCaptureStatusNone;
+  int cap = 0; /* a failed query (a bad stream handle) is said as itself (capture.h) */
+  const cudaError_t qe = fco_stream_capture_query(stream, &cap);
+  if (qe != cudaSuccess) return cuda_fail(err, qe, "cudaStreamIsCapturing (the call's stream)");
+  const bool capturing = cap != 0;
   if (!d.h) {
     if (capturing)
       return fail(err, FCO_ERR_INVALID_USAGE,

@@ -92,6 +92,7 @@
 #include <vector>
 
 #include "blas.cuh"
+#include "capture.h"
 #include "gemm_alltoall.cuh"
 
 namespace fco {
@@ -164,12 +165,10 @@ fco_result_t resources(const fco_ga_knobs_t& k, cudaStream_t user, char* err, De
   for (int i = 0; i < t.n && !r; ++i)
     if (t.e[i].user == user) r = &t.e[i];
   if (!r) {
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(user, &cap) != cudaSuccess) {
-      (void)cudaGetLastError();
-      cap = cudaStreamCaptureStatusActive; /* the legacy stream during a global capture */
-    }
-    if (t.n > 0 && (t.n == kSideStreams || cap != cudaStreamCaptureStatusNone)) {
+    int cap = 0; /* the legacy stream during a global capture counts (capture.h) */
+    if ((ce = fco_stream_capture_query(user, &cap)) != cudaSuccess)
+      return cuda_fail(err, ce, "cudaStreamIsCapturing (the call's stream)");
+    if (t.n > 0 && (t.n == kSideStreams || cap)) {
       r = &t.e[0];
       for (int i = 1; i < t.n; ++i)
         if (t.e[i].used < r->used) r = &t.e[i];

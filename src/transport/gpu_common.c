@@ -9,6 +9,8 @@
 
 #include "gpu_common.h"
 
+#include "../cuda/capture.h"
+
 fco_result_t fco_cuda_fail(fco_comm_t comm, cudaError_t e, const char* call, const char* file,
                            int line) {
   (void)cudaGetLastError(); /* clear the sticky (non-fatal) error so later calls start clean */
@@ -155,10 +157,10 @@ fco_result_t fco_gpu_poll_error(fco_comm_t comm, const fco_gpu_rank_t* g) {
 
 void fco_gpu_keep_note(fco_gpu_keep_t* k, void* stream) {
   if (k->captured) return;
-  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  const cudaError_t e = cudaStreamIsCapturing((cudaStream_t)stream, &st);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  k->captured = e != cudaSuccess || st != cudaStreamCaptureStatusNone;
+  int capturing = 0;
+  /* a failed query keeps the workspace too: keeping is always safe */
+  k->captured = fco_stream_capture_query((cudaStream_t)stream, &capturing) != cudaSuccess ||
+                capturing;
 }
 
 fco_result_t fco_gpu_keep_need(fco_comm_t comm, fco_gpu_keep_t* k, int* keep) {
@@ -185,16 +187,13 @@ void fco_gpu_keep_clear(fco_gpu_keep_t* k) {
   memset(k, 0, sizeof *k);
 }
 
+/* The legacy stream during another stream's global capture counts as capturing (capture.h),
+ * so growth is refused with a clear message instead of breaking that capture; a stream whose
+ * query fails otherwise does not (the call's own launch reports it). */
 static int stream_capturing(cudaStream_t stream) {
-  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-  cudaError_t e = cudaStreamIsCapturing(stream, &st);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    /* The legacy stream cannot be queried while another stream captures globally: treat it
-     * as capturing, so growth is refused with a clear message instead of breaking capture. */
-    return e == cudaErrorStreamCaptureImplicit || e == cudaErrorStreamCaptureUnsupported;
-  }
-  return st != cudaStreamCaptureStatusNone;
+  int capturing = 0;
+  (void)fco_stream_capture_query(stream, &capturing);
+  return capturing;
 }
 
 /* Called before a call's bracket too (fco_gemm_alltoall's AUTO asks it when the call is made):
