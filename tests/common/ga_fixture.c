@@ -126,6 +126,7 @@ void ga_upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
     free(h);
     t_put(w->transport, d, b->counts[r], c->counts[r], (size_t)c->E[r] * c->P * 4);
   }
+  ga_poison(w, c, b);
 }
 
 void ga_poison(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {

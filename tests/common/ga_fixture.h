@@ -59,7 +59,9 @@ void ga_finish_case(ga_case_t* c, uint64_t s, int slack);
 void ga_two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt);
 void ga_free_case(ga_case_t* c);
 
-/* Every rank's A, W, out (symmetric where ga_sym_mask says) and device counts, inputs uploaded. */
+/* Every rank's A, W, out (symmetric where ga_sym_mask says) and device counts, inputs uploaded,
+ * every out poisoned and its guard set (ga_poison: fresh device memory is not poison, and a
+ * first call's ga_check would report its untouched rows as written). */
 void ga_upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b);
 /* Every out poisoned, its guard set. */
 void ga_poison(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b);
