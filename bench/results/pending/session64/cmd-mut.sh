@@ -2,11 +2,11 @@
 # Session 64 (one GPU), after pending/session63/cmd.sh: mutants of impl 2's failure paths and of
 # the relaxed capture mode; each must make tests/test_streams fail on local P <= 2.
 #  A: `RelaxedCapture relaxed;` removed (blas.cu, gemm_alltoall.cu; compiled here, seconds)
-#  B: impl 2's JoinBack disarmed       (gemm_alltoall.o compiled on the CPU machine: build/mut.tgz)
+#  B: impl 2's JoinBack disarmed       (gemm_alltoall.o from build/mut.tgz: make_mut.sh)
 #  C: local.c's back-join after a failed launch removed (compiled here)
 #  D: `mid_call.on = true;` removed    (gemm_alltoall.o from build/mut.tgz): the failing world
 #     must then not keep the error (test_streams' expect_kept fails)
-# Carry: build/carry.tgz build/mut.tgz. Run: FCO_COMMIT=<commit> bash cmd-mut.sh
+# Carry: build/carry.tgz build/mut.tgz (make_carry.sh, make_mut.sh). Run: FCO_COMMIT=<commit> bash cmd-mut.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export FCO_TIMEOUT_MS=15000 FCO_TEST_QUICK=1
