@@ -1,8 +1,8 @@
 /*
  * capture.h — one answer to "is this stream capturing?" for the C transports and the CUDA
  * host code (gpu_common.c, blas.cu, gemm_alltoall.cu). cudaStreamIsCapturing fails on the
- * legacy stream while another stream captures in global or thread-local mode
- * (cudaErrorStreamCaptureImplicit / ...Unsupported): that is a capture, said as one. Any
+ * legacy stream while another stream captures (cudaErrorStreamCaptureImplicit: the legacy
+ * stream would depend on that capture; ...Unsupported): that is a capture, said as one. Any
  * other failure (a bad or destroyed stream handle, a sticky context error) is not a capture:
  * it is returned for the caller to say as itself. The error state is cleared either way.
  */
