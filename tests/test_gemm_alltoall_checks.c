@@ -65,7 +65,6 @@ static void bad_counts(fco_transport_t t, int P, int kind, int impl) {
   if (kind == 2) c.counts[P - 1][0] = -3;
   if (kind == 3) c.counts[P - 1][0] = -1; /* the edge: a mutant checking c < -1 passed -3 */
   ga_upload(&w, &c, &b);
-  ga_poison(&w, &c, &b);
   fco_result_t r = ga_issue(&w, &c, &b, impl, 0, NULL);
   /* cpu: the message says which check failed (a mutant swapping the verdict's messages passed) */
   if (t == FCO_TRANSPORT_CPU)
@@ -142,7 +141,6 @@ static void bad_hints(fco_transport_t t, int P, int kind, int impl) {
     h.arg = &hc;
   }
   ga_upload(&w, &c, &b);
-  ga_poison(&w, &c, &b);
   fco_result_t r = ga_issue_hints(&w, &c, &b, impl, &h, NULL);
   if (t == FCO_TRANSPORT_CPU) /* the message names the hint that is wrong */
     for (int q = 0; q < P; q++)
@@ -171,7 +169,6 @@ static void one_rank_hint_unlike_counts(fco_transport_t t) {
   h.counts[0] = hcounts;
   h.recv[0] = hrecv;
   ga_upload(&w, &c, &b);
-  ga_poison(&w, &c, &b);
   fco_result_t r = ga_issue_hints(&w, &c, &b, 0, &h, NULL);
   t_sync(&w);
   if (r == FCO_OK) r = fco_comm_get_async_error(w.comms[0]);
@@ -400,7 +397,6 @@ static void multi_rank_auto_rule(const t_world_t* w) {
               (long long)c.a_rows, n, c.E[0], want);
     ga_bufs_t b;
     ga_upload(w, &c, &b);
-    ga_poison(w, &c, &b);
     ASSERT_OK(ga_issue(w, &c, &b, FCO_IMPL_AUTO, 1, NULL));
     t_sync(w);
     for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
@@ -420,7 +416,6 @@ static void knob_case(const t_world_t* w, ga_case_t* c, ga_bufs_t* b) {
     for (int k = 0; k < 2 * P; k++) c->counts[r][k] = (300 + 7 * k + r) / (2 * P);
   ga_finish_case(c, t_next_seed(), 8);
   ga_upload(w, c, b);
-  ga_poison(w, c, b);
 }
 
 static void knob_case_check(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) {

@@ -83,7 +83,6 @@ static void concurrent_round(ctx_t* c, int round) {
     gemv_prepare(&c->gv[k], 4, 1000, 4608, k ? FCO_F16 : FCO_BF16, 1, t_next_seed());
     ga_make_case(&gc[k], 1, c->gemm_k, 64 + 96 * k, k, k ? FCO_F16 : FCO_BF16, t_next_seed(), 1, 4);
     ga_upload(&c->w[k], &gc[k], &gb[k]);
-    ga_poison(&c->w[k], &gc[k], &gb[k]);
   }
   for (int k = 0; k < NW; k++) {
     t_context("round %d comm %d: gemm_alltoall impl 0 (rows %lld, K %d, N %d)", round, k,
@@ -250,7 +249,6 @@ static void chunks_many_streams(ctx_t* c) {
     ga_make_case(&gc[k], 1, 64 + 8 * k, 64 + 16 * (k % 3), k & 1, k % 3 ? FCO_BF16 : FCO_F16,
                  t_next_seed(), 1, 4);
     ga_upload(w, &gc[k], &gb[k]);
-    ga_poison(w, &gc[k], &gb[k]);
   }
   for (int k = 0; k < NS; k++) {
     t_context("impl 2 on fresh stream %d of %d", k, NS);
@@ -307,7 +305,6 @@ static void* impl2_thread(void* p) {
   ga_bufs_t gb;
   ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, a->seed, 1, 4);
   ga_upload(a->w, &gc, &gb);
-  ga_poison(a->w, &gc, &gb);
   ASSERT_OK(ga_issue(a->w, &gc, &gb, 2, 1, s));
   sync_stream(a->w->transport, s);
   ASSERT_OK(fco_comm_get_async_error(a->w->comms[0]));
@@ -389,7 +386,6 @@ static void impl2_fault_joins(ctx_t* c) {
   }
   t_context("impl 2 of world 0 after the failures, eager");
   ga_upload(w, &gc, &gb);
-  ga_poison(w, &gc, &gb);
   ASSERT_OK(ga_issue(w, &gc, &gb, 2, 1, s));
   sync_stream(w->transport, s);
   ASSERT_EQ(ga_check(w, &gc, &gb), (size_t)0);
@@ -523,7 +519,6 @@ static void foreign_capture(ctx_t* c) {
   ga_bufs_t gb;
   ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(w, &gc, &gb);
-  ga_poison(w, &gc, &gb);
   const int before = fco_cuda_ga_push_streams_live();
   fcap_t f;
   memset(&f, 0, sizeof f);

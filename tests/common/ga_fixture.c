@@ -277,7 +277,6 @@ size_t ga_untouched(const t_world_t* w, const ga_case_t* c, const ga_bufs_t* b) 
 void ga_run_checked(const t_world_t* w, ga_case_t* c, int impl, int hints) {
   ga_bufs_t b;
   ga_upload(w, c, &b);
-  ga_poison(w, c, &b);
   ASSERT_OK(ga_issue(w, c, &b, impl, hints, NULL));
   t_sync(w);
   for (int r = 0; r < w->n; r++) ASSERT_OK(fco_comm_get_async_error(w->comms[r]));
