@@ -33,32 +33,7 @@
 #include <cuda_runtime.h>
 
 #include "../../src/cuda/cuda_ops.h"
-
-#define CUDA_CHECK(call)                                                                   \
-  do {                                                                                     \
-    cudaError_t e_ = (call);                                                               \
-    if (e_ != cudaSuccess) {                                                               \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                             \
-    }                                                                                      \
-  } while (0)
-
-static int g_failures = 0;
-#define EXPECT(cond, ...)                                              \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: FAIL: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fprintf(stderr, "\n");                                           \
-      ++g_failures;                                                    \
-    }                                                                  \
-  } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "check.cuh"
 
 static const size_t kCounts[] = {1, 7, 4096, 1000003};
 static const size_t kMaxCount = 1000003;

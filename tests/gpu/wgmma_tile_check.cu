@@ -40,15 +40,8 @@
 
 #include "gemm_tile.cuh"
 #include "gemm_tile_wgmma.cuh"
+#include "check.cuh"
 
-#define CUDA_CHECK(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
-      exit(1);                                                                                \
-    }                                                                                         \
-  } while (0)
 #define CUBLAS_CHECK(x)                                                                       \
   do {                                                                                        \
     cublasStatus_t s_ = (x);                                                                  \
