@@ -103,6 +103,13 @@ void ga_free_case(ga_case_t* c) {
   }
 }
 
+int64_t ga_case_rows(const ga_case_t* c) {
+  int64_t n = 0;
+  for (int r = 0; r < c->P; r++)
+    for (int i = 0; i < c->E[r] * c->P; i++) n += c->counts[r][i];
+  return n;
+}
+
 void ga_upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
   size_t es = fco_dtype_size(c->dtype);
   memset(b->sym, 0, sizeof b->sym);

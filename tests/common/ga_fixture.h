@@ -58,6 +58,8 @@ void ga_finish_case(ga_case_t* c, uint64_t s, int slack);
  * ga_finish_case). */
 void ga_two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt);
 void ga_free_case(ga_case_t* c);
+/* Rows the case moves in all (every rank's counts summed): 0 when every count is zero. */
+int64_t ga_case_rows(const ga_case_t* c);
 
 /* Every rank's A, W, out (symmetric where ga_sym_mask says) and device counts, inputs uploaded,
  * every out poisoned and its guard set (ga_poison: fresh device memory is not poison, and a
