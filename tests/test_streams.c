@@ -81,7 +81,8 @@ static void concurrent_round(ctx_t* c, int round) {
   for (int k = 0; k < NW; k++) {
     t_context("round %d comm %d: prepare", round, k);
     gemv_prepare(&c->gv[k], 4, 1000, 4608, k ? FCO_F16 : FCO_BF16, 1, t_next_seed());
-    ga_make_case(&gc[k], 1, c->gemm_k, 64 + 96 * k, k, k ? FCO_F16 : FCO_BF16, t_next_seed(), 1, 4);
+    ga_make_moving_case(&gc[k], 1, c->gemm_k, 64 + 96 * k, k, k ? FCO_F16 : FCO_BF16,
+                        t_next_seed(), 1, 4);
     ga_upload(&c->w[k], &gc[k], &gb[k]);
   }
   for (int k = 0; k < NW; k++) {
@@ -196,7 +197,7 @@ static void chunks_independent(ctx_t* c, void* const st[NW], const char* what) {
   ga_case_t gc[NW];
   ga_bufs_t gb[NW];
   for (int k = 0; k < NW; k++) {
-    ga_make_case(&gc[k], 1, 64, 64 + 32 * k, 0, FCO_BF16, t_next_seed(), 1, 4);
+    ga_make_moving_case(&gc[k], 1, 64, 64 + 32 * k, 0, FCO_BF16, t_next_seed(), 1, 4);
     ga_upload(&c->w[k], &gc[k], &gb[k]);
   }
   for (int pass = 0; pass < 2; pass++) { /* 0: eager warm-up (push streams made), 1: held */
@@ -246,8 +247,8 @@ static void chunks_many_streams(ctx_t* c) {
   ga_bufs_t gb[NS];
   for (int k = 0; k <= NS; k++) s[k] = new_stream(w->transport);
   for (int k = 0; k < NS; k++) {
-    ga_make_case(&gc[k], 1, 64 + 8 * k, 64 + 16 * (k % 3), k & 1, k % 3 ? FCO_BF16 : FCO_F16,
-                 t_next_seed(), 1, 4);
+    ga_make_moving_case(&gc[k], 1, 64 + 8 * k, 64 + 16 * (k % 3), k & 1,
+                        k % 3 ? FCO_BF16 : FCO_F16, t_next_seed(), 1, 4);
     ga_upload(w, &gc[k], &gb[k]);
   }
   for (int k = 0; k < NS; k++) {
@@ -303,7 +304,7 @@ static void* impl2_thread(void* p) {
   void* s = new_stream(a->w->transport);
   ga_case_t gc;
   ga_bufs_t gb;
-  ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, a->seed, 1, 4);
+  ga_make_moving_case(&gc, 1, 64, 96, 0, FCO_BF16, a->seed, 1, 4);
   ga_upload(a->w, &gc, &gb);
   ASSERT_OK(ga_issue(a->w, &gc, &gb, 2, 1, s));
   sync_stream(a->w->transport, s);
@@ -341,17 +342,6 @@ static void expect_kept(const t_world_t* w, int r) {
     t_fail(__FILE__, __LINE__, "rank %d's error \"%s\" lacks the hook or \"unusable\"", r, msg);
 }
 
-/* A case of P ranks with rows to push: FCO_FAULT_GA_PUSH fails impl 2's first push, and a case
- * whose counts are all zero pushes nothing, so its call succeeds (at P = 1 about one draw in
- * nine: session 65's run 2026-12-07_nvidia-h100-x1_6fe0553-streams, three of seven). */
-static void fault_case(ga_case_t* gc, int P) {
-  for (;;) {
-    ga_make_case(gc, P, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
-    if (ga_case_rows(gc) > 0) return;
-    ga_free_case(gc);
-  }
-}
-
 /* impl 2 failing after it queued work on its push stream (test hook FCO_FAULT_GA_PUSH=1: the
  * exchange is queued, the first push fails), eager and then captured, each on a world of its
  * own (warmed up first, the hook off): the call returns the failure and its communicator keeps
@@ -365,7 +355,7 @@ static void impl2_fault_joins(ctx_t* c) {
   void* s = new_stream(w->transport);
   ga_case_t gc;
   ga_bufs_t gb;
-  fault_case(&gc, 1);
+  ga_make_moving_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   for (int captured = 0; captured < 2; captured++) {
     const char* how = captured ? "captured" : "eager";
     t_world_t wf;
@@ -420,7 +410,7 @@ static void local_join_after_failure(void) {
   void* s[2] = {new_stream(FCO_TRANSPORT_LOCAL), new_stream(FCO_TRANSPORT_LOCAL)};
   ga_case_t gc;
   ga_bufs_t gb;
-  fault_case(&gc, 2);
+  ga_make_moving_case(&gc, 2, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(&w2, &gc, &gb);
   for (int pass = 0; pass < 2; pass++) { /* 0: warm-up, 1: the failure captured */
     t_context("local P = 2, impl 2 on two streams, %s", pass ? "the failure captured" : "warm-up");
@@ -528,7 +518,7 @@ static void foreign_capture(ctx_t* c) {
   gemv_prepare(b, 4, 1000, 4608, FCO_BF16, 1, t_next_seed());
   ga_case_t gc;
   ga_bufs_t gb;
-  ga_make_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
+  ga_make_moving_case(&gc, 1, 64, 96, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(w, &gc, &gb);
   const int before = fco_cuda_ga_push_streams_live();
   fcap_t f;
@@ -584,7 +574,7 @@ static void gemm_graph_fresh_stream(ctx_t* c) {
   void* s = new_stream(w->transport);
   ga_case_t gc;
   ga_bufs_t gb;
-  ga_make_case(&gc, 1, c->gemm_k, 128, 0, FCO_BF16, t_next_seed(), 1, 4);
+  ga_make_moving_case(&gc, 1, c->gemm_k, 128, 0, FCO_BF16, t_next_seed(), 1, 4);
   ga_upload(w, &gc, &gb);
   t_context("gemm_alltoall impl 0 captured on a fresh stream");
   ga_graph_once(w, &gc, &gb, 0, s, 1);

@@ -110,6 +110,16 @@ int64_t ga_case_rows(const ga_case_t* c) {
   return n;
 }
 
+void ga_make_moving_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt,
+                         uint64_t seed, int big, int slack) {
+  for (;;) {
+    ga_make_case(c, P, K, N, layout, dt, seed, big, slack);
+    if (ga_case_rows(c) > 0) return;
+    ga_free_case(c);
+    seed = t_mix(seed);
+  }
+}
+
 void ga_upload(const t_world_t* w, const ga_case_t* c, ga_bufs_t* b) {
   size_t es = fco_dtype_size(c->dtype);
   memset(b->sym, 0, sizeof b->sym);

@@ -60,6 +60,11 @@ void ga_two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype
 void ga_free_case(ga_case_t* c);
 /* Rows the case moves in all (every rank's counts summed): 0 when every count is zero. */
 int64_t ga_case_rows(const ga_case_t* c);
+/* ga_make_case, drawn again (seed, t_mix(seed), ...) until the case moves rows: for tests that
+ * need data pushed (FCO_FAULT_GA_PUSH fails impl 2's first push; a case whose counts are all
+ * zero, about one draw in nine at P = 1, pushes nothing and its call succeeds). */
+void ga_make_moving_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt,
+                         uint64_t seed, int big, int slack);
 
 /* Every rank's A, W, out (symmetric where ga_sym_mask says) and device counts, inputs uploaded,
  * every out poisoned and its guard set (ga_poison: fresh device memory is not poison, and a
