@@ -343,7 +343,8 @@ static void expect_kept(const t_world_t* w, int r) {
 }
 
 /* impl 2 failing after it queued work on its push stream (test hook FCO_FAULT_GA_PUSH=1: the
- * exchange is queued, the first push fails), eager and then captured, each on a world of its
+ * exchange is queued, the first push fails; the case has rows, ga_make_moving_case: with none
+ * nothing is pushed and the hook never fires), eager and then captured, each on a world of its
  * own (warmed up first, the hook off): the call returns the failure and its communicator keeps
  * it, saying why (its device epoch did not end: every later call returns it); captured, the push
  * stream is still joined back, so the capture ends (until session 63 the failure returned
