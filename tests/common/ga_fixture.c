@@ -103,7 +103,8 @@ void ga_free_case(ga_case_t* c) {
   }
 }
 
-int64_t ga_case_rows(const ga_case_t* c) {
+/* Rows the case moves in all (every rank's counts summed). */
+static int64_t case_rows(const ga_case_t* c) {
   int64_t n = 0;
   for (int r = 0; r < c->P; r++)
     for (int i = 0; i < c->E[r] * c->P; i++) n += c->counts[r][i];
@@ -114,7 +115,7 @@ void ga_make_moving_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtyp
                          uint64_t seed, int big, int slack) {
   for (;;) {
     ga_make_case(c, P, K, N, layout, dt, seed, big, slack);
-    if (ga_case_rows(c) > 0) return;
+    if (case_rows(c) > 0) return;
     ga_free_case(c);
     seed = t_mix(seed);
   }

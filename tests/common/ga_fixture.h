@@ -58,8 +58,6 @@ void ga_finish_case(ga_case_t* c, uint64_t s, int slack);
  * ga_finish_case). */
 void ga_two_expert_case(ga_case_t* c, int P, int K, int N, int layout, fco_dtype_t dt);
 void ga_free_case(ga_case_t* c);
-/* Rows the case moves in all (every rank's counts summed): 0 when every count is zero. */
-int64_t ga_case_rows(const ga_case_t* c);
 /* ga_make_case, drawn again (seed, t_mix(seed), ...) until the case moves rows: for tests that
  * need data pushed (FCO_FAULT_GA_PUSH fails impl 2's first push; a case whose counts are all
  * zero, about one draw in nine at P = 1, pushes nothing and its call succeeds). */
