@@ -142,7 +142,8 @@ static void one_world(fco_transport_t t, int n, int it) {
     ga_case_t c;
     t_context("world %d: %d ranks, gemm_alltoall impl %d", it, n, impl);
     ga_sym_mask = impl == 1 ? 1u : 0u;
-    ga_make_case(&c, n, 64, 72, impl == 2, FCO_BF16, t_next_seed(), 0, 1);
+    /* rows moved, so impl 2 pushes (an all-zero draw would leave its push path unexercised) */
+    ga_make_moving_case(&c, n, 64, 72, impl == 2, FCO_BF16, t_next_seed(), 0, 1);
     ga_run_checked(&w, &c, impl, impl == 0);
     ga_sym_mask = 0;
   }
