@@ -106,12 +106,14 @@ static void allreduce(const t_world_t* w) {
    * 0.83-0.88x at 16 MB on one H200 and one H100; workspace one-shot 2 · S, ncclAllReduce 0 */
   if (w->transport == FCO_TRANSPORT_NCCL && w->n == 1) {
     const size_t edge = ((size_t)4 << 20) / 4; /* f32 */
-    size_t ws1 = 0;
+    size_t ws0 = 1, ws1 = 0;
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, 1, &ws1));
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
     ASSERT_EQ(ws_auto, ws1);
+    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, 0, &ws0));
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, 0);
+    ASSERT_NE(ws0, ws1); /* the workspace tells the two impls apart */
+    ASSERT_EQ(ws_auto, ws0);
     t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64M");
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, 1, &ws1));
     ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
