@@ -26,13 +26,15 @@
  * 1.09–1.28× faster at 4 MB, 0.76–0.80× at 16 and 64 MB on one H200 (run
  * 2026-12-04_nvidia-h200_5b746d6-bench) and 0.80× at 16 MB on one H100 (run
  * 2026-12-05_nvidia-h100-x1_6828bb2-hbm); 8 MB / P at P > 2 (every rank reads P slots through
- * the one HBM; unmeasured). One rank on nccl (nothing to send: ncclAllReduce is one copy, the
- * one-shot a copy and a reduction through its slot): one-shot up to 4 MB, impl 0 above — the
- * one-shot 0.83-0.88x at 16 MB and 0.89-0.95x at 64 MB, faster at 1 MB in every dtype, at 4 MB
- * in all but one, in three runs on one GPU (2026-12-01_nvidia-h200_015ce2c-makebench,
- * 2026-12-03_nvidia-h200_975935c-final, 2026-12-07_nvidia-h100-x1_c3fb3d8-s66); one rank on
- * local keeps the one-shot (unmeasured). Override with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k / M /
- * G suffix), on either transport. */
+ * the one HBM; unmeasured). One rank on nccl (nothing to send: both impls copy `in` to `out`,
+ * ncclAllReduce with NCCL's copy, the one-shot with its own kernel's phase 2 and epoch step):
+ * one-shot up to 4 MB, impl 0 above — the one-shot 0.83-0.88x at 16 MB and 0.89-0.95x at
+ * 64 MB, faster at 1 MB in every dtype and at 4 MB in all but one, in three runs on one GPU
+ * (2026-12-01_nvidia-h200_015ce2c-makebench, 2026-12-03_nvidia-h200_975935c-final,
+ * 2026-12-07_nvidia-h100-x1_c3fb3d8-s66). One rank on local always runs the one-shot (its
+ * impl 0 is a copy into the workspace, then a pass over it: two copies; unmeasured). Override
+ * with FCO_ALLREDUCE_ONESHOT_MAX (bytes, k / M / G suffix), on either transport but for one
+ * rank on local. */
 int fco_allreduce_auto_impl(fco_comm_t comm, size_t bytes) {
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1 && comm->transport == FCO_TRANSPORT_LOCAL) return 1;
