@@ -5,13 +5,16 @@
  * chain of in-place calls issued back to back (a fast rank's next call must not overwrite data
  * a slow rank is still reading). Every output element and the bytes past its end are checked.
  * On the cpu transport also real-valued inputs, whose sums round: the result must be the fp32
- * sum in rank order 0..P-1, the same bytes on every rank and from both impls.
+ * sum in rank order 0..P-1, the same bytes on every rank and from both impls. First, on every
+ * transport, AUTO's rule as a host function (auto_rule: each transport's and P's one-shot edge).
  *   make test   or   build/tests/test_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 drops the largest count.
  */
 #include <stdlib.h>
 
 #include "test.h"
+
+#include "../src/core/internal.h"
 
 static const size_t kCounts[] = {1, 2, 3, 7, 255, 1000, 4097, 65537, (1u << 20) + 1};
 #define NUM_COUNTS (sizeof kCounts / sizeof kCounts[0])
@@ -119,8 +122,48 @@ static void real_sums(const t_world_t* w, t_ar_bufs_t* b) {
       }
 }
 
+/* AUTO's rule (fco_allreduce_auto_impl, src/ops/allreduce.c: a host function, exported by
+ * libfco, not in fco.h) on made-up communicators of every transport and P 1..8, so the rule runs
+ * in CI without a GPU: the one-shot's edge per (transport, P) — at the edge the one-shot, one
+ * byte above impl 0 — FCO_ALLREDUCE_ONESHOT_MAX moving it, and the cases that ignore it (cpu:
+ * the one-shot always; one rank on local: the one-shot always). */
+static void auto_rule(void) {
+  static const struct {
+    fco_transport_t t;
+    int p;
+    long long edge; /* bytes; -1: the one-shot at every size */
+  } cases[] = {{FCO_TRANSPORT_NCCL, 1, 4 << 20},  {FCO_TRANSPORT_NCCL, 2, 16 << 20},
+               {FCO_TRANSPORT_NCCL, 3, 2 << 20},  {FCO_TRANSPORT_NCCL, 4, 2 << 20},
+               {FCO_TRANSPORT_NCCL, 5, 1 << 20},  {FCO_TRANSPORT_NCCL, 8, 1 << 20},
+               {FCO_TRANSPORT_LOCAL, 1, -1},      {FCO_TRANSPORT_LOCAL, 2, 4 << 20},
+               {FCO_TRANSPORT_LOCAL, 3, (8 << 20) / 3}, {FCO_TRANSPORT_LOCAL, 8, 1 << 20},
+               {FCO_TRANSPORT_CPU, 1, -1},        {FCO_TRANSPORT_CPU, 4, -1}};
+  struct fco_comm c;
+  t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", NULL);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    memset(&c, 0, sizeof c);
+    c.transport = cases[i].t;
+    c.nranks = cases[i].p;
+    const long long e = cases[i].edge;
+    t_context("allreduce AUTO rule: %s, P=%d, edge %lld", fco_transport_name(c.transport),
+              c.nranks, e);
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, 256), 1);
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, (size_t)(e < 0 ? 1 << 30 : e)), 1);
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, (size_t)(e < 0 ? 1 << 30 : e) + 1), (e < 0 ? 1 : 0));
+    t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64k");
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, 64 << 10), 1);
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, (64 << 10) + 1), (e < 0 ? 1 : 0));
+    t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64M");
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, (size_t)64 << 20), 1);
+    ASSERT_EQ(fco_allreduce_auto_impl(&c, ((size_t)64 << 20) + 1), (e < 0 ? 1 : 0));
+    t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", NULL);
+  }
+  t_knob_reset("FCO_ALLREDUCE_ONESHOT_MAX");
+}
+
 int main(void) {
   t_seed_init();
+  auto_rule();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
   int quick = t_quick();
