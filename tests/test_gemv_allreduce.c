@@ -23,6 +23,8 @@
  *   variants' tests ran between them in this program (see main).
  *   FCO_TEST_LL / FCO_TEST_PDL=only select parts of test_gemv_allreduce_kernels (FCO_TEST_GROUP:
  *   test_gemv_allreduce_group, since session 31); this program says so and runs all of its own.
+ *   First, on every transport, AUTO's rule from the shape as a host function on made-up
+ *   communicators (auto_rule_host: cpu, nccl and local, P 1..8, each knob of the rule).
  *   make test   or   build/tests/test_gemv_allreduce   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 makes the loops shorter.
  */
@@ -30,6 +32,8 @@
 #include <unistd.h>
 
 #include "gemv_fixture.h"
+
+#include "../src/core/internal.h"
 
 static const size_t kMs[] = {1, 3, 16, 64};
 static const size_t kNs[] = {1, 7, 33, 1000};
@@ -455,8 +459,69 @@ static void adjacent_buffers(fco_transport_t t) {
   t_context("%s", "");
 }
 
+/* AUTO's choice from the shape (fco_gemv_ar_auto_impl, src/ops/gemv_allreduce.c: a host
+ * function, exported by libfco, not in fco.h) on made-up communicators, so the rule runs in CI
+ * without a GPU (auto_rule above reads the plans on a GPU): cpu always 1; one rank impl 0; nccl
+ * fused (1 while a rank pushes (P−1)·M·N·4 ≤ FCO_GEMV_AR_ONESHOT_MAX, else 2) at M ≤ 16 (f32:
+ * never) and N ≤ 16384, else 3 where fco_allreduce's AUTO takes its one-shot for y, else 0;
+ * local fused at N ≤ 8192 for M ≤ 16 and, in bf16 / f16, M 17..64 (all ranks' pushes P·(P−1)·
+ * M·N·4 against the bound), else 0; each knob of the rule moving it. */
+static void auto_rule_host(void) {
+  static const char* const knobs[] = {"FCO_GEMV_AR_AUTO_MAX_M", "FCO_GEMV_AR_FUSED_MAX_N",
+                                      "FCO_GEMV_AR_ONESHOT_MAX", "FCO_ALLREDUCE_ONESHOT_MAX"};
+  static const struct {
+    fco_transport_t t;
+    int p, m, n;
+    fco_dtype_t dt;
+    const char* knob; /* one of knobs[] set to value for this case, or NULL */
+    const char* value;
+    int want;
+  } cases[] = {
+      {FCO_TRANSPORT_CPU, 1, 4, 8192, FCO_BF16, NULL, NULL, 1},
+      {FCO_TRANSPORT_CPU, 4, 64, 100000, FCO_F32, NULL, NULL, 1},
+      {FCO_TRANSPORT_NCCL, 1, 4, 8192, FCO_BF16, NULL, NULL, 0},
+      {FCO_TRANSPORT_LOCAL, 1, 4, 8192, FCO_BF16, NULL, NULL, 0},
+      {FCO_TRANSPORT_NCCL, 2, 4, 8192, FCO_BF16, NULL, NULL, 1},
+      {FCO_TRANSPORT_NCCL, 2, 16, 16384, FCO_F16, NULL, NULL, 1},   /* pushes 1 MiB */
+      {FCO_TRANSPORT_NCCL, 8, 16, 16384, FCO_BF16, NULL, NULL, 2},  /* 7 MiB > 4 MiB */
+      {FCO_TRANSPORT_NCCL, 2, 16, 16385, FCO_BF16, NULL, NULL, 3},  /* N over: y 0.5 MiB */
+      {FCO_TRANSPORT_NCCL, 2, 17, 8192, FCO_BF16, NULL, NULL, 3},   /* M over */
+      {FCO_TRANSPORT_NCCL, 2, 1, 4096, FCO_F32, NULL, NULL, 3},     /* f32: never fused */
+      {FCO_TRANSPORT_NCCL, 8, 64, 16384, FCO_BF16, NULL, NULL, 0},  /* y 2 MiB > 1 MiB at P 8 */
+      {FCO_TRANSPORT_NCCL, 2, 64, 8192, FCO_BF16, "FCO_ALLREDUCE_ONESHOT_MAX", "1k", 0},
+      {FCO_TRANSPORT_NCCL, 2, 64, 8192, FCO_BF16, "FCO_GEMV_AR_AUTO_MAX_M", "64", 1},
+      {FCO_TRANSPORT_NCCL, 2, 4, 8192, FCO_BF16, "FCO_GEMV_AR_ONESHOT_MAX", "64k", 2},
+      {FCO_TRANSPORT_NCCL, 2, 4, 8192, FCO_BF16, "FCO_GEMV_AR_FUSED_MAX_N", "4096", 3},
+      {FCO_TRANSPORT_LOCAL, 2, 4, 8192, FCO_BF16, NULL, NULL, 1},
+      {FCO_TRANSPORT_LOCAL, 2, 4, 8193, FCO_BF16, NULL, NULL, 0},   /* N over on local */
+      {FCO_TRANSPORT_LOCAL, 2, 64, 8192, FCO_BF16, NULL, NULL, 1},  /* grouped, 4 MiB in all */
+      {FCO_TRANSPORT_LOCAL, 4, 64, 8192, FCO_F16, NULL, NULL, 2},   /* 24 MiB in all */
+      {FCO_TRANSPORT_LOCAL, 2, 64, 8192, FCO_F32, NULL, NULL, 0},
+      {FCO_TRANSPORT_LOCAL, 2, 4, 16384, FCO_BF16, "FCO_GEMV_AR_FUSED_MAX_N", "16384", 1},
+      {FCO_TRANSPORT_LOCAL, 2, 16, 8192, FCO_BF16, "FCO_GEMV_AR_ONESHOT_MAX", "1M", 1}, /* 1 MiB */
+      {FCO_TRANSPORT_LOCAL, 2, 16, 8192, FCO_BF16, "FCO_GEMV_AR_ONESHOT_MAX", "1023k", 2},
+  };
+  for (int k = 0; k < 4; k++) t_knob_set(knobs[k], NULL);
+  struct fco_comm c;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    memset(&c, 0, sizeof c);
+    c.transport = cases[i].t;
+    c.nranks = cases[i].p;
+    t_context("gemv AUTO rule: %s P=%d M=%d N=%d %s%s%s%s%s", fco_transport_name(c.transport),
+              c.nranks, cases[i].m, cases[i].n, fco_dtype_name(cases[i].dt),
+              cases[i].knob ? ", " : "", cases[i].knob ? cases[i].knob : "",
+              cases[i].knob ? "=" : "", cases[i].value ? cases[i].value : "");
+    if (cases[i].knob) t_knob_set(cases[i].knob, cases[i].value);
+    ASSERT_EQ(fco_gemv_ar_auto_impl(&c, (size_t)cases[i].m, (size_t)cases[i].n, cases[i].dt),
+              cases[i].want);
+    if (cases[i].knob) t_knob_set(cases[i].knob, NULL);
+  }
+  for (int k = 0; k < 4; k++) t_knob_reset(knobs[k]);
+}
+
 int main(void) {
   t_seed_init();
+  auto_rule_host();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
   int quick = t_quick();

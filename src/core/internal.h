@@ -173,6 +173,9 @@ const char* fco_op_impl_name(fco_op_kind_t kind, fco_transport_t t, int impl);
 /* fco_allreduce's AUTO choice for a message of `bytes` (1 one-shot, 0 NCCL/copy); also used by
  * ops that end in an all-reduce (src/ops/allreduce.c: the rule and its measurements). */
 int fco_allreduce_auto_impl(fco_comm_t comm, size_t bytes);
+/* fco_gemv_allreduce's AUTO choice from the shape alone, before fco_gemv_ar_agree revises a local
+ * batch (src/ops/gemv_allreduce.c: the rule and its measurements). */
+int fco_gemv_ar_auto_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype);
 
 /* "fco_allreduce(count=4096, dtype=bf16, impl=1 oneshot)" */
 void fco_op_describe(const fco_op_t* op, char* buf, size_t len);

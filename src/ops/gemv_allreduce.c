@@ -101,8 +101,7 @@ _Static_assert(sizeof(fco_gemv_ar_args_t) <= FCO_OP_ARGS_BYTES, "args do not fit
  * FCO_ALLREDUCE_ONESHOT_MAX, FCO_GEMV_GROUP*: set them alike on every rank), so every rank
  * resolves the same; on nccl an impl that differs across processes is caught only by the
  * fused impls' FCO_CHECK_ARGS exchange, not where a rank resolved impl 0 or 3. */
-static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
-  if (impl != FCO_IMPL_AUTO) return impl;
+int fco_gemv_ar_auto_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype) {
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   if (comm->nranks == 1) return 0;
   const int local = comm->transport == FCO_TRANSPORT_LOCAL;
@@ -118,6 +117,10 @@ static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
     return fco_allreduce_auto_impl(comm, M * N * fco_dtype_size(dtype)) == 1 ? 3 : 0;
   }
   return fused;
+}
+
+static int resolve_impl(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, int impl) {
+  return impl != FCO_IMPL_AUTO ? impl : fco_gemv_ar_auto_impl(comm, M, N, dtype);
 }
 
 /* The LL one-shot runs for this call: it applies and FCO_GEMV_AR_LL is 1, or unset and each
@@ -231,8 +234,8 @@ static size_t workspace(fco_comm_t comm, size_t M, size_t N, fco_dtype_t dtype, 
 
 /* AUTO revised with every rank's call at hand (fco_op_info_t.agree; src/core/group.c calls it
  * for each batch): on the local transport a batch holds all P virtual ranks' calls, so Σ K_r —
- * the K of the unsplit layer, which resolve_impl cannot read (a rank knows only its own K_r) —
- * is known there. The fused kernels lose to impl 0 on local where a tile has two m-tiles
+ * the K of the unsplit layer, which fco_gemv_ar_auto_impl cannot read (a rank knows only its
+ * own K_r) — is known there. The fused kernels lose to impl 0 on local where a tile has two m-tiles
  * (M 9..16) and W is large: 8192×28672 M = 16 (N·ΣK = 2^27.8 elements) AUTO's fused / impl 0
  * 125.28 / 122.85 µs at P = 2, 136.10 / 127.83 at P = 4, 154.65 / 150.23 at P = 8, while at
  * M ≤ 4 of the same shape the fused kernels won (1.07–1.17×) and at 8192×8192 (2^26) and
@@ -267,7 +270,7 @@ void fco_gemv_ar_agree(fco_op_t* ops, int n) {
           (a.K * fco_dtype_size(a.dtype)) % 16 == 0;
   }
   memcpy(&a, ops[0].u.raw, sizeof a);
-  if (a.M > 16) { /* the grouped tiles (resolve_impl): impl 0 where a rank is off their vector
+  if (a.M > 16) { /* the grouped tiles (the AUTO rule's): impl 0 where a rank is off their vector
                    * path (the mma.sync grouped tile, not measured against impl 0); W's size is
                    * no reason at M 33..64 (8192×28672 fused 1.06–1.10× impl 0 at P = 2, 4, 8)
                    * nor at M 17..32 (P = 2, M 32: 116.6 / 125.9 µs, run
