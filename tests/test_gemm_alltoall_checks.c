@@ -17,7 +17,9 @@
  *   the hint shows every expert with the same rows, else tiles where the mean rows per expert ·
  *   N < 2^21 at K ≤ 2048, every expert ≤ 256 rows above) and at
  *   P = 2..max (tiles where K ≤ 2048, on local only where a_rows / E_r · N < 2^20 and, above
- *   two ranks, a_rows ≤ 2048; those calls also checked against the reference). The
+ *   two ranks, a_rows ≤ 2048; those calls also checked against the reference); the same rule
+ *   as a host function on made-up communicators on every transport (auto_rule_host: CI runs it
+ *   without a GPU), with fco_ga_agree's revision of a local batch (agree_rule). The
  *   per-call knobs of impls 1 and 2 (FCO_GA_TILES_BLOCKS, _PUSH_BLOCKS, _CHUNK_ROWS) read back
  *   from fco_last_plan, a non-integer value ignored (GPU transports, P up to 2).
  *   The FCO_GA_* knobs stay as the caller set them (test_gemm_alltoall's parts reset every knob
@@ -272,6 +274,90 @@ static void agree_rule(void) {
                                             FCO_BF16, cases[i].want, &ws[r]));
       ASSERT_EQ(ops[r].ws_bytes, ws[r]);
     }
+  }
+}
+
+/* AUTO's per-rank rule (fco_ga_auto_impl, src/ops/gemm_alltoall.c) as a host function on
+ * made-up communicators, so it runs in CI without a GPU (one_rank_auto_rule and
+ * multi_rank_auto_rule read the plans on a GPU). bf16 / f16 with k, n multiples of 8 only:
+ * one rank — impl 0 where counts_host is balanced (its batched GEMM; not with FCO_GA_BLAS=loop),
+ * tiles at K ≤ 2048 where mean rows · N < 2^21 · E and (hint) no expert's rows · N > 2^23, at
+ * K > 2048 where every expert has ≤ 256 rows (a_rows ≤ 256 · E without the hint), else impl 0;
+ * local — tiles at K ≤ 2048 where a_rows · N < 2^20 · E (and a_rows ≤ 2048 above P = 2), else
+ * impl 0, else 2, else 1; nccl at P > 1 — tiles at K ≤ 2048, else chunks (2), else 0, else 1;
+ * an impl that cannot run (captured without counts_host: 0 and 2; nccl impl 0 captured without
+ * recv_rows_host) is skipped; FCO_GEMM_A2A_AUTO forces an impl that can run; cpu: 1. */
+static void auto_rule_host(void) {
+  static const int32_t bal[2] = {256, 256}, k256[2] = {256, 100}, k257[2] = {256, 257};
+  static const int32_t e2048[8] = {2048}, e2049[8] = {2049}; /* one expert's rows · N: 2^23 */
+  static const int32_t any[16] = {0}; /* [8][2]: P = 2 reads only whether it was passed */
+  static const int32_t recv[2] = {0, 0};
+  static const struct {
+    fco_transport_t t;
+    int p;
+    fco_dtype_t dt;
+    int64_t k, n, a_rows;
+    int e;
+    const int32_t* hint; /* counts_host [E] (P = 1) or NULL */
+    int recv_hint, capturing, blas_loop, forced, want;
+  } cases[] = {
+      {FCO_TRANSPORT_CPU, 2, FCO_BF16, 14336, 4096, 4096, 8, NULL, 0, 0, 0, 0, 1},
+      /* one rank, K ≤ 2048: mean rows · N against 2^21 · E (2^24 at E 8) */
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4096, 4095, 8, NULL, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4096, 4096, 8, NULL, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_LOCAL, 1, FCO_F16, 2048, 4096, 4095, 8, NULL, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 1, FCO_F32, 2048, 4096, 64, 8, NULL, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2044, 4096, 64, 8, NULL, 0, 0, 0, 0, 0}, /* k % 8 */
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4092, 64, 8, NULL, 0, 0, 0, 0, 0}, /* n % 8 */
+      /* balanced hint: impl 0's batched GEMM; FCO_GA_BLAS=loop: the tiles */
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4096, 512, 2, bal, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4096, 512, 2, bal, 0, 0, 1, 0, 1},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4096, 2048, 8, e2048, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 2048, 4096, 2049, 8, e2049, 0, 0, 0, 0, 0}, /* > 2^23 */
+      /* one rank, K > 2048: ≤ 256 rows an expert */
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 14336, 4096, 2048, 8, NULL, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 14336, 4096, 2049, 8, NULL, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 14336, 4096, 512, 2, k256, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 1, FCO_BF16, 14336, 4096, 513, 2, k257, 0, 0, 0, 0, 0},
+      /* nccl, two ranks */
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 2048, 4096, 4096, 8, NULL, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 14336, 4096, 4096, 8, NULL, 0, 0, 0, 0, 2},
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 14336, 4096, 4096, 8, NULL, 0, 1, 0, 0, 1},
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 14336, 4096, 4096, 8, any, 0, 1, 0, 0, 2},
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 14336, 4096, 4096, 8, any, 0, 1, 0, 1, 2}, /* 0 blocked */
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 14336, 4096, 4096, 8, any, 1, 1, 0, 1, 0},
+      {FCO_TRANSPORT_NCCL, 2, FCO_BF16, 2048, 4096, 64, 8, NULL, 0, 0, 0, 3, 2}, /* forced 2 */
+      /* local: a_rows · N · P against 2^20 · P · E */
+      {FCO_TRANSPORT_LOCAL, 2, FCO_BF16, 2048, 4096, 2047, 8, NULL, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_LOCAL, 2, FCO_BF16, 2048, 4096, 2048, 8, NULL, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_LOCAL, 4, FCO_BF16, 1024, 64, 2048, 8, NULL, 0, 0, 0, 0, 1},
+      {FCO_TRANSPORT_LOCAL, 4, FCO_BF16, 1024, 64, 2049, 8, NULL, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_LOCAL, 2, FCO_BF16, 14336, 4096, 64, 8, NULL, 0, 0, 0, 0, 0},
+      {FCO_TRANSPORT_LOCAL, 2, FCO_BF16, 14336, 4096, 64, 8, NULL, 0, 1, 0, 0, 1},
+  };
+  struct fco_comm comm;
+  fco_gemm_a2a_args_t a;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    t_context("gemm AUTO rule, case %zu: %s P=%d %s K %lld N %lld a_rows %lld E %d%s%s%s%s", i,
+              fco_transport_name(cases[i].t), cases[i].p, fco_dtype_name(cases[i].dt),
+              (long long)cases[i].k, (long long)cases[i].n, (long long)cases[i].a_rows,
+              cases[i].e, cases[i].hint ? ", counts_host" : "",
+              cases[i].recv_hint ? ", recv_rows_host" : "", cases[i].capturing ? ", captured" : "",
+              cases[i].blas_loop ? ", FCO_GA_BLAS=loop" : "");
+    memset(&comm, 0, sizeof comm);
+    comm.transport = cases[i].t;
+    comm.nranks = cases[i].p;
+    memset(&a, 0, sizeof a);
+    a.a_rows = a.out_rows = cases[i].a_rows;
+    a.k = cases[i].k;
+    a.n = cases[i].n;
+    a.num_experts = cases[i].e;
+    a.dtype = cases[i].dt;
+    a.counts_host = cases[i].hint;
+    a.recv_rows_host = cases[i].recv_hint ? recv : NULL;
+    a.knobs.blas_loop = cases[i].blas_loop;
+    a.knobs.auto_impl = cases[i].forced;
+    ASSERT_EQ(fco_ga_auto_impl(&comm, &a, cases[i].capturing), cases[i].want);
   }
 }
 
@@ -791,6 +877,8 @@ int main(void) {
   printf("impl 0's batched-GEMM rule: ok\n");
   agree_rule();
   printf("AUTO's agreement on local (fco_ga_agree): ok\n");
+  auto_rule_host();
+  printf("AUTO's per-rank rule (fco_ga_auto_impl): ok\n");
   int max = t_test_max_ranks(t) < GA_MAXP ? t_test_max_ranks(t) : GA_MAXP;
   {
     t_world_t w;

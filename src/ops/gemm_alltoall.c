@@ -226,11 +226,14 @@ static unsigned blocked_mask(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int 
   return m;
 }
 
-static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
-  if (impl != FCO_IMPL_AUTO) return impl;
+int fco_ga_auto_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int capturing) {
   if (comm->transport == FCO_TRANSPORT_CPU) return 1;
   return choose_impl(comm, a, (int64_t)comm->nranks * a->num_experts,
                      blocked_mask(comm, a, capturing));
+}
+
+static int resolve_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int impl, int capturing) {
+  return impl != FCO_IMPL_AUTO ? impl : fco_ga_auto_impl(comm, a, capturing);
 }
 
 static size_t workspace(fco_comm_t comm, int64_t a_rows, int64_t out_rows, int64_t n,

@@ -253,6 +253,11 @@ static inline uint64_t fco_ga_digest_host(const int32_t* c, int E, int P) {
  * measured; AUTO reads it at one rank. */
 int64_t fco_ga_batched_rows(const int32_t* counts, int E, int P, int64_t n, int blas_loop);
 
+/* AUTO's choice for one rank's call (gemm_alltoall.c: the rule and its measurements), before
+ * fco_ga_agree revises a local batch; capturing: the call's stream is being captured. A host
+ * function, exported by libfco (not in fco.h) for the tests. */
+int fco_ga_auto_impl(fco_comm_t comm, const fco_gemm_a2a_args_t* a, int capturing);
+
 #ifdef __cplusplus
 }
 #endif
