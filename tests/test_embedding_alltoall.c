@@ -11,7 +11,8 @@
  *   settings (knobs), ragged shapes on both forms of the fused kernel (decode_edges); then calls
  *   issued back to back on one world (fresh shapes and inputs each; also in the lean fused
  *   kernel's two tile orders), outs in symmetric buffers (fco_mem_alloc) and a CUDA-graph replay
- *   (local transport). On cpu the knobs change nothing: the same calls on small shapes.
+ *   (local transport). On cpu the knobs change nothing: the same calls on small shapes. First,
+ *   on every transport, AUTO's rule as a host function (auto_rule_host).
  *   make test   or   build/tests/test_embedding_alltoall   (FCO_TRANSPORT=cpu|local|nccl)
  * FCO_TEST_SEED reproduces a run; FCO_TEST_QUICK=1 runs fewer combinations.
  *
@@ -25,6 +26,9 @@
 #include <string.h>
 
 #include "ea_fixture.h"
+
+#include "../src/core/internal.h"
+#include "../src/ops/embedding_alltoall.h"
 
 #ifdef FCO_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -545,8 +549,25 @@ static void graph_replay(const t_world_t* w) {
 }
 #endif
 
+/* AUTO's rule (fco_ea_auto_impl) as a host function on made-up communicators, so it runs in CI
+ * without a GPU: impl 0 for one rank on nccl and local (the lookup alone, nothing to exchange),
+ * the fused impl 1 at P > 1 and on cpu at every P. */
+static void auto_rule_host(void) {
+  static const fco_transport_t ts[] = {FCO_TRANSPORT_CPU, FCO_TRANSPORT_LOCAL, FCO_TRANSPORT_NCCL};
+  struct fco_comm c;
+  for (int i = 0; i < 3; i++)
+    for (int p = 1; p <= 8; p++) {
+      t_context("embedding AUTO rule: %s, P=%d", fco_transport_name(ts[i]), p);
+      memset(&c, 0, sizeof c);
+      c.transport = ts[i];
+      c.nranks = p;
+      ASSERT_EQ(fco_ea_auto_impl(&c), (p == 1 && ts[i] != FCO_TRANSPORT_CPU ? 0 : 1));
+    }
+}
+
 int main(void) {
   t_seed_init();
+  auto_rule_host();
   fco_transport_t t = t_transport();
   t_require_ranks(t, 1);
   int quick = t_quick();

@@ -24,9 +24,12 @@
  * (the lookup alone, straight into out), which the fused kernel only matched or lost to there —
  * 0.83–1.02× of impl 0 on the 7 bf16 workloads (run 931887a, one H200; 0.83 at L = 1, 0.88 at
  * 262144/4/16/2). The cpu transport keeps 1 (both impls are its reference). */
-static int resolve_impl(fco_comm_t comm, int impl) {
-  if (impl != FCO_IMPL_AUTO) return impl;
+int fco_ea_auto_impl(fco_comm_t comm) {
   return comm->nranks == 1 && comm->transport != FCO_TRANSPORT_CPU ? 0 : 1;
+}
+
+static int resolve_impl(fco_comm_t comm, int impl) {
+  return impl != FCO_IMPL_AUTO ? impl : fco_ea_auto_impl(comm);
 }
 
 /* FNV-1a over the values (as int64): ranks compare the splits through one shape field. */

@@ -106,6 +106,11 @@ static inline size_t fco_ea_workspace(fco_transport_t t, int impl, const int32_t
   return impl == 0 ? S + R : 2 * R;
 }
 
+/* AUTO's choice (embedding_alltoall.c: the rule and its measurements): impl 0 for one rank on a
+ * GPU transport, else the fused impl 1. A host function, exported by libfco (not in fco.h) for
+ * the tests. */
+int fco_ea_auto_impl(fco_comm_t comm);
+
 /* Bad-data kinds, in the device error record's `slot` (GPU) and in messages. */
 #define FCO_EA_BAD_INDEX 1   /* an index outside its table: position in indices          */
 #define FCO_EA_BAD_OFFSETS 2 /* offsets decrease or leave [0, num_indices]: position in offsets */
