@@ -3,9 +3,10 @@
 # 4 MB, ncclAllReduce above) — test_last_plan's edge check on nccl and local P = 1, then
 # fco-bench allreduce 1 MB..64 MB with impl 0, the one-shot and AUTO side by side (AUTO must run 0
 # at 16 and 64 MB, 1 at 1 and 4 MB, and be within noise of the faster); then test_allreduce,
-# test_gemv_allreduce and test_gemm_alltoall_checks (753006f / ab70ad4 moved gemv's and gemm's
-# AUTO rules into fco_gemv_ar_auto_impl / fco_ga_auto_impl, host refactors: their GPU auto rule
-# parts read the plans) on local P <= 2 and nccl P = 1, quick.
+# test_gemv_allreduce, test_gemm_alltoall_checks and test_embedding_alltoall (753006f / ab70ad4 /
+# a4d2488 moved the ops' AUTO rules into fco_gemv_ar_auto_impl / fco_ga_auto_impl /
+# fco_ea_auto_impl, host refactors: their GPU parts read the plans) on local P <= 2 and nccl
+# P = 1, quick.
 # Carry: build/carry.tgz (make_carry.sh at the commit run). Run: FCO_COMMIT=<commit> bash cmd.sh
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -26,7 +27,7 @@ grep -E "^ +[0-9]|auto ran|commit|machine" $O/ar.txt | cut -c1-110
 for t in local nccl; do
   n=2; [ $t = nccl ] && n=1
   FCO_TRANSPORT=$t FCO_TEST_MAX_RANKS=$n FCO_TEST_QUICK=1 BUILD=build TEST_TIMEOUT=120 \
-    timeout 250 tests/run.sh test_allreduce test_gemv_allreduce \
-    test_gemm_alltoall_checks > $O/tests-$t.txt 2>&1
+    timeout 300 tests/run.sh test_allreduce test_gemv_allreduce \
+    test_gemm_alltoall_checks test_embedding_alltoall > $O/tests-$t.txt 2>&1
   echo "$t: rc=$? ${SECONDS}s"; grep -E "^(FAIL|# )" $O/tests-$t.txt
 done
