@@ -1,5 +1,5 @@
 #!/bin/bash
-# One GPU, one short call (~3 min): d7a433f's allreduce AUTO for one rank on nccl (one-shot up to
+# One GPU, one short call (~4 min, at most ~9): d7a433f's allreduce AUTO for one rank on nccl (one-shot up to
 # 4 MB, ncclAllReduce above) — test_last_plan's edge check on nccl and local P = 1, then
 # fco-bench allreduce 1 MB..64 MB with impl 0, the one-shot and AUTO side by side (AUTO must run 0
 # at 16 and 64 MB, 1 at 1 and 4 MB, and be within noise of the faster); then test_allreduce,
@@ -27,7 +27,7 @@ grep -E "^ +[0-9]|auto ran|commit|machine" $O/ar.txt | cut -c1-110
 for t in local nccl; do
   n=2; [ $t = nccl ] && n=1
   FCO_TRANSPORT=$t FCO_TEST_MAX_RANKS=$n FCO_TEST_QUICK=1 BUILD=build TEST_TIMEOUT=120 \
-    timeout 300 tests/run.sh test_allreduce test_gemv_allreduce \
+    timeout 200 tests/run.sh test_allreduce test_gemv_allreduce \
     test_gemm_alltoall_checks test_embedding_alltoall > $O/tests-$t.txt 2>&1
   echo "$t: rc=$? ${SECONDS}s"; grep -E "^(FAIL|# )" $O/tests-$t.txt
 done
