@@ -62,6 +62,27 @@ static void fresh(const t_world_t* w) {
   for (int r = 0; r < w->n; r++) ASSERT_EMPTY(w, r);
 }
 
+/* fco_allreduce_workspace of count f32 elements on comm with impl. */
+static size_t ar_ws(fco_comm_t comm, size_t count, int impl) {
+  size_t bytes = 0;
+  ASSERT_OK(fco_allreduce_workspace(comm, count, FCO_F32, impl, &bytes));
+  return bytes;
+}
+
+/* AUTO's one-shot edge at `edge` f32 elements, read through the workspace it sizes (one-shot
+ * 2 · P · S; impl 0: S on local, 0 on nccl) without running a call: the one-shot at the edge,
+ * impl 0 64 elements above it and at `above`, and the one-shot at `above` again with
+ * FCO_ALLREDUCE_ONESHOT_MAX=64M. */
+static void expect_oneshot_edge(fco_comm_t comm, size_t edge, size_t above) {
+  ASSERT_NE(ar_ws(comm, above, 0), ar_ws(comm, above, 1)); /* the workspace tells them apart */
+  ASSERT_EQ(ar_ws(comm, edge, FCO_IMPL_AUTO), ar_ws(comm, edge, 1));
+  ASSERT_EQ(ar_ws(comm, edge + 64, FCO_IMPL_AUTO), ar_ws(comm, edge + 64, 0));
+  ASSERT_EQ(ar_ws(comm, above, FCO_IMPL_AUTO), ar_ws(comm, above, 0));
+  t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64M");
+  ASSERT_EQ(ar_ws(comm, above, FCO_IMPL_AUTO), ar_ws(comm, above, 1));
+  t_knob_reset("FCO_ALLREDUCE_ONESHOT_MAX");
+}
+
 static void allreduce(const t_world_t* w) {
   t_ar_bufs_t b;
   t_ar_alloc(w, &b, 4096);
@@ -75,51 +96,15 @@ static void allreduce(const t_world_t* w) {
   int impl = ASSERT_PLANS(w, "allreduce");
   ASSERT_LT(impl, FCO_ALLREDUCE_NUM_IMPLS);
   if (w->transport != FCO_TRANSPORT_NCCL) ASSERT_EQ(impl, 1); /* src/ops/allreduce.c's rule */
-  size_t ws_auto = 0, ws_impl = 0;
-  ASSERT_OK(fco_allreduce_workspace(w->comms[0], 4096, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-  ASSERT_OK(fco_allreduce_workspace(w->comms[0], 4096, FCO_F32, impl, &ws_impl));
-  ASSERT_EQ(ws_auto, ws_impl);
+  ASSERT_EQ(ar_ws(w->comms[0], 4096, FCO_IMPL_AUTO), ar_ws(w->comms[0], 4096, impl));
   /* local: impl 0 (copies, one reduction) above 8 MB / P (16 MB: 0.8x one-shot, one H200 and
-   * one H100), one-shot up to it or up to FCO_ALLREDUCE_ONESHOT_MAX; the workspace tells which
-   * (one-shot 2 · P · S, local impl 0 S) without running a 16 MB call */
-  if (w->transport == FCO_TRANSPORT_LOCAL && w->n > 1) {
-    const size_t big = (size_t)4 << 20, edge = ((size_t)8 << 20) / (size_t)w->n / 4; /* f32 */
-    size_t ws0 = 0, ws1 = 0;
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 0, &ws0));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 1, &ws1));
-    ASSERT_NE(ws0, ws1); /* the workspace tells the two impls apart */
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, ws0);
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, 1, &ws1));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, ws1);
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, 0, &ws0));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, ws0);
-    t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64M");
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, 1, &ws1));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], big, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, ws1);
-    t_knob_reset("FCO_ALLREDUCE_ONESHOT_MAX");
-  }
+   * one H100), one-shot up to it or up to FCO_ALLREDUCE_ONESHOT_MAX */
+  if (w->transport == FCO_TRANSPORT_LOCAL && w->n > 1)
+    expect_oneshot_edge(w->comms[0], ((size_t)8 << 20) / (size_t)w->n / 4, (size_t)4 << 20);
   /* nccl, one rank: one-shot up to 4 MB, ncclAllReduce (one copy) above — the one-shot was
-   * 0.83-0.88x at 16 MB on one H200 and one H100; workspace one-shot 2 · S, ncclAllReduce 0 */
-  if (w->transport == FCO_TRANSPORT_NCCL && w->n == 1) {
-    const size_t edge = ((size_t)4 << 20) / 4; /* f32 */
-    size_t ws0 = 1, ws1 = 0;
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, 1, &ws1));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, ws1);
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, 0, &ws0));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_NE(ws0, ws1); /* the workspace tells the two impls apart */
-    ASSERT_EQ(ws_auto, ws0);
-    t_knob_set("FCO_ALLREDUCE_ONESHOT_MAX", "64M");
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, 1, &ws1));
-    ASSERT_OK(fco_allreduce_workspace(w->comms[0], edge + 64, FCO_F32, FCO_IMPL_AUTO, &ws_auto));
-    ASSERT_EQ(ws_auto, ws1);
-    t_knob_reset("FCO_ALLREDUCE_ONESHOT_MAX");
-  }
+   * 0.83-0.88x at 16 MB on one H200 and one H100 */
+  if (w->transport == FCO_TRANSPORT_NCCL && w->n == 1)
+    expect_oneshot_edge(w->comms[0], ((size_t)4 << 20) / 4, ((size_t)4 << 20) / 4 + 64);
 
   for (int i = 0; i < FCO_ALLREDUCE_NUM_IMPLS; i++) {
     t_context("allreduce impl %d", i);

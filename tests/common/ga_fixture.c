@@ -103,11 +103,11 @@ void ga_free_case(ga_case_t* c) {
   }
 }
 
-/* Rows the case moves in all (every rank's counts summed). */
+/* Rows the case moves in all (ga_finish_case's recv table summed). */
 static int64_t case_rows(const ga_case_t* c) {
   int64_t n = 0;
-  for (int r = 0; r < c->P; r++)
-    for (int i = 0; i < c->E[r] * c->P; i++) n += c->counts[r][i];
+  for (int q = 0; q < c->P; q++)
+    for (int r = 0; r < c->P; r++) n += c->recv[q][r];
   return n;
 }
 
